@@ -1,0 +1,40 @@
+"""gradtrace: record PyTorch's dynamic autograd graph, serve it, share it, animate it.
+
+Pipeline, one package per stage::
+
+    snippet → sandbox → capture → schema (graph document) → storage → api / pages
+            → browser layout → render → animate           (frontend/)
+
+Importing ``gradtrace`` is cheap and never imports torch: the web process imports it.
+``gradtrace.record`` (which needs torch) and ``gradtrace.Client`` load on first use.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+if TYPE_CHECKING:
+    from gradtrace.capture import record
+    from gradtrace.client import Client, GradtraceAPIError
+    from gradtrace.schema import RunDocument
+
+__all__ = ["Client", "GradtraceAPIError", "RunDocument", "__version__", "record"]
+
+
+def __getattr__(name: str) -> Any:
+    """Load the public names lazily, so ``import gradtrace`` stays free of torch."""
+    if name == "record":
+        from gradtrace.capture import record
+
+        return record
+    if name in ("Client", "GradtraceAPIError"):
+        from gradtrace import client
+
+        return getattr(client, name)
+    if name == "RunDocument":
+        from gradtrace.schema import RunDocument
+
+        return RunDocument
+    raise AttributeError(f"module 'gradtrace' has no attribute {name!r}")

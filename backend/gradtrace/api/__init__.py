@@ -1,0 +1,1 @@
+"""The HTTP service: JSON API, pages and operations endpoints. Never imports torch."""

@@ -1,0 +1,181 @@
+"""The run document: the one schema every stage of gradtrace speaks.
+
+capture produces it, the sandbox returns it as JSON, the web process validates it
+(never trusting the job), storage keeps it, share links serve it, and the browser and the
+notebook client read it. CONTRACT.md is the minimum public surface; everything extra here is
+an addition, never a rename. A change that renames or removes a field needs a new
+``SCHEMA_VERSION`` and an upgrade step in :mod:`gradtrace.schema.normalize`.
+
+NOTE [encoding of awkward values]
+    * Tensor values are :class:`TensorValue`. ``values`` is the nested list of numbers when the
+      tensor has at most ``VALUES_LIMIT`` (1,000) elements, else ``None``; ``stats`` is always
+      given when the tensor is non-empty and of a numeric type.
+    * NaN, +inf and -inf are the strings ``"nan"``, ``"inf"``, ``"-inf"`` (JSON has no such
+      numbers). Everything else is a plain JSON number.
+    * Complex tensors encode each element as ``[real, imag]``; stats are over the magnitude.
+    * Booleans encode as JSON ``true``/``false``; integer tensors as JSON integers.
+    * Text that the snippet printed is capped; ``stdout_truncated`` says when it was cut and the
+      text ends with a marker line.
+    * A run that hit a cap (nodes, events) ends with status ``graph_limit``; what was recorded
+      until then is kept.
+"""
+
+from __future__ import annotations
+
+from typing import Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field
+
+SCHEMA_VERSION = 1
+VALUES_LIMIT = 1000
+
+Status = Literal["ok", "error", "timeout", "memory_limit", "output_limit", "graph_limit", "crashed"]
+Device = Literal["cpu", "cuda", "auto"]
+Number = Union[int, float, str]
+"""A JSON number, or one of the strings ``"nan"``, ``"inf"``, ``"-inf"``."""
+
+
+class _Model(BaseModel):
+    """Base of every document model: unknown fields are kept (forward compatible)."""
+
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
+
+
+class TensorStats(_Model):
+    min: Number | None = None
+    max: Number | None = None
+    mean: Number | None = None
+    norm: Number | None = None
+
+
+class TensorValue(_Model):
+    """A tensor's value as the browser shows it: full values when small, stats always."""
+
+    shape: list[int]
+    dtype: str
+    values: object | None = None
+    stats: TensorStats | None = None
+
+
+class SavedTensor(_Model):
+    """One tensor a function node saved for its backward (``_saved_*``)."""
+
+    name: str
+    shape: list[int] | None = None
+    dtype: str | None = None
+    bytes: int = 0
+    is_parameter: bool = False
+    is_input: bool = False
+    freed_after_pass: int | None = None
+    """Index of the backward pass after which autograd freed it, or null while still held."""
+
+
+class Cut(_Model):
+    """Why a tensor has no history although it came from one (``detach()``, ``no_grad``)."""
+
+    kind: Literal["detach", "no_grad", "inference_mode", "data"]
+    line: int | None = None
+    source: str | None = None
+    """Id of the node the tensor was computed from, when known."""
+
+
+class Node(_Model):
+    id: str
+    kind: Literal["function", "tensor"]
+    name: str | None = None
+    line: int | None = None
+    module: str | None = None
+    shape: list[int] | None = None
+    dtype: str | None = None
+    device: str | None = None
+    grad: TensorValue | None = None
+    # --- additions beyond CONTRACT.md v1 ---
+    seq: int | None = None
+    """Creation order of function nodes (0, 1, ...), from autograd's sequence numbers."""
+    role: str | None = None
+    """Tensor nodes: ``leaf``, ``root`` (a backward started here), ``retained`` or ``cut``."""
+    created_in_pass: int | None = None
+    """Function nodes created during a backward pass with ``create_graph=True``."""
+    saved: list[SavedTensor] = Field(default_factory=list)
+    saved_bytes: int = 0
+    value: TensorValue | None = None
+    """Tensor nodes: the tensor's value when it was recorded."""
+    grad_history: list[TensorValue] = Field(default_factory=list)
+    """Tensor nodes: ``.grad`` after each accumulation, in order, across passes."""
+    cut: Cut | None = None
+
+
+class Edge(_Model):
+    """Forward data flow, from producer to consumer (CONTRACT.md)."""
+
+    source: str
+    target: str
+    input_nr: int | None = None
+    """Index of this input in the target's ``next_functions``."""
+
+
+class Event(_Model):
+    phase: Literal["forward", "backward"]
+    node: str
+    pass_: int | None = Field(default=None, alias="pass")
+    line: int | None = None
+    grad_outputs: list[TensorValue | None] | None = None
+    grad_inputs: list[TensorValue | None] | None = None
+    # --- additions ---
+    grad: TensorValue | None = None
+    """AccumulateGrad events: the leaf's ``.grad`` after accumulation."""
+    changed_by_hook: bool = False
+
+
+class BackwardPass(_Model):
+    """One call of ``backward`` / ``autograd.backward`` / ``autograd.grad``."""
+
+    index: int
+    api: str
+    line: int | None = None
+    roots: list[str] = Field(default_factory=list)
+    retain_graph: bool = False
+    create_graph: bool = False
+    freed_bytes: int = 0
+    completed: bool = True
+
+
+class RunError(_Model):
+    type: str
+    message: str
+    line: int | None = None
+    node: str | None = None
+    """The node concerned, for autograd errors (in-place hazard, freed graph)."""
+    detail: str | None = None
+
+
+class Graph(_Model):
+    nodes: list[Node] = Field(default_factory=list)
+    edges: list[Edge] = Field(default_factory=list)
+
+
+class MemorySummary(_Model):
+    saved_bytes_total: int = 0
+    freed_bytes_total: int = 0
+
+
+class RunDocument(_Model):
+    """The answer of ``POST /api/runs`` and the content of a share link (CONTRACT.md)."""
+
+    schema_version: int = SCHEMA_VERSION
+    id: str
+    status: Status
+    error: RunError | None = None
+    stdout: str = ""
+    device: str = "cpu"
+    graph: Graph = Field(default_factory=Graph)
+    events: list[Event] = Field(default_factory=list)
+    # --- additions ---
+    message: str | None = None
+    """A sentence for the user when the run hit a limit ("ran longer than 5 s")."""
+    stdout_truncated: bool = False
+    code: str | None = None
+    seed: int | None = None
+    passes: list[BackwardPass] = Field(default_factory=list)
+    memory: MemorySummary = Field(default_factory=MemorySummary)
+    torch_version: str | None = None

@@ -1,0 +1,79 @@
+"""One place that reads configuration: every setting is ``GRADTRACE_<NAME>`` in the environment.
+
+The defaults are the embedded set-up that ``make run`` starts: SQLite under ``./data`` and the
+local fork-server worker pool on this machine. The README's table of variables is generated
+from this class's field docs (``gradtrace settings``), so the two cannot drift.
+"""
+
+from __future__ import annotations
+
+import os
+from functools import lru_cache
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    """All of gradtrace's settings, with their defaults."""
+
+    model_config = SettingsConfigDict(env_prefix="GRADTRACE_", extra="ignore")
+
+    env: Literal["development", "production"] = Field(
+        "development", description="production refuses unsafe defaults (open CORS, no sandbox).")
+    host: str = Field("127.0.0.1", description="Address `gradtrace serve` binds to.")
+    port: int = Field(8000, ge=1, le=65535, description="Port `gradtrace serve` listens on.")
+    public_url: str | None = Field(
+        None, description="Base URL used in share links; default: the URL of the request.")
+    data_dir: Path = Field(Path("./data"), description="Where the SQLite database lives.")
+    database_url: str | None = Field(
+        None, description="SQLAlchemy URL; default sqlite under data_dir. postgresql+psycopg://… for PostgreSQL.")
+    run_retention_days: int = Field(
+        30, ge=0, description="Days a run stays retrievable by id (0 = forever). Shares are kept forever.")
+
+    runner: Literal["forkserver"] = Field(
+        "forkserver", description="Which runner executes snippets (the in-process runner is for tests only).")
+    workers: int = Field(
+        default_factory=lambda: max(1, os.cpu_count() or 1), ge=1, le=64,
+        description="Concurrent sandboxed jobs (default: one per core).")
+    queue_size: int = Field(16, ge=0, le=10_000, description="Jobs that may wait for a worker before the API answers 503.")
+    sandbox: bool = Field(True, description="Apply the kernel isolation layers to each job (namespaces, seccomp, uid, rlimits).")
+
+    timeout_s: float = Field(5.0, gt=0, le=600, description="Wall-clock limit of one run, seconds.")
+    cpu_s: int = Field(5, ge=1, le=600, description="CPU-time limit of one run, seconds.")
+    memory_mb: int = Field(1024, ge=64, description="Memory a run may use beyond the worker's baseline, MiB.")
+    output_kb: int = Field(64, ge=1, description="Cap on what a snippet prints, KiB.")
+    result_mb: int = Field(32, ge=1, description="Cap on a run document's JSON size, MiB.")
+    max_code_kb: int = Field(64, ge=1, description="Largest snippet accepted (413 beyond).")
+    max_body_mb: int = Field(16, ge=1, description="Largest request body accepted (413 beyond).")
+    max_nodes: int = Field(50_000, ge=10, description="Graph nodes recorded before a run ends with graph_limit.")
+    max_events: int = Field(200_000, ge=10, description="Events recorded before a run ends with graph_limit.")
+
+    rate_per_minute: float = Field(120.0, ge=0, description="Runs per minute per client (token bucket; 0 = no limit).")
+    rate_burst: int = Field(30, ge=1, description="Burst size of the per-client token bucket.")
+    cors_origins: list[str] = Field(default_factory=list, description="Origins allowed by CORS (JSON list).")
+    log_level: str = Field("info", description="Python logging level.")
+
+    @property
+    def effective_database_url(self) -> str:
+        """The configured database URL, or SQLite inside ``data_dir``."""
+        if self.database_url:
+            return self.database_url
+        return f"sqlite:///{(self.data_dir / 'gradtrace.db').resolve()}"
+
+    @model_validator(mode="after")
+    def _refuse_unsafe_production(self) -> Settings:
+        if self.env == "production":
+            if not self.sandbox:
+                raise ValueError("GRADTRACE_SANDBOX=false is refused when GRADTRACE_ENV=production")
+            if "*" in self.cors_origins:
+                raise ValueError("GRADTRACE_CORS_ORIGINS='[\"*\"]' is refused when GRADTRACE_ENV=production")
+        return self
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    """The process-wide settings, read from the environment once."""
+    return Settings()

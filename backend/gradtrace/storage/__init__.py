@@ -1,0 +1,1 @@
+"""Durable storage of runs and shares (SQLAlchemy 2; SQLite by default, PostgreSQL by URL)."""
