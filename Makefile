@@ -1,0 +1,63 @@
+# gradtrace: two commands on a fresh Debian machine (Python 3.11, node/npm, make, apt as root).
+#   make run    set up .venv and the front end, then serve http://127.0.0.1:8000
+#   make test   also install what the tests need (Debian chromium, postgresql), then run it all
+# The Dockerfile calls the same `install` and `frontend` targets: there is one recipe.
+
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV   ?= .venv
+PIP    := $(VENV)/bin/pip
+PY     := $(VENV)/bin/python
+SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+PYTEST_ARGS ?=
+
+.PHONY: run install install-test frontend system-test-deps lint test bench clean
+
+run: install frontend
+	$(VENV)/bin/gradtrace serve
+
+# pip resolves torch==2.13.0 to the CPU build; pip's cap on torch (if any) is left in place.
+$(VENV)/.stamp-install: pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PIP) install --quiet --upgrade pip
+	$(PIP) install --quiet -e .
+	touch $@
+
+install: $(VENV)/.stamp-install
+
+$(VENV)/.stamp-test: $(VENV)/.stamp-install pyproject.toml
+	$(PIP) install --quiet -e '.[test]'
+	touch $@
+
+install-test: $(VENV)/.stamp-test
+
+frontend/node_modules/.stamp: frontend/package.json frontend/package-lock.json
+	cd frontend && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+frontend: frontend/node_modules/.stamp
+	cd frontend && npm run --silent build
+
+# Debian packages the suite drives for real: Chromium for Playwright, PostgreSQL for storage.
+system-test-deps:
+	@missing=""; \
+	[ -x /usr/bin/chromium ] || missing="$$missing chromium"; \
+	ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing="$$missing postgresql"; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing Debian packages:$$missing"; \
+	  $(SUDO) apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends $$missing; \
+	fi
+
+lint: install-test
+	$(VENV)/bin/ruff check backend tests bench
+	$(VENV)/bin/mypy
+
+test: install-test frontend system-test-deps lint
+	@$(VENV)/bin/pytest $(PYTEST_ARGS); rc=$$?; \
+	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing"; exit 1; fi; exit $$rc
+
+bench: install-test frontend system-test-deps
+	$(PY) bench/run.py
+
+clean:
+	rm -rf $(VENV) frontend/node_modules frontend/dist data tests/artifacts

@@ -1,0 +1,78 @@
+"""The ``gradtrace`` command: ``serve`` starts the service, ``run`` records a file locally.
+
+``serve`` hands the app factory to uvicorn, so the web process imports no torch; the worker
+pool it starts does. ``run`` records a snippet in this process, the way ``gradtrace.record``
+does in a notebook: it is for your own code on your own machine, not a sandbox.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from gradtrace.settings import Settings, get_settings
+
+
+def _serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    settings = get_settings()
+    host = args.host or settings.host
+    port = args.port or settings.port
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    print(f"gradtrace: serving on http://{host}:{port} (data in {settings.data_dir.resolve()})",
+          file=sys.stderr)
+    uvicorn.run("gradtrace.api.app:create_app", factory=True, host=host, port=port,
+                log_level=settings.log_level.lower(), proxy_headers=True)
+    return 0
+
+
+def _run(args: argparse.Namespace) -> int:
+    from gradtrace.capture import run_snippet
+
+    path = Path(args.file)
+    try:
+        code = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        print(f"gradtrace: cannot read {path}: {exc}", file=sys.stderr)
+        return 2
+    doc = run_snippet(code, device=args.device, seed=args.seed, filename=str(path))
+    json.dump(doc, sys.stdout, indent=2 if args.pretty else None, sort_keys=True)
+    sys.stdout.write("\n")
+    return 0 if doc["status"] == "ok" else 1
+
+
+def settings_table() -> str:
+    """The README's configuration table, generated from :class:`Settings` itself."""
+    rows = ["| variable | default | meaning |", "| --- | --- | --- |"]
+    for name, f in Settings.model_fields.items():
+        default = "(per core)" if f.default_factory is not None and name == "workers" else (
+            "[]" if f.default_factory is not None else f.default)
+        rows.append(f"| `GRADTRACE_{name.upper()}` | `{default}` | {f.description or ''} |")
+    return "\n".join(rows)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="gradtrace", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    serve = sub.add_parser("serve", help="start the web service and its worker pool")
+    serve.add_argument("--host", default=None, help="bind address (default GRADTRACE_HOST or 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=None, help="port (default GRADTRACE_PORT or 8000)")
+    serve.set_defaults(func=_serve)
+    run = sub.add_parser("run", help="record FILE.py in this process and print its run document")
+    run.add_argument("file")
+    run.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    run.add_argument("--seed", type=int, default=0)
+    run.add_argument("--pretty", action="store_true", help="indent the JSON")
+    run.set_defaults(func=_run)
+    settings = sub.add_parser("settings", help="print the configuration variables as a Markdown table")
+    settings.set_defaults(func=lambda _a: print(settings_table()) or 0)
+    args = parser.parse_args(argv)
+    return int(args.func(args))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

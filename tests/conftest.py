@@ -1,0 +1,199 @@
+"""Shared fixtures that start real things: the service on a free loopback port, and Chromium.
+
+Every server here is the real app (``uvicorn --factory gradtrace.api.app:create_app``) in its
+own process with its own data directory, so tests see exactly what a user sees over HTTP.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+ARTIFACTS = ROOT / "tests" / "artifacts"
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-quic",
+    "--no-first-run",
+]
+SERVER_START_TIMEOUT_S = 90.0
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class Server:
+    """A running gradtrace service started by a test."""
+
+    url: str
+    port: int
+    data_dir: Path
+    env: dict[str, str]
+    process: subprocess.Popen[bytes]
+    log_path: Path
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def client(self, **kwargs: Any) -> httpx.Client:
+        return httpx.Client(base_url=self.url, timeout=kwargs.pop("timeout", 60.0), **kwargs)
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+
+def _wait_healthy(server: Server, timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    last: object = None
+    while time.monotonic() < deadline:
+        if not server.alive():
+            raise RuntimeError(f"server exited with {server.process.returncode}:\n{server.log()[-4000:]}")
+        try:
+            r = httpx.get(server.url + "/readyz", timeout=2.0)
+            if r.status_code == 200:
+                return
+            last = r.text
+        except httpx.HTTPError as exc:
+            last = exc
+        time.sleep(0.1)
+    raise RuntimeError(f"server not ready after {timeout_s}s ({last}):\n{server.log()[-4000:]}")
+
+
+def stop_server(server: Server, *, sig: int = signal.SIGTERM, timeout_s: float = 20.0) -> None:
+    """Stop a server (SIGTERM, then SIGKILL to its whole process group if it lingers)."""
+    if server.alive():
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(server.process.pid, sig)
+        try:
+            server.process.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(server.process.pid, signal.SIGKILL)
+            server.process.wait(timeout=10)
+
+
+def launch_server(env_overrides: Mapping[str, str] | None = None, *, data_dir: Path | None = None,
+                  port: int | None = None, wait: bool = True) -> Server:
+    """Start the real service in a subprocess (its own session) and wait until it is ready."""
+    port = port or free_port()
+    data_dir = data_dir or Path(tempfile.mkdtemp(prefix="gradtrace-test-"))
+    data_dir.mkdir(parents=True, exist_ok=True)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GRADTRACE_")}
+    env.update({
+        "GRADTRACE_DATA_DIR": str(data_dir),
+        "GRADTRACE_HOST": "127.0.0.1",
+        "GRADTRACE_PORT": str(port),
+        "GRADTRACE_RATE_PER_MINUTE": "6000",
+        "GRADTRACE_RATE_BURST": "1000",
+        "GRADTRACE_LOG_LEVEL": "warning",
+    })
+    env.update(env_overrides or {})
+    log_path = data_dir / "server.log"
+    log = log_path.open("ab")
+    cmd = [sys.executable, "-m", "uvicorn", "--factory", "gradtrace.api.app:create_app",
+           "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"]
+    proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT, cwd=str(data_dir),
+                            start_new_session=True)
+    server = Server(url=f"http://127.0.0.1:{port}", port=port, data_dir=data_dir, env=env,
+                    process=proc, log_path=log_path)
+    if wait:
+        try:
+            _wait_healthy(server, SERVER_START_TIMEOUT_S)
+        except BaseException:
+            stop_server(server)
+            raise
+    return server
+
+
+@contextlib.contextmanager
+def running_server(env_overrides: Mapping[str, str] | None = None, **kwargs: Any) -> Iterator[Server]:
+    """A server for one test (restarts, tiny limits, kill -9): stopped, with no orphan, at the end."""
+    server = launch_server(env_overrides, **kwargs)
+    try:
+        yield server
+    finally:
+        stop_server(server)
+
+
+@pytest.fixture(scope="session")
+def start_server() -> Any:
+    """Factory fixture: ``with start_server({"GRADTRACE_TIMEOUT_S": "1"}) as srv: ...``."""
+    return running_server
+
+
+@pytest.fixture(scope="session")
+def live_server() -> Iterator[Server]:
+    """The service with default settings, shared by the whole session."""
+    with running_server() as server:
+        yield server
+        assert server.alive(), f"the shared server died during the session:\n{server.log()[-4000:]}"
+
+
+def chromium_path() -> str | None:
+    """Debian's Chromium, as installed by ``make test``."""
+    for candidate in ("/usr/lib/chromium/chromium", "/usr/bin/chromium"):
+        if Path(candidate).exists():
+            return candidate
+    return shutil.which("chromium")
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Any]:
+    """A headless Debian Chromium driven by Playwright (no browser is ever downloaded)."""
+    path = chromium_path()
+    if path is None:
+        pytest.fail("Debian's chromium is not installed: run `make test`, which installs it")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=path, args=CHROMIUM_ARGS)
+        try:
+            yield b
+        finally:
+            b.close()
+
+
+@pytest.fixture()
+def page(browser: Any) -> Iterator[Any]:
+    """A fresh browser context and page per test, 1280×800, failing on page errors."""
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    pg = context.new_page()
+    errors: list[str] = []
+    pg.on("pageerror", lambda exc: errors.append(str(exc)))
+    pg.page_errors = errors  # tests may assert on uncaught page errors
+    try:
+        yield pg
+    finally:
+        context.close()
+
+
+@pytest.fixture(scope="session")
+def artifacts_dir() -> Path:
+    """Where tests write screenshots (gitignored)."""
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    return ARTIFACTS
