@@ -1,0 +1,92 @@
+"""The job child's life after lock-down: read one job, run it through capture, write, ``_exit``.
+
+fd 0 carries the job (JSON, closed by the web process after writing), fds 1 and 2 are the raw
+output pipe the supervisor caps, fd 3 carries the result (JSON). The child never returns into
+the zygote's code: it ends with ``os._exit`` so no user ``__del__``, ``atexit`` handler or
+thread outlives the job, and nothing is flushed twice.
+
+NOTE [result framing]
+    The result is the run document as JSON, written in one go and ended by the process's exit
+    (EOF). A snippet can write to fd 3 itself, or monkeypatch ``json``; that only ever spoils
+    its own result, which the web process size-caps, parses and schema-validates, and whose
+    ``code``/``seed``/``id`` it overwrites from the job it sent.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+from typing import Any
+
+from gradtrace.sandbox.jail import RESULT_FD
+
+MAX_JOB_BYTES = 64 << 20
+EXIT_OK = 0
+EXIT_BAD_JOB = 65
+EXIT_INTERNAL = 70
+EXIT_NO_MEMORY = 71
+
+_encode = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode
+
+
+def _read_job() -> dict[str, Any]:
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        chunk = os.read(0, 1 << 16)
+        if not chunk:
+            break
+        size += len(chunk)
+        if size > MAX_JOB_BYTES:
+            raise ValueError("job too large")
+        chunks.append(chunk)
+    job = json.loads(b"".join(chunks))
+    if not isinstance(job, dict) or not isinstance(job.get("code"), str):
+        raise ValueError("job is not an object with a code string")
+    return job
+
+
+def _tighten_limits(job: dict[str, Any]) -> None:
+    """Lower the CPU limit when this job asks for less than the pool's (raising is impossible)."""
+    cpu = job.get("cpu_s")
+    soft, hard = resource.getrlimit(resource.RLIMIT_CPU)
+    if isinstance(cpu, int) and 0 < cpu < soft:
+        resource.setrlimit(resource.RLIMIT_CPU, (cpu, min(hard, cpu + 1)))
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
+
+
+def serve(defaults: dict[str, Any]) -> None:
+    """Run one job and ``_exit``; ``defaults`` are the pool's capture limits."""
+    try:
+        job = _read_job()
+    except (OSError, ValueError):
+        os._exit(EXIT_BAD_JOB)
+    try:
+        _tighten_limits(job)
+        from gradtrace.capture import run_snippet  # type: ignore[attr-defined]  # imported by the zygote
+
+        doc = run_snippet(
+            job["code"],
+            device=str(job.get("device", "cpu")),
+            seed=job.get("seed"),
+            max_nodes=int(job.get("max_nodes", defaults["max_nodes"])),
+            max_events=int(job.get("max_events", defaults["max_events"])),
+            output_bytes=int(job.get("output_bytes", defaults["output_bytes"])),
+        )
+        # Lone surrogates (print("\ud800")) cannot be UTF-8: replace them rather than fail.
+        payload = _encode(doc).encode("utf-8", "replace")
+        _write_all(RESULT_FD, payload)
+    except BaseException as exc:
+        code = EXIT_NO_MEMORY if isinstance(exc, MemoryError) else EXIT_INTERNAL
+        try:
+            os.write(2, f"gradtrace job child: internal error: {type(exc).__name__}\n".encode())
+        finally:
+            os._exit(code)
+    os._exit(EXIT_OK)

@@ -1,0 +1,131 @@
+"""Turning what a job left behind into a run document: validate, or explain in a sentence.
+
+Runs in the web process, so it trusts nothing the job produced: the result bytes are capped
+before they get here, parsed as JSON (never unpickled), validated against
+:class:`gradtrace.schema.RunDocument`, and their ``code``, ``seed`` and ``id`` are overwritten
+from the job that was sent. When the job produced nothing usable, the supervisor writes the
+document itself with a message a user understands.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+from dataclasses import dataclass
+from typing import Any
+
+from gradtrace.sandbox.runner import Job
+from gradtrace.schema import RunDocument, document_id
+
+EXIT_INTERNAL = 70
+EXIT_NO_MEMORY = 71  # mirrors gradtrace.sandbox.child (which the web process must not import)
+EXIT_SETUP_FAILED = 72
+TRUNCATION_MARKER = "\n[output cut: the snippet wrote more than {limit}]\n"
+
+_MEMORY_MARKERS = ("can't allocate memory", "not enough memory", "cannot allocate memory",
+                   "out of memory")
+
+
+@dataclass
+class Ending:
+    """How the job's process ended, as the supervisor saw it."""
+
+    code: int | None = None
+    signal: int | None = None
+    cpu_s: float = 0.0
+    oom: bool = False
+    wall_timeout: bool = False
+    output_flood: bool = False
+    result_too_large: bool = False
+    lost: bool = False
+    """The zygote went away before reporting how the job ended."""
+
+
+def human_bytes(n: int) -> str:
+    if n >= 1 << 20 and n % (1 << 20) == 0:
+        return f"{n >> 20} MiB"
+    if n >= 1024 and n % 1024 == 0:
+        return f"{n >> 10} KiB"
+    return f"{n} bytes"
+
+
+def supervisor_document(job: Job, status: str, message: str, stdout: str) -> dict[str, Any]:
+    """A run document for a run that produced no usable result of its own."""
+    doc: dict[str, Any] = RunDocument(id="", status=status, message=message, stdout=stdout,  # type: ignore[arg-type]
+                                      device=job.device, code=job.code, seed=job.seed,
+                                      stdout_truncated=False).model_dump(mode="json", by_alias=True)
+    doc["id"] = document_id(doc)
+    return doc
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
+def classify_failure(job: Job, ending: Ending) -> tuple[str, str]:
+    """(status, message) for a run without a usable result, or with a limit hit by the kernel."""
+    lim = job.limits
+    if ending.wall_timeout:
+        return "timeout", f"Stopped: the snippet ran longer than {lim.timeout_s:g} s."
+    if ending.output_flood:
+        return "output_limit", (f"Stopped: the snippet wrote more than {human_bytes(lim.output_bytes)} "
+                                "of output.")
+    if ending.result_too_large:
+        return "output_limit", (f"Stopped: the run's result was larger than "
+                                f"{human_bytes(lim.result_bytes)}.")
+    if ending.oom or ending.code == EXIT_NO_MEMORY:
+        return "memory_limit", f"Stopped: the snippet used more than {lim.memory_mb} MiB of memory."
+    if ending.signal == signal.SIGXCPU or (ending.signal == signal.SIGKILL and ending.cpu_s >= lim.cpu_s):
+        return "timeout", f"Stopped: the snippet used more than {lim.cpu_s} s of CPU time."
+    if ending.lost:
+        return "crashed", "The sandbox worker stopped while the snippet ran; it has been restarted."
+    if ending.signal is not None:
+        name = _signal_name(ending.signal)
+        return "crashed", f"The snippet's process was killed by {name} before it finished."
+    if ending.code == EXIT_SETUP_FAILED:
+        return "crashed", "The sandbox could not prepare a worker for this run; please try again."
+    if ending.code == 0:
+        return "crashed", "The snippet's process returned an invalid result."
+    if ending.code == EXIT_INTERNAL:
+        return "crashed", "The sandbox failed while running the snippet (internal error)."
+    return "crashed", (f"The snippet's process exited with code {ending.code} before it finished "
+                       "(sys.exit/os._exit ends the run without a result).")
+
+
+def cut_output(raw: bytes, limit: int) -> str:
+    text = raw[:limit].decode("utf-8", "replace")
+    if len(raw) > limit:
+        text += TRUNCATION_MARKER.format(limit=human_bytes(limit))
+    return text
+
+
+def validate_result(job: Job, raw: bytes) -> dict[str, Any] | None:
+    """The validated document from the job's result bytes, or None when they are not one."""
+    try:
+        data = json.loads(raw)
+        if not isinstance(data, dict):
+            return None
+        model = RunDocument.model_validate(data)
+        doc: dict[str, Any] = model.model_dump(mode="json", by_alias=True)
+        doc["code"] = job.code
+        doc["seed"] = job.seed
+        doc["device"] = job.device
+        _memory_error_is_a_limit(job, doc)
+        doc["id"] = document_id(doc)
+    except (ValueError, RecursionError, TypeError, UnicodeError, OverflowError):
+        return None
+    return doc
+
+
+def _memory_error_is_a_limit(job: Job, doc: dict[str, Any]) -> None:
+    """An allocation refused by RLIMIT_AS surfaces as the snippet's error; call it memory_limit."""
+    error = doc.get("error")
+    if doc.get("status") != "error" or not isinstance(error, dict):
+        return
+    message = str(error.get("message", "")).lower()
+    if error.get("type") == "MemoryError" or any(m in message for m in _MEMORY_MARKERS):
+        doc["status"] = "memory_limit"
+        doc["message"] = f"Stopped: the snippet used more than {job.limits.memory_mb} MiB of memory."

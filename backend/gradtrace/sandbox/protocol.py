@@ -1,0 +1,69 @@
+"""The control channel between the web process and the zygote.
+
+One ``AF_UNIX``/``SOCK_SEQPACKET`` socket pair: every message is one datagram-like packet of
+UTF-8 JSON (so no framing code), optionally carrying file descriptors (``SCM_RIGHTS``). The
+zygote hands the web process the three pipe ends of each pre-forked child this way, so the web
+process talks to the job directly and the zygote never touches user bytes.
+
+Messages, zygote → web:
+    ``{"type": "ready", "pid", "layers", "cuda_available", "torch_version"}``
+    ``{"type": "child", "id", "pid", "uid"}`` with fds ``[job_w, out_r, res_r]``
+    ``{"type": "exit", "id", "pid", "code", "signal", "cpu_s", "maxrss_kb", "oom"}``
+    ``{"type": "fatal", "message"}`` (the zygote cannot go on; it exits after sending)
+Messages, web → zygote:
+    ``{"op": "configure", ...ZygoteConfig}`` (first message), ``{"op": "fork", "n"}``,
+    ``{"op": "kill", "id"}``, ``{"op": "exit"}``
+
+Only this file and the pool see the web side; nothing here imports torch.
+"""
+
+from __future__ import annotations
+
+import array
+import contextlib
+import json
+import socket
+from typing import Any
+
+MAX_MESSAGE = 1 << 16
+MAX_FDS = 8
+
+
+def send(sock: socket.socket, message: dict[str, Any], fds: list[int] | tuple[int, ...] = ()) -> None:
+    """Send one JSON message, with ``fds`` attached when given."""
+    data = json.dumps(message, separators=(",", ":")).encode()
+    if len(data) > MAX_MESSAGE:
+        raise ValueError(f"control message of {len(data)} bytes exceeds {MAX_MESSAGE}")
+    if fds:
+        ancillary = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds).tobytes())]
+        sock.sendmsg([data], ancillary)
+    else:
+        sock.sendmsg([data])
+
+
+def recv(sock: socket.socket) -> tuple[dict[str, Any] | None, list[int]]:
+    """Receive one message; ``(None, [])`` at end of stream. Raises BlockingIOError if none waits."""
+    fd_size = array.array("i").itemsize * MAX_FDS
+    data, ancdata, _flags, _addr = sock.recvmsg(MAX_MESSAGE, socket.CMSG_SPACE(fd_size),
+                                                getattr(socket, "MSG_CMSG_CLOEXEC", 0))
+    fds: list[int] = []
+    for level, kind, payload in ancdata:
+        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+            arr = array.array("i")
+            arr.frombytes(payload[: len(payload) - (len(payload) % arr.itemsize)])
+            fds.extend(arr)
+    if not data:
+        for fd in fds:
+            _close_quietly(fd)
+        return None, []
+    message = json.loads(data)
+    if not isinstance(message, dict):
+        raise ValueError("control message is not a JSON object")
+    return message, fds
+
+
+def _close_quietly(fd: int) -> None:
+    import os
+
+    with contextlib.suppress(OSError):
+        os.close(fd)

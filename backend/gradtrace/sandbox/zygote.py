@@ -1,0 +1,260 @@
+"""The zygote: a warm, torch-importing process that forks locked-down job children.
+
+Started by :class:`gradtrace.sandbox.pool.ForkServerPool` as ``python -I -m
+gradtrace.sandbox.zygote <control fd>`` from a scrubbed environment. It never runs user code
+itself and never reads a user byte: it only forks children, hands their pipe ends to the web
+process, kills them when asked and reports how they ended.
+
+NOTE [torch threads before fork]
+    libgomp hangs in a forked child if the parent ever ran a multi-threaded op, so the zygote
+    sets ``torch.set_num_threads(1)`` (and one inter-op thread) right after importing torch,
+    before warming anything up. Jobs run with one thread too.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import selectors
+import shutil
+import signal
+import socket
+import sys
+import tempfile
+from dataclasses import dataclass
+from typing import Any
+
+from gradtrace.sandbox import child, jail, landlock, linux, namespaces, protocol
+from gradtrace.sandbox.cgroups import CgroupFactory, JobCgroup
+from gradtrace.sandbox.config import ZygoteConfig
+
+EXIT_SETUP_FAILED = 72
+ADDRESS_SLACK = 512 << 20
+"""Address space beyond the memory budget: thread stacks, glibc arenas, torch's allocator pools."""
+
+
+@dataclass
+class _ChildRecord:
+    pid: int
+    uid: int
+    pidfd: int
+    cgroup: JobCgroup | None
+    workdir: str | None
+
+
+def _warm_torch() -> tuple[str, bool]:
+    import torch
+
+    torch.set_num_threads(1)
+    torch.set_num_interop_threads(1)
+    import gradtrace.capture as capture
+
+    _import_all("gradtrace.capture")
+    warm_up = getattr(capture, "warm_up", None)
+    if callable(warm_up):
+        warm_up()
+    # NVML-based check (PYTORCH_NVML_BASED_CUDA_CHECK=1 in our env) does not initialise CUDA,
+    # so forking stays safe; CUDA jobs run in separate fresh processes.
+    return str(torch.__version__), bool(torch.cuda.is_available())
+
+
+def _import_all(package: str) -> None:
+    """Import every submodule now: jobs cannot read the service's source tree later."""
+    import importlib
+    import pkgutil
+
+    pkg = importlib.import_module(package)
+    for info in pkgutil.walk_packages(getattr(pkg, "__path__", []), prefix=f"{package}."):
+        try:
+            importlib.import_module(info.name)
+        except Exception as exc:  # a broken optional module must not keep every job from running
+            print(f"gradtrace zygote: cannot pre-import {info.name}: {exc!r}", file=sys.stderr)
+
+
+def _vm_size() -> int:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmSize:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+class Zygote:
+    """The fork loop: control messages in, children out, exits reported."""
+
+    def __init__(self, ctrl: socket.socket, plan: jail.JailPlan, cgroups: CgroupFactory | None) -> None:
+        self.ctrl = ctrl
+        self.plan = plan
+        self.cgroups = cgroups
+        self.children: dict[int, _ChildRecord] = {}
+        self.next_id = 0
+        self.selector = selectors.DefaultSelector()
+        self.selector.register(ctrl, selectors.EVENT_READ, None)
+
+    def spawn(self) -> None:
+        cfg = self.plan.config
+        cid = self.next_id
+        self.next_id += 1
+        cgroup = None
+        if self.cgroups is not None:
+            cgroup = self.cgroups.create(f"job-{cid}", (cfg.memory_mb + cfg.tmp_mb + 64) << 20,
+                                         cfg.nproc)
+        workdir = None if cfg.sandbox else tempfile.mkdtemp(prefix="gradtrace-job-")
+        job_r, job_w = os.pipe2(os.O_CLOEXEC)
+        out_r, out_w = os.pipe2(os.O_CLOEXEC)
+        res_r, res_w = os.pipe2(os.O_CLOEXEC)
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - runs in the child, which always _exits
+            self._child_main(cgroup, workdir, job_r, out_w, res_w)
+        for fd in (job_r, out_w, res_w):
+            os.close(fd)
+        uid = cfg.uid_base + pid if cfg.sandbox else os.getuid()
+        pidfd = os.pidfd_open(pid)
+        self.children[cid] = _ChildRecord(pid, uid, pidfd, cgroup, workdir)
+        self.selector.register(pidfd, selectors.EVENT_READ, cid)
+        try:
+            protocol.send(self.ctrl, {"type": "child", "id": cid, "pid": pid, "uid": uid},
+                          [job_w, out_r, res_r])
+        finally:
+            for fd in (job_w, out_r, res_r):
+                os.close(fd)
+
+    def _child_main(self, cgroup: JobCgroup | None, workdir: str | None, job_r: int, out_w: int,
+                    res_w: int) -> None:
+        try:
+            cfg = self.plan.config
+            uid = cfg.uid_base + os.getpid() if cfg.sandbox else os.getuid()
+            jail.lock_down(self.plan, uid=uid, cgroup=cgroup, job_r=job_r, out_w=out_w, res_w=res_w,
+                           workdir=workdir or "/tmp")
+        except BaseException as exc:
+            try:
+                os.write(2, f"gradtrace job child: lock-down failed: {exc!r}\n".encode())
+            finally:
+                os._exit(EXIT_SETUP_FAILED)
+        child.serve({"max_nodes": cfg.max_nodes, "max_events": cfg.max_events,
+                     "output_bytes": cfg.output_bytes})
+        os._exit(child.EXIT_INTERNAL)
+
+    def kill(self, cid: int) -> None:
+        rec = self.children.get(cid)
+        if rec is None:
+            return
+        with contextlib.suppress(OSError):
+            signal.pidfd_send_signal(rec.pidfd, signal.SIGKILL)
+        with contextlib.suppress(OSError):
+            os.killpg(rec.pid, signal.SIGKILL)
+
+    def reap(self, cid: int) -> None:
+        rec = self.children.pop(cid)
+        self.selector.unregister(rec.pidfd)
+        _pid, status, usage = os.wait4(rec.pid, 0)
+        with contextlib.suppress(OSError):
+            os.killpg(rec.pid, signal.SIGKILL)  # anything left in the job's process group
+        os.close(rec.pidfd)
+        oom = False
+        if rec.cgroup is not None:
+            oom = rec.cgroup.oom_killed()
+            rec.cgroup.kill_and_remove()
+        if rec.workdir is not None:
+            shutil.rmtree(rec.workdir, ignore_errors=True)
+        code = os.waitstatus_to_exitcode(status)
+        protocol.send(self.ctrl, {
+            "type": "exit", "id": cid, "pid": rec.pid, "code": code if code >= 0 else None,
+            "signal": -code if code < 0 else None, "cpu_s": usage.ru_utime + usage.ru_stime,
+            "maxrss_kb": usage.ru_maxrss, "oom": oom})
+
+    def shutdown(self) -> None:
+        for cid in list(self.children):
+            self.kill(cid)
+        for cid in list(self.children):
+            with contextlib.suppress(OSError):
+                self.reap(cid)
+        if self.cgroups is not None:
+            self.cgroups.remove_parent()
+        os._exit(0)
+
+    def loop(self) -> None:
+        while True:
+            for key, _events in self.selector.select():
+                if key.data is not None:
+                    self.reap(key.data)
+                    continue
+                try:
+                    message, fds = protocol.recv(self.ctrl)
+                except (BlockingIOError, InterruptedError):
+                    continue
+                except OSError:
+                    self.shutdown()
+                for fd in fds:
+                    os.close(fd)
+                if message is None or message.get("op") == "exit":
+                    self.shutdown()
+                    return
+                if message.get("op") == "fork":
+                    for _ in range(int(message.get("n", 1))):
+                        self.spawn()
+                elif message.get("op") == "kill":
+                    self.kill(int(message["id"]))
+
+
+def _prepare(cfg: ZygoteConfig) -> tuple[jail.JailPlan, CgroupFactory | None, dict[str, Any]]:
+    torch_version, cuda = _warm_torch()
+    linux.mallopt(linux.M_ARENA_MAX, 2)
+    layers: dict[str, str] = {"rlimits": "active", "env": "active: scrubbed zygote env, cleared per job",
+                              "fds": "active"}
+    seccomp_filter = None
+    abi = 0
+    cgroups = None
+    read_paths: list[str] = []
+    if cfg.sandbox:
+        layers["uid"] = f"active: uid {cfg.uid_base}+pid"
+        layers["no_new_privs"] = "active"
+        try:
+            seccomp_filter = _build_seccomp()
+            layers["seccomp"] = "active"
+        except Exception as exc:
+            layers["seccomp"] = f"off: {exc}"
+        abi = landlock.abi_version()
+        layers["landlock"] = f"active: ABI {abi}" if abi > 0 else "off: kernel has no Landlock"
+        cgroups, reason = CgroupFactory.detect(f"gradtrace-{os.getpid()}")
+        layers["cgroup"] = ("active: " if cgroups else "off: ") + reason
+        read_paths = namespaces.needed_read_paths() + list(jail.SYSTEM_READ_PATHS)
+        layers.update(namespaces.enter_zygote_namespaces(cfg.hide_paths))
+    else:
+        for name in ("uid", "seccomp", "landlock", "cgroup", "netns", "mountns", "no_new_privs"):
+            layers[name] = "off: GRADTRACE_SANDBOX=false"
+        layers["no_new_privs"] = "active"
+    plan = jail.JailPlan(config=cfg, zygote_pid=os.getpid(),
+                         address_space=_vm_size() + (cfg.memory_mb << 20) + ADDRESS_SLACK,
+                         read_paths=read_paths, landlock_abi=abi, seccomp_filter=seccomp_filter,
+                         layers=layers)
+    ready = {"type": "ready", "pid": os.getpid(), "layers": layers, "cuda_available": cuda,
+             "torch_version": torch_version}
+    return plan, cgroups, ready
+
+
+def _build_seccomp() -> Any:
+    from gradtrace.sandbox.seccomp_filter import build_filter
+
+    return build_filter()
+
+
+def main(argv: list[str]) -> None:
+    ctrl = socket.socket(fileno=int(argv[1]))
+    ctrl.setblocking(True)
+    linux.prctl(linux.PR_SET_PDEATHSIG, signal.SIGKILL)
+    message, _fds = protocol.recv(ctrl)
+    if message is None:
+        return
+    cfg = ZygoteConfig.from_message(message)
+    try:
+        plan, cgroups, ready = _prepare(cfg)
+    except BaseException as exc:
+        protocol.send(ctrl, {"type": "fatal", "message": f"zygote failed to start: {exc!r}"})
+        raise
+    protocol.send(ctrl, ready)
+    Zygote(ctrl, plan, cgroups).loop()
+
+
+if __name__ == "__main__":
+    main(sys.argv)
