@@ -7,6 +7,7 @@
     │   ├── InvalidRequest              422 invalid_request
     │   ├── PayloadTooLarge             413 payload_too_large
     │   ├── UnsupportedMediaType        415 unsupported_media_type
+    │   ├── Forbidden                   403 forbidden (e.g. a wrong share delete token)
     │   ├── NotFound                    404 not_found
     │   ├── DeviceUnavailable           422 device_unavailable (cuda asked, none here)
     │   └── RateLimited                 429 rate_limited (carries retry_after)
@@ -51,6 +52,11 @@ class PayloadTooLarge(RequestRejected):
 class UnsupportedMediaType(RequestRejected):
     status_code = 415
     code = "unsupported_media_type"
+
+
+class Forbidden(RequestRejected):
+    status_code = 403
+    code = "forbidden"
 
 
 class NotFound(RequestRejected):

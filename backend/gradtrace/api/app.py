@@ -1,0 +1,101 @@
+"""The app factory: ``uvicorn --factory gradtrace.api.app:create_app``.
+
+:func:`create_app` wires settings, storage, the runner, metrics, middleware, error handlers and
+routes. Nothing heavy happens at import or construction time; the lifespan migrates the
+database, starts the runner, and at shutdown stops the runner (no worker survives) and
+closes the database. A background task forgets runs older than ``run_retention_days``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import sys
+from collections.abc import AsyncIterator
+
+from fastapi import FastAPI
+from fastapi.concurrency import run_in_threadpool
+from fastapi.middleware.cors import CORSMiddleware
+
+from gradtrace import __version__
+from gradtrace.api import errors, ops, pages, runs, shares
+from gradtrace.api.metrics import Metrics
+from gradtrace.api.middleware import RequestContextMiddleware
+from gradtrace.api.ratelimit import TokenBuckets
+from gradtrace.api.services import Services, limits_from, make_default_runner
+from gradtrace.sandbox.runner import Runner
+from gradtrace.settings import Settings, get_settings
+from gradtrace.storage.store import Store
+
+log = logging.getLogger("gradtrace.api")
+PURGE_EVERY_S = 3600.0
+
+
+def create_app(settings: Settings | None = None, *, runner: Runner | None = None) -> FastAPI:
+    """Build the service. ``runner`` overrides the one ``GRADTRACE_RUNNER`` picks."""
+    settings = settings or get_settings()
+    _configure_logging(settings.log_level)
+    store = Store(settings.effective_database_url)
+    svc = Services(settings=settings, store=store, metrics=Metrics(),
+                   buckets=TokenBuckets(settings.rate_per_minute, settings.rate_burst),
+                   runner=None, limits=limits_from(settings))
+    svc.metrics.watch_pool(svc.runner_state)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        await run_in_threadpool(store.migrate)
+        svc.runner = runner if runner is not None else make_default_runner(settings)
+        if svc.runner is not None:
+            await svc.runner.start()
+        purge = asyncio.create_task(_purge_runs_forever(svc))
+        try:
+            yield
+        finally:
+            purge.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await purge
+            if svc.runner is not None:
+                await svc.runner.close()
+            store.close()
+
+    app = FastAPI(title="gradtrace", version=__version__, lifespan=lifespan,
+                  summary="Record PyTorch's dynamic autograd graph, share it, watch it run.")
+    app.state.services = svc
+    errors.install(app)
+    for module in (runs, shares, ops, pages):
+        app.include_router(module.router)
+    pages.mount_static(app)
+    if settings.cors_origins:
+        app.add_middleware(CORSMiddleware, allow_origins=settings.cors_origins,
+                           allow_methods=["GET", "POST", "DELETE"], allow_headers=["*"],
+                           expose_headers=["X-Request-ID", "Retry-After"])
+    app.add_middleware(RequestContextMiddleware, max_body_bytes=settings.max_body_mb * 1024 * 1024,
+                       metrics=svc.metrics)
+    return app
+
+
+async def _purge_runs_forever(svc: Services) -> None:
+    days = svc.settings.run_retention_days
+    if not days:
+        return
+    while True:
+        try:
+            gone = await run_in_threadpool(svc.store.purge_runs, older_than_s=days * 86400.0)
+            if gone:
+                log.info("forgot %d runs older than %d days", gone, days)
+        except Exception:  # the next round retries; a failing database shows in /readyz
+            log.exception("purging old runs failed")
+        await asyncio.sleep(PURGE_EVERY_S)
+
+
+def _configure_logging(level: str) -> None:
+    """Log lines go to stderr as they are (the access lines are JSON already)."""
+    root = logging.getLogger("gradtrace")
+    root.setLevel(level.upper() if level.upper() in logging.getLevelNamesMapping() else "INFO")
+    if not any(getattr(h, "_gradtrace", False) for h in root.handlers):
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(message)s"))
+        handler._gradtrace = True  # type: ignore[attr-defined]
+        root.addHandler(handler)
+        root.propagate = False

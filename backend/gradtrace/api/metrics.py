@@ -1,0 +1,54 @@
+"""Prometheus metrics of one app instance (its own registry, so tests may build several apps).
+
+* ``gradtrace_runs_total{status}``: runs by final status (the document's, or ``rejected`` /
+  ``cancelled`` / ``saturated`` for runs that produced none);
+* ``gradtrace_run_duration_seconds``: wall time of ``POST /api/runs`` around the runner;
+* ``gradtrace_pool_queue_depth``, ``gradtrace_pool_busy_workers``, ``gradtrace_pool_workers``:
+  read from the runner at scrape time;
+* ``gradtrace_shares_created_total``: new share rows (repeats of an existing share not counted);
+* ``gradtrace_http_requests_total{method,route,status}``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+from gradtrace.sandbox.runner import RunnerState
+
+RUN_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
+
+
+class _PoolCollector(Collector):
+    def __init__(self, state: Callable[[], RunnerState | None]) -> None:
+        self._state = state
+
+    def collect(self) -> Iterable[GaugeMetricFamily]:
+        st = self._state()
+        values = (st.queued, st.busy, st.workers) if st is not None else (0, 0, 0)
+        yield GaugeMetricFamily("gradtrace_pool_queue_depth", "Jobs waiting for a worker.", value=values[0])
+        yield GaugeMetricFamily("gradtrace_pool_busy_workers", "Workers running a job.", value=values[1])
+        yield GaugeMetricFamily("gradtrace_pool_workers", "Workers in the pool.", value=values[2])
+
+
+class Metrics:
+    """The service's metrics; ``render()`` is the body of ``GET /metrics``."""
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        self.runs = Counter("gradtrace_runs", "Runs by final status.", ["status"], registry=self.registry)
+        self.run_seconds = Histogram("gradtrace_run_duration_seconds", "Wall time of a run, queue included.",
+                                     buckets=RUN_BUCKETS, registry=self.registry)
+        self.shares = Counter("gradtrace_shares_created", "Share links created.", registry=self.registry)
+        self.requests = Counter("gradtrace_http_requests", "HTTP requests by route and status.",
+                                ["method", "route", "status"], registry=self.registry)
+
+    def watch_pool(self, runner_state: Callable[[], RunnerState | None]) -> None:
+        """Report the pool's gauges from ``runner_state()`` at every scrape."""
+        self.registry.register(_PoolCollector(runner_state))
+
+    def render(self) -> bytes:
+        return generate_latest(self.registry)

@@ -1,0 +1,121 @@
+"""Share links: ``POST /api/shares``, ``GET /api/shares/{id}``, ``DELETE /api/shares/{id}``.
+
+A share is created from a stored run (``{"run_id": ...}``) or from a whole run document
+(``{"document": {...}}`` or the document itself as the body). Its id is a prefix of the
+content hash of the canonical document (NOTE [share ids] in ``storage/store.py``), so the
+same document always gets the same link. The answer is 201 when this request created the
+share, with a ``delete_token`` that only this answer ever shows, and 200 when it existed.
+
+Shares are kept forever and served as stored; ``/s/{id}`` (``pages.py``) shows the same
+document in the page without running anything.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Header, Path, Request
+from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import JSONResponse, Response
+from pydantic import ValidationError
+
+from gradtrace.api.errors import ERROR_RESPONSES
+from gradtrace.api.responses import blob_response
+from gradtrace.api.services import Services, ServicesDep, client_key
+from gradtrace.errors import Forbidden, InvalidRequest, NotFound
+from gradtrace.schema import SCHEMA_VERSION, RunDocument, ShareCreated, ShareRequest
+from gradtrace.storage.codec import EncodedDocument, StoredBlob, decompress, encode, load
+
+router = APIRouter(prefix="/api/shares", tags=["shares"])
+SHARE_CACHE = "public, max-age=3600"
+
+
+@router.post("", response_model=ShareCreated, status_code=201,
+             summary="Share a stored run (run_id) or a whole run document",
+             responses={**ERROR_RESPONSES, 200: {"model": ShareCreated, "description": "Already shared"}})
+async def create_share(body: ShareRequest | RunDocument, request: Request,
+                       svc: ServicesDep) -> Response:
+    svc.buckets.take(client_key(request))
+    encoded = await run_in_threadpool(_encoded_from_body, body, svc)
+    result = await run_in_threadpool(svc.store.create_share, encoded)
+    if result.created:
+        svc.metrics.shares.inc()
+    request.state.share_id = result.id
+    out = ShareCreated(id=result.id, url=f"{svc.public_base(request)}/s/{result.id}",
+                       delete_token=result.delete_token)
+    return JSONResponse(out.model_dump(exclude_none=True), status_code=201 if result.created else 200,
+                        headers={"Location": f"/api/shares/{result.id}"})
+
+
+@router.get("/{share_id}", response_model=RunDocument, summary="The shared run document",
+            responses={404: ERROR_RESPONSES[404]})
+def get_share(request: Request, share_id: Annotated[str, Path(max_length=64)],
+              svc: ServicesDep) -> Response:
+    blob = find_share(svc, share_id)
+    return blob_response(request, blob, headers={"Cache-Control": SHARE_CACHE, "ETag": f'"{share_id}"'})
+
+
+@router.delete("/{share_id}", status_code=204, summary="Remove a share with its delete token",
+               responses={404: ERROR_RESPONSES[404], 403: {"description": "Wrong delete token"}})
+def delete_share(share_id: Annotated[str, Path(max_length=64)],
+                 x_delete_token: Annotated[str, Header(min_length=1, max_length=200)],
+                 svc: ServicesDep) -> Response:
+    outcome = svc.store.delete_share(share_id, x_delete_token)
+    if outcome is None:
+        raise NotFound(f"no share with id {share_id!r}", detail={"share_id": share_id})
+    if not outcome:
+        raise Forbidden("the delete token does not match this share", detail={"share_id": share_id})
+    return Response(status_code=204)
+
+
+def find_share(svc: Services, share_id: str) -> StoredBlob:
+    blob = svc.store.get_share(share_id)
+    if blob is None:
+        raise NotFound(f"no share with id {share_id!r}", detail={"share_id": share_id})
+    return blob
+
+
+def shared_document(svc: Services, share_id: str) -> dict[str, Any]:
+    """The stored document of a share, upgraded to the current schema (for the page)."""
+    return load(find_share(svc, share_id))
+
+
+def _encoded_from_body(body: ShareRequest | RunDocument, svc: Services) -> EncodedDocument:
+    if isinstance(body, RunDocument):
+        return _encode_checked(body.model_dump(mode="json", by_alias=True))
+    if (body.run_id is None) == (body.document is None):
+        raise InvalidRequest("give exactly one of run_id or document (or send a run document as the body)",
+                             detail={"fields": ["run_id", "document"]})
+    if body.document is not None:
+        return _encode_checked(body.document)
+    assert body.run_id is not None
+    days = svc.settings.run_retention_days
+    blob = svc.store.get_run(body.run_id[:64], max_age_s=days * 86400.0 if days else None)
+    if blob is None:
+        raise NotFound(f"no run with id {body.run_id[:64]!r}: it is unknown or older than the retention "
+                       f"of {days} days; share the document itself instead", detail={"run_id": body.run_id})
+    return _from_stored_run(body.run_id, blob)
+
+
+def _from_stored_run(run_id: str, blob: StoredBlob) -> EncodedDocument:
+    if blob.schema_version == SCHEMA_VERSION:
+        # Stored runs are already canonical: reuse their bytes rather than re-validating.
+        return EncodedDocument(doc_id=run_id, schema_version=blob.schema_version, status="stored",
+                               raw=decompress(blob.gz), gz=blob.gz)
+    return _encode_checked(load(blob))
+
+
+def _encode_checked(doc: dict[str, Any]) -> EncodedDocument:
+    try:
+        return encode(doc)
+    except ValidationError as exc:
+        first = exc.errors()[0] if exc.errors() else {"loc": (), "msg": "invalid"}
+        where = ".".join(str(p) for p in first.get("loc", ())) or "document"
+        raise InvalidRequest(f"the document is not a valid run document: {where}: {first.get('msg')}",
+                             detail=[{"loc": [str(p) for p in e.get("loc", ())], "msg": str(e.get("msg"))}
+                                     for e in exc.errors()[:20]]) from exc
+    except RecursionError as exc:
+        raise InvalidRequest("the document is nested too deeply") from exc
+    except (UnicodeEncodeError, ValueError) as exc:
+        message = f"the document cannot be stored as JSON: {type(exc).__name__}: {exc}"
+        raise InvalidRequest(message[:300]) from exc

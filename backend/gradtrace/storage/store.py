@@ -1,0 +1,183 @@
+"""The store: runs and shares behind one small class, for SQLite and PostgreSQL alike.
+
+Everything is synchronous SQLAlchemy Core; the API calls it from its thread pool. Every
+database failure leaves here as :class:`gradtrace.errors.StorageUnavailable` (a 503), never as
+a raw driver exception.
+
+NOTE [share ids]
+    A share's id is the shortest prefix of at least ``SHARE_ID_MIN`` hex characters of the
+    SHA-256 of its canonical JSON that no *other* document holds. Creation is one
+    ``INSERT … ON CONFLICT DO NOTHING`` per candidate length, each in its own short
+    transaction, followed by a look-up by full hash: the unique constraint on ``content_hash``
+    makes concurrent identical shares collapse into one row (whoever loses the race reads the
+    winner's id), and a primary-key clash with a different document moves on to a longer
+    prefix. No lock is held across statements, so this is the same on SQLite and PostgreSQL.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from sqlalchemy import Connection, Engine, delete, func, select, text
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.exc import SQLAlchemyError
+
+from gradtrace.errors import StorageUnavailable
+from gradtrace.storage import migrate
+from gradtrace.storage.codec import EncodedDocument, StoredBlob
+from gradtrace.storage.engine import make_engine
+from gradtrace.storage.tables import runs, shares
+
+SHARE_ID_MIN = 8
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class ShareResult:
+    """The outcome of creating a share: its id, and a delete token if this call created it."""
+
+    id: str
+    created: bool
+    delete_token: str | None = None
+
+
+def _token_hash(token: str) -> str:
+    return hashlib.sha256(token.encode("utf-8")).hexdigest()
+
+
+class Store:
+    """Runs and shares in one database (``url`` is any SQLAlchemy URL)."""
+
+    def __init__(self, url: str) -> None:
+        self.engine: Engine = make_engine(url)
+        self._insert: Callable[[Any], Any] = (
+            postgresql.insert if self.engine.dialect.name == "postgresql" else sqlite.insert)
+
+    # --- life cycle -------------------------------------------------------------------------
+
+    def migrate(self) -> None:
+        """Apply every pending migration (run at service start)."""
+        self._guard(lambda: migrate.upgrade(self.engine))
+
+    def ping(self) -> None:
+        """Raise StorageUnavailable unless the database answers a trivial query."""
+        def go() -> None:
+            with self.engine.connect() as conn:
+                conn.execute(text("SELECT 1"))
+        self._guard(go)
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    # --- runs --------------------------------------------------------------------------------
+
+    def put_run(self, doc: EncodedDocument, *, now: float | None = None) -> None:
+        """Store a run by its id; storing the same run again refreshes its retention clock."""
+        stamp = time.time() if now is None else now
+        values = {"id": doc.doc_id, "schema_version": doc.schema_version, "status": doc.status,
+                  "body": doc.gz, "size": len(doc.raw), "created_at": stamp}
+        stmt = self._insert(runs).values(**values)
+        stmt = stmt.on_conflict_do_update(index_elements=[runs.c.id],
+                                          set_={"created_at": stamp})
+        with self._begin() as conn:
+            conn.execute(stmt)
+
+    def get_run(self, run_id: str, *, max_age_s: float | None = None) -> StoredBlob | None:
+        """A stored run, or None if unknown or older than ``max_age_s``."""
+        query = select(runs.c.schema_version, runs.c.body, runs.c.size).where(runs.c.id == run_id)
+        if max_age_s is not None:
+            query = query.where(runs.c.created_at >= time.time() - max_age_s)
+        with self._connect() as conn:
+            row = conn.execute(query).first()
+        return None if row is None else StoredBlob(int(row[0]), bytes(row[1]), int(row[2]))
+
+    def purge_runs(self, *, older_than_s: float) -> int:
+        """Delete runs older than the retention window; answers how many went."""
+        cutoff = time.time() - older_than_s
+        with self._begin() as conn:
+            return int(conn.execute(delete(runs).where(runs.c.created_at < cutoff)).rowcount or 0)
+
+    # --- shares ------------------------------------------------------------------------------
+
+    def create_share(self, doc: EncodedDocument) -> ShareResult:
+        """Store ``doc`` as a share (see NOTE [share ids]); idempotent per document."""
+        full = doc.content_hash
+        existing = self._share_id_by_hash(full)
+        if existing is not None:
+            return ShareResult(existing, created=False)
+        token = secrets.token_urlsafe(24)
+        for length in range(SHARE_ID_MIN, len(full) + 1):
+            candidate = full[:length]
+            stmt = self._insert(shares).values(
+                id=candidate, content_hash=full, schema_version=doc.schema_version, body=doc.gz,
+                size=len(doc.raw), created_at=time.time(), delete_token_hash=_token_hash(token),
+            ).on_conflict_do_nothing()
+            with self._begin() as conn:
+                inserted = (conn.execute(stmt).rowcount or 0) > 0
+            if inserted:
+                return ShareResult(candidate, created=True, delete_token=token)
+            winner = self._share_id_by_hash(full)
+            if winner is not None:  # an identical share was created concurrently
+                return ShareResult(winner, created=False)
+        raise StorageUnavailable("could not allocate a share id: every prefix of the hash is taken")
+
+    def get_share(self, share_id: str) -> StoredBlob | None:
+        query = (select(shares.c.schema_version, shares.c.body, shares.c.size)
+                 .where(shares.c.id == share_id))
+        with self._connect() as conn:
+            row = conn.execute(query).first()
+        return None if row is None else StoredBlob(int(row[0]), bytes(row[1]), int(row[2]))
+
+    def delete_share(self, share_id: str, token: str) -> bool | None:
+        """Delete a share given its delete token: True done, False wrong token, None unknown id."""
+        with self._begin() as conn:
+            row = conn.execute(select(shares.c.delete_token_hash)
+                               .where(shares.c.id == share_id)).first()
+            if row is None:
+                return None
+            if row[0] is None or not secrets.compare_digest(str(row[0]), _token_hash(token)):
+                return False
+            conn.execute(delete(shares).where(shares.c.id == share_id))
+            return True
+
+    def count_shares(self) -> int:
+        with self._connect() as conn:
+            return int(conn.execute(select(func.count()).select_from(shares)).scalar_one())
+
+    def _share_id_by_hash(self, full: str) -> str | None:
+        with self._connect() as conn:
+            row = conn.execute(select(shares.c.id).where(shares.c.content_hash == full)).first()
+        return None if row is None else str(row[0])
+
+    # --- plumbing ----------------------------------------------------------------------------
+
+    @contextmanager
+    def _connect(self) -> Iterator[Connection]:
+        try:
+            with self.engine.connect() as conn:
+                yield conn
+        except SQLAlchemyError as exc:
+            raise StorageUnavailable(f"the database is unavailable: {type(exc).__name__}",
+                                     retry_after=2.0) from exc
+
+    @contextmanager
+    def _begin(self) -> Iterator[Connection]:
+        try:
+            with self.engine.begin() as conn:
+                yield conn
+        except SQLAlchemyError as exc:
+            raise StorageUnavailable(f"the database is unavailable: {type(exc).__name__}",
+                                     retry_after=2.0) from exc
+
+    def _guard(self, fn: Callable[[], T]) -> T:
+        try:
+            return fn()
+        except SQLAlchemyError as exc:
+            raise StorageUnavailable(f"the database is unavailable: {type(exc).__name__}",
+                                     retry_after=2.0) from exc
