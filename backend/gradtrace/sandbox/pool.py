@@ -295,8 +295,8 @@ class ForkServerPool(Runner):
             waiting: set[asyncio.Future[Any]] = {child.exit, out.overflow, res.overflow}
             await asyncio.wait(waiting, timeout=job.limits.timeout_s, return_when=asyncio.FIRST_COMPLETED)
             if not child.exit.done():
-                ending.output_flood = out.overflow.done()
-                ending.result_too_large = res.overflow.done() and not ending.output_flood
+                ending.output_flood = out.overflowed
+                ending.result_too_large = res.overflowed and not ending.output_flood
                 ending.wall_timeout = not (ending.output_flood or ending.result_too_large)
                 self._send({"op": "kill", "id": child.cid})
                 with contextlib.suppress(TimeoutError):
@@ -333,7 +333,7 @@ class ForkServerPool(Runner):
         ending.cpu_s = float(report.get("cpu_s") or 0.0)
         ending.oom = bool(report.get("oom"))
         limited = ending.wall_timeout or ending.output_flood or ending.result_too_large
-        if not limited and ending.code == 0 and not res.overflow.done():
+        if not limited and ending.code == 0 and not res.overflowed:
             raw = res.data()
             doc = (await asyncio.to_thread(validate_result, job, raw) if len(raw) > (1 << 18)
                    else validate_result(job, raw))

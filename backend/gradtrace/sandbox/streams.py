@@ -21,6 +21,7 @@ class CappedReader:
         self.loop = asyncio.get_running_loop()
         self.chunks: list[bytes] = []
         self.size = 0
+        self.overflowed = False
         self.done: asyncio.Future[None] = self.loop.create_future()
         self.overflow: asyncio.Future[None] = self.loop.create_future()
         os.set_blocking(fd, False)
@@ -42,6 +43,7 @@ class CappedReader:
         self.chunks.append(chunk)
         self.size += len(chunk)
         if self.size > self.cap:
+            self.overflowed = True
             self._stop()
             if not self.overflow.done():
                 self.overflow.set_result(None)
