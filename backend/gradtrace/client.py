@@ -1,0 +1,191 @@
+"""The notebook client: ``gradtrace.Client(base_url)`` over the REST API (httpx).
+
+::
+
+    import gradtrace
+    gt = gradtrace.Client("http://127.0.0.1:8000")
+    doc = gt.run("x = torch.ones(2, requires_grad=True)\\n(x * x).sum().backward()")
+    doc                      # in Jupyter: a link to the page and a summary table
+    url = gt.share(doc)      # or gt.share(doc.id) while the run is kept
+    same = gt.get_share(url.rsplit("/", 1)[-1])
+
+Every refusal of the service raises :class:`GradtraceAPIError`, which carries the API's error
+(``status``, ``code``, ``message``, ``detail``, and ``retry_after`` for 429/503). A snippet
+that fails is *not* an exception: its document has ``status == "error"`` and an ``error``.
+"""
+
+from __future__ import annotations
+
+import html
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+from pydantic import PrivateAttr
+
+from gradtrace import __version__
+from gradtrace.schema import RunDocument
+
+DEFAULT_TIMEOUT_S = 120.0
+SUMMARY_ROWS = 12
+
+
+class GradtraceAPIError(Exception):
+    """The service refused a request; the fields are those of its ``{"error": ...}`` body."""
+
+    def __init__(self, status: int, code: str, message: str, detail: object | None = None,
+                 retry_after: float | None = None) -> None:
+        super().__init__(f"{status} {code}: {message}")
+        self.status = status
+        self.code = code
+        self.message = message
+        self.detail = detail
+        self.retry_after = retry_after
+
+    @classmethod
+    def from_response(cls, response: httpx.Response) -> GradtraceAPIError:
+        retry = response.headers.get("retry-after")
+        retry_after = float(retry) if retry and retry.replace(".", "", 1).isdigit() else None
+        try:
+            err = response.json()["error"]
+            return cls(response.status_code, str(err["code"]), str(err["message"]), err.get("detail"),
+                       retry_after)
+        except (ValueError, KeyError, TypeError):
+            text = response.text[:300] or response.reason_phrase
+            return cls(response.status_code, "http_error", text, None, retry_after)
+
+
+class ClientRunDocument(RunDocument):
+    """A run document that knows the server it came from, so it can link to its page."""
+
+    _base_url: str | None = PrivateAttr(default=None)
+    _share_url: str | None = PrivateAttr(default=None)
+
+    def _repr_html_(self) -> str:
+        return render_html(self, base_url=self._base_url, share_url=self._share_url)
+
+
+class Client:
+    """A gradtrace service at ``base_url`` (for example ``http://127.0.0.1:8000``)."""
+
+    def __init__(self, base_url: str = "http://127.0.0.1:8000", *, timeout: float = DEFAULT_TIMEOUT_S,
+                 headers: dict[str, str] | None = None, transport: httpx.BaseTransport | None = None) -> None:
+        self.base_url = base_url.rstrip("/")
+        all_headers = {"User-Agent": f"gradtrace-client/{__version__}", **(headers or {})}
+        self._http = httpx.Client(base_url=self.base_url, timeout=timeout, transport=transport,
+                                  headers=all_headers)
+
+    # --- the API -----------------------------------------------------------------------------
+
+    def run(self, code: str, device: str = "cpu", seed: int | None = 0) -> ClientRunDocument:
+        """Run ``code`` on the service; answers its run document (any run status)."""
+        return self._document(self._request("POST", "/api/runs",
+                                             json={"code": code, "device": device, "seed": seed}))
+
+    def get_run(self, run_id: str) -> ClientRunDocument:
+        """A run stored on the service (runs are kept for the service's retention period)."""
+        return self._document(self._request("GET", f"/api/runs/{_path_id(run_id)}"))
+
+    def share(self, doc_or_run_id: RunDocument | dict[str, Any] | str) -> str:
+        """Create (or find) the share link of a document or of a stored run; answers its URL."""
+        if isinstance(doc_or_run_id, str):
+            body: dict[str, Any] = {"run_id": doc_or_run_id}
+        elif isinstance(doc_or_run_id, RunDocument):
+            body = {"document": doc_or_run_id.model_dump(mode="json", by_alias=True)}
+        elif isinstance(doc_or_run_id, dict):
+            body = {"document": doc_or_run_id}
+        else:
+            raise TypeError(f"share() takes a RunDocument, a document dict or a run id, "
+                            f"not {type(doc_or_run_id).__name__}")
+        data = self._request("POST", "/api/shares", json=body).json()
+        url = str(data["url"])
+        if isinstance(doc_or_run_id, ClientRunDocument):
+            doc_or_run_id._share_url = url
+        return url
+
+    def get_share(self, share_id: str) -> ClientRunDocument:
+        """The document behind a share id (or a full share URL)."""
+        share_id = share_id.rstrip("/").rsplit("/", 1)[-1]
+        doc = self._document(self._request("GET", f"/api/shares/{_path_id(share_id)}"))
+        doc._share_url = f"{self.base_url}/s/{share_id}"
+        return doc
+
+    def delete_share(self, share_id: str, delete_token: str) -> None:
+        self._request("DELETE", f"/api/shares/{_path_id(share_id)}",
+                      headers={"X-Delete-Token": delete_token})
+
+    def health(self) -> dict[str, Any]:
+        data = self._request("GET", "/healthz").json()
+        assert isinstance(data, dict)
+        return data
+
+    # --- plumbing ----------------------------------------------------------------------------
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        try:
+            response = self._http.request(method, path, **kwargs)
+        except httpx.TimeoutException as exc:
+            raise GradtraceAPIError(0, "timeout", f"no answer from {self.base_url} in time: {exc}") from exc
+        except httpx.TransportError as exc:
+            raise GradtraceAPIError(0, "unreachable", f"cannot reach {self.base_url}: {exc}") from exc
+        if response.status_code >= 400:
+            raise GradtraceAPIError.from_response(response)
+        return response
+
+    def _document(self, response: httpx.Response) -> ClientRunDocument:
+        doc = ClientRunDocument.model_validate_json(response.content)
+        doc._base_url = self.base_url
+        return doc
+
+
+def _path_id(value: str) -> str:
+    return quote(value, safe="")
+
+
+def render_html(doc: RunDocument, *, base_url: str | None = None, share_url: str | None = None) -> str:
+    """A compact HTML summary of a run: link, status, counts, and the leaves with their grads."""
+    nodes = doc.graph.nodes
+    functions = [n for n in nodes if n.kind == "function"]
+    leaves = [n for n in nodes if n.kind == "tensor" and (n.role in (None, "leaf") or n.grad is not None)]
+    e = html.escape
+    if share_url:
+        link = f'<a href="{e(share_url)}" target="_blank">open in gradtrace</a>'
+    elif base_url:
+        link = (f'<a href="{e(base_url)}/api/runs/{e(doc.id)}" target="_blank">run {e(doc.id)}</a>'
+                " (client.share(doc) for a page link)")
+    else:
+        link = f"run {e(doc.id)}"
+    head = (f"<div><b>gradtrace</b> · status <code>{e(doc.status)}</code> · "
+            f"{len(functions)} function nodes · {len(leaves)} leaves · {len(doc.passes)} backward passes · "
+            f"{len(doc.events)} events · {link}</div>")
+    if doc.error is not None:
+        where = f" (line {doc.error.line})" if doc.error.line else ""
+        head += f"<div><code>{e(doc.error.type)}: {e(doc.error.message)}</code>{e(where)}</div>"
+    rows = []
+    for n in leaves[:SUMMARY_ROWS]:
+        grad = "—" if n.grad is None else _value_text(n.grad.values, n.grad.stats)
+        rows.append(f"<tr><td>{e(n.name or n.id)}</td><td>{e(str(n.shape))}</td><td>{e(n.dtype or '')}</td>"
+                    f"<td>{e(grad)}</td></tr>")
+    if len(leaves) > SUMMARY_ROWS:
+        rows.append(f"<tr><td colspan=4>… {len(leaves) - SUMMARY_ROWS} more</td></tr>")
+    table = ("<table><tr><th>leaf</th><th>shape</th><th>dtype</th><th>grad</th></tr>" + "".join(rows)
+             + "</table>") if rows else ""
+    return f'<div class="gradtrace-run">{head}{table}</div>'
+
+
+def _value_text(values: object, stats: Any) -> str:
+    if values is not None:
+        text = str(values)
+        return text if len(text) <= 80 else text[:77] + "…"
+    if stats is not None:
+        return f"min {stats.min} · max {stats.max} · mean {stats.mean} · norm {stats.norm}"
+    return "(no values)"
