@@ -1,0 +1,38 @@
+"""Capture: run PyTorch code while recording every autograd node and every backward pass.
+
+Two ways in:
+
+* :func:`run_snippet` (the sandbox worker): execute a snippet, answer with its run document
+  as a JSON-able dict.
+* :class:`record` (notebooks, public as ``gradtrace.record``): a ``with`` block around your own
+  code; ``rec.document()`` gives the pydantic ``RunDocument``.
+
+Pipeline inside this package::
+
+    mode (TorchFunctionMode + module hooks) → recorder (nodes, edges, node hooks, passes)
+        → diagnose (autograd errors as data) → document (values encoded, validated, id)
+
+This package imports torch; the web process must never import it.
+"""
+
+from __future__ import annotations
+
+from gradtrace.capture.session import record
+from gradtrace.capture.snippet import run_snippet
+
+WARM_UP_SNIPPET = """\
+x = torch.tensor([1.0, 2.0], requires_grad=True)
+lin = nn.Linear(2, 2)
+y = F.relu(lin(x * x)).sum()
+y.backward()
+print(x.grad)
+"""
+
+
+def warm_up() -> None:
+    """Run a tiny snippet through the whole recorder (mode, module hooks, node hooks, values,
+    validation), so a fork server pays first-use costs once, before forking."""
+    run_snippet(WARM_UP_SNIPPET, seed=0)
+
+
+__all__ = ["WARM_UP_SNIPPET", "record", "run_snippet", "warm_up"]

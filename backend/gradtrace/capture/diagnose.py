@@ -1,0 +1,89 @@
+"""Turn autograd's two classic errors into data: which node, which saved tensors, which line.
+
+NOTE [probing after the fact]
+    Autograd raises these errors while unpacking a saved tensor inside backward, and its message
+    names the *producer* of the tensor, not the node that needed it. Rather than a pre-hook on
+    every node (which would double the hook cost of every run), the recorder probes after the
+    error: it walks up from the failing pass's roots in breadth-first order (the order the
+    engine starts in) and reads the saved tensors of each recorded node; the first one that
+    autograd refuses to unpack is the node concerned. Reading a saved tensor raises exactly the
+    error backward raised, so the probe cannot disagree with autograd.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import Any
+
+from gradtrace.capture.graph import FnInfo
+from gradtrace.capture.recorder import Recorder
+from gradtrace.capture.saved import _saved_attrs
+
+_INPLACE = "modified by an inplace operation"
+_FREED = "backward through the graph a second time"
+
+
+def _refused(info: FnInfo, needle: str) -> list[tuple[str, str]]:
+    """Saved values of ``info``'s node that autograd refuses to unpack with ``needle``."""
+    if info.doc.get("saved_unread"):
+        return []
+    out = []
+    for attr in _saved_attrs(info.node):
+        try:
+            getattr(info.node, attr)
+        except Exception as e:
+            if needle in str(e):
+                out.append((attr.removeprefix("_saved_"), str(e)))
+    return out
+
+
+def _upstream_order(rec: Recorder, roots: list[str]) -> list[FnInfo]:
+    producers: dict[str, list[str]] = {}
+    for e in rec.edges:
+        producers.setdefault(e["target"], []).append(e["source"])
+    order: list[FnInfo] = []
+    seen = set(roots)
+    queue = deque(roots)
+    while queue:
+        nid = queue.popleft()
+        info = rec.fn_by_id.get(nid)
+        if info is not None:
+            order.append(info)
+        for src in producers.get(nid, []):
+            if src not in seen:
+                seen.add(src)
+                queue.append(src)
+    return order
+
+
+def _where(info: FnInfo) -> str:
+    line = info.doc.get("line")
+    at = f", line {line}" if line is not None else ""
+    return f"{info.doc['name']} ({info.id}{at})"
+
+
+def describe_error(rec: Recorder, exc: BaseException) -> dict[str, Any]:
+    """``{node, detail}`` for in-place and freed-graph errors of a failed pass, else ``{}``."""
+    msg = str(exc)
+    needle = _INPLACE if _INPLACE in msg else _FREED if _FREED in msg else None
+    if needle is None:
+        return {}
+    failed = [p for p in rec.passes if not p.doc["completed"]]
+    roots = failed[-1].doc["roots"] if failed else []
+    candidates = _upstream_order(rec, roots) if roots else list(rec.fn_by_id.values())
+    for info in candidates:
+        bad = _refused(info, needle)
+        if not bad:
+            continue
+        names = ", ".join(f"'{n}'" for n, _ in bad)
+        if needle == _INPLACE:
+            detail = (f"saved tensor {names} of {_where(info)} was modified in place after it was "
+                      f"saved; autograd's version check refused to use it")
+        else:
+            passes = sorted({s["freed_after_pass"] for s in info.doc["saved"]
+                             if s.get("freed_after_pass") is not None})
+            after = f" after pass {passes[0]}" if passes else ""
+            detail = (f"saved tensor {names} of {_where(info)} was freed{after}; pass "
+                      f"retain_graph=True to the earlier backward to keep it")
+        return {"node": info.id, "detail": detail}
+    return {}

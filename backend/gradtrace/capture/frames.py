@@ -1,0 +1,111 @@
+"""Where in the snippet are we, and by which name does the snippet reach an object?
+
+NOTE [the snippet's frames]
+    The snippet is whatever code object was compiled with the snippet's file name (``<snippet>``
+    for :func:`gradtrace.capture.run_snippet`, the caller's file for ``gradtrace.record``).
+    "The line" of anything is the line of the innermost frame of that file on the current stack:
+    for an op inside ``nn.Linear.forward`` it is the snippet line that called the model, and for
+    an op inside a function or ``nn.Module`` defined *in* the snippet it is the line in that
+    function. The walk goes up from the caller with ``f_back``: no ``inspect.stack()``, which
+    would read source files and cost milliseconds.
+
+NOTE [names]
+    A tensor's name is the variable bound to that very object (``is``, never ``==``): first in
+    the snippet's globals, then in the innermost snippet frame's locals; else a parameter path
+    ``var.sub.weight`` under an ``nn.Module`` variable. Private names (``_x``) and the
+    predefined ``torch``/``nn``/``F`` are skipped.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from types import FrameType
+from typing import Any
+
+import torch
+from torch import nn
+
+
+def snippet_frame(filename: str, depth: int = 2) -> FrameType | None:
+    """The innermost frame of the snippet file, starting ``depth`` frames above the caller."""
+    try:
+        f: FrameType | None = sys._getframe(depth)
+    except ValueError:
+        return None
+    while f is not None:
+        if f.f_code.co_filename == filename:
+            return f
+        f = f.f_back
+    return None
+
+
+_TORCH_DIR = os.path.dirname(torch.__file__)
+
+
+def direct_caller(filename: str, depth: int = 2) -> FrameType | None:
+    """The snippet frame that called torch *directly* (only torch's own frames in between), or
+    None when the call came from other library code (an optimizer, a module's forward)."""
+    try:
+        f: FrameType | None = sys._getframe(depth)
+    except ValueError:
+        return None
+    while f is not None and f.f_code.co_filename.startswith(_TORCH_DIR):
+        f = f.f_back
+    if f is not None and f.f_code.co_filename == filename:
+        return f
+    return None
+
+
+def snippet_line(filename: str, depth: int = 3) -> int | None:
+    """The current line of the innermost snippet frame (1-based), or None outside the snippet."""
+    f = snippet_frame(filename, depth)
+    return f.f_lineno if f is not None else None
+
+
+def _namespaces(frame: FrameType | None) -> list[dict[str, Any]]:
+    if frame is None:
+        return []
+    spaces = [frame.f_globals]
+    if frame.f_locals is not frame.f_globals:
+        spaces.append(frame.f_locals)
+    return spaces
+
+
+class NameIndex:
+    """Names of the tensors and modules reachable from the snippet's variables, built once and
+    reused while the frame stays the same (one discovery batch)."""
+
+    def __init__(self, frame: FrameType | None) -> None:
+        self._frame = frame
+        self._names: dict[int, str] | None = None
+        self._keep: list[Any] = []
+
+    def _build(self) -> dict[int, str]:
+        names: dict[int, str] = {}
+        modules: list[tuple[str, nn.Module]] = []
+        for space in _namespaces(self._frame):
+            for key, value in list(space.items()):
+                if key.startswith("_"):
+                    continue
+                if isinstance(value, torch.Tensor | nn.Module):
+                    names.setdefault(id(value), key)
+                    self._keep.append(value)
+                    if isinstance(value, nn.Module):
+                        modules.append((key, value))
+        for key, module in modules:
+            try:
+                for sub, child in module.named_modules(prefix=key):
+                    names.setdefault(id(child), sub)
+                    self._keep.append(child)
+                for pname, param in module.named_parameters(prefix=key):
+                    names.setdefault(id(param), pname)
+                    self._keep.append(param)
+            except Exception:  # a snippet's broken module must not break the recorder
+                continue
+        return names
+
+    def name_of(self, obj: object) -> str | None:
+        if self._names is None:
+            self._names = self._build()
+        return self._names.get(id(obj))

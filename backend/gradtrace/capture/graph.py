@@ -1,0 +1,121 @@
+"""The recorded graph: function and tensor nodes, edges, and how new nodes are discovered.
+
+NOTE [discovery]
+    Autograd builds nodes in C++; Python hears about them only through the tensors that user
+    code gets back. After every intercepted torch call (see :mod:`gradtrace.capture.mode`) the
+    ``grad_fn`` of each output (and of the first argument, for in-place ops and
+    ``__setitem__``) is walked back through ``next_functions``, iteratively, stopping at nodes
+    already known. Everything new is ordered by autograd's own sequence number (its creation
+    order); an ``AccumulateGrad`` (whose sequence number is 2**64-1) is placed just before its
+    first consumer, which is when autograd creates it. A node whose sequence number is older
+    than the current call was created somewhere the recorder could not see (C++ or code run
+    with the mode off): it gets no line rather than a wrong one.
+
+NOTE [keeping nodes alive]
+    The recorder keeps a reference to every node it has seen. That pins Python's wrapper object,
+    so ``node in known`` is an identity test that stays valid for the whole run (ids of freed
+    objects could be reused otherwise). Saved tensors are not pinned: backward still frees them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from torch.autograd.graph import Node
+
+from gradtrace.capture.saved import read_saved
+from gradtrace.capture.values import dtype_name
+
+ACC_SEQ = 2**64 - 1
+
+
+@dataclass
+class FnInfo:
+    """A recorded function node and what the recorder learnt about it."""
+
+    id: str
+    node: Node
+    doc: dict[str, Any]
+    executed_in: list[int] = field(default_factory=list)
+
+
+def _output_meta(node: Node) -> dict[str, Any]:
+    """Shape, dtype and device of the node's (first) forward output, from ``_input_metadata``."""
+    try:
+        metas = node._input_metadata  # type: ignore[attr-defined]
+    except Exception:
+        return {}
+    out: dict[str, Any] = {}
+    items: list[dict[str, Any]] = []
+    for m in metas:
+        try:
+            items.append({"shape": list(m.shape), "dtype": dtype_name(m.dtype), "device": str(m.device)})
+        except Exception:  # nested tensors have no plain shape
+            items.append({"shape": None, "dtype": None, "device": None})
+    if items:
+        out.update(items[0])
+    if len(items) > 1:
+        out["outputs"] = items
+    return out
+
+
+def node_name(node: Node) -> str:
+    """``torch::autograd::AccumulateGrad`` → ``AccumulateGrad``."""
+    return node.name().rsplit("::", 1)[-1]
+
+
+def walk_new(roots: list[Node], known: dict[Node, FnInfo]) -> tuple[list[Node], dict[Node, Any]]:
+    """Nodes reachable from ``roots`` that are not ``known``, in creation order, with the
+    ``next_functions`` of each (read once: every read builds new tuples)."""
+    nexts: dict[Node, Any] = {}
+    stack = [r for r in roots if r is not None and r not in known]
+    while stack:
+        n = stack.pop()
+        if n in nexts:
+            continue
+        nf = n.next_functions
+        nexts[n] = nf
+        for g, _ in nf:
+            if g is not None and g not in known and g not in nexts:
+                stack.append(g)
+    if not nexts:
+        return [], nexts
+    regular = []
+    accs = set()
+    for n in nexts:
+        seq = n._sequence_nr()
+        if seq == ACC_SEQ:
+            accs.add(n)
+        else:
+            regular.append((seq, n))
+    regular.sort(key=lambda p: p[0])
+    ordered: list[Node] = []
+    for _, n in regular:
+        if accs:
+            for g, _ in nexts[n]:
+                if g in accs:
+                    accs.discard(g)
+                    ordered.append(g)
+        ordered.append(n)
+    ordered.extend(accs)  # not reachable from a new consumer (cannot normally happen)
+    return ordered, nexts
+
+
+def describe(node: Node, *, read_saved_tensors: bool) -> dict[str, Any]:
+    """The static part of a function node's document entry (no id, line or module yet)."""
+    doc: dict[str, Any] = {"kind": "function", "name": node_name(node)}
+    doc.update(_output_meta(node))
+    saved, total = read_saved(node) if read_saved_tensors else ([], 0)
+    doc["saved"] = saved
+    doc["saved_bytes"] = total
+    if not read_saved_tensors:
+        doc["saved_unread"] = True
+    return doc
+
+
+def leaf_of(node: Node) -> torch.Tensor | None:
+    """The leaf tensor of an AccumulateGrad node."""
+    var = getattr(node, "variable", None)
+    return var if isinstance(var, torch.Tensor) else None

@@ -1,0 +1,239 @@
+"""The taps: a TorchFunctionMode that sees each torch call the snippet makes, and global module
+hooks that say which ``nn.Module`` is running.
+
+NOTE [why a TorchFunctionMode]
+    It is called once per *user-level* torch call (``x * y``, ``F.linear``, ``model(x)``'s inner
+    ops), never per aten op, which makes it the cheapest place that still sees every tensor the
+    snippet receives. Inside its handler the mode is off, so the recorder's own torch calls are
+    not recorded. Backward APIs (``Tensor.backward``, ``torch.autograd.backward`` / ``grad``)
+    also pass through it, which is how a pass gets its api, line, roots and flags.
+
+NOTE [module hooks never return]
+    A global forward hook that returns a value replaces the module's output. Ours return None,
+    always, and the post hook uses ``always_call=True`` so the module stack stays balanced when
+    a forward raises.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import torch
+from torch import nn
+from torch.overrides import TorchFunctionMode
+
+from gradtrace.capture import frames
+from gradtrace.capture.recorder import Recorder
+
+_seq_nr = torch._C._autograd._get_sequence_nr
+_DATA_GET = torch.Tensor.data.__get__  # type: ignore[attr-defined]
+
+
+def _tensors_of(out: Any) -> list[torch.Tensor]:
+    if isinstance(out, torch.Tensor):
+        return [out]
+    if isinstance(out, tuple | list):
+        return [t for t in out if isinstance(t, torch.Tensor)]
+    return []
+
+
+def _as_list(x: Any) -> list[Any]:
+    if isinstance(x, torch.Tensor):
+        return [x]
+    if isinstance(x, tuple | list):
+        return list(x)
+    return []
+
+
+class CaptureMode(TorchFunctionMode):
+    """Hands every torch call's results to the recorder."""
+
+    def __init__(self, rec: Recorder) -> None:
+        super().__init__()
+        self.rec = rec
+        self._special: dict[Any, Callable[[Any, tuple[Any, ...], dict[str, Any]], Any]] = {
+            torch.Tensor.backward: self._backward,
+            torch.autograd.backward: self._backward,
+            torch.autograd.grad: self._backward,
+            torch.Tensor.register_hook: self._register_hook,
+            torch.Tensor.retain_grad: self._retain_grad,
+        }
+
+    def __torch_function__(self, func: Any, types: Any, args: tuple[Any, ...] = (),
+                           kwargs: dict[str, Any] | None = None) -> Any:
+        if kwargs is None:
+            kwargs = {}
+        rec = self.rec
+        if rec.limit is not None:
+            return func(*args, **kwargs)
+        special = self._special.get(func)
+        if special is not None:
+            return special(func, args, kwargs)
+        mark = _seq_nr()
+        out = func(*args, **kwargs)
+        roots = []
+        for t in _tensors_of(out):
+            g = t.grad_fn
+            if g is not None and g not in rec.fns:
+                roots.append(g)
+        if args and isinstance(args[0], torch.Tensor):
+            g = args[0].grad_fn
+            if g is not None and g not in rec.fns:
+                roots.append(g)
+        if roots:
+            line = frames.snippet_line(rec.filename, 2)
+            rec.discover(roots, line=line, seq_mark=mark, created_in_pass=rec.active_pass)
+        elif not torch.is_grad_enabled() or func is torch.Tensor.detach or func is _DATA_GET:
+            self._maybe_cut(func, args, out)
+        return out
+
+    # ------------------------------------------------------------------ cuts
+    def _maybe_cut(self, func: Any, args: tuple[Any, ...], out: Any) -> None:
+        """A result without history computed, directly in the snippet, from a tensor with
+        history: ``detach()``, ``.data`` or an op under ``no_grad`` / ``inference_mode``."""
+        rec = self.rec
+        if rec.module_stack:
+            return
+        outs = [t for t in _tensors_of(out) if not t.requires_grad]
+        if not outs:
+            return
+        sources = [a for a in args if isinstance(a, torch.Tensor) and a.requires_grad]
+        if not sources:
+            return
+        frame = frames.direct_caller(rec.filename, 3)
+        if frame is None:
+            return
+        if func is torch.Tensor.detach:
+            kind = "detach"
+        elif func is _DATA_GET:
+            kind = "data"
+        elif torch.is_inference_mode_enabled():
+            kind = "inference_mode"
+        else:
+            kind = "no_grad"
+        src = sources[0]
+        if src.grad_fn is not None:
+            rec.discover([src.grad_fn], line=frame.f_lineno, seq_mark=None)
+            source = rec.fns[src.grad_fn].id
+        else:
+            source = rec.tensor_node(src, role="leaf", line=frame.f_lineno)
+        names = frames.NameIndex(frame)
+        for t in outs:
+            rec.tensor_node(t, role="cut", line=frame.f_lineno, names=names)
+            doc = rec.tensors[id(t)][1]
+            doc.setdefault("cut", {"kind": kind, "line": frame.f_lineno, "source": source})
+
+    # ------------------------------------------------------------------ backward
+    def _backward(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        rec = self.rec
+        if func is torch.autograd.grad:
+            api = "torch.autograd.grad"
+        elif func is torch.autograd.backward:
+            api = "torch.autograd.backward"
+        else:
+            api = "Tensor.backward"
+        roots = _as_list(args[0] if args else kwargs.get("tensors", kwargs.get("outputs")))
+        create_graph = bool(kwargs.get("create_graph", False))
+        retain = kwargs.get("retain_graph")
+        retain_graph = create_graph if retain is None else bool(retain)
+        frame = frames.snippet_frame(rec.filename, 3)
+        line = frame.f_lineno if frame is not None else None
+        names = frames.NameIndex(frame)
+        root_ids = []
+        for t in roots:
+            if isinstance(t, torch.Tensor):
+                if t.grad_fn is not None:
+                    rec.discover([t.grad_fn], line=line, seq_mark=None, names=names)
+                tid = rec.tensor_node(t, role="root", line=line, names=names)
+                if t.grad_fn is not None:
+                    edge = {"source": rec.fns[t.grad_fn].id, "target": tid, "input_nr": None}
+                    if edge not in rec.edges:
+                        rec.edges.append(edge)
+                root_ids.append(tid)
+        idx = rec.begin_pass(api, line, root_ids, retain_graph=retain_graph, create_graph=create_graph)
+        outer, rec.active_pass = rec.active_pass, idx
+        completed = False
+        try:
+            result = func(*args, **kwargs)
+            completed = True
+        finally:
+            rec.active_pass = outer
+            rec.end_pass(idx, completed=completed)
+        if create_graph:
+            grads = [g.grad_fn for g in _tensors_of(result) if g.grad_fn is not None]
+            if grads:
+                rec.discover(grads, line=line, seq_mark=None, created_in_pass=idx)
+        return result
+
+    # ------------------------------------------------------------------ tensor hooks
+    def _register_hook(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        rec = self.rec
+        tensor, hook = args[0], args[1] if len(args) > 1 else kwargs.pop("hook")
+
+        def watched(grad: Any) -> Any:
+            new = hook(grad)
+            if new is not None and new is not grad:
+                rec.note_hook_change(grad, new)
+            return new
+
+        watched.__wrapped__ = hook  # type: ignore[attr-defined]
+        return func(tensor, watched, *args[2:], **kwargs)
+
+    def _retain_grad(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        out = func(*args, **kwargs)
+        t = args[0]
+        rec = self.rec
+        if isinstance(t, torch.Tensor) and t.grad_fn is not None:
+            frame = frames.snippet_frame(rec.filename, 3)
+            line = frame.f_lineno if frame is not None else None
+            rec.discover([t.grad_fn], line=line, seq_mark=None)
+            tid = rec.tensor_node(t, role="retained", line=line, names=frames.NameIndex(frame))
+            rec.edges.append({"source": rec.fns[t.grad_fn].id, "target": tid, "input_nr": None})
+        return out
+
+
+class ModuleTracker:
+    """Keeps ``rec.module_stack`` in step with nn.Module calls, naming each from the snippet."""
+
+    def __init__(self, rec: Recorder) -> None:
+        self.rec = rec
+        self._children: dict[int, dict[int, str]] = {}
+        self._keep: list[nn.Module] = []
+        self._parents: list[tuple[str | None, nn.Module]] = []
+
+    def install(self) -> list[Any]:
+        pre = nn.modules.module.register_module_forward_pre_hook(self._pre)
+        post = nn.modules.module.register_module_forward_hook(self._post, always_call=True)
+        return [pre, post]
+
+    def _child_name(self, parent: nn.Module, child: nn.Module) -> str | None:
+        table = self._children.get(id(parent))
+        if table is None:
+            table = {id(m): n for n, m in parent.named_children()}
+            self._children[id(parent)] = table
+            self._keep.append(parent)
+        return table.get(id(child))
+
+    def _pre(self, module: nn.Module, args: Any) -> None:
+        stack = self.rec.module_stack
+        path: str | None = None
+        try:
+            if stack and stack[-1] is not None and self._parents:
+                parent_path, parent = self._parents[-1]
+                sub = self._child_name(parent, module)
+                path = f"{parent_path}.{sub}" if sub is not None else None
+            if path is None:
+                path = frames.NameIndex(frames.snippet_frame(self.rec.filename, 3)).name_of(module)
+        except Exception:
+            path = None
+        stack.append(path)
+        self._parents.append((path, module))
+        return None
+
+    def _post(self, module: nn.Module, args: Any, output: Any) -> None:
+        if self.rec.module_stack:
+            self.rec.module_stack.pop()
+        if self._parents:
+            self._parents.pop()
+        return None

@@ -1,0 +1,235 @@
+"""The recorder's state: what has been seen so far, and the hooks that see backward run.
+
+One :class:`Recorder` lives for one run (``run_snippet``) or one ``with gradtrace.record()``
+block. :mod:`gradtrace.capture.mode` feeds it forward calls and backward passes;
+:mod:`gradtrace.capture.document` turns it into a run document at the end.
+
+NOTE [limits]
+    Past ``max_nodes`` or ``max_events`` the recorder raises :class:`LimitReached` (a
+    BaseException, so a snippet's ``except Exception`` cannot swallow it) and records nothing
+    more; the run ends with status ``graph_limit`` and keeps what it has.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from torch.autograd.graph import Node
+
+from gradtrace.capture import frames
+from gradtrace.capture.graph import ACC_SEQ, FnInfo, describe, leaf_of, walk_new
+from gradtrace.capture.saved import saved_hooks_active
+from gradtrace.capture.values import Handle, ValueStore, dtype_name
+
+
+class LimitReached(BaseException):
+    """Raised inside the snippet when a node or event cap is hit; ends the run as graph_limit."""
+
+
+@dataclass
+class BackwardEvent:
+    """A node execution seen by its post hook; values are resolved when the document is built."""
+
+    node: str
+    pass_: int | None
+    line: int | None
+    grad_outputs: list[Handle]
+    grad_inputs: list[Handle]
+    grad: Handle = None
+    hook_changes: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass
+class PassInfo:
+    doc: dict[str, Any]
+    task_id: int | None = None
+    executed: list[str] = field(default_factory=list)
+
+
+class Recorder:
+    """Everything recorded so far, plus the bookkeeping to keep recording."""
+
+    def __init__(self, filename: str, *, max_nodes: int, max_events: int) -> None:
+        self.filename = filename
+        self.max_nodes = max_nodes
+        self.max_events = max_events
+        self.nodes: list[dict[str, Any]] = []
+        self.fns: dict[Node, FnInfo] = {}
+        self.fn_by_id: dict[str, FnInfo] = {}
+        self.tensors: dict[int, tuple[torch.Tensor, dict[str, Any]]] = {}
+        self.edges: list[dict[str, Any]] = []
+        self.events: list[dict[str, Any] | BackwardEvent] = []
+        self.passes: list[PassInfo] = []
+        self.values = ValueStore()
+        self.active_pass: int | None = None
+        self.limit: str | None = None
+        self.module_stack: list[str | None] = []
+        self.handles: list[Any] = []
+        self.hook_changes: dict[Node, list[dict[str, Any]]] = {}
+        self._n_events = 0
+        self._n_fns = 0
+
+    # ---------------------------------------------------------------- ids and limits
+    def _new_id(self) -> str:
+        return f"n{len(self.nodes)}"
+
+    def _check_nodes(self) -> None:
+        if len(self.nodes) >= self.max_nodes:
+            self.stop(f"the graph reached the node limit ({self.max_nodes:,} nodes)")
+
+    def stop(self, message: str) -> None:
+        if self.limit is None:
+            self.limit = message
+        raise LimitReached(message)
+
+    # ---------------------------------------------------------------- forward
+    def discover(self, roots: list[Node], *, line: int | None, seq_mark: int | None,
+                 created_in_pass: int | None = None, names: frames.NameIndex | None = None) -> None:
+        """Register every node reachable from ``roots`` that is new (NOTE [discovery])."""
+        new, nexts = walk_new(roots, self.fns)
+        if not new:
+            return
+        read = not saved_hooks_active()
+        module = self.module_stack[-1] if self.module_stack else None
+        for n in new:
+            self._check_nodes()
+            seq = n._sequence_nr()
+            fresh = seq_mark is None or seq == ACC_SEQ or seq >= seq_mark
+            fid = self._new_id()
+            doc = describe(n, read_saved_tensors=read)
+            doc.update(id=fid, line=line if fresh else None, module=module if fresh else None,
+                       seq=self._n_fns)
+            self._n_fns += 1
+            if created_in_pass is not None:
+                doc["created_in_pass"] = created_in_pass
+            self.nodes.append(doc)
+            info = FnInfo(fid, n, doc)
+            self.fns[n] = info
+            self.fn_by_id[fid] = info
+            for i, (g, _) in enumerate(nexts[n]):
+                if g is not None:
+                    self.edges.append({"source": self.fns[g].id, "target": fid, "input_nr": i})
+            if doc["name"] == "AccumulateGrad":
+                leaf = leaf_of(n)
+                if leaf is not None:
+                    tid = self.tensor_node(leaf, role="leaf", line=line, names=names)
+                    self.edges.append({"source": tid, "target": fid, "input_nr": None})
+            self.events.append({"phase": "forward", "node": fid, "line": doc["line"]})
+            self.handles.append(n.register_hook(functools.partial(self._on_node_done, info)))
+
+    def tensor_node(self, t: torch.Tensor, *, role: str, line: int | None,
+                    names: frames.NameIndex | None = None) -> str:
+        """The id of ``t``'s tensor node, creating it (with its name) when new."""
+        hit = self.tensors.get(id(t))
+        if hit is not None and hit[0] is t:
+            doc = hit[1]
+            if role == "root" and doc.get("role") != "root":
+                doc["roles"] = sorted({*doc.get("roles", [doc["role"]]), role})
+            return str(doc["id"])
+        self._check_nodes()
+        if names is None:
+            names = frames.NameIndex(frames.snippet_frame(self.filename, 2))
+        tid = self._new_id()
+        doc = {"id": tid, "kind": "tensor", "name": names.name_of(t), "line": line,
+               "module": None, "shape": list(t.shape), "dtype": dtype_name(t.dtype),
+               "device": str(t.device), "role": role}
+        if role != "leaf":
+            doc["value"] = self.values.capture(t, snapshot=True)
+        self.nodes.append(doc)
+        self.tensors[id(t)] = (t, doc)
+        return tid
+
+    # ---------------------------------------------------------------- backward
+    def begin_pass(self, api: str, line: int | None, roots: list[str], *,
+                   retain_graph: bool, create_graph: bool) -> int:
+        idx = len(self.passes)
+        self.passes.append(PassInfo({"index": idx, "api": api, "line": line, "roots": roots,
+                                     "retain_graph": retain_graph, "create_graph": create_graph,
+                                     "freed_bytes": 0, "completed": False}))
+        return idx
+
+    def end_pass(self, idx: int, *, completed: bool) -> None:
+        """Close a pass; without retain_graph, autograd released the saved tensors of every node
+        it executed in it (``release_variables``), so those are marked freed."""
+        p = self.passes[idx]
+        p.doc["completed"] = completed
+        if p.doc["retain_graph"]:
+            return
+        freed = 0
+        for fid in p.executed:
+            for s in self.fn_by_id[fid].doc["saved"]:
+                if s.get("freed_after_pass") is None:
+                    s["freed_after_pass"] = idx
+                    if not s["is_parameter"]:
+                        freed += s["bytes"]
+        p.doc["freed_bytes"] = freed
+
+    def _pass_for_event(self) -> int | None:
+        task = torch._C._current_graph_task_id()
+        if self.active_pass is not None:
+            p = self.passes[self.active_pass]
+            if p.task_id is None or p.task_id == task:
+                p.task_id = task
+                return self.active_pass
+        for p in reversed(self.passes):
+            if p.task_id == task:
+                return int(p.doc["index"])
+        # A backward the recorder did not start (a reentrant checkpoint's inner backward).
+        outer = self.passes[self.active_pass].doc if self.active_pass is not None else None
+        idx = self.begin_pass("engine", outer["line"] if outer else None, [],
+                              retain_graph=bool(outer and outer["retain_graph"]),
+                              create_graph=bool(outer and outer["create_graph"]))
+        self.passes[idx].task_id = task
+        self.passes[idx].doc["completed"] = True
+        return idx
+
+    def _on_node_done(self, info: FnInfo, grad_inputs: tuple[Any, ...],
+                      grad_outputs: tuple[Any, ...]) -> None:
+        if self.limit is not None:
+            return
+        with torch._C.DisableTorchFunction():
+            p = self._pass_for_event()
+            self._n_events += 1
+            if self._n_events > self.max_events:
+                self.stop(f"the run reached the event limit ({self.max_events:,} events)")
+            line = self.passes[p].doc["line"] if p is not None else None
+            cap = self.values.capture
+            ev = BackwardEvent(info.id, p, line, [cap(g) for g in grad_outputs],
+                               [cap(g) for g in grad_inputs])
+            if info.doc["name"] == "AccumulateGrad":
+                leaf = leaf_of(info.node)
+                if leaf is not None and leaf.grad is not None:
+                    ev.grad = cap(leaf.grad, snapshot=True)
+                    tid = self.tensors[id(leaf)][1]
+                    tid.setdefault("grad_history", []).append(ev.grad)
+            changes = self.hook_changes.pop(info.node, None)
+            if changes:
+                ev.hook_changes = changes
+            self.events.append(ev)
+            if p is not None:
+                info.executed_in.append(p)
+                self.passes[p].executed.append(info.id)
+                if self.passes[p].doc["create_graph"]:
+                    roots = [g.grad_fn for g in grad_inputs
+                             if isinstance(g, torch.Tensor) and g.grad_fn is not None]
+                    if roots:
+                        self.discover(roots, line=line, seq_mark=None, created_in_pass=p)
+
+    def note_hook_change(self, before: Any, after: Any) -> None:
+        """A tensor hook replaced a gradient: remember both values for the node now running."""
+        node = torch._C._current_autograd_node()
+        if node is None:
+            return
+        with torch._C.DisableTorchFunction():
+            self.hook_changes.setdefault(node, []).append(
+                {"before": self.values.capture(before), "after": self.values.capture(after)})
+
+    def remove_hooks(self) -> None:
+        handles, self.handles = self.handles, []
+        for h in handles:
+            with contextlib.suppress(Exception):
+                h.remove()

@@ -1,0 +1,96 @@
+"""What a function node saved for its backward: names, shapes, bytes, parameter or input.
+
+NOTE [reading saved tensors]
+    Built-in nodes expose each saved value as ``_saved_<name>``; custom ``autograd.Function``
+    nodes (the ``ctx``) expose ``saved_tensors``. Reading them *unpacks* the saved variable,
+    which is harmless right after the node was created, except when ``saved_tensors_hooks`` are
+    active: then unpacking runs the user's (or checkpoint's) unpack hook, which may recompute
+    a whole block. The recorder therefore never reads saved tensors while such hooks are
+    installed (the node is marked ``saved_unread``). The recorder itself never installs
+    ``saved_tensors_hooks``, so autograd's version-counter check stays in force: an in-place
+    change of a saved tensor still raises exactly as it would without gradtrace.
+
+NOTE [what counts as a parameter or an input]
+    ``is_parameter``: an ``nn.Parameter`` or a view of one (``W.t()`` saved by ``addmm``).
+    ``is_input``: any other leaf tensor (data the snippet fed in). Neither: an activation, an
+    intermediate result produced by the graph itself; these are what backward frees.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch import nn
+from torch.autograd.graph import Node
+
+from gradtrace.capture.values import dtype_name
+
+_ATTRS: dict[type, tuple[str, ...]] = {}
+
+
+def _saved_attrs(node: Node) -> tuple[str, ...]:
+    cls = type(node)
+    attrs = _ATTRS.get(cls)
+    if attrs is None:
+        names = dir(node)
+        if "saved_tensors" in names and "_raw_saved_tensors" in names:
+            attrs = ("saved_tensors",)
+        else:
+            attrs = tuple(a for a in names if a.startswith("_saved_"))
+        _ATTRS[cls] = attrs
+    return attrs
+
+
+def parameter_of(t: torch.Tensor) -> nn.Parameter | None:
+    """The parameter ``t`` is, or is a view of."""
+    if isinstance(t, nn.Parameter):
+        return t
+    base = t._base
+    return base if isinstance(base, nn.Parameter) else None
+
+
+def _entry(name: str, t: torch.Tensor) -> dict[str, Any]:
+    nbytes = t.numel() * t.element_size()
+    param = parameter_of(t)
+    e = {"name": name, "shape": list(t.shape), "dtype": dtype_name(t.dtype), "bytes": nbytes,
+         "is_parameter": param is not None,
+         "is_input": param is None and t.grad_fn is None and t._base is None}
+    if param is not None:
+        e["_param"] = param  # kept (not serialised) to count each parameter once
+    return e
+
+
+def read_saved(node: Node) -> tuple[list[dict[str, Any]], int]:
+    """The saved tensors of ``node`` and their total bytes. Non-tensor saved values (sizes,
+    scalars) are skipped: they hold no graph memory worth showing."""
+    out: list[dict[str, Any]] = []
+    total = 0
+    for attr in _saved_attrs(node):
+        try:
+            value = getattr(node, attr)
+        except Exception:  # already freed, or unreadable for this node
+            continue
+        name = attr.removeprefix("_saved_")
+        if isinstance(value, torch.Tensor):
+            items = [(name, value)]
+        elif isinstance(value, tuple | list):
+            items = [(f"{name}[{i}]", v) for i, v in enumerate(value) if isinstance(v, torch.Tensor)]
+        else:
+            continue
+        for label, t in items:
+            try:
+                e = _entry(label, t)
+            except Exception:
+                continue
+            out.append(e)
+            total += e["bytes"]
+    return out, total
+
+
+def saved_hooks_active() -> bool:
+    """Whether ``saved_tensors_hooks`` (checkpoint, offloading, user hooks) are installed now."""
+    try:
+        return torch._C._autograd._top_saved_tensors_default_hooks(False) is not None
+    except Exception:
+        return False

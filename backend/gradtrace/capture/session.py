@@ -1,0 +1,117 @@
+"""``gradtrace.record``: the public, in-process way to record a block of PyTorch code.
+
+Example (a notebook cell)::
+
+    import gradtrace, torch
+    with gradtrace.record() as rec:
+        x = torch.tensor(2.0, requires_grad=True)
+        y = x * x + 3 * x
+        y.backward()
+    doc = rec.document()        # a gradtrace.schema.RunDocument
+    doc.graph.nodes[0].name     # 'AccumulateGrad'
+
+Lines are lines of the file that contains the ``with`` statement; everything it calls (your
+functions in the same file, library code, modules) is attributed to those lines. Every hook and
+the torch-function mode are removed when the block ends, also when it raises. A limit hit ends
+the block quietly (the document's status says ``graph_limit``); any other exception propagates
+after being recorded in the document.
+"""
+
+from __future__ import annotations
+
+import sys
+import traceback
+from types import TracebackType
+from typing import Any
+
+from gradtrace.capture.diagnose import describe_error
+from gradtrace.capture.document import build_document
+from gradtrace.capture.mode import CaptureMode, ModuleTracker
+from gradtrace.capture.recorder import LimitReached, Recorder
+from gradtrace.schema import RunDocument
+
+
+def error_line(exc: BaseException, filename: str) -> int | None:
+    """The line of the innermost snippet frame in the exception's traceback."""
+    if isinstance(exc, SyntaxError) and exc.filename == filename:
+        return exc.lineno
+    line = None
+    for frame, lineno in traceback.walk_tb(exc.__traceback__):
+        if frame.f_code.co_filename == filename:
+            line = lineno
+    return line
+
+
+class record:
+    """Record every autograd node and backward pass created inside the ``with`` block."""
+
+    def __init__(self, *, max_nodes: int = 50_000, max_events: int = 200_000,
+                 _filename: str | None = None) -> None:
+        self.max_nodes = max_nodes
+        self.max_events = max_events
+        self._filename = _filename
+        self._rec: Recorder | None = None
+        self._mode: CaptureMode | None = None
+        self._module_handles: list[Any] = []
+        self.status = "ok"
+        self.error: dict[str, Any] | None = None
+
+    def __enter__(self) -> record:
+        filename = self._filename or sys._getframe(1).f_code.co_filename
+        rec = Recorder(filename, max_nodes=self.max_nodes, max_events=self.max_events)
+        self._rec = rec
+        self._module_handles = ModuleTracker(rec).install()
+        self._mode = CaptureMode(rec)
+        try:
+            self._mode.__enter__()  # type: ignore[no-untyped-call]
+        except BaseException:
+            self._remove()
+            raise
+        return self
+
+    def _remove(self) -> None:
+        handles, self._module_handles = self._module_handles, []
+        for h in handles:
+            h.remove()
+        if self._rec is not None:
+            self._rec.remove_hooks()
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> bool:
+        try:
+            if self._mode is not None:
+                self._mode.__exit__(exc_type, exc, tb)  # type: ignore[no-untyped-call]
+        finally:
+            self._remove()
+        rec = self._rec
+        assert rec is not None
+        if rec.limit is not None:
+            self.status = "graph_limit"
+        if exc is not None and not isinstance(exc, LimitReached):
+            self.note_error(exc)
+        return isinstance(exc, LimitReached)
+
+    def note_error(self, exc: BaseException) -> None:
+        """Record ``exc`` as the run's error (type, message, line, and for autograd errors the
+        node concerned)."""
+        rec = self._rec
+        assert rec is not None
+        if self.status == "ok":
+            self.status = "error"
+        self.error = {"type": type(exc).__name__, "message": str(exc),
+                      "line": error_line(exc, rec.filename)}
+        self.error.update(describe_error(rec, exc))
+
+    @property
+    def recorder(self) -> Recorder:
+        if self._rec is None:
+            raise RuntimeError("gradtrace.record: use it as a `with` block first")
+        return self._rec
+
+    def document(self, **fields: Any) -> RunDocument:
+        """The run document of what was recorded (a pydantic ``RunDocument``)."""
+        rec = self.recorder
+        base: dict[str, Any] = {"status": self.status, "error": self.error,
+                                "message": rec.limit}
+        base.update(fields)
+        return build_document(rec, **base)

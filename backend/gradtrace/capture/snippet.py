@@ -1,0 +1,133 @@
+"""``run_snippet``: execute a snippet under the recorder and answer with its run document.
+
+The sandbox worker calls this inside a jailed child; it never raises for anything the snippet
+does (``SystemExit`` and ``KeyboardInterrupt`` included): every ending is a status.
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+import io
+import linecache
+import random
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from gradtrace.capture.recorder import LimitReached
+from gradtrace.capture.session import error_line, record
+
+
+class OutputLimit(BaseException):
+    """Raised by the captured stdout when the snippet printed more than allowed."""
+
+
+class CappedOutput(io.TextIOBase):
+    """stdout (and stderr) of the snippet: kept up to ``limit`` bytes, then the run stops.
+
+    The text is cut on a character boundary and ends with a marker line, as CONTRACT.md asks.
+    """
+
+    MARKER = "\n[gradtrace: output cut at {limit} bytes]\n"
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._parts: list[str] = []
+        self._bytes = 0
+        self.truncated = False
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, s: str) -> int:
+        if not isinstance(s, str):
+            raise TypeError(f"write() argument must be str, not {type(s).__name__}")
+        if self.truncated:
+            raise OutputLimit()
+        data = s.encode("utf-8", "replace")
+        room = self.limit - self._bytes
+        if len(data) <= room:
+            self._parts.append(s)
+            self._bytes += len(data)
+            return len(s)
+        self._parts.append(data[:room].decode("utf-8", "ignore"))
+        self._bytes = self.limit
+        self.truncated = True
+        raise OutputLimit()
+
+    def text(self) -> str:
+        body = "".join(self._parts)
+        return body + self.MARKER.format(limit=self.limit) if self.truncated else body
+
+
+def _namespace() -> dict[str, Any]:
+    return {"__name__": "__main__", "__builtins__": builtins, "torch": torch, "nn": nn, "F": F}
+
+
+def _seed(seed: int | None, device: str) -> None:
+    if seed is None:
+        return
+    random.seed(seed)
+    torch.manual_seed(seed)
+    if device == "cuda":
+        torch.cuda.manual_seed_all(seed)
+
+
+def run_snippet(code: str, *, device: str = "cpu", seed: int | None = 0,
+                max_nodes: int = 50_000, max_events: int = 200_000,
+                output_bytes: int = 64 * 1024, filename: str = "<snippet>") -> dict[str, Any]:
+    """Execute ``code`` while recording, and return its run document as a JSON-able dict.
+
+    ``torch``, ``nn`` and ``F`` are predefined. The document validates as
+    :class:`gradtrace.schema.RunDocument` (dumped by alias: events carry ``"pass"``) and its
+    ``id`` is :func:`gradtrace.schema.document_id` of it. Statuses: ``ok``, ``error`` (also
+    SyntaxError, with its line), ``graph_limit``, ``output_limit``.
+    """
+    out = CappedOutput(output_bytes)
+    fields: dict[str, Any] = {"device": device, "code": code, "seed": seed}
+    rec = record(max_nodes=max_nodes, max_events=max_events, _filename=filename)
+    try:
+        compiled = compile(code, filename, "exec", dont_inherit=True)
+    except (SyntaxError, ValueError) as e:
+        line = e.lineno if isinstance(e, SyntaxError) else None
+        msg = e.msg if isinstance(e, SyntaxError) else str(e)
+        with rec:
+            pass
+        rec.status = "error"
+        rec.error = {"type": type(e).__name__, "message": msg, "line": line}
+        return _finish(rec, fields, out)
+    linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
+    namespace = _namespace()
+    previous_device = torch.get_default_device()
+    try:
+        _seed(seed, device)
+        if device != "cpu":
+            torch.set_default_device(device)
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+            try:
+                with rec:
+                    exec(compiled, namespace)
+            except OutputLimit:
+                rec.status = "output_limit"
+                fields["message"] = f"the snippet printed more than {output_bytes:,} bytes"
+            except LimitReached:
+                rec.status = "graph_limit"
+            except BaseException:
+                pass
+    finally:
+        torch.set_default_device(previous_device)
+    return _finish(rec, fields, out)
+
+
+def _finish(rec: record, fields: dict[str, Any], out: CappedOutput) -> dict[str, Any]:
+    fields = dict(fields, stdout=out.text(), stdout_truncated=out.truncated)
+    if rec.status == "output_limit" and rec.error is not None and rec.error["type"] == "OutputLimit":
+        rec.error = None
+    doc = rec.document(**fields)
+    return doc.model_dump(by_alias=True, mode="json")
+
+
+__all__ = ["error_line", "run_snippet"]
