@@ -115,6 +115,9 @@ class ForkServerPool(Runner):
             await self._stop_zygote()
             raise
         self._send({"op": "fork", "n": self.workers})
+        deadline = loop.time() + CHILD_WAIT_S
+        while len(self._idle) < self.workers and self._ctrl is ours and loop.time() < deadline:
+            await asyncio.sleep(0.005)
 
     async def close(self) -> None:
         self._closing = True

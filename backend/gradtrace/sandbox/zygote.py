@@ -43,6 +43,9 @@ class _ChildRecord:
 
 
 def _warm_torch() -> tuple[str, bool]:
+    import warnings
+
+    warnings.filterwarnings("ignore", message="Failed to initialize NumPy")  # numpy is optional
     import torch
 
     torch.set_num_threads(1)

@@ -1,0 +1,17 @@
+"""Fixtures for the pool tests: one real pool per module, with short limits so slow cases stay fast."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from sandbox.pool_harness import PoolHarness
+
+
+@pytest.fixture(scope="module")
+def pool() -> Iterator[PoolHarness]:
+    harness = PoolHarness(workers=2, queue_size=4, timeout_s=3.0, cpu_s=2, memory_mb=512, output_kb=16)
+    try:
+        yield harness
+    finally:
+        harness.close()

@@ -1,0 +1,151 @@
+"""A real ForkServerPool driven from synchronous tests, plus probes of what a job left behind.
+
+The pool lives on its own event loop; each call runs the loop until the call is done (the
+zygote's messages simply wait in the socket between calls). Nothing here is mocked: the zygote,
+the jailed children and the kernel layers are the real ones.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+import threading
+from collections.abc import Coroutine
+from pathlib import Path
+from typing import Any, TypeVar
+
+from gradtrace.sandbox.config import UID_BASE
+from gradtrace.sandbox.pool import ForkServerPool
+from gradtrace.sandbox.runner import Job, Limits
+from gradtrace.schema import RunDocument, document_id
+from gradtrace.settings import Settings
+
+T = TypeVar("T")
+
+
+class PoolHarness:
+    """Owns one pool and one loop; ``run(code)`` returns the validated document."""
+
+    def __init__(self, **overrides: Any) -> None:
+        self.settings = Settings(**overrides)
+        self.loop = asyncio.new_event_loop()
+        self.pool = ForkServerPool(self.settings)
+        self.call(self.pool.start())
+
+    def call(self, coro: Coroutine[Any, Any, T], timeout: float = 120.0) -> T:
+        return self.loop.run_until_complete(asyncio.wait_for(coro, timeout))
+
+    def limits(self, **kw: Any) -> Limits:
+        s = self.settings
+        base = dict(timeout_s=s.timeout_s, cpu_s=s.cpu_s, memory_mb=s.memory_mb, output_bytes=s.output_kb * 1024,
+                    result_bytes=s.result_mb << 20, max_nodes=s.max_nodes, max_events=s.max_events)
+        base.update(kw)
+        return Limits(**base)
+
+    def run(self, code: str, *, device: str = "cpu", seed: int | None = 0, **limits: Any) -> dict[str, Any]:
+        doc = self.call(self.pool.run(Job(code=code, device=device, seed=seed, limits=self.limits(**limits))))
+        check_document(doc, code)
+        return doc
+
+    def close(self) -> None:
+        try:
+            self.call(self.pool.close())
+        finally:
+            self.loop.close()
+
+
+def check_document(doc: dict[str, Any], code: str) -> None:
+    """Every answer is a valid run document for exactly this code, with a correct id."""
+    RunDocument.model_validate(doc)
+    assert doc["code"] == code
+    assert doc["id"] == document_id(doc)
+
+
+def job_processes() -> list[tuple[int, int]]:
+    """(pid, uid) of every process on the machine running as a per-job uid."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            status = (entry / "status").read_text()
+        except OSError:
+            continue
+        for line in status.splitlines():
+            if line.startswith("Uid:"):
+                uid = int(line.split()[1])
+                if uid >= UID_BASE:
+                    found.append((int(entry.name), uid))
+    return found
+
+
+def processes_with_uids(uids: set[int]) -> list[int]:
+    """Pids of live processes whose real uid is one of ``uids``."""
+    return [pid for pid, uid in job_processes() if uid in uids]
+
+
+def job_uids(pids: list[int] | set[int]) -> set[int]:
+    """The per-job uids the children with these pids run as (NOTE [per-job uids])."""
+    return {UID_BASE + pid for pid in pids}
+
+
+def children_of(pid: int) -> list[int]:
+    """Direct children of ``pid``."""
+    kids = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            ppid = int(stat.rsplit(")", 1)[1].split()[1])
+            if ppid == pid:
+                kids.append(int(entry.name))
+    return kids
+
+
+class LoopbackListener:
+    """A TCP listener on 127.0.0.1 that records whether anything connected to it."""
+
+    def __init__(self) -> None:
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(16)
+        self.sock.settimeout(0.1)
+        self.port = int(self.sock.getsockname()[1])
+        self.connections = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._accept, daemon=True)
+        self._thread.start()
+
+    def _accept(self) -> None:
+        while not self._stop.is_set():
+            try:
+                conn, _ = self.sock.accept()
+            except (TimeoutError, OSError):
+                continue
+            self.connections += 1
+            conn.close()
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(5)
+        self.sock.close()
+
+
+def snapshot(paths: list[Path]) -> dict[str, tuple[int, int, int]]:
+    """(size, mtime_ns, inode) of every file below ``paths``: to prove nothing outside changed."""
+    result: dict[str, tuple[int, int, int]] = {}
+    for root in paths:
+        for dirpath, dirnames, filenames in os.walk(root):
+            dirnames[:] = [d for d in dirnames if d not in ("__pycache__", ".git")]
+            for name in [*filenames, *dirnames]:
+                p = os.path.join(dirpath, name)
+                try:
+                    st = os.lstat(p)
+                except OSError:
+                    continue
+                result[p] = (st.st_size, st.st_mtime_ns, st.st_ino)
+    return result

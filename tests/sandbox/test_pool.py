@@ -1,0 +1,231 @@
+"""The fork-server pool end to end: real zygote, real jailed children, real limits."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import time
+import warnings
+from typing import Any
+
+import pytest
+from sandbox.pool_harness import (
+    PoolHarness,
+    check_document,
+    children_of,
+    job_uids,
+    processes_with_uids,
+)
+
+from gradtrace.errors import DeviceUnavailable, PoolSaturated
+from gradtrace.sandbox.factory import RUNNERS, make_runner
+from gradtrace.sandbox.pool import ForkServerPool
+from gradtrace.sandbox.runner import Job
+from gradtrace.settings import Settings
+
+TRIVIAL = "x = torch.tensor([1.0, 2.0], requires_grad=True)\ny = (x * x).sum()\ny.backward()\n"
+
+
+def _leaf_grad(doc: dict[str, object], name: str) -> object:
+    nodes = doc["graph"]["nodes"]  # type: ignore[index]
+    for node in nodes:  # type: ignore[attr-defined]
+        if node["kind"] == "tensor" and node["name"] == name:
+            return node["grad"]["values"]
+    raise AssertionError(f"no tensor node {name!r} in {nodes}")
+
+
+def _torch() -> Any:
+    """torch as the oracle (numpy is not installed, which torch warns about once on import)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        import torch
+    return torch
+
+
+def test_trivial_snippet_returns_validated_graph_matching_torch(pool: PoolHarness) -> None:
+    torch = _torch()
+
+    doc = pool.run(TRIVIAL)
+    assert doc["status"] == "ok", doc
+    names = {n["name"] for n in doc["graph"]["nodes"] if n["kind"] == "function"}
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    y = (x * x).sum()
+    assert {type(y.grad_fn).__name__, "MulBackward0", "AccumulateGrad"} <= names
+    y.backward()
+    assert _leaf_grad(doc, "x") == x.grad.tolist()
+
+
+def test_same_snippet_and_seed_give_the_same_document(pool: PoolHarness) -> None:
+    code = "w = torch.randn(3, requires_grad=True)\n(w * 2).sum().backward()\n"
+    assert pool.run(code, seed=7) == pool.run(code, seed=7)
+    assert pool.run(code, seed=7)["id"] != pool.run(code, seed=8)["id"]
+
+
+def test_sleeping_snippet_times_out_with_wall_clock_message(pool: PoolHarness) -> None:
+    start = time.monotonic()
+    doc = pool.run("import time\nprint('before')\ntime.sleep(60)\n", timeout_s=1.0)
+    elapsed = time.monotonic() - start
+    assert doc["status"] == "timeout"
+    assert doc["message"] == "Stopped: the snippet ran longer than 1 s."
+    assert elapsed < 4.0
+    assert doc["graph"] == {"nodes": [], "edges": []}
+
+
+def test_busy_loop_hits_cpu_limit_and_says_cpu_time(pool: PoolHarness) -> None:
+    doc = pool.run("while True:\n    pass\n", cpu_s=1, timeout_s=10.0)
+    assert doc["status"] == "timeout"
+    assert doc["message"] == "Stopped: the snippet used more than 1 s of CPU time."
+
+
+def test_raw_fd_flood_is_output_limit_with_the_start_of_the_output(pool: PoolHarness) -> None:
+    doc = pool.run("import os\nwhile True:\n    os.write(1, b'flood ' * 4096)\n")
+    assert doc["status"] == "output_limit"
+    assert doc["message"] == "Stopped: the snippet wrote more than 16 KiB of output."
+    assert doc["stdout"].startswith("flood flood")
+    assert len(doc["stdout"]) < 17 * 1024
+
+
+def test_garbage_on_the_result_pipe_is_crashed_not_trusted(pool: PoolHarness) -> None:
+    doc = pool.run("import os\nos.write(3, b'{\"status\": \"ok\", \"id\": 1')\nos._exit(0)\n")
+    assert doc["status"] == "crashed"
+    assert doc["message"] == "The snippet's process returned an invalid result."
+
+
+def test_forged_result_cannot_change_code_seed_or_id(pool: PoolHarness) -> None:
+    code = ("import os, json\nos.write(3, json.dumps({'id': 'forged', 'status': 'ok', 'code': 'other',"
+            " 'seed': 99, 'stdout': 'forged'}).encode())\nos._exit(0)\n")
+    doc = pool.run(code, seed=1)
+    assert doc["code"] == code and doc["seed"] == 1 and doc["id"] != "forged"
+
+
+def test_os_exit_is_crashed_with_the_exit_code(pool: PoolHarness) -> None:
+    doc = pool.run("import os\nos._exit(3)\n")
+    assert doc["status"] == "crashed"
+    assert "exited with code 3" in doc["message"]
+
+
+def test_signal_death_is_crashed_naming_the_signal(pool: PoolHarness) -> None:
+    doc = pool.run("import os, signal\nos.kill(os.getpid(), signal.SIGSEGV)\n")
+    assert doc["status"] == "crashed"
+    assert "SIGSEGV" in doc["message"]
+
+
+def test_no_job_process_survives_a_run(pool: PoolHarness) -> None:
+    zygote = pool.pool.state().detail["zygote_pid"]
+    before = set(children_of(zygote))
+    pool.run("import threading, time\nthreading.Thread(target=time.sleep, args=(30,)).start()\n")
+    used = before - set(children_of(zygote))
+    assert len(used) == 1
+    assert processes_with_uids(job_uids(used)) == []
+
+
+def test_resolve_device_accepts_cpu_and_auto_and_refuses_absent_cuda(pool: PoolHarness) -> None:
+    assert pool.pool.resolve_device("cpu") == "cpu"
+    assert pool.pool.resolve_device("auto") == "cpu"
+    with pytest.raises(DeviceUnavailable) as info:
+        pool.pool.resolve_device("cuda")
+    assert info.value.message == (
+        'cuda was requested but this server has no CUDA device; use device "cpu" or "auto"')
+
+
+def test_state_reports_workers_zygote_and_every_layer(pool: PoolHarness) -> None:
+    state = pool.pool.state()
+    assert state.ready and state.kind == "forkserver" and state.workers == 2 and state.queue_capacity == 4
+    assert state.busy == 0 and state.queued == 0 and state.cuda_available is False
+    zygote = state.detail["zygote_pid"]
+    os.kill(zygote, 0)
+    layers = state.detail["layers"]
+    for name in ("rlimits", "env", "fds", "uid", "no_new_privs", "seccomp", "landlock", "cgroup", "netns",
+                 "mountns"):
+        assert layers[name].startswith(("active", "off: ")), (name, layers)
+
+
+def test_make_runner_picks_the_pool_and_refuses_unknown_names() -> None:
+    settings = Settings()
+    assert isinstance(make_runner(settings), ForkServerPool)
+    assert set(RUNNERS) == {"forkserver"}
+    with pytest.raises(ValueError, match="unknown runner 'nope'"):
+        make_runner(settings.model_copy(update={"runner": "nope"}))
+
+
+def test_full_queue_raises_pool_saturated_at_once() -> None:
+    harness = PoolHarness(workers=1, queue_size=1, timeout_s=5.0)
+    try:
+        async def scenario() -> float:
+            job = Job(code="import time\ntime.sleep(3)\n", limits=harness.limits(timeout_s=1.0))
+            running = [asyncio.ensure_future(harness.pool.run(job)) for _ in range(2)]
+            await asyncio.sleep(0.2)
+            start = time.monotonic()
+            with pytest.raises(PoolSaturated):
+                await harness.pool.run(job)
+            waited = time.monotonic() - start
+            docs = await asyncio.gather(*running)
+            assert [d["status"] for d in docs] == ["timeout", "timeout"]
+            return waited
+
+        assert harness.call(scenario()) < 0.05
+    finally:
+        harness.close()
+
+
+def test_cancelled_run_kills_the_job_and_frees_the_worker() -> None:
+    harness = PoolHarness(workers=1, queue_size=0, timeout_s=30.0)
+    try:
+        async def scenario() -> None:
+            job = Job(code="import time\ntime.sleep(60)\n", limits=harness.limits())
+            zygote = harness.pool.state().detail["zygote_pid"]
+            idle_before = set(children_of(zygote))
+            task = asyncio.ensure_future(harness.pool.run(job))
+            await asyncio.sleep(0.5)
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+            start = time.monotonic()
+            doc = await harness.pool.run(Job(code="print('next')", limits=harness.limits()))
+            assert doc["status"] == "ok" and doc["stdout"] == "next\n"
+            assert time.monotonic() - start < 2.0
+            used = idle_before - set(children_of(zygote))
+            assert used
+            assert processes_with_uids(job_uids(used)) == []
+
+        harness.call(scenario())
+    finally:
+        harness.close()
+
+
+def test_close_leaves_no_process_behind() -> None:
+    harness = PoolHarness(workers=2)
+    harness.run("print(1)")
+    zygote = harness.pool.state().detail["zygote_pid"]
+    kids = children_of(zygote)
+    assert kids
+    harness.close()
+    for pid in [zygote, *kids]:
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
+
+
+def test_killed_zygote_is_restarted_and_the_running_job_reports_crashed() -> None:
+    harness = PoolHarness(workers=1, timeout_s=10.0)
+    try:
+        async def scenario() -> None:
+            old = harness.pool.state().detail["zygote_pid"]
+            task = asyncio.ensure_future(harness.pool.run(Job(code="import time\ntime.sleep(5)",
+                                                              limits=harness.limits())))
+            await asyncio.sleep(0.5)
+            os.kill(old, signal.SIGKILL)
+            doc = await task
+            check_document(doc, "import time\ntime.sleep(5)")
+            assert doc["status"] == "crashed" and "restarted" in doc["message"]
+            for _ in range(300):
+                if harness.pool.state().ready:
+                    break
+                await asyncio.sleep(0.1)
+            assert harness.pool.state().detail["zygote_pid"] != old
+            again = await harness.pool.run(Job(code="print('back')", limits=harness.limits()))
+            assert again["status"] == "ok" and again["stdout"] == "back\n"
+
+        harness.call(scenario())
+    finally:
+        harness.close()
