@@ -38,8 +38,9 @@ class PoolHarness:
 
     def limits(self, **kw: Any) -> Limits:
         s = self.settings
-        base = dict(timeout_s=s.timeout_s, cpu_s=s.cpu_s, memory_mb=s.memory_mb, output_bytes=s.output_kb * 1024,
-                    result_bytes=s.result_mb << 20, max_nodes=s.max_nodes, max_events=s.max_events)
+        base = dict(timeout_s=s.timeout_s, cpu_s=s.cpu_s, memory_mb=s.memory_mb,
+                    output_bytes=s.output_kb * 1024, result_bytes=s.result_mb << 20,
+                    max_nodes=s.max_nodes, max_events=s.max_events)
         base.update(kw)
         return Limits(**base)
 

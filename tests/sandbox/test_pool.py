@@ -10,6 +10,12 @@ import warnings
 from typing import Any
 
 import pytest
+
+from gradtrace.errors import DeviceUnavailable, PoolSaturated
+from gradtrace.sandbox.factory import RUNNERS, make_runner
+from gradtrace.sandbox.pool import ForkServerPool
+from gradtrace.sandbox.runner import Job
+from gradtrace.settings import Settings
 from sandbox.pool_harness import (
     PoolHarness,
     check_document,
@@ -17,12 +23,6 @@ from sandbox.pool_harness import (
     job_uids,
     processes_with_uids,
 )
-
-from gradtrace.errors import DeviceUnavailable, PoolSaturated
-from gradtrace.sandbox.factory import RUNNERS, make_runner
-from gradtrace.sandbox.pool import ForkServerPool
-from gradtrace.sandbox.runner import Job
-from gradtrace.settings import Settings
 
 TRIVIAL = "x = torch.tensor([1.0, 2.0], requires_grad=True)\ny = (x * x).sum()\ny.backward()\n"
 
