@@ -1,0 +1,38 @@
+/**
+ * The page's calls to the service. Errors come back as {"error": {code, message, detail}}
+ * (CONTRACT.md); they are turned into ApiError with the message the server wrote.
+ */
+export class ApiError extends Error {
+  constructor(status, code, message, detail) {
+    super(message);
+    this.status = status;
+    this.code = code;
+    this.detail = detail;
+  }
+}
+
+async function post(path, body, signal) {
+  let res;
+  try {
+    res = await fetch(path, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body), signal });
+  } catch (err) {
+    if (err.name === "AbortError") throw err;
+    throw new ApiError(0, "network", `Could not reach the server: ${err.message}`);
+  }
+  let data = null;
+  try { data = await res.json(); } catch { /* not JSON: handled below */ }
+  if (!res.ok) {
+    const e = (data && data.error) || {};
+    throw new ApiError(res.status, e.code || `http_${res.status}`, e.message || `The server answered ${res.status}.`, e.detail);
+  }
+  if (data === null) throw new ApiError(res.status, "bad_json", "The server's answer was not JSON.");
+  return data;
+}
+
+export function runSnippet({ code, device, seed }, signal) {
+  return post("/api/runs", { code, device, seed }, signal);
+}
+
+export function shareDocument(doc) {
+  return post("/api/shares", { document: doc });
+}

@@ -1,0 +1,121 @@
+/**
+ * The visible graph: document nodes after module collapsing, plus per-use proxies of shared
+ * leaves. Each visible node keeps `refs`, the document nodes it stands for, so the timeline
+ * (which speaks document ids) can light up the right boxes.
+ *
+ * NOTE [per-use proxies]
+ *   A parameter used at every step of an unrolled RNN feeds hundreds of consumers; its long
+ *   edges make every layered layout slow and unreadable (research/frontend.md §2d). On bigger
+ *   graphs each extra use of a shared AccumulateGrad (and its leaf) gets its own copy, drawn
+ *   next to the consumer. Copies share `refs`, so inspecting or highlighting works the same.
+ */
+import { groupKeyFor } from "./modules.js";
+
+export const PROXY_MIN_NODES = 150;
+const CHAR_W = 7.4;
+
+function fmtShape(shape) {
+  if (!shape) return "";
+  return shape.length ? shape.join("×") : "scalar";
+}
+
+function nodeLabels(index, i) {
+  const n = index.nodes[i];
+  const kind = index.kind[i];
+  if (kind === "function" || kind === "acc") return [n.name || "?", fmtShape(n.shape)];
+  if (kind === "cut") return [`✂ ${(n.cut && n.cut.kind) || "cut"}${n.name ? " " + n.name : ""}`, fmtShape(n.shape)];
+  const fallback = kind === "output" ? "output" : kind === "retained" ? "retained" : "leaf";
+  return [n.name || fallback, fmtShape(n.shape)];
+}
+
+function sizeFor(label, sub, kind) {
+  const chars = Math.max(label.length, (sub || "").length, kind === "function" || kind === "acc" ? 0 : 12);
+  return [Math.max(56, Math.round(chars * CHAR_W + 22)), kind === "group" ? 42 : 38];
+}
+
+/**
+ * @param index  from indexDocument()
+ * @param tree   from moduleTree()
+ * @param state  {collapsed: Set<path>, expandedRepeats: Set<path>}
+ */
+export function buildView(index, tree, state) {
+  const vnodes = [];
+  const groupOf = new Map();
+  const vmap = new Int32Array(index.nodes.length);
+  index.nodes.forEach((_, i) => {
+    const key = groupKeyFor(index.module[i], tree, state.collapsed, state.expandedRepeats);
+    if (key) {
+      let g = groupOf.get(key);
+      if (g === undefined) {
+        g = vnodes.length;
+        groupOf.set(key, g);
+        vnodes.push(groupNode(key, tree));
+      }
+      vnodes[g].refs.push(i);
+      vmap[i] = g;
+    } else {
+      const [label, sub] = nodeLabels(index, i);
+      const kind = index.kind[i];
+      const [w, h] = sizeFor(label, sub, kind);
+      vmap[i] = vnodes.length;
+      vnodes.push({ key: index.nodes[i].id, kind, label, sub, refs: [i], w, h, proxy: false });
+    }
+  });
+  for (const v of vnodes) if (v.kind === "group") v.sub = `${v.sub} · ${v.refs.length} nodes`;
+
+  const vedges = [];
+  const pair = new Map();
+  const addEdge = (s, t, ref, cut) => {
+    if (s === t) return;
+    const key = `${s}>${t}${cut ? "!" : ""}`;
+    let e = pair.get(key);
+    if (e === undefined) { e = vedges.length; pair.set(key, e); vedges.push({ s, t, refs: [], cut: !!cut }); }
+    if (ref >= 0) vedges[e].refs.push(ref);
+  };
+  index.edges.forEach((e, k) => addEdge(vmap[e.s], vmap[e.t], k, false));
+  index.nodes.forEach((n, i) => {
+    const src = n.cut && n.cut.source != null ? index.idx.get(n.cut.source) : undefined;
+    if (src !== undefined) addEdge(vmap[src], vmap[i], -1, true);
+  });
+  if (vnodes.length > PROXY_MIN_NODES) addProxies(vnodes, vedges);
+
+  const byRef = index.nodes.map(() => []);
+  vnodes.forEach((v, k) => { for (const r of v.refs) byRef[r].push(k); });
+  return { vnodes, vedges, byRef };
+}
+
+function groupNode(key, tree) {
+  const path = key.slice(4);
+  if (key.startsWith("rep:")) {
+    const blocks = tree.repeats.get(path);
+    const last = path.slice(path.lastIndexOf(".") + 1);
+    const label = `${last} × ${blocks.length}`;
+    const [w, h] = sizeFor(label, `${path} · identical blocks · 0000 nodes`, "group");
+    return { key, kind: "group", repeat: true, module: path, label, sub: `${path}.0–${blocks.length - 1}`, refs: [], w, h };
+  }
+  const [w, h] = sizeFor(path, `module · 00000 nodes`, "group");
+  return { key, kind: "group", repeat: false, module: path, label: path, sub: "module", refs: [], w, h };
+}
+
+/** Give each extra consumer of a shared AccumulateGrad its own copy (with its leaf). */
+function addProxies(vnodes, vedges) {
+  const out = vnodes.map(() => []);
+  const inc = vnodes.map(() => []);
+  vedges.forEach((e, k) => { out[e.s].push(k); inc[e.t].push(k); });
+  const n0 = vnodes.length;
+  for (let a = 0; a < n0; a++) {
+    if (vnodes[a].kind !== "acc" || out[a].length < 2) continue;
+    const leaves = inc[a].filter((k) => vnodes[vedges[k].s].kind === "leaf" && out[vedges[k].s].length === 1);
+    for (const k of out[a].slice(1)) {
+      const copy = vnodes.length;
+      vnodes.push({ ...vnodes[a], key: `${vnodes[a].key}#${k}`, refs: vnodes[a].refs.slice(), proxy: true });
+      vedges[k].s = copy;
+      for (const lk of leaves) {
+        const leaf = vedges[lk].s;
+        const lc = vnodes.length;
+        vnodes.push({ ...vnodes[leaf], key: `${vnodes[leaf].key}#${k}`, refs: vnodes[leaf].refs.slice(), proxy: true });
+        vedges.push({ s: lc, t: copy, refs: vedges[lk].refs.slice(), cut: false });
+      }
+    }
+  }
+}

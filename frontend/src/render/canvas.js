@@ -1,0 +1,312 @@
+/**
+ * The live graph view: a base canvas (the scene at step k, redrawn on change), an overlay
+ * canvas (the gradient dots travelling backward along edges), a minimap, zoom/pan/fit, and
+ * hit testing for clicks and tooltips. Knows nothing about the page around it: it reports
+ * clicks through callbacks.
+ */
+import { drawScene, edgePoints } from "./draw.js";
+import { stepState } from "./scene.js";
+import { palette } from "./palette.js";
+import { fmtTensorShort } from "../ui/format.js";
+
+export class GraphCanvas {
+  constructor(host, callbacks = {}) {
+    this.host = host;
+    this.cb = callbacks;
+    this.base = host.querySelector("canvas.gt-base");
+    this.overlay = host.querySelector("canvas.gt-overlay");
+    this.mini = host.querySelector("canvas.gt-minimap");
+    this.tip = host.querySelector(".gt-tooltip");
+    this.scene = null;
+    this.k = 0;
+    this.cam = { x: 0, y: 0, k: 1 };
+    this.selected = new Set();
+    this.lineSel = new Set();
+    this.dots = [];
+    this.pal = palette();
+    this.lastDrawMs = 0;
+    this.frames = 0;
+    this._raf = 0;
+    this.reducedMotion = matchMedia("(prefers-reduced-motion: reduce)").matches;
+    new ResizeObserver(() => this._resize()).observe(host);
+    matchMedia("(prefers-color-scheme: dark)").addEventListener("change", () => { this.pal = palette(); this._miniCache = null; this.redraw(); });
+    this._bindPointer();
+    this._resize();
+  }
+
+  setScene(scene, k, { keepCamera = false } = {}) {
+    this.scene = scene;
+    this.k = k;
+    this.dots = [];
+    this._miniCache = null;
+    this.selected = new Set();
+    this.lineSel = new Set();
+    if (!keepCamera) this.fit();
+    this.redraw();
+  }
+
+  /** Go to step k; when it is the next backward step, gradients travel along the edges. */
+  setStep(k, { animate = false, durationMs = 300 } = {}) {
+    const prev = this.k;
+    this.k = k;
+    this.dots = [];
+    if (this.scene && animate && !this.reducedMotion && k === prev + 1) this._launchDots(k, durationMs);
+    this._follow();
+    this.redraw();
+  }
+
+  setSelection(vs) { this.selected = new Set(vs); this.redraw(); }
+  setLineSelection(vs) { this.lineSel = new Set(vs); this.redraw(); }
+
+  fit() {
+    const { w, h } = this._size();
+    if (!this.scene) return;
+    const gw = Math.max(this.scene.width, 1) + 80, gh = Math.max(this.scene.height, 1) + 80;
+    const k = Math.min(w / gw, h / gh, 1.6);
+    this.cam = { k, x: -40 - (w / k - gw) / 2, y: -40 - (h / k - gh) / 2 };
+    this.redraw();
+  }
+
+  zoomBy(f, sx, sy) {
+    const { w, h } = this._size();
+    sx ??= w / 2; sy ??= h / 2;
+    const k = Math.min(4, Math.max(0.005, this.cam.k * f));
+    const wx = this.cam.x + sx / this.cam.k, wy = this.cam.y + sy / this.cam.k;
+    this.cam = { k, x: wx - sx / k, y: wy - sy / k };
+    this.redraw();
+  }
+
+  /** Centre the view on visible node v without changing the zoom (unless very far out). */
+  centerOn(v) {
+    if (!this.scene) return;
+    const { w, h } = this._size();
+    const k = Math.max(this.cam.k, 0.6);
+    this.cam = { k, x: this.scene.x[v] - w / 2 / k, y: this.scene.y[v] - h / 2 / k };
+    this.redraw();
+  }
+
+  redraw() {
+    if (this._raf) return;
+    this._raf = requestAnimationFrame(() => { this._raf = 0; this._draw(); });
+  }
+
+  /** Draw now (benchmarks and tests measure this). */
+  drawNow() { if (this._raf) { cancelAnimationFrame(this._raf); this._raf = 0; } this._draw(); }
+
+  stepState() { return this.scene ? stepState(this.scene, this.k) : null; }
+
+  _size() { return { w: this.host.clientWidth || 1, h: this.host.clientHeight || 1 }; }
+
+  _resize() {
+    const { w, h } = this._size();
+    this.dpr = Math.min(window.devicePixelRatio || 1, 2);
+    for (const c of [this.base, this.overlay]) {
+      c.width = Math.round(w * this.dpr); c.height = Math.round(h * this.dpr);
+      c.style.width = `${w}px`; c.style.height = `${h}px`;
+    }
+    this.redraw();
+  }
+
+  _draw() {
+    const t0 = performance.now();
+    const { w, h } = this._size();
+    const ctx = this.base.getContext("2d");
+    const st = this.scene ? stepState(this.scene, this.k) : null;
+    drawScene(ctx, this.scene, st, this.cam, w, h, { pal: this.pal, dpr: this.dpr, selected: this.selected, lineSel: this.lineSel });
+    this._drawMinimap();
+    this._drawOverlay();
+    this.lastDrawMs = performance.now() - t0;
+    this.frames++;
+    if (this.cb.onFrame) this.cb.onFrame(this.lastDrawMs);
+  }
+
+  _launchDots(k, durationMs) {
+    const st = stepState(this.scene, k);
+    if (st.pass < 0) return;
+    const t0 = performance.now();
+    const dur = Math.max(120, Math.min(durationMs * 0.85, 700));
+    this.scene.view.vedges.forEach((e, i) => {
+      if (!st.current.has(e.t) || e.cut) return;
+      const g = st.edgeGrad(i);
+      if (g && g.step === k) this.dots.push({ pts: edgePoints(this.scene, i), t0, dur });
+    });
+    if (this.dots.length) this._animate();
+  }
+
+  _animate() {
+    const tick = () => {
+      this._drawOverlay();
+      if (this.dots.length) requestAnimationFrame(tick);
+    };
+    requestAnimationFrame(tick);
+  }
+
+  _drawOverlay() {
+    const { w, h } = this._size();
+    const ctx = this.overlay.getContext("2d");
+    ctx.setTransform(this.dpr, 0, 0, this.dpr, 0, 0);
+    ctx.clearRect(0, 0, w, h);
+    const now = performance.now();
+    this.dots = this.dots.filter((d) => now - d.t0 < d.dur);
+    if (!this.dots.length) return;
+    ctx.setTransform(this.dpr * this.cam.k, 0, 0, this.dpr * this.cam.k, -this.cam.x * this.cam.k * this.dpr, -this.cam.y * this.cam.k * this.dpr);
+    ctx.fillStyle = this.pal.current;
+    for (const d of this.dots) {
+      const [x, y] = alongReversed(d.pts, (now - d.t0) / d.dur);
+      ctx.beginPath();
+      ctx.arc(x, y, 5 / Math.max(this.cam.k, 0.3), 0, Math.PI * 2);
+      ctx.fill();
+    }
+  }
+
+  _follow() {
+    if (!this.scene) return;
+    const st = stepState(this.scene, this.k);
+    const [v] = st.current;
+    if (v === undefined) return;
+    const { w, h } = this._size();
+    const sx = (this.scene.x[v] - this.cam.x) * this.cam.k, sy = (this.scene.y[v] - this.cam.y) * this.cam.k;
+    if (sx < 0 || sy < 0 || sx > w || sy > h) this.cam = { ...this.cam, x: this.scene.x[v] - w / 2 / this.cam.k, y: this.scene.y[v] - h / 2 / this.cam.k };
+  }
+
+  /** The visible node under a screen point, or -1. */
+  hit(sx, sy) {
+    if (!this.scene) return -1;
+    const wx = this.cam.x + sx / this.cam.k, wy = this.cam.y + sy / this.cam.k;
+    const { vnodes } = this.scene.view;
+    for (let v = vnodes.length - 1; v >= 0; v--) {
+      const n = vnodes[v];
+      if (!(this.scene.reveal[v] <= this.k)) continue;
+      if (Math.abs(wx - this.scene.x[v]) <= n.w / 2 && Math.abs(wy - this.scene.y[v]) <= n.h / 2) return v;
+    }
+    return -1;
+  }
+
+  /** The expanded module box whose title strip is under a screen point, or null. */
+  hitBox(sx, sy) {
+    if (!this.scene) return null;
+    const wx = this.cam.x + sx / this.cam.k, wy = this.cam.y + sy / this.cam.k;
+    for (const b of [...this.scene.boxes].reverse()) {
+      if (wx >= b.x0 && wx <= b.x1 && wy >= b.y0 && wy <= b.y0 + 16) return b.path;
+    }
+    return null;
+  }
+
+  _bindPointer() {
+    let drag = null;
+    const c = this.overlay;
+    c.addEventListener("wheel", (ev) => {
+      ev.preventDefault();
+      const r = c.getBoundingClientRect();
+      this.zoomBy(Math.exp(-ev.deltaY * 0.0015), ev.clientX - r.left, ev.clientY - r.top);
+    }, { passive: false });
+    c.addEventListener("pointerdown", (ev) => {
+      drag = { x: ev.clientX, y: ev.clientY, cam: { ...this.cam }, moved: false };
+      c.setPointerCapture(ev.pointerId);
+    });
+    c.addEventListener("pointermove", (ev) => {
+      const r = c.getBoundingClientRect();
+      if (drag) {
+        const dx = ev.clientX - drag.x, dy = ev.clientY - drag.y;
+        if (Math.abs(dx) + Math.abs(dy) > 3) drag.moved = true;
+        if (drag.moved) { this.cam = { ...drag.cam, x: drag.cam.x - dx / this.cam.k, y: drag.cam.y - dy / this.cam.k }; this.redraw(); }
+        return;
+      }
+      this._tooltip(this.hit(ev.clientX - r.left, ev.clientY - r.top), ev.clientX - r.left, ev.clientY - r.top);
+    });
+    c.addEventListener("pointerleave", () => this._tooltip(-1));
+    c.addEventListener("pointerup", (ev) => {
+      const r = c.getBoundingClientRect();
+      const wasDrag = drag && drag.moved;
+      drag = null;
+      if (wasDrag) return;
+      const sx = ev.clientX - r.left, sy = ev.clientY - r.top;
+      const v = this.hit(sx, sy);
+      if (v >= 0) { if (this.cb.onNodeClick) this.cb.onNodeClick(v); return; }
+      const box = this.hitBox(sx, sy);
+      if (box && this.cb.onBoxClick) this.cb.onBoxClick(box);
+      else if (this.cb.onNodeClick) this.cb.onNodeClick(-1);
+    });
+    c.addEventListener("dblclick", (ev) => {
+      const r = c.getBoundingClientRect();
+      const v = this.hit(ev.clientX - r.left, ev.clientY - r.top);
+      if (v >= 0 && this.scene.view.vnodes[v].kind === "group" && this.cb.onGroupOpen) this.cb.onGroupOpen(v);
+    });
+    const miniMove = (ev) => {
+      if (!this.scene || !this._miniT) return;
+      const r = this.mini.getBoundingClientRect();
+      const { s, ox, oy } = this._miniT;
+      const { w, h } = this._size();
+      const wx = (ev.clientX - r.left - ox) / s, wy = (ev.clientY - r.top - oy) / s;
+      this.cam = { ...this.cam, x: wx - w / 2 / this.cam.k, y: wy - h / 2 / this.cam.k };
+      this.redraw();
+    };
+    this.mini.addEventListener("pointerdown", (ev) => { this.mini.setPointerCapture(ev.pointerId); miniMove(ev); this._miniDrag = true; });
+    this.mini.addEventListener("pointermove", (ev) => { if (this._miniDrag) miniMove(ev); });
+    this.mini.addEventListener("pointerup", () => { this._miniDrag = false; });
+  }
+
+  _tooltip(v, sx, sy) {
+    if (v < 0 || !this.scene) { this.tip.hidden = true; return; }
+    const n = this.scene.view.vnodes[v];
+    const ref = n.refs[0];
+    const st = stepState(this.scene, this.k);
+    let text = `${n.label}${n.sub ? ` · ${n.sub}` : ""}`;
+    const g = this.scene.timeline.leafGradAt(ref, this.k);
+    if (g) text += `\n.grad ${fmtTensorShort(g.value, 6)}`;
+    if (st.reached(v) === 2) text += "\nreached in this backward pass";
+    this.tip.textContent = text;
+    this.tip.hidden = false;
+    this.tip.style.left = `${sx + 14}px`;
+    this.tip.style.top = `${sy + 10}px`;
+    if (this.cb.onHover) this.cb.onHover(v);
+  }
+
+  _drawMinimap() {
+    const show = this.scene && this.scene.view.vnodes.length > 40;
+    this.mini.hidden = !show;
+    if (!show) return;
+    const W = 180, H = 120;
+    const dpr = this.dpr;
+    if (this.mini.width !== W * dpr) { this.mini.width = W * dpr; this.mini.height = H * dpr; }
+    const sc = this.scene;
+    const s = Math.min((W - 8) / Math.max(sc.width, 1), (H - 8) / Math.max(sc.height, 1));
+    const ox = (W - sc.width * s) / 2, oy = (H - sc.height * s) / 2;
+    this._miniT = { s, ox, oy };
+    const ctx = this.mini.getContext("2d");
+    ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+    if (!this._miniCache) {
+      ctx.fillStyle = this.pal.mini;
+      ctx.fillRect(0, 0, W, H);
+      ctx.fillStyle = this.pal.edge;
+      sc.view.vnodes.forEach((n, v) => {
+        ctx.fillRect(ox + (sc.x[v] - n.w / 2) * s, oy + (sc.y[v] - n.h / 2) * s, Math.max(1, n.w * s), Math.max(1, n.h * s));
+      });
+      this._miniCache = ctx.getImageData(0, 0, W * dpr, H * dpr);
+    } else ctx.putImageData(this._miniCache, 0, 0);
+    const { w, h } = this._size();
+    ctx.strokeStyle = this.pal.current;
+    ctx.lineWidth = 1.5;
+    ctx.strokeRect(ox + this.cam.x * s, oy + this.cam.y * s, (w / this.cam.k) * s, (h / this.cam.k) * s);
+  }
+}
+
+/** The point a fraction t of the way along a polyline, walked from its end back to its start. */
+function alongReversed(p, t) {
+  const segs = [];
+  let total = 0;
+  for (let i = p.length - 2; i >= 2; i -= 2) {
+    const l = Math.hypot(p[i] - p[i - 2], p[i + 1] - p[i - 1]);
+    segs.push([i, l]);
+    total += l;
+  }
+  let d = Math.min(1, Math.max(0, t)) * total;
+  for (const [i, l] of segs) {
+    if (d <= l || l === 0) {
+      const f = l ? d / l : 0;
+      return [p[i] + (p[i - 2] - p[i]) * f, p[i + 1] + (p[i - 1] - p[i + 1]) * f];
+    }
+    d -= l;
+  }
+  return [p[0], p[1]];
+}

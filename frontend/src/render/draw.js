@@ -1,0 +1,262 @@
+/**
+ * Draw one frame of a scene on a 2D canvas context. Shared by the live view and the PNG
+ * export, so both show the same thing.
+ *
+ * NOTE [Canvas, culled and batched]
+ *   research/frontend.md §3: SVG steps 5k nodes at 22–45 fps, Canvas 2D at ~60. Per frame we
+ *   skip everything outside the viewport, batch plain boxes and edges into one path per
+ *   style, draw only highlighted items one by one, and drop labels and arrowheads when
+ *   zoomed out (they would be a few pixels high anyway).
+ */
+import { fmtTensorShort, gradMagnitude } from "../ui/format.js";
+
+const KIND_STYLE = ["function", "acc", "leaf", "output", "retained", "cut", "group"];
+
+export function edgeBoxes(scene) {
+  if (scene.ebox) return scene.ebox;
+  const pts = scene.layout.points;
+  const es = scene.view.vedges;
+  const box = new Float64Array(es.length * 4);
+  es.forEach((e, k) => {
+    let p = pts[k];
+    if (!p || p.length < 4) p = [scene.x[e.s], scene.y[e.s], scene.x[e.t], scene.y[e.t]];
+    let x0 = Infinity, y0 = Infinity, x1 = -Infinity, y1 = -Infinity;
+    for (let i = 0; i < p.length; i += 2) { x0 = Math.min(x0, p[i]); x1 = Math.max(x1, p[i]); y0 = Math.min(y0, p[i + 1]); y1 = Math.max(y1, p[i + 1]); }
+    box.set([x0, y0, x1, y1], k * 4);
+  });
+  scene.ebox = box;
+  return box;
+}
+
+export function edgePoints(scene, k) {
+  const p = scene.layout.points[k];
+  if (p && p.length >= 4) return p;
+  const e = scene.view.vedges[k];
+  return [scene.x[e.s], scene.y[e.s], scene.x[e.t], scene.y[e.t]];
+}
+
+function tracePolyline(ctx, p) {
+  ctx.moveTo(p[0], p[1]);
+  if (p.length === 4) { ctx.lineTo(p[2], p[3]); return; }
+  for (let i = 2; i < p.length - 2; i += 2) {
+    const mx = (p[i] + p[i + 2]) / 2, my = (p[i + 1] + p[i + 3]) / 2;
+    ctx.quadraticCurveTo(p[i], p[i + 1], mx, my);
+  }
+  ctx.lineTo(p[p.length - 2], p[p.length - 1]);
+}
+
+/** The middle of a polyline's middle segment (where edge labels go). */
+export function midpoint(p) {
+  const seg = Math.floor((p.length / 2 - 1) / 2);
+  const i = seg * 2;
+  return [(p[i] + p[i + 2]) / 2, (p[i + 1] + p[i + 3]) / 2];
+}
+
+function arrowHead(ctx, p, size) {
+  const n = p.length;
+  const x = p[n - 2], y = p[n - 1];
+  const dx = x - p[n - 4], dy = y - p[n - 3];
+  const len = Math.hypot(dx, dy) || 1;
+  const ux = dx / len, uy = dy / len;
+  ctx.moveTo(x, y);
+  ctx.lineTo(x - ux * size - uy * size * 0.5, y - uy * size + ux * size * 0.5);
+  ctx.lineTo(x - ux * size + uy * size * 0.5, y - uy * size - ux * size * 0.5);
+  ctx.closePath();
+}
+
+/**
+ * @param cam {x, y, k}: world point (cam.x, cam.y) sits at the top-left, k = pixels per unit
+ * @param opts {pal, dpr, selected: Set, lineSel: Set}
+ */
+export function drawScene(ctx, scene, st, cam, vw, vh, opts) {
+  const { pal, dpr = 1 } = opts;
+  const k = cam.k;
+  ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+  ctx.fillStyle = pal.bg;
+  ctx.fillRect(0, 0, vw, vh);
+  if (!scene) return;
+  ctx.setTransform(dpr * k, 0, 0, dpr * k, -cam.x * k * dpr, -cam.y * k * dpr);
+  const X0 = cam.x, Y0 = cam.y, X1 = cam.x + vw / k, Y1 = cam.y + vh / k;
+  const { vnodes, vedges } = scene.view;
+  const xs = scene.x, ys = scene.y;
+  const labels = k >= 0.42;
+  const px = 1 / k;
+
+  // Module boxes.
+  for (const b of scene.boxes) {
+    if (!(b.reveal <= st.k) || b.x1 < X0 || b.x0 > X1 || b.y1 < Y0 || b.y0 > Y1) continue;
+    ctx.beginPath();
+    ctx.rect(b.x0, b.y0, b.x1 - b.x0, b.y1 - b.y0);
+    ctx.fillStyle = pal.box;
+    ctx.fill();
+    ctx.setLineDash([4 * px, 3 * px]);
+    ctx.lineWidth = px;
+    ctx.strokeStyle = pal.boxStroke;
+    ctx.stroke();
+    ctx.setLineDash([]);
+    if (labels) {
+      ctx.fillStyle = pal.boxText;
+      ctx.font = "11px ui-monospace, monospace";
+      ctx.textBaseline = "top";
+      ctx.textAlign = "left";
+      ctx.fillText(`▾ ${b.path}`, b.x0 + 5, b.y0 + 3);
+    }
+  }
+
+  // Edges: plain ones batched, gradient-carrying ones one by one.
+  const ebox = edgeBoxes(scene);
+  const active = [];
+  ctx.beginPath();
+  const cuts = [];
+  for (let e = 0; e < vedges.length; e++) {
+    if (!(scene.edgeReveal[e] <= st.k)) continue;
+    if (ebox[4 * e + 2] < X0 || ebox[4 * e] > X1 || ebox[4 * e + 3] < Y0 || ebox[4 * e + 1] > Y1) continue;
+    if (vedges[e].cut) { cuts.push(e); continue; }
+    const g = st.pass >= 0 ? st.edgeGrad(e) : null;
+    if (g) { active.push([e, g]); continue; }
+    tracePolyline(ctx, edgePoints(scene, e));
+  }
+  ctx.lineWidth = 1.2 * px;
+  ctx.strokeStyle = pal.edge;
+  ctx.stroke();
+  if (k > 0.3) {
+    ctx.beginPath();
+    for (let e = 0; e < vedges.length; e++) {
+      if (!(scene.edgeReveal[e] <= st.k) || vedges[e].cut) continue;
+      if (ebox[4 * e + 2] < X0 || ebox[4 * e] > X1 || ebox[4 * e + 3] < Y0 || ebox[4 * e + 1] > Y1) continue;
+      arrowHead(ctx, edgePoints(scene, e), 7);
+    }
+    ctx.fillStyle = pal.edge;
+    ctx.fill();
+  }
+  for (const e of cuts) {
+    ctx.beginPath();
+    tracePolyline(ctx, edgePoints(scene, e));
+    ctx.setLineDash([5 * px, 4 * px]);
+    ctx.lineWidth = 1.5 * px;
+    ctx.strokeStyle = pal.cut;
+    ctx.stroke();
+    ctx.setLineDash([]);
+    if (labels) {
+      const [mx, my] = midpoint(edgePoints(scene, e));
+      ctx.fillStyle = pal.cut;
+      ctx.font = "14px sans-serif";
+      ctx.textAlign = "center";
+      ctx.textBaseline = "middle";
+      ctx.fillText("✂", mx, my);
+    }
+  }
+  const maxNorm = active.reduce((mx, [, g]) => Math.max(mx, gradMagnitude(g.g).size), 1e-12);
+  for (const [e, g] of active) {
+    const { sign, size } = gradMagnitude(g.g);
+    const p = edgePoints(scene, e);
+    ctx.beginPath();
+    tracePolyline(ctx, p);
+    ctx.lineWidth = (1.5 + 4.5 * Math.sqrt(size / maxNorm)) * Math.max(px, 0.6);
+    ctx.strokeStyle = sign > 0 ? pal.gradPos : sign < 0 ? pal.gradNeg : pal.gradZero;
+    ctx.stroke();
+    const fresh = g.step === st.k;
+    if (labels && (fresh || active.length <= 60)) {
+      const [mx, my] = midpoint(p);
+      const text = `∇ ${fmtTensorShort(g.g, 3)}`;
+      ctx.font = "10.5px ui-monospace, monospace";
+      const w = ctx.measureText(text).width + 6;
+      ctx.fillStyle = pal.labelBg;
+      ctx.fillRect(mx + 4, my - 7, w, 14);
+      ctx.fillStyle = fresh ? pal.current : pal.text;
+      ctx.textAlign = "left";
+      ctx.textBaseline = "middle";
+      ctx.fillText(text, mx + 7, my);
+    }
+  }
+
+  // Nodes, batched by kind; highlighted ones get rings afterwards.
+  const special = [];
+  const batches = KIND_STYLE.map(() => []);
+  for (let v = 0; v < vnodes.length; v++) {
+    const n = vnodes[v];
+    const hw = n.w / 2, hh = n.h / 2;
+    if (xs[v] + hw < X0 || xs[v] - hw > X1 || ys[v] + hh < Y0 || ys[v] - hh > Y1) continue;
+    if (!(scene.reveal[v] <= st.k)) continue;
+    batches[KIND_STYLE.indexOf(n.kind)].push(v);
+    if (st.current.has(v) || st.justDone.has(v) || opts.selected.has(v) || opts.lineSel.has(v)) special.push(v);
+  }
+  const round = k > 0.6;
+  batches.forEach((list, b) => {
+    if (!list.length) return;
+    const kind = KIND_STYLE[b];
+    const style = pal.kinds[kind];
+    ctx.beginPath();
+    for (const v of list) {
+      const n = vnodes[v];
+      if (round) ctx.roundRect(xs[v] - n.w / 2, ys[v] - n.h / 2, n.w, n.h, kind === "acc" || kind === "output" ? n.h / 2 : 6);
+      else ctx.rect(xs[v] - n.w / 2, ys[v] - n.h / 2, n.w, n.h);
+    }
+    ctx.fillStyle = style.fill;
+    ctx.fill();
+    if (k > 0.15) {
+      ctx.lineWidth = (kind === "group" ? 1.5 : 1.2) * px;
+      ctx.strokeStyle = style.stroke;
+      if (kind === "cut" || kind === "group") ctx.setLineDash([4 * px, 3 * px]);
+      ctx.stroke();
+      ctx.setLineDash([]);
+    }
+    // Reached by the backward pass: a gradient bar along the bottom.
+    if (st.pass >= 0 && k > 0.15) {
+      for (const v of list) {
+        const r = st.reached(v);
+        if (!r) continue;
+        const n = vnodes[v];
+        ctx.fillStyle = r === 2 ? pal.reached : pal.reachedOld;
+        ctx.fillRect(xs[v] - n.w / 2 + 4, ys[v] + n.h / 2 - 5, n.w - 8, 3);
+      }
+    }
+  });
+  for (const v of scene.errorV) {
+    if (!(scene.reveal[v] <= st.k)) continue;
+    ring(ctx, scene, v, pal.error, 3 * px, 5);
+  }
+  for (const v of special) {
+    if (opts.lineSel.has(v)) ring(ctx, scene, v, pal.lineSel, 2.5 * px, 7);
+    if (opts.selected.has(v)) ring(ctx, scene, v, pal.selected, 2 * px, 4, [4 * px, 2 * px]);
+    if (st.justDone.has(v) && !st.current.has(v)) ring(ctx, scene, v, pal.justDone, 3 * px, 3);
+    if (st.current.has(v)) ring(ctx, scene, v, pal.current, 3.5 * px, 3);
+  }
+  if (labels) drawLabels(ctx, scene, st, batches, pal);
+}
+
+function ring(ctx, scene, v, color, width, pad, dash) {
+  const n = scene.view.vnodes[v];
+  ctx.beginPath();
+  ctx.roundRect(scene.x[v] - n.w / 2 - pad, scene.y[v] - n.h / 2 - pad, n.w + 2 * pad, n.h + 2 * pad, 8);
+  ctx.lineWidth = width;
+  ctx.strokeStyle = color;
+  if (dash) ctx.setLineDash(dash);
+  ctx.stroke();
+  ctx.setLineDash([]);
+}
+
+function drawLabels(ctx, scene, st, batches, pal) {
+  const { vnodes } = scene.view;
+  const tl = scene.timeline;
+  ctx.textAlign = "center";
+  ctx.textBaseline = "middle";
+  for (const list of batches) {
+    for (const v of list) {
+      const n = vnodes[v];
+      const cx = scene.x[v], cy = scene.y[v];
+      ctx.fillStyle = pal.kinds[n.kind].text;
+      ctx.font = n.kind === "group" ? "bold 12px ui-monospace, monospace" : "12px ui-monospace, monospace";
+      ctx.fillText(n.label, cx, cy - 7);
+      let sub = n.sub;
+      if (n.kind === "leaf" || n.kind === "retained") {
+        const g = tl.leafGradAt(n.refs[0], st.k);
+        const grad = g ? g.value : (st.k >= tl.N && scene.index.nodes[n.refs[0]].grad) || null;
+        if (grad) sub = `∇ ${fmtTensorShort(grad, 3)}${g && g.count > 1 ? ` (×${g.count})` : ""}`;
+      }
+      ctx.font = "10.5px ui-monospace, monospace";
+      ctx.fillStyle = pal.kinds[n.kind].sub;
+      ctx.fillText(sub, cx, cy + 8, n.w - 6);
+    }
+  }
+}

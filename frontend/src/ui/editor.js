@@ -1,0 +1,109 @@
+/**
+ * The code editor: CodeMirror 6 (pinned `codemirror@6.0.2`; npm's `latest` is CM5 code) with
+ * Python highlighting, line numbers, Ctrl/Cmd+Enter to run, and the line marks that link
+ * code and graph: "current" and "just done" (two-level highlight, in the text and in a
+ * gutter), the error line, and lines the user selected.
+ */
+import { EditorView, basicSetup } from "codemirror";
+import { python } from "@codemirror/lang-python";
+import { Compartment, EditorState, Prec, RangeSet, StateEffect, StateField } from "@codemirror/state";
+import { Decoration, GutterMarker, gutter, keymap } from "@codemirror/view";
+
+const setMarks = StateEffect.define();
+
+class Mark extends GutterMarker {
+  constructor(cls, text, title) { super(); this.cls = cls; this.text = text; this.title = title; }
+  eq(o) { return o.cls === this.cls; }
+  toDOM() {
+    const s = document.createElement("span");
+    s.className = this.cls;
+    s.textContent = this.text;
+    s.title = this.title;
+    return s;
+  }
+}
+const MARKS = {
+  current: [new Mark("gt-mark-current", "▶", "current step"), Decoration.line({ class: "gt-line-current" })],
+  justDone: [new Mark("gt-mark-done", "›", "just done"), Decoration.line({ class: "gt-line-done" })],
+  error: [new Mark("gt-mark-error", "✖", "error raised here"), Decoration.line({ class: "gt-line-error" })],
+  selected: [new Mark("gt-mark-sel", "●", "selected line"), Decoration.line({ class: "gt-line-sel" })],
+};
+const ORDER = ["selected", "justDone", "current", "error"];
+
+function build(state, marks) {
+  const lines = new Map();
+  for (const kind of ORDER) {
+    const line = marks[kind];
+    if (line == null || line < 1 || line > state.doc.lines) continue;
+    lines.set(line, kind);
+  }
+  const sorted = [...lines.entries()].sort((a, b) => a[0] - b[0]);
+  const deco = [], gut = [];
+  for (const [line, kind] of sorted) {
+    const from = state.doc.line(line).from;
+    deco.push(MARKS[kind][1].range(from));
+    gut.push(MARKS[kind][0].range(from));
+  }
+  return { deco: Decoration.set(deco), gutter: RangeSet.of(gut), marks };
+}
+
+const marksField = StateField.define({
+  create: (state) => build(state, {}),
+  update(value, tr) {
+    for (const e of tr.effects) if (e.is(setMarks)) return build(tr.state, e.value);
+    if (tr.docChanged) return build(tr.state, { ...value.marks, current: null, justDone: null, selected: null });
+    return value;
+  },
+  provide: (f) => EditorView.decorations.from(f, (v) => v.deco),
+});
+
+export class CodeEditor {
+  /** @param {{onRun: () => void, onLineSelect: (line: number) => void}} cb */
+  constructor(parent, cb) {
+    this.readOnly = new Compartment();
+    this.marks = {};
+    this.view = new EditorView({
+      parent,
+      state: EditorState.create({
+        doc: "",
+        extensions: [
+          Prec.highest(keymap.of([{ key: "Mod-Enter", run: () => { cb.onRun(); return true; } }])),
+          basicSetup,
+          python(),
+          marksField,
+          gutter({ class: "gt-gutter", markers: (v) => v.state.field(marksField).gutter }),
+          this.readOnly.of([]),
+          EditorView.contentAttributes.of({ "aria-label": "Python code" }),
+          EditorView.updateListener.of((u) => {
+            if (!u.selectionSet || u.docChanged) return;
+            if (!u.transactions.some((t) => t.isUserEvent("select"))) return;
+            cb.onLineSelect(u.state.doc.lineAt(u.state.selection.main.head).number);
+          }),
+        ],
+      }),
+    });
+  }
+
+  get code() { return this.view.state.doc.toString(); }
+
+  setCode(text) {
+    this.view.dispatch({ changes: { from: 0, to: this.view.state.doc.length, insert: text } });
+  }
+
+  setReadOnly(on) {
+    this.view.dispatch({ effects: this.readOnly.reconfigure(on ? [EditorState.readOnly.of(true), EditorView.editable.of(false)] : []) });
+  }
+
+  /** Update some marks ({current, justDone, error, selected}: line numbers or null). */
+  mark(partial, { scroll = false } = {}) {
+    this.marks = { ...this.marks, ...partial };
+    const effects = [setMarks.of(this.marks)];
+    const line = partial.current ?? partial.error;
+    if (scroll && line != null && line >= 1 && line <= this.view.state.doc.lines) {
+      effects.push(EditorView.scrollIntoView(this.view.state.doc.line(line).from, { y: "nearest" }));
+    }
+    this.view.dispatch({ effects });
+  }
+
+  focus() { this.view.focus(); }
+}

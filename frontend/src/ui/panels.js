@@ -1,0 +1,117 @@
+/**
+ * Small page panels: results (status badge, error, stdout), the legend, the module list with
+ * collapse/expand buttons, and the accessible node list that mirrors the canvas for
+ * keyboard and screen-reader users (the canvas itself has no DOM to read).
+ */
+import { KINDS } from "../graph/document.js";
+import { fmtTensorShort } from "./format.js";
+
+const LIMIT_STATUSES = { timeout: "Time limit", memory_limit: "Memory limit", output_limit: "Output limit", graph_limit: "Graph limit", crashed: "Crashed" };
+export const NODE_LIST_MAX = 400;
+
+export function renderStatus(badge, status, text) {
+  badge.hidden = !status;
+  badge.className = `gt-badge gt-status-${status || "none"}`;
+  badge.textContent = text || "";
+}
+
+/** Status badge, error box and stdout for a run document. */
+export function renderResults(els, doc, onLine) {
+  const status = doc.status;
+  const label = status === "ok" ? "ok" : status === "error" ? "error" : LIMIT_STATUSES[status] || status;
+  renderStatus(els.badge, status, doc.message && status !== "ok" ? `${label}: ${doc.message}` : label);
+  els.error.replaceChildren();
+  els.error.hidden = !doc.error;
+  if (doc.error) {
+    const head = document.createElement("strong");
+    head.textContent = `${doc.error.type}: `;
+    const msg = document.createElement("span");
+    msg.textContent = doc.error.message;
+    els.error.append(head, msg);
+    if (doc.error.line != null) {
+      const b = document.createElement("button");
+      b.type = "button";
+      b.className = "gt-link";
+      b.textContent = ` (line ${doc.error.line})`;
+      b.addEventListener("click", () => onLine(doc.error.line));
+      els.error.append(b);
+    }
+  }
+  els.stdout.textContent = doc.stdout || "";
+  els.stdoutWrap.hidden = !doc.stdout;
+}
+
+export function renderLegend(root) {
+  root.replaceChildren();
+  for (const [kind, text] of Object.entries(KINDS)) {
+    const li = document.createElement("li");
+    const sw = document.createElement("span");
+    sw.className = `gt-swatch gt-swatch-${kind}`;
+    li.append(sw, text);
+    root.append(li);
+  }
+  const extra = [["gt-swatch-current", "current step"], ["gt-swatch-done", "just done"], ["gt-swatch-pos", "gradient > 0 (width ∝ |grad|)"], ["gt-swatch-neg", "gradient < 0"]];
+  for (const [cls, text] of extra) {
+    const li = document.createElement("li");
+    const sw = document.createElement("span");
+    sw.className = `gt-swatch ${cls}`;
+    li.append(sw, text);
+    root.append(li);
+  }
+}
+
+/** The module tree as a list of toggle buttons (Collapse X / Expand X). */
+export function renderModules(root, tree, collapsed, expandedRepeats, onToggle, onRepeat) {
+  root.replaceChildren();
+  if (!tree.mods.size) { root.textContent = "No nn.Module calls in this run."; return; }
+  const ul = document.createElement("ul");
+  const walk = [...tree.roots].reverse().map((p) => [p, 0]);
+  while (walk.length) {
+    const [path, depth] = walk.pop();
+    const m = tree.mods.get(path);
+    const li = document.createElement("li");
+    li.style.paddingLeft = `${depth * 12}px`;
+    const b = document.createElement("button");
+    b.type = "button";
+    const isCollapsed = collapsed.has(path);
+    b.textContent = `${isCollapsed ? "▸" : "▾"} ${path} (${m.count})`;
+    b.setAttribute("aria-label", `${isCollapsed ? "Expand" : "Collapse"} ${path}`);
+    b.setAttribute("aria-expanded", String(!isCollapsed));
+    b.addEventListener("click", () => onToggle(path));
+    li.append(b);
+    if (tree.repeats.has(path)) {
+      const r = document.createElement("button");
+      r.type = "button";
+      const merged = !expandedRepeats.has(path);
+      r.textContent = merged ? `× ${tree.repeats.get(path).length} merged` : "merge repeats";
+      r.setAttribute("aria-label", merged ? `Show the ${tree.repeats.get(path).length} blocks of ${path} separately` : `Merge the identical blocks of ${path}`);
+      r.addEventListener("click", () => onRepeat(path));
+      li.append(" ", r);
+    }
+    ul.append(li);
+    for (const c of [...m.children].reverse()) walk.push([c, depth + 1]);
+  }
+  root.append(ul);
+}
+
+/** One button per revealed visible node, with its label and current gradient. */
+export function renderNodeList(root, scene, k, onPick) {
+  const { vnodes } = scene.view;
+  const items = [];
+  for (let v = 0; v < vnodes.length && items.length < NODE_LIST_MAX; v++) {
+    if (!(scene.reveal[v] <= k)) continue;
+    const n = vnodes[v];
+    let text = `${n.label} — ${KINDS[n.kind] || n.kind}${n.sub ? `, ${n.sub}` : ""}`;
+    const g = scene.timeline.leafGradAt(n.refs[0], k);
+    if (g) text += `, grad ${fmtTensorShort(g.value, 6)}`;
+    const li = document.createElement("li");
+    const b = document.createElement("button");
+    b.type = "button";
+    b.textContent = text;
+    b.dataset.v = String(v);
+    b.addEventListener("click", () => onPick(v));
+    li.append(b);
+    items.push(li);
+  }
+  root.replaceChildren(...items);
+}

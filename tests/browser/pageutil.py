@@ -1,0 +1,61 @@
+"""Helpers that act on the playground page the way a user would (type, run, read the graph)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+READY_TIMEOUT_MS = 60_000
+
+
+def ready_generation(page: Any) -> int:
+    """How many documents the page has finished drawing so far."""
+    return int(page.evaluate("Number(document.body.dataset.ready || 0)"))
+
+
+def wait_drawn(page: Any, before: int) -> None:
+    """Wait until the page has drawn a document after generation ``before``."""
+    page.wait_for_function(f"Number(document.body.dataset.ready || 0) > {before}", timeout=READY_TIMEOUT_MS)
+
+
+def set_code(page: Any, code: str) -> None:
+    """Replace the editor's text as a user pasting it would (no auto-indent of pasted text)."""
+    page.locator(".cm-content").click()
+    page.keyboard.press("Control+a")
+    page.keyboard.press("Delete")
+    page.keyboard.insert_text(code)
+
+
+def run_code(page: Any, code: str | None = None) -> None:
+    """Optionally replace the code, press Run, and wait until the result is drawn."""
+    if code is not None:
+        set_code(page, code)
+    before = ready_generation(page)
+    page.get_by_role("button", name="Run").click()
+    wait_drawn(page, before)
+
+
+def node_texts(page: Any) -> list[str]:
+    """The accessible list that mirrors the drawn graph, one text per visible node."""
+    return [t.strip() for t in page.get_by_role("list", name="Graph nodes").locator("li").all_inner_texts()]
+
+
+def canvas_ink(page: Any) -> float:
+    """Fraction of the graph canvas's pixels that differ from its background colour."""
+    return float(page.evaluate("""() => {
+        const c = document.querySelector('#graph canvas.gt-base');
+        const ctx = c.getContext('2d');
+        const d = ctx.getImageData(0, 0, c.width, c.height).data;
+        const [r, g, b] = [d[0], d[1], d[2]];
+        let ink = 0;
+        for (let i = 0; i < d.length; i += 16) {
+            if (Math.abs(d[i]-r) + Math.abs(d[i+1]-g) + Math.abs(d[i+2]-b) > 30) ink++;
+        }
+        return ink / (d.length / 16);
+    }"""))
+
+
+def load_fixture(name: str) -> dict[str, Any]:
+    return dict(json.loads((FIXTURES / name).read_text()))
