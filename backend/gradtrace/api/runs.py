@@ -30,7 +30,7 @@ from gradtrace.api.services import ServicesDep, client_key, code_hash
 from gradtrace.errors import InvalidRequest, NotFound, PayloadTooLarge, PoolSaturated
 from gradtrace.sandbox.runner import Job
 from gradtrace.schema import RunDocument, RunRequest
-from gradtrace.storage.codec import EncodedDocument, encode
+from gradtrace.storage.codec import EncodedDocument, encode, encode_validated
 
 router = APIRouter(prefix="/api/runs", tags=["runs"])
 CLIENT_CLOSED = 499
@@ -66,7 +66,7 @@ async def create_run(body: RunRequest, request: Request, svc: ServicesDep) -> Re
     svc.metrics.runs.labels(encoded.status).inc()
     request.state.run_status = encoded.status
     request.state.run_id = encoded.doc_id
-    return json_response(request, raw=encoded.raw, gz=encoded.gz)
+    return json_response(request, raw=encoded.raw, gz=encoded.blob.gz)
 
 
 @router.get("/{run_id}", response_model=RunDocument, summary="A stored run, while runs are kept",
@@ -98,11 +98,12 @@ def _check_code(code: str, max_code_kb: int) -> None:
 
 
 def _encode_from_runner(doc: dict[str, Any]) -> EncodedDocument:
+    """The runner answers validated, fully defaulted documents (``Runner.run``): encode as is."""
     try:
-        return encode(doc)
-    except (ValidationError, ValueError) as exc:
-        # The runner validates what jobs return; reaching this is a runner bug, reported as a
-        # crashed run rather than a 500 so the user still gets an answer.
+        return encode_validated(doc)
+    except (ValidationError, ValueError, TypeError, RecursionError) as exc:
+        # Reaching this is a runner bug; it is reported as a crashed run rather than a 500 so
+        # that the user still gets an answer.
         return encode({"id": "", "status": "crashed", "message": f"the run returned an invalid document: "
                        f"{type(exc).__name__}", "code": doc.get("code") if isinstance(doc, dict) else None})
 

@@ -24,7 +24,7 @@ from gradtrace.api.responses import blob_response
 from gradtrace.api.services import Services, ServicesDep, client_key
 from gradtrace.errors import Forbidden, InvalidRequest, NotFound
 from gradtrace.schema import SCHEMA_VERSION, RunDocument, ShareCreated, ShareRequest
-from gradtrace.storage.codec import EncodedDocument, StoredBlob, decompress, encode, load
+from gradtrace.storage.codec import StoredBlob, encode, encode_validated, load
 
 router = APIRouter(prefix="/api/shares", tags=["shares"])
 SHARE_CACHE = "public, max-age=3600"
@@ -36,8 +36,8 @@ SHARE_CACHE = "public, max-age=3600"
 async def create_share(body: ShareRequest | RunDocument, request: Request,
                        svc: ServicesDep) -> Response:
     svc.buckets.take(client_key(request))
-    encoded = await run_in_threadpool(_encoded_from_body, body, svc)
-    result = await run_in_threadpool(svc.store.create_share, encoded)
+    blob = await run_in_threadpool(_blob_from_body, body, svc)
+    result = await run_in_threadpool(svc.store.create_share, blob)
     if result.created:
         svc.metrics.shares.inc()
     request.state.share_id = result.id
@@ -80,9 +80,9 @@ def shared_document(svc: Services, share_id: str) -> dict[str, Any]:
     return load(find_share(svc, share_id))
 
 
-def _encoded_from_body(body: ShareRequest | RunDocument, svc: Services) -> EncodedDocument:
-    if isinstance(body, RunDocument):
-        return _encode_checked(body.model_dump(mode="json", by_alias=True))
+def _blob_from_body(body: ShareRequest | RunDocument, svc: Services) -> StoredBlob:
+    if isinstance(body, RunDocument):  # validated by FastAPI already
+        return _encode_checked(body.model_dump(mode="json", by_alias=True), validated=True)
     if (body.run_id is None) == (body.document is None):
         raise InvalidRequest("give exactly one of run_id or document (or send a run document as the body)",
                              detail={"fields": ["run_id", "document"]})
@@ -94,20 +94,14 @@ def _encoded_from_body(body: ShareRequest | RunDocument, svc: Services) -> Encod
     if blob is None:
         raise NotFound(f"no run with id {body.run_id[:64]!r}: it is unknown or older than the retention "
                        f"of {days} days; share the document itself instead", detail={"run_id": body.run_id})
-    return _from_stored_run(body.run_id, blob)
-
-
-def _from_stored_run(run_id: str, blob: StoredBlob) -> EncodedDocument:
     if blob.schema_version == SCHEMA_VERSION:
-        # Stored runs are already canonical: reuse their bytes rather than re-validating.
-        return EncodedDocument(doc_id=run_id, schema_version=blob.schema_version, status="stored",
-                               raw=decompress(blob.gz), gz=blob.gz)
+        return blob  # stored runs are canonical already: share the very same bytes
     return _encode_checked(load(blob))
 
 
-def _encode_checked(doc: dict[str, Any]) -> EncodedDocument:
+def _encode_checked(doc: dict[str, Any], *, validated: bool = False) -> StoredBlob:
     try:
-        return encode(doc)
+        return (encode_validated(doc) if validated else encode(doc)).blob
     except ValidationError as exc:
         first = exc.errors()[0] if exc.errors() else {"loc": (), "msg": "invalid"}
         where = ".".join(str(p) for p in first.get("loc", ())) or "document"

@@ -19,17 +19,22 @@ SQLITE_BUSY_TIMEOUT_MS = 15_000
 
 
 def make_engine(url: str) -> Engine:
-    """An engine for ``url``; SQLite files get their directory created and WAL switched on."""
+    """An engine for ``url`` (connects lazily); SQLite connections switch on WAL."""
     parsed = make_url(url)
     if parsed.get_backend_name() == "sqlite":
-        database = parsed.database or ""
-        if database and database != ":memory:":
-            Path(database).parent.mkdir(parents=True, exist_ok=True)
         engine = create_engine(url, connect_args={"check_same_thread": False,
                                                   "timeout": SQLITE_BUSY_TIMEOUT_MS / 1000})
         event.listen(engine, "connect", _sqlite_pragmas)
         return engine
     return create_engine(url, pool_pre_ping=True, pool_size=5, max_overflow=10)
+
+
+def ensure_directory(engine: Engine) -> None:
+    """Create the directory of a SQLite file (called before the first connection, not before)."""
+    if engine.dialect.name == "sqlite":
+        database = engine.url.database or ""
+        if database and database != ":memory:" and not database.startswith("file:"):
+            Path(database).parent.mkdir(parents=True, exist_ok=True)
 
 
 def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:

@@ -20,7 +20,7 @@ MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 def alembic_config(engine: Engine | None = None) -> Config:
     cfg = Config()
     cfg.set_main_option("script_location", str(MIGRATIONS))
-    cfg.set_main_option("version_locations", str(MIGRATIONS / "versions"))
+    cfg.set_main_option("path_separator", "os")
     if engine is not None:
         cfg.set_main_option("sqlalchemy.url", engine.url.render_as_string(hide_password=False))
     return cfg

@@ -31,7 +31,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from gradtrace.errors import StorageUnavailable
 from gradtrace.storage import migrate
 from gradtrace.storage.codec import EncodedDocument, StoredBlob
-from gradtrace.storage.engine import make_engine
+from gradtrace.storage.engine import ensure_directory, make_engine
 from gradtrace.storage.tables import runs, shares
 
 SHARE_ID_MIN = 8
@@ -63,6 +63,7 @@ class Store:
 
     def migrate(self) -> None:
         """Apply every pending migration (run at service start)."""
+        ensure_directory(self.engine)
         self._guard(lambda: migrate.upgrade(self.engine))
 
     def ping(self) -> None:
@@ -80,8 +81,9 @@ class Store:
     def put_run(self, doc: EncodedDocument, *, now: float | None = None) -> None:
         """Store a run by its id; storing the same run again refreshes its retention clock."""
         stamp = time.time() if now is None else now
-        values = {"id": doc.doc_id, "schema_version": doc.schema_version, "status": doc.status,
-                  "body": doc.gz, "size": len(doc.raw), "created_at": stamp}
+        values = {"id": doc.doc_id, "schema_version": doc.blob.schema_version, "status": doc.status,
+                  "content_hash": doc.content_hash, "body": doc.blob.gz, "size": doc.blob.size,
+                  "created_at": stamp}
         stmt = self._insert(runs).values(**values)
         stmt = stmt.on_conflict_do_update(index_elements=[runs.c.id],
                                           set_={"created_at": stamp})
@@ -90,24 +92,28 @@ class Store:
 
     def get_run(self, run_id: str, *, max_age_s: float | None = None) -> StoredBlob | None:
         """A stored run, or None if unknown or older than ``max_age_s``."""
-        query = select(runs.c.schema_version, runs.c.body, runs.c.size).where(runs.c.id == run_id)
+        query = (select(runs.c.schema_version, runs.c.body, runs.c.size, runs.c.content_hash)
+                 .where(runs.c.id == run_id))
         if max_age_s is not None:
             query = query.where(runs.c.created_at >= time.time() - max_age_s)
         with self._connect() as conn:
             row = conn.execute(query).first()
-        return None if row is None else StoredBlob(int(row[0]), bytes(row[1]), int(row[2]))
+        return None if row is None else StoredBlob(int(row[0]), bytes(row[1]), int(row[2]), str(row[3]))
 
     def purge_runs(self, *, older_than_s: float) -> int:
         """Delete runs older than the retention window; answers how many went."""
         cutoff = time.time() - older_than_s
         with self._begin() as conn:
-            return int(conn.execute(delete(runs).where(runs.c.created_at < cutoff)).rowcount or 0)
+            gone = conn.execute(delete(runs).where(runs.c.created_at < cutoff).returning(runs.c.id))
+            return len(gone.all())
 
     # --- shares ------------------------------------------------------------------------------
 
-    def create_share(self, doc: EncodedDocument) -> ShareResult:
+    def create_share(self, doc: StoredBlob) -> ShareResult:
         """Store ``doc`` as a share (see NOTE [share ids]); idempotent per document."""
         full = doc.content_hash
+        if full is None or len(full) != 64:
+            raise ValueError("a share needs the SHA-256 of its canonical JSON")
         existing = self._share_id_by_hash(full)
         if existing is not None:
             return ShareResult(existing, created=False)
@@ -116,10 +122,10 @@ class Store:
             candidate = full[:length]
             stmt = self._insert(shares).values(
                 id=candidate, content_hash=full, schema_version=doc.schema_version, body=doc.gz,
-                size=len(doc.raw), created_at=time.time(), delete_token_hash=_token_hash(token),
-            ).on_conflict_do_nothing()
+                size=doc.size, created_at=time.time(), delete_token_hash=_token_hash(token),
+            ).on_conflict_do_nothing().returning(shares.c.id)
             with self._begin() as conn:
-                inserted = (conn.execute(stmt).rowcount or 0) > 0
+                inserted = conn.execute(stmt).first() is not None
             if inserted:
                 return ShareResult(candidate, created=True, delete_token=token)
             winner = self._share_id_by_hash(full)
@@ -128,11 +134,11 @@ class Store:
         raise StorageUnavailable("could not allocate a share id: every prefix of the hash is taken")
 
     def get_share(self, share_id: str) -> StoredBlob | None:
-        query = (select(shares.c.schema_version, shares.c.body, shares.c.size)
+        query = (select(shares.c.schema_version, shares.c.body, shares.c.size, shares.c.content_hash)
                  .where(shares.c.id == share_id))
         with self._connect() as conn:
             row = conn.execute(query).first()
-        return None if row is None else StoredBlob(int(row[0]), bytes(row[1]), int(row[2]))
+        return None if row is None else StoredBlob(int(row[0]), bytes(row[1]), int(row[2]), str(row[3]))
 
     def delete_share(self, share_id: str, token: str) -> bool | None:
         """Delete a share given its delete token: True done, False wrong token, None unknown id."""

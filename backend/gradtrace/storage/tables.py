@@ -20,6 +20,7 @@ runs = Table(
     Column("id", String(64), primary_key=True),
     Column("schema_version", Integer, nullable=False),
     Column("status", String(32), nullable=False),
+    Column("content_hash", String(64), nullable=False, comment="SHA-256 of the canonical JSON"),
     Column("body", LargeBinary, nullable=False, comment="gzip of the canonical JSON"),
     Column("size", Integer, nullable=False, comment="uncompressed bytes"),
     Column("created_at", Double, nullable=False, index=True),

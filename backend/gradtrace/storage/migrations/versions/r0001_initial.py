@@ -22,6 +22,7 @@ def upgrade() -> None:
         sa.Column("id", sa.String(64), primary_key=True),
         sa.Column("schema_version", sa.Integer, nullable=False),
         sa.Column("status", sa.String(32), nullable=False),
+        sa.Column("content_hash", sa.String(64), nullable=False, comment="SHA-256 of the canonical JSON"),
         sa.Column("body", sa.LargeBinary, nullable=False, comment="gzip of the canonical JSON"),
         sa.Column("size", sa.Integer, nullable=False, comment="uncompressed bytes"),
         sa.Column("created_at", sa.Double, nullable=False),
