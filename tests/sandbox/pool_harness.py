@@ -11,6 +11,7 @@ import asyncio
 import os
 import socket
 import threading
+import time
 from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any, TypeVar
@@ -47,7 +48,16 @@ class PoolHarness:
     def run(self, code: str, *, device: str = "cpu", seed: int | None = 0, **limits: Any) -> dict[str, Any]:
         doc = self.call(self.pool.run(Job(code=code, device=device, seed=seed, limits=self.limits(**limits))))
         check_document(doc, code)
+        self.settle()
         return doc
+
+    def settle(self, timeout: float = 5.0) -> None:
+        """Run the loop until every worker slot is free again (the job's exit was reported)."""
+        async def wait() -> None:
+            while self.pool.state().busy:
+                await asyncio.sleep(0.005)
+
+        self.call(wait(), timeout)
 
     def close(self) -> None:
         try:
@@ -86,9 +96,34 @@ def processes_with_uids(uids: set[int]) -> list[int]:
     return [pid for pid, uid in job_processes() if uid in uids]
 
 
+def survivors(uids: set[int], grace_s: float = 2.0) -> list[int]:
+    """Processes still running as one of ``uids`` once a killed job had ``grace_s`` to be torn down.
+
+    The pool answers as soon as the result is in and the job is killed (NOTE [early result]);
+    the kernel then needs a few ms to tear the process down. Anything alive after the grace
+    period survived.
+    """
+    deadline = time.monotonic() + grace_s
+    while True:
+        alive = processes_with_uids(uids)
+        if not alive or time.monotonic() > deadline:
+            return alive
+        time.sleep(0.01)
+
+
 def job_uids(pids: list[int] | set[int]) -> set[int]:
     """The per-job uids the children with these pids run as (NOTE [per-job uids])."""
     return {UID_BASE + pid for pid in pids}
+
+
+def used_children(zygote: int, before: set[int], grace_s: float = 2.0) -> set[int]:
+    """Which of the zygote's children ``before`` a run have since ended (waiting for the reap)."""
+    deadline = time.monotonic() + grace_s
+    while True:
+        used = before - set(children_of(zygote))
+        if used or time.monotonic() > deadline:
+            return used
+        time.sleep(0.01)
 
 
 def children_of(pid: int) -> list[int]:

@@ -21,7 +21,8 @@ from sandbox.pool_harness import (
     check_document,
     children_of,
     job_uids,
-    processes_with_uids,
+    survivors,
+    used_children,
 )
 
 TRIVIAL = "x = torch.tensor([1.0, 2.0], requires_grad=True)\ny = (x * x).sum()\ny.backward()\n"
@@ -115,9 +116,9 @@ def test_no_job_process_survives_a_run(pool: PoolHarness) -> None:
     zygote = pool.pool.state().detail["zygote_pid"]
     before = set(children_of(zygote))
     pool.run("import threading, time\nthreading.Thread(target=time.sleep, args=(30,)).start()\n")
-    used = before - set(children_of(zygote))
+    used = used_children(zygote, before)
     assert len(used) == 1
-    assert processes_with_uids(job_uids(used)) == []
+    assert survivors(job_uids(used)) == []
 
 
 def test_resolve_device_accepts_cpu_and_auto_and_refuses_absent_cuda(pool: PoolHarness) -> None:
@@ -185,9 +186,9 @@ def test_cancelled_run_kills_the_job_and_frees_the_worker() -> None:
             doc = await harness.pool.run(Job(code="print('next')", limits=harness.limits()))
             assert doc["status"] == "ok" and doc["stdout"] == "next\n"
             assert time.monotonic() - start < 2.0
-            used = idle_before - set(children_of(zygote))
+            used = used_children(zygote, idle_before)
             assert used
-            assert processes_with_uids(job_uids(used)) == []
+            assert survivors(job_uids(used)) == []
 
         harness.call(scenario())
     finally:

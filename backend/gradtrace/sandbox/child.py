@@ -83,6 +83,7 @@ def serve(defaults: dict[str, Any]) -> None:
         # Lone surrogates (print("\ud800")) cannot be UTF-8: replace them rather than fail.
         payload = _encode(doc).encode("utf-8", "replace")
         _write_all(RESULT_FD, payload)
+        os.close(RESULT_FD)  # EOF now: the web process answers without waiting for our teardown
     except BaseException as exc:
         code = EXIT_NO_MEMORY if isinstance(exc, MemoryError) else EXIT_INTERNAL
         try:

@@ -271,8 +271,7 @@ class ForkServerPool(Runner):
             self._send({"op": "fork", "n": 1})
             return await self._execute(child, job)
         finally:
-            self._busy -= 1
-            self._slots.release()
+            self._release()
 
     async def _take_child(self) -> _Child:
         child = self._idle.popleft() if self._idle else None
@@ -295,8 +294,9 @@ class ForkServerPool(Runner):
         ending = Ending()
         try:
             await self._send_job(child, job)
-            waiting: set[asyncio.Future[Any]] = {child.exit, out.overflow, res.overflow}
-            await asyncio.wait(waiting, timeout=job.limits.timeout_s, return_when=asyncio.FIRST_COMPLETED)
+            early = await self._supervise(child, job, out, res)
+            if early is not None:
+                return early
             if not child.exit.done():
                 ending.output_flood = out.overflowed
                 ending.result_too_large = res.overflowed and not ending.output_flood
@@ -313,6 +313,31 @@ class ForkServerPool(Runner):
             out.close()
             res.close()
         return await self._outcome(child, job, ending, out.data(), res)
+
+    async def _supervise(self, child: _Child, job: Job, out: CappedReader,
+                         res: CappedReader) -> dict[str, Any] | None:
+        """Wait for the end, a flood or the deadline; return the document early when the result is in.
+
+        NOTE [early result]
+            The child closes the result pipe before ``_exit``, and tearing a forked process down
+            (its copy-on-write memory, its mount namespace) takes about 10 ms more. A complete,
+            valid result is answered at once and the job is killed, so nothing of it runs on; the
+            kernel finishes tearing it down in the background while the slot serves the next job.
+        """
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + job.limits.timeout_s
+        waiters: set[asyncio.Future[Any]] = {child.exit, out.overflow, res.overflow, res.done}
+        while True:
+            done, _ = await asyncio.wait(waiters, timeout=max(0.0, deadline - loop.time()),
+                                         return_when=asyncio.FIRST_COMPLETED)
+            if not done or child.exit.done() or out.overflowed or res.overflowed:
+                return None
+            waiters.discard(res.done)
+            if res.size:
+                doc = await _validate(job, res.data())
+                if doc is not None:
+                    self._send({"op": "kill", "id": child.cid})
+                    return doc
 
     async def _send_job(self, child: _Child, job: Job) -> None:
         lim = job.limits
@@ -337,13 +362,16 @@ class ForkServerPool(Runner):
         ending.oom = bool(report.get("oom"))
         limited = ending.wall_timeout or ending.output_flood or ending.result_too_large
         if not limited and ending.code == 0 and not res.overflowed:
-            raw = res.data()
-            doc = (await asyncio.to_thread(validate_result, job, raw) if len(raw) > (1 << 18)
-                   else validate_result(job, raw))
+            doc = await _validate(job, res.data())
             if doc is not None:
                 return doc
         status, message = classify_failure(job, ending)
         return supervisor_document(job, status, message, cut_output(raw_out, job.limits.output_bytes))
+
+    def _release(self) -> None:
+        assert self._slots is not None
+        self._busy -= 1
+        self._slots.release()
 
     # ----------------------------------------------------------------- health
     def state(self) -> RunnerState:
@@ -355,3 +383,10 @@ class ForkServerPool(Runner):
             detail={"zygote_pid": info.get("pid"), "layers": info.get("layers", {}),
                     "torch_version": info.get("torch_version"), "idle_children": len(self._idle),
                     "sandbox": self.config.sandbox})
+
+
+async def _validate(job: Job, raw: bytes) -> dict[str, Any] | None:
+    """Validate off the event loop when the result is big enough to matter."""
+    if len(raw) > (1 << 18):
+        return await asyncio.to_thread(validate_result, job, raw)
+    return validate_result(job, raw)
