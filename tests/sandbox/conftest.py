@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import secrets
 from collections.abc import Iterator
 
 import pytest
@@ -11,6 +13,8 @@ from sandbox.pool_harness import PoolHarness
 
 @pytest.fixture(scope="module")
 def pool() -> Iterator[PoolHarness]:
+    """A pool started while the test process holds a secret the jobs must never see."""
+    os.environ["GRADTRACE_TEST_SECRET"] = secrets.token_hex(16)
     harness = PoolHarness(workers=2, queue_size=4, timeout_s=3.0, cpu_s=2, memory_mb=512, output_kb=16)
     try:
         yield harness
