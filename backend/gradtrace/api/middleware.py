@@ -74,6 +74,16 @@ class RequestContextMiddleware:
                 await refusal(scope, receive, send_wrapper)
             else:
                 await self.app(scope, self._limited(receive), send_wrapper)
+        except Exception:
+            # The last resort (api/errors.py's handler has already answered when it could):
+            # log it, and answer in the error shape with the request id if nothing was sent.
+            access_log.exception("unhandled error on %s %s (request %s)", scope["method"], scope["path"],
+                                 request_id)
+            if status_holder["status"]:
+                raise
+            answer = error_response(Request(scope), 500, "internal",
+                                    "an unexpected error occurred; it has been logged")
+            await answer(scope, receive, send_wrapper)
         finally:
             self._log(scope, request_id, status_holder["status"] or 500, started)
 

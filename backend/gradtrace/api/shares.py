@@ -24,7 +24,7 @@ from gradtrace.api.responses import blob_response
 from gradtrace.api.services import Services, ServicesDep, client_key
 from gradtrace.errors import Forbidden, InvalidRequest, NotFound
 from gradtrace.schema import SCHEMA_VERSION, RunDocument, ShareCreated, ShareRequest
-from gradtrace.storage.codec import StoredBlob, encode, encode_validated, load
+from gradtrace.storage.codec import MAX_DEPTH, StoredBlob, check_depth, encode, encode_validated, load
 
 router = APIRouter(prefix="/api/shares", tags=["shares"])
 SHARE_CACHE = "public, max-age=3600"
@@ -82,7 +82,11 @@ def shared_document(svc: Services, share_id: str) -> dict[str, Any]:
 
 def _blob_from_body(body: ShareRequest | RunDocument, svc: Services) -> StoredBlob:
     if isinstance(body, RunDocument):  # validated by FastAPI already
-        return _encode_checked(body.model_dump(mode="json", by_alias=True), validated=True)
+        try:
+            dumped = body.model_dump(mode="json", by_alias=True)
+        except ValueError as exc:  # pydantic refuses values nested beyond its own depth limit
+            raise InvalidRequest(f"the document cannot be serialised: {exc}") from exc
+        return _encode_checked(dumped, validated=True)
     if (body.run_id is None) == (body.document is None):
         raise InvalidRequest("give exactly one of run_id or document (or send a run document as the body)",
                              detail={"fields": ["run_id", "document"]})
@@ -101,7 +105,10 @@ def _blob_from_body(body: ShareRequest | RunDocument, svc: Services) -> StoredBl
 
 def _encode_checked(doc: dict[str, Any], *, validated: bool = False) -> StoredBlob:
     try:
-        return (encode_validated(doc) if validated else encode(doc)).blob
+        if validated:  # encode() checks the depth itself
+            check_depth(doc, MAX_DEPTH)
+            return encode_validated(doc).blob
+        return encode(doc).blob
     except ValidationError as exc:
         first = exc.errors()[0] if exc.errors() else {"loc": (), "msg": "invalid"}
         where = ".".join(str(p) for p in first.get("loc", ())) or "document"

@@ -33,6 +33,9 @@ from gradtrace.schema import SCHEMA_VERSION, RunDocument, canonical_json
 # documents are written once per run or share and read many times.
 COMPRESS_LEVEL = 5
 ID_LENGTH = 16  # as gradtrace.schema.document_id
+MAX_DEPTH = 64
+"""Deepest nesting accepted in an untrusted document; real ones stay under ~20 (tensor values
+of a few dimensions inside nodes inside the graph)."""
 
 
 @dataclass(frozen=True)
@@ -74,12 +77,26 @@ def encode(doc: dict[str, Any]) -> EncodedDocument:
     """Validate an untrusted document, give it its content id, canonicalise and compress it.
 
     Raises pydantic's ValidationError, or ValueError / RecursionError / UnicodeEncodeError for
-    what JSON cannot hold. The id is recomputed so that a document can never claim an id its
+    what JSON cannot hold or what nests deeper than ``MAX_DEPTH``. The id is recomputed so that a document can never claim an id its
     content does not hash to, and two spellings of one document (defaults left out or written
     out) become byte-identical.
     """
+    check_depth(doc, MAX_DEPTH)
     model = RunDocument.model_validate(doc)
     return encode_validated(model.model_dump(mode="json", by_alias=True))
+
+
+def check_depth(obj: object, limit: int) -> None:
+    """Raise ValueError if containers nest deeper than ``limit`` (walked iteratively)."""
+    stack: list[tuple[object, int]] = [(obj, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > limit:
+            raise ValueError(f"the document nests deeper than {limit} levels")
+        if isinstance(item, dict):
+            stack.extend((v, depth + 1) for v in item.values() if isinstance(v, dict | list))
+        elif isinstance(item, list):
+            stack.extend((v, depth + 1) for v in item if isinstance(v, dict | list))
 
 
 def encode_validated(doc: dict[str, Any]) -> EncodedDocument:
