@@ -7,6 +7,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+
 from conftest import Server
 
 # NOTE [server log leak]: tests/conftest.py's launch_server opens the server log without closing

@@ -5,8 +5,8 @@ from __future__ import annotations
 import gzip
 
 import httpx
-from api.helpers import CHAIN_RULE, EXAMPLES, assert_error
 
+from api.helpers import CHAIN_RULE, EXAMPLES, assert_error
 from gradtrace.schema import RunDocument, document_id
 
 

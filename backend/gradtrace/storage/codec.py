@@ -77,9 +77,9 @@ def encode(doc: dict[str, Any]) -> EncodedDocument:
     """Validate an untrusted document, give it its content id, canonicalise and compress it.
 
     Raises pydantic's ValidationError, or ValueError / RecursionError / UnicodeEncodeError for
-    what JSON cannot hold or what nests deeper than ``MAX_DEPTH``. The id is recomputed so that a document can never claim an id its
-    content does not hash to, and two spellings of one document (defaults left out or written
-    out) become byte-identical.
+    what JSON cannot hold or what nests deeper than ``MAX_DEPTH``. The id is recomputed so
+    that a document can never claim an id its content does not hash to, and two spellings of
+    one document (defaults left out or written out) become byte-identical.
     """
     check_depth(doc, MAX_DEPTH)
     model = RunDocument.model_validate(doc)
