@@ -93,6 +93,7 @@ class App {
       b.addEventListener("click", () => {
         if (this.mode === "share") this.editCopy();
         this.editor.setCode(ex.code);
+        $("#examples").open = false;
         this.editor.focus();
       });
       li.append(b);
@@ -241,7 +242,7 @@ class App {
 
   refreshNodeList() {
     if (!this.scene) return;
-    renderNodeList($("#node-list"), this.scene, this.player.k, (v) => this.selectNode(v));
+    renderNodeList($("#node-list"), this.scene, this.player.k, (v) => this.selectNode(v), this.canvas.stepState());
   }
 
   selectNode(v) {

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +56,13 @@ def canvas_ink(page: Any) -> float:
         }
         return ink / (d.length / 16);
     }"""))
+
+
+def pick_node(page: Any, name: re.Pattern[str]) -> None:
+    """Choose a node from the accessible node list with the keyboard (Tab to it, Enter)."""
+    button = page.get_by_role("list", name="Graph nodes").get_by_role("button", name=name).first
+    button.focus()
+    page.keyboard.press("Enter")
 
 
 def load_fixture(name: str) -> dict[str, Any]:

@@ -51,8 +51,10 @@ export function indexDocument(doc) {
   const module = nodes.map((n) => n.module || null);
   nodes.forEach((n, i) => {
     if (module[i] || n.kind !== "tensor" || !n.name || !n.name.includes(".")) return;
-    const owner = n.name.slice(0, n.name.lastIndexOf("."));
-    if (known.has(owner)) module[i] = owner;
+    // The longest known module path that prefixes the name: `out_proj` in MultiheadAttention
+    // is used functionally (never called), so its weight belongs to `…self_attn`.
+    const owner = prefixes(n.name).slice(0, -1).reverse().find((p) => known.has(p));
+    if (owner) module[i] = owner;
   });
   for (const [acc, leaf] of leafOfAcc) if (!module[acc]) module[acc] = module[leaf];
 

@@ -3,8 +3,10 @@
  * default collapse that keeps the visible graph small, and detection of repeated blocks.
  *
  * NOTE [repeated blocks]
- *   Siblings whose last path segment is a number (`layers.0` … `layers.5`) and whose nodes
- *   have the same names in the same order are "identical blocks". While every one of them is
+ *   Siblings whose last path segment is a number (`layers.0` … `layers.5`), with the same
+ *   sub-module structure and node counts within 15% of each other, are "repeated blocks"
+ *   (exact equality is too strict: the first layer of a stack often records a few more or
+ *   fewer nodes than the next, e.g. 49 vs 52 in a TransformerEncoder). While every one is
  *   collapsed (and the user has not expanded the repeat), they are drawn as one box
  *   "layers × 6"; expanding it shows the six module boxes.
  */
@@ -17,7 +19,7 @@ export function moduleTree(index) {
     if (!m) {
       const dot = path.lastIndexOf(".");
       m = { path, parent: dot > 0 ? path.slice(0, dot) : null, depth: path.split(".").length,
-        direct: [], count: 0, children: [], sig: [] };
+        direct: [], count: 0, children: [] };
       mods.set(path, m);
     }
     return m;
@@ -25,11 +27,7 @@ export function moduleTree(index) {
   index.module.forEach((path, i) => {
     if (!path) return;
     get(path).direct.push(i);
-    for (const p of prefixes(path)) {
-      const m = get(p);
-      m.count++;
-      m.sig.push(index.nodes[i].name || index.kind[i]);
-    }
+    for (const p of prefixes(path)) get(p).count++;
   });
   for (const m of mods.values()) if (m.parent) get(m.parent);
   for (const m of mods.values()) if (m.parent) mods.get(m.parent).children.push(m.path);
@@ -37,22 +35,37 @@ export function moduleTree(index) {
   for (const m of mods.values()) {
     const numbered = m.children.filter((c) => /\.\d+$/.test(c));
     if (numbered.length < 2 || numbered.length !== m.children.length) continue;
-    const sigs = numbered.map((c) => mods.get(c).sig.join("|"));
-    if (sigs.every((s) => s === sigs[0])) {
+    const sigs = numbered.map((c) => structure(mods, c));
+    const counts = numbered.map((c) => mods.get(c).count);
+    if (sigs.every((s) => s === sigs[0]) && Math.max(...counts) <= 1.15 * Math.min(...counts)) {
       numbered.sort((p, q) => Number(p.slice(p.lastIndexOf(".") + 1)) - Number(q.slice(q.lastIndexOf(".") + 1)));
       repeats.set(m.path, numbered);
     }
   }
-  for (const m of mods.values()) m.sig = null;
   const roots = [...mods.values()].filter((m) => !m.parent).map((m) => m.path);
   return { mods, roots, repeats };
+}
+
+export const DEFAULT_BUDGET = 150;
+
+/** The sub-module paths under `path`, relative to it, as one comparable string. */
+function structure(mods, path) {
+  const out = [];
+  const stack = [path];
+  while (stack.length) {
+    const p = stack.pop();
+    out.push(p.slice(path.length));
+    stack.push(...mods.get(p).children);
+  }
+  return out.sort().join("|");
 }
 
 /**
  * Which modules start collapsed: none when the whole graph fits the budget; otherwise start
  * from everything collapsed and expand the biggest modules, breadth first, while it fits.
+ * Identical blocks stay merged ("layers × 6") until the user opens them.
  */
-export function defaultCollapsed(index, tree, budget = 300) {
+export function defaultCollapsed(index, tree, budget = DEFAULT_BUDGET) {
   const total = index.nodes.length;
   if (total <= budget || tree.mods.size === 0) return new Set();
   const collapsed = new Set(tree.mods.keys());
@@ -60,10 +73,12 @@ export function defaultCollapsed(index, tree, budget = 300) {
   const queue = [...tree.roots].sort((p, q) => tree.mods.get(q).count - tree.mods.get(p).count);
   while (queue.length) {
     const m = tree.mods.get(queue.shift());
+    if (m.parent && tree.repeats.has(m.parent)) continue;
     const cost = m.direct.length + m.children.length - 1;
     if (visible + cost > budget) continue;
     collapsed.delete(m.path);
     visible += cost;
+    if (tree.repeats.has(m.path)) visible -= m.children.length - 1;
     queue.push(...[...m.children].sort((p, q) => tree.mods.get(q).count - tree.mods.get(p).count));
   }
   return collapsed;

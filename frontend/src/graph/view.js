@@ -90,7 +90,7 @@ function groupNode(key, tree) {
     const blocks = tree.repeats.get(path);
     const last = path.slice(path.lastIndexOf(".") + 1);
     const label = `${last} × ${blocks.length}`;
-    const [w, h] = sizeFor(label, `${path} · identical blocks · 0000 nodes`, "group");
+    const [w, h] = sizeFor(label, `${path} · repeated blocks · 0000 nodes`, "group");
     return { key, kind: "group", repeat: true, module: path, label, sub: `${path}.0–${blocks.length - 1}`, refs: [], w, h };
   }
   const [w, h] = sizeFor(path, `module · 00000 nodes`, "group");

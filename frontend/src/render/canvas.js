@@ -41,7 +41,7 @@ export class GraphCanvas {
     this._miniCache = null;
     this.selected = new Set();
     this.lineSel = new Set();
-    if (!keepCamera) this.fit();
+    if (!keepCamera) this.fit({ readable: true });
     this.redraw();
   }
 
@@ -58,12 +58,23 @@ export class GraphCanvas {
   setSelection(vs) { this.selected = new Set(vs); this.redraw(); }
   setLineSelection(vs) { this.lineSel = new Set(vs); this.redraw(); }
 
-  fit() {
+  /**
+   * Show the whole graph. With `readable`, a graph too tall or wide to read when fitted is
+   * shown at a legible zoom instead, around the current step's node (the minimap shows the rest).
+   */
+  fit({ readable = false } = {}) {
     const { w, h } = this._size();
     if (!this.scene) return;
     const gw = Math.max(this.scene.width, 1) + 80, gh = Math.max(this.scene.height, 1) + 80;
     const k = Math.min(w / gw, h / gh, 1.6);
     this.cam = { k, x: -40 - (w / k - gw) / 2, y: -40 - (h / k - gh) / 2 };
+    const kRead = Math.max(k, Math.min(0.8, w / gw, h / gh * 4));
+    if (readable && kRead > k * 1.2) {
+      const [v] = stepState(this.scene, this.k).current;
+      const cx = v === undefined ? this.scene.width / 2 : this.scene.x[v];
+      const cy = v === undefined ? h / 2 / kRead - 40 : this.scene.y[v];
+      this.cam = { k: kRead, x: cx - w / 2 / kRead, y: cy - h / 2 / kRead };
+    }
     this.redraw();
   }
 

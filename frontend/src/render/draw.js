@@ -79,7 +79,7 @@ export function drawScene(ctx, scene, st, cam, vw, vh, opts) {
   const X0 = cam.x, Y0 = cam.y, X1 = cam.x + vw / k, Y1 = cam.y + vh / k;
   const { vnodes, vedges } = scene.view;
   const xs = scene.x, ys = scene.y;
-  const labels = k >= 0.42;
+  const labels = k >= 0.36;
   const px = 1 / k;
 
   // Module boxes.
@@ -215,6 +215,15 @@ export function drawScene(ctx, scene, st, cam, vw, vh, opts) {
   for (const v of scene.errorV) {
     if (!(scene.reveal[v] <= st.k)) continue;
     ring(ctx, scene, v, pal.error, 3 * px, 5);
+    const err = scene.index.doc.error;
+    if (labels && err) {
+      const n = vnodes[v];
+      ctx.font = "bold 11.5px ui-monospace, monospace";
+      ctx.fillStyle = pal.error;
+      ctx.textAlign = "left";
+      ctx.textBaseline = "middle";
+      ctx.fillText(`⚠ ${err.type}${err.line != null ? ` (line ${err.line})` : ""}`, xs[v] + n.w / 2 + 10, ys[v]);
+    }
   }
   for (const v of special) {
     if (opts.lineSel.has(v)) ring(ctx, scene, v, pal.lineSel, 2.5 * px, 7);

@@ -55,7 +55,7 @@ function moduleBoxes(index, view, x, y, collapsed, reveal) {
   }
   for (const b of list) {
     const pad = 8 + 8 * b.below;
-    b.x0 -= pad; b.x1 += pad; b.y0 -= pad + 14; b.y1 += pad;
+    b.x0 -= pad; b.x1 += pad; b.y0 -= pad + 16 * (b.below + 1); b.y1 += pad;
   }
   return list.reverse();
 }

@@ -48,7 +48,7 @@ export class Inspector {
     const vn = scene.view.vnodes[v];
     const index = scene.index;
     if (vn.kind === "group") {
-      this.body.replaceChildren(el("h3", {}, vn.label), el("p", {}, `${vn.repeat ? "Identical blocks" : "Module"} ${vn.module}, collapsed: ${vn.refs.length} nodes.`),
+      this.body.replaceChildren(el("h3", {}, vn.label), el("p", {}, `${vn.repeat ? "Repeated blocks" : "Module"} ${vn.module}, collapsed: ${vn.refs.length} nodes.`),
         el("button", { type: "button", onclick: () => this.cb.onExpand(v) }, vn.repeat ? "Show the blocks" : `Expand ${vn.module}`));
       return;
     }

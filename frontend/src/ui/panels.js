@@ -84,7 +84,7 @@ export function renderModules(root, tree, collapsed, expandedRepeats, onToggle, 
       r.type = "button";
       const merged = !expandedRepeats.has(path);
       r.textContent = merged ? `× ${tree.repeats.get(path).length} merged` : "merge repeats";
-      r.setAttribute("aria-label", merged ? `Show the ${tree.repeats.get(path).length} blocks of ${path} separately` : `Merge the identical blocks of ${path}`);
+      r.setAttribute("aria-label", merged ? `Show the ${tree.repeats.get(path).length} blocks of ${path} separately` : `Merge the repeated blocks of ${path}`);
       r.addEventListener("click", () => onRepeat(path));
       li.append(" ", r);
     }
@@ -95,7 +95,7 @@ export function renderModules(root, tree, collapsed, expandedRepeats, onToggle, 
 }
 
 /** One button per revealed visible node, with its label and current gradient. */
-export function renderNodeList(root, scene, k, onPick) {
+export function renderNodeList(root, scene, k, onPick, st) {
   const { vnodes } = scene.view;
   const items = [];
   for (let v = 0; v < vnodes.length && items.length < NODE_LIST_MAX; v++) {
@@ -109,6 +109,9 @@ export function renderNodeList(root, scene, k, onPick) {
     b.type = "button";
     b.textContent = text;
     b.dataset.v = String(v);
+    if (st && st.current.has(v)) b.setAttribute("aria-current", "step");
+    else if (st && st.justDone.has(v)) b.dataset.justDone = "true";
+    if (scene.errorV.includes(v)) b.dataset.error = "true";
     b.addEventListener("click", () => onPick(v));
     li.append(b);
     items.push(li);

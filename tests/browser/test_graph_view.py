@@ -1,0 +1,152 @@
+"""The graph view: module boxes that collapse and expand, repeated blocks merged, the legend,
+zoom and fit, big graphs in the worker with a minimap, themes and a laptop-sized screen."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from playwright.sync_api import expect
+
+from browser.pageutil import canvas_ink, node_texts, pick_node, run_code
+from browser.synth import synthetic_document
+from gradtrace.schema import RunDocument
+
+pytestmark = pytest.mark.browser
+
+
+def _example(page: Any, title: str) -> dict[str, Any]:
+    page.get_by_text("Examples", exact=True).click()
+    page.get_by_role("button", name=re.compile("^" + re.escape(title))).click()
+    run_code(page)
+    return dict(page.evaluate("window.gradtrace.app.doc"))
+
+
+def _names(page: Any) -> list[str]:
+    return [t.split(" — ")[0] for t in node_texts(page)]
+
+
+def test_collapsing_a_module_draws_it_as_one_box_and_expanding_restores_it(playground: Any,
+                                                                           artifacts_dir: Path) -> None:
+    page = playground
+    doc = _example(page, "MLP and a loss")
+    in_first = [n for n in doc["graph"]["nodes"] if n.get("module") == "model.0"]
+    assert in_first, "capture recorded no node inside model.0"
+    full = _names(page)
+    page.get_by_text("Modules", exact=True).click()
+    page.get_by_role("button", name="Collapse model.0").click()
+    expect(page.get_by_role("button", name="Expand model.0")).to_be_visible()
+    page.wait_for_function(f"document.querySelectorAll('#node-list li').length < {len(full)}")
+    collapsed = _names(page)
+    assert "model.0" in collapsed
+    for n in in_first:
+        assert collapsed.count(n["name"]) == full.count(n["name"]) - sum(
+            1 for m in in_first if m["name"] == n["name"])
+    page.screenshot(path=str(artifacts_dir / "module-collapsed.png"))
+    page.get_by_role("button", name="Expand model.0").click()
+    page.wait_for_function(f"document.querySelectorAll('#node-list li').length === {len(full)}")
+    assert sorted(_names(page)) == sorted(full)
+
+
+def test_repeated_transformer_layers_merge_into_one_box_that_opens(playground: Any,
+                                                                   artifacts_dir: Path) -> None:
+    page = playground
+    _example(page, "Transformer encoder")
+    names = _names(page)
+    assert "layers × 2" in names
+    page.screenshot(path=str(artifacts_dir / "transformer-merged.png"))
+    pick_node(page, re.compile("^layers × 2"))
+    page.get_by_role("button", name="Show the blocks").click()
+    page.wait_for_function("[...document.querySelectorAll('#node-list li')].some(li => "
+                           "li.textContent.startsWith('encoder.layers.1 — '))")
+    names = _names(page)
+    assert "encoder.layers.0" in names and "encoder.layers.1" in names and "layers × 2" not in names
+
+
+def test_legend_explains_every_node_kind(playground: Any) -> None:
+    page = playground
+    page.get_by_text("Legend", exact=True).click()
+    legend = page.locator("#legend-list")
+    for text in ("Function node", "AccumulateGrad", "Leaf tensor", "Output", "Cut: detach() / no_grad",
+                 "Module"):
+        expect(legend).to_contain_text(text)
+
+
+def test_detach_and_no_grad_cuts_are_drawn_as_cut_nodes(playground: Any) -> None:
+    page = playground
+    doc = _example(page, "detach and no_grad")
+    cuts = [n for n in doc["graph"]["nodes"] if n.get("cut")]
+    names = _names(page)
+    for n in cuts:
+        assert f"✂ {n['cut']['kind']}{' ' + n['name'] if n['name'] else ''}" in names
+    assert page.evaluate("window.gradtrace.app.scene.view.vedges.filter(e => e.cut).length") == sum(
+        1 for n in cuts if n["cut"].get("source"))
+
+
+def test_zoom_buttons_and_fit_change_the_camera(playground: Any) -> None:
+    page = playground
+    _example(page, "Recursion makes a tree")
+    k0 = page.evaluate("window.gradtrace.app.canvas.cam.k")
+    page.get_by_role("button", name="Zoom in").click()
+    assert page.evaluate("window.gradtrace.app.canvas.cam.k") == pytest.approx(k0 * 1.25)
+    page.get_by_role("button", name="Fit").click()
+    fitted = page.evaluate("""() => { const c = window.gradtrace.app.canvas, s = c.scene;
+        const w = c.host.clientWidth, h = c.host.clientHeight;
+        return [c.cam.x * c.cam.k <= 0, c.cam.y * c.cam.k <= 0,
+                (s.width - c.cam.x) * c.cam.k <= w + 1, (s.height - c.cam.y) * c.cam.k <= h + 1]; }""")
+    assert all(fitted)
+
+
+def test_a_5000_node_graph_is_laid_out_in_the_worker_and_steps(playground: Any, artifacts_dir: Path) -> None:
+    page = playground
+    doc = synthetic_document(5000, "rnn")
+    RunDocument.model_validate(doc)
+    timing = page.evaluate("doc => window.gradtrace.loadDocument(doc)", doc)
+    assert timing["nodes"] == len(doc["graph"]["nodes"])
+    assert timing["vnodes"] > timing["nodes"]  # shared weights drawn once per use (proxies)
+    expect(page.locator("#graph-stats")).to_contain_text(f"{len(doc['graph']['nodes'])} nodes")
+    expect(page.locator(".gt-minimap")).to_be_visible()
+    page.get_by_role("button", name="Fit").click()
+    page.wait_for_timeout(100)
+    assert canvas_ink(page) > 0.01
+    page.locator("#graph").focus()
+    page.keyboard.press("Home")
+    page.keyboard.press("ArrowRight")
+    expect(page.locator("#tl-label")).to_have_text(f"Step 1/{len(doc['events'])} · forward")
+    page.screenshot(path=str(artifacts_dir / "large-graph-5000.png"))
+
+
+def test_dark_theme_follows_the_system(browser: Any, live_server: Any, frontend_bundle: Path) -> None:
+    ctx = browser.new_context(viewport={"width": 1280, "height": 800}, color_scheme="dark")
+    try:
+        page = ctx.new_page()
+        page.goto(live_server.url + "/")
+        page.wait_for_function("window.gradtrace !== undefined")
+        run_code(page, "import torch\nx = torch.ones(2, requires_grad=True)\n(x * 2).sum().backward()\n")
+        bg = page.evaluate("getComputedStyle(document.body).backgroundColor")
+        r, g, b = (int(v) for v in re.findall(r"\d+", bg)[:3])
+        assert r + g + b < 150, bg
+        pixel = page.evaluate("Array.from(document.querySelector('#graph canvas.gt-base')"
+                              ".getContext('2d').getImageData(2, 2, 1, 1).data)")
+        assert sum(pixel[:3]) < 150, pixel
+    finally:
+        ctx.close()
+
+
+def test_the_page_fits_a_laptop_screen_without_sideways_scrolling(browser: Any, live_server: Any,
+                                                                   frontend_bundle: Path) -> None:
+    ctx = browser.new_context(viewport={"width": 1024, "height": 640})
+    try:
+        page = ctx.new_page()
+        page.goto(live_server.url + "/")
+        page.wait_for_function("window.gradtrace !== undefined")
+        assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+        for name in ("Run", "Share", "Fit", "Step forward"):
+            box = page.get_by_role("button", name=name).first.bounding_box()
+            assert box and box["x"] >= 0 and box["x"] + box["width"] <= 1024, name
+        graph = page.locator("#graph").bounding_box()
+        assert graph and graph["width"] > 300 and graph["height"] > 200
+    finally:
+        ctx.close()

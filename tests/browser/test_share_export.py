@@ -1,0 +1,90 @@
+"""Sharing a run by link (reopened read-only, then edited as a copy) and exporting the view
+(SVG, PNG) and the document (JSON, Graphviz DOT)."""
+
+from __future__ import annotations
+
+import json
+import re
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any
+
+import pytest
+from playwright.sync_api import expect
+
+from browser.pageutil import node_texts, run_code
+
+pytestmark = pytest.mark.browser
+
+
+def _chain_rule(page: Any) -> dict[str, Any]:
+    page.get_by_text("Examples", exact=True).click()
+    page.get_by_role("button", name=re.compile("^Chain rule")).click()
+    run_code(page)
+    return dict(page.evaluate("window.gradtrace.app.doc"))
+
+
+def test_share_gives_a_link_that_reopens_the_same_view_read_only(playground: Any, live_server: Any,
+                                                                  artifacts_dir: Path) -> None:
+    page = playground
+    doc = _chain_rule(page)
+    texts = node_texts(page)
+    page.get_by_role("button", name="Share").click()
+    dialog = page.get_by_role("dialog")
+    expect(dialog).to_be_visible()
+    url = page.get_by_label("Link").input_value()
+    assert re.fullmatch(re.escape(live_server.url) + r"/s/[\w-]+", url), url
+    page.get_by_role("button", name="Close").click()
+
+    page.goto(url)
+    page.wait_for_function("Number(document.body.dataset.ready || 0) > 0")
+    expect(page.get_by_text("Shared run · read-only")).to_be_visible()
+    assert node_texts(page) == texts
+    assert page.locator(".cm-content").get_attribute("contenteditable") == "false"
+    assert page.evaluate("window.gradtrace.app.editor.code") == doc["code"]
+    expect(page.get_by_role("button", name="Run")).to_be_hidden()
+    page.screenshot(path=str(artifacts_dir / "share-read-only.png"))
+
+    page.get_by_role("button", name="Edit a copy").click()
+    expect(page.get_by_role("button", name="Run")).to_be_enabled()
+    assert page.locator(".cm-content").get_attribute("contenteditable") == "true"
+    assert page.evaluate("location.pathname") == "/"
+    run_code(page)
+    assert node_texts(page) == texts
+
+
+def test_an_unknown_share_link_answers_not_found(page: Any, live_server: Any) -> None:
+    resp = page.goto(live_server.url + "/s/doesnotexist0000")
+    assert resp is not None and resp.status == 404
+
+
+def _download(page: Any, button: str, tmp_path: Path) -> bytes:
+    page.get_by_text("Export", exact=True).click()
+    with page.expect_download() as info:
+        page.get_by_role("button", name=button).click()
+    path = tmp_path / info.value.suggested_filename
+    info.value.save_as(path)
+    return path.read_bytes()
+
+
+def test_exports_the_document_as_json_and_dot_and_the_view_as_svg_and_png(playground: Any,
+                                                                          tmp_path: Path) -> None:
+    page = playground
+    doc = _chain_rule(page)
+    assert json.loads(_download(page, "Document as JSON", tmp_path)) == doc
+
+    dot = _download(page, "Graph as Graphviz DOT", tmp_path).decode()
+    assert dot.startswith("digraph gradtrace {") and dot.rstrip().endswith("}")
+    for e in doc["graph"]["edges"]:
+        assert f'"{e["source"]}" -> "{e["target"]}"' in dot
+    assert dot.count(" [label=") == len(doc["graph"]["nodes"])
+
+    svg = ET.fromstring(_download(page, "View as SVG", tmp_path))
+    ns = "{http://www.w3.org/2000/svg}"
+    labels = [t.text for t in svg.iter(ns + "text")]
+    for name in ("MulBackward0", "AddBackward0", "AccumulateGrad", "x"):
+        assert name in labels
+    assert len(svg.findall(f".//{ns}g[@class]")) >= len(doc["graph"]["nodes"])
+
+    png = _download(page, "View as PNG", tmp_path)
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 2000

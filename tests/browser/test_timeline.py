@@ -1,0 +1,167 @@
+"""The timeline: stepping with keys and buttons, the highlighted code line and node at each
+step, gradient values during backward, and .grad growing across passes. The run document the
+page received (PyTorch's own record, via capture) is the oracle for every expected value."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from playwright.sync_api import expect
+
+from browser.pageutil import node_texts, pick_node, run_code
+
+pytestmark = pytest.mark.browser
+
+
+def _example(page: Any, title: str) -> dict[str, Any]:
+    page.get_by_text("Examples", exact=True).click()
+    page.get_by_role("button", name=re.compile("^" + re.escape(title))).click()
+    run_code(page)
+    return dict(page.evaluate("window.gradtrace.app.doc"))
+
+
+def _node(doc: dict[str, Any], node_id: str) -> dict[str, Any]:
+    return next(n for n in doc["graph"]["nodes"] if n["id"] == node_id)
+
+
+def _current(page: Any) -> Any:
+    return page.locator('#node-list button[aria-current="step"]')
+
+
+def test_keys_step_through_events_highlighting_node_and_code_line(playground: Any,
+                                                                  artifacts_dir: Path) -> None:
+    page = playground
+    doc = _example(page, "Chain rule")
+    events = doc["events"]
+    code_lines = doc["code"].split("\n")
+    page.locator("#graph").focus()
+    page.keyboard.press("Home")
+    expect(page.locator("#tl-label")).to_have_text(f"Step 0/{len(events)} · start")
+    expect(_current(page)).to_have_count(0)
+    for k in (1, 2, 3):
+        page.keyboard.press("ArrowRight")
+        ev = events[k - 1]
+        expect(page.locator("#tl-label")).to_have_text(f"Step {k}/{len(events)} · forward")
+        expect(_current(page)).to_have_count(1)
+        assert _current(page).inner_text().startswith(_node(doc, ev["node"])["name"] + " — ")
+        expect(page.locator(".cm-line.gt-line-current")).to_have_text(code_lines[ev["line"] - 1])
+        expect(page.locator(".gt-mark-current")).to_have_count(1)
+    expect(page.locator(".cm-line.gt-line-done")).to_have_text(code_lines[events[1]["line"] - 1])
+    page.keyboard.press("ArrowLeft")
+    expect(page.locator("#tl-label")).to_have_text(f"Step 2/{len(events)} · forward")
+    page.screenshot(path=str(artifacts_dir / "timeline-forward-step.png"))
+    page.keyboard.press("End")
+    expect(page.locator("#tl-label")).to_have_text(f"Step {len(events)}/{len(events)} · backward 0")
+    page.keyboard.press("Shift+ArrowLeft")  # start of the backward phase
+    first_backward = next(i for i, e in enumerate(events) if e["phase"] == "backward")
+    expect(page.locator("#tl-label")).to_contain_text(f"Step {first_backward}/{len(events)}")
+
+
+def test_space_plays_and_pauses_and_step_buttons_work(playground: Any) -> None:
+    page = playground
+    doc = _example(page, "A loop unrolls")
+    n = len(doc["events"])
+    page.get_by_role("button", name="Step back").click()
+    expect(page.locator("#tl-label")).to_contain_text(f"Step {n - 1}/{n}")
+    page.get_by_role("button", name="Step forward").click()
+    expect(page.locator("#tl-label")).to_contain_text(f"Step {n}/{n}")
+    expect(page.get_by_role("button", name="Step forward")).to_be_disabled()
+    page.get_by_label("Speed").select_option("4")
+    page.locator("#graph").focus()
+    page.keyboard.press("Space")  # at the end, play restarts from the start
+    expect(page.get_by_role("button", name="Pause")).to_be_visible()
+    page.wait_for_function("window.gradtrace.app.player.k >= 3")
+    page.keyboard.press("Space")
+    expect(page.get_by_role("button", name="Play")).to_be_visible()
+    k = page.evaluate("window.gradtrace.app.player.k")
+    page.wait_for_timeout(300)
+    assert page.evaluate("window.gradtrace.app.player.k") == k, "playback continued after pause"
+    assert 3 <= k <= n
+
+
+def test_arrow_keys_in_the_editor_move_the_cursor_not_the_timeline(playground: Any) -> None:
+    page = playground
+    doc = _example(page, "Chain rule")
+    n = len(doc["events"])
+    page.locator(".cm-content").click()
+    page.keyboard.press("ArrowLeft")
+    page.keyboard.press("Home")
+    expect(page.locator("#tl-label")).to_contain_text(f"Step {n}/{n}")
+
+
+def test_backward_steps_show_gradients_on_edges_nodes_and_inspector(playground: Any,
+                                                                    artifacts_dir: Path) -> None:
+    page = playground
+    doc = _example(page, "Chain rule")
+    events = doc["events"]
+    acc_step = next(i + 1 for i, e in enumerate(events)
+                    if e["phase"] == "backward" and _node(doc, e["node"])["name"] == "AccumulateGrad")
+    x_grad = events[acc_step - 1]["grad"]["values"]
+    page.locator("#graph").focus()
+    page.keyboard.press("Home")
+    for _ in range(acc_step - 1):
+        page.keyboard.press("ArrowRight")
+    x_item = page.get_by_role("list", name="Graph nodes").locator("li", has_text=re.compile("^x — "))
+    expect(x_item).not_to_contain_text(", grad ")  # before AccumulateGrad ran, x has no .grad
+    page.keyboard.press("ArrowRight")
+    expect(x_item).to_have_text(re.compile(rf"grad {x_grad:g}(\.0*)?$"))
+    page.screenshot(path=str(artifacts_dir / "timeline-backward-accumulate.png"))
+
+    # The inspector shows what flowed through the first backward node at this step.
+    first = events[next(i for i, e in enumerate(events) if e["phase"] == "backward")]
+    node = _node(doc, first["node"])
+    pick_node(page, re.compile("^" + node["name"]))
+    inspector = page.locator("#inspector")
+    expect(inspector.locator("h3")).to_have_text(node["name"])
+    expect(inspector).to_contain_text("grad_inputs[0] (flowing out)")
+    expect(inspector).to_contain_text("grad_outputs[0] (flowing in)")
+    # The gradient drawn on an edge at the current step is the one the document recorded.
+    drawn = page.evaluate("""() => {
+        const app = window.gradtrace.app, st = app.canvas.stepState();
+        return app.scene.view.vedges.map((e, i) => st.edgeGrad(i)).filter(Boolean).map(g => g.g.values);
+    }""")
+    recorded = [g["values"] for e in events[:acc_step] if e["phase"] == "backward"
+                for g in (e.get("grad_inputs") or []) if g]
+    assert drawn and all(v in [*recorded, x_grad] for v in drawn)
+
+
+def test_grad_grows_across_backward_passes(playground: Any) -> None:
+    page = playground
+    doc = _example(page, "Gradients accumulate")
+    leaf = next(n for n in doc["graph"]["nodes"] if n["kind"] == "tensor" and n["name"] == "w")
+    history = [h["values"] for h in leaf["grad_history"]]
+    assert len(history) == 3
+    segments = page.locator("#tl-segments button")
+    labels = segments.all_inner_texts()
+    assert [lab for lab in labels if lab.startswith("backward")] == ["backward 0", "backward 1", "backward 2"]
+    w_item = page.get_by_role("list", name="Graph nodes").locator("li", has_text=re.compile("^w — "))
+    page.locator("#graph").focus()
+    page.keyboard.press("Home")
+    seen = []
+    for _ in range(len(labels)):
+        page.keyboard.press("Shift+ArrowRight")  # to the end of the next phase
+        label = page.locator("#tl-label").inner_text()
+        if "backward" in label:
+            m = re.search(r"grad (-?[\d.]+)(?: \(×\d+\))?$", w_item.inner_text())
+            assert m, w_item.inner_text()
+            seen.append(float(m.group(1)))
+    assert seen == [float(h) for h in history]
+
+
+def test_clicking_a_code_line_selects_the_nodes_it_created(playground: Any) -> None:
+    page = playground
+    doc = _example(page, "Chain rule")
+    line = 5  # a = x * x
+    created = sorted(n["name"] for n in doc["graph"]["nodes"]
+                     if n["line"] == line and n["kind"] == "function")
+    assert created
+    page.locator(".cm-line").nth(line - 1).click()
+    inspector = page.locator("#inspector")
+    expect(inspector.locator("h3")).to_have_text(f"Line {line}")
+    shown = sorted(t for t in inspector.locator(".gt-line-nodes button").all_inner_texts())
+    assert [s for s in shown if s in created] == created
+    assert page.evaluate("window.gradtrace.app.canvas.lineSel.size") >= len(created)
+    assert len(node_texts(page)) == len(doc["graph"]["nodes"])
