@@ -13,9 +13,19 @@ import pytest
 
 with warnings.catch_warnings():
     warnings.filterwarnings("ignore", message="Failed to initialize NumPy", category=UserWarning)
-    import torch  # noqa: F401  (imported for its side effect, see above)
+    import torch
 
-from gradtrace.capture import run_snippet  # noqa: E402
+from gradtrace.capture import run_snippet
+
+
+@pytest.fixture(autouse=True)
+def one_thread() -> Any:
+    """Capture runs with one intra-op thread, as in the sandbox worker, so float reductions
+    (and therefore golden documents) are the same on every machine; restored afterwards."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
 
 
 @pytest.fixture

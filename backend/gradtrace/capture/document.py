@@ -11,6 +11,7 @@ from typing import Any
 
 import torch
 
+from gradtrace.capture.frames import NameIndex
 from gradtrace.capture.recorder import BackwardEvent, Recorder
 from gradtrace.capture.values import encode
 from gradtrace.schema import RunDocument, document_id
@@ -28,11 +29,16 @@ def _final_grad(t: torch.Tensor) -> dict[str, Any] | None:
 def _nodes(rec: Recorder) -> list[dict[str, Any]]:
     resolve = rec.values.resolve
     tensors = {doc["id"]: t for t, doc in rec.tensors.values()}
+    # Tensors get their variable only after the call that made them returns (`d = y.detach()`):
+    # names still missing are looked up once more in the snippet's globals at the end.
+    late = NameIndex(None, [rec.namespace]) if rec.namespace is not None else None
     out = []
     for doc in rec.nodes:
         d = dict(doc)
         if d["kind"] == "tensor":
             t = tensors[d["id"]]
+            if d["name"] is None and late is not None:
+                d["name"] = late.name_of(t)
             d["grad"] = _final_grad(t)
             if "value" in d:
                 d["value"] = resolve(d["value"])
@@ -90,6 +96,8 @@ def build_document(rec: Recorder, **fields: Any) -> RunDocument:
         "events": _events(rec), "passes": [dict(p.doc) for p in rec.passes],
         "memory": _memory(rec),
     }
+    if rec.n_recorder_errors:
+        body["recorder_errors"] = {"count": rec.n_recorder_errors, "first": rec.recorder_errors}
     body.update(fields)
     doc = RunDocument.model_validate(body)
     dumped = doc.model_dump(by_alias=True, mode="json")

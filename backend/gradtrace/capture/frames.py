@@ -41,20 +41,35 @@ def snippet_frame(filename: str, depth: int = 2) -> FrameType | None:
 
 
 _TORCH_DIR = os.path.dirname(torch.__file__)
+_SKIP_DIRS = (_TORCH_DIR, os.path.dirname(__file__))
 
 
 def direct_caller(filename: str, depth: int = 2) -> FrameType | None:
-    """The snippet frame that called torch *directly* (only torch's own frames in between), or
+    """The snippet frame that called torch *directly* (only torch's and the recorder's own frames
+    in between), or
     None when the call came from other library code (an optimizer, a module's forward)."""
     try:
         f: FrameType | None = sys._getframe(depth)
     except ValueError:
         return None
-    while f is not None and f.f_code.co_filename.startswith(_TORCH_DIR):
+    while f is not None and f.f_code.co_filename.startswith(_SKIP_DIRS):
         f = f.f_back
     if f is not None and f.f_code.co_filename == filename:
         return f
     return None
+
+
+_FUNCTION_PY = os.path.join(_TORCH_DIR, "autograd", "function.py")
+
+
+def inside_custom_function(frame: FrameType | None) -> bool:
+    """Whether ``frame`` runs inside an ``autograd.Function``'s forward or backward (autograd
+    switches grad mode off there; that is not a cut the snippet made)."""
+    while frame is not None:
+        if frame.f_code.co_filename == _FUNCTION_PY:
+            return True
+        frame = frame.f_back
+    return False
 
 
 def snippet_line(filename: str, depth: int = 3) -> int | None:
@@ -76,15 +91,15 @@ class NameIndex:
     """Names of the tensors and modules reachable from the snippet's variables, built once and
     reused while the frame stays the same (one discovery batch)."""
 
-    def __init__(self, frame: FrameType | None) -> None:
-        self._frame = frame
+    def __init__(self, frame: FrameType | None, spaces: list[dict[str, Any]] | None = None) -> None:
+        self._spaces = spaces if spaces is not None else _namespaces(frame)
         self._names: dict[int, str] | None = None
         self._keep: list[Any] = []
 
     def _build(self) -> dict[int, str]:
         names: dict[int, str] = {}
         modules: list[tuple[str, nn.Module]] = []
-        for space in _namespaces(self._frame):
+        for space in self._spaces:
             for key, value in list(space.items()):
                 if key.startswith("_"):
                     continue

@@ -19,6 +19,7 @@ NOTE [keeping nodes alive]
 
 from __future__ import annotations
 
+import heapq
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -82,25 +83,40 @@ def walk_new(roots: list[Node], known: dict[Node, FnInfo]) -> tuple[list[Node], 
                 stack.append(g)
     if not nexts:
         return [], nexts
-    regular = []
-    accs = set()
-    for n in nexts:
-        seq = n._sequence_nr()
-        if seq == ACC_SEQ:
-            accs.add(n)
-        else:
-            regular.append((seq, n))
-    regular.sort(key=lambda p: p[0])
+    return _creation_order(nexts), nexts
+
+
+def _creation_order(nexts: dict[Node, Any]) -> list[Node]:
+    """Producers before consumers, otherwise by sequence number; an AccumulateGrad sorts just
+    before its earliest consumer. Sequence numbers alone are almost a topological order, but
+    not quite: a view's ``grad_fn`` regenerated after an in-place change (``AsStridedBackward0``)
+    is numbered when it is rebuilt. Kahn's algorithm with a heap keeps both promises."""
+    seqs = {n: n._sequence_nr() for n in nexts}
+    key: dict[Node, tuple[int, int, int]] = {}
+    consumers: dict[Node, list[Node]] = {n: [] for n in nexts}
+    pending = dict.fromkeys(nexts, 0)
+    for i, (n, nf) in enumerate(nexts.items()):
+        if seqs[n] != ACC_SEQ:
+            key[n] = (seqs[n], 1, i)
+        for g, _ in nf:
+            if g is not None and g in nexts:
+                consumers[g].append(n)
+                pending[n] += 1
+    for i, n in enumerate(nexts):
+        if seqs[n] == ACC_SEQ:
+            first = min((seqs[c] for c in consumers[n] if seqs[c] != ACC_SEQ), default=ACC_SEQ)
+            key[n] = (first, 0, i)
+    heap = [(key[n], i, n) for i, n in enumerate(nexts) if pending[n] == 0]
+    heapq.heapify(heap)
     ordered: list[Node] = []
-    for _, n in regular:
-        if accs:
-            for g, _ in nexts[n]:
-                if g in accs:
-                    accs.discard(g)
-                    ordered.append(g)
+    while heap:
+        _, _, n = heapq.heappop(heap)
         ordered.append(n)
-    ordered.extend(accs)  # not reachable from a new consumer (cannot normally happen)
-    return ordered, nexts
+        for c in consumers[n]:
+            pending[c] -= 1
+            if pending[c] == 0:
+                heapq.heappush(heap, (key[c], len(ordered) + len(nexts), c))
+    return ordered
 
 
 def describe(node: Node, *, read_saved_tensors: bool) -> dict[str, Any]:

@@ -8,6 +8,21 @@ NOTE [why a TorchFunctionMode]
     not recorded. Backward APIs (``Tensor.backward``, ``torch.autograd.backward`` / ``grad``)
     also pass through it, which is how a pass gets its api, line, roots and flags.
 
+NOTE [the recorder never breaks the snippet]
+    Whatever the recorder does after a torch call (discovery, naming, values) runs under a
+    ``try``: a failure there is counted in the document (``recorder_errors``) and the snippet
+    goes on exactly as without gradtrace. Only :class:`LimitReached` (a BaseException) is
+    meant to stop it.
+
+NOTE [torch.compile]
+    Dynamo traces active torch-function modes into the graph it compiles. Under tracing
+    (``torch.compiler.is_compiling()``, constant-folded by dynamo) the handler is a plain call,
+    so the compiled graph holds nothing of the recorder and runs at compiled speed. While
+    dynamo compiles (a ``TracingContext`` is set) its own tensor accesses on fake tensors are
+    not recorded either. The
+    compiled region's single ``CompiledFunctionBackward`` node is then discovered like any
+    other node from the tensors the compiled call returns.
+
 NOTE [module hooks never return]
     A global forward hook that returns a value replaces the module's output. Ours return None,
     always, and the post hook uses ``always_call=True`` so the module stack stays balanced when
@@ -16,6 +31,7 @@ NOTE [module hooks never return]
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from typing import Any
 
@@ -27,7 +43,38 @@ from gradtrace.capture import frames
 from gradtrace.capture.recorder import Recorder
 
 _seq_nr = torch._C._autograd._get_sequence_nr
-_DATA_GET = torch.Tensor.data.__get__  # type: ignore[attr-defined]
+_is_compiling = torch.compiler.is_compiling
+_tracing_context = torch._guards.TracingContext.try_get
+_DATA = torch._C.TensorBase.__dict__["data"]
+
+
+def _is_data_get(func: Any) -> bool:
+    """``tensor.data`` reaches the mode as the descriptor's ``__get__`` (a new bound object each
+    time, so compare its owner)."""
+    return getattr(func, "__self__", None) is _DATA
+
+
+_MUTATES: dict[Any, bool] = {}
+
+
+def _mutates(func: Any) -> bool:
+    """Whether ``func`` changes its first argument in place (``add_``, ``__iadd__``,
+    ``__setitem__``): then that argument's new ``grad_fn`` (or ``CopySlices``) is a new node."""
+    try:
+        hit = _MUTATES.get(func)
+    except TypeError:  # unhashable callable
+        hit = None
+    if hit is None:
+        name = getattr(func, "__name__", "")
+        hit = (name.endswith("_") and not name.startswith("__")) or name in _DUNDER_INPLACE
+        with contextlib.suppress(TypeError):
+            _MUTATES[func] = hit
+    return hit
+
+
+_DUNDER_INPLACE = {"__setitem__", "__iadd__", "__isub__", "__imul__", "__itruediv__",
+                   "__ifloordiv__", "__imod__", "__ipow__", "__imatmul__", "__iand__", "__ior__",
+                   "__ixor__", "__ilshift__", "__irshift__"}
 
 
 def _tensors_of(out: Any) -> list[torch.Tensor]:
@@ -64,6 +111,8 @@ class CaptureMode(TorchFunctionMode):
                            kwargs: dict[str, Any] | None = None) -> Any:
         if kwargs is None:
             kwargs = {}
+        if _is_compiling():  # NOTE [torch.compile]
+            return func(*args, **kwargs)
         rec = self.rec
         if rec.limit is not None:
             return func(*args, **kwargs)
@@ -72,21 +121,35 @@ class CaptureMode(TorchFunctionMode):
             return special(func, args, kwargs)
         mark = _seq_nr()
         out = func(*args, **kwargs)
+        try:
+            self._after(func, args, kwargs, out, mark)
+        except Exception as e:  # NOTE [the recorder never breaks the snippet]
+            rec.internal_error(e)
+        return out
+
+    def _after(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any,
+               mark: int) -> None:
+        rec = self.rec
         roots = []
         for t in _tensors_of(out):
             g = t.grad_fn
             if g is not None and g not in rec.fns:
                 roots.append(g)
-        if args and isinstance(args[0], torch.Tensor):
+        if args and isinstance(args[0], torch.Tensor) and _mutates(func):
             g = args[0].grad_fn
             if g is not None and g not in rec.fns:
                 roots.append(g)
-        if roots:
-            line = frames.snippet_line(rec.filename, 2)
-            rec.discover(roots, line=line, seq_mark=mark, created_in_pass=rec.active_pass)
-        elif not torch.is_grad_enabled() or func is torch.Tensor.detach or func is _DATA_GET:
+        if kwargs.get("out") is not None:
+            for t in _tensors_of(kwargs["out"]):
+                g = t.grad_fn
+                if g is not None and g not in rec.fns:
+                    roots.append(g)
+        if roots and _tracing_context() is None:
+            rec.discover(roots, line=rec.current_line(), seq_mark=mark, created_in_pass=rec.active_pass)
+            if rec.cuts:
+                self._cut_consumers(args, out)
+        elif not torch.is_grad_enabled() or func is torch.Tensor.detach or _is_data_get(func):
             self._maybe_cut(func, args, out)
-        return out
 
     # ------------------------------------------------------------------ cuts
     def _maybe_cut(self, func: Any, args: tuple[Any, ...], out: Any) -> None:
@@ -102,11 +165,11 @@ class CaptureMode(TorchFunctionMode):
         if not sources:
             return
         frame = frames.direct_caller(rec.filename, 3)
-        if frame is None:
+        if frame is None or frames.inside_custom_function(frame):
             return
         if func is torch.Tensor.detach:
             kind = "detach"
-        elif func is _DATA_GET:
+        elif _is_data_get(func):
             kind = "data"
         elif torch.is_inference_mode_enabled():
             kind = "inference_mode"
@@ -120,9 +183,25 @@ class CaptureMode(TorchFunctionMode):
             source = rec.tensor_node(src, role="leaf", line=frame.f_lineno)
         names = frames.NameIndex(frame)
         for t in outs:
-            rec.tensor_node(t, role="cut", line=frame.f_lineno, names=names)
+            tid = rec.tensor_node(t, role="cut", line=frame.f_lineno, names=names)
+            rec.cuts[id(t)] = (t, tid)
             doc = rec.tensors[id(t)][1]
             doc.setdefault("cut", {"kind": kind, "line": frame.f_lineno, "source": source})
+
+    def _cut_consumers(self, args: tuple[Any, ...], out: Any) -> None:
+        """An edge (marked ``cut``) from a cut tensor to the node of the op that used it: the
+        value flows forward there, and no gradient flows back."""
+        rec = self.rec
+        outs = [t.grad_fn for t in _tensors_of(out) if t.grad_fn is not None]
+        if not outs:
+            return
+        target = rec.fns[outs[0]].id
+        for a in args:
+            for t in _tensors_of(a):
+                hit = rec.cuts.get(id(t))
+                if hit is not None and hit[0] is t:
+                    rec.edges.append({"source": hit[1], "target": target, "input_nr": None,
+                                      "cut": True})
 
     # ------------------------------------------------------------------ backward
     def _backward(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
@@ -229,6 +308,7 @@ class ModuleTracker:
             path = None
         stack.append(path)
         self._parents.append((path, module))
+        self.rec.module_log.note(path)
         return None
 
     def _post(self, module: nn.Module, args: Any, output: Any) -> None:
@@ -236,4 +316,5 @@ class ModuleTracker:
             self.rec.module_stack.pop()
         if self._parents:
             self._parents.pop()
+        self.rec.module_log.note(self.rec.module_stack[-1] if self.rec.module_stack else None)
         return None

@@ -23,6 +23,7 @@ from torch.autograd.graph import Node
 from gradtrace.capture import frames
 from gradtrace.capture.graph import ACC_SEQ, FnInfo, describe, leaf_of, walk_new
 from gradtrace.capture.saved import saved_hooks_active
+from gradtrace.capture.timeline import LineTracer, SeqLog
 from gradtrace.capture.values import Handle, ValueStore, dtype_name
 
 
@@ -70,7 +71,14 @@ class Recorder:
         self.module_stack: list[str | None] = []
         self.handles: list[Any] = []
         self.hook_changes: dict[Node, list[dict[str, Any]]] = {}
+        self.cuts: dict[int, tuple[torch.Tensor, str]] = {}
         self._n_events = 0
+        self.namespace: dict[str, Any] | None = None
+        """The snippet's globals, for naming tensors at the end (NOTE [names])."""
+        self.recorder_errors: list[str] = []
+        self.n_recorder_errors = 0
+        self.tracer = LineTracer(filename)
+        self.module_log = SeqLog()
         self._n_fns = 0
 
     # ---------------------------------------------------------------- ids and limits
@@ -87,6 +95,38 @@ class Recorder:
         raise LimitReached(message)
 
     # ---------------------------------------------------------------- forward
+    def current_line(self) -> int | None:
+        """The snippet line executing now."""
+        if self.tracer.active:
+            line: int | None = self.tracer.log.current
+            return line
+        return frames.snippet_line(self.filename, 3)
+
+    def _placement(self, ordered: list[Node], *, line: int | None, seq_mark: int | None,
+                   created_in_pass: int | None) -> list[tuple[int | None, str | None]]:
+        """(line, module) of each new node (NOTE [lines by sequence number]); an
+        AccumulateGrad takes its consumer's, since autograd creates it for that consumer."""
+        out: list[tuple[int | None, str | None]] = []
+        nxt: tuple[int | None, str | None] = (line, None)
+        stack_module = self.module_stack[-1] if self.module_stack else None
+        for n in reversed(ordered):
+            seq = n._sequence_nr()
+            if seq == ACC_SEQ:
+                out.append(nxt)
+                continue
+            if created_in_pass is not None:
+                where: tuple[int | None, str | None] = (line, None)
+            elif self.tracer.active:
+                where = (self.tracer.log.at(seq), self.module_log.at(seq))
+            elif seq_mark is None or seq >= seq_mark:
+                where = (line, stack_module)
+            else:
+                where = (None, None)  # created where the recorder could not see it
+            out.append(where)
+            nxt = where
+        out.reverse()
+        return out
+
     def discover(self, roots: list[Node], *, line: int | None, seq_mark: int | None,
                  created_in_pass: int | None = None, names: frames.NameIndex | None = None) -> None:
         """Register every node reachable from ``roots`` that is new (NOTE [discovery])."""
@@ -94,15 +134,12 @@ class Recorder:
         if not new:
             return
         read = not saved_hooks_active()
-        module = self.module_stack[-1] if self.module_stack else None
-        for n in new:
+        places = self._placement(new, line=line, seq_mark=seq_mark, created_in_pass=created_in_pass)
+        for n, (n_line, n_module) in zip(new, places, strict=True):
             self._check_nodes()
-            seq = n._sequence_nr()
-            fresh = seq_mark is None or seq == ACC_SEQ or seq >= seq_mark
             fid = self._new_id()
             doc = describe(n, read_saved_tensors=read)
-            doc.update(id=fid, line=line if fresh else None, module=module if fresh else None,
-                       seq=self._n_fns)
+            doc.update(id=fid, line=n_line, module=n_module, seq=self._n_fns)
             self._n_fns += 1
             if created_in_pass is not None:
                 doc["created_in_pass"] = created_in_pass
@@ -116,9 +153,9 @@ class Recorder:
             if doc["name"] == "AccumulateGrad":
                 leaf = leaf_of(n)
                 if leaf is not None:
-                    tid = self.tensor_node(leaf, role="leaf", line=line, names=names)
+                    tid = self.tensor_node(leaf, role="leaf", line=n_line, names=names)
                     self.edges.append({"source": tid, "target": fid, "input_nr": None})
-            self.events.append({"phase": "forward", "node": fid, "line": doc["line"]})
+            self.events.append({"phase": "forward", "node": fid, "line": n_line})
             self.handles.append(n.register_hook(functools.partial(self._on_node_done, info)))
 
     def tensor_node(self, t: torch.Tensor, *, role: str, line: int | None,
@@ -191,6 +228,13 @@ class Recorder:
                       grad_outputs: tuple[Any, ...]) -> None:
         if self.limit is not None:
             return
+        try:
+            self._record_execution(info, grad_inputs, grad_outputs)
+        except Exception as e:  # NOTE [the recorder never breaks the snippet]
+            self.internal_error(e)
+
+    def _record_execution(self, info: FnInfo, grad_inputs: tuple[Any, ...],
+                          grad_outputs: tuple[Any, ...]) -> None:
         with torch._C.DisableTorchFunction():
             p = self._pass_for_event()
             self._n_events += 1
@@ -227,6 +271,12 @@ class Recorder:
         with torch._C.DisableTorchFunction():
             self.hook_changes.setdefault(node, []).append(
                 {"before": self.values.capture(before), "after": self.values.capture(after)})
+
+    def internal_error(self, exc: Exception) -> None:
+        """A recorder failure (never the snippet's): counted, first few messages kept."""
+        if len(self.recorder_errors) < 5:
+            self.recorder_errors.append(f"{type(exc).__name__}: {exc}")
+        self.n_recorder_errors += 1
 
     def remove_hooks(self) -> None:
         handles, self.handles = self.handles, []

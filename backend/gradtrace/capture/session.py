@@ -46,10 +46,11 @@ class record:
     """Record every autograd node and backward pass created inside the ``with`` block."""
 
     def __init__(self, *, max_nodes: int = 50_000, max_events: int = 200_000,
-                 _filename: str | None = None) -> None:
+                 _filename: str | None = None, _namespace: dict[str, Any] | None = None) -> None:
         self.max_nodes = max_nodes
         self.max_events = max_events
         self._filename = _filename
+        self._namespace = _namespace
         self._rec: Recorder | None = None
         self._mode: CaptureMode | None = None
         self._module_handles: list[Any] = []
@@ -57,19 +58,24 @@ class record:
         self.error: dict[str, Any] | None = None
 
     def __enter__(self) -> record:
-        filename = self._filename or sys._getframe(1).f_code.co_filename
+        caller = sys._getframe(1)
+        filename = self._filename or caller.f_code.co_filename
         rec = Recorder(filename, max_nodes=self.max_nodes, max_events=self.max_events)
+        rec.namespace = self._namespace if self._namespace is not None else caller.f_globals
         self._rec = rec
         self._module_handles = ModuleTracker(rec).install()
         self._mode = CaptureMode(rec)
         try:
             self._mode.__enter__()  # type: ignore[no-untyped-call]
+            rec.tracer.install()
         except BaseException:
             self._remove()
             raise
         return self
 
     def _remove(self) -> None:
+        if self._rec is not None:
+            self._rec.tracer.uninstall()
         handles, self._module_handles = self._module_handles, []
         for h in handles:
             h.remove()

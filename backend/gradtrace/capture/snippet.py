@@ -11,6 +11,7 @@ import contextlib
 import io
 import linecache
 import random
+import re
 from typing import Any
 
 import torch
@@ -19,6 +20,12 @@ from torch import nn
 
 from gradtrace.capture.recorder import LimitReached
 from gradtrace.capture.session import error_line, record
+
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
+"""NOTE [addresses in stdout]: ``print(y.grad_fn)`` shows ``<AddBackward0 object at 0x7f…>``,
+an address that differs on every run. Identical runs must give byte-identical documents (the
+share id is a content hash), so object addresses in the captured text are replaced by
+``0x…``; nothing else of what the snippet printed is changed."""
 
 
 class OutputLimit(BaseException):
@@ -59,7 +66,7 @@ class CappedOutput(io.TextIOBase):
         raise OutputLimit()
 
     def text(self) -> str:
-        body = "".join(self._parts)
+        body = _ADDRESS.sub(" at 0x…", "".join(self._parts))
         return body + self.MARKER.format(limit=self.limit) if self.truncated else body
 
 
@@ -88,7 +95,8 @@ def run_snippet(code: str, *, device: str = "cpu", seed: int | None = 0,
     """
     out = CappedOutput(output_bytes)
     fields: dict[str, Any] = {"device": device, "code": code, "seed": seed}
-    rec = record(max_nodes=max_nodes, max_events=max_events, _filename=filename)
+    namespace = _namespace()
+    rec = record(max_nodes=max_nodes, max_events=max_events, _filename=filename, _namespace=namespace)
     try:
         compiled = compile(code, filename, "exec", dont_inherit=True)
     except (SyntaxError, ValueError) as e:
@@ -100,25 +108,21 @@ def run_snippet(code: str, *, device: str = "cpu", seed: int | None = 0,
         rec.error = {"type": type(e).__name__, "message": msg, "line": line}
         return _finish(rec, fields, out)
     linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
-    namespace = _namespace()
-    previous_device = torch.get_default_device()
-    try:
-        _seed(seed, device)
-        if device != "cpu":
-            torch.set_default_device(device)
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
-            try:
-                with rec:
-                    exec(compiled, namespace)
-            except OutputLimit:
-                rec.status = "output_limit"
-                fields["message"] = f"the snippet printed more than {output_bytes:,} bytes"
-            except LimitReached:
-                rec.status = "graph_limit"
-            except BaseException:
-                pass
-    finally:
-        torch.set_default_device(previous_device)
+    _seed(seed, device)
+    # torch.device(...) as a context restores the previous default device afterwards; on cpu
+    # nothing is pushed at all (a default-device mode would sit in front of every torch call).
+    device_ctx = torch.device(device) if device != "cpu" else contextlib.nullcontext()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out), device_ctx:
+        try:
+            with rec:
+                exec(compiled, namespace)
+        except OutputLimit:
+            rec.status = "output_limit"
+            fields["message"] = f"the snippet printed more than {output_bytes:,} bytes"
+        except LimitReached:
+            rec.status = "graph_limit"
+        except BaseException:
+            pass  # already recorded by record.__exit__
     return _finish(rec, fields, out)
 
 

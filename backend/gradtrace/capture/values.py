@@ -97,6 +97,14 @@ def encode(t: torch.Tensor, *, with_values: bool = True) -> TensorValueDict:
     return out
 
 
+def _version(t: torch.Tensor) -> int | None:
+    """``t._version``, or None for tensors without a version counter (inference tensors)."""
+    try:
+        return int(t._version)
+    except RuntimeError:
+        return None
+
+
 class _Deferred:
     """A small tensor kept for later encoding, with the version it had when captured."""
 
@@ -104,7 +112,7 @@ class _Deferred:
 
     def __init__(self, tensor: torch.Tensor) -> None:
         self.tensor = tensor
-        self.version = tensor._version
+        self.version = _version(tensor)
 
 
 Handle = TensorValueDict | _Deferred | None
@@ -150,7 +158,7 @@ class ValueStore:
         if done is not None:
             return done
         t = handle.tensor
-        stale = t._version != handle.version
+        stale = _version(t) != handle.version
         n = t.numel()
         with_values = not stale and n <= self.values_budget
         value = encode(t, with_values=with_values)
