@@ -3,6 +3,7 @@ zoom and fit, big graphs in the worker with a minimap, themes and a laptop-sized
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -103,7 +104,7 @@ def test_a_5000_node_graph_is_laid_out_in_the_worker_and_steps(playground: Any, 
     page = playground
     doc = synthetic_document(5000, "rnn")
     RunDocument.model_validate(doc)
-    timing = page.evaluate("doc => window.gradtrace.loadDocument(doc)", doc)
+    timing = page.evaluate("text => window.gradtrace.loadDocument(JSON.parse(text))", json.dumps(doc))
     assert timing["nodes"] == len(doc["graph"]["nodes"])
     assert timing["vnodes"] > timing["nodes"]  # shared weights drawn once per use (proxies)
     expect(page.locator("#graph-stats")).to_contain_text(f"{len(doc['graph']['nodes'])} nodes")

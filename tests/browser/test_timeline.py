@@ -134,21 +134,22 @@ def test_grad_grows_across_backward_passes(playground: Any) -> None:
     leaf = next(n for n in doc["graph"]["nodes"] if n["kind"] == "tensor" and n["name"] == "w")
     history = [h["values"] for h in leaf["grad_history"]]
     assert len(history) == 3
-    segments = page.locator("#tl-segments button")
-    labels = segments.all_inner_texts()
+    events = doc["events"]
+    ends = [(i + 1, e) for i, e in enumerate(events)
+            if i + 1 == len(events) or (events[i + 1]["phase"], events[i + 1].get("pass"))
+            != (e["phase"], e.get("pass"))]
+    labels = page.locator("#tl-segments button").all_inner_texts()
     assert [lab for lab in labels if lab.startswith("backward")] == ["backward 0", "backward 1", "backward 2"]
     w_item = page.get_by_role("list", name="Graph nodes").locator("li", has_text=re.compile("^w — "))
     page.locator("#graph").focus()
     page.keyboard.press("Home")
-    seen = []
-    for _ in range(len(labels)):
+    for end, ev in ends:
         page.keyboard.press("Shift+ArrowRight")  # to the end of the next phase
-        label = page.locator("#tl-label").inner_text()
-        if "backward" in label:
-            m = re.search(r"grad (-?[\d.]+)(?: \(×\d+\))?$", w_item.inner_text())
-            assert m, w_item.inner_text()
-            seen.append(float(m.group(1)))
-    assert seen == [float(h) for h in history]
+        phase = "forward" if ev["phase"] == "forward" else f"backward {ev['pass']}"
+        expect(page.locator("#tl-label")).to_have_text(f"Step {end}/{len(events)} · {phase}")
+        if ev["phase"] == "backward":
+            expected = history[ev["pass"]]
+            expect(w_item).to_have_text(re.compile(rf", grad {expected:g}(\.0*)?$"))
 
 
 def test_clicking_a_code_line_selects_the_nodes_it_created(playground: Any) -> None:

@@ -47,6 +47,7 @@ export function moduleTree(index) {
 }
 
 export const DEFAULT_BUDGET = 150;
+const MIN_VISIBLE = 12;
 
 /** The sub-module paths under `path`, relative to it, as one comparable string. */
 function structure(mods, path) {
@@ -80,6 +81,17 @@ export function defaultCollapsed(index, tree, budget = DEFAULT_BUDGET) {
     visible += cost;
     if (tree.repeats.has(m.path)) visible -= m.children.length - 1;
     queue.push(...[...m.children].sort((p, q) => tree.mods.get(q).count - tree.mods.get(p).count));
+  }
+  // NOTE [one module called in a loop]: an RNN cell called 200 times puts thousands of nodes
+  // in one module without sub-modules; collapsed, the whole graph would be one box. When the
+  // collapsed view is that empty, open the biggest such module: the unrolled loop is the point.
+  if (visible < MIN_VISIBLE) {
+    const shown = [...collapsed].filter((p) => {
+      const m = tree.mods.get(p);
+      return !m.children.length && !prefixes(p).slice(0, -1).some((q) => collapsed.has(q));
+    });
+    shown.sort((p, q) => tree.mods.get(q).count - tree.mods.get(p).count);
+    if (shown.length) collapsed.delete(shown[0]);
   }
   return collapsed;
 }

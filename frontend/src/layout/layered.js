@@ -8,8 +8,10 @@
  *   they recurse. d3-dag's longest-path variant finishes 20k in ~2 s. This file does the same
  *   four phases with loops only and O(V+E) work per phase, so 20k nodes take a few hundred ms:
  *     1. break cycles (collapsed module boxes can create them) with an iterative DFS;
- *     2. longest-path layering, then pull nodes with few inputs (leaves, AccumulateGrad, the
- *        constant side of an op) down next to their consumer, so parameters sit where used;
+ *     2. longest-path layering measured from the sinks (as late as possible): an autograd
+ *        graph has many sources (leaves, inputs) and few sinks (the loss), so every side
+ *        branch (a parameter, an RNN's input projection) sits right above its consumer
+ *        instead of at the top with an edge spanning the whole graph;
  *     3. dummy nodes for edges longer than one layer (within a budget: past it the edge is
  *        drawn straight and the result is flagged `simplified`), then barycentric sweeps;
  *     4. coordinates: a least-squares placement under order and spacing constraints, solved
@@ -185,37 +187,28 @@ function breakCycles(n, us, vs) {
   return reversed;
 }
 
-/** Longest-path layers (Kahn order), then pull nodes with few inputs down to their consumers. */
+/** Layers as late as possible: layer = depth − (longest path to a sink), in Kahn order. */
 function assignLayers(n, a, b) {
   const m = a.length;
-  const indeg = new Int32Array(n), outdeg = new Int32Array(n);
-  for (let e = 0; e < m; e++) { indeg[b[e]]++; outdeg[a[e]]++; }
-  const succ = csr(n, a, b), pred = csr(n, b, a);
-  const layer = new Int32Array(n);
+  const indeg = new Int32Array(n);
+  for (let e = 0; e < m; e++) indeg[b[e]]++;
+  const succ = csr(n, a, b);
   const topo = new Int32Array(n);
-  const remaining = indeg.slice();
   let head = 0, tail = 0;
-  for (let v = 0; v < n; v++) if (remaining[v] === 0) topo[tail++] = v;
+  for (let v = 0; v < n; v++) if (indeg[v] === 0) topo[tail++] = v;
   while (head < tail) {
     const v = topo[head++];
-    for (let k = succ.start[v]; k < succ.start[v + 1]; k++) {
-      const w = succ.adj[k];
-      if (layer[v] + 1 > layer[w]) layer[w] = layer[v] + 1;
-      if (--remaining[w] === 0) topo[tail++] = w;
-    }
+    for (let k = succ.start[v]; k < succ.start[v + 1]; k++) if (--indeg[succ.adj[k]] === 0) topo[tail++] = succ.adj[k];
   }
+  const dist = new Int32Array(n);
+  let depth = 0;
   for (let i = tail - 1; i >= 0; i--) {
     const v = topo[i];
-    if (outdeg[v] === 0 || indeg[v] > outdeg[v]) continue;
-    let lo = Infinity;
-    for (let k = succ.start[v]; k < succ.start[v + 1]; k++) lo = Math.min(lo, layer[succ.adj[k]]);
-    let hi = -1;
-    for (let k = pred.start[v]; k < pred.start[v + 1]; k++) hi = Math.max(hi, layer[pred.adj[k]]);
-    if (lo - 1 > layer[v] && lo - 1 > hi) layer[v] = lo - 1;
+    for (let k = succ.start[v]; k < succ.start[v + 1]; k++) dist[v] = Math.max(dist[v], dist[succ.adj[k]] + 1);
+    depth = Math.max(depth, dist[v]);
   }
-  let min = Infinity;
-  for (let v = 0; v < n; v++) min = Math.min(min, layer[v]);
-  if (n && min !== 0) for (let v = 0; v < n; v++) layer[v] -= min;
+  const layer = new Int32Array(n);
+  for (let v = 0; v < n; v++) layer[v] = depth - dist[v];
   return layer;
 }
 
@@ -242,12 +235,17 @@ function orderLayers(layers, pos, preds, succs, sweeps) {
  * Positions along each layer: minimise Σ (x_v − mean of neighbours)² subject to the order and
  * the spacing, exactly, by isotonic regression (pool adjacent violators) on x_i − offset_i.
  */
+const ANCHOR = 0.15;
+
 function placeCoordinates(layers, size, preds, succs, nReal, nodeSep, iterations) {
   const x = new Float64Array(size.length);
   const gapAfter = (p, q) => (size[p] + size[q]) / 2 + (p < nReal && q < nReal ? nodeSep : nodeSep / 3);
+  // Each layer starts packed and centred on 0; `anchor` keeps that centre as a weak pull.
+  const anchor = new Float64Array(size.length);
   for (const ly of layers) {
     let c = 0;
     ly.forEach((v, i) => { if (i) c += gapAfter(ly[i - 1], v); x[v] = c; });
+    for (const v of ly) { x[v] -= c / 2; anchor[v] = x[v]; }
   }
   const solve = (ly, adjs) => {
     const k = ly.length;
@@ -257,8 +255,11 @@ function placeCoordinates(layers, size, preds, succs, nReal, nodeSep, iterations
       const v = ly[i];
       let s = 0, c = 0;
       for (const adj of adjs) for (let j = adj.start[v]; j < adj.start[v + 1]; j++) { s += x[adj.adj[j]]; c++; }
-      target[i] = c ? s / c : x[v];
-      weight[i] = c ? (v >= nReal ? 2 * c : c) : 0.05;
+      // NOTE [drift]: following neighbours alone lets a long chain with side branches on one
+      // side slide sideways a little per layer (200 RNN steps drifted 50,000 px). A weak pull
+      // towards the layer's packed centre bounds the drift and barely moves anything else.
+      target[i] = c ? (s + ANCHOR * anchor[v]) / (c + ANCHOR) : x[v];
+      weight[i] = c ? (v >= nReal ? 2 * c : c) + ANCHOR : 0.05;
       if (i) off[i] = off[i - 1] + gapAfter(ly[i - 1], v);
     }
     // Pool adjacent violators on y_i = target_i − off_i (must be non-decreasing).
