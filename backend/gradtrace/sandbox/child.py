@@ -27,6 +27,13 @@ EXIT_BAD_JOB = 65
 EXIT_INTERNAL = 70
 EXIT_NO_MEMORY = 71
 
+# Bound before any user code runs: a snippet that replaces os._exit or os.close must not keep the
+# child from ending (it could still patch these names here; then the supervisor's kill ends it).
+_exit = os._exit
+_close = os.close
+_write = os.write
+_read = os.read
+
 _encode = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode
 
 
@@ -34,7 +41,7 @@ def _read_job() -> dict[str, Any]:
     chunks: list[bytes] = []
     size = 0
     while True:
-        chunk = os.read(0, 1 << 16)
+        chunk = _read(0, 1 << 16)
         if not chunk:
             break
         size += len(chunk)
@@ -58,7 +65,7 @@ def _tighten_limits(job: dict[str, Any]) -> None:
 def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
-        written = os.write(fd, view)
+        written = _write(fd, view)
         view = view[written:]
 
 
@@ -67,7 +74,7 @@ def serve(defaults: dict[str, Any]) -> None:
     try:
         job = _read_job()
     except (OSError, ValueError):
-        os._exit(EXIT_BAD_JOB)
+        _exit(EXIT_BAD_JOB)
     try:
         _tighten_limits(job)
         from gradtrace.capture import run_snippet  # type: ignore[attr-defined]  # imported by the zygote
@@ -83,11 +90,11 @@ def serve(defaults: dict[str, Any]) -> None:
         # Lone surrogates (print("\ud800")) cannot be UTF-8: replace them rather than fail.
         payload = _encode(doc).encode("utf-8", "replace")
         _write_all(RESULT_FD, payload)
-        os.close(RESULT_FD)  # EOF now: the web process answers without waiting for our teardown
+        _close(RESULT_FD)  # EOF now: the web process answers without waiting for our teardown
     except BaseException as exc:
         code = EXIT_NO_MEMORY if isinstance(exc, MemoryError) else EXIT_INTERNAL
         try:
-            os.write(2, f"gradtrace job child: internal error: {type(exc).__name__}\n".encode())
+            _write(2, f"gradtrace job child: internal error: {type(exc).__name__}\n".encode())
         finally:
-            os._exit(code)
-    os._exit(EXIT_OK)
+            _exit(code)
+    _exit(EXIT_OK)

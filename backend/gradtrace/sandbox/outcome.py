@@ -39,6 +39,7 @@ class Ending:
     result_too_large: bool = False
     lost: bool = False
     """The zygote went away before reporting how the job ended."""
+    result_bytes: int = 0
 
 
 def human_bytes(n: int) -> str:
@@ -87,7 +88,7 @@ def classify_failure(job: Job, ending: Ending) -> tuple[str, str]:
         return "crashed", f"The snippet's process was killed by {name} before it finished."
     if ending.code == EXIT_SETUP_FAILED:
         return "crashed", "The sandbox could not prepare a worker for this run; please try again."
-    if ending.code == 0:
+    if ending.code == 0 and ending.result_bytes:
         return "crashed", "The snippet's process returned an invalid result."
     if ending.code == EXIT_INTERNAL:
         return "crashed", "The sandbox failed while running the snippet (internal error)."

@@ -360,6 +360,7 @@ class ForkServerPool(Runner):
         ending.signal = report.get("signal")
         ending.cpu_s = float(report.get("cpu_s") or 0.0)
         ending.oom = bool(report.get("oom"))
+        ending.result_bytes = res.size
         limited = ending.wall_timeout or ending.output_flood or ending.result_too_large
         if not limited and ending.code == 0 and not res.overflowed:
             doc = await _validate(job, res.data())

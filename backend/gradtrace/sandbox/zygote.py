@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import linecache
 import os
 import selectors
 import shutil
@@ -30,8 +31,15 @@ from gradtrace.sandbox.cgroups import CgroupFactory, JobCgroup
 from gradtrace.sandbox.config import ZygoteConfig
 
 EXIT_SETUP_FAILED = 72
-ADDRESS_SLACK = 512 << 20
-"""Address space beyond the memory budget: thread stacks, glibc arenas, torch's allocator pools."""
+_hard_exit = os._exit
+ADDRESS_SLACK = 128 << 20
+"""Address space beyond the memory budget: a few thread stacks of 8 MiB and one more glibc arena.
+
+NOTE [two memory limits]
+    RLIMIT_AS is the limit a snippet normally meets: the allocation fails at once with a clean
+    MemoryError/RuntimeError, reported as memory_limit. The memory cgroup is set higher (budget +
+    tmpfs + twice this slack) as the backstop for what address space does not count (tmpfs pages); a
+    cgroup OOM kill is slow (the kernel reclaims first, ~1-2 s) and loses the snippet's output."""
 
 
 @dataclass
@@ -101,8 +109,8 @@ class Zygote:
         self.next_id += 1
         cgroup = None
         if self.cgroups is not None:
-            cgroup = self.cgroups.create(f"job-{cid}", (cfg.memory_mb + cfg.tmp_mb + 64) << 20,
-                                         cfg.nproc)
+            cgroup = self.cgroups.create(f"job-{cid}", ((cfg.memory_mb + cfg.tmp_mb) << 20)
+                                         + 2 * ADDRESS_SLACK, cfg.nproc)
         workdir = None if cfg.sandbox else tempfile.mkdtemp(prefix="gradtrace-job-")
         job_r, job_w = os.pipe2(os.O_CLOEXEC)
         out_r, out_w = os.pipe2(os.O_CLOEXEC)
@@ -135,9 +143,11 @@ class Zygote:
                 os.write(2, f"gradtrace job child: lock-down failed: {exc!r}\n".encode())
             finally:
                 os._exit(EXIT_SETUP_FAILED)
-        child.serve({"max_nodes": cfg.max_nodes, "max_events": cfg.max_events,
-                     "output_bytes": cfg.output_bytes})
-        os._exit(child.EXIT_INTERNAL)
+        try:
+            child.serve({"max_nodes": cfg.max_nodes, "max_events": cfg.max_events,
+                         "output_bytes": cfg.output_bytes})
+        finally:
+            _hard_exit(child.EXIT_INTERNAL)  # never return into the zygote's loop
 
     def kill(self, cid: int) -> None:
         rec = self.children.get(cid)
@@ -261,6 +271,7 @@ def main(argv: list[str]) -> None:
     # NOTE [gc.freeze before fork]: a collection in a child walks every object the zygote made and
     # writes their headers, copying ~150 MB of pages per job (tens of ms). Frozen objects are
     # never scanned, so children only pay for what the job itself allocates.
+    linecache.clearcache()  # warm-up tracebacks cached service source; jobs must not see it
     gc.collect()
     gc.freeze()
     protocol.send(ctrl, ready)
