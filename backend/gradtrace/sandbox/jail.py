@@ -44,6 +44,10 @@ class JailPlan:
     landlock_abi: int
     seccomp_filter: Any | None
     layers: dict[str, str]
+    drop_uid: bool = False
+    """Run each job as its own uid (needs root in the zygote)."""
+    private_mounts: bool = False
+    """Give each job a private mount view (needs the zygote's mount namespace to have worked)."""
 
 
 def _die_with_parent(zygote_pid: int) -> None:
@@ -89,7 +93,7 @@ def _rlimits(plan: JailPlan) -> None:
         resource.RLIMIT_NOFILE: (cfg.nofile, cfg.nofile),
         resource.RLIMIT_CORE: (0, 0),
     }
-    if cfg.sandbox:  # NPROC counts the real uid; for a shared uid it would hit other processes.
+    if plan.drop_uid:  # NPROC counts the real uid; for a shared uid it would hit other processes.
         limits[resource.RLIMIT_NPROC] = (cfg.nproc, cfg.nproc)
     for which, value in limits.items():
         resource.setrlimit(which, value)
@@ -117,20 +121,21 @@ def lock_down(plan: JailPlan, *, uid: int, cgroup: JobCgroup | None, job_r: int,
     """Apply every layer to the calling (freshly forked) child; see the module docstring."""
     os.setsid()
     _die_with_parent(plan.zygote_pid)
-    sandbox = plan.config.sandbox
-    if sandbox:
-        if cgroup is not None:
-            cgroup.attach(os.getpid())
+    if cgroup is not None:
+        cgroup.attach(os.getpid())
+    if plan.private_mounts:
         _private_view(plan, uid)
+    elif plan.drop_uid:
+        os.chown(workdir, uid, uid)  # a per-job directory made by the zygote stands in for the tmpfs
     _stdio(job_r, out_w, res_w)
     _environment(workdir)
     _rlimits(plan)
-    rules = _landlock_rules(plan, workdir) if sandbox else None
-    if sandbox:
+    rules = _landlock_rules(plan, workdir)
+    if plan.drop_uid:
         _drop_privileges(uid)
     linux.prctl(linux.PR_SET_NO_NEW_PRIVS, 1)
     linux.prctl(linux.PR_SET_DUMPABLE, 0)
     if rules is not None:
         rules.restrict_self()
-    if sandbox and plan.seccomp_filter is not None:
+    if plan.seccomp_filter is not None:
         plan.seccomp_filter.load()

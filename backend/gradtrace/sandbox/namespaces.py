@@ -95,7 +95,7 @@ def enter_zygote_namespaces(hide: list[str]) -> dict[str, str]:
         layers["netns"] = "active: empty network namespace (loopback down)"
         layers["ipcns"] = "active"
     except OSError as exc:
-        layers["netns"] = f"off: {exc}"
+        layers["netns"] = layers["mountns"] = f"off: {exc}"
         return layers
     try:
         linux.mount("none", "/", None, linux.MS_REC | linux.MS_PRIVATE)

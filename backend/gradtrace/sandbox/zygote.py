@@ -111,7 +111,7 @@ class Zygote:
         if self.cgroups is not None:
             cgroup = self.cgroups.create(f"job-{cid}", ((cfg.memory_mb + cfg.tmp_mb) << 20)
                                          + 2 * ADDRESS_SLACK, cfg.nproc)
-        workdir = None if cfg.sandbox else tempfile.mkdtemp(prefix="gradtrace-job-")
+        workdir = None if self.plan.private_mounts else tempfile.mkdtemp(prefix="gradtrace-job-")
         job_r, job_w = os.pipe2(os.O_CLOEXEC)
         out_r, out_w = os.pipe2(os.O_CLOEXEC)
         res_r, res_w = os.pipe2(os.O_CLOEXEC)
@@ -120,7 +120,7 @@ class Zygote:
             self._child_main(cgroup, workdir, job_r, out_w, res_w)
         for fd in (job_r, out_w, res_w):
             os.close(fd)
-        uid = cfg.uid_base + pid if cfg.sandbox else os.getuid()
+        uid = cfg.uid_base + pid if self.plan.drop_uid else os.getuid()
         pidfd = os.pidfd_open(pid)
         self.children[cid] = _ChildRecord(pid, uid, pidfd, cgroup, workdir)
         self.selector.register(pidfd, selectors.EVENT_READ, cid)
@@ -135,7 +135,7 @@ class Zygote:
                     res_w: int) -> None:
         try:
             cfg = self.plan.config
-            uid = cfg.uid_base + os.getpid() if cfg.sandbox else os.getuid()
+            uid = cfg.uid_base + os.getpid() if self.plan.drop_uid else os.getuid()
             jail.lock_down(self.plan, uid=uid, cgroup=cgroup, job_r=job_r, out_w=out_w, res_w=res_w,
                            workdir=workdir or "/tmp")
         except BaseException as exc:
@@ -221,8 +221,9 @@ def _prepare(cfg: ZygoteConfig) -> tuple[jail.JailPlan, CgroupFactory | None, di
     abi = 0
     cgroups = None
     read_paths: list[str] = []
+    root = os.geteuid() == 0
     if cfg.sandbox:
-        layers["uid"] = f"active: uid {cfg.uid_base}+pid"
+        layers["uid"] = f"active: uid {cfg.uid_base}+pid" if root else "off: the zygote is not root"
         layers["no_new_privs"] = "active"
         try:
             seccomp_filter = _build_seccomp()
@@ -236,13 +237,14 @@ def _prepare(cfg: ZygoteConfig) -> tuple[jail.JailPlan, CgroupFactory | None, di
         read_paths = namespaces.needed_read_paths() + list(jail.SYSTEM_READ_PATHS)
         layers.update(namespaces.enter_zygote_namespaces(cfg.hide_paths))
     else:
-        for name in ("uid", "seccomp", "landlock", "cgroup", "netns", "mountns", "no_new_privs"):
+        for name in ("uid", "seccomp", "landlock", "cgroup", "netns", "mountns"):
             layers[name] = "off: GRADTRACE_SANDBOX=false"
         layers["no_new_privs"] = "active"
     plan = jail.JailPlan(config=cfg, zygote_pid=os.getpid(),
                          address_space=_vm_size() + (cfg.memory_mb << 20) + ADDRESS_SLACK,
                          read_paths=read_paths, landlock_abi=abi, seccomp_filter=seccomp_filter,
-                         layers=layers)
+                         layers=layers, drop_uid=cfg.sandbox and root,
+                         private_mounts=layers.get("mountns", "").startswith("active"))
     ready = {"type": "ready", "pid": os.getpid(), "layers": layers, "cuda_available": cuda,
              "torch_version": torch_version}
     return plan, cgroups, ready
