@@ -1,5 +1,13 @@
 """Turn a :class:`~gradtrace.capture.recorder.Recorder` into a run document.
 
+NOTE [documents without pydantic on the hot path]
+    A GRU unrolled 200 steps gives 3,200 nodes and as many events; validating and dumping that
+    through pydantic costs more than the whole forward+backward. So the document is written
+    here directly in its final form: every field of every model, defaults included, exactly
+    what ``RunDocument.model_validate(doc).model_dump(by_alias=True, mode="json")`` gives
+    (``tests/capture/test_document.py`` holds this to be true for every golden document).
+    ``record.document()`` still hands notebooks a validated pydantic ``RunDocument``.
+
 Values captured lazily are encoded here, in document order (nodes, then events), so the
 values budget (NOTE [document size] in :mod:`gradtrace.capture.values`) is spent the same way
 on every identical run.
@@ -14,7 +22,15 @@ import torch
 from gradtrace.capture.frames import NameIndex
 from gradtrace.capture.recorder import BackwardEvent, Recorder
 from gradtrace.capture.values import encode
-from gradtrace.schema import RunDocument, document_id
+from gradtrace.schema import SCHEMA_VERSION, document_id
+
+_NODE_DEFAULTS: dict[str, Any] = {
+    "name": None, "line": None, "module": None, "shape": None, "dtype": None, "device": None,
+    "grad": None, "seq": None, "role": None, "created_in_pass": None, "saved": [],
+    "saved_bytes": 0, "value": None, "grad_history": [], "cut": None,
+}
+_SAVED_DEFAULTS: dict[str, Any] = {"shape": None, "dtype": None, "bytes": 0, "is_parameter": False,
+                                   "is_input": False, "freed_after_pass": None}
 
 
 def _final_grad(t: torch.Tensor) -> dict[str, Any] | None:
@@ -26,6 +42,11 @@ def _final_grad(t: torch.Tensor) -> dict[str, Any] | None:
     return encode(g) if g is not None else None
 
 
+def _cut(cut: dict[str, Any] | None) -> dict[str, Any] | None:
+    return None if cut is None else {"kind": cut["kind"], "line": cut.get("line"),
+                                     "source": cut.get("source")}
+
+
 def _nodes(rec: Recorder) -> list[dict[str, Any]]:
     resolve = rec.values.resolve
     tensors = {doc["id"]: t for t, doc in rec.tensors.values()}
@@ -34,18 +55,18 @@ def _nodes(rec: Recorder) -> list[dict[str, Any]]:
     late = NameIndex(None, [rec.namespace]) if rec.namespace is not None else None
     out = []
     for doc in rec.nodes:
-        d = dict(doc)
+        d = {**_NODE_DEFAULTS, **doc}
         if d["kind"] == "tensor":
             t = tensors[d["id"]]
             if d["name"] is None and late is not None:
                 d["name"] = late.name_of(t)
             d["grad"] = _final_grad(t)
-            if "value" in d:
-                d["value"] = resolve(d["value"])
-            if "grad_history" in d:
-                d["grad_history"] = [resolve(h) for h in d["grad_history"]]
+            d["value"] = resolve(d["value"])
+            d["grad_history"] = [resolve(h) for h in d["grad_history"]]
+            d["cut"] = _cut(d["cut"])
         else:
-            d["saved"] = [{k: v for k, v in s.items() if k != "_param"} for s in d["saved"]]
+            d["saved"] = [{**_SAVED_DEFAULTS, **{k: v for k, v in s.items() if k != "_param"}}
+                          for s in d["saved"]]
         out.append(d)
     return out
 
@@ -55,14 +76,15 @@ def _events(rec: Recorder) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for ev in rec.events:
         if not isinstance(ev, BackwardEvent):
-            out.append(dict(ev))
+            out.append({"phase": "forward", "node": ev["node"], "pass": None, "line": ev["line"],
+                        "grad_outputs": None, "grad_inputs": None, "grad": None,
+                        "changed_by_hook": False})
             continue
         d: dict[str, Any] = {"phase": "backward", "node": ev.node, "pass": ev.pass_, "line": ev.line,
                              "grad_outputs": [resolve(h) for h in ev.grad_outputs],
                              "grad_inputs": [resolve(h) for h in ev.grad_inputs],
-                             "grad": resolve(ev.grad)}
+                             "grad": resolve(ev.grad), "changed_by_hook": bool(ev.hook_changes)}
         if ev.hook_changes:
-            d["changed_by_hook"] = True
             d["hook_changes"] = [{"before": resolve(c["before"]), "after": resolve(c["after"])}
                                  for c in ev.hook_changes]
         out.append(d)
@@ -88,18 +110,30 @@ def _memory(rec: Recorder) -> dict[str, int]:
     return {"saved_bytes_total": total, "freed_bytes_total": freed}
 
 
-def build_document(rec: Recorder, **fields: Any) -> RunDocument:
-    """The validated run document, with its content id."""
-    body: dict[str, Any] = {
-        "schema_version": 1, "id": "", "torch_version": torch.__version__,
-        "graph": {"nodes": _nodes(rec), "edges": [dict(e) for e in rec.edges]},
-        "events": _events(rec), "passes": [dict(p.doc) for p in rec.passes],
-        "memory": _memory(rec),
+def _error(error: dict[str, Any] | None) -> dict[str, Any] | None:
+    if error is None:
+        return None
+    return {"type": error["type"], "message": error["message"], "line": error.get("line"),
+            "node": error.get("node"), "detail": error.get("detail")}
+
+
+def build_document(rec: Recorder, *, status: str, error: dict[str, Any] | None = None,
+                   message: str | None = None, stdout: str = "", stdout_truncated: bool = False,
+                   device: str = "cpu", code: str | None = None, seed: int | None = None) -> dict[str, Any]:
+    """The run document as a JSON-able dict, with its content id (see the NOTE above)."""
+    with torch._C.DisableTorchFunction():
+        nodes = _nodes(rec)
+        events = _events(rec)
+    doc: dict[str, Any] = {
+        "schema_version": SCHEMA_VERSION, "id": "", "status": status, "error": _error(error),
+        "stdout": stdout, "device": device,
+        "graph": {"nodes": nodes, "edges": [{"input_nr": None, **e} for e in rec.edges]},
+        "events": events, "message": message, "stdout_truncated": stdout_truncated,
+        "code": code, "seed": seed,
+        "passes": [dict(p.doc) for p in rec.passes], "memory": _memory(rec),
+        "torch_version": torch.__version__,
     }
     if rec.n_recorder_errors:
-        body["recorder_errors"] = {"count": rec.n_recorder_errors, "first": rec.recorder_errors}
-    body.update(fields)
-    doc = RunDocument.model_validate(body)
-    dumped = doc.model_dump(by_alias=True, mode="json")
-    doc.id = document_id(dumped)
+        doc["recorder_errors"] = {"count": rec.n_recorder_errors, "first": rec.recorder_errors}
+    doc["id"] = document_id(doc)
     return doc

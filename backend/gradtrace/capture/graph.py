@@ -26,8 +26,8 @@ from typing import Any
 import torch
 from torch.autograd.graph import Node
 
-from gradtrace.capture.saved import read_saved
-from gradtrace.capture.values import dtype_name
+from gradtrace.capture.saved import has_saved, read_saved
+from gradtrace.capture.values import device_name, dtype_name
 
 ACC_SEQ = 2**64 - 1
 
@@ -52,7 +52,8 @@ def _output_meta(node: Node) -> dict[str, Any]:
     items: list[dict[str, Any]] = []
     for m in metas:
         try:
-            items.append({"shape": list(m.shape), "dtype": dtype_name(m.dtype), "device": str(m.device)})
+            items.append({"shape": list(m.shape), "dtype": dtype_name(m.dtype),
+                          "device": device_name(m.device)})
         except Exception:  # nested tensors have no plain shape
             items.append({"shape": None, "dtype": None, "device": None})
     if items:
@@ -123,7 +124,7 @@ def describe(node: Node, *, read_saved_tensors: bool) -> dict[str, Any]:
     """The static part of a function node's document entry (no id, line or module yet)."""
     doc: dict[str, Any] = {"kind": "function", "name": node_name(node)}
     doc.update(_output_meta(node))
-    saved, total = read_saved(node) if read_saved_tensors else ([], 0)
+    saved, total = read_saved(node) if read_saved_tensors and has_saved(node) else ([], 0)
     doc["saved"] = saved
     doc["saved_bytes"] = total
     if not read_saved_tensors:

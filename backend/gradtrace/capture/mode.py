@@ -121,11 +121,28 @@ class CaptureMode(TorchFunctionMode):
             return special(func, args, kwargs)
         mark = _seq_nr()
         out = func(*args, **kwargs)
+        # NOTE [fast path]: no sequence number handed out means no node was created, so most
+        # calls (getters, ops on tensors without grad) cost one counter read.
+        if _seq_nr() != mark:
+            work = self._after
+        elif not torch.is_grad_enabled() or func is torch.Tensor.detach or _is_data_get(func):
+            work = self._cuts_only
+        else:
+            return out
+        tracer = rec.tracer
+        tracer.pause()
         try:
-            self._after(func, args, kwargs, out, mark)
+            work(func, args, kwargs, out, mark)
         except Exception as e:  # NOTE [the recorder never breaks the snippet]
             rec.internal_error(e)
+        finally:
+            tracer.resume()
         return out
+
+    def _cuts_only(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any,
+                   mark: int) -> None:
+        if self.rec.tensors or any(isinstance(a, torch.Tensor) and a.requires_grad for a in args):
+            self._maybe_cut(func, args, out)
 
     def _after(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any,
                mark: int) -> None:

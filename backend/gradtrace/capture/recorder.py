@@ -128,7 +128,8 @@ class Recorder:
         return out
 
     def discover(self, roots: list[Node], *, line: int | None, seq_mark: int | None,
-                 created_in_pass: int | None = None, names: frames.NameIndex | None = None) -> None:
+                 created_in_pass: int | None = None, names: frames.NameIndex | None = None,
+                 hooks: bool = True) -> None:
         """Register every node reachable from ``roots`` that is new (NOTE [discovery])."""
         new, nexts = walk_new(roots, self.fns)
         if not new:
@@ -156,7 +157,27 @@ class Recorder:
                     tid = self.tensor_node(leaf, role="leaf", line=n_line, names=names)
                     self.edges.append({"source": tid, "target": fid, "input_nr": None})
             self.events.append({"phase": "forward", "node": fid, "line": n_line})
-            self.handles.append(n.register_hook(functools.partial(self._on_node_done, info)))
+            if hooks:
+                self.handles.append(n.register_hook(functools.partial(self._on_node_done, info)))
+
+    def sweep(self) -> None:
+        """At the end: nodes behind the snippet's variables that no later op revealed (a
+        ``torch.compile``d call's result that was only printed), placed by sequence number.
+        No hooks are registered on them: the block is over."""
+        if not self.namespace:
+            return
+        roots = []
+        for v in list(self.namespace.values()):
+            if not isinstance(v, torch.Tensor):
+                continue
+            before = torch._C._autograd._get_sequence_nr()
+            g = v.grad_fn
+            if torch._C._autograd._get_sequence_nr() != before:
+                continue  # reading grad_fn just rebuilt a stale view's node: ours, not the snippet's
+            if g is not None and g not in self.fns:
+                roots.append(g)
+        if roots:
+            self.discover(roots, line=None, seq_mark=None, hooks=False)
 
     def tensor_node(self, t: torch.Tensor, *, role: str, line: int | None,
                     names: frames.NameIndex | None = None) -> str:
@@ -228,10 +249,13 @@ class Recorder:
                       grad_outputs: tuple[Any, ...]) -> None:
         if self.limit is not None:
             return
+        self.tracer.pause()
         try:
             self._record_execution(info, grad_inputs, grad_outputs)
         except Exception as e:  # NOTE [the recorder never breaks the snippet]
             self.internal_error(e)
+        finally:
+            self.tracer.resume()
 
     def _record_execution(self, info: FnInfo, grad_inputs: tuple[Any, ...],
                           grad_outputs: tuple[Any, ...]) -> None:

@@ -42,12 +42,18 @@ def _saved_attrs(node: Node) -> tuple[str, ...]:
     return attrs
 
 
+def has_saved(node: Node) -> bool:
+    """Whether nodes of this class save anything at all (most view and add nodes do not)."""
+    return bool(_saved_attrs(node))
+
+
 def parameter_of(t: torch.Tensor) -> nn.Parameter | None:
     """The parameter ``t`` is, or is a view of."""
-    if isinstance(t, nn.Parameter):
-        return t
+    # issubclass on the type: nn.Parameter's metaclass makes isinstance() slow
+    if issubclass(type(t), nn.Parameter):
+        return t  # type: ignore[return-value]
     base = t._base
-    return base if isinstance(base, nn.Parameter) else None
+    return base if base is not None and issubclass(type(base), nn.Parameter) else None  # type: ignore[return-value]
 
 
 def _entry(name: str, t: torch.Tensor) -> dict[str, Any]:

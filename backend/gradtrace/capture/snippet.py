@@ -130,8 +130,7 @@ def _finish(rec: record, fields: dict[str, Any], out: CappedOutput) -> dict[str,
     fields = dict(fields, stdout=out.text(), stdout_truncated=out.truncated)
     if rec.status == "output_limit" and rec.error is not None and rec.error["type"] == "OutputLimit":
         rec.error = None
-    doc = rec.document(**fields)
-    return doc.model_dump(by_alias=True, mode="json")
+    return rec.document_dict(**fields)
 
 
 __all__ = ["error_line", "run_snippet"]

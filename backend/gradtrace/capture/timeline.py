@@ -75,6 +75,16 @@ class LineTracer:
         self.active = True
         return True
 
+    def pause(self) -> None:
+        """Stop tracing while the recorder works (its own calls are not the snippet's, and
+        tracing them would cost a Python call each)."""
+        if self.active:
+            sys.settrace(None)
+
+    def resume(self) -> None:
+        if self.active:
+            sys.settrace(self._global)
+
     def uninstall(self) -> None:
         if self.active:
             sys.settrace(None)

@@ -30,9 +30,23 @@ TensorValueDict = dict[str, Any]
 _FLOAT_NAMES = {"nan": "nan", "inf": "inf", "-inf": "-inf"}
 
 
+_DTYPE_NAMES: dict[torch.dtype, str] = {}
+_DEVICE_NAMES: dict[torch.device, str] = {}
+
+
 def dtype_name(dtype: torch.dtype) -> str:
-    """``torch.float32`` → ``"float32"``."""
-    return str(dtype).removeprefix("torch.")
+    """``torch.float32`` → ``"float32"`` (cached: called for every node and value)."""
+    name = _DTYPE_NAMES.get(dtype)
+    if name is None:
+        name = _DTYPE_NAMES[dtype] = str(dtype).removeprefix("torch.")
+    return name
+
+
+def device_name(device: torch.device) -> str:
+    name = _DEVICE_NAMES.get(device)
+    if name is None:
+        name = _DEVICE_NAMES[device] = str(device)
+    return name
 
 
 def _num(x: float | int | bool) -> Any:
@@ -63,8 +77,8 @@ def _encode_nested(values: Any) -> Any:
     return out
 
 
-def _stats(t: torch.Tensor) -> dict[str, Any] | None:
-    """min / max / mean / norm of a non-empty numeric tensor (complex: of its magnitude)."""
+def _torch_stats(t: torch.Tensor) -> dict[str, Any] | None:
+    """min / max / mean / norm with torch ops (large, complex or non-finite tensors)."""
     if t.numel() == 0 or t.dtype == torch.bool:
         return None
     if t.is_complex():
@@ -77,21 +91,53 @@ def _stats(t: torch.Tensor) -> dict[str, Any] | None:
             "norm": _num(float(norm.item()))}
 
 
+def _nest(flat: list[Any], shape: list[int]) -> Any:
+    """The nested list of ``shape`` from its flat row-major list (what ``tolist`` gives)."""
+    if not shape:
+        return flat[0]
+    rows: list[Any] = flat
+    for d in reversed(shape[1:]):
+        rows = [rows[i:i + d] for i in range(0, len(rows), d)]
+    return rows
+
+
+def _fast(t: torch.Tensor, shape: list[int], with_values: bool) -> tuple[Any, Any] | None:
+    """(values, stats) of a small real tensor from one ``tolist``, in Python; None when a value
+    is not finite (NaN/inf need the careful path)."""
+    flat = t.reshape(-1).tolist()
+    total = sum(flat)
+    if total - total != 0:  # NaN or inf somewhere (or an overflowing sum): careful path
+        return None
+    n = len(flat)
+    stats = {"min": min(flat), "max": max(flat), "mean": total / n, "norm": math.hypot(*flat)}
+    return (_nest(flat, shape) if with_values else None), stats
+
+
 def encode(t: torch.Tensor, *, with_values: bool = True) -> TensorValueDict:
-    """Encode ``t`` as a TensorValue dict; never raises (odd tensors get shape and dtype only)."""
-    out: TensorValueDict = {"shape": list(t.shape), "dtype": dtype_name(t.dtype), "values": None,
+    """Encode ``t`` as a TensorValue dict; never raises (odd tensors get shape and dtype only).
+
+    Callers run it with the torch-function mode off (the recorder's own reads are not ops of
+    the snippet)."""
+    shape = list(t.shape)
+    out: TensorValueDict = {"shape": shape, "dtype": dtype_name(t.dtype), "values": None,
                             "stats": None}
     try:
-        with torch.no_grad(), torch._C.DisableTorchFunction():
-            t = t.detach()
-            if t.layout != torch.strided or t.device.type == "meta" or t.is_quantized:
+        t = t.detach()
+        if t.layout != torch.strided or t.device.type == "meta" or t.is_quantized:
+            return out
+        if t.device.type != "cpu":
+            t = t.cpu()
+        n = t.numel()
+        small = n <= VALUES_LIMIT
+        if small and n and t.dtype != torch.bool and not t.is_complex():
+            fast = _fast(t, shape, with_values)
+            if fast is not None:
+                out["values"], out["stats"] = fast
                 return out
-            if t.device.type != "cpu":
-                t = t.cpu()
-            out["stats"] = _stats(t)
-            if with_values and t.numel() <= VALUES_LIMIT:
-                raw = torch.view_as_real(t).tolist() if t.is_complex() else t.tolist()
-                out["values"] = _encode_nested(raw)
+        out["stats"] = _torch_stats(t)
+        if with_values and small:
+            raw = torch.view_as_real(t).tolist() if t.is_complex() else t.tolist()
+            out["values"] = _encode_nested(raw)
     except Exception:  # a tensor subclass or layout we cannot read: keep what we have
         pass
     return out
@@ -121,7 +167,7 @@ Handle = TensorValueDict | _Deferred | None
 class ValueStore:
     """Captures tensors in hooks and encodes them once, deduplicated, when the document is built."""
 
-    def __init__(self, values_budget: int = 200_000) -> None:
+    def __init__(self, values_budget: int = 25_000) -> None:
         self._by_id: dict[int, tuple[torch.Tensor, Handle]] = {}
         self._resolved: dict[int, TensorValueDict] = {}
         self.values_budget = values_budget
@@ -148,23 +194,28 @@ class ValueStore:
         return handle
 
     def resolve(self, handle: Handle) -> TensorValueDict | None:
-        """The TensorValue dict of a captured handle, spending the values budget in call order."""
+        """The TensorValue dict of a captured handle, spending the values budget in call order:
+        every time values are written into the document they count, also when the same
+        gradient appears again (as one node's input and the next node's output)."""
         if handle is None:
             return None
         if isinstance(handle, dict):
             return handle
         key = id(handle)
         done = self._resolved.get(key)
-        if done is not None:
+        if done is None:
+            t = handle.tensor
+            stale = _version(t) != handle.version
+            done = encode(t, with_values=not stale)
+            if stale:
+                done["stale"] = True
+            self._resolved[key] = done
+        values = done["values"]
+        if values is None:
             return done
-        t = handle.tensor
-        stale = _version(t) != handle.version
-        n = t.numel()
-        with_values = not stale and n <= self.values_budget
-        value = encode(t, with_values=with_values)
-        if value["values"] is not None:
-            self.values_budget -= n
-        if stale:
-            value["stale"] = True
-        self._resolved[key] = value
-        return value
+        n = handle.tensor.numel()
+        if n > self.values_budget:
+            self.values_budget = 0
+            return {**done, "values": None}
+        self.values_budget -= n
+        return done

@@ -1,0 +1,171 @@
+"""Capture overhead: forward+backward bare vs recorded by gradtrace (+ JSON), one thread.
+
+    .venv/bin/python bench/bench_capture.py [--reps N] [--quick]
+
+Cases (issue 3): a ResNet-18-like CNN, a 6-layer transformer encoder, a GRUCell unrolled 200
+steps. Each case builds its model once; every repetition then runs forward+backward either
+bare, or inside ``gradtrace.record()`` followed by ``rec.document()`` and ``canonical_json`` (so
+serialization is included). Bare and captured repetitions alternate, in the same process, so
+machine noise hits both alike. torchviz's ``make_dot`` (graph extraction only, no rendering) is
+timed on the transformer when torchviz is installed. Targets: ratio <= 2 (CNN, transformer),
+<= 3 (GRU), capture overhead no slower than make_dot.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+with warnings.catch_warnings():
+    warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
+    import torch
+from torch import nn
+
+import gradtrace
+from gradtrace.schema import canonical_json
+
+
+class BasicBlock(nn.Module):
+    def __init__(self, cin: int, cout: int, stride: int) -> None:
+        super().__init__()
+        self.conv1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
+        self.bn1 = nn.BatchNorm2d(cout)
+        self.conv2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
+        self.bn2 = nn.BatchNorm2d(cout)
+        self.down = (nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout))
+                     if stride != 1 or cin != cout else nn.Identity())
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = torch.relu(self.bn1(self.conv1(x)))
+        return torch.relu(self.bn2(self.conv2(h)) + self.down(x))
+
+
+def resnet18_like() -> nn.Module:
+    layers: list[nn.Module] = [nn.Conv2d(3, 64, 7, 2, 3, bias=False), nn.BatchNorm2d(64), nn.ReLU(),
+                               nn.MaxPool2d(3, 2, 1)]
+    cin = 64
+    for cout, stride in ((64, 1), (128, 2), (256, 2), (512, 2)):
+        layers += [BasicBlock(cin, cout, stride), BasicBlock(cout, cout, 1)]
+        cin = cout
+    layers += [nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(512, 10)]
+    return nn.Sequential(*layers)
+
+
+def make_cases() -> dict[str, tuple[Callable[[], torch.Tensor], nn.Module]]:
+    torch.manual_seed(0)
+    cnn = resnet18_like()
+    images = torch.randn(2, 3, 64, 64)
+    layer = nn.TransformerEncoderLayer(d_model=128, nhead=4, dim_feedforward=256, dropout=0.0,
+                                       batch_first=True)
+    encoder = nn.TransformerEncoder(layer, num_layers=6, enable_nested_tensor=False)
+    tokens = torch.randn(4, 32, 128)
+    cell = nn.GRUCell(16, 32)
+    seq = torch.randn(200, 1, 16)
+
+    def cnn_loss() -> torch.Tensor:
+        return nn.functional.cross_entropy(cnn(images), torch.tensor([1, 7]))
+
+    def transformer_loss() -> torch.Tensor:
+        return encoder(tokens).pow(2).mean()
+
+    def gru_loss() -> torch.Tensor:
+        h = torch.zeros(1, 32)
+        for t in range(seq.shape[0]):
+            h = cell(seq[t], h)
+        return h.pow(2).sum()
+
+    return {"resnet18-like": (cnn_loss, cnn), "transformer-6": (transformer_loss, encoder),
+            "grucell-200": (gru_loss, cell)}
+
+
+def bare(loss_fn: Callable[[], torch.Tensor], model: nn.Module) -> None:
+    model.zero_grad(set_to_none=True)
+    loss_fn().backward()
+
+
+def captured(loss_fn: Callable[[], torch.Tensor], model: nn.Module) -> tuple[int, int]:
+    model.zero_grad(set_to_none=True)
+    with gradtrace.record() as rec:
+        loss_fn().backward()
+    doc = rec.document_dict()
+    size = len(canonical_json(doc))
+    return size, len(doc["graph"]["nodes"])
+
+
+def extract_only(loss_fn: Callable[[], torch.Tensor], model: nn.Module) -> Callable[[], Any]:
+    """torchviz make_dot on a fresh forward (the forward itself is not timed)."""
+    from torchviz import make_dot
+
+    params = dict(model.named_parameters())
+
+    def run() -> Any:
+        return make_dot(loss, params=params)
+
+    loss = loss_fn()
+    return run
+
+
+def timed(fn: Callable[[], Any]) -> float:
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
+
+
+def pct(xs: list[float], q: float) -> float:
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, round(q * (len(xs) - 1)))]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--reps", type=int, default=15)
+    ap.add_argument("--quick", action="store_true", help="3 repetitions (smoke test)")
+    ap.add_argument("--case", action="append", help="only these cases (repeatable)")
+    args = ap.parse_args()
+    reps = 3 if args.quick else args.reps
+    torch.set_num_threads(1)
+    rows: list[tuple[str, int, float, float, str, float | None, str]] = []
+    for name, (loss_fn, model) in make_cases().items():
+        if args.case and name not in args.case:
+            continue
+        for _ in range(2):  # warm-up: allocator, first-use costs
+            bare(loss_fn, model)
+            captured(loss_fn, model)
+        t_bare: list[float] = []
+        t_cap: list[float] = []
+        size = nodes = 0
+        for _ in range(reps):
+            t_bare.append(timed(lambda: bare(loss_fn, model)))  # noqa: B023
+            t0 = time.perf_counter()
+            size, nodes = captured(loss_fn, model)
+            t_cap.append(time.perf_counter() - t0)
+        mb = statistics.median(t_bare)
+        mc = statistics.median(t_cap)
+        rows.append((f"{name} bare fwd+bwd", reps, mb, pct(t_bare, 0.95), "-", None, ""))
+        rows.append((f"{name} capture+json", reps, mc, pct(t_cap, 0.95), "bare", mc / mb,
+                     f"{nodes} nodes, {size / 1e6:.2f} MB, {size / max(nodes, 1):.0f} B/node"))
+        if name == "transformer-6":
+            try:
+                run = extract_only(loss_fn, model)
+            except ImportError:
+                rows.append(("transformer-6 torchviz make_dot", 0, 0.0, 0.0, "-", None,
+                             "torchviz not installed"))
+                continue
+            t_viz = [timed(run) for _ in range(reps)]
+            mv = statistics.median(t_viz)
+            rows.append(("transformer-6 torchviz make_dot", reps, mv, pct(t_viz, 0.95), "-", None,
+                         "extraction only"))
+            rows.append(("transformer-6 capture overhead", reps, mc - mb, 0.0, "make_dot",
+                         (mc - mb) / mv, "capture+json minus bare, vs make_dot"))
+    print(f"{'case':36} {'n':>3} {'median ms':>10} {'p95 ms':>9} {'baseline':>9} {'ratio':>6}  note")
+    for case, n, med, p95, base, ratio, note in rows:
+        r = f"{ratio:6.2f}" if ratio is not None else "     -"
+        print(f"{case:36} {n:>3} {med * 1e3:10.2f} {p95 * 1e3:9.2f} {base:>9} {r}  {note}")
+
+
+if __name__ == "__main__":
+    main()
