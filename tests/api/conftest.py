@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -24,6 +25,14 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.filterwarnings(LOG_LEAK + ":pytest.PytestUnraisableExceptionWarning"))
             item.add_marker(pytest.mark.filterwarnings(
                 r"ignore:unclosed file <_io\.BufferedWriter name='[^']*server\.log'>:ResourceWarning"))
+
+
+@pytest.fixture(autouse=True)
+def _collect_leaked_server_logs() -> Iterator[None]:
+    """Collect garbage after each API test, so a leaked log file (NOTE [server log leak]) is
+    reported here, under the filter above, and not in some unrelated later test."""
+    yield
+    gc.collect()
 
 
 @pytest.fixture()

@@ -22,10 +22,6 @@ import gradtrace
 from api.helpers import BUSY_LOOP, CHAIN_RULE, assert_error
 from conftest import Server, running_server
 
-pytestmark = pytest.mark.filterwarnings(
-    r"ignore:Exception ignored in. <_io\.(FileIO|BufferedWriter) name='[^']*server\.log'"
-    ":pytest.PytestUnraisableExceptionWarning")
-
 
 @pytest.fixture(scope="module")
 def one_worker() -> Iterator[Server]:

@@ -22,6 +22,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match
 
 from gradtrace.errors import GradtraceError, RateLimited, ServiceUnavailable
 from gradtrace.schema import ErrorResponse
@@ -36,6 +37,7 @@ _HTTP_CODES = {
 }
 ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
     code: {"model": ErrorResponse, "description": desc} for code, desc in {
+        400: "The body could not be parsed (not UTF-8, or nested too deeply)",
         404: "Unknown id", 413: "Code or body over its limit", 415: "Body is not JSON", 422: "Invalid fields",
         429: "Too many requests from this client (Retry-After)",
         503: "Worker pool saturated or storage unavailable (Retry-After)",
@@ -73,6 +75,14 @@ def _wants_html(request: Request) -> bool:
     return "text/html" in request.headers.get("accept", "")
 
 
+def _allowed_methods(request: Request) -> str:
+    """Every method some route offers for this path (Starlette names only the first route's)."""
+    methods = {method for method in ("GET", "POST", "PUT", "PATCH", "DELETE")
+               for route in request.app.router.routes
+               if route.matches({**request.scope, "method": method})[0] is Match.FULL}
+    return ", ".join(sorted(methods)) or "nothing"
+
+
 def _validation_detail(exc: RequestValidationError) -> tuple[str, list[dict[str, Any]]]:
     items: list[dict[str, Any]] = []
     for err in exc.errors():
@@ -107,9 +117,9 @@ def install(app: FastAPI) -> None:
         if status == 404 and message == "Not Found":
             message = f"no such page or endpoint: {request.method} {request.url.path}"
         elif status == 405:
-            message = f"{request.method} is not allowed on {request.url.path}"
-            if exc.headers and "Allow" in exc.headers:
-                request.scope["gradtrace.allow"] = exc.headers["Allow"]
+            allowed = _allowed_methods(request)
+            message = f"{request.method} is not allowed on {request.url.path}; use {allowed}"
+            request.scope["gradtrace.allow"] = allowed
         elif status == 400 and message == "There was an error parsing the body":
             message = "the body could not be parsed: it must be UTF-8 JSON of reasonable depth"
         elif status == 413:

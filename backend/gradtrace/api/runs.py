@@ -22,7 +22,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Path, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import Response
-from pydantic import ValidationError
+from pydantic import ConfigDict, ValidationError
 
 from gradtrace.api.errors import ERROR_RESPONSES
 from gradtrace.api.responses import blob_response, json_response
@@ -36,13 +36,19 @@ router = APIRouter(prefix="/api/runs", tags=["runs"])
 CLIENT_CLOSED = 499
 
 
+class StrictRunRequest(RunRequest):
+    """The run request without lax coercions: ``"seed": true`` is a 422, not seed 1."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, title="RunRequest")
+
+
 class ClientGone(Exception):
     """The client disconnected before its run ended."""
 
 
 @router.post("", response_model=RunDocument, summary="Run a snippet and record its autograd graph",
              responses={**ERROR_RESPONSES, 200: {"description": "The run document (any run status)"}})
-async def create_run(body: RunRequest, request: Request, svc: ServicesDep) -> Response:
+async def create_run(body: StrictRunRequest, request: Request, svc: ServicesDep) -> Response:
     svc.buckets.take(client_key(request))
     _check_code(body.code, svc.settings.max_code_kb)
     request.state.code_sha256 = code_hash(body.code)
