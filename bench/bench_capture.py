@@ -26,7 +26,7 @@ with warnings.catch_warnings():
 from torch import nn
 
 import gradtrace
-from gradtrace.schema import canonical_json
+from gradtrace.capture import document_json
 
 
 class BasicBlock(nn.Module):
@@ -92,7 +92,7 @@ def captured(loss_fn: Callable[[], torch.Tensor], model: nn.Module) -> tuple[int
     with gradtrace.record() as rec:
         loss_fn().backward()
     doc = rec.document_dict()
-    size = len(canonical_json(doc))
+    size = len(document_json(doc))
     return size, len(doc["graph"]["nodes"])
 
 

@@ -17,6 +17,7 @@ This package imports torch; the web process must never import it.
 
 from __future__ import annotations
 
+from gradtrace.capture.document import document_json
 from gradtrace.capture.session import record
 from gradtrace.capture.snippet import run_snippet
 
@@ -35,4 +36,4 @@ def warm_up() -> None:
     run_snippet(WARM_UP_SNIPPET, seed=0)
 
 
-__all__ = ["WARM_UP_SNIPPET", "record", "run_snippet", "warm_up"]
+__all__ = ["WARM_UP_SNIPPET", "document_json", "record", "run_snippet", "warm_up"]

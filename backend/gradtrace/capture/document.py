@@ -15,6 +15,7 @@ on every identical run.
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 import torch
@@ -22,7 +23,7 @@ import torch
 from gradtrace.capture.frames import NameIndex
 from gradtrace.capture.recorder import BackwardEvent, Recorder
 from gradtrace.capture.values import encode
-from gradtrace.schema import SCHEMA_VERSION, document_id
+from gradtrace.schema import SCHEMA_VERSION, canonical_json
 
 _NODE_DEFAULTS: dict[str, Any] = {
     "name": None, "line": None, "module": None, "shape": None, "dtype": None, "device": None,
@@ -50,16 +51,19 @@ def _cut(cut: dict[str, Any] | None) -> dict[str, Any] | None:
 def _nodes(rec: Recorder) -> list[dict[str, Any]]:
     resolve = rec.values.resolve
     tensors = {doc["id"]: t for t, doc in rec.tensors.values()}
-    # Tensors get their variable only after the call that made them returns (`d = y.detach()`):
-    # names still missing are looked up once more in the snippet's globals at the end.
+    # NOTE [names] at the end: a deep look-up over the snippet's globals comes first
+    # (`model.0.proj.weight` rather than the `self.proj.weight` seen inside a forward); the name
+    # seen during the run stays when the globals no longer hold the tensor (loop variables,
+    # function locals). Tensors also get their variable only after the call that made them
+    # returns (`d = y.detach()`), which only this late look-up can see.
     late = NameIndex(None, [rec.namespace]) if rec.namespace is not None else None
     out = []
     for doc in rec.nodes:
         d = {**_NODE_DEFAULTS, **doc}
         if d["kind"] == "tensor":
             t = tensors[d["id"]]
-            if d["name"] is None and late is not None:
-                d["name"] = late.name_of(t)
+            if late is not None:
+                d["name"] = late.name_of(t) or d["name"]
             d["grad"] = _final_grad(t)
             d["value"] = resolve(d["value"])
             d["grad_history"] = [resolve(h) for h in d["grad_history"]]
@@ -135,5 +139,32 @@ def build_document(rec: Recorder, *, status: str, error: dict[str, Any] | None =
     }
     if rec.n_recorder_errors:
         doc["recorder_errors"] = {"count": rec.n_recorder_errors, "first": rec.recorder_errors}
-    doc["id"] = document_id(doc)
+    del doc["id"]
+    body = canonical_json(doc)
+    doc_id = hashlib.sha256(body).hexdigest()[:16]
+    doc["id"] = doc_id
+    cut = body.rfind(b',"memory":{')
+    _JSON_CACHE.clear()  # one document at a time: the sandbox serialises it right away
+    _JSON_CACHE[id(doc)] = (doc, _fingerprint(doc),
+                            body[:cut] + b',"id":"' + doc_id.encode() + b'"' + body[cut:])
     return doc
+
+
+_JSON_CACHE: dict[int, tuple[dict[str, Any], tuple[Any, ...], bytes]] = {}
+
+
+def _fingerprint(doc: dict[str, Any]) -> tuple[Any, ...]:
+    return (len(doc), doc.get("id"), doc.get("status"), doc.get("error"), doc.get("stdout"),
+            len(doc.get("events", ())), len(doc.get("graph", {}).get("nodes", ())))
+
+
+def document_json(doc: dict[str, Any]) -> bytes:
+    """``canonical_json(doc)`` of the document :func:`run_snippet` just returned, without
+    serialising it a second time: its id is a hash of the same canonical JSON, so the bytes
+    exist already (the ``"id"`` member is spliced in at its sorted place, right before the
+    top-level ``"memory"``). Only for that very dict, unmodified; any other dict (or one
+    whose top-level fields changed) is serialised normally."""
+    hit = _JSON_CACHE.get(id(doc))
+    if hit is not None and hit[0] is doc and hit[1] == _fingerprint(doc):
+        return hit[2]
+    return canonical_json(doc)

@@ -88,13 +88,30 @@ def _namespaces(frame: FrameType | None) -> list[dict[str, Any]]:
 
 
 class NameIndex:
-    """Names of the tensors and modules reachable from the snippet's variables, built once and
-    reused while the frame stays the same (one discovery batch)."""
+    """Names of the tensors and modules reachable from the snippet's variables.
 
-    def __init__(self, frame: FrameType | None, spaces: list[dict[str, Any]] | None = None) -> None:
+    ``deep`` also walks every module variable's submodules and parameters (``model.0.weight``);
+    that costs a walk over all modules, so during the run the recorder builds shallow indexes
+    (plus deep ones over a function's locals, which vanish when it returns) and names what is
+    still unnamed with one deep index over the globals when the document is built.
+    """
+
+    def __init__(self, frame: FrameType | None, spaces: list[dict[str, Any]] | None = None, *,
+                 deep: bool = True) -> None:
         self._spaces = spaces if spaces is not None else _namespaces(frame)
+        self._deep = deep
         self._names: dict[int, str] | None = None
         self._keep: list[Any] = []
+
+    @classmethod
+    def during_run(cls, frame: FrameType | None) -> NameIndex:
+        """Shallow over globals, deep over the locals of a function frame."""
+        index = cls(frame, deep=False)
+        if frame is not None and frame.f_locals is not frame.f_globals:
+            index._local = cls(None, [frame.f_locals], deep=True)
+        return index
+
+    _local: NameIndex | None = None
 
     def _build(self) -> dict[int, str]:
         names: dict[int, str] = {}
@@ -108,6 +125,8 @@ class NameIndex:
                     self._keep.append(value)
                     if isinstance(value, nn.Module):
                         modules.append((key, value))
+        if not self._deep:
+            return names
         for key, module in modules:
             try:
                 for sub, child in module.named_modules(prefix=key):
@@ -123,4 +142,7 @@ class NameIndex:
     def name_of(self, obj: object) -> str | None:
         if self._names is None:
             self._names = self._build()
-        return self._names.get(id(obj))
+        name = self._names.get(id(obj))
+        if name is None and self._local is not None:
+            name = self._local.name_of(obj)
+        return name

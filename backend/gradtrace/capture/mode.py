@@ -198,7 +198,7 @@ class CaptureMode(TorchFunctionMode):
             source = rec.fns[src.grad_fn].id
         else:
             source = rec.tensor_node(src, role="leaf", line=frame.f_lineno)
-        names = frames.NameIndex(frame)
+        names = frames.NameIndex.during_run(frame)
         for t in outs:
             tid = rec.tensor_node(t, role="cut", line=frame.f_lineno, names=names)
             rec.cuts[id(t)] = (t, tid)
@@ -235,7 +235,7 @@ class CaptureMode(TorchFunctionMode):
         retain_graph = create_graph if retain is None else bool(retain)
         frame = frames.snippet_frame(rec.filename, 3)
         line = frame.f_lineno if frame is not None else None
-        names = frames.NameIndex(frame)
+        names = frames.NameIndex.during_run(frame)
         root_ids = []
         for t in roots:
             if isinstance(t, torch.Tensor):
@@ -284,7 +284,7 @@ class CaptureMode(TorchFunctionMode):
             frame = frames.snippet_frame(rec.filename, 3)
             line = frame.f_lineno if frame is not None else None
             rec.discover([t.grad_fn], line=line, seq_mark=None)
-            tid = rec.tensor_node(t, role="retained", line=line, names=frames.NameIndex(frame))
+            tid = rec.tensor_node(t, role="retained", line=line, names=frames.NameIndex.during_run(frame))
             rec.edges.append({"source": rec.fns[t.grad_fn].id, "target": tid, "input_nr": None})
         return out
 
@@ -297,6 +297,7 @@ class ModuleTracker:
         self._children: dict[int, dict[int, str]] = {}
         self._keep: list[nn.Module] = []
         self._parents: list[tuple[str | None, nn.Module]] = []
+        self._roots: dict[int, tuple[nn.Module, str | None]] = {}
 
     def install(self) -> list[Any]:
         pre = nn.modules.module.register_module_forward_pre_hook(self._pre)
@@ -311,6 +312,19 @@ class ModuleTracker:
             self._keep.append(parent)
         return table.get(id(child))
 
+    def _root_name(self, module: nn.Module) -> str | None:
+        """The variable (or ``var.sub`` path) of a module called from outside any other module;
+        looked up once per module, deep only when the shallow look-up finds nothing."""
+        hit = self._roots.get(id(module))
+        if hit is not None and hit[0] is module:
+            return hit[1]
+        frame = frames.snippet_frame(self.rec.filename, 4)
+        path = frames.NameIndex.during_run(frame).name_of(module)
+        if path is None:
+            path = frames.NameIndex(frame).name_of(module)
+        self._roots[id(module)] = (module, path)
+        return path
+
     def _pre(self, module: nn.Module, args: Any) -> None:
         stack = self.rec.module_stack
         path: str | None = None
@@ -320,7 +334,7 @@ class ModuleTracker:
                 sub = self._child_name(parent, module)
                 path = f"{parent_path}.{sub}" if sub is not None else None
             if path is None:
-                path = frames.NameIndex(frames.snippet_frame(self.rec.filename, 3)).name_of(module)
+                path = self._root_name(module)
         except Exception:
             path = None
         stack.append(path)

@@ -72,6 +72,7 @@ class Recorder:
         self.handles: list[Any] = []
         self.hook_changes: dict[Node, list[dict[str, Any]]] = {}
         self.cuts: dict[int, tuple[torch.Tensor, str]] = {}
+        self._names_cache: tuple[Any, int, frames.NameIndex] | None = None
         self._n_events = 0
         self.namespace: dict[str, Any] | None = None
         """The snippet's globals, for naming tensors at the end (NOTE [names])."""
@@ -160,6 +161,18 @@ class Recorder:
             if hooks:
                 self.handles.append(n.register_hook(functools.partial(self._on_node_done, info)))
 
+    def names_here(self) -> frames.NameIndex:
+        """A name index for the innermost snippet frame, reused while execution stays at the
+        same instruction (all leaves met by one call share it)."""
+        frame = frames.snippet_frame(self.filename, 2)
+        key = (frame, frame.f_lasti if frame is not None else -1)
+        cached = self._names_cache
+        if cached is not None and cached[0] is key[0] and cached[1] == key[1]:
+            return cached[2]
+        index = frames.NameIndex.during_run(frame)
+        self._names_cache = (key[0], key[1], index)
+        return index
+
     def sweep(self) -> None:
         """At the end: nodes behind the snippet's variables that no later op revealed (a
         ``torch.compile``d call's result that was only printed), placed by sequence number.
@@ -190,7 +203,7 @@ class Recorder:
             return str(doc["id"])
         self._check_nodes()
         if names is None:
-            names = frames.NameIndex(frames.snippet_frame(self.filename, 2))
+            names = self.names_here()
         tid = self._new_id()
         doc = {"id": tid, "kind": "tensor", "name": names.name_of(t), "line": line,
                "module": None, "shape": list(t.shape), "dtype": dtype_name(t.dtype),

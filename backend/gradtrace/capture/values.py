@@ -83,12 +83,15 @@ def _torch_stats(t: torch.Tensor) -> dict[str, Any] | None:
         return None
     if t.is_complex():
         t = t.abs()
-    f = t if t.is_floating_point() else t.to(torch.float64)
     lo, hi = torch.aminmax(t)
-    mean = f.mean()
-    norm = torch.linalg.vector_norm(f.to(torch.float64) if f.dtype in (torch.float16, torch.bfloat16) else f)
-    return {"min": _num(lo.item()), "max": _num(hi.item()), "mean": _num(float(mean.item())),
-            "norm": _num(float(norm.item()))}
+    if t.is_floating_point():
+        f = t.to(torch.float32) if t.dtype in (torch.float16, torch.bfloat16) else t
+        four = torch.stack((lo.to(f.dtype), hi.to(f.dtype), f.mean(), torch.linalg.vector_norm(f)))
+        mn, mx, mean, norm = four.tolist()  # one conversion instead of four .item() calls
+        return {"min": _num(mn), "max": _num(mx), "mean": _num(mean), "norm": _num(norm)}
+    f = t.to(torch.float64)
+    return {"min": _num(lo.item()), "max": _num(hi.item()), "mean": _num(float(f.mean().item())),
+            "norm": _num(float(torch.linalg.vector_norm(f).item()))}
 
 
 def _nest(flat: list[Any], shape: list[int]) -> Any:
