@@ -176,6 +176,7 @@ class App {
     $("#graph-empty").hidden = this.index.nodes.length > 0;
     if (!this.index.nodes.length) $("#graph-empty").textContent = "This run created no autograd node.";
     const timing = await this.relayout(false, this.timeline.N);
+    if (!timing || this.doc !== doc) return null; // a newer document arrived meanwhile
     this.transport.setSegments(this.timeline.segments, this.timeline.N);
     this.inspector.clear();
     this.player.reset(this.timeline.N, this.timeline.segments, this.timeline.N);

@@ -19,8 +19,13 @@ def _tv(value: float, shape: list[int] | None = None) -> dict[str, Any]:
             "stats": {"min": value, "max": value, "mean": value, "norm": abs(value)}}
 
 
-def synthetic_document(n_nodes: int, shape: str = "transformer", seed: int = 0) -> dict[str, Any]:
-    """A valid run document with about ``n_nodes`` nodes, forward and one backward pass."""
+def synthetic_document(n_nodes: int, shape: str = "transformer", seed: int = 0,
+                       modules: bool = False) -> dict[str, Any]:
+    """A valid run document with about ``n_nodes`` nodes, forward and one backward pass.
+
+    With ``modules``, the transformer shape puts its nodes in eight ``block.N`` modules (which
+    the page collapses by default); without, every node is drawn.
+    """
     rng = random.Random(seed)
     nodes: list[dict[str, Any]] = []
     edges: list[dict[str, Any]] = []
@@ -41,7 +46,7 @@ def synthetic_document(n_nodes: int, shape: str = "transformer", seed: int = 0) 
     while len(nodes) < n_nodes - 1:
         fid = f"f{i}"
         line = 3 + (i % 20)
-        module = f"block.{(i // 40) % 8}" if shape == "transformer" else None
+        module = f"block.{(i // 40) % 8}" if modules and shape == "transformer" else None
         nodes.append({"id": fid, "kind": "function", "name": rng.choice(ops), "line": line, "module": module,
                       "shape": [8, 64], "dtype": "float32", "device": "cpu"})
         inputs: list[str] = []

@@ -151,3 +151,52 @@ def test_the_page_fits_a_laptop_screen_without_sideways_scrolling(browser: Any, 
         assert graph and graph["width"] > 300 and graph["height"] > 200
     finally:
         ctx.close()
+
+
+def test_layout_puts_producers_above_consumers_and_never_overlaps_boxes(playground: Any) -> None:
+    page = playground
+    _example(page, "Recursion makes a tree")
+    report = page.evaluate("""() => {
+        const s = window.gradtrace.app.scene, { vnodes, vedges } = s.view;
+        const upward = vedges.filter(e => !(s.y[e.t] > s.y[e.s])).length;
+        const rows = new Map();
+        vnodes.forEach((n, v) => { const k = Math.round(s.y[v]);
+            if (!rows.has(k)) rows.set(k, []); rows.get(k).push([s.x[v] - n.w / 2, s.x[v] + n.w / 2]); });
+        let overlaps = 0;
+        for (const row of rows.values()) {
+            row.sort((a, b) => a[0] - b[0]);
+            for (let i = 1; i < row.length; i++) if (row[i][0] < row[i - 1][1] - 0.5) overlaps++;
+        }
+        return { upward, overlaps, nodes: vnodes.length };
+    }""")
+    assert report["nodes"] > 40
+    assert report == {"upward": 0, "overlaps": 0, "nodes": report["nodes"]}
+
+
+def test_a_20000_node_graph_is_drawn_without_stack_overflow(playground: Any) -> None:
+    page = playground
+    doc = synthetic_document(20000, "transformer")
+    timing = page.evaluate("text => window.gradtrace.loadDocument(JSON.parse(text))", json.dumps(doc))
+    assert timing["nodes"] == len(doc["graph"]["nodes"])
+    assert page.evaluate("window.gradtrace.app.scene.layout.layers") > 1000  # a deep graph, really laid out
+    page.get_by_role("button", name="Fit").click()
+    page.wait_for_timeout(100)
+    assert canvas_ink(page) > 0.005
+
+
+def test_reduced_motion_drops_the_travelling_gradient_dots(browser: Any, live_server: Any,
+                                                           frontend_bundle: Path) -> None:
+    for motion, expect_dots in (("no-preference", True), ("reduce", False)):
+        ctx = browser.new_context(viewport={"width": 1280, "height": 800}, reduced_motion=motion)
+        try:
+            page = ctx.new_page()
+            page.goto(live_server.url + "/")
+            page.wait_for_function("window.gradtrace !== undefined")
+            run_code(page, "import torch\nx = torch.ones(2, requires_grad=True)\n(x * 2).sum().backward()\n")
+            page.locator("#graph").focus()
+            page.keyboard.press("Shift+ArrowLeft")  # start of the backward pass
+            page.keyboard.press("ArrowRight")  # first backward step: gradients leave the root
+            dots = page.evaluate("window.gradtrace.app.canvas.dots.length")
+            assert (dots > 0) == expect_dots, (motion, dots)
+        finally:
+            ctx.close()

@@ -89,6 +89,13 @@ export class Timeline {
     return j < 0 ? null : this.bwd[v][j];
   }
 
+  /** The last step of backward pass p (after it, autograd may have freed what p used). */
+  passEnd(p) {
+    let end = null;
+    for (const s of this.segments) if (s.phase === "backward" && s.pass === p) end = s.end;
+    return end;
+  }
+
   /** Steps where each phase (forward, backward pass p) starts and ends, for the scrubber. */
   segmentAt(k) {
     const s = Math.max(1, k);

@@ -146,15 +146,27 @@ export function drawScene(ctx, scene, st, cam, vw, vh, opts) {
       ctx.fillText("✂", mx, my);
     }
   }
-  const maxNorm = active.reduce((mx, [, g]) => Math.max(mx, gradMagnitude(g.g).size), 1e-12);
-  for (const [e, g] of active) {
-    const { sign, size } = gradMagnitude(g.g);
-    const p = edgePoints(scene, e);
+  // Gradient-carrying edges: colour by sign, width by |grad| (in 10 steps, so that thousands of
+  // active edges still cost a handful of strokes).
+  const mags = active.map(([, g]) => gradMagnitude(g.g));
+  const maxNorm = mags.reduce((mx, m) => Math.max(mx, m.size), 1e-12);
+  const strokes = new Map();
+  active.forEach(([e], i) => {
+    const { sign, size } = mags[i];
+    const key = `${sign}|${Math.round(10 * Math.sqrt(size / maxNorm))}`;
+    if (!strokes.has(key)) strokes.set(key, []);
+    strokes.get(key).push(e);
+  });
+  for (const [key, list] of strokes) {
+    const [sign, step] = key.split("|").map(Number);
     ctx.beginPath();
-    tracePolyline(ctx, p);
-    ctx.lineWidth = (1.5 + 4.5 * Math.sqrt(size / maxNorm)) * Math.max(px, 0.6);
+    for (const e of list) tracePolyline(ctx, edgePoints(scene, e));
+    ctx.lineWidth = (1.5 + 0.45 * step) * Math.max(px, 0.6);
     ctx.strokeStyle = sign > 0 ? pal.gradPos : sign < 0 ? pal.gradNeg : pal.gradZero;
     ctx.stroke();
+  }
+  if (labels) for (const [e, g] of active) {
+    const p = edgePoints(scene, e);
     const fresh = g.step === st.k;
     if (labels && (fresh || active.length <= 60)) {
       const [mx, my] = midpoint(p);
@@ -201,14 +213,16 @@ export function drawScene(ctx, scene, st, cam, vw, vh, opts) {
       ctx.stroke();
       ctx.setLineDash([]);
     }
-    // Reached by the backward pass: a gradient bar along the bottom.
+    // Reached by the backward pass: a gradient bar along the bottom (one path per shade).
     if (st.pass >= 0 && k > 0.15) {
-      for (const v of list) {
-        const r = st.reached(v);
-        if (!r) continue;
-        const n = vnodes[v];
+      const bars = [[], [], []];
+      for (const v of list) bars[st.reached(v)].push(v);
+      for (const r of [1, 2]) {
+        if (!bars[r].length) continue;
+        ctx.beginPath();
+        for (const v of bars[r]) { const n = vnodes[v]; ctx.rect(xs[v] - n.w / 2 + 4, ys[v] + n.h / 2 - 5, n.w - 8, 3); }
         ctx.fillStyle = r === 2 ? pal.reached : pal.reachedOld;
-        ctx.fillRect(xs[v] - n.w / 2 + 4, ys[v] + n.h / 2 - 5, n.w - 8, 3);
+        ctx.fill();
       }
     }
   });

@@ -73,8 +73,10 @@ export class Inspector {
       const t = el("table", { class: "gt-saved" }, el("caption", {}, `Saved for backward · ${fmtBytes(n.saved_bytes)}`),
         el("tr", {}, el("th", {}, "name"), el("th", {}, "shape"), el("th", {}, "bytes"), el("th", {}, "state")));
       for (const s of n.saved) {
-        const freed = s.freed_after_pass != null && tl.passAt(k) > s.freed_after_pass ? `freed after pass ${s.freed_after_pass}`
-          : s.freed_after_pass != null ? `held (freed after pass ${s.freed_after_pass})` : "held";
+        const end = s.freed_after_pass != null ? tl.passEnd(s.freed_after_pass) : null;
+        const freed = s.freed_after_pass == null ? "held"
+          : end != null && k >= end ? `freed after pass ${s.freed_after_pass}`
+            : `held until pass ${s.freed_after_pass} ends`;
         t.append(el("tr", {}, el("td", {}, s.name), el("td", {}, s.shape ? `[${s.shape.join(", ")}] ${s.dtype || ""}` : "—"),
           el("td", {}, fmtBytes(s.bytes)), el("td", {}, freed)));
       }

@@ -1,0 +1,177 @@
+"""Front-end speed in headless Chromium, against the goals and baselines of issue 6.
+
+1. From receiving a run document (JSON text) to the first drawn frame, for synthetic
+   autograd-shaped graphs of 500, 3,000 and 20,000 nodes (goals ≤ 0.3 s, ≤ 1.0 s, ≤ 5 s).
+   Baseline, same graph, same run: Graphviz ``dot -Tsvg`` (what torchviz hands the graph to).
+2. Frame time while stepping through a 5,000-node graph (goal ≤ 16 ms), whole graph in view
+   and at reading zoom. Measured as the synchronous JavaScript time of one redraw per step.
+3. GRU-200 end to end: from pressing Run to the drawn graph, through the real service.
+   Baseline: ``dot -Tsvg`` on the same graph (torchviz plus Graphviz takes > 300 s on it).
+
+Run: ``python bench/bench_frontend.py`` (needs ``frontend/dist``: ``make frontend``).
+Graphviz is optional: without ``dot`` the baseline column says so.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Any
+
+from common import ROOT, Row, print_table  # first: it puts tests/ on the path
+
+# isort: split
+from browser.synth import synthetic_document
+from conftest import CHROMIUM_ARGS, chromium_path, running_server
+
+DOT_CAP_S = 60.0
+GRU_200 = """import torch
+from torch import nn
+
+torch.manual_seed(0)
+cell = nn.GRUCell(16, 32)
+xs = torch.randn(200, 1, 16)
+h = torch.zeros(1, 32)
+for t in range(200):
+    h = cell(xs[t], h)
+loss = h.pow(2).sum()
+loss.backward()
+print(loss.item())
+"""
+
+
+def to_dot(doc: dict[str, Any]) -> str:
+    """The graph as torchviz would hand it to Graphviz: one box per node, one arrow per edge."""
+    lines = ["digraph g {", '  node [shape=box, style=filled, fontname="monospace", fontsize=10];']
+    for n in doc["graph"]["nodes"]:
+        label = f'{n.get("name") or n["kind"]}\\n{n.get("shape")}'
+        lines.append(f'  "{n["id"]}" [label="{label}"];')
+    lines += [f'  "{e["source"]}" -> "{e["target"]}";' for e in doc["graph"]["edges"]]
+    return "\n".join([*lines, "}"]) + "\n"
+
+
+def dot_seconds(doc: dict[str, Any], runs: int) -> tuple[list[float], str]:
+    """Wall time of ``dot -Tsvg`` on the document's graph (capped), or why it was not run."""
+    dot = shutil.which("dot")
+    if dot is None:
+        return [], "dot not installed"
+    samples: list[float] = []
+    with tempfile.NamedTemporaryFile("w", suffix=".dot") as f:
+        f.write(to_dot(doc))
+        f.flush()
+        for _ in range(runs):
+            t0 = time.perf_counter()
+            try:
+                subprocess.run([dot, "-Tsvg", "-o", "/dev/null", f.name], check=True,
+                               timeout=DOT_CAP_S, capture_output=True)
+            except subprocess.TimeoutExpired:
+                return [DOT_CAP_S], f"dot -Tsvg (stopped at the {DOT_CAP_S:.0f} s cap)"
+            except subprocess.CalledProcessError as exc:
+                return [], f"dot failed: {exc.stderr.decode(errors='replace')[:80]}"
+            samples.append(time.perf_counter() - t0)
+    return samples, "dot -Tsvg, same graph"
+
+
+def first_frame_seconds(page: Any, doc: dict[str, Any], runs: int) -> list[float]:
+    text = json.dumps(doc)
+    out = []
+    for _ in range(runs):
+        ms = page.evaluate("""async (text) => {
+            const t0 = performance.now();
+            await window.gradtrace.loadDocument(JSON.parse(text));
+            return performance.now() - t0; }""", text)
+        out.append(ms / 1000)
+    return out
+
+
+def stepping_frame_seconds(page: Any, steps: int, fit: bool) -> list[float]:
+    ms = page.evaluate("""async ([steps, fit]) => {
+        const app = window.gradtrace.app, c = app.canvas;
+        if (fit) c.fit(); else c.fit({ readable: true });
+        const out = [];
+        const start = Math.max(0, Math.floor(app.player.N / 2) - steps / 2);
+        for (let i = 0; i < steps; i++) {
+            app.player.go(start + i, { animate: true });
+            const t0 = performance.now();
+            c.drawNow();
+            out.push(performance.now() - t0);
+            await new Promise((r) => requestAnimationFrame(r));
+        }
+        return out; }""", [steps, fit])
+    return [m / 1000 for m in ms]
+
+
+def gru_end_to_end(page: Any, runs: int) -> tuple[list[float], list[float], dict[str, Any]]:
+    """Seconds from clicking Run to the drawn graph, and the part spent waiting for the server."""
+    page.evaluate("(code) => window.gradtrace.app.editor.setCode(code)", GRU_200)
+    total, server = [], []
+    doc: dict[str, Any] = {}
+    for _ in range(runs):
+        before = page.evaluate("Number(document.body.dataset.ready || 0)")
+        page.evaluate("""() => { window.__fetchMs = null; const orig = window.fetch;
+            window.fetch = async (...a) => { const t0 = performance.now(); const r = await orig(...a);
+                const body = await r.clone().arrayBuffer(); window.__fetchMs = performance.now() - t0;
+                window.fetch = orig; return r; }; }""")
+        t0 = time.perf_counter()
+        page.get_by_role("button", name="Run").click()
+        page.wait_for_function(f"Number(document.body.dataset.ready || 0) > {before}", timeout=180_000)
+        total.append(time.perf_counter() - t0)
+        server.append(page.evaluate("window.__fetchMs") / 1000)
+        doc = page.evaluate("window.gradtrace.app.doc")
+    return total, server, doc
+
+
+def main() -> int:
+    from playwright.sync_api import sync_playwright
+
+    if not (ROOT / "frontend" / "dist" / "app.js").exists():
+        print("frontend/dist is not built: run `make frontend` first", file=sys.stderr)
+        return 1
+    env = {"GRADTRACE_TIMEOUT_S": "120", "GRADTRACE_CPU_S": "120"}
+    with running_server(env) as server, sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1280, "height": 800})
+        page.goto(server.url + "/")
+        page.wait_for_function("window.gradtrace !== undefined")
+        first_frame_seconds(page, synthetic_document(200), 2)  # warm up the JIT and the worker
+
+        rows = []
+        for n, goal, runs in ((500, 0.3, 7), (3000, 1.0, 5), (20000, 5.0, 3)):
+            doc = synthetic_document(n)
+            page_s = first_frame_seconds(page, doc, runs)
+            dot_s, dot_label = dot_seconds(doc, 3 if n <= 500 else 1)
+            dot_median = sorted(dot_s)[len(dot_s) // 2] if dot_s else None
+            rows.append(Row(f"document → first frame, {n:,} nodes (goal ≤ {goal} s)", page_s,
+                            baseline=dot_label, baseline_median_s=dot_median))
+        print_table("Playground: from the document to the first frame", rows)
+
+        first_frame_seconds(page, synthetic_document(5000, "rnn"), 1)
+        step_rows = [
+            Row("redraw per step, 5,000 nodes, whole graph in view", stepping_frame_seconds(page, 200, True),
+                baseline="goal 16 ms (60 fps)", baseline_median_s=0.016),
+            Row("redraw per step, 5,000 nodes, reading zoom", stepping_frame_seconds(page, 200, False),
+                baseline="goal 16 ms (60 fps)", baseline_median_s=0.016),
+        ]
+        print_table("Playground: stepping through a 5,000-node graph", step_rows)
+
+        total, server_s, doc = gru_end_to_end(page, 3)
+        nodes = len(doc.get("graph", {}).get("nodes", []))
+        dot_s, dot_label = dot_seconds(doc, 1) if nodes else ([], "no graph")
+        dot_median = dot_s[0] if dot_s else None
+        print_table(f"GRU-200 end to end ({nodes:,} nodes, status {doc.get('status')})", [
+            Row("Run → drawn graph (goal ≤ 1.5 s)", total, baseline=dot_label, baseline_median_s=dot_median),
+            Row("  of which: waiting for the service (run + capture + transfer)", server_s),
+            Row("  of which: in the page (parse, layout, first frame)",
+                [t - s for t, s in zip(total, server_s, strict=True)], baseline=dot_label,
+                baseline_median_s=dot_median),
+        ])
+        browser.close()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
