@@ -44,6 +44,17 @@ def test_the_same_document_always_gets_the_same_link(api: httpx.Client) -> None:
     assert other.json()["id"] != bare.json()["id"]
 
 
+def test_sharing_the_answered_document_gives_the_same_link_as_sharing_the_run(api: httpx.Client) -> None:
+    run = api.post("/api/runs", json={"code": CHAIN_RULE, "seed": 31}).json()
+    by_id = api.post("/api/shares", json={"run_id": run["id"]}).json()["id"]
+    as_page_does = api.post("/api/shares", json={"document": json.loads(json.dumps(run))}).json()["id"]
+    bare = api.post("/api/shares", json=run).json()["id"]
+    assert by_id == as_page_does == bare
+    edited = api.post("/api/shares", json={"document": {**run, "stdout": "edited"}}).json()["id"]
+    assert edited != by_id
+    assert api.get(f"/api/shares/{edited}").json()["stdout"] == "edited"
+
+
 def test_concurrent_identical_shares_get_one_id(api: httpx.Client, live_server: Server) -> None:
     doc = variant(chain_document(30), "concurrent shares over HTTP")
     answers: list[httpx.Response] = []

@@ -12,6 +12,7 @@ document in the page without running anything.
 
 from __future__ import annotations
 
+import json
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Header, Path, Request
@@ -24,7 +25,15 @@ from gradtrace.api.responses import blob_response
 from gradtrace.api.services import Services, ServicesDep, client_key
 from gradtrace.errors import Forbidden, InvalidRequest, NotFound
 from gradtrace.schema import SCHEMA_VERSION, RunDocument, ShareCreated, ShareRequest
-from gradtrace.storage.codec import MAX_DEPTH, StoredBlob, check_depth, encode, encode_validated, load
+from gradtrace.storage.codec import (
+    MAX_DEPTH,
+    StoredBlob,
+    check_depth,
+    decompress,
+    encode,
+    encode_validated,
+    load,
+)
 
 router = APIRouter(prefix="/api/shares", tags=["shares"])
 SHARE_CACHE = "public, max-age=3600"
@@ -82,6 +91,8 @@ def shared_document(svc: Services, share_id: str) -> dict[str, Any]:
 
 def _blob_from_body(body: ShareRequest | RunDocument, svc: Services) -> StoredBlob:
     if isinstance(body, RunDocument):  # validated by FastAPI already
+        if (same := _stored_run_equal_to(svc, body.id, body)) is not None:
+            return same
         try:
             dumped = body.model_dump(mode="json", by_alias=True)
         except ValueError as exc:  # pydantic refuses values nested beyond its own depth limit
@@ -91,16 +102,44 @@ def _blob_from_body(body: ShareRequest | RunDocument, svc: Services) -> StoredBl
         raise InvalidRequest("give exactly one of run_id or document (or send a run document as the body)",
                              detail={"fields": ["run_id", "document"]})
     if body.document is not None:
+        if (same := _stored_run_equal_to(svc, body.document.get("id"), body.document)) is not None:
+            return same
         return _encode_checked(body.document)
     assert body.run_id is not None
-    days = svc.settings.run_retention_days
-    blob = svc.store.get_run(body.run_id[:64], max_age_s=days * 86400.0 if days else None)
+    blob = _kept_run(svc, body.run_id[:64])
     if blob is None:
+        days = svc.settings.run_retention_days
         raise NotFound(f"no run with id {body.run_id[:64]!r}: it is unknown or older than the retention "
                        f"of {days} days; share the document itself instead", detail={"run_id": body.run_id})
     if blob.schema_version == SCHEMA_VERSION:
         return blob  # stored runs are canonical already: share the very same bytes
     return _encode_checked(load(blob))
+
+
+def _kept_run(svc: Services, run_id: str) -> StoredBlob | None:
+    days = svc.settings.run_retention_days
+    return svc.store.get_run(run_id, max_age_s=days * 86400.0 if days else None)
+
+
+def _stored_run_equal_to(svc: Services, run_id: object,
+                         doc: dict[str, Any] | RunDocument) -> StoredBlob | None:
+    """The stored run that ``doc`` is a copy of, if any.
+
+    NOTE [sharing a document the service answered]
+        The page and the client share the document ``POST /api/runs`` gave them. When its
+        ``id`` names a run that is still kept and the content is equal, the run's stored
+        canonical bytes are shared as they are: one JSON parse and a comparison instead of
+        validating, dumping and re-serialising megabytes, and the link is the same as sharing
+        by ``run_id`` (JavaScript re-serialises ``1.0`` as ``1``; equal values, same link).
+    """
+    if not isinstance(run_id, str) or not 0 < len(run_id) <= 64:
+        return None
+    blob = _kept_run(svc, run_id)
+    if blob is None or blob.schema_version != SCHEMA_VERSION:
+        return None
+    stored = json.loads(decompress(blob.gz))
+    same = RunDocument.model_validate(stored) == doc if isinstance(doc, RunDocument) else stored == doc
+    return blob if same else None
 
 
 def _encode_checked(doc: dict[str, Any], *, validated: bool = False) -> StoredBlob:
