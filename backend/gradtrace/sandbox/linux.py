@@ -119,3 +119,39 @@ def raw_syscall(number: int, *args: object) -> int:
     for arg in args:
         converted.append(ctypes.c_long(arg) if isinstance(arg, int) else arg)
     return _check(_libc.syscall(ctypes.c_long(number), *converted), f"syscall {number}")
+
+
+MADV_HUGEPAGE = 14
+MADV_COLLAPSE = 25  # Linux 6.1
+_HUGE = 2 << 20
+
+
+def collapse_heap_to_hugepages() -> int:
+    """Back the big private anonymous mappings (heap, mmap arenas) with 2 MiB pages.
+
+    NOTE [huge pages before fork]
+        The zygote holds ~140 MB of anonymous memory after importing torch. ``fork`` copies one
+        page-table entry (and bumps one map count) per 4 KiB page of it, which took 4-12 ms per
+        job here; with the same memory in transparent huge pages it copies one entry per 2 MiB
+        (about 1.5 ms). A child's copy-on-write fault still copies only 4 KiB. Returns the bytes
+        collapsed; 0 where the kernel has no MADV_COLLAPSE (the pool then just forks slower).
+    """
+    madvise = _libc.madvise
+    madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+    collapsed = 0
+    with open("/proc/self/maps") as maps:
+        lines = maps.read().splitlines()
+    for line in lines:
+        parts = line.split()
+        path = parts[5] if len(parts) > 5 else ""
+        if not parts[1].startswith("rw") or path not in ("", "[heap]"):
+            continue
+        start, end = (int(x, 16) for x in parts[0].split("-"))
+        start = (start + _HUGE - 1) // _HUGE * _HUGE
+        end = end // _HUGE * _HUGE
+        if end - start < _HUGE:
+            continue
+        madvise(start, end - start, MADV_HUGEPAGE)
+        if madvise(start, end - start, MADV_COLLAPSE) == 0:
+            collapsed += end - start
+    return collapsed

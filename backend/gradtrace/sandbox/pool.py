@@ -84,6 +84,8 @@ class ForkServerPool(Runner):
         self._ctrl: socket.socket | None = None
         self._ready: asyncio.Future[dict[str, Any]] | None = None
         self._info: dict[str, Any] = {}
+        self._live = False
+        """A zygote said ready and has not gone away since."""
         self._closing = False
         self._restart: asyncio.Task[None] | None = None
         self._failed_spawns = 0
@@ -111,6 +113,7 @@ class ForkServerPool(Runner):
         loop.add_reader(ours.fileno(), self._on_control, ours)
         try:
             self._info = await asyncio.wait_for(self._ready, START_TIMEOUT_S)
+            self._live = True
         except (TimeoutError, ServiceUnavailable):
             await self._stop_zygote()
             raise
@@ -145,6 +148,7 @@ class ForkServerPool(Runner):
 
     def _detach(self, ctrl: socket.socket) -> None:
         """Forget a zygote: every child it had ends as lost."""
+        self._live = False
         with contextlib.suppress(ValueError, OSError):
             asyncio.get_running_loop().remove_reader(ctrl.fileno())
         ctrl.close()
@@ -377,12 +381,13 @@ class ForkServerPool(Runner):
     # ----------------------------------------------------------------- health
     def state(self) -> RunnerState:
         info = self._info
-        ready = self._ctrl is not None and bool(info) and not self._closing
+        ready = self._live and self._ctrl is not None and not self._closing
         return RunnerState(
             kind="forkserver", ready=ready, workers=self.workers, busy=self._busy, queued=self._waiting,
             queue_capacity=self.queue_capacity, cuda_available=bool(info.get("cuda_available")),
             detail={"zygote_pid": info.get("pid"), "layers": info.get("layers", {}),
                     "torch_version": info.get("torch_version"), "idle_children": len(self._idle),
+                    "zygote_hugepages_mib": info.get("hugepages_mib"),
                     "sandbox": self.config.sandbox})
 
 

@@ -276,6 +276,8 @@ def main(argv: list[str]) -> None:
     linecache.clearcache()  # warm-up tracebacks cached service source; jobs must not see it
     gc.collect()
     gc.freeze()
+    huge = linux.collapse_heap_to_hugepages()
+    ready["hugepages_mib"] = huge >> 20
     protocol.send(ctrl, ready)
     zygote.loop()
 
