@@ -15,6 +15,7 @@ on every identical run.
 
 from __future__ import annotations
 
+import gc
 import hashlib
 from typing import Any
 
@@ -125,9 +126,17 @@ def build_document(rec: Recorder, *, status: str, error: dict[str, Any] | None =
                    message: str | None = None, stdout: str = "", stdout_truncated: bool = False,
                    device: str = "cpu", code: str | None = None, seed: int | None = None) -> dict[str, Any]:
     """The run document as a JSON-able dict, with its content id (see the NOTE above)."""
-    with torch._C.DisableTorchFunction():
-        nodes = _nodes(rec)
-        events = _events(rec)
+    # NOTE [gc] (session.py): building allocates tens of thousands of acyclic dicts; left on,
+    # the collector would walk the whole torch heap many times over while doing so.
+    gc_was_on = gc.isenabled()
+    gc.disable()
+    try:
+        with torch._C.DisableTorchFunction():
+            nodes = _nodes(rec)
+            events = _events(rec)
+    finally:
+        if gc_was_on:
+            gc.enable()
     doc: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION, "id": "", "status": status, "error": _error(error),
         "stdout": stdout, "device": device,

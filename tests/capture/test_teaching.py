@@ -1,0 +1,107 @@
+"""The lessons' teaching points, as data in the document (not just survived)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+EXAMPLES = Path("/work/shared/examples")
+
+
+def _example(run: Any, stem: str) -> dict[str, Any]:
+    return run((EXAMPLES / f"{stem}.py").read_text())
+
+
+def _node(doc: dict[str, Any], node_id: str) -> dict[str, Any]:
+    return next(n for n in doc["graph"]["nodes"] if n["id"] == node_id)
+
+
+def test_second_backward_without_retain_graph_reports_line_node_and_freed_tensors(run: Any) -> None:
+    doc = _example(run, "06_graph_freed")
+    assert doc["status"] == "error"
+    err = doc["error"]
+    assert err["type"] == "RuntimeError" and err["line"] == 11
+    node = _node(doc, err["node"])
+    assert node["name"] == "MulBackward0" and node["line"] == 9
+    assert {s["name"] for s in node["saved"]} == {"self", "other"}
+    assert all(s["freed_after_pass"] == 2 for s in node["saved"])
+    assert "freed after pass 2" in err["detail"]
+    flags = [(p["retain_graph"], p["completed"]) for p in doc["passes"]]
+    assert flags == [(True, True), (False, True), (False, True), (False, False)]
+    # retain_graph=True freed nothing; the next pass freed the 8 bytes of x saved twice
+    assert [p["freed_bytes"] for p in doc["passes"][:2]] == [0, 8]
+
+
+def test_inplace_change_of_a_saved_tensor_names_the_invalidated_node(run: Any) -> None:
+    doc = _example(run, "08_inplace_hazard")
+    err = doc["error"]
+    assert err["line"] == 7 and "inplace" in err["message"]
+    node = _node(doc, err["node"])
+    assert node["name"] == "ExpBackward0" and node["line"] == 5
+    assert "'result'" in err["detail"]
+
+
+def test_detach_and_no_grad_cuts_are_tensor_nodes_with_their_source(run: Any) -> None:
+    doc = _example(run, "07_detach_and_no_grad")
+    cuts = {n["name"]: n for n in doc["graph"]["nodes"] if n["role"] == "cut"}
+    assert cuts["z"]["cut"]["kind"] == "detach" and cuts["z"]["cut"]["line"] == 6
+    assert cuts["s"]["cut"]["kind"] == "no_grad" and cuts["s"]["cut"]["line"] == 8
+    assert _node(doc, cuts["z"]["cut"]["source"])["name"] == "MulBackward0"
+    assert _node(doc, cuts["s"]["cut"]["source"])["name"] == "x"
+
+
+def test_create_graph_nodes_are_marked_with_their_pass(run: Any) -> None:
+    doc = _example(run, "13_double_backward")
+    p0, p1 = doc["passes"]
+    assert (p0["api"], p0["create_graph"], p0["retain_graph"]) == ("torch.autograd.grad", True, True)
+    assert (p1["api"], p1["create_graph"]) == ("Tensor.backward", False)
+    made = [n for n in doc["graph"]["nodes"] if n["created_in_pass"] == 0]
+    assert made and all(n["kind"] == "function" and n["line"] == 6 for n in made)
+    x = next(n for n in doc["graph"]["nodes"] if n["name"] == "x")
+    assert x["grad"]["values"] == 18.0
+
+
+def test_grad_accumulation_across_passes_shows_in_events_and_history(run: Any) -> None:
+    doc = _example(run, "09_accumulating_grads")
+    w = next(n for n in doc["graph"]["nodes"] if n["name"] == "w")
+    assert [h["values"] for h in w["grad_history"]] == [-8.0, -16.0, -24.0]
+    acc = [e for e in doc["events"] if e["phase"] == "backward" and e["grad"] is not None]
+    assert [(e["pass"], e["grad"]["values"]) for e in acc] == [(0, -8.0), (1, -16.0), (2, -24.0)]
+
+
+def test_memory_counts_saved_bytes_per_node_and_what_backward_freed(run: Any) -> None:
+    doc = _example(run, "04_mlp_loss")
+    fns = [n for n in doc["graph"]["nodes"] if n["kind"] == "function"]
+    assert all(n["saved_bytes"] == sum(s["bytes"] for s in n["saved"]) for n in fns)
+    addmm = [n for n in fns if n["name"] == "AddmmBackward0"]
+    assert any(s["is_parameter"] for n in addmm for s in n["saved"])
+    assert any(s["is_input"] for n in addmm for s in n["saved"])  # x, fed in by the snippet
+    activations = sum(s["bytes"] for n in fns for s in n["saved"] if not s["is_parameter"])
+    assert doc["passes"][0]["freed_bytes"] == activations == doc["memory"]["freed_bytes_total"]
+    assert doc["memory"]["saved_bytes_total"] >= activations
+
+
+def test_tensor_hooks_that_change_a_gradient_show_before_and_after(run: Any) -> None:
+    doc = run("import torch\nx = torch.tensor([1.0, 2.0], requires_grad=True)\ny = x * 3\n"
+              "y.register_hook(lambda g: g * 2)\ny.sum().backward()\n")
+    changed = [e for e in doc["events"] if e["changed_by_hook"]]
+    assert len(changed) == 1
+    (change,) = changed[0]["hook_changes"]
+    assert change["before"]["values"] == [1.0, 1.0] and change["after"]["values"] == [2.0, 2.0]
+    assert changed[0]["grad_outputs"][0]["values"] == [2.0, 2.0]
+
+
+def test_checkpointed_nodes_mark_their_saved_tensors_unread(run: Any) -> None:
+    doc = _example(run, "12_checkpoint_memory")
+    assert doc["status"] == "ok"
+    tanh = [n for n in doc["graph"]["nodes"] if n["name"] == "TanhBackward0"]
+    assert len(tanh) == 4 and all(n.get("saved_unread") for n in tanh)
+    assert {n["module"] for n in tanh} == {"block.1"}
+
+
+def test_compiled_region_is_one_node_on_the_line_of_the_compiled_body(run: Any) -> None:
+    doc = _example(run, "15_compiled")
+    names = [(n["name"], n["line"]) for n in doc["graph"]["nodes"] if n["kind"] == "function"]
+    # f's body (line 5) is what ran, compiled, when `compiled(x)` was called on line 10
+    assert names == [("AccumulateGrad", 5), ("CompiledFunctionBackward", 5)]
+    assert doc["stdout"].startswith("CompiledFunctionBackward")
