@@ -195,6 +195,7 @@ class App {
     const input = {
       w: Float64Array.from(view.vnodes, (v) => v.w), h: Float64Array.from(view.vnodes, (v) => v.h),
       src: Int32Array.from(view.vedges, (e) => e.s), dst: Int32Array.from(view.vedges, (e) => e.t),
+      cluster: view.cluster,
     };
     $("#layout-status").textContent = view.vnodes.length > 500 ? `Laying out ${view.vnodes.length} nodes…` : "";
     const layout = await this.layout.layout(input, { direction: this.direction });

@@ -118,6 +118,7 @@ def test_backward_steps_show_gradients_on_edges_nodes_and_inspector(playground: 
     expect(inspector.locator("h3")).to_have_text(node["name"])
     expect(inspector).to_contain_text("grad_inputs[0] (flowing out)")
     expect(inspector).to_contain_text("grad_outputs[0] (flowing in)")
+    page.screenshot(path=str(artifacts_dir / "timeline-backward-inspector.png"))
     # The gradient drawn on an edge at the current step is the one the document recorded.
     drawn = page.evaluate("""() => {
         const app = window.gradtrace.app, st = app.canvas.stepState();

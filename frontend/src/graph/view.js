@@ -9,6 +9,7 @@
  *   graphs each extra use of a shared AccumulateGrad (and its leaf) gets its own copy, drawn
  *   next to the consumer. Copies share `refs`, so inspecting or highlighting works the same.
  */
+import { prefixes } from "./document.js";
 import { groupKeyFor } from "./modules.js";
 
 export const PROXY_MIN_NODES = 150;
@@ -81,7 +82,28 @@ export function buildView(index, tree, state) {
 
   const byRef = index.nodes.map(() => []);
   vnodes.forEach((v, k) => { for (const r of v.refs) byRef[r].push(k); });
-  return { vnodes, vedges, byRef };
+  return { vnodes, vedges, byRef, cluster: clustersOf(index, vnodes) };
+}
+
+/** The expanded module boxes each visible node sits in, outermost first, as small ints. */
+function clustersOf(index, vnodes) {
+  const ids = new Map();
+  const out = vnodes.map((v) => {
+    let path = v.kind === "group" ? (v.repeat ? v.module : parentPath(v.module)) : index.module[v.refs[0]];
+    if (!path) return null;
+    const list = [];
+    for (const p of prefixes(path)) {
+      if (!ids.has(p)) ids.set(p, ids.size);
+      list.push(ids.get(p));
+    }
+    return list;
+  });
+  return ids.size ? out : null;
+}
+
+function parentPath(path) {
+  const dot = path.lastIndexOf(".");
+  return dot > 0 ? path.slice(0, dot) : null;
 }
 
 function groupNode(key, tree) {

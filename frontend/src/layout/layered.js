@@ -17,6 +17,11 @@
  *     4. coordinates: a least-squares placement under order and spacing constraints, solved
  *        exactly per layer with pool-adjacent-violators, alternating down and up sweeps.
  *   Every loop is iterative; deep chains (20k nodes in one path) cannot overflow a stack.
+ *
+ * NOTE [clusters]
+ *   `g.cluster[v]` (optional) lists the module boxes node v sits in, outermost first, as small
+ *   integers. Ordering then sorts each layer by the clusters' mean positions before the node's
+ *   own, so the members of a module stay side by side and module boxes do not overlap.
  */
 
 /**
@@ -90,7 +95,8 @@ export function layered(g, opts = {}) {
   for (let v = 0; v < N; v++) layers[lay[v]].push(v);
   const pos = new Float64Array(N);
   const sweeps = opts.sweeps ?? (N < 3000 ? 8 : N < 12000 ? 4 : 2);
-  orderLayers(layers, pos, preds, succs, sweeps);
+  const clusters = g.cluster ? Array.from({ length: N }, (_, v) => (v < n ? g.cluster[v] || null : null)) : null;
+  orderLayers(layers, pos, preds, succs, sweeps, clusters);
 
   const x = placeCoordinates(layers, size, preds, succs, n, nodeSep, N < 6000 ? 8 : 4);
 
@@ -213,7 +219,7 @@ function assignLayers(n, a, b) {
 }
 
 /** Barycentric sweeps: each node moves to the mean position of its neighbours in the last layer. */
-function orderLayers(layers, pos, preds, succs, sweeps) {
+function orderLayers(layers, pos, preds, succs, sweeps, clusters) {
   for (const ly of layers) ly.forEach((v, i) => { pos[v] = i; });
   const key = new Float64Array(pos.length);
   const sweep = (ly, adj) => {
@@ -222,13 +228,38 @@ function orderLayers(layers, pos, preds, succs, sweeps) {
       for (let k = adj.start[v]; k < adj.start[v + 1]; k++) { s += pos[adj.adj[k]]; c++; }
       key[v] = c ? s / c : pos[v];
     }
-    ly.sort((p, q) => key[p] - key[q] || pos[p] - pos[q]);
+    if (clusters && ly.some((v) => clusters[v])) sortClustered(ly, key, pos, clusters);
+    else ly.sort((p, q) => key[p] - key[q] || pos[p] - pos[q]);
     ly.forEach((v, i) => { pos[v] = i; });
   };
   for (let it = 0; it < sweeps; it++) {
     for (let l = 1; l < layers.length; l++) sweep(layers[l], preds);
     for (let l = layers.length - 2; l >= 0; l--) sweep(layers[l], succs);
   }
+}
+
+/** Sort one layer by (cluster means, outermost first; then the node's own key). */
+function sortClustered(ly, key, pos, clusters) {
+  const sum = new Map(), cnt = new Map();
+  for (const v of ly) {
+    for (const c of clusters[v] || []) { sum.set(c, (sum.get(c) || 0) + key[v]); cnt.set(c, (cnt.get(c) || 0) + 1); }
+  }
+  const depth = Math.max(...ly.map((v) => (clusters[v] ? clusters[v].length : 0)));
+  const tuple = new Map();
+  for (const v of ly) {
+    const path = clusters[v] || [];
+    const t = [];
+    for (let i = 0; i < depth; i++) t.push(i < path.length ? [sum.get(path[i]) / cnt.get(path[i]), path[i]] : [key[v], -1 - v]);
+    tuple.set(v, t);
+  }
+  ly.sort((p, q) => {
+    const tp = tuple.get(p), tq = tuple.get(q);
+    for (let i = 0; i < depth; i++) {
+      if (tp[i][1] === tq[i][1]) continue;
+      return tp[i][0] - tq[i][0] || tp[i][1] - tq[i][1];
+    }
+    return key[p] - key[q] || pos[p] - pos[q];
+  });
 }
 
 /**

@@ -198,7 +198,7 @@ export class GraphCanvas {
     if (!this.scene) return null;
     const wx = this.cam.x + sx / this.cam.k, wy = this.cam.y + sy / this.cam.k;
     for (const b of [...this.scene.boxes].reverse()) {
-      if (wx >= b.x0 && wx <= b.x1 && wy >= b.y0 && wy <= b.y0 + 16) return b.path;
+      if (wx >= b.lx - 5 && wx <= b.lx + 8 * (b.path.length + 2) && wy >= b.ly - 3 && wy <= b.ly + 13) return b.path;
     }
     return null;
   }
@@ -284,17 +284,26 @@ export class GraphCanvas {
     const s = Math.min((W - 8) / Math.max(sc.width, 1), (H - 8) / Math.max(sc.height, 1));
     const ox = (W - sc.width * s) / 2, oy = (H - sc.height * s) / 2;
     this._miniT = { s, ox, oy };
-    const ctx = this.mini.getContext("2d");
-    ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
     if (!this._miniCache) {
-      ctx.fillStyle = this.pal.mini;
-      ctx.fillRect(0, 0, W, H);
-      ctx.fillStyle = this.pal.edge;
+      // The graph's silhouette is drawn once per scene on a canvas of its own, then copied.
+      const cache = document.createElement("canvas");
+      cache.width = W * dpr; cache.height = H * dpr;
+      const cc = cache.getContext("2d");
+      cc.setTransform(dpr, 0, 0, dpr, 0, 0);
+      cc.fillStyle = this.pal.mini;
+      cc.fillRect(0, 0, W, H);
+      cc.fillStyle = this.pal.edge;
+      cc.beginPath();
       sc.view.vnodes.forEach((n, v) => {
-        ctx.fillRect(ox + (sc.x[v] - n.w / 2) * s, oy + (sc.y[v] - n.h / 2) * s, Math.max(1, n.w * s), Math.max(1, n.h * s));
+        cc.rect(ox + (sc.x[v] - n.w / 2) * s, oy + (sc.y[v] - n.h / 2) * s, Math.max(1, n.w * s), Math.max(1, n.h * s));
       });
-      this._miniCache = ctx.getImageData(0, 0, W * dpr, H * dpr);
-    } else ctx.putImageData(this._miniCache, 0, 0);
+      cc.fill();
+      this._miniCache = cache;
+    }
+    const ctx = this.mini.getContext("2d");
+    ctx.setTransform(1, 0, 0, 1, 0, 0);
+    ctx.drawImage(this._miniCache, 0, 0);
+    ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
     const { w, h } = this._size();
     ctx.strokeStyle = this.pal.current;
     ctx.lineWidth = 1.5;

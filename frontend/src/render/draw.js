@@ -35,9 +35,10 @@ export function edgePoints(scene, k) {
   return [scene.x[e.s], scene.y[e.s], scene.x[e.t], scene.y[e.t]];
 }
 
-function tracePolyline(ctx, p) {
+function tracePolyline(ctx, p, straight = false) {
   ctx.moveTo(p[0], p[1]);
   if (p.length === 4) { ctx.lineTo(p[2], p[3]); return; }
+  if (straight) { for (let i = 2; i < p.length; i += 2) ctx.lineTo(p[i], p[i + 1]); return; }
   for (let i = 2; i < p.length - 2; i += 2) {
     const mx = (p[i] + p[i + 2]) / 2, my = (p[i + 1] + p[i + 3]) / 2;
     ctx.quadraticCurveTo(p[i], p[i + 1], mx, my);
@@ -86,7 +87,9 @@ export function drawScene(ctx, scene, st, cam, vw, vh, opts) {
   for (const b of scene.boxes) {
     if (!(b.reveal <= st.k) || b.x1 < X0 || b.x0 > X1 || b.y1 < Y0 || b.y0 > Y1) continue;
     ctx.beginPath();
-    ctx.rect(b.x0, b.y0, b.x1 - b.x0, b.y1 - b.y0);
+    ctx.moveTo(b.poly[0], b.poly[1]);
+    for (let i = 2; i < b.poly.length; i += 2) ctx.lineTo(b.poly[i], b.poly[i + 1]);
+    ctx.closePath();
     ctx.fillStyle = pal.box;
     ctx.fill();
     ctx.setLineDash([4 * px, 3 * px]);
@@ -99,7 +102,7 @@ export function drawScene(ctx, scene, st, cam, vw, vh, opts) {
       ctx.font = "11px ui-monospace, monospace";
       ctx.textBaseline = "top";
       ctx.textAlign = "left";
-      ctx.fillText(`▾ ${b.path}`, b.x0 + 5, b.y0 + 3);
+      ctx.fillText(`▾ ${b.path}`, b.lx, b.ly);
     }
   }
 
@@ -114,7 +117,7 @@ export function drawScene(ctx, scene, st, cam, vw, vh, opts) {
     if (vedges[e].cut) { cuts.push(e); continue; }
     const g = st.pass >= 0 ? st.edgeGrad(e) : null;
     if (g) { active.push([e, g]); continue; }
-    tracePolyline(ctx, edgePoints(scene, e));
+    tracePolyline(ctx, edgePoints(scene, e), k < 0.25);
   }
   ctx.lineWidth = 1.2 * px;
   ctx.strokeStyle = pal.edge;
@@ -160,7 +163,7 @@ export function drawScene(ctx, scene, st, cam, vw, vh, opts) {
   for (const [key, list] of strokes) {
     const [sign, step] = key.split("|").map(Number);
     ctx.beginPath();
-    for (const e of list) tracePolyline(ctx, edgePoints(scene, e));
+    for (const e of list) tracePolyline(ctx, edgePoints(scene, e), k < 0.25);
     ctx.lineWidth = (1.5 + 0.45 * step) * Math.max(px, 0.6);
     ctx.strokeStyle = sign > 0 ? pal.gradPos : sign < 0 ? pal.gradNeg : pal.gradZero;
     ctx.stroke();

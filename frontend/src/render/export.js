@@ -52,7 +52,10 @@ export function toSvg(scene, k, pal) {
     `<rect x="${-pad}" y="${-pad}" width="${W}" height="${H}" fill="${pal.bg}"/>`];
   for (const b of scene.boxes) {
     if (!(b.reveal <= k)) continue;
-    out.push(`<g class="module"><rect x="${b.x0}" y="${b.y0}" width="${b.x1 - b.x0}" height="${b.y1 - b.y0}" fill="${pal.box}" stroke="${pal.boxStroke}" stroke-dasharray="4 3"/><text x="${b.x0 + 5}" y="${b.y0 + 12}" font-size="11" fill="${pal.boxText}">${esc(b.path)}</text></g>`);
+    const pts = [];
+    for (let i = 0; i < b.poly.length; i += 2) pts.push(`${b.poly[i].toFixed(1)},${b.poly[i + 1].toFixed(1)}`);
+    out.push(`<g class="module"><polygon points="${pts.join(" ")}" fill="${pal.box}" stroke="${pal.boxStroke}" stroke-dasharray="4 3"/>` +
+      `<text x="${b.lx}" y="${b.ly + 9}" font-size="11" fill="${pal.boxText}">${esc(b.path)}</text></g>`);
   }
   scene.view.vedges.forEach((e, i) => {
     if (!(scene.edgeReveal[i] <= k)) return;

@@ -26,25 +26,56 @@ export function makeScene(index, view, layout, timeline, collapsed) {
     return list;
   });
   const edgeReveal = vedges.map((e) => Math.max(reveal[e.s], reveal[e.t]));
-  const scene = { index, view, layout, timeline, x, y, reveal, bwd, flows, edgeReveal,
-    width: layout.width, height: layout.height, boxes: moduleBoxes(index, view, x, y, collapsed, reveal) };
+  const boxes = moduleBoxes(index, view, x, y, collapsed, reveal, layout.direction);
+  const [width, height] = includeBoxes(layout, boxes);
+  const scene = { index, view, layout, timeline, x, y, reveal, bwd, flows, edgeReveal, width, height, boxes };
   scene.errorV = index.errorNode >= 0 ? view.byRef[index.errorNode] : [];
   return scene;
 }
 
-/** Bounding boxes of expanded modules around their visible members (nested ones padded less). */
-function moduleBoxes(index, view, x, y, collapsed, reveal) {
+/**
+ * Module boxes stick out of the layout's extent (their title strip sits above the top row):
+ * shift everything so that nodes, edges and boxes all start at (0, 0), and answer the size.
+ */
+function includeBoxes(layout, boxes) {
+  let x0 = 0, y0 = 0, x1 = layout.width, y1 = layout.height;
+  for (const b of boxes) { x0 = Math.min(x0, b.x0); y0 = Math.min(y0, b.y0); x1 = Math.max(x1, b.x1); y1 = Math.max(y1, b.y1); }
+  if (x0 < 0 || y0 < 0) {
+    for (let i = 0; i < layout.x.length; i++) { layout.x[i] -= x0; layout.y[i] -= y0; }
+    // Parallel edges share one points array: shift each array once.
+    for (const p of new Set(layout.points)) for (let i = 0; i < p.length; i += 2) { p[i] -= x0; p[i + 1] -= y0; }
+    for (const b of boxes) {
+      b.x0 -= x0; b.x1 -= x0; b.y0 -= y0; b.y1 -= y0; b.lx -= x0; b.ly -= y0;
+      for (let i = 0; i < b.poly.length; i += 2) { b.poly[i] -= x0; b.poly[i + 1] -= y0; }
+    }
+  }
+  return [x1 - x0, y1 - y0];
+}
+
+/**
+ * Outlines of expanded modules around their visible members. A plain bounding rectangle of a
+ * module's members overlaps its neighbours' (members of two modules interleave across
+ * layers), so the outline follows the members layer by layer: one band per layer, joined
+ * to the next band, as a polygon. Nested modules get more room (`below`) for their titles.
+ */
+function moduleBoxes(index, view, x, y, collapsed, reveal, dir) {
   const boxes = new Map();
+  const tb = dir !== "LR";
   view.vnodes.forEach((v, k) => {
     let path = v.kind === "group" ? parentOf(v.module) : index.module[v.refs[0]];
     if (v.kind === "group" && v.repeat) path = v.module;
     if (!path) return;
+    const rank = tb ? y[k] : x[k], cross = tb ? x[k] : y[k];
+    const half = (tb ? v.h : v.w) / 2, span = (tb ? v.w : v.h) / 2;
     for (const p of prefixes(path)) {
       if (collapsed.has(p)) break;
       let b = boxes.get(p);
-      if (!b) { b = { path: p, x0: Infinity, y0: Infinity, x1: -Infinity, y1: -Infinity, reveal: Infinity, depth: p.split(".").length, below: 0 }; boxes.set(p, b); }
-      b.x0 = Math.min(b.x0, x[k] - v.w / 2); b.x1 = Math.max(b.x1, x[k] + v.w / 2);
-      b.y0 = Math.min(b.y0, y[k] - v.h / 2); b.y1 = Math.max(b.y1, y[k] + v.h / 2);
+      if (!b) { b = { path: p, rows: new Map(), reveal: Infinity, depth: p.split(".").length, below: 0 }; boxes.set(p, b); }
+      const key = Math.round(rank);
+      const row = b.rows.get(key) || { lo: Infinity, hi: -Infinity, t0: Infinity, t1: -Infinity };
+      row.lo = Math.min(row.lo, cross - span); row.hi = Math.max(row.hi, cross + span);
+      row.t0 = Math.min(row.t0, rank - half); row.t1 = Math.max(row.t1, rank + half);
+      b.rows.set(key, row);
       b.reveal = Math.min(b.reveal, reveal[k]);
     }
   });
@@ -53,11 +84,28 @@ function moduleBoxes(index, view, x, y, collapsed, reveal) {
     const parent = parentOf(b.path);
     if (parent && boxes.has(parent)) boxes.get(parent).below = Math.max(boxes.get(parent).below, b.below + 1);
   }
-  for (const b of list) {
-    const pad = 8 + 8 * b.below;
-    b.x0 -= pad; b.x1 += pad; b.y0 -= pad + 16 * (b.below + 1); b.y1 += pad;
-  }
+  for (const b of list) outline(b, tb);
   return list.reverse();
+}
+
+function outline(b, tb) {
+  const pad = 8 + 8 * b.below, title = 16 * (b.below + 1);
+  const rows = [...b.rows.values()].sort((p, q) => p.t0 - q.t0);
+  rows.forEach((r, i) => {
+    r.lo -= pad + (tb ? 0 : title); r.hi += pad;
+    r.t0 -= pad + (tb && i === 0 ? title : 0); r.t1 += pad;
+  });
+  const pts = [];
+  for (const r of rows) pts.push([r.lo, r.t0], [r.lo, r.t1]);
+  for (const r of [...rows].reverse()) pts.push([r.hi, r.t1], [r.hi, r.t0]);
+  b.poly = pts.flatMap(([c, t]) => (tb ? [c, t] : [t, c]));
+  b.rows = null;
+  b.x0 = Infinity; b.y0 = Infinity; b.x1 = -Infinity; b.y1 = -Infinity;
+  for (let i = 0; i < b.poly.length; i += 2) {
+    b.x0 = Math.min(b.x0, b.poly[i]); b.x1 = Math.max(b.x1, b.poly[i]);
+    b.y0 = Math.min(b.y0, b.poly[i + 1]); b.y1 = Math.max(b.y1, b.poly[i + 1]);
+  }
+  b.lx = b.poly[0] + 5; b.ly = b.poly[1] + 3;
 }
 
 function parentOf(path) {
