@@ -167,3 +167,31 @@ def test_clicking_a_code_line_selects_the_nodes_it_created(playground: Any) -> N
     assert [s for s in shown if s in created] == created
     assert page.evaluate("window.gradtrace.app.canvas.lineSel.size") >= len(created)
     assert len(node_texts(page)) == len(doc["graph"]["nodes"])
+
+
+def test_inspector_shows_leaf_grad_and_saved_tensors_freed_by_backward(playground: Any,
+                                                                        artifacts_dir: Path) -> None:
+    page = playground
+    doc = _example(page, "MLP and a loss")
+    inspector = page.locator("#inspector")
+    weight = next(n for n in doc["graph"]["nodes"] if n["name"] == "model.0.weight")
+    pick_node(page, re.compile(r"^model\.0\.weight — "))
+    expect(inspector.locator("h3")).to_have_text("model.0.weight")
+    expect(inspector).to_contain_text(".grad at this step (after 1 accumulation)")
+    expect(inspector).to_contain_text(f"norm {weight['grad']['stats']['norm']:.4g}")
+    page.screenshot(path=str(artifacts_dir / "inspector-leaf-grad.png"))
+
+    names = [n["name"] for n in doc["graph"]["nodes"]]
+    unique = [n for n in doc["graph"]["nodes"] if names.count(n["name"]) == 1]
+    saver = max(unique, key=lambda n: n.get("saved_bytes", 0))
+    assert saver["saved"], "capture recorded no saved tensor"
+    first = saver["saved"][0]
+    pick_node(page, re.compile("^" + re.escape(saver["name"]) + " — "))
+    table = inspector.locator("table.gt-saved")
+    expect(table.locator("caption")).to_contain_text(f"{saver['saved_bytes']} B")
+    row = table.locator("tr", has_text=first["name"]).first
+    freed = first["freed_after_pass"]
+    expect(row).to_contain_text(f"freed after pass {freed}" if freed is not None else "held")
+    page.locator("#graph").focus()
+    page.keyboard.press("Home")
+    expect(row).to_contain_text("held")  # at step 0 the backward pass has not run yet

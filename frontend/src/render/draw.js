@@ -171,7 +171,7 @@ export function drawScene(ctx, scene, st, cam, vw, vh, opts) {
   if (labels) for (const [e, g] of active) {
     const p = edgePoints(scene, e);
     const fresh = g.step === st.k;
-    if (labels && (fresh || active.length <= 60)) {
+    if (labels && (fresh || active.length <= 12)) {
       const [mx, my] = midpoint(p);
       const text = `∇ ${fmtTensorShort(g.g, 3)}`;
       ctx.font = "10.5px ui-monospace, monospace";
