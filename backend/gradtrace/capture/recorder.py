@@ -279,9 +279,12 @@ class Recorder:
                 self.stop(f"the run reached the event limit ({self.max_events:,} events)")
             line = self.passes[p].doc["line"] if p is not None else None
             cap = self.values.capture
-            ev = BackwardEvent(info.id, p, line, [cap(g) for g in grad_outputs],
+            acc = info.doc["name"] == "AccumulateGrad"
+            # AccumulateGrad may adopt the incoming gradient as the leaf's .grad, which later
+            # passes then change in place: copy what flowed in (small tensors only).
+            ev = BackwardEvent(info.id, p, line, [cap(g, snapshot=acc) for g in grad_outputs],
                                [cap(g) for g in grad_inputs])
-            if info.doc["name"] == "AccumulateGrad":
+            if acc:
                 leaf = leaf_of(info.node)
                 if leaf is not None and leaf.grad is not None:
                     ev.grad = cap(leaf.grad, snapshot=True)

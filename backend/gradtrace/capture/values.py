@@ -7,8 +7,8 @@ NOTE [value capture is split in two]
     (the tensor is kept with its ``_version``; :meth:`ValueStore.resolve` encodes it when the
     document is built). Small tensors are cheap to hold, and deferring them keeps the hooks
     short. A small tensor that was modified in place after it was captured (its version moved)
-    is encoded with stats only and ``"stale": true`` rather than with a value it never had
-    at that moment.
+    is encoded with shape and dtype only and ``"stale": true``, rather than with values or
+    stats it did not have at that moment.
 
 NOTE [document size]
     Each tensor shows at most ``VALUES_LIMIT`` values, and the whole document shows at most
@@ -170,7 +170,7 @@ Handle = TensorValueDict | _Deferred | None
 class ValueStore:
     """Captures tensors in hooks and encodes them once, deduplicated, when the document is built."""
 
-    def __init__(self, values_budget: int = 25_000) -> None:
+    def __init__(self, values_budget: int = 20_000) -> None:
         self._by_id: dict[int, tuple[torch.Tensor, Handle]] = {}
         self._resolved: dict[int, TensorValueDict] = {}
         self.values_budget = values_budget
@@ -208,10 +208,13 @@ class ValueStore:
         done = self._resolved.get(key)
         if done is None:
             t = handle.tensor
-            stale = _version(t) != handle.version
-            done = encode(t, with_values=not stale)
-            if stale:
-                done["stale"] = True
+            if _version(t) != handle.version:
+                # changed in place since it was seen: neither its values nor its stats are
+                # what flowed at that moment any more
+                done = {"shape": list(t.shape), "dtype": dtype_name(t.dtype), "values": None,
+                        "stats": None, "stale": True}
+            else:
+                done = encode(t)
             self._resolved[key] = done
         values = done["values"]
         if values is None:

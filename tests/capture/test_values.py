@@ -1,0 +1,80 @@
+"""TensorValue encoding (schema NOTE [encoding of awkward values])."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pytest
+import torch
+
+from gradtrace.capture.values import ValueStore, encode
+
+
+def test_small_float_tensor_has_values_and_stats_like_torch() -> None:
+    t = torch.tensor([[1.0, -2.0], [3.5, 0.25]])
+    v = encode(t)
+    assert v["shape"] == [2, 2] and v["dtype"] == "float32"
+    assert v["values"] == t.tolist()
+    assert v["stats"]["min"] == -2.0 and v["stats"]["max"] == 3.5
+    assert v["stats"]["mean"] == pytest.approx(t.mean().item())
+    assert v["stats"]["norm"] == pytest.approx(t.norm().item())
+
+
+def test_non_finite_values_are_strings() -> None:
+    v = encode(torch.tensor([float("nan"), float("inf"), -float("inf"), 1.0]))
+    assert v["values"] == ["nan", "inf", "-inf", 1.0]
+    assert v["stats"]["max"] in ("inf", "nan")
+
+
+def test_complex_values_are_real_imag_pairs_and_stats_are_of_the_magnitude() -> None:
+    v = encode(torch.tensor([3 + 4j, 0 + 1j]))
+    assert v["values"] == [[3.0, 4.0], [0.0, 1.0]]
+    assert v["stats"]["max"] == 5.0 and v["stats"]["min"] == 1.0
+
+
+@pytest.mark.parametrize(("t", "values"), [
+    (torch.tensor([1, 2, 3]), [1, 2, 3]),
+    (torch.tensor([True, False]), [True, False]),
+    (torch.zeros(0, 3), []),
+    (torch.tensor(2.5), 2.5),
+])
+def test_integer_bool_empty_and_scalar_tensors(t: torch.Tensor, values: Any) -> None:
+    v = encode(t)
+    assert v["values"] == values
+    if t.dtype == torch.bool or t.numel() == 0:
+        assert v["stats"] is None
+    else:
+        assert v["stats"]["max"] == t.max().item()
+
+
+def test_past_one_thousand_elements_only_stats_are_kept() -> None:
+    t = torch.arange(1001.0)
+    v = encode(t)
+    assert v["values"] is None
+    assert v["stats"]["max"] == 1000.0 and v["stats"]["mean"] == 500.0
+    assert math.isclose(v["stats"]["norm"], t.norm().item(), rel_tol=1e-6)
+
+
+def test_a_gradient_changed_in_place_after_capture_is_marked_stale_not_misreported() -> None:
+    store = ValueStore()
+    g = torch.ones(3)
+    handle = store.capture(g)
+    g.mul_(5)
+    v = store.resolve(handle)
+    assert v is not None and v["stale"] is True and v["values"] is None and v["stats"] is None
+
+
+def test_values_budget_keeps_documents_small_and_is_spent_in_order() -> None:
+    store = ValueStore(values_budget=5)
+    first, second = store.capture(torch.ones(3)), store.capture(torch.ones(3))
+    a, b = store.resolve(first), store.resolve(second)
+    assert a is not None and a["values"] == [1.0, 1.0, 1.0]
+    assert b is not None and b["values"] is None and b["stats"]["max"] == 1.0
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="this machine has no CUDA device")
+def test_cuda_run_records_cuda_device(run: Any) -> None:
+    doc = run("x = torch.ones(2, requires_grad=True)\n(x * 2).sum().backward()\n", device="cuda")
+    assert doc["device"] == "cuda"
+    assert {n["device"] for n in doc["graph"]["nodes"]} == {"cuda:0"}
