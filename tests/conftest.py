@@ -154,6 +154,22 @@ def live_server() -> Iterator[Server]:
         assert server.alive(), f"the shared server died during the session:\n{server.log()[-4000:]}"
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Run the browser tests last.
+
+    NOTE [playwright's event loop]
+        Playwright's sync API keeps an asyncio loop running in the main thread for as long as
+        the session-scoped browser lives, so any later test that drives its own loop
+        (``run_until_complete``) would fail with "another loop is running". Ordering the
+        browser tests last keeps the one shared Chromium and leaves every other test alone.
+    """
+    def uses_browser(item: pytest.Item) -> bool:
+        fixtures = getattr(item, "fixturenames", ())
+        return item.get_closest_marker("browser") is not None or "browser" in fixtures or "page" in fixtures
+
+    items.sort(key=uses_browser)
+
+
 def chromium_path() -> str | None:
     """Debian's Chromium, as installed by ``make test``."""
     for candidate in ("/usr/lib/chromium/chromium", "/usr/bin/chromium"):

@@ -41,7 +41,7 @@ def test_serve_starts_the_service_on_the_given_port(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("GRADTRACE_")}
     env["GRADTRACE_DATA_DIR"] = str(tmp_path / "data")
     proc = subprocess.Popen([GRADTRACE, "serve", "--host", "127.0.0.1", "--port", str(port)], env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     try:
         deadline = time.monotonic() + 90
         body = None
