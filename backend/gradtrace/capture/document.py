@@ -21,8 +21,9 @@ from typing import Any
 
 import torch
 
+from gradtrace.capture.events import BackwardEvent
 from gradtrace.capture.frames import NameIndex
-from gradtrace.capture.recorder import BackwardEvent, Recorder
+from gradtrace.capture.recorder import Recorder
 from gradtrace.capture.values import encode
 from gradtrace.schema import SCHEMA_VERSION, canonical_json
 

@@ -1,5 +1,5 @@
-"""The taps: a TorchFunctionMode that sees each torch call the snippet makes, and global module
-hooks that say which ``nn.Module`` is running.
+"""The tap: a TorchFunctionMode that sees each torch call the snippet makes (module hooks are in
+:mod:`gradtrace.capture.modules`).
 
 NOTE [why a TorchFunctionMode]
     It is called once per *user-level* torch call (``x * y``, ``F.linear``, ``model(x)``'s inner
@@ -22,11 +22,6 @@ NOTE [torch.compile]
     not recorded either. The
     compiled region's single ``CompiledFunctionBackward`` node is then discovered like any
     other node from the tensors the compiled call returns.
-
-NOTE [module hooks never return]
-    A global forward hook that returns a value replaces the module's output. Ours return None,
-    always, and the post hook uses ``always_call=True`` so the module stack stays balanced when
-    a forward raises.
 """
 
 from __future__ import annotations
@@ -36,7 +31,6 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
-from torch import nn
 from torch.overrides import TorchFunctionMode
 
 from gradtrace.capture import frames
@@ -287,65 +281,3 @@ class CaptureMode(TorchFunctionMode):
             tid = rec.tensor_node(t, role="retained", line=line, names=frames.NameIndex.during_run(frame))
             rec.edges.append({"source": rec.fns[t.grad_fn].id, "target": tid, "input_nr": None})
         return out
-
-
-class ModuleTracker:
-    """Keeps ``rec.module_stack`` in step with nn.Module calls, naming each from the snippet."""
-
-    def __init__(self, rec: Recorder) -> None:
-        self.rec = rec
-        self._children: dict[int, dict[int, str]] = {}
-        self._keep: list[nn.Module] = []
-        self._parents: list[tuple[str | None, nn.Module]] = []
-        self._roots: dict[int, tuple[nn.Module, str | None]] = {}
-
-    def install(self) -> list[Any]:
-        pre = nn.modules.module.register_module_forward_pre_hook(self._pre)
-        post = nn.modules.module.register_module_forward_hook(self._post, always_call=True)
-        return [pre, post]
-
-    def _child_name(self, parent: nn.Module, child: nn.Module) -> str | None:
-        table = self._children.get(id(parent))
-        if table is None:
-            table = {id(m): n for n, m in parent.named_children()}
-            self._children[id(parent)] = table
-            self._keep.append(parent)
-        return table.get(id(child))
-
-    def _root_name(self, module: nn.Module) -> str | None:
-        """The variable (or ``var.sub`` path) of a module called from outside any other module;
-        looked up once per module, deep only when the shallow look-up finds nothing."""
-        hit = self._roots.get(id(module))
-        if hit is not None and hit[0] is module:
-            return hit[1]
-        frame = frames.snippet_frame(self.rec.filename, 4)
-        path = frames.NameIndex.during_run(frame).name_of(module)
-        if path is None:
-            path = frames.NameIndex(frame).name_of(module)
-        self._roots[id(module)] = (module, path)
-        return path
-
-    def _pre(self, module: nn.Module, args: Any) -> None:
-        stack = self.rec.module_stack
-        path: str | None = None
-        try:
-            if stack and stack[-1] is not None and self._parents:
-                parent_path, parent = self._parents[-1]
-                sub = self._child_name(parent, module)
-                path = f"{parent_path}.{sub}" if sub is not None else None
-            if path is None:
-                path = self._root_name(module)
-        except Exception:
-            path = None
-        stack.append(path)
-        self._parents.append((path, module))
-        self.rec.module_log.note(path)
-        return None
-
-    def _post(self, module: nn.Module, args: Any, output: Any) -> None:
-        if self.rec.module_stack:
-            self.rec.module_stack.pop()
-        if self._parents:
-            self._parents.pop()
-        self.rec.module_log.note(self.rec.module_stack[-1] if self.rec.module_stack else None)
-        return None

@@ -14,41 +14,17 @@ from __future__ import annotations
 
 import contextlib
 import functools
-from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 from torch.autograd.graph import Node
 
 from gradtrace.capture import frames
+from gradtrace.capture.events import BackwardEvent, LimitReached, PassInfo
 from gradtrace.capture.graph import ACC_SEQ, FnInfo, describe, leaf_of, walk_new
 from gradtrace.capture.saved import saved_hooks_active
 from gradtrace.capture.timeline import LineTracer, SeqLog
-from gradtrace.capture.values import Handle, ValueStore, dtype_name
-
-
-class LimitReached(BaseException):
-    """Raised inside the snippet when a node or event cap is hit; ends the run as graph_limit."""
-
-
-@dataclass
-class BackwardEvent:
-    """A node execution seen by its post hook; values are resolved when the document is built."""
-
-    node: str
-    pass_: int | None
-    line: int | None
-    grad_outputs: list[Handle]
-    grad_inputs: list[Handle]
-    grad: Handle = None
-    hook_changes: list[dict[str, Any]] = field(default_factory=list)
-
-
-@dataclass
-class PassInfo:
-    doc: dict[str, Any]
-    task_id: int | None = None
-    executed: list[str] = field(default_factory=list)
+from gradtrace.capture.values import ValueStore, dtype_name
 
 
 class Recorder:

@@ -27,8 +27,10 @@ from typing import Any
 
 from gradtrace.capture.diagnose import describe_error
 from gradtrace.capture.document import build_document
-from gradtrace.capture.mode import CaptureMode, ModuleTracker
-from gradtrace.capture.recorder import LimitReached, Recorder
+from gradtrace.capture.events import LimitReached
+from gradtrace.capture.mode import CaptureMode
+from gradtrace.capture.modules import ModuleTracker
+from gradtrace.capture.recorder import Recorder
 from gradtrace.schema import RunDocument
 
 

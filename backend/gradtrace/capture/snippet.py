@@ -18,7 +18,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from gradtrace.capture.recorder import LimitReached
+from gradtrace.capture.events import LimitReached
 from gradtrace.capture.session import error_line, record
 
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")

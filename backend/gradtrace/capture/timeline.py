@@ -19,6 +19,7 @@ NOTE [lines by sequence number]
 from __future__ import annotations
 
 import sys
+import threading
 from bisect import bisect_right
 from types import FrameType
 from typing import Any
@@ -59,7 +60,7 @@ class LineTracer:
         self.filename = filename
         self.log = SeqLog()
         self.active = False
-        self._previous: Any = None
+        self._thread = 0
 
     def install(self) -> bool:
         """Start tracing this thread; False (and no tracing) when another tracer is active."""
@@ -72,17 +73,19 @@ class LineTracer:
             frame.f_trace = self._local
             self.log.note(frame.f_lineno)
         sys.settrace(self._global)
+        self._thread = threading.get_ident()
         self.active = True
         return True
 
     def pause(self) -> None:
         """Stop tracing while the recorder works (its own calls are not the snippet's, and
-        tracing them would cost a Python call each)."""
-        if self.active:
+        tracing them would cost a Python call each). Only on the snippet's thread: hooks of
+        CUDA backward passes run on autograd's device threads, which are never traced."""
+        if self.active and threading.get_ident() == self._thread:
             sys.settrace(None)
 
     def resume(self) -> None:
-        if self.active:
+        if self.active and threading.get_ident() == self._thread:
             sys.settrace(self._global)
 
     def uninstall(self) -> None:

@@ -1,0 +1,32 @@
+"""What the recorder keeps per backward pass and per node execution, and its stop signal."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from gradtrace.capture.values import Handle
+
+
+class LimitReached(BaseException):
+    """Raised inside the snippet when a node or event cap is hit; ends the run as graph_limit."""
+
+
+@dataclass
+class BackwardEvent:
+    """A node execution seen by its post hook; values are resolved when the document is built."""
+
+    node: str
+    pass_: int | None
+    line: int | None
+    grad_outputs: list[Handle]
+    grad_inputs: list[Handle]
+    grad: Handle = None
+    hook_changes: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass
+class PassInfo:
+    doc: dict[str, Any]
+    task_id: int | None = None
+    executed: list[str] = field(default_factory=list)

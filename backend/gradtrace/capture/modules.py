@@ -1,0 +1,80 @@
+"""Which ``nn.Module`` is running: global forward pre/post hooks keep a stack of module paths.
+
+NOTE [module hooks never return]
+    A global forward hook that returns a value replaces the module's output. Ours return None,
+    always, and the post hook uses ``always_call=True`` so the stack stays balanced when a
+    forward raises. Each entry and exit is also noted against autograd's sequence counter
+    (``rec.module_log``), so a node's module follows from its sequence number like its line
+    (NOTE [lines by sequence number] in :mod:`gradtrace.capture.timeline`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from torch import nn
+
+from gradtrace.capture import frames
+from gradtrace.capture.recorder import Recorder
+
+
+class ModuleTracker:
+    """Keeps ``rec.module_stack`` in step with nn.Module calls, naming each from the snippet."""
+
+    def __init__(self, rec: Recorder) -> None:
+        self.rec = rec
+        self._children: dict[int, dict[int, str]] = {}
+        self._keep: list[nn.Module] = []
+        self._parents: list[tuple[str | None, nn.Module]] = []
+        self._roots: dict[int, tuple[nn.Module, str | None]] = {}
+
+    def install(self) -> list[Any]:
+        pre = nn.modules.module.register_module_forward_pre_hook(self._pre)
+        post = nn.modules.module.register_module_forward_hook(self._post, always_call=True)
+        return [pre, post]
+
+    def _child_name(self, parent: nn.Module, child: nn.Module) -> str | None:
+        table = self._children.get(id(parent))
+        if table is None:
+            table = {id(m): n for n, m in parent.named_children()}
+            self._children[id(parent)] = table
+            self._keep.append(parent)
+        return table.get(id(child))
+
+    def _root_name(self, module: nn.Module) -> str | None:
+        """The variable (or ``var.sub`` path) of a module called from outside any other module;
+        looked up once per module, deep only when the shallow look-up finds nothing."""
+        hit = self._roots.get(id(module))
+        if hit is not None and hit[0] is module:
+            return hit[1]
+        frame = frames.snippet_frame(self.rec.filename, 4)
+        path = frames.NameIndex.during_run(frame).name_of(module)
+        if path is None:
+            path = frames.NameIndex(frame).name_of(module)
+        self._roots[id(module)] = (module, path)
+        return path
+
+    def _pre(self, module: nn.Module, args: Any) -> None:
+        stack = self.rec.module_stack
+        path: str | None = None
+        try:
+            if stack and stack[-1] is not None and self._parents:
+                parent_path, parent = self._parents[-1]
+                sub = self._child_name(parent, module)
+                path = f"{parent_path}.{sub}" if sub is not None else None
+            if path is None:
+                path = self._root_name(module)
+        except Exception:
+            path = None
+        stack.append(path)
+        self._parents.append((path, module))
+        self.rec.module_log.note(path)
+        return None
+
+    def _post(self, module: nn.Module, args: Any, output: Any) -> None:
+        if self.rec.module_stack:
+            self.rec.module_stack.pop()
+        if self._parents:
+            self._parents.pop()
+        self.rec.module_log.note(self.rec.module_stack[-1] if self.rec.module_stack else None)
+        return None
