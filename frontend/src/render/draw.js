@@ -173,7 +173,7 @@ export function drawScene(ctx, scene, st, cam, vw, vh, opts) {
     const fresh = g.step === st.k;
     if (labels && (fresh || active.length <= 12)) {
       const [mx, my] = midpoint(p);
-      const text = `∇ ${fmtTensorShort(g.g, 3)}`;
+      const text = `∇ ${g.all.map((t) => fmtTensorShort(t, 3)).join(" + ")}`;
       ctx.font = "10.5px ui-monospace, monospace";
       const w = ctx.measureText(text).width + 6;
       ctx.fillStyle = pal.labelBg;
@@ -279,6 +279,12 @@ function drawLabels(ctx, scene, st, batches, pal) {
         const g = tl.leafGradAt(n.refs[0], st.k);
         const grad = g ? g.value : (st.k >= tl.N && scene.index.nodes[n.refs[0]].grad) || null;
         if (grad) sub = `∇ ${fmtTensorShort(grad, 3)}${g && g.count > 1 ? ` (×${g.count})` : ""}`;
+      } else if ((n.kind === "function" || n.kind === "acc") && st.pass >= 0) {
+        // The gradient that reached this node in the current pass (its grad_outputs[0]).
+        const step = tl.lastBackward(n.refs[0], st.k);
+        const ev = step != null && tl.passAt(step) === st.pass ? tl.event(step) : null;
+        const g = ev && ev.grad_outputs && ev.grad_outputs[0];
+        if (g) sub = `${n.sub} · ∇ ${fmtTensorShort(g, 2)}`;
       }
       ctx.font = "10.5px ui-monospace, monospace";
       ctx.fillStyle = pal.kinds[n.kind].sub;

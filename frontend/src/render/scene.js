@@ -138,7 +138,11 @@ export function stepState(scene, k) {
       const j = lastAtOrBefore(list, k, (f) => f[0]);
       if (j < 0) return null;
       const [step, g] = list[j];
-      return tl.passAt(step) === pass ? { step, g } : null;
+      if (tl.passAt(step) !== pass) return null;
+      // Parallel edges (x * x uses x twice) are drawn as one: keep every gradient of the step.
+      const all = [g];
+      for (let i = j - 1; i >= 0 && list[i][0] === step; i--) all.unshift(list[i][1]);
+      return { step, g, all };
     },
   };
 }

@@ -86,7 +86,8 @@ export class Inspector {
     const step = tl.lastBackward(i, k);
     if (step != null) {
       const ev = tl.event(step);
-      parts.push(el("p", { class: "gt-hint" }, `backward pass ${tl.passAt(step)}, step ${step}`));
+      parts.push(el("p", { class: "gt-hint" }, `backward pass ${tl.passAt(step)}, step ${step}` +
+        (ev.changed_by_hook ? " · a hook changed this gradient" : "")));
       (ev.grad_outputs || []).forEach((g, j) => g && parts.push(tensorBlock(`grad_outputs[${j}] (flowing in)`, g)));
       (ev.grad_inputs || []).forEach((g, j) => g && parts.push(tensorBlock(`grad_inputs[${j}] (flowing out)`, g)));
     }
