@@ -38,7 +38,16 @@ def test_inplace_change_of_a_saved_tensor_names_the_invalidated_node(run: Any) -
     assert err["line"] == 7 and "inplace" in err["message"]
     node = _node(doc, err["node"])
     assert node["name"] == "ExpBackward0" and node["line"] == 5
-    assert "'result'" in err["detail"]
+    assert "'result'" in err["detail"] and "`add_` at line 6" in err["detail"]
+    assert err["inplace_line"] == 6
+
+
+def test_inplace_update_under_no_grad_of_a_saved_leaf_is_traced_to_its_line(run: Any) -> None:
+    doc = run("import torch\nw = torch.ones(3, requires_grad=True)\ny = (w * w).sum()\n"
+              "with torch.no_grad():\n    w.add_(1)\ny.backward()\n")
+    err = doc["error"]
+    assert (err["line"], err["inplace_line"]) == (6, 5)
+    assert _node(doc, err["node"])["name"] == "MulBackward0"
 
 
 def test_detach_and_no_grad_cuts_are_tensor_nodes_with_their_source(run: Any) -> None:

@@ -56,6 +56,17 @@ def _upstream_order(rec: Recorder, roots: list[str]) -> list[FnInfo]:
     return order
 
 
+def _inplace_culprit(rec: Recorder, info: FnInfo, names: set[str]) -> tuple[int | None, str] | None:
+    """The last in-place op, after ``info``'s node was created, on the storage of one of its
+    refused saved tensors: (line, op name)."""
+    ptrs = {s.get("_ptr") for s in info.doc["saved"] if s["name"] in names} - {None}
+    created = int(info.id[1:])
+    for ptr, line, op, n_nodes in reversed(rec.inplace_log):
+        if ptr in ptrs and n_nodes > created:
+            return line, op
+    return None
+
+
 def _where(info: FnInfo) -> str:
     line = info.doc.get("line")
     at = f", line {line}" if line is not None else ""
@@ -77,8 +88,13 @@ def describe_error(rec: Recorder, exc: BaseException) -> dict[str, Any]:
             continue
         names = ", ".join(f"'{n}'" for n, _ in bad)
         if needle == _INPLACE:
-            detail = (f"saved tensor {names} of {_where(info)} was modified in place after it was "
-                      f"saved; autograd's version check refused to use it")
+            culprit = _inplace_culprit(rec, info, {n for n, _ in bad})
+            where = (f" by `{culprit[1]}` at line {culprit[0]}" if culprit and culprit[0] is not None
+                     else f" by `{culprit[1]}`" if culprit else "")
+            detail = (f"saved tensor {names} of {_where(info)} was modified in place{where} after "
+                      f"it was saved; autograd's version check refused to use it")
+            if culprit is not None:
+                return {"node": info.id, "detail": detail, "inplace_line": culprit[0]}
         else:
             passes = sorted({s["freed_after_pass"] for s in info.doc["saved"]
                              if s.get("freed_after_pass") is not None})

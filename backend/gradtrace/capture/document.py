@@ -71,7 +71,7 @@ def _nodes(rec: Recorder) -> list[dict[str, Any]]:
             d["grad_history"] = [resolve(h) for h in d["grad_history"]]
             d["cut"] = _cut(d["cut"])
         else:
-            d["saved"] = [{**_SAVED_DEFAULTS, **{k: v for k, v in s.items() if k != "_param"}}
+            d["saved"] = [{**_SAVED_DEFAULTS, **{k: v for k, v in s.items() if k[0] != "_"}}
                           for s in d["saved"]]
         out.append(d)
     return out
@@ -119,8 +119,7 @@ def _memory(rec: Recorder) -> dict[str, int]:
 def _error(error: dict[str, Any] | None) -> dict[str, Any] | None:
     if error is None:
         return None
-    return {"type": error["type"], "message": error["message"], "line": error.get("line"),
-            "node": error.get("node"), "detail": error.get("detail")}
+    return {"line": None, "node": None, "detail": None, **error}
 
 
 def build_document(rec: Recorder, *, status: str, error: dict[str, Any] | None = None,

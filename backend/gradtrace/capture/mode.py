@@ -117,6 +117,9 @@ class CaptureMode(TorchFunctionMode):
         out = func(*args, **kwargs)
         # NOTE [fast path]: no sequence number handed out means no node was created, so most
         # calls (getters, ops on tensors without grad) cost one counter read.
+        mutated = _mutates(func) and bool(args) and isinstance(args[0], torch.Tensor)
+        if mutated:
+            rec.note_inplace(args[0], getattr(func, "__name__", "?"))
         if _seq_nr() != mark:
             work = self._after
         elif not torch.is_grad_enabled() or func is torch.Tensor.detach or _is_data_get(func):

@@ -48,6 +48,7 @@ class Recorder:
         self.handles: list[Any] = []
         self.hook_changes: dict[Node, list[dict[str, Any]]] = {}
         self.cuts: dict[int, tuple[torch.Tensor, str]] = {}
+        self.inplace_log: list[tuple[int, int | None, str, int]] = []
         self._names_cache: tuple[Any, int, frames.NameIndex] | None = None
         self._n_events = 0
         self.namespace: dict[str, Any] | None = None
@@ -287,6 +288,17 @@ class Recorder:
         with torch._C.DisableTorchFunction():
             self.hook_changes.setdefault(node, []).append(
                 {"before": self.values.capture(before), "after": self.values.capture(after)})
+
+    def note_inplace(self, t: torch.Tensor, op: str) -> None:
+        """An in-place change of ``t``: kept (storage address, line, op, nodes so far) so that
+        an invalidated saved tensor can later be traced to the line that changed it. The
+        address never reaches the document."""
+        try:
+            ptr = t.untyped_storage().data_ptr()
+        except Exception:  # no storage (sparse, meta, ...): nothing to match later
+            return
+        if len(self.inplace_log) < 10_000:
+            self.inplace_log.append((ptr, self.current_line(), op, len(self.nodes)))
 
     def internal_error(self, exc: Exception) -> None:
         """A recorder failure (never the snippet's): counted, first few messages kept."""

@@ -18,6 +18,7 @@ NOTE [what counts as a parameter or an input]
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 import torch
@@ -64,6 +65,8 @@ def _entry(name: str, t: torch.Tensor) -> dict[str, Any]:
          "is_input": param is None and t.grad_fn is None and t._base is None}
     if param is not None:
         e["_param"] = param  # kept (not serialised) to count each parameter once
+    with contextlib.suppress(Exception):  # storage address: to match in-place changes, never shown
+        e["_ptr"] = t.untyped_storage().data_ptr()
     return e
 
 
