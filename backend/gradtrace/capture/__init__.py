@@ -9,8 +9,13 @@ Two ways in:
 
 Pipeline inside this package::
 
-    mode (TorchFunctionMode + module hooks) → recorder (nodes, edges, node hooks, passes)
-        → diagnose (autograd errors as data) → document (values encoded, validated, id)
+    snippet / session   run the code under the recorder (stdout cap, statuses, gc, cleanup)
+    mode, modules       taps: TorchFunctionMode after each torch call, module pre/post hooks
+    timeline            lines and modules by autograd sequence number (settrace, snippet only)
+    recorder, graph     nodes in creation order, edges, saved tensors, node hooks, passes
+    events, values      backward events; tensors encoded as TensorValues (lazily when small)
+    diagnose            in-place / freed-graph errors as data (node, saved tensors, line)
+    document            the run document dict, its id, and its canonical JSON
 
 This package imports torch; the web process must never import it.
 """
