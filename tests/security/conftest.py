@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-import gradtrace.sandbox.pool as pool_module
+import gradtrace.sandbox.zygote_client as source_module
 from sandbox.pool_harness import LoopbackListener, PoolHarness, children_of, snapshot
 from security.bait import Bait
 
@@ -36,7 +36,7 @@ def bait() -> Iterator[Bait]:
     canary_file = canary_dir / "canary.txt"
     canary_file.write_text("untouched\n")
     canary_file.chmod(0o666)
-    source_file = Path(pool_module.__file__)
+    source_file = Path(source_module.__file__)
     listener = LoopbackListener()
     try:
         yield Bait(secret, data_dir, secret_file, canary_dir, canary_file, source_file,

@@ -36,6 +36,8 @@ class ZygoteConfig:
     nofile: int = 64
     fsize_mb: int = 16
     uid_base: int = UID_BASE
+    cuda: bool = False
+    """Children of this zygote initialise CUDA before locking down (NOTE [cuda workers])."""
     hide_paths: list[str] = field(default_factory=list)
     """Directories to cover with an empty read-only tmpfs in the zygote's mount namespace."""
 

@@ -16,6 +16,7 @@ Only then does the child read the job from fd 0.
 
 from __future__ import annotations
 
+import glob
 import os
 import resource
 import signal
@@ -87,12 +88,13 @@ def _environment(workdir: str) -> None:
 def _rlimits(plan: JailPlan) -> None:
     cfg = plan.config
     limits = {
-        resource.RLIMIT_AS: (plan.address_space, plan.address_space),
         resource.RLIMIT_CPU: (cfg.cpu_s, cfg.cpu_s + 1),
         resource.RLIMIT_FSIZE: (cfg.fsize_mb << 20, cfg.fsize_mb << 20),
         resource.RLIMIT_NOFILE: (cfg.nofile, cfg.nofile),
         resource.RLIMIT_CORE: (0, 0),
     }
+    if not cfg.cuda:  # CUDA reserves tens of GiB of address space; GPU jobs rely on the cgroup
+        limits[resource.RLIMIT_AS] = (plan.address_space, plan.address_space)
     if plan.drop_uid:  # NPROC counts the real uid; for a shared uid it would hit other processes.
         limits[resource.RLIMIT_NPROC] = (cfg.nproc, cfg.nproc)
     for which, value in limits.items():
@@ -105,7 +107,8 @@ def _landlock_rules(plan: JailPlan, workdir: str) -> landlock.Ruleset | None:
     rules = landlock.Ruleset(plan.landlock_abi)
     for path in plan.read_paths:
         rules.allow(path)
-    for path in (workdir, *WRITABLE_DEVICES):
+    gpu_devices = glob.glob("/dev/nvidia*") if plan.config.cuda else []
+    for path in (workdir, *WRITABLE_DEVICES, *gpu_devices):
         rules.allow(path, write=True)
     return rules
 

@@ -51,7 +51,7 @@ class _ChildRecord:
     workdir: str | None
 
 
-def _warm_torch() -> tuple[str, bool]:
+def _warm_torch() -> tuple[str, bool, int]:
     import warnings
 
     warnings.filterwarnings("ignore", message="Failed to initialize NumPy")  # numpy is optional
@@ -65,9 +65,18 @@ def _warm_torch() -> tuple[str, bool]:
     warm_up = getattr(capture, "warm_up", None)
     if callable(warm_up):
         warm_up()
-    # NVML-based check (PYTORCH_NVML_BASED_CUDA_CHECK=1 in our env) does not initialise CUDA,
-    # so forking stays safe; CUDA jobs run in separate fresh processes.
-    return str(torch.__version__), bool(torch.cuda.is_available())
+    # NVML-based checks (PYTORCH_NVML_BASED_CUDA_CHECK=1 in our env) do not initialise CUDA,
+    # so forking stays safe; CUDA is only ever initialised in a child (NOTE [cuda workers]).
+    cuda = bool(torch.cuda.is_available())
+    return str(torch.__version__), cuda, torch.cuda.device_count() if cuda else 0
+
+
+def _init_cuda_in_child() -> None:
+    """A fresh child of a GPU zygote brings CUDA up while idle, before it locks down."""
+    import torch
+
+    torch.cuda.init()  # type: ignore[no-untyped-call]
+    torch.ones(1, device="cuda").sum().item()
 
 
 def _import_all(package: str) -> None:
@@ -136,6 +145,8 @@ class Zygote:
         try:
             cfg = self.plan.config
             uid = cfg.uid_base + os.getpid() if self.plan.drop_uid else os.getuid()
+            if cfg.cuda:
+                _init_cuda_in_child()
             jail.lock_down(self.plan, uid=uid, cgroup=cgroup, job_r=job_r, out_w=out_w, res_w=res_w,
                            workdir=workdir or "/tmp")
         except BaseException as exc:
@@ -213,7 +224,7 @@ class Zygote:
 
 
 def _prepare(cfg: ZygoteConfig) -> tuple[jail.JailPlan, CgroupFactory | None, dict[str, Any]]:
-    torch_version, cuda = _warm_torch()
+    torch_version, cuda, cuda_devices = _warm_torch()
     linux.mallopt(linux.M_ARENA_MAX, 2)
     layers: dict[str, str] = {"rlimits": "active", "env": "active: scrubbed zygote env, cleared per job",
                               "fds": "active"}
@@ -246,7 +257,7 @@ def _prepare(cfg: ZygoteConfig) -> tuple[jail.JailPlan, CgroupFactory | None, di
                          layers=layers, drop_uid=cfg.sandbox and root,
                          private_mounts=layers.get("mountns", "").startswith("active"))
     ready = {"type": "ready", "pid": os.getpid(), "layers": layers, "cuda_available": cuda,
-             "torch_version": torch_version}
+             "cuda_devices": cuda_devices if not cfg.cuda else 0, "torch_version": torch_version}
     return plan, cgroups, ready
 
 
