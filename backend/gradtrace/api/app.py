@@ -90,12 +90,18 @@ async def _purge_runs_forever(svc: Services) -> None:
 
 
 def _configure_logging(level: str) -> None:
-    """Log lines go to stderr as they are (the access lines are JSON already)."""
-    root = logging.getLogger("gradtrace")
-    root.setLevel(level.upper() if level.upper() in logging.getLevelNamesMapping() else "INFO")
-    if not any(getattr(h, "_gradtrace", False) for h in root.handlers):
-        handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(logging.Formatter("%(message)s"))
-        handler._gradtrace = True  # type: ignore[attr-defined]
-        root.addHandler(handler)
-        root.propagate = False
+    """The service's own loggers write their lines to stderr as they are (access lines are JSON).
+
+    Only ``gradtrace.access`` and ``gradtrace.api`` are configured, so the other parts'
+    loggers keep propagating to whatever the host process set up.
+    """
+    resolved = level.upper() if level.upper() in logging.getLevelNamesMapping() else "INFO"
+    for name in ("gradtrace.access", "gradtrace.api"):
+        logger = logging.getLogger(name)
+        logger.setLevel(resolved)
+        if not any(getattr(h, "_gradtrace", False) for h in logger.handlers):
+            handler = logging.StreamHandler(sys.stderr)
+            handler.setFormatter(logging.Formatter("%(message)s"))
+            handler._gradtrace = True  # type: ignore[attr-defined]
+            logger.addHandler(handler)
+            logger.propagate = False
