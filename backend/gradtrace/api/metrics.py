@@ -2,7 +2,8 @@
 
 * ``gradtrace_runs_total{status}``: runs by final status (the document's, or ``rejected`` /
   ``cancelled`` / ``saturated`` for runs that produced none);
-* ``gradtrace_run_duration_seconds``: wall time of ``POST /api/runs`` around the runner;
+* ``gradtrace_run_duration_seconds``: wall time of runs that produced a document, queue
+  included (refused, saturated and cancelled runs are not timed);
 * ``gradtrace_pool_queue_depth``, ``gradtrace_pool_busy_workers``, ``gradtrace_pool_workers``:
   read from the runner at scrape time;
 * ``gradtrace_shares_created_total``: new share rows (repeats of an existing share not counted);

@@ -65,8 +65,7 @@ async def create_run(body: StrictRunRequest, request: Request, svc: ServicesDep)
     except PoolSaturated:
         svc.metrics.runs.labels("saturated").inc()
         raise
-    finally:
-        svc.metrics.run_seconds.observe(time.perf_counter() - started)
+    svc.metrics.run_seconds.observe(time.perf_counter() - started)
     encoded = await run_in_threadpool(_encode_from_runner, doc)
     await run_in_threadpool(svc.store.put_run, encoded)
     svc.metrics.runs.labels(encoded.status).inc()
