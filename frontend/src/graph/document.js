@@ -56,7 +56,10 @@ export function indexDocument(doc) {
     const owner = prefixes(n.name).slice(0, -1).reverse().find((p) => known.has(p));
     if (owner) module[i] = owner;
   });
-  for (const [acc, leaf] of leafOfAcc) if (!module[acc]) module[acc] = module[leaf];
+  for (const [acc, leaf] of leafOfAcc) {
+    if (!module[acc]) module[acc] = module[leaf];
+    else if (!module[leaf]) module[leaf] = module[acc];
+  }
 
   const errorNode = doc.error && doc.error.node != null ? idx.get(doc.error.node) ?? -1 : -1;
   const byLine = new Map();
