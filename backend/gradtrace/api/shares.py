@@ -23,7 +23,7 @@ from pydantic import ValidationError
 from gradtrace.api.errors import ERROR_RESPONSES
 from gradtrace.api.responses import blob_response
 from gradtrace.api.services import Services, ServicesDep, client_key
-from gradtrace.errors import Forbidden, InvalidRequest, NotFound
+from gradtrace.errors import Forbidden, InvalidRequest, NotFound, PayloadTooLarge
 from gradtrace.schema import SCHEMA_VERSION, RunDocument, ShareCreated, ShareRequest
 from gradtrace.storage.codec import (
     MAX_DEPTH,
@@ -91,6 +91,7 @@ def shared_document(svc: Services, share_id: str) -> dict[str, Any]:
 
 def _blob_from_body(body: ShareRequest | RunDocument, svc: Services) -> StoredBlob:
     if isinstance(body, RunDocument):  # validated by FastAPI already
+        _check_size({"graph": {"nodes": body.graph.nodes}, "events": body.events}, svc)
         if (same := _stored_run_equal_to(svc, body.id, body)) is not None:
             return same
         try:
@@ -102,6 +103,7 @@ def _blob_from_body(body: ShareRequest | RunDocument, svc: Services) -> StoredBl
         raise InvalidRequest("give exactly one of run_id or document (or send a run document as the body)",
                              detail={"fields": ["run_id", "document"]})
     if body.document is not None:
+        _check_size(body.document, svc)
         if (same := _stored_run_equal_to(svc, body.document.get("id"), body.document)) is not None:
             return same
         return _encode_checked(body.document)
@@ -114,6 +116,19 @@ def _blob_from_body(body: ShareRequest | RunDocument, svc: Services) -> StoredBl
     if blob.schema_version == SCHEMA_VERSION:
         return blob  # stored runs are canonical already: share the very same bytes
     return _encode_checked(load(blob))
+
+
+def _check_size(doc: dict[str, Any], svc: Services) -> None:
+    """A shared document may be as large as a run may make it, not larger."""
+    graph = doc.get("graph")
+    nodes = graph.get("nodes") if isinstance(graph, dict) else None
+    events = doc.get("events")
+    counts = {"nodes": (len(nodes) if isinstance(nodes, list) else 0, svc.settings.max_nodes),
+              "events": (len(events) if isinstance(events, list) else 0, svc.settings.max_events)}
+    for what, (count, limit) in counts.items():
+        if count > limit:
+            raise PayloadTooLarge(f"the document has {count} {what}, over the limit of {limit}",
+                                  detail={"field": what, "count": count, "limit": limit})
 
 
 def _kept_run(svc: Services, run_id: str) -> StoredBlob | None:
