@@ -103,3 +103,9 @@ def test_cuda_is_disabled_when_the_server_has_none(playground: Any) -> None:
     option = page.locator('#device option[value="cuda"]')
     assert option.is_disabled() == (not cuda)
     assert page.get_by_label("Device").input_value() == "cpu"
+
+
+def test_a_missing_bundle_is_explained_on_the_page(page: Any, live_server: Any) -> None:
+    page.route("**/dist/app.js", lambda route: route.fulfill(status=404, body="not built"))
+    page.goto(live_server.url + "/")
+    expect(page.locator("#graph-empty")).to_contain_text("make frontend")
