@@ -17,6 +17,7 @@ import subprocess
 import tempfile
 import uuid
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -32,33 +33,63 @@ def _as_user(user: str) -> list[str]:
     return [] if os.geteuid() != 0 else ["runuser", "-u", user, "--"]
 
 
-@pytest.fixture(scope="session")
-def pg_server() -> Iterator[str]:
-    """A PostgreSQL cluster for the session; yields a URL without a database name."""
+@dataclass
+class PgCluster:
+    """A PostgreSQL cluster started by the tests."""
+
+    url: str
+    """``postgresql+psycopg://postgres@127.0.0.1:PORT`` (no database name)."""
+    bindir: Path
+    data: Path
+    base: Path
+    port: int
+    run_as: list[str]
+
+    def ctl(self, *args: str) -> None:
+        subprocess.run([*self.run_as, str(self.bindir / "pg_ctl"), "-D", str(self.data), *args],
+                       check=True, capture_output=True, cwd=self.base, timeout=120)
+
+    def start(self) -> None:
+        opts = f"-h 127.0.0.1 -p {self.port} -k {self.base / 'sock'} -c fsync=off -c max_connections=60"
+        self.ctl("-o", opts, "-l", str(self.base / "log"), "-w", "-t", "60", "start")
+
+    def stop(self) -> None:
+        self.ctl("-m", "immediate", "-w", "stop")
+
+
+@contextlib.contextmanager
+def pg_cluster() -> Iterator[PgCluster]:
+    """Start a throw-away cluster (initdb + pg_ctl, as the postgres user when root)."""
     if not PG_BINS or not Path(PG_BINS[-1], "initdb").exists():
         pytest.skip("PostgreSQL binaries are not installed (make test installs Debian's postgresql)")
     bindir = Path(PG_BINS[-1])
     user = "postgres" if os.geteuid() == 0 else pwd.getpwuid(os.geteuid()).pw_name
     base = Path(tempfile.mkdtemp(prefix="gradtrace-pg-"))
-    data, sock = base / "data", base / "sock"
-    sock.mkdir()
+    (base / "sock").mkdir()
     if os.geteuid() == 0:
         pw = pwd.getpwnam(user)
-        for p in (base, sock):
+        for p in (base, base / "sock"):
             os.chown(p, pw.pw_uid, pw.pw_gid)
     port = free_port()
     run = _as_user(user)
-    subprocess.run([*run, str(bindir / "initdb"), "-D", str(data), "-U", "postgres", "--auth=trust",
-                    "--no-sync", "-E", "UTF8"], check=True, capture_output=True, cwd=base)
-    opts = f"-h 127.0.0.1 -p {port} -k {sock} -c fsync=off -c max_connections=60"
-    subprocess.run([*run, str(bindir / "pg_ctl"), "-D", str(data), "-o", opts, "-l", str(base / "log"),
-                    "-w", "-t", "60", "start"], check=True, capture_output=True, cwd=base)
+    subprocess.run([*run, str(bindir / "initdb"), "-D", str(base / "data"), "-U", "postgres",
+                    "--auth=trust", "--no-sync", "-E", "UTF8"], check=True, capture_output=True, cwd=base)
+    cluster = PgCluster(f"postgresql+psycopg://postgres@127.0.0.1:{port}", bindir, base / "data", base,
+                        port, run)
+    cluster.start()
     try:
-        yield f"postgresql+psycopg://postgres@127.0.0.1:{port}"
+        yield cluster
     finally:
-        subprocess.run([*run, str(bindir / "pg_ctl"), "-D", str(data), "-m", "immediate", "-w", "stop"],
-                       capture_output=True, cwd=base)
+        with contextlib.suppress(subprocess.SubprocessError):
+            cluster.stop()
         shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[str]:
+    """A PostgreSQL cluster for the session; yields a URL without a database name."""
+    with pg_cluster() as cluster:
+        yield cluster.url
 
 
 def new_pg_database(server_url: str) -> str:

@@ -1,5 +1,6 @@
 """The real service on PostgreSQL (``GRADTRACE_DATABASE_URL``): it migrates on start, reports
-the database in ``/readyz``, and its links survive a restart."""
+the database in ``/readyz``, its links survive a restart, and a database outage is a 503 with
+``Retry-After`` (never a 500) that heals when the database is back."""
 
 from __future__ import annotations
 
@@ -7,8 +8,9 @@ import gc
 
 import pytest
 
+from api.helpers import assert_error
 from conftest import running_server
-from storage.conftest import new_pg_database
+from storage.conftest import new_pg_database, pg_cluster
 from storage.sample_docs import chain_document
 
 pytestmark = [
@@ -33,4 +35,22 @@ def test_the_service_runs_on_postgresql_and_keeps_links_across_restarts(pg_serve
         assert c.get(f"/api/shares/{share['id']}").content == stored
         assert c.post("/api/shares", json=chain_document(6)).status_code == 200  # same link, no new row
     assert not (data_dir / "gradtrace.db").exists(), "nothing went to SQLite"
+    gc.collect()
+
+
+def test_a_database_outage_is_a_503_and_the_service_recovers() -> None:
+    with pg_cluster() as cluster:
+        env = {"GRADTRACE_DATABASE_URL": new_pg_database(cluster.url)}
+        with running_server(env) as srv, srv.client() as c:
+            share = c.post("/api/shares", json=chain_document(3)).json()
+            cluster.stop()
+            assert_error(c.get(f"/api/shares/{share['id']}"), 503, "storage_unavailable")
+            assert_error(c.post("/api/shares", json=chain_document(4)), 503, "storage_unavailable")
+            ready = c.get("/readyz")
+            assert ready.status_code == 503
+            assert ready.json()["error"]["detail"]["checks"]["database"]["ok"] is False
+            assert c.get("/healthz").status_code == 200, "liveness does not depend on the database"
+            cluster.start()
+            assert c.get(f"/api/shares/{share['id']}").status_code == 200
+            assert c.get("/readyz").status_code == 200
     gc.collect()
