@@ -54,8 +54,7 @@ _SCRIPT_SAFE = str.maketrans({"<": "\\u003c", ">": "\\u003e", "&": "\\u0026",
 
 def script_safe_json(obj: Any) -> Markup:
     """JSON that can sit inside a ``<script>`` element as is (see the module docstring)."""
-    text = canonical_json(obj).decode("utf-8") if not isinstance(obj, bytes) else obj.decode("utf-8")
-    return Markup(text.translate(_SCRIPT_SAFE))
+    return Markup(canonical_json(obj).decode("utf-8").translate(_SCRIPT_SAFE))
 
 
 @router.get("/", response_class=HTMLResponse)

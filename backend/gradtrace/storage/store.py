@@ -35,6 +35,7 @@ from gradtrace.storage.engine import ensure_directory, make_engine
 from gradtrace.storage.tables import runs, shares
 
 SHARE_ID_MIN = 8
+RETRY_AFTER_S = 2.0
 T = TypeVar("T")
 
 
@@ -169,8 +170,7 @@ class Store:
             with self.engine.connect() as conn:
                 yield conn
         except SQLAlchemyError as exc:
-            raise StorageUnavailable(f"the database is unavailable: {type(exc).__name__}",
-                                     retry_after=2.0) from exc
+            raise _unavailable(exc) from exc
 
     @contextmanager
     def _begin(self) -> Iterator[Connection]:
@@ -178,12 +178,15 @@ class Store:
             with self.engine.begin() as conn:
                 yield conn
         except SQLAlchemyError as exc:
-            raise StorageUnavailable(f"the database is unavailable: {type(exc).__name__}",
-                                     retry_after=2.0) from exc
+            raise _unavailable(exc) from exc
 
     def _guard(self, fn: Callable[[], T]) -> T:
         try:
             return fn()
         except SQLAlchemyError as exc:
-            raise StorageUnavailable(f"the database is unavailable: {type(exc).__name__}",
-                                     retry_after=2.0) from exc
+            raise _unavailable(exc) from exc
+
+
+def _unavailable(exc: SQLAlchemyError) -> StorageUnavailable:
+    return StorageUnavailable(f"the database is unavailable ({type(exc).__name__}); retry shortly",
+                              retry_after=RETRY_AFTER_S)
