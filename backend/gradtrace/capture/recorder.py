@@ -205,6 +205,8 @@ class Recorder:
         it executed in it (``release_variables``), so those are marked freed."""
         p = self.passes[idx]
         p.doc["completed"] = completed
+        if self.active_pass is None:
+            self.values.end_pass()
         if p.doc["retain_graph"]:
             return
         freed = 0

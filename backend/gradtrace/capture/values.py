@@ -84,10 +84,14 @@ def _torch_stats(t: torch.Tensor) -> dict[str, Any] | None:
     if t.is_complex():
         t = t.abs()
     lo, hi = torch.aminmax(t)
+    if t.dtype in (torch.float32, torch.float64):
+        # five dispatches in all: these stats are taken for every large gradient in a hook
+        mn, mx, total, norm = torch.stack((lo, hi, t.sum(), torch.linalg.vector_norm(t))).tolist()
+        return {"min": _num(mn), "max": _num(mx), "mean": _num(total / t.numel()), "norm": _num(norm)}
     if t.is_floating_point():
-        f = t.to(torch.float32) if t.dtype in (torch.float16, torch.bfloat16) else t
-        four = torch.stack((lo.to(f.dtype), hi.to(f.dtype), f.mean(), torch.linalg.vector_norm(f)))
-        mn, mx, mean, norm = four.tolist()  # one conversion instead of four .item() calls
+        f = t.to(torch.float32)
+        mn, mx, mean, norm = torch.stack((lo.to(f.dtype), hi.to(f.dtype), f.mean(),
+                                          torch.linalg.vector_norm(f))).tolist()
         return {"min": _num(mn), "max": _num(mx), "mean": _num(mean), "norm": _num(norm)}
     f = t.to(torch.float64)
     return {"min": _num(lo.item()), "max": _num(hi.item()), "mean": _num(float(f.mean().item())),
@@ -170,8 +174,9 @@ Handle = TensorValueDict | _Deferred | None
 class ValueStore:
     """Captures tensors in hooks and encodes them once, deduplicated, when the document is built."""
 
-    def __init__(self, values_budget: int = 20_000) -> None:
+    def __init__(self, values_budget: int = 10_000) -> None:
         self._by_id: dict[int, tuple[torch.Tensor, Handle]] = {}
+        self._large: dict[int, tuple[torch.Tensor, Handle]] = {}
         self._resolved: dict[int, TensorValueDict] = {}
         self.values_budget = values_budget
 
@@ -181,20 +186,27 @@ class ValueStore:
         if not isinstance(t, torch.Tensor):
             return None
         key = id(t)
-        hit = self._by_id.get(key)
+        hit = self._by_id.get(key) or self._large.get(key)
         if hit is not None and hit[0] is t and not snapshot:
             return hit[1]
         handle: Handle
         if t.numel() > VALUES_LIMIT or t.layout != torch.strided:
             handle = encode(t, with_values=False)
-        elif snapshot:
+            if not snapshot:
+                # held until the pass ends, so that the same gradient met again as the next
+                # node's input is recognised (by identity) instead of reduced twice
+                self._large[key] = (t, handle)
+            return handle
+        if snapshot:
             with torch.no_grad(), torch._C.DisableTorchFunction():
-                handle = _Deferred(t.detach().clone())
-        else:
-            handle = _Deferred(t)
-        if not snapshot:
-            self._by_id[key] = (t, handle)
+                return _Deferred(t.detach().clone())
+        handle = _Deferred(t)
+        self._by_id[key] = (t, handle)
         return handle
+
+    def end_pass(self) -> None:
+        """Let go of the large gradients of the pass that just ended (their stats are kept)."""
+        self._large.clear()
 
     def resolve(self, handle: Handle) -> TensorValueDict | None:
         """The TensorValue dict of a captured handle, spending the values budget in call order:
