@@ -7,6 +7,7 @@ import os
 import signal
 import time
 import warnings
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -230,3 +231,28 @@ def test_killed_zygote_is_restarted_and_the_running_job_reports_crashed() -> Non
         harness.call(scenario())
     finally:
         harness.close()
+
+
+def test_result_larger_than_the_cap_is_output_limit(pool: PoolHarness) -> None:
+    code = ("x = torch.ones(3, requires_grad=True)\nfor _ in range(200):\n    x = x * 1.0\n"
+            "x.sum().backward()\n")
+    doc = pool.run(code, result_bytes=4096)
+    assert doc["status"] == "output_limit"
+    assert doc["message"] == "Stopped: the run's result was larger than 4 KiB."
+    assert pool.run(code)["status"] == "ok"  # the same snippet fits the default cap
+
+
+def test_cuda_job_on_a_host_without_cuda_is_refused(pool: PoolHarness) -> None:
+    with pytest.raises(DeviceUnavailable, match="no CUDA device"):
+        pool.call(pool.pool.run(Job(code="x = 1", device="cuda", limits=pool.limits())))
+
+
+@pytest.mark.parametrize("path", sorted(Path("/work/shared/examples").glob("*.py")), ids=lambda p: p.stem)
+def test_every_lesson_snippet_runs_inside_the_sandbox(pool: PoolHarness, path: Path) -> None:
+    """The jail must not break real lessons (torch.compile included): each ends ok or with its
+    own deliberate autograd error, never with a limit, a crash or a sandbox permission error."""
+    doc = pool.run(path.read_text(), timeout_s=10.0, cpu_s=2)
+    assert doc["status"] in ("ok", "error"), (doc["status"], doc.get("message"))
+    if doc["status"] == "error":
+        assert doc["error"]["type"] == "RuntimeError", doc["error"]
+        assert "Permission" not in doc["error"]["message"]

@@ -64,7 +64,7 @@ def _private_view(plan: JailPlan, uid: int) -> None:
     linux.mount("tmpfs", "/tmp", "tmpfs", linux.MS_NOSUID | linux.MS_NODEV | linux.MS_NOEXEC,
                 f"size={cfg.tmp_mb}m,nr_inodes={cfg.tmp_inodes},mode=0700,uid={uid},gid={uid}")
     linux.mount("proc", "/proc", "proc", linux.MS_NOSUID | linux.MS_NODEV | linux.MS_NOEXEC,
-                "hidepid=invisible")
+                "hidepid=invisible,subset=pid")
 
 
 def _stdio(job_r: int, out_w: int, res_w: int) -> None:

@@ -65,10 +65,31 @@ def _warm_torch() -> tuple[str, bool, int]:
     warm_up = getattr(capture, "warm_up", None)
     if callable(warm_up):
         warm_up()
+    _warm_compile()
     # NVML-based checks (PYTORCH_NVML_BASED_CUDA_CHECK=1 in our env) do not initialise CUDA,
     # so forking stays safe; CUDA is only ever initialised in a child (NOTE [cuda workers]).
     cuda = bool(torch.cuda.is_available())
     return str(torch.__version__), cuda, torch.cuda.device_count() if cuda else 0
+
+
+def _warm_compile() -> None:
+    """Import and exercise torch.compile once, so a job's compile takes ~0.3 s instead of ~7 s.
+
+    Lesson 15 compiles with ``backend="aot_eager"``; cold, dynamo's imports and first trace take
+    longer than the 5 s limit. The zygote pays once (it costs ~100 MB of shared memory, which
+    copy-on-write keeps shared). A failure here only makes compiling snippets slower.
+    """
+    import torch
+
+    def f(x: torch.Tensor) -> torch.Tensor:
+        return (torch.sin(x) * x).sum()
+
+    try:
+        x = torch.randn(4, requires_grad=True)
+        torch.compile(f, backend="aot_eager")(x).backward()
+        torch._dynamo.reset()
+    except Exception as exc:
+        print(f"gradtrace zygote: torch.compile warm-up failed: {exc!r}", file=sys.stderr)
 
 
 def _init_cuda_in_child() -> None:
