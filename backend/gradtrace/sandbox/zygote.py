@@ -86,7 +86,7 @@ def _warm_compile() -> None:
 
     try:
         x = torch.randn(4, requires_grad=True)
-        torch.compile(f, backend="aot_eager")(x).backward()
+        torch.compile(f, backend="aot_eager")(x).backward()  # type: ignore[no-untyped-call]
         torch._dynamo.reset()
     except Exception as exc:
         print(f"gradtrace zygote: torch.compile warm-up failed: {exc!r}", file=sys.stderr)
