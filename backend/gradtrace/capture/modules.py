@@ -6,6 +6,15 @@ NOTE [module hooks never return]
     forward raises. Each entry and exit is also noted against autograd's sequence counter
     (``rec.module_log``), so a node's module follows from its sequence number like its line
     (NOTE [lines by sequence number] in :mod:`gradtrace.capture.timeline`).
+
+NOTE [no line tracing inside library modules]
+    Inside a module whose ``forward`` is library code (``nn.Linear``, a transformer layer) no
+    snippet line can change, so the line tracer is suspended there: every Python call inside
+    would otherwise cost a call of the tracer (it doubled a transformer's forward). It is
+    resumed inside modules defined in the snippet, and when the module returns. Nodes created
+    inside keep the snippet line that called the module, as CONTRACT.md asks. (A snippet
+    function called back from inside a library module, a forward hook say, is then attributed
+    to that calling line too.)
 """
 
 from __future__ import annotations
@@ -27,6 +36,8 @@ class ModuleTracker:
         self._keep: list[nn.Module] = []
         self._parents: list[tuple[str | None, nn.Module]] = []
         self._roots: dict[int, tuple[nn.Module, str | None]] = {}
+        self._own: dict[type, bool] = {}
+        self._tracing: list[bool] = []
 
     def install(self) -> list[Any]:
         pre = nn.modules.module.register_module_forward_pre_hook(self._pre)
@@ -54,6 +65,15 @@ class ModuleTracker:
         self._roots[id(module)] = (module, path)
         return path
 
+    def _own_code(self, module: nn.Module) -> bool:
+        """Whether this module's forward is snippet code (a class defined in the snippet)."""
+        cls = type(module)
+        hit = self._own.get(cls)
+        if hit is None:
+            code = getattr(getattr(cls, "forward", None), "__code__", None)
+            hit = self._own[cls] = code is not None and code.co_filename == self.rec.filename
+        return hit
+
     def _pre(self, module: nn.Module, args: Any) -> None:
         stack = self.rec.module_stack
         path: str | None = None
@@ -69,9 +89,12 @@ class ModuleTracker:
         stack.append(path)
         self._parents.append((path, module))
         self.rec.module_log.note(path)
+        self._tracing.append(self.rec.tracer.set_suspended(not self._own_code(module)))
         return None
 
     def _post(self, module: nn.Module, args: Any, output: Any) -> None:
+        if self._tracing:
+            self.rec.tracer.set_suspended(self._tracing.pop())
         if self.rec.module_stack:
             self.rec.module_stack.pop()
         if self._parents:

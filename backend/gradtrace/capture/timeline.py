@@ -61,6 +61,7 @@ class LineTracer:
         self.log = SeqLog()
         self.active = False
         self._thread = 0
+        self.suspended = False
 
     def install(self) -> bool:
         """Start tracing this thread; False (and no tracing) when another tracer is active."""
@@ -77,15 +78,24 @@ class LineTracer:
         self.active = True
         return True
 
+    def set_suspended(self, suspended: bool) -> bool:
+        """Suspend (or resume) tracing across a whole module call; returns the previous state.
+        NOTE [no line tracing inside library modules] in :mod:`gradtrace.capture.modules`."""
+        previous = self.suspended
+        if suspended != previous and self.active and threading.get_ident() == self._thread:
+            sys.settrace(None if suspended else self._global)
+        self.suspended = suspended
+        return previous
+
     def pause(self) -> None:
         """Stop tracing while the recorder works (its own calls are not the snippet's, and
         tracing them would cost a Python call each). Only on the snippet's thread: hooks of
         CUDA backward passes run on autograd's device threads, which are never traced."""
-        if self.active and threading.get_ident() == self._thread:
+        if self.active and not self.suspended and threading.get_ident() == self._thread:
             sys.settrace(None)
 
     def resume(self) -> None:
-        if self.active and threading.get_ident() == self._thread:
+        if self.active and not self.suspended and threading.get_ident() == self._thread:
             sys.settrace(self._global)
 
     def uninstall(self) -> None:
