@@ -17,7 +17,9 @@ import { download, toDot, toPng, toSvg } from "./render/export.js";
 import { makeScene } from "./render/scene.js";
 import { CodeEditor } from "./ui/editor.js";
 import { EXAMPLES } from "./ui/examples.js";
+import { renderGallery } from "./ui/gallery.js";
 import { Inspector } from "./ui/inspector.js";
+import { graphKeyHandler } from "./ui/keys.js";
 import { renderLegend, renderModules, renderNodeList, renderResults, renderStatus } from "./ui/panels.js";
 import { Transport } from "./ui/transport.js";
 
@@ -46,7 +48,12 @@ class App {
     this.results = { badge: $("#status-badge"), error: $("#error-box"), stdout: $("#stdout"), stdoutWrap: $("#stdout-wrap") };
     this.bindControls();
     renderLegend($("#legend-list"));
-    this.renderExamples();
+    renderGallery($("#example-list"), EXAMPLES, (ex) => {
+      if (this.mode === "share") this.editCopy();
+      this.editor.setCode(ex.code);
+      $("#examples").open = false;
+      this.editor.focus();
+    });
     this.inspector.clear();
     const doc = readJson("gt-document");
     if (this.mode === "share") this.enterShareMode(doc);
@@ -75,44 +82,7 @@ class App {
     $("#share-close").addEventListener("click", () => $("#share-dialog").close());
     const device = $("#device");
     if (!this.config.cuda_available) device.querySelector('option[value="cuda"]').disabled = true;
-    $("#graph").addEventListener("keydown", (ev) => this.onGraphKey(ev));
-  }
-
-  renderExamples() {
-    const list = $("#example-list");
-    for (const ex of EXAMPLES) {
-      const li = document.createElement("li");
-      const b = document.createElement("button");
-      b.type = "button";
-      b.className = "gt-example";
-      const t = document.createElement("strong");
-      t.textContent = ex.title;
-      const d = document.createElement("span");
-      d.textContent = ex.blurb;
-      b.append(t, d);
-      b.addEventListener("click", () => {
-        if (this.mode === "share") this.editCopy();
-        this.editor.setCode(ex.code);
-        $("#examples").open = false;
-        this.editor.focus();
-      });
-      li.append(b);
-      list.append(li);
-    }
-  }
-
-  onGraphKey(ev) {
-    const p = this.player;
-    const keys = {
-      " ": () => p.toggle(), ArrowRight: () => (ev.shiftKey ? p.phaseForward() : p.step(1)),
-      ArrowLeft: () => (ev.shiftKey ? p.phaseBack() : p.step(-1)), Home: () => p.go(0, { fromUser: true }),
-      End: () => p.go(p.N, { fromUser: true }), "+": () => this.canvas.zoomBy(1.25), "-": () => this.canvas.zoomBy(0.8),
-      f: () => this.canvas.fit(),
-    };
-    const fn = keys[ev.key];
-    if (!fn) return;
-    ev.preventDefault();
-    fn();
+    $("#graph").addEventListener("keydown", graphKeyHandler(this.player, this.canvas));
   }
 
   // ---- running -------------------------------------------------------------------------

@@ -4,8 +4,10 @@
  * hit testing for clicks and tooltips. Knows nothing about the page around it: it reports
  * clicks through callbacks.
  */
-import { drawScene, edgePoints } from "./draw.js";
+import { drawScene } from "./draw.js";
+import { alongReversed, edgePoints } from "./geometry.js";
 import { stepState } from "./scene.js";
+import { Minimap } from "./minimap.js";
 import { palette } from "./palette.js";
 import { fmtTensorShort } from "../ui/format.js";
 
@@ -15,7 +17,11 @@ export class GraphCanvas {
     this.cb = callbacks;
     this.base = host.querySelector("canvas.gt-base");
     this.overlay = host.querySelector("canvas.gt-overlay");
-    this.mini = host.querySelector("canvas.gt-minimap");
+    this.minimap = new Minimap(host.querySelector("canvas.gt-minimap"), (wx, wy) => {
+      const { w, h } = this._size();
+      this.cam = { ...this.cam, x: wx - w / 2 / this.cam.k, y: wy - h / 2 / this.cam.k };
+      this.redraw();
+    });
     this.tip = host.querySelector(".gt-tooltip");
     this.scene = null;
     this.k = 0;
@@ -29,7 +35,7 @@ export class GraphCanvas {
     this._raf = 0;
     this.reducedMotion = matchMedia("(prefers-reduced-motion: reduce)").matches;
     new ResizeObserver(() => this._resize()).observe(host);
-    matchMedia("(prefers-color-scheme: dark)").addEventListener("change", () => { this.pal = palette(); this._miniCache = null; this.redraw(); });
+    matchMedia("(prefers-color-scheme: dark)").addEventListener("change", () => { this.pal = palette(); this.minimap.invalidate(); this.redraw(); });
     this._bindPointer();
     this._resize();
   }
@@ -38,7 +44,7 @@ export class GraphCanvas {
     this.scene = scene;
     this.k = k;
     this.dots = [];
-    this._miniCache = null;
+    this.minimap.invalidate();
     this.selected = new Set();
     this.lineSel = new Set();
     if (!keepCamera) this.fit({ readable: true });
@@ -124,7 +130,7 @@ export class GraphCanvas {
     const ctx = this.base.getContext("2d");
     const st = this.scene ? stepState(this.scene, this.k) : null;
     drawScene(ctx, this.scene, st, this.cam, w, h, { pal: this.pal, dpr: this.dpr, selected: this.selected, lineSel: this.lineSel });
-    this._drawMinimap();
+    this.minimap.draw(this.scene, this.cam, { w, h }, this.pal, this.dpr);
     this._drawOverlay();
     this.lastDrawMs = performance.now() - t0;
     this.frames++;
@@ -243,18 +249,6 @@ export class GraphCanvas {
       const v = this.hit(ev.clientX - r.left, ev.clientY - r.top);
       if (v >= 0 && this.scene.view.vnodes[v].kind === "group" && this.cb.onGroupOpen) this.cb.onGroupOpen(v);
     });
-    const miniMove = (ev) => {
-      if (!this.scene || !this._miniT) return;
-      const r = this.mini.getBoundingClientRect();
-      const { s, ox, oy } = this._miniT;
-      const { w, h } = this._size();
-      const wx = (ev.clientX - r.left - ox) / s, wy = (ev.clientY - r.top - oy) / s;
-      this.cam = { ...this.cam, x: wx - w / 2 / this.cam.k, y: wy - h / 2 / this.cam.k };
-      this.redraw();
-    };
-    this.mini.addEventListener("pointerdown", (ev) => { this.mini.setPointerCapture(ev.pointerId); miniMove(ev); this._miniDrag = true; });
-    this.mini.addEventListener("pointermove", (ev) => { if (this._miniDrag) miniMove(ev); });
-    this.mini.addEventListener("pointerup", () => { this._miniDrag = false; });
   }
 
   _tooltip(v, sx, sy) {
@@ -273,60 +267,4 @@ export class GraphCanvas {
     if (this.cb.onHover) this.cb.onHover(v);
   }
 
-  _drawMinimap() {
-    const show = this.scene && this.scene.view.vnodes.length > 40;
-    this.mini.hidden = !show;
-    if (!show) return;
-    const W = 180, H = 120;
-    const dpr = this.dpr;
-    if (this.mini.width !== W * dpr) { this.mini.width = W * dpr; this.mini.height = H * dpr; }
-    const sc = this.scene;
-    const s = Math.min((W - 8) / Math.max(sc.width, 1), (H - 8) / Math.max(sc.height, 1));
-    const ox = (W - sc.width * s) / 2, oy = (H - sc.height * s) / 2;
-    this._miniT = { s, ox, oy };
-    if (!this._miniCache) {
-      // The graph's silhouette is drawn once per scene on a canvas of its own, then copied.
-      const cache = document.createElement("canvas");
-      cache.width = W * dpr; cache.height = H * dpr;
-      const cc = cache.getContext("2d");
-      cc.setTransform(dpr, 0, 0, dpr, 0, 0);
-      cc.fillStyle = this.pal.mini;
-      cc.fillRect(0, 0, W, H);
-      cc.fillStyle = this.pal.edge;
-      cc.beginPath();
-      sc.view.vnodes.forEach((n, v) => {
-        cc.rect(ox + (sc.x[v] - n.w / 2) * s, oy + (sc.y[v] - n.h / 2) * s, Math.max(1, n.w * s), Math.max(1, n.h * s));
-      });
-      cc.fill();
-      this._miniCache = cache;
-    }
-    const ctx = this.mini.getContext("2d");
-    ctx.setTransform(1, 0, 0, 1, 0, 0);
-    ctx.drawImage(this._miniCache, 0, 0);
-    ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
-    const { w, h } = this._size();
-    ctx.strokeStyle = this.pal.current;
-    ctx.lineWidth = 1.5;
-    ctx.strokeRect(ox + this.cam.x * s, oy + this.cam.y * s, (w / this.cam.k) * s, (h / this.cam.k) * s);
-  }
-}
-
-/** The point a fraction t of the way along a polyline, walked from its end back to its start. */
-function alongReversed(p, t) {
-  const segs = [];
-  let total = 0;
-  for (let i = p.length - 2; i >= 2; i -= 2) {
-    const l = Math.hypot(p[i] - p[i - 2], p[i + 1] - p[i - 1]);
-    segs.push([i, l]);
-    total += l;
-  }
-  let d = Math.min(1, Math.max(0, t)) * total;
-  for (const [i, l] of segs) {
-    if (d <= l || l === 0) {
-      const f = l ? d / l : 0;
-      return [p[i] + (p[i - 2] - p[i]) * f, p[i + 1] + (p[i - 1] - p[i + 1]) * f];
-    }
-    d -= l;
-  }
-  return [p[0], p[1]];
 }

@@ -9,31 +9,9 @@
  *   zoomed out (they would be a few pixels high anyway).
  */
 import { fmtTensorShort, gradMagnitude } from "../ui/format.js";
+import { edgeBoxes, edgePoints, midpoint } from "./geometry.js";
 
 const KIND_STYLE = ["function", "acc", "leaf", "output", "retained", "cut", "group"];
-
-export function edgeBoxes(scene) {
-  if (scene.ebox) return scene.ebox;
-  const pts = scene.layout.points;
-  const es = scene.view.vedges;
-  const box = new Float64Array(es.length * 4);
-  es.forEach((e, k) => {
-    let p = pts[k];
-    if (!p || p.length < 4) p = [scene.x[e.s], scene.y[e.s], scene.x[e.t], scene.y[e.t]];
-    let x0 = Infinity, y0 = Infinity, x1 = -Infinity, y1 = -Infinity;
-    for (let i = 0; i < p.length; i += 2) { x0 = Math.min(x0, p[i]); x1 = Math.max(x1, p[i]); y0 = Math.min(y0, p[i + 1]); y1 = Math.max(y1, p[i + 1]); }
-    box.set([x0, y0, x1, y1], k * 4);
-  });
-  scene.ebox = box;
-  return box;
-}
-
-export function edgePoints(scene, k) {
-  const p = scene.layout.points[k];
-  if (p && p.length >= 4) return p;
-  const e = scene.view.vedges[k];
-  return [scene.x[e.s], scene.y[e.s], scene.x[e.t], scene.y[e.t]];
-}
 
 function tracePolyline(ctx, p, straight = false) {
   ctx.moveTo(p[0], p[1]);
@@ -44,13 +22,6 @@ function tracePolyline(ctx, p, straight = false) {
     ctx.quadraticCurveTo(p[i], p[i + 1], mx, my);
   }
   ctx.lineTo(p[p.length - 2], p[p.length - 1]);
-}
-
-/** The middle of a polyline's middle segment (where edge labels go). */
-export function midpoint(p) {
-  const seg = Math.floor((p.length / 2 - 1) / 2);
-  const i = seg * 2;
-  return [(p[i] + p[i + 2]) / 2, (p[i + 1] + p[i + 3]) / 2];
 }
 
 function arrowHead(ctx, p, size) {

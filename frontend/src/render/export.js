@@ -2,7 +2,8 @@
  * Exports: the current view as SVG (built separately from the Canvas view, research §3) and
  * PNG (the Canvas drawing at a fixed scale), and the document as JSON and Graphviz DOT.
  */
-import { drawScene, edgePoints } from "./draw.js";
+import { drawScene } from "./draw.js";
+import { edgePoints } from "./geometry.js";
 import { stepState } from "./scene.js";
 import { fmtTensorShort } from "../ui/format.js";
 

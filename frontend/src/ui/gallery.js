@@ -1,0 +1,17 @@
+/** The lesson gallery's DOM: one button per example, its title and one-line explanation. */
+export function renderGallery(list, examples, onPick) {
+  for (const ex of examples) {
+    const li = document.createElement("li");
+    const b = document.createElement("button");
+    b.type = "button";
+    b.className = "gt-example";
+    const t = document.createElement("strong");
+    t.textContent = ex.title;
+    const d = document.createElement("span");
+    d.textContent = ex.blurb;
+    b.append(t, d);
+    b.addEventListener("click", () => onPick(ex));
+    li.append(b);
+    list.append(li);
+  }
+}
