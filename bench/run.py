@@ -12,6 +12,7 @@ import sys
 import time
 
 import httpx
+
 from common import ROOT, Row, print_table
 
 CHAIN_RULE = (ROOT.parent / "shared" / "examples" / "01_chain_rule.py")
