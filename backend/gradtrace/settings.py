@@ -29,7 +29,8 @@ class Settings(BaseSettings):
         None, description="Base URL used in share links; default: the URL of the request.")
     data_dir: Path = Field(Path("./data"), description="Where the SQLite database lives.")
     database_url: str | None = Field(
-        None, description="SQLAlchemy URL; default sqlite under data_dir. postgresql+psycopg://… for PostgreSQL.")
+        None,
+        description="SQLAlchemy URL; default sqlite under data_dir. postgresql+psycopg://… for PostgreSQL.")
     run_retention_days: int = Field(
         30, ge=0, description="Days a run stays retrievable by id (0 = forever). Shares are kept forever.")
 
@@ -38,8 +39,10 @@ class Settings(BaseSettings):
     workers: int = Field(
         default_factory=lambda: max(1, os.cpu_count() or 1), ge=1, le=64,
         description="Concurrent sandboxed jobs (default: one per core).")
-    queue_size: int = Field(16, ge=0, le=10_000, description="Jobs that may wait for a worker before the API answers 503.")
-    sandbox: bool = Field(True, description="Apply the kernel isolation layers to each job (namespaces, seccomp, uid, rlimits).")
+    queue_size: int = Field(
+        16, ge=0, le=10_000, description="Jobs that may wait for a worker before the API answers 503.")
+    sandbox: bool = Field(
+        True, description="Apply the kernel isolation layers to each job (namespaces, seccomp, uid, rlimits).")
 
     timeout_s: float = Field(5.0, gt=0, le=600, description="Wall-clock limit of one run, seconds.")
     cpu_s: int = Field(5, ge=1, le=600, description="CPU-time limit of one run, seconds.")

@@ -22,7 +22,7 @@ NOTE [encoding of awkward values]
 
 from __future__ import annotations
 
-from typing import Literal, Union
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -31,7 +31,7 @@ VALUES_LIMIT = 1000
 
 Status = Literal["ok", "error", "timeout", "memory_limit", "output_limit", "graph_limit", "crashed"]
 Device = Literal["cpu", "cuda", "auto"]
-Number = Union[int, float, str]
+Number = int | float | str
 """A JSON number, or one of the strings ``"nan"``, ``"inf"``, ``"-inf"``."""
 
 
