@@ -57,7 +57,8 @@ class App {
     this.inspector.clear();
     const doc = readJson("gt-document");
     if (this.mode === "share") this.enterShareMode(doc);
-    else this.editor.setCode(EXAMPLES[0].code);
+    else this.editor.setCode(loadDraft() ?? EXAMPLES[0].code);
+    window.addEventListener("pagehide", () => { if (this.mode === "edit") saveDraft(this.editor.code); });
   }
 
   bindControls() {
@@ -290,6 +291,11 @@ class App {
     history.pushState(null, "", "/");
   }
 }
+
+// The editor's text survives a reload (not a share link: those always show what was shared).
+const DRAFT_KEY = "gradtrace.draft";
+function loadDraft() { try { return localStorage.getItem(DRAFT_KEY); } catch { return null; } }
+function saveDraft(code) { try { localStorage.setItem(DRAFT_KEY, code); } catch { /* storage disabled */ } }
 
 const app = new App();
 // For tests and benchmarks: the page's one entry point from outside.

@@ -200,3 +200,14 @@ def test_reduced_motion_drops_the_travelling_gradient_dots(browser: Any, live_se
             assert (dots > 0) == expect_dots, (motion, dots)
         finally:
             ctx.close()
+
+
+def test_the_node_list_for_keyboard_users_shows_up_when_focused(playground: Any) -> None:
+    page = playground
+    run_code(page, "import torch\nx = torch.ones(2, requires_grad=True)\n(x * 2).sum().backward()\n")
+    first = page.get_by_role("list", name="Graph nodes").get_by_role("button").first
+    first.focus()
+    box = page.locator("#node-list").bounding_box()
+    assert box and box["height"] > 20 and box["width"] > 200
+    page.keyboard.press("Enter")
+    expect(page.locator("#inspector h3")).to_have_text(first.inner_text().split(" — ")[0])

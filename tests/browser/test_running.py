@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import expect
 
-from browser.pageutil import node_texts, ready_generation, run_code, wait_drawn
+from browser.pageutil import node_texts, ready_generation, run_code, set_code, wait_drawn
 
 pytestmark = pytest.mark.browser
 
@@ -126,3 +126,11 @@ def test_every_limit_status_gets_a_badge_with_the_server_message(playground: Any
         expect(badge).to_have_class(re.compile(f"gt-status-{status}"))
         expect(page.locator("#graph-empty")).to_have_text("This run created no autograd node.")
         expect(page.locator("#stdout")).to_have_text("partial")
+
+
+def test_the_code_being_written_survives_a_reload(playground: Any) -> None:
+    page = playground
+    set_code(page, "import torch\n# my draft\n")
+    page.reload()
+    page.wait_for_function("window.gradtrace !== undefined")
+    assert page.evaluate("window.gradtrace.app.editor.code") == "import torch\n# my draft\n"

@@ -116,5 +116,13 @@ export function renderNodeList(root, scene, k, onPick, st) {
     li.append(b);
     items.push(li);
   }
+  const shown = items.length;
+  let revealed = 0;
+  for (let v = 0; v < vnodes.length; v++) if (scene.reveal[v] <= k) revealed++;
+  if (revealed > shown) {
+    const li = document.createElement("li");
+    li.textContent = `… and ${revealed - shown} more nodes (zoom the graph, or collapse modules, to see them)`;
+    items.push(li);
+  }
   root.replaceChildren(...items);
 }
