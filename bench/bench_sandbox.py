@@ -55,6 +55,31 @@ def pool_direct(n: int) -> list[float]:
         harness.close()
 
 
+def cpu_s(pid: int, children: bool = False) -> float:
+    """utime+stime of ``pid`` (plus its reaped children's with ``children``), in seconds."""
+    import os
+
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    ticks = int(fields[11]) + int(fields[12])
+    if children:
+        ticks += int(fields[13]) + int(fields[14])
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def zygote_of(server_pid: int) -> int:
+    """The zygote the server started (its child running gradtrace.sandbox.zygote)."""
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                cmd = (entry / "cmdline").read_bytes()
+                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError):
+                continue
+            if ppid == server_pid and b"gradtrace.sandbox.zygote" in cmd:
+                return int(entry.name)
+    raise RuntimeError("no zygote found under the server")
+
+
 def rss_kb(pid: int) -> int:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
@@ -111,7 +136,11 @@ def main() -> int:
         print(f"\ntargets: HTTP p50 {fmt_s(http.median)} (<= 20 ms), p99 {fmt_s(http.p['p99'])} (<= 60 ms)")
 
         total = 400 // SCALE
+        zygote = zygote_of(server.process.pid)
+        cpu0 = cpu_s(server.process.pid), cpu_s(zygote, children=True)
         elapsed, errors, lat = asyncio.run(_hammer(server.url, total, 16))
+        cpu1 = cpu_s(server.process.pid), cpu_s(zygote, children=True)
+        web_ms, jobs_ms = ((b - a) / total * 1000 for a, b in zip(cpu0, cpu1, strict=True))
         print("\n### Throughput: 16 concurrent clients, 2 workers\n")
         print("| case | n | elapsed | runs/s | errors | median latency | p99 latency | target |")
         print("| --- | --- | --- | --- | --- | --- | --- | --- |")
@@ -119,6 +148,9 @@ def main() -> int:
         p99 = lat[int(0.99 * (len(lat) - 1))]
         print(f"| 16 clients, trivial snippet | {total} | {elapsed:.2f} s | {total / elapsed:.1f} | {errors} "
               f"| {fmt_s(statistics.median(lat))} | {fmt_s(p99)} | >= 40/s, 0 errors |")
+        print(f"\nCPU per run: web process {web_ms:.1f} ms + zygote and job children {jobs_ms:.1f} ms = "
+              f"{web_ms + jobs_ms:.1f} ms, i.e. at most {2000 / (web_ms + jobs_ms):.0f} runs/s on 2 idle cores "
+              f"(load average during this run: {Path('/proc/loadavg').read_text().split()[0]})")
 
         runs = 5000 // SCALE
         step = runs // 5
