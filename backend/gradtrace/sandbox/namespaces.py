@@ -79,7 +79,11 @@ def expose_paths(paths: list[str]) -> list[str]:
 def hide_paths(paths: list[str]) -> list[str]:
     """Cover each existing directory with an empty read-only tmpfs; returns what was hidden."""
     hidden = []
+    needed = needed_read_paths()
     for path in paths:
+        path = os.path.realpath(path)
+        if any(n == path or n.startswith(path.rstrip("/") + "/") for n in needed):
+            continue  # hiding it would hide the interpreter too (e.g. GRADTRACE_DATA_DIR=/)
         if os.path.isdir(path):
             linux.mount("tmpfs", path, "tmpfs", linux.MS_RDONLY | linux.MS_NOSUID | linux.MS_NODEV
                         | linux.MS_NOEXEC, "mode=0555,size=4k")
