@@ -277,7 +277,7 @@ class App {
     $("#share-banner").hidden = false;
     if (!doc) { renderStatus(this.results.badge, "refused", "This shared run could not be loaded."); return; }
     this.editor.setCode(doc.code || "# (the shared run did not include its code)\n");
-    this.loadDocument(doc);
+    this.loadDocument(doc).catch((err) => renderStatus(this.results.badge, "refused", `Could not show the shared run: ${err.message}`));
   }
 
   editCopy() {

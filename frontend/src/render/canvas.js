@@ -74,8 +74,9 @@ export class GraphCanvas {
     const gw = Math.max(this.scene.width, 1) + 80, gh = Math.max(this.scene.height, 1) + 80;
     const k = Math.min(w / gw, h / gh, 1.6);
     this.cam = { k, x: -40 - (w / k - gw) / 2, y: -40 - (h / k - gh) / 2 };
-    const kRead = Math.max(k, Math.min(0.8, Math.max(0.55, w / gw)));
-    if (readable && kRead > k * 1.2) {
+    // Fitted, labels stay legible down to a zoom of about 0.45; below that, zoom in instead.
+    const kRead = Math.min(0.8, Math.max(0.55, w / gw));
+    if (readable && k < 0.45) {
       const [v] = stepState(this.scene, this.k).current;
       const cx = v === undefined ? this.scene.width / 2 : this.scene.x[v];
       const cy = v === undefined ? h / 2 / kRead - 40 : this.scene.y[v];

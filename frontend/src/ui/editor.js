@@ -6,6 +6,7 @@
  */
 import { EditorView, basicSetup } from "codemirror";
 import { python } from "@codemirror/lang-python";
+import { oneDark } from "@codemirror/theme-one-dark";
 import { Compartment, EditorState, Prec, RangeSet, StateEffect, StateField } from "@codemirror/state";
 import { Decoration, GutterMarker, gutter, keymap } from "@codemirror/view";
 
@@ -61,6 +62,8 @@ export class CodeEditor {
   /** @param {{onRun: () => void, onLineSelect: (line: number) => void}} cb */
   constructor(parent, cb) {
     this.readOnly = new Compartment();
+    this.theme = new Compartment();
+    const dark = matchMedia("(prefers-color-scheme: dark)");
     this.marks = {};
     this.view = new EditorView({
       parent,
@@ -73,6 +76,7 @@ export class CodeEditor {
           marksField,
           gutter({ class: "gt-gutter", markers: (v) => v.state.field(marksField).gutter }),
           this.readOnly.of([]),
+          this.theme.of(dark.matches ? oneDark : []),
           EditorView.contentAttributes.of({ "aria-label": "Python code" }),
           EditorView.updateListener.of((u) => {
             if (!u.selectionSet || u.docChanged) return;
@@ -82,6 +86,8 @@ export class CodeEditor {
         ],
       }),
     });
+    // The editor follows the system theme like the rest of the page.
+    dark.addEventListener("change", () => this.view.dispatch({ effects: this.theme.reconfigure(dark.matches ? oneDark : []) }));
   }
 
   get code() { return this.view.state.doc.toString(); }
