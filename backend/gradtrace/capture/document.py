@@ -24,7 +24,6 @@ import torch
 from gradtrace.capture.events import BackwardEvent
 from gradtrace.capture.frames import NameIndex
 from gradtrace.capture.recorder import Recorder
-from gradtrace.capture.values import encode
 from gradtrace.schema import SCHEMA_VERSION, canonical_json
 
 _NODE_DEFAULTS: dict[str, Any] = {
@@ -36,13 +35,13 @@ _SAVED_DEFAULTS: dict[str, Any] = {"shape": None, "dtype": None, "bytes": 0, "is
                                    "is_input": False, "freed_after_pass": None}
 
 
-def _final_grad(t: torch.Tensor) -> dict[str, Any] | None:
+def _final_grad(rec: Recorder, t: torch.Tensor) -> dict[str, Any] | None:
     """``.grad`` at the end of the run, read only where autograd keeps one (no warning for
     non-leaf tensors)."""
     if not (t.is_leaf or t.retains_grad):
         return None
     g = t.grad
-    return encode(g) if g is not None else None
+    return rec.values.encode_now(g) if g is not None else None
 
 
 def _cut(cut: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -66,7 +65,7 @@ def _nodes(rec: Recorder) -> list[dict[str, Any]]:
             t = tensors[d["id"]]
             if late is not None:
                 d["name"] = late.name_of(t) or d["name"]
-            d["grad"] = _final_grad(t)
+            d["grad"] = _final_grad(rec, t)
             d["value"] = resolve(d["value"])
             d["grad_history"] = [resolve(h) for h in d["grad_history"]]
             d["cut"] = _cut(d["cut"])

@@ -7,7 +7,11 @@ block. :mod:`gradtrace.capture.mode` feeds it forward calls and backward passes;
 NOTE [limits]
     Past ``max_nodes`` or ``max_events`` the recorder raises :class:`LimitReached` (a
     BaseException, so a snippet's ``except Exception`` cannot swallow it) and records nothing
-    more; the run ends with status ``graph_limit`` and keeps what it has.
+    more; the run ends with status ``graph_limit`` and keeps what it has. The same happens when
+    the document would pass ``max_document_bytes``: a running over-estimate of its JSON size
+    (``_COST`` per node, event, edge and TensorValue, plus a fixed 512 KiB for the values
+    budget, code and stdout) keeps a big
+    graph from turning into a result the sandbox must refuse as too large.
 """
 
 from __future__ import annotations
@@ -26,12 +30,21 @@ from gradtrace.capture.saved import saved_hooks_active
 from gradtrace.capture.timeline import LineTracer, SeqLog
 from gradtrace.capture.values import ValueStore, dtype_name
 
+_COST = {"function": 380, "saved": 150, "tensor": 500, "forward": 140, "backward": 140,
+         "value": 185, "edge": 65}
+"""Upper estimates of the canonical JSON bytes of each part (NOTE [limits])."""
+
 
 class Recorder:
     """Everything recorded so far, plus the bookkeeping to keep recording."""
 
-    def __init__(self, filename: str, *, max_nodes: int, max_events: int) -> None:
+    def __init__(self, filename: str, *, max_nodes: int, max_events: int,
+                 max_document_bytes: int = 28 << 20) -> None:
         self.filename = filename
+        self.max_document_bytes = max_document_bytes
+        # fixed part: top-level fields, code and stdout (each capped at 64 KiB by the service)
+        # and the values budget (10,000 numbers)
+        self.size_estimate = 512 << 10
         self.max_nodes = max_nodes
         self.max_events = max_events
         self.nodes: list[dict[str, Any]] = []
@@ -66,6 +79,11 @@ class Recorder:
     def _check_nodes(self) -> None:
         if len(self.nodes) >= self.max_nodes:
             self.stop(f"the graph reached the node limit ({self.max_nodes:,} nodes)")
+
+    def _grow(self, nbytes: int) -> None:
+        self.size_estimate += nbytes
+        if self.size_estimate > self.max_document_bytes:
+            self.stop(f"the document reached its size limit ({self.max_document_bytes >> 20} MB)")
 
     def stop(self, message: str) -> None:
         if self.limit is None:
@@ -118,6 +136,9 @@ class Recorder:
             self._check_nodes()
             fid = self._new_id()
             doc = describe(n, read_saved_tensors=read)
+            nexts_n = nexts[n]
+            self._grow(_COST["function"] + _COST["forward"] + _COST["saved"] * len(doc["saved"])
+                       + _COST["edge"] * sum(1 for g, _ in nexts_n if g is not None))
             doc.update(id=fid, line=n_line, module=n_module, seq=self._n_fns)
             self._n_fns += 1
             if created_in_pass is not None:
@@ -126,7 +147,7 @@ class Recorder:
             info = FnInfo(fid, n, doc)
             self.fns[n] = info
             self.fn_by_id[fid] = info
-            for i, (g, _) in enumerate(nexts[n]):
+            for i, (g, _) in enumerate(nexts_n):
                 if g is not None:
                     self.edges.append({"source": self.fns[g].id, "target": fid, "input_nr": i})
             if doc["name"] == "AccumulateGrad":
@@ -179,6 +200,7 @@ class Recorder:
                 doc["roles"] = sorted({*doc.get("roles", [doc["role"]]), role})
             return str(doc["id"])
         self._check_nodes()
+        self._grow(_COST["tensor"] + _COST["edge"])
         if names is None:
             names = self.names_here()
         tid = self._new_id()
@@ -261,6 +283,9 @@ class Recorder:
             acc = info.doc["name"] == "AccumulateGrad"
             # AccumulateGrad may adopt the incoming gradient as the leaf's .grad, which later
             # passes then change in place: copy what flowed in (small tensors only).
+            n_values = sum(1 for g in grad_outputs if g is not None) + 2 * acc + sum(
+                1 for g in grad_inputs if g is not None)
+            self._grow(_COST["backward"] + _COST["value"] * n_values)
             ev = BackwardEvent(info.id, p, line, [cap(g, snapshot=acc) for g in grad_outputs],
                                [cap(g) for g in grad_inputs])
             if acc:

@@ -57,9 +57,11 @@ class record:
     """Record every autograd node and backward pass created inside the ``with`` block."""
 
     def __init__(self, *, max_nodes: int = 50_000, max_events: int = 200_000,
+                 max_document_bytes: int = 28 << 20,
                  _filename: str | None = None, _namespace: dict[str, Any] | None = None) -> None:
         self.max_nodes = max_nodes
         self.max_events = max_events
+        self.max_document_bytes = max_document_bytes
         self._filename = _filename
         self._namespace = _namespace
         self._rec: Recorder | None = None
@@ -72,7 +74,8 @@ class record:
     def __enter__(self) -> record:
         caller = sys._getframe(1)
         filename = self._filename or caller.f_code.co_filename
-        rec = Recorder(filename, max_nodes=self.max_nodes, max_events=self.max_events)
+        rec = Recorder(filename, max_nodes=self.max_nodes, max_events=self.max_events,
+                       max_document_bytes=self.max_document_bytes)
         rec.namespace = self._namespace if self._namespace is not None else caller.f_globals
         self._rec = rec
         self._module_handles = ModuleTracker(rec).install()

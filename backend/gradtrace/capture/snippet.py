@@ -85,18 +85,21 @@ def _seed(seed: int | None, device: str) -> None:
 
 def run_snippet(code: str, *, device: str = "cpu", seed: int | None = 0,
                 max_nodes: int = 50_000, max_events: int = 200_000,
-                output_bytes: int = 64 * 1024, filename: str = "<snippet>") -> dict[str, Any]:
+                output_bytes: int = 64 * 1024, filename: str = "<snippet>",
+                max_document_bytes: int = 28 << 20) -> dict[str, Any]:
     """Execute ``code`` while recording, and return its run document as a JSON-able dict.
 
     ``torch``, ``nn`` and ``F`` are predefined. The document validates as
     :class:`gradtrace.schema.RunDocument` (dumped by alias: events carry ``"pass"``) and its
     ``id`` is :func:`gradtrace.schema.document_id` of it. Statuses: ``ok``, ``error`` (also
-    SyntaxError, with its line), ``graph_limit``, ``output_limit``.
+    SyntaxError, with its line), ``graph_limit`` (nodes, events, or the document's estimated
+    size past ``max_document_bytes``: keep it under the sandbox's result cap), ``output_limit``.
     """
     out = CappedOutput(output_bytes)
     fields: dict[str, Any] = {"device": device, "code": code, "seed": seed}
     namespace = _namespace()
-    rec = record(max_nodes=max_nodes, max_events=max_events, _filename=filename, _namespace=namespace)
+    rec = record(max_nodes=max_nodes, max_events=max_events, max_document_bytes=max_document_bytes,
+                 _filename=filename, _namespace=namespace)
     try:
         compiled = compile(code, filename, "exec", dont_inherit=True)
     except (SyntaxError, ValueError) as e:

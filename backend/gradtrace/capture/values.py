@@ -208,6 +208,14 @@ class ValueStore:
         """Let go of the large gradients of the pass that just ended (their stats are kept)."""
         self._large.clear()
 
+    def encode_now(self, t: torch.Tensor) -> TensorValueDict:
+        """Encode ``t`` as it is now, its values paid from the budget like every other."""
+        n = t.numel()
+        with_values = n <= VALUES_LIMIT and n <= self.values_budget
+        if with_values:
+            self.values_budget -= n
+        return encode(t, with_values=with_values)
+
     def resolve(self, handle: Handle) -> TensorValueDict | None:
         """The TensorValue dict of a captured handle, spending the values budget in call order:
         every time values are written into the document they count, also when the same
