@@ -96,3 +96,16 @@ def test_warm_up_runs_the_whole_recorder_and_leaves_nothing_behind() -> None:
     before = _installed()
     warm_up()
     assert _installed() == before
+
+
+def test_record_inside_a_function_names_its_local_tensors() -> None:
+    def train_step() -> gradtrace.record:
+        weights = torch.ones(2, requires_grad=True)
+        with gradtrace.record() as rec:
+            (weights * 2).sum().backward()
+        return rec
+
+    doc = train_step().document()
+    leaf = next(n for n in doc.graph.nodes if n.kind == "tensor" and n.role == "leaf")
+    assert leaf.name == "weights"
+    assert leaf.grad is not None and leaf.grad.values == [2.0, 2.0]
