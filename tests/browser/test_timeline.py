@@ -179,6 +179,7 @@ def test_inspector_shows_leaf_grad_and_saved_tensors_freed_by_backward(playgroun
     expect(inspector.locator("h3")).to_have_text("model.0.weight")
     expect(inspector).to_contain_text(".grad at this step (after 1 accumulation)")
     expect(inspector).to_contain_text(f"norm {weight['grad']['stats']['norm']:.4g}")
+    page.locator("#graph").focus()  # the keyboard node list hides again; the inspector stays
     page.screenshot(path=str(artifacts_dir / "inspector-leaf-grad.png"))
 
     names = [n["name"] for n in doc["graph"]["nodes"]]

@@ -255,7 +255,7 @@ function drawLabels(ctx, scene, st, batches, pal) {
         const step = tl.lastBackward(n.refs[0], st.k);
         const ev = step != null && tl.passAt(step) === st.pass ? tl.event(step) : null;
         const g = ev && ev.grad_outputs && ev.grad_outputs[0];
-        if (g) sub = `${n.sub} · ∇ ${fmtTensorShort(g, 2)}`;
+        if (g) sub = `${n.sub} · ∇ ${fmtTensorShort(g, 2, false)}`;
       }
       ctx.font = "10.5px ui-monospace, monospace";
       ctx.fillStyle = pal.kinds[n.kind].sub;

@@ -30,14 +30,14 @@ function nested(values, budget) {
 }
 
 /** A short text for a node or an edge label: the values if at most `max` elements, else stats. */
-export function fmtTensorShort(tv, max = 4) {
+export function fmtTensorShort(tv, max = 4, withShape = true) {
   if (!tv) return "";
   const count = numel(tv.shape);
   if (tv.values != null && count <= max) {
     return tv.shape.length === 0 ? fmtNum(tv.values) : nested(tv.values, { left: max, complex: String(tv.dtype).includes("complex") });
   }
   const s = tv.stats;
-  if (s && s.norm != null) return `‖${fmtNum(s.norm)}‖ ${tv.shape.join("×")}`;
+  if (s && s.norm != null) return withShape ? `‖${fmtNum(s.norm)}‖ ${tv.shape.join("×")}` : `‖${fmtNum(s.norm)}‖`;
   return tv.shape.join("×");
 }
 
