@@ -9,7 +9,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from conftest import Server
+from conftest import Server, running_server
 
 # NOTE [server log leak]: tests/conftest.py's launch_server opens the server log without closing
 # it; the ResourceWarning surfaces (as an unraisable-exception warning) in the test that started
@@ -33,6 +33,17 @@ def _collect_leaked_server_logs() -> Iterator[None]:
     reported here, under the filter above, and not in some unrelated later test."""
     yield
     gc.collect()
+
+
+TUNED_ENV = {"GRADTRACE_LOG_LEVEL": "info", "GRADTRACE_CORS_ORIGINS": '["http://notebook.example"]',
+             "GRADTRACE_MAX_NODES": "50"}
+
+
+@pytest.fixture(scope="session")
+def tuned_server() -> Iterator[Server]:
+    """A second server for the tests that need other settings: ``TUNED_ENV``."""
+    with running_server(TUNED_ENV) as srv:
+        yield srv
 
 
 @pytest.fixture()

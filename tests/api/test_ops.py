@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 
 import httpx
 
@@ -67,24 +68,27 @@ def test_every_answer_carries_a_request_id_and_keeps_a_sane_one_given(api: httpx
     assert replaced != "bad id; <x>" and len(replaced) == 32
 
 
-def test_one_json_log_line_per_request_with_its_id_and_no_snippet_source(start_server) -> None:
+def test_one_json_log_line_per_request_with_its_id_and_no_snippet_source(tuned_server: Server) -> None:
     marker = "very_secret_identifier_4711"
     code = f"{marker} = torch.ones(2, requires_grad=True)\n({marker} * 3).sum().backward()\n"
-    with start_server({"GRADTRACE_LOG_LEVEL": "info",
-                       "GRADTRACE_CORS_ORIGINS": '["http://notebook.example"]'}) as srv:
-        with srv.client() as c:
-            r = c.post("/api/runs", json={"code": code}, headers={"X-Request-ID": "trace-me-1"})
-            assert r.status_code == 200 and r.json()["status"] == "ok"
-            pre = c.options("/api/runs", headers={"Origin": "http://notebook.example",
-                                                  "Access-Control-Request-Method": "POST"})
-            assert pre.headers["access-control-allow-origin"] == "http://notebook.example"
-            denied = c.options("/api/runs", headers={"Origin": "http://evil.example",
-                                                     "Access-Control-Request-Method": "POST"})
-            assert "access-control-allow-origin" not in denied.headers
-        log = srv.log()
+    # tuned_server: GRADTRACE_LOG_LEVEL=info, GRADTRACE_CORS_ORIGINS=["http://notebook.example"]
+    with tuned_server.client() as c:
+        r = c.post("/api/runs", json={"code": code}, headers={"X-Request-ID": "trace-me-1"})
+        assert r.status_code == 200 and r.json()["status"] == "ok"
+        pre = c.options("/api/runs", headers={"Origin": "http://notebook.example",
+                                              "Access-Control-Request-Method": "POST"})
+        assert pre.headers["access-control-allow-origin"] == "http://notebook.example"
+        denied = c.options("/api/runs", headers={"Origin": "http://evil.example",
+                                                 "Access-Control-Request-Method": "POST"})
+        assert "access-control-allow-origin" not in denied.headers
+    mine: list[dict] = []
+    deadline = time.monotonic() + 10  # the line is written just after the answer is sent
+    while not mine and time.monotonic() < deadline:
+        log = tuned_server.log()
+        lines = [json.loads(line) for line in log.splitlines() if line.startswith('{"event":"request"')]
+        mine = [line for line in lines if line["request_id"] == "trace-me-1"]
+        time.sleep(0.05)
     assert marker not in log, "the snippet's source must never reach the logs"
-    lines = [json.loads(line) for line in log.splitlines() if line.startswith('{"event":"request"')]
-    mine = [line for line in lines if line["request_id"] == "trace-me-1"]
     assert len(mine) == 1
     assert mine[0]["route"] == "/api/runs" and mine[0]["status"] == 200 and mine[0]["run_status"] == "ok"
     assert len(mine[0]["code_sha256"]) == 16 and mine[0]["run_id"] == r.json()["id"]
