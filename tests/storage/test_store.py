@@ -160,3 +160,25 @@ def test_an_unreachable_database_is_storage_unavailable_not_a_crash() -> None:
             dead.get_share("abcdefgh")
     finally:
         dead.close()
+
+
+def test_sqlite_runs_in_wal_mode_with_full_sync(tmp_path) -> None:
+    store = Store(f"sqlite:///{tmp_path / 'nested' / 'dir' / 'g.db'}")
+    try:
+        store.migrate()  # creates the directory
+        with store.engine.connect() as conn:
+            assert conn.exec_driver_sql("PRAGMA journal_mode").scalar_one() == "wal"
+            assert conn.exec_driver_sql("PRAGMA synchronous").scalar_one() == 2  # FULL
+    finally:
+        store.close()
+
+
+def test_the_migrate_command_upgrades_a_database_by_hand(tmp_path) -> None:
+    import subprocess
+    import sys
+
+    url = f"sqlite:///{tmp_path / 'by-hand.db'}"
+    r = subprocess.run([sys.executable, "-m", "gradtrace.storage.migrate", url], capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "database at revision 0001"
