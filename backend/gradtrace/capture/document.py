@@ -41,7 +41,12 @@ def _final_grad(rec: Recorder, t: torch.Tensor) -> dict[str, Any] | None:
     if not (t.is_leaf or t.retains_grad):
         return None
     g = t.grad
-    return rec.values.encode_now(g) if g is not None else None
+    if g is None:
+        return None
+    last = rec.last_grads.get(id(t))
+    if last is not None and last[0] is g and last[1] == g._version:
+        return rec.values.resolve(last[2])  # unchanged since its last accumulation
+    return rec.values.encode_now(g)
 
 
 def _cut(cut: dict[str, Any] | None) -> dict[str, Any] | None:

@@ -62,6 +62,7 @@ class Recorder:
         self.hook_changes: dict[Node, list[dict[str, Any]]] = {}
         self.cuts: dict[int, tuple[torch.Tensor, str]] = {}
         self.inplace_log: list[tuple[int, int | None, str, int]] = []
+        self.last_grads: dict[int, tuple[torch.Tensor, int, Any]] = {}
         self._names_cache: tuple[Any, int, frames.NameIndex] | None = None
         self._n_events = 0
         self.namespace: dict[str, Any] | None = None
@@ -290,10 +291,13 @@ class Recorder:
                                [cap(g) for g in grad_inputs])
             if acc:
                 leaf = leaf_of(info.node)
-                if leaf is not None and leaf.grad is not None:
-                    ev.grad = cap(leaf.grad, snapshot=True)
+                grad = leaf.grad if leaf is not None else None
+                if leaf is not None and grad is not None:
+                    ev.grad = cap(grad, snapshot=True)
                     tid = self.tensors[id(leaf)][1]
                     tid.setdefault("grad_history", []).append(ev.grad)
+                    # the final .grad is usually this one: reused unless it changes later
+                    self.last_grads[id(leaf)] = (grad, grad._version, ev.grad)
             changes = self.hook_changes.pop(info.node, None)
             if changes:
                 ev.hook_changes = changes
