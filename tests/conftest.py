@@ -114,11 +114,11 @@ def launch_server(env_overrides: Mapping[str, str] | None = None, *, data_dir: P
     })
     env.update(env_overrides or {})
     log_path = data_dir / "server.log"
-    log = log_path.open("ab")
     cmd = [sys.executable, "-m", "uvicorn", "--factory", "gradtrace.api.app:create_app",
            "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"]
-    proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT, cwd=str(data_dir),
-                            start_new_session=True)
+    with log_path.open("ab") as log:  # the child keeps its own copy of the descriptor
+        proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT, cwd=str(data_dir),
+                                start_new_session=True)
     server = Server(url=f"http://127.0.0.1:{port}", port=port, data_dir=data_dir, env=env,
                     process=proc, log_path=log_path)
     if wait:
