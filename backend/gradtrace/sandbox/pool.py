@@ -52,7 +52,7 @@ class ForkServerPool(Runner):
         self._busy = 0
         self._waiting = 0
         self._closing = False
-        self._cpu = ZygoteClient(self.config, spares=self.workers)
+        self._cpu = ZygoteClient(self.config, spares=2 * self.workers)  # NOTE [pre-fault while idle]
         self._gpus: list[ZygoteClient] = []
         self._gpu_slots: list[asyncio.Semaphore] = []
 
