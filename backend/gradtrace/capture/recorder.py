@@ -289,11 +289,13 @@ class Recorder:
             self._grow(_COST["backward"] + _COST["value"] * n_values)
             ev = BackwardEvent(info.id, p, line, [cap(g, snapshot=acc) for g in grad_outputs],
                                [cap(g) for g in grad_inputs])
+            incoming = grad_outputs[0] if acc and grad_outputs else None
             if acc:
                 leaf = leaf_of(info.node)
                 grad = leaf.grad if leaf is not None else None
                 if leaf is not None and grad is not None:
-                    ev.grad = cap(grad, snapshot=True)
+                    # adopted as .grad (the first accumulation): same values as what flowed in
+                    ev.grad = ev.grad_outputs[0] if grad is incoming else cap(grad, snapshot=True)
                     tid = self.tensors[id(leaf)][1]
                     tid.setdefault("grad_history", []).append(ev.grad)
                     # the final .grad is usually this one: reused unless it changes later

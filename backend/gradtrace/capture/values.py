@@ -19,6 +19,7 @@ NOTE [document size]
 from __future__ import annotations
 
 import math
+import weakref
 from typing import Any
 
 import torch
@@ -176,7 +177,7 @@ class ValueStore:
 
     def __init__(self, values_budget: int = 10_000) -> None:
         self._by_id: dict[int, tuple[torch.Tensor, Handle]] = {}
-        self._large: dict[int, tuple[torch.Tensor, Handle]] = {}
+        self._large: dict[int, tuple[weakref.ref[torch.Tensor], int | None, Handle]] = {}
         self._resolved: dict[int, TensorValueDict] = {}
         self.values_budget = values_budget
 
@@ -186,16 +187,25 @@ class ValueStore:
         if not isinstance(t, torch.Tensor):
             return None
         key = id(t)
-        hit = self._by_id.get(key) or self._large.get(key)
-        if hit is not None and hit[0] is t and not snapshot:
-            return hit[1]
+        if not snapshot:
+            hit = self._by_id.get(key)
+            if hit is not None and hit[0] is t:
+                return hit[1]
+            weak = self._large.get(key)
+            if weak is not None and weak[0]() is t and weak[1] == _version(t):
+                return weak[2]
         handle: Handle
         if t.numel() > VALUES_LIMIT or t.layout != torch.strided:
             handle = encode(t, with_values=False)
             if not snapshot:
-                # held until the pass ends, so that the same gradient met again as the next
-                # node's input is recognised (by identity) instead of reduced twice
-                self._large[key] = (t, handle)
+                # NOTE [large gradients are not held]: a weak reference recognises the same
+                # gradient met again as the next node's input (torch keeps a tensor's Python
+                # object alive as long as the tensor lives), without keeping it alive: holding
+                # it would stop AccumulateGrad from adopting it and cost a copy per parameter.
+                # The version must match too: without our reference, autograd may add the next
+                # gradient into this one in place (its input buffer does when nobody else
+                # holds it), and then it is no longer the value we reduced.
+                self._large[key] = (weakref.ref(t), _version(t), handle)
             return handle
         if snapshot:
             with torch.no_grad(), torch._C.DisableTorchFunction():
@@ -205,7 +215,7 @@ class ValueStore:
         return handle
 
     def end_pass(self) -> None:
-        """Let go of the large gradients of the pass that just ended (their stats are kept)."""
+        """Forget the large gradients of the pass that just ended (their stats are kept)."""
         self._large.clear()
 
     def encode_now(self, t: torch.Tensor) -> TensorValueDict:
