@@ -12,10 +12,12 @@ from sandbox.pool_harness import PoolHarness
 
 
 @pytest.fixture(scope="module")
-def pool() -> Iterator[PoolHarness]:
+def pool(request: pytest.FixtureRequest) -> Iterator[PoolHarness]:
     """A pool started while the test process holds a secret the jobs must never see."""
     os.environ["GRADTRACE_TEST_SECRET"] = secrets.token_hex(16)
-    harness = PoolHarness(workers=2, queue_size=4, timeout_s=3.0, cpu_s=2, memory_mb=512, output_kb=16)
+    # A module that runs torch.compile snippets sets WARM_COMPILE = True (it costs ~6 s per start).
+    harness = PoolHarness(warm_compile=getattr(request.module, "WARM_COMPILE", False), workers=2,
+                          queue_size=4, timeout_s=3.0, cpu_s=2, memory_mb=512, output_kb=16)
     try:
         yield harness
     finally:

@@ -28,10 +28,11 @@ T = TypeVar("T")
 class PoolHarness:
     """Owns one pool and one loop; ``run(code)`` returns the validated document."""
 
-    def __init__(self, **overrides: Any) -> None:
+    def __init__(self, *, warm_compile: bool = False, **overrides: Any) -> None:
+        """``warm_compile`` defaults off here: most tests need no torch.compile and start ~6 s faster."""
         self.settings = Settings(**overrides)
         self.loop = asyncio.new_event_loop()
-        self.pool = ForkServerPool(self.settings)
+        self.pool = ForkServerPool(self.settings, warm_compile=warm_compile)
         self.call(self.pool.start())
 
     def call(self, coro: Coroutine[Any, Any, T], timeout: float = 120.0) -> T:

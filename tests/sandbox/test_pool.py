@@ -26,6 +26,7 @@ from sandbox.pool_harness import (
     used_children,
 )
 
+WARM_COMPILE = True  # lesson 15 compiles (see the pool fixture)
 TRIVIAL = "x = torch.tensor([1.0, 2.0], requires_grad=True)\ny = (x * x).sum()\ny.backward()\n"
 
 

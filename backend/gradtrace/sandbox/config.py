@@ -36,14 +36,17 @@ class ZygoteConfig:
     nofile: int = 64
     fsize_mb: int = 16
     uid_base: int = UID_BASE
+    warm_compile: bool = True
+    """Exercise torch.compile in the zygote (~6 s at start) so compiling snippets fit the limit."""
     cuda: bool = False
     """Children of this zygote initialise CUDA before locking down (NOTE [cuda workers])."""
     hide_paths: list[str] = field(default_factory=list)
     """Directories to cover with an empty read-only tmpfs in the zygote's mount namespace."""
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> ZygoteConfig:
-        return cls(sandbox=settings.sandbox, cpu_s=settings.cpu_s, memory_mb=settings.memory_mb,
+    def from_settings(cls, settings: Settings, *, warm_compile: bool = True) -> ZygoteConfig:
+        return cls(sandbox=settings.sandbox, warm_compile=warm_compile, cpu_s=settings.cpu_s,
+                   memory_mb=settings.memory_mb,
                    output_bytes=settings.output_kb * 1024, max_nodes=settings.max_nodes,
                    max_events=settings.max_events,
                    hide_paths=[str(settings.data_dir.resolve())])

@@ -43,9 +43,10 @@ KILL_GRACE_S = 5.0
 class ForkServerPool(Runner):
     """Runs jobs in pre-forked, jailed children of warm zygotes (see module docstring)."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, *, warm_compile: bool = True) -> None:
+        """``warm_compile=False`` starts ~6 s faster; compiling snippets then risk the time limit."""
         self.settings = settings
-        self.config = ZygoteConfig.from_settings(settings)
+        self.config = ZygoteConfig.from_settings(settings, warm_compile=warm_compile)
         self.workers = settings.workers
         self.queue_capacity = settings.queue_size
         self._slots: asyncio.Semaphore | None = None

@@ -51,7 +51,7 @@ class _ChildRecord:
     workdir: str | None
 
 
-def _warm_torch() -> tuple[str, bool, int]:
+def _warm_torch(warm_compile: bool) -> tuple[str, bool, int]:
     import warnings
 
     warnings.filterwarnings("ignore", message="Failed to initialize NumPy")  # numpy is optional
@@ -65,7 +65,8 @@ def _warm_torch() -> tuple[str, bool, int]:
     warm_up = getattr(capture, "warm_up", None)
     if callable(warm_up):
         warm_up()
-    _warm_compile()
+    if warm_compile:
+        _warm_compile()
     # NVML-based checks (PYTORCH_NVML_BASED_CUDA_CHECK=1 in our env) do not initialise CUDA,
     # so forking stays safe; CUDA is only ever initialised in a child (NOTE [cuda workers]).
     cuda = bool(torch.cuda.is_available())
@@ -245,7 +246,7 @@ class Zygote:
 
 
 def _prepare(cfg: ZygoteConfig) -> tuple[jail.JailPlan, CgroupFactory | None, dict[str, Any]]:
-    torch_version, cuda, cuda_devices = _warm_torch()
+    torch_version, cuda, cuda_devices = _warm_torch(cfg.warm_compile)
     linux.mallopt(linux.M_ARENA_MAX, 2)
     layers: dict[str, str] = {"rlimits": "active", "env": "active: scrubbed zygote env, cleared per job",
                               "fds": "active"}
