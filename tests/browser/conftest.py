@@ -16,20 +16,6 @@ from typing import Any
 import pytest
 from gradtrace.frontend import DIST, ROOT
 
-# NOTE [server log leak]: tests/conftest.py's launch_server opens the server log without
-# closing it, and the ResourceWarning surfaces (as an unraisable-exception warning) in
-# whichever test runs next. Only that one warning is ignored here, until the launcher closes it.
-LOG_LEAK = r"ignore:Exception ignored in. <_io\.(FileIO|BufferedWriter) name='[^']*server\.log'"
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    here = Path(__file__).resolve().parent
-    for item in items:
-        if here in Path(str(item.fspath)).resolve().parents:
-            item.add_marker(pytest.mark.filterwarnings(LOG_LEAK + ":pytest.PytestUnraisableExceptionWarning"))
-            item.add_marker(pytest.mark.filterwarnings(
-                r"ignore:unclosed file <_io\.BufferedWriter name='[^']*server\.log'>:ResourceWarning"))
-
 
 @pytest.fixture(scope="session")
 def frontend_bundle() -> Path:
