@@ -22,7 +22,7 @@ NOTE [encoding of awkward values]
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -33,6 +33,15 @@ Status = Literal["ok", "error", "timeout", "memory_limit", "output_limit", "grap
 Device = Literal["cpu", "cuda", "auto"]
 Number = int | float | str
 """A JSON number, or one of the strings ``"nan"``, ``"inf"``, ``"-inf"``."""
+
+
+def _optional() -> Any:
+    """An optional addition that is left out of the JSON when absent.
+
+    Additions made after v1 are omitted rather than written as null, so documents written
+    before them stay fixed points of the schema (stored fixtures and goldens do not change).
+    """
+    return Field(default=None, exclude_if=lambda v: v is None)
 
 
 class _Model(BaseModel):
@@ -55,6 +64,16 @@ class TensorValue(_Model):
     dtype: str
     values: object | None = None
     stats: TensorStats | None = None
+    stale: bool | None = _optional()
+    """True when the value was read after the tensor had been changed in place."""
+
+
+class OutputMeta(_Model):
+    """Shape, dtype and device of one output of a multi-output function node."""
+
+    shape: list[int] | None = None
+    dtype: str | None = None
+    device: str | None = None
 
 
 class SavedTensor(_Model):
@@ -103,6 +122,20 @@ class Node(_Model):
     grad_history: list[TensorValue] = Field(default_factory=list)
     """Tensor nodes: ``.grad`` after each accumulation, in order, across passes."""
     cut: Cut | None = None
+    outputs: list[OutputMeta] | None = _optional()
+    """Function nodes with several outputs (``max``, ``unbind``): each output's metadata."""
+    saved_unread: bool | None = _optional()
+    """True when the saved tensors were not read, because reading them would change the run
+    (checkpointed nodes recompute on access)."""
+    roles: list[str] | None = _optional()
+    """Tensor nodes that play several roles (a leaf that is also a backward root)."""
+
+
+class HookChange(_Model):
+    """A tensor hook that replaced a gradient: the value before and after it."""
+
+    before: TensorValue | None = None
+    after: TensorValue | None = None
 
 
 class Edge(_Model):
@@ -112,6 +145,8 @@ class Edge(_Model):
     target: str
     input_nr: int | None = None
     """Index of this input in the target's ``next_functions``."""
+    cut: bool | None = _optional()
+    """True for the dashed edge from where a cut tensor came from to the cut tensor."""
 
 
 class Event(_Model):
@@ -125,6 +160,7 @@ class Event(_Model):
     grad: TensorValue | None = None
     """AccumulateGrad events: the leaf's ``.grad`` after accumulation."""
     changed_by_hook: bool = False
+    hook_changes: list[HookChange] | None = _optional()
 
 
 class BackwardPass(_Model):
@@ -147,6 +183,8 @@ class RunError(_Model):
     node: str | None = None
     """The node concerned, for autograd errors (in-place hazard, freed graph)."""
     detail: str | None = None
+    inplace_line: int | None = _optional()
+    """In-place hazards: the snippet line of the in-place op that invalidated a saved tensor."""
 
 
 class Graph(_Model):
@@ -179,3 +217,5 @@ class RunDocument(_Model):
     passes: list[BackwardPass] = Field(default_factory=list)
     memory: MemorySummary = Field(default_factory=MemorySummary)
     torch_version: str | None = None
+    recorder_errors: list[str] | None = _optional()
+    """Problems of the recorder itself (never the snippet's): what could not be recorded."""
