@@ -5,8 +5,6 @@ back."""
 
 from __future__ import annotations
 
-import gc
-
 import pytest
 
 from api.helpers import assert_error
@@ -14,14 +12,7 @@ from conftest import running_server
 from storage.conftest import new_pg_database, pg_cluster
 from storage.sample_docs import chain_document
 
-pytestmark = [
-    pytest.mark.postgres,
-    pytest.mark.filterwarnings(  # NOTE [server log leak] in tests/api/conftest.py
-        r"ignore:Exception ignored in. <_io\.(FileIO|BufferedWriter) name='[^']*server\.log'"
-        ":pytest.PytestUnraisableExceptionWarning"),
-    pytest.mark.filterwarnings(r"ignore:unclosed file <_io\.BufferedWriter name='[^']*server\.log'>"
-                               ":ResourceWarning"),
-]
+pytestmark = pytest.mark.postgres
 
 
 def test_the_service_on_postgresql_keeps_links_across_restarts_and_survives_an_outage() -> None:
@@ -47,4 +38,3 @@ def test_the_service_on_postgresql_keeps_links_across_restarts_and_survives_an_o
             cluster.start()
             assert c.get(f"/api/shares/{share['id']}").content == stored
             assert c.get("/readyz").status_code == 200
-    gc.collect()
