@@ -76,7 +76,9 @@ def _prefault() -> None:
         A fresh child shares the zygote's memory copy-on-write, so the first run of capture in
         it takes ~1,200 page faults (~6-8 ms) that an in-process run does not. Doing one trusted
         warm-up run while the child waits for its job moves those faults off the request path.
-        It runs after lock-down and before any user byte; a failure here is harmless.
+        It runs after lock-down and before any user byte; a failure here is harmless. A child
+        forked while jobs are queued skips it: it will be taken at once, and the faults would
+        only delay that job (and cost CPU the queue needs).
     """
     try:
         from gradtrace.capture import WARM_UP_SNIPPET, run_snippet  # type: ignore[attr-defined]
@@ -86,9 +88,10 @@ def _prefault() -> None:
         pass
 
 
-def serve(defaults: dict[str, Any]) -> None:
+def serve(defaults: dict[str, Any], *, prefault: bool = True) -> None:
     """Run one job and ``_exit``; ``defaults`` are the pool's capture limits."""
-    _prefault()
+    if prefault:
+        _prefault()
     try:
         job = _read_job()
     except (OSError, ValueError):

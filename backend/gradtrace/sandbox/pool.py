@@ -101,7 +101,7 @@ class ForkServerPool(Runner):
             self._waiting -= 1
         self._busy += 1
         try:
-            child = await client.take_child()
+            child = await client.take_child(queued=self._waiting)
             return await self._execute(client, child, job)
         finally:
             self._busy -= 1

@@ -134,7 +134,7 @@ class Zygote:
         self.selector = selectors.DefaultSelector()
         self.selector.register(ctrl, selectors.EVENT_READ, None)
 
-    def spawn(self) -> None:
+    def spawn(self, prefault: bool = True) -> None:
         cfg = self.plan.config
         cid = self.next_id
         self.next_id += 1
@@ -148,7 +148,7 @@ class Zygote:
         res_r, res_w = os.pipe2(os.O_CLOEXEC)
         pid = os.fork()
         if pid == 0:  # pragma: no cover - runs in the child, which always _exits
-            self._child_main(cgroup, workdir, job_r, out_w, res_w)
+            self._child_main(cgroup, workdir, job_r, out_w, res_w, prefault)
         for fd in (job_r, out_w, res_w):
             os.close(fd)
         uid = cfg.uid_base + pid if self.plan.drop_uid else os.getuid()
@@ -163,7 +163,7 @@ class Zygote:
                 os.close(fd)
 
     def _child_main(self, cgroup: JobCgroup | None, workdir: str | None, job_r: int, out_w: int,
-                    res_w: int) -> None:
+                    res_w: int, prefault: bool) -> None:
         try:
             cfg = self.plan.config
             uid = cfg.uid_base + os.getpid() if self.plan.drop_uid else os.getuid()
@@ -178,7 +178,7 @@ class Zygote:
                 os._exit(EXIT_SETUP_FAILED)
         try:
             child.serve({"max_nodes": cfg.max_nodes, "max_events": cfg.max_events,
-                         "output_bytes": cfg.output_bytes})
+                         "output_bytes": cfg.output_bytes}, prefault=prefault)
         finally:
             _hard_exit(child.EXIT_INTERNAL)  # never return into the zygote's loop
 
@@ -240,7 +240,7 @@ class Zygote:
                     return
                 if message.get("op") == "fork":
                     for _ in range(int(message.get("n", 1))):
-                        self.spawn()
+                        self.spawn(prefault=bool(message.get("prefault", True)))
                 elif message.get("op") == "kill":
                     self.kill(int(message["id"]))
 

@@ -225,8 +225,12 @@ class ZygoteClient:
         finally:
             self._restart = None
 
-    async def take_child(self) -> Child:
-        """An idle, locked-down child; asks the zygote for its replacement."""
+    async def take_child(self, *, queued: int = 0) -> Child:
+        """An idle, locked-down child; asks the zygote for its replacement.
+
+        With jobs ``queued`` the replacement will be taken at once, so it skips the idle-time
+        pre-fault (NOTE [pre-fault while idle]).
+        """
         child = self._idle.popleft() if self._idle else None
         if child is None:
             if self._ctrl is None and self._restart is None:
@@ -239,7 +243,7 @@ class ZygoteClient:
                 raise ServiceUnavailable("no sandbox worker became ready in time; please retry") from None
         child.taken = True
         self._failed_spawns = 0
-        self.send({"op": "fork", "n": 1})
+        self.send({"op": "fork", "n": 1, "prefault": queued == 0})
         return child
 
     def kill(self, child: Child) -> None:
