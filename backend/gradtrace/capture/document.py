@@ -21,10 +21,11 @@ from typing import Any
 
 import torch
 
+from gradtrace.capture.canonical import canonical_bytes
 from gradtrace.capture.events import BackwardEvent
 from gradtrace.capture.frames import NameIndex
 from gradtrace.capture.recorder import Recorder
-from gradtrace.schema import SCHEMA_VERSION, canonical_json
+from gradtrace.schema import SCHEMA_VERSION
 
 _NODE_DEFAULTS: dict[str, Any] = {
     "name": None, "line": None, "module": None, "shape": None, "dtype": None, "device": None,
@@ -153,7 +154,7 @@ def build_document(rec: Recorder, *, status: str, error: dict[str, Any] | None =
     if rec.n_recorder_errors:
         doc["recorder_errors"] = {"count": rec.n_recorder_errors, "first": rec.recorder_errors}
     del doc["id"]
-    body = canonical_json(doc)
+    body = canonical_bytes(doc)  # NOTE [canonical JSON with orjson]
     doc_id = hashlib.sha256(body).hexdigest()[:16]
     doc["id"] = doc_id
     cut = body.rfind(b',"memory":{')
@@ -180,4 +181,4 @@ def document_json(doc: dict[str, Any]) -> bytes:
     hit = _JSON_CACHE.get(id(doc))
     if hit is not None and hit[0] is doc and hit[1] == _fingerprint(doc):
         return hit[2]
-    return canonical_json(doc)
+    return canonical_bytes(doc)

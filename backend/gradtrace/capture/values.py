@@ -26,7 +26,13 @@ import torch
 
 from gradtrace.schema import VALUES_LIMIT
 
-TensorValueDict = dict[str, Any]
+
+class TensorValueDict(dict[str, Any]):
+    """A TensorValue as a plain JSON-able dict; the subclass only marks it for the canonical
+    writer (NOTE [canonical JSON with orjson] in :mod:`gradtrace.capture.canonical`)."""
+
+    __slots__ = ()
+
 
 _FLOAT_NAMES = {"nan": "nan", "inf": "inf", "-inf": "-inf"}
 
@@ -127,8 +133,7 @@ def encode(t: torch.Tensor, *, with_values: bool = True) -> TensorValueDict:
     Callers run it with the torch-function mode off (the recorder's own reads are not ops of
     the snippet)."""
     shape = list(t.shape)
-    out: TensorValueDict = {"shape": shape, "dtype": dtype_name(t.dtype), "values": None,
-                            "stats": None}
+    out = TensorValueDict(shape=shape, dtype=dtype_name(t.dtype), values=None, stats=None)
     try:
         t = t.detach()
         if t.layout != torch.strided or t.device.type == "meta" or t.is_quantized:
@@ -241,8 +246,8 @@ class ValueStore:
             if _version(t) != handle.version:
                 # changed in place since it was seen: neither its values nor its stats are
                 # what flowed at that moment any more
-                done = {"shape": list(t.shape), "dtype": dtype_name(t.dtype), "values": None,
-                        "stats": None, "stale": True}
+                done = TensorValueDict(shape=list(t.shape), dtype=dtype_name(t.dtype), values=None,
+                                       stats=None, stale=True)
             else:
                 done = encode(t)
             self._resolved[key] = done
@@ -252,6 +257,6 @@ class ValueStore:
         n = handle.tensor.numel()
         if n > self.values_budget:
             self.values_budget = 0
-            return {**done, "values": None}
+            return TensorValueDict(done, values=None)
         self.values_budget -= n
         return done

@@ -1,0 +1,82 @@
+"""The orjson writer of run documents gives exactly the bytes of the schema's canonical_json."""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gradtrace.capture import document_json
+from gradtrace.capture.canonical import canonical_bytes
+from gradtrace.capture.values import TensorValueDict
+from gradtrace.schema import canonical_json
+
+GOLDEN = sorted((Path(__file__).parent.parent / "golden").glob("*.json"))
+TV_KEYS = {"shape", "dtype", "values", "stats"}
+
+
+def as_recorded(doc: Any) -> Any:
+    """A parsed document with its TensorValues as the recorder makes them (TensorValueDict)."""
+    root: list[Any] = [doc]
+    stack: list[tuple[Any, Any]] = [(root, 0)]
+    while stack:
+        parent, key = stack.pop()
+        item = parent[key]
+        if isinstance(item, dict):
+            if item.keys() >= TV_KEYS:
+                item = parent[key] = TensorValueDict(item)
+            stack.extend((item, k) for k in item)
+        elif isinstance(item, list):
+            stack.extend((item, i) for i in range(len(item)))
+    return root[0]
+
+
+def awkward_floats(n: int) -> list[float]:
+    """Floats of every magnitude, the boundaries where number formats switch, and -0.0."""
+    rng = random.Random(7)
+    xs = [rng.uniform(1, 10) * 10.0 ** rng.randint(-320, 307) * rng.choice((1, -1)) for _ in range(n)]
+    for edge in (1e-4, 1e-5, 1e-6, 1e-10, 1e16):
+        x = y = edge
+        for _ in range(5):
+            x, y = math.nextafter(x, 0), math.nextafter(y, math.inf)
+            xs += [x, y, -x, -y]
+    return [*xs, 0.0, -0.0, 5e-324, 1.7976931348623157e308, 1.0, 0.1, 0.00001, 0.000015]
+
+
+@pytest.mark.parametrize("path", GOLDEN, ids=lambda p: p.stem)
+def test_golden_documents_serialise_to_the_same_bytes(path: Path) -> None:
+    doc = as_recorded(json.loads(path.read_text()))
+    assert canonical_bytes(doc) == canonical_json(doc)
+
+
+def test_tensor_values_with_floats_of_every_magnitude_serialise_to_the_same_bytes() -> None:
+    xs = awkward_floats(20_000)
+    values = [xs[i:i + 10] for i in range(0, len(xs), 10)]
+    tvs = [TensorValueDict(shape=[len(row)], dtype="float64", values=row,
+                           stats={"min": min(row), "max": max(row), "mean": row[0], "norm": row[-1]})
+           for row in values]
+    tvs.append(TensorValueDict(shape=[2, 2], dtype="complex64", values=[[[1e-7, -3e-5], [2.5, "nan"]],
+                                                                        [["inf", "-inf"], [0.0, 1e22]]],
+                               stats=None))
+    tvs.append(TensorValueDict(shape=[], dtype="float32", values=1.5e-05, stats={"min": 1e-9}))
+    doc = {"events": [{"grad_inputs": tvs[i:i + 3], "grad": tvs[i]} for i in range(len(tvs))]}
+    assert canonical_bytes(doc) == canonical_json(doc)
+
+
+def test_number_like_text_outside_tensor_values_is_left_alone(run: Any) -> None:
+    code = ("x = torch.tensor([1e-7, 3e-5, 2e20, -4e-9], requires_grad=True)\n"
+            "y = (x * 1e-3).sum()\n"
+            "y.backward()\n"
+            "print('[1e-5,0.00001,1e-9]', {'a': 0.00002}, '-0.000015}')\n")
+    doc = run(code)
+    assert "[1e-5,0.00001,1e-9]" in doc["stdout"]
+    assert document_json(doc) == canonical_json(doc)
+
+
+def test_documents_orjson_refuses_fall_back_to_json() -> None:
+    doc = {"a": {1: "integer key"}, "b": TensorValueDict(shape=[], dtype="float32", values=1e-7)}
+    assert canonical_bytes(doc) == canonical_json(doc)
