@@ -200,7 +200,8 @@ class MemorySummary(_Model):
 class RunDocument(_Model):
     """The answer of ``POST /api/runs`` and the content of a share link (CONTRACT.md)."""
 
-    schema_version: int = SCHEMA_VERSION
+    schema_version: int = Field(SCHEMA_VERSION, ge=1, le=2**31 - 1)
+    """The schema this document follows; stored in an INTEGER column, hence the bound."""
     id: str
     status: Status
     error: RunError | None = None
