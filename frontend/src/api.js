@@ -33,6 +33,17 @@ export function runSnippet({ code, device, seed }, signal) {
   return post("/api/runs", { code, device, seed }, signal);
 }
 
-export function shareDocument(doc) {
+/**
+ * Share a run. A run the server still keeps is shared by its id (a few ms, nothing re-sent);
+ * a document the server does not have (an expired run, an edited copy) is posted whole.
+ */
+export async function shareDocument(doc, { stored = true } = {}) {
+  if (stored && doc.id) {
+    try {
+      return await post("/api/shares", { run_id: doc.id });
+    } catch (err) {
+      if (!(err instanceof ApiError) || err.status !== 404) throw err;
+    }
+  }
   return post("/api/shares", { document: doc });
 }

@@ -245,8 +245,9 @@ class App {
     const btn = $("#share");
     btn.disabled = true;
     try {
-      const doc = { ...this.doc, code: this.doc.code ?? this.editor.code };
-      const res = await shareDocument(doc);
+      const stored = this.doc.code != null;  // the server's copy already holds the code
+      const doc = stored ? this.doc : { ...this.doc, code: this.editor.code };
+      const res = await shareDocument(doc, { stored });
       $("#share-url").value = new URL(res.url || `/s/${res.id}`, location.origin).href;
       $("#share-copied").textContent = "";
       $("#share-dialog").showModal();
