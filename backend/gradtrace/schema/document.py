@@ -4,7 +4,7 @@ capture produces it, the sandbox returns it as JSON, the web process validates i
 (never trusting the job), storage keeps it, share links serve it, and the browser and the
 notebook client read it. CONTRACT.md is the minimum public surface; everything extra here is
 an addition, never a rename. A change that renames or removes a field needs a new
-``SCHEMA_VERSION`` and an upgrade step in :mod:`gradtrace.schema.normalize`.
+``SCHEMA_VERSION`` and an upgrade step in :mod:`gradtrace.storage.normalize`.
 
 NOTE [encoding of awkward values]
     * Tensor values are :class:`TensorValue`. ``values`` is the nested list of numbers when the
@@ -220,3 +220,9 @@ class RunDocument(_Model):
     torch_version: str | None = None
     recorder_errors: list[str] | None = _optional()
     """Problems of the recorder itself (never the snippet's): what could not be recorded."""
+
+    def _repr_html_(self) -> str:
+        """In a notebook, a document shows a link to its page and a summary of its graph."""
+        from gradtrace.client import render_html
+
+        return render_html(self)
