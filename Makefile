@@ -56,7 +56,10 @@ test: install-test frontend system-test-deps lint
 	@$(VENV)/bin/pytest $(PYTEST_ARGS); rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing"; exit 1; fi; exit $$rc
 
+# Benchmarks compare against torchviz and Graphviz's dot, installed only for them.
 bench: install-test frontend system-test-deps
+	$(PIP) install --quiet -e '.[test,bench]'
+	command -v dot >/dev/null || { $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq graphviz; }
 	$(PY) bench/run.py
 
 clean:
