@@ -131,36 +131,36 @@ def build_document(rec: Recorder, *, status: str, error: dict[str, Any] | None =
                    message: str | None = None, stdout: str = "", stdout_truncated: bool = False,
                    device: str = "cpu", code: str | None = None, seed: int | None = None) -> dict[str, Any]:
     """The run document as a JSON-able dict, with its content id (see the NOTE above)."""
-    # NOTE [gc] (session.py): building allocates tens of thousands of acyclic dicts; left on,
-    # the collector would walk the whole torch heap many times over while doing so.
+    # NOTE [gc] (session.py): building allocates tens of thousands of acyclic dicts (and
+    # serialising, a few big buffers); left on, the collector would walk the whole torch heap
+    # many times over while doing so (seen as 50-80 ms pauses on the GRU's edge list).
     gc_was_on = gc.isenabled()
     gc.disable()
     try:
         with torch._C.DisableTorchFunction():
             nodes = _nodes(rec)
             events = _events(rec)
+        doc: dict[str, Any] = {
+            "schema_version": SCHEMA_VERSION, "status": status, "error": _error(error),
+            "stdout": stdout, "device": device,
+            "graph": {"nodes": nodes, "edges": [{"input_nr": None, **e} for e in rec.edges]},
+            "events": events, "message": message, "stdout_truncated": stdout_truncated,
+            "code": code, "seed": seed,
+            "passes": [dict(p.doc) for p in rec.passes], "memory": _memory(rec),
+            "torch_version": torch.__version__,
+        }
+        if rec.n_recorder_errors:
+            doc["recorder_errors"] = {"count": rec.n_recorder_errors, "first": rec.recorder_errors}
+        body = canonical_bytes(doc)  # NOTE [canonical JSON with orjson]
+        doc_id = hashlib.sha256(body).hexdigest()[:16]
+        doc["id"] = doc_id
+        cut = body.rfind(b',"memory":{')
+        _JSON_CACHE.clear()  # one document at a time: the sandbox serialises it right away
+        _JSON_CACHE[id(doc)] = (doc, _fingerprint(doc),
+                                body[:cut] + b',"id":"' + doc_id.encode() + b'"' + body[cut:])
     finally:
         if gc_was_on:
             gc.enable()
-    doc: dict[str, Any] = {
-        "schema_version": SCHEMA_VERSION, "id": "", "status": status, "error": _error(error),
-        "stdout": stdout, "device": device,
-        "graph": {"nodes": nodes, "edges": [{"input_nr": None, **e} for e in rec.edges]},
-        "events": events, "message": message, "stdout_truncated": stdout_truncated,
-        "code": code, "seed": seed,
-        "passes": [dict(p.doc) for p in rec.passes], "memory": _memory(rec),
-        "torch_version": torch.__version__,
-    }
-    if rec.n_recorder_errors:
-        doc["recorder_errors"] = {"count": rec.n_recorder_errors, "first": rec.recorder_errors}
-    del doc["id"]
-    body = canonical_bytes(doc)  # NOTE [canonical JSON with orjson]
-    doc_id = hashlib.sha256(body).hexdigest()[:16]
-    doc["id"] = doc_id
-    cut = body.rfind(b',"memory":{')
-    _JSON_CACHE.clear()  # one document at a time: the sandbox serialises it right away
-    _JSON_CACHE[id(doc)] = (doc, _fingerprint(doc),
-                            body[:cut] + b',"id":"' + doc_id.encode() + b'"' + body[cut:])
     return doc
 
 
