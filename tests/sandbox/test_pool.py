@@ -203,10 +203,14 @@ def test_close_leaves_no_process_behind() -> None:
     zygote = harness.pool.state().detail["zygote_pid"]
     kids = children_of(zygote)
     assert kids
+    cgroups_on = harness.pool.state().detail["layers"]["cgroup"].startswith("active")
     harness.close()
     for pid in [zygote, *kids]:
         with pytest.raises(ProcessLookupError):
             os.kill(pid, 0)
+    if cgroups_on:  # and no per-job cgroup is left behind either
+        assert not list(Path("/sys/fs/cgroup").glob(f"*/gradtrace-{zygote}"))
+        assert not Path(f"/sys/fs/cgroup/gradtrace-{zygote}").exists()
 
 
 def test_killed_zygote_is_restarted_and_the_running_job_reports_crashed() -> None:

@@ -86,6 +86,7 @@ class CgroupFactory:
         """A factory for this machine, or ``None`` and the reason why not."""
         try:
             if (ROOT / "cgroup.controllers").exists():
+                _remove_stale(ROOT)
                 parent = ROOT / name
                 controllers = (ROOT / "cgroup.controllers").read_text().split()
                 if not {"memory", "pids"} <= set(controllers):
@@ -96,6 +97,8 @@ class CgroupFactory:
             memory, pids = ROOT / "memory", ROOT / "pids"
             if not (memory / "cgroup.procs").exists() or not (pids / "cgroup.procs").exists():
                 return None, "no cgroup v1 memory and pids hierarchies"
+            for root in (memory, pids):
+                _remove_stale(root)
             (memory / name).mkdir(exist_ok=True)
             (pids / name).mkdir(exist_ok=True)
             return cls(memory / name, pids / name, False), "cgroup v1 memory+pids"
@@ -124,3 +127,19 @@ class CgroupFactory:
         for path in {self.memory_parent, self.pids_parent}:
             with contextlib.suppress(OSError):
                 path.rmdir()
+
+
+def _remove_stale(root: Path) -> None:
+    """Remove the cgroups of zygotes that died without cleaning up (``gradtrace-<dead pid>``)."""
+    for parent in root.glob("gradtrace-*"):
+        try:
+            os.kill(int(parent.name.rsplit("-", 1)[1]), 0)
+            continue  # that zygote is alive
+        except ProcessLookupError:
+            pass
+        except (ValueError, OSError):
+            continue
+        for job in parent.glob("job-*"):
+            JobCgroup(job, job, False).kill_and_remove()
+        with contextlib.suppress(OSError):
+            parent.rmdir()

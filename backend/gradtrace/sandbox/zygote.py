@@ -200,10 +200,11 @@ class Zygote:
         os.close(rec.pidfd)
         oom = rec.cgroup.oom_killed() if rec.cgroup is not None else False
         code = os.waitstatus_to_exitcode(status)
-        protocol.send(self.ctrl, {
-            "type": "exit", "id": cid, "pid": rec.pid, "code": code if code >= 0 else None,
-            "signal": -code if code < 0 else None, "cpu_s": usage.ru_utime + usage.ru_stime,
-            "maxrss_kb": usage.ru_maxrss, "oom": oom})
+        with contextlib.suppress(OSError):  # at shutdown the web side may be gone already
+            protocol.send(self.ctrl, {
+                "type": "exit", "id": cid, "pid": rec.pid, "code": code if code >= 0 else None,
+                "signal": -code if code < 0 else None, "cpu_s": usage.ru_utime + usage.ru_stime,
+                "maxrss_kb": usage.ru_maxrss, "oom": oom})
         # Slow part after the report (removing a memory cgroup takes ms): the job can no longer
         # fork (seccomp), and the process group was killed above, so nothing of it runs now.
         if rec.cgroup is not None:
