@@ -12,7 +12,7 @@ class LimitReached(BaseException):
     """Raised inside the snippet when a node or event cap is hit; ends the run as graph_limit."""
 
 
-@dataclass
+@dataclass(slots=True)
 class BackwardEvent:
     """A node execution seen by its post hook; values are resolved when the document is built."""
 

@@ -27,12 +27,12 @@ import torch
 from torch.autograd.graph import Node
 
 from gradtrace.capture.saved import has_saved, read_saved
-from gradtrace.capture.values import device_name, dtype_name
+from gradtrace.capture.values import _DEVICE_NAMES, _DTYPE_NAMES, device_name, dtype_name
 
 ACC_SEQ = 2**64 - 1
 
 
-@dataclass
+@dataclass(slots=True)
 class FnInfo:
     """A recorded function node and what the recorder learnt about it."""
 
@@ -40,27 +40,30 @@ class FnInfo:
     node: Node
     doc: dict[str, Any]
     executed_in: list[int] = field(default_factory=list)
+    acc: bool = False
+    """Whether it is an AccumulateGrad (asked in every backward hook)."""
 
 
-def _output_meta(node: Node) -> dict[str, Any]:
-    """Shape, dtype and device of the node's (first) forward output, from ``_input_metadata``."""
+def _output_meta(doc: dict[str, Any], node: Node) -> None:
+    """Shape, dtype and device of the node's (first) forward output, from ``_input_metadata``,
+    written into ``doc``."""
     try:
         metas = node._input_metadata  # type: ignore[attr-defined]
     except Exception:
-        return {}
-    out: dict[str, Any] = {}
+        return
+    dtypes, devices = _DTYPE_NAMES, _DEVICE_NAMES
     items: list[dict[str, Any]] = []
     for m in metas:
         try:
-            items.append({"shape": list(m.shape), "dtype": dtype_name(m.dtype),
-                          "device": device_name(m.device)})
+            dt, dv = m.dtype, m.device
+            items.append({"shape": list(m.shape), "dtype": dtypes.get(dt) or dtype_name(dt),
+                          "device": devices.get(dv) or device_name(dv)})
         except Exception:  # nested tensors have no plain shape
             items.append({"shape": None, "dtype": None, "device": None})
     if items:
-        out.update(items[0])
+        doc.update(items[0])
     if len(items) > 1:
-        out["outputs"] = items
-    return out
+        doc["outputs"] = items
 
 
 def node_name(node: Node) -> str:
@@ -123,7 +126,7 @@ def _creation_order(nexts: dict[Node, Any]) -> list[Node]:
 def describe(node: Node, *, read_saved_tensors: bool) -> dict[str, Any]:
     """The static part of a function node's document entry (no id, line or module yet)."""
     doc: dict[str, Any] = {"kind": "function", "name": node_name(node)}
-    doc.update(_output_meta(node))
+    _output_meta(doc, node)
     saved, total = read_saved(node) if read_saved_tensors and has_saved(node) else ([], 0)
     doc["saved"] = saved
     doc["saved_bytes"] = total

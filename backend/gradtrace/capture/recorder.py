@@ -133,32 +133,44 @@ class Recorder:
             return
         read = not saved_hooks_active()
         places = self._placement(new, line=line, seq_mark=seq_mark, created_in_pass=created_in_pass)
+        nodes, fns, edges, events = self.nodes, self.fns, self.edges, self.events
+        on_done = self._on_node_done
         for n, (n_line, n_module) in zip(new, places, strict=True):
-            self._check_nodes()
-            fid = self._new_id()
+            if len(nodes) >= self.max_nodes:
+                self._check_nodes()
+            fid = f"n{len(nodes)}"
             doc = describe(n, read_saved_tensors=read)
             nexts_n = nexts[n]
+            n_edges = 0
+            for g, _ in nexts_n:
+                if g is not None:
+                    n_edges += 1
             self._grow(_COST["function"] + _COST["forward"] + _COST["saved"] * len(doc["saved"])
-                       + _COST["edge"] * sum(1 for g, _ in nexts_n if g is not None))
-            doc.update(id=fid, line=n_line, module=n_module, seq=self._n_fns)
+                       + _COST["edge"] * n_edges)
+            doc["id"] = fid
+            doc["line"] = n_line
+            doc["module"] = n_module
+            doc["seq"] = self._n_fns
             self._n_fns += 1
             if created_in_pass is not None:
                 doc["created_in_pass"] = created_in_pass
-            self.nodes.append(doc)
-            info = FnInfo(fid, n, doc)
-            self.fns[n] = info
+            nodes.append(doc)
+            acc = doc["name"] == "AccumulateGrad"
+            info = FnInfo(fid, n, doc, acc=acc)
+            fns[n] = info
             self.fn_by_id[fid] = info
-            for i, (g, _) in enumerate(nexts_n):
-                if g is not None:
-                    self.edges.append({"source": self.fns[g].id, "target": fid, "input_nr": i})
-            if doc["name"] == "AccumulateGrad":
+            if n_edges:
+                for i, (g, _) in enumerate(nexts_n):
+                    if g is not None:
+                        edges.append({"source": fns[g].id, "target": fid, "input_nr": i})
+            if acc:
                 leaf = leaf_of(n)
                 if leaf is not None:
                     tid = self.tensor_node(leaf, role="leaf", line=n_line, names=names)
-                    self.edges.append({"source": tid, "target": fid, "input_nr": None})
-            self.events.append({"phase": "forward", "node": fid, "line": n_line})
+                    edges.append({"source": tid, "target": fid, "input_nr": None})
+            events.append({"phase": "forward", "node": fid, "line": n_line})
             if hooks:
-                self.handles.append(n.register_hook(functools.partial(self._on_node_done, info)))
+                self.handles.append(n.register_hook(functools.partial(on_done, info)))
 
     def names_here(self) -> frames.NameIndex:
         """A name index for the innermost snippet frame, reused while execution stays at the
@@ -281,11 +293,16 @@ class Recorder:
                 self.stop(f"the run reached the event limit ({self.max_events:,} events)")
             line = self.passes[p].doc["line"] if p is not None else None
             cap = self.values.capture
-            acc = info.doc["name"] == "AccumulateGrad"
+            acc = info.acc
             # AccumulateGrad may adopt the incoming gradient as the leaf's .grad, which later
             # passes then change in place: copy what flowed in (small tensors only).
-            n_values = sum(1 for g in grad_outputs if g is not None) + 2 * acc + sum(
-                1 for g in grad_inputs if g is not None)
+            n_values = 2 * acc
+            for g in grad_outputs:
+                if g is not None:
+                    n_values += 1
+            for g in grad_inputs:
+                if g is not None:
+                    n_values += 1
             self._grow(_COST["backward"] + _COST["value"] * n_values)
             ev = BackwardEvent(info.id, p, line, [cap(g, snapshot=acc) for g in grad_outputs],
                                [cap(g) for g in grad_inputs])
