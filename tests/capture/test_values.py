@@ -78,3 +78,17 @@ def test_cuda_run_records_cuda_device(run: Any) -> None:
     doc = run("x = torch.ones(2, requires_grad=True)\n(x * 2).sum().backward()\n", device="cuda")
     assert doc["device"] == "cuda"
     assert {n["device"] for n in doc["graph"]["nodes"]} == {"cuda:0"}
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int64,
+                                   torch.uint8])
+@pytest.mark.parametrize("shape", [(), (7,), (1, 32), (3, 5)])
+def test_low_rank_fast_path_encodes_like_the_general_path(dtype: torch.dtype, shape: tuple[int, ...]) -> None:
+    torch.manual_seed(1)
+    t = (torch.randn(shape) * 50).to(dtype)
+    fast = encode(t)
+    general = encode(t.unsqueeze(0).unsqueeze(0))  # rank >= 3: reshape, re-nest, same stats
+    assert fast["stats"] == general["stats"]
+    assert [[fast["values"]]] == general["values"]
+    assert fast["values"] == t.tolist()
+    assert encode(t, with_values=False)["stats"] == fast["stats"]
