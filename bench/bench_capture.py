@@ -27,6 +27,8 @@ from torch import nn
 
 import gradtrace
 from gradtrace.capture import document_json
+from gradtrace.capture.canonical import canonical_bytes
+from gradtrace.schema import canonical_json
 
 
 class BasicBlock(nn.Module):
@@ -70,7 +72,8 @@ def make_cases() -> dict[str, tuple[Callable[[], torch.Tensor], nn.Module]]:
         return nn.functional.cross_entropy(cnn(images), torch.tensor([1, 7]))
 
     def transformer_loss() -> torch.Tensor:
-        return encoder(tokens).pow(2).mean()
+        loss: torch.Tensor = encoder(tokens).pow(2).mean()
+        return loss
 
     def gru_loss() -> torch.Tensor:
         h = torch.zeros(1, 32)
@@ -84,16 +87,33 @@ def make_cases() -> dict[str, tuple[Callable[[], torch.Tensor], nn.Module]]:
 
 def bare(loss_fn: Callable[[], torch.Tensor], model: nn.Module) -> None:
     model.zero_grad(set_to_none=True)
-    loss_fn().backward()
+    loss_fn().backward()  # type: ignore[no-untyped-call]
 
 
 def captured(loss_fn: Callable[[], torch.Tensor], model: nn.Module) -> tuple[int, int]:
     model.zero_grad(set_to_none=True)
     with gradtrace.record() as rec:
-        loss_fn().backward()
+        loss_fn().backward()  # type: ignore[no-untyped-call]
     doc = rec.document_dict()
     size = len(document_json(doc))
     return size, len(doc["graph"]["nodes"])
+
+
+def serialisers(loss_fn: Callable[[], torch.Tensor], model: nn.Module,
+                reps: int) -> tuple[list[float], list[float]]:
+    """Canonical JSON of one captured document: the schema's ``canonical_json`` (json.dumps)
+    against capture's orjson writer, alternating (NOTE [canonical JSON with orjson])."""
+    model.zero_grad(set_to_none=True)
+    with gradtrace.record() as rec:
+        loss_fn().backward()  # type: ignore[no-untyped-call]
+    doc = rec.document_dict()
+    assert canonical_bytes(doc) == canonical_json(doc)
+    t_json: list[float] = []
+    t_orjson: list[float] = []
+    for _ in range(reps):
+        t_json.append(timed(lambda: canonical_json(doc)))
+        t_orjson.append(timed(lambda: canonical_bytes(doc)))
+    return t_json, t_orjson
 
 
 def extract_only(loss_fn: Callable[[], torch.Tensor], model: nn.Module) -> Callable[[], Any]:
@@ -154,6 +174,12 @@ def main() -> None:
         rows.append((f"{name} bare fwd+bwd", reps, mb, pct(t_bare, 0.95), "-", None, ""))
         rows.append((f"{name} capture+json", reps, mc, pct(t_cap, 0.95), "bare", mc / mb,
                      f"{nodes} nodes, {size / 1e6:.2f} MB, {size / max(nodes, 1):.0f} B/node"))
+        t_json, t_orjson = serialisers(loss_fn, model, reps)
+        mj, mo = statistics.median(t_json), statistics.median(t_orjson)
+        rows.append((f"{name} json.dumps (schema)", reps, mj, pct(t_json, 0.95), "-", None,
+                     "canonical_json of the document"))
+        rows.append((f"{name} orjson writer", reps, mo, pct(t_orjson, 0.95), "json.dumps", mo / mj,
+                     "same bytes (asserted), used for the id and document_json"))
         if name == "transformer-6":
             try:
                 run = extract_only(loss_fn, model)
