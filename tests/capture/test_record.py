@@ -109,3 +109,16 @@ def test_record_inside_a_function_names_its_local_tensors() -> None:
     leaf = next(n for n in doc.graph.nodes if n.kind == "tensor" and n.role == "leaf")
     assert leaf.name == "weights"
     assert leaf.grad is not None and leaf.grad.values == [2.0, 2.0]
+
+
+def test_record_restores_the_collector_settings_even_when_the_block_raises() -> None:
+    import gc
+
+    before = (gc.get_threshold(), gc.isenabled(), gc.get_freeze_count())
+    with gradtrace.record():
+        assert gc.get_threshold()[0] >= 20_000  # NOTE [gc]: fewer young collections inside
+        (torch.ones(2, requires_grad=True) * 2).sum().backward()
+    assert (gc.get_threshold(), gc.isenabled(), gc.get_freeze_count()) == before
+    with pytest.raises(KeyError), gradtrace.record():
+        raise KeyError("x")
+    assert (gc.get_threshold(), gc.isenabled(), gc.get_freeze_count()) == before
