@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import time
 
 import httpx
@@ -17,6 +18,11 @@ def test_healthz_reports_the_pool(api: httpx.Client, live_server: Server) -> Non
     assert body["status"] == "ok"
     assert body["workers"] >= 1 and body["busy"] >= 0 and body["queued"] >= 0
     assert isinstance(body["cuda_available"], bool)
+    layers = body["runner"]["isolation"]
+    assert layers and all(v.startswith(("active", "off")) for v in layers.values()), layers
+    if os.geteuid() == 0:  # the tests run as root here and in CI: every kernel layer is on
+        for name in ("seccomp", "uid", "netns", "mountns", "no_new_privs"):
+            assert layers[name].startswith("active"), (name, layers)
 
 
 def test_readyz_checks_the_database_and_the_pool(api: httpx.Client) -> None:
