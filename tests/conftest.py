@@ -24,6 +24,13 @@ import httpx
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+SHARED = Path(os.environ.get("GRADTRACE_SHARED_DIR", ROOT.parent / "shared"))
+"""The team's shared folder, which CI places beside the clone (``../shared``)."""
+EXAMPLES = SHARED / "examples"
+"""The lesson snippets users try first; capture's goldens and the sandbox tests run them all."""
+if not sorted(EXAMPLES.glob("*.py")):
+    raise RuntimeError(f"the lesson snippets are missing: expected them in {EXAMPLES} "
+                       "(set GRADTRACE_SHARED_DIR to the shared folder)")
 ARTIFACTS = ROOT / "tests" / "artifacts"
 CHROMIUM_ARGS = [
     "--headless",

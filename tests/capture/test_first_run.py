@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import torch
 
-EXAMPLES = Path("/work/shared/examples")
+from conftest import EXAMPLES
 
 
 def _fn_names(doc: dict[str, Any]) -> list[str]:

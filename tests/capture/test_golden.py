@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
+from conftest import EXAMPLES
 from gradtrace.capture import run_snippet
 
-EXAMPLES = Path("/work/shared/examples")
 CASES = Path(__file__).parent / "cases"
 GOLDEN = Path(__file__).parent.parent / "golden"
 REGEN = os.environ.get("GRADTRACE_REGEN_GOLDEN") == "1"

@@ -9,9 +9,10 @@ from typing import Any
 import pytest
 import torch
 
+from conftest import EXAMPLES
+
 from .oracle import backward_order, graph_names, resolve, run_bare
 
-EXAMPLES = Path("/work/shared/examples")
 CASES = Path(__file__).parent / "cases"
 SNIPPETS = sorted(EXAMPLES.glob("*.py")) + sorted(CASES.glob("*.py"))
 # gradcheck and torch.compile cost seconds and are covered by the golden test already

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
-EXAMPLES = Path("/work/shared/examples")
+from conftest import EXAMPLES
 
 
 def _example(run: Any, stem: str) -> dict[str, Any]:
