@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from conftest import EXAMPLES
 from gradtrace.errors import DeviceUnavailable, PoolSaturated
 from gradtrace.sandbox.factory import RUNNERS, make_runner
 from gradtrace.sandbox.pool import ForkServerPool
@@ -79,6 +80,52 @@ def test_busy_loop_hits_cpu_limit_and_says_cpu_time(pool: PoolHarness) -> None:
     doc = pool.run("while True:\n    pass\n", cpu_s=1, timeout_s=10.0)
     assert doc["status"] == "timeout"
     assert doc["message"] == "Stopped: the snippet used more than 1 s of CPU time."
+
+
+GROWING_LOOP = ("import time\n"
+                "x = torch.ones(2, requires_grad=True)\n"
+                "y = x\n"
+                "print('started')\n"
+                "while True:\n"
+                "    y = y * 1.0\n"
+                "{pause}")
+
+
+def _function_names(doc: dict[str, Any]) -> list[str]:
+    return [n["name"] for n in doc["graph"]["nodes"] if n["kind"] == "function"]
+
+
+def test_a_run_stopped_at_its_wall_clock_limit_keeps_the_graph_it_built(pool: PoolHarness) -> None:
+    doc = pool.run(GROWING_LOOP.format(pause="    time.sleep(0.01)\n"), timeout_s=1.0, cpu_s=5)
+    assert doc["status"] == "timeout"
+    assert doc["message"] == "Stopped: the snippet ran longer than 1 s."
+    names = _function_names(doc)
+    assert names.count("MulBackward0") > 10 and "AccumulateGrad" in names
+    assert doc["error"]["type"] == "TimeLimitExceeded"
+    assert doc["error"]["line"] in (6, 7)  # stopped inside the loop, where it was
+    assert doc["stdout"].startswith("started")
+    assert len(doc["events"]) == len(names)  # one forward event per recorded node
+
+
+def test_a_run_stopped_at_its_cpu_limit_keeps_the_graph_and_the_line(pool: PoolHarness) -> None:
+    doc = pool.run(GROWING_LOOP.format(pause=""), cpu_s=1, timeout_s=10.0)
+    assert doc["status"] == "timeout"
+    assert doc["message"] == "Stopped: the snippet used more than 1 s of CPU time."
+    assert _function_names(doc).count("MulBackward0") > 100
+    assert doc["error"]["line"] in (5, 6)
+
+
+def test_a_snippet_that_swallows_the_stop_is_still_killed_at_the_limit(pool: PoolHarness) -> None:
+    code = ("while True:\n"
+            "    try:\n"
+            "        while True:\n"
+            "            pass\n"
+            "    except BaseException:\n"
+            "        pass\n")
+    start = time.monotonic()
+    doc = pool.run(code, cpu_s=1, timeout_s=3.0)
+    assert doc["status"] == "timeout"
+    assert time.monotonic() - start < 6.0
 
 
 def test_raw_fd_flood_is_output_limit_with_the_start_of_the_output(pool: PoolHarness) -> None:
@@ -252,7 +299,7 @@ def test_cuda_job_on_a_host_without_cuda_is_refused(pool: PoolHarness) -> None:
         pool.call(pool.pool.run(Job(code="x = 1", device="cuda", limits=pool.limits())))
 
 
-@pytest.mark.parametrize("path", sorted(Path("/work/shared/examples").glob("*.py")), ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", sorted(EXAMPLES.glob("*.py")), ids=lambda p: p.stem)
 def test_every_lesson_snippet_runs_inside_the_sandbox(pool: PoolHarness, path: Path) -> None:
     """The jail must not break real lessons (torch.compile included): each ends ok or with its
     own deliberate autograd error, never with a limit, a crash or a sandbox permission error."""

@@ -10,6 +10,18 @@ NOTE [result framing]
     (EOF). A snippet can write to fd 3 itself, or monkeypatch ``json``; that only ever spoils
     its own result, which the web process size-caps, parses and schema-validates, and whose
     ``code``/``seed``/``id`` it overwrites from the job it sent.
+
+NOTE [stop, then kill]
+    A run that hits its time limit should still show the graph it built so far (a training loop
+    that never ends is exactly when a user wants to look). SIGXCPU therefore stops the snippet
+    rather than the process: the kernel sends it at the soft CPU limit, and the supervisor sends
+    it at the wall-clock deadline. The handler raises :class:`TimeLimitExceeded` in the snippet's
+    frame, capture ends the run as it does for any exception, and the result carries what was
+    recorded; the web process turns that error into status ``timeout`` (``outcome.py``). A
+    snippet that swallows the exception or blocks inside C++ gains nothing: the hard CPU limit
+    and the supervisor's SIGKILL after a short grace still end it, without a graph. The handler
+    raises only while snippet code is on the stack, so it never breaks capture's own work of
+    finishing the document.
 """
 
 from __future__ import annotations
@@ -17,9 +29,13 @@ from __future__ import annotations
 import json
 import os
 import resource
+import signal
+import time
+from types import FrameType
 from typing import Any
 
 from gradtrace.sandbox.jail import RESULT_FD
+from gradtrace.sandbox.protocol import TIME_LIMIT_ERROR
 
 MAX_JOB_BYTES = 64 << 20
 EXIT_OK = 0
@@ -33,6 +49,39 @@ _exit = os._exit
 _close = os.close
 _write = os.write
 _read = os.read
+
+SNIPPET_FILENAME = "<snippet>"
+
+
+class TimeLimitExceeded(BaseException):
+    """Raised in the snippet when it hits its CPU or wall-clock limit (NOTE [stop, then kill])."""
+
+
+assert TimeLimitExceeded.__name__ == TIME_LIMIT_ERROR
+
+
+def _snippet_on_stack(frame: FrameType | None) -> bool:
+    while frame is not None:
+        if frame.f_code.co_filename == SNIPPET_FILENAME:
+            return True
+        frame = frame.f_back
+    return False
+
+
+def _install_time_limit_handler(cpu_limit_s: float) -> None:
+    started = time.monotonic()
+
+    def on_limit(_signum: int, frame: FrameType | None) -> None:
+        if not _snippet_on_stack(frame):
+            return
+        cpu = time.process_time()
+        if cpu >= cpu_limit_s - 0.05:
+            raise TimeLimitExceeded(f"CPU time limit reached: stopped here after {cpu:.2f} s of CPU time")
+        raise TimeLimitExceeded(f"wall-clock limit reached: stopped here after "
+                                f"{time.monotonic() - started:.2f} s")
+
+    signal.signal(signal.SIGXCPU, on_limit)
+
 
 _encode = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode
 
@@ -98,6 +147,7 @@ def serve(defaults: dict[str, Any], *, prefault: bool = True) -> None:
         _exit(EXIT_BAD_JOB)
     try:
         _tighten_limits(job)
+        _install_time_limit_handler(float(resource.getrlimit(resource.RLIMIT_CPU)[0]))
         from gradtrace.capture import run_snippet  # type: ignore[attr-defined]  # imported by the zygote
 
         doc = run_snippet(
@@ -107,7 +157,9 @@ def serve(defaults: dict[str, Any], *, prefault: bool = True) -> None:
             max_nodes=int(job.get("max_nodes", defaults["max_nodes"])),
             max_events=int(job.get("max_events", defaults["max_events"])),
             output_bytes=int(job.get("output_bytes", defaults["output_bytes"])),
+            filename=SNIPPET_FILENAME,
         )
+        signal.signal(signal.SIGXCPU, signal.SIG_IGN)  # finishing now; the hard limit still holds
         # Lone surrogates (print("\ud800")) cannot be UTF-8: replace them rather than fail.
         payload = _encode(doc).encode("utf-8", "replace")
         _write_all(RESULT_FD, payload)

@@ -14,6 +14,7 @@ import signal
 from dataclasses import dataclass
 from typing import Any
 
+from gradtrace.sandbox.protocol import TIME_LIMIT_ERROR
 from gradtrace.sandbox.runner import Job
 from gradtrace.schema import RunDocument, document_id
 
@@ -115,10 +116,27 @@ def validate_result(job: Job, raw: bytes) -> dict[str, Any] | None:
         doc["seed"] = job.seed
         doc["device"] = job.device
         _memory_error_is_a_limit(job, doc)
+        _time_limit_error_is_a_timeout(job, doc)
         doc["id"] = document_id(doc)
     except (ValueError, RecursionError, TypeError, UnicodeError, OverflowError):
         return None
     return doc
+
+
+def _time_limit_error_is_a_timeout(job: Job, doc: dict[str, Any]) -> None:
+    """A snippet stopped at its time limit (NOTE [stop, then kill] in child.py) ran out of time.
+
+    The graph and events it recorded stay; the error keeps the line where it was stopped, and
+    the message is the supervisor's own, not text from the job.
+    """
+    error = doc.get("error")
+    if doc.get("status") != "error" or not isinstance(error, dict) or error.get("type") != TIME_LIMIT_ERROR:
+        return
+    doc["status"] = "timeout"
+    if str(error.get("message", "")).startswith("CPU"):
+        doc["message"] = f"Stopped: the snippet used more than {job.limits.cpu_s} s of CPU time."
+    else:
+        doc["message"] = f"Stopped: the snippet ran longer than {job.limits.timeout_s:g} s."
 
 
 def _memory_error_is_a_limit(job: Job, doc: dict[str, Any]) -> None:

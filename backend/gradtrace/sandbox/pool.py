@@ -38,6 +38,8 @@ from gradtrace.sandbox.zygote_client import Child, ZygoteClient
 from gradtrace.settings import Settings
 
 KILL_GRACE_S = 5.0
+STOP_GRACE_S = 0.5
+"""How long a job stopped at its deadline may take to hand in its partial document."""
 
 
 class ForkServerPool(Runner):
@@ -157,10 +159,17 @@ class ForkServerPool(Runner):
         """
         loop = asyncio.get_running_loop()
         deadline = loop.time() + job.limits.timeout_s
+        stopped = False
         waiters: set[asyncio.Future[Any]] = {child.exit, out.overflow, res.overflow, res.done}
         while True:
             done, _ = await asyncio.wait(waiters, timeout=max(0.0, deadline - loop.time()),
                                          return_when=asyncio.FIRST_COMPLETED)
+            if not done and not stopped:
+                # NOTE [stop, then kill] (child.py): ask for the partial document first.
+                client.stop(child)
+                stopped = True
+                deadline = loop.time() + STOP_GRACE_S
+                continue
             if not done or child.exit.done() or out.overflowed or res.overflowed:
                 return None
             waiters.discard(res.done)

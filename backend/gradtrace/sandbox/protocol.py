@@ -12,7 +12,8 @@ Messages, zygote → web:
     ``{"type": "fatal", "message"}`` (the zygote cannot go on; it exits after sending)
 Messages, web → zygote:
     ``{"op": "configure", ...ZygoteConfig}`` (first message), ``{"op": "fork", "n"}``,
-    ``{"op": "kill", "id"}``, ``{"op": "exit"}``
+    ``{"op": "kill", "id"}``, ``{"op": "stop", "id"}`` (SIGXCPU: hand in what you have),
+    ``{"op": "exit"}``
 
 Only this file and the pool see the web side; nothing here imports torch.
 """
@@ -25,6 +26,8 @@ import json
 import socket
 from typing import Any
 
+TIME_LIMIT_ERROR = "TimeLimitExceeded"
+"""The error type a job reports when it was stopped at a time limit (NOTE [stop, then kill])."""
 MAX_MESSAGE = 1 << 16
 MAX_FDS = 8
 

@@ -182,6 +182,13 @@ class Zygote:
         finally:
             _hard_exit(child.EXIT_INTERNAL)  # never return into the zygote's loop
 
+    def stop(self, cid: int) -> None:
+        """Ask the job to stop and hand in what it recorded (NOTE [stop, then kill] in child.py)."""
+        rec = self.children.get(cid)
+        if rec is not None:
+            with contextlib.suppress(OSError):
+                signal.pidfd_send_signal(rec.pidfd, signal.SIGXCPU)
+
     def kill(self, cid: int) -> None:
         rec = self.children.get(cid)
         if rec is None:
@@ -244,6 +251,8 @@ class Zygote:
                         self.spawn(prefault=bool(message.get("prefault", True)))
                 elif message.get("op") == "kill":
                     self.kill(int(message["id"]))
+                elif message.get("op") == "stop":
+                    self.stop(int(message["id"]))
 
 
 def _prepare(cfg: ZygoteConfig) -> tuple[jail.JailPlan, CgroupFactory | None, dict[str, Any]]:

@@ -249,6 +249,10 @@ class ZygoteClient:
     def kill(self, child: Child) -> None:
         self.send({"op": "kill", "id": child.cid})
 
+    def stop(self, child: Child) -> None:
+        """SIGXCPU to the job: it stops its snippet and returns the partial document."""
+        self.send({"op": "stop", "id": child.cid})
+
     @property
     def live(self) -> bool:
         return self._live and self._ctrl is not None and not self._closing
