@@ -129,8 +129,23 @@ def run_snippet(code: str, *, device: str = "cpu", seed: int | None = 0,
     return _finish(rec, fields, out)
 
 
+def _utf8(text: str) -> str:
+    """``text`` as valid UTF-8: a lone surrogate (``print("\\ud800")``) becomes ``?``.
+
+    JSON documents are UTF-8; one unpaired surrogate in what the snippet printed or raised
+    must not cost the user the whole run.
+    """
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "replace").decode("utf-8")
+    return text
+
+
 def _finish(rec: record, fields: dict[str, Any], out: CappedOutput) -> dict[str, Any]:
-    fields = dict(fields, stdout=out.text(), stdout_truncated=out.truncated)
+    fields = dict(fields, stdout=_utf8(out.text()), stdout_truncated=out.truncated, code=_utf8(fields["code"]))
+    if rec.error is not None:
+        rec.error = {k: _utf8(v) if isinstance(v, str) else v for k, v in rec.error.items()}
     if rec.status == "output_limit" and rec.error is not None and rec.error["type"] == "OutputLimit":
         rec.error = None
     return rec.document_dict(**fields)

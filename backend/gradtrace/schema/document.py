@@ -197,6 +197,13 @@ class MemorySummary(_Model):
     freed_bytes_total: int = 0
 
 
+class RecorderErrors(_Model):
+    """How often the recorder itself failed during a run, and the first few messages."""
+
+    count: int = 0
+    first: list[str] = Field(default_factory=list)
+
+
 class RunDocument(_Model):
     """The answer of ``POST /api/runs`` and the content of a share link (CONTRACT.md)."""
 
@@ -218,7 +225,7 @@ class RunDocument(_Model):
     passes: list[BackwardPass] = Field(default_factory=list)
     memory: MemorySummary = Field(default_factory=MemorySummary)
     torch_version: str | None = None
-    recorder_errors: list[str] | None = _optional()
+    recorder_errors: RecorderErrors | None = _optional()
     """Problems of the recorder itself (never the snippet's): what could not be recorded."""
 
     def _repr_html_(self) -> str:
