@@ -83,7 +83,6 @@ def _install_time_limit_handler(cpu_limit_s: float) -> None:
     signal.signal(signal.SIGXCPU, on_limit)
 
 
-_encode = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode
 
 
 def _read_job() -> dict[str, Any]:
@@ -130,9 +129,9 @@ def _prefault() -> None:
         only delay that job (and cost CPU the queue needs).
     """
     try:
-        from gradtrace.capture import WARM_UP_SNIPPET, run_snippet  # type: ignore[attr-defined]
+        from gradtrace.capture import WARM_UP_SNIPPET, document_json, run_snippet
 
-        _encode(run_snippet(WARM_UP_SNIPPET, seed=0))
+        document_json(run_snippet(WARM_UP_SNIPPET, seed=0))
     except Exception:
         pass
 
@@ -148,7 +147,7 @@ def serve(defaults: dict[str, Any], *, prefault: bool = True) -> None:
     try:
         _tighten_limits(job)
         _install_time_limit_handler(float(resource.getrlimit(resource.RLIMIT_CPU)[0]))
-        from gradtrace.capture import run_snippet  # type: ignore[attr-defined]  # imported by the zygote
+        from gradtrace.capture import document_json, run_snippet  # imported by the zygote
 
         doc = run_snippet(
             job["code"],
@@ -160,8 +159,8 @@ def serve(defaults: dict[str, Any], *, prefault: bool = True) -> None:
             filename=SNIPPET_FILENAME,
         )
         signal.signal(signal.SIGXCPU, signal.SIG_IGN)  # finishing now; the hard limit still holds
-        # Lone surrogates (print("\ud800")) cannot be UTF-8: replace them rather than fail.
-        payload = _encode(doc).encode("utf-8", "replace")
+        # The canonical bytes capture already wrote for the document's id: no second encoding.
+        payload = document_json(doc)
         _write_all(RESULT_FD, payload)
         _close(RESULT_FD)  # EOF now: the web process answers without waiting for our teardown
     except BaseException as exc:
