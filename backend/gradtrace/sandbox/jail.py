@@ -57,12 +57,36 @@ def _die_with_parent(zygote_pid: int) -> None:
         os._exit(1)
 
 
+def _under_tmp(paths: list[str]) -> list[str]:
+    """The outermost of ``paths`` that lie below ``/tmp`` (nested ones ride along)."""
+    inside = sorted(p for p in paths if p.startswith("/tmp/"))
+    outer: list[str] = []
+    for path in inside:
+        if not any(path.startswith(o + "/") for o in outer):
+            outer.append(path)
+    return outer
+
+
 def _private_view(plan: JailPlan, uid: int) -> None:
+    """A read-only tree with a fresh tmpfs on ``/tmp``.
+
+    NOTE [installs under /tmp]
+        When the interpreter, the venv or the checkout lives below ``/tmp`` (a CI clone, a test
+        install), the per-job tmpfs would hide it and lazy imports inside the job would fail.
+        Those directories are cloned (``open_tree``) before the tmpfs goes on and attached
+        again, read-only, at the same paths inside it.
+    """
     cfg = plan.config
     linux.unshare(linux.CLONE_NEWNS)
     linux.make_tree_readonly("/")
+    kept = [(path, linux.clone_tree(path)) for path in _under_tmp(plan.read_paths)]
     linux.mount("tmpfs", "/tmp", "tmpfs", linux.MS_NOSUID | linux.MS_NODEV | linux.MS_NOEXEC,
                 f"size={cfg.tmp_mb}m,nr_inodes={cfg.tmp_inodes},mode=0700,uid={uid},gid={uid}")
+    for path, tree in kept:
+        os.makedirs(path, mode=0o755, exist_ok=True)
+        linux.attach_tree(tree, path)
+        os.close(tree)
+        linux.make_tree_readonly(path)
     linux.mount("proc", "/proc", "proc", linux.MS_NOSUID | linux.MS_NODEV | linux.MS_NOEXEC,
                 "hidepid=invisible,subset=pid")
 

@@ -50,10 +50,10 @@ PR_GET_NO_NEW_PRIVS = 39
 M_ARENA_MAX = -8
 
 _SYSCALLS: dict[str, dict[str, int]] = {
-    "x86_64": {"mount_setattr": 442, "landlock_create_ruleset": 444, "landlock_add_rule": 445,
-               "landlock_restrict_self": 446},
-    "aarch64": {"mount_setattr": 442, "landlock_create_ruleset": 444, "landlock_add_rule": 445,
-                "landlock_restrict_self": 446},
+    "x86_64": {"open_tree": 428, "move_mount": 429, "mount_setattr": 442, "landlock_create_ruleset": 444,
+               "landlock_add_rule": 445, "landlock_restrict_self": 446},
+    "aarch64": {"open_tree": 428, "move_mount": 429, "mount_setattr": 442, "landlock_create_ruleset": 444,
+                "landlock_add_rule": 445, "landlock_restrict_self": 446},
 }
 
 
@@ -100,6 +100,31 @@ def make_tree_readonly(path: str = "/") -> None:
                         path.encode(), ctypes.c_uint(AT_RECURSIVE), ctypes.byref(attr),
                         ctypes.c_size_t(ctypes.sizeof(attr)))
     _check(res, f"mount_setattr {path}")
+
+
+OPEN_TREE_CLONE = 1
+OPEN_TREE_CLOEXEC = os.O_CLOEXEC
+MOVE_MOUNT_F_EMPTY_PATH = 0x4
+AT_EMPTY_PATH = 0x1000
+
+
+def clone_tree(path: str) -> int:
+    """``open_tree(OPEN_TREE_CLONE|AT_RECURSIVE)``: a detached copy of the mounts at ``path``.
+
+    It keeps a directory reachable after something is mounted over one of its ancestors (the
+    per-job tmpfs on ``/tmp`` over an install that lives under ``/tmp``); :func:`attach_tree`
+    puts it back.
+    """
+    return _check(_libc.syscall(ctypes.c_long(syscall_number("open_tree")), ctypes.c_int(-100),
+                                path.encode(), ctypes.c_uint(OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE)),
+                  f"open_tree {path}")
+
+
+def attach_tree(tree_fd: int, target: str) -> None:
+    """``move_mount``: attach a tree from :func:`clone_tree` at ``target`` (an existing directory)."""
+    _check(_libc.syscall(ctypes.c_long(syscall_number("move_mount")), ctypes.c_int(tree_fd), b"",
+                         ctypes.c_int(-100), target.encode(), ctypes.c_uint(MOVE_MOUNT_F_EMPTY_PATH)),
+           f"move_mount {target}")
 
 
 def prctl(option: int, arg2: int = 0) -> int:
