@@ -38,6 +38,14 @@ def run_code(page: Any, code: str | None = None) -> None:
     wait_drawn(page, before)
 
 
+def run_example(page: Any, title: str) -> dict[str, Any]:
+    """Pick a lesson from the gallery by its title, run it, and return the drawn document."""
+    page.get_by_text("Examples", exact=True).click()
+    page.get_by_role("button", name=re.compile("^" + re.escape(title))).click()
+    run_code(page)
+    return dict(page.evaluate("window.gradtrace.app.doc"))
+
+
 def node_texts(page: Any) -> list[str]:
     """The accessible list that mirrors the drawn graph, one text per visible node."""
     return [t.strip() for t in page.get_by_role("list", name="Graph nodes").locator("li").all_inner_texts()]

@@ -11,18 +11,11 @@ from typing import Any
 import pytest
 from playwright.sync_api import expect
 
-from browser.pageutil import canvas_ink, node_texts, pick_node, run_code
+from browser.pageutil import canvas_ink, node_texts, pick_node, run_code, run_example
 from browser.synth import synthetic_document
 from gradtrace.schema import RunDocument
 
 pytestmark = pytest.mark.browser
-
-
-def _example(page: Any, title: str) -> dict[str, Any]:
-    page.get_by_text("Examples", exact=True).click()
-    page.get_by_role("button", name=re.compile("^" + re.escape(title))).click()
-    run_code(page)
-    return dict(page.evaluate("window.gradtrace.app.doc"))
 
 
 def _names(page: Any) -> list[str]:
@@ -32,7 +25,7 @@ def _names(page: Any) -> list[str]:
 def test_collapsing_a_module_draws_it_as_one_box_and_expanding_restores_it(playground: Any,
                                                                            artifacts_dir: Path) -> None:
     page = playground
-    doc = _example(page, "MLP and a loss")
+    doc = run_example(page, "MLP and a loss")
     in_first = [n for n in doc["graph"]["nodes"] if n.get("module") == "model.0"]
     assert in_first, "capture recorded no node inside model.0"
     full = _names(page)
@@ -54,7 +47,7 @@ def test_collapsing_a_module_draws_it_as_one_box_and_expanding_restores_it(playg
 def test_repeated_transformer_layers_merge_into_one_box_that_opens(playground: Any,
                                                                    artifacts_dir: Path) -> None:
     page = playground
-    _example(page, "Transformer encoder")
+    run_example(page, "Transformer encoder")
     names = _names(page)
     assert "layers × 2" in names
     page.screenshot(path=str(artifacts_dir / "transformer-merged.png"))
@@ -77,7 +70,7 @@ def test_legend_explains_every_node_kind(playground: Any) -> None:
 
 def test_detach_and_no_grad_cuts_are_drawn_as_cut_nodes(playground: Any) -> None:
     page = playground
-    doc = _example(page, "detach and no_grad")
+    doc = run_example(page, "detach and no_grad")
     cuts = [n for n in doc["graph"]["nodes"] if n.get("cut")]
     names = _names(page)
     for n in cuts:
@@ -88,7 +81,7 @@ def test_detach_and_no_grad_cuts_are_drawn_as_cut_nodes(playground: Any) -> None
 
 def test_zoom_buttons_and_fit_change_the_camera(playground: Any) -> None:
     page = playground
-    _example(page, "Recursion makes a tree")
+    run_example(page, "Recursion makes a tree")
     k0 = page.evaluate("window.gradtrace.app.canvas.cam.k")
     page.get_by_role("button", name="Zoom in").click()
     assert page.evaluate("window.gradtrace.app.canvas.cam.k") == pytest.approx(k0 * 1.25)
@@ -155,7 +148,7 @@ def test_the_page_fits_a_laptop_screen_without_sideways_scrolling(browser: Any, 
 
 def test_layout_puts_producers_above_consumers_and_never_overlaps_boxes(playground: Any) -> None:
     page = playground
-    _example(page, "Recursion makes a tree")
+    run_example(page, "Recursion makes a tree")
     report = page.evaluate("""() => {
         const s = window.gradtrace.app.scene, { vnodes, vedges } = s.view;
         const upward = vedges.filter(e => !(s.y[e.t] > s.y[e.s])).length;

@@ -11,16 +11,9 @@ from typing import Any
 import pytest
 from playwright.sync_api import expect
 
-from browser.pageutil import node_texts, pick_node, run_code
+from browser.pageutil import node_texts, pick_node, run_example
 
 pytestmark = pytest.mark.browser
-
-
-def _example(page: Any, title: str) -> dict[str, Any]:
-    page.get_by_text("Examples", exact=True).click()
-    page.get_by_role("button", name=re.compile("^" + re.escape(title))).click()
-    run_code(page)
-    return dict(page.evaluate("window.gradtrace.app.doc"))
 
 
 def _node(doc: dict[str, Any], node_id: str) -> dict[str, Any]:
@@ -34,7 +27,7 @@ def _current(page: Any) -> Any:
 def test_keys_step_through_events_highlighting_node_and_code_line(playground: Any,
                                                                   artifacts_dir: Path) -> None:
     page = playground
-    doc = _example(page, "Chain rule")
+    doc = run_example(page, "Chain rule")
     events = doc["events"]
     code_lines = doc["code"].split("\n")
     page.locator("#graph").focus()
@@ -62,7 +55,7 @@ def test_keys_step_through_events_highlighting_node_and_code_line(playground: An
 
 def test_space_plays_and_pauses_and_step_buttons_work(playground: Any) -> None:
     page = playground
-    doc = _example(page, "A loop unrolls")
+    doc = run_example(page, "A loop unrolls")
     n = len(doc["events"])
     page.get_by_role("button", name="Step back").click()
     expect(page.locator("#tl-label")).to_contain_text(f"Step {n - 1}/{n}")
@@ -84,7 +77,7 @@ def test_space_plays_and_pauses_and_step_buttons_work(playground: Any) -> None:
 
 def test_arrow_keys_in_the_editor_move_the_cursor_not_the_timeline(playground: Any) -> None:
     page = playground
-    doc = _example(page, "Chain rule")
+    doc = run_example(page, "Chain rule")
     n = len(doc["events"])
     page.locator(".cm-content").click()
     page.keyboard.press("ArrowLeft")
@@ -95,7 +88,7 @@ def test_arrow_keys_in_the_editor_move_the_cursor_not_the_timeline(playground: A
 def test_backward_steps_show_gradients_on_edges_nodes_and_inspector(playground: Any,
                                                                     artifacts_dir: Path) -> None:
     page = playground
-    doc = _example(page, "Chain rule")
+    doc = run_example(page, "Chain rule")
     events = doc["events"]
     acc_step = next(i + 1 for i, e in enumerate(events)
                     if e["phase"] == "backward" and _node(doc, e["node"])["name"] == "AccumulateGrad")
@@ -131,7 +124,7 @@ def test_backward_steps_show_gradients_on_edges_nodes_and_inspector(playground: 
 
 def test_grad_grows_across_backward_passes(playground: Any) -> None:
     page = playground
-    doc = _example(page, "Gradients accumulate")
+    doc = run_example(page, "Gradients accumulate")
     leaf = next(n for n in doc["graph"]["nodes"] if n["kind"] == "tensor" and n["name"] == "w")
     history = [h["values"] for h in leaf["grad_history"]]
     assert len(history) == 3
@@ -155,7 +148,7 @@ def test_grad_grows_across_backward_passes(playground: Any) -> None:
 
 def test_clicking_a_code_line_selects_the_nodes_it_created(playground: Any) -> None:
     page = playground
-    doc = _example(page, "Chain rule")
+    doc = run_example(page, "Chain rule")
     line = 5  # a = x * x
     created = sorted(n["name"] for n in doc["graph"]["nodes"]
                      if n["line"] == line and n["kind"] == "function")
@@ -172,7 +165,7 @@ def test_clicking_a_code_line_selects_the_nodes_it_created(playground: Any) -> N
 def test_inspector_shows_leaf_grad_and_saved_tensors_freed_by_backward(playground: Any,
                                                                         artifacts_dir: Path) -> None:
     page = playground
-    doc = _example(page, "MLP and a loss")
+    doc = run_example(page, "MLP and a loss")
     inspector = page.locator("#inspector")
     weight = next(n for n in doc["graph"]["nodes"] if n["name"] == "model.0.weight")
     pick_node(page, re.compile(r"^model\.0\.weight — "))
