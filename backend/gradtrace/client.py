@@ -24,7 +24,7 @@ import httpx
 from pydantic import PrivateAttr
 
 from gradtrace import __version__
-from gradtrace.schema import RunDocument
+from gradtrace.schema import RunDocument, document_id
 
 DEFAULT_TIMEOUT_S = 120.0
 SUMMARY_ROWS = 12
@@ -97,11 +97,23 @@ class Client:
         else:
             raise TypeError(f"share() takes a RunDocument, a document dict or a run id, "
                             f"not {type(doc_or_run_id).__name__}")
-        data = self._request("POST", "/api/shares", json=body).json()
+        data = self._create_share(body)
         url = str(data["url"])
         if isinstance(doc_or_run_id, ClientRunDocument):
             doc_or_run_id._share_url = url
         return url
+
+    def _create_share(self, body: dict[str, Any]) -> dict[str, Any]:
+        """Share an unmodified run by its id when the server still keeps it (a few ms, nothing
+        re-sent); otherwise, or for an edited document, post the whole document."""
+        doc = body.get("document")
+        if isinstance(doc, dict) and isinstance(doc.get("id"), str) and doc["id"] == document_id(doc):
+            try:
+                return dict(self._request("POST", "/api/shares", json={"run_id": doc["id"]}).json())
+            except GradtraceAPIError as exc:
+                if exc.status != 404:
+                    raise
+        return dict(self._request("POST", "/api/shares", json=body).json())
 
     def get_share(self, share_id: str) -> ClientRunDocument:
         """The document behind a share id (or a full share URL)."""

@@ -37,6 +37,14 @@ def test_share_takes_a_document_or_a_run_id_and_gives_the_same_url(client: gradt
     assert client.get_share(by_doc).model_dump() == doc.model_dump()
 
 
+def test_an_edited_document_is_shared_as_edited_not_as_the_stored_run(client: gradtrace.Client) -> None:
+    doc = client.run(CHAIN_RULE)
+    edited = doc.model_copy(update={"stdout": "a note for my class\n"})
+    url = client.share(edited)
+    assert url != client.share(doc)
+    assert client.get_share(url).stdout == "a note for my class\n"
+
+
 def test_refusals_raise_with_the_api_error(client: gradtrace.Client) -> None:
     with pytest.raises(gradtrace.GradtraceAPIError) as info:
         client.get_share("0000000000")
