@@ -65,6 +65,20 @@ def test_output_limit_shows_a_status_badge_with_the_message(playground: Any, art
     page.screenshot(path=str(artifacts_dir / "limit-output.png"))
 
 
+def test_a_run_stopped_at_the_time_limit_shows_the_graph_it_built_and_where_it_stopped(
+        playground: Any, artifacts_dir: Path) -> None:
+    page = playground
+    run_code(page, "import time\nw = torch.ones(3, requires_grad=True)\nh = w\nwhile True:\n"
+                   "    h = torch.tanh(h * 1.01)\n    time.sleep(0.05)\n")
+    doc = page.evaluate("window.gradtrace.app.doc")
+    assert doc["status"] == "timeout" and doc["error"]["line"] in (5, 6)
+    expect(page.locator("#status-badge")).to_have_text(f"Time limit: {doc['message']}")
+    expect(page.locator(".cm-line.gt-line-error")).to_have_count(1)
+    tanh = [t for t in node_texts(page) if t.startswith("TanhBackward0")]
+    assert len(tanh) >= 5, "the graph built before the limit is drawn"
+    page.screenshot(path=str(artifacts_dir / "limit-timeout-partial-graph.png"))
+
+
 def test_refused_request_shows_the_server_message(playground: Any) -> None:
     page = playground
     config = page.evaluate("JSON.parse(document.getElementById('gt-config').textContent)")
