@@ -2,7 +2,17 @@
 
 Identical snippets and seeds must give byte-identical JSON, and the same document must always
 get the same share link, so every place that serialises a document for hashing or storage goes
-through :func:`canonical_json`: sorted keys, no insignificant white space, UTF-8.
+through :func:`canonical_json`: sorted keys, no insignificant white space, UTF-8. (Faster
+writers of the same bytes exist for documents of a known shape: NOTE [fast path] in
+:mod:`gradtrace.schema.fast`; they are held equal to this one by tests.)
+
+NOTE [one serialisation]
+    A document's id is the hash of its canonical JSON without the ``id`` key
+    (:func:`document_id`), and what is stored is the canonical JSON with it. Canonical JSON of
+    a dict is ``{`` + the sorted ``"key":value`` pieces joined by ``,`` + ``}``, so
+    :func:`canonical_with_id` serialises each top-level value once and joins the pieces
+    twice, instead of serialising a multi-megabyte document twice. The storage tests check the
+    result is byte-identical to ``canonical_json`` and the id to ``document_id``.
 """
 
 from __future__ import annotations
@@ -10,6 +20,8 @@ from __future__ import annotations
 import hashlib
 import json
 from typing import Any
+
+ID_LENGTH = 16
 
 
 def canonical_json(obj: Any) -> bytes:
@@ -26,4 +38,38 @@ def content_hash(obj: Any) -> str:
 def document_id(doc: dict[str, Any]) -> str:
     """The stable id of a run document: a hash of everything in it but the id itself."""
     body = {k: v for k, v in doc.items() if k != "id"}
-    return content_hash(body)[:16]
+    return content_hash(body)[:ID_LENGTH]
+
+
+def canonical_with_id(doc: dict[str, Any]) -> tuple[str, bytes]:
+    """``(document_id(doc), canonical_json(doc with that id))``, serialising once."""
+    pieces = {key: json.dumps(key, ensure_ascii=False).encode("utf-8") + b":" + canonical_json(value)
+              for key, value in doc.items() if key != "id"}
+    body = b"{" + b",".join(pieces[k] for k in sorted(pieces)) + b"}"
+    doc_id = hashlib.sha256(body).hexdigest()[:ID_LENGTH]
+    pieces["id"] = b'"id":' + canonical_json(doc_id)
+    return doc_id, b"{" + b",".join(pieces[k] for k in sorted(pieces)) + b"}"
+
+
+class CanonicalDocument(dict[str, Any]):
+    """A validated run document (a plain dict to its readers) that carries its canonical JSON.
+
+    What the sandbox answers (:func:`gradtrace.sandbox.outcome.validate_result`): the id and
+    the bytes were computed together, once, so storage stores ``canonical`` as it is instead
+    of serialising the document again. Treat it as read-only; :meth:`canonical_for` gives
+    the bytes only while the top-level fields still are the ones they were computed from.
+    """
+
+    __slots__ = ("_fingerprint", "canonical")
+
+    def __init__(self, doc: dict[str, Any], canonical: bytes) -> None:
+        super().__init__(doc)
+        self.canonical = canonical
+        self._fingerprint = self._top_level()
+
+    def _top_level(self) -> tuple[tuple[str, int], ...]:
+        return tuple((key, id(value)) for key, value in self.items())
+
+    def canonical_for(self) -> bytes | None:
+        """The carried bytes, or None if the dict was changed at the top level since."""
+        return self.canonical if self._top_level() == self._fingerprint else None

@@ -9,13 +9,9 @@ NOTE [stored form]
     ``schema_version`` are upgraded on read by :mod:`gradtrace.storage.normalize` and never
     rewritten in place: the stored bytes are what the author shared.
 
-NOTE [one serialisation]
-    A document's id is the hash of its canonical JSON without the ``id`` key
-    (:func:`gradtrace.schema.document_id`), and what is stored is the canonical JSON with it.
-    Canonical JSON of a dict is ``{`` + the sorted ``"key":value`` pieces joined by ``,`` + ``}``,
-    so :func:`canonical_with_id` serialises each top-level value once and joins the pieces
-    twice, instead of serialising a multi-megabyte document twice. The storage tests check the
-    result is byte-identical to ``canonical_json`` and the id to ``document_id``.
+NOTE [one serialisation] (in :mod:`gradtrace.schema.canonical`)
+    The id and the stored bytes come from one serialisation; a document the sandbox answered
+    (:class:`~gradtrace.schema.canonical.CanonicalDocument`) brings them along.
 """
 
 from __future__ import annotations
@@ -28,11 +24,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from gradtrace.schema import SCHEMA_VERSION, RunDocument, canonical_json
+from gradtrace.schema.canonical import CanonicalDocument, canonical_with_id
 
 # gzip level 5: on run documents it is ~2x faster than level 9 and within ~2 % of its size;
 # documents are written once per run or share and read many times.
 COMPRESS_LEVEL = 5
-ID_LENGTH = 16  # as gradtrace.schema.document_id
 MAX_DEPTH = 64
 """Deepest nesting accepted in an untrusted document; real ones stay under ~20 (tensor values
 of a few dimensions inside nodes inside the graph)."""
@@ -63,16 +59,6 @@ class EncodedDocument:
         return self.blob.content_hash
 
 
-def canonical_with_id(doc: dict[str, Any]) -> tuple[str, bytes]:
-    """``(document_id(doc), canonical_json(doc with that id))``, serialising once."""
-    pieces = {key: json.dumps(key, ensure_ascii=False).encode("utf-8") + b":" + canonical_json(value)
-              for key, value in doc.items() if key != "id"}
-    body = b"{" + b",".join(pieces[k] for k in sorted(pieces)) + b"}"
-    doc_id = hashlib.sha256(body).hexdigest()[:ID_LENGTH]
-    pieces["id"] = b'"id":' + canonical_json(doc_id)
-    return doc_id, b"{" + b",".join(pieces[k] for k in sorted(pieces)) + b"}"
-
-
 def encode(doc: dict[str, Any]) -> EncodedDocument:
     """Validate an untrusted document, give it its content id, canonicalise and compress it.
 
@@ -101,7 +87,11 @@ def check_depth(obj: object, limit: int) -> None:
 
 def encode_validated(doc: dict[str, Any]) -> EncodedDocument:
     """Encode a document that is already a full model dump (the runner's output)."""
-    doc_id, raw = canonical_with_id(doc)
+    carried = doc.canonical_for() if isinstance(doc, CanonicalDocument) else None
+    if carried is not None and isinstance(doc.get("id"), str):
+        doc_id, raw = doc["id"], carried
+    else:
+        doc_id, raw = canonical_with_id(doc)
     version = doc.get("schema_version", SCHEMA_VERSION)
     blob = StoredBlob(schema_version=int(version), gz=compress(raw), size=len(raw),
                       content_hash=hashlib.sha256(raw).hexdigest())
