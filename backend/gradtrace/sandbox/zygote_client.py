@@ -225,11 +225,9 @@ class ZygoteClient:
         finally:
             self._restart = None
 
-    async def take_child(self, *, queued: int = 0) -> Child:
-        """An idle, locked-down child; asks the zygote for its replacement.
-
-        With jobs ``queued`` the replacement will be taken at once, so it skips the idle-time
-        pre-fault (NOTE [pre-fault while idle]).
+    async def take_child(self, *, queued: int = 0, replace: bool = True) -> Child:
+        """An idle, locked-down child; asks the zygote for its replacement unless ``replace``
+        is false (then the caller calls :meth:`replace` later: NOTE [replace after the job]).
         """
         child = self._idle.popleft() if self._idle else None
         if child is None:
@@ -243,8 +241,14 @@ class ZygoteClient:
                 raise ServiceUnavailable("no sandbox worker became ready in time; please retry") from None
         child.taken = True
         self._failed_spawns = 0
-        self.send({"op": "fork", "n": 1, "prefault": queued == 0})
+        if replace:
+            self.replace(queued=queued)
         return child
+
+    def replace(self, *, queued: int = 0) -> None:
+        """Ask the zygote for one more child. With jobs ``queued`` it will be taken at once, so
+        it skips the idle-time pre-fault (NOTE [pre-fault while idle])."""
+        self.send({"op": "fork", "n": 1, "prefault": queued == 0})
 
     def kill(self, child: Child) -> None:
         self.send({"op": "kill", "id": child.cid})
