@@ -182,3 +182,32 @@ def test_the_migrate_command_upgrades_a_database_by_hand(tmp_path) -> None:
                        text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "database at revision 0001"
+
+
+def test_runs_commit_without_waiting_for_the_disk_and_shares_with(store: Store) -> None:
+    """NOTE [runs are not fsynced]: run commits skip the fsync, shares keep it (both backends)."""
+    from sqlalchemy import event, text
+
+    settings: list[tuple[str, str]] = []
+    engines = {store.engine, store._runs_engine}
+    sql = ("PRAGMA synchronous" if store.engine.dialect.name == "sqlite" else "SHOW synchronous_commit")
+
+    def spy(conn, cursor, statement, parameters, context, executemany):  # type: ignore[no-untyped-def]
+        if statement.lstrip().upper().startswith("INSERT"):
+            table = "runs" if "INTO runs" in statement else "shares"
+            settings.append((table, str(cursor.connection.execute(sql).fetchone()[0])))
+
+    for engine in engines:
+        event.listen(engine, "before_cursor_execute", spy)
+    try:
+        doc = encode(chain_document(3))
+        store.put_run(doc)
+        store.create_share(doc.blob)
+    finally:
+        for engine in engines:
+            event.remove(engine, "before_cursor_execute", spy)
+    fast, durable = ("1", "2") if store.engine.dialect.name == "sqlite" else ("off", "on")
+    assert settings == [("runs", fast), ("shares", durable)]
+    assert store.get_run(doc.doc_id) is not None  # and the run is there for everyone to read
+    with store.engine.connect() as conn:
+        assert conn.execute(text("SELECT count(*) FROM runs")).scalar_one() == 1
