@@ -26,7 +26,7 @@ from pydantic import ConfigDict, ValidationError
 
 from gradtrace.api.errors import ERROR_RESPONSES
 from gradtrace.api.responses import blob_response, json_response
-from gradtrace.api.services import ServicesDep, client_key, code_hash
+from gradtrace.api.services import Services, ServicesDep, client_key, code_hash
 from gradtrace.errors import InvalidRequest, NotFound, PayloadTooLarge, PoolSaturated
 from gradtrace.sandbox.runner import Job
 from gradtrace.schema import RunDocument, RunRequest
@@ -66,8 +66,7 @@ async def create_run(body: StrictRunRequest, request: Request, svc: ServicesDep)
         svc.metrics.runs.labels("saturated").inc()
         raise
     svc.metrics.run_seconds.observe(time.perf_counter() - started)
-    encoded = await run_in_threadpool(_encode_from_runner, doc)
-    await run_in_threadpool(svc.store.put_run, encoded)
+    encoded = await run_in_threadpool(_encode_and_store, doc, svc)
     svc.metrics.runs.labels(encoded.status).inc()
     request.state.run_status = encoded.status
     request.state.run_id = encoded.doc_id
@@ -100,6 +99,13 @@ def _check_code(code: str, max_code_kb: int) -> None:
     if size > limit:
         raise PayloadTooLarge(f"code is {size} bytes, over the limit of {limit} bytes ({max_code_kb} KiB)",
                               detail={"field": "code", "size_bytes": size, "limit_bytes": limit})
+
+
+def _encode_and_store(doc: dict[str, Any], svc: Services) -> EncodedDocument:
+    """One trip to the thread pool for both (each trip is a GIL hand-over on the request path)."""
+    encoded = _encode_from_runner(doc)
+    svc.store.put_run(encoded)
+    return encoded
 
 
 def _encode_from_runner(doc: dict[str, Any]) -> EncodedDocument:

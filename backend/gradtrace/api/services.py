@@ -94,8 +94,8 @@ class Services:
         return str(request.base_url).rstrip("/")
 
 
-def services(request: Request) -> Services:
-    """FastAPI dependency: the app's services."""
+async def services(request: Request) -> Services:
+    """FastAPI dependency: the app's services (async: a sync dependency costs a thread hop)."""
     svc = request.app.state.services
     assert isinstance(svc, Services)
     return svc
