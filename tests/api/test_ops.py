@@ -52,6 +52,10 @@ def test_metrics_count_runs_by_status_shares_and_latency(api: httpx.Client) -> N
     assert _metric(text, "gradtrace_runs_total", 'status="error"') >= 1
     shares = "gradtrace_shares_created_total"
     assert _metric(text, shares) >= _metric(before, shares) + 1
+    # both runs' results took the fast path (NOTE [fast path] in schema/fast.py)
+    validated = "gradtrace_results_validated_total"
+    assert _metric(text, validated, 'path="strict"') >= _metric(before, validated, 'path="strict"') + 2
+    assert _metric(text, validated, 'path="general"') == _metric(before, validated, 'path="general"')
     assert _metric(text, "gradtrace_run_duration_seconds_count") >= 2
     assert "gradtrace_pool_queue_depth" in text and "gradtrace_pool_workers" in text
 

@@ -303,3 +303,17 @@ def test_the_collector_pause_nests_across_threads_and_restores_the_state() -> No
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+def test_what_the_real_sandbox_answers_takes_the_fast_path(pool: Any) -> None:
+    """Capture writes fixed points of the schema, so ordinary results never take the slow path."""
+    from gradtrace.sandbox.outcome import VALIDATED
+
+    before = dict(VALIDATED)
+    snippets = ["x = torch.ones(2, requires_grad=True)\n(x * 2).sum().backward()\n",
+                "x = torch.tensor([1e-7, 3e-5], requires_grad=True)\nprint(x)\n(x * x).sum().backward()\n",
+                "lin = nn.Linear(3, 2)\nlin(torch.randn(4, 3)).pow(2).mean().backward()\nraise ValueError('boom')\n"]
+    for code in snippets:
+        assert pool.run(code)["status"] in ("ok", "error")
+    assert VALIDATED["strict"] == before["strict"] + len(snippets)
+    assert VALIDATED["general"] == before["general"]

@@ -7,7 +7,10 @@
 * ``gradtrace_pool_queue_depth``, ``gradtrace_pool_busy_workers``, ``gradtrace_pool_workers``:
   read from the runner at scrape time;
 * ``gradtrace_shares_created_total``: new share rows (repeats of an existing share not counted);
-* ``gradtrace_http_requests_total{method,route,status}``.
+* ``gradtrace_http_requests_total{method,route,status}``;
+* ``gradtrace_results_validated_total{path}``: job results by validation path, ``strict`` (the
+  fast path for documents as capture writes them) or ``general`` (NOTE [fast path] in
+  ``schema/fast.py``), counted by the process since it started.
 """
 
 from __future__ import annotations
@@ -15,9 +18,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
-from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from gradtrace.sandbox import outcome
 from gradtrace.sandbox.runner import RunnerState
 
 RUN_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
@@ -35,6 +39,15 @@ class _PoolCollector(Collector):
         yield GaugeMetricFamily("gradtrace_pool_workers", "Workers in the pool.", value=values[2])
 
 
+class _ValidationCollector(Collector):
+    def collect(self) -> Iterable[CounterMetricFamily]:
+        family = CounterMetricFamily("gradtrace_results_validated",
+                                     "Job results validated, by path (strict = the fast path).", labels=["path"])
+        for path, count in sorted(outcome.VALIDATED.items()):
+            family.add_metric([path], count)
+        yield family
+
+
 class Metrics:
     """The service's metrics; ``render()`` is the body of ``GET /metrics``."""
 
@@ -46,6 +59,7 @@ class Metrics:
         self.shares = Counter("gradtrace_shares_created", "Share links created.", registry=self.registry)
         self.requests = Counter("gradtrace_http_requests", "HTTP requests by route and status.",
                                 ["method", "route", "status"], registry=self.registry)
+        self.registry.register(_ValidationCollector())
 
     def watch_pool(self, runner_state: Callable[[], RunnerState | None]) -> None:
         """Report the pool's gauges from ``runner_state()`` at every scrape."""

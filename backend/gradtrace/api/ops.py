@@ -29,7 +29,7 @@ def _runner_json(svc: Services) -> dict[str, Any]:
 
 
 @router.get("/healthz", summary="Liveness, with the worker pool's state")
-def healthz(svc: ServicesDep) -> dict[str, Any]:
+async def healthz(svc: ServicesDep) -> dict[str, Any]:
     runner = _runner_json(svc)
     return {"status": "ok", "version": __version__, "runner": runner, **{
         k: runner[k] for k in ("workers", "busy", "queued", "cuda_available")}}

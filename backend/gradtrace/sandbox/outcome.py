@@ -10,6 +10,7 @@ document itself with a message a user understands.
 from __future__ import annotations
 
 import signal
+import threading
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,6 +24,12 @@ EXIT_INTERNAL = 70
 EXIT_NO_MEMORY = 71  # mirrors gradtrace.sandbox.child (which the web process must not import)
 EXIT_SETUP_FAILED = 72
 TRUNCATION_MARKER = "\n[output cut: the snippet wrote more than {limit}]\n"
+
+VALIDATED = {"strict": 0, "general": 0}
+"""Job results validated on each path since the process started (NOTE [fast path] in
+:mod:`gradtrace.schema.fast`); ``/metrics`` reports them. ``general`` growing for ordinary
+runs means capture writes something the fast path does not take: slower, never wrong."""
+_validated_lock = threading.Lock()
 
 _MEMORY_MARKERS = ("can't allocate memory", "not enough memory", "cannot allocate memory",
                    "out of memory")
@@ -129,6 +136,8 @@ def validate_result(job: Job, raw: bytes) -> CanonicalDocument | None:
         doc["id"] = doc_id
     except (ValueError, RecursionError, TypeError, UnicodeError, OverflowError):
         return None
+    with _validated_lock:
+        VALIDATED["strict" if strict else "general"] += 1
     return CanonicalDocument(doc, canonical)
 
 
