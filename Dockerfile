@@ -14,9 +14,10 @@ ENV DEBIAN_FRONTEND=noninteractive \
     PIP_NO_CACHE_DIR=1 \
     PYTHONDONTWRITEBYTECODE=1
 
-# make, node/npm for the front-end build; python3 for CUDA bases that lack it.
+# make, node/npm for the front-end build, g++ for the C++ capture core (`make native`);
+# python3 for CUDA bases that lack it.
 RUN apt-get update \
- && apt-get install -y --no-install-recommends make nodejs npm ca-certificates \
+ && apt-get install -y --no-install-recommends make nodejs npm ca-certificates g++ \
       $(command -v python3 >/dev/null || echo python3 python3-venv python3-dev) \
  && rm -rf /var/lib/apt/lists/*
 

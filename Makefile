@@ -10,7 +10,7 @@ PY     := $(VENV)/bin/python
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 PYTEST_ARGS ?=
 
-.PHONY: run install install-test frontend system-test-deps lint test bench clean
+.PHONY: run install native install-test frontend system-test-deps lint test bench clean
 
 run: install frontend
 	$(VENV)/bin/gradtrace serve
@@ -22,13 +22,30 @@ $(VENV)/.stamp-install: pyproject.toml
 	$(PIP) install --quiet -e .
 	touch $@
 
-install: $(VENV)/.stamp-install
+# The C++ capture core (gradtrace/capture/_native.cpp), compiled against the installed torch.
+# It needs a C++ compiler and Python's headers; both are installed from Debian when missing.
+$(VENV)/.stamp-native: $(VENV)/.stamp-install backend/gradtrace/capture/_native.cpp backend/gradtrace/capture/build_native.py
+	@missing=""; \
+	command -v g++ >/dev/null 2>&1 || missing="$$missing g++"; \
+	$(PY) -c "import os, sys, sysconfig; sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()['include'], 'Python.h')))" \
+	  || missing="$$missing python3-dev"; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing Debian packages:$$missing"; \
+	  $(SUDO) apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends $$missing; \
+	fi
+	$(PY) -m gradtrace.capture.build_native
+	touch $@
+
+native: $(VENV)/.stamp-native
+
+install: $(VENV)/.stamp-install $(VENV)/.stamp-native
 
 $(VENV)/.stamp-test: $(VENV)/.stamp-install pyproject.toml
 	$(PIP) install --quiet -e '.[test]'
 	touch $@
 
-install-test: $(VENV)/.stamp-test
+install-test: $(VENV)/.stamp-test $(VENV)/.stamp-native
 
 frontend/node_modules/.stamp: frontend/package.json frontend/package-lock.json
 	cd frontend && npm ci --no-audit --no-fund --loglevel=error
@@ -63,4 +80,4 @@ bench: install-test frontend system-test-deps
 	$(PY) bench/run.py
 
 clean:
-	rm -rf $(VENV) frontend/node_modules frontend/dist data tests/artifacts
+	rm -rf $(VENV) frontend/node_modules frontend/dist data tests/artifacts backend/gradtrace/capture/_native*.so

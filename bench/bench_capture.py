@@ -90,11 +90,13 @@ def bare(loss_fn: Callable[[], torch.Tensor], model: nn.Module) -> None:
     loss_fn().backward()  # type: ignore[no-untyped-call]
 
 
-def captured(loss_fn: Callable[[], torch.Tensor], model: nn.Module) -> tuple[int, int]:
+def captured(loss_fn: Callable[[], torch.Tensor], model: nn.Module,
+             native: bool | None = None) -> tuple[int, int]:
+    """What the sandbox child does: record, then the document's canonical JSON."""
     model.zero_grad(set_to_none=True)
-    with gradtrace.record() as rec:
+    with gradtrace.record(native=native) as rec:
         loss_fn().backward()  # type: ignore[no-untyped-call]
-    doc = rec.document_dict()
+    doc = rec.document_dict(json_events=True)
     size = len(document_json(doc))
     return size, len(doc["graph"]["nodes"])
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from gradtrace.capture.graph import FnInfo
 from gradtrace.capture.recorder import Recorder
-from gradtrace.capture.saved import _saved_attrs
+from gradtrace.capture.saved import saved_attrs
 
 _INPLACE = "modified by an inplace operation"
 _FREED = "backward through the graph a second time"
@@ -28,7 +28,7 @@ def _refused(info: FnInfo, needle: str) -> list[tuple[str, str]]:
     if info.doc.get("saved_unread"):
         return []
     out = []
-    for attr in _saved_attrs(info.node):
+    for attr in saved_attrs(info.node):
         try:
             getattr(info.node, attr)
         except Exception as e:

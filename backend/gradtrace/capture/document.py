@@ -19,12 +19,14 @@ import gc
 import hashlib
 from typing import Any
 
+import orjson
 import torch
 
 from gradtrace.capture.canonical import canonical_bytes
 from gradtrace.capture.events import BackwardEvent
 from gradtrace.capture.frames import NameIndex
 from gradtrace.capture.recorder import Recorder
+from gradtrace.capture.values import TensorValueDict
 from gradtrace.schema import SCHEMA_VERSION
 
 _NODE_DEFAULTS: dict[str, Any] = {
@@ -127,19 +129,59 @@ def _error(error: dict[str, Any] | None) -> dict[str, Any] | None:
     return {"line": None, "node": None, "detail": None, **error}
 
 
+def _native_events(rec: Recorder) -> bytes:
+    """The events' canonical JSON, written by the C++ core (NOTE [why C++]), spending what is
+    left of the values budget after the nodes."""
+    text, left = rec.native.events_json(rec.values.values_budget)
+    rec.values.values_budget = left
+    return bytes(text)
+
+
+def _tv(value: Any) -> Any:
+    return None if value is None else TensorValueDict(value)
+
+
+def _parse_events(text: bytes) -> list[dict[str, Any]]:
+    """The core's events JSON as Python objects, TensorValues marked as the recorder's own
+    (NOTE [canonical JSON with orjson]: the canonical writer relies on the mark)."""
+    events: list[dict[str, Any]] = orjson.loads(text)
+    for ev in events:
+        if ev["phase"] != "backward":
+            continue
+        ev["grad_outputs"] = [_tv(v) for v in ev["grad_outputs"]]
+        ev["grad_inputs"] = [_tv(v) for v in ev["grad_inputs"]]
+        ev["grad"] = _tv(ev["grad"])
+        for change in ev.get("hook_changes", ()):
+            change["before"] = _tv(change["before"])
+            change["after"] = _tv(change["after"])
+    return events
+
+
 def build_document(rec: Recorder, *, status: str, error: dict[str, Any] | None = None,
                    message: str | None = None, stdout: str = "", stdout_truncated: bool = False,
-                   device: str = "cpu", code: str | None = None, seed: int | None = None) -> dict[str, Any]:
-    """The run document as a JSON-able dict, with its content id (see the NOTE above)."""
+                   device: str = "cpu", code: str | None = None, seed: int | None = None,
+                   json_events: bool = False) -> dict[str, Any]:
+    """The run document as a JSON-able dict, with its content id (see the NOTE above).
+
+    With the C++ core and ``json_events``, ``doc["events"]`` is an ``orjson.Fragment`` of the
+    events' canonical JSON rather than a list: for a caller that only serialises the document
+    (the sandbox child, through :func:`document_json`), which then never builds 10,000 event
+    dicts only to write them out again."""
     # NOTE [gc] (session.py): building allocates tens of thousands of acyclic dicts (and
     # serialising, a few big buffers); left on, the collector would walk the whole torch heap
     # many times over while doing so (seen as 50-80 ms pauses on the GRU's edge list).
     gc_was_on = gc.isenabled()
     gc.disable()
     try:
+        events_json: bytes | None = None
         with torch._C.DisableTorchFunction():
+            rec.values.encode_held()
             nodes = _nodes(rec)
-            events = _events(rec)
+            if rec.native is not None:
+                events_json = _native_events(rec)
+                events: Any = orjson.Fragment(events_json)
+            else:
+                events = _events(rec)
         doc: dict[str, Any] = {
             "schema_version": SCHEMA_VERSION, "status": status, "error": _error(error),
             "stdout": stdout, "device": device,
@@ -154,6 +196,8 @@ def build_document(rec: Recorder, *, status: str, error: dict[str, Any] | None =
         body = canonical_bytes(doc)  # NOTE [canonical JSON with orjson]
         doc_id = hashlib.sha256(body).hexdigest()[:16]
         doc["id"] = doc_id
+        if events_json is not None and not json_events:
+            doc["events"] = _parse_events(events_json)
         cut = body.rfind(b',"memory":{')
         _JSON_CACHE.clear()  # one document at a time: the sandbox serialises it right away
         _JSON_CACHE[id(doc)] = (doc, _fingerprint(doc),
@@ -168,8 +212,10 @@ _JSON_CACHE: dict[int, tuple[dict[str, Any], tuple[Any, ...], bytes]] = {}
 
 
 def _fingerprint(doc: dict[str, Any]) -> tuple[Any, ...]:
+    events = doc.get("events", ())
     return (len(doc), doc.get("id"), doc.get("status"), doc.get("error"), doc.get("stdout"),
-            len(doc.get("events", ())), len(doc.get("graph", {}).get("nodes", ())))
+            id(events), len(events) if isinstance(events, list) else -1,
+            len(doc.get("graph", {}).get("nodes", ())))
 
 
 def document_json(doc: dict[str, Any]) -> bytes:

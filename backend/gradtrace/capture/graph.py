@@ -26,7 +26,6 @@ from typing import Any
 import torch
 from torch.autograd.graph import Node
 
-from gradtrace.capture.saved import has_saved, read_saved
 from gradtrace.capture.values import _DEVICE_NAMES, _DTYPE_NAMES, device_name, dtype_name
 
 ACC_SEQ = 2**64 - 1
@@ -44,26 +43,39 @@ class FnInfo:
     """Whether it is an AccumulateGrad (asked in every backward hook)."""
 
 
-def _output_meta(doc: dict[str, Any], node: Node) -> None:
-    """Shape, dtype and device of the node's (first) forward output, from ``_input_metadata``,
-    written into ``doc``."""
+Meta = tuple[list[int] | None, str | None, str | None]
+"""(shape, dtype, device) of one forward output of a node."""
+
+Found = tuple[Node, str, int, list[Meta], list[int | None]]
+"""A newly found node: (node, name, sequence number, output metadata, next functions), the
+next functions as None, the index of a known node (>= 0), or -(k + 1) for the k-th node of
+the same batch. What both :func:`walk_batch` and the C++ core's ``walk`` give."""
+
+
+def output_metas(node: Node) -> list[Meta]:
+    """Shape, dtype and device of each forward output, from ``_input_metadata``."""
     try:
         metas = node._input_metadata  # type: ignore[attr-defined]
     except Exception:
-        return
+        return []
     dtypes, devices = _DTYPE_NAMES, _DEVICE_NAMES
-    items: list[dict[str, Any]] = []
+    items: list[Meta] = []
     for m in metas:
         try:
             dt, dv = m.dtype, m.device
-            items.append({"shape": list(m.shape), "dtype": dtypes.get(dt) or dtype_name(dt),
-                          "device": devices.get(dv) or device_name(dv)})
+            items.append((list(m.shape), dtypes.get(dt) or dtype_name(dt), devices.get(dv) or device_name(dv)))
         except Exception:  # nested tensors have no plain shape
-            items.append({"shape": None, "dtype": None, "device": None})
-    if items:
-        doc.update(items[0])
-    if len(items) > 1:
-        doc["outputs"] = items
+            items.append((None, None, None))
+    return items
+
+
+def apply_metas(doc: dict[str, Any], metas: list[Meta]) -> None:
+    """Write the (first) output's metadata into a node's ``doc``; all of them as ``outputs``
+    when there are several."""
+    if metas:
+        doc["shape"], doc["dtype"], doc["device"] = metas[0]
+    if len(metas) > 1:
+        doc["outputs"] = [{"shape": m[0], "dtype": m[1], "device": m[2]} for m in metas]
 
 
 def node_name(node: Node) -> str:
@@ -123,16 +135,23 @@ def _creation_order(nexts: dict[Node, Any]) -> list[Node]:
     return ordered
 
 
-def describe(node: Node, *, read_saved_tensors: bool) -> dict[str, Any]:
-    """The static part of a function node's document entry (no id, line or module yet)."""
-    doc: dict[str, Any] = {"kind": "function", "name": node_name(node)}
-    _output_meta(doc, node)
-    saved, total = read_saved(node) if read_saved_tensors and has_saved(node) else ([], 0)
-    doc["saved"] = saved
-    doc["saved_bytes"] = total
-    if not read_saved_tensors:
-        doc["saved_unread"] = True
-    return doc
+def walk_batch(roots: list[Node], known: dict[Node, FnInfo]) -> list[Found]:
+    """The new nodes reachable from ``roots``, in creation order, described (the Python twin
+    of the C++ core's ``walk``: NOTE [discovery in C++])."""
+    new, nexts = walk_new(roots, known)
+    pos = {n: k for k, n in enumerate(new)}
+    out: list[Found] = []
+    for n in new:
+        nx: list[int | None] = []
+        for g, _ in nexts[n]:
+            if g is None:
+                nx.append(None)
+            elif g in pos:
+                nx.append(-(pos[g] + 1))
+            else:
+                nx.append(int(known[g].id[1:]))
+        out.append((n, node_name(n), n._sequence_nr(), output_metas(n), nx))
+    return out
 
 
 def leaf_of(node: Node) -> torch.Tensor | None:

@@ -247,11 +247,13 @@ class CaptureMode(TorchFunctionMode):
         idx = rec.begin_pass(api, line, root_ids, retain_graph=retain_graph, create_graph=create_graph)
         outer, rec.active_pass = rec.active_pass, idx
         completed = False
+        rec.before_backward()
         try:
             result = func(*args, **kwargs)
             completed = True
         finally:
             rec.active_pass = outer
+            rec.after_backward(outermost=outer is None)
             rec.end_pass(idx, completed=completed)
         if create_graph:
             grads = [g.grad_fn for g in _tensors_of(result) if g.grad_fn is not None]

@@ -21,12 +21,13 @@ import functools
 from typing import Any
 
 import torch
+from torch import nn
 from torch.autograd.graph import Node
 
-from gradtrace.capture import frames
+from gradtrace.capture import frames, native
 from gradtrace.capture.events import BackwardEvent, LimitReached, PassInfo
-from gradtrace.capture.graph import ACC_SEQ, FnInfo, describe, leaf_of, walk_new
-from gradtrace.capture.saved import saved_hooks_active
+from gradtrace.capture.graph import ACC_SEQ, FnInfo, Found, apply_metas, leaf_of, walk_batch
+from gradtrace.capture.saved import read_saved, saved_attrs, saved_hooks_active
 from gradtrace.capture.timeline import LineTracer, SeqLog
 from gradtrace.capture.values import ValueStore, dtype_name
 
@@ -39,7 +40,7 @@ class Recorder:
     """Everything recorded so far, plus the bookkeeping to keep recording."""
 
     def __init__(self, filename: str, *, max_nodes: int, max_events: int,
-                 max_document_bytes: int = 28 << 20) -> None:
+                 max_document_bytes: int = 28 << 20, use_native: bool | None = None) -> None:
         self.filename = filename
         self.max_document_bytes = max_document_bytes
         # fixed part: top-level fields, code and stdout (each capped at 64 KiB by the service)
@@ -55,7 +56,22 @@ class Recorder:
         self.events: list[dict[str, Any] | BackwardEvent] = []
         self.passes: list[PassInfo] = []
         self.values = ValueStore()
-        self.active_pass: int | None = None
+        self._active_pass: int | None = None
+        self.native: Any = None
+        """The C++ core's recorder (NOTE [why C++]), or None: Python hooks then."""
+        if use_native is None:
+            use_native = native.available()
+        if use_native:
+            if native.core is None:
+                raise RuntimeError("gradtrace's C++ capture core is not built "
+                                   "(python -m gradtrace.capture.build_native)")
+            self.native = native.core.Recorder()
+            self.native.configure(
+                max_events, _COST["backward"], _COST["value"],
+                f"the run reached the event limit ({max_events:,} events)",
+                f"the document reached its size limit ({max_document_bytes >> 20} MB)",
+                self.stop, self._created_in_backward)
+            self.values.native = self.native
         self.limit: str | None = None
         self.module_stack: list[str | None] = []
         self.handles: list[Any] = []
@@ -89,7 +105,20 @@ class Recorder:
     def stop(self, message: str) -> None:
         if self.limit is None:
             self.limit = message
+        if self.native is not None:
+            self.native.stop()
         raise LimitReached(message)
+
+    @property
+    def active_pass(self) -> int | None:
+        """The backward pass the recorder started and that is running now (innermost)."""
+        return self._active_pass
+
+    @active_pass.setter
+    def active_pass(self, idx: int | None) -> None:
+        self._active_pass = idx
+        if self.native is not None:
+            self.native.set_active(-1 if idx is None else idx)
 
     # ---------------------------------------------------------------- forward
     def current_line(self) -> int | None:
@@ -99,15 +128,15 @@ class Recorder:
             return line
         return frames.snippet_line(self.filename, 3)
 
-    def _placement(self, ordered: list[Node], *, line: int | None, seq_mark: int | None,
+    def _placement(self, ordered: list[Found], *, line: int | None, seq_mark: int | None,
                    created_in_pass: int | None) -> list[tuple[int | None, str | None]]:
         """(line, module) of each new node (NOTE [lines by sequence number]); an
         AccumulateGrad takes its consumer's, since autograd creates it for that consumer."""
         out: list[tuple[int | None, str | None]] = []
         nxt: tuple[int | None, str | None] = (line, None)
         stack_module = self.module_stack[-1] if self.module_stack else None
-        for n in reversed(ordered):
-            seq = n._sequence_nr()
+        for found in reversed(ordered):
+            seq = found[2]
             if seq == ACC_SEQ:
                 out.append(nxt)
                 continue
@@ -128,49 +157,76 @@ class Recorder:
                  created_in_pass: int | None = None, names: frames.NameIndex | None = None,
                  hooks: bool = True) -> None:
         """Register every node reachable from ``roots`` that is new (NOTE [discovery])."""
-        new, nexts = walk_new(roots, self.fns)
+        core = self.native
+        new = core.walk(roots) if core is not None else walk_batch(roots, self.fns)
         if not new:
             return
         read = not saved_hooks_active()
         places = self._placement(new, line=line, seq_mark=seq_mark, created_in_pass=created_in_pass)
         nodes, fns, edges, events = self.nodes, self.fns, self.edges, self.events
         on_done = self._on_node_done
-        for n, (n_line, n_module) in zip(new, places, strict=True):
-            if len(nodes) >= self.max_nodes:
-                self._check_nodes()
-            fid = f"n{len(nodes)}"
-            doc = describe(n, read_saved_tensors=read)
-            nexts_n = nexts[n]
-            n_edges = 0
-            for g, _ in nexts_n:
-                if g is not None:
-                    n_edges += 1
-            self._grow(_COST["function"] + _COST["forward"] + _COST["saved"] * len(doc["saved"])
-                       + _COST["edge"] * n_edges)
-            doc["id"] = fid
-            doc["line"] = n_line
-            doc["module"] = n_module
-            doc["seq"] = self._n_fns
-            self._n_fns += 1
-            if created_in_pass is not None:
-                doc["created_in_pass"] = created_in_pass
-            nodes.append(doc)
-            acc = doc["name"] == "AccumulateGrad"
-            info = FnInfo(fid, n, doc, acc=acc)
-            fns[n] = info
-            self.fn_by_id[fid] = info
-            if n_edges:
-                for i, (g, _) in enumerate(nexts_n):
-                    if g is not None:
-                        edges.append({"source": fns[g].id, "target": fid, "input_nr": i})
-            if acc:
-                leaf = leaf_of(n)
-                if leaf is not None:
-                    tid = self.tensor_node(leaf, role="leaf", line=n_line, names=names)
-                    edges.append({"source": tid, "target": fid, "input_nr": None})
-            events.append({"phase": "forward", "node": fid, "line": n_line})
-            if hooks:
-                self.handles.append(n.register_hook(functools.partial(on_done, info)))
+        ids: list[str] = []
+        hooked: list[Node] = []
+        indices: list[int] = []
+        lines: list[int | None] = []
+        try:
+            for (n, name, _, metas, nexts_n), (n_line, n_module) in zip(new, places, strict=True):
+                if len(nodes) >= self.max_nodes:
+                    self._check_nodes()
+                index = len(nodes)
+                fid = f"n{index}"
+                doc: dict[str, Any] = {"kind": "function", "name": name}
+                apply_metas(doc, metas)
+                attrs = saved_attrs(n) if read else ()
+                if not attrs:
+                    doc["saved"], doc["saved_bytes"] = [], 0
+                elif core is not None:
+                    doc["saved"], doc["saved_bytes"] = core.saved(n, attrs, nn.Parameter)
+                else:
+                    doc["saved"], doc["saved_bytes"] = read_saved(n, attrs)
+                if not read:
+                    doc["saved_unread"] = True
+                n_edges = len(nexts_n) - nexts_n.count(None)
+                self._grow(_COST["function"] + _COST["forward"] + _COST["saved"] * len(doc["saved"])
+                           + _COST["edge"] * n_edges)
+                doc["id"] = fid
+                doc["line"] = n_line
+                doc["module"] = n_module
+                doc["seq"] = self._n_fns
+                self._n_fns += 1
+                if created_in_pass is not None:
+                    doc["created_in_pass"] = created_in_pass
+                nodes.append(doc)
+                ids.append(fid)
+                acc = name == "AccumulateGrad"
+                info = FnInfo(fid, n, doc, acc=acc)
+                fns[n] = info
+                self.fn_by_id[fid] = info
+                if n_edges:
+                    for i, src in enumerate(nexts_n):
+                        if src is not None:
+                            edges.append({"source": f"n{src}" if src >= 0 else ids[-src - 1],
+                                          "target": fid, "input_nr": i})
+                if core is None:
+                    events.append({"phase": "forward", "node": fid, "line": n_line})
+                    if hooks:
+                        self.handles.append(n.register_hook(functools.partial(on_done, info)))
+                else:
+                    hooked.append(n)
+                    indices.append(index)
+                    lines.append(n_line)
+                if acc:
+                    leaf = leaf_of(n)
+                    if leaf is not None:
+                        tid = self.tensor_node(leaf, role="leaf", line=n_line, names=names)
+                        edges.append({"source": tid, "target": fid, "input_nr": None})
+        finally:
+            if core is not None and indices:
+                # also when a limit stopped the loop: the nodes so far keep their forward
+                # events and hooks, as on the Python path
+                core.forward(hooked, indices, lines)
+                if hooks:
+                    core.hook(hooked, indices)
 
     def names_here(self) -> frames.NameIndex:
         """A name index for the innermost snippet frame, reused while execution stays at the
@@ -229,11 +285,76 @@ class Recorder:
     # ---------------------------------------------------------------- backward
     def begin_pass(self, api: str, line: int | None, roots: list[str], *,
                    retain_graph: bool, create_graph: bool) -> int:
-        idx = len(self.passes)
+        if self.native is not None:
+            self._sync_engine_passes()
+            idx = int(self.native.begin_pass(line))
+        else:
+            idx = len(self.passes)
+        assert idx == len(self.passes)
         self.passes.append(PassInfo({"index": idx, "api": api, "line": line, "roots": roots,
                                      "retain_graph": retain_graph, "create_graph": create_graph,
                                      "freed_bytes": 0, "completed": False}))
         return idx
+
+    def _engine_pass(self, outer: int | None) -> PassInfo:
+        """A backward the recorder did not start (a reentrant checkpoint's inner backward)."""
+        doc = self.passes[outer].doc if outer is not None else None
+        return PassInfo({"index": len(self.passes), "api": "engine",
+                         "line": doc["line"] if doc else None, "roots": [],
+                         "retain_graph": bool(doc and doc["retain_graph"]),
+                         "create_graph": bool(doc and doc["create_graph"]),
+                         "freed_bytes": 0, "completed": True})
+
+    def _sync_engine_passes(self) -> None:
+        for idx, outer in self.native.new_engine_passes():
+            assert idx == len(self.passes)
+            self.passes.append(self._engine_pass(outer if outer >= 0 else None))
+
+    # ---------------------------------------------------------------- the C++ core
+    def before_backward(self) -> None:
+        """A backward call is about to run: what the document may still grow by."""
+        if self.native is not None:
+            self.native.set_bytes_left(self.max_document_bytes - self.size_estimate)
+
+    def after_backward(self, *, outermost: bool) -> None:
+        """A backward call returned (or raised): take in what the core's hooks recorded that
+        Python needs (new engine passes, ``.grad`` histories, bytes)."""
+        core = self.native
+        if core is None:
+            return
+        self.size_estimate += core.bytes_used()
+        core.set_bytes_left(self.max_document_bytes - self.size_estimate)
+        self._sync_engine_passes()
+        for index, grad in core.take_accumulations():
+            if grad < 0:
+                continue
+            info = self.fn_by_id[f"n{index}"]
+            leaf = leaf_of(info.node)
+            if leaf is None or leaf.grad is None:
+                continue
+            hit = self.tensors.get(id(leaf))
+            if hit is not None and hit[0] is leaf:
+                hit[1].setdefault("grad_history", []).append(grad)
+            self.last_grads[id(leaf)] = (leaf.grad, leaf.grad._version, grad)
+        if outermost:
+            core.end_backward()
+
+    def _created_in_backward(self, pass_: int, line: int, grads: list[torch.Tensor]) -> None:
+        """The core's hook saw gradients with history (a ``create_graph`` pass): their nodes
+        are new nodes of the graph, recorded now, in the engine's order."""
+        if self.limit is not None:
+            return
+        self.tracer.pause()
+        try:
+            with torch._C.DisableTorchFunction():
+                roots = [g.grad_fn for g in grads if g.grad_fn is not None]
+                if roots:
+                    self.discover(roots, line=None if line == native.NULL_LINE else line,
+                                  seq_mark=None, created_in_pass=pass_)
+        except Exception as e:  # NOTE [the recorder never breaks the snippet]
+            self.internal_error(e)
+        finally:
+            self.tracer.resume()
 
     def end_pass(self, idx: int, *, completed: bool) -> None:
         """Close a pass; without retain_graph, autograd released the saved tensors of every node
@@ -245,7 +366,9 @@ class Recorder:
         if p.doc["retain_graph"]:
             return
         freed = 0
-        for fid in p.executed:
+        executed = ([f"n{i}" for i in self.native.executed(idx)] if self.native is not None
+                    else p.executed)
+        for fid in executed:
             for s in self.fn_by_id[fid].doc["saved"]:
                 if s.get("freed_after_pass") is None:
                     s["freed_after_pass"] = idx
@@ -332,6 +455,9 @@ class Recorder:
 
     def note_hook_change(self, before: Any, after: Any) -> None:
         """A tensor hook replaced a gradient: remember both values for the node now running."""
+        if self.native is not None:
+            self.native.hook_change(before, after)
+            return
         node = torch._C._current_autograd_node()
         if node is None:
             return
@@ -357,6 +483,8 @@ class Recorder:
         self.n_recorder_errors += 1
 
     def remove_hooks(self) -> None:
+        if self.native is not None:
+            self.native.close()
         handles, self.handles = self.handles, []
         for h in handles:
             try:

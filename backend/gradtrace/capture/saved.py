@@ -30,7 +30,9 @@ from gradtrace.capture.values import dtype_name
 _ATTRS: dict[type, tuple[str, ...]] = {}
 
 
-def _saved_attrs(node: Node) -> tuple[str, ...]:
+def saved_attrs(node: Node) -> tuple[str, ...]:
+    """The attributes that hold what nodes of this class saved (cached per class; empty for
+    most view and add nodes, which save nothing)."""
     cls = type(node)
     attrs = _ATTRS.get(cls)
     if attrs is None:
@@ -41,11 +43,6 @@ def _saved_attrs(node: Node) -> tuple[str, ...]:
             attrs = tuple(a for a in names if a.startswith("_saved_"))
         _ATTRS[cls] = attrs
     return attrs
-
-
-def has_saved(node: Node) -> bool:
-    """Whether nodes of this class save anything at all (most view and add nodes do not)."""
-    return bool(_saved_attrs(node))
 
 
 def parameter_of(t: torch.Tensor) -> nn.Parameter | None:
@@ -70,12 +67,13 @@ def _entry(name: str, t: torch.Tensor) -> dict[str, Any]:
     return e
 
 
-def read_saved(node: Node) -> tuple[list[dict[str, Any]], int]:
-    """The saved tensors of ``node`` and their total bytes. Non-tensor saved values (sizes,
-    scalars) are skipped: they hold no graph memory worth showing."""
+def read_saved(node: Node, attrs: tuple[str, ...]) -> tuple[list[dict[str, Any]], int]:
+    """The saved tensors of ``node`` (in its ``attrs``: :func:`saved_attrs`) and their total
+    bytes. Non-tensor saved values (sizes, scalars) are skipped: they hold no graph memory
+    worth showing. (The C++ core's ``saved`` does the same, faster.)"""
     out: list[dict[str, Any]] = []
     total = 0
-    for attr in _saved_attrs(node):
+    for attr in attrs:
         try:
             value = getattr(node, attr)
         except Exception:  # already freed, or unreadable for this node

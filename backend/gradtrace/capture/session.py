@@ -60,11 +60,13 @@ class record:
     """Record every autograd node and backward pass created inside the ``with`` block."""
 
     def __init__(self, *, max_nodes: int = 50_000, max_events: int = 200_000,
-                 max_document_bytes: int = 28 << 20,
+                 max_document_bytes: int = 28 << 20, native: bool | None = None,
                  _filename: str | None = None, _namespace: dict[str, Any] | None = None) -> None:
         self.max_nodes = max_nodes
         self.max_events = max_events
         self.max_document_bytes = max_document_bytes
+        self.native = native
+        """Use the C++ core (NOTE [why C++]): None = when it is built, False = Python hooks."""
         self._filename = _filename
         self._namespace = _namespace
         self._rec: Recorder | None = None
@@ -79,7 +81,7 @@ class record:
         caller = sys._getframe(1)
         filename = self._filename or caller.f_code.co_filename
         rec = Recorder(filename, max_nodes=self.max_nodes, max_events=self.max_events,
-                       max_document_bytes=self.max_document_bytes)
+                       max_document_bytes=self.max_document_bytes, use_native=self.native)
         rec.namespace = self._namespace if self._namespace is not None else caller.f_globals
         self._rec = rec
         self._module_handles = ModuleTracker(rec).install()

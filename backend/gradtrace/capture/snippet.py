@@ -86,7 +86,8 @@ def _seed(seed: int | None, device: str) -> None:
 def run_snippet(code: str, *, device: str = "cpu", seed: int | None = 0,
                 max_nodes: int = 50_000, max_events: int = 200_000,
                 output_bytes: int = 64 * 1024, filename: str = "<snippet>",
-                max_document_bytes: int = 28 << 20) -> dict[str, Any]:
+                max_document_bytes: int = 28 << 20, native: bool | None = None,
+                json_events: bool = False) -> dict[str, Any]:
     """Execute ``code`` while recording, and return its run document as a JSON-able dict.
 
     ``torch``, ``nn`` and ``F`` are predefined. The document validates as
@@ -94,12 +95,15 @@ def run_snippet(code: str, *, device: str = "cpu", seed: int | None = 0,
     ``id`` is :func:`gradtrace.schema.document_id` of it. Statuses: ``ok``, ``error`` (also
     SyntaxError, with its line), ``graph_limit`` (nodes, events, or the document's estimated
     size past ``max_document_bytes``: keep it under the sandbox's result cap), ``output_limit``.
+    ``native`` chooses the C++ core or Python hooks (default: the core when built);
+    ``json_events`` leaves the events as their JSON (:func:`build_document`), for a caller that
+    only writes the document out with :func:`document_json`.
     """
     out = CappedOutput(output_bytes)
-    fields: dict[str, Any] = {"device": device, "code": code, "seed": seed}
+    fields: dict[str, Any] = {"device": device, "code": code, "seed": seed, "json_events": json_events}
     namespace = _namespace()
     rec = record(max_nodes=max_nodes, max_events=max_events, max_document_bytes=max_document_bytes,
-                 _filename=filename, _namespace=namespace)
+                 native=native, _filename=filename, _namespace=namespace)
     try:
         compiled = compile(code, filename, "exec", dont_inherit=True)
     except (SyntaxError, ValueError) as e:

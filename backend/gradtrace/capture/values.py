@@ -18,7 +18,9 @@ NOTE [document size]
 
 from __future__ import annotations
 
+import functools
 import math
+import operator
 import weakref
 from itertools import chain
 from typing import Any
@@ -116,15 +118,34 @@ def _nest(flat: list[Any], shape: list[int]) -> Any:
     return rows
 
 
+def _sum(xs: list[float]) -> float:
+    """Left to right, one rounding per addition: what the C++ core computes (NOTE [same stats
+    on both paths]); ``sum()`` compensates since Python 3.12."""
+    return functools.reduce(operator.add, xs, 0.0)
+
+
+def _norm(xs: list[float]) -> float:
+    """sqrt of the left-to-right sum of squares (NOTE [same stats on both paths])."""
+    return math.sqrt(functools.reduce(operator.add, map(operator.mul, xs, xs), 0.0))
+
+
+# NOTE [same stats on both paths]
+#     Small tensors' stats are computed from their float64 values, in row-major order, one
+#     rounding per step, here and in the C++ core (``reduce`` in ``_native.cpp``), so both
+#     paths write the same bytes for them. Large tensors' stats differ in the last digits
+#     (torch's float32 reductions here, float64 there): the document records which is which
+#     only through its bytes, and the tests compare those stats with a tolerance.
+
+
 def _fast(t: torch.Tensor, shape: list[int], with_values: bool) -> tuple[Any, Any] | None:
     """(values, stats) of a small real tensor from one ``tolist``, in Python; None when a value
     is not finite (NaN/inf need the careful path)."""
     flat = t.reshape(-1).tolist()
-    total = sum(flat)
+    total = _sum(flat)
     if total - total != 0:  # NaN or inf somewhere (or an overflowing sum): careful path
         return None
     n = len(flat)
-    stats = {"min": min(flat), "max": max(flat), "mean": total / n, "norm": math.hypot(*flat)}
+    stats = {"min": min(flat), "max": max(flat), "mean": total / n, "norm": _norm(flat)}
     return (_nest(flat, shape) if with_values else None), stats
 
 
@@ -153,11 +174,11 @@ def _fast_low_rank(t: torch.Tensor, shape: list[int], with_values: bool) -> tupl
         flat = nested
     else:
         flat = [nested]
-    total = sum(flat)
+    total = _sum(flat)
     if total - total != 0:  # NaN or inf somewhere (or an overflowing sum): careful path
         return None
     n = len(flat)
-    stats = {"min": min(flat), "max": max(flat), "mean": total / n, "norm": math.hypot(*flat)}
+    stats = {"min": min(flat), "max": max(flat), "mean": total / n, "norm": _norm(flat)}
     return (nested if with_values else None), stats
 
 
@@ -191,7 +212,7 @@ def encode(t: torch.Tensor, *, with_values: bool = True) -> TensorValueDict:
                 return out
         out["stats"] = _torch_stats(t)
         if with_values and small:
-            raw = torch.view_as_real(t).tolist() if t.is_complex() else t.tolist()
+            raw = torch.view_as_real(t.resolve_conj()).tolist() if t.is_complex() else t.tolist()
             out["values"] = _encode_nested(raw)
     except Exception:  # a tensor subclass or layout we cannot read: keep what we have
         pass
@@ -216,13 +237,17 @@ class _Deferred:
         self.version = _version(tensor)
 
 
-Handle = TensorValueDict | _Deferred | None
+Handle = TensorValueDict | _Deferred | int | None
 
 
 class ValueStore:
     """Captures tensors in hooks and encodes them once, deduplicated, when the document is built."""
 
     def __init__(self, values_budget: int = 10_000) -> None:
+        self.native: Any = None
+        """The C++ core's recorder when it captures the gradients: handles are then its value
+        ids (ints), encoded by it."""
+        self._native_done: dict[int, tuple[TensorValueDict, TensorValueDict | None, int]] = {}
         self._by_id: dict[int, tuple[torch.Tensor, Handle]] = {}
         self._large: dict[int, tuple[weakref.ref[torch.Tensor], int | None, Handle]] = {}
         self._resolved: dict[int, TensorValueDict] = {}
@@ -281,6 +306,8 @@ class ValueStore:
             return None
         if isinstance(handle, dict):
             return handle
+        if isinstance(handle, int):
+            return self._resolve_native(handle)
         key = id(handle)
         done = self._resolved.get(key)
         if done is None:
@@ -302,3 +329,37 @@ class ValueStore:
             return TensorValueDict(done, values=None)
         self.values_budget -= n
         return done
+
+    def encode_held(self) -> None:
+        """Encode, in Python, the few gradients the C++ core keeps for it (complex, integer,
+        sparse, empty: NOTE [why C++]), before any value is written."""
+        core = self.native
+        if core is None:
+            return
+        from gradtrace.capture.canonical import canonical_bytes
+
+        with torch._C.DisableTorchFunction():
+            for vid, t in core.held():
+                core.set_encoded(vid, canonical_bytes(encode(t)),
+                                 canonical_bytes(encode(t, with_values=False)))
+
+    def _resolve_native(self, vid: int) -> TensorValueDict | None:
+        """A value the C++ core captured, spending the budget as :meth:`resolve` does."""
+        if vid < 0:
+            return None
+        done = self._native_done.get(vid)
+        if done is None:
+            import orjson
+
+            text, n = self.native.value(vid, True)
+            full = TensorValueDict(orjson.loads(text))
+            bare = TensorValueDict(orjson.loads(self.native.value(vid, False)[0])) if n else None
+            done = self._native_done[vid] = (full, bare, n)
+        full, bare, n = done
+        if not n:
+            return full
+        if n > self.values_budget:
+            self.values_budget = 0
+            return bare
+        self.values_budget -= n
+        return full

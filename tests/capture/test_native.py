@@ -1,0 +1,138 @@
+"""The C++ capture core against the Python recorder it accelerates (NOTE [why C++]).
+
+Both paths must record the same run: same nodes, edges, events, passes and values, byte for
+byte, except the stats of large tensors (float64 sums in C++, torch's float32 reductions in
+Python), which must agree to float32 precision. The core's JSON writer must write numbers as
+``json.dumps`` does, since document ids hash those bytes.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import struct
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+
+from conftest import EXAMPLES
+from gradtrace.capture import document_json, native, run_snippet
+from gradtrace.schema import canonical_json, document_id
+
+core = native.core
+SNIPPETS = sorted(EXAMPLES.glob("*.py")) + sorted((Path(__file__).parent / "cases").glob("*.py"))
+
+
+def test_the_core_is_built() -> None:
+    # `make install` builds it (gradtrace.capture.build_native); the service relies on it
+    assert native.available(), "the C++ capture core is missing: python -m gradtrace.capture.build_native"
+
+
+def _floats(n: int, rng: random.Random) -> list[float]:
+    out = [0.1, 1e16, 1e15, 9.999999999999999e15, 1e-5, 1e-4, 9.9e-5, 5e-324, 1.7976931348623157e308,
+           2.0, 100.0, 1e22, -3.25, 1 / 3, 2.0**53 + 2, -0.0, 123456789.0, 1.5e-7]
+    for _ in range(n):
+        out.append(struct.unpack("<d", rng.getrandbits(64).to_bytes(8, "little"))[0])
+        out.append(struct.unpack("<f", rng.getrandbits(32).to_bytes(4, "little"))[0])
+        out.append(rng.uniform(-10, 10) * 10.0 ** rng.randint(-30, 30))
+    return [x for x in out if math.isfinite(x)]
+
+
+def test_numbers_are_written_as_json_dumps_writes_them() -> None:
+    assert core is not None
+    for x in _floats(60_000, random.Random(7)):
+        assert core.format_double(x) == json.dumps(x), x
+    assert core.format_double(math.nan) == '"nan"'
+    assert core.format_double(-math.inf) == '"-inf"'
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("shape", [(), (3,), (2, 3), (2, 1, 2), (40, 30)])
+def test_a_value_is_encoded_as_python_encodes_it(dtype: torch.dtype, shape: tuple[int, ...]) -> None:
+    from gradtrace.capture.canonical import canonical_bytes
+    from gradtrace.capture.values import encode
+
+    assert core is not None
+    t = (torch.randn(shape, generator=torch.Generator().manual_seed(3)) * 7).to(dtype)
+    got = json.loads(core.encode_json(t))
+    want = json.loads(canonical_bytes(encode(t)))
+    assert got["shape"] == want["shape"] and got["dtype"] == want["dtype"]
+    assert got["values"] == want["values"]
+    if want["values"] is not None:  # small: the same sums, in the same order
+        assert got["stats"] == want["stats"]
+    else:
+        for k in ("min", "max", "mean", "norm"):
+            assert math.isclose(got["stats"][k], want["stats"][k], rel_tol=1e-5, abs_tol=1e-6)
+
+
+def test_nan_and_inf_values() -> None:
+    assert core is not None
+    v = json.loads(core.encode_json(torch.tensor([1.0, math.nan, math.inf])))
+    assert v["values"] == [1.0, "nan", "inf"]
+    assert v["stats"] == {"min": "nan", "max": "nan", "mean": "nan", "norm": "nan"}
+    big = json.loads(core.encode_json(torch.full((2000,), -math.inf)))
+    assert big["values"] is None and big["stats"]["min"] == "-inf" and big["stats"]["norm"] == "inf"
+
+
+def _same(a: Any, b: Any, where: str, *, big: bool = False) -> None:
+    """Equal, except the stats of large tensors (``values`` null): float32 precision there."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        assert a.keys() == b.keys(), where
+        large = "stats" in a and "values" in a and a["values"] is None and a.get("stats") is not None
+        for k in a:
+            if k == "id":
+                continue
+            _same(a[k], b[k], f"{where}.{k}", big=big or (large and k == "stats"))
+    elif isinstance(a, list) and isinstance(b, list):
+        assert len(a) == len(b), where
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):
+            _same(x, y, f"{where}[{i}]", big=big)
+    elif big and isinstance(a, float) and isinstance(b, float):
+        assert math.isclose(a, b, rel_tol=1e-4, abs_tol=1e-7), (where, a, b)
+    else:
+        assert a == b, (where, a, b)
+
+
+@pytest.mark.parametrize("path", SNIPPETS, ids=lambda p: p.stem)
+def test_the_core_records_what_the_python_hooks_record(path: Path) -> None:
+    code = path.read_text()
+    fast = run_snippet(code, seed=0, native=True)
+    slow = run_snippet(code, seed=0, native=False)
+    _same(fast, slow, "doc")
+
+
+@pytest.mark.parametrize("path", SNIPPETS[::4], ids=lambda p: p.stem)
+def test_json_events_give_the_same_document(path: Path) -> None:
+    """The sandbox's path (events kept as the core's JSON) writes the bytes the schema's
+    canonical JSON gives for the materialised document, and the same id."""
+    code = path.read_text()
+    lazy = run_snippet(code, seed=0, json_events=True)
+    body = document_json(lazy)
+    full = run_snippet(code, seed=0)
+    assert body == canonical_json(full) == document_json(full)
+    assert json.loads(body)["id"] == document_id(full) == full["id"]
+
+
+def test_event_limit_in_the_core_stops_the_run() -> None:
+    code = "x = torch.ones(3, requires_grad=True)\nfor _ in range(50):\n    (x * 2).sum().backward()\n"
+    doc = run_snippet(code, max_events=20)
+    assert doc["status"] == "graph_limit"
+    assert "event limit (20 events)" in doc["message"]
+    assert sum(e["phase"] == "backward" for e in doc["events"]) == 20
+
+
+def test_the_hooks_are_gone_after_the_block() -> None:
+    """A graph kept past the block runs backward without the recorder (no event, no error)."""
+    import gradtrace
+
+    with gradtrace.record() as rec:
+        x = torch.ones(3, requires_grad=True)
+        y = (x * x).sum()
+    assert rec.recorder.native is not None
+    n_events = len(rec.document_dict()["events"])
+    y.backward()
+    assert torch.equal(x.grad, 2 * torch.ones(3))
+    assert len(rec.document_dict()["events"]) == n_events
