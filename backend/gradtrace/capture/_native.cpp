@@ -282,6 +282,69 @@ py::str dtype_str(at::ScalarType t) {
   return name;
 }
 
+// ``str(device)``, cached ("cpu" for nearly every node).
+PyObject* device_str(const c10::Device& device) {
+  static std::unordered_map<std::string, PyObject*>* names = new std::unordered_map<std::string, PyObject*>();
+  std::string s = device.str();
+  auto it = names->find(s);
+  if (it == names->end()) {
+    it = names->emplace(s, PyUnicode_InternFromString(s.c_str())).first;
+  }
+  Py_INCREF(it->second);
+  return it->second;
+}
+
+// ------------------------------------------------------------------------- Python objects
+
+// Interned keys (a dict stores the key's hash with it: no hashing per node) and a setter that
+// steals the value's reference. Building ~20 entries per node through pybind11's
+// ``d["key"] = value`` decoded and hashed each key anew: 3x slower.
+struct Keys {
+  PyObject *kind, *id, *name, *line, *module, *shape, *dtype, *device, *grad, *seq, *role,
+      *created_in_pass, *value, *grad_history, *cut, *outputs, *saved, *saved_bytes,
+      *saved_unread, *bytes, *is_parameter, *is_input, *freed_after_pass, *input_nr, *source,
+      *target, *function;
+  Keys() {
+#define GT_KEY(k) k = PyUnicode_InternFromString(#k)
+    GT_KEY(kind); GT_KEY(id); GT_KEY(name); GT_KEY(line); GT_KEY(module); GT_KEY(shape);
+    GT_KEY(dtype); GT_KEY(device); GT_KEY(grad); GT_KEY(seq); GT_KEY(role); GT_KEY(created_in_pass);
+    GT_KEY(value); GT_KEY(grad_history); GT_KEY(cut); GT_KEY(outputs); GT_KEY(saved);
+    GT_KEY(saved_bytes); GT_KEY(saved_unread); GT_KEY(bytes); GT_KEY(is_parameter);
+    GT_KEY(is_input); GT_KEY(freed_after_pass); GT_KEY(input_nr); GT_KEY(source); GT_KEY(target);
+    GT_KEY(function);
+#undef GT_KEY
+  }
+};
+
+const Keys& interned() {
+  static const Keys* k = new Keys();  // never freed: lives as long as the interpreter
+  return *k;
+}
+
+// d[key] = value, stealing ``value`` (a new reference; NULL means a Python error is set).
+inline void put(PyObject* d, PyObject* key, PyObject* value) {
+  if (value == nullptr) throw python_error();
+  int rc = PyDict_SetItem(d, key, value);
+  Py_DECREF(value);
+  if (rc < 0) throw python_error();
+}
+
+inline PyObject* none() { Py_RETURN_NONE; }
+
+PyObject* id_str(int64_t index) {
+  char buf[24];
+  buf[0] = 'n';
+  char* end = std::to_chars(buf + 1, buf + sizeof buf, index).ptr;
+  return PyUnicode_FromStringAndSize(buf, end - buf);
+}
+
+PyObject* int_list(c10::IntArrayRef xs) {
+  PyObject* l = PyList_New(static_cast<Py_ssize_t>(xs.size()));
+  if (l == nullptr) throw python_error();
+  for (size_t i = 0; i < xs.size(); ++i) PyList_SET_ITEM(l, static_cast<Py_ssize_t>(i), PyLong_FromLongLong(xs[i]));
+  return l;
+}
+
 // ------------------------------------------------------------------------- the core
 
 struct Event {
@@ -719,12 +782,11 @@ struct Recorder {
     return {py::bytes(out), budget};
   }
 
-  // NOTE [discovery in C++]: ``graph.walk_new`` + ``_creation_order`` + the node's name,
-  // sequence number and output metadata, for every node reachable from ``roots`` that is not
-  // known yet, in creation order: [(node, name, seq, metas, nexts)]. ``nexts`` has one entry
-  // per ``next_functions`` entry: None, the index of a known node (>= 0), or -(k + 1) for
-  // the k-th node of this batch. Same order and results as the Python functions (tested).
-  py::list walk(py::list roots) {
+  // NOTE [discovery in C++]: ``graph.walk_new`` + ``_creation_order`` + ``describe_batch``:
+  // every node reachable from ``roots`` that is not known yet, in creation order, as
+  // [(node, doc, privates, edges, seq, is_accumulate_grad)], the k-th with id
+  // ``n<first_index + k>``. Same order and results as the Python functions (tested).
+  py::list walk(py::list roots, bool read_saved, py::handle parameter, int64_t first_index) {
     std::vector<c10::intrusive_ptr<Node>> stack;
     std::unordered_map<Node*, size_t> found;  // -> position in ``order`` (DFS order)
     std::vector<c10::intrusive_ptr<Node>> order;
@@ -797,77 +859,158 @@ struct Recorder {
     for (size_t k = 0; k < ordered.size(); ++k) batch_pos[ordered[k]] = static_cast<int64_t>(k);
     // ``known`` only changes in ``forward`` (Python, with the GIL, like this call): no copy
     const auto& known_now = core->known;
-    for (size_t i : ordered) {
+    for (size_t k = 0; k < ordered.size(); ++k) {
+      size_t i = ordered[k];
       Node* n = order[i].get();
       std::string name = n->name();
       size_t colon = name.rfind("::");
       if (colon != std::string::npos) name = name.substr(colon + 2);
-      py::list metas;
-      for (uint32_t k = 0; k < n->num_inputs(); ++k) {
-        const auto& meta = n->input_metadata(k);
+      PyObject* obj = torch::autograd::functionToPyObject(order[i]);
+      if (obj == nullptr) throw python_error();
+      py::object pynode = py::reinterpret_steal<py::object>(obj);
+      const Keys& K = interned();
+      py::object id = py::reinterpret_steal<py::object>(id_str(first_index + static_cast<int64_t>(k)));
+      // the complete node entry, every field as the document writes it
+      // (NOTE [documents without pydantic on the hot path] in document.py)
+      py::object doc_obj = py::reinterpret_steal<py::object>(PyDict_New());
+      PyObject* doc = doc_obj.ptr();
+      Py_INCREF(K.function);
+      put(doc, K.kind, K.function);
+      Py_INCREF(id.ptr());
+      put(doc, K.id, id.ptr());
+      put(doc, K.name, PyUnicode_FromStringAndSize(name.data(), static_cast<Py_ssize_t>(name.size())));
+      for (PyObject* key : {K.line, K.module, K.shape, K.dtype, K.device, K.grad, K.seq, K.role,
+                            K.created_in_pass, K.value, K.cut}) {
+        put(doc, key, none());
+      }
+      put(doc, K.grad_history, PyList_New(0));
+      uint32_t n_out = n->num_inputs();
+      py::list outputs;
+      for (uint32_t m = 0; m < n_out; ++m) {
+        const auto& meta = n->input_metadata(m);
+        py::object o = py::reinterpret_steal<py::object>(PyDict_New());
         try {
           if (meta.is_nested_tensor()) throw std::runtime_error("nested");
           py::list shape;
           for (const auto& d : meta.shape_as_dim_vector()) shape.append(d.expect_int());
-          metas.append(py::make_tuple(shape, dtype_str(c10::typeMetaToScalarType(meta.dtype())),
-                                      meta.device().str()));
+          put(o.ptr(), K.shape, shape.release().ptr());
+          put(o.ptr(), K.dtype, dtype_str(c10::typeMetaToScalarType(meta.dtype())).release().ptr());
+          put(o.ptr(), K.device, device_str(meta.device()));
+        } catch (const python_error&) {
+          throw;
         } catch (const std::exception&) {
-          metas.append(py::make_tuple(py::none(), py::none(), py::none()));
+          put(o.ptr(), K.shape, none());
+          put(o.ptr(), K.dtype, none());
+          put(o.ptr(), K.device, none());
         }
+        if (m == 0) {
+          for (PyObject* key : {K.shape, K.dtype, K.device}) {
+            PyObject* v = PyDict_GetItem(o.ptr(), key);
+            Py_INCREF(v);
+            put(doc, key, v);
+          }
+        }
+        if (n_out > 1) outputs.append(o);
       }
-      py::list nexts;
+      if (n_out > 1) put(doc, K.outputs, outputs.release().ptr());
+      py::list privates;
+      int64_t total = 0;
+      py::list saved_list;
+      if (read_saved) {
+        const std::vector<std::string>& attrs = attrs_of(pynode.ptr());
+        if (!attrs.empty()) read_saved_into(pynode, attrs, parameter, saved_list, privates, total);
+      } else {
+        Py_INCREF(Py_True);
+        put(doc, K.saved_unread, Py_True);
+      }
+      put(doc, K.saved, saved_list.release().ptr());
+      put(doc, K.saved_bytes, PyLong_FromLongLong(total));
+      py::list edges;
+      int64_t input_nr = 0;
       for (const auto& e : n->next_edges()) {
         Node* g = e.function.get();
-        if (g == nullptr) { nexts.append(py::none()); continue; }
-        auto f = found.find(g);
-        if (f != found.end()) nexts.append(-(batch_pos[f->second] + 1));
-        else nexts.append(known_now.at(g));
+        if (g != nullptr) {
+          auto f = found.find(g);
+          int64_t src = f != found.end() ? first_index + batch_pos[f->second] : known_now.at(g);
+          py::object edge = py::reinterpret_steal<py::object>(PyDict_New());
+          put(edge.ptr(), K.input_nr, PyLong_FromLongLong(input_nr));
+          put(edge.ptr(), K.source, id_str(src));
+          Py_INCREF(id.ptr());
+          put(edge.ptr(), K.target, id.ptr());
+          edges.append(edge);
+        }
+        ++input_nr;
       }
-      PyObject* obj = torch::autograd::functionToPyObject(order[i]);
-      if (obj == nullptr) throw python_error();
-      out.append(py::make_tuple(py::reinterpret_steal<py::object>(obj), name,
-                                seq[i], metas, nexts));
+      bool acc = dynamic_cast<torch::autograd::AccumulateGrad*>(n) != nullptr;
+      out.append(py::make_tuple(pynode, doc_obj, privates, edges, seq[i], acc));
     }
     return out;
   }
 
-  // NOTE [reading saved tensors] in saved.py, in C++: for each of ``attrs`` (the node class's
-  // ``_saved_*`` names) the tensor(s) it holds, as saved-tensor entries; and their bytes.
-  std::pair<py::list, int64_t> saved(py::handle node, py::tuple attrs, py::handle parameter) {
-    py::list out;
-    int64_t total = 0;
+  // NOTE [reading saved tensors] in saved.py: the attributes that hold what nodes of this
+  // Python class saved (``saved_attrs``), found once per class.
+  std::unordered_map<PyTypeObject*, std::vector<std::string>> attrs_cache;
+
+  const std::vector<std::string>& attrs_of(PyObject* node) {
+    PyTypeObject* type = Py_TYPE(node);
+    auto it = attrs_cache.find(type);
+    if (it != attrs_cache.end()) return it->second;
+    std::vector<std::string> attrs;
+    py::list names = py::reinterpret_steal<py::list>(PyObject_Dir(node));
+    bool ctx = false, raw = false;
+    for (auto nm : names) {
+      std::string a = nm.cast<std::string>();
+      ctx |= a == "saved_tensors";
+      raw |= a == "_raw_saved_tensors";
+    }
+    if (ctx && raw) {
+      attrs.push_back("saved_tensors");
+    } else {
+      for (auto nm : names) {
+        std::string a = nm.cast<std::string>();
+        if (a.rfind("_saved_", 0) == 0) attrs.push_back(a);
+      }
+    }
+    return attrs_cache.emplace(type, std::move(attrs)).first->second;
+  }
+
+  // Each saved tensor of ``node`` as a complete saved-tensor entry, its (parameter, storage
+  // address) in ``privates`` (never serialised: to count a parameter once, and to match an
+  // in-place change), and the total bytes. Non-tensor saved values are skipped.
+  void read_saved_into(py::handle node, const std::vector<std::string>& attrs, py::handle parameter,
+                       py::list& out, py::list& privates, int64_t& total) {
     auto* param_type = reinterpret_cast<PyTypeObject*>(parameter.ptr());
     auto entry = [&](const std::string& label, PyObject* obj) {
       const at::Tensor& t = THPVariable_Unpack(obj);
       py::dict e;
       int64_t nbytes = t.numel() * static_cast<int64_t>(t.element_size());
-      py::object param;
+      py::object param = py::none();
       if (PyType_IsSubtype(Py_TYPE(obj), param_type)) {
         param = py::reinterpret_borrow<py::object>(obj);
       } else if (t.is_view()) {
         py::object base = py::reinterpret_steal<py::object>(THPVariable_Wrap(t._base()));
         if (PyType_IsSubtype(Py_TYPE(base.ptr()), param_type)) param = base;
       }
-      e["name"] = label;
-      py::list shape;
-      for (auto d : t.sizes()) shape.append(d);
-      e["shape"] = shape;
-      e["dtype"] = dtype_str(t.scalar_type());
-      e["bytes"] = nbytes;
-      e["is_parameter"] = static_cast<bool>(param);
-      e["is_input"] = !param && !t.grad_fn() && !t.is_view();
-      if (param) e["_param"] = param;
+      bool is_param = !param.is_none();
+      const Keys& K = interned();
+      PyObject* d = e.ptr();
+      put(d, K.name, PyUnicode_FromStringAndSize(label.data(), static_cast<Py_ssize_t>(label.size())));
+      put(d, K.shape, int_list(t.sizes()));
+      put(d, K.dtype, dtype_str(t.scalar_type()).release().ptr());
+      put(d, K.bytes, PyLong_FromLongLong(nbytes));
+      put(d, K.is_parameter, PyBool_FromLong(is_param));
+      put(d, K.is_input, PyBool_FromLong(!is_param && !t.grad_fn() && !t.is_view()));
+      put(d, K.freed_after_pass, none());
+      py::object ptr = py::none();
       try {
-        if (t.has_storage()) {
-          e["_ptr"] = reinterpret_cast<uintptr_t>(t.storage().data_ptr().get());
-        }
+        if (t.has_storage()) ptr = py::int_(reinterpret_cast<uintptr_t>(t.storage().data_ptr().get()));
       } catch (const std::exception&) {
       }
       out.append(e);
+      privates.append(py::make_tuple(param, ptr));
       total += nbytes;
     };
-    for (auto a : attrs) {
-      std::string attr = a.cast<std::string>();
+    for (const auto& attr : attrs) {
       PyObject* value = PyObject_GetAttrString(node.ptr(), attr.c_str());
       if (value == nullptr) { PyErr_Clear(); continue; }  // freed, or unreadable for this node
       py::object v = py::reinterpret_steal<py::object>(value);
@@ -886,7 +1029,6 @@ struct Recorder {
         // an unreadable saved value is skipped, as in Python
       }
     }
-    return {out, total};
   }
 
   // Remove every hook (NOTE: also breaks the core <-> node reference cycle).
@@ -944,6 +1086,5 @@ PYBIND11_MODULE(_native, m) {
       .def("value", &gradtrace::Recorder::value)
       .def("events_json", &gradtrace::Recorder::events_json)
       .def("walk", &gradtrace::Recorder::walk)
-      .def("saved", &gradtrace::Recorder::saved)
       .def("close", &gradtrace::Recorder::close);
 }

@@ -59,7 +59,8 @@ def _upstream_order(rec: Recorder, roots: list[str]) -> list[FnInfo]:
 def _inplace_culprit(rec: Recorder, info: FnInfo, names: set[str]) -> tuple[int | None, str] | None:
     """The last in-place op, after ``info``'s node was created, on the storage of one of its
     refused saved tensors: (line, op name)."""
-    ptrs = {s.get("_ptr") for s in info.doc["saved"] if s["name"] in names} - {None}
+    ptrs = {ptr for s, (_, ptr) in zip(info.doc["saved"], info.private, strict=True)
+            if s["name"] in names} - {None}
     created = int(info.id[1:])
     for ptr, line, op, n_nodes in reversed(rec.inplace_log):
         if ptr in ptrs and n_nodes > created:

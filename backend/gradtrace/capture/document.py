@@ -34,8 +34,6 @@ _NODE_DEFAULTS: dict[str, Any] = {
     "grad": None, "seq": None, "role": None, "created_in_pass": None, "saved": [],
     "saved_bytes": 0, "value": None, "grad_history": [], "cut": None,
 }
-_SAVED_DEFAULTS: dict[str, Any] = {"shape": None, "dtype": None, "bytes": 0, "is_parameter": False,
-                                   "is_input": False, "freed_after_pass": None}
 
 
 def _final_grad(rec: Recorder, t: torch.Tensor) -> dict[str, Any] | None:
@@ -68,6 +66,9 @@ def _nodes(rec: Recorder) -> list[dict[str, Any]]:
     late = NameIndex(None, [rec.namespace]) if rec.namespace is not None else None
     out = []
     for doc in rec.nodes:
+        if doc["kind"] == "function":  # complete already (graph.describe_batch / the core)
+            out.append(doc)
+            continue
         d = {**_NODE_DEFAULTS, **doc}
         if d["kind"] == "tensor":
             t = tensors[d["id"]]
@@ -77,9 +78,6 @@ def _nodes(rec: Recorder) -> list[dict[str, Any]]:
             d["value"] = resolve(d["value"])
             d["grad_history"] = [resolve(h) for h in d["grad_history"]]
             d["cut"] = _cut(d["cut"])
-        else:
-            d["saved"] = [{**_SAVED_DEFAULTS, **{k: v for k, v in s.items() if k[0] != "_"}}
-                          for s in d["saved"]]
         out.append(d)
     return out
 
@@ -112,8 +110,7 @@ def _memory(rec: Recorder) -> dict[str, int]:
     total = 0
     params: set[int] = set()
     for info in rec.fn_by_id.values():
-        for s in info.doc["saved"]:
-            p = s.get("_param")
+        for s, (p, _) in zip(info.doc["saved"], info.private, strict=True):
             if p is not None:
                 if id(p) in params:
                     continue

@@ -26,6 +26,7 @@ from typing import Any
 import torch
 from torch.autograd.graph import Node
 
+from gradtrace.capture.saved import Private, read_saved, saved_attrs
 from gradtrace.capture.values import _DEVICE_NAMES, _DTYPE_NAMES, device_name, dtype_name
 
 ACC_SEQ = 2**64 - 1
@@ -38,18 +39,19 @@ class FnInfo:
     id: str
     node: Node
     doc: dict[str, Any]
-    executed_in: list[int] = field(default_factory=list)
     acc: bool = False
     """Whether it is an AccumulateGrad (asked in every backward hook)."""
+    private: list[Private] = field(default_factory=list)
+    """Per entry of ``doc["saved"]``: what is kept of it but never written (NOTE in saved.py)."""
 
 
 Meta = tuple[list[int] | None, str | None, str | None]
 """(shape, dtype, device) of one forward output of a node."""
 
-Found = tuple[Node, str, int, list[Meta], list[int | None]]
-"""A newly found node: (node, name, sequence number, output metadata, next functions), the
-next functions as None, the index of a known node (>= 0), or -(k + 1) for the k-th node of
-the same batch. What both :func:`walk_batch` and the C++ core's ``walk`` give."""
+Found = tuple[Node, dict[str, Any], list[Private], list[dict[str, Any]], int, bool]
+"""A newly found node: (node, its complete document entry with its id, the private part of
+its saved tensors, its edges from its next functions, its sequence number, whether it is an
+AccumulateGrad). What both :func:`describe_batch` and the C++ core's ``walk`` give."""
 
 
 def output_metas(node: Node) -> list[Meta]:
@@ -69,13 +71,18 @@ def output_metas(node: Node) -> list[Meta]:
     return items
 
 
-def apply_metas(doc: dict[str, Any], metas: list[Meta]) -> None:
-    """Write the (first) output's metadata into a node's ``doc``; all of them as ``outputs``
-    when there are several."""
+def _complete(fid: str, name: str, metas: list[Meta]) -> dict[str, Any]:
+    """A function node's entry with every field the document writes
+    (NOTE [documents without pydantic on the hot path] in document.py)."""
+    doc: dict[str, Any] = {"kind": "function", "id": fid, "name": name, "line": None, "module": None,
+                           "shape": None, "dtype": None, "device": None, "grad": None, "seq": None,
+                           "role": None, "created_in_pass": None, "value": None, "grad_history": [],
+                           "cut": None}
     if metas:
         doc["shape"], doc["dtype"], doc["device"] = metas[0]
     if len(metas) > 1:
         doc["outputs"] = [{"shape": m[0], "dtype": m[1], "device": m[2]} for m in metas]
+    return doc
 
 
 def node_name(node: Node) -> str:
@@ -135,22 +142,27 @@ def _creation_order(nexts: dict[Node, Any]) -> list[Node]:
     return ordered
 
 
-def walk_batch(roots: list[Node], known: dict[Node, FnInfo]) -> list[Found]:
-    """The new nodes reachable from ``roots``, in creation order, described (the Python twin
-    of the C++ core's ``walk``: NOTE [discovery in C++])."""
+def describe_batch(roots: list[Node], known: dict[Node, FnInfo], *, read_saved_tensors: bool,
+                   first_index: int) -> list[Found]:
+    """The new nodes reachable from ``roots``, in creation order, described, the k-th with id
+    ``n<first_index + k>`` (the Python twin of the C++ core's ``walk``: NOTE [discovery in
+    C++] in ``_native.cpp``)."""
     new, nexts = walk_new(roots, known)
-    pos = {n: k for k, n in enumerate(new)}
+    pos = {n: first_index + k for k, n in enumerate(new)}
     out: list[Found] = []
     for n in new:
-        nx: list[int | None] = []
-        for g, _ in nexts[n]:
-            if g is None:
-                nx.append(None)
-            elif g in pos:
-                nx.append(-(pos[g] + 1))
-            else:
-                nx.append(int(known[g].id[1:]))
-        out.append((n, node_name(n), n._sequence_nr(), output_metas(n), nx))
+        name = node_name(n)
+        fid = f"n{pos[n]}"
+        doc = _complete(fid, name, output_metas(n))
+        attrs = saved_attrs(n) if read_saved_tensors else ()
+        saved, private, total = read_saved(n, attrs) if attrs else ([], [], 0)
+        if not read_saved_tensors:
+            doc["saved_unread"] = True
+        doc["saved"] = saved
+        doc["saved_bytes"] = total
+        edges = [{"input_nr": i, "source": f"n{pos[g]}" if g in pos else known[g].id, "target": fid}
+                 for i, (g, _) in enumerate(nexts[n]) if g is not None]
+        out.append((n, doc, private, edges, n._sequence_nr(), name == "AccumulateGrad"))
     return out
 
 

@@ -26,8 +26,8 @@ from torch.autograd.graph import Node
 
 from gradtrace.capture import frames, native
 from gradtrace.capture.events import BackwardEvent, LimitReached, PassInfo
-from gradtrace.capture.graph import ACC_SEQ, FnInfo, Found, apply_metas, leaf_of, walk_batch
-from gradtrace.capture.saved import read_saved, saved_attrs, saved_hooks_active
+from gradtrace.capture.graph import ACC_SEQ, FnInfo, Found, describe_batch, leaf_of
+from gradtrace.capture.saved import saved_hooks_active
 from gradtrace.capture.timeline import LineTracer, SeqLog
 from gradtrace.capture.values import ValueStore, dtype_name
 
@@ -136,7 +136,7 @@ class Recorder:
         nxt: tuple[int | None, str | None] = (line, None)
         stack_module = self.module_stack[-1] if self.module_stack else None
         for found in reversed(ordered):
-            seq = found[2]
+            seq = found[4]
             if seq == ACC_SEQ:
                 out.append(nxt)
                 continue
@@ -158,68 +158,47 @@ class Recorder:
                  hooks: bool = True) -> None:
         """Register every node reachable from ``roots`` that is new (NOTE [discovery])."""
         core = self.native
-        new = core.walk(roots) if core is not None else walk_batch(roots, self.fns)
+        read = not saved_hooks_active()
+        first = len(self.nodes)
+        new = (core.walk(roots, read, nn.Parameter, first) if core is not None else
+               describe_batch(roots, self.fns, read_saved_tensors=read, first_index=first))
         if not new:
             return
-        read = not saved_hooks_active()
         places = self._placement(new, line=line, seq_mark=seq_mark, created_in_pass=created_in_pass)
-        nodes, fns, edges, events = self.nodes, self.fns, self.edges, self.events
+        nodes, fns, fn_by_id, edges, events = self.nodes, self.fns, self.fn_by_id, self.edges, self.events
         on_done = self._on_node_done
-        ids: list[str] = []
+        cost = _COST["function"] + _COST["forward"]
         hooked: list[Node] = []
         indices: list[int] = []
         lines: list[int | None] = []
+        leaves: list[tuple[Node, str, int | None]] = []
         try:
-            for (n, name, _, metas, nexts_n), (n_line, n_module) in zip(new, places, strict=True):
+            for (n, doc, private, n_edges, _, acc), (n_line, n_module) in zip(new, places, strict=True):
                 if len(nodes) >= self.max_nodes:
                     self._check_nodes()
-                index = len(nodes)
-                fid = f"n{index}"
-                doc: dict[str, Any] = {"kind": "function", "name": name}
-                apply_metas(doc, metas)
-                attrs = saved_attrs(n) if read else ()
-                if not attrs:
-                    doc["saved"], doc["saved_bytes"] = [], 0
-                elif core is not None:
-                    doc["saved"], doc["saved_bytes"] = core.saved(n, attrs, nn.Parameter)
-                else:
-                    doc["saved"], doc["saved_bytes"] = read_saved(n, attrs)
-                if not read:
-                    doc["saved_unread"] = True
-                n_edges = len(nexts_n) - nexts_n.count(None)
-                self._grow(_COST["function"] + _COST["forward"] + _COST["saved"] * len(doc["saved"])
-                           + _COST["edge"] * n_edges)
-                doc["id"] = fid
+                self._grow(cost + _COST["saved"] * len(doc["saved"]) + _COST["edge"] * len(n_edges))
                 doc["line"] = n_line
                 doc["module"] = n_module
                 doc["seq"] = self._n_fns
                 self._n_fns += 1
                 if created_in_pass is not None:
                     doc["created_in_pass"] = created_in_pass
+                fid = doc["id"]
                 nodes.append(doc)
-                ids.append(fid)
-                acc = name == "AccumulateGrad"
-                info = FnInfo(fid, n, doc, acc=acc)
+                info = FnInfo(fid, n, doc, acc=acc, private=private)
                 fns[n] = info
-                self.fn_by_id[fid] = info
-                if n_edges:
-                    for i, src in enumerate(nexts_n):
-                        if src is not None:
-                            edges.append({"source": f"n{src}" if src >= 0 else ids[-src - 1],
-                                          "target": fid, "input_nr": i})
+                fn_by_id[fid] = info
+                edges += n_edges
                 if core is None:
                     events.append({"phase": "forward", "node": fid, "line": n_line})
                     if hooks:
                         self.handles.append(n.register_hook(functools.partial(on_done, info)))
                 else:
                     hooked.append(n)
-                    indices.append(index)
+                    indices.append(len(nodes) - 1)
                     lines.append(n_line)
                 if acc:
-                    leaf = leaf_of(n)
-                    if leaf is not None:
-                        tid = self.tensor_node(leaf, role="leaf", line=n_line, names=names)
-                        edges.append({"source": tid, "target": fid, "input_nr": None})
+                    leaves.append((n, fid, n_line))
         finally:
             if core is not None and indices:
                 # also when a limit stopped the loop: the nodes so far keep their forward
@@ -227,6 +206,13 @@ class Recorder:
                 core.forward(hooked, indices, lines)
                 if hooks:
                     core.hook(hooked, indices)
+        # each new AccumulateGrad's leaf tensor, after the function nodes found with it (their
+        # ids were given out in one run, NOTE [discovery in C++])
+        for n, fid, n_line in leaves:
+            leaf = leaf_of(n)
+            if leaf is not None:
+                tid = self.tensor_node(leaf, role="leaf", line=n_line, names=names)
+                edges.append({"source": tid, "target": fid, "input_nr": None})
 
     def names_here(self) -> frames.NameIndex:
         """A name index for the innermost snippet frame, reused while execution stays at the
@@ -370,7 +356,7 @@ class Recorder:
                     else p.executed)
         for fid in executed:
             for s in self.fn_by_id[fid].doc["saved"]:
-                if s.get("freed_after_pass") is None:
+                if s["freed_after_pass"] is None:
                     s["freed_after_pass"] = idx
                     if not s["is_parameter"]:
                         freed += s["bytes"]
@@ -445,7 +431,6 @@ class Recorder:
                 ev.hook_changes = changes
             self.events.append(ev)
             if p is not None:
-                info.executed_in.append(p)
                 self.passes[p].executed.append(info.id)
                 if self.passes[p].doc["create_graph"]:
                     roots = [g.grad_fn for g in grad_inputs

@@ -54,24 +54,31 @@ def parameter_of(t: torch.Tensor) -> nn.Parameter | None:
     return base if base is not None and issubclass(type(base), nn.Parameter) else None  # type: ignore[return-value]
 
 
-def _entry(name: str, t: torch.Tensor) -> dict[str, Any]:
+Private = tuple[nn.Parameter | None, int | None]
+"""What the recorder keeps of a saved tensor but never writes out: the parameter it is (or
+views), to count each parameter once, and its storage address, to match in-place changes."""
+
+
+def _entry(name: str, t: torch.Tensor) -> tuple[dict[str, Any], Private]:
     nbytes = t.numel() * t.element_size()
     param = parameter_of(t)
     e = {"name": name, "shape": list(t.shape), "dtype": dtype_name(t.dtype), "bytes": nbytes,
          "is_parameter": param is not None,
-         "is_input": param is None and t.grad_fn is None and t._base is None}
-    if param is not None:
-        e["_param"] = param  # kept (not serialised) to count each parameter once
+         "is_input": param is None and t.grad_fn is None and t._base is None,
+         "freed_after_pass": None}
+    ptr = None
     with contextlib.suppress(Exception):  # storage address: to match in-place changes, never shown
-        e["_ptr"] = t.untyped_storage().data_ptr()
-    return e
+        ptr = t.untyped_storage().data_ptr()
+    return e, (param, ptr)
 
 
-def read_saved(node: Node, attrs: tuple[str, ...]) -> tuple[list[dict[str, Any]], int]:
-    """The saved tensors of ``node`` (in its ``attrs``: :func:`saved_attrs`) and their total
-    bytes. Non-tensor saved values (sizes, scalars) are skipped: they hold no graph memory
-    worth showing. (The C++ core's ``saved`` does the same, faster.)"""
+def read_saved(node: Node, attrs: tuple[str, ...]) -> tuple[list[dict[str, Any]], list[Private], int]:
+    """The saved tensors of ``node`` (in its ``attrs``: :func:`saved_attrs`) as complete entries,
+    what is kept of each privately, and their total bytes. Non-tensor saved values (sizes,
+    scalars) are skipped: they hold no graph memory worth showing. (The C++ core's ``walk``
+    does the same, faster.)"""
     out: list[dict[str, Any]] = []
+    private: list[Private] = []
     total = 0
     for attr in attrs:
         try:
@@ -87,12 +94,13 @@ def read_saved(node: Node, attrs: tuple[str, ...]) -> tuple[list[dict[str, Any]]
             continue
         for label, t in items:
             try:
-                e = _entry(label, t)
+                e, priv = _entry(label, t)
             except Exception:
                 continue
             out.append(e)
+            private.append(priv)
             total += e["bytes"]
-    return out, total
+    return out, private, total
 
 
 def saved_hooks_active() -> bool:
