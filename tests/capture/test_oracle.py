@@ -21,11 +21,11 @@ SLOW = {"10_finite_difference_check", "15_compiled"}
 
 def _close(value: Any, t: torch.Tensor) -> None:
     if value["values"] is not None:
-        want = torch.view_as_real(t).tolist() if t.is_complex() else t.tolist()
-        got = torch.tensor(_decode(value["values"]), dtype=torch.float64)
-        # equal, bit for bit: gradtrace must not change what autograd computes
-        assert torch.allclose(got, torch.tensor(want, dtype=torch.float64), rtol=0, atol=0,
-                              equal_nan=True)
+        want = torch.view_as_real(t.resolve_conj()) if t.is_complex() else t
+        # equal, bit for bit, in the tensor's own dtype: gradtrace must not change what autograd
+        # computes (float32 numbers are written in their shortest exact form: NOTE [float32 values])
+        got = torch.tensor(_decode(value["values"]), dtype=want.dtype).reshape(want.shape)
+        assert torch.allclose(got, want, rtol=0, atol=0, equal_nan=True)
     else:
         assert value["stats"]["max"] == pytest.approx(float(t.max()))
         assert value["stats"]["norm"] == pytest.approx(float(t.norm()), rel=1e-5)

@@ -62,26 +62,14 @@ constexpr int32_t kNullLine = INT32_MIN;
 
 // ------------------------------------------------------------------------- JSON writing
 
-void format_double(std::string& out, double x) {
-  if (std::isnan(x)) { out += "\"nan\""; return; }
-  if (std::isinf(x)) { out += x > 0 ? "\"inf\"" : "\"-inf\""; return; }
-  if (x == 0.0) { out += std::signbit(x) ? "-0.0" : "0.0"; return; }
-  char buf[40];
-  auto res = std::to_chars(buf, buf + sizeof buf, x, std::chars_format::scientific);
-  const char* p = buf;  // "-d.ddde+XX"
-  const char* end = res.ptr;
-  if (*p == '-') { out.push_back('-'); ++p; }
-  char digits[24];
-  int nd = 0;
-  const char* e = p;
-  for (; *e != 'e'; ++e) if (*e != '.') digits[nd++] = *e;
-  int exp10 = 0;
-  std::from_chars(e + 1 + (e[1] == '+'), end, exp10);
-  while (nd > 1 && digits[nd - 1] == '0') --nd;
+// ``digits`` (no dot, no trailing zeros but one) times 10^(exp10 - nd + 1), laid out as
+// Python's ``repr`` lays out a float (exponent form below 1e-4 and from 1e16).
+void format_digits(std::string& out, bool neg, const char* digits, int nd, int exp10) {
   int decpt = exp10 + 1;  // value = 0.DIGITS * 10^decpt
   char tmp[48];
   char* w = tmp;
-  if (decpt <= -4 || decpt > 16) {  // repr's exponent form: d[.ddd]e(+|-)XX
+  if (neg) *w++ = '-';
+  if (decpt <= -4 || decpt > 16) {  // d[.ddd]e(+|-)XX
     *w++ = digits[0];
     if (nd > 1) { *w++ = '.'; std::memcpy(w, digits + 1, static_cast<size_t>(nd - 1)); w += nd - 1; }
     *w++ = 'e';
@@ -106,6 +94,36 @@ void format_double(std::string& out, double x) {
   out.append(tmp, static_cast<size_t>(w - tmp));
 }
 
+template <typename F>
+void format_shortest(std::string& out, F x) {
+  if (std::isnan(x)) { out += "\"nan\""; return; }
+  if (std::isinf(x)) { out += x > 0 ? "\"inf\"" : "\"-inf\""; return; }
+  if (x == 0) { out += std::signbit(x) ? "-0.0" : "0.0"; return; }
+  char buf[40];
+  auto res = std::to_chars(buf, buf + sizeof buf, x, std::chars_format::scientific);
+  const char* p = buf;  // "-d.ddde+XX"
+  bool neg = *p == '-';
+  if (neg) ++p;
+  char digits[24];
+  int nd = 0;
+  const char* e = p;
+  for (; *e != 'e'; ++e) if (*e != '.') digits[nd++] = *e;
+  int exp10 = 0;
+  std::from_chars(e + 1 + (e[1] == '+'), res.ptr, exp10);
+  while (nd > 1 && digits[nd - 1] == '0') --nd;
+  format_digits(out, neg, digits, nd, exp10);
+}
+
+// A float64 as ``json.dumps`` writes it.
+void format_double(std::string& out, double x) { format_shortest(out, x); }
+
+// NOTE [float32 values]: a number of a float32 (or float16/bfloat16) tensor is written with
+// the fewest digits that read back as the same float32 (numpy's repr of a float32): what the
+// tensor holds, exactly, without the 8-9 digits of noise its float64 expansion adds. Parsed
+// as a float64 and written again by ``json.dumps``, it gives the same text (no shorter
+// decimal reads back as that float64), so document ids are unaffected.
+void format_float32(std::string& out, double x) { format_shortest(out, static_cast<float>(x)); }
+
 void format_int(std::string& out, int64_t x) {
   char buf[24];
   out.append(buf, static_cast<size_t>(std::to_chars(buf, buf + sizeof buf, x).ptr - buf));
@@ -121,6 +139,7 @@ struct Value {
   int64_t numel = 0;
   double mn = 0, mx = 0, mean = 0, norm = 0;
   std::vector<double> data;
+  bool f32 = false;  // NOTE [float32 values]
   at::Tensor held;
   std::string py_with, py_without;  // kind 3, once Python has encoded it (canonical JSON)
 };
@@ -213,6 +232,7 @@ Value encode(const at::Tensor& t) {
       return v;
     }
     v.shape = t.sizes().vec();
+    v.f32 = v.dtype != at::kDouble;
     bool keep = v.numel <= kValuesLimit;
     const at::Tensor* src = &t;
     at::Tensor c;
@@ -234,8 +254,12 @@ Value encode(const at::Tensor& t) {
   return v;
 }
 
+void write_number(std::string& out, const Value& v, double x) {
+  if (v.f32) format_float32(out, x); else format_double(out, x);
+}
+
 void write_nested(std::string& out, const Value& v, size_t dim, size_t& k) {
-  if (dim == v.shape.size()) { format_double(out, v.data[k++]); return; }
+  if (dim == v.shape.size()) { write_number(out, v, v.data[k++]); return; }
   out.push_back('[');
   for (int64_t i = 0; i < v.shape[dim]; ++i) {
     if (i) out.push_back(',');
@@ -253,10 +277,10 @@ void write_value(std::string& out, const Value& v, bool with_values) {
     if (i) out.push_back(',');
     format_int(out, v.shape[i]);
   }
-  out += "],\"stats\":{\"max\":"; format_double(out, v.mx);
-  out += ",\"mean\":"; format_double(out, v.mean);
-  out += ",\"min\":"; format_double(out, v.mn);
-  out += ",\"norm\":"; format_double(out, v.norm);
+  out += "],\"stats\":{\"max\":"; write_number(out, v, v.mx);
+  out += ",\"mean\":"; write_number(out, v, v.mean);
+  out += ",\"min\":"; write_number(out, v, v.mn);
+  out += ",\"norm\":"; write_number(out, v, v.norm);
   out += "},\"values\":";
   if (v.kind == 2 && with_values) {
     size_t k = 0;
@@ -1056,6 +1080,11 @@ PYBIND11_MODULE(_native, m) {
   m.def("format_double", [](double x) {
     std::string out;
     gradtrace::format_double(out, x);
+    return out;
+  });
+  m.def("format_float32", [](double x) {
+    std::string out;
+    gradtrace::format_float32(out, x);
     return out;
   });
   m.def("encode_json", [](const at::Tensor& t) {

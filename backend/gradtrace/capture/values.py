@@ -25,6 +25,8 @@ import weakref
 from itertools import chain
 from typing import Any
 
+import numpy as np
+import orjson
 import torch
 
 from gradtrace.schema import VALUES_LIMIT
@@ -70,21 +72,10 @@ def _num(x: float | int | bool) -> Any:
 
 
 def _encode_nested(values: Any) -> Any:
-    """Replace non-finite floats in a nested list (iteratively, no recursion)."""
+    """Replace non-finite floats in a nested list."""
     if not isinstance(values, list):
         return _num(values)
-    out: list[Any] = []
-    stack: list[tuple[list[Any], list[Any]]] = [(values, out)]
-    while stack:
-        src, dst = stack.pop()
-        for item in src:
-            if isinstance(item, list):
-                sub: list[Any] = []
-                dst.append(sub)
-                stack.append((item, sub))
-            else:
-                dst.append(_num(item))
-    return out
+    return _map_nested(values, _num)
 
 
 def _torch_stats(t: torch.Tensor) -> dict[str, Any] | None:
@@ -187,6 +178,65 @@ def encode(t: torch.Tensor, *, with_values: bool = True) -> TensorValueDict:
 
     Callers run it with the torch-function mode off (the recorder's own reads are not ops of
     the snippet)."""
+    out = _encode(t, with_values)
+    if t.dtype in _FLOAT32_LIKE:  # NOTE [float32 values]
+        try:
+            out["values"] = _short32(out["values"])
+            if out["stats"] is not None:
+                out["stats"] = {k: _f32(v) for k, v in out["stats"].items()}
+        except Exception:  # (never expected: the values are numbers and "nan"/"inf" strings)
+            pass
+    return out
+
+
+# NOTE [float32 values]
+#     Numbers of a float32 tensor (and of float16, bfloat16 and complex64 ones, whose parts are
+#     float32-exact) are written with the fewest digits that read back as the same float32, as
+#     numpy's repr writes a float32: what the tensor holds, exactly, without the 8-9 digits of
+#     noise of its float64 expansion (0.38785562 rather than 0.3878556191921234). Their stats
+#     are rounded the same way. The C++ core writes the same (``format_float32``). Float64
+#     tensors keep every digit.
+_FLOAT32_LIKE = {torch.float32, torch.float16, torch.bfloat16, torch.complex64, torch.complex32}
+
+
+def _f32(x: Any) -> Any:
+    """One number at float32 precision (strings "nan"/"inf" and ints pass)."""
+    if isinstance(x, float) and math.isfinite(x):
+        return float(str(np.float32(x)))
+    return x
+
+
+def _short32(values: Any) -> Any:
+    """A nested list of numbers at float32 precision: in one go through numpy and orjson
+    (which writes float32 arrays in their shortest form) when they are all finite numbers."""
+    if values is None or not isinstance(values, list):
+        return _f32(values)
+    try:
+        arr = np.asarray(values, dtype=np.float32)
+    except (ValueError, TypeError):  # "nan"/"inf" strings, or ragged: one by one
+        return _map_nested(values, _f32)
+    if arr.size == 0 or not np.isfinite(arr).all():
+        return _map_nested(values, _f32)
+    return orjson.loads(orjson.dumps(arr, option=orjson.OPT_SERIALIZE_NUMPY))
+
+
+def _map_nested(values: list[Any], fn: Any) -> list[Any]:
+    """``fn`` applied to every leaf of a nested list (iteratively, no recursion)."""
+    out: list[Any] = []
+    stack: list[tuple[list[Any], list[Any]]] = [(values, out)]
+    while stack:
+        src, dst = stack.pop()
+        for item in src:
+            if isinstance(item, list):
+                sub: list[Any] = []
+                dst.append(sub)
+                stack.append((item, sub))
+            else:
+                dst.append(fn(item))
+    return out
+
+
+def _encode(t: torch.Tensor, with_values: bool) -> TensorValueDict:
     shape = list(t.shape)
     dtype = t.dtype
     out = TensorValueDict(shape=shape, dtype=dtype_name(dtype), values=None, stats=None)
