@@ -317,3 +317,26 @@ def test_what_the_real_sandbox_answers_takes_the_fast_path(pool: Any) -> None:
         assert pool.run(code)["status"] in ("ok", "error")
     assert VALIDATED["strict"] == before["strict"] + len(snippets)
     assert VALIDATED["general"] == before["general"]
+
+
+def test_the_strict_schema_mirrors_every_model_of_the_document_field_for_field() -> None:
+    """A field added to a model must be added to the fast path too (NOTE [fast path]): a new
+    defaulted field missing there would be missing from fast-path documents and change ids."""
+    from typing import NotRequired, get_origin, get_type_hints
+
+    from gradtrace.schema import document as models
+    from gradtrace.schema import fast
+
+    pairs = {models.TensorStats: fast._Stats, models.TensorValue: fast._TensorValueShape,
+             models.OutputMeta: fast._OutputMeta, models.SavedTensor: fast._SavedTensor, models.Cut: fast._Cut,
+             models.Node: fast._Node, models.HookChange: fast._HookChange, models.Edge: fast._Edge,
+             models.Event: fast._Event, models.BackwardPass: fast._BackwardPass, models.RunError: fast._RunError,
+             models.Graph: fast._Graph, models.MemorySummary: fast._Memory,
+             models.RecorderErrors: fast._RecorderErrors, models.RunDocument: fast._RunDocument}
+    assert set(models._Model.__subclasses__()) == set(pairs)
+    for model, strict in pairs.items():
+        omitted = {f.alias or name for name, f in model.model_fields.items() if f.exclude_if is not None}
+        written = {f.alias or name for name, f in model.model_fields.items()} - omitted
+        hints = get_type_hints(strict, vars(fast), include_extras=True)
+        assert {k for k, h in hints.items() if get_origin(h) is not NotRequired} == written, model.__name__
+        assert {k for k, h in hints.items() if get_origin(h) is NotRequired} == omitted, model.__name__
