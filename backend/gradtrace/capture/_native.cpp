@@ -571,6 +571,19 @@ std::string value_json(Core& c, int32_t id, bool with_values) {
 struct Recorder {
   std::shared_ptr<Core> core = std::make_shared<Core>();
 
+  // NOTE [graph memory] in document.py, kept as nodes are recorded: each node's list of
+  // saved-tensor entries (to mark them freed when a pass releases them), the bytes of
+  // activations and inputs, and each parameter once. Python objects: touched with the GIL only.
+  struct SavedOf {
+    py::object entries;
+    int64_t activation_bytes = 0;
+    std::vector<std::pair<c10::TensorImpl*, int64_t>> params;
+  };
+  std::unordered_map<int64_t, SavedOf> pending_saved;  // found by ``walk``, not yet recorded
+  std::unordered_map<int32_t, SavedOf> saved_of;
+  int64_t activation_total = 0;
+  std::unordered_map<c10::TensorImpl*, int64_t> param_total;
+
   void configure(int64_t max_events, int64_t cost_event, int64_t cost_value,
                  std::string events_message, std::string bytes_message, py::object on_limit,
                  py::object on_created) {
@@ -616,8 +629,16 @@ struct Recorder {
     size_t n = indices.size();
     for (size_t i = 0; i < n; ++i) {
       c10::intrusive_ptr<Node> node = node_of(nodes[i].ptr());
-      core->known[node.get()] = indices[i].cast<int32_t>();
+      int32_t index = indices[i].cast<int32_t>();
+      core->known[node.get()] = index;
       core->alive.push_back(std::move(node));
+      auto pend = pending_saved.find(index);
+      if (pend != pending_saved.end()) {
+        activation_total += pend->second.activation_bytes;
+        for (const auto& [impl, bytes] : pend->second.params) param_total.emplace(impl, bytes);
+        saved_of.emplace(index, std::move(pend->second));
+        pending_saved.erase(pend);
+      }
       Event ev{};
       ev.node = indices[i].cast<int32_t>();
       ev.pass = -1;
@@ -656,11 +677,6 @@ struct Recorder {
     }
     core->passes_reported = core->passes.size();
     return out;
-  }
-
-  std::vector<int32_t> executed(int32_t pass) {
-    std::lock_guard<std::mutex> lock(core->mu);
-    return core->passes.at(static_cast<size_t>(pass)).executed;
   }
 
   void end_backward() {
@@ -811,6 +827,7 @@ struct Recorder {
   // [(node, doc, privates, edges, seq, is_accumulate_grad)], the k-th with id
   // ``n<first_index + k>``. Same order and results as the Python functions (tested).
   py::list walk(py::list roots, bool read_saved, py::handle parameter, int64_t first_index) {
+    pending_saved.clear();  // (nodes of an earlier batch that a limit kept from being recorded)
     std::vector<c10::intrusive_ptr<Node>> stack;
     std::unordered_map<Node*, size_t> found;  // -> position in ``order`` (DFS order)
     std::vector<c10::intrusive_ptr<Node>> order;
@@ -942,7 +959,14 @@ struct Recorder {
       py::list saved_list;
       if (read_saved) {
         const std::vector<std::string>& attrs = attrs_of(pynode.ptr());
-        if (!attrs.empty()) read_saved_into(pynode, attrs, parameter, saved_list, privates, total);
+        if (!attrs.empty()) {
+          SavedOf so;
+          read_saved_into(pynode, attrs, parameter, saved_list, privates, total, so);
+          if (saved_list.size() > 0) {
+            so.entries = saved_list;
+            pending_saved[first_index + static_cast<int64_t>(k)] = std::move(so);
+          }
+        }
       } else {
         Py_INCREF(Py_True);
         put(doc, K.saved_unread, Py_True);
@@ -1002,7 +1026,7 @@ struct Recorder {
   // address) in ``privates`` (never serialised: to count a parameter once, and to match an
   // in-place change), and the total bytes. Non-tensor saved values are skipped.
   void read_saved_into(py::handle node, const std::vector<std::string>& attrs, py::handle parameter,
-                       py::list& out, py::list& privates, int64_t& total) {
+                       py::list& out, py::list& privates, int64_t& total, SavedOf& so) {
     auto* param_type = reinterpret_cast<PyTypeObject*>(parameter.ptr());
     auto entry = [&](const std::string& label, PyObject* obj) {
       const at::Tensor& t = THPVariable_Unpack(obj);
@@ -1033,6 +1057,8 @@ struct Recorder {
       out.append(e);
       privates.append(py::make_tuple(param, ptr));
       total += nbytes;
+      if (is_param) so.params.emplace_back(THPVariable_Unpack(param.ptr()).unsafeGetTensorImpl(), nbytes);
+      else so.activation_bytes += nbytes;
     };
     for (const auto& attr : attrs) {
       PyObject* value = PyObject_GetAttrString(node.ptr(), attr.c_str());
@@ -1053,6 +1079,42 @@ struct Recorder {
         // an unreadable saved value is skipped, as in Python
       }
     }
+  }
+
+  // Pass ``pass`` released the saved tensors of every node it executed (no retain_graph):
+  // each entry not freed before is marked freed after this pass; returns the bytes freed,
+  // parameters excluded (releasing a reference to a parameter frees nothing).
+  int64_t mark_freed(int32_t pass) {
+    std::vector<int32_t> executed;
+    {
+      std::lock_guard<std::mutex> lock(core->mu);
+      executed = core->passes.at(static_cast<size_t>(pass)).executed;
+    }
+    const Keys& K = interned();
+    py::object idx = py::int_(pass);
+    int64_t freed = 0;
+    for (int32_t index : executed) {
+      auto it = saved_of.find(index);
+      if (it == saved_of.end()) continue;
+      PyObject* entries = it->second.entries.ptr();
+      for (Py_ssize_t k = 0; k < PyList_GET_SIZE(entries); ++k) {
+        PyObject* e = PyList_GET_ITEM(entries, k);
+        PyObject* was = PyDict_GetItem(e, K.freed_after_pass);
+        if (was != nullptr && was != Py_None) continue;
+        if (PyDict_SetItem(e, K.freed_after_pass, idx.ptr()) < 0) throw python_error();
+        if (PyDict_GetItem(e, K.is_parameter) != Py_True) {
+          freed += PyLong_AsLongLong(PyDict_GetItem(e, K.bytes));
+        }
+      }
+    }
+    return freed;
+  }
+
+  // The bytes held by saved tensors: activations and inputs per node, each parameter once.
+  int64_t saved_total() {
+    int64_t total = activation_total;
+    for (const auto& [impl, bytes] : param_total) total += bytes;
+    return total;
   }
 
   // Remove every hook (NOTE: also breaks the core <-> node reference cycle).
@@ -1105,7 +1167,6 @@ PYBIND11_MODULE(_native, m) {
       .def("set_active", &gradtrace::Recorder::set_active)
       .def("stop", &gradtrace::Recorder::stop)
       .def("new_engine_passes", &gradtrace::Recorder::new_engine_passes)
-      .def("executed", &gradtrace::Recorder::executed)
       .def("end_backward", &gradtrace::Recorder::end_backward)
       .def("take_accumulations", &gradtrace::Recorder::take_accumulations)
       .def("hook_change", &gradtrace::Recorder::hook_change)
@@ -1115,5 +1176,7 @@ PYBIND11_MODULE(_native, m) {
       .def("value", &gradtrace::Recorder::value)
       .def("events_json", &gradtrace::Recorder::events_json)
       .def("walk", &gradtrace::Recorder::walk)
+      .def("mark_freed", &gradtrace::Recorder::mark_freed)
+      .def("saved_total", &gradtrace::Recorder::saved_total)
       .def("close", &gradtrace::Recorder::close);
 }

@@ -79,8 +79,11 @@ def _plain(obj: Any) -> Any:
     raise TypeError(f"not JSON serialisable: {type(obj).__name__}")
 
 
-def canonical_bytes(obj: Any) -> bytes:
-    """``gradtrace.schema.canonical_json(obj)``, faster (NOTE [canonical JSON with orjson])."""
+def canonical_bytes(obj: Any, *, few_values: bool = False) -> bytes:
+    """``gradtrace.schema.canonical_json(obj)``, faster (NOTE [canonical JSON with orjson]).
+
+    ``few_values``: the document holds few TensorValues (the C++ core wrote the events' JSON):
+    each is fixed on its own, which spares the splicing pass over the whole output."""
     if orjson is None:
         return canonical_json(obj)
     texts: list[bytes] = []
@@ -92,6 +95,8 @@ def canonical_bytes(obj: Any) -> bytes:
             text = seen.get(id(o))  # the same value met again (one node's input, the next's output)
             if text is None:
                 text = seen[id(o)] = dumps(o, option=sort_keys)
+            if few_values:
+                return orjson.Fragment(repr_floats(text))
             texts.append(text)
             return _MARK
         return _plain(o)

@@ -107,6 +107,9 @@ def _memory(rec: Recorder) -> dict[str, int]:
     total counts activations and inputs per node and each parameter once (a parameter saved
     by several nodes is one tensor); ``freed`` counts what backward released, parameters
     excluded (releasing a reference to a parameter frees nothing)."""
+    freed = sum(int(p.doc["freed_bytes"]) for p in rec.passes)
+    if rec.native is not None:  # kept as nodes were recorded
+        return {"saved_bytes_total": int(rec.native.saved_total()), "freed_bytes_total": freed}
     total = 0
     params: set[int] = set()
     for info in rec.fn_by_id.values():
@@ -116,7 +119,6 @@ def _memory(rec: Recorder) -> dict[str, int]:
                     continue
                 params.add(id(p))
             total += s["bytes"]
-    freed = sum(int(p.doc["freed_bytes"]) for p in rec.passes)
     return {"saved_bytes_total": total, "freed_bytes_total": freed}
 
 
@@ -182,7 +184,7 @@ def build_document(rec: Recorder, *, status: str, error: dict[str, Any] | None =
         doc: dict[str, Any] = {
             "schema_version": SCHEMA_VERSION, "status": status, "error": _error(error),
             "stdout": stdout, "device": device,
-            "graph": {"nodes": nodes, "edges": [{"input_nr": None, **e} for e in rec.edges]},
+            "graph": {"nodes": nodes, "edges": list(rec.edges)},  # every edge has its input_nr
             "events": events, "message": message, "stdout_truncated": stdout_truncated,
             "code": code, "seed": seed,
             "passes": [dict(p.doc) for p in rec.passes], "memory": _memory(rec),
@@ -190,7 +192,9 @@ def build_document(rec: Recorder, *, status: str, error: dict[str, Any] | None =
         }
         if rec.n_recorder_errors:
             doc["recorder_errors"] = {"count": rec.n_recorder_errors, "first": rec.recorder_errors}
-        body = canonical_bytes(doc)  # NOTE [canonical JSON with orjson]
+        # NOTE [canonical JSON with orjson]; with the core, TensorValues outside the events
+        # (the JSON of which it wrote) are few: written one by one, no splicing pass
+        body = canonical_bytes(doc, few_values=events_json is not None)
         doc_id = hashlib.sha256(body).hexdigest()[:16]
         doc["id"] = doc_id
         if events_json is not None and not json_events:

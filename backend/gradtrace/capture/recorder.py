@@ -351,10 +351,11 @@ class Recorder:
             self.values.end_pass()
         if p.doc["retain_graph"]:
             return
+        if self.native is not None:
+            p.doc["freed_bytes"] = self.native.mark_freed(idx)
+            return
         freed = 0
-        executed = ([f"n{i}" for i in self.native.executed(idx)] if self.native is not None
-                    else p.executed)
-        for fid in executed:
+        for fid in p.executed:
             for s in self.fn_by_id[fid].doc["saved"]:
                 if s["freed_after_pass"] is None:
                     s["freed_after_pass"] = idx
