@@ -112,7 +112,11 @@ class CaptureMode(TorchFunctionMode):
             return func(*args, **kwargs)
         special = self._special.get(func)
         if special is not None:
+            if rec.pending:
+                self._flush()
             return special(func, args, kwargs)
+        if rec.pending and (_mutates(func) or "out" in kwargs):
+            self._flush()  # NOTE [discovery in batches]: saved tensors are read before the change
         mark = _seq_nr()
         out = func(*args, **kwargs)
         # NOTE [fast path]: no sequence number handed out means no node was created, so most
@@ -135,6 +139,14 @@ class CaptureMode(TorchFunctionMode):
         finally:
             tracer.resume()
         return out
+
+    def _flush(self) -> None:
+        tracer = self.rec.tracer
+        tracer.pause()
+        try:
+            self.rec.flush()
+        finally:
+            tracer.resume()
 
     def _cuts_only(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any,
                    mark: int) -> None:
@@ -159,6 +171,9 @@ class CaptureMode(TorchFunctionMode):
                 if g is not None and g not in rec.fns:
                     roots.append(g)
         if roots and _tracing_context() is None:
+            if rec.tracer.active and rec.active_pass is None and not rec.cuts:
+                rec.defer(roots)  # NOTE [discovery in batches]
+                return
             rec.discover(roots, line=rec.current_line(), seq_mark=mark, created_in_pass=rec.active_pass)
             if rec.cuts:
                 self._cut_consumers(args, out)

@@ -31,6 +31,8 @@ from gradtrace.capture.saved import saved_hooks_active
 from gradtrace.capture.timeline import LineTracer, SeqLog
 from gradtrace.capture.values import ValueStore, dtype_name
 
+_seq_nr = torch._C._autograd._get_sequence_nr
+
 _COST = {"function": 380, "saved": 150, "tensor": 500, "forward": 140, "backward": 140,
          "value": 185, "edge": 65}
 """Upper estimates of the canonical JSON bytes of each part (NOTE [limits])."""
@@ -86,7 +88,12 @@ class Recorder:
         self.recorder_errors: list[str] = []
         self.n_recorder_errors = 0
         self.tracer = LineTracer(filename)
+        self.tracer.on_step = self._on_step
         self.module_log = SeqLog()
+        self.pending: list[Node] = []
+        """Nodes made by the current line, not walked yet (NOTE [discovery in batches])."""
+        self._pending_mark = 0
+        self._pending_read = True
         self._n_fns = 0
 
     # ---------------------------------------------------------------- ids and limits
@@ -153,12 +160,56 @@ class Recorder:
         out.reverse()
         return out
 
+    # NOTE [discovery in batches]
+    #     With the line tracer on, a node's line and module follow from its sequence number
+    #     (NOTE [lines by sequence number]), not from when it is walked. So the results of the
+    #     torch calls of one snippet line are only noted (``defer``), and walked together when
+    #     the snippet moves to another line or returns from one of its functions (the tracer's
+    #     ``on_step``, while the frame whose variables name the new leaves still runs), or
+    #     earlier when something needs them: before an in-place op (saved tensors are read
+    #     before it changes them), a backward call, any direct ``discover``, the end of the
+    #     block, or every 256 notes / 4,096 new nodes (the node limit stays timely). A
+    #     transformer's ``encoder(x)`` is then one walk instead of 300; a GRU step, one
+    #     instead of five. The graph is the same; the recorder holds the noted nodes, which
+    #     it would hold once walked anyway (NOTE [keeping nodes alive] in graph.py).
+    def defer(self, roots: list[Node]) -> None:
+        """Note the new nodes of a torch call, to walk with the rest of its line. Nodes made
+        under ``saved_tensors_hooks`` (checkpoint) are walked apart, their saved tensors unread
+        (NOTE [reading saved tensors]): whether hooks are on is noted with them."""
+        read = not saved_hooks_active()
+        if self.pending and read != self._pending_read:
+            self.flush()
+        if not self.pending:
+            self._pending_mark = _seq_nr()
+            self._pending_read = read
+        self.pending += roots
+        if len(self.pending) > 256 or _seq_nr() - self._pending_mark > 4096:
+            self.flush()
+
+    def flush(self) -> None:
+        """Walk what ``defer`` noted (a LimitReached goes on to the snippet)."""
+        if not self.pending:
+            return
+        roots, self.pending = self.pending, []
+        try:
+            self.discover(roots, line=self.tracer.log.current, seq_mark=None, read=self._pending_read)
+        except Exception as e:  # NOTE [the recorder never breaks the snippet]
+            self.internal_error(e)
+
+    def _on_step(self) -> None:
+        if self.pending and self.limit is None:
+            self.flush()
+
     def discover(self, roots: list[Node], *, line: int | None, seq_mark: int | None,
                  created_in_pass: int | None = None, names: frames.NameIndex | None = None,
-                 hooks: bool = True) -> None:
-        """Register every node reachable from ``roots`` that is new (NOTE [discovery])."""
+                 hooks: bool = True, read: bool | None = None) -> None:
+        """Register every node reachable from ``roots`` that is new (NOTE [discovery]);
+        ``read``: read their saved tensors (default: unless saved-tensor hooks are on now)."""
+        if self.pending:  # older nodes first: they were created first
+            self.flush()
         core = self.native
-        read = not saved_hooks_active()
+        if read is None:
+            read = not saved_hooks_active()
         first = len(self.nodes)
         new = (core.walk(roots, read, nn.Parameter, first) if core is not None else
                describe_batch(roots, self.fns, read_saved_tensors=read, first_index=first))

@@ -19,6 +19,7 @@ after being recorded in the document.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import sys
 import traceback
@@ -119,6 +120,10 @@ class record:
         try:
             if self._mode is not None:
                 self._mode.__exit__(exc_type, exc, tb)  # type: ignore[no-untyped-call]
+            if self._rec is not None and self._rec.limit is None:
+                self._rec.tracer.pause()
+                with contextlib.suppress(LimitReached):
+                    self._rec.flush()  # NOTE [discovery in batches]: the last line's nodes
         finally:
             self._remove()
         rec = self._rec

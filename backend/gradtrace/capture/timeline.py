@@ -62,6 +62,9 @@ class LineTracer:
         self.active = False
         self._thread = 0
         self.suspended = False
+        self.on_step: Any = None
+        """Called (no arguments) when the snippet moves to another line or returns from one of
+        its functions, before the move is noted: NOTE [discovery in batches] in recorder.py."""
 
     def install(self) -> bool:
         """Start tracing this thread; False (and no tracing) when another tracer is active."""
@@ -110,8 +113,12 @@ class LineTracer:
 
     def _local(self, frame: FrameType, event: str, arg: Any) -> Any:
         if event == "line":
+            if self.on_step is not None:
+                self.on_step()
             self.log.note(frame.f_lineno)
         elif event == "return":
+            if self.on_step is not None:
+                self.on_step()
             # back to the innermost snippet frame still running (maybe via library code)
             back = frame.f_back
             while back is not None and back.f_code.co_filename != self.filename:
