@@ -7,8 +7,9 @@ steps. Each case builds its model once; every repetition then runs forward+backw
 bare, or inside ``gradtrace.record()`` followed by ``rec.document()`` and ``canonical_json`` (so
 serialization is included). Bare and captured repetitions alternate, in the same process, so
 machine noise hits both alike. torchviz's ``make_dot`` (graph extraction only, no rendering) is
-timed on the transformer when torchviz is installed. Targets: ratio <= 2 (CNN, transformer),
-<= 3 (GRU), capture overhead no slower than make_dot.
+timed on the transformer when torchviz is installed, against gradtrace's own graph walk
+(extraction only) and its whole capture overhead. Targets: ratio <= 2 (CNN, transformer), <= 3
+(GRU), capture no slower than make_dot. ``--python`` adds the Python recorder (no C++ core).
 """
 
 from __future__ import annotations
@@ -118,6 +119,23 @@ def serialisers(loss_fn: Callable[[], torch.Tensor], model: nn.Module,
     return t_json, t_orjson
 
 
+def walk_only(loss_fn: Callable[[], torch.Tensor], native: bool) -> Callable[[], Any]:
+    """gradtrace's graph extraction alone, the counterpart of make_dot: every node of a fresh
+    forward with its name, output metadata, saved tensors and edges (the C++ core's ``walk``,
+    or the Python recorder's ``describe_batch``); the forward itself is not timed."""
+    from gradtrace.capture import native as core
+    from gradtrace.capture.graph import describe_batch
+
+    loss = loss_fn()
+
+    def run() -> Any:
+        if native and core.core is not None:
+            return core.core.Recorder().walk([loss.grad_fn], True, nn.Parameter, 0)
+        return describe_batch([loss.grad_fn], {}, read_saved_tensors=True, first_index=0)
+
+    return run
+
+
 def extract_only(loss_fn: Callable[[], torch.Tensor], model: nn.Module) -> Callable[[], Any]:
     """torchviz make_dot on a fresh forward (the forward itself is not timed)."""
     from torchviz import make_dot
@@ -153,6 +171,8 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=15)
     ap.add_argument("--quick", action="store_true", help="3 repetitions (smoke test)")
     ap.add_argument("--case", action="append", help="only these cases (repeatable)")
+    ap.add_argument("--python", action="store_true",
+                    help="also time the Python recorder (the fallback without the C++ core)")
     args = ap.parse_args()
     reps = 3 if args.quick else args.reps
     torch.set_num_threads(1)
@@ -176,6 +196,11 @@ def main() -> None:
         rows.append((f"{name} bare fwd+bwd", reps, mb, pct(t_bare, 0.95), "-", None, ""))
         rows.append((f"{name} capture+json", reps, mc, pct(t_cap, 0.95), "bare", mc / mb,
                      f"{nodes} nodes, {size / 1e6:.2f} MB, {size / max(nodes, 1):.0f} B/node"))
+        if args.python:
+            t_py = [timed(lambda: captured(loss_fn, model, native=False)) for _ in range(reps)]  # noqa: B023
+            mp = statistics.median(t_py)
+            rows.append((f"{name} capture+json (Python)", reps, mp, pct(t_py, 0.95), "bare", mp / mb,
+                         "the fallback without the C++ core"))
         t_json, t_orjson = serialisers(loss_fn, model, reps)
         mj, mo = statistics.median(t_json), statistics.median(t_orjson)
         rows.append((f"{name} json.dumps (schema)", reps, mj, pct(t_json, 0.95), "-", None,
@@ -195,6 +220,12 @@ def main() -> None:
                          "extraction only"))
             rows.append(("transformer-6 capture overhead", reps, mc - mb, 0.0, "make_dot",
                          (mc - mb) / mv, "capture+json minus bare, vs make_dot"))
+            for label, nat in (("C++ core", True), ("Python", False)):
+                walk = walk_only(loss_fn, nat)
+                t_walk = [timed(walk) for _ in range(reps)]
+                mw = statistics.median(t_walk)
+                rows.append((f"transformer-6 graph walk ({label})", reps, mw, pct(t_walk, 0.95),
+                             "make_dot", mw / mv, "extraction only: names, metadata, saved tensors, edges"))
     print(f"(thread CPU time, torch threads = {torch.get_num_threads()}, torch {torch.__version__})")
     print(f"{'case':36} {'n':>3} {'median ms':>10} {'p95 ms':>9} {'baseline':>9} {'ratio':>6}  note")
     for case, n, med, p95, base, ratio, note in rows:
