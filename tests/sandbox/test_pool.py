@@ -102,7 +102,7 @@ def test_a_run_stopped_at_its_wall_clock_limit_keeps_the_graph_it_built(pool: Po
     names = _function_names(doc)
     assert names.count("MulBackward0") > 10 and "AccumulateGrad" in names
     assert doc["error"]["type"] == "TimeLimitExceeded"
-    assert doc["error"]["line"] in (6, 7)  # stopped inside the loop, where it was
+    assert doc["error"]["line"] in (5, 6, 7)  # stopped inside the loop (its head, its body)
     assert doc["stdout"].startswith("started")
     assert len(doc["events"]) == len(names)  # one forward event per recorded node
 
