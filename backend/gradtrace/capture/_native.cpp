@@ -420,6 +420,7 @@ struct Core : std::enable_shared_from_this<Core> {
   std::vector<std::pair<c10::intrusive_ptr<Node>, uintptr_t>> hooks;
   std::vector<int32_t> acc_events;  // AccumulateGrad events not yet drained
   std::unordered_map<Node*, int32_t> known;  // every recorded node -> its index ("n<index>")
+  std::unordered_map<int32_t, Node*> by_index;
   std::vector<c10::intrusive_ptr<Node>> alive;  // NOTE [keeping nodes alive] in graph.py
   int64_t max_events = 0, n_events = 0;
   int64_t bytes_left = 0, bytes_used = 0;
@@ -584,9 +585,18 @@ struct Recorder {
   int64_t activation_total = 0;
   std::unordered_map<c10::TensorImpl*, int64_t> param_total;
 
+  int64_t max_nodes_ = 0, cost_node_ = 0, cost_saved_ = 0, cost_edge_ = 0;
+  std::string nodes_message_;
+
   void configure(int64_t max_events, int64_t cost_event, int64_t cost_value,
                  std::string events_message, std::string bytes_message, py::object on_limit,
-                 py::object on_created) {
+                 py::object on_created, int64_t max_nodes, std::string nodes_message,
+                 int64_t cost_node, int64_t cost_saved, int64_t cost_edge) {
+    max_nodes_ = max_nodes;
+    nodes_message_ = std::move(nodes_message);
+    cost_node_ = cost_node;
+    cost_saved_ = cost_saved;
+    cost_edge_ = cost_edge;
     auto& c = *core;
     c.max_events = max_events;
     c.cost_event = cost_event;
@@ -610,42 +620,143 @@ struct Recorder {
     return core->bytes_used;
   }
 
-  void hook(py::list nodes, py::list indices) {
-    std::lock_guard<std::mutex> lock(core->mu);
-    size_t n = nodes.size();
-    for (size_t i = 0; i < n; ++i) {
-      c10::intrusive_ptr<Node> node = node_of(nodes[i].ptr());
-      if (!node) throw py::value_error("an autograd node without its C++ part");
-      bool acc = dynamic_cast<torch::autograd::AccumulateGrad*>(node.get()) != nullptr;
-      int32_t index = indices[i].cast<int32_t>();
-      uintptr_t key = node->add_post_hook(std::make_unique<Hook>(core, node.get(), index, acc));
-      core->hooks.emplace_back(std::move(node), key);
+  // A node found by ``walk`` becomes recorded: known by its index, kept alive, its forward
+  // event noted, its hook registered (unless ``hooks`` is off: the sweep at the end), and its
+  // saved tensors' entries kept for ``mark_freed``.
+  void register_node(const c10::intrusive_ptr<Node>& node, int32_t index, int32_t line, bool hooks,
+                     bool acc) {
+    {
+      std::lock_guard<std::mutex> lock(core->mu);
+      core->known[node.get()] = index;
+      core->by_index[index] = node.get();
+      core->alive.push_back(node);
+      Event ev{};
+      ev.node = index;
+      ev.pass = -1;
+      ev.line = line;
+      ev.grad = kNone;
+      core->events.push_back(ev);
+      if (hooks) {
+        uintptr_t key = node->add_post_hook(std::make_unique<Hook>(core, node.get(), index, acc));
+        core->hooks.emplace_back(node, key);
+      }
+    }
+    auto pend = pending_saved.find(index);
+    if (pend != pending_saved.end()) {
+      activation_total += pend->second.activation_bytes;
+      for (const auto& [impl, bytes] : pend->second.params) param_total.emplace(impl, bytes);
+      saved_of.emplace(index, std::move(pend->second));
+      pending_saved.erase(pend);
     }
   }
 
-  // Forward events of newly recorded nodes (in creation order), which become known.
-  void forward(py::list nodes, py::list indices, py::list lines) {
+  // The index of a recorded node, or -1.
+  int64_t index_of(py::handle node) {
+    c10::intrusive_ptr<Node> n = node_of(node.ptr());
     std::lock_guard<std::mutex> lock(core->mu);
-    size_t n = indices.size();
-    for (size_t i = 0; i < n; ++i) {
-      c10::intrusive_ptr<Node> node = node_of(nodes[i].ptr());
-      int32_t index = indices[i].cast<int32_t>();
-      core->known[node.get()] = index;
-      core->alive.push_back(std::move(node));
-      auto pend = pending_saved.find(index);
-      if (pend != pending_saved.end()) {
-        activation_total += pend->second.activation_bytes;
-        for (const auto& [impl, bytes] : pend->second.params) param_total.emplace(impl, bytes);
-        saved_of.emplace(index, std::move(pend->second));
-        pending_saved.erase(pend);
-      }
-      Event ev{};
-      ev.node = indices[i].cast<int32_t>();
-      ev.pass = -1;
-      ev.line = lines[i].is_none() ? kNullLine : lines[i].cast<int32_t>();
-      ev.grad = kNone;
-      core->events.push_back(ev);
+    auto it = core->known.find(n.get());
+    return it == core->known.end() ? -1 : it->second;
+  }
+
+  // (node, doc, privates, is_accumulate_grad) of every recorded node from the ``start``-th on,
+  // in the order they were recorded (for Python's lazily built ``fn_by_id``).
+  py::list infos(size_t start) {
+    py::list out;
+    for (size_t i = start; i < infos_.size(); ++i) out.append(infos_[i]);
+    return out;
+  }
+  std::vector<py::object> infos_;
+
+  // ``SeqLog.at``: the value noted last before ``seq`` was handed out (borrowed).
+  static PyObject* seq_at(PyObject* seqs, PyObject* values, int64_t seq) {
+    Py_ssize_t lo = 0, hi = PyList_GET_SIZE(seqs);
+    while (lo < hi) {  // bisect_right
+      Py_ssize_t mid = (lo + hi) / 2;
+      if (seq < PyLong_AsLongLong(PyList_GET_ITEM(seqs, mid))) hi = mid; else lo = mid + 1;
     }
+    return PyList_GET_ITEM(values, lo - 1);
+  }
+
+  // NOTE [discovery in C++], whole: ``walk``, then what Recorder.discover did per node in
+  // Python: each node's line and module (``_placement``: by sequence number from the line
+  // tracer's and module tracker's logs, an AccumulateGrad taking its consumer's), the node
+  // and size limits, the ``seq`` and ``created_in_pass`` fields, and ``register_node``.
+  // Returns (docs, edges, leaves, bytes, limit message or None); ``leaves`` are
+  // (leaf tensor, AccumulateGrad id, line) for Python to give tensor nodes.
+  py::tuple discover(py::list roots, bool read_saved, py::handle parameter, int64_t first_index,
+                     int64_t bytes_left, py::object created_in_pass, bool tracer_active,
+                     py::object line, py::object stack_module, py::object seq_mark,
+                     py::list line_seqs, py::list line_values, py::list mod_seqs,
+                     py::list mod_values, int64_t n_fns, bool hooks) {
+    py::list found = walk(roots, read_saved, parameter, first_index);
+    size_t m = found.size();
+    py::list docs, edges, leaves;
+    if (m == 0) return py::make_tuple(docs, edges, leaves, 0, py::none());
+    constexpr uint64_t kAcc = std::numeric_limits<uint64_t>::max();
+    std::vector<std::pair<PyObject*, PyObject*>> places(m);  // borrowed (line, module)
+    PyObject* nxt_line = line.ptr();
+    PyObject* nxt_mod = Py_None;
+    bool in_pass = !created_in_pass.is_none();
+    bool has_mark = !seq_mark.is_none();
+    uint64_t mark = has_mark ? seq_mark.cast<uint64_t>() : 0;
+    for (size_t r = m; r-- > 0;) {
+      PyObject* t = PyList_GET_ITEM(found.ptr(), static_cast<Py_ssize_t>(r));
+      uint64_t seq = PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(t, 4));
+      if (seq == kAcc) { places[r] = {nxt_line, nxt_mod}; continue; }
+      PyObject* l;
+      PyObject* mo;
+      if (in_pass) { l = line.ptr(); mo = Py_None; }
+      else if (tracer_active) {
+        l = seq_at(line_seqs.ptr(), line_values.ptr(), static_cast<int64_t>(seq));
+        mo = seq_at(mod_seqs.ptr(), mod_values.ptr(), static_cast<int64_t>(seq));
+      } else if (!has_mark || seq >= mark) { l = line.ptr(); mo = stack_module.ptr(); }
+      else { l = Py_None; mo = Py_None; }
+      places[r] = {l, mo};
+      nxt_line = l;
+      nxt_mod = mo;
+    }
+    const Keys& K = interned();
+    py::object stopped = py::none();
+    int64_t used = 0;
+    for (size_t k = 0; k < m; ++k) {
+      PyObject* t = PyList_GET_ITEM(found.ptr(), static_cast<Py_ssize_t>(k));
+      PyObject* doc = PyTuple_GET_ITEM(t, 1);
+      PyObject* node_edges = PyTuple_GET_ITEM(t, 3);
+      int64_t index = first_index + static_cast<int64_t>(k);
+      if (index >= max_nodes_) { stopped = py::str(nodes_message_); break; }
+      int64_t cost = cost_node_ + cost_saved_ * PyList_GET_SIZE(PyDict_GetItem(doc, K.saved)) +
+                     cost_edge_ * PyList_GET_SIZE(node_edges);
+      if (used + cost > bytes_left) { stopped = py::str(core->bytes_message); break; }
+      used += cost;
+      auto [l, mo] = places[k];
+      Py_INCREF(l);
+      put(doc, K.line, l);
+      Py_INCREF(mo);
+      put(doc, K.module, mo);
+      put(doc, K.seq, PyLong_FromLongLong(n_fns + static_cast<int64_t>(k)));
+      if (in_pass) {
+        Py_INCREF(created_in_pass.ptr());
+        put(doc, K.created_in_pass, created_in_pass.ptr());
+      }
+      if (PyList_Append(docs.ptr(), doc) < 0) throw python_error();
+      for (Py_ssize_t e = 0; e < PyList_GET_SIZE(node_edges); ++e) {
+        if (PyList_Append(edges.ptr(), PyList_GET_ITEM(node_edges, e)) < 0) throw python_error();
+      }
+      PyObject* pynode = PyTuple_GET_ITEM(t, 0);
+      bool acc = PyTuple_GET_ITEM(t, 5) == Py_True;
+      c10::intrusive_ptr<Node> node = node_of(pynode);
+      int32_t line_nr = l == Py_None ? kNullLine : static_cast<int32_t>(PyLong_AsLong(l));
+      register_node(node, static_cast<int32_t>(index), line_nr, hooks, acc);
+      infos_.push_back(py::make_tuple(py::handle(pynode), py::handle(doc), py::handle(PyTuple_GET_ITEM(t, 2)), acc));
+      if (acc) {
+        auto* a = static_cast<torch::autograd::AccumulateGrad*>(node.get());
+        py::object leaf = a->variable.defined()
+            ? py::reinterpret_steal<py::object>(THPVariable_Wrap(a->variable)) : py::none();
+        leaves.append(py::make_tuple(leaf, py::handle(PyDict_GetItem(doc, K.id)), py::handle(l)));
+      }
+    }
+    pending_saved.clear();
+    return py::make_tuple(docs, edges, leaves, used, stopped);
   }
 
   // Python's begin_pass: the index this pass gets (engine passes may have taken some).
@@ -685,15 +796,24 @@ struct Recorder {
     core->cache.clear();
   }
 
-  // AccumulateGrad events since the last call: [(node index, grad value id)].
-  std::vector<std::pair<int32_t, int32_t>> take_accumulations() {
-    std::lock_guard<std::mutex> lock(core->mu);
-    std::vector<std::pair<int32_t, int32_t>> out;
-    for (int32_t e : core->acc_events) {
-      const Event& ev = core->events[static_cast<size_t>(e)];
-      out.emplace_back(ev.node, ev.grad);
+  // AccumulateGrad events since the last call: [(leaf tensor, grad value id)].
+  py::list take_accumulations() {
+    std::vector<std::pair<Node*, int32_t>> taken;
+    {
+      std::lock_guard<std::mutex> lock(core->mu);
+      for (int32_t e : core->acc_events) {
+        const Event& ev = core->events[static_cast<size_t>(e)];
+        taken.emplace_back(core->by_index.at(ev.node), ev.grad);
+      }
+      core->acc_events.clear();
     }
-    core->acc_events.clear();
+    py::list out;
+    for (auto [node, grad] : taken) {
+      auto* a = static_cast<torch::autograd::AccumulateGrad*>(node);
+      py::object leaf = a->variable.defined()
+          ? py::reinterpret_steal<py::object>(THPVariable_Wrap(a->variable)) : py::none();
+      out.append(py::make_tuple(leaf, grad));
+    }
     return out;
   }
 
@@ -1161,8 +1281,9 @@ PYBIND11_MODULE(_native, m) {
       .def("configure", &gradtrace::Recorder::configure)
       .def("set_bytes_left", &gradtrace::Recorder::set_bytes_left)
       .def("bytes_used", &gradtrace::Recorder::bytes_used)
-      .def("hook", &gradtrace::Recorder::hook)
-      .def("forward", &gradtrace::Recorder::forward)
+      .def("discover", &gradtrace::Recorder::discover)
+      .def("index_of", &gradtrace::Recorder::index_of)
+      .def("infos", &gradtrace::Recorder::infos)
       .def("begin_pass", &gradtrace::Recorder::begin_pass)
       .def("set_active", &gradtrace::Recorder::set_active)
       .def("stop", &gradtrace::Recorder::stop)

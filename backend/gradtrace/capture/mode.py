@@ -159,16 +159,16 @@ class CaptureMode(TorchFunctionMode):
         roots = []
         for t in _tensors_of(out):
             g = t.grad_fn
-            if g is not None and g not in rec.fns:
+            if g is not None and not rec.is_known(g):
                 roots.append(g)
         if args and isinstance(args[0], torch.Tensor) and _mutates(func):
             g = args[0].grad_fn
-            if g is not None and g not in rec.fns:
+            if g is not None and not rec.is_known(g):
                 roots.append(g)
         if kwargs.get("out") is not None:
             for t in _tensors_of(kwargs["out"]):
                 g = t.grad_fn
-                if g is not None and g not in rec.fns:
+                if g is not None and not rec.is_known(g):
                     roots.append(g)
         if roots and _tracing_context() is None:
             if rec.tracer.active and rec.active_pass is None and not rec.cuts:
@@ -207,7 +207,7 @@ class CaptureMode(TorchFunctionMode):
         src = sources[0]
         if src.grad_fn is not None:
             rec.discover([src.grad_fn], line=frame.f_lineno, seq_mark=None)
-            source = rec.fns[src.grad_fn].id
+            source = rec.fn_id(src.grad_fn)
         else:
             source = rec.tensor_node(src, role="leaf", line=frame.f_lineno)
         names = frames.NameIndex.during_run(frame)
@@ -224,7 +224,7 @@ class CaptureMode(TorchFunctionMode):
         outs = [t.grad_fn for t in _tensors_of(out) if t.grad_fn is not None]
         if not outs:
             return
-        target = rec.fns[outs[0]].id
+        target = rec.fn_id(outs[0])
         for a in args:
             for t in _tensors_of(a):
                 hit = rec.cuts.get(id(t))
@@ -255,7 +255,7 @@ class CaptureMode(TorchFunctionMode):
                     rec.discover([t.grad_fn], line=line, seq_mark=None, names=names)
                 tid = rec.tensor_node(t, role="root", line=line, names=names)
                 if t.grad_fn is not None:
-                    edge = {"source": rec.fns[t.grad_fn].id, "target": tid, "input_nr": None}
+                    edge = {"source": rec.fn_id(t.grad_fn), "target": tid, "input_nr": None}
                     if edge not in rec.edges:
                         rec.edges.append(edge)
                 root_ids.append(tid)
@@ -299,5 +299,5 @@ class CaptureMode(TorchFunctionMode):
             line = frame.f_lineno if frame is not None else None
             rec.discover([t.grad_fn], line=line, seq_mark=None)
             tid = rec.tensor_node(t, role="retained", line=line, names=frames.NameIndex.during_run(frame))
-            rec.edges.append({"source": rec.fns[t.grad_fn].id, "target": tid, "input_nr": None})
+            rec.edges.append({"source": rec.fn_id(t.grad_fn), "target": tid, "input_nr": None})
         return out

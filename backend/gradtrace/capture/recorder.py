@@ -51,8 +51,9 @@ class Recorder:
         self.max_nodes = max_nodes
         self.max_events = max_events
         self.nodes: list[dict[str, Any]] = []
-        self.fns: dict[Node, FnInfo] = {}
-        self.fn_by_id: dict[str, FnInfo] = {}
+        self._fns: dict[Node, FnInfo] = {}
+        self._fn_by_id: dict[str, FnInfo] = {}
+        self._n_infos = 0
         self.tensors: dict[int, tuple[torch.Tensor, dict[str, Any]]] = {}
         self.edges: list[dict[str, Any]] = []
         self.events: list[dict[str, Any] | BackwardEvent] = []
@@ -72,7 +73,9 @@ class Recorder:
                 max_events, _COST["backward"], _COST["value"],
                 f"the run reached the event limit ({max_events:,} events)",
                 f"the document reached its size limit ({max_document_bytes >> 20} MB)",
-                self.stop, self._created_in_backward)
+                self.stop, self._created_in_backward,
+                max_nodes, f"the graph reached the node limit ({max_nodes:,} nodes)",
+                _COST["function"] + _COST["forward"], _COST["saved"], _COST["edge"])
             self.values.native = self.native
         self.limit: str | None = None
         self.module_stack: list[str | None] = []
@@ -126,6 +129,46 @@ class Recorder:
         self._active_pass = idx
         if self.native is not None:
             self.native.set_active(-1 if idx is None else idx)
+
+    # ---------------------------------------------------------------- recorded nodes
+    # With the C++ core, the function nodes' FnInfo objects are made only when asked for
+    # (diagnosing an error): the core keeps what is needed while recording (NOTE [discovery
+    # in C++]); ``is_known`` and ``fn_id`` answer the hot questions without them.
+    @property
+    def fns(self) -> dict[Node, FnInfo]:
+        """Every recorded function node's FnInfo, by node."""
+        self._sync_infos()
+        return self._fns
+
+    @property
+    def fn_by_id(self) -> dict[str, FnInfo]:
+        """Every recorded function node's FnInfo, by id."""
+        self._sync_infos()
+        return self._fn_by_id
+
+    def _sync_infos(self) -> None:
+        if self.native is None:
+            return
+        for node, doc, private, acc in self.native.infos(self._n_infos):
+            info = FnInfo(doc["id"], node, doc, acc=acc, private=private)
+            self._fns[node] = info
+            self._fn_by_id[info.id] = info
+            self._n_infos += 1
+
+    def is_known(self, node: Node) -> bool:
+        """Whether ``node`` was recorded."""
+        if self.native is not None:
+            return bool(self.native.index_of(node) >= 0)
+        return node in self._fns
+
+    def fn_id(self, node: Node) -> str:
+        """The id of a recorded function node."""
+        if self.native is not None:
+            index = self.native.index_of(node)
+            if index < 0:
+                raise KeyError(node)
+            return f"n{index}"
+        return self._fns[node].id
 
     # ---------------------------------------------------------------- forward
     def current_line(self) -> int | None:
@@ -210,53 +253,40 @@ class Recorder:
         core = self.native
         if read is None:
             read = not saved_hooks_active()
+        if core is not None:
+            self._discover_native(roots, line=line, seq_mark=seq_mark, created_in_pass=created_in_pass,
+                                  names=names, hooks=hooks, read=read)
+            return
         first = len(self.nodes)
-        new = (core.walk(roots, read, nn.Parameter, first) if core is not None else
-               describe_batch(roots, self.fns, read_saved_tensors=read, first_index=first))
+        new = describe_batch(roots, self._fns, read_saved_tensors=read, first_index=first)
         if not new:
             return
         places = self._placement(new, line=line, seq_mark=seq_mark, created_in_pass=created_in_pass)
-        nodes, fns, fn_by_id, edges, events = self.nodes, self.fns, self.fn_by_id, self.edges, self.events
+        nodes, fns, fn_by_id, edges, events = self.nodes, self._fns, self._fn_by_id, self.edges, self.events
         on_done = self._on_node_done
         cost = _COST["function"] + _COST["forward"]
-        hooked: list[Node] = []
-        indices: list[int] = []
-        lines: list[int | None] = []
         leaves: list[tuple[Node, str, int | None]] = []
-        try:
-            for (n, doc, private, n_edges, _, acc), (n_line, n_module) in zip(new, places, strict=True):
-                if len(nodes) >= self.max_nodes:
-                    self._check_nodes()
-                self._grow(cost + _COST["saved"] * len(doc["saved"]) + _COST["edge"] * len(n_edges))
-                doc["line"] = n_line
-                doc["module"] = n_module
-                doc["seq"] = self._n_fns
-                self._n_fns += 1
-                if created_in_pass is not None:
-                    doc["created_in_pass"] = created_in_pass
-                fid = doc["id"]
-                nodes.append(doc)
-                info = FnInfo(fid, n, doc, acc=acc, private=private)
-                fns[n] = info
-                fn_by_id[fid] = info
-                edges += n_edges
-                if core is None:
-                    events.append({"phase": "forward", "node": fid, "line": n_line})
-                    if hooks:
-                        self.handles.append(n.register_hook(functools.partial(on_done, info)))
-                else:
-                    hooked.append(n)
-                    indices.append(len(nodes) - 1)
-                    lines.append(n_line)
-                if acc:
-                    leaves.append((n, fid, n_line))
-        finally:
-            if core is not None and indices:
-                # also when a limit stopped the loop: the nodes so far keep their forward
-                # events and hooks, as on the Python path
-                core.forward(hooked, indices, lines)
-                if hooks:
-                    core.hook(hooked, indices)
+        for (n, doc, private, n_edges, _, acc), (n_line, n_module) in zip(new, places, strict=True):
+            if len(nodes) >= self.max_nodes:
+                self._check_nodes()
+            self._grow(cost + _COST["saved"] * len(doc["saved"]) + _COST["edge"] * len(n_edges))
+            doc["line"] = n_line
+            doc["module"] = n_module
+            doc["seq"] = self._n_fns
+            self._n_fns += 1
+            if created_in_pass is not None:
+                doc["created_in_pass"] = created_in_pass
+            fid = doc["id"]
+            nodes.append(doc)
+            info = FnInfo(fid, n, doc, acc=acc, private=private)
+            fns[n] = info
+            fn_by_id[fid] = info
+            edges += n_edges
+            events.append({"phase": "forward", "node": fid, "line": n_line})
+            if hooks:
+                self.handles.append(n.register_hook(functools.partial(on_done, info)))
+            if acc:
+                leaves.append((n, fid, n_line))
         # each new AccumulateGrad's leaf tensor, after the function nodes found with it (their
         # ids were given out in one run, NOTE [discovery in C++])
         for n, fid, n_line in leaves:
@@ -264,6 +294,28 @@ class Recorder:
             if leaf is not None:
                 tid = self.tensor_node(leaf, role="leaf", line=n_line, names=names)
                 edges.append({"source": tid, "target": fid, "input_nr": None})
+
+    def _discover_native(self, roots: list[Node], *, line: int | None, seq_mark: int | None,
+                         created_in_pass: int | None, names: frames.NameIndex | None, hooks: bool,
+                         read: bool) -> None:
+        """``discover`` with the C++ core: one call walks, places, limits and records the new
+        nodes (NOTE [discovery in C++]); Python adds the leaves' tensor nodes."""
+        log, mods = self.tracer.log, self.module_log
+        docs, edges, leaves, used, stopped = self.native.discover(
+            roots, read, nn.Parameter, len(self.nodes),
+            self.max_document_bytes - self.size_estimate, created_in_pass, self.tracer.active,
+            line, self.module_stack[-1] if self.module_stack else None, seq_mark,
+            log._seqs, log._values, mods._seqs, mods._values, self._n_fns, hooks)
+        self.nodes += docs
+        self.edges += edges
+        self.size_estimate += used
+        self._n_fns += len(docs)
+        if stopped is not None:
+            self.stop(stopped)
+        for leaf, fid, n_line in leaves:
+            if leaf is not None:
+                tid = self.tensor_node(leaf, role="leaf", line=n_line, names=names)
+                self.edges.append({"source": tid, "target": fid, "input_nr": None})
 
     def names_here(self) -> frames.NameIndex:
         """A name index for the innermost snippet frame, reused while execution stays at the
@@ -291,7 +343,7 @@ class Recorder:
             g = v.grad_fn
             if torch._C._autograd._get_sequence_nr() != before:
                 continue  # reading grad_fn just rebuilt a stale view's node: ours, not the snippet's
-            if g is not None and g not in self.fns:
+            if g is not None and not self.is_known(g):
                 roots.append(g)
         if roots:
             self.discover(roots, line=None, seq_mark=None, hooks=False)
@@ -362,12 +414,8 @@ class Recorder:
         self.size_estimate += core.bytes_used()
         core.set_bytes_left(self.max_document_bytes - self.size_estimate)
         self._sync_engine_passes()
-        for index, grad in core.take_accumulations():
-            if grad < 0:
-                continue
-            info = self.fn_by_id[f"n{index}"]
-            leaf = leaf_of(info.node)
-            if leaf is None or leaf.grad is None:
+        for leaf, grad in core.take_accumulations():
+            if grad < 0 or leaf is None or leaf.grad is None:
                 continue
             hit = self.tensors.get(id(leaf))
             if hit is not None and hit[0] is leaf:
