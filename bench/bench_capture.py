@@ -15,6 +15,7 @@ timed on the transformer when torchviz is installed, against gradtrace's own gra
 from __future__ import annotations
 
 import argparse
+import gc
 import statistics
 import time
 import warnings
@@ -92,14 +93,29 @@ def bare(loss_fn: Callable[[], torch.Tensor], model: nn.Module) -> None:
 
 
 def captured(loss_fn: Callable[[], torch.Tensor], model: nn.Module,
-             native: bool | None = None) -> tuple[int, int]:
-    """What the sandbox child does: record, then the document's canonical JSON."""
+             native: bool | None = None) -> tuple[int, int, Any]:
+    """What the sandbox child does: record, then the document's canonical JSON. Returns the
+    size, the node count and what to free after the clock stops (NOTE [teardown])."""
     model.zero_grad(set_to_none=True)
     with gradtrace.record(native=native) as rec:
         loss_fn().backward()  # type: ignore[no-untyped-call]
     doc = rec.document_dict(json_events=True)
-    size = len(document_json(doc))
-    return size, len(doc["graph"]["nodes"])
+    body = document_json(doc)
+    return len(body), len(doc["graph"]["nodes"]), (rec, doc, body)
+
+
+# NOTE [teardown]: freeing a recorded run (a GRU-200's ~150,000 Python objects) is not timed:
+# the sandbox's job child writes the document and ends with os._exit, which frees nothing.
+
+
+def timed_capture(loss_fn: Callable[[], torch.Tensor], model: nn.Module,
+                  native: bool | None = None) -> tuple[float, int, int]:
+    gc.collect()  # NOTE [collections between repetitions]
+    t0 = CLOCK()
+    size, nodes, keep = captured(loss_fn, model, native)
+    elapsed = CLOCK() - t0
+    del keep
+    return elapsed, size, nodes
 
 
 def serialisers(loss_fn: Callable[[], torch.Tensor], model: nn.Module,
@@ -156,6 +172,10 @@ CPU backward and the recorder all run on it; other processes competing for the t
 
 
 def timed(fn: Callable[[], Any]) -> float:
+    """NOTE [collections between repetitions]: a full collection first (not timed), so that
+    neither side pays for the garbage the other left (a gen-2 pass over torch's heap costs
+    tens of ms and otherwise lands on whichever repetition happens to trigger it)."""
+    gc.collect()
     t0 = CLOCK()
     fn()
     return CLOCK() - t0
@@ -182,22 +202,21 @@ def main() -> None:
             continue
         for _ in range(2):  # warm-up: allocator, first-use costs
             bare(loss_fn, model)
-            captured(loss_fn, model)
+            timed_capture(loss_fn, model)
         t_bare: list[float] = []
         t_cap: list[float] = []
         size = nodes = 0
         for _ in range(reps):
             t_bare.append(timed(lambda: bare(loss_fn, model)))  # noqa: B023
-            t0 = CLOCK()
-            size, nodes = captured(loss_fn, model)
-            t_cap.append(CLOCK() - t0)
+            elapsed, size, nodes = timed_capture(loss_fn, model)
+            t_cap.append(elapsed)
         mb = statistics.median(t_bare)
         mc = statistics.median(t_cap)
         rows.append((f"{name} bare fwd+bwd", reps, mb, pct(t_bare, 0.95), "-", None, ""))
         rows.append((f"{name} capture+json", reps, mc, pct(t_cap, 0.95), "bare", mc / mb,
                      f"{nodes} nodes, {size / 1e6:.2f} MB, {size / max(nodes, 1):.0f} B/node"))
         if args.python:
-            t_py = [timed(lambda: captured(loss_fn, model, native=False)) for _ in range(reps)]  # noqa: B023
+            t_py = [timed_capture(loss_fn, model, native=False)[0] for _ in range(reps)]
             mp = statistics.median(t_py)
             rows.append((f"{name} capture+json (Python)", reps, mp, pct(t_py, 0.95), "bare", mp / mb,
                          "the fallback without the C++ core"))

@@ -52,9 +52,12 @@ def error_line(exc: BaseException, filename: str) -> int | None:
 #     showed up as 100+ ms pauses in the benchmark. ``gc.freeze()`` at the start moves what
 #     already exists out of the collector's sight for the duration of the block (``unfreeze``
 #     at the end); cycles created by the snippet are still collected. The young generation's
-#     threshold is raised from 700 to 20,000 allocations for the block (restored at the end):
-#     the recorder's own small objects made gen-0 collections cost ~7% of a GRU capture; a
-#     snippet's cyclic garbage is still collected, just in batches of 20,000 objects.
+#     threshold is raised from 700 to 200,000 allocations for the block (restored at the end):
+#     the recorder keeps ~40 container objects per node (entries, edges, saved tensors), all
+#     alive until the document is written, and every collection walked them again: with
+#     20,000, collections took a quarter of a GRU-200 capture (perf, steady state). A
+#     snippet's cyclic garbage is still collected, in batches of 200,000 objects (tens of MB at
+#     most, well inside the job's memory limit).
 
 
 class record:
@@ -91,7 +94,7 @@ class record:
         if self._froze:
             gc.freeze()  # NOTE [gc]
             self._gc_threshold = gc.get_threshold()
-            gc.set_threshold(max(self._gc_threshold[0], 20_000), *self._gc_threshold[1:])
+            gc.set_threshold(max(self._gc_threshold[0], 200_000), *self._gc_threshold[1:])
         try:
             self._mode.__enter__()  # type: ignore[no-untyped-call]
             rec.tracer.install()
