@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import json
-import math
-import random
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from floats import awkward_floats
 from gradtrace.capture import document_json
 from gradtrace.capture.canonical import canonical_bytes
 from gradtrace.capture.values import TensorValueDict
@@ -33,18 +32,6 @@ def as_recorded(doc: Any) -> Any:
         elif isinstance(item, list):
             stack.extend((item, i) for i in range(len(item)))
     return root[0]
-
-
-def awkward_floats(n: int) -> list[float]:
-    """Floats of every magnitude, the boundaries where number formats switch, and -0.0."""
-    rng = random.Random(7)
-    xs = [rng.uniform(1, 10) * 10.0 ** rng.randint(-320, 307) * rng.choice((1, -1)) for _ in range(n)]
-    for edge in (1e-4, 1e-5, 1e-6, 1e-10, 1e16):
-        x = y = edge
-        for _ in range(5):
-            x, y = math.nextafter(x, 0), math.nextafter(y, math.inf)
-            xs += [x, y, -x, -y]
-    return [*xs, 0.0, -0.0, 5e-324, 1.7976931348623157e308, 1.0, 0.1, 0.00001, 0.000015]
 
 
 @pytest.mark.parametrize("path", GOLDEN, ids=lambda p: p.stem)

@@ -20,39 +20,16 @@ NOTE [canonical JSON with orjson]
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from gradtrace.capture.values import TensorValueDict
 from gradtrace.schema import canonical_json
+from gradtrace.schema.canonical import repr_floats
 
 try:
     import orjson
 except ImportError:  # pragma: no cover - orjson is a pinned dependency
     orjson = None  # type: ignore[assignment]
-
-# orjson → repr: "1e-9" → "1e-09"; "0.00001" → "1e-05"; "0.000015" → "1.5e-05". A number
-# token ends before ",", "]" or "}"; each pattern starts with a literal, which keeps the
-# regex engine on its fast substring search, and the first needs no Python call per match.
-_SHORT_EXPONENT = re.compile(rb"e-(?=\d[,\]}])")
-_FIXED_SMALL = re.compile(rb"0\.0000([1-9])(\d*)(?=[,\]}])")
-_TOKEN_START = frozenset(b"[,:-")
-
-
-def _small_as_repr(m: re.Match[bytes]) -> bytes:
-    if m.string[m.start() - 1] not in _TOKEN_START:  # inside a larger number ("10.00001")
-        return m[0]
-    lead, rest = m.groups()
-    return lead + (b"." + rest if rest else b"") + b"e-05"
-
-
-def repr_floats(text: bytes) -> bytes:
-    """orjson's text of numbers (no free text!) with floats written as ``repr`` writes them."""
-    text = _SHORT_EXPONENT.sub(b"e-0", text)
-    if b"0.0000" in text:
-        text = _FIXED_SMALL.sub(_small_as_repr, text)
-    return text
-
 
 # NOTE [one pass over all TensorValues]
 #     Each TensorValue is written by orjson on its own and stands in the document as a single

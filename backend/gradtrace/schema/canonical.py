@@ -19,9 +19,35 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from typing import Any
 
 ID_LENGTH = 16
+
+# orjson → repr: "1e-9" → "1e-09"; "0.00001" → "1e-05"; "0.000015" → "1.5e-05" (orjson writes
+# every other finite float as repr does). A number token ends before ",", "]" or "}"; each
+# pattern starts with a literal, which keeps the regex engine on its fast substring search,
+# and the first needs no Python call per match.
+_SHORT_EXPONENT = re.compile(rb"e-(?=\d[,\]}])")
+_FIXED_SMALL = re.compile(rb"0\.0000([1-9])(\d*)(?=[,\]}])")
+_TOKEN_START = frozenset(b"[,:-")
+
+
+def _small_as_repr(m: re.Match[bytes]) -> bytes:
+    if m.string[m.start() - 1] not in _TOKEN_START:  # inside a larger number ("10.00001")
+        return m[0]
+    lead, rest = m.groups()
+    return lead + (b"." + rest if rest else b"") + b"e-05"
+
+
+def repr_floats(text: bytes) -> bytes:
+    """orjson's text of numbers (no free text!) with floats written as ``repr`` writes them:
+    what the faster writers of canonical JSON (capture's and the schema's fast path) apply to
+    the parts of a document that hold floats."""
+    text = _SHORT_EXPONENT.sub(b"e-0", text)
+    if b"0.0000" in text:
+        text = _FIXED_SMALL.sub(_small_as_repr, text)
+    return text
 
 
 def canonical_json(obj: Any) -> bytes:

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import gc
 import hashlib
-import re
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -41,7 +40,7 @@ import orjson
 from pydantic import AfterValidator, ConfigDict, Field, TypeAdapter, ValidationError, with_config
 from typing_extensions import TypeAliasType, TypedDict  # pydantic needs these on Python 3.11
 
-from gradtrace.schema.canonical import ID_LENGTH, canonical_json
+from gradtrace.schema.canonical import ID_LENGTH, canonical_json, repr_floats
 
 _STRICT = ConfigDict(strict=True, extra="forbid")
 
@@ -231,27 +230,8 @@ def validate_strict_json(raw: bytes) -> dict[str, Any] | None:
 
 
 # --------------------------------------------------------------------- canonical bytes
-# orjson → repr: "1e-9" → "1e-09"; "0.00001" → "1e-05"; "0.000015" → "1.5e-05" (orjson writes
-# every other finite float as repr does). A number token ends before ",", "]" or "}".
-_SHORT_EXPONENT = re.compile(rb"e-(?=\d[,\]}])")
-_FIXED_SMALL = re.compile(rb"0\.0000([1-9])(\d*)(?=[,\]}])")
-_TOKEN_START = frozenset(b"[,:-")
 _MARK = orjson.Fragment(b"\x00")
 _SORT = orjson.OPT_SORT_KEYS
-
-
-def _small_as_repr(m: re.Match[bytes]) -> bytes:
-    if m.string[m.start() - 1] not in _TOKEN_START:  # inside a larger number ("10.00001")
-        return m[0]
-    lead, rest = m.groups()
-    return lead + (b"." + rest if rest else b"") + b"e-05"
-
-
-def _repr_floats(text: bytes) -> bytes:
-    text = _SHORT_EXPONENT.sub(b"e-0", text)
-    if b"0.0000" in text:
-        text = _FIXED_SMALL.sub(_small_as_repr, text)
-    return text
 
 
 def canonical_bytes(obj: Any) -> bytes:
@@ -276,7 +256,7 @@ def canonical_bytes(obj: Any) -> bytes:
         return canonical_json(obj)
     if not texts:
         return out
-    fixed = _repr_floats(b"\n".join(texts)).split(b"\n")
+    fixed = repr_floats(b"\n".join(texts)).split(b"\n")
     parts: list[bytes] = [b""] * (2 * len(fixed) + 1)
     parts[0::2] = out.split(b"\x00")
     parts[1::2] = fixed
