@@ -24,7 +24,7 @@ from typing import Any
 
 from gradtrace.capture.values import TensorValueDict
 from gradtrace.schema import canonical_json
-from gradtrace.schema.canonical import repr_floats
+from gradtrace.schema.canonical import repr_floats, splice_values
 
 try:
     import orjson
@@ -82,10 +82,4 @@ def canonical_bytes(obj: Any, *, few_values: bool = False) -> bytes:
         out = dumps(obj, default=default, option=sort_keys | orjson.OPT_PASSTHROUGH_SUBCLASS)
     except (TypeError, orjson.JSONEncodeError):
         return canonical_json(obj)
-    if not texts:
-        return out
-    fixed = repr_floats(b"\n".join(texts)).split(b"\n")
-    parts: list[bytes] = [b""] * (2 * len(fixed) + 1)
-    parts[0::2] = out.split(b"\x00")
-    parts[1::2] = fixed
-    return b"".join(parts)
+    return splice_values(out, texts)

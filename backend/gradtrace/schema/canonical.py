@@ -40,6 +40,19 @@ def _small_as_repr(m: re.Match[bytes]) -> bytes:
     return lead + (b"." + rest if rest else b"") + b"e-05"
 
 
+def splice_values(out: bytes, texts: list[bytes]) -> bytes:
+    """``out`` with each NUL byte (a placeholder orjson wrote for a value) replaced by the next
+    of ``texts`` (each value's own orjson text), all fixed by :func:`repr_floats` in one pass
+    over their newline-joined text (orjson never writes a raw newline or NUL)."""
+    if not texts:
+        return out
+    fixed = repr_floats(b"\n".join(texts)).split(b"\n")
+    parts: list[bytes] = [b""] * (2 * len(fixed) + 1)
+    parts[0::2] = out.split(b"\x00")
+    parts[1::2] = fixed
+    return b"".join(parts)
+
+
 def repr_floats(text: bytes) -> bytes:
     """orjson's text of numbers (no free text!) with floats written as ``repr`` writes them:
     what the faster writers of canonical JSON (capture's and the schema's fast path) apply to

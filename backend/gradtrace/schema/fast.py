@@ -40,7 +40,7 @@ import orjson
 from pydantic import AfterValidator, ConfigDict, Field, TypeAdapter, ValidationError, with_config
 from typing_extensions import TypeAliasType, TypedDict  # pydantic needs these on Python 3.11
 
-from gradtrace.schema.canonical import ID_LENGTH, canonical_json, repr_floats
+from gradtrace.schema.canonical import ID_LENGTH, canonical_json, splice_values
 
 _STRICT = ConfigDict(strict=True, extra="forbid")
 
@@ -254,13 +254,7 @@ def canonical_bytes(obj: Any) -> bytes:
         out = dumps(obj, default=default, option=_SORT | orjson.OPT_PASSTHROUGH_SUBCLASS)
     except (TypeError, orjson.JSONEncodeError):
         return canonical_json(obj)
-    if not texts:
-        return out
-    fixed = repr_floats(b"\n".join(texts)).split(b"\n")
-    parts: list[bytes] = [b""] * (2 * len(fixed) + 1)
-    parts[0::2] = out.split(b"\x00")
-    parts[1::2] = fixed
-    return b"".join(parts)
+    return splice_values(out, texts)
 
 
 def strict_canonical_with_id(doc: dict[str, Any]) -> tuple[str, bytes]:
