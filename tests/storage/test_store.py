@@ -211,3 +211,27 @@ def test_runs_commit_without_waiting_for_the_disk_and_shares_with(store: Store) 
     assert store.get_run(doc.doc_id) is not None  # and the run is there for everyone to read
     with store.engine.connect() as conn:
         assert conn.execute(text("SELECT count(*) FROM runs")).scalar_one() == 1
+
+
+def test_a_run_written_behind_is_readable_at_once_and_in_the_database_after_close(store: Store) -> None:
+    """NOTE [runs written behind]: ``get_run`` answers from memory until the writer thread has
+    stored the run, and ``close`` writes whatever is still waiting."""
+    docs = [encode(chain_document(n)) for n in range(2, 8)]
+    for doc in docs:
+        assert store.put_run_behind(doc)
+        blob = store.get_run(doc.doc_id)
+        assert blob is not None and gzip.decompress(blob.gz) == doc.raw
+    store.close()
+    with store.engine.connect() as conn:
+        stored = {row[0] for row in conn.execute(select(runs.c.id))}
+    assert stored == {doc.doc_id for doc in docs}
+    assert not store.put_run_behind(docs[0])  # closed: the caller stores it itself
+
+
+def test_runs_written_behind_refuse_when_too_many_wait(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    import gradtrace.storage.store as store_module
+
+    monkeypatch.setattr(store_module, "RUNS_BEHIND_MAX", 0)
+    doc = encode(chain_document(3))
+    assert not store.put_run_behind(doc)
+    assert store.get_run(doc.doc_id) is None
