@@ -69,6 +69,9 @@ def canonical_bytes(obj: Any, *, few_values: bool = False) -> bytes:
 
     def default(o: Any) -> Any:
         if o.__class__ is TensorValueDict:
+            native = getattr(o, "native", None)
+            if native is not None:  # canonical already: the C++ core wrote it
+                return orjson.Fragment(native)
             text = seen.get(id(o))  # the same value met again (one node's input, the next's output)
             if text is None:
                 text = seen[id(o)] = dumps(o, option=sort_keys)

@@ -33,10 +33,12 @@ from gradtrace.schema import VALUES_LIMIT
 
 
 class TensorValueDict(dict[str, Any]):
-    """A TensorValue as a plain JSON-able dict; the subclass only marks it for the canonical
-    writer (NOTE [canonical JSON with orjson] in :mod:`gradtrace.capture.canonical`)."""
+    """A TensorValue as a plain JSON-able dict; the subclass marks it for the canonical writer
+    (NOTE [canonical JSON with orjson] in :mod:`gradtrace.capture.canonical`) and may carry
+    ``native``: the canonical JSON the C++ core wrote for it, which the writer then reuses."""
 
-    __slots__ = ()
+    __slots__ = ("native",)
+    native: bytes
 
 
 _FLOAT_NAMES = {"nan": "nan", "inf": "inf", "-inf": "-inf"}
@@ -403,7 +405,12 @@ class ValueStore:
 
             text, n = self.native.value(vid, True)
             full = TensorValueDict(orjson.loads(text))
-            bare = TensorValueDict(orjson.loads(self.native.value(vid, False)[0])) if n else None
+            full.native = text
+            bare = None
+            if n:
+                bare_text = self.native.value(vid, False)[0]
+                bare = TensorValueDict(orjson.loads(bare_text))
+                bare.native = bare_text
             done = self._native_done[vid] = (full, bare, n)
         full, bare, n = done
         if not n:
