@@ -49,6 +49,23 @@ def test_numbers_are_written_as_json_dumps_writes_them() -> None:
     assert core.format_double(-math.inf) == '"-inf"'
 
 
+def test_float32_numbers_are_written_shortest_and_exact() -> None:
+    """NOTE [float32 values]: the fewest digits that read back as the same float32, and text
+    json.dumps writes again as is (so ids stay hashes of canonical JSON)."""
+    import numpy as np
+
+    assert core is not None
+    rng = random.Random(5)
+    for _ in range(60_000):
+        f = struct.unpack("<f", rng.getrandbits(32).to_bytes(4, "little"))[0]
+        if not math.isfinite(f):
+            continue
+        text = core.format_float32(f)
+        assert np.float32(float(text)) == np.float32(f), (f, text)
+        assert json.dumps(float(text)) == text
+        assert float(text) == float(str(np.float32(f)))  # numpy's shortest form, same number
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16, torch.bfloat16])
 @pytest.mark.parametrize("shape", [(), (3,), (2, 3), (2, 1, 2), (40, 30)])
 def test_a_value_is_encoded_as_python_encodes_it(dtype: torch.dtype, shape: tuple[int, ...]) -> None:

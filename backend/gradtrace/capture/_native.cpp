@@ -826,11 +826,6 @@ struct Recorder {
     v.push_back(core->capture(after));
   }
 
-  int64_t n_events() {
-    std::lock_guard<std::mutex> lock(core->mu);
-    return static_cast<int64_t>(core->events.size());
-  }
-
   // Values Python must encode itself (rare dtypes): [(id, tensor)].
   std::vector<std::pair<int32_t, at::Tensor>> held() {
     std::lock_guard<std::mutex> lock(core->mu);
@@ -1291,7 +1286,6 @@ PYBIND11_MODULE(_native, m) {
       .def("end_backward", &gradtrace::Recorder::end_backward)
       .def("take_accumulations", &gradtrace::Recorder::take_accumulations)
       .def("hook_change", &gradtrace::Recorder::hook_change)
-      .def("n_events", &gradtrace::Recorder::n_events)
       .def("held", &gradtrace::Recorder::held)
       .def("set_encoded", &gradtrace::Recorder::set_encoded)
       .def("value", &gradtrace::Recorder::value)

@@ -289,11 +289,15 @@ class Recorder:
                 leaves.append((n, fid, n_line))
         # each new AccumulateGrad's leaf tensor, after the function nodes found with it (their
         # ids were given out in one run, NOTE [discovery in C++])
-        for n, fid, n_line in leaves:
-            leaf = leaf_of(n)
+        self._leaf_nodes([(leaf_of(n), fid, n_line) for n, fid, n_line in leaves], names)
+
+    def _leaf_nodes(self, leaves: list[tuple[torch.Tensor | None, str, int | None]],
+                    names: frames.NameIndex | None) -> None:
+        """The tensor node of each new AccumulateGrad's leaf, with its edge to it."""
+        for leaf, fid, n_line in leaves:
             if leaf is not None:
                 tid = self.tensor_node(leaf, role="leaf", line=n_line, names=names)
-                edges.append({"source": tid, "target": fid, "input_nr": None})
+                self.edges.append({"source": tid, "target": fid, "input_nr": None})
 
     def _discover_native(self, roots: list[Node], *, line: int | None, seq_mark: int | None,
                          created_in_pass: int | None, names: frames.NameIndex | None, hooks: bool,
@@ -312,10 +316,7 @@ class Recorder:
         self._n_fns += len(docs)
         if stopped is not None:
             self.stop(stopped)
-        for leaf, fid, n_line in leaves:
-            if leaf is not None:
-                tid = self.tensor_node(leaf, role="leaf", line=n_line, names=names)
-                self.edges.append({"source": tid, "target": fid, "input_nr": None})
+        self._leaf_nodes(leaves, names)
 
     def names_here(self) -> frames.NameIndex:
         """A name index for the innermost snippet frame, reused while execution stays at the
@@ -472,14 +473,10 @@ class Recorder:
         for p in reversed(self.passes):
             if p.task_id == task:
                 return int(p.doc["index"])
-        # A backward the recorder did not start (a reentrant checkpoint's inner backward).
-        outer = self.passes[self.active_pass].doc if self.active_pass is not None else None
-        idx = self.begin_pass("engine", outer["line"] if outer else None, [],
-                              retain_graph=bool(outer and outer["retain_graph"]),
-                              create_graph=bool(outer and outer["create_graph"]))
-        self.passes[idx].task_id = task
-        self.passes[idx].doc["completed"] = True
-        return idx
+        p = self._engine_pass(self.active_pass)
+        p.task_id = task
+        self.passes.append(p)
+        return int(p.doc["index"])
 
     def _on_node_done(self, info: FnInfo, grad_inputs: tuple[Any, ...],
                       grad_outputs: tuple[Any, ...]) -> None:
