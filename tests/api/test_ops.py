@@ -18,6 +18,7 @@ def test_healthz_reports_the_pool(api: httpx.Client, live_server: Server) -> Non
     assert body["status"] == "ok"
     assert body["workers"] >= 1 and body["busy"] >= 0 and body["queued"] >= 0
     assert isinstance(body["cuda_available"], bool)
+    assert body["runner"]["capture_core"] == "C++"  # make install builds it
     layers = body["runner"]["isolation"]
     assert layers and all(v.startswith(("active", "off")) for v in layers.values()), layers
     if os.geteuid() == 0:  # the tests run as root here and in CI: every kernel layer is on

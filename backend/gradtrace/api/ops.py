@@ -20,12 +20,14 @@ def _runner_json(svc: Services) -> dict[str, Any]:
     st = svc.runner_state()
     if st is None:
         return {"kind": None, "ready": False, "workers": 0, "busy": 0, "queued": 0,
-                "queue_capacity": 0, "cuda_available": False, "isolation": {}, "torch_version": None}
+                "queue_capacity": 0, "cuda_available": False, "isolation": {}, "torch_version": None,
+                "capture_core": None}
     # The isolation layers are public on purpose: a user deciding what to send can see which
     # are active ("active: ...") and which are off, with the reason.
     return {"kind": st.kind, "ready": st.ready, "workers": st.workers, "busy": st.busy,
             "queued": st.queued, "queue_capacity": st.queue_capacity, "cuda_available": st.cuda_available,
-            "isolation": st.detail.get("layers", {}), "torch_version": st.detail.get("torch_version")}
+            "isolation": st.detail.get("layers", {}), "torch_version": st.detail.get("torch_version"),
+            "capture_core": st.detail.get("capture_core")}
 
 
 @router.get("/healthz", summary="Liveness, with the worker pool's state")

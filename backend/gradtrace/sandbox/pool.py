@@ -227,7 +227,8 @@ class ForkServerPool(Runner):
         info = self._cpu.info
         detail: dict[str, Any] = {
             "zygote_pid": info.get("pid"), "layers": info.get("layers", {}),
-            "torch_version": info.get("torch_version"), "idle_children": self._cpu.idle,
+            "torch_version": info.get("torch_version"), "capture_core": info.get("capture_core"),
+            "idle_children": self._cpu.idle,
             "zygote_hugepages_mib": info.get("hugepages_mib"), "sandbox": self.config.sandbox,
             "gpu_workers": [{"zygote_pid": g.info.get("pid"), "ready": g.live, "idle_children": g.idle}
                             for g in self._gpus]}
