@@ -23,6 +23,7 @@ import orjson
 import torch
 
 from gradtrace.capture.canonical import canonical_bytes
+from gradtrace.capture.collector import settle_young_objects
 from gradtrace.capture.events import BackwardEvent
 from gradtrace.capture.frames import NameIndex
 from gradtrace.capture.recorder import Recorder
@@ -205,6 +206,7 @@ def build_document(rec: Recorder, *, status: str, error: dict[str, Any] | None =
                                 body[:cut] + b',"id":"' + doc_id.encode() + b'"' + body[cut:])
     finally:
         if gc_was_on:
+            settle_young_objects()  # the document's dicts: no collection walks them on enable
             gc.enable()
     return doc
 
