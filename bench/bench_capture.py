@@ -99,9 +99,9 @@ def captured(loss_fn: Callable[[], torch.Tensor], model: nn.Module,
     model.zero_grad(set_to_none=True)
     with gradtrace.record(native=native) as rec:
         loss_fn().backward()  # type: ignore[no-untyped-call]
-    doc = rec.document_dict(json_events=True)
+    doc = rec.document_dict(json_parts=True)
     body = document_json(doc)
-    return len(body), len(doc["graph"]["nodes"]), (rec, doc, body)
+    return len(body), len(rec.recorder.nodes), (rec, doc, body)
 
 
 # NOTE [teardown]: freeing a recorded run (a GRU-200's ~150,000 Python objects) is not timed:

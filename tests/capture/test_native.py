@@ -122,11 +122,11 @@ def test_the_core_records_what_the_python_hooks_record(path: Path) -> None:
 
 
 @pytest.mark.parametrize("path", SNIPPETS[::4], ids=lambda p: p.stem)
-def test_json_events_give_the_same_document(path: Path) -> None:
+def test_json_parts_give_the_same_document(path: Path) -> None:
     """The sandbox's path (events kept as the core's JSON) writes the bytes the schema's
     canonical JSON gives for the materialised document, and the same id."""
     code = path.read_text()
-    lazy = run_snippet(code, seed=0, json_events=True)
+    lazy = run_snippet(code, seed=0, json_parts=True)
     body = document_json(lazy)
     full = run_snippet(code, seed=0)
     assert body == canonical_json(full) == document_json(full)

@@ -40,6 +40,8 @@
 #include <algorithm>
 #include <charconv>
 #include <tuple>
+#include <typeindex>
+#include <string_view>
 #include <type_traits>
 #include <cmath>
 #include <cstring>
@@ -306,6 +308,15 @@ py::str dtype_str(at::ScalarType t) {
   return name;
 }
 
+const std::string& dtype_text(at::ScalarType t) {
+  static std::unordered_map<int, std::string>* names = new std::unordered_map<int, std::string>();
+  auto it = names->find(static_cast<int>(t));
+  if (it == names->end()) {
+    it = names->emplace(static_cast<int>(t), dtype_str(t).cast<std::string>()).first;
+  }
+  return it->second;
+}
+
 // ``str(device)``, cached ("cpu" for nearly every node).
 PyObject* device_str(const c10::Device& device) {
   static std::unordered_map<std::string, PyObject*>* names = new std::unordered_map<std::string, PyObject*>();
@@ -367,6 +378,168 @@ PyObject* int_list(c10::IntArrayRef xs) {
   if (l == nullptr) throw python_error();
   for (size_t i = 0; i < xs.size(); ++i) PyList_SET_ITEM(l, static_cast<Py_ssize_t>(i), PyLong_FromLongLong(xs[i]));
   return l;
+}
+
+// ------------------------------------------------------------------------- node entries
+
+// NOTE [node entries in C++]
+//     A function node's document entry is a C++ struct, written as canonical JSON at the end
+//     (``nodes_json``, ``edges_json``) like the events, never a Python dict: building ~25
+//     Python objects per node (entry, outputs, saved tensors, edges, tuples) in the walk and
+//     having orjson write them out again was half of a GRU-200's capture overhead. Python
+//     keeps a ``None`` per such node in ``rec.nodes`` (ids stay positional) and, in
+//     ``rec.edges``, a ``range`` of node indices where their edges go. A diagnosis (the error
+//     path) reads entries back as dicts (``infos``).
+
+struct OutMeta {
+  bool known = false;
+  std::vector<int64_t> shape;
+  at::ScalarType dtype = at::kFloat;
+  c10::Device device = c10::Device(c10::kCPU);
+};
+
+struct SavedEntry {
+  std::string name;
+  std::vector<int64_t> shape;
+  at::ScalarType dtype = at::kFloat;
+  int64_t bytes = 0;
+  bool is_param = false, is_input = false, has_ptr = false;
+  int32_t freed_after = -1;
+  uintptr_t ptr = 0;  // storage address: to match an in-place change (never written)
+  py::object param;   // the parameter, or None: to count it once (never written)
+};
+
+struct FnEntry {
+  int64_t index = 0;
+  c10::intrusive_ptr<Node> node;
+  std::string name;
+  uint64_t seqnr = 0;
+  bool acc = false;
+  int32_t line = kNullLine;
+  py::object module;  // str or None
+  int64_t seq = 0;
+  int32_t created_in_pass = -1;
+  std::vector<OutMeta> outs;
+  bool saved_unread = false;
+  std::vector<SavedEntry> saved;
+  int64_t saved_bytes = 0;
+  std::vector<std::pair<int64_t, int64_t>> edges;  // (input_nr, source node index)
+};
+
+// A string as ``json.dumps(ensure_ascii=False)`` writes it (UTF-8 passes through).
+void write_str(std::string& out, std::string_view s) {
+  out.push_back('"');
+  for (unsigned char ch : s) {
+    switch (ch) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      case '\b': out += "\\b"; break;
+      case '\f': out += "\\f"; break;
+      default:
+        if (ch < 0x20) {
+          static const char hex[] = "0123456789abcdef";
+          out += "\\u00";
+          out.push_back(hex[ch >> 4]);
+          out.push_back(hex[ch & 15]);
+        } else {
+          out.push_back(static_cast<char>(ch));
+        }
+    }
+  }
+  out.push_back('"');
+}
+
+void write_ints(std::string& out, const std::vector<int64_t>& xs) {
+  out.push_back('[');
+  for (size_t i = 0; i < xs.size(); ++i) {
+    if (i) out.push_back(',');
+    format_int(out, xs[i]);
+  }
+  out.push_back(']');
+}
+
+void write_id(std::string& out, int64_t index) {
+  out += "\"n";
+  format_int(out, index);
+  out.push_back('"');
+}
+
+void write_pystr(std::string& out, const py::object& s) {
+  if (s.is_none()) { out += "null"; return; }
+  Py_ssize_t n = 0;
+  const char* p = PyUnicode_AsUTF8AndSize(s.ptr(), &n);
+  if (p == nullptr) throw python_error();
+  write_str(out, std::string_view(p, static_cast<size_t>(n)));
+}
+
+// ``{"device":..,"dtype":..,"shape":..`` of one forward output (no closing brace).
+void write_meta(std::string& out, const OutMeta* o) {
+  if (o == nullptr || !o->known) {
+    out += "\"device\":null,\"dtype\":null";
+    return;
+  }
+  out += "\"device\":";
+  write_str(out, o->device.str());
+  out += ",\"dtype\":";
+  write_str(out, dtype_text(o->dtype));
+}
+
+// One function node's entry, every field as the document writes it, keys sorted
+// (NOTE [documents without pydantic on the hot path] in document.py).
+void write_entry(std::string& out, const FnEntry& e) {
+  out += "{\"created_in_pass\":";
+  if (e.created_in_pass < 0) out += "null"; else format_int(out, e.created_in_pass);
+  out += ",\"cut\":null,";
+  const OutMeta* first = e.outs.empty() ? nullptr : &e.outs[0];
+  write_meta(out, first);
+  out += ",\"grad\":null,\"grad_history\":[],\"id\":";
+  write_id(out, e.index);
+  out += ",\"kind\":\"function\",\"line\":";
+  if (e.line == kNullLine) out += "null"; else format_int(out, e.line);
+  out += ",\"module\":";
+  write_pystr(out, e.module);
+  out += ",\"name\":";
+  write_str(out, e.name);
+  if (e.outs.size() > 1) {
+    out += ",\"outputs\":[";
+    for (size_t i = 0; i < e.outs.size(); ++i) {
+      if (i) out.push_back(',');
+      out.push_back('{');
+      write_meta(out, &e.outs[i]);
+      out += ",\"shape\":";
+      if (e.outs[i].known) write_ints(out, e.outs[i].shape); else out += "null";
+      out.push_back('}');
+    }
+    out.push_back(']');
+  }
+  out += ",\"role\":null,\"saved\":[";
+  for (size_t i = 0; i < e.saved.size(); ++i) {
+    const SavedEntry& s = e.saved[i];
+    if (i) out.push_back(',');
+    out += "{\"bytes\":";
+    format_int(out, s.bytes);
+    out += ",\"dtype\":";
+    write_str(out, dtype_text(s.dtype));
+    out += ",\"freed_after_pass\":";
+    if (s.freed_after < 0) out += "null"; else format_int(out, s.freed_after);
+    out += s.is_input ? ",\"is_input\":true" : ",\"is_input\":false";
+    out += s.is_param ? ",\"is_parameter\":true,\"name\":" : ",\"is_parameter\":false,\"name\":";
+    write_str(out, s.name);
+    out += ",\"shape\":";
+    write_ints(out, s.shape);
+    out.push_back('}');
+  }
+  out += "],\"saved_bytes\":";
+  format_int(out, e.saved_bytes);
+  if (e.saved_unread) out += ",\"saved_unread\":true";
+  out += ",\"seq\":";
+  format_int(out, e.seq);
+  out += ",\"shape\":";
+  if (first != nullptr && first->known) write_ints(out, first->shape); else out += "null";
+  out += ",\"value\":null}";
 }
 
 // ------------------------------------------------------------------------- the core
@@ -572,16 +745,13 @@ std::string value_json(Core& c, int32_t id, bool with_values) {
 struct Recorder {
   std::shared_ptr<Core> core = std::make_shared<Core>();
 
-  // NOTE [graph memory] in document.py, kept as nodes are recorded: each node's list of
-  // saved-tensor entries (to mark them freed when a pass releases them), the bytes of
-  // activations and inputs, and each parameter once. Python objects: touched with the GIL only.
-  struct SavedOf {
-    py::object entries;
-    int64_t activation_bytes = 0;
-    std::vector<std::pair<c10::TensorImpl*, int64_t>> params;
-  };
-  std::unordered_map<int64_t, SavedOf> pending_saved;  // found by ``walk``, not yet recorded
-  std::unordered_map<int32_t, SavedOf> saved_of;
+  // NOTE [node entries in C++]: every recorded function node, in the order of their indices,
+  // and where each index is in ``entries_`` (-1: a tensor node, kept by Python).
+  std::vector<FnEntry> entries_;
+  std::vector<int64_t> pos_;
+  int64_t changes_ = 0;  // bumped when recorded entries change (``mark_freed``)
+  // NOTE [graph memory] in document.py, kept as nodes are recorded: the bytes of activations
+  // and inputs, and each parameter once.
   int64_t activation_total = 0;
   std::unordered_map<c10::TensorImpl*, int64_t> param_total;
 
@@ -621,8 +791,7 @@ struct Recorder {
   }
 
   // A node found by ``walk`` becomes recorded: known by its index, kept alive, its forward
-  // event noted, its hook registered (unless ``hooks`` is off: the sweep at the end), and its
-  // saved tensors' entries kept for ``mark_freed``.
+  // event noted, and its hook registered (unless ``hooks`` is off: the sweep at the end).
   void register_node(const c10::intrusive_ptr<Node>& node, int32_t index, int32_t line, bool hooks,
                      bool acc) {
     {
@@ -641,13 +810,6 @@ struct Recorder {
         core->hooks.emplace_back(node, key);
       }
     }
-    auto pend = pending_saved.find(index);
-    if (pend != pending_saved.end()) {
-      activation_total += pend->second.activation_bytes;
-      for (const auto& [impl, bytes] : pend->second.params) param_total.emplace(impl, bytes);
-      saved_of.emplace(index, std::move(pend->second));
-      pending_saved.erase(pend);
-    }
   }
 
   // The index of a recorded node, or -1.
@@ -658,14 +820,69 @@ struct Recorder {
     return it == core->known.end() ? -1 : it->second;
   }
 
-  // (node, doc, privates, is_accumulate_grad) of every recorded node from the ``start``-th on,
-  // in the order they were recorded (for Python's lazily built ``fn_by_id``).
+  // (node, entry JSON, privates, is_accumulate_grad) of every recorded function node from
+  // the ``start``-th on, in the order they were recorded: for Python's ``fn_by_id``, built
+  // only when a diagnosis asks (NOTE [node entries in C++]). ``privates``: (parameter or
+  // None, storage address or None) per saved tensor.
   py::list infos(size_t start) {
     py::list out;
-    for (size_t i = start; i < infos_.size(); ++i) out.append(infos_[i]);
+    for (size_t i = start; i < entries_.size(); ++i) {
+      const FnEntry& e = entries_[i];
+      PyObject* obj = torch::autograd::functionToPyObject(e.node);
+      if (obj == nullptr) throw python_error();
+      py::object pynode = py::reinterpret_steal<py::object>(obj);
+      std::string doc;
+      write_entry(doc, e);
+      py::list privates;
+      for (const SavedEntry& sv : e.saved) {
+        py::object ptr = sv.has_ptr ? py::object(py::int_(sv.ptr)) : py::object(py::none());
+        privates.append(py::make_tuple(sv.param, ptr));
+      }
+      out.append(py::make_tuple(pynode, py::bytes(doc), privates, e.acc));
+    }
     return out;
   }
-  std::vector<py::object> infos_;
+
+  // How often recorded entries changed after being recorded (``infos`` read before are stale).
+  int64_t changes() const { return changes_; }
+
+  // The JSON of the function nodes with indices in [a, b) (all of them recorded here), comma
+  // separated, and of their edges.
+  py::bytes nodes_json(int64_t a, int64_t b) {
+    std::string out;
+    out.reserve(static_cast<size_t>(b - a) * 400);
+    for (int64_t i = a; i < b; ++i) {
+      if (i > a) out.push_back(',');
+      write_entry(out, entry_at(i));
+    }
+    return py::bytes(out);
+  }
+
+  py::bytes edges_json(int64_t a, int64_t b) {
+    std::string out;
+    out.reserve(static_cast<size_t>(b - a) * 120);
+    for (int64_t i = a; i < b; ++i) {
+      const FnEntry& e = entry_at(i);
+      for (const auto& [input_nr, src] : e.edges) {
+        if (!out.empty()) out.push_back(',');
+        out += "{\"input_nr\":";
+        format_int(out, input_nr);
+        out += ",\"source\":";
+        write_id(out, src);
+        out += ",\"target\":";
+        write_id(out, e.index);
+        out.push_back('}');
+      }
+    }
+    return py::bytes(out);
+  }
+
+  FnEntry& entry_at(int64_t index) {
+    if (index < 0 || index >= static_cast<int64_t>(pos_.size()) || pos_[static_cast<size_t>(index)] < 0) {
+      throw py::index_error("not a function node recorded by the core: n" + std::to_string(index));
+    }
+    return entries_[static_cast<size_t>(pos_[static_cast<size_t>(index)])];
+  }
 
   // ``SeqLog.at``: the value noted last before ``seq`` was handed out (borrowed).
   static PyObject* seq_at(PyObject* seqs, PyObject* values, int64_t seq) {
@@ -681,27 +898,28 @@ struct Recorder {
   // Python: each node's line and module (``_placement``: by sequence number from the line
   // tracer's and module tracker's logs, an AccumulateGrad taking its consumer's), the node
   // and size limits, the ``seq`` and ``created_in_pass`` fields, and ``register_node``.
-  // Returns (docs, edges, leaves, bytes, limit message or None); ``leaves`` are
-  // (leaf tensor, AccumulateGrad id, line) for Python to give tensor nodes.
+  // Returns (number recorded, leaves, bytes, limit message or None); ``leaves`` are
+  // (leaf tensor, AccumulateGrad id, line) for Python to give tensor nodes. The entries stay
+  // here (NOTE [node entries in C++]).
   py::tuple discover(py::list roots, bool read_saved, py::handle parameter, int64_t first_index,
                      int64_t bytes_left, py::object created_in_pass, bool tracer_active,
                      py::object line, py::object stack_module, py::object seq_mark,
                      py::list line_seqs, py::list line_values, py::list mod_seqs,
                      py::list mod_values, int64_t n_fns, bool hooks) {
-    py::list found = walk(roots, read_saved, parameter, first_index);
-    size_t m = found.size();
-    py::list docs, edges, leaves;
-    if (m == 0) return py::make_tuple(docs, edges, leaves, 0, py::none());
+    std::vector<FnEntry> batch = walk_batch(roots, read_saved, parameter, first_index);
+    size_t m = batch.size();
+    py::list leaves;
+    if (m == 0) return py::make_tuple(0, leaves, 0, py::none());
     constexpr uint64_t kAcc = std::numeric_limits<uint64_t>::max();
     std::vector<std::pair<PyObject*, PyObject*>> places(m);  // borrowed (line, module)
     PyObject* nxt_line = line.ptr();
     PyObject* nxt_mod = Py_None;
     bool in_pass = !created_in_pass.is_none();
+    int32_t pass_nr = in_pass ? created_in_pass.cast<int32_t>() : -1;
     bool has_mark = !seq_mark.is_none();
     uint64_t mark = has_mark ? seq_mark.cast<uint64_t>() : 0;
     for (size_t r = m; r-- > 0;) {
-      PyObject* t = PyList_GET_ITEM(found.ptr(), static_cast<Py_ssize_t>(r));
-      uint64_t seq = PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(t, 4));
+      uint64_t seq = batch[r].seqnr;
       if (seq == kAcc) { places[r] = {nxt_line, nxt_mod}; continue; }
       PyObject* l;
       PyObject* mo;
@@ -715,48 +933,43 @@ struct Recorder {
       nxt_line = l;
       nxt_mod = mo;
     }
-    const Keys& K = interned();
     py::object stopped = py::none();
     int64_t used = 0;
+    size_t recorded = 0;
     for (size_t k = 0; k < m; ++k) {
-      PyObject* t = PyList_GET_ITEM(found.ptr(), static_cast<Py_ssize_t>(k));
-      PyObject* doc = PyTuple_GET_ITEM(t, 1);
-      PyObject* node_edges = PyTuple_GET_ITEM(t, 3);
-      int64_t index = first_index + static_cast<int64_t>(k);
+      FnEntry& e = batch[k];
+      int64_t index = e.index;
       if (index >= max_nodes_) { stopped = py::str(nodes_message_); break; }
-      int64_t cost = cost_node_ + cost_saved_ * PyList_GET_SIZE(PyDict_GetItem(doc, K.saved)) +
-                     cost_edge_ * PyList_GET_SIZE(node_edges);
+      int64_t cost = cost_node_ + cost_saved_ * static_cast<int64_t>(e.saved.size()) +
+                     cost_edge_ * static_cast<int64_t>(e.edges.size());
       if (used + cost > bytes_left) { stopped = py::str(core->bytes_message); break; }
       used += cost;
       auto [l, mo] = places[k];
-      Py_INCREF(l);
-      put(doc, K.line, l);
-      Py_INCREF(mo);
-      put(doc, K.module, mo);
-      put(doc, K.seq, PyLong_FromLongLong(n_fns + static_cast<int64_t>(k)));
-      if (in_pass) {
-        Py_INCREF(created_in_pass.ptr());
-        put(doc, K.created_in_pass, created_in_pass.ptr());
+      e.line = l == Py_None ? kNullLine : static_cast<int32_t>(PyLong_AsLong(l));
+      e.module = py::reinterpret_borrow<py::object>(mo);
+      e.seq = n_fns + static_cast<int64_t>(k);
+      e.created_in_pass = pass_nr;
+      register_node(e.node, static_cast<int32_t>(index), e.line, hooks, e.acc);
+      for (const SavedEntry& sv : e.saved) {
+        if (sv.is_param) {
+          param_total.emplace(THPVariable_Unpack(sv.param.ptr()).unsafeGetTensorImpl(), sv.bytes);
+        } else {
+          activation_total += sv.bytes;
+        }
       }
-      if (PyList_Append(docs.ptr(), doc) < 0) throw python_error();
-      for (Py_ssize_t e = 0; e < PyList_GET_SIZE(node_edges); ++e) {
-        if (PyList_Append(edges.ptr(), PyList_GET_ITEM(node_edges, e)) < 0) throw python_error();
-      }
-      PyObject* pynode = PyTuple_GET_ITEM(t, 0);
-      bool acc = PyTuple_GET_ITEM(t, 5) == Py_True;
-      c10::intrusive_ptr<Node> node = node_of(pynode);
-      int32_t line_nr = l == Py_None ? kNullLine : static_cast<int32_t>(PyLong_AsLong(l));
-      register_node(node, static_cast<int32_t>(index), line_nr, hooks, acc);
-      infos_.push_back(py::make_tuple(py::handle(pynode), py::handle(doc), py::handle(PyTuple_GET_ITEM(t, 2)), acc));
-      if (acc) {
-        auto* a = static_cast<torch::autograd::AccumulateGrad*>(node.get());
+      if (e.acc) {
+        auto* a = static_cast<torch::autograd::AccumulateGrad*>(e.node.get());
         py::object leaf = a->variable.defined()
             ? py::reinterpret_steal<py::object>(THPVariable_Wrap(a->variable)) : py::none();
-        leaves.append(py::make_tuple(leaf, py::handle(PyDict_GetItem(doc, K.id)), py::handle(l)));
+        leaves.append(py::make_tuple(leaf, py::reinterpret_steal<py::object>(id_str(index)),
+                                     py::handle(l)));
       }
+      if (pos_.size() <= static_cast<size_t>(index)) pos_.resize(static_cast<size_t>(index) + 1, -1);
+      pos_[static_cast<size_t>(index)] = static_cast<int64_t>(entries_.size());
+      entries_.push_back(std::move(e));
+      ++recorded;
     }
-    pending_saved.clear();
-    return py::make_tuple(docs, edges, leaves, used, stopped);
+    return py::make_tuple(recorded, leaves, used, stopped);
   }
 
   // Python's begin_pass: the index this pass gets (engine passes may have taken some).
@@ -938,11 +1151,11 @@ struct Recorder {
   }
 
   // NOTE [discovery in C++]: ``graph.walk_new`` + ``_creation_order`` + ``describe_batch``:
-  // every node reachable from ``roots`` that is not known yet, in creation order, as
-  // [(node, doc, privates, edges, seq, is_accumulate_grad)], the k-th with id
-  // ``n<first_index + k>``. Same order and results as the Python functions (tested).
-  py::list walk(py::list roots, bool read_saved, py::handle parameter, int64_t first_index) {
-    pending_saved.clear();  // (nodes of an earlier batch that a limit kept from being recorded)
+  // every node reachable from ``roots`` that is not known yet, in creation order, as complete
+  // entries, the k-th with index ``first_index + k``. Same order and results as the Python
+  // functions (tested).
+  std::vector<FnEntry> walk_batch(py::list roots, bool read_saved, py::handle parameter,
+                                  int64_t first_index) {
     std::vector<c10::intrusive_ptr<Node>> stack;
     std::unordered_map<Node*, size_t> found;  // -> position in ``order`` (DFS order)
     std::vector<c10::intrusive_ptr<Node>> order;
@@ -967,7 +1180,7 @@ struct Recorder {
       }
     }
     size_t m = order.size();
-    py::list out;
+    std::vector<FnEntry> out;
     if (m == 0) return out;
     // _creation_order: Kahn's algorithm, keyed by sequence number; an AccumulateGrad sorts
     // just before its earliest consumer.
@@ -1015,111 +1228,103 @@ struct Recorder {
     for (size_t k = 0; k < ordered.size(); ++k) batch_pos[ordered[k]] = static_cast<int64_t>(k);
     // ``known`` only changes in ``forward`` (Python, with the GIL, like this call): no copy
     const auto& known_now = core->known;
+    out.resize(ordered.size());
     for (size_t k = 0; k < ordered.size(); ++k) {
       size_t i = ordered[k];
       Node* n = order[i].get();
-      std::string name = n->name();
-      size_t colon = name.rfind("::");
-      if (colon != std::string::npos) name = name.substr(colon + 2);
-      PyObject* obj = torch::autograd::functionToPyObject(order[i]);
-      if (obj == nullptr) throw python_error();
-      py::object pynode = py::reinterpret_steal<py::object>(obj);
-      const Keys& K = interned();
-      py::object id = py::reinterpret_steal<py::object>(id_str(first_index + static_cast<int64_t>(k)));
-      // the complete node entry, every field as the document writes it
-      // (NOTE [documents without pydantic on the hot path] in document.py)
-      py::object doc_obj = py::reinterpret_steal<py::object>(PyDict_New());
-      PyObject* doc = doc_obj.ptr();
-      Py_INCREF(K.function);
-      put(doc, K.kind, K.function);
-      Py_INCREF(id.ptr());
-      put(doc, K.id, id.ptr());
-      put(doc, K.name, PyUnicode_FromStringAndSize(name.data(), static_cast<Py_ssize_t>(name.size())));
-      for (PyObject* key : {K.line, K.module, K.shape, K.dtype, K.device, K.grad, K.seq, K.role,
-                            K.created_in_pass, K.value, K.cut}) {
-        put(doc, key, none());
-      }
-      put(doc, K.grad_history, PyList_New(0));
+      FnEntry& e = out[k];
+      e.index = first_index + static_cast<int64_t>(k);
+      e.node = order[i];
+      e.seqnr = seq[i];
+      e.name = n->name();
+      size_t colon = e.name.rfind("::");
+      if (colon != std::string::npos) e.name.erase(0, colon + 2);
       uint32_t n_out = n->num_inputs();
-      py::list outputs;
-      for (uint32_t m = 0; m < n_out; ++m) {
-        const auto& meta = n->input_metadata(m);
-        py::object o = py::reinterpret_steal<py::object>(PyDict_New());
+      e.outs.resize(n_out);
+      for (uint32_t o = 0; o < n_out; ++o) {
+        const auto& meta = n->input_metadata(o);
+        OutMeta& om = e.outs[o];
         try {
           if (meta.is_nested_tensor()) throw std::runtime_error("nested");
-          py::list shape;
-          for (const auto& d : meta.shape_as_dim_vector()) shape.append(d.expect_int());
-          put(o.ptr(), K.shape, shape.release().ptr());
-          put(o.ptr(), K.dtype, dtype_str(c10::typeMetaToScalarType(meta.dtype())).release().ptr());
-          put(o.ptr(), K.device, device_str(meta.device()));
+          for (const auto& d : meta.shape_as_dim_vector()) om.shape.push_back(d.expect_int());
+          om.dtype = c10::typeMetaToScalarType(meta.dtype());
+          om.device = meta.device();
+          om.known = true;
         } catch (const python_error&) {
           throw;
         } catch (const std::exception&) {
-          put(o.ptr(), K.shape, none());
-          put(o.ptr(), K.dtype, none());
-          put(o.ptr(), K.device, none());
+          om.known = false;
+          om.shape.clear();
         }
-        if (m == 0) {
-          for (PyObject* key : {K.shape, K.dtype, K.device}) {
-            PyObject* v = PyDict_GetItem(o.ptr(), key);
-            Py_INCREF(v);
-            put(doc, key, v);
-          }
-        }
-        if (n_out > 1) outputs.append(o);
       }
-      if (n_out > 1) put(doc, K.outputs, outputs.release().ptr());
-      py::list privates;
-      int64_t total = 0;
-      py::list saved_list;
       if (read_saved) {
-        const std::vector<std::string>& attrs = attrs_of(pynode.ptr());
-        if (!attrs.empty()) {
-          SavedOf so;
-          read_saved_into(pynode, attrs, parameter, saved_list, privates, total, so);
-          if (saved_list.size() > 0) {
-            so.entries = saved_list;
-            pending_saved[first_index + static_cast<int64_t>(k)] = std::move(so);
-          }
-        }
+        py::object pynode;
+        std::vector<SavedAttr>& attrs = attrs_for(order[i], pynode);
+        if (!attrs.empty()) read_saved_into(pynode, attrs, parameter, e);
       } else {
-        Py_INCREF(Py_True);
-        put(doc, K.saved_unread, Py_True);
+        e.saved_unread = true;
       }
-      put(doc, K.saved, saved_list.release().ptr());
-      put(doc, K.saved_bytes, PyLong_FromLongLong(total));
-      py::list edges;
       int64_t input_nr = 0;
-      for (const auto& e : n->next_edges()) {
-        Node* g = e.function.get();
+      for (const auto& edge : n->next_edges()) {
+        Node* g = edge.function.get();
         if (g != nullptr) {
           auto f = found.find(g);
           int64_t src = f != found.end() ? first_index + batch_pos[f->second] : known_now.at(g);
-          py::object edge = py::reinterpret_steal<py::object>(PyDict_New());
-          put(edge.ptr(), K.input_nr, PyLong_FromLongLong(input_nr));
-          put(edge.ptr(), K.source, id_str(src));
-          Py_INCREF(id.ptr());
-          put(edge.ptr(), K.target, id.ptr());
-          edges.append(edge);
+          e.edges.emplace_back(input_nr, src);
         }
         ++input_nr;
       }
-      bool acc = dynamic_cast<torch::autograd::AccumulateGrad*>(n) != nullptr;
-      out.append(py::make_tuple(pynode, doc_obj, privates, edges, seq[i], acc));
+      e.acc = dynamic_cast<torch::autograd::AccumulateGrad*>(n) != nullptr;
     }
     return out;
   }
 
-  // NOTE [reading saved tensors] in saved.py: the attributes that hold what nodes of this
-  // Python class saved (``saved_attrs``), found once per class.
-  std::unordered_map<PyTypeObject*, std::vector<std::string>> attrs_cache;
+  // The walk alone, for the benchmark (``bench_capture.py``): how many nodes it found.
+  size_t walk(py::list roots, bool read_saved, py::handle parameter, int64_t first_index) {
+    return walk_batch(roots, read_saved, parameter, first_index).size();
+  }
 
-  const std::vector<std::string>& attrs_of(PyObject* node) {
-    PyTypeObject* type = Py_TYPE(node);
-    auto it = attrs_cache.find(type);
-    if (it != attrs_cache.end()) return it->second;
-    std::vector<std::string> attrs;
+  // NOTE [reading saved tensors] in saved.py: the attributes that hold what nodes of this
+  // class saved (``saved_attrs``), found once per class: per C++ node type (no Python object
+  // needed to know there is nothing to read), per Python class for custom Functions. An
+  // attribute seen holding something that is not a tensor (a size, a scalar) is skipped from
+  // then on: the generated node classes give each attribute one fixed type.
+  struct SavedAttr {
+    std::string attr, label;
+    bool skip = false;
+  };
+  std::unordered_map<std::type_index, std::vector<SavedAttr>> attrs_by_cpp_type;
+  std::unordered_map<PyTypeObject*, std::vector<SavedAttr>> attrs_by_py_type;
+
+  std::vector<SavedAttr>& attrs_for(const c10::intrusive_ptr<Node>& node, py::object& pynode) {
+    Node* n = node.get();
+    // a custom Function's node (``PyNode``; its type_info is not exported by libtorch_python)
+    bool py_class = std::strcmp(typeid(*n).name(), "N5torch8autograd6PyNodeE") == 0;
+    if (!py_class) {
+      auto it = attrs_by_cpp_type.find(std::type_index(typeid(*n)));
+      if (it != attrs_by_cpp_type.end()) {
+        if (!it->second.empty()) pynode = to_python(node);
+        return it->second;
+      }
+    }
+    pynode = to_python(node);
+    PyTypeObject* type = Py_TYPE(pynode.ptr());
+    auto hit = attrs_by_py_type.find(type);
+    if (hit == attrs_by_py_type.end()) hit = attrs_by_py_type.emplace(type, saved_attrs(pynode.ptr())).first;
+    if (!py_class) return attrs_by_cpp_type.emplace(std::type_index(typeid(*n)), hit->second).first->second;
+    return hit->second;
+  }
+
+  static py::object to_python(const c10::intrusive_ptr<Node>& node) {
+    PyObject* obj = torch::autograd::functionToPyObject(node);
+    if (obj == nullptr) throw python_error();
+    return py::reinterpret_steal<py::object>(obj);
+  }
+
+  static std::vector<SavedAttr> saved_attrs(PyObject* node) {
+    std::vector<SavedAttr> attrs;
     py::list names = py::reinterpret_steal<py::list>(PyObject_Dir(node));
+    if (names.ptr() == nullptr) throw python_error();
     bool ctx = false, raw = false;
     for (auto nm : names) {
       std::string a = nm.cast<std::string>();
@@ -1127,68 +1332,69 @@ struct Recorder {
       raw |= a == "_raw_saved_tensors";
     }
     if (ctx && raw) {
-      attrs.push_back("saved_tensors");
+      attrs.push_back({"saved_tensors", "saved_tensors", false});
     } else {
       for (auto nm : names) {
         std::string a = nm.cast<std::string>();
-        if (a.rfind("_saved_", 0) == 0) attrs.push_back(a);
+        if (a.rfind("_saved_", 0) == 0) attrs.push_back({a, a.substr(7), false});
       }
     }
-    return attrs_cache.emplace(type, std::move(attrs)).first->second;
+    return attrs;
   }
 
-  // Each saved tensor of ``node`` as a complete saved-tensor entry, its (parameter, storage
-  // address) in ``privates`` (never serialised: to count a parameter once, and to match an
-  // in-place change), and the total bytes. Non-tensor saved values are skipped.
-  void read_saved_into(py::handle node, const std::vector<std::string>& attrs, py::handle parameter,
-                       py::list& out, py::list& privates, int64_t& total, SavedOf& so) {
+  // Each saved tensor of ``node`` as a complete saved-tensor entry of ``e``, with what is kept
+  // of it but never written (parameter, storage address). Non-tensor saved values are skipped.
+  void read_saved_into(py::handle node, std::vector<SavedAttr>& attrs, py::handle parameter,
+                       FnEntry& e) {
     auto* param_type = reinterpret_cast<PyTypeObject*>(parameter.ptr());
-    auto entry = [&](const std::string& label, PyObject* obj) {
+    auto entry = [&](std::string label, PyObject* obj) {
       const at::Tensor& t = THPVariable_Unpack(obj);
-      py::dict e;
-      int64_t nbytes = t.numel() * static_cast<int64_t>(t.element_size());
-      py::object param = py::none();
+      SavedEntry sv;
+      sv.bytes = t.numel() * static_cast<int64_t>(t.element_size());
+      sv.param = py::none();
       if (PyType_IsSubtype(Py_TYPE(obj), param_type)) {
-        param = py::reinterpret_borrow<py::object>(obj);
+        sv.param = py::reinterpret_borrow<py::object>(obj);
       } else if (t.is_view()) {
         py::object base = py::reinterpret_steal<py::object>(THPVariable_Wrap(t._base()));
-        if (PyType_IsSubtype(Py_TYPE(base.ptr()), param_type)) param = base;
+        if (PyType_IsSubtype(Py_TYPE(base.ptr()), param_type)) sv.param = base;
       }
-      bool is_param = !param.is_none();
-      const Keys& K = interned();
-      PyObject* d = e.ptr();
-      put(d, K.name, PyUnicode_FromStringAndSize(label.data(), static_cast<Py_ssize_t>(label.size())));
-      put(d, K.shape, int_list(t.sizes()));
-      put(d, K.dtype, dtype_str(t.scalar_type()).release().ptr());
-      put(d, K.bytes, PyLong_FromLongLong(nbytes));
-      put(d, K.is_parameter, PyBool_FromLong(is_param));
-      put(d, K.is_input, PyBool_FromLong(!is_param && !t.grad_fn() && !t.is_view()));
-      put(d, K.freed_after_pass, none());
-      py::object ptr = py::none();
+      sv.is_param = !sv.param.is_none();
+      sv.name = std::move(label);
+      sv.shape = t.sizes().vec();
+      sv.dtype = t.scalar_type();
+      sv.is_input = !sv.is_param && !t.grad_fn() && !t.is_view();
       try {
-        if (t.has_storage()) ptr = py::int_(reinterpret_cast<uintptr_t>(t.storage().data_ptr().get()));
+        if (t.has_storage()) {
+          sv.ptr = reinterpret_cast<uintptr_t>(t.storage().data_ptr().get());
+          sv.has_ptr = true;
+        }
       } catch (const std::exception&) {
       }
-      out.append(e);
-      privates.append(py::make_tuple(param, ptr));
-      total += nbytes;
-      if (is_param) so.params.emplace_back(THPVariable_Unpack(param.ptr()).unsafeGetTensorImpl(), nbytes);
-      else so.activation_bytes += nbytes;
+      e.saved_bytes += sv.bytes;
+      e.saved.push_back(std::move(sv));
     };
-    for (const auto& attr : attrs) {
-      PyObject* value = PyObject_GetAttrString(node.ptr(), attr.c_str());
+    for (SavedAttr& attr : attrs) {
+      if (attr.skip) continue;
+      PyObject* value = PyObject_GetAttrString(node.ptr(), attr.attr.c_str());
       if (value == nullptr) { PyErr_Clear(); continue; }  // freed, or unreadable for this node
       py::object v = py::reinterpret_steal<py::object>(value);
-      std::string name = attr.rfind("_saved_", 0) == 0 ? attr.substr(7) : attr;
       try {
         if (THPVariable_Check(value)) {
-          entry(name, value);
+          entry(attr.label, value);
         } else if (PyTuple_Check(value) || PyList_Check(value)) {
           py::sequence seq = py::reinterpret_borrow<py::sequence>(value);
-          for (size_t k = 0; k < seq.size(); ++k) {
+          size_t n = seq.size();
+          for (size_t k = 0; k < n; ++k) {
             py::object item = seq[k];
-            if (THPVariable_Check(item.ptr())) entry(name + "[" + std::to_string(k) + "]", item.ptr());
+            if (THPVariable_Check(item.ptr())) {
+              entry(attr.label + "[" + std::to_string(k) + "]", item.ptr());
+            } else if (k == 0 && !item.is_none()) {
+              attr.skip = true;  // a list of sizes, not of tensors
+              break;
+            }
           }
+        } else if (value != Py_None) {
+          attr.skip = true;  // a scalar, a size: never a tensor for this class
         }
       } catch (const std::exception&) {
         // an unreadable saved value is skipped, as in Python
@@ -1205,21 +1411,14 @@ struct Recorder {
       std::lock_guard<std::mutex> lock(core->mu);
       executed = core->passes.at(static_cast<size_t>(pass)).executed;
     }
-    const Keys& K = interned();
-    py::object idx = py::int_(pass);
     int64_t freed = 0;
     for (int32_t index : executed) {
-      auto it = saved_of.find(index);
-      if (it == saved_of.end()) continue;
-      PyObject* entries = it->second.entries.ptr();
-      for (Py_ssize_t k = 0; k < PyList_GET_SIZE(entries); ++k) {
-        PyObject* e = PyList_GET_ITEM(entries, k);
-        PyObject* was = PyDict_GetItem(e, K.freed_after_pass);
-        if (was != nullptr && was != Py_None) continue;
-        if (PyDict_SetItem(e, K.freed_after_pass, idx.ptr()) < 0) throw python_error();
-        if (PyDict_GetItem(e, K.is_parameter) != Py_True) {
-          freed += PyLong_AsLongLong(PyDict_GetItem(e, K.bytes));
-        }
+      if (index >= static_cast<int32_t>(pos_.size()) || pos_[static_cast<size_t>(index)] < 0) continue;
+      for (SavedEntry& sv : entries_[static_cast<size_t>(pos_[static_cast<size_t>(index)])].saved) {
+        if (sv.freed_after >= 0) continue;
+        sv.freed_after = pass;
+        ++changes_;
+        if (!sv.is_param) freed += sv.bytes;
       }
     }
     return freed;
@@ -1291,6 +1490,9 @@ PYBIND11_MODULE(_native, m) {
       .def("value", &gradtrace::Recorder::value)
       .def("events_json", &gradtrace::Recorder::events_json)
       .def("walk", &gradtrace::Recorder::walk)
+      .def("nodes_json", &gradtrace::Recorder::nodes_json)
+      .def("edges_json", &gradtrace::Recorder::edges_json)
+      .def("changes", &gradtrace::Recorder::changes)
       .def("mark_freed", &gradtrace::Recorder::mark_freed)
       .def("saved_total", &gradtrace::Recorder::saved_total)
       .def("close", &gradtrace::Recorder::close);

@@ -39,7 +39,7 @@ def _refused(info: FnInfo, needle: str) -> list[tuple[str, str]]:
 
 def _upstream_order(rec: Recorder, roots: list[str]) -> list[FnInfo]:
     producers: dict[str, list[str]] = {}
-    for e in rec.edges:
+    for e in rec.edge_list():
         producers.setdefault(e["target"], []).append(e["source"])
     order: list[FnInfo] = []
     seen = set(roots)

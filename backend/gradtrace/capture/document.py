@@ -56,7 +56,7 @@ def _cut(cut: dict[str, Any] | None) -> dict[str, Any] | None:
                                      "source": cut.get("source")}
 
 
-def _nodes(rec: Recorder) -> list[dict[str, Any]]:
+def _nodes(rec: Recorder) -> list[dict[str, Any] | None]:
     resolve = rec.values.resolve
     tensors = {doc["id"]: t for t, doc in rec.tensors.values()}
     # NOTE [names] at the end: a deep look-up over the snippet's globals comes first
@@ -65,10 +65,10 @@ def _nodes(rec: Recorder) -> list[dict[str, Any]]:
     # function locals). Tensors also get their variable only after the call that made them
     # returns (`d = y.detach()`), which only this late look-up can see.
     late = NameIndex(None, [rec.namespace]) if rec.namespace is not None else None
-    out = []
+    out: list[dict[str, Any] | None] = []
     for doc in rec.nodes:
-        if doc["kind"] == "function":  # complete already (graph.describe_batch / the core)
-            out.append(doc)
+        if doc is None or doc["kind"] == "function":  # complete already (describe_batch), or
+            out.append(doc)  # kept by the core (None, NOTE [node entries in C++])
             continue
         d = {**_NODE_DEFAULTS, **doc}
         if d["kind"] == "tensor":
@@ -137,6 +137,47 @@ def _native_events(rec: Recorder) -> bytes:
     return bytes(text)
 
 
+def _runs(nodes: list[dict[str, Any] | None]) -> list[tuple[int, int] | dict[str, Any]]:
+    """The nodes in document order: each run of the core's entries as (start, stop), the
+    others as they are."""
+    out: list[tuple[int, int] | dict[str, Any]] = []
+    start = 0
+    for i in [i for i, d in enumerate(nodes) if d is not None]:
+        if i > start:
+            out.append((start, i))
+        out.append(nodes[i])  # type: ignore[arg-type]
+        start = i + 1
+    if len(nodes) > start:
+        out.append((start, len(nodes)))
+    return out
+
+
+def _native_graph(rec: Recorder, nodes: list[dict[str, Any] | None]) -> bytes:
+    """The graph's canonical JSON: the core's entries and edges (NOTE [node entries in C++])
+    and Python's tensor nodes and edges, in document order."""
+    core = rec.native
+    parts = [core.nodes_json(*r) if isinstance(r, tuple) else canonical_bytes(r, few_values=True)
+             for r in _runs(nodes)]
+    edges = []
+    for e in rec.edges:
+        text = core.edges_json(e.start, e.stop) if isinstance(e, range) else canonical_bytes(e)
+        if text:
+            edges.append(text)
+    return b'{"edges":[' + b",".join(edges) + b'],"nodes":[' + b",".join(parts) + b"]}"
+
+
+def _graph_objects(rec: Recorder, nodes: list[dict[str, Any] | None]) -> dict[str, Any]:
+    """The same graph as Python objects (the core's entries read back from their JSON)."""
+    core = rec.native
+    out: list[dict[str, Any]] = []
+    for r in _runs(nodes):
+        if isinstance(r, tuple):
+            out += orjson.loads(b"[" + core.nodes_json(*r) + b"]")
+        else:
+            out.append(r)
+    return {"nodes": out, "edges": rec.edge_list()}
+
+
 def _tv(value: Any) -> Any:
     return None if value is None else TensorValueDict(value)
 
@@ -160,13 +201,13 @@ def _parse_events(text: bytes) -> list[dict[str, Any]]:
 def build_document(rec: Recorder, *, status: str, error: dict[str, Any] | None = None,
                    message: str | None = None, stdout: str = "", stdout_truncated: bool = False,
                    device: str = "cpu", code: str | None = None, seed: int | None = None,
-                   json_events: bool = False) -> dict[str, Any]:
+                   json_parts: bool = False) -> dict[str, Any]:
     """The run document as a JSON-able dict, with its content id (see the NOTE above).
 
-    With the C++ core and ``json_events``, ``doc["events"]`` is an ``orjson.Fragment`` of the
-    events' canonical JSON rather than a list: for a caller that only serialises the document
-    (the sandbox child, through :func:`document_json`), which then never builds 10,000 event
-    dicts only to write them out again."""
+    With the C++ core and ``json_parts``, ``doc["graph"]`` and ``doc["events"]`` are
+    ``orjson.Fragment``s of their canonical JSON rather than dicts and lists: for a caller that
+    only serialises the document (the sandbox child, through :func:`document_json`), which
+    then never builds 30,000 dicts only to write them out again."""
     # NOTE [gc] (session.py): building allocates tens of thousands of acyclic dicts (and
     # serialising, a few big buffers); left on, the collector would walk the whole torch heap
     # many times over while doing so (seen as 50-80 ms pauses on the GRU's edge list).
@@ -178,14 +219,16 @@ def build_document(rec: Recorder, *, status: str, error: dict[str, Any] | None =
             rec.values.encode_held()
             nodes = _nodes(rec)
             if rec.native is not None:
+                graph: Any = orjson.Fragment(_native_graph(rec, nodes))
                 events_json = _native_events(rec)
                 events: Any = orjson.Fragment(events_json)
             else:
+                graph = {"nodes": nodes, "edges": list(rec.edges)}  # every edge has its input_nr
                 events = _events(rec)
         doc: dict[str, Any] = {
             "schema_version": SCHEMA_VERSION, "status": status, "error": _error(error),
             "stdout": stdout, "device": device,
-            "graph": {"nodes": nodes, "edges": list(rec.edges)},  # every edge has its input_nr
+            "graph": graph,
             "events": events, "message": message, "stdout_truncated": stdout_truncated,
             "code": code, "seed": seed,
             "passes": [dict(p.doc) for p in rec.passes], "memory": _memory(rec),
@@ -198,8 +241,9 @@ def build_document(rec: Recorder, *, status: str, error: dict[str, Any] | None =
         body = canonical_bytes(doc, few_values=events_json is not None)
         doc_id = hashlib.sha256(body).hexdigest()[:16]
         doc["id"] = doc_id
-        if events_json is not None and not json_events:
+        if events_json is not None and not json_parts:
             doc["events"] = _parse_events(events_json)
+            doc["graph"] = _graph_objects(rec, nodes)
         cut = body.rfind(b',"memory":{')
         _JSON_CACHE.clear()  # one document at a time: the sandbox serialises it right away
         _JSON_CACHE[id(doc)] = (doc, _fingerprint(doc),
@@ -216,9 +260,10 @@ _JSON_CACHE: dict[int, tuple[dict[str, Any], tuple[Any, ...], bytes]] = {}
 
 def _fingerprint(doc: dict[str, Any]) -> tuple[Any, ...]:
     events = doc.get("events", ())
+    graph = doc.get("graph")
     return (len(doc), doc.get("id"), doc.get("status"), doc.get("error"), doc.get("stdout"),
             id(events), len(events) if isinstance(events, list) else -1,
-            len(doc.get("graph", {}).get("nodes", ())))
+            id(graph), len(graph.get("nodes", ())) if isinstance(graph, dict) else -1)
 
 
 def document_json(doc: dict[str, Any]) -> bytes:

@@ -18,8 +18,10 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import itertools
 from typing import Any
 
+import orjson
 import torch
 from torch import nn
 from torch.autograd.graph import Node
@@ -50,12 +52,17 @@ class Recorder:
         self.size_estimate = 512 << 10
         self.max_nodes = max_nodes
         self.max_events = max_events
-        self.nodes: list[dict[str, Any]] = []
+        self.nodes: list[dict[str, Any] | None] = []
+        """Entries by index; ``None``: a function node whose entry the core keeps (NOTE [node
+        entries in C++])."""
         self._fns: dict[Node, FnInfo] = {}
         self._fn_by_id: dict[str, FnInfo] = {}
         self._n_infos = 0
+        self._infos_changes = 0
         self.tensors: dict[int, tuple[torch.Tensor, dict[str, Any]]] = {}
-        self.edges: list[dict[str, Any]] = []
+        self.edges: list[dict[str, Any] | range] = []
+        """Edges in document order; a ``range``: the edges of those function nodes, kept by the
+        core (NOTE [node entries in C++])."""
         self.events: list[dict[str, Any] | BackwardEvent] = []
         self.passes: list[PassInfo] = []
         self.values = ValueStore()
@@ -149,7 +156,14 @@ class Recorder:
     def _sync_infos(self) -> None:
         if self.native is None:
             return
-        for node, doc, private, acc in self.native.infos(self._n_infos):
+        changes = self.native.changes()
+        if changes != self._infos_changes:  # entries changed since read (freed saved tensors)
+            self._fns.clear()
+            self._fn_by_id.clear()
+            self._n_infos = 0
+            self._infos_changes = changes
+        for node, doc_json, private, acc in self.native.infos(self._n_infos):
+            doc = orjson.loads(doc_json)
             info = FnInfo(doc["id"], node, doc, acc=acc, private=private)
             self._fns[node] = info
             self._fn_by_id[info.id] = info
@@ -303,20 +317,35 @@ class Recorder:
                          created_in_pass: int | None, names: frames.NameIndex | None, hooks: bool,
                          read: bool) -> None:
         """``discover`` with the C++ core: one call walks, places, limits and records the new
-        nodes (NOTE [discovery in C++]); Python adds the leaves' tensor nodes."""
+        nodes (NOTE [discovery in C++]), whose entries stay in the core (NOTE [node entries in
+        C++]): ``None`` stands for each in ``nodes``, a range of their indices in ``edges``.
+        Python adds the leaves' tensor nodes."""
         log, mods = self.tracer.log, self.module_log
-        docs, edges, leaves, used, stopped = self.native.discover(
-            roots, read, nn.Parameter, len(self.nodes),
+        first = len(self.nodes)
+        n, leaves, used, stopped = self.native.discover(
+            roots, read, nn.Parameter, first,
             self.max_document_bytes - self.size_estimate, created_in_pass, self.tracer.active,
             line, self.module_stack[-1] if self.module_stack else None, seq_mark,
             log._seqs, log._values, mods._seqs, mods._values, self._n_fns, hooks)
-        self.nodes += docs
-        self.edges += edges
+        if n:
+            self.nodes += itertools.repeat(None, n)
+            self.edges.append(range(first, first + n))
         self.size_estimate += used
-        self._n_fns += len(docs)
+        self._n_fns += n
         if stopped is not None:
             self.stop(stopped)
         self._leaf_nodes(leaves, names)
+
+    def edge_list(self) -> list[dict[str, Any]]:
+        """Every edge as a dict (the core's, NOTE [node entries in C++], read back): for a
+        diagnosis, not the hot path."""
+        out: list[dict[str, Any]] = []
+        for e in self.edges:
+            if isinstance(e, range):
+                out += orjson.loads(b"[" + self.native.edges_json(e.start, e.stop) + b"]")
+            else:
+                out.append(e)
+        return out
 
     def names_here(self) -> frames.NameIndex:
         """A name index for the innermost snippet frame, reused while execution stays at the

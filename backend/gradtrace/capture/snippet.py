@@ -87,7 +87,7 @@ def run_snippet(code: str, *, device: str = "cpu", seed: int | None = 0,
                 max_nodes: int = 50_000, max_events: int = 200_000,
                 output_bytes: int = 64 * 1024, filename: str = "<snippet>",
                 max_document_bytes: int = 28 << 20, native: bool | None = None,
-                json_events: bool = False) -> dict[str, Any]:
+                json_parts: bool = False) -> dict[str, Any]:
     """Execute ``code`` while recording, and return its run document as a JSON-able dict.
 
     ``torch``, ``nn`` and ``F`` are predefined. The document validates as
@@ -96,11 +96,11 @@ def run_snippet(code: str, *, device: str = "cpu", seed: int | None = 0,
     SyntaxError, with its line), ``graph_limit`` (nodes, events, or the document's estimated
     size past ``max_document_bytes``: keep it under the sandbox's result cap), ``output_limit``.
     ``native`` chooses the C++ core or Python hooks (default: the core when built);
-    ``json_events`` leaves the events as their JSON (:func:`build_document`), for a caller that
+    ``json_parts`` leaves the graph and the events as their JSON (:func:`build_document`), for a caller that
     only writes the document out with :func:`document_json`.
     """
     out = CappedOutput(output_bytes)
-    fields: dict[str, Any] = {"device": device, "code": code, "seed": seed, "json_events": json_events}
+    fields: dict[str, Any] = {"device": device, "code": code, "seed": seed, "json_parts": json_parts}
     namespace = _namespace()
     rec = record(max_nodes=max_nodes, max_events=max_events, max_document_bytes=max_document_bytes,
                  native=native, _filename=filename, _namespace=namespace)

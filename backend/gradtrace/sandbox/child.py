@@ -157,7 +157,7 @@ def serve(defaults: dict[str, Any], *, prefault: bool = True) -> None:
             max_events=int(job.get("max_events", defaults["max_events"])),
             output_bytes=int(job.get("output_bytes", defaults["output_bytes"])),
             filename=SNIPPET_FILENAME,
-            json_events=True,  # only serialised below: the events stay the core's JSON
+            json_parts=True,  # only serialised below: graph and events stay the core's JSON
         )
         signal.signal(signal.SIGXCPU, signal.SIG_IGN)  # finishing now; the hard limit still holds
         # The canonical bytes capture already wrote for the document's id: no second encoding.
