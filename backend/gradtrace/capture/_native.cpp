@@ -238,7 +238,10 @@ Value encode(const at::Tensor& t) {
     bool keep = v.numel <= kValuesLimit;
     const at::Tensor* src = &t;
     at::Tensor c;
-    if (!t.is_cpu() || !t.is_contiguous() || v.dtype == at::kHalf || v.dtype == at::kBFloat16) {
+    // Stats alone do not depend on the order of the elements: a permuted dense tensor (the
+    // transposes of a linear layer's backward) is reduced where it lies, without a copy.
+    bool in_place = t.is_contiguous() || (!keep && t.is_non_overlapping_and_dense());
+    if (!t.is_cpu() || !in_place || v.dtype == at::kHalf || v.dtype == at::kBFloat16) {
       c = t.detach();
       if (!c.is_cpu()) c = c.to(at::kCPU);
       if (v.dtype == at::kHalf || v.dtype == at::kBFloat16) c = c.to(at::kDouble);
@@ -1092,8 +1095,24 @@ struct Recorder {
       grad_with[i] = spend(ev.grad);
       for (int32_t k = 0; k < 2 * ev.hc_n; ++k) with[ev.hc_begin + k] = spend(c.refs[ev.hc_begin + k]);
     }
+    // the size, closely enough that the buffer is allocated once (it is megabytes: growing it
+    // copies and faults in fresh pages)
+    size_t estimate = 16 + c.events.size() * 170;
+    auto guess = [&](int32_t id, uint8_t w) {
+      if (id == kNone) return size_t{4};
+      const Value& v = c.values[static_cast<size_t>(id)];
+      return size_t{160} + (w && v.kind == 2 ? static_cast<size_t>(v.numel) * 15 : 0);
+    };
+    for (size_t i = 0; i < c.events.size(); ++i) {
+      const Event& ev = c.events[i];
+      if (ev.pass < 0) continue;
+      for (int32_t k = 0; k < ev.go_n; ++k) estimate += guess(c.refs[ev.go_begin + k], with[ev.go_begin + k]);
+      for (int32_t k = 0; k < ev.gi_n; ++k) estimate += guess(c.refs[ev.gi_begin + k], with[ev.gi_begin + k]);
+      estimate += guess(ev.grad, grad_with[i]);
+      for (int32_t k = 0; k < 2 * ev.hc_n; ++k) estimate += guess(c.refs[ev.hc_begin + k], with[ev.hc_begin + k]) + 20;
+    }
     std::string out;
-    out.reserve(c.events.size() * 320 + 16);
+    out.reserve(estimate);
     auto val = [&](int32_t id, bool w) {
       if (id == kNone) out += "null";
       else write_value(out, c.values[static_cast<size_t>(id)], w);

@@ -45,9 +45,17 @@ class ModuleTracker:
         return [pre, post]
 
     def _child_name(self, parent: nn.Module, child: nn.Module) -> str | None:
+        """``child``'s path under ``parent``: a direct child's name first, else its path among
+        all descendants (a layer that ``parent.forward`` takes from a ModuleList, which is never
+        called itself: ``layers.0``). Before, such a layer fell through to a look-up of its
+        name over every module variable, per layer and per block: a third of a transformer's
+        forward overhead."""
         table = self._children.get(id(parent))
         if table is None:
             table = {id(m): n for n, m in parent.named_children()}
+            for n, m in parent.named_modules():
+                if n:
+                    table.setdefault(id(m), n)
             self._children[id(parent)] = table
             self._keep.append(parent)
         return table.get(id(child))
