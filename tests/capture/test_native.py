@@ -153,3 +153,54 @@ def test_the_hooks_are_gone_after_the_block() -> None:
     y.backward()
     assert torch.equal(x.grad, 2 * torch.ones(3))
     assert len(rec.document_dict()["events"]) == n_events
+
+
+AWKWARD_NAMES = '''
+class Größe(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        ctx.k = 3  # not a tensor: never read as a saved tensor
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return g * 2
+
+layers = nn.ModuleDict({'quote"back\\\\slash': nn.Linear(3, 3), 'tab\\tnew\\nline\\x01': nn.Linear(3, 3),
+                        'ünï': nn.Linear(3, 3)})
+x = torch.randn(2, 3, requires_grad=True)
+h = x
+for key in layers:
+    h = Größe.apply(layers[key](h))
+h.sum().backward()
+'''
+
+
+def test_the_cores_json_escapes_names_like_json_dumps() -> None:
+    """NOTE [node entries in C++]: module paths and node names with quotes, backslashes,
+    control characters and non-ASCII letters are written as ``json.dumps`` writes them."""
+    lazy = run_snippet(AWKWARD_NAMES, seed=0, json_parts=True)
+    assert lazy["status"] == "ok", lazy["error"]
+    body = document_json(lazy)
+    full = run_snippet(AWKWARD_NAMES, seed=0, native=False)
+    assert body == canonical_json(full)
+    modules = {n["module"] for n in json.loads(body)["graph"]["nodes"] if n["kind"] == "function"}
+    assert {'layers.quote"back\\slash', "layers.tab\tnew\nline\x01", "layers.ünï"} <= modules
+    names = {n["name"] for n in full["graph"]["nodes"]}
+    assert "GrößeBackward" in names
+
+
+def test_a_diagnosis_reads_the_cores_entries_back() -> None:
+    """Entries kept in C++ are read back as dicts for an error's diagnosis, including which
+    saved tensors the first backward freed (a second backward through a freed graph)."""
+    code = ("x = torch.ones(3, requires_grad=True)\ny = (x.exp() * x).sum()\ny.backward()\n"
+            "y.backward()\n")
+    fast = run_snippet(code, seed=0, native=True)
+    slow = run_snippet(code, seed=0, native=False)
+    assert fast["status"] == "error" and fast["error"]["line"] == 4
+    assert fast["error"] == slow["error"]
+    freed = [s for n in fast["graph"]["nodes"] for s in n["saved"] if s["freed_after_pass"] == 0]
+    assert freed, "the first pass freed the saved tensors"
+    assert "freed after pass 0" in fast["error"]["detail"]

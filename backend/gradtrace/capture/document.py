@@ -137,32 +137,36 @@ def _native_events(rec: Recorder) -> bytes:
     return bytes(text)
 
 
-def _runs(nodes: list[dict[str, Any] | None]) -> list[tuple[int, int] | dict[str, Any]]:
-    """The nodes in document order: each run of the core's entries as (start, stop), the
-    others as they are."""
-    out: list[tuple[int, int] | dict[str, Any]] = []
-    start = 0
-    for i in [i for i, d in enumerate(nodes) if d is not None]:
-        if i > start:
-            out.append((start, i))
-        out.append(nodes[i])  # type: ignore[arg-type]
-        start = i + 1
-    if len(nodes) > start:
-        out.append((start, len(nodes)))
+def _runs(items: list[Any], core_part: type) -> list[Any]:
+    """``items`` in document order, each run of the core's parts (``None`` nodes, ``range``s
+    of edges) and each run of Python's dicts as one list."""
+    out: list[Any] = []
+    for item in items:
+        mine = item is None or isinstance(item, core_part)
+        if out and out[-1][0] == mine:
+            out[-1][1].append(item)
+        else:
+            out.append((mine, [item]))
     return out
 
 
 def _native_graph(rec: Recorder, nodes: list[dict[str, Any] | None]) -> bytes:
     """The graph's canonical JSON: the core's entries and edges (NOTE [node entries in C++])
-    and Python's tensor nodes and edges, in document order."""
+    and Python's tensor nodes and edges, in document order (each run of Python's written in
+    one call)."""
     core = rec.native
-    parts = [core.nodes_json(*r) if isinstance(r, tuple) else canonical_bytes(r, few_values=True)
-             for r in _runs(nodes)]
-    edges = []
-    for e in rec.edges:
-        text = core.edges_json(e.start, e.stop) if isinstance(e, range) else canonical_bytes(e)
-        if text:
-            edges.append(text)
+    parts: list[bytes] = []
+    start = 0
+    for mine, run in _runs(nodes, type(None)):
+        parts.append(core.nodes_json(start, start + len(run)) if mine
+                     else canonical_bytes(run, few_values=True)[1:-1])
+        start += len(run)
+    edges: list[bytes] = []
+    for mine, run in _runs(rec.edges, range):
+        for text in ([core.edges_json(r.start, r.stop) for r in run] if mine
+                     else [canonical_bytes(run)[1:-1]]):
+            if text:
+                edges.append(text)
     return b"".join((b'{"edges":[', b",".join(edges), b'],"nodes":[', b",".join(parts), b"]}"))
 
 
@@ -193,15 +197,23 @@ def _assemble(doc: dict[str, Any], events: bytes, graph: bytes) -> tuple[str, by
     return doc_id, b"".join((head, events, mid, graph, b',"id":"', doc_id.encode(), b'"', tail))
 
 
+def graph_json(rec: Recorder) -> bytes:
+    """The canonical JSON of the recorded graph alone (nodes and edges, as the document has
+    them): for the benchmark, the counterpart of torchviz's extraction."""
+    with torch._C.DisableTorchFunction():
+        nodes = _nodes(rec)
+        if rec.native is not None:
+            return _native_graph(rec, nodes)
+        return canonical_bytes({"edges": list(rec.edges), "nodes": nodes})
+
+
 def _graph_objects(rec: Recorder, nodes: list[dict[str, Any] | None]) -> dict[str, Any]:
     """The same graph as Python objects (the core's entries read back from their JSON)."""
-    core = rec.native
     out: list[dict[str, Any]] = []
-    for r in _runs(nodes):
-        if isinstance(r, tuple):
-            out += orjson.loads(b"[" + core.nodes_json(*r) + b"]")
-        else:
-            out.append(r)
+    start = 0
+    for mine, run in _runs(nodes, type(None)):
+        out += orjson.loads(b"[" + rec.native.nodes_json(start, start + len(run)) + b"]") if mine else run
+        start += len(run)
     return {"nodes": out, "edges": rec.edge_list()}
 
 

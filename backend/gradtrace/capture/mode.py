@@ -40,6 +40,8 @@ _seq_nr = torch._C._autograd._get_sequence_nr
 _is_compiling = torch.compiler.is_compiling
 _tracing_context = torch._guards.TracingContext.try_get
 _DATA = torch._C.TensorBase.__dict__["data"]
+_DETACH = torch.Tensor.detach
+_grad_enabled = torch.is_grad_enabled
 
 
 def _is_data_get(func: Any) -> bool:
@@ -115,18 +117,18 @@ class CaptureMode(TorchFunctionMode):
             if rec.pending:
                 self._flush()
             return special(func, args, kwargs)
-        if rec.pending and (_mutates(func) or "out" in kwargs):
+        mutates = _mutates(func)
+        if rec.pending and (mutates or "out" in kwargs):
             self._flush()  # NOTE [discovery in batches]: saved tensors are read before the change
         mark = _seq_nr()
         out = func(*args, **kwargs)
         # NOTE [fast path]: no sequence number handed out means no node was created, so most
         # calls (getters, ops on tensors without grad) cost one counter read.
-        mutated = _mutates(func) and bool(args) and isinstance(args[0], torch.Tensor)
-        if mutated:
+        if mutates and args and isinstance(args[0], torch.Tensor):
             rec.note_inplace(args[0], getattr(func, "__name__", "?"))
         if _seq_nr() != mark:
             work = self._after
-        elif not torch.is_grad_enabled() or func is torch.Tensor.detach or _is_data_get(func):
+        elif not _grad_enabled() or func is _DETACH or _is_data_get(func):
             work = self._cuts_only
         else:
             return out
@@ -177,7 +179,7 @@ class CaptureMode(TorchFunctionMode):
             rec.discover(roots, line=rec.current_line(), seq_mark=mark, created_in_pass=rec.active_pass)
             if rec.cuts:
                 self._cut_consumers(args, out)
-        elif not torch.is_grad_enabled() or func is torch.Tensor.detach or _is_data_get(func):
+        elif not _grad_enabled() or func is _DETACH or _is_data_get(func):
             self._maybe_cut(func, args, out)
 
     # ------------------------------------------------------------------ cuts
