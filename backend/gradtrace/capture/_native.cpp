@@ -34,6 +34,8 @@
 #include <torch/csrc/Exceptions.h>
 #include <torch/csrc/DynamicTypes.h>
 #include <c10/core/GradMode.h>
+#include <c10/util/flat_hash_map.h>
+#include <c10/util/SmallVector.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
@@ -50,6 +52,7 @@
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 namespace py = pybind11;
@@ -61,6 +64,9 @@ namespace gradtrace {
 constexpr int64_t kValuesLimit = 1000;
 constexpr int32_t kNone = -1;          // value id of a None gradient
 constexpr int32_t kNullLine = INT32_MIN;
+// The mangled name of a custom Function's node class (``PyNode``), whose type_info
+// libtorch_python does not export: compared by name.
+constexpr const char* kPyNode = "N5torch8autograd6PyNodeE";
 
 // ------------------------------------------------------------------------- JSON writing
 
@@ -133,8 +139,10 @@ void format_int(std::string& out, int64_t x) {
 
 // ------------------------------------------------------------------------- values
 
+using Shape = c10::SmallVector<int64_t, 5>;  // inline: no allocation per shape
+
 struct Value {
-  std::vector<int64_t> shape;
+  Shape shape;
   at::ScalarType dtype = at::kFloat;
   // 1: stats; 2: values and stats; 3: held for Python to encode
   uint8_t kind = 3;
@@ -233,7 +241,7 @@ Value encode(const at::Tensor& t) {
       v.held = v.numel <= kValuesLimit ? t.detach().clone() : t.detach();
       return v;
     }
-    v.shape = t.sizes().vec();
+    v.shape.assign(t.sizes().begin(), t.sizes().end());
     v.f32 = v.dtype != at::kDouble;
     bool keep = v.numel <= kValuesLimit;
     const at::Tensor* src = &t;
@@ -396,14 +404,14 @@ PyObject* int_list(c10::IntArrayRef xs) {
 
 struct OutMeta {
   bool known = false;
-  std::vector<int64_t> shape;
+  Shape shape;
   at::ScalarType dtype = at::kFloat;
   c10::Device device = c10::Device(c10::kCPU);
 };
 
 struct SavedEntry {
   std::string name;
-  std::vector<int64_t> shape;
+  Shape shape;
   at::ScalarType dtype = at::kFloat;
   int64_t bytes = 0;
   bool is_param = false, is_input = false, has_ptr = false;
@@ -415,18 +423,18 @@ struct SavedEntry {
 struct FnEntry {
   int64_t index = 0;
   c10::intrusive_ptr<Node> node;
-  std::string name;
+  const std::string* name = nullptr;  // interned by the recorder (``name_of``)
   uint64_t seqnr = 0;
   bool acc = false;
   int32_t line = kNullLine;
   py::object module;  // str or None
   int64_t seq = 0;
   int32_t created_in_pass = -1;
-  std::vector<OutMeta> outs;
+  c10::SmallVector<OutMeta, 1> outs;
   bool saved_unread = false;
   std::vector<SavedEntry> saved;
   int64_t saved_bytes = 0;
-  std::vector<std::pair<int64_t, int64_t>> edges;  // (input_nr, source node index)
+  c10::SmallVector<std::pair<int64_t, int64_t>, 4> edges;  // (input_nr, source node index)
 };
 
 // A string as ``json.dumps(ensure_ascii=False)`` writes it (UTF-8 passes through).
@@ -455,7 +463,7 @@ void write_str(std::string& out, std::string_view s) {
   out.push_back('"');
 }
 
-void write_ints(std::string& out, const std::vector<int64_t>& xs) {
+void write_ints(std::string& out, c10::ArrayRef<int64_t> xs) {
   out.push_back('[');
   for (size_t i = 0; i < xs.size(); ++i) {
     if (i) out.push_back(',');
@@ -505,7 +513,7 @@ void write_entry(std::string& out, const FnEntry& e) {
   out += ",\"module\":";
   write_pystr(out, e.module);
   out += ",\"name\":";
-  write_str(out, e.name);
+  write_str(out, *e.name);
   if (e.outs.size() > 1) {
     out += ",\"outputs\":[";
     for (size_t i = 0; i < e.outs.size(); ++i) {
@@ -595,8 +603,8 @@ struct Core : std::enable_shared_from_this<Core> {
   std::unordered_map<Node*, std::vector<int32_t>> hook_changes;
   std::vector<std::pair<c10::intrusive_ptr<Node>, uintptr_t>> hooks;
   std::vector<int32_t> acc_events;  // AccumulateGrad events not yet drained
-  std::unordered_map<Node*, int32_t> known;  // every recorded node -> its index ("n<index>")
-  std::unordered_map<int32_t, Node*> by_index;
+  ska::flat_hash_map<Node*, int32_t> known;  // every recorded node -> its index ("n<index>")
+  std::vector<Node*> by_index;  // index -> node (nullptr: a tensor node)
   std::vector<c10::intrusive_ptr<Node>> alive;  // NOTE [keeping nodes alive] in graph.py
   int64_t max_events = 0, n_events = 0;
   int64_t bytes_left = 0, bytes_used = 0;
@@ -800,7 +808,8 @@ struct Recorder {
     {
       std::lock_guard<std::mutex> lock(core->mu);
       core->known[node.get()] = index;
-      core->by_index[index] = node.get();
+      if (core->by_index.size() <= static_cast<size_t>(index)) core->by_index.resize(static_cast<size_t>(index) + 1);
+      core->by_index[static_cast<size_t>(index)] = node.get();
       core->alive.push_back(node);
       Event ev{};
       ev.node = index;
@@ -1019,7 +1028,7 @@ struct Recorder {
       std::lock_guard<std::mutex> lock(core->mu);
       for (int32_t e : core->acc_events) {
         const Event& ev = core->events[static_cast<size_t>(e)];
-        taken.emplace_back(core->by_index.at(ev.node), ev.grad);
+        taken.emplace_back(core->by_index.at(static_cast<size_t>(ev.node)), ev.grad);
       }
       core->acc_events.clear();
     }
@@ -1113,9 +1122,21 @@ struct Recorder {
     }
     std::string out;
     out.reserve(estimate);
+    // a gradient is met twice as a rule (one node's grad_input, the next one's grad_output):
+    // its JSON without values is written once and copied the second time
+    std::vector<std::pair<size_t, size_t>> written(c.values.size(), {0, 0});
     auto val = [&](int32_t id, bool w) {
-      if (id == kNone) out += "null";
-      else write_value(out, c.values[static_cast<size_t>(id)], w);
+      if (id == kNone) { out += "null"; return; }
+      if (w) { write_value(out, c.values[static_cast<size_t>(id)], true); return; }
+      auto [at, n] = written[static_cast<size_t>(id)];
+      if (n != 0) {
+        if (out.size() + n > out.capacity()) out.reserve(2 * (out.size() + n));
+        out.append(out.data() + at, n);  // no reallocation now: the source stays valid
+        return;
+      }
+      size_t begin = out.size();
+      write_value(out, c.values[static_cast<size_t>(id)], false);
+      written[static_cast<size_t>(id)] = {begin, out.size() - begin};
     };
     auto list = [&](int32_t begin, int32_t n) {
       out.push_back('[');
@@ -1176,7 +1197,7 @@ struct Recorder {
   std::vector<FnEntry> walk_batch(py::list roots, bool read_saved, py::handle parameter,
                                   int64_t first_index) {
     std::vector<c10::intrusive_ptr<Node>> stack;
-    std::unordered_map<Node*, size_t> found;  // -> position in ``order`` (DFS order)
+    ska::flat_hash_map<Node*, size_t> found;  // -> position in ``order`` (DFS order)
     std::vector<c10::intrusive_ptr<Node>> order;
     {
       std::lock_guard<std::mutex> lock(core->mu);
@@ -1255,9 +1276,7 @@ struct Recorder {
       e.index = first_index + static_cast<int64_t>(k);
       e.node = order[i];
       e.seqnr = seq[i];
-      e.name = n->name();
-      size_t colon = e.name.rfind("::");
-      if (colon != std::string::npos) e.name.erase(0, colon + 2);
+      e.name = name_of(n);
       uint32_t n_out = n->num_inputs();
       e.outs.resize(n_out);
       for (uint32_t o = 0; o < n_out; ++o) {
@@ -1298,6 +1317,26 @@ struct Recorder {
     return out;
   }
 
+  // ``Node.name()`` without a namespace, interned: fixed per C++ class (cached by class), a
+  // custom Function's from its Python class.
+  std::unordered_map<const std::type_info*, const std::string*> names_;
+  std::unordered_set<std::string> name_pool_;
+
+  const std::string* name_of(Node* n) {
+    const std::type_info* type = &typeid(*n);
+    bool py_class = std::strcmp(type->name(), kPyNode) == 0;
+    if (!py_class) {
+      auto it = names_.find(type);
+      if (it != names_.end()) return it->second;
+    }
+    std::string name = n->name();
+    size_t colon = name.rfind("::");
+    if (colon != std::string::npos) name.erase(0, colon + 2);
+    const std::string* interned = &*name_pool_.insert(std::move(name)).first;
+    if (!py_class) names_.emplace(type, interned);
+    return interned;
+  }
+
   // The walk alone, for the benchmark (``bench_capture.py``): how many nodes it found.
   size_t walk(py::list roots, bool read_saved, py::handle parameter, int64_t first_index) {
     return walk_batch(roots, read_saved, parameter, first_index).size();
@@ -1312,15 +1351,14 @@ struct Recorder {
     std::string attr, label;
     bool skip = false;
   };
-  std::unordered_map<std::type_index, std::vector<SavedAttr>> attrs_by_cpp_type;
+  std::unordered_map<const std::type_info*, std::vector<SavedAttr>> attrs_by_cpp_type;
   std::unordered_map<PyTypeObject*, std::vector<SavedAttr>> attrs_by_py_type;
 
   std::vector<SavedAttr>& attrs_for(const c10::intrusive_ptr<Node>& node, py::object& pynode) {
     Node* n = node.get();
-    // a custom Function's node (``PyNode``; its type_info is not exported by libtorch_python)
-    bool py_class = std::strcmp(typeid(*n).name(), "N5torch8autograd6PyNodeE") == 0;
+    bool py_class = std::strcmp(typeid(*n).name(), kPyNode) == 0;
     if (!py_class) {
-      auto it = attrs_by_cpp_type.find(std::type_index(typeid(*n)));
+      auto it = attrs_by_cpp_type.find(&typeid(*n));
       if (it != attrs_by_cpp_type.end()) {
         if (!it->second.empty()) pynode = to_python(node);
         return it->second;
@@ -1330,7 +1368,7 @@ struct Recorder {
     PyTypeObject* type = Py_TYPE(pynode.ptr());
     auto hit = attrs_by_py_type.find(type);
     if (hit == attrs_by_py_type.end()) hit = attrs_by_py_type.emplace(type, saved_attrs(pynode.ptr())).first;
-    if (!py_class) return attrs_by_cpp_type.emplace(std::type_index(typeid(*n)), hit->second).first->second;
+    if (!py_class) return attrs_by_cpp_type.emplace(&typeid(*n), hit->second).first->second;
     return hit->second;
   }
 
@@ -1379,7 +1417,7 @@ struct Recorder {
       }
       sv.is_param = !sv.param.is_none();
       sv.name = std::move(label);
-      sv.shape = t.sizes().vec();
+      sv.shape.assign(t.sizes().begin(), t.sizes().end());
       sv.dtype = t.scalar_type();
       sv.is_input = !sv.is_param && !t.grad_fn() && !t.is_view();
       try {

@@ -137,16 +137,26 @@ def _native_events(rec: Recorder) -> bytes:
     return bytes(text)
 
 
-def _runs(items: list[Any], core_part: type) -> list[Any]:
-    """``items`` in document order, each run of the core's parts (``None`` nodes, ``range``s
-    of edges) and each run of Python's dicts as one list."""
-    out: list[Any] = []
-    for item in items:
-        mine = item is None or isinstance(item, core_part)
-        if out and out[-1][0] == mine:
-            out[-1][1].append(item)
+def _runs(items: list[Any], core_part: type) -> list[tuple[bool, list[Any]]]:
+    """``items`` in document order as (the core's?, run): each run of the core's parts
+    (``None`` nodes, ``range``s of edges) and each run of Python's dicts as one list. Python's
+    are few (leaves, roots): found by one comprehension, not a Python loop over every node."""
+    if core_part is type(None):
+        own = [i for i, d in enumerate(items) if d is not None]
+    else:
+        own = [i for i, d in enumerate(items) if not isinstance(d, core_part)]
+    out: list[tuple[bool, list[Any]]] = []
+    start = 0
+    for i in own:
+        if i > start:
+            out.append((True, items[start:i]))
+        if out and not out[-1][0]:
+            out[-1][1].append(items[i])
         else:
-            out.append((mine, [item]))
+            out.append((False, [items[i]]))
+        start = i + 1
+    if len(items) > start:
+        out.append((True, items[start:]))
     return out
 
 
