@@ -129,12 +129,17 @@ class NameIndex:
             return names
         for key, module in modules:
             try:
-                for sub, child in module.named_modules(prefix=key):
+                # one walk for modules and parameters: ``named_parameters`` would walk the
+                # modules again (same names: first path wins, as its de-duplication does)
+                subs = list(module.named_modules(prefix=key))
+                for sub, child in subs:
                     names.setdefault(id(child), sub)
                     self._keep.append(child)
-                for pname, param in module.named_parameters(prefix=key):
-                    names.setdefault(id(param), pname)
-                    self._keep.append(param)
+                for sub, child in subs:
+                    for pname, param in child._parameters.items():
+                        if param is not None:
+                            names.setdefault(id(param), f"{sub}.{pname}" if sub else pname)
+                            self._keep.append(param)
             except Exception:  # a snippet's broken module must not break the recorder
                 continue
         return names

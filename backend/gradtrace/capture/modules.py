@@ -26,6 +26,9 @@ from torch import nn
 from gradtrace.capture import frames
 from gradtrace.capture.recorder import Recorder
 
+_DEEP = -1
+"""Key marking a child table that lists every descendant (no object has id -1)."""
+
 
 class ModuleTracker:
     """Keeps ``rec.module_stack`` in step with nn.Module calls, naming each from the snippet."""
@@ -45,20 +48,24 @@ class ModuleTracker:
         return [pre, post]
 
     def _child_name(self, parent: nn.Module, child: nn.Module) -> str | None:
-        """``child``'s path under ``parent``: a direct child's name first, else its path among
-        all descendants (a layer that ``parent.forward`` takes from a ModuleList, which is never
+        """``child``'s path under ``parent``: a direct child's name, else its path among all
+        descendants (a layer that ``parent.forward`` takes from a ModuleList, which is never
         called itself: ``layers.0``). Before, such a layer fell through to a look-up of its
         name over every module variable, per layer and per block: a third of a transformer's
-        forward overhead."""
+        forward overhead. The descendants are listed only when a direct look-up misses."""
         table = self._children.get(id(parent))
         if table is None:
             table = {id(m): n for n, m in parent.named_children()}
+            self._children[id(parent)] = table
+            self._keep.append(parent)
+        name = table.get(id(child))
+        if name is None and not table.get(_DEEP):
             for n, m in parent.named_modules():
                 if n:
                     table.setdefault(id(m), n)
-            self._children[id(parent)] = table
-            self._keep.append(parent)
-        return table.get(id(child))
+            table[_DEEP] = "1"
+            name = table.get(id(child))
+        return name
 
     def _root_name(self, module: nn.Module) -> str | None:
         """The variable (or ``var.sub`` path) of a module called from outside any other module;

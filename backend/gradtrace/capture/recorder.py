@@ -31,7 +31,7 @@ from gradtrace.capture.events import BackwardEvent, LimitReached, PassInfo
 from gradtrace.capture.graph import ACC_SEQ, FnInfo, Found, describe_batch, leaf_of
 from gradtrace.capture.saved import saved_hooks_active
 from gradtrace.capture.timeline import LineTracer, SeqLog
-from gradtrace.capture.values import ValueStore, dtype_name
+from gradtrace.capture.values import ValueStore, device_name, dtype_name
 
 _seq_nr = torch._C._autograd._get_sequence_nr
 
@@ -308,6 +308,8 @@ class Recorder:
     def _leaf_nodes(self, leaves: list[tuple[torch.Tensor | None, str, int | None]],
                     names: frames.NameIndex | None) -> None:
         """The tensor node of each new AccumulateGrad's leaf, with its edge to it."""
+        if leaves and names is None:
+            names = self.names_here()  # one look-up of the snippet's frame for all of them
         for leaf, fid, n_line in leaves:
             if leaf is not None:
                 tid = self.tensor_node(leaf, role="leaf", line=n_line, names=names)
@@ -394,7 +396,7 @@ class Recorder:
         tid = self._new_id()
         doc = {"id": tid, "kind": "tensor", "name": names.name_of(t), "line": line,
                "module": None, "shape": list(t.shape), "dtype": dtype_name(t.dtype),
-               "device": str(t.device), "role": role}
+               "device": device_name(t.device), "role": role}
         if role != "leaf":
             doc["value"] = self.values.capture(t, snapshot=True)
         self.nodes.append(doc)
