@@ -51,7 +51,8 @@ Meta = tuple[list[int] | None, str | None, str | None]
 Found = tuple[Node, dict[str, Any], list[Private], list[dict[str, Any]], int, bool]
 """A newly found node: (node, its complete document entry with its id, the private part of
 its saved tensors, its edges from its next functions, its sequence number, whether it is an
-AccumulateGrad). What both :func:`describe_batch` and the C++ core's ``walk`` give."""
+AccumulateGrad). What :func:`describe_batch` gives; the C++ core keeps the same as structs
+(NOTE [node entries in C++] in ``_native.cpp``)."""
 
 
 def output_metas(node: Node) -> list[Meta]:
