@@ -7,11 +7,12 @@ steps. Each case builds its model once; every repetition then runs forward+backw
 bare, or inside ``gradtrace.record()`` followed by ``rec.document()`` and ``canonical_json`` (so
 serialization is included). Bare and captured repetitions alternate, in the same process, so
 machine noise hits both alike. torchviz's ``make_dot`` (graph extraction only, no rendering) is
-timed on the transformer when torchviz is installed, against gradtrace's own graph walk
-(extraction only), its graph capture (what it does while the forward runs, plus the graph's
-JSON) and its whole capture overhead (backward hooks and gradient values included). Targets:
-ratio <= 2 (CNN, transformer), <= 3 (GRU), capture no slower than make_dot. ``--python`` adds
-the Python recorder (no C++ core).
+timed on the transformer when torchviz is installed, against gradtrace's own graph walk; its
+graph extraction (walk, names, graph JSON, after the forward as make_dot does it); its graph
+capture (what it does while the forward runs, plus the graph's JSON); and its whole capture
+overhead (backward hooks and gradient values included). Targets: ratio <= 2 (CNN,
+transformer), <= 3 (GRU), capture no slower than make_dot. ``--python`` adds the Python
+recorder (no C++ core).
 """
 
 from __future__ import annotations
@@ -138,9 +139,9 @@ def serialisers(loss_fn: Callable[[], torch.Tensor], model: nn.Module,
 
 
 def walk_only(loss_fn: Callable[[], torch.Tensor], native: bool) -> Callable[[], Any]:
-    """gradtrace's graph extraction alone, the counterpart of make_dot: every node of a fresh
-    forward with its name, output metadata, saved tensors and edges (the C++ core's ``walk``,
-    or the Python recorder's ``describe_batch``); the forward itself is not timed."""
+    """gradtrace's graph walk alone: every node of a fresh forward with its name, output
+    metadata, saved tensors and edges (the C++ core's ``walk``, or the Python recorder's
+    ``describe_batch``); the forward itself is not timed."""
     from gradtrace.capture import native as core
     from gradtrace.capture.graph import describe_batch
 
@@ -150,6 +151,28 @@ def walk_only(loss_fn: Callable[[], torch.Tensor], native: bool) -> Callable[[],
         if native and core.core is not None:
             return core.core.Recorder().walk([loss.grad_fn], True, nn.Parameter, 0)
         return describe_batch([loss.grad_fn], {}, read_saved_tensors=True, first_index=0)
+
+    return run
+
+
+def extraction_only(loss_fn: Callable[[], torch.Tensor], model: nn.Module) -> Callable[[], Any]:
+    """gradtrace doing what make_dot does, after a plain forward: the graph from the loss with
+    every node (name, metadata, saved tensors), the parameters named as the snippet reaches
+    them, the edges, written as the document's graph JSON. (Lines and module paths need the
+    forward-time tap: see the graph capture row.)"""
+    from gradtrace.capture.document import graph_json
+    from gradtrace.capture.recorder import Recorder
+
+    loss = loss_fn()
+    namespace = {"model": model}
+
+    def run() -> Any:
+        rec = Recorder("<bench>", max_nodes=50_000, max_events=200_000)
+        rec.namespace = namespace
+        rec.discover([loss.grad_fn], line=None, seq_mark=None, hooks=False)
+        text = graph_json(rec)
+        rec.remove_hooks()  # none were set; this also frees the core's references to rec
+        return text
 
     return run
 
@@ -267,6 +290,11 @@ def main() -> None:
             mg = statistics.median(t_fc) - statistics.median(t_fb)
             rows.append(("transformer-6 graph capture", reps, mg, 0.0, "make_dot", mg / mv,
                          "forward under record + graph JSON, minus bare forward (no backward)"))
+            extract = extraction_only(loss_fn, model)
+            t_ex = [timed(extract) for _ in range(reps)]
+            me = statistics.median(t_ex)
+            rows.append(("transformer-6 graph extraction", reps, me, pct(t_ex, 0.95), "make_dot",
+                         me / mv, "what make_dot does, after the forward: walk, names, graph JSON"))
             for label, nat in (("C++ core", True), ("Python", False)):
                 walk = walk_only(loss_fn, nat)
                 t_walk = [timed(walk) for _ in range(reps)]
