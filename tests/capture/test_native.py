@@ -204,3 +204,19 @@ def test_a_diagnosis_reads_the_cores_entries_back() -> None:
     freed = [s for n in fast["graph"]["nodes"] for s in n["saved"] if s["freed_after_pass"] == 0]
     assert freed, "the first pass freed the saved tensors"
     assert "freed after pass 0" in fast["error"]["detail"]
+
+
+def test_a_view_of_a_big_gradient_has_its_own_shape_and_the_same_stats() -> None:
+    """NOTE [same elements, other shape]: the stats of a transposed or reshaped big gradient
+    are reused from the gradient whose memory it views; its shape is its own."""
+    code = ("x = torch.randn(40, 60, requires_grad=True)\n"
+            "y = (x.t().reshape(60, 40) * 3).sum()\ny.backward()\n")
+    fast = run_snippet(code, seed=0, native=True)
+    slow = run_snippet(code, seed=0, native=False)
+    _same(fast, slow, "doc")
+    grads = [v for e in fast["events"] if e["phase"] == "backward" for v in e["grad_inputs"]
+             if v is not None and v["values"] is None and v["stats"]["max"] == 3.0]
+    assert {(60, 40), (40, 60)} <= {tuple(v["shape"]) for v in grads}  # Mul's, then T's (a view)
+    stats = {json.dumps(v["stats"], sort_keys=True) for v in grads}
+    assert len(stats) == 1, "every view of 3 * ones has the same stats"
+    assert grads[0]["stats"]["mean"] == 3.0

@@ -578,6 +578,14 @@ struct Cached {
   int32_t id;
 };
 
+struct SameData {
+  c10::weak_intrusive_ptr<c10::StorageImpl> storage;
+  int64_t version;
+  int64_t numel;
+  at::ScalarType dtype;
+  int32_t id;
+};
+
 struct Core;
 
 struct Hook : torch::autograd::FunctionPostHook {
@@ -628,10 +636,41 @@ struct Core : std::enable_shared_from_this<Core> {
       return it->second.id;
     }
     int32_t id = static_cast<int32_t>(values.size());
-    values.push_back(encode(t));
+    const void* data = same_elements_key(t, ver);
+    auto same = data != nullptr ? by_data.find(data) : by_data.end();
+    if (same != by_data.end() && !same->second.storage.expired() && same->second.version == ver &&
+        same->second.numel == t.numel() && same->second.dtype == t.scalar_type()) {
+      Value v = values[static_cast<size_t>(same->second.id)];  // stats of the same elements
+      v.shape.assign(t.sizes().begin(), t.sizes().end());
+      values.push_back(std::move(v));
+    } else {
+      values.push_back(encode(t));
+      if (data != nullptr && values.back().kind == 1) {
+        by_data.insert_or_assign(data, SameData{c10::weak_intrusive_ptr<c10::StorageImpl>(
+            t.storage().getWeakStorageImpl()), ver, t.numel(), t.scalar_type(), id});
+      }
+    }
     cache.insert_or_assign(impl, Cached{c10::weak_intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>(
                                    t.getIntrusivePtr()), ver, id});
     return id;
+  }
+
+  // NOTE [same elements, other shape]: a view, reshape or transpose of a big gradient (the
+  // engine passes the same memory through ViewBackward, TransposeBackward, ...) holds the
+  // same elements in the same memory order, so its stats (which ``encode`` computes over the
+  // memory, in memory order) are the very same numbers: reused, only the shape differs. Keyed
+  // by the first element's address, for dense CPU float tensors whose stats alone are kept;
+  // the storage's weak reference and the version make sure it is still the same data.
+  std::unordered_map<const void*, SameData> by_data;
+
+  static const void* same_elements_key(const at::Tensor& t, int64_t ver) {
+    if (ver < 0 || t.numel() <= kValuesLimit || !t.is_cpu() || t.layout() != at::kStrided ||
+        t.is_quantized() || !t.has_storage() || !t.is_non_overlapping_and_dense()) {
+      return nullptr;
+    }
+    at::ScalarType d = t.scalar_type();
+    if (d != at::kFloat && d != at::kDouble) return nullptr;
+    return t.const_data_ptr();
   }
 
   int32_t pass_for(int64_t task) {
@@ -1019,6 +1058,7 @@ struct Recorder {
     // the outermost backward call returned: its gradients are not met again
     std::lock_guard<std::mutex> lock(core->mu);
     core->cache.clear();
+    core->by_data.clear();
   }
 
   // AccumulateGrad events since the last call: [(leaf tensor, grad value id)].
@@ -1496,6 +1536,7 @@ struct Recorder {
       core->enabled = false;
       hooks.swap(core->hooks);
       core->cache.clear();
+      core->by_data.clear();
       core->hook_changes.clear();
     }
     for (auto& [node, key] : hooks) node->del_post_hook(key);
