@@ -85,6 +85,15 @@ def _tensors_of(out: Any) -> list[torch.Tensor]:
     return []
 
 
+def _cut_possible(args: tuple[Any, ...], out: Any) -> bool:
+    """Whether a call without history could be a cut (NOTE in ``_maybe_cut``): an argument
+    with history and a result without. Asked before anything else is done for the call: an
+    optimizer's step makes dozens of such calls per parameter, none of them a cut."""
+    if not any(isinstance(a, torch.Tensor) and a.requires_grad for a in args):
+        return False
+    return any(not t.requires_grad for t in _tensors_of(out))
+
+
 def _as_list(x: Any) -> list[Any]:
     if isinstance(x, torch.Tensor):
         return [x]
@@ -133,6 +142,8 @@ class CaptureMode(TorchFunctionMode):
         if _seq_nr() != mark:
             work = self._after
         elif not _grad_enabled() or func is _DETACH or _is_data_get(func):
+            if rec.module_stack or not _cut_possible(args, out):
+                return out  # an optimizer's update under no_grad, say: nothing to record
             work = self._cuts_only
         else:
             return out
