@@ -220,3 +220,25 @@ def test_a_view_of_a_big_gradient_has_its_own_shape_and_the_same_stats() -> None
     stats = {json.dumps(v["stats"], sort_keys=True) for v in grads}
     assert len(stats) == 1, "every view of 3 * ones has the same stats"
     assert grads[0]["stats"]["mean"] == 3.0
+
+
+def test_the_line_tracer_is_the_cores_and_is_removed_after_the_block() -> None:
+    """NOTE [a C line tracer]: with the core, lines are traced by its C function (no Python
+    call per Python call); a nested record finds tracing taken and falls back to lines at
+    discovery; nothing is left installed afterwards."""
+    import sys
+
+    import gradtrace
+
+    assert sys.gettrace() is None
+    with gradtrace.record() as outer:
+        assert type(sys.gettrace()).__name__ == "Tracer"
+        x = torch.ones(2, requires_grad=True)
+        with gradtrace.record() as inner:
+            y, y_line = (x * 3).sum(), sys._getframe().f_lineno
+        z, z_line = (x * 2).sum(), sys._getframe().f_lineno
+    assert sys.gettrace() is None
+    muls = [n["line"] for n in outer.document_dict()["graph"]["nodes"] if n["name"] == "MulBackward0"]
+    assert muls == [y_line, z_line]
+    assert [n["name"] for n in inner.document_dict()["graph"]["nodes"]].count("MulBackward0") == 1
+    assert y.grad_fn is not None and z.grad_fn is not None

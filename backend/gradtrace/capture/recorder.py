@@ -97,11 +97,13 @@ class Recorder:
         """The snippet's globals, for naming tensors at the end (NOTE [names])."""
         self.recorder_errors: list[str] = []
         self.n_recorder_errors = 0
-        self.tracer = LineTracer(filename)
+        self.pending: list[Node] = []
+        """Nodes made by the current line, not walked yet (NOTE [discovery in batches]); one
+        list for the whole run (the C line tracer looks at it)."""
+        self.tracer = LineTracer(filename, pending=self.pending,
+                                 core=native.core if self.native is not None else None)
         self.tracer.on_step = self._on_step
         self.module_log = SeqLog()
-        self.pending: list[Node] = []
-        """Nodes made by the current line, not walked yet (NOTE [discovery in batches])."""
         self._pending_mark = 0
         self._pending_read = True
         self._n_fns = 0
@@ -247,7 +249,8 @@ class Recorder:
         """Walk what ``defer`` noted (a LimitReached goes on to the snippet)."""
         if not self.pending:
             return
-        roots, self.pending = self.pending, []
+        roots = list(self.pending)
+        self.pending.clear()
         try:
             self.discover(roots, line=self.tracer.log.current, seq_mark=None, read=self._pending_read)
         except Exception as e:  # NOTE [the recorder never breaks the snippet]

@@ -54,9 +54,11 @@ class SeqLog:
 
 
 class LineTracer:
-    """Feeds a :class:`SeqLog` with the current line of the innermost snippet frame."""
+    """Feeds a :class:`SeqLog` with the current line of the innermost snippet frame: with the
+    C++ core, through its C trace function (NOTE [a C line tracer] in ``_native.cpp``), else
+    through ``sys.settrace``."""
 
-    def __init__(self, filename: str) -> None:
+    def __init__(self, filename: str, *, pending: list[Any] | None = None, core: Any = None) -> None:
         self.filename = filename
         self.log = SeqLog()
         self.active = False
@@ -64,7 +66,10 @@ class LineTracer:
         self.suspended = False
         self.on_step: Any = None
         """Called (no arguments) when the snippet moves to another line or returns from one of
-        its functions, before the move is noted: NOTE [discovery in batches] in recorder.py."""
+        its functions, before the move is noted: NOTE [discovery in batches] in recorder.py.
+        The C tracer calls it only while ``pending`` holds something."""
+        self._pending = pending if pending is not None else []
+        self._c = core.Tracer() if core is not None else None
 
     def install(self) -> bool:
         """Start tracing this thread; False (and no tracing) when another tracer is active."""
@@ -74,19 +79,29 @@ class LineTracer:
         while frame is not None and frame.f_code.co_filename != self.filename:
             frame = frame.f_back  # type: ignore[assignment]
         if frame is not None:  # the `with gradtrace.record()` block itself
-            frame.f_trace = self._local
+            if self._c is None:
+                frame.f_trace = self._local
             self.log.note(frame.f_lineno)
-        sys.settrace(self._global)
+        if self._c is not None:
+            self._c.start(self.filename, self.log, self.on_step, self._pending)
+        else:
+            sys.settrace(self._global)
         self._thread = threading.get_ident()
         self.active = True
         return True
+
+    def _set(self, on: bool) -> None:
+        if self._c is not None:
+            self._c.set_enabled(on)
+        else:
+            sys.settrace(self._global if on else None)
 
     def set_suspended(self, suspended: bool) -> bool:
         """Suspend (or resume) tracing across a whole module call; returns the previous state.
         NOTE [no line tracing inside library modules] in :mod:`gradtrace.capture.modules`."""
         previous = self.suspended
         if suspended != previous and self.active and threading.get_ident() == self._thread:
-            sys.settrace(None if suspended else self._global)
+            self._set(not suspended)
         self.suspended = suspended
         return previous
 
@@ -95,15 +110,18 @@ class LineTracer:
         tracing them would cost a Python call each). Only on the snippet's thread: hooks of
         CUDA backward passes run on autograd's device threads, which are never traced."""
         if self.active and not self.suspended and threading.get_ident() == self._thread:
-            sys.settrace(None)
+            self._set(False)
 
     def resume(self) -> None:
         if self.active and not self.suspended and threading.get_ident() == self._thread:
-            sys.settrace(self._global)
+            self._set(True)
 
     def uninstall(self) -> None:
         if self.active:
-            sys.settrace(None)
+            if self._c is not None:
+                self._c.stop()
+            else:
+                sys.settrace(None)
             self.active = False
 
     def _global(self, frame: FrameType, event: str, arg: Any) -> Any:
