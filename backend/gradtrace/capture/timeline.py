@@ -12,9 +12,10 @@ NOTE [lines by sequence number]
     With the C++ core the tracer is a C function (NOTE [a C line tracer] in ``_native.cpp``);
     without it, ``sys.settrace`` costs one Python call per Python function call (a third of a
     training loop's capture). Either is installed only when no other tracer (a debugger,
-    coverage) is active, and otherwise the recorder falls back to the line at discovery time (stale nodes
-    then get no line rather than a wrong one). Consecutive notes without a node in between
-    replace each other, so the log grows with the number of nodes, not of lines executed.
+    coverage) is active, and otherwise the recorder falls back to the line at discovery time
+    (stale nodes then get no line rather than a wrong one). Consecutive notes without a node
+    in between replace each other, so the log grows with the number of nodes, not of lines
+    executed.
 """
 
 from __future__ import annotations
