@@ -161,6 +161,9 @@ CASES = [
     Case("patch_os_exit", "import os\nos._exit = lambda code: None\nos.close = lambda fd: None\n", ("ok",)),
     Case("patch_child_exit", "import gradtrace.sandbox.child as c\nc._exit = lambda code: None\n"
          "c._close = lambda fd: None\n", ("ok", "crashed", "timeout")),
+    Case("hijack_line_tracer", "import sys\nt = sys.gettrace()\nsys.settrace(lambda *a: None)\n"
+         "x = torch.ones(2, requires_grad=True)\n(x * 2).sum().backward()\nsys.settrace(None)\n"
+         "print(type(t).__name__, x.grad.tolist())\n", ("ok",), stdout_has="str [2.0, 2.0]"),
     # --- evil objects
     Case("evil_repr", "class A:\n    def __repr__(self):\n        raise SystemExit(1)\nprint(A())\n", ("error",),
          error_types=("SystemExit",)),

@@ -1645,24 +1645,36 @@ struct Tracer {
   std::unique_ptr<LineTrace> t;
 
   void start(py::object filename, py::object log, py::object on_step, py::list pending) {
-    t = std::make_unique<LineTrace>();
-    t->filename = std::move(filename);
-    t->log = std::move(log);
-    t->on_step = std::move(on_step);
-    t->pending = std::move(pending);
-    t->current_key = py::reinterpret_steal<py::object>(PyUnicode_InternFromString("current"));
-    t->seqs = py::object(t->log.attr("_seqs")).ptr();
-    t->values = py::object(t->log.attr("_values")).ptr();
+    stop();  // an earlier run of this tracer: never leave the trace function a freed state
+    auto fresh = std::make_unique<LineTrace>();
+    fresh->filename = std::move(filename);
+    fresh->log = std::move(log);
+    fresh->on_step = std::move(on_step);
+    fresh->pending = std::move(pending);
+    fresh->current_key = py::reinterpret_steal<py::object>(PyUnicode_InternFromString("current"));
+    py::object seqs = fresh->log.attr("_seqs"), values = fresh->log.attr("_values");
+    if (!PyUnicode_Check(fresh->filename.ptr()) || !PyList_Check(seqs.ptr()) || !PyList_Check(values.ptr())) {
+      throw py::type_error("Tracer.start(filename: str, log: SeqLog, on_step, pending: list)");
+    }
+    fresh->seqs = seqs.ptr();      // kept alive by ``log``, which the SeqLog never rebinds
+    fresh->values = values.ptr();
+    t = std::move(fresh);
     active_trace = t.get();
     set_enabled(true);
   }
 
   void set_enabled(bool on) {
     if (!t) return;
-    // ``sys.gettrace()`` then answers this object: a nested record sees that tracing is taken
-    if (on) PyEval_SetTrace(trace_line, py::cast(this, py::return_value_policy::reference).ptr());
+    // ``sys.gettrace()`` then answers an inert mark (not this object: a snippet could call it):
+    // a nested record sees that tracing is taken
+    if (on) PyEval_SetTrace(trace_line, mark());
     else PyEval_SetTrace(nullptr, nullptr);
     t->enabled = on;
+  }
+
+  static PyObject* mark() {
+    static PyObject* m = PyUnicode_InternFromString("gradtrace line tracer (C)");  // immutable
+    return m;
   }
 
   void stop() {
