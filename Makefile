@@ -22,9 +22,9 @@ $(VENV)/.stamp-install: pyproject.toml
 	$(PIP) install --quiet -e .
 	touch $@
 
-# The C++ capture core (gradtrace/capture/_native.cpp), compiled against the installed torch.
+# The C++ capture core (gradtrace/capture/_native.cpp and its parts in cxx/), compiled against the installed torch.
 # It needs a C++ compiler and Python's headers; both are installed from Debian when missing.
-$(VENV)/.stamp-native: $(VENV)/.stamp-install backend/gradtrace/capture/_native.cpp backend/gradtrace/capture/build_native.py
+$(VENV)/.stamp-native: $(VENV)/.stamp-install backend/gradtrace/capture/_native.cpp $(wildcard backend/gradtrace/capture/cxx/*.h) backend/gradtrace/capture/build_native.py
 	@missing=""; \
 	command -v g++ >/dev/null 2>&1 || missing="$$missing g++"; \
 	$(PY) -c "import os, sys, sysconfig; sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()['include'], 'Python.h')))" \

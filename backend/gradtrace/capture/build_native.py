@@ -23,6 +23,8 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 SOURCE = HERE / "_native.cpp"
+PARTS = HERE / "cxx"
+"""The parts ``_native.cpp`` includes (one translation unit)."""
 
 
 def target() -> Path:
@@ -63,7 +65,8 @@ def command(output: Path) -> list[str]:
 def build(*, force: bool = False, quiet: bool = False) -> Path:
     """Compile the core unless an up-to-date one exists; returns its path."""
     out = target()
-    if not force and out.exists() and out.stat().st_mtime >= SOURCE.stat().st_mtime:
+    newest = max(p.stat().st_mtime for p in [SOURCE, *PARTS.glob("*.h")])
+    if not force and out.exists() and out.stat().st_mtime >= newest:
         return out
     with tempfile.TemporaryDirectory(dir=HERE) as tmp:
         partial = Path(tmp) / out.name

@@ -52,7 +52,7 @@ Found = tuple[Node, dict[str, Any], list[Private], list[dict[str, Any]], int, bo
 """A newly found node: (node, its complete document entry with its id, the private part of
 its saved tensors, its edges from its next functions, its sequence number, whether it is an
 AccumulateGrad). What :func:`describe_batch` gives; the C++ core keeps the same as structs
-(NOTE [node entries in C++] in ``_native.cpp``)."""
+(NOTE [node entries in C++] in ``cxx/entries.h``)."""
 
 
 def output_metas(node: Node) -> list[Meta]:
@@ -147,7 +147,7 @@ def describe_batch(roots: list[Node], known: dict[Node, FnInfo], *, read_saved_t
                    first_index: int) -> list[Found]:
     """The new nodes reachable from ``roots``, in creation order, described, the k-th with id
     ``n<first_index + k>`` (the Python twin of the C++ core's ``walk``: NOTE [discovery in
-    C++] in ``_native.cpp``)."""
+    C++] in ``cxx/walk.h``)."""
     new, nexts = walk_new(roots, known)
     pos = {n: first_index + k for k, n in enumerate(new)}
     out: list[Found] = []

@@ -9,7 +9,7 @@ NOTE [lines by sequence number]
     sees it: nodes of custom ``autograd.Function``s, of ``torch.compile``d regions, of
     ``torch.ops`` calls, none of which pass through the torch-function mode at call time.
 
-    With the C++ core the tracer is a C function (NOTE [a C line tracer] in ``_native.cpp``);
+    With the C++ core the tracer is a C function (NOTE [a C line tracer] in ``cxx/tracer.h``);
     without it, ``sys.settrace`` costs one Python call per Python function call (a third of a
     training loop's capture). Either is installed only when no other tracer (a debugger,
     coverage) is active, and otherwise the recorder falls back to the line at discovery time
@@ -57,7 +57,7 @@ class SeqLog:
 
 class LineTracer:
     """Feeds a :class:`SeqLog` with the current line of the innermost snippet frame: with the
-    C++ core, through its C trace function (NOTE [a C line tracer] in ``_native.cpp``), else
+    C++ core, through its C trace function (NOTE [a C line tracer] in ``cxx/tracer.h``), else
     through ``sys.settrace``."""
 
     def __init__(self, filename: str, *, pending: list[Any] | None = None, core: Any = None) -> None:

@@ -124,7 +124,7 @@ def _norm(xs: list[float]) -> float:
 
 # NOTE [same stats on both paths]
 #     Small tensors' stats are computed from their float64 values, in row-major order, one
-#     rounding per step, here and in the C++ core (``reduce`` in ``_native.cpp``), so both
+#     rounding per step, here and in the C++ core (``reduce`` in ``cxx/values.h``), so both
 #     paths write the same bytes for them. Large tensors' stats differ in the last digits
 #     (torch's float32 reductions here, float64 there): the document records which is which
 #     only through its bytes, and the tests compare those stats with a tolerance.

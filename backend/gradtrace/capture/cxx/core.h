@@ -1,0 +1,246 @@
+// gradtrace capture core: the state the backward hooks share (events, values, passes).
+// (one translation unit: ``_native.cpp`` includes every part in order)
+#pragma once
+#include "prelude.h"
+
+namespace gradtrace {
+
+// ------------------------------------------------------------------------- the core
+
+struct Event {
+  int32_t node;
+  int32_t pass;       // -1: a forward event
+  int32_t line;
+  int32_t go_begin, go_n, gi_begin, gi_n;
+  int32_t grad;       // AccumulateGrad: the leaf's .grad after accumulation
+  int32_t hc_begin, hc_n;
+};
+
+struct Pass {
+  int64_t task = -1;
+  int32_t line = kNullLine;
+  int32_t outer = -1;
+  bool engine = false;
+  std::vector<int32_t> executed;
+};
+
+struct Cached {
+  c10::weak_intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl> weak;
+  int64_t version;
+  int32_t id;
+};
+
+struct SameData {
+  c10::weak_intrusive_ptr<c10::StorageImpl> storage;
+  int64_t version;
+  int64_t numel;
+  at::ScalarType dtype;
+  int32_t id;
+};
+
+struct Core;
+
+struct Hook : torch::autograd::FunctionPostHook {
+  std::shared_ptr<Core> core;
+  Node* node;
+  int32_t index;
+  bool acc;
+  Hook(std::shared_ptr<Core> c, Node* n, int32_t i, bool a)
+      : core(std::move(c)), node(n), index(i), acc(a) {}
+  variable_list operator()(const variable_list& grad_inputs,
+                           const variable_list& grad_outputs) override;
+};
+
+struct Core : std::enable_shared_from_this<Core> {
+  std::mutex mu;
+  std::vector<Value> values;
+  std::vector<Event> events;
+  std::vector<int32_t> refs;
+  std::unordered_map<c10::TensorImpl*, Cached> cache;
+  std::vector<Pass> passes;
+  size_t passes_reported = 0;
+  int32_t active = -1;
+  std::unordered_map<Node*, std::vector<int32_t>> hook_changes;
+  std::vector<std::pair<c10::intrusive_ptr<Node>, uintptr_t>> hooks;
+  std::vector<int32_t> acc_events;  // AccumulateGrad events not yet drained
+  ska::flat_hash_map<Node*, int32_t> known;  // every recorded node -> its index ("n<index>")
+  std::vector<Node*> by_index;  // index -> node (nullptr: a tensor node)
+  std::vector<c10::intrusive_ptr<Node>> alive;  // NOTE [keeping nodes alive] in graph.py
+  int64_t max_events = 0, n_events = 0;
+  int64_t bytes_left = 0, bytes_used = 0;
+  int64_t cost_event = 0, cost_value = 0;
+  std::string events_message, bytes_message;
+  bool stopped = false, enabled = true;
+  PyObject* on_limit = nullptr;    // rec.stop(message): raises LimitReached
+  PyObject* on_created = nullptr;  // nodes made by a create_graph pass: (pass, line, [grads])
+
+  int64_t version_of(const at::Tensor& t) {
+    if (t.is_inference()) return -1;
+    return static_cast<int64_t>(t.unsafeGetTensorImpl()->version_counter().current_version());
+  }
+
+  int32_t capture(const at::Tensor& t) {
+    if (!t.defined()) return kNone;
+    c10::TensorImpl* impl = t.unsafeGetTensorImpl();
+    int64_t ver = version_of(t);
+    auto it = cache.find(impl);
+    if (it != cache.end() && !it->second.weak.expired() && it->second.version == ver) {
+      return it->second.id;
+    }
+    int32_t id = static_cast<int32_t>(values.size());
+    const void* data = same_elements_key(t, ver);
+    auto same = data != nullptr ? by_data.find(data) : by_data.end();
+    if (same != by_data.end() && !same->second.storage.expired() && same->second.version == ver &&
+        same->second.numel == t.numel() && same->second.dtype == t.scalar_type()) {
+      Value v = values[static_cast<size_t>(same->second.id)];  // stats of the same elements
+      v.shape.assign(t.sizes().begin(), t.sizes().end());
+      values.push_back(std::move(v));
+    } else {
+      values.push_back(encode(t));
+      if (data != nullptr && values.back().kind == 1) {
+        by_data.insert_or_assign(data, SameData{c10::weak_intrusive_ptr<c10::StorageImpl>(
+            t.storage().getWeakStorageImpl()), ver, t.numel(), t.scalar_type(), id});
+      }
+    }
+    cache.insert_or_assign(impl, Cached{c10::weak_intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>(
+                                   t.getIntrusivePtr()), ver, id});
+    return id;
+  }
+
+  // NOTE [same elements, other shape]: a view, reshape or transpose of a big gradient (the
+  // engine passes the same memory through ViewBackward, TransposeBackward, ...) holds the
+  // same elements in the same memory order, so its stats (which ``encode`` computes over the
+  // memory, in memory order) are the very same numbers: reused, only the shape differs. Keyed
+  // by the first element's address, for dense CPU float tensors whose stats alone are kept;
+  // the storage's weak reference and the version make sure it is still the same data.
+  std::unordered_map<const void*, SameData> by_data;
+
+  static const void* same_elements_key(const at::Tensor& t, int64_t ver) {
+    if (ver < 0 || t.numel() <= kValuesLimit || !t.is_cpu() || t.layout() != at::kStrided ||
+        t.is_quantized() || !t.has_storage() || !t.is_non_overlapping_and_dense()) {
+      return nullptr;
+    }
+    at::ScalarType d = t.scalar_type();
+    if (d != at::kFloat && d != at::kDouble) return nullptr;
+    return t.const_data_ptr();
+  }
+
+  int32_t pass_for(int64_t task) {
+    if (active >= 0) {
+      Pass& p = passes[static_cast<size_t>(active)];
+      if (p.task == -1 || p.task == task) { p.task = task; return active; }
+    }
+    for (size_t i = passes.size(); i-- > 0;) {
+      if (passes[i].task == task) return static_cast<int32_t>(i);
+    }
+    // a backward the recorder did not start (a reentrant checkpoint's inner backward)
+    Pass p;
+    p.task = task;
+    p.engine = true;
+    p.outer = active;
+    p.line = active >= 0 ? passes[static_cast<size_t>(active)].line : kNullLine;
+    passes.push_back(std::move(p));
+    return static_cast<int32_t>(passes.size() - 1);
+  }
+
+  // Raise ``message`` in Python through ``on_limit`` (called without ``mu`` held).
+  [[noreturn]] void raise_limit(const std::string& message) {
+    pybind11::gil_scoped_acquire gil;
+    PyObject* res = PyObject_CallFunction(on_limit, "s", message.c_str());
+    if (res == nullptr) throw python_error();
+    Py_DECREF(res);
+    throw std::runtime_error(message);
+  }
+
+  void on_done(Node* node, int32_t index, bool acc, const variable_list& gi,
+               const variable_list& go) {
+    if (!enabled || stopped) return;
+    std::string limit;
+    std::vector<at::Tensor> created;
+    int32_t pass = -1, line = kNullLine;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      if (!enabled || stopped) return;
+      int64_t task = torch::autograd::get_current_graph_task_id();
+      pass = pass_for(task);
+      line = passes[static_cast<size_t>(pass)].line;
+      int64_t n_values = 2 * acc;
+      for (const auto& g : go) n_values += g.defined();
+      for (const auto& g : gi) n_values += g.defined();
+      ++n_events;
+      bytes_used += cost_event + cost_value * n_values;
+      if (n_events > max_events) limit = events_message;
+      else if (bytes_used > bytes_left) limit = bytes_message;
+      if (!limit.empty()) {
+        stopped = true;
+      } else {
+        Event ev{};
+        ev.node = index;
+        ev.pass = pass;
+        ev.line = line;
+        ev.go_begin = static_cast<int32_t>(refs.size());
+        for (const auto& g : go) refs.push_back(capture(g));
+        ev.go_n = static_cast<int32_t>(go.size());
+        ev.gi_begin = static_cast<int32_t>(refs.size());
+        for (const auto& g : gi) refs.push_back(capture(g));
+        ev.gi_n = static_cast<int32_t>(gi.size());
+        ev.grad = kNone;
+        if (acc) {
+          auto* a = static_cast<torch::autograd::AccumulateGrad*>(node);
+          const at::Tensor& grad = a->variable.grad();
+          if (grad.defined()) ev.grad = capture(grad);
+          acc_events.push_back(static_cast<int32_t>(events.size()));
+        }
+        auto hc = hook_changes.find(node);
+        ev.hc_begin = static_cast<int32_t>(refs.size());
+        ev.hc_n = 0;
+        if (hc != hook_changes.end()) {
+          for (int32_t r : hc->second) refs.push_back(r);
+          ev.hc_n = static_cast<int32_t>(hc->second.size() / 2);
+          hook_changes.erase(hc);
+        }
+        passes[static_cast<size_t>(pass)].executed.push_back(index);
+        events.push_back(ev);
+        if (on_created != nullptr && c10::GradMode::is_enabled()) {
+          for (const auto& g : gi) {
+            if (g.defined() && g.grad_fn()) created.push_back(g);
+          }
+        }
+      }
+    }
+    if (!limit.empty()) raise_limit(limit);
+    if (!created.empty()) {
+      pybind11::gil_scoped_acquire gil;
+      py::list tensors;
+      for (const auto& t : created) {
+        tensors.append(py::reinterpret_steal<py::object>(THPVariable_Wrap(t)));
+      }
+      PyObject* res = PyObject_CallFunction(on_created, "iiO", pass, line, tensors.ptr());
+      if (res == nullptr) throw python_error();
+      Py_DECREF(res);
+    }
+  }
+};
+
+variable_list Hook::operator()(const variable_list& grad_inputs,
+                               const variable_list& grad_outputs) {
+  core->on_done(node, index, acc, grad_inputs, grad_outputs);
+  return grad_inputs;
+}
+
+c10::intrusive_ptr<Node> node_of(PyObject* obj) {
+  if (torch::autograd::THPCppFunction_Check(obj)) {
+    return reinterpret_cast<torch::autograd::THPCppFunction*>(obj)->cdata;
+  }
+  if (THPFunction_Check(obj)) return reinterpret_cast<THPFunction*>(obj)->cdata;
+  throw py::type_error("not an autograd node");
+}
+
+std::string value_json(Core& c, int32_t id, bool with_values) {
+  std::string out;
+  if (id == kNone) return "null";
+  write_value(out, c.values[static_cast<size_t>(id)], with_values);
+  return out;
+}
+
+}  // namespace gradtrace

@@ -1,0 +1,118 @@
+// gradtrace capture core: the events array as canonical JSON.
+// (one translation unit: ``_native.cpp`` includes every part in order)
+#pragma once
+#include "prelude.h"
+
+namespace gradtrace {
+
+// Called with the core's mutex held.
+// The events array as canonical JSON; values spend ``budget`` numbers in document order
+// (grad_outputs, grad_inputs, grad, hook changes: the order Python resolves them in), which
+// is not the order of the keys: a first pass decides which references carry values.
+std::pair<py::bytes, int64_t> events_json(Core& c, int64_t budget) {
+  std::vector<uint8_t> with(c.refs.size(), 0);
+  std::vector<uint8_t> grad_with(c.events.size(), 0);
+  auto spend = [&](int32_t id) -> uint8_t {
+    if (id == kNone) return 0;
+    const Value& v = c.values[static_cast<size_t>(id)];
+    bool has = v.kind == 2 || (v.kind == 3 && v.py_with != v.py_without);
+    if (!has) return 0;
+    if (v.numel > budget) { budget = 0; return 0; }
+    budget -= v.numel;
+    return 1;
+  };
+  for (size_t i = 0; i < c.events.size(); ++i) {
+    const Event& ev = c.events[i];
+    if (ev.pass < 0) continue;
+    for (int32_t k = 0; k < ev.go_n; ++k) with[ev.go_begin + k] = spend(c.refs[ev.go_begin + k]);
+    for (int32_t k = 0; k < ev.gi_n; ++k) with[ev.gi_begin + k] = spend(c.refs[ev.gi_begin + k]);
+    grad_with[i] = spend(ev.grad);
+    for (int32_t k = 0; k < 2 * ev.hc_n; ++k) with[ev.hc_begin + k] = spend(c.refs[ev.hc_begin + k]);
+  }
+  // the size, closely enough that the buffer is allocated once (it is megabytes: growing it
+  // copies and faults in fresh pages)
+  size_t estimate = 16 + c.events.size() * 170;
+  auto guess = [&](int32_t id, uint8_t w) {
+    if (id == kNone) return size_t{4};
+    const Value& v = c.values[static_cast<size_t>(id)];
+    return size_t{160} + (w && v.kind == 2 ? static_cast<size_t>(v.numel) * 15 : 0);
+  };
+  for (size_t i = 0; i < c.events.size(); ++i) {
+    const Event& ev = c.events[i];
+    if (ev.pass < 0) continue;
+    for (int32_t k = 0; k < ev.go_n; ++k) estimate += guess(c.refs[ev.go_begin + k], with[ev.go_begin + k]);
+    for (int32_t k = 0; k < ev.gi_n; ++k) estimate += guess(c.refs[ev.gi_begin + k], with[ev.gi_begin + k]);
+    estimate += guess(ev.grad, grad_with[i]);
+    for (int32_t k = 0; k < 2 * ev.hc_n; ++k) estimate += guess(c.refs[ev.hc_begin + k], with[ev.hc_begin + k]) + 20;
+  }
+  std::string out;
+  out.reserve(estimate);
+  // a gradient is met twice as a rule (one node's grad_input, the next one's grad_output):
+  // its JSON without values is written once and copied the second time
+  std::vector<std::pair<size_t, size_t>> written(c.values.size(), {0, 0});
+  auto val = [&](int32_t id, bool w) {
+    if (id == kNone) { out += "null"; return; }
+    if (w) { write_value(out, c.values[static_cast<size_t>(id)], true); return; }
+    auto [at, n] = written[static_cast<size_t>(id)];
+    if (n != 0) {
+      if (out.size() + n > out.capacity()) out.reserve(2 * (out.size() + n));
+      out.append(out.data() + at, n);  // no reallocation now: the source stays valid
+      return;
+    }
+    size_t begin = out.size();
+    write_value(out, c.values[static_cast<size_t>(id)], false);
+    written[static_cast<size_t>(id)] = {begin, out.size() - begin};
+  };
+  auto list = [&](int32_t begin, int32_t n) {
+    out.push_back('[');
+    for (int32_t k = 0; k < n; ++k) {
+      if (k) out.push_back(',');
+      val(c.refs[static_cast<size_t>(begin + k)], with[static_cast<size_t>(begin + k)]);
+    }
+    out.push_back(']');
+  };
+  out.push_back('[');
+  for (size_t i = 0; i < c.events.size(); ++i) {
+    const Event& ev = c.events[i];
+    if (i) out.push_back(',');
+    if (ev.pass < 0) {
+      out += "{\"changed_by_hook\":false,\"grad\":null,\"grad_inputs\":null,"
+             "\"grad_outputs\":null,\"line\":";
+      if (ev.line == kNullLine) out += "null"; else format_int(out, ev.line);
+      out += ",\"node\":\"n";
+      format_int(out, ev.node);
+      out += "\",\"pass\":null,\"phase\":\"forward\"}";
+      continue;
+    }
+    out += ev.hc_n ? "{\"changed_by_hook\":true,\"grad\":" : "{\"changed_by_hook\":false,\"grad\":";
+    val(ev.grad, grad_with[i]);
+    out += ",\"grad_inputs\":";
+    list(ev.gi_begin, ev.gi_n);
+    out += ",\"grad_outputs\":";
+    list(ev.go_begin, ev.go_n);
+    if (ev.hc_n) {
+      out += ",\"hook_changes\":[";
+      for (int32_t k = 0; k < ev.hc_n; ++k) {
+        size_t b = static_cast<size_t>(ev.hc_begin + 2 * k);
+        if (k) out.push_back(',');
+        out += "{\"after\":";
+        val(c.refs[b + 1], with[b + 1]);
+        out += ",\"before\":";
+        val(c.refs[b], with[b]);
+        out.push_back('}');
+      }
+      out.push_back(']');
+    }
+    out += ",\"line\":";
+    if (ev.line == kNullLine) out += "null"; else format_int(out, ev.line);
+    out += ",\"node\":\"n";
+    format_int(out, ev.node);
+    out += "\",\"pass\":";
+    format_int(out, ev.pass);
+    out += ",\"phase\":\"backward\"}";
+  }
+  out.push_back(']');
+  return {py::bytes(out), budget};
+}
+
+}  // namespace gradtrace

@@ -1,0 +1,49 @@
+// gradtrace capture core: the headers every part uses, and the shared constants.
+#pragma once
+
+#include <torch/csrc/autograd/python_cpp_function.h>
+#include <torch/csrc/autograd/python_function.h>
+#include <torch/csrc/autograd/python_variable.h>
+#include <torch/csrc/autograd/function.h>
+#include <torch/csrc/autograd/graph_task.h>
+#include <torch/csrc/autograd/functions/accumulate_grad.h>
+#include <torch/csrc/Exceptions.h>
+#include <torch/csrc/DynamicTypes.h>
+#include <c10/core/GradMode.h>
+#include <ATen/SequenceNumber.h>
+#include <frameobject.h>
+#include <c10/util/flat_hash_map.h>
+#include <c10/util/SmallVector.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <algorithm>
+#include <charconv>
+#include <tuple>
+#include <typeindex>
+#include <string_view>
+#include <type_traits>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+namespace py = pybind11;
+using torch::autograd::Node;
+using torch::autograd::variable_list;
+
+namespace gradtrace {
+
+constexpr int64_t kValuesLimit = 1000;
+constexpr int32_t kNone = -1;          // value id of a None gradient
+constexpr int32_t kNullLine = INT32_MIN;
+// The mangled name of a custom Function's node class (``PyNode``), whose type_info
+// libtorch_python does not export: compared by name.
+constexpr const char* kPyNode = "N5torch8autograd6PyNodeE";
+
+}  // namespace gradtrace

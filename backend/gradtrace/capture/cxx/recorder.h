@@ -1,0 +1,396 @@
+// gradtrace capture core: the recorder Python drives (discovery, passes, JSON).
+// (one translation unit: ``_native.cpp`` includes every part in order)
+#pragma once
+#include "prelude.h"
+
+namespace gradtrace {
+
+// The handle of core: created by Python, owns the hooks until ``close``.
+struct Recorder {
+  std::shared_ptr<Core> core = std::make_shared<Core>();
+
+  // NOTE [node entries in C++]: every recorded function node, in the order of their indices,
+  // and where each index is in ``entries_`` (-1: a tensor node, kept by Python).
+  std::vector<FnEntry> entries_;
+  std::vector<int64_t> pos_;
+  int64_t changes_ = 0;  // bumped when recorded entries change (``mark_freed``)
+  // NOTE [graph memory] in document.py, kept as nodes are recorded: the bytes of activations
+  // and inputs, and each parameter once.
+  int64_t activation_total = 0;
+  std::unordered_map<c10::TensorImpl*, int64_t> param_total;
+
+  int64_t max_nodes_ = 0, cost_node_ = 0, cost_saved_ = 0, cost_edge_ = 0;
+  std::string nodes_message_;
+
+  void configure(int64_t max_events, int64_t cost_event, int64_t cost_value,
+                 std::string events_message, std::string bytes_message, py::object on_limit,
+                 py::object on_created, int64_t max_nodes, std::string nodes_message,
+                 int64_t cost_node, int64_t cost_saved, int64_t cost_edge) {
+    max_nodes_ = max_nodes;
+    nodes_message_ = std::move(nodes_message);
+    cost_node_ = cost_node;
+    cost_saved_ = cost_saved;
+    cost_edge_ = cost_edge;
+    auto& c = *core;
+    c.max_events = max_events;
+    c.cost_event = cost_event;
+    c.cost_value = cost_value;
+    c.events_message = std::move(events_message);
+    c.bytes_message = std::move(bytes_message);
+    Py_XDECREF(c.on_limit);
+    Py_XDECREF(c.on_created);
+    c.on_limit = on_limit.inc_ref().ptr();
+    c.on_created = on_created.is_none() ? nullptr : on_created.inc_ref().ptr();
+  }
+
+  void set_bytes_left(int64_t left) {
+    std::lock_guard<std::mutex> lock(core->mu);
+    core->bytes_left = left;
+    core->bytes_used = 0;
+  }
+
+  int64_t bytes_used() {
+    std::lock_guard<std::mutex> lock(core->mu);
+    return core->bytes_used;
+  }
+
+  // A node found by ``walk`` becomes recorded: known by its index, kept alive, its forward
+  // event noted, and its hook registered (unless ``hooks`` is off: the sweep at the end).
+  void register_node(const c10::intrusive_ptr<Node>& node, int32_t index, int32_t line, bool hooks,
+                     bool acc) {
+    {
+      std::lock_guard<std::mutex> lock(core->mu);
+      core->known[node.get()] = index;
+      if (core->by_index.size() <= static_cast<size_t>(index)) core->by_index.resize(static_cast<size_t>(index) + 1);
+      core->by_index[static_cast<size_t>(index)] = node.get();
+      core->alive.push_back(node);
+      Event ev{};
+      ev.node = index;
+      ev.pass = -1;
+      ev.line = line;
+      ev.grad = kNone;
+      core->events.push_back(ev);
+      if (hooks) {
+        uintptr_t key = node->add_post_hook(std::make_unique<Hook>(core, node.get(), index, acc));
+        core->hooks.emplace_back(node, key);
+      }
+    }
+  }
+
+  // The index of a recorded node, or -1.
+  int64_t index_of(py::handle node) {
+    c10::intrusive_ptr<Node> n = node_of(node.ptr());
+    std::lock_guard<std::mutex> lock(core->mu);
+    auto it = core->known.find(n.get());
+    return it == core->known.end() ? -1 : it->second;
+  }
+
+  // (node, entry JSON, privates, is_accumulate_grad) of every recorded function node from
+  // the ``start``-th on, in the order they were recorded: for Python's ``fn_by_id``, built
+  // only when a diagnosis asks (NOTE [node entries in C++]). ``privates``: (parameter or
+  // None, storage address or None) per saved tensor.
+  py::list infos(size_t start) {
+    py::list out;
+    for (size_t i = start; i < entries_.size(); ++i) {
+      const FnEntry& e = entries_[i];
+      PyObject* obj = torch::autograd::functionToPyObject(e.node);
+      if (obj == nullptr) throw python_error();
+      py::object pynode = py::reinterpret_steal<py::object>(obj);
+      std::string doc;
+      write_entry(doc, e);
+      py::list privates;
+      for (const SavedEntry& sv : e.saved) {
+        py::object ptr = sv.has_ptr ? py::object(py::int_(sv.ptr)) : py::object(py::none());
+        privates.append(py::make_tuple(sv.param, ptr));
+      }
+      out.append(py::make_tuple(pynode, py::bytes(doc), privates, e.acc));
+    }
+    return out;
+  }
+
+  // How often recorded entries changed after being recorded (``infos`` read before are stale).
+  int64_t changes() const { return changes_; }
+
+  // The JSON of the function nodes with indices in [a, b) (all of them recorded here), comma
+  // separated, and of their edges.
+  py::bytes nodes_json(int64_t a, int64_t b) {
+    std::string out;
+    out.reserve(static_cast<size_t>(b - a) * 400);
+    for (int64_t i = a; i < b; ++i) {
+      if (i > a) out.push_back(',');
+      write_entry(out, entry_at(i));
+    }
+    return py::bytes(out);
+  }
+
+  py::bytes edges_json(int64_t a, int64_t b) {
+    std::string out;
+    out.reserve(static_cast<size_t>(b - a) * 120);
+    for (int64_t i = a; i < b; ++i) {
+      const FnEntry& e = entry_at(i);
+      for (const auto& [input_nr, src] : e.edges) {
+        if (!out.empty()) out.push_back(',');
+        out += "{\"input_nr\":";
+        format_int(out, input_nr);
+        out += ",\"source\":";
+        write_id(out, src);
+        out += ",\"target\":";
+        write_id(out, e.index);
+        out.push_back('}');
+      }
+    }
+    return py::bytes(out);
+  }
+
+  FnEntry& entry_at(int64_t index) {
+    if (index < 0 || index >= static_cast<int64_t>(pos_.size()) || pos_[static_cast<size_t>(index)] < 0) {
+      throw py::index_error("not a function node recorded by the core: n" + std::to_string(index));
+    }
+    return entries_[static_cast<size_t>(pos_[static_cast<size_t>(index)])];
+  }
+
+  // ``SeqLog.at``: the value noted last before ``seq`` was handed out (borrowed).
+  static PyObject* seq_at(PyObject* seqs, PyObject* values, int64_t seq) {
+    Py_ssize_t lo = 0, hi = PyList_GET_SIZE(seqs);
+    while (lo < hi) {  // bisect_right
+      Py_ssize_t mid = (lo + hi) / 2;
+      if (seq < PyLong_AsLongLong(PyList_GET_ITEM(seqs, mid))) hi = mid; else lo = mid + 1;
+    }
+    return PyList_GET_ITEM(values, lo - 1);
+  }
+
+  // NOTE [discovery in C++], whole: ``walk``, then what Recorder.discover did per node in
+  // Python: each node's line and module (``_placement``: by sequence number from the line
+  // tracer's and module tracker's logs, an AccumulateGrad taking its consumer's), the node
+  // and size limits, the ``seq`` and ``created_in_pass`` fields, and ``register_node``.
+  // Returns (number recorded, leaves, bytes, limit message or None); ``leaves`` are
+  // (leaf tensor, AccumulateGrad id, line) for Python to give tensor nodes. The entries stay
+  // here (NOTE [node entries in C++]).
+  py::tuple discover(py::list roots, bool read_saved, py::handle parameter, int64_t first_index,
+                     int64_t bytes_left, py::object created_in_pass, bool tracer_active,
+                     py::object line, py::object stack_module, py::object seq_mark,
+                     py::list line_seqs, py::list line_values, py::list mod_seqs,
+                     py::list mod_values, int64_t n_fns, bool hooks) {
+    std::vector<FnEntry> batch = walker.walk_batch(*core, roots, read_saved, parameter, first_index);
+    size_t m = batch.size();
+    py::list leaves;
+    if (m == 0) return py::make_tuple(0, leaves, 0, py::none());
+    constexpr uint64_t kAcc = std::numeric_limits<uint64_t>::max();
+    std::vector<std::pair<PyObject*, PyObject*>> places(m);  // borrowed (line, module)
+    PyObject* nxt_line = line.ptr();
+    PyObject* nxt_mod = Py_None;
+    bool in_pass = !created_in_pass.is_none();
+    int32_t pass_nr = in_pass ? created_in_pass.cast<int32_t>() : -1;
+    bool has_mark = !seq_mark.is_none();
+    uint64_t mark = has_mark ? seq_mark.cast<uint64_t>() : 0;
+    for (size_t r = m; r-- > 0;) {
+      uint64_t seq = batch[r].seqnr;
+      if (seq == kAcc) { places[r] = {nxt_line, nxt_mod}; continue; }
+      PyObject* l;
+      PyObject* mo;
+      if (in_pass) { l = line.ptr(); mo = Py_None; }
+      else if (tracer_active) {
+        l = seq_at(line_seqs.ptr(), line_values.ptr(), static_cast<int64_t>(seq));
+        mo = seq_at(mod_seqs.ptr(), mod_values.ptr(), static_cast<int64_t>(seq));
+      } else if (!has_mark || seq >= mark) { l = line.ptr(); mo = stack_module.ptr(); }
+      else { l = Py_None; mo = Py_None; }
+      places[r] = {l, mo};
+      nxt_line = l;
+      nxt_mod = mo;
+    }
+    py::object stopped = py::none();
+    int64_t used = 0;
+    size_t recorded = 0;
+    for (size_t k = 0; k < m; ++k) {
+      FnEntry& e = batch[k];
+      int64_t index = e.index;
+      if (index >= max_nodes_) { stopped = py::str(nodes_message_); break; }
+      int64_t cost = cost_node_ + cost_saved_ * static_cast<int64_t>(e.saved.size()) +
+                     cost_edge_ * static_cast<int64_t>(e.edges.size());
+      if (used + cost > bytes_left) { stopped = py::str(core->bytes_message); break; }
+      used += cost;
+      auto [l, mo] = places[k];
+      e.line = l == Py_None ? kNullLine : static_cast<int32_t>(PyLong_AsLong(l));
+      e.module = py::reinterpret_borrow<py::object>(mo);
+      e.seq = n_fns + static_cast<int64_t>(k);
+      e.created_in_pass = pass_nr;
+      register_node(e.node, static_cast<int32_t>(index), e.line, hooks, e.acc);
+      for (const SavedEntry& sv : e.saved) {
+        if (sv.is_param) {
+          param_total.emplace(THPVariable_Unpack(sv.param.ptr()).unsafeGetTensorImpl(), sv.bytes);
+        } else {
+          activation_total += sv.bytes;
+        }
+      }
+      if (e.acc) {
+        auto* a = static_cast<torch::autograd::AccumulateGrad*>(e.node.get());
+        py::object leaf = a->variable.defined()
+            ? py::reinterpret_steal<py::object>(THPVariable_Wrap(a->variable)) : py::none();
+        leaves.append(py::make_tuple(leaf, py::reinterpret_steal<py::object>(id_str(index)),
+                                     py::handle(l)));
+      }
+      if (pos_.size() <= static_cast<size_t>(index)) pos_.resize(static_cast<size_t>(index) + 1, -1);
+      pos_[static_cast<size_t>(index)] = static_cast<int64_t>(entries_.size());
+      entries_.push_back(std::move(e));
+      ++recorded;
+    }
+    return py::make_tuple(recorded, leaves, used, stopped);
+  }
+
+  // Python's begin_pass: the index this pass gets (engine passes may have taken some).
+  int32_t begin_pass(py::object line) {
+    std::lock_guard<std::mutex> lock(core->mu);
+    Pass p;
+    p.line = line.is_none() ? kNullLine : line.cast<int32_t>();
+    core->passes.push_back(std::move(p));
+    return static_cast<int32_t>(core->passes.size() - 1);
+  }
+
+  // The recorder stopped (a limit): hooks record nothing more.
+  void stop() {
+    std::lock_guard<std::mutex> lock(core->mu);
+    core->stopped = true;
+  }
+
+  void set_active(int32_t pass) {
+    std::lock_guard<std::mutex> lock(core->mu);
+    core->active = pass;
+  }
+
+  // Passes begun by the engine itself since the last call: [(index, outer)].
+  std::vector<std::pair<int32_t, int32_t>> new_engine_passes() {
+    std::lock_guard<std::mutex> lock(core->mu);
+    std::vector<std::pair<int32_t, int32_t>> out;
+    for (size_t i = core->passes_reported; i < core->passes.size(); ++i) {
+      if (core->passes[i].engine) out.emplace_back(static_cast<int32_t>(i), core->passes[i].outer);
+    }
+    core->passes_reported = core->passes.size();
+    return out;
+  }
+
+  void end_backward() {
+    // the outermost backward call returned: its gradients are not met again
+    std::lock_guard<std::mutex> lock(core->mu);
+    core->cache.clear();
+    core->by_data.clear();
+  }
+
+  // AccumulateGrad events since the last call: [(leaf tensor, grad value id)].
+  py::list take_accumulations() {
+    std::vector<std::pair<Node*, int32_t>> taken;
+    {
+      std::lock_guard<std::mutex> lock(core->mu);
+      for (int32_t e : core->acc_events) {
+        const Event& ev = core->events[static_cast<size_t>(e)];
+        taken.emplace_back(core->by_index.at(static_cast<size_t>(ev.node)), ev.grad);
+      }
+      core->acc_events.clear();
+    }
+    py::list out;
+    for (auto [node, grad] : taken) {
+      auto* a = static_cast<torch::autograd::AccumulateGrad*>(node);
+      py::object leaf = a->variable.defined()
+          ? py::reinterpret_steal<py::object>(THPVariable_Wrap(a->variable)) : py::none();
+      out.append(py::make_tuple(leaf, grad));
+    }
+    return out;
+  }
+
+  void hook_change(const at::Tensor& before, const at::Tensor& after) {
+    c10::intrusive_ptr<Node> node = torch::autograd::get_current_node();
+    if (!node) return;
+    std::lock_guard<std::mutex> lock(core->mu);
+    auto& v = core->hook_changes[node.get()];
+    v.push_back(core->capture(before));
+    v.push_back(core->capture(after));
+  }
+
+  // Values Python must encode itself (rare dtypes): [(id, tensor)].
+  std::vector<std::pair<int32_t, at::Tensor>> held() {
+    std::lock_guard<std::mutex> lock(core->mu);
+    std::vector<std::pair<int32_t, at::Tensor>> out;
+    for (size_t i = 0; i < core->values.size(); ++i) {
+      auto& v = core->values[i];
+      if (v.kind == 3 && v.py_with.empty()) out.emplace_back(static_cast<int32_t>(i), v.held);
+    }
+    return out;
+  }
+
+  void set_encoded(int32_t id, std::string with_values, std::string without_values) {
+    std::lock_guard<std::mutex> lock(core->mu);
+    auto& v = core->values.at(static_cast<size_t>(id));
+    v.py_with = std::move(with_values);
+    v.py_without = std::move(without_values);
+    v.held = at::Tensor();
+  }
+
+  // (canonical JSON of value ``id``, with or without its values; the number of values it holds).
+  std::pair<py::bytes, int64_t> value(int32_t id, bool with_values) {
+    std::lock_guard<std::mutex> lock(core->mu);
+    if (id == kNone) return {py::bytes("null"), 0};
+    const Value& v = core->values.at(static_cast<size_t>(id));
+    bool has = v.kind == 2 || (v.kind == 3 && v.py_with != v.py_without);
+    return {py::bytes(value_json(*core, id, with_values)), has ? v.numel : 0};
+  }
+
+  Walker walker;
+
+  // The events array as canonical JSON (``events.h``).
+  std::pair<py::bytes, int64_t> events_json(int64_t budget) {
+    std::lock_guard<std::mutex> lock(core->mu);
+    return gradtrace::events_json(*core, budget);
+  }
+
+  // The walk alone, for the benchmark (``bench_capture.py``): how many nodes it found.
+  size_t walk(py::list roots, bool read_saved, py::handle parameter, int64_t first_index) {
+    return walker.walk_batch(*core, roots, read_saved, parameter, first_index).size();
+  }
+
+  // Pass ``pass`` released the saved tensors of every node it executed (no retain_graph):
+  // each entry not freed before is marked freed after this pass; returns the bytes freed,
+  // parameters excluded (releasing a reference to a parameter frees nothing).
+  int64_t mark_freed(int32_t pass) {
+    std::vector<int32_t> executed;
+    {
+      std::lock_guard<std::mutex> lock(core->mu);
+      executed = core->passes.at(static_cast<size_t>(pass)).executed;
+    }
+    int64_t freed = 0;
+    for (int32_t index : executed) {
+      if (index >= static_cast<int32_t>(pos_.size()) || pos_[static_cast<size_t>(index)] < 0) continue;
+      for (SavedEntry& sv : entries_[static_cast<size_t>(pos_[static_cast<size_t>(index)])].saved) {
+        if (sv.freed_after >= 0) continue;
+        sv.freed_after = pass;
+        ++changes_;
+        if (!sv.is_param) freed += sv.bytes;
+      }
+    }
+    return freed;
+  }
+
+  // The bytes held by saved tensors: activations and inputs per node, each parameter once.
+  int64_t saved_total() {
+    int64_t total = activation_total;
+    for (const auto& [impl, bytes] : param_total) total += bytes;
+    return total;
+  }
+
+  // Remove every hook (NOTE: also breaks the core <-> node reference cycle).
+  void close() {
+    std::vector<std::pair<c10::intrusive_ptr<Node>, uintptr_t>> hooks;
+    {
+      std::lock_guard<std::mutex> lock(core->mu);
+      core->enabled = false;
+      hooks.swap(core->hooks);
+      core->cache.clear();
+      core->by_data.clear();
+      core->hook_changes.clear();
+    }
+    for (auto& [node, key] : hooks) node->del_post_hook(key);
+    hooks.clear();
+    Py_CLEAR(core->on_limit);
+    Py_CLEAR(core->on_created);
+  }
+};
+
+}  // namespace gradtrace

@@ -1,0 +1,276 @@
+// gradtrace capture core: walking new nodes into complete entries.
+// (one translation unit: ``_native.cpp`` includes every part in order)
+#pragma once
+#include "prelude.h"
+
+namespace gradtrace {
+
+// NOTE [discovery in C++]: the walk, with what it learns per node class (names, which
+// attributes hold saved tensors). One per recorder.
+struct Walker {
+  // NOTE [discovery in C++]: ``graph.walk_new`` + ``_creation_order`` + ``describe_batch``:
+  // every node reachable from ``roots`` that is not known yet, in creation order, as complete
+  // entries, the k-th with index ``first_index + k``. Same order and results as the Python
+  // functions (tested).
+  std::vector<FnEntry> walk_batch(Core& core, py::list roots, bool read_saved, py::handle parameter,
+                                  int64_t first_index) {
+    std::vector<c10::intrusive_ptr<Node>> stack;
+    ska::flat_hash_map<Node*, size_t> found;  // -> position in ``order`` (DFS order)
+    std::vector<c10::intrusive_ptr<Node>> order;
+    {
+      std::lock_guard<std::mutex> lock(core.mu);
+      auto& known = core.known;
+      for (auto r : roots) {
+        if (r.is_none()) continue;
+        c10::intrusive_ptr<Node> n = node_of(r.ptr());
+        if (n && !known.count(n.get())) stack.push_back(std::move(n));
+      }
+      while (!stack.empty()) {
+        c10::intrusive_ptr<Node> n = std::move(stack.back());
+        stack.pop_back();
+        if (found.count(n.get())) continue;
+        found.emplace(n.get(), order.size());
+        for (const auto& e : n->next_edges()) {
+          Node* g = e.function.get();
+          if (g != nullptr && !known.count(g) && !found.count(g)) stack.push_back(e.function);
+        }
+        order.push_back(std::move(n));
+      }
+    }
+    size_t m = order.size();
+    std::vector<FnEntry> out;
+    if (m == 0) return out;
+    // _creation_order: Kahn's algorithm, keyed by sequence number; an AccumulateGrad sorts
+    // just before its earliest consumer.
+    constexpr uint64_t kAcc = std::numeric_limits<uint64_t>::max();
+    std::vector<uint64_t> seq(m);
+    std::vector<std::vector<size_t>> consumers(m);
+    std::vector<int> pending(m, 0);
+    for (size_t i = 0; i < m; ++i) seq[i] = order[i]->sequence_nr();
+    for (size_t i = 0; i < m; ++i) {
+      for (const auto& e : order[i]->next_edges()) {
+        auto it = e.function ? found.find(e.function.get()) : found.end();
+        if (it != found.end()) { consumers[it->second].push_back(i); ++pending[i]; }
+      }
+    }
+    using Key = std::tuple<uint64_t, int, size_t, size_t>;  // (seq, acc last, tie, node)
+    std::vector<Key> heap;
+    auto key0 = [&](size_t i) -> std::pair<uint64_t, int> {
+      if (seq[i] != kAcc) return {seq[i], 1};
+      uint64_t first = kAcc;
+      for (size_t c : consumers[i]) if (seq[c] != kAcc && seq[c] < first) first = seq[c];
+      return {first, 0};
+    };
+    std::vector<std::pair<uint64_t, int>> keys(m);
+    for (size_t i = 0; i < m; ++i) keys[i] = key0(i);
+    auto cmp = [](const Key& a, const Key& b) { return a > b; };
+    for (size_t i = 0; i < m; ++i) {
+      if (pending[i] == 0) heap.emplace_back(keys[i].first, keys[i].second, i, i);
+    }
+    std::make_heap(heap.begin(), heap.end(), cmp);
+    std::vector<size_t> ordered;
+    ordered.reserve(m);
+    while (!heap.empty()) {
+      std::pop_heap(heap.begin(), heap.end(), cmp);
+      size_t i = std::get<3>(heap.back());
+      heap.pop_back();
+      ordered.push_back(i);
+      for (size_t c : consumers[i]) {
+        if (--pending[c] == 0) {
+          heap.emplace_back(keys[c].first, keys[c].second, ordered.size() + m, c);
+          std::push_heap(heap.begin(), heap.end(), cmp);
+        }
+      }
+    }
+    std::vector<int64_t> batch_pos(m, -1);
+    for (size_t k = 0; k < ordered.size(); ++k) batch_pos[ordered[k]] = static_cast<int64_t>(k);
+    // ``known`` only changes in ``forward`` (Python, with the GIL, like this call): no copy
+    const auto& known_now = core.known;
+    out.resize(ordered.size());
+    for (size_t k = 0; k < ordered.size(); ++k) {
+      size_t i = ordered[k];
+      Node* n = order[i].get();
+      FnEntry& e = out[k];
+      e.index = first_index + static_cast<int64_t>(k);
+      e.node = order[i];
+      e.seqnr = seq[i];
+      e.name = name_of(n);
+      uint32_t n_out = n->num_inputs();
+      e.outs.resize(n_out);
+      for (uint32_t o = 0; o < n_out; ++o) {
+        const auto& meta = n->input_metadata(o);
+        OutMeta& om = e.outs[o];
+        try {
+          if (meta.is_nested_tensor()) throw std::runtime_error("nested");
+          for (const auto& d : meta.shape_as_dim_vector()) om.shape.push_back(d.expect_int());
+          om.dtype = c10::typeMetaToScalarType(meta.dtype());
+          om.device = meta.device();
+          om.known = true;
+        } catch (const python_error&) {
+          throw;
+        } catch (const std::exception&) {
+          om.known = false;
+          om.shape.clear();
+        }
+      }
+      if (read_saved) {
+        py::object pynode;
+        std::vector<SavedAttr>& attrs = attrs_for(order[i], pynode);
+        if (!attrs.empty()) read_saved_into(pynode, attrs, parameter, e);
+      } else {
+        e.saved_unread = true;
+      }
+      int64_t input_nr = 0;
+      for (const auto& edge : n->next_edges()) {
+        Node* g = edge.function.get();
+        if (g != nullptr) {
+          auto f = found.find(g);
+          int64_t src = f != found.end() ? first_index + batch_pos[f->second] : known_now.at(g);
+          e.edges.emplace_back(input_nr, src);
+        }
+        ++input_nr;
+      }
+      e.acc = dynamic_cast<torch::autograd::AccumulateGrad*>(n) != nullptr;
+    }
+    return out;
+  }
+
+  // ``Node.name()`` without a namespace, interned: fixed per C++ class (cached by class), a
+  // custom Function's from its Python class.
+  std::unordered_map<const std::type_info*, const std::string*> names_;
+  std::unordered_set<std::string> name_pool_;
+
+  const std::string* name_of(Node* n) {
+    const std::type_info* type = &typeid(*n);
+    bool py_class = std::strcmp(type->name(), kPyNode) == 0;
+    if (!py_class) {
+      auto it = names_.find(type);
+      if (it != names_.end()) return it->second;
+    }
+    std::string name = n->name();
+    size_t colon = name.rfind("::");
+    if (colon != std::string::npos) name.erase(0, colon + 2);
+    const std::string* interned = &*name_pool_.insert(std::move(name)).first;
+    if (!py_class) names_.emplace(type, interned);
+    return interned;
+  }
+
+  // NOTE [reading saved tensors] in saved.py: the attributes that hold what nodes of this
+  // class saved (``saved_attrs``), found once per class: per C++ node type (no Python object
+  // needed to know there is nothing to read), per Python class for custom Functions. An
+  // attribute seen holding something that is not a tensor (a size, a scalar) is skipped from
+  // then on: the generated node classes give each attribute one fixed type.
+  struct SavedAttr {
+    std::string attr, label;
+    bool skip = false;
+  };
+  std::unordered_map<const std::type_info*, std::vector<SavedAttr>> attrs_by_cpp_type;
+  std::unordered_map<PyTypeObject*, std::vector<SavedAttr>> attrs_by_py_type;
+
+  std::vector<SavedAttr>& attrs_for(const c10::intrusive_ptr<Node>& node, py::object& pynode) {
+    Node* n = node.get();
+    bool py_class = std::strcmp(typeid(*n).name(), kPyNode) == 0;
+    if (!py_class) {
+      auto it = attrs_by_cpp_type.find(&typeid(*n));
+      if (it != attrs_by_cpp_type.end()) {
+        if (!it->second.empty()) pynode = to_python(node);
+        return it->second;
+      }
+    }
+    pynode = to_python(node);
+    PyTypeObject* type = Py_TYPE(pynode.ptr());
+    auto hit = attrs_by_py_type.find(type);
+    if (hit == attrs_by_py_type.end()) hit = attrs_by_py_type.emplace(type, saved_attrs(pynode.ptr())).first;
+    if (!py_class) return attrs_by_cpp_type.emplace(&typeid(*n), hit->second).first->second;
+    return hit->second;
+  }
+
+  static py::object to_python(const c10::intrusive_ptr<Node>& node) {
+    PyObject* obj = torch::autograd::functionToPyObject(node);
+    if (obj == nullptr) throw python_error();
+    return py::reinterpret_steal<py::object>(obj);
+  }
+
+  static std::vector<SavedAttr> saved_attrs(PyObject* node) {
+    std::vector<SavedAttr> attrs;
+    py::list names = py::reinterpret_steal<py::list>(PyObject_Dir(node));
+    if (names.ptr() == nullptr) throw python_error();
+    bool ctx = false, raw = false;
+    for (auto nm : names) {
+      std::string a = nm.cast<std::string>();
+      ctx |= a == "saved_tensors";
+      raw |= a == "_raw_saved_tensors";
+    }
+    if (ctx && raw) {
+      attrs.push_back({"saved_tensors", "saved_tensors", false});
+    } else {
+      for (auto nm : names) {
+        std::string a = nm.cast<std::string>();
+        if (a.rfind("_saved_", 0) == 0) attrs.push_back({a, a.substr(7), false});
+      }
+    }
+    return attrs;
+  }
+
+  // Each saved tensor of ``node`` as a complete saved-tensor entry of ``e``, with what is kept
+  // of it but never written (parameter, storage address). Non-tensor saved values are skipped.
+  void read_saved_into(py::handle node, std::vector<SavedAttr>& attrs, py::handle parameter,
+                       FnEntry& e) {
+    auto* param_type = reinterpret_cast<PyTypeObject*>(parameter.ptr());
+    auto entry = [&](std::string label, PyObject* obj) {
+      const at::Tensor& t = THPVariable_Unpack(obj);
+      SavedEntry sv;
+      sv.bytes = t.numel() * static_cast<int64_t>(t.element_size());
+      sv.param = py::none();
+      if (PyType_IsSubtype(Py_TYPE(obj), param_type)) {
+        sv.param = py::reinterpret_borrow<py::object>(obj);
+      } else if (t.is_view()) {
+        py::object base = py::reinterpret_steal<py::object>(THPVariable_Wrap(t._base()));
+        if (PyType_IsSubtype(Py_TYPE(base.ptr()), param_type)) sv.param = base;
+      }
+      sv.is_param = !sv.param.is_none();
+      sv.name = std::move(label);
+      sv.shape.assign(t.sizes().begin(), t.sizes().end());
+      sv.dtype = t.scalar_type();
+      sv.is_input = !sv.is_param && !t.grad_fn() && !t.is_view();
+      try {
+        if (t.has_storage()) {
+          sv.ptr = reinterpret_cast<uintptr_t>(t.storage().data_ptr().get());
+          sv.has_ptr = true;
+        }
+      } catch (const std::exception&) {
+      }
+      e.saved_bytes += sv.bytes;
+      e.saved.push_back(std::move(sv));
+    };
+    for (SavedAttr& attr : attrs) {
+      if (attr.skip) continue;
+      PyObject* value = PyObject_GetAttrString(node.ptr(), attr.attr.c_str());
+      if (value == nullptr) { PyErr_Clear(); continue; }  // freed, or unreadable for this node
+      py::object v = py::reinterpret_steal<py::object>(value);
+      try {
+        if (THPVariable_Check(value)) {
+          entry(attr.label, value);
+        } else if (PyTuple_Check(value) || PyList_Check(value)) {
+          py::sequence seq = py::reinterpret_borrow<py::sequence>(value);
+          size_t n = seq.size();
+          for (size_t k = 0; k < n; ++k) {
+            py::object item = seq[k];
+            if (THPVariable_Check(item.ptr())) {
+              entry(attr.label + "[" + std::to_string(k) + "]", item.ptr());
+            } else if (k == 0 && !item.is_none()) {
+              attr.skip = true;  // a list of sizes, not of tensors
+              break;
+            }
+          }
+        } else if (value != Py_None) {
+          attr.skip = true;  // a scalar, a size: never a tensor for this class
+        }
+      } catch (const std::exception&) {
+        // an unreadable saved value is skipped, as in Python
+      }
+    }
+  }
+};
+
+}  // namespace gradtrace
