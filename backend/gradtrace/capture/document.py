@@ -141,10 +141,7 @@ def _runs(items: list[Any], core_part: type) -> list[tuple[bool, list[Any]]]:
     """``items`` in document order as (the core's?, run): each run of the core's parts
     (``None`` nodes, ``range``s of edges) and each run of Python's dicts as one list. Python's
     are few (leaves, roots): found by one comprehension, not a Python loop over every node."""
-    if core_part is type(None):
-        own = [i for i, d in enumerate(items) if d is not None]
-    else:
-        own = [i for i, d in enumerate(items) if not isinstance(d, core_part)]
+    own = [i for i, d in enumerate(items) if not isinstance(d, core_part)]
     out: list[tuple[bool, list[Any]]] = []
     start = 0
     for i in own:

@@ -167,8 +167,7 @@ class CaptureMode(TorchFunctionMode):
 
     def _cuts_only(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any,
                    mark: int) -> None:
-        if self.rec.tensors or any(isinstance(a, torch.Tensor) and a.requires_grad for a in args):
-            self._maybe_cut(func, args, out)
+        self._maybe_cut(func, args, out)  # reached only when ``_cut_possible``
 
     def _after(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any,
                mark: int) -> None:

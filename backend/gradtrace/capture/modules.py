@@ -26,9 +26,6 @@ from torch import nn
 from gradtrace.capture import frames
 from gradtrace.capture.recorder import Recorder
 
-_DEEP = -1
-"""Key marking a child table that lists every descendant (no object has id -1)."""
-
 
 class ModuleTracker:
     """Keeps ``rec.module_stack`` in step with nn.Module calls, naming each from the snippet."""
@@ -36,6 +33,8 @@ class ModuleTracker:
     def __init__(self, rec: Recorder) -> None:
         self.rec = rec
         self._children: dict[int, dict[int, str]] = {}
+        self._deep: set[int] = set()
+        """Parents whose child table lists every descendant already."""
         self._keep: list[nn.Module] = []
         self._parents: list[tuple[str | None, nn.Module]] = []
         self._roots: dict[int, tuple[nn.Module, str | None]] = {}
@@ -59,11 +58,11 @@ class ModuleTracker:
             self._children[id(parent)] = table
             self._keep.append(parent)
         name = table.get(id(child))
-        if name is None and not table.get(_DEEP):
+        if name is None and id(parent) not in self._deep:
             for n, m in parent.named_modules():
                 if n:
                     table.setdefault(id(m), n)
-            table[_DEEP] = "1"
+            self._deep.add(id(parent))
             name = table.get(id(child))
         return name
 

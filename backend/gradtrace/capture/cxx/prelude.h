@@ -20,7 +20,6 @@
 #include <algorithm>
 #include <charconv>
 #include <tuple>
-#include <typeindex>
 #include <string_view>
 #include <type_traits>
 #include <cmath>

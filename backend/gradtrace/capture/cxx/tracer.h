@@ -22,7 +22,6 @@ struct LineTrace {
   PyObject* seqs = nullptr;    // log._seqs (kept alive by ``log``)
   PyObject* values = nullptr;  // log._values
   std::unordered_map<PyObject*, bool> files;  // co_filename -> is the snippet's (refs held)
-  bool enabled = false;
   ~LineTrace() {
     for (auto& [f, _] : files) Py_DECREF(f);
   }
@@ -91,7 +90,6 @@ int trace_line(PyObject*, PyFrameObject* frame, int what, PyObject*) {
   }
   if (rc < 0) {  // as sys.settrace does when its function raises: tracing ends here
     PyEval_SetTrace(nullptr, nullptr);
-    t->enabled = false;
   }
   return rc;
 }
@@ -125,7 +123,6 @@ struct Tracer {
     // a nested record sees that tracing is taken
     if (on) PyEval_SetTrace(trace_line, mark());
     else PyEval_SetTrace(nullptr, nullptr);
-    t->enabled = on;
   }
 
   static PyObject* mark() {

@@ -22,10 +22,6 @@ struct Value {
   std::string py_with, py_without;  // kind 3, once Python has encoded it (canonical JSON)
 };
 
-bool readable_float(at::ScalarType t) {
-  return t == at::kFloat || t == at::kDouble || t == at::kHalf || t == at::kBFloat16;
-}
-
 // Large tensors (only stats are kept): one vectorised pass, several partial sums at once
 // (``omp simd``; AVX2 when the CPU has it, chosen when the module loads). A gradient of a
 // transformer's activations has 16k elements and there are ~1,000 of them per backward: the
