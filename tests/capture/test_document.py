@@ -29,3 +29,31 @@ def test_document_json_is_the_canonical_json_of_the_returned_document(run: Any) 
     doc["status"] = "crashed"  # changed afterwards: serialised afresh
     assert document_json(doc) == canonical_json(doc)
     assert document_json({"a": 1}) == canonical_json({"a": 1})
+
+
+@pytest.mark.parametrize("native", [True, False], ids=["core", "python"])
+def test_every_document_of_one_run_is_the_same_document(native: bool) -> None:
+    """The values budget is spent anew for each document: a notebook that writes the document
+    out and then asks for it as objects gets the same one (before, the second found the budget
+    spent and wrote stats where the first had values)."""
+    import torch
+
+    import gradtrace
+
+    if native:
+        from gradtrace.capture import native as core
+        if core.core is None:
+            pytest.skip("the C++ core is not built (make native)")
+    with gradtrace.record(native=native) as rec:
+        w = torch.linspace(-1, 1, 900).requires_grad_()
+        for _ in range(15):  # 15 x 900 x 2 numbers: past the 10,000-value budget
+            (w * 2).sum().backward()
+    first = document_json(rec.document_dict(json_parts=True))
+    second = rec.document_dict()
+    third = rec.document()
+    assert document_json(second) == first
+    assert third.id == second["id"] == json.loads(first)["id"]
+    values = [v for node in second["graph"]["nodes"] if node["kind"] == "tensor"
+              for v in node["grad_history"]]
+    assert any(v["values"] is not None for v in values)
+    assert any(v["values"] is None and v["stats"] is not None for v in values), "budget not reached"

@@ -208,6 +208,7 @@ def graph_json(rec: Recorder) -> bytes:
     """The canonical JSON of the recorded graph alone (nodes and edges, as the document has
     them): for the benchmark, the counterpart of torchviz's extraction."""
     with torch._C.DisableTorchFunction():
+        rec.values.begin_document(lazy=rec.native is not None)
         nodes = _nodes(rec)
         if rec.native is not None:
             return _native_graph(rec, nodes)
@@ -263,6 +264,7 @@ def build_document(rec: Recorder, *, status: str, error: dict[str, Any] | None =
         graph_json: bytes | None = None
         events_json: bytes | None = None
         with torch._C.DisableTorchFunction():
+            rec.values.begin_document(lazy=json_parts and rec.native is not None)
             rec.values.encode_held()
             nodes = _nodes(rec)
             if rec.native is not None:
