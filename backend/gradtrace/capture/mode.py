@@ -45,6 +45,10 @@ _grad_enabled = torch.is_grad_enabled
 
 
 _METHOD_WRAPPER = type(_DATA.__get__)
+_stack_len = torch._C._len_torch_function_stack
+_stack_at = torch._C._get_function_stack_at
+_stack_pop = torch._C._pop_torch_function_stack
+_stack_push = torch._C._push_on_torch_function_stack
 
 
 def _is_data_get(func: Any) -> bool:
@@ -82,6 +86,23 @@ def _tensors_of(out: Any) -> list[torch.Tensor]:
         return [out]
     if isinstance(out, tuple | list):
         return [t for t in out if isinstance(t, torch.Tensor)]
+    return []
+
+
+def tensors_within(out: Any, depth: int = 4) -> list[torch.Tensor]:
+    """The tensors in a module's result: nested tuples, lists and dict values (an LSTM's
+    ``(out, (h, c))``, a dict of heads), ``depth`` levels down."""
+    if isinstance(out, torch.Tensor):
+        return [out]
+    if depth == 0:
+        return []
+    if isinstance(out, dict):
+        out = list(out.values())
+    if isinstance(out, tuple | list):
+        found: list[torch.Tensor] = []
+        for item in out:
+            found += tensors_within(item, depth - 1)
+        return found
     return []
 
 
@@ -171,30 +192,50 @@ class CaptureMode(TorchFunctionMode):
 
     def _after(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any,
                mark: int) -> None:
-        rec = self.rec
-        roots = []
-        for t in _tensors_of(out):
-            g = t.grad_fn
-            if g is not None and not rec.is_known(g):
-                roots.append(g)
+        tensors = _tensors_of(out)
         if args and isinstance(args[0], torch.Tensor) and _mutates(func):
-            g = args[0].grad_fn
-            if g is not None and not rec.is_known(g):
-                roots.append(g)
+            tensors.append(args[0])
         if kwargs.get("out") is not None:
-            for t in _tensors_of(kwargs["out"]):
-                g = t.grad_fn
-                if g is not None and not rec.is_known(g):
-                    roots.append(g)
-        if roots and _tracing_context() is None:
-            if rec.tracer.active and rec.active_pass is None and not rec.cuts:
-                rec.defer(roots)  # NOTE [discovery in batches]
-                return
-            rec.discover(roots, line=rec.current_line(), seq_mark=mark, created_in_pass=rec.active_pass)
-            if rec.cuts:
+            tensors += _tensors_of(kwargs["out"])
+        if self.note_roots(tensors, mark):
+            if self.rec.cuts:
                 self._cut_consumers(args, out)
         elif not _grad_enabled() or func is _DETACH or _is_data_get(func):
             self._maybe_cut(func, args, out)
+
+    def note_roots(self, tensors: list[torch.Tensor], mark: int | None) -> bool:
+        """Hand the unknown nodes behind ``tensors`` (made since sequence number ``mark``) to
+        discovery, batched by line when it can be (NOTE [discovery in batches]); whether
+        there were any."""
+        rec = self.rec
+        roots = []
+        for t in tensors:
+            g = t.grad_fn
+            if g is not None and not rec.is_known(g):
+                roots.append(g)
+        if not roots or _tracing_context() is not None:
+            return False
+        if rec.tracer.active and rec.active_pass is None and not rec.cuts:
+            rec.defer(roots)
+        else:
+            rec.discover(roots, line=rec.current_line(), seq_mark=mark, created_in_pass=rec.active_pass)
+        return True
+
+    # ------------------------------------------------------------------ library modules
+    def step_aside(self) -> bool:
+        """Take the mode off the stack while a library module runs (NOTE [no tap inside library
+        modules] in :mod:`gradtrace.capture.modules`); False when it is not on top (a mode of
+        the snippet's own above it, or torch running one of our handlers): then it stays."""
+        if _is_compiling():
+            return False
+        n = _stack_len()
+        if n == 0 or _stack_at(n - 1) is not self:
+            return False
+        _stack_pop()
+        return True
+
+    def step_back(self) -> None:
+        _stack_push(self)
 
     # ------------------------------------------------------------------ cuts
     def _maybe_cut(self, func: Any, args: tuple[Any, ...], out: Any) -> None:

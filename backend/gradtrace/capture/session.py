@@ -79,6 +79,7 @@ class record:
         self._namespace = _namespace
         self._rec: Recorder | None = None
         self._mode: CaptureMode | None = None
+        self._modules: ModuleTracker | None = None
         self._module_handles: list[Any] = []
         self.status = "ok"
         self.error: dict[str, Any] | None = None
@@ -92,8 +93,9 @@ class record:
                        max_document_bytes=self.max_document_bytes, use_native=self.native)
         rec.namespace = self._namespace if self._namespace is not None else caller.f_globals
         self._rec = rec
-        self._module_handles = ModuleTracker(rec).install()
         self._mode = CaptureMode(rec)
+        self._modules = ModuleTracker(rec, self._mode)
+        self._module_handles = self._modules.install()
         self._froze = gc.isenabled()
         if self._froze:
             gc.freeze()  # NOTE [gc]
@@ -125,6 +127,8 @@ class record:
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> bool:
         try:
+            if self._modules is not None:
+                self._modules.restore()
             if self._mode is not None:
                 self._mode.__exit__(exc_type, exc, tb)  # type: ignore[no-untyped-call]
             if self._rec is not None and self._rec.limit is None:

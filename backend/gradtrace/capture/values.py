@@ -427,11 +427,13 @@ class ValueStore:
         if done is None:
             text, n = self.native.value(vid, True)
             done = self._native_done[vid] = [self._native_value(text), None, n]
-        full, bare, n = done
+        full: TensorValueDict = done[0]
+        n = done[2]
         if not n:
             return full
         if n > self.values_budget:
             self.values_budget = 0
+            bare: TensorValueDict | None = done[1]
             if bare is None:
                 bare = done[1] = self._native_value(self.native.value(vid, False)[0])
             return bare

@@ -1,0 +1,130 @@
+"""NOTE [no tap inside library modules]: the torch-function mode steps aside while a library
+module runs; the graph, lines, modules, in-place notes and hooks must come out as before."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+import pytest
+import torch
+from torch import nn
+from torch.overrides import TorchFunctionMode
+
+import gradtrace
+
+from .oracle import graph_names, run_bare
+
+MIXED = """\
+import torch
+from torch import nn
+class Block(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+    def forward(self, x):
+        h = self.lin(x)
+        h.register_hook(lambda g: g * 2)
+        return torch.tanh(h) + x
+torch.manual_seed(0)
+seq = nn.Sequential(nn.Linear(4, 4), Block(), nn.ReLU(inplace=True), nn.Linear(4, 4))
+lstm = nn.LSTM(4, 3, batch_first=True)
+mha = nn.MultiheadAttention(4, 2, batch_first=True)
+x = torch.randn(2, 5, 4)
+y = seq(x)
+out, (h, c) = lstm(y)
+a, w = mha(y, y, y)
+loss = out.sum() + h.pow(2).sum() + c.mean() + a.mean() + w.sum()
+loss.backward()
+"""
+
+
+def _functions(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    return [n for n in doc["graph"]["nodes"] if n["kind"] == "function"]
+
+
+def test_nodes_made_inside_library_modules_are_all_there_with_lines_and_modules(run: Any) -> None:
+    doc = run(MIXED)
+    assert doc["status"] == "ok", doc["error"]
+    ns, error = run_bare(MIXED)
+    assert error is None
+    expected = graph_names([ns["loss"]])
+    assert Counter(n["name"] for n in _functions(doc)) == expected
+    lines: dict[str | None, set[int]] = {}
+    for n in _functions(doc):
+        lines.setdefault(n["module"], set()).add(n["line"])
+    # library modules: the calling line; the snippet's Block: its own lines
+    assert lines["seq.0"] == lines["seq.2"] == lines["seq.3"] == {16}
+    assert lines["seq.1.lin"] == {8} and lines["seq.1"] == {10}
+    assert lines["lstm"] == {17} and lines["mha"] == {18}
+    assert lines[None] == {19}
+
+
+def test_graphs_a_library_module_made_and_the_snippet_dropped_are_recorded(run: Any) -> None:
+    """Nothing but the module's result ever held these nodes, and each is dropped by the
+    next iteration: they are found from the result as the module returns."""
+    doc = run("import torch\nfrom torch import nn\nlin = nn.Linear(3, 2)\nx = torch.randn(4, 3)\n"
+              "for i in range(3):\n    out = lin(x * (i + 1))\n")
+    assert Counter(n["name"] for n in _functions(doc)) == Counter(
+        {"AddmmBackward0": 3, "TBackward0": 3, "AccumulateGrad": 2})
+    assert {n["line"] for n in _functions(doc)} == {6}
+
+
+def test_a_snippet_module_inside_a_library_module_is_tapped(run: Any) -> None:
+    """Block (snippet code) runs inside nn.Sequential: the mode is back on there, so the
+    gradient hook Block registers is watched and its change shows."""
+    doc = run(MIXED)
+    changed = [e for e in doc["events"] if e["changed_by_hook"]]
+    assert len(changed) == 1
+    change = changed[0]["hook_changes"][0]
+    before, after = torch.tensor(change["before"]["values"]), torch.tensor(change["after"]["values"])
+    assert before.shape == (2, 5, 4) and before.abs().sum() > 0
+    assert torch.equal(after, before * 2)
+
+
+def test_inplace_change_inside_a_library_module_is_traced_to_the_calling_line(run: Any) -> None:
+    doc = run("import torch\nfrom torch import nn\nx = torch.randn(3, requires_grad=True)\n"
+              "h = x * 2\ny = h.pow(2)\nnn.ReLU(inplace=True)(h)\ny.sum().backward()\n")
+    err = doc["error"]
+    assert err is not None and err["line"] == 7 and "inplace" in err["message"]
+    assert err["inplace_line"] == 6
+    node = next(n for n in doc["graph"]["nodes"] if n["id"] == err["node"])
+    assert node["name"] == "PowBackward0" and node["line"] == 5
+
+
+def test_the_mode_stack_is_left_as_found_when_a_library_module_raises() -> None:
+    lin = nn.Linear(4, 2)
+    with pytest.raises(RuntimeError), gradtrace.record() as rec:
+        h = torch.randn(3, 4, requires_grad=True) * 2
+        lin(torch.randn(3, 5))  # wrong width: raises inside the module
+    assert torch._C._len_torch_function_stack() == 0
+    doc = rec.document_dict()
+    assert doc["status"] == "error" and doc["error"]["type"] == "RuntimeError"
+    assert [n["name"] for n in _functions(doc)] == ["AccumulateGrad", "MulBackward0"]
+    del h
+
+
+class _Counting(TorchFunctionMode):
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls = 0
+
+    def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        self.calls += 1
+        return func(*args, **(kwargs or {}))
+
+
+def test_a_mode_of_the_snippet_above_ours_keeps_both_working() -> None:
+    """With the snippet's own mode on top, ours cannot step aside (it is not on top): it stays,
+    and both see what they saw before; the stack is as found at each end."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(3, 3), nn.Tanh(), nn.Linear(3, 1))
+    x = torch.randn(2, 3)
+    with gradtrace.record() as rec:
+        with _Counting() as counting:
+            loss = model(x).sum()
+        loss.backward()
+    assert torch._C._len_torch_function_stack() == 0
+    assert counting.calls >= 3  # linear, tanh, linear (and sum) reached the snippet's mode
+    names = Counter(n["name"] for n in _functions(rec.document_dict()))
+    assert names == graph_names([loss]) + Counter()  # AccumulateGrads included by both
