@@ -82,6 +82,7 @@ PYBIND11_MODULE(_native, m) {
       .def("held", &gradtrace::Recorder::held)
       .def("set_encoded", &gradtrace::Recorder::set_encoded)
       .def("value", &gradtrace::Recorder::value)
+      .def("numel_of", &gradtrace::Recorder::numel_of)
       .def("events_json", &gradtrace::Recorder::events_json)
       .def("walk", &gradtrace::Recorder::walk)
       .def("nodes_json", &gradtrace::Recorder::nodes_json)

@@ -420,22 +420,22 @@ class ValueStore:
         return out
 
     def _resolve_native(self, vid: int) -> TensorValueDict | None:
-        """A value the C++ core captured, spending the budget as :meth:`resolve` does."""
+        """A value the C++ core captured, spending the budget as :meth:`resolve` does; its
+        JSON is asked for in the form the budget allows (with values, or without)."""
         if vid < 0:
             return None
         done = self._native_done.get(vid)
         if done is None:
-            text, n = self.native.value(vid, True)
-            done = self._native_done[vid] = [self._native_value(text), None, n]
-        full: TensorValueDict = done[0]
-        n = done[2]
-        if not n:
-            return full
-        if n > self.values_budget:
-            self.values_budget = 0
-            bare: TensorValueDict | None = done[1]
-            if bare is None:
-                bare = done[1] = self._native_value(self.native.value(vid, False)[0])
-            return bare
-        self.values_budget -= n
-        return full
+            done = self._native_done[vid] = [None, None, int(self.native.numel_of(vid))]
+        n: int = done[2]
+        slot = 0
+        if n:
+            if n > self.values_budget:
+                self.values_budget = 0
+                slot = 1
+            else:
+                self.values_budget -= n
+        out: TensorValueDict | None = done[slot]
+        if out is None:
+            out = done[slot] = self._native_value(self.native.value(vid, slot == 0)[0])
+        return out

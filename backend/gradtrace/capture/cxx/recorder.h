@@ -333,6 +333,16 @@ struct Recorder {
     return {py::bytes(value_json(*core, id, with_values)), has ? v.numel : 0};
   }
 
+  // How many numbers value ``id`` would write with its values (0: it has none to write), so
+  // that a value past the budget is never written with them only to be dropped.
+  int64_t numel_of(int32_t id) {
+    std::lock_guard<std::mutex> lock(core->mu);
+    if (id == kNone) return 0;
+    const Value& v = core->values.at(static_cast<size_t>(id));
+    bool has = v.kind == 2 || (v.kind == 3 && v.py_with != v.py_without);
+    return has ? v.numel : 0;
+  }
+
   Walker walker;
 
   // The events array as canonical JSON (``events.h``).
