@@ -32,6 +32,7 @@ NOTE [no tap inside library modules]
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import torch
@@ -56,6 +57,8 @@ class ModuleTracker:
         """Per running module: (whether the mode stepped aside at its call, its tensor
         arguments with their versions, the sequence number at its call)."""
         self._aside = False
+        self._thread = threading.get_ident()
+        """The recording thread (``install`` runs on it)."""
         self._children: dict[int, dict[int, str]] = {}
         self._deep: set[int] = set()
         """Parents whose child table lists every descendant already."""
@@ -66,6 +69,7 @@ class ModuleTracker:
         self._tracing: list[bool] = []
 
     def install(self) -> list[Any]:
+        self._thread = threading.get_ident()
         pre = nn.modules.module.register_module_forward_pre_hook(self._pre)
         post = nn.modules.module.register_module_forward_hook(self._post, always_call=True)
         return [pre, post]
@@ -134,9 +138,12 @@ class ModuleTracker:
 
     def _set_tap(self, own: bool, args: Any) -> tuple[bool, list[tuple[torch.Tensor, int]] | None, int]:
         """NOTE [no tap inside library modules]: step the mode aside at a library module called
-        with the mode on, back on at a snippet module called with it aside."""
+        with the mode on, back on at a snippet module called with it aside. Only on the
+        recording thread: the mode stack is per thread (a module called on another thread
+        never had the mode)."""
         mode = self.mode
-        if mode is None or own != self._aside or self.rec.limit is not None:
+        if (mode is None or own != self._aside or self.rec.limit is not None
+                or threading.get_ident() != self._thread):
             return _NO_TAP
         if own:
             mode.step_back()
@@ -146,12 +153,16 @@ class ModuleTracker:
         if not mode.step_aside():
             return _NO_TAP
         self._aside = True
-        # read with the mode aside: a tensor's attributes are torch calls to it
-        inputs = [(a, a._version) for a in args if isinstance(a, torch.Tensor) and not a.is_inference()]
+        try:  # read with the mode aside: a tensor's attributes are torch calls to it
+            inputs = [(a, a._version) for a in args if isinstance(a, torch.Tensor) and not a.is_inference()]
+        except Exception:  # a tensor subclass that refuses: its in-place changes go unnoted
+            inputs = []
         return (True, inputs, mark)
 
     def _reset_tap(self, state: tuple[bool, list[tuple[torch.Tensor, int]] | None, int],
-                   output: Any) -> None:
+                   module: nn.Module, output: Any) -> None:
+        """The other half of ``_set_tap``, last in the post hook: what the library module made
+        goes to discovery (which may raise LimitReached, so the stacks are popped before)."""
         switched, inputs, mark = state
         if not switched:
             return
@@ -168,7 +179,7 @@ class ModuleTracker:
                 tensors = tensors_within(output)
                 for t, version in inputs:
                     if t._version != version:
-                        rec.note_inplace(t, type(self._parents[-1][1]).__name__ if self._parents else "?")
+                        rec.note_inplace(t, type(module).__name__)
                         tensors.append(t)
                 mode.note_roots(tensors, mark)
         except Exception as e:  # NOTE [the recorder never breaks the snippet]
@@ -187,8 +198,7 @@ class ModuleTracker:
             self._aside = False
 
     def _post(self, module: nn.Module, args: Any, output: Any) -> None:
-        if self._tap:
-            self._reset_tap(self._tap.pop(), output)
+        tap = self._tap.pop() if self._tap else _NO_TAP
         if self._tracing:
             self.rec.tracer.set_suspended(self._tracing.pop())
         if self.rec.module_stack:
@@ -196,4 +206,5 @@ class ModuleTracker:
         if self._parents:
             self._parents.pop()
         self.rec.module_log.note(self.rec.module_stack[-1] if self.rec.module_stack else None)
+        self._reset_tap(tap, module, output)
         return None

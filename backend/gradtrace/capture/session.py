@@ -11,7 +11,9 @@ Example (a notebook cell)::
     doc.graph.nodes[0].name     # 'AccumulateGrad'
 
 Lines are lines of the file that contains the ``with`` statement; everything it calls (your
-functions in the same file, library code, modules) is attributed to those lines. Every hook and
+functions in the same file, library code, modules) is attributed to those lines. Inside library
+modules the torch-function mode steps aside (NOTE [no tap inside library modules]): their nodes
+are found from the module's result. Every hook and
 the torch-function mode are removed when the block ends, also when it raises. A limit hit ends
 the block quietly (the document's status says ``graph_limit``); any other exception propagates
 after being recorded in the document.
