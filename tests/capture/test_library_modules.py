@@ -128,3 +128,29 @@ def test_a_mode_of_the_snippet_above_ours_keeps_both_working() -> None:
     assert counting.calls >= 3  # linear, tanh, linear (and sum) reached the snippet's mode
     names = Counter(n["name"] for n in _functions(rec.document_dict()))
     assert names == graph_names([loss]) + Counter()  # AccumulateGrads included by both
+
+
+def test_without_the_line_tracer_modules_are_still_named_call_by_call() -> None:
+    """A debugger or coverage holds tracing: nodes are placed when discovered, so the mode
+    stays on inside library modules and each node still gets the module that made it."""
+    import sys
+
+    def other_tracer(frame: Any, event: str, arg: Any) -> Any:
+        return None
+
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(3, 3), nn.Tanh(), nn.Linear(3, 1))
+    x = torch.randn(2, 3)
+    sys.settrace(other_tracer)
+    try:
+        with gradtrace.record() as rec:
+            loss = model(x).sum()
+            loss.backward()
+    finally:
+        sys.settrace(None)
+    assert not rec.recorder.tracer.active
+    placed = Counter((n["name"], n["module"]) for n in _functions(rec.document_dict())
+                     if n["name"] != "AccumulateGrad")
+    assert placed == Counter({("AddmmBackward0", "model.0"): 1, ("TBackward0", "model.0"): 1,
+                              ("TanhBackward0", "model.1"): 1, ("AddmmBackward0", "model.2"): 1,
+                              ("TBackward0", "model.2"): 1, ("SumBackward0", None): 1})

@@ -139,11 +139,13 @@ class ModuleTracker:
     def _set_tap(self, own: bool, args: Any) -> tuple[bool, list[tuple[torch.Tensor, int]] | None, int]:
         """NOTE [no tap inside library modules]: step the mode aside at a library module called
         with the mode on, back on at a snippet module called with it aside. Only on the
-        recording thread: the mode stack is per thread (a module called on another thread
-        never had the mode)."""
+        recording thread (the mode stack is per thread: a module called on another thread
+        never had the mode), and only while the line tracer runs: without it (a debugger or
+        coverage holds tracing) nodes are placed when discovered, which the mode must then
+        do call by call, inside the module that makes them."""
         mode = self.mode
         if (mode is None or own != self._aside or self.rec.limit is not None
-                or threading.get_ident() != self._thread):
+                or not self.rec.tracer.active or threading.get_ident() != self._thread):
             return _NO_TAP
         if own:
             mode.step_back()
