@@ -43,8 +43,10 @@ def _functions(doc: dict[str, Any]) -> list[dict[str, Any]]:
     return [n for n in doc["graph"]["nodes"] if n["kind"] == "function"]
 
 
-def test_nodes_made_inside_library_modules_are_all_there_with_lines_and_modules(run: Any) -> None:
-    doc = run(MIXED)
+@pytest.mark.parametrize("native", [None, False], ids=["core", "python"])
+def test_nodes_made_inside_library_modules_are_all_there_with_lines_and_modules(
+        run: Any, native: bool | None) -> None:
+    doc = run(MIXED, native=native)
     assert doc["status"] == "ok", doc["error"]
     ns, error = run_bare(MIXED)
     assert error is None
@@ -82,8 +84,10 @@ def test_a_snippet_module_inside_a_library_module_is_tapped(run: Any) -> None:
     assert torch.equal(after, before * 2)
 
 
-def test_inplace_change_inside_a_library_module_is_traced_to_the_calling_line(run: Any) -> None:
-    doc = run("import torch\nfrom torch import nn\nx = torch.randn(3, requires_grad=True)\n"
+@pytest.mark.parametrize("native", [None, False], ids=["core", "python"])
+def test_inplace_change_inside_a_library_module_is_traced_to_the_calling_line(
+        run: Any, native: bool | None) -> None:
+    doc = run(native=native, code="import torch\nfrom torch import nn\nx = torch.randn(3, requires_grad=True)\n"
               "h = x * 2\ny = h.pow(2)\nnn.ReLU(inplace=True)(h)\ny.sum().backward()\n")
     err = doc["error"]
     assert err is not None and err["line"] == 7 and "inplace" in err["message"]
