@@ -158,3 +158,71 @@ def test_without_the_line_tracer_modules_are_still_named_call_by_call() -> None:
     assert placed == Counter({("AddmmBackward0", "model.0"): 1, ("TBackward0", "model.0"): 1,
                               ("TanhBackward0", "model.1"): 1, ("AddmmBackward0", "model.2"): 1,
                               ("TBackward0", "model.2"): 1, ("SumBackward0", None): 1})
+
+
+# ---------------------------------------------------------------- NOTE [optimizer steps]
+TRAIN = """\
+import torch
+from torch import nn
+torch.manual_seed(0)
+model = nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 1))
+opt = torch.optim.Adam(model.parameters(), lr=0.1)
+x = torch.randn(5, 3)
+for step in range(3):
+    opt.zero_grad()
+    loss = model(x).pow(2).mean()
+    loss.backward()
+    opt.step()
+"""
+
+
+@pytest.mark.parametrize("native", [None, False], ids=["core", "python"])
+def test_optimizer_steps_add_no_cut_nodes_of_their_own(run: Any, native: bool | None) -> None:
+    """Adam's internals under no_grad are not cuts the snippet made (before: three unnamed
+    "cut" tensor nodes per parameter per step); the graph of every step is all there."""
+    doc = run(TRAIN, native=native)
+    assert doc["status"] == "ok", doc["error"]
+    assert [n for n in doc["graph"]["nodes"] if n["role"] == "cut"] == []
+    ns, error = run_bare(TRAIN)
+    assert error is None
+    per_step = graph_names([ns["loss"]])
+    per_step.pop("AccumulateGrad")
+    names = Counter(n["name"] for n in _functions(doc) if n["name"] != "AccumulateGrad")
+    assert names == Counter({k: 3 * v for k, v in per_step.items()})
+    assert {n["line"] for n in _functions(doc)} == {9}
+    assert [p["line"] for p in doc["passes"]] == [10, 10, 10]
+
+
+@pytest.mark.parametrize("optimizer", ["SGD", "Adam"])
+def test_a_parameter_a_step_updated_is_named_in_the_diagnosis(run: Any, optimizer: str) -> None:
+    doc = run("import torch\nfrom torch import nn\nmodel = nn.Linear(3, 1)\n"
+              f"opt = torch.optim.{optimizer}(model.parameters(), lr=0.1)\n"
+              "loss = model(torch.ones(2, 3, requires_grad=True)).sum()\nloss.backward(retain_graph=True)\n"
+              "opt.step()\nloss.backward()\n")
+    err = doc["error"]
+    assert err is not None and err["line"] == 8 and "inplace" in err["message"]
+    assert err["inplace_line"] == 7
+    assert f"`{optimizer}.step` at line 7" in err["detail"]
+
+
+def test_after_a_step_that_raised_the_next_lines_are_tapped(run: Any) -> None:
+    """A step's post hook never runs when it raises: the snippet's next line puts the mode
+    back (here the detach on line 8 is a cut only the mode sees)."""
+    doc = run("import torch\nw = torch.ones(2, requires_grad=True)\nopt = torch.optim.LBFGS([w])\n"
+              "try:\n    opt.step()  # LBFGS needs a closure: raises inside the step\n"
+              "except TypeError:\n    pass\nd = (w * 3).detach()\n(w * d).sum().backward()\n")
+    assert doc["status"] == "ok", doc["error"]
+    cuts = [n for n in doc["graph"]["nodes"] if n["role"] == "cut"]
+    assert [(c["name"], c["cut"]["kind"], c["cut"]["line"]) for c in cuts] == [("d", "detach", 8)]
+    assert [p["line"] for p in doc["passes"]] == [9]
+
+
+def test_a_closure_run_by_a_step_is_tapped(run: Any) -> None:
+    """LBFGS calls the snippet's closure inside its step: its backward is a pass of the
+    snippet's, with its api and line, as without the step around it."""
+    doc = run("import torch\nw = torch.ones(2, requires_grad=True)\n"
+              "opt = torch.optim.LBFGS([w], max_iter=2)\ndef closure():\n    opt.zero_grad()\n"
+              "    loss = ((w - 3) ** 2).sum()\n    loss.backward()\n    return loss\n"
+              "opt.step(closure)\n")
+    assert doc["status"] == "ok", doc["error"]
+    assert [(p["api"], p["line"]) for p in doc["passes"]] == [("Tensor.backward", 7)] * 2

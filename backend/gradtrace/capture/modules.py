@@ -28,6 +28,19 @@ NOTE [no tap inside library modules]
     arguments (``nn.ReLU(inplace=True)``) are noted against the calling line, as the mode
     noted them. What is not seen: nodes made inside a library module that nothing the
     snippet holds ever reaches (garbage when the module returns, or when it raises).
+
+NOTE [optimizer steps]
+    An optimizer's ``step()`` is library code too, called at the snippet's top level: the mode
+    steps aside there as well (global optimizer step hooks). Before, every one of its torch
+    calls went through the mode (Adam: a dozen per step), and its ``torch.zeros_like(p)`` and
+    the like under ``no_grad`` were taken for cuts the snippet made: three unnamed "cut"
+    tensor nodes per parameter per step, 200 of the 660 nodes of a 50-step training loop. The
+    line tracer keeps running (the step is the snippet's line). Parameters the step changed in
+    place are noted against its line, once each (NOTE [no tap ...]: the diagnosis of a
+    backward through a graph whose saved parameter was updated). A step's post hook does not
+    run when the step raises, and a closure (``LBFGS``) is snippet code run inside the step:
+    both are met by asking the line tracer to wake the tracker at the snippet's next line,
+    which puts the mode back.
 """
 
 from __future__ import annotations
@@ -37,6 +50,7 @@ from typing import Any
 
 import torch
 from torch import nn
+from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
 
 from gradtrace.capture import frames
 from gradtrace.capture.mode import tensors_within
@@ -57,6 +71,8 @@ class ModuleTracker:
         """Per running module: (whether the mode stepped aside at its call, its tensor
         arguments with their versions, the sequence number at its call)."""
         self._aside = False
+        self._steps: list[tuple[bool, list[tuple[torch.Tensor, int]] | None, int]] = []
+        """Per running optimizer step: as ``_tap``."""
         self._thread = threading.get_ident()
         """The recording thread (``install`` runs on it)."""
         self._children: dict[int, dict[int, str]] = {}
@@ -72,7 +88,49 @@ class ModuleTracker:
         self._thread = threading.get_ident()
         pre = nn.modules.module.register_module_forward_pre_hook(self._pre)
         post = nn.modules.module.register_module_forward_hook(self._post, always_call=True)
-        return [pre, post]
+        step_pre = register_optimizer_step_pre_hook(self._step_pre)
+        step_post = register_optimizer_step_post_hook(self._step_post)
+        return [pre, post, step_pre, step_post]
+
+    # ------------------------------------------------------------------ optimizer steps
+    def _step_pre(self, optimizer: Any, args: Any, kwargs: Any) -> None:
+        """NOTE [optimizer steps]: the mode steps aside for the step (when it is on)."""
+        state = _NO_TAP
+        try:
+            if self._woken in self.rec.wake:  # an earlier step raised and nothing woke us since
+                self._woken()
+            if (self.mode is not None and not self._aside and self.rec.limit is None
+                    and self.rec.tracer.active and threading.get_ident() == self._thread):
+                mark = _seq_nr()
+                if self.mode.step_aside():
+                    self._aside = True
+                    params = [p for group in optimizer.param_groups for p in group["params"]
+                              if isinstance(p, torch.Tensor) and not p.is_inference()]
+                    state = (True, [(p, p._version) for p in params], mark)
+                    self.rec.wake.append(self._woken)
+        except Exception as e:  # NOTE [the recorder never breaks the snippet]
+            self.rec.internal_error(e)
+        self._steps.append(state)
+        return None
+
+    def _step_post(self, optimizer: Any, args: Any, kwargs: Any) -> None:
+        state = self._steps.pop() if self._steps else _NO_TAP
+        if not state[0]:
+            return None
+        if self._woken in self.rec.wake:
+            self.rec.wake.remove(self._woken)
+        name = f"{type(optimizer).__name__}.step"
+        self._reset_tap(state, name, None)
+        return None
+
+    def _woken(self) -> None:
+        """The snippet's next line ran inside or after a step (a closure, or a step that
+        raised): the mode goes back on."""
+        if self._woken in self.rec.wake:
+            self.rec.wake.remove(self._woken)
+        if self._aside and self.mode is not None:
+            self.mode.step_back()
+            self._aside = False
 
     def _child_name(self, parent: nn.Module, child: nn.Module) -> str | None:
         """``child``'s path under ``parent``: a direct child's name, else its path among all
@@ -162,9 +220,10 @@ class ModuleTracker:
         return (True, inputs, mark)
 
     def _reset_tap(self, state: tuple[bool, list[tuple[torch.Tensor, int]] | None, int],
-                   module: nn.Module, output: Any) -> None:
-        """The other half of ``_set_tap``, last in the post hook: what the library module made
-        goes to discovery (which may raise LimitReached, so the stacks are popped before)."""
+                   op: str, output: Any) -> None:
+        """The other half of ``_set_tap``, last in the post hook: what the library module (or
+        optimizer step, ``op``) made goes to discovery (which may raise LimitReached, so the
+        stacks are popped before); the tensors it changed in place are noted."""
         switched, inputs, mark = state
         if not switched:
             return
@@ -181,7 +240,7 @@ class ModuleTracker:
                 tensors = tensors_within(output)
                 for t, version in inputs:
                     if t._version != version:
-                        rec.note_inplace(t, type(module).__name__)
+                        rec.note_inplace(t, op)
                         tensors.append(t)
                 mode.note_roots(tensors, mark)
         except Exception as e:  # NOTE [the recorder never breaks the snippet]
@@ -208,5 +267,6 @@ class ModuleTracker:
         if self._parents:
             self._parents.pop()
         self.rec.module_log.note(self.rec.module_stack[-1] if self.rec.module_stack else None)
-        self._reset_tap(tap, module, output)
+        if tap[0]:
+            self._reset_tap(tap, type(module).__name__, output)
         return None

@@ -19,6 +19,8 @@ from __future__ import annotations
 import contextlib
 import functools
 import itertools
+from collections import deque
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -89,7 +91,9 @@ class Recorder:
         self.handles: list[Any] = []
         self.hook_changes: dict[Node, list[dict[str, Any]]] = {}
         self.cuts: dict[int, tuple[torch.Tensor, str]] = {}
-        self.inplace_log: list[tuple[int, int | None, str, int]] = []
+        self.inplace_log: deque[tuple[int, int | None, str, int]] = deque(maxlen=10_000)
+        """(storage address, line, op, nodes so far) of in-place changes, the latest kept (a
+        diagnosis looks for the last change after a node was made)."""
         self.last_grads: dict[int, tuple[torch.Tensor, int, Any]] = {}
         self._names_cache: tuple[Any, int, frames.NameIndex] | None = None
         self._n_events = 0
@@ -100,7 +104,10 @@ class Recorder:
         self.pending: list[Node] = []
         """Nodes made by the current line, not walked yet (NOTE [discovery in batches]); one
         list for the whole run (the C line tracer looks at it)."""
-        self.tracer = LineTracer(filename, pending=self.pending,
+        self.wake: list[Callable[[], None]] = []
+        """Called at the snippet's next line (NOTE [optimizer steps] in modules.py), then
+        dropped: each removes itself."""
+        self.tracer = LineTracer(filename, pending=self.pending, wake=self.wake,
                                  core=native.core if self.native is not None else None)
         self.tracer.on_step = self._on_step
         self.module_log = SeqLog()
@@ -257,6 +264,8 @@ class Recorder:
             self.internal_error(e)
 
     def _on_step(self) -> None:
+        for wake in list(self.wake):
+            wake()
         if self.pending and self.limit is None:
             self.flush()
 
@@ -589,8 +598,7 @@ class Recorder:
             ptr = t.untyped_storage().data_ptr()
         except Exception:  # no storage (sparse, meta, ...): nothing to match later
             return
-        if len(self.inplace_log) < 10_000:
-            self.inplace_log.append((ptr, self.current_line(), op, len(self.nodes)))
+        self.inplace_log.append((ptr, self.current_line(), op, len(self.nodes)))
 
     def internal_error(self, exc: Exception) -> None:
         """A recorder failure (never the snippet's): counted, first few messages kept."""

@@ -60,7 +60,8 @@ class LineTracer:
     C++ core, through its C trace function (NOTE [a C line tracer] in ``cxx/tracer.h``), else
     through ``sys.settrace``."""
 
-    def __init__(self, filename: str, *, pending: list[Any] | None = None, core: Any = None) -> None:
+    def __init__(self, filename: str, *, pending: list[Any] | None = None,
+                 wake: list[Any] | None = None, core: Any = None) -> None:
         self.filename = filename
         self.log = SeqLog()
         self.active = False
@@ -69,8 +70,9 @@ class LineTracer:
         self.on_step: Any = None
         """Called (no arguments) when the snippet moves to another line or returns from one of
         its functions, before the move is noted: NOTE [discovery in batches] in recorder.py.
-        The C tracer calls it only while ``pending`` holds something."""
+        The C tracer calls it only while ``pending`` or ``wake`` holds something."""
         self._pending = pending if pending is not None else []
+        self._wake = wake if wake is not None else []
         self._c = core.Tracer() if core is not None else None
 
     def install(self) -> bool:
@@ -85,7 +87,7 @@ class LineTracer:
                 frame.f_trace = self._local
             self.log.note(frame.f_lineno)
         if self._c is not None:
-            self._c.start(self.filename, self.log, self.on_step, self._pending)
+            self._c.start(self.filename, self.log, self.on_step, self._pending, self._wake)
         else:
             sys.settrace(self._global)
         self._thread = threading.get_ident()

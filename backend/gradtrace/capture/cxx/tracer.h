@@ -14,11 +14,12 @@ namespace gradtrace {
 //     in a training loop makes hundreds, and tracing was a third of such a snippet's capture.
 //     Here the trace function is C: a call, line or return event of another file costs a
 //     pointer comparison; on the snippet's lines it calls ``on_step`` (only when nodes are
-//     pending: NOTE [discovery in batches]) and notes the line in the Python ``SeqLog``, as
-//     the Python tracer did. Suspending and pausing remove it (``PyEval_SetTrace(NULL)``), so
+//     pending: NOTE [discovery in batches], or a wake-up is asked for: NOTE [optimizer
+//     steps] in modules.py) and notes the line in the Python ``SeqLog``, as the Python
+//     tracer did. Suspending and pausing remove it (``PyEval_SetTrace(NULL)``), so
 //     library modules still run untraced.
 struct LineTrace {
-  py::object filename, log, on_step, pending, current_key;
+  py::object filename, log, on_step, pending, wake, current_key;
   PyObject* seqs = nullptr;    // log._seqs (kept alive by ``log``)
   PyObject* values = nullptr;  // log._values
   std::unordered_map<PyObject*, bool> files;  // co_filename -> is the snippet's (refs held)
@@ -58,7 +59,8 @@ struct LineTrace {
   }
 
   int step() {
-    if (on_step.is_none() || PyList_GET_SIZE(pending.ptr()) == 0) return 0;
+    if (on_step.is_none() ||
+        (PyList_GET_SIZE(pending.ptr()) == 0 && PyList_GET_SIZE(wake.ptr()) == 0)) return 0;
     PyObject* r = PyObject_CallNoArgs(on_step.ptr());
     if (r == nullptr) return -1;
     Py_DECREF(r);
@@ -98,17 +100,19 @@ int trace_line(PyObject*, PyFrameObject* frame, int what, PyObject*) {
 struct Tracer {
   std::unique_ptr<LineTrace> t;
 
-  void start(py::object filename, py::object log, py::object on_step, py::list pending) {
+  void start(py::object filename, py::object log, py::object on_step, py::list pending,
+             py::list wake) {
     stop();  // an earlier run of this tracer: never leave the trace function a freed state
     auto fresh = std::make_unique<LineTrace>();
     fresh->filename = std::move(filename);
     fresh->log = std::move(log);
     fresh->on_step = std::move(on_step);
     fresh->pending = std::move(pending);
+    fresh->wake = std::move(wake);
     fresh->current_key = py::reinterpret_steal<py::object>(PyUnicode_InternFromString("current"));
     py::object seqs = fresh->log.attr("_seqs"), values = fresh->log.attr("_values");
     if (!PyUnicode_Check(fresh->filename.ptr()) || !PyList_Check(seqs.ptr()) || !PyList_Check(values.ptr())) {
-      throw py::type_error("Tracer.start(filename: str, log: SeqLog, on_step, pending: list)");
+      throw py::type_error("Tracer.start(filename: str, log: SeqLog, on_step, pending: list, wake: list)");
     }
     fresh->seqs = seqs.ptr();      // kept alive by ``log``, which the SeqLog never rebinds
     fresh->values = values.ptr();
