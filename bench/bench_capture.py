@@ -12,7 +12,8 @@ graph extraction (walk, names, graph JSON, after the forward as make_dot does it
 capture (what it does while the forward runs, plus the graph's JSON); and its whole capture
 overhead (backward hooks and gradient values included). Targets: ratio <= 2 (CNN,
 transformer), <= 3 (GRU), capture no slower than make_dot. ``--python`` adds the Python
-recorder (no C++ core).
+recorder (no C++ core). A lesson-style training loop (``mlp-adam-50``: an MLP, Adam, 50 steps)
+is timed the same way, without a target.
 """
 
 from __future__ import annotations
@@ -88,6 +89,37 @@ def make_cases() -> dict[str, tuple[Callable[[], torch.Tensor], nn.Module]]:
 
     return {"resnet18-like": (cnn_loss, cnn), "transformer-6": (transformer_loss, encoder),
             "grucell-200": (gru_loss, cell)}
+
+
+def training_loop() -> Callable[[], None]:
+    """A lesson-style snippet, not an issue target: an MLP trained 50 steps with Adam (library
+    modules, top-level ops, 50 backward passes, optimizer steps)."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 1))
+    opt = torch.optim.Adam(model.parameters(), lr=0.01)
+    x, y = torch.randn(32, 4), torch.randn(32, 1)
+
+    def run() -> None:
+        for _ in range(50):
+            opt.zero_grad()
+            loss = ((model(x) - y) ** 2).mean()
+            loss.backward()  # type: ignore[no-untyped-call]
+            opt.step()
+
+    return run
+
+
+def timed_training(run: Callable[[], None], native: bool | None = None) -> tuple[float, int, int]:
+    """The training loop recorded, its document and JSON written, as ``timed_capture``."""
+    gc.collect()  # NOTE [collections between repetitions]
+    t0 = CLOCK()
+    with gradtrace.record(native=native) as rec:
+        run()
+    body = document_json(rec.document_dict(json_parts=True))
+    elapsed = CLOCK() - t0
+    nodes = len(rec.recorder.nodes)
+    del rec
+    return elapsed, len(body), nodes
 
 
 def bare(loss_fn: Callable[[], torch.Tensor], model: nn.Module) -> None:
@@ -301,6 +333,28 @@ def main() -> None:
                 mw = statistics.median(t_walk)
                 rows.append((f"transformer-6 graph walk ({label})", reps, mw, pct(t_walk, 0.95),
                              "make_dot", mw / mv, "extraction only: names, metadata, saved tensors, edges"))
+    if not args.case or "mlp-adam-50" in args.case:
+        run = training_loop()
+        for _ in range(2):
+            run()
+            timed_training(run)
+        t_bare = []
+        t_cap = []
+        size = nodes = 0
+        for _ in range(reps):
+            t_bare.append(timed(run))
+            elapsed, size, nodes = timed_training(run)
+            t_cap.append(elapsed)
+        mb, mc = statistics.median(t_bare), statistics.median(t_cap)
+        rows.append(("mlp-adam-50 bare training loop", reps, mb, pct(t_bare, 0.95), "-", None,
+                     "lesson-style, no target"))
+        rows.append(("mlp-adam-50 capture+json", reps, mc, pct(t_cap, 0.95), "bare", mc / mb,
+                     f"{nodes} nodes, {size / 1e6:.2f} MB"))
+        if args.python:
+            t_py = [timed_training(run, native=False)[0] for _ in range(reps)]
+            mp = statistics.median(t_py)
+            rows.append(("mlp-adam-50 capture+json (Python)", reps, mp, pct(t_py, 0.95), "bare",
+                         mp / mb, "the fallback without the C++ core"))
     print(f"(thread CPU time, torch threads = {torch.get_num_threads()}, torch {torch.__version__})")
     print(f"{'case':36} {'n':>3} {'median ms':>10} {'p95 ms':>9} {'baseline':>9} {'ratio':>6}  note")
     for case, n, med, p95, base, ratio, note in rows:
