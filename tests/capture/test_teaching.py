@@ -113,3 +113,21 @@ def test_compiled_region_is_one_node_on_the_line_of_the_compiled_body(run: Any) 
     # f's body (line 5) is what ran, compiled, when `compiled(x)` was called on line 10
     assert names == [("AccumulateGrad", 5), ("CompiledFunctionBackward", 5)]
     assert doc["stdout"].startswith("CompiledFunctionBackward")
+
+
+def test_reading_grad_under_no_grad_is_not_a_cut(run: Any) -> None:
+    """A manual SGD step reads ``w.grad`` under no_grad: a tensor without history from one with
+    history, but not computed from it. Only what is computed from ``w`` there is a cut."""
+    doc = run("import torch\nw = torch.ones(3, requires_grad=True)\n(w * 2).sum().backward()\n"
+              "with torch.no_grad():\n    g = w.grad\n    w -= 0.1 * w.grad\n    d = w * 2\n")
+    cuts = [(n["name"], n["cut"]["kind"], n["cut"]["line"]) for n in doc["graph"]["nodes"]
+            if n["role"] == "cut"]
+    assert cuts == [("d", "no_grad", 7)]
+
+
+def test_clipping_gradients_adds_no_cut_nodes(run: Any) -> None:
+    doc = run("import torch\nfrom torch import nn\nmodel = nn.Linear(3, 2)\n"
+              "loss = model(torch.ones(4, 3)).sum()\nloss.backward()\n"
+              "nn.utils.clip_grad_norm_(model.parameters(), 0.5)\n")
+    assert doc["status"] == "ok", doc["error"]
+    assert [n for n in doc["graph"]["nodes"] if n["role"] == "cut"] == []

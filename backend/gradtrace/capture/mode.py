@@ -42,6 +42,7 @@ _seq_nr = torch._C._autograd._get_sequence_nr
 _is_compiling = torch.compiler.is_compiling
 _tracing_context = torch._guards.TracingContext.try_get
 _DATA = torch._C.TensorBase.__dict__["data"]
+_GRAD = torch._C.TensorBase.__dict__["grad"]
 _DETACH = torch.Tensor.detach
 _grad_enabled = torch.is_grad_enabled
 
@@ -58,6 +59,13 @@ def _is_data_get(func: Any) -> bool:
     time, so compare its owner). The type is checked first: asking any other callable for a
     missing ``__self__`` raises inside ``getattr``, a microsecond on every torch call."""
     return type(func) is _METHOD_WRAPPER and func.__self__ is _DATA
+
+
+def _is_grad_get(func: Any) -> bool:
+    """``tensor.grad``: under ``no_grad`` it hands back a tensor without history from one with
+    history, but it is not computed from that tensor, so it is no cut (a manual SGD step's
+    ``w -= lr * w.grad``, ``clip_grad_norm_``'s reads of every ``.grad``)."""
+    return type(func) is _METHOD_WRAPPER and func.__self__ is _GRAD
 
 
 _MUTATES: dict[Any, bool] = {}
@@ -165,7 +173,7 @@ class CaptureMode(TorchFunctionMode):
         if _seq_nr() != mark:
             work = self._after
         elif not _grad_enabled() or func is _DETACH or _is_data_get(func):
-            if rec.module_stack or not _cut_possible(args, out):
+            if rec.module_stack or not _cut_possible(args, out) or _is_grad_get(func):
                 return out  # an optimizer's update under no_grad, say: nothing to record
             work = self._cuts_only
         else:
