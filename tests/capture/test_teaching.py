@@ -115,14 +115,16 @@ def test_compiled_region_is_one_node_on_the_line_of_the_compiled_body(run: Any) 
     assert doc["stdout"].startswith("CompiledFunctionBackward")
 
 
-def test_reading_grad_under_no_grad_is_not_a_cut(run: Any) -> None:
+def test_reading_grad_or_shape_under_no_grad_is_not_a_cut(run: Any) -> None:
     """A manual SGD step reads ``w.grad`` under no_grad: a tensor without history from one with
-    history, but not computed from it. Only what is computed from ``w`` there is a cut."""
+    history, but not computed from it; ``zeros_like(w)`` takes its shape only. Only what is
+    computed from ``w`` there is a cut."""
     doc = run("import torch\nw = torch.ones(3, requires_grad=True)\n(w * 2).sum().backward()\n"
-              "with torch.no_grad():\n    g = w.grad\n    w -= 0.1 * w.grad\n    d = w * 2\n")
+              "with torch.no_grad():\n    g = w.grad\n    w -= 0.1 * w.grad\n    d = w * 2\n"
+              "    m = torch.zeros_like(w)\n    n = w.new_ones(2)\n")
     cuts = [(n["name"], n["cut"]["kind"], n["cut"]["line"]) for n in doc["graph"]["nodes"]
             if n["role"] == "cut"]
-    assert cuts == [("d", "no_grad", 7)]
+    assert cuts == [("d", "no_grad", 7)]  # not g (a read of .grad), m, n (w's shape only)
 
 
 def test_clipping_gradients_adds_no_cut_nodes(run: Any) -> None:

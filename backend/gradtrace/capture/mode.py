@@ -68,6 +68,20 @@ def _is_grad_get(func: Any) -> bool:
     return type(func) is _METHOD_WRAPPER and func.__self__ is _GRAD
 
 
+_NO_VALUE_TAKEN = {torch.zeros_like, torch.ones_like, torch.empty_like, torch.full_like,
+                   torch.rand_like, torch.randn_like, torch.randint_like, torch.Tensor.new_zeros,
+                   torch.Tensor.new_ones, torch.Tensor.new_empty, torch.Tensor.new_full}
+"""Calls that take only the shape, dtype and device of their tensor argument: under ``no_grad``
+their result carries none of its values, so it is no cut either (``m = torch.zeros_like(w)``)."""
+
+
+def _takes_no_value(func: Any) -> bool:
+    try:
+        return func in _NO_VALUE_TAKEN or _is_grad_get(func)
+    except TypeError:  # unhashable callable
+        return False
+
+
 _MUTATES: dict[Any, bool] = {}
 
 
@@ -173,7 +187,7 @@ class CaptureMode(TorchFunctionMode):
         if _seq_nr() != mark:
             work = self._after
         elif not _grad_enabled() or func is _DETACH or _is_data_get(func):
-            if rec.module_stack or not _cut_possible(args, out) or _is_grad_get(func):
+            if rec.module_stack or not _cut_possible(args, out) or _takes_no_value(func):
                 return out  # an optimizer's update under no_grad, say: nothing to record
             work = self._cuts_only
         else:
