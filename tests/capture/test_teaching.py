@@ -133,3 +133,16 @@ def test_clipping_gradients_adds_no_cut_nodes(run: Any) -> None:
               "nn.utils.clip_grad_norm_(model.parameters(), 0.5)\n")
     assert doc["status"] == "ok", doc["error"]
     assert [n for n in doc["graph"]["nodes"] if n["role"] == "cut"] == []
+
+
+def test_cuts_made_inside_library_code_are_not_the_snippets(run: Any) -> None:
+    """``gradcheck`` detaches and reads ``.data`` internally: not cuts the snippet made on its
+    line (NOTE [who called torch]); the snippet's own ``detach()``s, and ops it calls under
+    no_grad through torch's Python functions and their wrappers, still are."""
+    doc = _example(run, "10_finite_difference_check")
+    cuts = [(n["cut"]["kind"], n["cut"]["line"]) for n in doc["graph"]["nodes"] if n["role"] == "cut"]
+    assert cuts == [("detach", 10), ("detach", 10)]
+    doc = run("import torch\nimport torch.nn.functional as F\nx = torch.randn(1, 1, 4, 4, requires_grad=True)\n"
+              "with torch.no_grad():\n    p = F.max_pool2d(x, 2)\n    n = torch.norm(x)\n    m = x.norm()\n")
+    cuts = [(n["name"], n["cut"]["line"]) for n in doc["graph"]["nodes"] if n["role"] == "cut"]
+    assert cuts == [("p", 5), ("n", 6), ("m", 7)]

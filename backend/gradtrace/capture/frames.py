@@ -41,19 +41,37 @@ def snippet_frame(filename: str, depth: int = 2) -> FrameType | None:
 
 
 _TORCH_DIR = os.path.dirname(torch.__file__)
-_SKIP_DIRS = (_TORCH_DIR, os.path.dirname(__file__))
+_OWN_DIR = os.path.dirname(__file__)
+_OVERRIDES_PY = os.path.join(_TORCH_DIR, "overrides.py")
+_WRAPPERS = {os.path.join(_TORCH_DIR, "_jit_internal.py"),  # boolean_dispatch (F.max_pool2d)
+             os.path.join(_TORCH_DIR, "utils", "_contextlib.py")}  # context-manager decorators
 
 
 def direct_caller(filename: str, depth: int = 2) -> FrameType | None:
-    """The snippet frame that called torch *directly* (only torch's and the recorder's own frames
-    in between), or
-    None when the call came from other library code (an optimizer, a module's forward)."""
+    """The snippet frame that called torch *directly*, or None when the call came from other
+    library code (an optimizer, ``gradcheck``, a module's forward).
+
+    NOTE [who called torch]
+        Above the mode's handler sit either the caller of a C-implemented torch function
+        itself (``x.detach()``: the snippet, or library code), or torch's Python dispatch
+        (``torch/overrides.py``) under the torch function written in Python that was called
+        (``torch.norm``, ``Tensor.norm``), maybe inside a wrapper that only dispatches
+        (``boolean_dispatch``, a ``no_grad`` decorator); the snippet must come right after.
+        Before, every frame of torch's directory was skipped, so ``gradcheck``'s own
+        ``.detach()`` and ``.data`` were taken for cuts the snippet made on its line."""
     try:
         f: FrameType | None = sys._getframe(depth)
     except ValueError:
         return None
-    while f is not None and f.f_code.co_filename.startswith(_SKIP_DIRS):
+    while f is not None and f.f_code.co_filename.startswith(_OWN_DIR):
         f = f.f_back
+    if f is not None and f.f_code.co_filename == _OVERRIDES_PY:
+        while f is not None and f.f_code.co_filename == _OVERRIDES_PY:
+            f = f.f_back
+        if f is not None and f.f_code.co_filename.startswith(_TORCH_DIR):
+            f = f.f_back  # the torch function written in Python that the snippet called
+        while f is not None and f.f_code.co_filename in _WRAPPERS:
+            f = f.f_back
     if f is not None and f.f_code.co_filename == filename:
         return f
     return None
