@@ -5,7 +5,7 @@ NOTE [why a TorchFunctionMode]
     It is called once per *user-level* torch call (``x * y``, ``F.linear``, the ops of the
     snippet's own modules), never per aten op, which makes it the cheapest place that still
     sees every tensor the snippet receives. Inside library modules it steps aside (NOTE [no tap
-    inside library modules] in :mod:`gradtrace.capture.modules`): what they make is found from
+    inside library modules] in :mod:`gradtrace.capture.library`): what they make is found from
     what they return. Inside its handler the mode is off, so the recorder's own torch calls are
     not recorded. Backward APIs (``Tensor.backward``, ``torch.autograd.backward`` / ``grad``)
     also pass through it, which is how a pass gets its api, line, roots and flags.

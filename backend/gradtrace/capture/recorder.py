@@ -105,7 +105,7 @@ class Recorder:
         """Nodes made by the current line, not walked yet (NOTE [discovery in batches]); one
         list for the whole run (the C line tracer looks at it)."""
         self.wake: list[Callable[[], None]] = []
-        """Called at the snippet's next line (NOTE [optimizer steps] in modules.py), then
+        """Called at the snippet's next line (NOTE [optimizer steps] in library.py), then
         dropped: each removes itself."""
         self.tracer = LineTracer(filename, pending=self.pending, wake=self.wake,
                                  core=native.core if self.native is not None else None)

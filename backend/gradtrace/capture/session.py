@@ -32,6 +32,7 @@ from gradtrace.capture.collector import settle_young_objects
 from gradtrace.capture.diagnose import describe_error
 from gradtrace.capture.document import build_document
 from gradtrace.capture.events import LimitReached
+from gradtrace.capture.library import LibraryCalls
 from gradtrace.capture.mode import CaptureMode
 from gradtrace.capture.modules import ModuleTracker
 from gradtrace.capture.recorder import Recorder
@@ -81,7 +82,7 @@ class record:
         self._namespace = _namespace
         self._rec: Recorder | None = None
         self._mode: CaptureMode | None = None
-        self._modules: ModuleTracker | None = None
+        self._library: LibraryCalls | None = None
         self._module_handles: list[Any] = []
         self.status = "ok"
         self.error: dict[str, Any] | None = None
@@ -96,8 +97,8 @@ class record:
         rec.namespace = self._namespace if self._namespace is not None else caller.f_globals
         self._rec = rec
         self._mode = CaptureMode(rec)
-        self._modules = ModuleTracker(rec, self._mode)
-        self._module_handles = self._modules.install()
+        self._library = LibraryCalls(rec, self._mode)
+        self._module_handles = ModuleTracker(rec, self._library).install() + self._library.install()
         self._froze = gc.isenabled()
         if self._froze:
             gc.freeze()  # NOTE [gc]
@@ -129,8 +130,8 @@ class record:
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> bool:
         try:
-            if self._modules is not None:
-                self._modules.restore()
+            if self._library is not None:
+                self._library.restore()
             if self._mode is not None:
                 self._mode.__exit__(exc_type, exc, tb)  # type: ignore[no-untyped-call]
             if self._rec is not None and self._rec.limit is None:

@@ -15,7 +15,7 @@ namespace gradtrace {
 //     Here the trace function is C: a call, line or return event of another file costs a
 //     pointer comparison; on the snippet's lines it calls ``on_step`` (only when nodes are
 //     pending: NOTE [discovery in batches], or a wake-up is asked for: NOTE [optimizer
-//     steps] in modules.py) and notes the line in the Python ``SeqLog``, as the Python
+//     steps] in library.py) and notes the line in the Python ``SeqLog``, as the Python
 //     tracer did. Suspending and pausing remove it (``PyEval_SetTrace(NULL)``), so
 //     library modules still run untraced.
 struct LineTrace {

@@ -1,0 +1,171 @@
+"""Library code runs without the tap: the torch-function mode steps off the stack for library
+modules and optimizer steps, and what they made is handed to discovery when they return.
+
+NOTE [no tap inside library modules]
+    For the same reason the torch-function mode steps off the stack while a library module
+    runs (when it is on top; it steps back for a snippet module inside, and when the module
+    returns). Its dispatch and handler cost ~10 µs on each of the 160 torch calls a
+    transformer's layers make, a third of the forward-time capture. Nothing of the graph is
+    lost: every node made inside is found from the module's result when it returns (then
+    handed to discovery like a torch call's results), or, if nothing from the result reaches
+    it, from whatever later uses it, or from the backward roots; its line and module follow
+    from its sequence number either way. In-place changes the module made to its tensor
+    arguments (``nn.ReLU(inplace=True)``) are noted against the calling line, as the mode
+    noted them. What is not seen: nodes made inside a library module that nothing the
+    snippet holds ever reaches (garbage when the module returns, or when it raises).
+
+NOTE [optimizer steps]
+    An optimizer's ``step()`` is library code too, called at the snippet's top level: the mode
+    steps aside there as well (global optimizer step hooks). Before, every one of its torch
+    calls went through the mode (Adam: a dozen per step), and its ``torch.zeros_like(p)`` and
+    the like under ``no_grad`` were taken for cuts the snippet made: three unnamed "cut"
+    tensor nodes per parameter per step, 200 of the 660 nodes of a 50-step training loop. The
+    line tracer keeps running (the step is the snippet's line). Parameters the step changed in
+    place are noted against its line, once each (NOTE [no tap ...]: the diagnosis of a
+    backward through a graph whose saved parameter was updated). A step's post hook does not
+    run when the step raises, and a closure (``LBFGS``) is snippet code run inside the step:
+    both are met by asking the line tracer to wake us at the snippet's next line,
+    which puts the mode back.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import torch
+from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
+
+from gradtrace.capture.mode import CaptureMode, tensors_within
+from gradtrace.capture.recorder import Recorder
+
+_seq_nr = torch._C._autograd._get_sequence_nr
+
+Switch = tuple[bool, list[tuple[torch.Tensor, int]] | None, int]
+"""What a library call switched: (whether the mode stepped aside or back, the call's tensor
+arguments with their versions or None for a snippet module inside a library one, the sequence
+number at the call)."""
+NO_SWITCH: Switch = (False, None, 0)
+
+
+class LibraryCalls:
+    """Steps ``mode`` aside for library calls on the recording thread (NOTE [no tap inside
+    library modules], NOTE [optimizer steps]); the module tracker reports module calls, the
+    optimizer step hooks installed here report steps."""
+
+    def __init__(self, rec: Recorder, mode: CaptureMode | None) -> None:
+        self.rec = rec
+        self.mode = mode
+        self._aside = False
+        self._steps: list[Switch] = []
+        """Per running optimizer step: what its pre hook switched."""
+        self._thread = threading.get_ident()
+        """The recording thread (``install`` runs on it)."""
+
+    def install(self) -> list[Any]:
+        self._thread = threading.get_ident()
+        return [register_optimizer_step_pre_hook(self._step_pre),
+                register_optimizer_step_post_hook(self._step_post)]
+
+    def enter_module(self, own: bool, args: Any) -> Switch:
+        """NOTE [no tap inside library modules]: step the mode aside at a library module called
+        with the mode on, back on at a snippet module called with it aside. Only on the
+        recording thread (the mode stack is per thread: a module called on another thread
+        never had the mode), and only while the line tracer runs: without it (a debugger or
+        coverage holds tracing) nodes are placed when discovered, which the mode must then
+        do call by call, inside the module that makes them."""
+        mode = self.mode
+        if (mode is None or own != self._aside or self.rec.limit is not None
+                or not self.rec.tracer.active or threading.get_ident() != self._thread):
+            return NO_SWITCH
+        if own:
+            mode.step_back()
+            self._aside = False
+            return (True, None, 0)
+        mark = _seq_nr()
+        if not mode.step_aside():
+            return NO_SWITCH
+        self._aside = True
+        try:  # read with the mode aside: a tensor's attributes are torch calls to it
+            inputs = [(a, a._version) for a in args if isinstance(a, torch.Tensor) and not a.is_inference()]
+        except Exception:  # a tensor subclass that refuses: its in-place changes go unnoted
+            inputs = []
+        return (True, inputs, mark)
+
+    def leave(self, state: Switch, op: str, output: Any) -> None:
+        """The other half of ``enter_module`` or of a step's pre hook: what the library module or
+        optimizer step (``op``) made goes to discovery, and the tensors it changed in place are
+        noted. Called last in a post hook: discovery may raise LimitReached, and the module
+        tracker's stacks must be balanced by then."""
+        switched, inputs, mark = state
+        mode = self.mode
+        if not switched or mode is None:
+            return
+        if inputs is None:  # a snippet module inside a library one returns
+            if mode.step_aside():
+                self._aside = True
+            return
+        rec = self.rec
+        tracer = rec.tracer
+        tracer.pause()
+        try:  # with the mode still aside: the recorder's own reads are not the snippet's calls
+            if rec.limit is None:
+                tensors = tensors_within(output)
+                for t, version in inputs:
+                    if t._version != version:
+                        rec.note_inplace(t, op)
+                        tensors.append(t)
+                mode.note_roots(tensors, mark)
+        except Exception as e:  # NOTE [the recorder never breaks the snippet]
+            rec.internal_error(e)
+        finally:
+            if self._aside:  # (not if a snippet module inside could not step it aside again)
+                mode.step_back()
+                self._aside = False
+            tracer.resume()
+
+    def restore(self) -> None:
+        """At the end of the block: the mode back on the stack if a module left it aside (a
+        module call that never returned to its hooks), so that it leaves as it came."""
+        if self._aside and self.mode is not None:
+            self.mode.step_back()
+            self._aside = False
+
+    def _step_pre(self, optimizer: Any, args: Any, kwargs: Any) -> None:
+        """NOTE [optimizer steps]: the mode steps aside for the step (when it is on)."""
+        state = NO_SWITCH
+        try:
+            if self._woken in self.rec.wake:  # an earlier step raised and nothing woke us since
+                self._woken()
+            if (self.mode is not None and not self._aside and self.rec.limit is None
+                    and self.rec.tracer.active and threading.get_ident() == self._thread):
+                mark = _seq_nr()
+                if self.mode.step_aside():
+                    self._aside = True
+                    params = [p for group in optimizer.param_groups for p in group["params"]
+                              if isinstance(p, torch.Tensor) and not p.is_inference()]
+                    state = (True, [(p, p._version) for p in params], mark)
+                    self.rec.wake.append(self._woken)
+        except Exception as e:  # NOTE [the recorder never breaks the snippet]
+            self.rec.internal_error(e)
+        self._steps.append(state)
+        return None
+
+    def _step_post(self, optimizer: Any, args: Any, kwargs: Any) -> None:
+        state = self._steps.pop() if self._steps else NO_SWITCH
+        if not state[0]:
+            return None
+        if self._woken in self.rec.wake:
+            self.rec.wake.remove(self._woken)
+        name = f"{type(optimizer).__name__}.step"
+        self.leave(state, name, None)
+        return None
+
+    def _woken(self) -> None:
+        """The snippet's next line ran inside or after a step (a closure, or a step that
+        raised): the mode goes back on."""
+        if self._woken in self.rec.wake:
+            self.rec.wake.remove(self._woken)
+        if self._aside and self.mode is not None:
+            self.mode.step_back()
+            self._aside = False
