@@ -108,6 +108,20 @@ def test_the_mode_stack_is_left_as_found_when_a_library_module_raises() -> None:
     del h
 
 
+@pytest.mark.parametrize("native", [None, False], ids=["core", "python"])
+def test_a_library_module_that_raises_still_shows_what_it_built(run: Any, native: bool | None) -> None:
+    """A shape error in the last layer of an ``nn.Sequential``: the document still has the
+    graph its first layers built, up to the error (from the tensors the traceback holds)."""
+    doc = run("import torch\nfrom torch import nn\n"
+              "model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(5, 1))\n"
+              "x = torch.randn(2, 4)\ny = model(x)\n", native=native)
+    assert doc["status"] == "error" and doc["error"]["line"] == 5
+    assert "shapes cannot be multiplied" in doc["error"]["message"]
+    placed = Counter((n["name"], n["module"]) for n in _functions(doc))
+    assert placed == Counter({("AccumulateGrad", "model.0"): 2, ("TBackward0", "model.0"): 1,
+                              ("AddmmBackward0", "model.0"): 1, ("ReluBackward0", "model.1"): 1})
+
+
 class _Counting(TorchFunctionMode):
     def __init__(self) -> None:
         super().__init__()

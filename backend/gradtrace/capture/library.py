@@ -11,8 +11,9 @@ NOTE [no tap inside library modules]
     it, from whatever later uses it, or from the backward roots; its line and module follow
     from its sequence number either way. In-place changes the module made to its tensor
     arguments (``nn.ReLU(inplace=True)``) are noted against the calling line, as the mode
-    noted them. What is not seen: nodes made inside a library module that nothing the
-    snippet holds ever reaches (garbage when the module returns, or when it raises).
+    noted them. When the module raises, the tensors its frames still hold (the traceback
+    keeps them) lead to what it made up to the error. What is not seen: nodes made inside a
+    library module that nothing reaches (garbage when the module returns).
 
 NOTE [optimizer steps]
     An optimizer's ``step()`` is library code too, called at the snippet's top level: the mode
@@ -30,6 +31,7 @@ NOTE [optimizer steps]
 
 from __future__ import annotations
 
+import sys
 import threading
 from typing import Any
 
@@ -46,6 +48,23 @@ Switch = tuple[bool, list[tuple[torch.Tensor, int]] | None, int]
 arguments with their versions or None for a snippet module inside a library one, the sequence
 number at the call)."""
 NO_SWITCH: Switch = (False, None, 0)
+
+
+def _raised_within() -> list[torch.Tensor]:
+    """When a library module raises, its post hook runs inside torch's ``except`` block: the
+    tensors its frames still hold (the traceback keeps them) lead to the nodes it made before
+    the error, which the snippet must still see (NOTE [no tap inside library modules]: a
+    shape error in the last layer of an ``nn.Sequential`` left an empty graph)."""
+    exc = sys.exc_info()[1]
+    if exc is None:
+        return []
+    found: list[torch.Tensor] = []
+    tb = exc.__traceback__
+    while tb is not None:
+        for value in list(tb.tb_frame.f_locals.values()):
+            found += tensors_within(value, 2)
+        tb = tb.tb_next
+    return found
 
 
 class LibraryCalls:
@@ -111,6 +130,8 @@ class LibraryCalls:
         try:  # with the mode still aside: the recorder's own reads are not the snippet's calls
             if rec.limit is None:
                 tensors = tensors_within(output)
+                if output is None:
+                    tensors += _raised_within()
                 for t, version in inputs:
                     if t._version != version:
                         rec.note_inplace(t, op)
