@@ -122,6 +122,30 @@ def test_a_library_module_that_raises_still_shows_what_it_built(run: Any, native
                               ("AddmmBackward0", "model.0"): 1, ("ReluBackward0", "model.1"): 1})
 
 
+class _Stop(BaseException):
+    """As the sandbox's time limit: a BaseException, which torch's module call does not stop for
+    (its post hooks never run)."""
+
+
+def test_a_library_module_stopped_by_a_base_exception_still_shows_what_it_built() -> None:
+    torch.manual_seed(0)
+    last = nn.Linear(8, 1)
+
+    def stop(module: nn.Module, args: Any) -> None:
+        raise _Stop()
+
+    last.register_forward_pre_hook(stop)
+    model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), last)
+    with pytest.raises(_Stop), gradtrace.record() as rec:
+        model(torch.randn(2, 4))
+    assert torch._C._len_torch_function_stack() == 0
+    doc = rec.document_dict()
+    assert doc["error"]["type"] == "_Stop"
+    placed = Counter((n["name"], n["module"]) for n in _functions(doc))
+    assert placed == Counter({("AccumulateGrad", "model.0"): 2, ("TBackward0", "model.0"): 1,
+                              ("AddmmBackward0", "model.0"): 1, ("ReluBackward0", "model.1"): 1})
+
+
 class _Counting(TorchFunctionMode):
     def __init__(self) -> None:
         super().__init__()

@@ -38,6 +38,7 @@ from typing import Any
 import torch
 from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
 
+from gradtrace.capture.events import LimitReached
 from gradtrace.capture.mode import CaptureMode, tensors_within
 from gradtrace.capture.recorder import Recorder
 
@@ -50,12 +51,11 @@ number at the call)."""
 NO_SWITCH: Switch = (False, None, 0)
 
 
-def _raised_within() -> list[torch.Tensor]:
-    """When a library module raises, its post hook runs inside torch's ``except`` block: the
-    tensors its frames still hold (the traceback keeps them) lead to the nodes it made before
-    the error, which the snippet must still see (NOTE [no tap inside library modules]: a
-    shape error in the last layer of an ``nn.Sequential`` left an empty graph)."""
-    exc = sys.exc_info()[1]
+def _held_by(exc: BaseException | None) -> list[torch.Tensor]:
+    """The tensors the frames of ``exc``'s traceback still hold: when a library call raises,
+    they lead to the nodes it made before the error, which the snippet must still see (NOTE
+    [no tap inside library modules]: a shape error in the last layer of an ``nn.Sequential``
+    left an empty graph)."""
     if exc is None:
         return []
     found: list[torch.Tensor] = []
@@ -130,8 +130,8 @@ class LibraryCalls:
         try:  # with the mode still aside: the recorder's own reads are not the snippet's calls
             if rec.limit is None:
                 tensors = tensors_within(output)
-                if output is None:
-                    tensors += _raised_within()
+                if output is None:  # raised? (post hooks run in torch's ``except`` block then)
+                    tensors += _held_by(sys.exc_info()[1])
                 for t, version in inputs:
                     if t._version != version:
                         rec.note_inplace(t, op)
@@ -145,10 +145,22 @@ class LibraryCalls:
                 self._aside = False
             tracer.resume()
 
-    def restore(self) -> None:
-        """At the end of the block: the mode back on the stack if a module left it aside (a
-        module call that never returned to its hooks), so that it leaves as it came."""
-        if self._aside and self.mode is not None:
+    def restore(self, exc: BaseException | None = None) -> None:
+        """At the end of the block: the mode back on the stack if a library call left it aside
+        (one that never returned to its hooks: the sandbox's time limit is a BaseException,
+        which torch's module call does not stop for), so that it leaves as it came; what that
+        call had made so far is found from the tensors ``exc``'s frames hold (a training loop
+        stopped at its time limit inside the model still shows that step's graph)."""
+        if not self._aside or self.mode is None:
+            return
+        try:
+            if exc is not None and self.rec.limit is None:
+                self.mode.note_roots(_held_by(exc), None)
+        except LimitReached:
+            pass  # the document says so (``rec.limit``)
+        except Exception as e:  # NOTE [the recorder never breaks the snippet]
+            self.rec.internal_error(e)
+        finally:
             self.mode.step_back()
             self._aside = False
 

@@ -131,7 +131,7 @@ class record:
                  tb: TracebackType | None) -> bool:
         try:
             if self._library is not None:
-                self._library.restore()
+                self._library.restore(exc)
             if self._mode is not None:
                 self._mode.__exit__(exc_type, exc, tb)  # type: ignore[no-untyped-call]
             if self._rec is not None and self._rec.limit is None:
