@@ -39,7 +39,7 @@ import torch
 from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
 
 from gradtrace.capture.events import LimitReached
-from gradtrace.capture.mode import CaptureMode, tensors_within
+from gradtrace.capture.mode import CaptureMode
 from gradtrace.capture.recorder import Recorder
 
 _seq_nr = torch._C._autograd._get_sequence_nr
@@ -49,6 +49,23 @@ Switch = tuple[bool, list[tuple[torch.Tensor, int]] | None, int]
 arguments with their versions or None for a snippet module inside a library one, the sequence
 number at the call)."""
 NO_SWITCH: Switch = (False, None, 0)
+
+
+def tensors_within(out: Any, depth: int = 4) -> list[torch.Tensor]:
+    """The tensors in a module's result: nested tuples, lists and dict values (an LSTM's
+    ``(out, (h, c))``, a dict of heads), ``depth`` levels down."""
+    if isinstance(out, torch.Tensor):
+        return [out]
+    if depth == 0:
+        return []
+    if isinstance(out, dict):
+        out = list(out.values())
+    if isinstance(out, tuple | list):
+        found: list[torch.Tensor] = []
+        for item in out:
+            found += tensors_within(item, depth - 1)
+        return found
+    return []
 
 
 def _held_by(exc: BaseException | None) -> list[torch.Tensor]:

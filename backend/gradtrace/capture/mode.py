@@ -113,23 +113,6 @@ def _tensors_of(out: Any) -> list[torch.Tensor]:
     return []
 
 
-def tensors_within(out: Any, depth: int = 4) -> list[torch.Tensor]:
-    """The tensors in a module's result: nested tuples, lists and dict values (an LSTM's
-    ``(out, (h, c))``, a dict of heads), ``depth`` levels down."""
-    if isinstance(out, torch.Tensor):
-        return [out]
-    if depth == 0:
-        return []
-    if isinstance(out, dict):
-        out = list(out.values())
-    if isinstance(out, tuple | list):
-        found: list[torch.Tensor] = []
-        for item in out:
-            found += tensors_within(item, depth - 1)
-        return found
-    return []
-
-
 def _cut_possible(args: tuple[Any, ...], out: Any) -> bool:
     """Whether a call without history could be a cut (NOTE in ``_maybe_cut``): an argument
     with history and a result without. Asked before anything else is done for the call: an
