@@ -16,7 +16,6 @@ import { GraphCanvas } from "./render/canvas.js";
 import { download, toDot, toPng, toSvg } from "./render/export.js";
 import { makeScene } from "./render/scene.js";
 import { CodeEditor } from "./ui/editor.js";
-import { EXAMPLES } from "./ui/examples.js";
 import { renderGallery } from "./ui/gallery.js";
 import { Inspector } from "./ui/inspector.js";
 import { graphKeyHandler } from "./ui/keys.js";
@@ -48,7 +47,8 @@ class App {
     this.results = { badge: $("#status-badge"), error: $("#error-box"), stdout: $("#stdout"), stdoutWrap: $("#stdout-wrap") };
     this.bindControls();
     renderLegend($("#legend-list"));
-    renderGallery($("#example-list"), EXAMPLES, (ex) => {
+    this.lessons = readJson("gt-lessons") || []; // backend/gradtrace/lessons, embedded by the page
+    renderGallery($("#example-list"), this.lessons, (ex) => {
       if (this.mode === "share") this.editCopy();
       this.editor.setCode(ex.code);
       $("#examples").open = false;
@@ -57,7 +57,7 @@ class App {
     this.inspector.clear();
     const doc = readJson("gt-document");
     if (this.mode === "share") this.enterShareMode(doc);
-    else this.editor.setCode(loadDraft() ?? EXAMPLES[0].code);
+    else this.editor.setCode(loadDraft() ?? this.lessons[0]?.code ?? "");
     window.addEventListener("pagehide", () => { if (this.mode === "edit") saveDraft(this.editor.code); });
   }
 
