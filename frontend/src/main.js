@@ -7,7 +7,7 @@
  */
 import { runSnippet, shareDocument, ApiError } from "./api.js";
 import { Player } from "./animate/player.js";
-import { Timeline } from "./animate/timeline.js";
+import { Timeline } from "./graph/timeline.js";
 import { indexDocument } from "./graph/document.js";
 import { defaultCollapsed, moduleTree } from "./graph/modules.js";
 import { buildView } from "./graph/view.js";

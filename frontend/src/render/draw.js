@@ -8,7 +8,7 @@
  *   style, draw only highlighted items one by one, and drop labels and arrowheads when
  *   zoomed out (they would be a few pixels high anyway).
  */
-import { fmtTensorShort, gradMagnitude } from "../ui/format.js";
+import { fmtTensorShort, gradMagnitude } from "../graph/values.js";
 import { edgeBoxes, edgePoints, midpoint } from "./geometry.js";
 
 const KIND_STYLE = ["function", "acc", "leaf", "output", "retained", "cut", "group"];
