@@ -9,6 +9,7 @@ import { runSnippet, shareDocument, ApiError } from "./api.js";
 import { Player } from "./animate/player.js";
 import { Timeline } from "./graph/timeline.js";
 import { indexDocument } from "./graph/document.js";
+import { activeVNodes, openAt, runLevels, shownMask } from "./graph/groups.js";
 import { defaultCollapsed, moduleTree } from "./graph/modules.js";
 import { buildView } from "./graph/view.js";
 import { LayoutClient } from "./layout/client.js";
@@ -19,6 +20,7 @@ import { CodeEditor } from "./ui/editor.js";
 import { EXAMPLES } from "./ui/examples.js";
 import { renderGallery } from "./ui/gallery.js";
 import { Inspector } from "./ui/inspector.js";
+import { IterationPicker } from "./ui/iterations.js";
 import { graphKeyHandler } from "./ui/keys.js";
 import { renderLegend, renderModules, renderNodeList, renderResults, renderStatus } from "./ui/panels.js";
 import { Transport } from "./ui/transport.js";
@@ -45,6 +47,7 @@ class App {
       onGroupOpen: (v) => this.openGroup(v),
       onHover: () => this.player.pause(),
     });
+    this.iterPicker = new IterationPicker($(".gt-toolbar"), { onPick: (u) => this.pickUnit(u) });
     this.results = { badge: $("#status-badge"), error: $("#error-box"), stdout: $("#stdout"), stdoutWrap: $("#stdout-wrap") };
     this.bindControls();
     renderLegend($("#legend-list"));
@@ -136,9 +139,13 @@ class App {
     this.doc = doc;
     this.index = indexDocument(doc);
     this.tree = moduleTree(this.index);
-    this.collapsed = defaultCollapsed(this.index, this.tree);
-    this.expandedRepeats = new Set();
     this.timeline = new Timeline(this.index);
+    this.levels = runLevels(this.index, this.timeline);
+    this.open = openAt(this.levels, this.timeline.N);
+    this.collapsed = defaultCollapsed(this.index, this.tree, undefined, this.levels.length ? shownMask(this.levels, this.open, this.index.nodes.length) : null);
+    this.expandedRepeats = new Set();
+    this.iterPicker.setLevel(this.levels[0] || null);
+    this.iterPicker.update(this.open[0] ?? 0);
     this.selectedV = -1;
     renderResults(this.results, doc, (line) => this.selectLine(line, true));
     this.editor.mark({ error: doc.error ? doc.error.line : null, current: null, justDone: null, selected: null }, { scroll: true });
@@ -161,7 +168,8 @@ class App {
   async relayout(keepCamera = true, k = this.player.k) {
     const gen = (this._layoutGen = (this._layoutGen || 0) + 1);
     const t0 = performance.now();
-    const view = buildView(this.index, this.tree, { collapsed: this.collapsed, expandedRepeats: this.expandedRepeats });
+    const view = buildView(this.index, this.tree, { collapsed: this.collapsed, expandedRepeats: this.expandedRepeats,
+      levels: this.levels, open: this.open });
     const t1 = performance.now();
     const input = {
       w: Float64Array.from(view.vnodes, (v) => v.w), h: Float64Array.from(view.vnodes, (v) => v.h),
@@ -172,6 +180,8 @@ class App {
     const layout = await this.layout.layout(input, { direction: this.direction });
     if (gen !== this._layoutGen) return null;
     this.scene = makeScene(this.index, view, layout, this.timeline, this.collapsed);
+    this.scene.active = activeVNodes(view, this.levels, this.open);
+    this.scene.units = this.levels.length ? { count: this.levels[0].count, open: this.open[0] } : null;
     this.canvas.setScene(this.scene, k, { keepCamera });
     $("#layout-status").textContent = "";
     $("#simplified").hidden = !layout.simplified;
@@ -200,8 +210,22 @@ class App {
 
   // ---- stepping and selection ----------------------------------------------------------
 
+  /** The iterations or calls open at step k follow the step (graph/groups.js). */
+  followUnits(k) {
+    if (!this.levels || !this.levels.length) return;
+    const open = openAt(this.levels, k);
+    this.iterPicker.update(open[0]);
+    if (open.some((u, l) => u !== this.open[l])) { this.open = open; this.relayout(false, k); }
+  }
+
+  pickUnit(u) {
+    const unit = this.levels[0] && this.levels[0].units[u];
+    if (unit) this.player.go(unit.forwardEnd || unit.lastStep, { fromUser: true });
+  }
+
   onStep(k, { animate, playing }) {
     if (!this.scene) return;
+    this.followUnits(k);
     this.canvas.setStep(k, { animate, durationMs: this.player.intervalMs });
     const tl = this.timeline;
     const ev = tl.event(k), prev = tl.event(k - 1);
