@@ -68,7 +68,7 @@ test("the open call follows the step, forward then backward", () => {
 test("folds: calls before and after the open one become two boxes, shared nodes stay", () => {
   const { index, levels } = prepare(rnnDoc(6));
   const tree = moduleTree(index);
-  const view = buildView(index, tree, { collapsed: new Set(), expandedRepeats: new Set(), levels, open: [2] });
+  const view = buildView(index, tree, { collapsed: new Set(), expandedRepeats: new Set(), levels, openUnits: [2] });
   const labels = view.vnodes.map((v) => v.label);
   assert.ok(labels.includes("cell calls 1–2"));
   assert.ok(labels.includes("cell calls 4–6"));

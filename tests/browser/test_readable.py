@@ -16,7 +16,7 @@ import pytest
 from playwright.sync_api import expect
 
 from browser.pageutil import run_code
-from gradtrace.frontend import ROOT
+from gradtrace.lessons import all_lessons
 
 pytestmark = pytest.mark.browser
 
@@ -130,7 +130,7 @@ def test_gru_200_calls_fold_around_the_open_call(sized: Any, artifacts_dir: Path
     # The picker moves the transport, and the open call follows it.
     page.get_by_role("spinbutton", name="cell call number").fill("37")
     page.get_by_role("spinbutton", name="cell call number").press("Enter")
-    page.wait_for_function("window.gradtrace.app.open[0] === 36")
+    page.wait_for_function("window.gradtrace.app.viewer.openUnits[0] === 36")
     page.wait_for_timeout(300)
     _check_texts(page, "GRU call 37")
     assert "▾ cell call 37 of 200" in _titles(page)
@@ -153,7 +153,7 @@ def test_adam_loop_shows_one_iteration_and_folds_the_others(sized: Any, artifact
     _check_texts(page, "Adam at Fit")
     assert "iterations 1–19" in _shown(page)
     page.get_by_role("button", name="Previous iteration").click()
-    page.wait_for_function("window.gradtrace.app.open[0] === 18")
+    page.wait_for_function("window.gradtrace.app.viewer.openUnits[0] === 18")
     page.wait_for_timeout(300)
     _fit(page)
     _check_texts(page, "Adam iteration 19")
@@ -177,8 +177,7 @@ def test_transformer_6_layers_at_fit_and_merged_edges_sum(sized: Any, artifacts_
 
 
 def _lessons() -> list[str]:
-    text = (ROOT / "src" / "ui" / "examples.js").read_text()
-    return re.findall(r'title:\s*"([^"]+)"', text)
+    return [lesson.title for lesson in all_lessons()]
 
 
 def test_every_lesson_is_readable_at_fit(sized: Any) -> None:

@@ -6,7 +6,7 @@ from typing import Any
 
 import torch
 
-from conftest import EXAMPLES
+from conftest import lesson_code
 
 
 def _fn_names(doc: dict[str, Any]) -> list[str]:
@@ -14,7 +14,7 @@ def _fn_names(doc: dict[str, Any]) -> list[str]:
 
 
 def test_chain_rule_records_nodes_lines_and_grad(run: Any) -> None:
-    doc = run((EXAMPLES / "01_chain_rule.py").read_text())
+    doc = run(lesson_code("01_chain_rule"))
     assert doc["status"] == "ok"
     assert _fn_names(doc) == ["AccumulateGrad", "MulBackward0", "MulBackward0", "AddBackward0",
                               "AddBackward0"]

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from conftest import EXAMPLES
+from conftest import lesson_code
 
 
 def _example(run: Any, stem: str) -> dict[str, Any]:
-    return run((EXAMPLES / f"{stem}.py").read_text())
+    return run(lesson_code(stem))
 
 
 def _node(doc: dict[str, Any], node_id: str) -> dict[str, Any]:

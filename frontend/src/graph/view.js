@@ -5,7 +5,7 @@
  *
  * NOTE [per-use proxies]
  *   A parameter used at every step of an unrolled RNN feeds hundreds of consumers; its long
- *   edges make every layered layout slow and unreadable (research/frontend.md §2d). On bigger
+ *   edges make every layered layout slow and unreadable. On bigger
  *   graphs each extra use of a shared AccumulateGrad (and its leaf) gets its own copy, drawn
  *   next to the consumer. Copies share `refs`, so inspecting or highlighting works the same.
  */
@@ -39,14 +39,14 @@ function sizeFor(label, sub, kind) {
  * @param index  from indexDocument()
  * @param tree   from moduleTree()
  * @param state  {collapsed: Set<path>, expandedRepeats: Set<path>, levels?: from runLevels(),
- *                open?: the open unit of each level}: units other than the open ones are folded
+ *                openUnits?: the open unit of each level}: units other than the open ones are folded
  */
 export function buildView(index, tree, state) {
   const vnodes = [];
   const groupOf = new Map();
   const vmap = new Int32Array(index.nodes.length);
   const levels = state.levels || [];
-  const open = state.open || levels.map(() => 0);
+  const open = state.openUnits || levels.map(() => 0);
   index.nodes.forEach((_, i) => {
     const fold = levels.length ? foldOf(levels, open, i) : null;
     const key = fold ? fold.key : groupKeyFor(index.module[i], tree, state.collapsed, state.expandedRepeats);
