@@ -49,6 +49,14 @@ def lesson_code(stem: str) -> str:
     return lesson(stem).code
 
 
+def line_of(stem: str, text: str, occurrence: int = 1) -> int:
+    """The 1-based line of a lesson's code holding ``text`` (its ``occurrence``-th such line):
+    tests name the statement, so rewording a lesson's comments moves no assertion."""
+    hits = [i for i, line in enumerate(lesson_code(stem).splitlines(), 1) if text in line]
+    assert len(hits) >= occurrence, f"lesson {stem} has no line {occurrence} with {text!r}"
+    return hits[occurrence - 1]
+
+
 def snippets() -> list[Snippet]:
     """Every lesson, then every capture case, in a stable order."""
     return ([Snippet(item.stem, item.code, True) for item in LESSONS]
