@@ -4,7 +4,8 @@
    autograd-shaped graphs of 500, 3,000 and 20,000 nodes (goals ≤ 0.3 s, ≤ 1.0 s, ≤ 1 s).
    Baseline, same graph, same run: Graphviz ``dot -Tsvg`` (what torchviz hands the graph to).
 2. Frame time while stepping through a 5,000-node graph (goal ≤ 16 ms), whole graph in view
-   and at Fit (the active part at a legible zoom, labels placed without overlap). Measured as the synchronous JavaScript time of one redraw per step.
+   and at Fit (the active part at a legible zoom, labels placed without overlap).
+   Measured as the synchronous JavaScript time of one redraw per step.
 3. GRU-200 end to end: from pressing Run to the drawn graph, through the real service.
    Baseline: ``dot -Tsvg`` on the same graph (torchviz plus Graphviz takes > 300 s on it).
 

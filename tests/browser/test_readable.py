@@ -64,7 +64,8 @@ INSTRUMENT = """() => {
       let w = mt.width * scale;
       if (maxWidth !== undefined) w = Math.min(w, maxWidth * scale);
       const sx = (m.a * x + m.c * y + m.e) / dpr, sy = (m.b * x + m.d * y + m.f) / dpr;
-      const left = this.textAlign === 'center' ? sx - w / 2 : this.textAlign === 'right' || this.textAlign === 'end' ? sx - w : sx;
+      const right = this.textAlign === 'right' || this.textAlign === 'end';
+      const left = this.textAlign === 'center' ? sx - w / 2 : right ? sx - w : sx;
       const asc = mt.actualBoundingBoxAscent * scale, desc = mt.actualBoundingBoxDescent * scale;
       window.__texts.push({ text: String(text), px, x: left, y: sy - asc, w, h: asc + desc });
     }
@@ -80,7 +81,8 @@ def _check_texts(page: Any, what: str) -> list[dict[str, Any]]:
     assert texts, f"{what}: nothing was written on the canvas"
     smallest = min(t["px"] for t in texts)
     assert smallest >= 9, f"{what}: text drawn at {smallest:.1f} px: {[t['text'] for t in texts if t['px'] < 9][:5]}"
-    w, h = page.evaluate("[document.querySelector('#graph').clientWidth, document.querySelector('#graph').clientHeight]")
+    w, h = page.evaluate("(() => { const g = document.querySelector('#graph'); "
+                         "return [g.clientWidth, g.clientHeight]; })()")
     for t in texts:
         assert t["x"] >= -0.5 and t["y"] >= -0.5 and t["x"] + t["w"] <= w + 0.5 and t["y"] + t["h"] <= h + 0.5, (
             f"{what}: {t['text']!r} sticks out of the {w}×{h} canvas at ({t['x']:.0f}, {t['y']:.0f})")

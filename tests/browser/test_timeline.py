@@ -116,7 +116,8 @@ def test_backward_steps_show_gradients_on_edges_nodes_and_inspector(playground: 
     # (a merged edge shows their sum, and each part on hover: tested in frontend/test/scene.test.js).
     drawn = page.evaluate("""() => {
         const app = window.gradtrace.app, st = app.canvas.stepState();
-        return app.scene.view.vedges.map((e, i) => st.edgeGrad(i)).filter(Boolean).flatMap(g => g.all.map(t => t.values));
+        return app.scene.view.vedges.map((e, i) => st.edgeGrad(i)).filter(Boolean)
+            .flatMap(g => g.all.map(t => t.values));
     }""")
     recorded = [g["values"] for e in events[:acc_step] if e["phase"] == "backward"
                 for g in (e.get("grad_inputs") or []) if g]
