@@ -13,12 +13,14 @@
 import { Player } from "../animate/player.js";
 import { Timeline } from "../graph/timeline.js";
 import { indexDocument } from "../graph/document.js";
+import { activeVNodes, openAt, runLevels, shownMask } from "../graph/groups.js";
 import { defaultCollapsed, moduleTree } from "../graph/modules.js";
 import { buildView } from "../graph/view.js";
 import { LayoutClient } from "../layout/client.js";
 import { GraphCanvas } from "../render/canvas.js";
 import { makeScene } from "../render/scene.js";
 import { Inspector } from "../ui/inspector.js";
+import { IterationPicker } from "../ui/iterations.js";
 import { graphKeyHandler } from "../ui/keys.js";
 import { renderModules, renderNodeList } from "../ui/panels.js";
 import { Transport } from "../ui/transport.js";
@@ -64,6 +66,10 @@ export class Viewer {
       onHover: () => this.player.pause(),
     });
     this.els.graph.addEventListener("keydown", graphKeyHandler(this.player, this.canvas));
+    const pickerHost = this.els.stats ? this.els.stats.parentElement : null;
+    this.iterPicker = pickerHost ? new IterationPicker(pickerHost, { onPick: (u) => this.pickUnit(u) }) : null;
+    this.levels = [];
+    this.openUnits = [];
     this.inspector.clear();
   }
 
@@ -78,13 +84,19 @@ export class Viewer {
     this.index = indexDocument(doc);
     this.tree = moduleTree(this.index);
     this.timeline = new Timeline(this.index);
-    this.state.reset({ collapsed: defaultCollapsed(this.index, this.tree), step: this.timeline.N });
+    // Iterations and module calls (graph/groups.js): the open ones drawn in full, the rest folded.
+    this.levels = runLevels(this.index, this.timeline);
+    const k0 = step == null ? this.timeline.N : Math.max(0, Math.min(this.timeline.N, step));
+    this.openUnits = openAt(this.levels, k0);
+    const shown = this.levels.length ? shownMask(this.levels, this.openUnits, this.index.nodes.length) : null;
+    this.state.reset({ collapsed: defaultCollapsed(this.index, this.tree, undefined, shown), step: this.timeline.N });
+    if (this.iterPicker) { this.iterPicker.setLevel(this.levels[0] || null); this.iterPicker.update(this.openUnits[0] ?? 0); }
     this.code.mark({ error: doc.error ? doc.error.line : null, current: null, justDone: null, selected: null }, { scroll: true });
     if (this.els.empty) {
       this.els.empty.hidden = this.index.nodes.length > 0;
       if (!this.index.nodes.length) this.els.empty.textContent = "This run created no autograd node.";
     }
-    const timing = await this.relayout(false, this.timeline.N);
+    const timing = await this.relayout(false, k0);
     if (!timing || this.doc !== doc) return null; // a newer document arrived meanwhile
     this.transport.setSegments(this.timeline.segments, this.timeline.N);
     this.inspector.clear();
@@ -101,7 +113,8 @@ export class Viewer {
     const gen = (this._layoutGen = (this._layoutGen || 0) + 1);
     const t0 = performance.now();
     const st = this.state.state;
-    const view = buildView(this.index, this.tree, { collapsed: st.collapsed, expandedRepeats: st.expandedRepeats, open: st.open });
+    const view = buildView(this.index, this.tree, { collapsed: st.collapsed, expandedRepeats: st.expandedRepeats, open: st.open,
+      levels: this.levels, openUnits: this.openUnits });
     const t1 = performance.now();
     const input = {
       w: Float64Array.from(view.vnodes, (v) => v.w), h: Float64Array.from(view.vnodes, (v) => v.h),
@@ -112,6 +125,8 @@ export class Viewer {
     const layout = await this.layout.layout(input, { direction: this.direction });
     if (gen !== this._layoutGen) return null;
     this.scene = makeScene(this.index, view, layout, this.timeline, st.collapsed);
+    this.scene.active = activeVNodes(view, this.levels, this.openUnits);
+    this.scene.units = this.levels.length ? { count: this.levels[0].count, open: this.openUnits[0] } : null;
     this.canvas.setScene(this.scene, k, { keepCamera });
     this._text("layoutStatus", "");
     if (this.els.simplified) this.els.simplified.hidden = !layout.simplified;
@@ -155,8 +170,23 @@ export class Viewer {
 
   // ---- stepping and selection ----------------------------------------------------------
 
+  /** The iterations or calls open at step k follow the step (graph/groups.js). */
+  followUnits(k) {
+    if (!this.levels.length) return;
+    const open = openAt(this.levels, k);
+    if (this.iterPicker) this.iterPicker.update(open[0]);
+    if (open.some((u, l) => u !== this.openUnits[l])) { this.openUnits = open; this.relayout(false, k); }
+  }
+
+  /** The picker chose unit u of the outermost level: the transport goes to the end of its forward. */
+  pickUnit(u) {
+    const unit = this.levels[0] && this.levels[0].units[u];
+    if (unit) this.player.go(unit.forwardEnd || unit.lastStep, { fromUser: true });
+  }
+
   onStep(k, { animate, playing }) {
     if (!this.scene) return;
+    this.followUnits(k);
     this.state.set({ step: k });
     this.canvas.setStep(k, { animate, durationMs: this.player.intervalMs });
     const tl = this.timeline;
