@@ -7,23 +7,23 @@ from typing import Any
 
 import pytest
 
-from conftest import EXAMPLES
+from conftest import lesson_code, line_of
 
 BOTH = pytest.mark.parametrize("native", [False, True], ids=["python", "core"])
 
 
 @BOTH
 def test_inplace_hazard_names_op_node_and_versions(run: Any, native: bool) -> None:
-    doc = run((EXAMPLES / "08_inplace_hazard.py").read_text(), native=native)
+    doc = run(lesson_code("08_inplace_hazard"), native=native)
     err = doc["error"]
     assert "is at version 1; expected version 0 instead" in err["message"]
     assert err["saved_version"] == 0 and err["current_version"] == 1
     assert err["saved_name"] == "result"
-    assert err["inplace_op"] == "add_" and err["inplace_line"] == 6
+    assert err["inplace_op"] == "add_" and err["inplace_line"] == line_of("08_inplace_hazard", "add_(")
     nodes = {n["id"]: n for n in doc["graph"]["nodes"]}
     assert nodes[err["node"]]["name"] == "ExpBackward0"
     made = nodes[err["inplace_node"]]
-    assert made["name"] == "AddBackward0" and made["line"] == 6
+    assert made["name"] == "AddBackward0" and made["line"] == err["inplace_line"]
 
 
 @BOTH

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from conftest import EXAMPLES
+from conftest import lesson_code
 
 from .test_module_calls import ADAM
 
@@ -66,7 +66,7 @@ w.grad.mul_(0.5)
 
 @BOTH
 def test_forgetting_to_clear_has_no_reset(run: Any, native: bool) -> None:
-    doc = run((EXAMPLES / "09_accumulating_grads.py").read_text(), native=native)
+    doc = run(lesson_code("09_accumulating_grads"), native=native)
     (w,) = _leaves(doc).values()
     assert len(w["grad_history"]) == 3
     assert "grad_resets" not in w

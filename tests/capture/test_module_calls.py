@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from conftest import EXAMPLES
+from conftest import lesson_code
 
 BOTH = pytest.mark.parametrize("native", [False, True], ids=["python", "core"])
 
@@ -66,7 +66,7 @@ def test_gru_cell_unrolled_200_steps_is_200_calls_of_the_cell(run: Any, native: 
 
 @BOTH
 def test_transformer_layers_are_nested_calls(run: Any, native: bool) -> None:
-    doc = run((EXAMPLES / "14_transformer_block.py").read_text(), native=native)
+    doc = run(lesson_code("14_transformer_block"), native=native)
     assert doc["status"] == "ok"
     _check_stacks(doc)
     modules = {m["path"]: m for m in doc["modules"]}
