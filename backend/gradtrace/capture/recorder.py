@@ -30,7 +30,7 @@ from torch.autograd.graph import Node
 
 from gradtrace.capture import frames, native
 from gradtrace.capture.events import BackwardEvent, LimitReached, ModulePath, PassInfo
-from gradtrace.capture.graph import ACC_SEQ, FnInfo, Found, describe_batch, leaf_of
+from gradtrace.capture.graph import ACC_SEQ, FnInfo, Found, before_block, describe_batch, leaf_of
 from gradtrace.capture.resets import GradResets
 from gradtrace.capture.saved import saved_hooks_active
 from gradtrace.capture.timeline import LineTracer, SeqLog
@@ -87,6 +87,9 @@ class Recorder:
                 max_nodes, f"the graph reached the node limit ({max_nodes:,} nodes)",
                 _COST["function"] + _COST["forward"], _COST["saved"], _COST["edge"])
             self.values.native = self.native
+        self.boundary = 0
+        """Autograd's sequence number when the block began: NOTE [nodes from before the block]
+        in graph.py."""
         self.limit: str | None = None
         self.module_stack: list[ModulePath | None] = []
         self.module_calls: dict[str, list[Any]] = {}
@@ -139,6 +142,13 @@ class Recorder:
         self.size_estimate += nbytes
         if self.size_estimate > self.max_document_bytes:
             self.stop(f"the document reached its size limit ({self.max_document_bytes >> 20} MB)")
+
+    def begin_block(self) -> None:
+        """The block starts now: nodes made before it are not walked into (NOTE [nodes from
+        before the block] in graph.py)."""
+        self.boundary = _seq_nr()
+        if self.native is not None:
+            self.native.set_boundary(self.boundary)
 
     def stop(self, message: str) -> None:
         if self.limit is None:
@@ -296,7 +306,8 @@ class Recorder:
                                   names=names, hooks=hooks, read=read)
             return
         first = len(self.nodes)
-        new = describe_batch(roots, self._fns, read_saved_tensors=read, first_index=first)
+        new = describe_batch(roots, self._fns, read_saved_tensors=read, first_index=first,
+                             boundary=self.boundary)
         if not new:
             return
         places = self._placement(new, line=line, seq_mark=seq_mark, created_in_pass=created_in_pass)
@@ -403,7 +414,7 @@ class Recorder:
             g = v.grad_fn
             if torch._C._autograd._get_sequence_nr() != before:
                 continue  # reading grad_fn just rebuilt a stale view's node: ours, not the snippet's
-            if g is not None and not self.is_known(g):
+            if g is not None and not self.is_known(g) and not before_block(g, self.boundary):
                 roots.append(g)
         if roots:
             self.discover(roots, line=None, seq_mark=None, hooks=False)
