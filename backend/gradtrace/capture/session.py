@@ -143,6 +143,10 @@ class record:
             self._remove()
         rec = self._rec
         assert rec is not None
+        try:
+            rec.finish()
+        except Exception as e:  # NOTE [the recorder never breaks the snippet]
+            rec.internal_error(e)
         if rec.limit is None:
             try:
                 rec.sweep()
