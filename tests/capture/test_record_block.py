@@ -110,3 +110,33 @@ def test_inside_a_function_too(native: bool) -> None:
     assert "x" not in names
     # lin(...) * y: y's producer (named, not walked into), the block's own Mul and Addmm
     assert names.count("AddBackward0") == 1 and names.count("MulBackward0") == 1
+
+
+@BOTH
+def test_document_equals_the_validated_dict(native: bool) -> None:
+    """NOTE [documents in process]: ``rec.document()`` (validated from the canonical bytes, the
+    collector paused) is the document ``document_dict()`` gives, validated the plain way."""
+    import gc
+
+    import torch
+    from torch import nn
+
+    import gradtrace
+    from gradtrace.schema import RunDocument
+
+    def record() -> Any:
+        torch.manual_seed(0)
+        cell = nn.GRUCell(3, 4)
+        with gradtrace.record(native=native) as rec:
+            h = torch.zeros(1, 4)
+            for x in torch.randn(5, 1, 3):
+                h = cell(x, h)
+            h.sum().backward()
+        return rec
+
+    was = gc.isenabled()
+    fast = record().document()
+    assert gc.isenabled() == was
+    plain = RunDocument.model_validate(record().document_dict())
+    assert fast.id == plain.id
+    assert fast.model_dump(by_alias=True, mode="json") == plain.model_dump(by_alias=True, mode="json")
