@@ -96,7 +96,11 @@ class record:
         rec = Recorder(filename, max_nodes=self.max_nodes, max_events=self.max_events,
                        max_document_bytes=self.max_document_bytes, use_native=self.native)
         rec.namespace = self._namespace if self._namespace is not None else caller.f_globals
-        rec.begin_block()
+        if self._namespace is None:
+            # a block in the caller's own namespace (a notebook cell, a script): older graphs
+            # live there; a snippet's fresh namespace holds none (NOTE [nodes from before the
+            # block] in graph.py)
+            rec.begin_block()
         self._rec = rec
         self._mode = CaptureMode(rec)
         self._library = LibraryCalls(rec, self._mode)
