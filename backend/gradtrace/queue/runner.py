@@ -238,7 +238,8 @@ class QueueRunner(Runner):
             "layers": layers, "torch_version": first.get("torch_version"),
             "capture_core": first.get("capture_core"), "redis": {"ok": snap.redis_ok, "error": snap.error},
             "devices": devices,
-            "workers": [{k: w.get(k) for k in ("id", "device", "slots", "busy", "started", "ready", "host")}
+            "workers": [{k: w.get(k) for k in ("id", "device", "slots", "busy", "started", "finished", "ready",
+                                               "host", "pid")}
                         for w in snap.workers]}
         return RunnerState(
             kind="queue", ready=snap.redis_ok and bool(snap.of("cpu")), workers=snap.slots("cpu") + snap.slots("cuda"),
