@@ -68,7 +68,7 @@ def capture_bytes(doc: dict[str, Any]) -> bytes:
     return canonical_json(RunDocument.model_validate(doc).model_dump(mode="json", by_alias=True))
 
 
-def golden(name: str = "example_04_mlp_loss") -> dict[str, Any]:
+def golden(name: str = "lesson_04_mlp_loss") -> dict[str, Any]:
     doc: dict[str, Any] = json.loads((TESTS / "golden" / f"{name}.json").read_text())
     return doc
 
