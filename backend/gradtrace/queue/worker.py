@@ -41,16 +41,31 @@ JOB_GRACE_S = 15.0
 
 
 class _NudgedWorker(Worker):
-    """arq's worker, woken by a push on ``gradtrace:wake:<device>`` instead of a fixed sleep."""
+    """arq's worker, woken by a push on ``gradtrace:wake:<device>`` instead of a fixed sleep.
+
+    arq polls its queue every ``poll_delay``; a job would wait half of it on average. Here an
+    idle worker blocks on the wake-up list (the API pushes to it after each enqueue), and a full
+    one waits for one of its slots to free (or a short while, to see aborts), then polls at once.
+    """
 
     wake: str = ""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.slot_freed = asyncio.Event()
+
+    def _release_sem_dec_counter_on_complete(self) -> None:
+        super()._release_sem_dec_counter_on_complete()
+        self.slot_freed.set()
 
     async def heart_beat(self) -> None:
         await super().heart_beat()
         if self.job_counter < self.max_jobs:
             await keys.wait_for_push(self.pool, self.wake, keys.POLL_S)
-        else:  # full: leave the nudges to idle workers, look for aborts now and then
-            await asyncio.sleep(keys.POLL_S / 4)
+        else:  # full: leave the nudges to idle workers
+            self.slot_freed.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.slot_freed.wait(), keys.POLL_S / 4)
 
 
 class WorkerService:
