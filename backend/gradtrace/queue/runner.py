@@ -222,6 +222,9 @@ class QueueRunner(Runner):
             if "expired" in message:
                 raise PoolSaturated("this run waited past its deadline and was dropped; please retry",
                                     retry_after=2.0)
+            if message.startswith(("ServiceUnavailable", "PoolSaturated")):
+                raise ServiceUnavailable("the worker's sandbox was not ready for this run; please retry",
+                                         retry_after=2.0)
             log.warning("job %s failed on its worker: %s", arq_job.job_id, message[:200])
             return supervisor_document(job, "crashed", CRASHED, "")
         raw = str(info.result).encode()
