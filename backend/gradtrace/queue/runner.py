@@ -5,7 +5,9 @@ Holds no state of its own beyond a cached snapshot of the registry (NOTE [worker
 
 NOTE [queue semantics]
     * Bounded: a job is refused with 503 and ``Retry-After`` when the jobs already waiting for
-      its device (queued minus running) reach ``GRADTRACE_QUEUE_SIZE``; the check never blocks.
+      its device (queued beyond the registered slots) reach ``GRADTRACE_QUEUE_SIZE``; the check
+      never blocks. It is read before the enqueue, so replicas enqueueing at the same instant
+      may overshoot the bound by one job each; the deadline below still bounds every wait.
     * Deadline: a job is enqueued with arq's ``_expires`` set to ``GRADTRACE_QUEUE_WAIT_S``. A
       worker that picks it up later finds it expired and drops it unrun; the request has
       already answered 503 at that deadline (and aborted the job, which drops it as well).
