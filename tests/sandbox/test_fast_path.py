@@ -319,7 +319,9 @@ def test_the_strict_schema_mirrors_every_model_of_the_document_field_for_field()
              models.Node: fast._Node, models.HookChange: fast._HookChange, models.Edge: fast._Edge,
              models.Event: fast._Event, models.BackwardPass: fast._BackwardPass, models.RunError: fast._RunError,
              models.Graph: fast._Graph, models.MemorySummary: fast._Memory,
-             models.RecorderErrors: fast._RecorderErrors, models.RunDocument: fast._RunDocument}
+             models.RecorderErrors: fast._RecorderErrors, models.RunDocument: fast._RunDocument,
+             models.ModuleInfo: fast._ModuleInfo, models.ModuleCall: fast._ModuleCall,
+             models.GradReset: fast._GradReset}
     assert set(models._Model.__subclasses__()) == set(pairs)
     for model, strict in pairs.items():
         omitted = {f.alias or name for name, f in model.model_fields.items() if f.exclude_if is not None}
