@@ -40,6 +40,9 @@ def _worker(args: argparse.Namespace) -> int:
     if not settings.redis_url:
         print("gradtrace worker: set GRADTRACE_REDIS_URL (redis://host:6379/0)", file=sys.stderr)
         return 2
+    if not 0 <= args.concurrency <= 64:
+        print("gradtrace worker: --concurrency must be 1..64", file=sys.stderr)
+        return 2
     if not args.in_userns:
         # NOTE [rootless worker] (sandbox/userns.py): re-enter through a user namespace.
         prefix = userns.unshare_command(settings)
@@ -61,9 +64,6 @@ def _worker(args: argparse.Namespace) -> int:
             print(f"gradtrace worker: {done}", file=sys.stderr)
     from gradtrace.queue.worker import run_worker
 
-    if not 0 <= args.concurrency <= 64:
-        print("gradtrace worker: --concurrency must be 1..64", file=sys.stderr)
-        return 2
     concurrency = args.concurrency or settings.workers
     return run_worker(settings, device=args.device, concurrency=concurrency, warm_compile=args.warm_compile)
 
