@@ -210,7 +210,9 @@ export function drawScene(ctx, scene, st, cam, vw, vh, opts) {
       ctx.fillStyle = pal.error;
       ctx.textAlign = "left";
       ctx.textBaseline = "middle";
-      ctx.fillText(`⚠ ${err.type}${err.line != null ? ` (line ${err.line})` : ""}`, xs[v] + n.w / 2 + 10, ys[v]);
+      // The viewer may say per node what went wrong there (ui/errors.js): the saver, the changer.
+      const text = (scene.errorLabels && scene.errorLabels.get(v)) || `⚠ ${err.type}${err.line != null ? ` (line ${err.line})` : ""}`;
+      ctx.fillText(text, xs[v] + n.w / 2 + 10, ys[v]);
     }
   }
   for (const v of special) {

@@ -27,9 +27,10 @@ const MARKS = {
   current: [new Mark("gt-mark-current", "▶", "current step"), Decoration.line({ class: "gt-line-current" })],
   justDone: [new Mark("gt-mark-done", "›", "just done"), Decoration.line({ class: "gt-line-done" })],
   error: [new Mark("gt-mark-error", "✖", "error raised here"), Decoration.line({ class: "gt-line-error" })],
+  cause: [new Mark("gt-mark-cause", "✎", "changed in place here (the cause of the error)"), Decoration.line({ class: "gt-line-cause" })],
   selected: [new Mark("gt-mark-sel", "●", "selected line"), Decoration.line({ class: "gt-line-sel" })],
 };
-const ORDER = ["selected", "justDone", "current", "error"];
+const ORDER = ["selected", "justDone", "current", "cause", "error"];
 
 function build(state, marks) {
   const lines = new Map();
@@ -100,7 +101,7 @@ export class CodeEditor {
     this.view.dispatch({ effects: this.readOnly.reconfigure(on ? [EditorState.readOnly.of(true), EditorView.editable.of(false)] : []) });
   }
 
-  /** Update some marks ({current, justDone, error, selected}: line numbers or null). */
+  /** Update some marks ({current, justDone, error, cause, selected}: line numbers or null). */
   mark(partial, { scroll = false } = {}) {
     this.marks = { ...this.marks, ...partial };
     const effects = [setMarks.of(this.marks)];

@@ -1,0 +1,116 @@
+"""Errors where they happened, and the higher-order pass named, as a user sees them in the page:
+the in-place hazard (lesson 08), a shape error inside ``nn.Sequential``, double backward (lesson 13)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from browser.pageutil import pick_node, run_code, run_example
+
+SEQUENTIAL_SHAPE_ERROR = """import torch
+from torch import nn
+
+model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(5, 2))
+out = model(torch.randn(3, 4))
+"""
+
+
+def error_marks(page: Any) -> list[dict[str, Any]]:
+    """The nodes the canvas marks as concerned by the error, with the text drawn next to each."""
+    return list(page.evaluate("""() => { const s = window.gradtrace.app.scene;
+        return s.errorV.map(v => ({ v, label: s.view.vnodes[v].label,
+                                    text: s.errorLabels ? s.errorLabels.get(v) : null })); }"""))
+
+
+def gutter_marks(page: Any, cls: str) -> list[int]:
+    """Line numbers of the code lines whose gutter carries mark `cls` (gt-mark-error, gt-mark-cause)."""
+    return list(page.evaluate(f"""() => {{
+        const view = document.querySelector('.cm-editor');
+        const lines = [...view.querySelectorAll('.cm-line')];
+        const gut = [...view.querySelectorAll('.gt-gutter .cm-gutterElement')];
+        const marks = gut.filter(g => g.querySelector('.{cls}'));
+        return marks.map(g => {{
+            const top = g.getBoundingClientRect().top;
+            const i = lines.findIndex(l => Math.abs(l.getBoundingClientRect().top - top) < 4);
+            return i + 1;
+        }});
+    }}"""))
+
+
+def test_inplace_error_marks_the_changer_the_saver_and_both_versions(playground: Any, artifacts_dir: Path) -> None:
+    page = playground
+    doc = run_example(page, "In-place hazard")
+    err = doc["error"]
+    assert err["type"] == "RuntimeError" and err["inplace_line"] == 6
+    # The results panel explains it in the API's words, with a link to the line that changed the tensor.
+    explain = page.locator("#error-box .gt-error-explain")
+    text = explain.inner_text()
+    assert err["detail"][:40].lower() in text.lower(), text
+    assert "It was saved at version 0 and is now at version 1." in text, text
+    assert explain.get_by_role("button", name=re.compile("changed in place at line 6")).is_visible()
+    # The code shows both lines: where backward raised (7) and where the tensor was changed (6).
+    assert gutter_marks(page, "gt-mark-error") == [err["line"]]
+    assert gutter_marks(page, "gt-mark-cause") == [6]
+    # The graph marks the node whose saved tensor it was and the op that changed it.
+    marks = {m["label"]: m["text"] for m in error_marks(page)}
+    assert set(marks) == {"ExpBackward0", "AddBackward0"}, marks
+    assert marks["ExpBackward0"] == "⚠ saved 'result' changed (v0 → v1)"
+    assert marks["AddBackward0"] == "✎ add_ changed it (line 6)"
+    page.screenshot(path=str(artifacts_dir / "words-inplace-end.png"))
+    # The inspector no longer calls the saved tensor "held".
+    pick_node(page, re.compile("^ExpBackward0"))
+    saved = page.locator("#inspector .gt-saved")
+    row = saved.locator("tr", has_text="result")
+    state = row.locator("td").last.inner_text()
+    assert state != "held" and "changed in place at line 6" in state and "version 0" in state, state
+    # Stepping back through the run, the sentence under the timeline says what each step did.
+    page.locator("#graph").focus()
+    page.keyboard.press("Home")
+    page.keyboard.press("ArrowRight")
+    page.keyboard.press("ArrowRight")
+    assert "ExpBackward0 is created from x" in page.locator("#sentence").inner_text()
+    page.screenshot(path=str(artifacts_dir / "words-inplace-step2.png"))
+
+
+def test_shape_error_in_sequential_marks_the_module_and_the_shapes(playground: Any, artifacts_dir: Path) -> None:
+    page = playground
+    run_code(page, SEQUENTIAL_SHAPE_ERROR)
+    doc = page.evaluate("window.gradtrace.app.doc")
+    err = doc["error"]
+    assert err["type"] == "RuntimeError" and err["line"] == 5
+    explain = page.locator("#error-box .gt-error-explain").inner_text()
+    # The shapes it got: from the document (capture's `shapes`) or from torch's own message.
+    assert "[3, 8]" in explain and "[5, 2]" in explain or "[2, 5]" in explain, explain
+    marks = error_marks(page)
+    assert len(marks) == 1, marks
+    if err.get("module"):  # the recorder names the module that raised
+        assert err["module"] in explain and (err.get("module_type") or "") in explain
+        assert err["module"] in marks[0]["text"]
+    # The mark sits on the last node made before the error: the ReLU's output went into Linear 2.
+    assert marks[0]["label"] == "ReluBackward0", marks
+    # Nothing is cut off: the error box wraps inside its panel.
+    box = page.locator("#error-box")
+    assert page.evaluate("(el) => el.scrollWidth <= el.clientWidth + 1", box.element_handle())
+    page.screenshot(path=str(artifacts_dir / "words-shape-error.png"))
+
+
+def test_double_backward_names_the_pass_that_builds_a_graph(playground: Any) -> None:
+    page = playground
+    doc = run_example(page, "Double backward")
+    assert doc["passes"][0]["create_graph"] is True
+    segs = page.locator("#tl-segments .tl-seg").all_inner_texts()
+    assert segs[0] == "forward"
+    assert "forward" not in segs[1:], segs
+    assert "backward 0 (building a graph)" in segs and "backward 1" in segs, segs
+    # A step that builds a node of the second graph says so.
+    built = [i for i, e in enumerate(doc["events"])
+             if e["phase"] == "forward" and next(n for n in doc["graph"]["nodes"] if n["id"] == e["node"]).get("created_in_pass") == 0]
+    assert built
+    page.locator("#graph").focus()
+    page.keyboard.press("Home")
+    for _ in range(built[0] + 1):
+        page.keyboard.press("ArrowRight")
+    assert page.locator("#tl-label").inner_text().endswith("backward 0 (building a graph)")
+    assert page.locator("#sentence").inner_text().endswith("during backward 0 (building a graph).")
