@@ -11,7 +11,6 @@ import { ShareController, stepFromUrl } from "./app/share.js";
 import { ViewState } from "./app/state.js";
 import { Viewer } from "./app/viewer.js";
 import { CodeEditor } from "./ui/editor.js";
-import { EXAMPLES } from "./ui/examples.js";
 import { renderGallery } from "./ui/gallery.js";
 import { renderErrorExplain, renderLegend, renderResults, renderStatus } from "./ui/panels.js";
 
@@ -41,7 +40,8 @@ class App {
     );
     this.bindControls();
     renderLegend($("#legend-list"));
-    renderGallery($("#example-list"), EXAMPLES, (ex) => {
+    this.lessons = readJson("gt-lessons") || []; // backend/gradtrace/lessons, embedded by the page
+    renderGallery($("#example-list"), this.lessons, (ex) => {
       if (this.mode === "share") this.editCopy();
       this.editor.setCode(ex.code);
       $("#examples").open = false;
@@ -49,7 +49,7 @@ class App {
     });
     const doc = readJson("gt-document");
     if (this.mode === "share") this.enterShareMode(doc);
-    else this.editor.setCode(loadDraft() ?? EXAMPLES[0].code);
+    else this.editor.setCode(loadDraft() ?? this.lessons[0]?.code ?? "");
     window.addEventListener("pagehide", () => { if (this.mode === "edit") saveDraft(this.editor.code); });
   }
 

@@ -18,6 +18,8 @@ template context, which the page and this module agree on:
                     ``output_kb``, ``max_nodes``, ``max_events``.
 ``version``         gradtrace's version string.
 ``limits_json``     ``limits`` as a script-safe JSON string (same escaping as above).
+``lessons_json``    the lessons (:mod:`gradtrace.lessons`: number, id, stem, title, intro, code) as a
+                    script-safe JSON list, for the gallery.
 ==================  ==========================================================================
 
 Static files: ``/static/...`` from ``gradtrace.frontend.STATIC`` and ``/dist/...`` (the
@@ -43,6 +45,7 @@ from gradtrace import __version__
 from gradtrace.api.services import Services, ServicesDep
 from gradtrace.api.shares import shared_document
 from gradtrace.frontend import DIST, STATIC, TEMPLATES
+from gradtrace.lessons import all_lessons
 from gradtrace.schema import canonical_json
 
 router = APIRouter(include_in_schema=False)
@@ -82,6 +85,7 @@ def _render(request: Request, svc: Services, *, mode: str, document: dict[str, A
         "limits": limits,
         "limits_json": script_safe_json(limits),
         "version": __version__,
+        "lessons_json": script_safe_json([lesson.as_json() for lesson in all_lessons()]),
     }
     if not (TEMPLATES / TEMPLATE).is_file():
         return HTMLResponse(_fallback_page(context))

@@ -12,7 +12,7 @@ NOTE [no line tracing inside library modules]
     snippet line can change, so the line tracer is suspended there: every Python call inside
     would otherwise cost a call of the tracer (it doubled a transformer's forward). It is
     resumed inside modules defined in the snippet, and when the module returns. Nodes created
-    inside keep the snippet line that called the module, as CONTRACT.md asks. (A snippet
+    inside keep the snippet line that called the module, as docs/CONTRACT.md promises. (A snippet
     function called back from inside a library module, a forward hook say, is then attributed
     to that calling line too.)
 

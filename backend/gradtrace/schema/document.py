@@ -2,7 +2,8 @@
 
 capture produces it, the sandbox returns it as JSON, the web process validates it
 (never trusting the job), storage keeps it, share links serve it, and the browser and the
-notebook client read it. CONTRACT.md is the minimum public surface; everything extra here is
+notebook client read it. docs/CONTRACT.md describes it for users (``tests/test_contract.py``
+keeps the two in step); everything after the first version is
 an addition, never a rename. A change that renames or removes a field needs a new
 ``SCHEMA_VERSION`` and an upgrade step in :mod:`gradtrace.storage.normalize`.
 
@@ -108,7 +109,7 @@ class Node(_Model):
     dtype: str | None = None
     device: str | None = None
     grad: TensorValue | None = None
-    # --- additions beyond CONTRACT.md v1 ---
+    # --- additions after the first version ---
     seq: int | None = None
     """Creation order of function nodes (0, 1, ...), from autograd's sequence numbers."""
     role: str | None = None
@@ -139,7 +140,7 @@ class HookChange(_Model):
 
 
 class Edge(_Model):
-    """Forward data flow, from producer to consumer (CONTRACT.md)."""
+    """Forward data flow, from producer to consumer (docs/CONTRACT.md)."""
 
     source: str
     target: str
@@ -205,7 +206,7 @@ class RecorderErrors(_Model):
 
 
 class RunDocument(_Model):
-    """The answer of ``POST /api/runs`` and the content of a share link (CONTRACT.md)."""
+    """The answer of ``POST /api/runs`` and the content of a share link (docs/CONTRACT.md)."""
 
     schema_version: int = Field(SCHEMA_VERSION, ge=1, le=2**31 - 1)
     """The schema this document follows; stored in an INTEGER column, hence the bound."""

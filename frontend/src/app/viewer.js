@@ -11,7 +11,7 @@
  *   `mark(marks, {scroll})` (ui/editor.js's CodeEditor, or a read-only listing).
  */
 import { Player } from "../animate/player.js";
-import { Timeline } from "../animate/timeline.js";
+import { Timeline } from "../graph/timeline.js";
 import { indexDocument } from "../graph/document.js";
 import { defaultCollapsed, moduleTree } from "../graph/modules.js";
 import { buildView } from "../graph/view.js";

@@ -5,7 +5,7 @@
  *
  * NOTE [per-use proxies]
  *   A parameter used at every step of an unrolled RNN feeds hundreds of consumers; its long
- *   edges make every layered layout slow and unreadable (research/frontend.md §2d). On bigger
+ *   edges make every layered layout slow and unreadable. On bigger
  *   graphs each extra use of a shared AccumulateGrad (and its leaf) gets its own copy, drawn
  *   next to the consumer. Copies share `refs`, so inspecting or highlighting works the same.
  */

@@ -9,7 +9,7 @@ import { alongReversed, edgePoints } from "./geometry.js";
 import { stepState } from "./scene.js";
 import { Minimap } from "./minimap.js";
 import { palette } from "./palette.js";
-import { fmtTensorShort } from "../ui/format.js";
+import { fmtTensorShort } from "../graph/values.js";
 
 export class GraphCanvas {
   constructor(host, callbacks = {}) {

@@ -3,7 +3,7 @@
  * walks every frame, and answers "what does step k look like" cheaply (binary searches over
  * precomputed step lists, no per-step allocation proportional to the graph).
  */
-import { lastAtOrBefore } from "../animate/timeline.js";
+import { lastAtOrBefore } from "../graph/timeline.js";
 import { prefixes } from "../graph/document.js";
 
 export function makeScene(index, view, layout, timeline, collapsed) {
