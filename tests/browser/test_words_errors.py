@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from browser.pageutil import pick_node, run_code, run_example
+from gradtrace.lessons import lesson
 
 SEQUENTIAL_SHAPE_ERROR = """import torch
 from torch import nn
@@ -15,6 +16,11 @@ from torch import nn
 model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(5, 2))
 out = model(torch.randn(3, 4))
 """
+
+
+def line_of(key: str, text: str) -> int:
+    """The 1-based line of lesson `key`'s code that holds `text` (the first such line)."""
+    return next(i for i, line in enumerate(lesson(key).code.splitlines(), 1) if text in line)
 
 
 def error_marks(page: Any) -> list[dict[str, Any]]:
@@ -41,30 +47,32 @@ def gutter_marks(page: Any, cls: str) -> list[int]:
 
 def test_inplace_error_marks_the_changer_the_saver_and_both_versions(playground: Any, artifacts_dir: Path) -> None:
     page = playground
-    doc = run_example(page, "In-place hazard")
+    doc = run_example(page, "inplace_hazard")
     err = doc["error"]
-    assert err["type"] == "RuntimeError" and err["inplace_line"] == 6
+    changed = line_of("inplace_hazard", "y.add_(1)")
+    assert err["type"] == "RuntimeError" and err["inplace_line"] == changed
+    assert err["line"] == line_of("inplace_hazard", ".backward()")
     # The results panel explains it in the API's words, with a link to the line that changed the tensor.
     explain = page.locator("#error-box .gt-error-explain")
     text = explain.inner_text()
     assert err["detail"][:40].lower() in text.lower(), text
     assert "It was saved at version 0 and is now at version 1." in text, text
-    assert explain.get_by_role("button", name=re.compile("changed in place at line 6")).is_visible()
-    # The code shows both lines: where backward raised (7) and where the tensor was changed (6).
+    assert explain.get_by_role("button", name=f"(changed in place at line {changed})").is_visible()
+    # The code shows both lines: where backward raised and where the tensor was changed.
     assert gutter_marks(page, "gt-mark-error") == [err["line"]]
-    assert gutter_marks(page, "gt-mark-cause") == [6]
+    assert gutter_marks(page, "gt-mark-cause") == [changed]
     # The graph marks the node whose saved tensor it was and the op that changed it.
     marks = {m["label"]: m["text"] for m in error_marks(page)}
     assert set(marks) == {"ExpBackward0", "AddBackward0"}, marks
     assert marks["ExpBackward0"] == "⚠ saved 'result' changed (v0 → v1)"
-    assert marks["AddBackward0"] == "✎ add_ changed it (line 6)"
+    assert marks["AddBackward0"] == f"✎ add_ changed it (line {changed})"
     page.screenshot(path=str(artifacts_dir / "words-inplace-end.png"))
     # The inspector no longer calls the saved tensor "held".
     pick_node(page, re.compile("^ExpBackward0"))
     saved = page.locator("#inspector .gt-saved")
     row = saved.locator("tr", has_text="result")
     state = row.locator("td").last.inner_text()
-    assert state != "held" and "changed in place at line 6" in state and "version 0" in state, state
+    assert state != "held" and f"changed in place at line {changed}" in state and "version 0" in state, state
     # Stepping back through the run, the sentence under the timeline says what each step did.
     page.locator("#graph").focus()
     page.keyboard.press("Home")
@@ -98,7 +106,7 @@ def test_shape_error_in_sequential_marks_the_module_and_the_shapes(playground: A
 
 def test_double_backward_names_the_pass_that_builds_a_graph(playground: Any) -> None:
     page = playground
-    doc = run_example(page, "Double backward")
+    doc = run_example(page, "double_backward")
     assert doc["passes"][0]["create_graph"] is True
     segs = page.locator("#tl-segments .tl-seg").all_inner_texts()
     assert segs[0] == "forward"
