@@ -90,7 +90,7 @@ def test_shape_error_in_sequential_marks_the_module_and_the_shapes(playground: A
     assert err["type"] == "RuntimeError" and err["line"] == 5
     explain = page.locator("#error-box .gt-error-explain").inner_text()
     # The shapes it got: from the document (capture's `shapes`) or from torch's own message.
-    assert "[3, 8]" in explain and "[5, 2]" in explain or "[2, 5]" in explain, explain
+    assert "[3, 8]" in explain and ("[5, 2]" in explain or "[2, 5]" in explain), explain
     marks = error_marks(page)
     assert len(marks) == 1, marks
     if err.get("module"):  # the recorder names the module that raised
@@ -113,8 +113,8 @@ def test_double_backward_names_the_pass_that_builds_a_graph(playground: Any) -> 
     assert "forward" not in segs[1:], segs
     assert "backward 0 (building a graph)" in segs and "backward 1" in segs, segs
     # A step that builds a node of the second graph says so.
-    built = [i for i, e in enumerate(doc["events"])
-             if e["phase"] == "forward" and next(n for n in doc["graph"]["nodes"] if n["id"] == e["node"]).get("created_in_pass") == 0]
+    made_in_pass = {n["id"]: n.get("created_in_pass") for n in doc["graph"]["nodes"]}
+    built = [i for i, e in enumerate(doc["events"]) if e["phase"] == "forward" and made_in_pass[e["node"]] == 0]
     assert built
     page.locator("#graph").focus()
     page.keyboard.press("Home")

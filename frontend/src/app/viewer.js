@@ -244,14 +244,14 @@ export class Viewer {
     const { matches, at } = this.state.get("search");
     const next = cycle(at, matches.length, back);
     this.state.set({ search: { ...this.state.get("search"), at: next } });
-    this._searchStatus();
-    if (next < 0) return;
+    if (next < 0) { this._searchStatus(); return; }
     const v = await this.reveal(matches[next].ref);
-    if (v < 0) return;
+    if (v < 0) { this._searchStatus(); return; }
     if (this.scene.reveal[v] > this.player.k) this.player.go(this.scene.reveal[v], { fromUser: true });
     this.selectNode(v);
     this.canvas.setLineSelection([v]);
     this.canvas.centerOn(v);
+    this._searchStatus();
   }
 
   /** Remember the selected document node so the inspector shows it again after relayout. */
