@@ -120,3 +120,14 @@ test("older documents: a reset is inferred when an accumulation's result equals 
   const acc = accumulationsAt(ctx, byName(index, "w"), tl.N);
   assert.deepEqual([acc.count, acc.total, acc.reset.inferred], [1, 3, true]);
 });
+
+test("a node made inside a module called many times says which call (Node.module_stack, RunDocument.modules)", () => {
+  const { doc } = load("01_chain_rule");
+  const nodes = doc.graph.nodes.map((n) => (n.name === "MulBackward0" && n.line === 6 ? { ...n, module: "cell", module_stack: [{ path: "cell", call: 36 }] } : n));
+  const doc2 = { ...doc, graph: { ...doc.graph, nodes }, modules: [{ path: "cell", type: "GRUCell", calls: 200 }] };
+  const index = indexDocument(doc2);
+  const tl = new Timeline(index);
+  const ctx = wordsContext(index, tl);
+  const k = tl.events.findIndex((e) => e.phase === "forward" && index.nodes[index.idx.get(e.node)].module === "cell") + 1;
+  assert.equal(stepSentence(ctx, k), "line 6, `b = 3 * x`: MulBackward0 (line 6) is created from x in cell (call 37 of 200).");
+});

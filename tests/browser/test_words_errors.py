@@ -4,6 +4,7 @@ the in-place hazard (lesson 08), a shape error inside ``nn.Sequential``, double 
 from __future__ import annotations
 
 import re
+import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
@@ -122,3 +123,26 @@ def test_double_backward_names_the_pass_that_builds_a_graph(playground: Any) -> 
         page.keyboard.press("ArrowRight")
     assert page.locator("#tl-label").inner_text().endswith("backward 0 (building a graph)")
     assert page.locator("#sentence").inner_text().endswith("during backward 0 (building a graph).")
+
+
+def test_svg_export_holds_the_error_marks_and_gradients_the_png_shows(playground: Any, tmp_path: Path) -> None:
+    page = playground
+    run_example(page, "inplace_hazard")
+    page.locator("#graph").focus()
+    page.keyboard.press("End")
+    page.get_by_text("Export", exact=True).click()
+    with page.expect_download() as info:
+        page.get_by_role("button", name="View as SVG").click()
+    path = tmp_path / info.value.suggested_filename
+    info.value.save_as(path)
+    svg = ET.fromstring(path.read_bytes())
+    ns = "{http://www.w3.org/2000/svg}"
+    texts = [t.text or "" for t in svg.iter(ns + "text")]
+    # The error marks with their words, as on the canvas.
+    assert "⚠ saved 'result' changed (v0 → v1)" in texts and any(t.startswith("✎ add_ changed it") for t in texts), texts
+    # The backward pass's gradients: coloured, labelled edges and arrowheads, as the PNG draws them.
+    grads = svg.findall(f".//{ns}g[@class='edge grad']")
+    assert grads and all(g.find(f"{ns}path").get("stroke") != "none" for g in grads)
+    assert any(t.startswith("∇ [1, 1]") for t in texts), texts
+    assert svg.find(f".//{ns}marker") is not None
+    assert len(svg.findall(f".//{ns}rect[@class='ring']")) >= 2  # error rings (and the current step)

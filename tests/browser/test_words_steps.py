@@ -204,3 +204,21 @@ def test_top_speed_plays_the_gru_200_in_under_30_seconds(playground: Any, artifa
     elapsed = time.monotonic() - t0
     assert elapsed <= 30, f"the whole run played in {elapsed:.1f} s"
     assert not page.evaluate("window.gradtrace.app.player.playing")
+
+
+def test_inspector_follows_an_expanded_group(playground: Any) -> None:
+    page = playground
+    run_example(page, "transformer_block")
+    group = page.evaluate("""() => { const s = window.gradtrace.app.scene;
+        const v = s.view.vnodes.findIndex(n => n.kind === 'group'); return { v, label: s.view.vnodes[v].label }; }""")
+    assert group["v"] >= 0
+    page.evaluate(f"window.gradtrace.app.viewer.selectNode({group['v']})")
+    expand = page.locator("#inspector").get_by_role("button", name=re.compile("^(Expand|Show the blocks)"))
+    title = page.locator("#inspector h3")
+    assert title.inner_text() == group["label"]
+    expand.click()
+    page.wait_for_function(f"window.gradtrace.app.scene.view.vnodes.length > 0 && "
+                           f"document.querySelector('#inspector h3').textContent !== {group['label']!r}")
+    shown = page.evaluate("""() => { const a = window.gradtrace.app, v = a.state.get('selection').v;
+        return v >= 0 ? a.scene.view.vnodes[v].label : null; }""")
+    assert shown is not None and title.inner_text() == shown

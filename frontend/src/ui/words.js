@@ -35,7 +35,8 @@ export function wordsContext(index, timeline, code = null) {
     if (index.nodes[e.s].kind === "function" && t.kind === "tensor" && t.name) outName.set(e.s, t.name);
   });
   const passes = new Map((doc.passes || []).map((p) => [p.index, p]));
-  const ctx = { index, timeline, doc, lines, opCount, atLine, ordinal, outName, passes };
+  const calls = new Map((doc.modules || []).map((m) => [m.path, m.calls]));
+  const ctx = { index, timeline, doc, lines, opCount, atLine, ordinal, outName, passes, calls };
   ctx.resets = inferResets(ctx);
   return ctx;
 }
@@ -148,8 +149,18 @@ function forwardSentence(ctx, e, v) {
   }
   const ins = index.inEdges[v].map((k) => index.edges[k]).filter((ed) => index.nodes[ed.s].kind === "function" || index.kind[ed.s] === "acc");
   const from = ins.length ? ` from ${listWords(ins.map((ed) => inputName(ctx, ed.s)))}` : "";
-  const mod = index.module[v] ? ` in ${index.module[v]}` : "";
+  const mod = index.module[v] ? ` in ${index.module[v]}${callWords(ctx, n)}` : "";
   return `${linePrefix(ctx, line)}${nameOf(ctx, v)} is created${from}${mod}${during}.`;
+}
+
+/** " (call 38 of 200)" for a node made by a module called several times (Node.module_stack). */
+function callWords(ctx, n) {
+  const st = n.module_stack;
+  if (!Array.isArray(st) || !st.length) return "";
+  const last = st[st.length - 1];
+  const total = ctx.calls.get(last.path);
+  if (last.call == null || !(total > 1)) return "";
+  return ` (call ${last.call + 1} of ${total})`;
 }
 
 function backwardSentence(ctx, e, v, i) {
