@@ -42,7 +42,8 @@ def test_no_serious_or_critical_axe_violations(playground: Any, artifacts_dir: P
     page.locator("#search").fill("exp")
     page.screenshot(path=str(artifacts_dir / f"words-a11y-{scheme}.png"))
     found = axe_violations(page)
-    assert found == [], "\n".join(f"{v['id']} ({v['impact']}): {v['help']}\n  " + "\n  ".join(v["nodes"]) for v in found)
+    report = [f"{v['id']} ({v['impact']}): {v['help']}\n  " + "\n  ".join(v["nodes"]) for v in found]
+    assert found == [], "\n".join(report)
 
 
 def test_popovers_fit_a_900px_window(playground: Any, artifacts_dir: Path) -> None:

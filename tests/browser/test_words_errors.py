@@ -139,7 +139,8 @@ def test_svg_export_holds_the_error_marks_and_gradients_the_png_shows(playground
     ns = "{http://www.w3.org/2000/svg}"
     texts = [t.text or "" for t in svg.iter(ns + "text")]
     # The error marks with their words, as on the canvas.
-    assert "⚠ saved 'result' changed (v0 → v1)" in texts and any(t.startswith("✎ add_ changed it") for t in texts), texts
+    assert "⚠ saved 'result' changed (v0 → v1)" in texts, texts
+    assert any(t.startswith("✎ add_ changed it") for t in texts), texts
     # The backward pass's gradients: coloured, labelled edges and arrowheads, as the PNG draws them.
     grads = svg.findall(f".//{ns}g[@class='edge grad']")
     assert grads and all(g.find(f"{ns}path").get("stroke") != "none" for g in grads)
