@@ -74,6 +74,7 @@ lint: install-test
 GOLDEN_TESTS := tests/capture/test_golden.py tests/capture/test_oracle.py tests/test_docdiff.py
 
 test: install-test frontend system-test-deps lint
+	cd frontend && npm test --silent
 	@ATEN_CPU_CAPABILITY=default $(VENV)/bin/pytest -q -p no:cacheprovider $(GOLDEN_TESTS) || exit 1
 	@$(VENV)/bin/pytest $(PYTEST_ARGS); rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing"; exit 1; fi; exit $$rc

@@ -99,7 +99,10 @@ def test_a_5000_node_graph_is_laid_out_in_the_worker_and_steps(playground: Any, 
     RunDocument.model_validate(doc)
     timing = page.evaluate("text => window.gradtrace.loadDocument(JSON.parse(text))", json.dumps(doc))
     assert timing["nodes"] == len(doc["graph"]["nodes"])
-    assert timing["vnodes"] > timing["nodes"]  # shared weights drawn once per use (proxies)
+    # The unrolled steps are found by their repeating ops and folded around the open one
+    # (graph/groups.js), so far fewer boxes are drawn than the document has nodes.
+    assert 0 < timing["vnodes"] < timing["nodes"]
+    assert page.evaluate("window.gradtrace.app.viewer.levels.length") >= 1
     expect(page.locator("#graph-stats")).to_contain_text(f"{len(doc['graph']['nodes'])} nodes")
     expect(page.locator(".gt-minimap")).to_be_visible()
     page.get_by_role("button", name="Fit").click()

@@ -112,10 +112,12 @@ def test_backward_steps_show_gradients_on_edges_nodes_and_inspector(playground: 
     expect(inspector).to_contain_text("grad_inputs[0] (flowing out)")
     expect(inspector).to_contain_text("grad_outputs[0] (flowing in)")
     page.screenshot(path=str(artifacts_dir / "timeline-backward-inspector.png"))
-    # The gradient drawn on an edge at the current step is the one the document recorded.
+    # The gradients drawn on an edge at the current step are the ones the document recorded
+    # (a merged edge shows their sum, and each part on hover: tested in frontend/test/scene.test.js).
     drawn = page.evaluate("""() => {
         const app = window.gradtrace.app, st = app.canvas.stepState();
-        return app.scene.view.vedges.map((e, i) => st.edgeGrad(i)).filter(Boolean).map(g => g.g.values);
+        return app.scene.view.vedges.map((e, i) => st.edgeGrad(i)).filter(Boolean)
+            .flatMap(g => g.all.map(t => t.values));
     }""")
     recorded = [g["values"] for e in events[:acc_step] if e["phase"] == "backward"
                 for g in (e.get("grad_inputs") or []) if g]

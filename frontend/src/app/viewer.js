@@ -13,6 +13,7 @@
 import { Player } from "../animate/player.js";
 import { Timeline } from "../graph/timeline.js";
 import { indexDocument } from "../graph/document.js";
+import { activeVNodes, openAt, runLevels, shownMask } from "../graph/groups.js";
 import { defaultCollapsed, moduleTree } from "../graph/modules.js";
 import { buildView } from "../graph/view.js";
 import { LayoutClient } from "../layout/client.js";
@@ -20,6 +21,7 @@ import { GraphCanvas } from "../render/canvas.js";
 import { makeScene } from "../render/scene.js";
 import { errorMarks } from "../ui/errors.js";
 import { Inspector } from "../ui/inspector.js";
+import { IterationPicker } from "../ui/iterations.js";
 import { graphKeyHandler } from "../ui/keys.js";
 import { renderModules, renderNodeList } from "../ui/panels.js";
 import { cycle, searchNodes } from "../ui/search.js";
@@ -75,6 +77,10 @@ export class Viewer {
     }));
     this.els.graph.addEventListener("focus", () => { if (this.els.sentence) this.els.sentence.setAttribute("aria-live", "polite"); });
     this._bindSearch();
+    const pickerHost = this.els.stats ? this.els.stats.parentElement : null;
+    this.iterPicker = pickerHost ? new IterationPicker(pickerHost, { onPick: (u) => this.pickUnit(u) }) : null;
+    this.levels = [];
+    this.openUnits = [];
     this.inspector.clear();
   }
 
@@ -89,18 +95,24 @@ export class Viewer {
     this.index = indexDocument(doc);
     this.tree = moduleTree(this.index);
     this.timeline = new Timeline(this.index);
+    // Iterations and module calls (graph/groups.js): the open ones drawn in full, the rest folded.
+    this.levels = runLevels(this.index, this.timeline);
+    const k0 = step == null ? this.timeline.N : Math.max(0, Math.min(this.timeline.N, step));
+    this.openUnits = openAt(this.levels, k0);
+    const shown = this.levels.length ? shownMask(this.levels, this.openUnits, this.index.nodes.length) : null;
+    this.state.reset({ collapsed: defaultCollapsed(this.index, this.tree, undefined, shown), step: this.timeline.N });
+    if (this.iterPicker) { this.iterPicker.setLevel(this.levels[0] || null); this.iterPicker.update(this.openUnits[0] ?? 0); }
     this.words = wordsContext(this.index, this.timeline, doc.code ?? this.codeText());
     this.errors = errorMarks(this.index);
     this._starts = null;
     this.inspector.setContext({ words: this.words, errors: this.errors });
-    this.state.reset({ collapsed: defaultCollapsed(this.index, this.tree), step: this.timeline.N });
     if (this.els.search && this.els.search.value.trim()) this._runSearch(false);
     this.code.mark({ error: this.errors.lines.error, cause: this.errors.lines.cause, current: null, justDone: null, selected: null }, { scroll: true });
     if (this.els.empty) {
       this.els.empty.hidden = this.index.nodes.length > 0;
       if (!this.index.nodes.length) this.els.empty.textContent = "This run created no autograd node.";
     }
-    const timing = await this.relayout(false, this.timeline.N);
+    const timing = await this.relayout(false, k0);
     if (!timing || this.doc !== doc) return null; // a newer document arrived meanwhile
     this.transport.setSegments(this.timeline.segments, this.timeline.N, (seg) => segmentLabel(this.words, seg));
     this.inspector.clear();
@@ -117,7 +129,8 @@ export class Viewer {
     const gen = (this._layoutGen = (this._layoutGen || 0) + 1);
     const t0 = performance.now();
     const st = this.state.state;
-    const view = buildView(this.index, this.tree, { collapsed: st.collapsed, expandedRepeats: st.expandedRepeats, open: st.open });
+    const view = buildView(this.index, this.tree, { collapsed: st.collapsed, expandedRepeats: st.expandedRepeats, open: st.open,
+      levels: this.levels, openUnits: this.openUnits });
     const t1 = performance.now();
     const input = {
       w: Float64Array.from(view.vnodes, (v) => v.w), h: Float64Array.from(view.vnodes, (v) => v.h),
@@ -129,6 +142,8 @@ export class Viewer {
     if (gen !== this._layoutGen) return null;
     this.scene = makeScene(this.index, view, layout, this.timeline, st.collapsed);
     this._markErrors(this.scene);
+    this.scene.active = activeVNodes(view, this.levels, this.openUnits);
+    this.scene.units = this.levels.length ? { count: this.levels[0].count, open: this.openUnits[0] } : null;
     this.canvas.setScene(this.scene, k, { keepCamera });
     this._text("layoutStatus", "");
     if (this.els.simplified) this.els.simplified.hidden = !layout.simplified;
@@ -163,8 +178,14 @@ export class Viewer {
   toggleRepeat(path) { this._keepSelection(); this.state.toggle("expandedRepeats", path); return this.relayout(true); }
 
   openGroup(v) {
+    const g = this.scene.view.vnodes[v];
+    if (g.fold) {  // folded iterations or calls: go to the first of them (the units follow the step)
+      const unit = this.levels[g.level] && this.levels[g.level].units[g.lo];
+      if (unit) this.player.go(unit.forwardEnd || unit.lastStep, { fromUser: true });
+      return Promise.resolve(null);
+    }
     this._keepSelection();
-    this._open(this.scene.view.vnodes[v]);
+    this._open(g);
     return this.relayout(true);
   }
 
@@ -177,16 +198,34 @@ export class Viewer {
 
   /** Open the groups that hide document node `ref`, one level at a time; its visible node. */
   async reveal(ref) {
+    await this._openUnitsFor(ref);
     for (let depth = 0; depth < 16; depth++) {
       const vs = this.scene.view.byRef[ref] || [];
       const own = vs.find((v) => this.scene.view.vnodes[v].kind !== "group");
       if (own !== undefined || !vs.length) return own ?? -1;
+      const g = this.scene.view.vnodes[vs[0]];
+      if (g.fold) return -1;
       const before = this.scene;
-      this._open(this.scene.view.vnodes[vs[0]]);
+      this._open(g);
       await this.relayout(true);
       if (this.scene === before) return -1;
     }
     return -1;
+  }
+
+  /**
+   * A node in a folded iteration or call (graph/groups.js) is shown by going to the step that
+   * made it: the open units follow the step, so its unit opens and the others fold.
+   */
+  async _openUnitsFor(ref) {
+    if (this.levels.every((lv, l) => lv.unitOf[ref] < 0 || lv.unitOf[ref] === this.openUnits[l])) return;
+    const k = Math.max(1, this.timeline.reveal[ref]);
+    const open = openAt(this.levels, k);
+    if (open.every((u, l) => u === this.openUnits[l])) return;
+    this.openUnits = open;  // onStep's followUnits then finds nothing to change
+    if (this.iterPicker) this.iterPicker.update(open[0]);
+    this.player.go(k, { fromUser: true });
+    await this.relayout(true, k);
   }
 
   // ---- words, jumps and search ---------------------------------------------------------
@@ -204,7 +243,9 @@ export class Viewer {
     if (!this.timeline) return;
     if (!this._starts) this._starts = {};
     const tl = this.timeline;
-    const make = { line: () => lineStarts(tl, this.index), iteration: () => iterationStarts(tl, this.index), pass: () => passStarts(tl) };
+    // Iterations: the outermost units of graph/groups.js when it found some (the picker's), else steps.js.
+    const units = () => (this.levels.length ? this.levels[0].units.map((u) => u.firstStep).filter((x) => x >= 1) : null);
+    const make = { line: () => lineStarts(tl, this.index), iteration: () => units() || iterationStarts(tl, this.index), pass: () => passStarts(tl) };
     const starts = this._starts[unit] || (this._starts[unit] = make[unit]());
     const k = back ? prevStart(starts, this.player.k) : nextStart(starts, this.player.k, tl.N);
     this.player.go(k, { fromUser: true });
@@ -268,8 +309,23 @@ export class Viewer {
 
   // ---- stepping and selection ----------------------------------------------------------
 
+  /** The iterations or calls open at step k follow the step (graph/groups.js). */
+  followUnits(k) {
+    if (!this.levels.length) return;
+    const open = openAt(this.levels, k);
+    if (this.iterPicker) this.iterPicker.update(open[0]);
+    if (open.some((u, l) => u !== this.openUnits[l])) { this.openUnits = open; this.relayout(false, k); }
+  }
+
+  /** The picker chose unit u of the outermost level: the transport goes to the end of its forward. */
+  pickUnit(u) {
+    const unit = this.levels[0] && this.levels[0].units[u];
+    if (unit) this.player.go(unit.forwardEnd || unit.lastStep, { fromUser: true });
+  }
+
   onStep(k, { animate, playing }) {
     if (!this.scene) return;
+    this.followUnits(k);
     this.state.set({ step: k });
     this.canvas.setStep(k, { animate, durationMs: this.player.intervalMs });
     const tl = this.timeline;
