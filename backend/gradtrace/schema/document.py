@@ -67,6 +67,14 @@ class TensorValue(_Model):
     stats: TensorStats | None = None
     stale: bool | None = _optional()
     """True when the value was read after the tensor had been changed in place."""
+    layout: str | None = _optional()
+    """A tensor that is not strided: ``sparse_coo``, ``sparse_csr``, ...; ``values`` is then its
+    dense form (when small) and ``stats`` those of its dense form."""
+    nonzero: int | None = _optional()
+    """Sparse tensors: how many of its elements are nonzero; boolean ones: how many are true."""
+    note: str | None = _optional()
+    """Why ``values`` or ``stats`` are missing or what they stand for (a meta tensor has no
+    data; a quantized one shows its dequantized numbers)."""
 
 
 class OutputMeta(_Model):
