@@ -34,9 +34,11 @@ class Selection:
     line: int | None
     module: str | None
     value: Any = None
-    """The tensor's value (a torch tensor) when the document holds it, else None."""
+    """The tensor's value (a torch tensor) when the document holds it (roots, retained
+    tensors), else None."""
     grad: Any = None
-    """The tensor's ``.grad`` at the end of the run (a torch tensor), else None."""
+    """A torch tensor, else None: for a tensor its ``.grad`` at the end of the run; for a
+    function node the gradient that last flowed into it (its first ``grad_outputs``)."""
 
 
 class GradtraceWidget(anywidget.AnyWidget):  # type: ignore[misc]
@@ -67,10 +69,21 @@ class GradtraceWidget(anywidget.AnyWidget):  # type: ignore[misc]
         if not sel:
             return None
         node = self._nodes.get(sel.get("id") or "")
+        grad = None
+        if node is not None:
+            grad = node.get("grad")
+            if grad is None and node.get("kind") == "function":
+                grad = self._last_grad_flowing_into(node["id"])
         return Selection(id=sel.get("id"), name=sel.get("name"), kind=sel.get("kind"), line=sel.get("line"),
                          module=sel.get("module"),
-                         value=_tensor(node.get("value")) if node else None,
-                         grad=_tensor(node.get("grad")) if node else None)
+                         value=_tensor(node.get("value")) if node else None, grad=_tensor(grad))
+
+    def _last_grad_flowing_into(self, node_id: str) -> dict[str, Any] | None:
+        for ev in reversed(self.document.get("events") or []):
+            if ev.get("node") == node_id and ev.get("phase") == "backward":
+                outs = [g for g in ev.get("grad_outputs") or [] if g]
+                return outs[0] if outs else None
+        return None
 
     @selected.setter
     def selected(self, key: str | None) -> None:

@@ -48,7 +48,7 @@ async function render({ model, el }) {
     const t0 = performance.now();
     const doc = await gunzipJson(bytes);
     const timing = await viewer.load(doc, { step: model.get("step") >= 0 ? model.get("step") : null, runUrl: model.get("run_url") || null });
-    if (timing) host.dataset.loadMs = String(Math.round(performance.now() - t0));
+    if (timing) Object.assign(host.dataset, { loadMs: String(Math.round(performance.now() - t0)), drawnAt: String(Date.now()) });
     const sel = model.get("_selected");
     if (sel && sel.id) viewer.selectById(sel.id);
   };

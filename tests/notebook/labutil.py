@@ -1,0 +1,107 @@
+"""The notebook tests' helpers: a real JupyterLab on a free loopback port, and the built
+widget bundles (``frontend/dist/widget.js``, ``standalone.js``).
+
+JupyterLab, ipykernel and anywidget come from PyPI through the ``test`` extra; the lab runs in a
+throwaway home (config, data, runtime and notebooks under ``tmp_path``) so nothing of the
+developer's own Jupyter set-up is read or written.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from gradtrace.frontend import DIST, ROOT
+
+from conftest import free_port
+
+LAB_START_TIMEOUT_S = 90.0
+
+
+@pytest.fixture(scope="session")
+def widget_bundles() -> Path:
+    """``frontend/dist`` with the widget and standalone bundles, built once if missing."""
+    if not (DIST / "widget.js").exists() or not (DIST / "standalone.js").exists():
+        npm = shutil.which("npm")
+        if npm is None or not (ROOT / "node_modules").is_dir():
+            pytest.fail("frontend/dist is not built: run `make frontend` (npm ci && npm run build in frontend/)")
+        subprocess.run([npm, "run", "--silent", "build"], cwd=ROOT, check=True, timeout=300)
+    return DIST
+
+
+@dataclass
+class Lab:
+    url: str
+    token: str
+    root: Path
+    process: subprocess.Popen[bytes]
+    log_path: Path
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")[-4000:]
+
+
+@pytest.fixture(scope="module")
+def jupyterlab(tmp_path_factory: pytest.TempPathFactory, widget_bundles: Path) -> Iterator[Lab]:
+    """JupyterLab (``python -m jupyter lab``) serving an empty folder, without a browser."""
+    home = tmp_path_factory.mktemp("jupyter")
+    root = home / "notebooks"
+    root.mkdir()
+    port, token = free_port(), secrets.token_hex(16)
+    env = {**os.environ, "HOME": str(home), "JUPYTER_CONFIG_DIR": str(home / "config"),
+           "JUPYTER_RUNTIME_DIR": str(home / "runtime"), "IPYTHONDIR": str(home / "ipython"),
+           "JUPYTER_PLATFORM_DIRS": "1", "PYTHONWARNINGS": "ignore"}
+    log_path = home / "lab.log"
+    log = log_path.open("wb")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "jupyterlab", "--no-browser", f"--port={port}", "--ip=127.0.0.1",
+         f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}",
+         "--ServerApp.disable_check_xsrf=True", "--allow-root",
+         "--LabApp.news_url=", "--ServerApp.port_retries=0"],
+        env=env, stdout=log, stderr=subprocess.STDOUT, cwd=root)
+    lab = Lab(url=f"http://127.0.0.1:{port}", token=token, root=root, process=proc, log_path=log_path)
+    deadline = time.monotonic() + LAB_START_TIMEOUT_S
+    try:
+        while True:
+            if proc.poll() is not None:
+                pytest.fail(f"JupyterLab exited with {proc.returncode}:\n{lab.log()}")
+            try:
+                if httpx.get(f"{lab.url}/api/status?token={token}", timeout=2).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            if time.monotonic() > deadline:
+                pytest.fail(f"JupyterLab did not answer within {LAB_START_TIMEOUT_S} s:\n{lab.log()}")
+            time.sleep(0.3)
+        yield lab
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        log.close()
+
+
+def write_notebook(path: Path, cells: list[str]) -> None:
+    """A minimal nbformat-4 notebook of code cells."""
+    import json
+
+    nb: dict[str, Any] = {
+        "nbformat": 4, "nbformat_minor": 5,
+        "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
+        "cells": [{"cell_type": "code", "id": f"c{i}", "metadata": {}, "execution_count": None, "outputs": [],
+                   "source": src} for i, src in enumerate(cells)],
+    }
+    path.write_text(json.dumps(nb))
