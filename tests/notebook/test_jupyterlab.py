@@ -93,7 +93,8 @@ def test_gradtrace_cell_magic_in_jupyterlab(jupyterlab: Lab, lab_page: Any) -> N
         let ink = 0;
         for (let i = 0; i < px.length; i += 4 * 97) if (px.slice(i, i + 4).join() !== bg) ink++;
         const x = v.index.nodes.find((n) => n.name === 'x');
-        return {{ nodes: v.index.nodes.length, names: v.index.nodes.map((n) => n.name), ink, N: v.timeline.N, xLine: x.line }};
+        const names = v.index.nodes.map((n) => n.name);
+        return {{ nodes: names.length, names, ink, N: v.timeline.N, xLine: x.line }};
     }}""")
     assert drawn["nodes"] >= 5 and "x" in drawn["names"] and "MulBackward0" in drawn["names"]
     assert drawn["ink"] > 50, "the graph canvas is blank"

@@ -78,13 +78,6 @@ class GradtraceWidget(anywidget.AnyWidget):  # type: ignore[misc]
                          module=sel.get("module"),
                          value=_tensor(node.get("value")) if node else None, grad=_tensor(grad))
 
-    def _last_grad_flowing_into(self, node_id: str) -> dict[str, Any] | None:
-        for ev in reversed(self.document.get("events") or []):
-            if ev.get("node") == node_id and ev.get("phase") == "backward":
-                outs = [g for g in ev.get("grad_outputs") or [] if g]
-                return outs[0] if outs else None
-        return None
-
     @selected.setter
     def selected(self, key: str | None) -> None:
         """Select a node by its id, or by its name (the first node of that name)."""
@@ -96,6 +89,13 @@ class GradtraceWidget(anywidget.AnyWidget):  # type: ignore[misc]
             raise KeyError(f"no node with id or name {key!r} in this run")
         self._selected = {"id": node["id"], "name": node.get("name"), "kind": node.get("kind"),
                           "line": node.get("line"), "module": node.get("module")}
+
+    def _last_grad_flowing_into(self, node_id: str) -> dict[str, Any] | None:
+        for ev in reversed(self.document.get("events") or []):
+            if ev.get("node") == node_id and ev.get("phase") == "backward":
+                outs = [g for g in ev.get("grad_outputs") or [] if g]
+                return outs[0] if outs else None
+        return None
 
 
 _NONFINITE = {"nan": float("nan"), "inf": float("inf"), "-inf": float("-inf")}
