@@ -62,8 +62,8 @@ def test_the_saved_file_opens_offline_and_plays_the_whole_run(browser: Any, tmp_
         graph.focus()
         page.keyboard.press(" ")  # play from the start
         page.wait_for_function("window.gradtrace.viewer.player.k > 0")
-        page.wait_for_function(f"window.gradtrace.viewer.player.k === {info['N']} && !window.gradtrace.viewer.player.playing",
-                               timeout=info["N"] * 1000 + 5000)
+        done = f"window.gradtrace.viewer.player.k === {info['N']} && !window.gradtrace.viewer.player.playing"
+        page.wait_for_function(done, timeout=info["N"] * 1000 + 5000)
         label = page.locator("#gradtrace #tl-label").inner_text()
         assert label.startswith(f"Step {info['N']}/{info['N']}")
         assert "backward" in label

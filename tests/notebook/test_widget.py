@@ -58,8 +58,8 @@ def test_the_picture_draws_every_node_and_edge() -> None:
     svg = graph_svg(doc)
     assert svg.count("<rect") == len(doc["graph"]["nodes"])
     assert svg.count("<line") == len(doc["graph"]["edges"])
-    big = {"graph": {"nodes": [{"id": f"n{i}", "kind": "function", "name": "AddBackward0"} for i in range(MAX_NODES + 5)],
-                     "edges": []}}
+    nodes = [{"id": f"n{i}", "kind": "function", "name": "AddBackward0"} for i in range(MAX_NODES + 5)]
+    big = {"graph": {"nodes": nodes, "edges": []}}
     assert "and 5 more nodes" in graph_svg(big)
 
 
