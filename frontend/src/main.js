@@ -17,6 +17,7 @@ import { download, toDot, toPng, toSvg } from "./render/export.js";
 import { makeScene } from "./render/scene.js";
 import { CodeEditor } from "./ui/editor.js";
 import { EXAMPLES } from "./ui/examples.js";
+import { toStandaloneHtml } from "./export-html.js";
 import { renderGallery } from "./ui/gallery.js";
 import { Inspector } from "./ui/inspector.js";
 import { graphKeyHandler } from "./ui/keys.js";
@@ -74,6 +75,7 @@ class App {
     $("#export-png").addEventListener("click", () => this.exportAs("png"));
     $("#export-json").addEventListener("click", () => this.exportAs("json"));
     $("#export-dot").addEventListener("click", () => this.exportAs("dot"));
+    $("#export-html").addEventListener("click", () => this.exportAs("html"));
     $("#share-copy").addEventListener("click", async () => {
       const input = $("#share-url");
       input.select();
@@ -267,6 +269,7 @@ class App {
     if (kind === "dot") download(`${base}.dot`, new Blob([toDot(this.index, this.direction)], { type: "text/vnd.graphviz" }));
     if (kind === "svg") download(`${base}.svg`, new Blob([toSvg(this.scene, this.player.k, pal)], { type: "image/svg+xml" }));
     if (kind === "png") download(`${base}.png`, await toPng(this.scene, this.player.k, pal));
+    if (kind === "html") download(`${base}.html`, await toStandaloneHtml({ ...this.doc, code: this.doc.code ?? this.editor.code }, { version: this.config.version }));
     $("#export-menu").open = false;
   }
 
