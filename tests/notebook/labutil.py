@@ -8,7 +8,9 @@ developer's own Jupyter set-up is read or written.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import re
 import secrets
 import shutil
 import subprocess
@@ -22,6 +24,7 @@ from typing import Any
 import httpx
 import pytest
 from gradtrace.frontend import DIST, ROOT
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from conftest import free_port
 
@@ -51,47 +54,82 @@ class Lab:
         return self.log_path.read_text(errors="replace")[-4000:]
 
 
-@pytest.fixture(scope="module")
-def jupyterlab(tmp_path_factory: pytest.TempPathFactory, widget_bundles: Path) -> Iterator[Lab]:
-    """JupyterLab (``python -m jupyter lab``) serving an empty folder, without a browser."""
-    home = tmp_path_factory.mktemp("jupyter")
+@contextlib.contextmanager
+def running_lab(home: Path) -> Iterator[Lab]:
+    """JupyterLab (``python -m jupyterlab``) serving ``home/notebooks``, without a browser, with
+    its config, data and runtime under ``home``; stopped on exit. The benchmarks use it too."""
     root = home / "notebooks"
-    root.mkdir()
+    root.mkdir(parents=True, exist_ok=True)
     port, token = free_port(), secrets.token_hex(16)
     env = {**os.environ, "HOME": str(home), "JUPYTER_CONFIG_DIR": str(home / "config"),
            "JUPYTER_RUNTIME_DIR": str(home / "runtime"), "IPYTHONDIR": str(home / "ipython"),
            "JUPYTER_PLATFORM_DIRS": "1", "PYTHONWARNINGS": "ignore"}
     log_path = home / "lab.log"
-    log = log_path.open("wb")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "jupyterlab", "--no-browser", f"--port={port}", "--ip=127.0.0.1",
-         f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}",
-         "--ServerApp.disable_check_xsrf=True", "--allow-root",
-         "--LabApp.news_url=", "--ServerApp.port_retries=0"],
-        env=env, stdout=log, stderr=subprocess.STDOUT, cwd=root)
-    lab = Lab(url=f"http://127.0.0.1:{port}", token=token, root=root, process=proc, log_path=log_path)
-    deadline = time.monotonic() + LAB_START_TIMEOUT_S
-    try:
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"JupyterLab exited with {proc.returncode}:\n{lab.log()}")
-            try:
-                if httpx.get(f"{lab.url}/api/status?token={token}", timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail(f"JupyterLab did not answer within {LAB_START_TIMEOUT_S} s:\n{lab.log()}")
-            time.sleep(0.3)
-        yield lab
-    finally:
-        proc.terminate()
+    with log_path.open("wb") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "jupyterlab", "--no-browser", f"--port={port}", "--ip=127.0.0.1",
+             f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}", "--allow-root",
+             "--LabApp.news_url=", "--ServerApp.port_retries=0"],
+            env=env, stdout=log, stderr=subprocess.STDOUT, cwd=root)
+        lab = Lab(url=f"http://127.0.0.1:{port}", token=token, root=root, process=proc, log_path=log_path)
         try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        log.close()
+            _wait_ready(lab)
+            yield lab
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+def _wait_ready(lab: Lab) -> None:
+    deadline = time.monotonic() + LAB_START_TIMEOUT_S
+    while True:
+        if lab.process.poll() is not None:
+            raise RuntimeError(f"JupyterLab exited with {lab.process.returncode}:\n{lab.log()}")
+        try:
+            if httpx.get(f"{lab.url}/api/status?token={lab.token}", timeout=2).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"JupyterLab did not answer within {LAB_START_TIMEOUT_S} s:\n{lab.log()}")
+        time.sleep(0.3)
+
+
+@pytest.fixture(scope="module")
+def jupyterlab(tmp_path_factory: pytest.TempPathFactory, widget_bundles: Path) -> Iterator[Lab]:
+    """A JupyterLab for the module's tests (one lab, one kernel per notebook)."""
+    with running_lab(tmp_path_factory.mktemp("jupyter")) as lab:
+        yield lab
+
+
+def run_cell(page: Any, index: int) -> None:
+    """Select code cell ``index``, run it with Shift+Enter, and wait until the kernel ran it
+    (its prompt shows an execution count). A keypress the lab swallowed while it was still
+    settling is sent once more."""
+    cell = page.locator(".jp-Notebook .jp-Cell").nth(index)
+    prompt = cell.locator(".jp-InputPrompt")
+    for attempt in range(2):
+        cell.locator(".cm-content").click()
+        page.keyboard.press("Shift+Enter")
+        try:
+            page.wait_for_function("(el) => /\\[[0-9*]+\\]/.test(el.textContent)", arg=prompt.element_handle(),
+                                   timeout=10_000 if attempt == 0 else 60_000)
+            break
+        except PlaywrightTimeout:
+            if attempt == 1:
+                raise
+    page.wait_for_function("(el) => /\\[[0-9]+\\]/.test(el.textContent)", arg=prompt.element_handle(),
+                           timeout=90_000)
+
+
+def cell_output(page: Any, index: int, pattern: str, timeout_ms: float = 60_000) -> str:
+    out = page.locator(".jp-Notebook .jp-Cell").nth(index).locator(".jp-OutputArea-output")
+    out.filter(has_text=re.compile(pattern)).first.wait_for(timeout=timeout_ms)
+    return str(out.all_inner_texts())
 
 
 def write_notebook(path: Path, cells: list[str]) -> None:

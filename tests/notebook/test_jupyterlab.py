@@ -8,15 +8,13 @@ the next cell; then set ``w.step`` from Python and see the view move. About 25 s
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
-from notebook.labutil import Lab, write_notebook
+from notebook.labutil import Lab, cell_output, run_cell, write_notebook
 
 pytestmark = pytest.mark.browser
 
@@ -28,32 +26,6 @@ y.backward()
 """
 CELL_READ = "sel = w.selected\nprint('SEL', sel.name, sel.kind, sel.line, w.step, sel.grad.tolist())"
 WIDGET = ".gradtrace-widget"
-
-
-def _run_cell(page: Any, index: int) -> None:
-    """Select code cell ``index``, run it with Shift+Enter, and wait until the kernel ran it
-    (its prompt shows an execution count). A keypress the lab swallowed while it was still
-    settling is sent once more."""
-    cell = page.locator(".jp-Notebook .jp-Cell").nth(index)
-    prompt = cell.locator(".jp-InputPrompt")
-    for attempt in range(2):
-        cell.locator(".cm-content").click()
-        page.keyboard.press("Shift+Enter")
-        try:
-            page.wait_for_function("(el) => /\\[[0-9*]+\\]/.test(el.textContent)", arg=prompt.element_handle(),
-                                   timeout=10_000 if attempt == 0 else 60_000)
-            break
-        except PlaywrightTimeout:
-            if attempt == 1:
-                raise
-    page.wait_for_function("(el) => /\\[[0-9]+\\]/.test(el.textContent)", arg=prompt.element_handle(),
-                           timeout=90_000)
-
-
-def _output_text(page: Any, index: int, pattern: str, timeout_ms: float = 60_000) -> str:
-    out = page.locator(".jp-Notebook .jp-Cell").nth(index).locator(".jp-OutputArea-output")
-    out.filter(has_text=re.compile(pattern)).first.wait_for(timeout=timeout_ms)
-    return str(out.all_inner_texts())
 
 
 ARTIFACTS = Path(__file__).resolve().parent.parent / "artifacts"
@@ -79,8 +51,8 @@ def test_gradtrace_cell_magic_in_jupyterlab(jupyterlab: Lab, lab_page: Any) -> N
     page.locator(".jp-Notebook .jp-Cell .cm-content").first.wait_for()
     page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']").wait_for(timeout=90_000)
 
-    _run_cell(page, 0)
-    _run_cell(page, 1)
+    run_cell(page, 0)
+    run_cell(page, 1)
     host = page.locator(WIDGET)
     page.wait_for_function(f"document.querySelector('{WIDGET}')?.dataset.ready === '1'", timeout=30_000)
 
@@ -123,15 +95,15 @@ def test_gradtrace_cell_magic_in_jupyterlab(jupyterlab: Lab, lab_page: Any) -> N
     page.mouse.click(point["x"], point["y"])
     host.locator("#inspector-body h3", has_text="x").wait_for()
 
-    _run_cell(page, 2)
-    text = _output_text(page, 2, "SEL")
+    run_cell(page, 2)
+    text = cell_output(page, 2, "SEL")
     n = drawn["N"]
     # x.grad = 2x + 3, read back as a torch tensor; the line is the cell's (the magic line excluded)
     assert 2 <= drawn["xLine"] <= 3
     assert f"SEL x tensor {drawn['xLine']} {n} [5.0, 7.0, 9.0]" in text, text
 
     # Setting the step from Python moves the view.
-    _run_cell(page, 3)
+    run_cell(page, 3)
     page.wait_for_function(f"document.querySelector('{WIDGET}').gradtrace.player.k === 1")
     assert label.inner_text().startswith(f"Step 1/{n}")
     assert page.page_errors == [], page.page_errors
