@@ -113,7 +113,7 @@ def run_cell(page: Any, index: int) -> None:
     cell = page.locator(".jp-Notebook .jp-Cell").nth(index)
     prompt = cell.locator(".jp-InputPrompt")
     for attempt in range(2):
-        cell.locator(".cm-content").click()
+        cell.locator(".jp-InputArea-editor .cm-content").first.click()
         page.keyboard.press("Shift+Enter")
         try:
             page.wait_for_function("(el) => /\\[[0-9*]+\\]/.test(el.textContent)", arg=prompt.element_handle(),
