@@ -26,6 +26,7 @@ from pathlib import Path
 import httpx
 
 from common import ROOT, Row, fmt_s, print_table
+from gradtrace.lessons import lesson
 
 BIG_SNIPPET = (
     "x = torch.ones(4, requires_grad=True)\n"
@@ -34,9 +35,7 @@ BIG_SNIPPET = (
     "    y = y * 1.001 + 0.1\n"
     "y.sum().backward()\n"
 )
-CHAIN_RULE = (ROOT.parent / "shared" / "examples" / "01_chain_rule.py")
-SMALL_SNIPPET = CHAIN_RULE.read_text() if CHAIN_RULE.exists() else (
-    "x = torch.tensor(2.0, requires_grad=True)\ny = x * x + 3 * x + 1\ny.backward()\n")
+SMALL_SNIPPET = lesson("chain_rule").code
 
 
 def static_app() -> object:

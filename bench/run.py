@@ -14,10 +14,9 @@ import time
 import httpx
 
 from common import ROOT, Row, print_table
+from gradtrace.lessons import lesson
 
-CHAIN_RULE = (ROOT.parent / "shared" / "examples" / "01_chain_rule.py")
-CHAIN_RULE_CODE = CHAIN_RULE.read_text() if CHAIN_RULE.exists() else (
-    "x = torch.tensor(2.0, requires_grad=True)\ny = x * x + 3 * x + 1\ny.backward()\n")
+CHAIN_RULE_CODE = lesson("chain_rule").code
 
 
 def cold_import_torch(n: int) -> list[float]:

@@ -33,7 +33,10 @@ const inline = {
 const noMap = { ...common, sourcemap: false, plugins: [inline] };
 results.push(
   await build({ ...noMap, entryPoints: ["src/widget/index.js"], outfile: "dist/widget.js", format: "esm" }),
-  await build({ ...noMap, entryPoints: ["src/standalone.js"], outfile: "dist/standalone.js", format: "iife" }),
+  // A classic script (inline in the HTML file); the viewer's default worker URL (import.meta)
+  // is never used there: the worker comes from a blob URL.
+  await build({ ...noMap, entryPoints: ["src/standalone.js"], outfile: "dist/standalone.js", format: "iife",
+    logOverride: { "empty-import-meta": "silent" } }),
 );
 
 /** static/app.css for a shadow root: `:root` becomes `:host`, and the dark palette, chosen by

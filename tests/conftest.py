@@ -23,14 +23,46 @@ from typing import Any
 import httpx
 import pytest
 
+from gradtrace.lessons import Lesson, all_lessons, lesson
+
 ROOT = Path(__file__).resolve().parent.parent
-SHARED = Path(os.environ.get("GRADTRACE_SHARED_DIR", ROOT.parent / "shared"))
-"""The team's shared folder, which CI places beside the clone (``../shared``)."""
-EXAMPLES = SHARED / "examples"
-"""The lesson snippets users try first; capture's goldens and the sandbox tests run them all."""
-if not sorted(EXAMPLES.glob("*.py")):
-    raise RuntimeError(f"the lesson snippets are missing: expected them in {EXAMPLES} "
-                       "(set GRADTRACE_SHARED_DIR to the shared folder)")
+CASES = ROOT / "tests" / "capture" / "cases"
+"""Capture's own test snippets (edge cases), beside the lessons."""
+
+
+@dataclass(frozen=True)
+class Snippet:
+    """A snippet the tests run: a lesson (``backend/gradtrace/lessons``) or a capture case."""
+
+    name: str
+    """The lesson's stem (``01_chain_rule``) or the case's file stem (``nested_modules``)."""
+    code: str
+    is_lesson: bool
+
+
+LESSONS: tuple[Lesson, ...] = all_lessons()
+"""The lessons users try first; capture's goldens and the sandbox tests run them all."""
+
+
+def lesson_code(stem: str) -> str:
+    """The code of one lesson, by stem (``06_graph_freed``)."""
+    return lesson(stem).code
+
+
+def line_of(stem: str, text: str, occurrence: int = 1) -> int:
+    """The 1-based line of a lesson's code holding ``text`` (its ``occurrence``-th such line):
+    tests name the statement, so rewording a lesson's comments moves no assertion."""
+    hits = [i for i, line in enumerate(lesson_code(stem).splitlines(), 1) if text in line]
+    assert len(hits) >= occurrence, f"lesson {stem} has no line {occurrence} with {text!r}"
+    return hits[occurrence - 1]
+
+
+def snippets() -> list[Snippet]:
+    """Every lesson, then every capture case, in a stable order."""
+    return ([Snippet(item.stem, item.code, True) for item in LESSONS]
+            + [Snippet(p.stem, p.read_text(), False) for p in sorted(CASES.glob("*.py"))])
+
+
 ARTIFACTS = ROOT / "tests" / "artifacts"
 CHROMIUM_ARGS = [
     "--headless",

@@ -16,7 +16,7 @@
         └── StorageUnavailable          503 storage_unavailable
 
 A snippet that fails, times out or hits a limit is *not* an error here: it is a normal run
-document with a status (CONTRACT.md).
+document with a status (docs/CONTRACT.md).
 """
 
 from __future__ import annotations

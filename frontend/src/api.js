@@ -1,6 +1,6 @@
 /**
  * The page's calls to the service. Errors come back as {"error": {code, message, detail}}
- * (CONTRACT.md); they are turned into ApiError with the message the server wrote.
+ * (docs/CONTRACT.md); they are turned into ApiError with the message the server wrote.
  */
 export class ApiError extends Error {
   constructor(status, code, message, detail) {

@@ -6,7 +6,7 @@
  */
 import WORKER_SOURCE from "gt:layout-worker-source";
 import CSS from "gt:viewer-css";
-import { Viewer, gunzipJson } from "./viewer.js";
+import { EmbeddedViewer, gunzipJson } from "./viewer.js";
 
 function base64Bytes(text) {
   const bin = atob(text.replace(/\s+/g, ""));
@@ -18,7 +18,7 @@ function base64Bytes(text) {
 async function main() {
   const host = document.getElementById("gradtrace");
   const workerUrl = URL.createObjectURL(new Blob([WORKER_SOURCE], { type: "text/javascript" }));
-  const viewer = new Viewer(host, { css: CSS, workerUrl, height: "calc(100vh - 16px)" });
+  const viewer = new EmbeddedViewer(host, { css: CSS, workerUrl, height: "calc(100vh - 16px)" });
   window.gradtrace = { viewer };
   const el = document.getElementById("gt-run");
   const doc = await gunzipJson(base64Bytes(el.textContent));

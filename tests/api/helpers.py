@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import httpx
 
-EXAMPLES = Path(__file__).resolve().parents[3] / "shared" / "examples"
-CHAIN_RULE = (EXAMPLES / "01_chain_rule.py").read_text() if (EXAMPLES / "01_chain_rule.py").exists() else (
-    "x = torch.tensor(2.0, requires_grad=True)\ny = x * x + 3 * x + 1\ny.backward()\nprint(x.grad)\n")
+from conftest import lesson_code
+
+CHAIN_RULE = lesson_code("01_chain_rule")
 BUSY_LOOP = "x = torch.ones(2, requires_grad=True)\nwhile True:\n    pass\n"
 
 

@@ -6,7 +6,8 @@ import gzip
 
 import httpx
 
-from api.helpers import CHAIN_RULE, EXAMPLES, assert_error
+from api.helpers import CHAIN_RULE, assert_error
+from conftest import lesson_code
 from gradtrace.schema import RunDocument, document_id
 
 
@@ -31,7 +32,7 @@ def test_the_same_snippet_and_seed_give_byte_identical_documents(api: httpx.Clie
 
 
 def test_a_failing_snippet_is_a_200_document_with_the_error_and_its_line(api: httpx.Client) -> None:
-    r = api.post("/api/runs", json={"code": (EXAMPLES / "06_graph_freed.py").read_text()})
+    r = api.post("/api/runs", json={"code": lesson_code("06_graph_freed")})
     assert r.status_code == 200
     doc = r.json()
     assert doc["status"] == "error" and doc["error"]["type"] == "RuntimeError"

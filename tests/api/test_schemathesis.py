@@ -5,7 +5,7 @@ server (whose rate limit is high). ``POST /api/runs`` examples really run in the
 Besides ``not_a_server_error`` it checks that status codes, content types, headers and
 response bodies match what the OpenAPI document promises. The checks that judge which inputs
 *should* be accepted are left out on purpose: run documents are read leniently (forward
-compatible, CONTRACT.md) and ``{}`` is schema-valid for ``POST /api/shares`` but refused.
+compatible, docs/CONTRACT.md) and ``{}`` is schema-valid for ``POST /api/shares`` but refused.
 """
 
 from __future__ import annotations

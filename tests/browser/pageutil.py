@@ -7,6 +7,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+from gradtrace.lessons import lesson
+
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 READY_TIMEOUT_MS = 60_000
 
@@ -38,8 +40,10 @@ def run_code(page: Any, code: str | None = None) -> None:
     wait_drawn(page, before)
 
 
-def run_example(page: Any, title: str) -> dict[str, Any]:
-    """Pick a lesson from the gallery by its title, run it, and return the drawn document."""
+def run_example(page: Any, key: str) -> dict[str, Any]:
+    """Pick a lesson from the gallery (by id, ``chain_rule``, as gradtrace.lessons names it),
+    run it, and return the drawn document."""
+    title = lesson(key).title
     page.get_by_text("Examples", exact=True).click()
     page.get_by_role("button", name=re.compile("^" + re.escape(title))).click()
     run_code(page)

@@ -2,7 +2,7 @@
 the front-end benchmark (bench/bench_frontend.py).
 
 Real snippets cannot cheaply make a 20,000-node graph in a test, and the page must not care
-where a document came from. The shapes follow research/frontend.md: a transformer-like stack
+where a document came from. The shapes are the two that stress a layout: a transformer-like stack
 (blocks with residual edges and a parameter leaf per matmul) or an unrolled RNN whose weights
 are shared by every step (the case that needs per-use proxies). Deterministic for a size.
 """

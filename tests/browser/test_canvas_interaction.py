@@ -27,7 +27,7 @@ def _screen_of(page: Any, label: str) -> tuple[float, float]:
 
 def test_clicking_a_node_on_the_canvas_inspects_it_and_pauses(playground: Any) -> None:
     page = playground
-    doc = run_example(page, "A loop unrolls")
+    doc = run_example(page, "loop")
     n = len(doc["events"])
     page.get_by_role("button", name="Fit").click()
     page.get_by_label("Speed").select_option("0.5")
@@ -47,7 +47,7 @@ def test_clicking_a_node_on_the_canvas_inspects_it_and_pauses(playground: Any) -
 
 def test_module_title_click_collapses_and_double_click_expands(playground: Any) -> None:
     page = playground
-    run_example(page, "MLP and a loss")
+    run_example(page, "mlp_loss")
     page.get_by_role("button", name="Fit").click()
     before = len(node_texts(page))
     lx, ly = page.evaluate("""() => {
@@ -64,7 +64,7 @@ def test_module_title_click_collapses_and_double_click_expands(playground: Any) 
 
 def test_dragging_the_minimap_moves_the_view(playground: Any) -> None:
     page = playground
-    run_example(page, "Recursion makes a tree")
+    run_example(page, "recursion_tree")
     minimap = page.locator(".gt-minimap")
     expect(minimap).to_be_visible()
     page.get_by_role("button", name="Zoom in").click()
@@ -81,7 +81,7 @@ def test_dragging_the_minimap_moves_the_view(playground: Any) -> None:
 
 def test_scrubber_and_phase_segments_move_the_step(playground: Any) -> None:
     page = playground
-    doc = run_example(page, "Chain rule")
+    doc = run_example(page, "chain_rule")
     n = len(doc["events"])
     page.get_by_label("Timeline position").fill("3")
     expect(page.locator("#tl-label")).to_have_text(f"Step 3/{n} · forward")
@@ -92,7 +92,7 @@ def test_scrubber_and_phase_segments_move_the_step(playground: Any) -> None:
 
 def test_left_to_right_layout_puts_producers_left_of_consumers(playground: Any) -> None:
     page = playground
-    run_example(page, "Chain rule")
+    run_example(page, "chain_rule")
     page.get_by_label("Layout").select_option("LR")
     page.wait_for_function("window.gradtrace.app.scene.layout.direction === 'LR'")
     ok = page.evaluate("""() => { const s = window.gradtrace.app.scene;

@@ -25,7 +25,7 @@ def _names(page: Any) -> list[str]:
 def test_collapsing_a_module_draws_it_as_one_box_and_expanding_restores_it(playground: Any,
                                                                            artifacts_dir: Path) -> None:
     page = playground
-    doc = run_example(page, "MLP and a loss")
+    doc = run_example(page, "mlp_loss")
     in_first = [n for n in doc["graph"]["nodes"] if n.get("module") == "model.0"]
     assert in_first, "capture recorded no node inside model.0"
     full = _names(page)
@@ -47,7 +47,7 @@ def test_collapsing_a_module_draws_it_as_one_box_and_expanding_restores_it(playg
 def test_repeated_transformer_layers_merge_into_one_box_that_opens(playground: Any,
                                                                    artifacts_dir: Path) -> None:
     page = playground
-    run_example(page, "Transformer encoder")
+    run_example(page, "transformer_block")
     names = _names(page)
     assert "layers × 2" in names
     page.screenshot(path=str(artifacts_dir / "transformer-merged.png"))
@@ -70,7 +70,7 @@ def test_legend_explains_every_node_kind(playground: Any) -> None:
 
 def test_detach_and_no_grad_cuts_are_drawn_as_cut_nodes(playground: Any) -> None:
     page = playground
-    doc = run_example(page, "detach and no_grad")
+    doc = run_example(page, "detach_and_no_grad")
     cuts = [n for n in doc["graph"]["nodes"] if n.get("cut")]
     names = _names(page)
     for n in cuts:
@@ -81,7 +81,7 @@ def test_detach_and_no_grad_cuts_are_drawn_as_cut_nodes(playground: Any) -> None
 
 def test_zoom_buttons_and_fit_change_the_camera(playground: Any) -> None:
     page = playground
-    run_example(page, "Recursion makes a tree")
+    run_example(page, "recursion_tree")
     k0 = page.evaluate("window.gradtrace.app.canvas.cam.k")
     page.get_by_role("button", name="Zoom in").click()
     assert page.evaluate("window.gradtrace.app.canvas.cam.k") == pytest.approx(k0 * 1.25)
@@ -99,7 +99,10 @@ def test_a_5000_node_graph_is_laid_out_in_the_worker_and_steps(playground: Any, 
     RunDocument.model_validate(doc)
     timing = page.evaluate("text => window.gradtrace.loadDocument(JSON.parse(text))", json.dumps(doc))
     assert timing["nodes"] == len(doc["graph"]["nodes"])
-    assert timing["vnodes"] > timing["nodes"]  # shared weights drawn once per use (proxies)
+    # The unrolled steps are found by their repeating ops and folded around the open one
+    # (graph/groups.js), so far fewer boxes are drawn than the document has nodes.
+    assert 0 < timing["vnodes"] < timing["nodes"]
+    assert page.evaluate("window.gradtrace.app.viewer.levels.length") >= 1
     expect(page.locator("#graph-stats")).to_contain_text(f"{len(doc['graph']['nodes'])} nodes")
     expect(page.locator(".gt-minimap")).to_be_visible()
     page.get_by_role("button", name="Fit").click()
@@ -148,7 +151,7 @@ def test_the_page_fits_a_laptop_screen_without_sideways_scrolling(browser: Any, 
 
 def test_layout_puts_producers_above_consumers_and_never_overlaps_boxes(playground: Any) -> None:
     page = playground
-    run_example(page, "Recursion makes a tree")
+    run_example(page, "recursion_tree")
     report = page.evaluate("""() => {
         const s = window.gradtrace.app.scene, { vnodes, vedges } = s.view;
         const upward = vedges.filter(e => !(s.y[e.t] > s.y[e.s])).length;

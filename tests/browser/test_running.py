@@ -11,6 +11,7 @@ import pytest
 from playwright.sync_api import expect
 
 from browser.pageutil import node_texts, ready_generation, run_code, set_code, wait_drawn
+from gradtrace.lessons import lesson
 
 pytestmark = pytest.mark.browser
 
@@ -34,7 +35,7 @@ def test_typed_snippet_runs_with_ctrl_enter_and_shows_the_leaf_gradient(playgrou
 def test_inplace_error_is_marked_in_the_editor_and_on_the_graph(playground: Any, artifacts_dir: Path) -> None:
     page = playground
     page.get_by_text("Examples", exact=True).click()
-    page.get_by_role("button", name=re.compile("^In-place hazard")).click()
+    page.get_by_role("button", name=re.compile("^" + re.escape(lesson("inplace_hazard").title))).click()
     run_code(page)
     doc = page.evaluate("window.gradtrace.app.doc")
     assert doc["status"] == "error" and doc["error"]["line"] is not None

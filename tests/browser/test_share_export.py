@@ -13,13 +13,14 @@ import pytest
 from playwright.sync_api import expect
 
 from browser.pageutil import node_texts, run_code
+from gradtrace.lessons import lesson
 
 pytestmark = pytest.mark.browser
 
 
 def _chain_rule(page: Any) -> dict[str, Any]:
     page.get_by_text("Examples", exact=True).click()
-    page.get_by_role("button", name=re.compile("^Chain rule")).click()
+    page.get_by_role("button", name=re.compile("^" + re.escape(lesson("chain_rule").title))).click()
     run_code(page)
     return dict(page.evaluate("window.gradtrace.app.doc"))
 

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from browser.pageutil import canvas_ink, node_texts, ready_generation, wait_drawn
+from gradtrace.lessons import lesson
 
 pytestmark = pytest.mark.browser
 
@@ -17,7 +18,7 @@ pytestmark = pytest.mark.browser
 def test_chain_rule_example_runs_and_shows_nodes_and_x_grad_7(playground: Any, artifacts_dir: Path) -> None:
     page = playground
     page.get_by_text("Examples", exact=True).click()
-    page.get_by_role("button", name=re.compile("^Chain rule")).click()
+    page.get_by_role("button", name=re.compile("^" + re.escape(lesson("chain_rule").title))).click()
     assert "x = torch.tensor(2.0, requires_grad=True)" in page.locator(".cm-content").inner_text()
     assert canvas_ink(page) < 0.01  # nothing drawn before the run
 

@@ -27,7 +27,7 @@ def _current(page: Any) -> Any:
 def test_keys_step_through_events_highlighting_node_and_code_line(playground: Any,
                                                                   artifacts_dir: Path) -> None:
     page = playground
-    doc = run_example(page, "Chain rule")
+    doc = run_example(page, "chain_rule")
     events = doc["events"]
     code_lines = doc["code"].split("\n")
     page.locator("#graph").focus()
@@ -55,7 +55,7 @@ def test_keys_step_through_events_highlighting_node_and_code_line(playground: An
 
 def test_space_plays_and_pauses_and_step_buttons_work(playground: Any) -> None:
     page = playground
-    doc = run_example(page, "A loop unrolls")
+    doc = run_example(page, "loop")
     n = len(doc["events"])
     page.get_by_role("button", name="Step back").click()
     expect(page.locator("#tl-label")).to_contain_text(f"Step {n - 1}/{n}")
@@ -77,7 +77,7 @@ def test_space_plays_and_pauses_and_step_buttons_work(playground: Any) -> None:
 
 def test_arrow_keys_in_the_editor_move_the_cursor_not_the_timeline(playground: Any) -> None:
     page = playground
-    doc = run_example(page, "Chain rule")
+    doc = run_example(page, "chain_rule")
     n = len(doc["events"])
     page.locator(".cm-content").click()
     page.keyboard.press("ArrowLeft")
@@ -88,7 +88,7 @@ def test_arrow_keys_in_the_editor_move_the_cursor_not_the_timeline(playground: A
 def test_backward_steps_show_gradients_on_edges_nodes_and_inspector(playground: Any,
                                                                     artifacts_dir: Path) -> None:
     page = playground
-    doc = run_example(page, "Chain rule")
+    doc = run_example(page, "chain_rule")
     events = doc["events"]
     acc_step = next(i + 1 for i, e in enumerate(events)
                     if e["phase"] == "backward" and _node(doc, e["node"])["name"] == "AccumulateGrad")
@@ -112,10 +112,12 @@ def test_backward_steps_show_gradients_on_edges_nodes_and_inspector(playground: 
     expect(inspector).to_contain_text("grad_inputs[0] (flowing out)")
     expect(inspector).to_contain_text("grad_outputs[0] (flowing in)")
     page.screenshot(path=str(artifacts_dir / "timeline-backward-inspector.png"))
-    # The gradient drawn on an edge at the current step is the one the document recorded.
+    # The gradients drawn on an edge at the current step are the ones the document recorded
+    # (a merged edge shows their sum, and each part on hover: tested in frontend/test/scene.test.js).
     drawn = page.evaluate("""() => {
         const app = window.gradtrace.app, st = app.canvas.stepState();
-        return app.scene.view.vedges.map((e, i) => st.edgeGrad(i)).filter(Boolean).map(g => g.g.values);
+        return app.scene.view.vedges.map((e, i) => st.edgeGrad(i)).filter(Boolean)
+            .flatMap(g => g.all.map(t => t.values));
     }""")
     recorded = [g["values"] for e in events[:acc_step] if e["phase"] == "backward"
                 for g in (e.get("grad_inputs") or []) if g]
@@ -124,7 +126,7 @@ def test_backward_steps_show_gradients_on_edges_nodes_and_inspector(playground: 
 
 def test_grad_grows_across_backward_passes(playground: Any) -> None:
     page = playground
-    doc = run_example(page, "Gradients accumulate")
+    doc = run_example(page, "accumulating_grads")
     leaf = next(n for n in doc["graph"]["nodes"] if n["kind"] == "tensor" and n["name"] == "w")
     history = [h["values"] for h in leaf["grad_history"]]
     assert len(history) == 3
@@ -148,7 +150,7 @@ def test_grad_grows_across_backward_passes(playground: Any) -> None:
 
 def test_clicking_a_code_line_selects_the_nodes_it_created(playground: Any) -> None:
     page = playground
-    doc = run_example(page, "Chain rule")
+    doc = run_example(page, "chain_rule")
     line = 5  # a = x * x
     created = sorted(n["name"] for n in doc["graph"]["nodes"]
                      if n["line"] == line and n["kind"] == "function")
@@ -165,7 +167,7 @@ def test_clicking_a_code_line_selects_the_nodes_it_created(playground: Any) -> N
 def test_inspector_shows_leaf_grad_and_saved_tensors_freed_by_backward(playground: Any,
                                                                         artifacts_dir: Path) -> None:
     page = playground
-    doc = run_example(page, "MLP and a loss")
+    doc = run_example(page, "mlp_loss")
     inspector = page.locator("#inspector")
     weight = next(n for n in doc["graph"]["nodes"] if n["name"] == "model.0.weight")
     pick_node(page, re.compile(r"^model\.0\.weight — "))

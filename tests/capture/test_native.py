@@ -12,18 +12,17 @@ import json
 import math
 import random
 import struct
-from pathlib import Path
 from typing import Any
 
 import pytest
 import torch
 
-from conftest import EXAMPLES
+from conftest import Snippet, snippets
 from gradtrace.capture import document_json, native, run_snippet
 from gradtrace.schema import canonical_json, document_id
 
 core = native.core
-SNIPPETS = sorted(EXAMPLES.glob("*.py")) + sorted((Path(__file__).parent / "cases").glob("*.py"))
+SNIPPETS = snippets()
 
 
 def test_the_core_is_built() -> None:
@@ -113,19 +112,19 @@ def _same(a: Any, b: Any, where: str, *, big: bool = False) -> None:
         assert a == b, (where, a, b)
 
 
-@pytest.mark.parametrize("path", SNIPPETS, ids=lambda p: p.stem)
-def test_the_core_records_what_the_python_hooks_record(path: Path) -> None:
-    code = path.read_text()
+@pytest.mark.parametrize("snippet", SNIPPETS, ids=lambda s: s.name)
+def test_the_core_records_what_the_python_hooks_record(snippet: Snippet) -> None:
+    code = snippet.code
     fast = run_snippet(code, seed=0, native=True)
     slow = run_snippet(code, seed=0, native=False)
     _same(fast, slow, "doc")
 
 
-@pytest.mark.parametrize("path", SNIPPETS[::4], ids=lambda p: p.stem)
-def test_json_parts_give_the_same_document(path: Path) -> None:
+@pytest.mark.parametrize("snippet", SNIPPETS[::4], ids=lambda s: s.name)
+def test_json_parts_give_the_same_document(snippet: Snippet) -> None:
     """The sandbox's path (events kept as the core's JSON) writes the bytes the schema's
     canonical JSON gives for the materialised document, and the same id."""
-    code = path.read_text()
+    code = snippet.code
     lazy = run_snippet(code, seed=0, json_parts=True)
     body = document_json(lazy)
     full = run_snippet(code, seed=0)

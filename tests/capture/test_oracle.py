@@ -3,18 +3,16 @@
 from __future__ import annotations
 
 from collections import Counter
-from pathlib import Path
 from typing import Any
 
 import pytest
 import torch
 
-from conftest import EXAMPLES
+from conftest import Snippet, lesson_code, snippets
 
 from .oracle import backward_order, graph_names, resolve, run_bare
 
-CASES = Path(__file__).parent / "cases"
-SNIPPETS = sorted(EXAMPLES.glob("*.py")) + sorted(CASES.glob("*.py"))
+SNIPPETS = snippets()
 # gradcheck and torch.compile cost seconds and are covered by the golden test already
 SLOW = {"10_finite_difference_check", "15_compiled"}
 
@@ -37,9 +35,9 @@ def _decode(values: Any) -> Any:
     return {"nan": float("nan"), "inf": float("inf"), "-inf": float("-inf")}.get(values, values)
 
 
-@pytest.mark.parametrize("path", [p for p in SNIPPETS if p.stem not in SLOW], ids=lambda p: p.stem)
-def test_leaf_grads_equal_a_plain_run(path: Path, run: Any) -> None:
-    code = path.read_text()
+@pytest.mark.parametrize("snippet", [s for s in SNIPPETS if s.name not in SLOW], ids=lambda s: s.name)
+def test_leaf_grads_equal_a_plain_run(snippet: Snippet, run: Any) -> None:
+    code = snippet.code
     doc = run(code)
     ns, error = run_bare(code)
     assert (doc["error"] or {}).get("type") == (type(error).__name__ if error else None)
@@ -65,7 +63,7 @@ def test_leaf_grads_equal_a_plain_run(path: Path, run: Any) -> None:
 @pytest.mark.parametrize("stem", ["01_chain_rule", "05_leaf_and_retain_grad", "13_double_backward"])
 def test_function_node_names_equal_an_independent_walk(stem: str, run: Any) -> None:
     """Snippets whose whole graph stays reachable from their variables: same multiset."""
-    code = (EXAMPLES / f"{stem}.py").read_text()
+    code = lesson_code(stem)
     doc = run(code)
     ns, _ = run_bare(code)
     roots = [v for v in ns.values() if isinstance(v, torch.Tensor)]
@@ -73,15 +71,15 @@ def test_function_node_names_equal_an_independent_walk(stem: str, run: Any) -> N
     assert recorded == graph_names(roots)
 
 
-@pytest.mark.parametrize("path", [p for p in SNIPPETS if p.stem not in SLOW], ids=lambda p: p.stem)
-def test_every_node_reachable_from_the_variables_is_recorded(path: Path, run: Any) -> None:
-    code = path.read_text()
+@pytest.mark.parametrize("snippet", [s for s in SNIPPETS if s.name not in SLOW], ids=lambda s: s.name)
+def test_every_node_reachable_from_the_variables_is_recorded(snippet: Snippet, run: Any) -> None:
+    code = snippet.code
     doc = run(code)
     ns, _ = run_bare(code)
     roots = [v for v in ns.values() if isinstance(v, torch.Tensor)]
     recorded = Counter(n["name"] for n in doc["graph"]["nodes"] if n["kind"] == "function")
     missing = graph_names(roots) - recorded
-    if path.stem == "views_and_slices":
+    if snippet.name == "views_and_slices":
         # `v` is a view of `b`, changed in place after `v` was made: reading `v.grad_fn` (as
         # this oracle walk does; the snippet never does) makes autograd build a fresh
         # AsStridedBackward0 at that moment. The walk created it, not the snippet.

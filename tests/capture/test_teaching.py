@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from conftest import EXAMPLES
+from conftest import lesson_code, line_of
 
 
 def _example(run: Any, stem: str) -> dict[str, Any]:
-    return run((EXAMPLES / f"{stem}.py").read_text())
+    return run(lesson_code(stem))
 
 
 def _node(doc: dict[str, Any], node_id: str) -> dict[str, Any]:
@@ -19,9 +19,9 @@ def test_second_backward_without_retain_graph_reports_line_node_and_freed_tensor
     doc = _example(run, "06_graph_freed")
     assert doc["status"] == "error"
     err = doc["error"]
-    assert err["type"] == "RuntimeError" and err["line"] == 11
+    assert err["type"] == "RuntimeError" and err["line"] == line_of("06_graph_freed", "z.backward()", 2)
     node = _node(doc, err["node"])
-    assert node["name"] == "MulBackward0" and node["line"] == 9
+    assert node["name"] == "MulBackward0" and node["line"] == line_of("06_graph_freed", "z = x * x")
     assert {s["name"] for s in node["saved"]} == {"self", "other"}
     assert all(s["freed_after_pass"] == 2 for s in node["saved"])
     assert "freed after pass 2" in err["detail"]
@@ -34,11 +34,13 @@ def test_second_backward_without_retain_graph_reports_line_node_and_freed_tensor
 def test_inplace_change_of_a_saved_tensor_names_the_invalidated_node(run: Any) -> None:
     doc = _example(run, "08_inplace_hazard")
     err = doc["error"]
-    assert err["line"] == 7 and "inplace" in err["message"]
+    stem = "08_inplace_hazard"
+    assert err["line"] == line_of(stem, "y.sum().backward()") and "inplace" in err["message"]
     node = _node(doc, err["node"])
-    assert node["name"] == "ExpBackward0" and node["line"] == 5
-    assert "'result'" in err["detail"] and "`add_` at line 6" in err["detail"]
-    assert err["inplace_line"] == 6
+    assert node["name"] == "ExpBackward0" and node["line"] == line_of(stem, "y = x.exp()")
+    add_line = line_of(stem, "y.add_(1)")
+    assert "'result'" in err["detail"] and f"`add_` at line {add_line}" in err["detail"]
+    assert err["inplace_line"] == add_line
 
 
 def test_inplace_update_under_no_grad_of_a_saved_leaf_is_traced_to_its_line(run: Any) -> None:
@@ -52,8 +54,9 @@ def test_inplace_update_under_no_grad_of_a_saved_leaf_is_traced_to_its_line(run:
 def test_detach_and_no_grad_cuts_are_tensor_nodes_with_their_source(run: Any) -> None:
     doc = _example(run, "07_detach_and_no_grad")
     cuts = {n["name"]: n for n in doc["graph"]["nodes"] if n["role"] == "cut"}
-    assert cuts["z"]["cut"]["kind"] == "detach" and cuts["z"]["cut"]["line"] == 6
-    assert cuts["s"]["cut"]["kind"] == "no_grad" and cuts["s"]["cut"]["line"] == 8
+    stem = "07_detach_and_no_grad"
+    assert cuts["z"]["cut"]["kind"] == "detach" and cuts["z"]["cut"]["line"] == line_of(stem, "z = y.detach()")
+    assert cuts["s"]["cut"]["kind"] == "no_grad" and cuts["s"]["cut"]["line"] == line_of(stem, "s = x * 10")
     assert _node(doc, cuts["z"]["cut"]["source"])["name"] == "MulBackward0"
     assert _node(doc, cuts["s"]["cut"]["source"])["name"] == "x"
 
@@ -64,7 +67,8 @@ def test_create_graph_nodes_are_marked_with_their_pass(run: Any) -> None:
     assert (p0["api"], p0["create_graph"], p0["retain_graph"]) == ("torch.autograd.grad", True, True)
     assert (p1["api"], p1["create_graph"]) == ("Tensor.backward", False)
     made = [n for n in doc["graph"]["nodes"] if n["created_in_pass"] == 0]
-    assert made and all(n["kind"] == "function" and n["line"] == 6 for n in made)
+    line = line_of("13_double_backward", "torch.autograd.grad(")
+    assert made and all(n["kind"] == "function" and n["line"] == line for n in made)
     x = next(n for n in doc["graph"]["nodes"] if n["name"] == "x")
     assert x["grad"]["values"] == 18.0
 
@@ -110,8 +114,9 @@ def test_checkpointed_nodes_mark_their_saved_tensors_unread(run: Any) -> None:
 def test_compiled_region_is_one_node_on_the_line_of_the_compiled_body(run: Any) -> None:
     doc = _example(run, "15_compiled")
     names = [(n["name"], n["line"]) for n in doc["graph"]["nodes"] if n["kind"] == "function"]
-    # f's body (line 5) is what ran, compiled, when `compiled(x)` was called on line 10
-    assert names == [("AccumulateGrad", 5), ("CompiledFunctionBackward", 5)]
+    # f (the compiled frame, at its `def` line) is what ran when `compiled(x)` was called
+    body = line_of("15_compiled", "def f(x):")
+    assert names == [("AccumulateGrad", body), ("CompiledFunctionBackward", body)]
     assert doc["stdout"].startswith("CompiledFunctionBackward")
 
 
@@ -141,7 +146,8 @@ def test_cuts_made_inside_library_code_are_not_the_snippets(run: Any) -> None:
     no_grad through torch's Python functions and their wrappers, still are."""
     doc = _example(run, "10_finite_difference_check")
     cuts = [(n["cut"]["kind"], n["cut"]["line"]) for n in doc["graph"]["nodes"] if n["role"] == "cut"]
-    assert cuts == [("detach", 10), ("detach", 10)]
+    line = line_of("10_finite_difference_check", "numeric = ")
+    assert cuts == [("detach", line), ("detach", line)]
     doc = run("import torch\nimport torch.nn.functional as F\nx = torch.randn(1, 1, 4, 4, requires_grad=True)\n"
               "with torch.no_grad():\n    p = F.max_pool2d(x, 2)\n    n = torch.norm(x)\n    m = x.norm()\n")
     cuts = [(n["name"], n["cut"]["line"]) for n in doc["graph"]["nodes"] if n["role"] == "cut"]

@@ -68,7 +68,7 @@ def capture_bytes(doc: dict[str, Any]) -> bytes:
     return canonical_json(RunDocument.model_validate(doc).model_dump(mode="json", by_alias=True))
 
 
-def golden(name: str = "example_04_mlp_loss") -> dict[str, Any]:
+def golden(name: str = "lesson_04_mlp_loss") -> dict[str, Any]:
     doc: dict[str, Any] = json.loads((TESTS / "golden" / f"{name}.json").read_text())
     return doc
 
@@ -319,7 +319,9 @@ def test_the_strict_schema_mirrors_every_model_of_the_document_field_for_field()
              models.Node: fast._Node, models.HookChange: fast._HookChange, models.Edge: fast._Edge,
              models.Event: fast._Event, models.BackwardPass: fast._BackwardPass, models.RunError: fast._RunError,
              models.Graph: fast._Graph, models.MemorySummary: fast._Memory,
-             models.RecorderErrors: fast._RecorderErrors, models.RunDocument: fast._RunDocument}
+             models.RecorderErrors: fast._RecorderErrors, models.RunDocument: fast._RunDocument,
+             models.ModuleInfo: fast._ModuleInfo, models.ModuleCall: fast._ModuleCall,
+             models.GradReset: fast._GradReset}
     assert set(models._Model.__subclasses__()) == set(pairs)
     for model, strict in pairs.items():
         omitted = {f.alias or name for name, f in model.model_fields.items() if f.exclude_if is not None}

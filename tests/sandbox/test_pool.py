@@ -12,8 +12,9 @@ from typing import Any
 
 import pytest
 
-from conftest import EXAMPLES
+from conftest import LESSONS
 from gradtrace.errors import DeviceUnavailable, PoolSaturated
+from gradtrace.lessons import Lesson
 from gradtrace.sandbox.factory import RUNNERS, make_runner
 from gradtrace.sandbox.pool import ForkServerPool
 from gradtrace.sandbox.runner import Job
@@ -301,11 +302,11 @@ def test_cuda_job_on_a_host_without_cuda_is_refused(pool: PoolHarness) -> None:
         pool.call(pool.pool.run(Job(code="x = 1", device="cuda", limits=pool.limits())))
 
 
-@pytest.mark.parametrize("path", sorted(EXAMPLES.glob("*.py")), ids=lambda p: p.stem)
-def test_every_lesson_snippet_runs_inside_the_sandbox(pool: PoolHarness, path: Path) -> None:
+@pytest.mark.parametrize("lesson", LESSONS, ids=lambda item: item.stem)
+def test_every_lesson_snippet_runs_inside_the_sandbox(pool: PoolHarness, lesson: Lesson) -> None:
     """The jail must not break real lessons (torch.compile included): each ends ok or with its
     own deliberate autograd error, never with a limit, a crash or a sandbox permission error."""
-    doc = pool.run(path.read_text(), timeout_s=10.0, cpu_s=2)
+    doc = pool.run(lesson.code, timeout_s=10.0, cpu_s=2)
     assert doc["status"] in ("ok", "error"), (doc["status"], doc.get("message"))
     if doc["status"] == "error":
         assert doc["error"]["type"] == "RuntimeError", doc["error"]

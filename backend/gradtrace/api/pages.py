@@ -21,6 +21,8 @@ template context, which the page and this module agree on:
                     ``output_kb``, ``max_nodes``, ``max_events``.
 ``version``         gradtrace's version string.
 ``limits_json``     ``limits`` as a script-safe JSON string (same escaping as above).
+``lessons_json``    the lessons (:mod:`gradtrace.lessons`: number, id, stem, title, intro, code) as a
+                    script-safe JSON list, for the gallery.
 ==================  ==========================================================================
 
 Static files: ``/static/...`` from ``gradtrace.frontend.STATIC`` and ``/dist/...`` (the
@@ -47,6 +49,7 @@ from gradtrace.api.services import Services, ServicesDep
 from gradtrace.api.shares import shared_document
 from gradtrace.errors import NotFound
 from gradtrace.frontend import DIST, STATIC, TEMPLATES
+from gradtrace.lessons import all_lessons
 from gradtrace.schema import canonical_json
 from gradtrace.storage.codec import load
 
@@ -106,6 +109,7 @@ def _render(request: Request, svc: Services, *, mode: str, document: dict[str, A
         "limits": limits,
         "limits_json": script_safe_json(limits),
         "version": __version__,
+        "lessons_json": script_safe_json([lesson.as_json() for lesson in all_lessons()]),
     }
     if not (TEMPLATES / TEMPLATE).is_file():
         return HTMLResponse(_fallback_page(context))

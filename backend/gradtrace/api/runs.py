@@ -1,7 +1,7 @@
 """``POST /api/runs`` (run a snippet in the sandbox) and ``GET /api/runs/{id}``.
 
 A run answers 200 with its run document whenever the snippet ran, whatever its status
-(CONTRACT.md); every refusal is a 4xx and saturation a 503 (``api/errors.py``). The document
+(docs/CONTRACT.md); every refusal is a 4xx and saturation a 503 (``api/errors.py``). The document
 is validated, given its content id, stored (so a share can name it by ``run_id``), and
 answered as the same canonical bytes that were stored.
 

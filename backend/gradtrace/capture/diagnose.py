@@ -12,6 +12,8 @@ NOTE [probing after the fact]
 
 from __future__ import annotations
 
+import linecache
+import re
 from collections import deque
 from typing import Any
 
@@ -56,22 +58,67 @@ def _upstream_order(rec: Recorder, roots: list[str]) -> list[FnInfo]:
     return order
 
 
-def _inplace_culprit(rec: Recorder, info: FnInfo, names: set[str]) -> tuple[int | None, str] | None:
+def _inplace_culprit(rec: Recorder, info: FnInfo,
+                     names: set[str]) -> tuple[int | None, str, str | None] | None:
     """The last in-place op, after ``info``'s node was created, on the storage of one of its
-    refused saved tensors: (line, op name)."""
+    refused saved tensors: (line, op name, id of the node it made or None)."""
     ptrs = {ptr for s, (_, ptr) in zip(info.doc["saved"], info.private, strict=True)
             if s["name"] in names} - {None}
     created = int(info.id[1:])
-    for ptr, line, op, n_nodes in reversed(rec.inplace_log):
+    for ptr, line, op, n_nodes, node in reversed(rec.inplace_log):
         if ptr in ptrs and n_nodes > created:
-            return line, op
+            made = rec.fn_id(node) if node is not None and rec.is_known(node) else None
+            return line, op, made
     return None
+
+
+_VERSIONS = re.compile(r"is at version (\d+); expected version (\d+) instead")
+
+
+def _versions(msg: str) -> dict[str, int]:
+    """The saved tensor's versions from autograd's message ("is at version 1; expected
+    version 0 instead")."""
+    m = _VERSIONS.search(msg)
+    return {} if m is None else {"current_version": int(m[1]), "saved_version": int(m[2])}
 
 
 def _where(info: FnInfo) -> str:
     line = info.doc.get("line")
     at = f", line {line}" if line is not None else ""
     return f"{info.doc['name']} ({info.id}{at})"
+
+
+# A library module's source line that calls the op (``return F.linear(input, ...)``).
+_CALL = re.compile(r"\b(?:F|torch|_VF|torch\.nn\.functional|torch\._C\._nn)\.(\w+)\(")
+
+
+def _op_from_source(exc: BaseException) -> str | None:
+    """The torch function called on the line of ``exc``'s innermost Python frame (a library
+    module's ``F.linear(...)``), when that line calls exactly one."""
+    tb = exc.__traceback__
+    if tb is None:
+        return None
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    text = linecache.getline(tb.tb_frame.f_code.co_filename, tb.tb_lineno)
+    ops = set(_CALL.findall(text))
+    return ops.pop() if len(ops) == 1 else None
+
+
+def describe_raise(rec: Recorder, exc: BaseException) -> dict[str, Any]:
+    """Where a snippet's exception was raised: the innermost module it was raised in (path,
+    class, the shapes of its tensor arguments) and the torch call that raised, when known.
+    The tap sees the calls the snippet makes itself; inside a library module (where it steps
+    aside) the call is read from the raising line of the module's source."""
+    out: dict[str, Any] = {}
+    op = rec.op_error if rec.op_error is not None and rec.op_error[0] is exc else None
+    mod = rec.module_error if rec.module_error is not None and rec.module_error[0] is exc else None
+    if mod is not None:
+        out.update(module=mod[1], module_type=mod[2], shapes=mod[3],
+                   op=op[1] if op is not None else _op_from_source(exc))
+    elif op is not None:
+        out.update(op=op[1], shapes=op[2])
+    return {k: v for k, v in out.items() if v is not None}
 
 
 def describe_error(rec: Recorder, exc: BaseException) -> dict[str, Any]:
@@ -94,8 +141,11 @@ def describe_error(rec: Recorder, exc: BaseException) -> dict[str, Any]:
                      else f" by `{culprit[1]}`" if culprit else "")
             detail = (f"saved tensor {names} of {_where(info)} was modified in place{where} after "
                       f"it was saved; autograd's version check refused to use it")
+            out: dict[str, Any] = {"node": info.id, "detail": detail, "saved_name": bad[0][0],
+                                   **(_versions(bad[0][1]) or _versions(msg))}
             if culprit is not None:
-                return {"node": info.id, "detail": detail, "inplace_line": culprit[0]}
+                out.update(inplace_op=culprit[1], inplace_line=culprit[0], inplace_node=culprit[2])
+            return {k: v for k, v in out.items() if v is not None}
         else:
             passes = sorted({s["freed_after_pass"] for s in info.doc["saved"]
                              if s.get("freed_after_pass") is not None})

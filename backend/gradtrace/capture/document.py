@@ -78,6 +78,12 @@ def _nodes(rec: Recorder) -> list[dict[str, Any] | None]:
             d["grad"] = _final_grad(rec, t)
             d["value"] = resolve(d["value"])
             d["grad_history"] = [resolve(h) for h in d["grad_history"]]
+            if "grad_resets" in d:  # NOTE [grad resets]: between two accumulations only
+                resets = [r for r in d["grad_resets"] if r["at"] < len(d["grad_history"])]
+                if resets:
+                    d["grad_resets"] = resets
+                else:
+                    del d["grad_resets"]
             d["cut"] = _cut(d["cut"])
         out.append(d)
     return out
@@ -286,6 +292,9 @@ def build_document(rec: Recorder, *, status: str, error: dict[str, Any] | None =
         }
         if rec.n_recorder_errors:
             doc["recorder_errors"] = {"count": rec.n_recorder_errors, "first": rec.recorder_errors}
+        if rec.module_calls:
+            doc["modules"] = [{"calls": calls, "path": path, "type": kind}
+                              for path, (kind, calls) in rec.module_calls.items()]
         if graph_json is not None and events_json is not None:
             doc_id, final = _assemble(doc, events_json, graph_json)  # NOTE [assembling ...]
             doc["id"] = doc_id

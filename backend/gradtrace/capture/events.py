@@ -8,6 +8,15 @@ from typing import Any
 from gradtrace.capture.values import Handle
 
 
+class ModulePath(str):
+    """A module's path as the module tracker notes it (``rec.module_stack``, ``rec.module_log``),
+    carrying the module calls on the stack at that point (``Node.module_stack``): ``stack`` as
+    the document's objects, ``stack_json`` as their canonical JSON for the C++ core's writer."""
+
+    stack: list[dict[str, Any]]
+    stack_json: str
+
+
 class LimitReached(BaseException):
     """Raised inside the snippet when a node or event cap is hit; ends the run as graph_limit."""
 

@@ -68,6 +68,16 @@ def _is_grad_get(func: Any) -> bool:
     return type(func) is _METHOD_WRAPPER and func.__self__ is _GRAD
 
 
+_ZEROS = {torch.Tensor.zero_, torch._foreach_zero_}
+"""In-place calls that zero a ``.grad`` (NOTE [grad resets] in resets.py)."""
+
+def _zeroes(func: Any) -> bool:
+    try:
+        return func in _ZEROS
+    except TypeError:  # unhashable callable
+        return False
+
+
 _NO_VALUE_TAKEN = {torch.zeros_like, torch.ones_like, torch.empty_like, torch.full_like,
                    torch.rand_like, torch.randn_like, torch.randint_like, torch.Tensor.new_zeros,
                    torch.Tensor.new_ones, torch.Tensor.new_empty, torch.Tensor.new_full}
@@ -162,11 +172,21 @@ class CaptureMode(TorchFunctionMode):
         if rec.pending and (mutates or "out" in kwargs):
             self._flush()  # NOTE [discovery in batches]: saved tensors are read before the change
         mark = _seq_nr()
-        out = func(*args, **kwargs)
+        try:
+            out = func(*args, **kwargs)
+        except Exception as e:
+            self._raised(func, args, e)
+            raise
         # NOTE [fast path]: no sequence number handed out means no node was created, so most
         # calls (getters, ops on tensors without grad) cost one counter read.
-        if mutates and args and isinstance(args[0], torch.Tensor):
-            rec.note_inplace(args[0], getattr(func, "__name__", "?"))
+        if mutates and args:
+            if isinstance(args[0], torch.Tensor):
+                rec.note_inplace(args[0], getattr(func, "__name__", "?"))
+            if rec.resets.last and _zeroes(func):  # NOTE [grad resets] in resets.py
+                rec.resets.note_zero(args[0], rec.current_line)
+        elif (type(func) is _METHOD_WRAPPER and func.__self__ is _GRAD and rec.resets.last
+              and func.__name__ == "__set__"):  # `x.grad = None`, inside zero_grad() too
+            rec.resets.note_set(args, rec.current_line)
         if _seq_nr() != mark:
             work = self._after
         elif not _grad_enabled() or func is _DETACH or _is_data_get(func):
@@ -184,6 +204,17 @@ class CaptureMode(TorchFunctionMode):
         finally:
             tracer.resume()
         return out
+
+    def _raised(self, func: Any, args: tuple[Any, ...], exc: Exception) -> None:
+        """The innermost torch call that raised ``exc``, for the run's error (``RunError.op``)."""
+        rec = self.rec
+        if rec.op_error is not None and rec.op_error[0] is exc:
+            return  # an outer call that sees the same exception
+        try:
+            shapes = [list(t.shape) for a in args for t in _tensors_of(a)]
+            rec.op_error = (exc, getattr(func, "__name__", type(func).__name__), shapes)
+        except Exception as e:  # NOTE [the recorder never breaks the snippet]
+            rec.internal_error(e)
 
     def _flush(self) -> None:
         tracer = self.rec.tracer

@@ -12,7 +12,7 @@ NOTE [no line tracing inside library modules]
     snippet line can change, so the line tracer is suspended there: every Python call inside
     would otherwise cost a call of the tracer (it doubled a transformer's forward). It is
     resumed inside modules defined in the snippet, and when the module returns. Nodes created
-    inside keep the snippet line that called the module, as CONTRACT.md asks. (A snippet
+    inside keep the snippet line that called the module, as docs/CONTRACT.md promises. (A snippet
     function called back from inside a library module, a forward hook say, is then attributed
     to that calling line too.)
 
@@ -21,11 +21,15 @@ The torch-function mode steps aside inside library modules: :mod:`gradtrace.capt
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
+import torch
 from torch import nn
 
 from gradtrace.capture import frames
+from gradtrace.capture.canonical import canonical_bytes
+from gradtrace.capture.events import ModulePath
 from gradtrace.capture.library import NO_SWITCH, LibraryCalls, Switch
 from gradtrace.capture.recorder import Recorder
 
@@ -47,6 +51,9 @@ class ModuleTracker:
         self._roots: dict[int, tuple[nn.Module, str | None]] = {}
         self._own: dict[type, bool] = {}
         self._tracing: list[bool] = []
+        self._calls: list[tuple[tuple[str, int], ...]] = []
+        """Per running module: the named module calls on the stack down to it (NOTE [module
+        calls])."""
 
     def install(self) -> list[Any]:
         pre = nn.modules.module.register_module_forward_pre_hook(self._pre)
@@ -95,6 +102,42 @@ class ModuleTracker:
             hit = self._own[cls] = code is not None and code.co_filename == self.rec.filename
         return hit
 
+    # NOTE [module calls]
+    #     Each call of a named module gets its index among that path's calls in the run
+    #     (``rec.module_calls`` counts them, with the class name: ``RunDocument.modules``), and
+    #     the path noted for the call (``rec.module_stack``, ``rec.module_log``, from which
+    #     each node takes its ``module``) is a :class:`ModulePath` carrying the (path, call)
+    #     pairs of every named module on the stack: ``Node.module_stack``, the same object for
+    #     every node of the call, so both recorders write it as they write ``module``. An
+    #     unnamed module (no variable leads to it) is left out of the stack.
+    def _note_call(self, path: str | None, module: nn.Module) -> ModulePath | None:
+        outer = self._calls[-1] if self._calls else ()
+        if path is None:
+            self._calls.append(outer)
+            return None
+        counts = self.rec.module_calls.get(path)
+        if counts is None:
+            counts = self.rec.module_calls[path] = [type(module).__name__, 0]
+        calls = (*outer, (path, counts[1]))
+        counts[1] += 1
+        self._calls.append(calls)
+        noted = ModulePath(path)
+        noted.stack = [{"call": c, "path": p} for p, c in calls]
+        noted.stack_json = canonical_bytes(noted.stack).decode()
+        return noted
+
+    def _note_raise(self, path: str | None, module: nn.Module, args: Any) -> None:
+        """The innermost module a forward raised in (post hooks run with ``output`` None then,
+        inside torch's ``except`` block): its path, class and the shapes of the tensors it got,
+        for the run's error (``RunError.module``). Outer modules see the same exception and
+        leave it."""
+        exc = sys.exc_info()[1]
+        known = self.rec.module_error
+        if not isinstance(exc, Exception) or (known is not None and known[0] is exc):
+            return
+        shapes = [list(a.shape) for a in args if isinstance(a, torch.Tensor)] if isinstance(args, tuple) else []
+        self.rec.module_error = (exc, path, type(module).__name__, shapes)
+
     def _pre(self, module: nn.Module, args: Any) -> None:
         stack = self.rec.module_stack
         path: str | None = None
@@ -107,9 +150,10 @@ class ModuleTracker:
                 path = self._root_name(module)
         except Exception:
             path = None
-        stack.append(path)
+        noted = self._note_call(path, module)
+        stack.append(noted)
         self._parents.append((path, module))
-        self.rec.module_log.note(path)
+        self.rec.module_log.note(noted)
         own = self._own_code(module)
         self._tracing.append(self.rec.tracer.set_suspended(not own))
         self._tap.append(self.library.enter_module(own, args) if self.library is not None else NO_SWITCH)
@@ -121,8 +165,15 @@ class ModuleTracker:
             self.rec.tracer.set_suspended(self._tracing.pop())
         if self.rec.module_stack:
             self.rec.module_stack.pop()
+        if self._calls:
+            self._calls.pop()
         if self._parents:
-            self._parents.pop()
+            path = self._parents.pop()[0]
+            if output is None:
+                try:
+                    self._note_raise(path, module, args)
+                except Exception as e:  # NOTE [the recorder never breaks the snippet]
+                    self.rec.internal_error(e)
         self.rec.module_log.note(self.rec.module_stack[-1] if self.rec.module_stack else None)
         if tap[0] and self.library is not None:
             self.library.leave(tap, type(module).__name__, output)

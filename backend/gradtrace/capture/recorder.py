@@ -29,8 +29,9 @@ from torch import nn
 from torch.autograd.graph import Node
 
 from gradtrace.capture import frames, native
-from gradtrace.capture.events import BackwardEvent, LimitReached, PassInfo
+from gradtrace.capture.events import BackwardEvent, LimitReached, ModulePath, PassInfo
 from gradtrace.capture.graph import ACC_SEQ, FnInfo, Found, describe_batch, leaf_of
+from gradtrace.capture.resets import GradResets
 from gradtrace.capture.saved import saved_hooks_active
 from gradtrace.capture.timeline import LineTracer, SeqLog
 from gradtrace.capture.values import ValueStore, device_name, dtype_name
@@ -87,14 +88,25 @@ class Recorder:
                 _COST["function"] + _COST["forward"], _COST["saved"], _COST["edge"])
             self.values.native = self.native
         self.limit: str | None = None
-        self.module_stack: list[str | None] = []
+        self.module_stack: list[ModulePath | None] = []
+        self.module_calls: dict[str, list[Any]] = {}
+        """Named modules called so far: path -> [class name, calls] (NOTE [module calls] in
+        modules.py)."""
+        self.module_error: tuple[BaseException, str | None, str, list[list[int]]] | None = None
+        """The innermost module the latest exception was raised in: (exception, path, class
+        name, shapes of its tensor arguments)."""
+        self.op_error: tuple[BaseException, str, list[list[int]]] | None = None
+        """The innermost torch call the tap saw raise: (exception, its name, shapes of its tensor
+        arguments)."""
         self.handles: list[Any] = []
         self.hook_changes: dict[Node, list[dict[str, Any]]] = {}
         self.cuts: dict[int, tuple[torch.Tensor, str]] = {}
-        self.inplace_log: deque[tuple[int, int | None, str, int]] = deque(maxlen=10_000)
-        """(storage address, line, op, nodes so far) of in-place changes, the latest kept (a
-        diagnosis looks for the last change after a node was made)."""
+        self.inplace_log: deque[tuple[int, int | None, str, int, Node | None]] = deque(maxlen=10_000)
+        """(storage address, line, op, nodes so far, the node it made) of in-place changes, the
+        latest kept (a diagnosis looks for the last change after a node was made)."""
         self.last_grads: dict[int, tuple[torch.Tensor, int, Any]] = {}
+        self.resets = GradResets()
+        """Accumulated leaves' ``.grad`` as last seen: NOTE [grad resets] in resets.py."""
         self._names_cache: tuple[Any, int, frames.NameIndex] | None = None
         self._n_events = 0
         self.namespace: dict[str, Any] | None = None
@@ -202,11 +214,11 @@ class Recorder:
         return frames.snippet_line(self.filename, 3)
 
     def _placement(self, ordered: list[Found], *, line: int | None, seq_mark: int | None,
-                   created_in_pass: int | None) -> list[tuple[int | None, str | None]]:
+                   created_in_pass: int | None) -> list[tuple[int | None, ModulePath | None]]:
         """(line, module) of each new node (NOTE [lines by sequence number]); an
         AccumulateGrad takes its consumer's, since autograd creates it for that consumer."""
-        out: list[tuple[int | None, str | None]] = []
-        nxt: tuple[int | None, str | None] = (line, None)
+        out: list[tuple[int | None, ModulePath | None]] = []
+        nxt: tuple[int | None, ModulePath | None] = (line, None)
         stack_module = self.module_stack[-1] if self.module_stack else None
         for found in reversed(ordered):
             seq = found[4]
@@ -214,7 +226,7 @@ class Recorder:
                 out.append(nxt)
                 continue
             if created_in_pass is not None:
-                where: tuple[int | None, str | None] = (line, None)
+                where: tuple[int | None, ModulePath | None] = (line, None)
             elif self.tracer.active:
                 where = (self.tracer.log.at(seq), self.module_log.at(seq))
             elif seq_mark is None or seq >= seq_mark:
@@ -295,9 +307,13 @@ class Recorder:
         for (n, doc, private, n_edges, _, acc), (n_line, n_module) in zip(new, places, strict=True):
             if len(nodes) >= self.max_nodes:
                 self._check_nodes()
-            self._grow(cost + _COST["saved"] * len(doc["saved"]) + _COST["edge"] * len(n_edges))
+            self._grow(cost + _COST["saved"] * len(doc["saved"]) + _COST["edge"] * len(n_edges)
+                       + (len(n_module.stack_json) + 16 if n_module is not None else 0))
             doc["line"] = n_line
             doc["module"] = n_module
+            if n_module is not None:
+                doc["module"] = str.__str__(n_module)
+                doc["module_stack"] = n_module.stack
             doc["seq"] = self._n_fns
             self._n_fns += 1
             if created_in_pass is not None:
@@ -418,6 +434,10 @@ class Recorder:
     # ---------------------------------------------------------------- backward
     def begin_pass(self, api: str, line: int | None, roots: list[str], *,
                    retain_graph: bool, create_graph: bool) -> int:
+        try:
+            self.resets.check()  # NOTE [grad resets]
+        except Exception as e:  # NOTE [the recorder never breaks the snippet]
+            self.internal_error(e)
         if self.native is not None:
             self._sync_engine_passes()
             idx = int(self.native.begin_pass(line))
@@ -464,6 +484,7 @@ class Recorder:
             hit = self.tensors.get(id(leaf))
             if hit is not None and hit[0] is leaf:
                 hit[1].setdefault("grad_history", []).append(grad)
+                self.resets.accumulated(leaf, leaf.grad, hit[1])
             self.last_grads[id(leaf)] = (leaf.grad, leaf.grad._version, grad)
         if outermost:
             core.end_backward()
@@ -564,6 +585,7 @@ class Recorder:
                     ev.grad = ev.grad_outputs[0] if grad is incoming else cap(grad, snapshot=True)
                     tid = self.tensors[id(leaf)][1]
                     tid.setdefault("grad_history", []).append(ev.grad)
+                    self.resets.accumulated(leaf, grad, tid)
                     # the final .grad is usually this one: reused unless it changes later
                     self.last_grads[id(leaf)] = (grad, grad._version, ev.grad)
             changes = self.hook_changes.pop(info.node, None)
@@ -598,7 +620,8 @@ class Recorder:
             ptr = t.untyped_storage().data_ptr()
         except Exception:  # no storage (sparse, meta, ...): nothing to match later
             return
-        self.inplace_log.append((ptr, self.current_line(), op, len(self.nodes)))
+        node = t.grad_fn if t.requires_grad else None
+        self.inplace_log.append((ptr, self.current_line(), op, len(self.nodes), node))
 
     def internal_error(self, exc: Exception) -> None:
         """A recorder failure (never the snippet's): counted, first few messages kept."""

@@ -29,7 +29,7 @@ from types import TracebackType
 from typing import Any
 
 from gradtrace.capture.collector import settle_young_objects
-from gradtrace.capture.diagnose import describe_error
+from gradtrace.capture.diagnose import describe_error, describe_raise
 from gradtrace.capture.document import build_document
 from gradtrace.capture.events import LimitReached
 from gradtrace.capture.library import LibraryCalls
@@ -164,6 +164,10 @@ class record:
             self.status = "error"
         self.error = {"type": type(exc).__name__, "message": str(exc),
                       "line": error_line(exc, rec.filename)}
+        try:
+            self.error.update(describe_raise(rec, exc))
+        except Exception as e:  # NOTE [the recorder never breaks the snippet]
+            rec.internal_error(e)
         self.error.update(describe_error(rec, exc))
 
     @property

@@ -35,7 +35,7 @@ class OutputLimit(BaseException):
 class CappedOutput(io.TextIOBase):
     """stdout (and stderr) of the snippet: kept up to ``limit`` bytes, then the run stops.
 
-    The text is cut on a character boundary and ends with a marker line, as CONTRACT.md asks.
+    The text is cut on a character boundary and ends with a marker line, as docs/CONTRACT.md promises.
     """
 
     MARKER = "\n[gradtrace: output cut at {limit} bytes]\n"

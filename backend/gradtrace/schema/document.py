@@ -2,7 +2,8 @@
 
 capture produces it, the sandbox returns it as JSON, the web process validates it
 (never trusting the job), storage keeps it, share links serve it, and the browser and the
-notebook client read it. CONTRACT.md is the minimum public surface; everything extra here is
+notebook client read it. docs/CONTRACT.md describes it for users (``tests/test_contract.py``
+keeps the two in step); everything after the first version is
 an addition, never a rename. A change that renames or removes a field needs a new
 ``SCHEMA_VERSION`` and an upgrade step in :mod:`gradtrace.storage.normalize`.
 
@@ -89,6 +90,36 @@ class SavedTensor(_Model):
     """Index of the backward pass after which autograd freed it, or null while still held."""
 
 
+class ModuleInfo(_Model):
+    """One module called during the run."""
+
+    path: str
+    """The module's path as ``Node.module`` writes it (``cell``, ``model.0``, ``layers.3.self_attn``)."""
+    type: str
+    """Its class name (``GRUCell``, ``Linear``)."""
+    calls: int
+    """How many times it was called during the run."""
+
+
+class ModuleCall(_Model):
+    """A module on the call stack when a node was made."""
+
+    path: str
+    call: int
+    """0-based index of that call of that module in the run."""
+
+
+class GradReset(_Model):
+    """A leaf's ``.grad`` cleared between two accumulations (``zero_grad()``, ``x.grad = None``)."""
+
+    at: int
+    """``len(grad_history)`` when the reset happened: the next accumulation starts afresh."""
+    kind: Literal["none", "zero"]
+    """``.grad`` set to None (``zero_grad()``'s default, ``x.grad = None``) or zeroed in place."""
+    line: int | None = None
+    """The snippet line that cleared it, when known."""
+
+
 class Cut(_Model):
     """Why a tensor has no history although it came from one (``detach()``, ``no_grad``)."""
 
@@ -108,7 +139,7 @@ class Node(_Model):
     dtype: str | None = None
     device: str | None = None
     grad: TensorValue | None = None
-    # --- additions beyond CONTRACT.md v1 ---
+    # --- additions after the first version ---
     seq: int | None = None
     """Creation order of function nodes (0, 1, ...), from autograd's sequence numbers."""
     role: str | None = None
@@ -129,6 +160,11 @@ class Node(_Model):
     (checkpointed nodes recompute on access)."""
     roles: list[str] | None = _optional()
     """Tensor nodes that play several roles (a leaf that is also a backward root)."""
+    module_stack: list[ModuleCall] | None = _optional()
+    """The called modules on the stack when the node was made, outermost first; the last
+    entry's path is ``module``."""
+    grad_resets: list[GradReset] | None = _optional()
+    """Tensor (leaf) nodes: where ``.grad`` was cleared between accumulations."""
 
 
 class HookChange(_Model):
@@ -139,7 +175,7 @@ class HookChange(_Model):
 
 
 class Edge(_Model):
-    """Forward data flow, from producer to consumer (CONTRACT.md)."""
+    """Forward data flow, from producer to consumer (docs/CONTRACT.md)."""
 
     source: str
     target: str
@@ -185,6 +221,24 @@ class RunError(_Model):
     detail: str | None = None
     inplace_line: int | None = _optional()
     """In-place hazards: the snippet line of the in-place op that invalidated a saved tensor."""
+    inplace_op: str | None = _optional()
+    """In-place hazards: the op that changed the saved tensor (``add_``)."""
+    inplace_node: str | None = _optional()
+    """In-place hazards: the node that in-place op created, when it created one."""
+    saved_version: int | None = _optional()
+    """In-place hazards: the tensor's version when it was saved (torch: "expected version 0")."""
+    current_version: int | None = _optional()
+    """In-place hazards: its version when backward read it (torch: "is at version 1")."""
+    saved_name: str | None = _optional()
+    """In-place hazards: the saved tensor's name (``result``)."""
+    module: str | None = _optional()
+    """An exception raised inside a module: the innermost module path that raised."""
+    module_type: str | None = _optional()
+    """Its class name (``Linear``)."""
+    op: str | None = _optional()
+    """The torch op or function that raised, when known (``linear``)."""
+    shapes: list[list[int]] | None = _optional()
+    """Shapes of the tensor arguments the raising module got."""
 
 
 class Graph(_Model):
@@ -205,7 +259,7 @@ class RecorderErrors(_Model):
 
 
 class RunDocument(_Model):
-    """The answer of ``POST /api/runs`` and the content of a share link (CONTRACT.md)."""
+    """The answer of ``POST /api/runs`` and the content of a share link (docs/CONTRACT.md)."""
 
     schema_version: int = Field(SCHEMA_VERSION, ge=1, le=2**31 - 1)
     """The schema this document follows; stored in an INTEGER column, hence the bound."""
@@ -227,6 +281,8 @@ class RunDocument(_Model):
     torch_version: str | None = None
     recorder_errors: RecorderErrors | None = _optional()
     """Problems of the recorder itself (never the snippet's): what could not be recorded."""
+    modules: list[ModuleInfo] | None = _optional()
+    """Every named module called during the run, in order of first call."""
 
     def _repr_html_(self) -> str:
         """In a notebook, a document shows a link to its page and a summary of its graph."""

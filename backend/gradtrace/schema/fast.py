@@ -103,6 +103,26 @@ class _Cut(TypedDict):
 
 
 @with_config(_STRICT)
+class _ModuleCall(TypedDict):
+    path: str
+    call: int
+
+
+@with_config(_STRICT)
+class _GradReset(TypedDict):
+    at: int
+    kind: Literal["none", "zero"]
+    line: int | None
+
+
+@with_config(_STRICT)
+class _ModuleInfo(TypedDict):
+    path: str
+    type: str
+    calls: int
+
+
+@with_config(_STRICT)
 class _Node(TypedDict):
     id: str
     kind: Literal["function", "tensor"]
@@ -124,6 +144,8 @@ class _Node(TypedDict):
     outputs: NotRequired[list[_OutputMeta]]
     saved_unread: NotRequired[bool]
     roles: NotRequired[list[str]]
+    module_stack: NotRequired[list[_ModuleCall]]
+    grad_resets: NotRequired[list[_GradReset]]
 
 
 @with_config(_STRICT)
@@ -174,6 +196,15 @@ class _RunError(TypedDict):
     node: str | None
     detail: str | None
     inplace_line: NotRequired[int]
+    inplace_op: NotRequired[str]
+    inplace_node: NotRequired[str]
+    saved_version: NotRequired[int]
+    current_version: NotRequired[int]
+    saved_name: NotRequired[str]
+    module: NotRequired[str]
+    module_type: NotRequired[str]
+    op: NotRequired[str]
+    shapes: NotRequired[list[list[int]]]
 
 
 @with_config(_STRICT)
@@ -212,6 +243,7 @@ class _RunDocument(TypedDict):
     memory: _Memory
     torch_version: str | None
     recorder_errors: NotRequired[_RecorderErrors]
+    modules: NotRequired[list[_ModuleInfo]]
 
 
 STRICT_DOCUMENT: TypeAdapter[_RunDocument] = TypeAdapter(_RunDocument)

@@ -1,5 +1,5 @@
 /**
- * Index a run document (CONTRACT.md + backend/gradtrace/schema/document.py) for the page:
+ * Index a run document (docs/CONTRACT.md + backend/gradtrace/schema/document.py) for the page:
  * node ids become array indices, edges become index pairs, and each node gets the visual
  * kind the legend explains. Pure data, no DOM.
  */

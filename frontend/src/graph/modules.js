@@ -66,8 +66,9 @@ function structure(mods, path) {
  * from everything collapsed and expand the biggest modules, breadth first, while it fits.
  * Identical blocks stay merged ("layers × 6") until the user opens them.
  */
-export function defaultCollapsed(index, tree, budget = DEFAULT_BUDGET) {
-  const total = index.nodes.length;
+export function defaultCollapsed(index, tree, budget = DEFAULT_BUDGET, shown = null) {
+  // `shown`: the nodes drawn at all (folded iterations or calls are not), as a 0/1 mask.
+  const total = shown ? shown.reduce((s, x) => s + x, 0) : index.nodes.length;
   if (total <= budget || tree.mods.size === 0) return new Set();
   const collapsed = new Set(tree.mods.keys());
   let visible = index.module.filter((m) => !m).length + tree.roots.length;

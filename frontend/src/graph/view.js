@@ -5,11 +5,12 @@
  *
  * NOTE [per-use proxies]
  *   A parameter used at every step of an unrolled RNN feeds hundreds of consumers; its long
- *   edges make every layered layout slow and unreadable (research/frontend.md §2d). On bigger
+ *   edges make every layered layout slow and unreadable. On bigger
  *   graphs each extra use of a shared AccumulateGrad (and its leaf) gets its own copy, drawn
  *   next to the consumer. Copies share `refs`, so inspecting or highlighting works the same.
  */
 import { prefixes } from "./document.js";
+import { foldLabel, foldOf, unitLabel } from "./groups.js";
 import { groupKeyFor } from "./modules.js";
 
 export const PROXY_MIN_NODES = 150;
@@ -37,20 +38,24 @@ function sizeFor(label, sub, kind) {
 /**
  * @param index  from indexDocument()
  * @param tree   from moduleTree()
- * @param state  {collapsed: Set<path>, expandedRepeats: Set<path>}
+ * @param state  {collapsed: Set<path>, expandedRepeats: Set<path>, levels?: from runLevels(),
+ *                openUnits?: the open unit of each level}: units other than the open ones are folded
  */
 export function buildView(index, tree, state) {
   const vnodes = [];
   const groupOf = new Map();
   const vmap = new Int32Array(index.nodes.length);
+  const levels = state.levels || [];
+  const open = state.openUnits || levels.map(() => 0);
   index.nodes.forEach((_, i) => {
-    const key = groupKeyFor(index.module[i], tree, state.collapsed, state.expandedRepeats);
+    const fold = levels.length ? foldOf(levels, open, i) : null;
+    const key = fold ? fold.key : groupKeyFor(index.module[i], tree, state.collapsed, state.expandedRepeats);
     if (key) {
       let g = groupOf.get(key);
       if (g === undefined) {
         g = vnodes.length;
         groupOf.set(key, g);
-        vnodes.push(groupNode(key, tree));
+        vnodes.push(fold ? foldNode(fold, levels[fold.level]) : groupNode(key, tree));
       }
       vnodes[g].refs.push(i);
       vmap[i] = g;
@@ -63,6 +68,7 @@ export function buildView(index, tree, state) {
     }
   });
   for (const v of vnodes) if (v.kind === "group") v.sub = `${v.sub} · ${v.refs.length} nodes`;
+  for (const v of vnodes) if (v.kind !== "group" && index.nodes[v.refs[0]].created_in_pass != null) v.higher = true;
 
   const vedges = [];
   const pair = new Map();
@@ -82,7 +88,18 @@ export function buildView(index, tree, state) {
 
   const byRef = index.nodes.map(() => []);
   vnodes.forEach((v, k) => { for (const r of v.refs) byRef[r].push(k); });
-  return { vnodes, vedges, byRef, cluster: clustersOf(index, vnodes) };
+  // The open call of a module called many times titles that module's box ("GRUCell call 37 of 200").
+  const titles = new Map();
+  levels.forEach((lv, l) => { if (lv.kind === "call") titles.set(lv.path, unitLabel(lv, open[l])); });
+  return { vnodes, vedges, byRef, cluster: clustersOf(index, vnodes), titles };
+}
+
+function foldNode(fold, lv) {
+  const n = fold.hi - fold.lo + 1;
+  const label = foldLabel(lv, fold.lo, fold.hi);
+  const [w, h] = sizeFor(label, `folded · × ${n} · 00000 nodes`, "group");
+  return { key: fold.key, kind: "group", fold: true, level: fold.level, lo: fold.lo, hi: fold.hi, module: null,
+    label, sub: `folded · × ${n}`, refs: [], w, h };
 }
 
 /** The expanded module boxes each visible node sits in, outermost first, as small ints. */
@@ -90,6 +107,7 @@ function clustersOf(index, vnodes) {
   const ids = new Map();
   const out = vnodes.map((v) => {
     let path = v.kind === "group" ? (v.repeat ? v.module : parentPath(v.module)) : index.module[v.refs[0]];
+    if (v.fold) path = null;
     if (!path) return null;
     const list = [];
     for (const p of prefixes(path)) {
@@ -102,7 +120,7 @@ function clustersOf(index, vnodes) {
 }
 
 function parentPath(path) {
-  const dot = path.lastIndexOf(".");
+  const dot = path ? path.lastIndexOf(".") : -1;
   return dot > 0 ? path.slice(0, dot) : null;
 }
 

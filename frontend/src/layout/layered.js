@@ -3,7 +3,7 @@
  * in a Web Worker (layout/worker.js) and in Node for tests and benchmarks.
  *
  * NOTE [why our own layered layout]
- *   research/frontend.md measured ELK, dagre and Graphviz-wasm on autograd-shaped DAGs in a
+ *   Measured on this kind of machine: ELK, dagre and Graphviz-wasm on autograd-shaped DAGs in a
  *   worker: all take seconds at 2k nodes and overflow the worker's stack at 5k–20k, because
  *   they recurse. d3-dag's longest-path variant finishes 20k in ~2 s. This file does the same
  *   four phases with loops only and O(V+E) work per phase, so 20k nodes take a few hundred ms:

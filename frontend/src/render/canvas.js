@@ -9,7 +9,11 @@ import { alongReversed, edgePoints } from "./geometry.js";
 import { stepState } from "./scene.js";
 import { Minimap } from "./minimap.js";
 import { palette } from "./palette.js";
-import { fmtTensorShort } from "../ui/format.js";
+import { edgeText } from "./draw.js";
+
+/** The zoom at which 11 px text stays at least 9 px on screen (labels.js MIN_TEXT_PX). */
+export const READ_K = 0.83;
+import { fmtTensorShort } from "../graph/values.js";
 
 export class GraphCanvas {
   constructor(host, callbacks = {}) {
@@ -65,24 +69,52 @@ export class GraphCanvas {
   setLineSelection(vs) { this.lineSel = new Set(vs); this.redraw(); }
 
   /**
-   * Show the whole graph. With `readable`, a graph too tall or wide to read when fitted is
-   * shown at a legible zoom instead, around the current step's node (the minimap shows the rest).
+   * NOTE [fit]: show the whole graph when it is legible whole (text ≥ 9 px, READ_K); else
+   * frame the part active at the current step (the open iteration or call, else the current
+   * node) at a legible zoom. The minimap shows the rest. `readable` is kept for callers.
    */
-  fit({ readable = false } = {}) {
+  fit({ whole = false } = {}) {
     const { w, h } = this._size();
     if (!this.scene) return;
     const gw = Math.max(this.scene.width, 1) + 80, gh = Math.max(this.scene.height, 1) + 80;
     const k = Math.min(w / gw, h / gh, 1.6);
     this.cam = { k, x: -40 - (w / k - gw) / 2, y: -40 - (h / k - gh) / 2 };
-    // Fitted, labels stay legible down to a zoom of about 0.45; below that, zoom in instead.
-    const kRead = Math.min(0.8, Math.max(0.55, w / gw));
-    if (readable && k < 0.45) {
+    if (k < READ_K && !whole) {
+      // The open units with the folds around them when that is legible, else the open units.
+      const withFolds = this._activeBox(true);
+      const fits = (b) => Math.min(w / (b[2] - b[0] + 60), h / (b[3] - b[1] + 60)) >= READ_K;
+      const [x0, y0, x1, y1] = fits(withFolds) ? withFolds : this._activeBox(false);
+      const bw = x1 - x0 + 60, bh = y1 - y0 + 60;
+      const ka = Math.max(READ_K, Math.min(w / bw, h / bh, 1.2));
       const [v] = stepState(this.scene, this.k).current;
-      const cx = v === undefined ? this.scene.width / 2 : this.scene.x[v];
-      const cy = v === undefined ? h / 2 / kRead - 40 : this.scene.y[v];
-      this.cam = { k: kRead, x: cx - w / 2 / kRead, y: cy - h / 2 / kRead };
+      // Centre on the active part when it fits, else on the current node inside it.
+      let cx = (x0 + x1) / 2, cy = (y0 + y1) / 2;
+      if ((bw * ka > w || bh * ka > h) && v !== undefined) {
+        cx = Math.min(Math.max(this.scene.x[v], x0 + w / 2 / ka - 30), x1 - w / 2 / ka + 30);
+        cy = Math.min(Math.max(this.scene.y[v], y0 + h / 2 / ka - 30), y1 - h / 2 / ka + 30);
+        if (bw * ka <= w) cx = (x0 + x1) / 2;
+        if (bh * ka <= h) cy = (y0 + y1) / 2;
+      }
+      this.cam = { k: ka, x: cx - w / 2 / ka, y: cy - h / 2 / ka };
     }
     this.redraw();
+  }
+
+  /** World box of what is active now: the visible nodes of the open units, else the current node. */
+  _activeBox(withFolds) {
+    const s = this.scene, { vnodes } = s.view;
+    let active = s.active || null;
+    if (active && withFolds) active = [...active, ...vnodes.map((v, i) => (v.fold ? i : -1)).filter((i) => i >= 0)];
+    let list = active && active.length ? active : [...stepState(s, this.k).current];
+    if (!list.length) list = vnodes.map((_, v) => v).filter((v) => s.reveal[v] <= this.k).slice(-1);
+    if (!list.length) return [0, 0, s.width, s.height];
+    let x0 = Infinity, y0 = Infinity, x1 = -Infinity, y1 = -Infinity;
+    for (const v of list) {
+      const n = vnodes[v];
+      x0 = Math.min(x0, s.x[v] - n.w / 2); x1 = Math.max(x1, s.x[v] + n.w / 2);
+      y0 = Math.min(y0, s.y[v] - n.h / 2); y1 = Math.max(y1, s.y[v] + n.h / 2);
+    }
+    return [x0, y0, x1, y1];
   }
 
   zoomBy(f, sx, sy) {
@@ -130,7 +162,9 @@ export class GraphCanvas {
     const { w, h } = this._size();
     const ctx = this.base.getContext("2d");
     const st = this.scene ? stepState(this.scene, this.k) : null;
-    drawScene(ctx, this.scene, st, this.cam, w, h, { pal: this.pal, dpr: this.dpr, selected: this.selected, lineSel: this.lineSel });
+    const opts = { pal: this.pal, dpr: this.dpr, selected: this.selected, lineSel: this.lineSel };
+    drawScene(ctx, this.scene, st, this.cam, w, h, opts);
+    this.placed = opts.placed || [];
     this.minimap.draw(this.scene, this.cam, { w, h }, this.pal, this.dpr);
     this._drawOverlay();
     this.lastDrawMs = performance.now() - t0;
@@ -253,6 +287,7 @@ export class GraphCanvas {
   }
 
   _tooltip(v, sx, sy) {
+    if (v < 0 && this.scene && sx !== undefined && this._edgeTip(sx, sy)) return;
     if (v < 0 || !this.scene) { this.tip.hidden = true; return; }
     const n = this.scene.view.vnodes[v];
     const ref = n.refs[0];
@@ -266,6 +301,20 @@ export class GraphCanvas {
     this.tip.style.left = `${sx + 14}px`;
     this.tip.style.top = `${sy + 10}px`;
     if (this.cb.onHover) this.cb.onHover(v);
+  }
+
+  /** Hovering a merged edge's label lists the gradients it adds up. */
+  _edgeTip(sx, sy) {
+    const it = (this.placed || []).find((p) => p.edge !== undefined && sx >= p.x && sx <= p.x + p.w && sy >= p.y && sy <= p.y + p.h);
+    if (!it) return false;
+    const g = stepState(this.scene, this.k).edgeGrad(it.edge);
+    if (!g) return false;
+    const parts = g.all.map((t) => `  ${fmtTensorShort(t, 6)}`).join("\n");
+    this.tip.textContent = g.all.length > 1 ? `∇ ${edgeText(g)}\nthe sum of ${g.all.length} gradients:\n${parts}` : `∇ ${edgeText(g)}`;
+    this.tip.hidden = false;
+    this.tip.style.left = `${sx + 14}px`;
+    this.tip.style.top = `${sy + 10}px`;
+    return true;
   }
 
 }

@@ -3,13 +3,16 @@
  * export, so both show the same thing.
  *
  * NOTE [Canvas, culled and batched]
- *   research/frontend.md §3: SVG steps 5k nodes at 22–45 fps, Canvas 2D at ~60. Per frame we
+ *   Measured here, SVG steps 5k nodes at 22–45 fps and Canvas 2D at ~60. Per frame we
  *   skip everything outside the viewport, batch plain boxes and edges into one path per
  *   style, draw only highlighted items one by one, and drop labels and arrowheads when
  *   zoomed out (they would be a few pixels high anyway).
  */
-import { fmtTensorShort, gradMagnitude } from "../ui/format.js";
+import { fmtTensorShort, gradMagnitude } from "../graph/values.js";
 import { edgeBoxes, edgePoints, midpoint } from "./geometry.js";
+import { MIN_TEXT_PX, placeLabels } from "./labels.js";
+
+const MONO = "ui-monospace, monospace";
 
 const KIND_STYLE = ["function", "acc", "leaf", "output", "retained", "cut", "group"];
 
@@ -51,8 +54,11 @@ export function drawScene(ctx, scene, st, cam, vw, vh, opts) {
   const X0 = cam.x, Y0 = cam.y, X1 = cam.x + vw / k, Y1 = cam.y + vh / k;
   const { vnodes, vedges } = scene.view;
   const xs = scene.x, ys = scene.y;
-  const labels = k >= 0.36;
+  // NOTE [semantic zoom]: text is drawn in screen space after the shapes, through the label
+  // placer (labels.js). A node's text scales with the zoom and is left out below 9 px; group
+  // boxes and module titles keep a legible size, so a zoomed-out view reads as its groups.
   const px = 1 / k;
+  const texts = [];
 
   // Module boxes.
   for (const b of scene.boxes) {
@@ -68,13 +74,7 @@ export function drawScene(ctx, scene, st, cam, vw, vh, opts) {
     ctx.strokeStyle = pal.boxStroke;
     ctx.stroke();
     ctx.setLineDash([]);
-    if (labels) {
-      ctx.fillStyle = pal.boxText;
-      ctx.font = "11px ui-monospace, monospace";
-      ctx.textBaseline = "top";
-      ctx.textAlign = "left";
-      ctx.fillText(`▾ ${b.path}`, b.lx, b.ly);
-    }
+    texts.push({ kind: "title", text: b.title || `▾ ${b.path}`, wx: b.lx, wy: b.ly, base: 11, min: 11, color: pal.boxText, prio: 2 });
   }
 
   // Edges: plain ones batched, gradient-carrying ones one by one.
@@ -111,14 +111,8 @@ export function drawScene(ctx, scene, st, cam, vw, vh, opts) {
     ctx.strokeStyle = pal.cut;
     ctx.stroke();
     ctx.setLineDash([]);
-    if (labels) {
-      const [mx, my] = midpoint(edgePoints(scene, e));
-      ctx.fillStyle = pal.cut;
-      ctx.font = "14px sans-serif";
-      ctx.textAlign = "center";
-      ctx.textBaseline = "middle";
-      ctx.fillText("✂", mx, my);
-    }
+    const [mx, my] = midpoint(edgePoints(scene, e));
+    texts.push({ kind: "edge", text: "✂", wx: mx, wy: my, base: 14, color: pal.cut, prio: 3, family: "sans-serif", centre: true });
   }
   // Gradient-carrying edges: colour by sign, width by |grad| (in 10 steps, so that thousands of
   // active edges still cost a handful of strokes).
@@ -139,21 +133,12 @@ export function drawScene(ctx, scene, st, cam, vw, vh, opts) {
     ctx.strokeStyle = sign > 0 ? pal.gradPos : sign < 0 ? pal.gradNeg : pal.gradZero;
     ctx.stroke();
   }
-  if (labels) for (const [e, g] of active) {
-    const p = edgePoints(scene, e);
+  for (const [e, g] of active) {
     const fresh = g.step === st.k;
-    if (labels && (fresh || active.length <= 12)) {
-      const [mx, my] = midpoint(p);
-      const text = `∇ ${g.all.map((t) => fmtTensorShort(t, 3)).join(" + ")}`;
-      ctx.font = "10.5px ui-monospace, monospace";
-      const w = ctx.measureText(text).width + 6;
-      ctx.fillStyle = pal.labelBg;
-      ctx.fillRect(mx + 4, my - 7, w, 14);
-      ctx.fillStyle = fresh ? pal.current : pal.text;
-      ctx.textAlign = "left";
-      ctx.textBaseline = "middle";
-      ctx.fillText(text, mx + 7, my);
-    }
+    if (!fresh && active.length > 12) continue;
+    const [mx, my] = midpoint(edgePoints(scene, e));
+    texts.push({ kind: "edge", text: `∇ ${edgeText(g)}`, wx: mx, wy: my, base: 11, color: fresh ? pal.current : pal.text,
+      bg: pal.labelBg, prio: fresh ? 1.5 : 3, edge: e, pts: edgePoints(scene, e) });
   }
 
   // Nodes, batched by kind; highlighted ones get rings afterwards.
@@ -200,17 +185,23 @@ export function drawScene(ctx, scene, st, cam, vw, vh, opts) {
       }
     }
   });
+  // Built during a backward with create_graph=True: a double outline in the higher-order colour.
+  ctx.beginPath();
+  let anyHigher = false;
+  for (const list of batches) for (const v of list) {
+    const n = vnodes[v];
+    if (!n.higher) continue;
+    anyHigher = true;
+    ctx.rect(xs[v] - n.w / 2 + 3, ys[v] - n.h / 2 + 3, n.w - 6, n.h - 6);
+  }
+  if (anyHigher) { ctx.lineWidth = 1.5 * px; ctx.strokeStyle = pal.higher; ctx.stroke(); }
   for (const v of scene.errorV) {
     if (!(scene.reveal[v] <= st.k)) continue;
     ring(ctx, scene, v, pal.error, 3 * px, 5);
     const err = scene.index.doc.error;
-    if (labels && err) {
-      const n = vnodes[v];
-      ctx.font = "bold 11.5px ui-monospace, monospace";
-      ctx.fillStyle = pal.error;
-      ctx.textAlign = "left";
-      ctx.textBaseline = "middle";
-      ctx.fillText(`⚠ ${err.type}${err.line != null ? ` (line ${err.line})` : ""}`, xs[v] + n.w / 2 + 10, ys[v]);
+    if (err) {
+      texts.push({ kind: "error", text: `⚠ ${err.type}${err.line != null ? ` (line ${err.line})` : ""}`, wx: xs[v], wy: ys[v],
+        base: 11.5, min: 11.5, bold: true, color: pal.error, bg: pal.labelBg, prio: 0, node: v, clamp: true });
     }
   }
   for (const v of special) {
@@ -219,7 +210,8 @@ export function drawScene(ctx, scene, st, cam, vw, vh, opts) {
     if (st.justDone.has(v) && !st.current.has(v)) ring(ctx, scene, v, pal.justDone, 3 * px, 3);
     if (st.current.has(v)) ring(ctx, scene, v, pal.current, 3.5 * px, 3);
   }
-  if (labels) drawLabels(ctx, scene, st, batches, pal);
+  nodeTexts(scene, st, batches, pal, k, texts);
+  opts.placed = drawTexts(ctx, scene, texts, cam, vw, vh, dpr, batches);
 }
 
 function ring(ctx, scene, v, color, width, pad, dash) {
@@ -233,18 +225,22 @@ function ring(ctx, scene, v, color, width, pad, dash) {
   ctx.setLineDash([]);
 }
 
-function drawLabels(ctx, scene, st, batches, pal) {
+/** A merged edge's text: the total (what autograd summed), with the parts when it has several. */
+export function edgeText(g) {
+  if (g.total) return fmtTensorShort(g.total, 3);
+  return g.all.map((t) => fmtTensorShort(t, 3)).join(" + ");
+}
+
+function nodeTexts(scene, st, batches, pal, k, texts) {
   const { vnodes } = scene.view;
   const tl = scene.timeline;
-  ctx.textAlign = "center";
-  ctx.textBaseline = "middle";
   for (const list of batches) {
     for (const v of list) {
       const n = vnodes[v];
       const cx = scene.x[v], cy = scene.y[v];
-      ctx.fillStyle = pal.kinds[n.kind].text;
-      ctx.font = n.kind === "group" ? "bold 12px ui-monospace, monospace" : "12px ui-monospace, monospace";
-      ctx.fillText(n.label, cx, cy - 7);
+      const group = n.kind === "group";
+      texts.push({ kind: "node", text: n.label, wx: cx, wy: cy - 7, base: 12, min: group ? 11 : 0, bold: group,
+        color: pal.kinds[n.kind].text, prio: 1, node: v, centre: true });
       let sub = n.sub;
       if (n.kind === "leaf" || n.kind === "retained") {
         const g = tl.leafGradAt(n.refs[0], st.k);
@@ -257,9 +253,73 @@ function drawLabels(ctx, scene, st, batches, pal) {
         const g = ev && ev.grad_outputs && ev.grad_outputs[0];
         if (g) sub = `${n.sub} · ∇ ${fmtTensorShort(g, 2, false)}`;
       }
-      ctx.font = "10.5px ui-monospace, monospace";
-      ctx.fillStyle = pal.kinds[n.kind].sub;
-      ctx.fillText(sub, cx, cy + 8, n.w - 6);
+      if (sub) texts.push({ kind: "node", text: sub, wx: cx, wy: cy + 8, base: 11, color: pal.kinds[n.kind].sub, prio: 1.1, node: v, centre: true, fitTo: n.w - 6 });
     }
   }
+}
+
+/** Place every text in screen space (labels.js) and draw the ones that found room. */
+function drawTexts(ctx, scene, texts, cam, vw, vh, dpr, batches) {
+  const k = cam.k;
+  const sx = (wx) => (wx - cam.x) * k, sy = (wy) => (wy - cam.y) * k;
+  const obstacles = [];
+  const { vnodes } = scene.view;
+  for (const list of batches) for (const v of list) {
+    const n = vnodes[v];
+    obstacles.push({ x: sx(scene.x[v] - n.w / 2), y: sy(scene.y[v] - n.h / 2), w: n.w * k, h: n.h * k, owner: v });
+  }
+  ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+  const items = [];
+  for (const t of texts) {
+    let size = t.base * k;
+    if (t.min) size = Math.max(size, t.min);
+    if (size < MIN_TEXT_PX) continue;
+    size = Math.round(size * 2) / 2;
+    const font = `${t.bold ? "bold " : ""}${size}px ${t.family || MONO}`;
+    ctx.font = font;
+    let w = ctx.measureText(t.text).width;
+    // A node's sub-label is squeezed to its box when a little too wide (Canvas maxWidth).
+    if (t.fitTo && w > t.fitTo * k) w = Math.max(t.fitTo * k, 1);
+    const h = size * 1.25;
+    const x = sx(t.wx), y = sy(t.wy);
+    let candidates;
+    if (t.kind === "node") candidates = [[x - w / 2, y - h / 2]];
+    else if (t.kind === "title") candidates = [[x, y], [x + 12, y], [x, y - h]];
+    else if (t.kind === "error") {
+      const n = vnodes[t.node];
+      const hw = (n.w / 2) * k + 10, hh = (n.h / 2) * k + 8;
+      candidates = [[x + hw, y - h / 2], [x - hw - w, y - h / 2], [x - w / 2, y - hh - h], [x - w / 2, y + hh]];
+    } else {
+      candidates = [];
+      const p = t.pts || [t.wx, t.wy];
+      for (const f of [0.5, 0.3, 0.7]) {
+        const [px, py] = pointAt(p, f);
+        const ex = sx(px), ey = sy(py);
+        if (t.centre) candidates.push([ex - w / 2, ey - h / 2]);
+        candidates.push([ex + 5, ey - h / 2], [ex - 5 - w - 6, ey - h / 2], [ex - w / 2, ey - h - 4], [ex - w / 2, ey + 4]);
+      }
+    }
+    items.push({ ...t, font, size, w: t.bg ? w + 6 : w, h, px: size, candidates, owner: t.node });
+  }
+  items.sort((a, b) => a.prio - b.prio);
+  const placed = placeLabels(items, obstacles, vw, vh);
+  ctx.textBaseline = "middle";
+  ctx.textAlign = "left";
+  for (const it of placed) {
+    ctx.font = it.font;
+    if (it.bg) { ctx.fillStyle = it.bg; ctx.fillRect(it.x, it.y, it.w, it.h); }
+    ctx.fillStyle = it.color;
+    const pad = it.bg ? 3 : 0;
+    ctx.fillText(it.text, it.x + pad, it.y + it.h / 2, it.w - pad * 2 + 0.5);
+  }
+  return placed;
+}
+
+/** The point a fraction f of the way along a polyline's points (by vertex count, cheap). */
+function pointAt(p, f) {
+  if (p.length === 2) return [p[0], p[1]];
+  if (f === 0.5) return midpoint(p);
+  const segs = p.length / 2 - 1;
+  const t = f * segs, i = Math.min(segs - 1, Math.floor(t)), u = t - i;
+  return [p[2 * i] + (p[2 * i + 2] - p[2 * i]) * u, p[2 * i + 1] + (p[2 * i + 3] - p[2 * i + 1]) * u];
 }

@@ -5,7 +5,7 @@
 import { drawScene } from "./draw.js";
 import { edgePoints } from "./geometry.js";
 import { stepState } from "./scene.js";
-import { fmtTensorShort } from "../ui/format.js";
+import { fmtTensorShort } from "../graph/values.js";
 
 export function download(filename, blob) {
   const a = document.createElement("a");

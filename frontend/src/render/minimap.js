@@ -14,7 +14,7 @@ export class Minimap {
     const move = (ev) => {
       if (!this.t) return;
       const r = canvas.getBoundingClientRect();
-      onMove((ev.clientX - r.left - this.t.ox) / this.t.s, (ev.clientY - r.top - this.t.oy) / this.t.s);
+      onMove((ev.clientX - r.left - this.t.ox) / this.t.sx, (ev.clientY - r.top - this.t.oy) / this.t.sy);
     };
     canvas.addEventListener("pointerdown", (ev) => { canvas.setPointerCapture(ev.pointerId); dragging = true; move(ev); });
     canvas.addEventListener("pointermove", (ev) => { if (dragging) move(ev); });
@@ -25,25 +25,32 @@ export class Minimap {
 
   /** Draw for a scene and camera; hidden for small graphs, which fit the view anyway. */
   draw(scene, cam, view, pal, dpr) {
-    const show = !!scene && scene.view.vnodes.length > 40;
+    // Shown whenever part of the graph is out of view, or folded units stand for more of it.
+    const outside = !!scene && (scene.width * cam.k > view.w + 1 || scene.height * cam.k > view.h + 1);
+    const show = !!scene && (outside || scene.view.vnodes.length > 40 || !!scene.units);
     this.canvas.hidden = !show;
     if (!show) return;
     if (this.canvas.width !== W * dpr) { this.canvas.width = W * dpr; this.canvas.height = H * dpr; }
-    const s = Math.min((W - 8) / Math.max(scene.width, 1), (H - 8) / Math.max(scene.height, 1));
-    const ox = (W - scene.width * s) / 2, oy = (H - scene.height * s) / 2;
-    this.t = { s, ox, oy };
-    if (!this.cache) this.cache = silhouette(scene, pal, dpr, s, ox, oy);
+    // NOTE [shape of the whole]: a tall thin graph (an unrolled RNN) scaled uniformly is a
+    // one-pixel line; each axis gets its own scale, at most 6× apart, so its shape shows.
+    const strip = scene.units ? 10 : 0;
+    let sx = (W - 8) / Math.max(scene.width, 1), sy = (H - 8 - strip) / Math.max(scene.height, 1);
+    if (sx > 6 * sy) sx = 6 * sy;
+    if (sy > 6 * sx) sy = 6 * sx;
+    const ox = (W - scene.width * sx) / 2, oy = (H - strip - scene.height * sy) / 2;
+    this.t = { sx, sy, ox, oy };
+    if (!this.cache) this.cache = silhouette(scene, pal, dpr, sx, sy, ox, oy, strip);
     const ctx = this.canvas.getContext("2d");
     ctx.setTransform(1, 0, 0, 1, 0, 0);
     ctx.drawImage(this.cache, 0, 0);
     ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
     ctx.strokeStyle = pal.current;
     ctx.lineWidth = 1.5;
-    ctx.strokeRect(ox + cam.x * s, oy + cam.y * s, (view.w / cam.k) * s, (view.h / cam.k) * s);
+    ctx.strokeRect(ox + cam.x * sx, oy + cam.y * sy, (view.w / cam.k) * sx, (view.h / cam.k) * sy);
   }
 }
 
-function silhouette(scene, pal, dpr, s, ox, oy) {
+function silhouette(scene, pal, dpr, sx, sy, ox, oy, strip) {
   const cache = document.createElement("canvas");
   cache.width = W * dpr; cache.height = H * dpr;
   const cc = cache.getContext("2d");
@@ -53,8 +60,17 @@ function silhouette(scene, pal, dpr, s, ox, oy) {
   cc.fillStyle = pal.edge;
   cc.beginPath();
   scene.view.vnodes.forEach((n, v) => {
-    cc.rect(ox + (scene.x[v] - n.w / 2) * s, oy + (scene.y[v] - n.h / 2) * s, Math.max(1, n.w * s), Math.max(1, n.h * s));
+    cc.rect(ox + (scene.x[v] - n.w / 2) * sx, oy + (scene.y[v] - n.h / 2) * sy, Math.max(1.5, n.w * sx), Math.max(1.5, n.h * sy));
   });
   cc.fill();
+  if (strip && scene.units) {
+    // The run's units (iterations, calls) in a row along the bottom, the open one marked.
+    const { count, open } = scene.units;
+    const cw = (W - 8) / count;
+    cc.fillStyle = pal.edge;
+    cc.fillRect(4, H - strip + 2, W - 8, strip - 4);
+    cc.fillStyle = pal.current;
+    cc.fillRect(4 + open * cw, H - strip, Math.max(2, cw), strip);
+  }
   return cache;
 }

@@ -3,7 +3,7 @@
  * walks every frame, and answers "what does step k look like" cheaply (binary searches over
  * precomputed step lists, no per-step allocation proportional to the graph).
  */
-import { lastAtOrBefore } from "../animate/timeline.js";
+import { lastAtOrBefore } from "../graph/timeline.js";
 import { prefixes } from "../graph/document.js";
 
 export function makeScene(index, view, layout, timeline, collapsed) {
@@ -27,6 +27,7 @@ export function makeScene(index, view, layout, timeline, collapsed) {
   });
   const edgeReveal = vedges.map((e) => Math.max(reveal[e.s], reveal[e.t]));
   const boxes = moduleBoxes(index, view, x, y, collapsed, reveal, layout.direction);
+  for (const b of boxes) if (view.titles && view.titles.has(b.path)) b.title = `▾ ${view.titles.get(b.path)}`;
   const [width, height] = includeBoxes(layout, boxes);
   const scene = { index, view, layout, timeline, x, y, reveal, bwd, flows, edgeReveal, width, height, boxes };
   scene.errorV = index.errorNode >= 0 ? view.byRef[index.errorNode] : [];
@@ -139,10 +140,62 @@ export function stepState(scene, k) {
       if (j < 0) return null;
       const [step, g] = list[j];
       if (tl.passAt(step) !== pass) return null;
-      // Parallel edges (x * x uses x twice) are drawn as one: keep every gradient of the step.
-      const all = [g];
-      for (let i = j - 1; i >= 0 && list[i][0] === step; i--) all.unshift(list[i][1]);
-      return { step, g, all };
+      const refs = scene.view.vedges[e].refs;
+      if (refs.length <= 1) return { step, g, all: [g] };
+      return mergedGrad(scene, e, k, pass, step, g);
     },
   };
+}
+
+/**
+ * NOTE [merged edges]
+ *   One drawn edge can stand for several document edges (parallel uses of x in x * x, or
+ *   every edge between two module boxes). The gradient it shows is what autograd summed:
+ *   per producer node, the gradient that reached the producer (its backward event's
+ *   grad_outputs[0]) when all the producer's consumers are behind this edge, else the sum of
+ *   the parts' values when they are small enough to be known, else the parts side by side.
+ */
+export function mergedGrad(scene, e, k, pass, step, g) {
+  const tl = scene.timeline, index = scene.index;
+  const refs = scene.view.vedges[e].refs;
+  const bySource = new Map();
+  for (const r of refs) {
+    const flows = tl.flows[r];
+    const j = lastAtOrBefore(flows, k, (f) => f[0]);
+    if (j < 0 || tl.passAt(flows[j][0]) !== pass) continue;
+    const s = index.edges[r].s;
+    if (!bySource.has(s)) bySource.set(s, []);
+    bySource.get(s).push([r, flows[j][1]]);
+  }
+  const parts = [], totals = [];
+  for (const [s, list] of bySource) {
+    for (const [, v] of list) parts.push(v);
+    const whole = index.outEdges[s].every((r) => refs.includes(r)) && !(index.nodes[s].outputs && index.nodes[s].outputs.length > 1);
+    let total = null;
+    if (list.length === 1) total = list[0][1];
+    else if (whole && index.nodes[s].kind === "function") {
+      const at = tl.lastBackward(s, k);
+      const ev = at != null && tl.passAt(at) === pass ? tl.event(at) : null;
+      total = (ev && ev.grad_outputs && ev.grad_outputs[0]) || null;
+    }
+    if (!total) total = sumValues(list.map((x) => x[1]));
+    totals.push(total);
+  }
+  if (!parts.length) return { step, g, all: [g] };
+  const total = totals.length === 1 && totals[0] ? totals[0] : null;
+  return { step, g: total || g, all: parts, total };
+}
+
+/** The elementwise sum of tensor values when all their values are known, else null. */
+export function sumValues(vals) {
+  if (!vals.length || vals.some((v) => !v || v.values == null)) return null;
+  const shape = vals[0].shape;
+  if (vals.some((v) => v.shape.join() !== shape.join())) return null;
+  const add = (a, b) => (Array.isArray(a) ? a.map((x, i) => add(x, b[i])) : Number(a) + Number(b));
+  let values = vals[0].values;
+  for (const v of vals.slice(1)) values = add(values, v.values);
+  const flat = [values].flat(Infinity).map(Number);
+  const norm = Math.sqrt(flat.reduce((s, x) => s + x * x, 0));
+  const mean = flat.reduce((s, x) => s + x, 0) / Math.max(flat.length, 1);
+  return { shape, dtype: vals[0].dtype, values, stats: { min: Math.min(...flat), max: Math.max(...flat), mean, norm } };
 }

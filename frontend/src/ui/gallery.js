@@ -1,4 +1,4 @@
-/** The lesson gallery's DOM: one button per example, its title and one-line explanation. */
+/** The lesson gallery's DOM: one button per lesson (backend/gradtrace/lessons), its title and introduction. */
 export function renderGallery(list, examples, onPick) {
   for (const ex of examples) {
     const li = document.createElement("li");
@@ -8,7 +8,7 @@ export function renderGallery(list, examples, onPick) {
     const t = document.createElement("strong");
     t.textContent = ex.title;
     const d = document.createElement("span");
-    d.textContent = ex.blurb;
+    d.textContent = ex.intro;
     b.append(t, d);
     b.addEventListener("click", () => onPick(ex));
     li.append(b);

@@ -29,7 +29,7 @@ export class Inspector {
   /** @param {{onLine: (line:number)=>void, onExpand: (v:number)=>void}} cb */
   constructor(root, cb) {
     this.root = root;
-    this.body = root.querySelector("#inspector-body");
+    this.body = root.querySelector(`[data-gt="inspector-body"]`);
     this.cb = cb;
   }
 

@@ -6,12 +6,12 @@ export class Transport {
   constructor(root, player) {
     this.player = player;
     this.root = root;
-    const q = (s) => root.querySelector(s);
-    this.btn = { start: q("#tl-start"), back: q("#tl-back"), play: q("#tl-play"), fwd: q("#tl-fwd"), end: q("#tl-end") };
-    this.label = q("#tl-label");
-    this.scrub = q("#tl-scrub");
-    this.segBar = q("#tl-segments");
-    this.speed = q("#tl-speed");
+    const q = (s) => root.querySelector(`[data-gt="${s}"]`);
+    this.btn = { start: q("tl-start"), back: q("tl-back"), play: q("tl-play"), fwd: q("tl-fwd"), end: q("tl-end") };
+    this.label = q("tl-label");
+    this.scrub = q("tl-scrub");
+    this.segBar = q("tl-segments");
+    this.speed = q("tl-speed");
     this.btn.start.addEventListener("click", () => player.phaseBack());
     this.btn.back.addEventListener("click", () => player.step(-1));
     this.btn.play.addEventListener("click", () => player.toggle());

@@ -13,7 +13,7 @@
  */
 import WORKER_SOURCE from "gt:layout-worker-source";
 import CSS from "gt:viewer-css";
-import { Viewer, gunzipJson } from "../viewer.js";
+import { EmbeddedViewer, gunzipJson } from "../viewer.js";
 
 let workerUrl = null;
 function layoutWorkerUrl() {
@@ -33,7 +33,7 @@ async function render({ model, el }) {
   host.className = "gradtrace-widget";
   host.style.display = "block";
   el.append(host);
-  const viewer = new Viewer(host, {
+  const viewer = new EmbeddedViewer(host, {
     css: CSS,
     workerUrl: layoutWorkerUrl(),
     height: model.get("height"),
@@ -55,8 +55,7 @@ async function render({ model, el }) {
   const onStep = () => { const k = model.get("step"); if (k >= 0 && k !== viewer.player.k) viewer.go(k); };
   const onSel = () => {
     const sel = model.get("_selected");
-    const cur = viewer.selectedV >= 0 ? viewer.index.nodes[viewer.scene.view.vnodes[viewer.selectedV].refs[0]].id : null;
-    if ((sel ? sel.id : null) !== cur) viewer.selectById(sel ? sel.id : null);
+    if ((sel ? sel.id : null) !== viewer.selectedId()) viewer.selectById(sel ? sel.id : null);
   };
   model.on("change:_doc", load);
   model.on("change:step", onStep);

@@ -126,6 +126,14 @@ void write_entry(std::string& out, const FnEntry& e) {
   if (e.line == kNullLine) out += "null"; else format_int(out, e.line);
   out += ",\"module\":";
   write_pystr(out, e.module);
+  if (!e.module.is_none()) {  // a ModulePath: its stack's canonical JSON (NOTE [module calls])
+    py::object js = e.module.attr("stack_json");
+    Py_ssize_t n = 0;
+    const char* p = PyUnicode_AsUTF8AndSize(js.ptr(), &n);
+    if (p == nullptr) throw python_error();
+    out += ",\"module_stack\":";
+    out.append(p, static_cast<size_t>(n));
+  }
   out += ",\"name\":";
   write_str(out, *e.name);
   if (e.outs.size() > 1) {

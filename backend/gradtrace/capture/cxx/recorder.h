@@ -201,15 +201,25 @@ struct Recorder {
     py::object stopped = py::none();
     int64_t used = 0;
     size_t recorded = 0;
+    PyObject* last_mod = nullptr;  // the module path whose stack length is in ``stack_cost``
+    int64_t stack_cost = 0;
     for (size_t k = 0; k < m; ++k) {
       FnEntry& e = batch[k];
       int64_t index = e.index;
       if (index >= max_nodes_) { stopped = py::str(nodes_message_); break; }
+      auto [l, mo] = places[k];
+      if (mo != last_mod) {  // Python's ``len(stack_json) + 16`` (NOTE [module calls])
+        last_mod = mo;
+        stack_cost = 0;
+        if (mo != Py_None) {
+          py::object js = py::reinterpret_borrow<py::object>(mo).attr("stack_json");
+          stack_cost = static_cast<int64_t>(PyUnicode_GetLength(js.ptr())) + 16;
+        }
+      }
       int64_t cost = cost_node_ + cost_saved_ * static_cast<int64_t>(e.saved.size()) +
-                     cost_edge_ * static_cast<int64_t>(e.edges.size());
+                     cost_edge_ * static_cast<int64_t>(e.edges.size()) + stack_cost;
       if (used + cost > bytes_left) { stopped = py::str(core->bytes_message); break; }
       used += cost;
-      auto [l, mo] = places[k];
       e.line = l == Py_None ? kNullLine : static_cast<int32_t>(PyLong_AsLong(l));
       e.module = py::reinterpret_borrow<py::object>(mo);
       e.seq = n_fns + static_cast<int64_t>(k);

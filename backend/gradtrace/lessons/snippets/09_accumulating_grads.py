@@ -1,0 +1,14 @@
+"""Gradients accumulate
+
+.grad is added to by every backward pass until something clears it. Without a reset each step
+sees the sum of all earlier gradients, and training takes the wrong steps.
+"""
+# Nothing clears w.grad here, so it keeps growing from step to step.
+import torch
+
+w = torch.tensor(1.0, requires_grad=True)
+for step in range(3):
+    loss = (w * 2 - 4) ** 2
+    loss.backward()
+    print(step, w.grad.item())     # bigger every step
+    # to fix it: set w.grad = None (or call optimizer.zero_grad()) before each backward

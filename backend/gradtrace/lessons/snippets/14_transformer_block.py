@@ -1,0 +1,16 @@
+"""A transformer encoder
+
+A bigger graph: two encoder layers with attention and feed-forward blocks, hundreds of nodes in
+nested modules. The two identical layers fold into one box that opens on demand.
+"""
+# Two encoder layers on a short batch of sequences.
+import torch
+from torch import nn
+
+torch.manual_seed(0)
+layer = nn.TransformerEncoderLayer(d_model=64, nhead=4, dim_feedforward=128, batch_first=True)
+encoder = nn.TransformerEncoder(layer, num_layers=2, enable_nested_tensor=False)
+tokens = torch.randn(2, 16, 64)
+loss = encoder(tokens).pow(2).mean()
+loss.backward()
+print(loss.item())

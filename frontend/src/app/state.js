@@ -1,0 +1,78 @@
+/**
+ * The view state: what the person is looking at, in one small observable store that the
+ * panels read (the graph view, the timeline, the inspector, the sentence, the search box).
+ *
+ * NOTE [one view state]
+ *   Before this store, each panel kept its own copy of "where are we" (the player's step, the
+ *   canvas's selection, the app's collapsed set) and the app pushed changes to each by hand.
+ *   Now a change is made once with `set()` and every subscriber hears which fields changed.
+ *   The store holds plain data only (no DOM, no scene), so a notebook widget or a test can
+ *   create one, and two viewers on one page each have their own.
+ *
+ * Fields:
+ *   step            the timeline step k (0…N): the first k events have happened
+ *   collapsed       Set of module paths drawn as one box
+ *   expandedRepeats Set of module paths whose repeated blocks are shown one by one
+ *   open            Set of group keys opened by the person or by search (loop/iteration/call
+ *                   groups of graph/); graph code decides what a key means
+ *   selection       { v: visible node index or −1, line: code line or null }
+ *   search          { query, matches: [{ node, label }], at: index into matches or −1 }
+ *   camera          { x, y, k } as the canvas last reported it (read-only mirror for panels)
+ */
+export function emptyViewState() {
+  return {
+    step: 0,
+    collapsed: new Set(),
+    expandedRepeats: new Set(),
+    open: new Set(),
+    selection: { v: -1, line: null },
+    search: { query: "", matches: [], at: -1 },
+    camera: { x: 0, y: 0, k: 1 },
+  };
+}
+
+export class ViewState {
+  constructor(initial = {}) {
+    this.state = { ...emptyViewState(), ...initial };
+    this._subs = new Set();
+  }
+
+  get(key) { return this.state[key]; }
+
+  /**
+   * Change some fields and tell the subscribers which ones changed. Sets and objects are
+   * replaced, not mutated, so a subscriber may keep the old value to compare.
+   */
+  set(patch) {
+    const changed = [];
+    for (const [key, value] of Object.entries(patch)) {
+      if (!(key in this.state)) throw new Error(`unknown view state field: ${key}`);
+      if (this.state[key] === value) continue;
+      this.state[key] = value;
+      changed.push(key);
+    }
+    if (changed.length) for (const fn of [...this._subs]) fn(this.state, changed);
+    return changed;
+  }
+
+  /** Call `fn(state, changedKeys)` after each change; returns the unsubscribe function. */
+  subscribe(fn) {
+    this._subs.add(fn);
+    return () => this._subs.delete(fn);
+  }
+
+  /** Toggle membership of `item` in the Set field `key` (collapsed, expandedRepeats, open). */
+  toggle(key, item, on = undefined) {
+    const next = new Set(this.state[key]);
+    const want = on === undefined ? !next.has(item) : on;
+    if (want) next.add(item); else next.delete(item);
+    this.set({ [key]: next });
+    return want;
+  }
+
+  /** Reset everything but the camera for a new document. */
+  reset(fields = {}) {
+    const { camera } = this.state;
+    this.set({ ...emptyViewState(), camera, ...fields });
+  }
+}

@@ -1,0 +1,227 @@
+/**
+ * The viewer: one run document shown as graph view + timeline/transport + inspector, wired to
+ * a code pane. It runs the pipeline document → graph view → layout (worker) → scene → canvas
+ * and follows the view state (app/state.js).
+ *
+ * NOTE [mountable viewer]
+ *   The viewer finds its parts inside its own root by `data-gt` attributes, never by global
+ *   ids, so the playground page and a notebook widget can mount it on any element, several
+ *   times on one page. A part that is missing is simply not drawn (a widget may leave out the
+ *   module menu or the accessible node list). The code pane is anything with
+ *   `mark(marks, {scroll})` (ui/editor.js's CodeEditor, or a read-only listing).
+ */
+import { Player } from "../animate/player.js";
+import { Timeline } from "../graph/timeline.js";
+import { indexDocument } from "../graph/document.js";
+import { activeVNodes, openAt, runLevels, shownMask } from "../graph/groups.js";
+import { defaultCollapsed, moduleTree } from "../graph/modules.js";
+import { buildView } from "../graph/view.js";
+import { LayoutClient } from "../layout/client.js";
+import { GraphCanvas } from "../render/canvas.js";
+import { makeScene } from "../render/scene.js";
+import { Inspector } from "../ui/inspector.js";
+import { IterationPicker } from "../ui/iterations.js";
+import { graphKeyHandler } from "../ui/keys.js";
+import { renderModules, renderNodeList } from "../ui/panels.js";
+import { Transport } from "../ui/transport.js";
+import { ViewState } from "./state.js";
+
+/** The element marked `data-gt="name"` inside root (or root itself), or null. */
+export function part(root, name) {
+  if (root.dataset && root.dataset.gt === name) return root;
+  return root.querySelector(`[data-gt="${name}"]`);
+}
+
+const NO_CODE = { mark() {} };
+
+export class Viewer {
+  /**
+   * @param {HTMLElement} root  element holding the viewer's parts (data-gt="graph", "timeline", …)
+   * @param {{state?: ViewState, code?: {mark: Function}, workerUrl?: URL|string,
+   *          onLine?: (line:number, scroll:boolean)=>void}} opts
+   */
+  constructor(root, opts = {}) {
+    this.root = root;
+    this.state = opts.state || new ViewState();
+    this.code = opts.code || NO_CODE;
+    this.onLineCb = opts.onLine || ((line, scroll) => this.selectLine(line, scroll));
+    this.direction = "TB";
+    this.scene = null;
+    this.doc = null;
+    this.generation = 0;
+    const p = (name) => part(root, name);
+    this.els = {
+      graph: p("graph"), empty: p("graph-empty"), layoutStatus: p("layout-status"), simplified: p("simplified"),
+      stats: p("graph-stats"), modules: p("modules"), modulesList: p("modules-list"), nodeList: p("node-list"),
+      timeline: p("timeline"), inspector: p("inspector"),
+    };
+    this.layout = new LayoutClient(opts.workerUrl || new URL("./layout-worker.js", import.meta.url));
+    this.player = new Player((k, o) => this.onStep(k, o));
+    this.transport = new Transport(this.els.timeline, this.player);
+    this.inspector = new Inspector(this.els.inspector, { onLine: (line) => this.onLineCb(line, true), onExpand: (v) => this.openGroup(v) });
+    this.canvas = new GraphCanvas(this.els.graph, {
+      onNodeClick: (v) => this.selectNode(v),
+      onBoxClick: (path) => this.toggleModule(path),
+      onGroupOpen: (v) => this.openGroup(v),
+      onHover: () => this.player.pause(),
+    });
+    this.els.graph.addEventListener("keydown", graphKeyHandler(this.player, this.canvas));
+    const pickerHost = this.els.stats ? this.els.stats.parentElement : null;
+    this.iterPicker = pickerHost ? new IterationPicker(pickerHost, { onPick: (u) => this.pickUnit(u) }) : null;
+    this.levels = [];
+    this.openUnits = [];
+    this.inspector.clear();
+  }
+
+  get selectedV() { return this.state.get("selection").v; }
+
+  // ---- the pipeline --------------------------------------------------------------------
+
+  /** Show a run document; resolves once its first frame is drawn, with timings in ms. */
+  async loadDocument(doc, { step = null } = {}) {
+    const t0 = performance.now();
+    this.doc = doc;
+    this.index = indexDocument(doc);
+    this.tree = moduleTree(this.index);
+    this.timeline = new Timeline(this.index);
+    // Iterations and module calls (graph/groups.js): the open ones drawn in full, the rest folded.
+    this.levels = runLevels(this.index, this.timeline);
+    const k0 = step == null ? this.timeline.N : Math.max(0, Math.min(this.timeline.N, step));
+    this.openUnits = openAt(this.levels, k0);
+    const shown = this.levels.length ? shownMask(this.levels, this.openUnits, this.index.nodes.length) : null;
+    this.state.reset({ collapsed: defaultCollapsed(this.index, this.tree, undefined, shown), step: this.timeline.N });
+    if (this.iterPicker) { this.iterPicker.setLevel(this.levels[0] || null); this.iterPicker.update(this.openUnits[0] ?? 0); }
+    this.code.mark({ error: doc.error ? doc.error.line : null, current: null, justDone: null, selected: null }, { scroll: true });
+    if (this.els.empty) {
+      this.els.empty.hidden = this.index.nodes.length > 0;
+      if (!this.index.nodes.length) this.els.empty.textContent = "This run created no autograd node.";
+    }
+    const timing = await this.relayout(false, k0);
+    if (!timing || this.doc !== doc) return null; // a newer document arrived meanwhile
+    this.transport.setSegments(this.timeline.segments, this.timeline.N);
+    this.inspector.clear();
+    const k = step == null ? this.timeline.N : Math.max(0, Math.min(this.timeline.N, step));
+    this.player.reset(this.timeline.N, this.timeline.segments, k);
+    await new Promise((r) => requestAnimationFrame(() => { this.canvas.drawNow(); r(); }));
+    this.lastTiming = { ...timing, total: performance.now() - t0, nodes: this.index.nodes.length };
+    this.generation++;
+    return this.lastTiming;
+  }
+
+  /** Rebuild the visible graph (after collapse/expand or direction) and lay it out again. */
+  async relayout(keepCamera = true, k = this.player.k) {
+    const gen = (this._layoutGen = (this._layoutGen || 0) + 1);
+    const t0 = performance.now();
+    const st = this.state.state;
+    const view = buildView(this.index, this.tree, { collapsed: st.collapsed, expandedRepeats: st.expandedRepeats, open: st.open,
+      levels: this.levels, openUnits: this.openUnits });
+    const t1 = performance.now();
+    const input = {
+      w: Float64Array.from(view.vnodes, (v) => v.w), h: Float64Array.from(view.vnodes, (v) => v.h),
+      src: Int32Array.from(view.vedges, (e) => e.s), dst: Int32Array.from(view.vedges, (e) => e.t),
+      cluster: view.cluster,
+    };
+    this._text("layoutStatus", view.vnodes.length > 500 ? `Laying out ${view.vnodes.length} nodes…` : "");
+    const layout = await this.layout.layout(input, { direction: this.direction });
+    if (gen !== this._layoutGen) return null;
+    this.scene = makeScene(this.index, view, layout, this.timeline, st.collapsed);
+    this.scene.active = activeVNodes(view, this.levels, this.openUnits);
+    this.scene.units = this.levels.length ? { count: this.levels[0].count, open: this.openUnits[0] } : null;
+    this.canvas.setScene(this.scene, k, { keepCamera });
+    this._text("layoutStatus", "");
+    if (this.els.simplified) this.els.simplified.hidden = !layout.simplified;
+    this._text("stats", `${this.index.nodes.length} nodes · ${this.index.edges.length} edges${view.vnodes.length !== this.index.nodes.length ? ` · ${view.vnodes.length} shown` : ""}`);
+    if (this.els.modulesList) {
+      renderModules(this.els.modulesList, this.tree, st.collapsed, st.expandedRepeats, (p) => this.toggleModule(p), (p) => this.toggleRepeat(p));
+    }
+    if (this.els.modules) this.els.modules.hidden = this.tree.mods.size === 0;
+    this.refreshNodeList();
+    // The selection's vnode index belongs to the old view: show the same document node again.
+    if (this._reselect != null) { const r = this._reselect; this._reselect = null; this._selectRef(r); }
+    return { view: t1 - t0, layout: layout.ms, vnodes: view.vnodes.length };
+  }
+
+  _text(name, text) { if (this.els[name]) this.els[name].textContent = text; }
+
+  setDirection(direction) { this.direction = direction; return this.relayout(false); }
+
+  toggleModule(path) { this._keepSelection(); this.state.toggle("collapsed", path); return this.relayout(true); }
+
+  toggleRepeat(path) { this._keepSelection(); this.state.toggle("expandedRepeats", path); return this.relayout(true); }
+
+  openGroup(v) {
+    const g = this.scene.view.vnodes[v];
+    this._keepSelection();
+    if (g.repeat) this.state.toggle("expandedRepeats", g.module, true); else this.state.toggle("collapsed", g.module, false);
+    return this.relayout(true);
+  }
+
+  /** Remember the selected document node so the inspector shows it again after relayout. */
+  _keepSelection() {
+    const v = this.selectedV;
+    this._reselect = v >= 0 && this.scene ? this.scene.view.vnodes[v].refs[0] : null;
+  }
+
+  _selectRef(ref) {
+    const vs = this.scene.view.byRef[ref] || [];
+    if (vs.length) this.selectNode(vs[0], { pause: false });
+    else this.selectNode(-1);
+  }
+
+  // ---- stepping and selection ----------------------------------------------------------
+
+  /** The iterations or calls open at step k follow the step (graph/groups.js). */
+  followUnits(k) {
+    if (!this.levels.length) return;
+    const open = openAt(this.levels, k);
+    if (this.iterPicker) this.iterPicker.update(open[0]);
+    if (open.some((u, l) => u !== this.openUnits[l])) { this.openUnits = open; this.relayout(false, k); }
+  }
+
+  /** The picker chose unit u of the outermost level: the transport goes to the end of its forward. */
+  pickUnit(u) {
+    const unit = this.levels[0] && this.levels[0].units[u];
+    if (unit) this.player.go(unit.forwardEnd || unit.lastStep, { fromUser: true });
+  }
+
+  onStep(k, { animate, playing }) {
+    if (!this.scene) return;
+    this.followUnits(k);
+    this.state.set({ step: k });
+    this.canvas.setStep(k, { animate, durationMs: this.player.intervalMs });
+    const tl = this.timeline;
+    const ev = tl.event(k), prev = tl.event(k - 1);
+    const lineOf = (e, i) => (e ? e.line ?? this.index.nodes[tl.evNode[i]].line ?? null : null);
+    this.code.mark({ current: lineOf(ev, k - 1), justDone: lineOf(prev, k - 2) }, { scroll: !!ev });
+    this.transport.update(k, tl.N, playing, tl.segmentAt(k));
+    if (this.selectedV >= 0 && !playing) this.inspector.show(this.scene, this.selectedV, k);
+    clearTimeout(this._listTimer);
+    this._listTimer = setTimeout(() => this.refreshNodeList(), playing ? 250 : 0);
+  }
+
+  refreshNodeList() {
+    if (!this.scene || !this.els.nodeList) return;
+    renderNodeList(this.els.nodeList, this.scene, this.player.k, (v) => this.selectNode(v), this.canvas.stepState());
+  }
+
+  selectNode(v, { pause = true } = {}) {
+    if (pause) this.player.pause();
+    this.state.set({ selection: { v, line: null } });
+    this.canvas.setSelection(v >= 0 ? [v] : []);
+    if (v < 0) { this.inspector.clear(); this.code.mark({ selected: null }); return; }
+    this.inspector.show(this.scene, v, this.player.k);
+    const node = this.index.nodes[this.scene.view.vnodes[v].refs[0]];
+    this.code.mark({ selected: node.line ?? null }, { scroll: false });
+  }
+
+  /** A code line was clicked (or reached with the keyboard): select the nodes it created. */
+  selectLine(line, scroll = false) {
+    if (!this.scene) return;
+    const refs = this.index.byLine.get(line) || [];
+    const vs = [...new Set(refs.flatMap((r) => this.scene.view.byRef[r]))];
+    this.state.set({ selection: { v: -1, line } });
+    this.canvas.setLineSelection(vs);
+    this.code.mark({ selected: line }, { scroll });
+    this.inspector.showLine(line, vs, vs.map((v) => this.scene.view.vnodes[v].label), (v) => this.selectNode(v));
+  }
+}

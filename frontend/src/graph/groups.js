@@ -1,0 +1,245 @@
+/**
+ * Groups that follow how the program ran: loop iterations and module calls, as "levels" of
+ * repeated units, outermost first. Pure data over an indexed document and its timeline; no DOM.
+ *
+ * NOTE [where units come from]
+ *   1. Iterations of a training loop: one per backward pass, when there are two or more. An
+ *      iteration is everything from the end of the previous pass to the end of its own pass.
+ *   2. Calls of a module called many times (an RNN cell unrolled 200 times): from
+ *      `Node.module_stack` (the capture records the call index), or, in documents without it,
+ *      from the module's op sequence, which repeats once per call (period detection; a call's
+ *      count from `RunDocument.modules[].calls` fixes the period when present).
+ *   3. Otherwise, iterations of a loop found from lines revisited: the forward events' lines
+ *      jump back to the loop's first line once per iteration.
+ *   Shared nodes (parameters, their AccumulateGrad, inputs made before the loop) belong to no
+ *   unit: they stay drawn while the units around them are folded.
+ *
+ * A level is {kind, label, count, unitOf: Int32Array (node → unit or −1), units: [{index,
+ * firstStep, forwardEnd, lastStep, nodes}]}. `openAt(levels, timeline, k)` answers which unit of
+ * each level is current at step k: the unit of the latest event at or before k on a node of
+ * that level (the first unit before any).
+ */
+
+const MIN_UNITS = 2;
+
+/** Every level of repeated units in the run, outermost first (may be empty). */
+export function runLevels(index, timeline) {
+  const levels = [];
+  const iters = passIterations(index, timeline);
+  if (iters) levels.push(iters);
+  const calls = moduleCalls(index, levels[0] || null);
+  if (calls) levels.push(calls);
+  if (!levels.length) {
+    const loop = lineIterations(index, timeline);
+    if (loop) levels.push(loop);
+  }
+  for (const lv of levels) finishLevel(lv, index, timeline);
+  return levels;
+}
+
+/** Nodes shared by every unit: leaves, AccumulateGrad, and cut tensors. */
+export function isShared(index, i) {
+  const kind = index.kind[i];
+  return kind === "acc" || kind === "leaf" || kind === "retained";
+}
+
+function passIterations(index, timeline) {
+  const segs = timeline.segments.filter((s) => s.phase === "backward");
+  const passes = [...new Set(segs.map((s) => s.pass))];
+  if (passes.length < MIN_UNITS) return null;
+  // Iteration j ends where pass j ends; step → iteration by binary search over the ends.
+  const ends = passes.map((p) => Math.max(...segs.filter((s) => s.pass === p).map((s) => s.end)));
+  const unitOf = new Int32Array(index.nodes.length).fill(-1);
+  index.nodes.forEach((_, i) => {
+    if (isShared(index, i)) return;
+    const r = timeline.reveal[i];
+    if (!(r >= 1)) return;
+    let u = ends.findIndex((e) => r <= e);
+    if (u < 0) u = ends.length - 1;
+    unitOf[i] = u;
+  });
+  const passUnit = new Map(passes.map((p, u) => [p, u]));
+  return { kind: "iteration", label: "iteration", count: ends.length, unitOf, passUnit };
+}
+
+/** Calls of the module with the most repeated calls, within each unit of `outer` when given. */
+function moduleCalls(index, outer) {
+  const stacks = index.nodes.some((n) => n.module_stack && n.module_stack.length);
+  const info = new Map(((index.doc && index.doc.modules) || []).map((m) => [m.path, m]));
+  const byPath = new Map();
+  index.nodes.forEach((n, i) => {
+    if (isShared(index, i) || !index.module[i]) return;
+    if (stacks && n.module_stack) {
+      for (const mc of n.module_stack) {
+        if (!byPath.has(mc.path)) byPath.set(mc.path, new Map());
+        const calls = byPath.get(mc.path);
+        if (!calls.has(mc.call)) calls.set(mc.call, []);
+        calls.get(mc.call).push(i);
+      }
+    } else if (!stacks) {
+      // Without call indices, the module's own nodes in creation order, split by period.
+      const p = index.module[i];
+      if (!byPath.has(p)) byPath.set(p, new Map([[0, []]]));
+      byPath.get(p).get(0).push(i);
+    }
+  });
+  if (!stacks) {
+    for (const [path, calls] of byPath) {
+      const nodes = calls.get(0);
+      const split = splitByPeriod(nodes.map((i) => index.nodes[i].name || ""), info.get(path)?.calls);
+      if (!split) { byPath.delete(path); continue; }
+      byPath.set(path, new Map(split.map((range, c) => [c, nodes.slice(range[0], range[1])])));
+    }
+  }
+  // The outermost module path with the most calls (ties: the one covering more nodes).
+  let best = null;
+  for (const [path, calls] of byPath) {
+    if (calls.size < MIN_UNITS) continue;
+    // Inside a training iteration a module called once per iteration is no deeper level.
+    if (outer && calls.size <= outer.count) continue;
+    const covered = [...calls.values()].reduce((s, l) => s + l.length, 0);
+    const depth = path.split(".").length;
+    if (!best || depth < best.depth || (depth === best.depth && covered > best.covered)) best = { path, calls, covered, depth };
+  }
+  if (!best) return null;
+  const unitOf = new Int32Array(index.nodes.length).fill(-1);
+  const order = [...best.calls.keys()].sort((a, b) => a - b);
+  order.forEach((c, u) => { for (const i of best.calls.get(c)) unitOf[i] = u; });
+  const type = info.get(best.path)?.type || best.path.slice(best.path.lastIndexOf(".") + 1);
+  return { kind: "call", label: type, path: best.path, count: order.length, unitOf };
+}
+
+/**
+ * Split a sequence of op names into repeats of one period: [[start, end), …], or null when
+ * it does not repeat. With `calls` known the period is length / calls (a first call may make
+ * a few more nodes than the rest, so the remainder goes to the first unit).
+ */
+export function splitByPeriod(names, calls) {
+  const n = names.length;
+  if (n < 2 * MIN_UNITS) return null;
+  const tryPeriod = (p, head) => {
+    for (let i = head; i + p < n; i++) if (names[i] !== names[i + p]) return false;
+    return (n - head) % p === 0;
+  };
+  let period = 0, head = 0;
+  if (calls && calls >= MIN_UNITS && n >= calls) {
+    const p = Math.floor(n / calls);
+    const h = n - p * calls;
+    if (tryPeriod(p, h)) { period = p; head = h; }
+  }
+  if (!period) {
+    for (let p = 1; p <= n / MIN_UNITS; p++) if (tryPeriod(p, 0)) { period = p; break; }
+  }
+  if (!period || (n - head) / period < MIN_UNITS) return null;
+  const out = [];
+  for (let s = head; s < n; s += period) out.push([out.length ? s : 0, s + period]);
+  return out;
+}
+
+function lineIterations(index, timeline) {
+  const ev = timeline.events;
+  const fwd = [];
+  ev.forEach((e, j) => { if (e.phase === "forward" && e.line != null) fwd.push(j); });
+  const jumps = [];
+  for (let a = 1; a < fwd.length; a++) {
+    const l0 = ev[fwd[a - 1]].line, l1 = ev[fwd[a]].line;
+    if (l1 < l0) jumps.push([a, l1, l0]);
+  }
+  if (jumps.length < MIN_UNITS - 1) return null;
+  const head = Math.min(...jumps.map((j) => j[1]));
+  const tail = Math.max(...jumps.map((j) => j[2]));
+  const unitOf = new Int32Array(index.nodes.length).fill(-1);
+  let u = -1, prev = Infinity;
+  for (const j of fwd) {
+    const line = ev[j].line;
+    const inLoop = line >= head && line <= tail;
+    if (!inLoop) { if (u >= 0 && line > tail) u = -2; prev = line; continue; }
+    if (u === -2) break;
+    if (u === -1 || line < prev) u++;
+    prev = line;
+    const i = timeline.evNode[j];
+    if (!isShared(index, i) && unitOf[i] === -1) unitOf[i] = u;
+  }
+  const count = Math.max(-1, ...unitOf) + 1;
+  if (count < MIN_UNITS) return null;
+  return { kind: "iteration", label: "iteration", count, unitOf };
+}
+
+/** Per unit: its nodes and where its events lie on the timeline; per step: the current unit. */
+function finishLevel(lv, index, timeline) {
+  lv.units = Array.from({ length: lv.count }, (_, u) => ({ index: u, nodes: [], firstStep: Infinity, forwardEnd: 0, lastStep: 0 }));
+  lv.unitOf.forEach((u, i) => { if (u >= 0) lv.units[u].nodes.push(i); });
+  const at = new Int32Array(timeline.N + 1);
+  let cur = 0;
+  at[0] = 0;
+  for (let k = 1; k <= timeline.N; k++) {
+    const j = k - 1;
+    let u = lv.unitOf[timeline.evNode[j]];
+    // A backward event on a shared node (AccumulateGrad) belongs to its pass's iteration.
+    if (u < 0 && lv.passUnit && lv.passUnit.has(timeline.evPass[j])) u = lv.passUnit.get(timeline.evPass[j]);
+    if (u >= 0) {
+      cur = u;
+      const unit = lv.units[u];
+      unit.firstStep = Math.min(unit.firstStep, k);
+      unit.lastStep = Math.max(unit.lastStep, k);
+      if (timeline.events[j].phase === "forward") unit.forwardEnd = Math.max(unit.forwardEnd, k);
+    }
+    at[k] = cur;
+  }
+  for (const unit of lv.units) {
+    if (unit.firstStep === Infinity) unit.firstStep = 0;
+    if (!unit.forwardEnd) unit.forwardEnd = unit.lastStep;
+  }
+  lv.at = at;
+}
+
+/** The open unit of each level at step k. */
+export function openAt(levels, k) {
+  return levels.map((lv) => lv.at[Math.max(0, Math.min(k, lv.at.length - 1))]);
+}
+
+/**
+ * The fold a node is drawn in, or null when it is drawn itself (its units are the open ones).
+ * Units before the open one fold into one box, units after it into another.
+ * Answers {key, level, lo, hi} with lo..hi the folded unit range (inclusive).
+ */
+export function foldOf(levels, open, i) {
+  for (let l = 0; l < levels.length; l++) {
+    const u = levels[l].unitOf[i];
+    if (u < 0 || u === open[l]) continue;
+    const before = u < open[l];
+    const lo = before ? 0 : open[l] + 1, hi = before ? open[l] - 1 : levels[l].count - 1;
+    return { key: `fold:${l}:${lo}-${hi}`, level: l, lo, hi };
+  }
+  return null;
+}
+
+/** The text of a unit ("iteration 7 / 20", "GRUCell call 37 of 200") and of a fold. */
+export function unitLabel(lv, u) {
+  return lv.kind === "call" ? `${lv.label} call ${u + 1} of ${lv.count}` : `${lv.label} ${u + 1} / ${lv.count}`;
+}
+
+export function foldLabel(lv, lo, hi) {
+  const n = hi - lo + 1;
+  if (n === lv.count) return `${lv.label} × ${n}`;
+  const one = lv.kind === "call" ? `${lv.label} call` : "iteration";
+  return n === 1 ? `${one} ${lo + 1}` : `${one}s ${lo + 1}–${hi + 1}`;
+}
+
+/** 1 for each node drawn for itself or in a module box when `open` units are open, else 0. */
+export function shownMask(levels, open, n) {
+  const mask = new Uint8Array(n).fill(1);
+  levels.forEach((lv, l) => { for (let i = 0; i < n; i++) if (lv.unitOf[i] >= 0 && lv.unitOf[i] !== open[l]) mask[i] = 0; });
+  return mask;
+}
+
+/** The visible nodes that belong to the open units (what Fit frames), by visible index. */
+export function activeVNodes(view, levels, open) {
+  if (!levels.length) return null;
+  const out = [];
+  view.vnodes.forEach((v, k) => {
+    if (v.fold) return;
+    if (v.refs.some((r) => levels.some((lv, l) => lv.unitOf[r] === open[l]))) out.push(k);
+  });
+  return out;
+}

@@ -1,0 +1,73 @@
+/**
+ * Label placement in screen space: every text the graph draws (node labels, edge labels,
+ * module titles, the error badge) is placed so that none covers another, none covers a node
+ * it does not belong to, and none sticks out of the canvas. Pure: no DOM, unit-tested.
+ *
+ * NOTE [greedy placement]
+ *   Items come in priority order (the error, node labels, titles, edge labels). Each has a few
+ *   candidate positions (an edge label: right of the edge's middle, left of it, above, below,
+ *   further along); the first candidate that is inside the viewport and free wins, else the
+ *   item is dropped. A uniform grid of 64 px cells keeps the overlap test cheap.
+ */
+
+export const MIN_TEXT_PX = 9;
+const CELL = 64;
+
+class Grid {
+  constructor() { this.cells = new Map(); }
+  _keys(r) {
+    const out = [];
+    for (let gx = Math.floor(r.x / CELL); gx <= Math.floor((r.x + r.w) / CELL); gx++) {
+      for (let gy = Math.floor(r.y / CELL); gy <= Math.floor((r.y + r.h) / CELL); gy++) out.push(gx * 100003 + gy);
+    }
+    return out;
+  }
+  hits(r, owner) {
+    for (const key of this._keys(r)) {
+      for (const o of this.cells.get(key) || []) if ((owner === undefined || o.owner !== owner) && intersects(o, r)) return true;
+    }
+    return false;
+  }
+  add(r) {
+    for (const key of this._keys(r)) {
+      let list = this.cells.get(key);
+      if (!list) this.cells.set(key, (list = []));
+      list.push(r);
+    }
+  }
+}
+
+/** Open rectangles {x, y, w, h} overlap (touching edges do not). */
+export function intersects(a, b) {
+  return a.x < b.x + b.w && b.x < a.x + a.w && a.y < b.y + b.h && b.y < a.y + a.h;
+}
+
+/**
+ * @param items  [{w, h, px, candidates: [[x, y], …] (top-left corners), owner?}] in priority order;
+ *               `owner` names the node a label belongs to, so its own box is no obstacle
+ * @param obstacles [{x, y, w, h, owner?}] node boxes in screen space
+ * @param vw, vh  the viewport
+ * @param clamp  items whose every candidate leaves the viewport are moved inside it (the error badge)
+ * @returns the placed items, each with {x, y} set; items below MIN_TEXT_PX are never placed
+ */
+export function placeLabels(items, obstacles, vw, vh) {
+  const grid = new Grid();
+  for (const o of obstacles) grid.add({ ...o, obstacle: true });
+  const placed = [];
+  for (const it of items) {
+    if (!(it.px >= MIN_TEXT_PX)) continue;
+    let cands = it.candidates;
+    if (it.clamp) cands = [...cands, ...cands.map(([x, y]) => [clampTo(x, it.w, vw), clampTo(y, it.h, vh)])];
+    for (const [x, y] of cands) {
+      const r = { x, y, w: it.w, h: it.h, owner: it.owner };
+      if (x < 0 || y < 0 || x + it.w > vw || y + it.h > vh) continue;
+      if (grid.hits(r, it.owner)) continue;
+      grid.add({ x, y, w: it.w, h: it.h, owner: it.owner === undefined ? undefined : `label:${it.owner}` });
+      placed.push({ ...it, x, y });
+      break;
+    }
+  }
+  return placed;
+}
+
+function clampTo(v, size, max) { return Math.max(0, Math.min(max - size, v)); }

@@ -1,0 +1,73 @@
+/**
+ * The iteration picker: "iteration 7 / 20" (or "GRUCell call 37 of 200") with previous/next
+ * buttons and a number box, for the outermost level of repeated units (graph/groups.js).
+ * Picking a unit asks `onPick(u)`; the page moves the transport there and the view follows.
+ * Hidden when the run has no repeated units.
+ */
+export class IterationPicker {
+  constructor(host, { onPick }) {
+    this.onPick = onPick;
+    this.root = document.createElement("span");
+    this.root.className = "gt-iter";
+    this.root.setAttribute("role", "group");
+    this.root.setAttribute("aria-label", "Iteration");
+    this.root.hidden = true;
+    this.prev = button("‹", "Previous iteration");
+    this.next = button("›", "Next iteration");
+    this.noun = document.createElement("span");
+    this.input = document.createElement("input");
+    this.input.type = "number";
+    this.input.min = "1";
+    this.input.className = "gt-iter-n";
+    this.input.style.width = "4.5em";
+    this.of = document.createElement("span");
+    const label = document.createElement("label");
+    label.append(this.noun, " ", this.input, this.of);
+    this.root.append(this.prev, label, this.next);
+    host.append(this.root);
+    this.level = null;
+    this.u = 0;
+    this.prev.addEventListener("click", () => this.pick(this.u - 1));
+    this.next.addEventListener("click", () => this.pick(this.u + 1));
+    this.input.addEventListener("change", () => this.pick(Number(this.input.value) - 1));
+  }
+
+  /** Show the picker for a level (or hide it for null). */
+  setLevel(level) {
+    this.level = level;
+    this.root.hidden = !level;
+    if (!level) return;
+    const call = level.kind === "call";
+    this.noun.textContent = call ? `${level.label} call` : "iteration";
+    this.of.textContent = call ? ` of ${level.count}` : ` / ${level.count}`;
+    this.input.max = String(level.count);
+    this.input.setAttribute("aria-label", call ? `${level.label} call number` : "Iteration number");
+    this.prev.setAttribute("aria-label", call ? "Previous call" : "Previous iteration");
+    this.next.setAttribute("aria-label", call ? "Next call" : "Next iteration");
+  }
+
+  /** The unit now open (0-based). */
+  update(u) {
+    if (!this.level) return;
+    this.u = u;
+    if (document.activeElement !== this.input) this.input.value = String(u + 1);
+    this.prev.disabled = u <= 0;
+    this.next.disabled = u >= this.level.count - 1;
+  }
+
+  pick(u) {
+    if (!this.level || !Number.isInteger(u)) return;
+    const clamped = Math.max(0, Math.min(this.level.count - 1, u));
+    this.update(clamped);
+    this.onPick(clamped);
+  }
+}
+
+function button(text, label) {
+  const b = document.createElement("button");
+  b.type = "button";
+  b.textContent = text;
+  b.setAttribute("aria-label", label);
+  b.title = label;
+  return b;
+}

@@ -1,0 +1,117 @@
+// Grouping by how the program ran (src/graph/groups.js), on small hand-made documents.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { indexDocument } from "../src/graph/document.js";
+import { Timeline } from "../src/graph/timeline.js";
+import { foldLabel, foldOf, openAt, runLevels, splitByPeriod, unitLabel } from "../src/graph/groups.js";
+import { buildView } from "../src/graph/view.js";
+import { moduleTree } from "../src/graph/modules.js";
+
+/** An RNN-like run: a cell called `calls` times (3 ops a call), its weight shared, one backward. */
+function rnnDoc(calls, { stacks = false } = {}) {
+  const nodes = [{ id: "w", kind: "tensor", name: "cell.weight", role: "leaf" },
+    { id: "a", kind: "function", name: "AccumulateGrad", module: "cell" }];
+  const edges = [{ source: "w", target: "a" }];
+  const events = [{ phase: "forward", node: "a", line: 3 }];
+  let prev = null;
+  for (let c = 0; c < calls; c++) {
+    for (const [j, op] of ["MmBackward0", "AddBackward0", "TanhBackward0"].entries()) {
+      const id = `c${c}o${j}`;
+      const n = { id, kind: "function", name: op, module: "cell", line: 3 };
+      if (stacks) n.module_stack = [{ path: "cell", call: c }];
+      nodes.push(n);
+      events.push({ phase: "forward", node: id, line: 3 });
+      if (j === 0) edges.push({ source: "a", target: id, input_nr: 0 });
+      if (prev) edges.push({ source: prev, target: id, input_nr: 1 });
+      prev = id;
+    }
+  }
+  const back = [...nodes].reverse().filter((n) => n.kind === "function");
+  for (const n of back) events.push({ phase: "backward", node: n.id, pass: 0, grad_outputs: [], grad_inputs: [] });
+  return { graph: { nodes, edges }, events, passes: [{ index: 0, api: "Tensor.backward" }] };
+}
+
+function prepare(doc) {
+  const index = indexDocument(doc);
+  const tl = new Timeline(index);
+  return { index, tl, levels: runLevels(index, tl) };
+}
+
+test("splitByPeriod finds the repeat and gives a longer first call its extra nodes", () => {
+  assert.deepEqual(splitByPeriod(["a", "b", "a", "b", "a", "b"]), [[0, 2], [2, 4], [4, 6]]);
+  assert.equal(splitByPeriod(["a", "b", "c", "d"]), null);
+  assert.deepEqual(splitByPeriod(["x", "a", "b", "a", "b"], 2), [[0, 3], [3, 5]]);
+});
+
+test("module calls come from the op period without module_stack, and from module_stack with it", () => {
+  for (const stacks of [false, true]) {
+    const { index, levels } = prepare(rnnDoc(5, { stacks }));
+    assert.equal(levels.length, 1);
+    assert.equal(levels[0].kind, "call");
+    assert.equal(levels[0].count, 5);
+    const id = (i) => index.nodes[i].id;
+    for (let i = 0; i < index.nodes.length; i++) {
+      const m = /^c(\d+)/.exec(id(i));
+      assert.equal(levels[0].unitOf[i], m ? Number(m[1]) : -1, id(i));
+    }
+  }
+});
+
+test("the open call follows the step, forward then backward", () => {
+  const { tl, levels } = prepare(rnnDoc(4));
+  assert.deepEqual(openAt(levels, 2), [0]);   // first op of call 0
+  assert.deepEqual(openAt(levels, 13), [3]);  // last forward op
+  assert.deepEqual(openAt(levels, tl.N), [0]); // backward ends in call 0
+  assert.equal(levels[0].units[2].forwardEnd, 1 + 3 * 3);
+});
+
+test("folds: calls before and after the open one become two boxes, shared nodes stay", () => {
+  const { index, levels } = prepare(rnnDoc(6));
+  const tree = moduleTree(index);
+  const view = buildView(index, tree, { collapsed: new Set(), expandedRepeats: new Set(), levels, openUnits: [2] });
+  const labels = view.vnodes.map((v) => v.label);
+  assert.ok(labels.includes("cell calls 1–2"));
+  assert.ok(labels.includes("cell calls 4–6"));
+  assert.ok(labels.includes("cell.weight") && labels.includes("AccumulateGrad"));
+  assert.equal(labels.filter((l) => l === "MmBackward0").length, 1);
+  assert.equal(view.titles.get("cell"), "cell call 3 of 6");
+  const fold = foldOf(levels, [2], index.idx.get("c5o1"));
+  assert.deepEqual([fold.lo, fold.hi], [3, 5]);
+});
+
+test("labels of units and folds", () => {
+  const lv = { kind: "iteration", label: "iteration", count: 20 };
+  assert.equal(unitLabel(lv, 6), "iteration 7 / 20");
+  assert.equal(foldLabel(lv, 0, 19), "iteration × 20");
+  assert.equal(foldLabel(lv, 0, 5), "iterations 1–6");
+  assert.equal(foldLabel(lv, 7, 7), "iteration 8");
+  const call = { kind: "call", label: "GRUCell", count: 200 };
+  assert.equal(unitLabel(call, 36), "GRUCell call 37 of 200");
+  assert.equal(foldLabel(call, 0, 199), "GRUCell × 200");
+});
+
+test("a training loop: one iteration per backward pass, parameters in none", () => {
+  const nodes = [{ id: "w", kind: "tensor", name: "w", role: "leaf" }, { id: "a", kind: "function", name: "AccumulateGrad" }];
+  const edges = [{ source: "w", target: "a" }];
+  const events = [];
+  for (let it = 0; it < 3; it++) {
+    nodes.push({ id: `m${it}`, kind: "function", name: "MulBackward0", line: 5 });
+    edges.push({ source: "a", target: `m${it}`, input_nr: 0 });
+    if (it === 0) events.push({ phase: "forward", node: "a", line: 5 });
+    events.push({ phase: "forward", node: `m${it}`, line: 5 });
+    events.push({ phase: "backward", node: `m${it}`, pass: it }, { phase: "backward", node: "a", pass: it });
+  }
+  const { index, levels } = prepare({ graph: { nodes, edges }, events });
+  assert.equal(levels[0].kind, "iteration");
+  assert.equal(levels[0].count, 3);
+  assert.equal(levels[0].unitOf[index.idx.get("m1")], 1);
+  assert.equal(levels[0].unitOf[index.idx.get("w")], -1);
+  // AccumulateGrad's backward event in pass 2 belongs to iteration 3.
+  assert.deepEqual(openAt(levels, events.length), [2]);
+});
+
+test("no levels for a straight-line program", () => {
+  const doc = { graph: { nodes: [{ id: "x", kind: "tensor", role: "leaf" }, { id: "f", kind: "function", name: "MulBackward0", line: 2 }],
+    edges: [{ source: "x", target: "f" }] }, events: [{ phase: "forward", node: "f", line: 2 }] };
+  assert.deepEqual(prepare(doc).levels, []);
+});

@@ -1,0 +1,136 @@
+"""Compare two run documents as a person would: structure exactly, numbers to float32 precision.
+
+NOTE [goldens on any CPU]
+    torch picks its CPU kernels by processor (``ATEN_CPU_CAPABILITY``: default, AVX2,
+    AVX-512), and their reductions round differently, so a gradient can differ in its last
+    bits from one machine to the next. A golden document therefore pins what must not change
+    (names, lines, modules, edges, events, order, statuses, shapes, dtypes, every integer) and
+    compares floats within a tolerance:
+
+    * inside a tensor value (``shape``/``dtype``/``stats``), a float may differ by ``REL`` of
+      the tensor's largest magnitude: a reduction's rounding error scales with its terms, not
+      with a result that cancelled to nearly zero;
+    * and never less than ``FLOOR`` of the largest gradient anywhere in the document: deep in a
+      network a gradient can be the rounding noise left by a cancellation upstream (a transformer's
+      LayerNorm leaves gradients of 1e-8 that differ by 0.5% between kernels, while its largest
+      gradients are 1e-3); noise is judged against the magnitudes that made it;
+    * any other float, by ``REL`` of itself;
+    * a number inside a string (what the snippet printed, ``tensor(0.1161)``) by one unit of
+      its last printed digit, or ``REL`` of itself when that is larger; the text around the
+      numbers must be equal.
+
+    The document ``id`` hashes the float bits, so it is not compared.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+REL = 1e-4
+"""Relative tolerance: float32 has 24 bits (6e-8); sums over thousands of terms and several
+layers of kernels that round differently stay well within 1e-4 of the magnitudes involved."""
+FLOOR = 1e-5
+"""Absolute floor, as a fraction of the document's largest gradient (see the NOTE)."""
+IGNORED_TOP_LEVEL = frozenset({"id"})
+_GRAD_KEYS = frozenset({"grad", "grad_inputs", "grad_outputs", "grad_history", "before", "after"})
+_NUMBER = re.compile(r"-?\d+(?:\.\d*)?(?:[eE][-+]?\d+)?")
+
+
+def differences(want: Any, got: Any, *, limit: int = 20) -> list[str]:
+    """Where ``got`` differs from ``want`` beyond the tolerances above (at most ``limit`` lines)."""
+    out: list[str] = []
+    if isinstance(want, dict) and isinstance(got, dict):
+        want = {k: v for k, v in want.items() if k not in IGNORED_TOP_LEVEL}
+        got = {k: v for k, v in got.items() if k not in IGNORED_TOP_LEVEL}
+    floor = FLOOR * _largest_gradient(want)
+    _walk(want, got, "doc", None, out, limit, floor)
+    return out
+
+
+def _largest_gradient(doc: Any, in_grad: bool = False) -> float:
+    """The largest magnitude of any gradient (event or node ``grad``…) in a document."""
+    if isinstance(doc, list):
+        return max((_largest_gradient(v, in_grad) for v in doc), default=0.0)
+    if not isinstance(doc, dict):
+        return 0.0
+    here = (_scale_of(doc) or 0.0) if in_grad and "shape" in doc and "dtype" in doc else 0.0
+    return max([here, *(_largest_gradient(v, in_grad or k in _GRAD_KEYS) for k, v in doc.items())])
+
+
+def _scale_of(value: dict[str, Any]) -> float | None:
+    """The largest magnitude in a tensor value, from its stats (``None`` if it has none)."""
+    stats = value.get("stats") or {}
+    mags = [abs(v) for k in ("min", "max") if isinstance(v := stats.get(k), int | float)]
+    return max(mags) if mags else None
+
+
+def _walk(a: Any, b: Any, where: str, scale: float | None, out: list[str], limit: int,
+          floor: float) -> None:
+    if len(out) >= limit:
+        return
+    if isinstance(a, dict) and isinstance(b, dict):
+        if a.keys() != b.keys():
+            out.append(f"{where}: keys {sorted(a.keys() ^ b.keys())} are in one document only")
+            return
+        if "shape" in a and "dtype" in a and "stats" in a:
+            scale = _scale_of(a)
+        for k in a:
+            _walk(a[k], b[k], f"{where}.{k}", scale, out, limit, floor)
+    elif isinstance(a, list) and isinstance(b, list):
+        if len(a) != len(b):
+            out.append(f"{where}: {len(a)} items, now {len(b)}")
+            return
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):
+            _walk(x, y, f"{where}[{i}]", scale, out, limit, floor)
+    elif isinstance(a, bool) or isinstance(b, bool) or (isinstance(a, int) and isinstance(b, int)):
+        if a != b or type(a) is not type(b):
+            out.append(f"{where}: {a!r}, now {b!r}")
+    elif isinstance(a, int | float) and isinstance(b, int | float):
+        if not _close(float(a), float(b), scale, floor):
+            out.append(f"{where}: {a!r}, now {b!r} (beyond float32 tolerance)")
+    elif isinstance(a, str) and isinstance(b, str):
+        if a != b and not _same_text(a, b):
+            out.append(f"{where}: {_short(a)!r}, now {_short(b)!r}")
+    elif a != b:
+        out.append(f"{where}: {_short(a)!r}, now {_short(b)!r}")
+
+
+def _close(a: float, b: float, scale: float | None, floor: float) -> bool:
+    if a == b:
+        return True
+    if not (math.isfinite(a) and math.isfinite(b)):
+        return False
+    tol = max(REL * max(abs(a), abs(b), scale or 0.0), floor)
+    return abs(a - b) <= tol
+
+
+def _same_text(a: str, b: str) -> bool:
+    """Equal but for numbers that differ within their printed precision (see the NOTE)."""
+    if _NUMBER.split(a) != _NUMBER.split(b):
+        return False
+    for x, y in zip(_NUMBER.findall(a), _NUMBER.findall(b), strict=True):
+        if x == y:
+            continue
+        unit = max(_last_digit_unit(x), _last_digit_unit(y))
+        if not unit:
+            return False
+        fx, fy = float(x), float(y)
+        if abs(fx - fy) > max(unit * 1.000001, REL * max(abs(fx), abs(fy))):
+            return False
+    return True
+
+
+def _last_digit_unit(token: str) -> float:
+    """One unit in the last printed digit (``0.1161`` → 1e-4, ``3.5e-05`` → 1e-6), or 0 for a
+    number printed without decimals (``32``, ``7.``: an integer or an integral float, exact)."""
+    mantissa, _, exponent = token.lower().partition("e")
+    decimals = len(mantissa.partition(".")[2])
+    if not decimals and not exponent:
+        return 0.0
+    return 10.0 ** (int(exponent or 0) - decimals)
+
+
+def _short(v: Any) -> Any:
+    return v[:200] + "…" if isinstance(v, str) and len(v) > 200 else v
