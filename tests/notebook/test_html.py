@@ -71,3 +71,19 @@ def test_the_saved_file_opens_offline_and_plays_the_whole_run(browser: Any, tmp_
         context.close()
     assert errors == []
     assert all(u.startswith(("file:", "blob:", "data:")) for u in requests), requests
+
+
+@pytest.mark.parametrize(("scheme", "canvas"), [("light", "#ffffff"), ("dark", "#171a22")])
+def test_the_viewer_follows_the_theme_around_it(browser: Any, tmp_path: Path, widget_bundles: Path,
+                                                scheme: str, canvas: str) -> None:
+    path = tmp_path / "lesson.html"
+    _recorded().save_html(str(path))
+    context = browser.new_context(offline=True, color_scheme=scheme)
+    try:
+        page = context.new_page()
+        page.goto(path.as_uri())
+        page.wait_for_function("document.getElementById('gradtrace').dataset.ready === '1'", timeout=20_000)
+        assert page.evaluate("document.getElementById('gradtrace').dataset.theme") == scheme
+        assert page.evaluate("window.gradtrace.viewer.canvas.pal.bg") == canvas
+    finally:
+        context.close()

@@ -48,6 +48,16 @@ def test_show_sends_the_document_compressed_and_answers_tensors(widget_bundles: 
     assert w.step == 2
 
 
+def test_documents_from_the_client_show_as_the_widget(widget_bundles: Path) -> None:
+    from gradtrace.client import ClientRunDocument
+
+    doc = ClientRunDocument.model_validate(_recorded().document_dict())
+    doc._base_url = "http://127.0.0.1:8000"
+    bundle = doc._repr_mimebundle_()
+    assert "application/vnd.jupyter.widget-view+json" in bundle
+    assert f'href="http://127.0.0.1:8000/r/{doc.id}"' in bundle["text/html"], "the fallback links to the run's page"
+
+
 def test_show_refuses_what_is_not_a_run() -> None:
     with pytest.raises(TypeError, match="RunDocument"):
         gradtrace.show(42)
