@@ -34,7 +34,7 @@ class StaticRun:
         return render_html(RunDocument.model_validate(self.document), run_url=self.run_url)
 
 
-def show(obj: Any, *, step: int | None = None, height: str = "560px", run_url: str | None = None) -> Any:
+def show(obj: Any, *, step: int | None = None, height: str = "620px", run_url: str | None = None) -> Any:
     """Show a run in the notebook: a ``RunDocument``, a ``gradtrace.record`` block that has run,
     a document dict or its JSON. Answers the widget (``w.step``, ``w.selected``), or without
     anywidget a static picture (said once, on stderr)."""
@@ -65,7 +65,7 @@ def gradtrace_cell(line: str, cell: str) -> Any:
     args = shlex.split(line)
     name = None
     native: bool | None = None
-    height = "560px"
+    height = "620px"
     while args:
         a = args.pop(0)
         if a == "--python":

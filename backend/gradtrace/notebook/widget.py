@@ -49,14 +49,14 @@ class GradtraceWidget(anywidget.AnyWidget):  # type: ignore[misc]
     step = traitlets.Int(-1).tag(sync=True)
     """The timeline step shown (0 … number of events); -1 until the view has loaded."""
     run_url = traitlets.Unicode("").tag(sync=True)
-    height = traitlets.Unicode("560px").tag(sync=True)
+    height = traitlets.Unicode("620px").tag(sync=True)
 
     @property
     def _esm(self) -> str:  # read by AnyWidget.__init__; a missing bundle is a clear error
         return asset_text("widget.js")
 
     def __init__(self, document: Any, *, step: int | None = None, run_url: str | None = None,
-                 height: str = "560px") -> None:
+                 height: str = "620px") -> None:
         self.document = as_document(document)
         self._nodes = {n["id"]: n for n in self.document.get("graph", {}).get("nodes", [])}
         super().__init__(_doc=compressed(self.document), step=-1 if step is None else step,
