@@ -297,3 +297,10 @@ class RunDocument(_Model):
         from gradtrace.client import render_html
 
         return render_html(self)
+
+    def save_html(self, path: str, *, title: str | None = None) -> str:
+        """Write this run as one self-contained HTML file that opens offline and plays it
+        (:mod:`gradtrace.notebook.html`); answers the path."""
+        from gradtrace.notebook.html import save_html
+
+        return str(save_html(self, path, title=title))
