@@ -99,3 +99,14 @@ def test_a_graph_built_on_another_thread_is_walked_whole(run: Any, native: bool)
     assert {"SinBackward0", "SumBackward0"} <= set(names)
     (sin,) = [n for n in doc["graph"]["nodes"] if n["name"] == "SinBackward0"]
     assert any(e["target"] == sin["id"] for e in doc["graph"]["edges"])
+
+
+@pytest.mark.parametrize("extra", [2800, 3500, 4000])
+def test_the_size_cap_on_another_thread_is_the_same_on_both_recorders(run: Any, extra: int) -> None:
+    """The document's size estimate stops both recorders at the same event of a backward run
+    by another thread (the core's budget is kept exact), and that backward completes."""
+    docs = [run(THREADED, native=native, max_document_bytes=(512 << 10) + extra) for native in (False, True)]
+    for doc in docs:
+        assert doc["status"] == "graph_limit" and "size limit" in doc["message"]
+        assert doc["stdout"] == "[2.0, 4.0] []\n"
+    assert docs[0]["id"] == docs[1]["id"]
