@@ -34,7 +34,7 @@ class App {
       {
         share: $("#share"), dialog: $("#share-dialog"), url: $("#share-url"), copy: $("#share-copy"), copied: $("#share-copied"),
         close: $("#share-close"), menu: $("#export-menu"),
-        exports: { svg: $("#export-svg"), png: $("#export-png"), json: $("#export-json"), dot: $("#export-dot") },
+        exports: { svg: $("#export-svg"), png: $("#export-png"), json: $("#export-json"), dot: $("#export-dot"), html: $("#export-html") },
       },
       { viewer: this.viewer, code: () => this.editor.code, onStatus: status },
     );
