@@ -17,3 +17,12 @@ def awkward_floats(n: int, seed: int = 7) -> list[float]:
             x, y = math.nextafter(x, 0), math.nextafter(y, math.inf)
             xs += [x, y, -x, -y]
     return [*xs, 0.0, -0.0, 5e-324, 1.7976931348623157e308, 1.0, 0.1, 0.00001, 0.000015, 10.00001]
+
+
+def stdlib_canonical(obj: object) -> bytes:
+    """The reference for :func:`gradtrace.schema.canonical_json`: ``json.dumps`` with sorted
+    keys, compact separators and ``repr`` floats, which the fast writer must equal byte for byte."""
+    import json
+
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+                      allow_nan=False).encode("utf-8")

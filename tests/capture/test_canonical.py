@@ -1,4 +1,4 @@
-"""The orjson writer of run documents gives exactly the bytes of the schema's canonical_json."""
+"""The schema's canonical writer (orjson) gives exactly the bytes ``json.dumps`` gives."""
 
 from __future__ import annotations
 
@@ -8,11 +8,9 @@ from typing import Any
 
 import pytest
 
-from floats import awkward_floats
-from gradtrace.capture import document_json
-from gradtrace.capture.canonical import canonical_bytes
-from gradtrace.capture.values import TensorValueDict
+from floats import awkward_floats, stdlib_canonical
 from gradtrace.schema import canonical_json
+from gradtrace.schema.canonical import TensorValueDict
 
 GOLDEN = sorted((Path(__file__).parent.parent / "golden").glob("*.json"))
 TV_KEYS = {"shape", "dtype", "values", "stats"}
@@ -37,7 +35,7 @@ def as_recorded(doc: Any) -> Any:
 @pytest.mark.parametrize("path", GOLDEN, ids=lambda p: p.stem)
 def test_golden_documents_serialise_to_the_same_bytes(path: Path) -> None:
     doc = as_recorded(json.loads(path.read_text()))
-    assert canonical_bytes(doc) == canonical_json(doc)
+    assert canonical_json(doc) == stdlib_canonical(doc)
 
 
 def test_tensor_values_with_floats_of_every_magnitude_serialise_to_the_same_bytes() -> None:
@@ -51,7 +49,7 @@ def test_tensor_values_with_floats_of_every_magnitude_serialise_to_the_same_byte
                                stats=None))
     tvs.append(TensorValueDict(shape=[], dtype="float32", values=1.5e-05, stats={"min": 1e-9}))
     doc = {"events": [{"grad_inputs": tvs[i:i + 3], "grad": tvs[i]} for i in range(len(tvs))]}
-    assert canonical_bytes(doc) == canonical_json(doc)
+    assert canonical_json(doc) == stdlib_canonical(doc)
 
 
 def test_number_like_text_outside_tensor_values_is_left_alone(run: Any) -> None:
@@ -61,9 +59,18 @@ def test_number_like_text_outside_tensor_values_is_left_alone(run: Any) -> None:
             "print('[1e-5,0.00001,1e-9]', {'a': 0.00002}, '-0.000015}')\n")
     doc = run(code)
     assert "[1e-5,0.00001,1e-9]" in doc["stdout"]
-    assert document_json(doc) == canonical_json(doc)
+    assert canonical_json(doc) == stdlib_canonical(doc)
 
 
 def test_documents_orjson_refuses_fall_back_to_json() -> None:
     doc = {"a": {1: "integer key"}, "b": TensorValueDict(shape=[], dtype="float32", values=1e-7)}
-    assert canonical_bytes(doc) == canonical_json(doc)
+    assert canonical_json(doc) == stdlib_canonical(doc)
+
+
+def test_plain_floats_outside_tensor_values_are_written_as_repr_writes_them() -> None:
+    """A model dump (the general path) holds plain floats: the same writer gives the same bytes,
+    and text that only looks like a small float is left as it is."""
+    xs = awkward_floats(5_000, seed=3)
+    doc = {"values": [xs[i:i + 7] for i in range(0, len(xs), 7)], "stdout": 'e-5, 0.00001] 1e-9} "\\',
+           "nested": {"b": [1e-5, "0.00002", {"c": -3e-7}], "a": 0.00001}}
+    assert canonical_json(doc) == stdlib_canonical(doc)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from gradtrace.capture import document_json, run_snippet
-from gradtrace.schema import RunDocument
+from gradtrace.capture import run_snippet
+from gradtrace.schema import RunDocument, canonical_json
 
 
 def test_a_printed_lone_surrogate_becomes_a_question_mark_and_the_graph_stays() -> None:
@@ -13,7 +13,7 @@ def test_a_printed_lone_surrogate_becomes_a_question_mark_and_the_graph_stays() 
     assert doc["status"] == "ok"
     assert doc["stdout"] == "a?b\n"
     assert any(n["name"] == "MulBackward0" for n in doc["graph"]["nodes"])
-    RunDocument.model_validate_json(document_json(doc))
+    RunDocument.model_validate_json(canonical_json(doc))
 
 
 def test_an_exception_message_with_a_lone_surrogate_keeps_its_type_and_line() -> None:
@@ -21,4 +21,4 @@ def test_an_exception_message_with_a_lone_surrogate_keeps_its_type_and_line() ->
     assert doc["status"] == "error"
     assert doc["error"]["type"] == "ValueError" and doc["error"]["line"] == 2
     assert doc["error"]["message"] == "bad ?"
-    assert json.loads(document_json(doc))["error"]["message"] == "bad ?"
+    assert json.loads(canonical_json(doc))["error"]["message"] == "bad ?"

@@ -1,9 +1,9 @@
 """The web process's fast path for job results accepts, refuses and writes exactly as the general one.
 
 NOTE [fast path] in ``gradtrace/schema/fast.py``: documents as capture writes them are validated
-by a strict TypeAdapter and serialised by orjson; everything else by ``RunDocument`` and
-``json.dumps``. Here ``reference`` is the general path as it was before the fast path existed
-(``model_validate_json``, ``model_dump``, ``document_id``, ``canonical_json``), and every
+by a strict TypeAdapter; everything else by ``RunDocument``; both are written by the schema's one
+canonical writer (orjson). Here ``reference`` is the general path written the slow, obvious way
+(``model_validate_json``, ``model_dump``, and ``json.dumps`` for the id and the bytes), and every
 document, mutated or not, must come out of ``validate_result`` the same: refused by both, or
 equal as dicts with the same id and byte-identical canonical JSON.
 """
@@ -11,6 +11,7 @@ equal as dicts with the same id and byte-identical canonical JSON.
 from __future__ import annotations
 
 import copy
+import hashlib
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -18,17 +19,22 @@ from typing import Any
 
 import pytest
 
-from floats import awkward_floats
+from floats import awkward_floats, stdlib_canonical
 from gradtrace.sandbox.outcome import _memory_error_is_a_limit, _time_limit_error_is_a_timeout, validate_result
 from gradtrace.sandbox.runner import Job, Limits
 from gradtrace.schema import RunDocument, canonical_json, document_id
-from gradtrace.schema.canonical import CanonicalDocument
-from gradtrace.schema.fast import gc_paused, strict_canonical_with_id, validate_strict_json
+from gradtrace.schema.canonical import ID_LENGTH, CanonicalDocument, canonical_with_id
+from gradtrace.schema.fast import gc_paused, validate_strict_json
 from gradtrace.storage.codec import encode_validated
 
 TESTS = Path(__file__).resolve().parent.parent
 DOCUMENTS = sorted([*(TESTS / "golden").glob("*.json"), *(TESTS / "fixtures" / "stored").glob("*.json")])
 JOB = Job(code="x = torch.ones(2)\n", device="cpu", seed=7, limits=Limits())
+
+
+def stdlib_id(doc: dict[str, Any]) -> str:
+    """A document id computed the obvious way: json.dumps of everything but the id, hashed."""
+    return hashlib.sha256(stdlib_canonical({k: v for k, v in doc.items() if k != "id"})).hexdigest()[:ID_LENGTH]
 
 
 def reference(job: Job, raw: bytes | str) -> tuple[dict[str, Any], bytes] | None:
@@ -38,8 +44,8 @@ def reference(job: Job, raw: bytes | str) -> tuple[dict[str, Any], bytes] | None
         doc["code"], doc["seed"], doc["device"] = job.code, job.seed, job.device
         _memory_error_is_a_limit(job, doc)
         _time_limit_error_is_a_timeout(job, doc)
-        doc["id"] = document_id(doc)
-        return doc, canonical_json(doc)
+        doc["id"] = stdlib_id(doc)
+        return doc, stdlib_canonical(doc)
     except (ValueError, RecursionError, TypeError, UnicodeError, OverflowError):
         return None
 
@@ -246,12 +252,12 @@ def test_duplicate_keys_are_read_as_the_general_path_reads_them() -> None:
     assert_same(raw[:-1] + b',"stdout":"again"}')
 
 
-def test_strict_canonical_with_id_matches_the_general_writer_after_the_sandbox_sets_fields() -> None:
+def test_the_id_of_a_strict_document_matches_json_dumps_after_the_sandbox_sets_fields() -> None:
     doc = validate_strict_json(capture_bytes(golden("case_nan_and_inf")))
     assert doc is not None
     doc.update(code="print('é')\n", seed=None, device="cuda", status="timeout", message="Stopped.")
     plain = json.loads(json.dumps(doc))
-    assert strict_canonical_with_id(doc) == (document_id(plain), canonical_json({**plain, "id": document_id(plain)}))
+    assert canonical_with_id(doc) == (stdlib_id(plain), stdlib_canonical({**plain, "id": stdlib_id(plain)}))
 
 
 def test_a_carried_encoding_is_not_used_once_the_document_was_changed() -> None:
@@ -260,9 +266,9 @@ def test_a_carried_encoding_is_not_used_once_the_document_was_changed() -> None:
     got["stdout"] = "changed"
     assert got.canonical_for() is None
     enc = encode_validated(got)
-    new_id = document_id(got)
-    assert new_id != got["id"]
-    assert enc.doc_id == new_id and enc.raw == canonical_json({**got, "id": new_id})
+    new_id = stdlib_id(got)
+    assert new_id != got["id"] and new_id == document_id(got)
+    assert enc.doc_id == new_id and enc.raw == stdlib_canonical({**got, "id": new_id})
 
 
 def test_the_collector_pause_nests_across_threads_and_restores_the_state() -> None:

@@ -104,9 +104,13 @@ async def services(request: Request) -> Services:
 ServicesDep = Annotated[Services, Depends(services)]
 
 
+CODE_HASH_LENGTH = 16
+"""Hex digits of a snippet's hash in the access log: enough to group runs, too few to search."""
+
+
 def code_hash(code: str) -> str:
     """What the logs may say about a snippet: a prefix of its hash."""
-    return hashlib.sha256(code.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    return hashlib.sha256(code.encode("utf-8", "surrogatepass")).hexdigest()[:CODE_HASH_LENGTH]
 
 
 def client_key(request: Request) -> str:

@@ -22,7 +22,6 @@ This package imports torch; the web process must never import it.
 
 from __future__ import annotations
 
-from gradtrace.capture.document import document_json
 from gradtrace.capture.session import record
 from gradtrace.capture.snippet import run_snippet
 
@@ -41,4 +40,4 @@ def warm_up() -> None:
     run_snippet(WARM_UP_SNIPPET, seed=0)
 
 
-__all__ = ["WARM_UP_SNIPPET", "document_json", "record", "run_snippet", "warm_up"]
+__all__ = ["WARM_UP_SNIPPET", "record", "run_snippet", "warm_up"]

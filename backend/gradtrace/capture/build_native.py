@@ -87,6 +87,10 @@ def build(*, force: bool = False, quiet: bool = False) -> Path:
     return out
 
 
+CACHE_KEY_LENGTH = 20
+"""Hex digits of the hash that names a cached build's folder."""
+
+
 def cache_target() -> Path:
     """Where a first-use build goes: a per-user cache keyed by everything the binary depends on."""
     import torch
@@ -96,7 +100,7 @@ def cache_target() -> Path:
         h.update(p.read_bytes())
     h.update(f"{torch.__version__}|{sys.version}|{sysconfig.get_config_var('EXT_SUFFIX')}".encode())
     base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "gradtrace" / "native"
-    return base / h.hexdigest()[:20] / target().name
+    return base / h.hexdigest()[:CACHE_KEY_LENGTH] / target().name
 
 
 def load_or_build() -> ModuleType | None:

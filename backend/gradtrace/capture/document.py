@@ -16,19 +16,17 @@ on every identical run.
 from __future__ import annotations
 
 import gc
-import hashlib
 from typing import Any
 
 import orjson
 import torch
 
-from gradtrace.capture.canonical import canonical_bytes
 from gradtrace.capture.collector import settle_young_objects
 from gradtrace.capture.events import BackwardEvent
 from gradtrace.capture.frames import NameIndex
 from gradtrace.capture.recorder import Recorder
-from gradtrace.capture.values import TensorValueDict
 from gradtrace.schema import SCHEMA_VERSION
+from gradtrace.schema.canonical import TensorValueDict, canonical_json, canonical_with_id
 
 _NODE_DEFAULTS: dict[str, Any] = {
     "name": None, "line": None, "module": None, "shape": None, "dtype": None, "device": None,
@@ -172,53 +170,15 @@ def _native_graph(rec: Recorder, nodes: list[dict[str, Any] | None]) -> bytes:
     start = 0
     for mine, run in _runs(nodes, type(None)):
         parts.append(core.nodes_json(start, start + len(run)) if mine
-                     else canonical_bytes(run, few_values=True)[1:-1])
+                     else canonical_json(run)[1:-1])
         start += len(run)
     edges: list[bytes] = []
     for mine, run in _runs(rec.edges, range):
         for text in ([core.edges_json(r.start, r.stop) for r in run] if mine
-                     else [canonical_bytes(run)[1:-1]]):
+                     else [canonical_json(run)[1:-1]]):
             if text:
                 edges.append(text)
     return b"".join((b'{"edges":[', b",".join(edges), b'],"nodes":[', b",".join(parts), b"]}"))
-
-
-# NOTE [assembling the document's JSON]
-#     With the core, the events (2.5 MB on a GRU-200) and the graph (1.5 MB) are written
-#     already; the rest of the document is small. It is written with stand-ins for those two
-#     (a control byte is never raw in orjson's output), hashed part by part for the id, and
-#     joined once, the id at its sorted place (right after "graph", before "memory"). Before,
-#     the whole document was written again and copied twice to splice the id in: 20 MB of
-#     fresh memory per GRU-200 document, a third of its time in the kernel's page faults.
-_EVENTS_STAND_IN = b"\x01events\x01"
-_GRAPH_STAND_IN = b"\x01graph\x01"
-
-
-def _assemble(doc: dict[str, Any], events: bytes, graph: bytes) -> tuple[str, bytes]:
-    """(id, canonical JSON with the id) of ``doc``, whose events and graph are given as their
-    canonical JSON."""
-    small = dict(doc, events=orjson.Fragment(_EVENTS_STAND_IN), graph=orjson.Fragment(_GRAPH_STAND_IN))
-    text = canonical_bytes(small, few_values=True)
-    a = text.index(_EVENTS_STAND_IN)
-    b = text.index(_GRAPH_STAND_IN)
-    head, mid, tail = text[:a], text[a + len(_EVENTS_STAND_IN):b], text[b + len(_GRAPH_STAND_IN):]
-    assert tail.startswith(b',"memory":'), "the id goes between graph and memory"
-    h = hashlib.sha256(head)
-    for part in (events, mid, graph, tail):
-        h.update(part)
-    doc_id = h.hexdigest()[:16]
-    return doc_id, b"".join((head, events, mid, graph, b',"id":"', doc_id.encode(), b'"', tail))
-
-
-def graph_json(rec: Recorder) -> bytes:
-    """The canonical JSON of the recorded graph alone (nodes and edges, as the document has
-    them): for the benchmark, the counterpart of torchviz's extraction."""
-    with torch._C.DisableTorchFunction():
-        rec.values.begin_document(lazy=rec.native is not None)
-        nodes = _nodes(rec)
-        if rec.native is not None:
-            return _native_graph(rec, nodes)
-        return canonical_bytes({"edges": list(rec.edges), "nodes": nodes})
 
 
 def _graph_objects(rec: Recorder, nodes: list[dict[str, Any] | None]) -> dict[str, Any]:
@@ -255,28 +215,34 @@ def build_document(rec: Recorder, *, status: str, error: dict[str, Any] | None =
                    message: str | None = None, stdout: str = "", stdout_truncated: bool = False,
                    device: str = "cpu", code: str | None = None, seed: int | None = None,
                    json_parts: bool = False) -> dict[str, Any]:
-    """The run document as a JSON-able dict, with its content id (see the NOTE above).
+    """The run document as a JSON-able dict (see the NOTE above).
 
     With the C++ core and ``json_parts``, ``doc["graph"]`` and ``doc["events"]`` are
-    ``orjson.Fragment``s of their canonical JSON rather than dicts and lists: for a caller that
-    only serialises the document (the sandbox child, through :func:`document_json`), which
-    then never builds 30,000 dicts only to write them out again."""
+    ``orjson.Fragment``s of their canonical JSON rather than dicts and lists, and the document
+    has no ``id``: for a caller that only serialises it (the sandbox child, ``rec.document()``),
+    which then never builds 30,000 dicts only to write them out again.
+
+    NOTE [who assigns the id]
+        An id is the schema's (:func:`gradtrace.schema.canonical.canonical_with_id`), never
+        capture's. A document written out (``json_parts``) gets it from whoever serialises it:
+        the web process, once it has validated the sandbox child's JSON and set the job's
+        fields; ``rec.document()``, from the bytes it validates. A dict handed to Python
+        (``run_snippet``, ``rec.document_dict()``) gets it here, hashed while the core's parts
+        are still their JSON.
+    """
     # NOTE [gc] (session.py): building allocates tens of thousands of acyclic dicts (and
     # serialising, a few big buffers); left on, the collector would walk the whole torch heap
     # many times over while doing so (seen as 50-80 ms pauses on the GRU's edge list).
     gc_was_on = gc.isenabled()
     gc.disable()
     try:
-        graph_json: bytes | None = None
-        events_json: bytes | None = None
         with torch._C.DisableTorchFunction():
             rec.values.begin_document(lazy=json_parts and rec.native is not None)
             rec.values.encode_held()
             nodes = _nodes(rec)
             if rec.native is not None:
-                graph_json = _native_graph(rec, nodes)
                 events_json = _native_events(rec)
-                graph: Any = orjson.Fragment(graph_json)
+                graph: Any = orjson.Fragment(_native_graph(rec, nodes))
                 events: Any = orjson.Fragment(events_json)
             else:
                 graph = {"nodes": nodes, "edges": list(rec.edges)}  # every edge has its input_nr
@@ -295,45 +261,13 @@ def build_document(rec: Recorder, *, status: str, error: dict[str, Any] | None =
         if rec.module_calls:
             doc["modules"] = [{"calls": calls, "path": path, "type": kind}
                               for path, (kind, calls) in rec.module_calls.items()]
-        if graph_json is not None and events_json is not None:
-            doc_id, final = _assemble(doc, events_json, graph_json)  # NOTE [assembling ...]
-            doc["id"] = doc_id
-            if not json_parts:
+        if not json_parts:
+            doc["id"] = canonical_with_id(doc)[0]  # NOTE [who assigns the id]
+            if rec.native is not None:
                 doc["events"] = _parse_events(events_json)
                 doc["graph"] = _graph_objects(rec, nodes)
-        else:
-            body = canonical_bytes(doc)  # NOTE [canonical JSON with orjson]
-            doc_id = doc["id"] = hashlib.sha256(body).hexdigest()[:16]
-            cut = body.rfind(b',"memory":{')
-            final = b"".join((memoryview(body)[:cut], b',"id":"', doc_id.encode(), b'"',
-                              memoryview(body)[cut:]))
-        _JSON_CACHE.clear()  # one document at a time: the sandbox serialises it right away
-        _JSON_CACHE[id(doc)] = (doc, _fingerprint(doc), final)
     finally:
         if gc_was_on:
             settle_young_objects()  # the document's dicts: no collection walks them on enable
             gc.enable()
     return doc
-
-
-_JSON_CACHE: dict[int, tuple[dict[str, Any], tuple[Any, ...], bytes]] = {}
-
-
-def _fingerprint(doc: dict[str, Any]) -> tuple[Any, ...]:
-    events = doc.get("events", ())
-    graph = doc.get("graph")
-    return (len(doc), doc.get("id"), doc.get("status"), doc.get("error"), doc.get("stdout"),
-            id(events), len(events) if isinstance(events, list) else -1,
-            id(graph), len(graph.get("nodes", ())) if isinstance(graph, dict) else -1)
-
-
-def document_json(doc: dict[str, Any]) -> bytes:
-    """``canonical_json(doc)`` of the document :func:`run_snippet` just returned, without
-    serialising it a second time: its id is a hash of the same canonical JSON, so the bytes
-    exist already (the ``"id"`` member is spliced in at its sorted place, right before the
-    top-level ``"memory"``). Only for that very dict, unmodified; any other dict (or one
-    whose top-level fields changed) is serialised normally."""
-    hit = _JSON_CACHE.get(id(doc))
-    if hit is not None and hit[0] is doc and hit[1] == _fingerprint(doc):
-        return hit[2]
-    return canonical_bytes(doc)

@@ -28,10 +28,10 @@ import torch
 from torch import nn
 
 from gradtrace.capture import frames
-from gradtrace.capture.canonical import canonical_bytes
 from gradtrace.capture.events import ModulePath
 from gradtrace.capture.library import NO_SWITCH, LibraryCalls, Switch
 from gradtrace.capture.recorder import Recorder
+from gradtrace.schema.canonical import canonical_json
 
 
 class ModuleTracker:
@@ -120,7 +120,7 @@ class ModuleTracker:
         counts = self.rec.module_calls.get(path)
         if counts is None:
             counts = self.rec.module_calls[path] = [type(module).__name__, 0]
-            self._path_json[path] = canonical_bytes(path).decode()
+            self._path_json[path] = canonical_json(path).decode()
         call = counts[1]
         counts[1] += 1
         # the stack's canonical JSON, extended from the enclosing call's (sorted keys)

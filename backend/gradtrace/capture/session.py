@@ -30,13 +30,14 @@ from typing import Any
 
 from gradtrace.capture.collector import settle_young_objects
 from gradtrace.capture.diagnose import describe_error, describe_raise
-from gradtrace.capture.document import build_document, document_json
+from gradtrace.capture.document import build_document
 from gradtrace.capture.events import LimitReached
 from gradtrace.capture.library import LibraryCalls
 from gradtrace.capture.mode import CaptureMode
 from gradtrace.capture.modules import ModuleTracker
 from gradtrace.capture.recorder import Recorder
 from gradtrace.schema import RunDocument
+from gradtrace.schema.canonical import canonical_with_id
 from gradtrace.schema.fast import gc_paused
 
 
@@ -199,7 +200,7 @@ class record:
         document are acyclic, and every collection their allocation triggered walked the
         whole torch heap (two thirds of the time). They are then moved, unwalked, to the
         oldest generation, as the recorder's own objects are (NOTE [gc])."""
-        body = document_json(self.document_dict(json_parts=True))
+        _, body = canonical_with_id(self.document_dict(json_parts=True))
         with gc_paused():
             try:
                 return RunDocument.model_validate_json(body)

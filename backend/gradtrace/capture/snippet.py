@@ -125,8 +125,8 @@ def run_snippet(code: str, *, device: str = "cpu", seed: int | None = 0,
     SyntaxError, with its line), ``graph_limit`` (nodes, events, or the document's estimated
     size past ``max_document_bytes``: keep it under the sandbox's result cap), ``output_limit``.
     ``native`` chooses the C++ core or Python hooks (default: the core when built);
-    ``json_parts`` leaves the graph and the events as their JSON (:func:`build_document`), for a caller that
-    only writes the document out with :func:`document_json`.
+    ``json_parts`` leaves the graph and the events as their JSON and the id to whoever writes
+    the document out (:func:`~gradtrace.capture.document.build_document`).
     """
     out = CappedOutput(output_bytes)
     fields: dict[str, Any] = {"device": device, "code": code, "seed": seed, "json_parts": json_parts}

@@ -30,16 +30,7 @@ import orjson
 import torch
 
 from gradtrace.schema import VALUES_LIMIT
-
-
-class TensorValueDict(dict[str, Any]):
-    """A TensorValue as a plain JSON-able dict; the subclass marks it for the canonical writer
-    (NOTE [canonical JSON with orjson] in :mod:`gradtrace.capture.canonical`) and may carry
-    ``native``: the canonical JSON the C++ core wrote for it, which the writer then reuses."""
-
-    __slots__ = ("native",)
-    native: bytes
-
+from gradtrace.schema.canonical import TensorValueDict, canonical_json
 
 _FLOAT_NAMES = {"nan": "nan", "inf": "inf", "-inf": "-inf"}
 
@@ -452,12 +443,10 @@ class ValueStore:
         core = self.native
         if core is None:
             return
-        from gradtrace.capture.canonical import canonical_bytes
-
         with torch._C.DisableTorchFunction():
             for vid, t in core.held():
-                core.set_encoded(vid, canonical_bytes(encode(t)),
-                                 canonical_bytes(encode(t, with_values=False)))
+                core.set_encoded(vid, canonical_json(encode(t)),
+                                 canonical_json(encode(t, with_values=False)))
 
     # NOTE [lazy TensorValues]
     #     The core writes each TensorValue's canonical JSON; parsing it back into a dict only

@@ -129,9 +129,10 @@ def _prefault() -> None:
         only delay that job (and cost CPU the queue needs).
     """
     try:
-        from gradtrace.capture import WARM_UP_SNIPPET, document_json, run_snippet
+        from gradtrace.capture import WARM_UP_SNIPPET, run_snippet
+        from gradtrace.schema.canonical import canonical_json
 
-        document_json(run_snippet(WARM_UP_SNIPPET, seed=0))
+        canonical_json(run_snippet(WARM_UP_SNIPPET, seed=0, json_parts=True))
     except Exception:
         pass
 
@@ -147,7 +148,8 @@ def serve(defaults: dict[str, Any], *, prefault: bool = True) -> None:
     try:
         _tighten_limits(job)
         _install_time_limit_handler(float(resource.getrlimit(resource.RLIMIT_CPU)[0]))
-        from gradtrace.capture import document_json, run_snippet  # imported by the zygote
+        from gradtrace.capture import run_snippet  # imported by the zygote
+        from gradtrace.schema.canonical import canonical_json
 
         doc = run_snippet(
             job["code"],
@@ -160,8 +162,9 @@ def serve(defaults: dict[str, Any], *, prefault: bool = True) -> None:
             json_parts=True,  # only serialised below: graph and events stay the core's JSON
         )
         signal.signal(signal.SIGXCPU, signal.SIG_IGN)  # finishing now; the hard limit still holds
-        # The canonical bytes capture already wrote for the document's id: no second encoding.
-        payload = document_json(doc)
+        # Data for the web process, which validates it and gives it its id (NOTE [who assigns
+        # the id] in gradtrace/capture/document.py): the graph and events are the core's JSON.
+        payload = canonical_json({**doc, "id": ""})
         _write_all(RESULT_FD, payload)
         _close(RESULT_FD)  # EOF now: the web process answers without waiting for our teardown
     except BaseException as exc:

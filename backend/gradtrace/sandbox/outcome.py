@@ -16,10 +16,12 @@ from typing import Any
 
 from gradtrace.sandbox.protocol import TIME_LIMIT_ERROR
 from gradtrace.sandbox.runner import Job
-from gradtrace.schema import RunDocument, document_id
-from gradtrace.schema.canonical import CanonicalDocument, canonical_with_id
-from gradtrace.schema.fast import gc_paused, strict_canonical_with_id, validate_strict_json
+from gradtrace.schema import RunDocument
+from gradtrace.schema.canonical import CanonicalDocument, canonical_with_id, check_json
+from gradtrace.schema.fast import gc_paused, validate_strict_json
 
+MAX_DEPTH = 64
+"""Deepest nesting a job's document may have (as storage's ``MAX_DEPTH``)."""
 EXIT_INTERNAL = 70
 EXIT_NO_MEMORY = 71  # mirrors gradtrace.sandbox.child (which the web process must not import)
 EXIT_SETUP_FAILED = 72
@@ -59,13 +61,13 @@ def human_bytes(n: int) -> str:
     return f"{n} bytes"
 
 
-def supervisor_document(job: Job, status: str, message: str, stdout: str) -> dict[str, Any]:
+def supervisor_document(job: Job, status: str, message: str, stdout: str) -> CanonicalDocument:
     """A run document for a run that produced no usable result of its own."""
     doc: dict[str, Any] = RunDocument(id="", status=status, message=message, stdout=stdout,  # type: ignore[arg-type]
                                       device=job.device, code=job.code, seed=job.seed,
                                       stdout_truncated=False).model_dump(mode="json", by_alias=True)
-    doc["id"] = document_id(doc)
-    return doc
+    doc["id"], canonical = canonical_with_id(doc)
+    return CanonicalDocument(doc, canonical)
 
 
 def _signal_name(number: int) -> str:
@@ -118,7 +120,9 @@ def validate_result(job: Job, raw: bytes) -> CanonicalDocument | None:
     Validated once and serialised once: the answer carries its canonical JSON, which storage
     keeps as it is. Documents as capture writes them take the fast path (NOTE [fast path] in
     :mod:`gradtrace.schema.fast`); anything else is validated by :class:`RunDocument` itself,
-    which decides what is accepted either way.
+    which decides what is accepted either way. The child's ``id`` is never read: the id is
+    the hash of what was validated, with the job's fields set (NOTE [who assigns the id] in
+    :mod:`gradtrace.capture.document`).
     """
     try:
         doc = validate_strict_json(raw)
@@ -127,13 +131,13 @@ def validate_result(job: Job, raw: bytes) -> CanonicalDocument | None:
             with gc_paused():
                 # Parsed and validated in one pass by pydantic's Rust core.
                 doc = RunDocument.model_validate_json(raw).model_dump(mode="json", by_alias=True)
+                check_json(doc, MAX_DEPTH)
         doc["code"] = job.code
         doc["seed"] = job.seed
         doc["device"] = job.device
         _memory_error_is_a_limit(job, doc)
         _time_limit_error_is_a_timeout(job, doc)
-        doc_id, canonical = strict_canonical_with_id(doc) if strict else canonical_with_id(doc)
-        doc["id"] = doc_id
+        doc["id"], canonical = canonical_with_id(doc)
     except (ValueError, RecursionError, TypeError, UnicodeError, OverflowError):
         return None
     with _validated_lock:

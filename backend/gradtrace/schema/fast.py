@@ -19,28 +19,24 @@ NOTE [fast path]
 
     The fast path also bounds what can appear inside a TensorValue: ``dtype`` is a short
     name of ``[A-Za-z0-9_.]``, values and stats are numbers, booleans and the strings
-    ``"nan"``, ``"inf"``, ``"-inf"``, and floats are finite. That is what makes
-    :func:`canonical_bytes` exact (NOTE [canonical JSON with orjson] in
-    ``gradtrace/capture/canonical.py``, the same technique): every TensorValue is written by
-    orjson on its own and its floats re-spelled as ``repr`` spells them by two byte regexes,
-    which cannot meet free text there; the rest of the document (strings and integers only)
-    is written by orjson around them.
+    ``"nan"``, ``"inf"``, ``"-inf"``, and floats are finite. Each comes out as a
+    :class:`~gradtrace.schema.canonical.TensorValueDict`, which is what lets the one canonical
+    writer re-spell its floats (NOTE [canonical JSON with orjson] in
+    :mod:`gradtrace.schema.canonical`); the rest of the document holds strings and integers.
 """
 
 from __future__ import annotations
 
 import gc
-import hashlib
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Annotated, Any, Literal, NotRequired
 
-import orjson
 from pydantic import AfterValidator, ConfigDict, Field, TypeAdapter, ValidationError, with_config
 from typing_extensions import TypeAliasType, TypedDict  # pydantic needs these on Python 3.11
 
-from gradtrace.schema.canonical import ID_LENGTH, canonical_json, splice_values
+from gradtrace.schema.canonical import TensorValueDict
 
 _STRICT = ConfigDict(strict=True, extra="forbid")
 
@@ -49,12 +45,6 @@ _Finite = Annotated[float, Field(allow_inf_nan=False)]
 _Scalar = bool | int | _Finite | _Special
 _Values = TypeAliasType("_Values", "_Scalar | list[_Values]")  # type: ignore[misc]
 _Number = int | _Finite | _Special
-
-
-class _TV(dict[str, Any]):
-    """A validated TensorValue: marks where :func:`canonical_bytes` may re-spell floats."""
-
-    __slots__ = ()
 
 
 @with_config(_STRICT)
@@ -77,7 +67,7 @@ class _TensorValueShape(TypedDict):
     note: NotRequired[str]
 
 
-_TensorValue = Annotated[_TensorValueShape, AfterValidator(_TV)]
+_TensorValue = Annotated[_TensorValueShape, AfterValidator(TensorValueDict)]
 
 
 @with_config(_STRICT)
@@ -262,53 +252,6 @@ def validate_strict_json(raw: bytes) -> dict[str, Any] | None:
             return dict(STRICT_DOCUMENT.validate_json(raw))
     except (ValidationError, ValueError, RecursionError):
         return None
-
-
-# --------------------------------------------------------------------- canonical bytes
-_MARK = orjson.Fragment(b"\x00")
-_SORT = orjson.OPT_SORT_KEYS
-
-
-def canonical_bytes(obj: Any) -> bytes:
-    """``canonical_json(obj)`` for a value made of what :data:`STRICT_DOCUMENT` yields.
-
-    Floats must sit inside :class:`_TV` dicts (validated TensorValues); anything orjson
-    cannot write the same way (an integer beyond 64 bits, a lone surrogate) falls back to
-    ``canonical_json``.
-    """
-    texts: list[bytes] = []
-    dumps = orjson.dumps
-
-    def default(o: Any) -> Any:
-        if o.__class__ is _TV:
-            texts.append(dumps(o, option=_SORT))
-            return _MARK
-        raise TypeError(f"not expected in a validated document: {type(o).__name__}")
-
-    try:
-        out = dumps(obj, default=default, option=_SORT | orjson.OPT_PASSTHROUGH_SUBCLASS)
-    except (TypeError, orjson.JSONEncodeError):
-        return canonical_json(obj)
-    return splice_values(out, texts)
-
-
-def strict_canonical_with_id(doc: dict[str, Any]) -> tuple[str, bytes]:
-    """``canonical_with_id(doc)`` for what :func:`validate_strict_json` returned.
-
-    Top-level fields may have been replaced by strings, integers, booleans or None since
-    (the sandbox sets ``code``, ``seed``, ``device`` and may restate ``status``); floats
-    anywhere but inside the validated TensorValues would be written in orjson's spelling.
-    The keys before ``"id"`` and those after it are written separately, so the body without
-    the id (which the id hashes) and the stored bytes with it come from one serialisation.
-    """
-    low = canonical_bytes({k: v for k, v in doc.items() if k < "id"})
-    high = canonical_bytes({k: v for k, v in doc.items() if k > "id"})
-    body = (low[:-1] + b"," + high[1:]) if len(low) > 2 < len(high) else (high if len(low) <= 2 else low)
-    doc_id = hashlib.sha256(body).hexdigest()[:ID_LENGTH]
-    member = b'"id":"' + doc_id.encode() + b'"'
-    head = low[:-1] + (b"," if len(low) > 2 else b"")
-    tail = (b"," + high[1:]) if len(high) > 2 else b"}"
-    return doc_id, head + member + tail
 
 
 # --------------------------------------------------------------------- the collector
