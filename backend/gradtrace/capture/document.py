@@ -25,14 +25,13 @@ from gradtrace.capture.collector import settle_young_objects
 from gradtrace.capture.events import BackwardEvent
 from gradtrace.capture.frames import NameIndex
 from gradtrace.capture.recorder import Recorder
-from gradtrace.schema import SCHEMA_VERSION
+from gradtrace.schema import SCHEMA_VERSION, Cut, Node, RunError
 from gradtrace.schema.canonical import TensorValueDict, canonical_json, canonical_with_id
+from gradtrace.schema.document import written_defaults
 
-_NODE_DEFAULTS: dict[str, Any] = {
-    "name": None, "line": None, "module": None, "shape": None, "dtype": None, "device": None,
-    "grad": None, "seq": None, "role": None, "created_in_pass": None, "saved": [],
-    "saved_bytes": 0, "value": None, "grad_history": [], "cut": None,
-}
+_NODE_DEFAULTS = written_defaults(Node)  # NOTE [documents without pydantic on the hot path]
+_ERROR_DEFAULTS = written_defaults(RunError)
+_CUT_DEFAULTS = written_defaults(Cut)
 
 
 def _final_grad(rec: Recorder, t: torch.Tensor) -> dict[str, Any] | None:
@@ -50,8 +49,8 @@ def _final_grad(rec: Recorder, t: torch.Tensor) -> dict[str, Any] | None:
 
 
 def _cut(cut: dict[str, Any] | None) -> dict[str, Any] | None:
-    return None if cut is None else {"kind": cut["kind"], "line": cut.get("line"),
-                                     "source": cut.get("source")}
+    return None if cut is None else {"kind": cut["kind"],
+                                     **{k: cut.get(k, d) for k, d in _CUT_DEFAULTS.items()}}
 
 
 def _nodes(rec: Recorder) -> list[dict[str, Any] | None]:
@@ -68,7 +67,7 @@ def _nodes(rec: Recorder) -> list[dict[str, Any] | None]:
         if doc is None or doc["kind"] == "function":  # complete already (describe_batch), or
             out.append(doc)  # kept by the core (None, NOTE [node entries in C++])
             continue
-        d = {**_NODE_DEFAULTS, **doc}
+        d = {**_NODE_DEFAULTS, "saved": [], "grad_history": [], **doc}  # fresh lists
         if d["kind"] == "tensor":
             t = tensors[d["id"]]
             if late is not None:
@@ -130,7 +129,7 @@ def _memory(rec: Recorder) -> dict[str, int]:
 def _error(error: dict[str, Any] | None) -> dict[str, Any] | None:
     if error is None:
         return None
-    return {"line": None, "node": None, "detail": None, **error}
+    return {**_ERROR_DEFAULTS, **error}
 
 
 def _native_events(rec: Recorder) -> bytes:

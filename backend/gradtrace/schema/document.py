@@ -45,6 +45,18 @@ def _optional() -> Any:
     return Field(default=None, exclude_if=lambda v: v is None)
 
 
+def written_defaults(model: type[BaseModel]) -> dict[str, Any]:
+    """``{key: default}`` of every field ``model`` always writes and may be left out of its
+    input: what a writer of finished documents (capture) fills in, taken from the model itself
+    so that the two cannot drift apart. Mutable defaults are fresh on each call."""
+    out: dict[str, Any] = {}
+    for name, f in model.model_fields.items():
+        if f.is_required() or f.exclude_if is not None:
+            continue
+        out[f.alias or name] = f.get_default(call_default_factory=True)
+    return out
+
+
 class _Model(BaseModel):
     """Base of every document model: unknown fields are kept (forward compatible)."""
 
