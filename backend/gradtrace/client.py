@@ -24,6 +24,7 @@ import httpx
 from pydantic import PrivateAttr
 
 from gradtrace import __version__
+from gradtrace.notebook.run import NotebookRunDocument
 from gradtrace.schema import RunDocument, document_id
 
 DEFAULT_TIMEOUT_S = 120.0
@@ -55,7 +56,7 @@ class GradtraceAPIError(Exception):
             return cls(response.status_code, "http_error", text, None, retry_after)
 
 
-class ClientRunDocument(RunDocument):
+class ClientRunDocument(NotebookRunDocument):
     """A run document that knows the server it came from, so it can link to its page."""
 
     _base_url: str | None = PrivateAttr(default=None)

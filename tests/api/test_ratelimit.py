@@ -33,9 +33,18 @@ def test_buckets_are_per_client_and_refill_up_to_the_burst_only() -> None:
 
 
 def test_a_zero_rate_means_no_limit() -> None:
+    limited = TokenBuckets(rate_per_minute=1, burst=1)
+    limited.take("a", now=0.0)
+    with pytest.raises(RateLimited):  # what a rate of 1 does to the same two requests
+        limited.take("a", now=0.0)
     buckets = TokenBuckets(rate_per_minute=0, burst=1)
+    assert not buckets.enabled
+    taken = 0
     for _ in range(100):
-        buckets.take("a", now=0.0)
+        buckets.take("a", now=0.0)  # raises RateLimited if limited
+        taken += 1
+    assert taken == 100
+    assert buckets._buckets == {}, "no bucket is kept when nothing is limited"
 
 
 def test_the_table_of_buckets_stays_bounded_under_a_scan_of_addresses() -> None:

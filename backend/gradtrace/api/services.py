@@ -2,15 +2,12 @@
 
 One :class:`Services` lives on ``app.state.services``; routes reach it through the
 :func:`services` dependency. The runner comes from the sandbox package's factory, picked by
-``GRADTRACE_RUNNER`` (NOTE [runner discovery]); this module never runs code itself.
+``GRADTRACE_RUNNER``; this module never runs code itself.
 """
 
 from __future__ import annotations
 
 import hashlib
-import importlib
-import importlib.util
-import logging
 from dataclasses import dataclass, field
 from typing import Annotated, Any
 
@@ -18,32 +15,17 @@ from fastapi import Depends, Request
 
 from gradtrace.api.metrics import Metrics
 from gradtrace.api.ratelimit import TokenBuckets
-from gradtrace.errors import DeviceUnavailable, ServiceUnavailable
+from gradtrace.errors import ServiceUnavailable
 from gradtrace.sandbox.runner import Limits, Runner, RunnerState
 from gradtrace.settings import Settings
 from gradtrace.storage.store import Store
 
-log = logging.getLogger("gradtrace.api")
 
-# NOTE [runner discovery]
-#   The sandbox package exposes ``make_runner(settings) -> Runner``; where it lives is the
-#   sandbox's business, so the service looks in these modules in order. A module that exists
-#   but fails to import is a bug and is not swallowed.
-RUNNER_FACTORY_MODULES = ("gradtrace.sandbox.factory", "gradtrace.sandbox.runner", "gradtrace.sandbox.pool")
+def make_default_runner(settings: Settings) -> Runner:
+    """The runner ``GRADTRACE_RUNNER`` names (:func:`gradtrace.sandbox.factory.make_runner`)."""
+    from gradtrace.sandbox.factory import make_runner  # the pool's modules load on first use
 
-
-def make_default_runner(settings: Settings) -> Runner | None:
-    for name in RUNNER_FACTORY_MODULES:
-        if importlib.util.find_spec(name) is None:
-            continue
-        factory = getattr(importlib.import_module(name), "make_runner", None)
-        if factory is not None:
-            runner = factory(settings)
-            assert isinstance(runner, Runner), f"{name}.make_runner returned {type(runner)!r}"
-            return runner
-    log.warning("no runner factory found in %s: POST /api/runs will answer 503",
-                ", ".join(RUNNER_FACTORY_MODULES))
-    return None
+    return make_runner(settings)
 
 
 def limits_from(settings: Settings) -> Limits:
@@ -70,17 +52,9 @@ class Services:
         return self.runner
 
     def resolve_device(self, runner: Runner, requested: str) -> str:
-        """``cpu`` / ``cuda`` for the job; asking for cuda without one is a 422."""
-        resolve = getattr(runner, "resolve_device", None)
-        if resolve is not None:
-            return str(resolve(requested))
-        cuda = runner.state().cuda_available
-        if requested == "auto":
-            return "cuda" if cuda else "cpu"
-        if requested == "cuda" and not cuda:
-            raise DeviceUnavailable("device 'cuda' was requested but this server has no CUDA device; "
-                                    "use 'cpu' or 'auto'")
-        return requested
+        """``cpu`` / ``cuda`` for the job; asking for cuda without one is a 422 (the runner
+        knows its devices: :meth:`Runner.resolve_device`)."""
+        return runner.resolve_device(requested)
 
     def page_limits(self) -> dict[str, Any]:
         s = self.settings

@@ -11,7 +11,34 @@ NOTE [building the core]
     setuptools build isolation (which would fetch a second torch) and no ninja. The result is
     ``_native<EXT_SUFFIX>`` in this package, found by :mod:`gradtrace.capture.native`. Without
     it capture still works, on Python hooks, several times slower (NOTE [why C++] in the
-    source).
+    source). A torch outside :data:`SUPPORTED_TORCH` is refused before compiling.
+
+NOTE [what the core relies on]
+    The core reaches past torch's and CPython's stable interfaces in these places; each is
+    why :data:`SUPPORTED_TORCH` is one minor version wide, and each is what to check first
+    when moving it:
+
+    - torch's ``torch/csrc`` headers (``cxx/prelude.h``): ``autograd/function.h`` (``Node``,
+      ``add_post_hook``, ``FunctionPostHook``, ``next_edges``, ``sequence_nr``),
+      ``autograd/graph_task.h`` (``get_current_graph_task_id``, ``get_current_node``: which
+      backward a hook runs in), ``autograd/functions/accumulate_grad.h`` (``AccumulateGrad``
+      and its ``variable``), ``autograd/python_function.h`` / ``python_cpp_function.h``
+      (``THPFunction::cdata``, ``THPCppFunction``, ``functionToPyObject``),
+      ``autograd/python_variable.h`` (``THPVariable_Wrap`` / ``_Unpack`` / ``_Check``),
+      ``DynamicTypes.h`` (``getTHPDtype``), ``Exceptions.h``, and ATen's
+      ``at::sequence_number::peek`` (lines by sequence number);
+    - the mangled C++ name of a custom Function's node class, ``N5torch8autograd6PyNodeE``
+      (``kPyNode`` in ``cxx/prelude.h``): libtorch_python does not export ``PyNode``'s
+      ``type_info``, so it is compared by name;
+    - c10's ``TensorImpl`` / ``StorageImpl`` / ``intrusive_ptr`` layout through the headers
+      (the values kernel reads a tensor's data and sizes directly) and torch's pybind11 ABI
+      flags (``torch._C._PYBIND11_*``, ``_GLIBCXX_USE_CXX11_ABI``), passed to the compiler;
+    - CPython's frame API (``cxx/tracer.h``): ``PyEval_SetTrace`` with a C trace function,
+      ``PyFrame_GetCode``, ``PyFrame_GetBack``, ``PyFrame_GetLineNumber`` and
+      ``PyCodeObject.co_filename`` read directly (``frameobject.h``), so an interpreter
+      whose tracing changes (``sys.monitoring`` replacing ``settrace``) needs a look;
+    - the compiled module's name embeds ``EXT_SUFFIX`` and its cache key torch's version and
+      ``sys.version``: another interpreter or torch never loads a stale build.
 """
 
 from __future__ import annotations
@@ -34,6 +61,24 @@ PARTS = HERE / "cxx"
 """The parts ``_native.cpp`` includes (one translation unit)."""
 
 
+SUPPORTED_TORCH = ((2, 13), (2, 14))
+"""The torch versions the core builds against: from the first (major, minor) up to, not
+including, the second (NOTE [what the core relies on]). ``pyproject.toml`` pins one of them."""
+
+
+def check_torch(version: str) -> None:
+    """Raise BuildError unless torch ``version`` (``2.13.0+cpu``) is in :data:`SUPPORTED_TORCH`."""
+    parts = version.split("+")[0].split(".")
+    try:
+        found = (int(parts[0]), int(parts[1]))
+    except (IndexError, ValueError):
+        raise BuildError(f"cannot read torch's version {version!r}") from None
+    first, last = SUPPORTED_TORCH
+    if not first <= found < last:
+        raise BuildError(f"torch {version} is outside what the capture core supports "
+                         f"(>= {first[0]}.{first[1]}, < {last[0]}.{last[1]}): capture runs on Python hooks")
+
+
 def target() -> Path:
     return HERE / f"_native{sysconfig.get_config_var('EXT_SUFFIX')}"
 
@@ -47,6 +92,7 @@ def command(output: Path) -> list[str]:
     import torch
     from torch.utils.cpp_extension import include_paths, library_paths
 
+    check_torch(str(torch.__version__))
     cxx = os.environ.get("CXX") or shutil.which("g++") or shutil.which("c++")
     if cxx is None:
         raise BuildError("no C++ compiler: install g++ (Debian: apt-get install g++)")

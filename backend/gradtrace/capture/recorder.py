@@ -686,15 +686,5 @@ class Recorder:
             self.native.close()
         handles, self.handles = self.handles, []
         for h in handles:
-            try:
-                # RemovableHandle.remove() for a node hook (no extra dicts), inlined: a GRU
-                # has 3,000 of them
-                if h.extra_dict_ref:
-                    h.remove()
-                    continue
-                hooks = h.hooks_dict_ref()
-                if hooks is not None:
-                    hooks.pop(h.id, None)
-            except Exception:
-                with contextlib.suppress(Exception):
-                    h.remove()
+            with contextlib.suppress(Exception):  # a hook torch already dropped
+                h.remove()

@@ -36,6 +36,7 @@ from gradtrace.capture.library import LibraryCalls
 from gradtrace.capture.mode import CaptureMode
 from gradtrace.capture.modules import ModuleTracker
 from gradtrace.capture.recorder import Recorder
+from gradtrace.notebook.run import NotebookRunDocument
 from gradtrace.schema import RunDocument
 from gradtrace.schema.canonical import canonical_with_id
 from gradtrace.schema.fast import gc_paused
@@ -203,7 +204,7 @@ class record:
         _, body = canonical_with_id(self.document_dict(json_parts=True))
         with gc_paused():
             try:
-                return RunDocument.model_validate_json(body)
+                return NotebookRunDocument.model_validate_json(body)  # NOTE [views of a document]
             finally:
                 settle_young_objects()
 

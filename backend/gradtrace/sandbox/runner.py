@@ -74,3 +74,8 @@ class Runner(abc.ABC):
     @abc.abstractmethod
     def state(self) -> RunnerState:
         """A cheap snapshot of the pool for health checks and metrics."""
+
+    @abc.abstractmethod
+    def resolve_device(self, requested: str) -> str:
+        """``cpu`` or ``cuda`` for a job that asked for ``auto``, ``cpu`` or ``cuda``; raises
+        :class:`gradtrace.errors.DeviceUnavailable` for a device this runner cannot give."""

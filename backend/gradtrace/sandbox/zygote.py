@@ -59,12 +59,10 @@ def _warm_torch(warm_compile: bool) -> tuple[str, bool, int]:
 
     torch.set_num_threads(1)
     torch.set_num_interop_threads(1)
-    import gradtrace.capture as capture
+    from gradtrace.capture import warm_up
 
     _import_all("gradtrace.capture")
-    warm_up = getattr(capture, "warm_up", None)
-    if callable(warm_up):
-        warm_up()
+    warm_up()
     if warm_compile:
         _warm_compile()
     # NVML-based checks (PYTORCH_NVML_BASED_CUDA_CHECK=1 in our env) do not initialise CUDA,

@@ -303,16 +303,3 @@ class RunDocument(_Model):
     """Problems of the recorder itself (never the snippet's): what could not be recorded."""
     modules: list[ModuleInfo] | None = _optional()
     """Every named module called during the run, in order of first call."""
-
-    def _repr_html_(self) -> str:
-        """In a notebook, a document shows a link to its page and a summary of its graph."""
-        from gradtrace.client import render_html
-
-        return render_html(self)
-
-    def save_html(self, path: str, *, title: str | None = None) -> str:
-        """Write this run as one self-contained HTML file that opens offline and plays it
-        (:mod:`gradtrace.notebook.html`); answers the path."""
-        from gradtrace.notebook.html import save_html
-
-        return str(save_html(self, path, title=title))

@@ -42,7 +42,8 @@ constexpr int64_t kValuesLimit = 1000;
 constexpr int32_t kNone = -1;          // value id of a None gradient
 constexpr int32_t kNullLine = INT32_MIN;
 // The mangled name of a custom Function's node class (``PyNode``), whose type_info
-// libtorch_python does not export: compared by name.
+// libtorch_python does not export: compared by name. Every torch and CPython internal the
+// core relies on is listed in NOTE [what the core relies on] (build_native.py).
 constexpr const char* kPyNode = "N5torch8autograd6PyNodeE";
 
 }  // namespace gradtrace

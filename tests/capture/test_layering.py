@@ -1,0 +1,95 @@
+"""What the code review asked of the capture and schema layers, held by reading the source."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+from gradtrace.capture.build_native import SUPPORTED_TORCH, BuildError, check_torch
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGE = ROOT / "backend" / "gradtrace"
+
+
+def _module_imports(path: Path) -> set[str]:
+    """Modules ``path`` imports at module level (not inside functions: those load lazily)."""
+    tree = ast.parse(path.read_text())
+    out: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom) and node.module:
+            out.add(node.module)
+            out.update(f"{node.module}.{a.name}" for a in node.names)
+        elif isinstance(node, ast.Import):
+            out.update(a.name for a in node.names)
+    return out
+
+
+def _all_imports(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text())
+    out: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            out.add(node.module)
+        elif isinstance(node, ast.Import):
+            out.update(a.name for a in node.names)
+    return out
+
+
+def test_the_schema_imports_no_layer_above_it() -> None:
+    above = ("gradtrace.client", "gradtrace.notebook", "gradtrace.capture", "gradtrace.api",
+             "gradtrace.storage", "gradtrace.sandbox", "gradtrace.queue", "torch")
+    for path in (PACKAGE / "schema").glob("*.py"):
+        bad = {m for m in _all_imports(path) if m.startswith(above)}
+        assert not bad, f"{path.name} imports {bad}"
+
+
+def test_capture_has_no_import_cycle() -> None:
+    modules = {f"gradtrace.capture.{p.stem}": p for p in (PACKAGE / "capture").glob("*.py")}
+    graph = {name: {m for m in _module_imports(p) if m in modules and m != name} for name, p in modules.items()}
+    done: set[str] = set()
+
+    def visit(name: str, path: tuple[str, ...]) -> None:
+        assert name not in path, f"import cycle: {' -> '.join((*path, name))}"
+        if name in done:
+            return
+        for nxt in graph[name]:
+            visit(nxt, (*path, name))
+        done.add(name)
+
+    for name in graph:
+        visit(name, ())
+
+
+def test_the_zygote_imports_warm_up_so_a_rename_fails_loudly() -> None:
+    source = (PACKAGE / "sandbox" / "zygote.py").read_text()
+    assert "getattr(capture" not in source
+    tree = ast.parse(source)
+    names = {a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module == "gradtrace.capture"
+             for a in n.names}
+    assert "warm_up" in names
+    from gradtrace.capture import warm_up  # the name it imports exists
+
+    assert callable(warm_up)
+
+
+def test_no_private_fields_of_torch_hook_handles_and_no_runner_scan() -> None:
+    recorder = (PACKAGE / "capture" / "recorder.py").read_text()
+    assert not re.search(r"\.(hooks_dict_ref|extra_dict_ref)\b", recorder)
+    services = (PACKAGE / "api" / "services.py").read_text()
+    assert "importlib" not in services and "getattr(runner" not in services
+
+
+def test_the_supported_torch_range_holds_the_pinned_torch_and_is_checked_at_build() -> None:
+    import torch
+
+    pin = re.search(r'"torch==(\d+\.\d+\.\d+)"', (ROOT / "pyproject.toml").read_text())
+    assert pin is not None
+    check_torch(pin[1])
+    check_torch(str(torch.__version__))
+    first, last = SUPPORTED_TORCH
+    for outside in (f"{first[0]}.{first[1] - 1}.0", f"{last[0]}.{last[1]}.0+cpu", "nightly"):
+        with pytest.raises(BuildError):
+            check_torch(outside)
