@@ -74,3 +74,19 @@ def test_plain_floats_outside_tensor_values_are_written_as_repr_writes_them() ->
     doc = {"values": [xs[i:i + 7] for i in range(0, len(xs), 7)], "stdout": 'e-5, 0.00001] 1e-9} "\\',
            "nested": {"b": [1e-5, "0.00002", {"c": -3e-7}], "a": 0.00001}}
     assert canonical_json(doc) == stdlib_canonical(doc)
+
+
+def test_the_cores_canonical_text_is_written_as_it_is_and_hashed_where_it_lies() -> None:
+    """NOTE [canonical JSON with orjson]: the core's graph and events (CanonicalText) are neither
+    searched nor re-spelled, and the id is the hash of exactly the bytes written."""
+    import hashlib
+
+    from gradtrace.schema.canonical import ID_LENGTH, CanonicalText, canonical_with_id
+
+    events = CanonicalText(b'[{"x":1e-05}]')
+    doc = {"events": events, "stdout": "é \x01", "b": [TensorValueDict(shape=[], dtype="f", values=1e-7)]}
+    text = canonical_json(doc)
+    assert text == stdlib_canonical({**doc, "events": [{"x": 1e-05}]})
+    doc_id, with_id = canonical_with_id(doc)
+    assert doc_id == hashlib.sha256(text).hexdigest()[:ID_LENGTH]
+    assert with_id == stdlib_canonical({**doc, "events": [{"x": 1e-05}], "id": doc_id})

@@ -26,7 +26,7 @@ from gradtrace.capture.events import BackwardEvent
 from gradtrace.capture.frames import NameIndex
 from gradtrace.capture.recorder import Recorder
 from gradtrace.schema import SCHEMA_VERSION, Cut, Node, RunError
-from gradtrace.schema.canonical import TensorValueDict, canonical_json, canonical_with_id
+from gradtrace.schema.canonical import CanonicalText, TensorValueDict, canonical_json, canonical_with_id
 from gradtrace.schema.document import written_defaults
 
 _NODE_DEFAULTS = written_defaults(Node)  # NOTE [documents without pydantic on the hot path]
@@ -216,8 +216,8 @@ def build_document(rec: Recorder, *, status: str, error: dict[str, Any] | None =
                    json_parts: bool = False) -> dict[str, Any]:
     """The run document as a JSON-able dict (see the NOTE above).
 
-    With the C++ core and ``json_parts``, ``doc["graph"]`` and ``doc["events"]`` are
-    ``orjson.Fragment``s of their canonical JSON rather than dicts and lists, and the document
+    With the C++ core and ``json_parts``, ``doc["graph"]`` and ``doc["events"]`` are their
+    canonical JSON (:class:`~gradtrace.schema.canonical.CanonicalText`) rather than dicts and lists, and the document
     has no ``id``: for a caller that only serialises it (the sandbox child, ``rec.document()``),
     which then never builds 30,000 dicts only to write them out again.
 
@@ -241,8 +241,8 @@ def build_document(rec: Recorder, *, status: str, error: dict[str, Any] | None =
             nodes = _nodes(rec)
             if rec.native is not None:
                 events_json = _native_events(rec)
-                graph: Any = orjson.Fragment(_native_graph(rec, nodes))
-                events: Any = orjson.Fragment(events_json)
+                graph: Any = CanonicalText(_native_graph(rec, nodes))
+                events: Any = CanonicalText(events_json)
             else:
                 graph = {"nodes": nodes, "edges": list(rec.edges)}  # every edge has its input_nr
                 events = _events(rec)

@@ -28,7 +28,8 @@ NOTE [canonical JSON with orjson]
     one pass over their newline-joined text (safe there: a TensorValue holds no free text, only
     numbers, its keys, a dtype and ``"nan"``/``"inf"``) and spliced back in order. A
     TensorValue whose canonical JSON the C++ core wrote carries it (``native``) and is used as
-    it is; so is an ``orjson.Fragment`` (capture's graph and events, written by the core).
+    it is; so is a :class:`CanonicalText` (capture's graph and events, written by the core),
+    which stands in the output as a byte \x01 until the rest is written and checked.
     Floats anywhere else (a model dump: the general path) are found by one byte search and,
     when one could need it, re-spelled token by token, strings skipped.
     ``tests/capture/test_canonical.py`` holds this writer equal to ``json.dumps`` on every
@@ -59,6 +60,13 @@ class TensorValueDict(dict[str, Any]):
     native: bytes
 
 
+class CanonicalText(bytes):
+    """JSON text that is canonical already (the C++ core's graph and events): written as it is,
+    and never searched for floats to re-spell (NOTE [canonical JSON with orjson])."""
+
+    __slots__ = ()
+
+
 # orjson → repr: "1e-9" → "1e-09"; "0.00001" → "1e-05"; "0.000015" → "1.5e-05" (orjson writes
 # every other finite float as repr does). A number token ends before ",", "]" or "}"; each
 # pattern starts with a literal, which keeps the regex engine on its fast substring search,
@@ -67,6 +75,7 @@ _SHORT_EXPONENT = re.compile(rb"e-(?=\d[,\]}])")
 _FIXED_SMALL = re.compile(rb"0\.0000([1-9])(\d*)(?=[,\]}])")
 _TOKEN_START = frozenset(b"[,:-")
 _MARK = orjson.Fragment(b"\x00")
+_RAW_MARK = orjson.Fragment(b"\x01")
 _OPTIONS = orjson.OPT_SORT_KEYS | orjson.OPT_PASSTHROUGH_SUBCLASS
 
 
@@ -87,9 +96,21 @@ def _repr_floats(text: bytes) -> bytes:
 
 # A plain float below 1e-4 outside the TensorValues (a dict that did not come from capture or
 # the strict validator), or text that looks like one: such output is re-spelled outside its
-# strings. Canonical text never matches (repr writes "1e-05", and never "0.0000" after a
-# token's start), so capture's documents, whose floats are all marked, are not searched twice.
-_MAYBE_SMALL_FLOAT = re.compile(rb"e-\d[,\]}]|(?<![\d.])0\.0000[1-9]")
+# strings. Canonical text never matches (repr writes "1e-05", and never "0.0000" at a number's
+# start), so capture's documents, whose floats are all marked, are not re-spelled twice. Each
+# search starts with a literal (the regex engine's fast substring scan): a 4 MB document costs
+# well under a millisecond.
+_ORJSON_EXPONENT = re.compile(rb"e-\d[,\]}]")
+_FIXED_START = re.compile(rb"0\.0000[1-9]")
+
+
+def _may_need_respelling(out: bytes) -> bool:
+    if _ORJSON_EXPONENT.search(out):
+        return True
+    return any(out[m.start() - 1] not in _DIGIT_OR_DOT for m in _FIXED_START.finditer(out))
+
+
+_DIGIT_OR_DOT = frozenset(b"0123456789.")
 _STRING = re.compile(rb'("[^"\\]*(?:\\.[^"\\]*)*")')
 
 
@@ -133,10 +154,14 @@ def _plain(obj: Any) -> Any:
 def canonical_json(obj: Any) -> bytes:
     """``obj`` as canonical JSON: sorted keys, compact separators, UTF-8, ``repr`` floats."""
     texts: list[bytes] = []
+    raw: list[bytes] = []
     seen: dict[int, bytes] = {}
     dumps = orjson.dumps
 
     def default(o: Any) -> Any:
+        if o.__class__ is CanonicalText:
+            raw.append(o)
+            return _RAW_MARK
         if o.__class__ is TensorValueDict:
             native = getattr(o, "native", None)
             if native is not None:  # canonical already: the C++ core wrote it
@@ -153,9 +178,15 @@ def canonical_json(obj: Any) -> bytes:
     except (TypeError, orjson.JSONEncodeError):
         return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
                           allow_nan=False).encode("utf-8")
-    if _MAYBE_SMALL_FLOAT.search(out):
+    if _may_need_respelling(out):
         out = _respell_outside_strings(out)
-    return _splice_values(out, texts)
+    out = _splice_values(out, texts)
+    if not raw:
+        return out
+    parts: list[bytes] = [b""] * (2 * len(raw) + 1)
+    parts[0::2] = out.split(b"\x01")  # orjson escapes a control byte in strings: ours alone
+    parts[1::2] = raw
+    return b"".join(parts)
 
 
 def check_json(obj: object, max_depth: int) -> None:
@@ -184,15 +215,26 @@ def content_hash(obj: Any) -> str:
 def canonical_with_id(doc: dict[str, Any]) -> tuple[str, bytes]:
     """``(id, canonical JSON of doc with that id)``: NOTE [one serialisation]. Any ``id`` key
     ``doc`` has is ignored."""
-    pieces = {key: canonical_json(key) + b":" + canonical_json(value)
-              for key, value in doc.items() if key != "id"}
+    pieces: dict[str, tuple[bytes, bytes]] = {}  # "key": and the value's JSON, never joined twice
+    for key, value in doc.items():
+        if key != "id":
+            text = value if value.__class__ is CanonicalText else canonical_json(value)
+            pieces[key] = (canonical_json(key) + b":", text)
     h = hashlib.sha256(b"{")
     for i, key in enumerate(sorted(pieces)):
-        h.update(b"," + pieces[key] if i else pieces[key])
+        if i:
+            h.update(b",")
+        h.update(pieces[key][0])
+        h.update(pieces[key][1])  # the graph and events are megabytes: hashed where they lie
     h.update(b"}")
     doc_id = h.hexdigest()[:ID_LENGTH]
-    pieces["id"] = b'"id":"' + doc_id.encode() + b'"'
-    return doc_id, b"{" + b",".join(pieces[k] for k in sorted(pieces)) + b"}"
+    pieces["id"] = (b'"id":', b'"' + doc_id.encode() + b'"')
+    out: list[bytes] = []
+    for key in sorted(pieces):
+        out += (b",", *pieces[key])
+    out[0] = b"{"
+    out.append(b"}")
+    return doc_id, b"".join(out)
 
 
 def document_id(doc: dict[str, Any]) -> str:
