@@ -38,7 +38,7 @@ from gradtrace.capture.modules import ModuleTracker
 from gradtrace.capture.recorder import Recorder
 from gradtrace.notebook.run import NotebookRunDocument
 from gradtrace.schema import RunDocument
-from gradtrace.schema.canonical import canonical_with_id
+from gradtrace.schema.canonical import CanonicalText, canonical_with_id
 from gradtrace.schema.fast import gc_paused
 
 
@@ -196,14 +196,19 @@ class record:
         """The run document of what was recorded (a validated pydantic ``RunDocument``).
 
         NOTE [documents in process]: the document is written as its canonical JSON (the C++
-        core's parts as they are, never parsed back into dicts) and validated from those bytes
-        by pydantic-core, with the cyclic collector paused: the ~40,000 models of a GRU-200
+        core's parts as they are, never parsed back into dicts), which gives its id; its
+        graph and events are validated from those bytes by pydantic-core when first read
+        (NOTE [a document built on first use] in gradtrace/notebook/run.py), with the cyclic
+        collector paused: the ~40,000 models of a GRU-200
         document are acyclic, and every collection their allocation triggered walked the
         whole torch heap (two thirds of the time). They are then moved, unwalked, to the
         oldest generation, as the recorder's own objects are (NOTE [gc])."""
-        _, body = canonical_with_id(self.document_dict(json_parts=True))
+        doc = self.document_dict(json_parts=True)
+        doc["id"], body = canonical_with_id(doc)
         with gc_paused():
             try:
+                if isinstance(doc["graph"], CanonicalText):  # NOTE [a document built on first use]
+                    return NotebookRunDocument.from_parts(doc)
                 return NotebookRunDocument.model_validate_json(body)  # NOTE [views of a document]
             finally:
                 settle_young_objects()

@@ -1,4 +1,5 @@
-"""A run document as a notebook shows it: the schema's :class:`RunDocument` with its views.
+"""A run document as a notebook shows it: the schema's :class:`RunDocument` with its views, and
+its graph and events built from their JSON on first use.
 
 NOTE [views of a document]
     The schema is the bottom layer: the web process, storage and capture load it, and it
@@ -7,15 +8,127 @@ NOTE [views of a document]
     (``rec.document()``, ``Client.run()``) are this subclass, which adds the views; any other
     ``RunDocument`` is shown with :func:`gradtrace.notebook.show` or saved with
     :func:`gradtrace.notebook.save_html`.
+
+NOTE [a document built on first use]
+    A GRU unrolled 200 steps gives a document of ~70,000 pydantic objects, almost all in its
+    graph and events; building them cost four times the bare run, in ``rec.document()``,
+    whether or not the notebook ever looked at them. :meth:`NotebookRunDocument.from_parts`
+    validates the small top level at once and keeps the graph's and the events' canonical JSON
+    (which the C++ core wrote); each is validated by pydantic, from those bytes, the first time
+    anything reads it: the attribute, a dump, a comparison, a copy, a pickle. The id was
+    computed from the same bytes, so the document is the one an eager validation would give.
 """
 
 from __future__ import annotations
 
-from gradtrace.schema import RunDocument
+import gc
+from typing import Any
+
+from pydantic import PrivateAttr, TypeAdapter
+
+from gradtrace.schema import Event, Graph, RunDocument
+from gradtrace.schema.canonical import CanonicalText
+from gradtrace.schema.fast import gc_paused
+
+_LAZY = ("events", "graph")
+_EVENTS: TypeAdapter[list[Event]] = TypeAdapter(list[Event])
 
 
 class NotebookRunDocument(RunDocument):
     """A :class:`RunDocument` that shows itself in a notebook and saves itself as a page."""
+
+    _lazy: dict[str, bytes] | None = PrivateAttr(default=None)
+
+    @classmethod
+    def from_parts(cls, doc: dict[str, Any]) -> NotebookRunDocument:
+        """The document of capture's ``doc`` (with its ``id``), whose graph and events may be
+        their canonical JSON: those are validated on first use (NOTE [a document built on
+        first use]); everything else now."""
+        lazy = {k: bytes(doc[k]) for k in _LAZY if isinstance(doc.get(k), CanonicalText)}
+        out = cls.model_validate({k: v for k, v in doc.items() if k not in lazy})
+        if lazy:
+            for key in lazy:
+                del out.__dict__[key]
+            out.__pydantic_fields_set__.update(lazy)
+            out._lazy = lazy
+        return out
+
+    def _build(self, keys: tuple[str, ...] = _LAZY) -> None:
+        """Validate the parts in ``keys`` still kept as JSON, and put them in their field order."""
+        private = object.__getattribute__(self, "__pydantic_private__")
+        lazy = private.get("_lazy") if private else None
+        if not lazy or not any(k in lazy for k in keys):
+            return
+        gc_was_on = gc.isenabled()
+        built = self.__dict__
+        with gc_paused():  # NOTE [documents in process] in capture/session.py
+            if "graph" in keys and "graph" in lazy:
+                built["graph"] = Graph.model_validate_json(lazy.pop("graph"))
+            if "events" in keys and "events" in lazy:
+                built["events"] = _EVENTS.validate_json(lazy.pop("events"))
+            if gc_was_on:
+                gc.freeze()  # the new models are acyclic: to the oldest generation, unwalked
+                gc.unfreeze()
+        if not lazy:
+            private["_lazy"] = None
+        # pydantic writes fields in the order of __dict__: the order they were declared in
+        order = {name: built[name] for name in type(self).model_fields if name in built}
+        order.update((k, v) for k, v in built.items() if k not in order)
+        built.clear()
+        built.update(order)
+
+    def __getattr__(self, name: str) -> Any:
+        if name in _LAZY:
+            private = object.__getattribute__(self, "__pydantic_private__")
+            if private and private.get("_lazy") and name in private["_lazy"]:
+                self._build((name,))
+                return self.__dict__[name]
+        return super().__getattr__(name)  # type: ignore[misc]  # pydantic's (private attributes, extras)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in _LAZY:
+            self._build((name,))
+        super().__setattr__(name, value)
+
+    def model_dump(self, **kwargs: Any) -> dict[str, Any]:
+        self._build()
+        return super().model_dump(**kwargs)
+
+    def model_dump_json(self, **kwargs: Any) -> str:
+        self._build()
+        return super().model_dump_json(**kwargs)
+
+    def model_copy(self, **kwargs: Any) -> Any:
+        self._build()
+        return super().model_copy(**kwargs)
+
+    def __eq__(self, other: object) -> bool:
+        self._build()
+        if isinstance(other, NotebookRunDocument):
+            other._build()
+        return super().__eq__(other)
+
+    __hash__ = None  # type: ignore[assignment]  # as every pydantic model
+
+    def __iter__(self) -> Any:
+        self._build()
+        return super().__iter__()
+
+    def __repr_args__(self) -> Any:
+        self._build()
+        return super().__repr_args__()
+
+    def __copy__(self) -> Any:
+        self._build()
+        return super().__copy__()
+
+    def __deepcopy__(self, memo: dict[int, Any] | None = None) -> Any:
+        self._build()
+        return super().__deepcopy__(memo)
+
+    def __getstate__(self) -> dict[Any, Any]:
+        self._build()
+        return super().__getstate__()
 
     def _repr_html_(self) -> str:
         """In a notebook, a document shows a link to its page and a summary of its graph."""
@@ -29,3 +142,6 @@ class NotebookRunDocument(RunDocument):
         from gradtrace.notebook.html import save_html
 
         return str(save_html(self, path, title=title))
+
+
+__all__ = ["NotebookRunDocument"]
