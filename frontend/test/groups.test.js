@@ -115,3 +115,27 @@ test("no levels for a straight-line program", () => {
     edges: [{ source: "x", target: "f" }] }, events: [{ phase: "forward", node: "f", line: 2 }] };
   assert.deepEqual(prepare(doc).levels, []);
 });
+
+/** Forward events on lines that jump back: a loop body when `same`, recursion-like when not. */
+function revisitDoc(same) {
+  const nodes = [], events = [], edges = [];
+  const ops = ["MulBackward0", "AddBackward0", "SliceBackward0", "MaximumBackward0"];
+  for (let u = 0; u < 6; u++) {
+    const body = same ? ops.slice(0, 2) : ops.slice(0, 1 + (u % 4));
+    body.forEach((op, j) => {
+      const id = `u${u}o${j}`;
+      if (nodes.length) edges.push({ source: nodes[nodes.length - 1].id, target: id, input_nr: 0 });
+      nodes.push({ id, kind: "function", name: op, line: 4 + j });
+      events.push({ phase: "forward", node: id, line: 4 + j });
+    });
+  }
+  return { graph: { nodes, edges }, events, passes: [] };
+}
+
+test("lines revisited with the same ops are a loop; recursion's irregular revisits are not", () => {
+  const loop = prepare(revisitDoc(true)).levels;
+  assert.equal(loop.length, 1);
+  assert.equal(loop[0].kind, "iteration");
+  assert.equal(loop[0].count, 6);
+  assert.deepEqual(prepare(revisitDoc(false)).levels, []);
+});

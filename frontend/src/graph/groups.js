@@ -161,8 +161,23 @@ function lineIterations(index, timeline) {
     if (!isShared(index, i) && unitOf[i] === -1) unitOf[i] = u;
   }
   const count = Math.max(-1, ...unitOf) + 1;
-  if (count < MIN_UNITS) return null;
+  if (count < MIN_UNITS || !repeats(index, unitOf, count)) return null;
   return { kind: "iteration", label: "iteration", count, unitOf };
+}
+
+/**
+ * NOTE [a loop repeats itself]: lines revisited are a loop only when the revisits do the same
+ * ops each time. Recursion (lesson 11) also jumps back to earlier lines, with a different op
+ * sequence each time; folding it would hide the tree it builds. At least 3 in 4 units (the
+ * first may set things up) must share one op sequence.
+ */
+function repeats(index, unitOf, count) {
+  const seqs = Array.from({ length: count }, () => []);
+  unitOf.forEach((u, i) => { if (u >= 0) seqs[u].push(index.nodes[i].name || ""); });
+  const tally = new Map();
+  for (const s of seqs.slice(1)) { const key = s.join("|"); tally.set(key, (tally.get(key) || 0) + 1); }
+  const best = Math.max(...tally.values());
+  return best >= MIN_UNITS - 1 && best >= 0.75 * (count - 1);
 }
 
 /** Per unit: its nodes and where its events lie on the timeline; per step: the current unit. */

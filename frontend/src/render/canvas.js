@@ -12,7 +12,7 @@ import { palette } from "./palette.js";
 import { edgeText } from "./draw.js";
 
 /** The zoom at which 11 px text stays at least 9 px on screen (labels.js MIN_TEXT_PX). */
-export const READ_K = 0.83;
+export const READ_K = 9 / 11;
 import { fmtTensorShort } from "../graph/values.js";
 
 export class GraphCanvas {
@@ -70,51 +70,58 @@ export class GraphCanvas {
 
   /**
    * NOTE [fit]: show the whole graph when it is legible whole (text ≥ 9 px, READ_K); else
-   * frame the part active at the current step (the open iteration or call, else the current
-   * node) at a legible zoom. The minimap shows the rest. `readable` is kept for callers.
+   * frame the part active at the current step (the open units with the folds beside them,
+   * else the open units, else the current node) at a legible zoom, showing as much of the
+   * graph around it as that zoom allows. The minimap's corner is kept free (`reserve()`), so
+   * the minimap never covers what Fit framed.
    */
   fit({ whole = false } = {}) {
-    const { w, h } = this._size();
     if (!this.scene) return;
-    const gw = Math.max(this.scene.width, 1) + 80, gh = Math.max(this.scene.height, 1) + 80;
+    const { w } = this._size();
+    const h = this._size().h - this.reserve();
+    const s = this.scene;
+    const gw = Math.max(s.width, 1) + 40, gh = Math.max(s.height, 1) + 40;
     const k = Math.min(w / gw, h / gh, 1.6);
-    this.cam = { k, x: -40 - (w / k - gw) / 2, y: -40 - (h / k - gh) / 2 };
+    this.cam = { k, x: -20 - (w / k - gw) / 2, y: -20 - (h / k - gh) / 2 };
     if (k < READ_K && !whole) {
-      // The open units with the folds around them when that is legible, else the open units.
-      const withFolds = this._activeBox(true);
       const fits = (b) => Math.min(w / (b[2] - b[0] + 60), h / (b[3] - b[1] + 60)) >= READ_K;
-      const [x0, y0, x1, y1] = fits(withFolds) ? withFolds : this._activeBox(false);
+      const withFolds = this._activeBox(true);
+      const box = withFolds && fits(withFolds) ? withFolds : this._activeBox(false);
+      const [x0, y0, x1, y1] = box || this._currentBox();
       const bw = x1 - x0 + 60, bh = y1 - y0 + 60;
-      const ka = Math.max(READ_K, Math.min(w / bw, h / bh, 1.2));
-      const [v] = stepState(this.scene, this.k).current;
+      // Without units the current node alone is no frame: show the most context that is legible.
+      const ka = box ? Math.max(READ_K, Math.min(w / bw, h / bh, 1.2)) : READ_K;
+      const [v] = stepState(s, this.k).current;
       // Centre on the active part when it fits, else on the current node inside it.
       let cx = (x0 + x1) / 2, cy = (y0 + y1) / 2;
-      if ((bw * ka > w || bh * ka > h) && v !== undefined) {
-        cx = Math.min(Math.max(this.scene.x[v], x0 + w / 2 / ka - 30), x1 - w / 2 / ka + 30);
-        cy = Math.min(Math.max(this.scene.y[v], y0 + h / 2 / ka - 30), y1 - h / 2 / ka + 30);
-        if (bw * ka <= w) cx = (x0 + x1) / 2;
-        if (bh * ka <= h) cy = (y0 + y1) / 2;
-      }
+      if (v !== undefined && bw * ka > w) cx = Math.min(Math.max(s.x[v], x0 + w / 2 / ka - 30), x1 - w / 2 / ka + 30);
+      if (v !== undefined && bh * ka > h) cy = Math.min(Math.max(s.y[v], y0 + h / 2 / ka - 30), y1 - h / 2 / ka + 30);
+      // Keep the view on the graph: no empty band where more of the graph could be shown.
+      const clamp = (c, span, size) => (size * ka <= span ? size / 2 : Math.min(Math.max(c, span / 2 / ka - 20), size + 20 - span / 2 / ka));
+      cx = clamp(cx, w, s.width); cy = clamp(cy, h, s.height);
       this.cam = { k: ka, x: cx - w / 2 / ka, y: cy - h / 2 / ka };
     }
     this.redraw();
   }
 
-  /** World box of what is active now: the visible nodes of the open units, else the current node. */
+  /** Screen pixels at the bottom that the minimap keeps for itself (0 when it is hidden). */
+  reserve() { return this.scene && this.minimap.wanted(this.scene, this._size(), READ_K) ? this.minimap.height + 16 : 0; }
+
+  _currentBox() {
+    const s = this.scene, { vnodes } = s.view;
+    let list = [...stepState(s, this.k).current];
+    if (!list.length) list = vnodes.map((_, v) => v).filter((v) => s.reveal[v] <= this.k).slice(-1);
+    if (!list.length) return [0, 0, s.width, s.height];
+    return boxOf(s, list);
+  }
+
+  /** World box of the visible nodes of the open units (with the folds when asked), or null. */
   _activeBox(withFolds) {
     const s = this.scene, { vnodes } = s.view;
     let active = s.active || null;
-    if (active && withFolds) active = [...active, ...vnodes.map((v, i) => (v.fold ? i : -1)).filter((i) => i >= 0)];
-    let list = active && active.length ? active : [...stepState(s, this.k).current];
-    if (!list.length) list = vnodes.map((_, v) => v).filter((v) => s.reveal[v] <= this.k).slice(-1);
-    if (!list.length) return [0, 0, s.width, s.height];
-    let x0 = Infinity, y0 = Infinity, x1 = -Infinity, y1 = -Infinity;
-    for (const v of list) {
-      const n = vnodes[v];
-      x0 = Math.min(x0, s.x[v] - n.w / 2); x1 = Math.max(x1, s.x[v] + n.w / 2);
-      y0 = Math.min(y0, s.y[v] - n.h / 2); y1 = Math.max(y1, s.y[v] + n.h / 2);
-    }
-    return [x0, y0, x1, y1];
+    if (!active || !active.length) return null;
+    if (withFolds) active = [...active, ...vnodes.map((v, i) => (v.fold ? i : -1)).filter((i) => i >= 0)];
+    return boxOf(s, active);
   }
 
   zoomBy(f, sx, sy) {
@@ -165,7 +172,7 @@ export class GraphCanvas {
     const opts = { pal: this.pal, dpr: this.dpr, selected: this.selected, lineSel: this.lineSel };
     drawScene(ctx, this.scene, st, this.cam, w, h, opts);
     this.placed = opts.placed || [];
-    this.minimap.draw(this.scene, this.cam, { w, h }, this.pal, this.dpr);
+    this.minimap.draw(this.scene, this.cam, { w, h }, this.pal, this.dpr, READ_K);
     this._drawOverlay();
     this.lastDrawMs = performance.now() - t0;
     this.frames++;
@@ -317,4 +324,16 @@ export class GraphCanvas {
     return true;
   }
 
+}
+
+/** World bounding box of some visible nodes. */
+function boxOf(s, list) {
+  const { vnodes } = s.view;
+  let x0 = Infinity, y0 = Infinity, x1 = -Infinity, y1 = -Infinity;
+  for (const v of list) {
+    const n = vnodes[v];
+    x0 = Math.min(x0, s.x[v] - n.w / 2); x1 = Math.max(x1, s.x[v] + n.w / 2);
+    y0 = Math.min(y0, s.y[v] - n.h / 2); y1 = Math.max(y1, s.y[v] + n.h / 2);
+  }
+  return [x0, y0, x1, y1];
 }

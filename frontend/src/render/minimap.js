@@ -23,11 +23,22 @@ export class Minimap {
 
   invalidate() { this.cache = null; }
 
+  get height() { return H; }
+
+  /**
+   * Whether a scene gets a minimap: when it is not legible whole in the view (at zoom `readK`),
+   * is big, or has folded units standing for more of it. It depends on the scene and the view
+   * size only (not the camera), so Fit can keep the minimap's corner free beforehand.
+   */
+  wanted(scene, view, readK) {
+    if (!scene) return false;
+    const tooBig = (scene.width + 40) * readK > view.w || (scene.height + 40) * readK > view.h;
+    return tooBig || scene.view.vnodes.length > 40 || !!scene.units;
+  }
+
   /** Draw for a scene and camera; hidden for small graphs, which fit the view anyway. */
-  draw(scene, cam, view, pal, dpr) {
-    // Shown whenever part of the graph is out of view, or folded units stand for more of it.
-    const outside = !!scene && (scene.width * cam.k > view.w + 1 || scene.height * cam.k > view.h + 1);
-    const show = !!scene && (outside || scene.view.vnodes.length > 40 || !!scene.units);
+  draw(scene, cam, view, pal, dpr, readK) {
+    const show = this.wanted(scene, view, readK);
     this.canvas.hidden = !show;
     if (!show) return;
     if (this.canvas.width !== W * dpr) { this.canvas.width = W * dpr; this.canvas.height = H * dpr; }
@@ -46,7 +57,10 @@ export class Minimap {
     ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
     ctx.strokeStyle = pal.current;
     ctx.lineWidth = 1.5;
-    ctx.strokeRect(ox + cam.x * sx, oy + cam.y * sy, (view.w / cam.k) * sx, (view.h / cam.k) * sy);
+    // The viewport, clipped to the minimap (a view wider than the map is drawn to its edges).
+    const x0 = Math.max(1, ox + cam.x * sx), y0 = Math.max(1, oy + cam.y * sy);
+    const x1 = Math.min(W - 1, ox + (cam.x + view.w / cam.k) * sx), y1 = Math.min(H - 1, oy + (cam.y + view.h / cam.k) * sy);
+    if (x1 > x0 && y1 > y0) ctx.strokeRect(x0, y0, x1 - x0, y1 - y0);
   }
 }
 
