@@ -13,7 +13,7 @@
 import { Player } from "../animate/player.js";
 import { Timeline } from "../graph/timeline.js";
 import { indexDocument } from "../graph/document.js";
-import { activeVNodes, openAt, runLevels, shownMask } from "../graph/groups.js";
+import { activeVNodes, openAt, runLevels, shownMask, unitKey, unitsKey } from "../graph/groups.js";
 import { defaultCollapsed, moduleTree } from "../graph/modules.js";
 import { buildView } from "../graph/view.js";
 import { LayoutClient } from "../layout/client.js";
@@ -61,11 +61,18 @@ export class Viewer {
     this.inspector = new Inspector(this.els.inspector, { onLine: (line) => this.onLineCb(line, true), onExpand: (v) => this.openGroup(v) });
     this.canvas = new GraphCanvas(this.els.graph, {
       onNodeClick: (v) => this.selectNode(v),
-      onBoxClick: (path) => this.toggleModule(path),
+      onBoxClick: (path) => this.clickBox(path),
       onGroupOpen: (v) => this.openGroup(v),
       onHover: () => this.player.pause(),
     });
     this.els.graph.addEventListener("keydown", graphKeyHandler(this.player, this.canvas));
+    // Enter on the graph opens the selected fold one level (graph/groups.js).
+    this.els.graph.addEventListener("keydown", (ev) => {
+      const v = this.selectedV;
+      if (ev.key === "Enter" && this.scene && v >= 0 && this.scene.view.vnodes[v].kind === "group") { ev.preventDefault(); this.openGroup(v); }
+    });
+    // Search (or anything else) may open groups through the view state: draw them.
+    this.state.subscribe((_, changed) => { if (changed.includes("open") && this.scene && !this._resetting) this.relayout(true); });
     const pickerHost = this.els.stats ? this.els.stats.parentElement : null;
     this.iterPicker = pickerHost ? new IterationPicker(pickerHost, { onPick: (u) => this.pickUnit(u) }) : null;
     this.levels = [];
@@ -89,7 +96,9 @@ export class Viewer {
     const k0 = step == null ? this.timeline.N : Math.max(0, Math.min(this.timeline.N, step));
     this.openUnits = openAt(this.levels, k0);
     const shown = this.levels.length ? shownMask(this.levels, this.openUnits, this.index.nodes.length) : null;
+    this._resetting = true;
     this.state.reset({ collapsed: defaultCollapsed(this.index, this.tree, undefined, shown), step: this.timeline.N });
+    this._resetting = false;
     if (this.iterPicker) { this.iterPicker.setLevel(this.levels[0] || null); this.iterPicker.update(this.openUnits[0] ?? 0); }
     this.code.mark({ error: doc.error ? doc.error.line : null, current: null, justDone: null, selected: null }, { scroll: true });
     if (this.els.empty) {
@@ -151,9 +160,23 @@ export class Viewer {
 
   openGroup(v) {
     const g = this.scene.view.vnodes[v];
+    if (g.fold) {
+      // One level at a time: a run of units shows its units, a unit shows what it holds.
+      this.selectNode(-1, { pause: false });
+      const next = new Set(this.state.get("open"));
+      next.add(g.single ? unitKey(g.level, g.lo) : unitsKey(g.level));
+      this.state.set({ open: next });
+      return this.relayout(true);
+    }
     this._keepSelection();
     if (g.repeat) this.state.toggle("expandedRepeats", g.module, true); else this.state.toggle("collapsed", g.module, false);
     return this.relayout(true);
+  }
+
+  /** A box's title was clicked: an opened unit closes again, a module collapses. */
+  clickBox(key) {
+    if (key.startsWith("unit:")) { this.state.toggle("open", key, false); return this.relayout(true); }
+    return this.toggleModule(key.replace(/@\d+$/, ""));
   }
 
   /** Remember the selected document node so the inspector shows it again after relayout. */

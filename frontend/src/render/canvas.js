@@ -246,7 +246,7 @@ export class GraphCanvas {
     if (!this.scene) return null;
     const wx = this.cam.x + sx / this.cam.k, wy = this.cam.y + sy / this.cam.k;
     for (const b of [...this.scene.boxes].reverse()) {
-      if (wx >= b.lx - 5 && wx <= b.lx + 8 * (b.path.length + 2) && wy >= b.ly - 3 && wy <= b.ly + 13) return b.path;
+      if (wx >= b.lx - 5 && wx <= b.lx + 8 * ((b.title || b.path).length + 2) && wy >= b.ly - 3 && wy <= b.ly + 13) return b.path;
     }
     return null;
   }
@@ -281,6 +281,8 @@ export class GraphCanvas {
       if (wasDrag) return;
       const sx = ev.clientX - r.left, sy = ev.clientY - r.top;
       const v = this.hit(sx, sy);
+      // A click on a fold opens it one level (graph/groups.js); any other node is inspected.
+      if (v >= 0 && this.scene.view.vnodes[v].fold && this.cb.onGroupOpen) { this.cb.onGroupOpen(v); return; }
       if (v >= 0) { if (this.cb.onNodeClick) this.cb.onNodeClick(v); return; }
       const box = this.hitBox(sx, sy);
       if (box && this.cb.onBoxClick) this.cb.onBoxClick(box);

@@ -47,6 +47,12 @@ export class Inspector {
   show(scene, v, k) {
     const vn = scene.view.vnodes[v];
     const index = scene.index;
+    if (vn.fold) {
+      const what = vn.single ? "This unit" : `${vn.hi - vn.lo + 1} ${vn.unitKind === "call" ? `calls of ${vn.unitNoun}` : "iterations"}`;
+      this.body.replaceChildren(el("h3", {}, vn.label), el("p", {}, `${what}, folded: ${vn.refs.length} nodes, steps ${vn.firstStep}–${vn.lastStep}.`),
+        el("button", { type: "button", onclick: () => this.cb.onExpand(v) }, vn.single ? "Open it" : "Show them one by one"));
+      return;
+    }
     if (vn.kind === "group") {
       this.body.replaceChildren(el("h3", {}, vn.label), el("p", {}, `${vn.repeat ? "Repeated blocks" : "Module"} ${vn.module}, collapsed: ${vn.refs.length} nodes.`),
         el("button", { type: "button", onclick: () => this.cb.onExpand(v) }, vn.repeat ? "Show the blocks" : `Expand ${vn.module}`));
