@@ -77,9 +77,9 @@ export class GraphCanvas {
    */
   fit({ whole = false } = {}) {
     if (!this.scene) return;
-    const { w } = this._size();
-    const h = this._size().h - this.reserve();
-    const s = this.scene;
+    const [rw, rh] = this.reserve();
+    const w = this._size().w - rw, h = this._size().h - rh;
+    const s = this.scene, { vnodes } = s.view;
     const gw = Math.max(s.width, 1) + 40, gh = Math.max(s.height, 1) + 40;
     const k = Math.min(w / gw, h / gh, 1.6);
     this.cam = { k, x: -20 - (w / k - gw) / 2, y: -20 - (h / k - gh) / 2 };
@@ -87,11 +87,26 @@ export class GraphCanvas {
       const fits = (b) => Math.min(w / (b[2] - b[0] + 60), h / (b[3] - b[1] + 60)) >= READ_K;
       const withFolds = this._activeBox(true);
       const box = withFolds && fits(withFolds) ? withFolds : this._activeBox(false);
-      const [x0, y0, x1, y1] = box || this._currentBox();
-      const bw = x1 - x0 + 60, bh = y1 - y0 + 60;
+      let [x0, y0, x1, y1] = box || this._currentBox();
+      let bw = x1 - x0 + 60, bh = y1 - y0 + 60;
       // Without units the current node alone is no frame: show the most context that is legible.
       const ka = box ? Math.max(READ_K, Math.min(w / bw, h / bh, 1.2)) : READ_K;
       const [v] = stepState(s, this.k).current;
+      // A current node outside the active part (a shared parameter) joins it, with room around.
+      if (box && v !== undefined) {
+        const r = 100;
+        x0 = Math.min(x0, s.x[v] - r); y0 = Math.min(y0, s.y[v] - r); x1 = Math.max(x1, s.x[v] + r); y1 = Math.max(y1, s.y[v] + r);
+      }
+      // An active part too big to show whole: its current node with the nearest fold, when
+      // both fit (a fold is where the rest of the run is; it should be in view).
+      if (box && (bw * ka > w || bh * ka > h) && v !== undefined) {
+        const near = this._nearestFold(v);
+        if (near) {
+          const b2 = [Math.min(s.x[v], near[0]), Math.min(s.y[v], near[1]), Math.max(s.x[v], near[2]), Math.max(s.y[v], near[3])];
+          if ((b2[2] - b2[0] + 60) * ka <= w && (b2[3] - b2[1] + 60) * ka <= h) [x0, y0, x1, y1] = b2;
+        }
+      }
+      bw = x1 - x0 + 60; bh = y1 - y0 + 60;
       // Centre on the active part when it fits, else on the current node inside it.
       let cx = (x0 + x1) / 2, cy = (y0 + y1) / 2;
       if (v !== undefined && bw * ka > w) cx = Math.min(Math.max(s.x[v], x0 + w / 2 / ka - 30), x1 - w / 2 / ka + 30);
@@ -99,13 +114,31 @@ export class GraphCanvas {
       // Keep the view on the graph: no empty band where more of the graph could be shown.
       const clamp = (c, span, size) => (size * ka <= span ? size / 2 : Math.min(Math.max(c, span / 2 / ka - 20), size + 20 - span / 2 / ka));
       cx = clamp(cx, w, s.width); cy = clamp(cy, h, s.height);
+      // The current node is always in view (else stepping would jump the camera to it).
+      if (v !== undefined) {
+        const mx = Math.max(0, w / 2 / ka - vnodes[v].w / 2 - 20), my = Math.max(0, h / 2 / ka - vnodes[v].h / 2 - 20);
+        cx = Math.min(Math.max(cx, s.x[v] - mx), s.x[v] + mx);
+        cy = Math.min(Math.max(cy, s.y[v] - my), s.y[v] + my);
+      }
       this.cam = { k: ka, x: cx - w / 2 / ka, y: cy - h / 2 / ka };
     }
     this.redraw();
   }
 
-  /** Screen pixels at the bottom that the minimap keeps for itself (0 when it is hidden). */
-  reserve() { return this.scene && this.minimap.wanted(this.scene, this._size(), READ_K) ? this.minimap.height + 16 : 0; }
+  /** The world box of the fold nearest to visible node v, or null. */
+  _nearestFold(v) {
+    const s = this.scene, { vnodes } = s.view;
+    let best = null, bd = Infinity;
+    vnodes.forEach((n, f) => {
+      if (!n.fold) return;
+      const d = Math.hypot(s.x[f] - s.x[v], s.y[f] - s.y[v]);
+      if (d < bd) { bd = d; best = [s.x[f] - n.w / 2, s.y[f] - n.h / 2, s.x[f] + n.w / 2, s.y[f] + n.h / 2]; }
+    });
+    return best;
+  }
+
+  /** Screen pixels [right, bottom] the minimap keeps for itself at Fit ([0, 0] when hidden). */
+  reserve() { return this.scene && this.minimap.wanted(this.scene, this._size(), READ_K) ? this.minimap.reserve(this._size()) : [0, 0]; }
 
   _currentBox() {
     const s = this.scene, { vnodes } = s.view;

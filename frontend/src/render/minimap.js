@@ -2,7 +2,11 @@
  * The minimap: the whole graph's silhouette (drawn once per scene) with the viewport as a
  * rectangle. Pressing or dragging on it centres the main view there, through `onMove`.
  */
-const W = 180, H = 120;
+/** The minimap's size for a view: 180×120 on a roomy canvas, down to 110×74 on a small one. */
+export function minimapSize(view) {
+  const w = Math.round(Math.max(110, Math.min(180, view.w * 0.22, view.h * 0.33 * 1.5)));
+  return [w, Math.round(w / 1.5)];
+}
 
 export class Minimap {
   /** @param {(wx: number, wy: number) => void} onMove  called with the world point to centre on */
@@ -23,7 +27,12 @@ export class Minimap {
 
   invalidate() { this.cache = null; }
 
-  get height() { return H; }
+  /** Screen pixels Fit keeps free for the minimap: [right, bottom]; one of them is 0. */
+  reserve(view) {
+    const [w, h] = minimapSize(view);
+    // The cheaper side: a strip on the right of a wide view, along the bottom of a tall one.
+    return view.w / view.h > 1.25 ? [w + 14, 0] : [0, h + 14];
+  }
 
   /**
    * Whether a scene gets a minimap: when it is not legible whole in the view (at zoom `readK`),
@@ -41,7 +50,13 @@ export class Minimap {
     const show = this.wanted(scene, view, readK);
     this.canvas.hidden = !show;
     if (!show) return;
-    if (this.canvas.width !== W * dpr) { this.canvas.width = W * dpr; this.canvas.height = H * dpr; }
+    const [W, H] = minimapSize(view);
+    if (this.canvas.width !== W * dpr || this.size !== `${W}x${H}`) {
+      this.canvas.width = W * dpr; this.canvas.height = H * dpr;
+      this.canvas.style.width = `${W}px`; this.canvas.style.height = `${H}px`;
+      this.size = `${W}x${H}`;
+      this.cache = null;
+    }
     // NOTE [shape of the whole]: a tall thin graph (an unrolled RNN) scaled uniformly is a
     // one-pixel line; each axis gets its own scale, at most 6× apart, so its shape shows.
     const strip = scene.units ? 10 : 0;
@@ -50,7 +65,7 @@ export class Minimap {
     if (sy > 6 * sx) sy = 6 * sx;
     const ox = (W - scene.width * sx) / 2, oy = (H - strip - scene.height * sy) / 2;
     this.t = { sx, sy, ox, oy };
-    if (!this.cache) this.cache = silhouette(scene, pal, dpr, sx, sy, ox, oy, strip);
+    if (!this.cache) this.cache = silhouette(scene, pal, dpr, sx, sy, ox, oy, strip, W, H);
     const ctx = this.canvas.getContext("2d");
     ctx.setTransform(1, 0, 0, 1, 0, 0);
     ctx.drawImage(this.cache, 0, 0);
@@ -64,7 +79,7 @@ export class Minimap {
   }
 }
 
-function silhouette(scene, pal, dpr, sx, sy, ox, oy, strip) {
+function silhouette(scene, pal, dpr, sx, sy, ox, oy, strip, W, H) {
   const cache = document.createElement("canvas");
   cache.width = W * dpr; cache.height = H * dpr;
   const cc = cache.getContext("2d");

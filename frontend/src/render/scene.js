@@ -26,7 +26,6 @@ export function makeScene(index, view, layout, timeline, collapsed) {
   });
   const edgeReveal = vedges.map((e) => Math.max(reveal[e.s], reveal[e.t]));
   const boxes = moduleBoxes(view, x, y, reveal, layout.direction);
-  for (const b of boxes) if (view.titles && view.titles.has(b.path)) b.title = `▾ ${view.titles.get(b.path)}`;
   const [width, height] = includeBoxes(layout, boxes);
   const scene = { index, view, layout, timeline, x, y, reveal, bwd, flows, edgeReveal, width, height, boxes };
   scene.errorV = index.errorNode >= 0 ? view.byRef[index.errorNode] : [];
@@ -84,7 +83,10 @@ function moduleBoxes(view, x, y, reveal, dir) {
     const parent = parentOfKey.get(b.path);
     if (parent && boxes.has(parent)) boxes.get(parent).below = Math.max(boxes.get(parent).below, b.below + 1);
   }
-  for (const b of list) outline(b, tb);
+  for (const b of list) {
+    if (view.titles && view.titles.has(b.path)) b.title = `▾ ${view.titles.get(b.path)}`;
+    outline(b, tb);
+  }
   return list.reverse();
 }
 
@@ -95,6 +97,9 @@ function outline(b, tb) {
     r.lo -= pad + (tb ? 0 : title); r.hi += pad;
     r.t0 -= pad + (tb && i === 0 ? title : 0); r.t1 += pad;
   });
+  // The title strip is as wide as its title (11 px monospace), so the title stays inside.
+  const titleW = 6.8 * (b.title || `▾ ${b.path}`).length + 14;
+  if (tb && rows.length) rows[0].hi = Math.max(rows[0].hi, rows[0].lo + titleW);
   const pts = [];
   for (const r of rows) pts.push([r.lo, r.t0], [r.lo, r.t1]);
   for (const r of [...rows].reverse()) pts.push([r.hi, r.t1], [r.hi, r.t0]);
