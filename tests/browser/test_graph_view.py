@@ -44,19 +44,62 @@ def test_collapsing_a_module_draws_it_as_one_box_and_expanding_restores_it(playg
     assert sorted(_names(page)) == sorted(full)
 
 
-def test_repeated_transformer_layers_merge_into_one_box_that_opens(playground: Any,
-                                                                   artifacts_dir: Path) -> None:
+def _layer0_output_grad_norm(code: str) -> float:
+    """Run a lesson in torch here and return the norm of the gradient that reached the first
+    TransformerEncoderLayer's output: what autograd summed over that output's uses."""
+    import torch
+
+    grads: list[torch.Tensor] = []
+
+    def hook(module: torch.nn.Module, args: Any, out: Any) -> None:
+        if type(module).__name__ == "TransformerEncoderLayer" and not grads:
+            grads.append(torch.empty(0))
+            out.register_hook(lambda g: grads.__setitem__(0, g.detach().clone()))
+
+    handle = torch.nn.modules.module.register_module_forward_hook(hook)
+    try:
+        torch.manual_seed(0)  # the page runs a snippet with seed 0
+        exec(compile(code, "lesson", "exec"), {"__name__": "__lesson__"})
+    finally:
+        handle.remove()
+    return float(grads[0].norm())
+
+
+def test_transformer_layers_fold_around_the_active_one_and_their_edge_sums(playground: Any,
+                                                                          artifacts_dir: Path) -> None:
     page = playground
     run_example(page, "transformer_block")
     names = _names(page)
-    assert "layers × 2" in names
-    page.screenshot(path=str(artifacts_dir / "transformer-merged.png"))
-    pick_node(page, re.compile("^layers × 2"))
-    page.get_by_role("button", name="Show the blocks").click()
-    page.wait_for_function("[...document.querySelectorAll('#node-list li')].some(li => "
-                           "li.textContent.startsWith('encoder.layers.1 — '))")
-    names = _names(page)
-    assert "encoder.layers.0" in names and "encoder.layers.1" in names and "layers × 2" not in names
+    # The layer active at the last step (backward ends in layer 0) is open, the other folded.
+    assert "TransformerEncoderLayer 2 of 2" in names
+    boxes = page.evaluate("window.gradtrace.app.scene.boxes.map(b => b.title || b.path)")
+    assert "▾ encoder.layers.0 · TransformerEncoderLayer 1 of 2" in boxes
+    assert {"encoder.layers.0.self_attn", "encoder.layers.0.linear1"} <= set(boxes)
+    page.screenshot(path=str(artifacts_dir / "transformer-layers.png"))
+    # The edge from layer 0 into the folded layer 1 stands for every use of layer 0's output:
+    # it shows their sum, the gradient autograd gave that output, as torch computes it.
+    drawn = page.evaluate("""() => {
+        const app = window.gradtrace.app, s = app.scene, { vnodes, vedges } = s.view;
+        const lv = app.viewer.levels[0];
+        const fold = vnodes.findIndex(v => v.fold);
+        const into = vedges.map((e, i) => [e, i]).filter(([e]) => e.t === fold
+            && vnodes[e.s].refs.every(r => lv.unitOf[r] === 0) && !vnodes[e.s].fold);
+        into.sort((a, b) => b[0].refs.length - a[0].refs.length);
+        const [e, i] = into[0];
+        const st = app.canvas.stepState();
+        const g = st.edgeGrad(i);
+        return { parts: e.refs.length, norm: g && g.g.stats.norm, total: !!(g && g.total) }; }""")
+    assert drawn["parts"] >= 2 and drawn["total"], drawn
+    lesson_code = page.evaluate("window.gradtrace.app.doc.code")
+    assert drawn["norm"] == pytest.approx(_layer0_output_grad_norm(lesson_code), rel=1e-4)
+    # The fold opens one level at a time: first the layers one by one, then the layer itself.
+    pick_node(page, re.compile("^TransformerEncoderLayer 2 of 2"))
+    page.get_by_role("button", name="Show them one by one").click()
+    page.wait_for_function("window.gradtrace.app.scene.view.vnodes.some(v => v.fold && v.single)")
+    pick_node(page, re.compile("^TransformerEncoderLayer 2 of 2"))
+    page.get_by_role("button", name="Open it").click()
+    page.wait_for_function("window.gradtrace.app.scene.boxes.some(b => b.path === 'encoder.layers.1')")
+    assert not any(n.startswith("TransformerEncoderLayer") for n in _names(page))
 
 
 def test_legend_explains_every_node_kind(playground: Any) -> None:

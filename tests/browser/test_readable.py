@@ -202,6 +202,21 @@ def test_transformer_6_layers_at_fit_and_merged_edges_sum(sized: Any, artifacts_
     _fit(page)
     _check_texts(page, "transformer at Fit")
     page.screenshot(path=str(artifacts_dir / f"readable-transformer-fit-{page.size_id}.png"))
+    # The layer active at the step is open (its attention and feed-forward as module boxes),
+    # the other five folded on both sides of it, with the output below.
+    assert "TransformerEncoderLayer 2–6 of 6" in _shown(page)
+    assert "output" in _shown(page)
+    titles = _titles(page)
+    assert "▾ enc.layers.0 · TransformerEncoderLayer 1 of 6" in titles
+    assert {"enc.layers.0.self_attn", "enc.layers.0.linear1", "enc.layers.0.linear2"} <= set(titles)
+    # Picking layer 4 moves the transport there; layers 1–3 and 5–6 fold around it.
+    page.get_by_role("spinbutton", name="TransformerEncoderLayer number").fill("4")
+    page.get_by_role("spinbutton", name="TransformerEncoderLayer number").press("Enter")
+    page.wait_for_function("window.gradtrace.app.viewer.openUnits[0] === 3")
+    page.wait_for_timeout(300)
+    assert {"TransformerEncoderLayer 1–3 of 6", "TransformerEncoderLayer 5–6 of 6"} <= set(_shown(page))
+    _check_texts(page, "transformer layer 4")
+    page.screenshot(path=str(artifacts_dir / f"readable-transformer-layer4-{page.size_id}.png"))
 
 
 def _lessons() -> list[str]:

@@ -92,7 +92,7 @@ export class Viewer {
     this.tree = moduleTree(this.index);
     this.timeline = new Timeline(this.index);
     // Iterations and module calls (graph/groups.js): the open ones drawn in full, the rest folded.
-    this.levels = runLevels(this.index, this.timeline);
+    this.levels = runLevels(this.index, this.timeline, this.tree);
     const k0 = step == null ? this.timeline.N : Math.max(0, Math.min(this.timeline.N, step));
     this.openUnits = openAt(this.levels, k0);
     const shown = this.levels.length ? shownMask(this.levels, this.openUnits, this.index.nodes.length) : null;

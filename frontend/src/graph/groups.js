@@ -23,12 +23,16 @@
 const MIN_UNITS = 2;
 
 /** Every level of repeated units in the run, outermost first (may be empty). */
-export function runLevels(index, timeline) {
+export function runLevels(index, timeline, tree = null) {
   const levels = [];
   const iters = passIterations(index, timeline);
   if (iters) levels.push(iters);
   const calls = moduleCalls(index, levels[0] || null);
   if (calls) levels.push(calls);
+  else if (tree) {
+    const blocks = repeatedBlocks(index, tree);
+    if (blocks) levels.push(blocks);
+  }
   if (!levels.length) {
     const loop = lineIterations(index, timeline);
     if (loop) levels.push(loop);
@@ -118,6 +122,32 @@ function moduleCalls(index, outer) {
   order.forEach((c, u) => { for (const i of best.calls.get(c)) unitOf[i] = u; });
   const type = info.get(best.path)?.type || best.path.slice(best.path.lastIndexOf(".") + 1);
   return { kind: "call", label: type, path: best.path, count: order.length, unitOf };
+}
+
+/**
+ * NOTE [repeated blocks as units]: a stack of identical blocks (`layers.0` … `layers.5` of a
+ * TransformerEncoder, graph/modules.js finds them) is a level too: the block active at the
+ * step is drawn open, its attention and feed-forward as module boxes, the others folded on
+ * both sides. Each block's own parameters belong to it (they are not shared between blocks).
+ */
+function repeatedBlocks(index, tree) {
+  let best = null;
+  for (const [parent, blocks] of tree.repeats) {
+    const covered = blocks.reduce((sum, b) => sum + tree.mods.get(b).count, 0);
+    if (!best || blocks.length > best.blocks.length || (blocks.length === best.blocks.length && covered > best.covered)) best = { parent, blocks, covered };
+  }
+  if (!best) return null;
+  const unitOf = new Int32Array(index.nodes.length).fill(-1);
+  const at = new Map(best.blocks.map((b, u) => [b, u]));
+  index.module.forEach((path, i) => {
+    if (!path) return;
+    for (let p = path; p; p = p.lastIndexOf(".") > 0 ? p.slice(0, p.lastIndexOf(".")) : null) {
+      if (at.has(p)) { unitOf[i] = at.get(p); return; }
+    }
+  });
+  const info = new Map(((index.doc && index.doc.modules) || []).map((m) => [m.path, m]));
+  const type = info.get(best.blocks[0])?.type || best.parent.slice(best.parent.lastIndexOf(".") + 1);
+  return { kind: "block", label: type, path: best.parent, blocks: best.blocks, count: best.blocks.length, unitOf };
 }
 
 /**
@@ -277,6 +307,7 @@ export function openKeysFor(levels, active, i) {
 
 /** The text of a unit ("iteration 7 / 20", "GRUCell call 37 of 200") and of a fold. */
 export function unitLabel(lv, u) {
+  if (lv.kind === "block") return `${lv.label} ${u + 1} of ${lv.count}`;
   return lv.kind === "call" ? `${lv.label} call ${u + 1} of ${lv.count}` : `${lv.label} ${u + 1} / ${lv.count}`;
 }
 
@@ -285,6 +316,7 @@ export function foldLabel(lv, lo, hi, n = lv.count) {
   const k = hi - lo + 1;
   if (k === n && k > 1) return `${lv.label} × ${k}`;
   if (k === 1) return unitLabel(lv, lo);
+  if (lv.kind === "block") return `${lv.label} ${lo + 1}–${hi + 1} of ${lv.count}`;
   return lv.kind === "call" ? `calls ${lo + 1}–${hi + 1} of ${lv.label}` : `iterations ${lo + 1}–${hi + 1}`;
 }
 

@@ -116,6 +116,10 @@ function boxesOf(index, vnodes, levels, active, opened) {
   const titles = new Map();
   const callLevel = levels.findIndex((lv) => lv.kind === "call");
   const callPath = callLevel >= 0 ? levels[callLevel].path : null;
+  // An open block of a stack is its module's box, titled "TransformerEncoderLayer 4 of 6".
+  levels.forEach((lv, l) => {
+    if (lv.kind === "block") lv.blocks.forEach((b, u) => { if (isOpen(active, opened, l, u)) titles.set(b, `${b} · ${unitLabel(lv, u)}`); });
+  });
   const paths = vnodes.map((v) => {
     if (v.fold) {
       // A fold inside an open unit of an outer level sits in that unit's outline.
@@ -132,7 +136,7 @@ function boxesOf(index, vnodes, levels, active, opened) {
     if (!shared) {
       levels.forEach((lv, l) => {
         const u = lv.unitOf[ref];
-        if (lv.kind !== "call" && u >= 0 && v.refs.every((r) => lv.unitOf[r] === u)) out.push(unitBox(levels, l, u, titles));
+        if (lv.kind === "iteration" && u >= 0 && v.refs.every((r) => lv.unitOf[r] === u)) out.push(unitBox(levels, l, u, titles));
       });
     }
     const path = v.kind === "group" ? (v.repeat ? v.module : parentPath(v.module)) : index.module[ref];
@@ -148,6 +152,23 @@ function boxesOf(index, vnodes, levels, active, opened) {
     }
     return out.length ? out : null;
   });
+  // A module whose only content is one box inside it (`encoder` around `encoder.layers` around
+  // the open layer) adds an outline that says nothing: leave it out.
+  const inner = new Map();
+  for (const list of paths) {
+    if (!list) continue;
+    list.forEach((key, d) => {
+      if (!inner.has(key)) inner.set(key, new Set());
+      inner.get(key).add(d + 1 < list.length ? list[d + 1] : null);
+    });
+  }
+  const hollow = new Set([...inner].filter(([key, next]) => next.size === 1 && !next.has(null) && !key.startsWith("unit:")).map(([key]) => key));
+  const kept = paths.map((list) => {
+    if (!list) return null;
+    const out = list.filter((key) => !hollow.has(key));
+    return out.length ? out : null;
+  });
+  paths.splice(0, paths.length, ...kept);
   const ids = new Map();
   const cluster = paths.map((list) => list && list.map((key) => { if (!ids.has(key)) ids.set(key, ids.size); return ids.get(key); }));
   return { paths, titles, cluster: ids.size ? cluster : null };
