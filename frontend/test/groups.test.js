@@ -164,3 +164,16 @@ test("folds open one level at a time: a run shows its units, a unit shows its no
   // What search opens to show a node of call 6.
   assert.deepEqual(openKeysFor(levels, [2], index.idx.get("c5o0")), ["units:0", "unit:0:5"]);
 });
+
+test("two backward passes that do different things (a double backward) are no loop", () => {
+  const nodes = [{ id: "x", kind: "tensor", name: "x", role: "leaf" }, { id: "a", kind: "function", name: "AccumulateGrad" },
+    { id: "p", kind: "function", name: "PowBackward0", line: 2 },
+    { id: "q", kind: "function", name: "PowBackward0Backward0", line: 3, created_in_pass: 0 },
+    { id: "m", kind: "function", name: "MulBackward0", line: 3, created_in_pass: 0 }];
+  const edges = [{ source: "x", target: "a" }, { source: "a", target: "p" }, { source: "a", target: "q" }, { source: "q", target: "m" }];
+  const events = [{ phase: "forward", node: "a", line: 2 }, { phase: "forward", node: "p", line: 2 },
+    { phase: "backward", node: "p", pass: 0 }, { phase: "forward", node: "q", line: 3 }, { phase: "forward", node: "m", line: 3 },
+    { phase: "backward", node: "a", pass: 0 }, { phase: "backward", node: "m", pass: 1 }, { phase: "backward", node: "q", pass: 1 },
+    { phase: "backward", node: "a", pass: 1 }];
+  assert.deepEqual(prepare({ graph: { nodes, edges }, events }).levels, []);
+});

@@ -253,3 +253,36 @@ def test_the_node_list_for_keyboard_users_shows_up_when_focused(playground: Any)
     assert box and box["height"] > 20 and box["width"] > 200
     page.keyboard.press("Enter")
     expect(page.locator("#inspector h3")).to_have_text(first.inner_text().split(" — ")[0])
+
+
+def test_nodes_built_by_a_backward_with_create_graph_are_drawn_in_their_own_style(playground: Any,
+                                                                                  artifacts_dir: Path) -> None:
+    page = playground
+    doc = run_example(page, "double_backward")
+    higher = [n for n in doc["graph"]["nodes"] if n.get("created_in_pass") is not None]
+    assert higher, "the lesson's first backward (create_graph=True) recorded no node"
+    page.get_by_role("button", name="Fit").click()
+    # Count, inside each drawn function node's box, the pixels in the higher-order colour.
+    report = page.evaluate("""() => {
+        const c = window.gradtrace.app.canvas, s = c.scene, { vnodes } = s.view;
+        const hex = c.pal.higher.replace('#', '');
+        const want = [0, 2, 4].map(i => parseInt(hex.slice(i, i + 2), 16));
+        const out = { higher: [], forward: [] };
+        vnodes.forEach((n, v) => {
+            if (n.kind !== 'function') return;
+            c.centerOn(v); c.drawNow();
+            const ctx = c.base.getContext('2d'), d = c.dpr;
+            const x = (s.x[v] - n.w / 2 - c.cam.x) * c.cam.k * d, y = (s.y[v] - n.h / 2 - c.cam.y) * c.cam.k * d;
+            const img = ctx.getImageData(Math.round(x), Math.round(y), Math.round(n.w * c.cam.k * d), Math.round(n.h * c.cam.k * d)).data;
+            let hits = 0;
+            for (let i = 0; i < img.length; i += 4) {
+                if (Math.abs(img[i] - want[0]) + Math.abs(img[i + 1] - want[1]) + Math.abs(img[i + 2] - want[2]) < 40) hits++;
+            }
+            (n.higher ? out.higher : out.forward).push(hits / (img.length / 4));
+        });
+        return out; }""")
+    assert len(report["higher"]) >= 1 and report["forward"], report
+    assert min(report["higher"]) > 0.05, report
+    assert max(report["forward"]) < 0.01, report
+    page.get_by_role("button", name="Fit").click()
+    page.screenshot(path=str(artifacts_dir / "double-backward.png"))

@@ -73,6 +73,8 @@ function passIterations(index, timeline) {
     if (u < 0) u = ends.length - 1;
     unitOf[i] = u;
   });
+  // Two passes that do different things (a double backward) are no training loop.
+  if (!repeats(index, unitOf, ends.length)) return null;
   const passUnit = new Map(passes.map((p, u) => [p, u]));
   return { kind: "iteration", label: "iteration", count: ends.length, unitOf, passUnit };
 }
@@ -207,8 +209,8 @@ function lineIterations(index, timeline) {
 }
 
 /**
- * NOTE [a loop repeats itself]: lines revisited are a loop only when the revisits do the same
- * ops each time. Recursion (lesson 11) also jumps back to earlier lines, with a different op
+ * NOTE [a loop repeats itself]: lines revisited (or backward passes) are a loop only when the
+ * iterations do the same ops each time. Recursion (lesson 11) also jumps back to earlier lines, with a different op
  * sequence each time; folding it would hide the tree it builds. At least 3 in 4 units (the
  * first may set things up) must share one op sequence.
  */
@@ -218,6 +220,8 @@ function repeats(index, unitOf, count) {
   const tally = new Map();
   for (const s of seqs.slice(1)) { const key = s.join("|"); tally.set(key, (tally.get(key) || 0) + 1); }
   const best = Math.max(...tally.values());
+  // With two units there is no majority to ask: they must match.
+  if (count === 2) return seqs[0].join("|") === seqs[1].join("|");
   return best >= MIN_UNITS - 1 && best >= 0.75 * (count - 1);
 }
 

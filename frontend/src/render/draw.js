@@ -185,16 +185,25 @@ export function drawScene(ctx, scene, st, cam, vw, vh, opts) {
       }
     }
   });
-  // Built during a backward with create_graph=True: a double outline in the higher-order colour.
+  // Built during a backward with create_graph=True: a double outline and a band down the left
+  // side in the higher-order colour, so a graph built by backward never reads as forward.
   ctx.beginPath();
-  let anyHigher = false;
+  const bands = [];
   for (const list of batches) for (const v of list) {
     const n = vnodes[v];
     if (!n.higher) continue;
-    anyHigher = true;
+    bands.push(v);
     ctx.rect(xs[v] - n.w / 2 + 3, ys[v] - n.h / 2 + 3, n.w - 6, n.h - 6);
   }
-  if (anyHigher) { ctx.lineWidth = 1.5 * px; ctx.strokeStyle = pal.higher; ctx.stroke(); }
+  if (bands.length) {
+    ctx.lineWidth = 1.5 * Math.max(px, 1);
+    ctx.strokeStyle = pal.higher;
+    ctx.stroke();
+    ctx.beginPath();
+    for (const v of bands) { const n = vnodes[v]; ctx.rect(xs[v] - n.w / 2 + 3, ys[v] - n.h / 2 + 3, 5, n.h - 6); }
+    ctx.fillStyle = pal.higher;
+    ctx.fill();
+  }
   for (const v of scene.errorV) {
     if (!(scene.reveal[v] <= st.k)) continue;
     ring(ctx, scene, v, pal.error, 3 * px, 5);
