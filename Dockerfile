@@ -15,9 +15,10 @@ ENV DEBIAN_FRONTEND=noninteractive \
     PYTHONDONTWRITEBYTECODE=1
 
 # make, node/npm for the front-end build, g++ for the C++ capture core (`make native`);
-# python3 for CUDA bases that lack it.
+# uidmap (newuidmap/newgidmap) for the rootless worker's user namespace; python3 for CUDA bases
+# that lack it.
 RUN apt-get update \
- && apt-get install -y --no-install-recommends make nodejs npm ca-certificates g++ \
+ && apt-get install -y --no-install-recommends make nodejs npm ca-certificates g++ uidmap \
       $(command -v python3 >/dev/null || echo python3 python3-venv python3-dev) \
  && rm -rf /var/lib/apt/lists/*
 
@@ -27,7 +28,10 @@ COPY . /opt/gradtrace
 RUN make install frontend VENV=/opt/gradtrace/.venv \
  && rm -rf frontend/node_modules \
  && useradd --system --uid 10001 --home-dir /data --shell /usr/sbin/nologin gradtrace \
- && mkdir -p /data && chown gradtrace:gradtrace /data
+ && mkdir -p /data && chown gradtrace:gradtrace /data \
+ && echo "gradtrace:200000000:100000" >> /etc/subuid && echo "gradtrace:200000000:100000" >> /etc/subgid
+# NOTE [rootless worker] (backend/gradtrace/sandbox/userns.py): the subordinate range above is
+# the one grant `gradtrace worker` needs to keep per-job uids without being root.
 
 ENV GRADTRACE_HOST=0.0.0.0 \
     GRADTRACE_PORT=8000 \

@@ -54,11 +54,14 @@ frontend/node_modules/.stamp: frontend/package.json frontend/package-lock.json
 frontend: frontend/node_modules/.stamp
 	cd frontend && npm run --silent build
 
-# Debian packages the suite drives for real: Chromium for Playwright, PostgreSQL for storage.
+# Debian packages the suite drives for real: Chromium for Playwright, PostgreSQL for storage,
+# redis-server for the queue, uidmap (newuidmap) for the rootless worker (tests/scale).
 system-test-deps:
 	@missing=""; \
 	[ -x /usr/bin/chromium ] || missing="$$missing chromium"; \
 	ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing="$$missing postgresql"; \
+	command -v redis-server >/dev/null 2>&1 || missing="$$missing redis-server"; \
+	command -v newuidmap >/dev/null 2>&1 || missing="$$missing uidmap"; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing Debian packages:$$missing"; \
 	  $(SUDO) apt-get update -qq && \

@@ -139,6 +139,22 @@ def captured(loss_fn: Callable[[], torch.Tensor], model: nn.Module,
     return len(body), len(rec.recorder.nodes), (rec, doc, body)
 
 
+def timed_in_process(loss_fn: Callable[[], torch.Tensor], model: nn.Module) -> tuple[float, float]:
+    """What a notebook user does (issue 14): ``with gradtrace.record() as rec`` around the
+    forward+backward, then ``rec.document()`` (the validated pydantic RunDocument). Returns
+    (whole time, of which ``rec.document()``)."""
+    model.zero_grad(set_to_none=True)
+    gc.collect()  # NOTE [collections between repetitions]
+    t0 = CLOCK()
+    with gradtrace.record() as rec:
+        loss_fn().backward()  # type: ignore[no-untyped-call]
+    t1 = CLOCK()
+    doc = rec.document()
+    t2 = CLOCK()
+    del doc, rec
+    return t2 - t0, t2 - t1
+
+
 # NOTE [teardown]: freeing a recorded run (a GRU-200's ~150,000 Python objects) is not timed:
 # the sandbox's job child writes the document and ends with os._exit, which frees nothing.
 
@@ -290,6 +306,15 @@ def main() -> None:
         rows.append((f"{name} bare fwd+bwd", reps, mb, pct(t_bare, 0.95), "-", None, ""))
         rows.append((f"{name} capture+json", reps, mc, pct(t_cap, 0.95), "bare", mc / mb,
                      f"{nodes} nodes, {size / 1e6:.2f} MB, {size / max(nodes, 1):.0f} B/node"))
+        t_in: list[float] = []
+        t_doc: list[float] = []
+        for _ in range(reps):
+            whole, part = timed_in_process(loss_fn, model)
+            t_in.append(whole)
+            t_doc.append(part)
+        mi = statistics.median(t_in)
+        rows.append((f"{name} record+document()", reps, mi, pct(t_in, 0.95), "bare", mi / mb,
+                     f"in process, as a notebook; rec.document() alone {statistics.median(t_doc) * 1e3:.1f} ms"))
         if args.python:
             t_py = [timed_capture(loss_fn, model, native=False)[0] for _ in range(reps)]
             mp = statistics.median(t_py)

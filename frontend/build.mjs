@@ -15,6 +15,39 @@ const results = [
   await build({ ...common, entryPoints: ["src/layout/worker.js"], outfile: "dist/layout-worker.js", format: "iife" }),
 ];
 
+// The viewer (src/viewer.js) in two self-contained bundles: the notebook widget (anywidget's
+// ESM) and the script of the saved HTML file. Each carries the layout worker's source and the
+// page's CSS as text (virtual modules below): nothing is fetched at run time.
+const viewerCss = shadowCss(readFileSync("static/app.css", "utf8")) + "\n" + readFileSync("src/widget/viewer.css", "utf8");
+writeFileSync("dist/viewer.css", viewerCss);
+const inline = {
+  name: "gradtrace-inline",
+  setup(b) {
+    b.onResolve({ filter: /^gt:/ }, (a) => ({ path: a.path, namespace: "gt" }));
+    b.onLoad({ filter: /.*/, namespace: "gt" }, (a) => ({
+      loader: "text",
+      contents: a.path === "gt:layout-worker-source" ? readFileSync("dist/layout-worker.js", "utf8") : viewerCss,
+    }));
+  },
+};
+const noMap = { ...common, sourcemap: false, plugins: [inline] };
+results.push(
+  await build({ ...noMap, entryPoints: ["src/widget/index.js"], outfile: "dist/widget.js", format: "esm" }),
+  // A classic script (inline in the HTML file); the viewer's default worker URL (import.meta)
+  // is never used there: the worker comes from a blob URL.
+  await build({ ...noMap, entryPoints: ["src/standalone.js"], outfile: "dist/standalone.js", format: "iife",
+    logOverride: { "empty-import-meta": "silent" } }),
+);
+
+/** static/app.css for a shadow root: `:root` becomes `:host`, and the dark palette, chosen by
+ * the system on the page, is chosen by the host's theme (`data-theme="dark"`, src/viewer.js). */
+function shadowCss(css) {
+  const dark = css.match(/@media \(prefers-color-scheme: dark\) \{\s*:root \{([^}]*)\}\s*\}/);
+  if (!dark) throw new Error("build.mjs: static/app.css has no `@media (prefers-color-scheme: dark) { :root {...} }` block");
+  return css.replace(dark[0], `:host([data-theme="dark"]) {${dark[1]}}`).replace(/:root\b/g, ":host")
+    .replace(/^html, body \{[^}]*\}$/m, "").replace(/body\[data-mode="share"\][^\n]*\n/, "");
+}
+
 // Every node_modules package that ended up in a bundle, with its licence text.
 const packages = new Set();
 for (const r of results) {
@@ -36,4 +69,4 @@ mkdirSync("LICENSES", { recursive: true });
 if (!existsSync("LICENSES/THIRD-PARTY-LICENSES.txt") || readFileSync("LICENSES/THIRD-PARTY-LICENSES.txt", "utf8") !== notice) {
   writeFileSync("LICENSES/THIRD-PARTY-LICENSES.txt", notice);
 }
-console.log(`built frontend/dist (app.js, layout-worker.js); ${packages.size} bundled packages, licences in dist/THIRD-PARTY-LICENSES.txt`);
+console.log(`built frontend/dist (app.js, layout-worker.js, widget.js, standalone.js); ${packages.size} bundled packages, licences in dist/THIRD-PARTY-LICENSES.txt`);

@@ -57,4 +57,4 @@ def test_the_page_ships_inside_the_package() -> None:
 
     assert (frontend.TEMPLATES / "index.html").is_file()
     data = _pyproject()["tool"]["setuptools"]["package-data"]["gradtrace.frontend"]
-    assert "templates/*.html" in data and "dist/*" in data
+    assert "templates/*.html" in data and "dist/*.js" in data and "dist/*.css" in data  # bundles, not source maps

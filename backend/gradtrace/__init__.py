@@ -18,9 +18,17 @@ __version__ = "0.1.0"
 if TYPE_CHECKING:
     from gradtrace.capture import record
     from gradtrace.client import Client, GradtraceAPIError
+    from gradtrace.notebook.show import show
     from gradtrace.schema import RunDocument
 
-__all__ = ["Client", "GradtraceAPIError", "RunDocument", "__version__", "record"]
+__all__ = ["Client", "GradtraceAPIError", "RunDocument", "__version__", "load_ipython_extension", "record", "show"]
+
+
+def load_ipython_extension(ipython: Any) -> None:
+    """``%load_ext gradtrace``: the ``%%gradtrace`` cell magic (gradtrace.notebook)."""
+    from gradtrace.notebook import load_ipython_extension as load
+
+    load(ipython)
 
 
 def __getattr__(name: str) -> Any:
@@ -33,6 +41,10 @@ def __getattr__(name: str) -> Any:
         from gradtrace import client
 
         return getattr(client, name)
+    if name == "show":
+        from gradtrace.notebook.show import show
+
+        return show
     if name == "RunDocument":
         from gradtrace.schema import RunDocument
 

@@ -1,4 +1,5 @@
-"""The ``gradtrace`` command: ``serve`` starts the service, ``run`` records a file locally.
+"""The ``gradtrace`` command: ``serve`` starts the service, ``worker`` takes jobs from the queue,
+``run`` records a file locally.
 
 ``serve`` hands the app factory to uvicorn, so the web process imports no torch; the worker
 pool it starts does. ``run`` records a snippet in this process, the way ``gradtrace.record``
@@ -28,6 +29,43 @@ def _serve(args: argparse.Namespace) -> int:
     uvicorn.run("gradtrace.api.app:create_app", factory=True, host=host, port=port,
                 log_level=settings.log_level.lower(), proxy_headers=True)
     return 0
+
+
+def _worker(args: argparse.Namespace) -> int:
+    import os
+
+    from gradtrace.sandbox import userns
+
+    settings = get_settings()
+    if not settings.redis_url:
+        print("gradtrace worker: set GRADTRACE_REDIS_URL (redis://host:6379/0)", file=sys.stderr)
+        return 2
+    if not 0 <= args.concurrency <= 64:
+        print("gradtrace worker: --concurrency must be 1..64", file=sys.stderr)
+        return 2
+    if not args.in_userns:
+        # NOTE [rootless worker] (sandbox/userns.py): re-enter through a user namespace.
+        prefix = userns.unshare_command(settings)
+        if prefix is not None:
+            cmd, why = prefix
+            env = dict(os.environ)
+            cgroup = userns.delegated_cgroup(settings)
+            if cgroup:
+                env["GRADTRACE_CGROUP_PARENT"] = cgroup
+            print(f"gradtrace worker: not root; entering a {why}", file=sys.stderr)
+            argv = [*cmd, sys.executable, "-m", "gradtrace.cli", "worker", "--device", args.device,
+                    "--concurrency", str(args.concurrency), "--in-userns"]
+            if not args.warm_compile:
+                argv.append("--no-warm-compile")
+            return userns.run_inside(argv, env)
+    else:
+        done = userns.fit_pid_max()
+        if done:
+            print(f"gradtrace worker: {done}", file=sys.stderr)
+    from gradtrace.queue.worker import run_worker
+
+    concurrency = args.concurrency or settings.workers
+    return run_worker(settings, device=args.device, concurrency=concurrency, warm_compile=args.warm_compile)
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -62,6 +100,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     serve.add_argument("--host", default=None, help="bind address (default GRADTRACE_HOST or 127.0.0.1)")
     serve.add_argument("--port", type=int, default=None, help="port (default GRADTRACE_PORT or 8000)")
     serve.set_defaults(func=_serve)
+    worker = sub.add_parser("worker", help="take sandbox jobs from the Redis queue (GRADTRACE_REDIS_URL)")
+    worker.add_argument("--device", default="cpu", choices=["cpu", "cuda"],
+                        help="which jobs to take: cpu, or cuda (needs a GPU on this machine)")
+    worker.add_argument("--concurrency", type=int, default=0,
+                        help="jobs at once (default GRADTRACE_WORKERS: one per core)")
+    worker.add_argument("--no-warm-compile", dest="warm_compile", action="store_false",
+                        help="start ~6 s faster; snippets that call torch.compile may hit the time limit")
+    worker.add_argument("--in-userns", action="store_true", help=argparse.SUPPRESS)
+    worker.set_defaults(func=_worker)
     run = sub.add_parser("run", help="record FILE.py in this process and print its run document")
     run.add_argument("file")
     run.add_argument("--device", default="cpu", choices=["cpu", "cuda"])

@@ -5,7 +5,7 @@
     import gradtrace
     gt = gradtrace.Client("http://127.0.0.1:8000")
     doc = gt.run("x = torch.ones(2, requires_grad=True)\\n(x * x).sum().backward()")
-    doc                      # in Jupyter: a link to the page and a summary table
+    doc                      # in Jupyter: the widget (with anywidget), else a picture and a summary
     url = gt.share(doc)      # or gt.share(doc.id) while the run is kept
     same = gt.get_share(url.rsplit("/", 1)[-1])
 
@@ -61,8 +61,27 @@ class ClientRunDocument(RunDocument):
     _base_url: str | None = PrivateAttr(default=None)
     _share_url: str | None = PrivateAttr(default=None)
 
+    @property
+    def _run_url(self) -> str | None:
+        """The run's page on its server (``/r/{id}``, read-only) or its share link."""
+        if self._share_url:
+            return self._share_url
+        return f"{self._base_url}/r/{quote(self.id, safe='')}" if self._base_url else None
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+        """In a notebook with anywidget, the run shows as the widget; else as ``_repr_html_``."""
+        from gradtrace.notebook.show import widget_available
+
+        if widget_available():
+            from gradtrace.notebook.widget import GradtraceWidget
+
+            bundle: Any = GradtraceWidget(self, run_url=self._run_url)._repr_mimebundle_()
+            data = dict(bundle[0] if isinstance(bundle, tuple) else bundle)
+            return {**data, "text/html": self._repr_html_()}
+        return {"text/html": self._repr_html_(), "text/plain": repr(self)}
+
     def _repr_html_(self) -> str:
-        return render_html(self, base_url=self._base_url, share_url=self._share_url)
+        return render_html(self, run_url=self._run_url)
 
 
 class Client:
@@ -163,19 +182,16 @@ def _path_id(value: str) -> str:
     return quote(value, safe="")
 
 
-def render_html(doc: RunDocument, *, base_url: str | None = None, share_url: str | None = None) -> str:
-    """A compact HTML summary of a run: link, status, counts, and the leaves with their grads."""
+def render_html(doc: RunDocument, *, run_url: str | None = None) -> str:
+    """A compact HTML view of a run: link, status, counts, a picture of the graph (inline SVG),
+    and the leaves with their grads. The notebook's fallback when the widget is unavailable."""
+    from gradtrace.notebook.picture import graph_svg
+
     nodes = doc.graph.nodes
     functions = [n for n in nodes if n.kind == "function"]
     leaves = [n for n in nodes if n.kind == "tensor" and (n.role in (None, "leaf") or n.grad is not None)]
     e = html.escape
-    if share_url:
-        link = f'<a href="{e(share_url)}" target="_blank">open in gradtrace</a>'
-    elif base_url:
-        link = (f'<a href="{e(base_url)}/api/runs/{e(doc.id)}" target="_blank">run {e(doc.id)}</a>'
-                " (client.share(doc) for a page link)")
-    else:
-        link = f"run {e(doc.id)}"
+    link = f'<a href="{e(run_url)}" target="_blank">open in gradtrace</a>' if run_url else f"run {e(doc.id)}"
     head = (f"<div><b>gradtrace</b> · status <code>{e(doc.status)}</code> · "
             f"{len(functions)} function nodes · {len(leaves)} leaves · {len(doc.passes)} backward passes · "
             f"{len(doc.events)} events · {link}</div>")
@@ -191,7 +207,8 @@ def render_html(doc: RunDocument, *, base_url: str | None = None, share_url: str
         rows.append(f"<tr><td colspan=4>… {len(leaves) - SUMMARY_ROWS} more</td></tr>")
     table = ("<table><tr><th>leaf</th><th>shape</th><th>dtype</th><th>grad</th></tr>" + "".join(rows)
              + "</table>") if rows else ""
-    return f'<div class="gradtrace-run">{head}{table}</div>'
+    picture = graph_svg(doc.model_dump(mode="json", by_alias=True, include={"graph"}))
+    return f'<div class="gradtrace-run">{head}{picture}{table}</div>'
 
 
 def _value_text(values: object, stats: Any) -> str:

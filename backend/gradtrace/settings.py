@@ -34,8 +34,21 @@ class Settings(BaseSettings):
     run_retention_days: int = Field(
         30, ge=0, description="Days a run stays retrievable by id (0 = forever). Shares are kept forever.")
 
-    runner: Literal["forkserver"] = Field(
-        "forkserver", description="Which runner executes snippets (the in-process runner is for tests only).")
+    runner: Literal["forkserver", "queue"] = Field(
+        "forkserver", description="forkserver: a worker pool inside this process (one machine); "
+        "queue: jobs go through Redis to `gradtrace worker` processes on any machine.")
+    redis_url: str | None = Field(
+        None, description="Redis URL of the job queue (redis://host:6379/0); needed by runner=queue and "
+        "`gradtrace worker`.")
+    queue_wait_s: float = Field(
+        10.0, gt=0, le=600, description="runner=queue: a run no worker started within this many seconds "
+        "is dropped (503), never run late.")
+    userns: bool = Field(
+        True, description="A non-root `gradtrace worker` enters an unprivileged user namespace (with a "
+        "subordinate uid range from /etc/subuid) so the root-only sandbox layers stay on.")
+    cgroup_parent: str | None = Field(
+        None, description="A cgroup delegated to a non-root worker (a directory name under each cgroup "
+        "v1 hierarchy, or under the v2 root, owned by the worker's user).")
     workers: int = Field(
         default_factory=lambda: max(1, os.cpu_count() or 1), ge=1, le=64,
         description="Concurrent sandboxed jobs (default: one per core).")

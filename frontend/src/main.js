@@ -12,7 +12,7 @@ import { ViewState } from "./app/state.js";
 import { Viewer } from "./app/viewer.js";
 import { CodeEditor } from "./ui/editor.js";
 import { renderGallery } from "./ui/gallery.js";
-import { renderLegend, renderResults, renderStatus } from "./ui/panels.js";
+import { renderErrorExplain, renderLegend, renderResults, renderStatus } from "./ui/panels.js";
 
 const $ = (s) => document.querySelector(s);
 const readJson = (id) => { const el = document.getElementById(id); return el && el.textContent.trim() ? JSON.parse(el.textContent) : null; };
@@ -23,7 +23,7 @@ class App {
     this.mode = this.config.mode === "share" ? "share" : "edit";
     this.state = new ViewState();
     this.editor = new CodeEditor($("#editor"), { onRun: () => this.runner.run(), onLineSelect: (line) => this.viewer.selectLine(line) });
-    this.viewer = new Viewer(document.body, { state: this.state, code: this.editor });
+    this.viewer = new Viewer(document.body, { state: this.state, code: this.editor, codeText: () => this.editor.code });
     this.results = { badge: $("#status-badge"), error: $("#error-box"), stdout: $("#stdout"), stdoutWrap: $("#stdout-wrap") };
     const status = (s, text) => renderStatus(this.results.badge, s, text);
     this.runner = new RunController(
@@ -34,7 +34,7 @@ class App {
       {
         share: $("#share"), dialog: $("#share-dialog"), url: $("#share-url"), copy: $("#share-copy"), copied: $("#share-copied"),
         close: $("#share-close"), menu: $("#export-menu"),
-        exports: { svg: $("#export-svg"), png: $("#export-png"), json: $("#export-json"), dot: $("#export-dot") },
+        exports: { svg: $("#export-svg"), png: $("#export-png"), json: $("#export-json"), dot: $("#export-dot"), html: $("#export-html") },
       },
       { viewer: this.viewer, code: () => this.editor.code, onStatus: status },
     );
@@ -69,13 +69,24 @@ class App {
     $("#zoom-out").addEventListener("click", () => this.viewer.canvas.zoomBy(0.8));
     $("#direction").addEventListener("change", (e) => this.viewer.setDirection(e.target.value));
     if (!this.config.cuda_available) $("#device").querySelector('option[value="cuda"]').disabled = true;
+    // "/" searches from anywhere but a text field (the editor keeps its own slash).
+    document.addEventListener("keydown", (ev) => {
+      if (ev.key !== "/" || ev.ctrlKey || ev.metaKey || ev.altKey || ev.defaultPrevented) return;
+      const t = ev.target;
+      if (t.closest && (t.closest(".cm-editor") || t.closest("input, select, textarea, [contenteditable]"))) return;
+      ev.preventDefault();
+      this.viewer.focusSearch();
+    });
   }
 
   /** Show a run document; resolves once its first frame is drawn, with timings in ms. */
   async loadDocument(doc, opts = {}) {
-    renderResults(this.results, doc, (line) => this.viewer.selectLine(line, true));
+    const onLine = (line) => this.viewer.selectLine(line, true);
+    renderResults(this.results, doc, onLine);
     this.sharer.enable(true);
-    const timing = await this.viewer.loadDocument(doc, opts);
+    const loading = this.viewer.loadDocument(doc, opts);  // indexes the document before its first await
+    renderErrorExplain(this.results.error, this.viewer.words, this.viewer.errors, onLine);
+    const timing = await loading;
     if (timing) document.body.dataset.ready = String(this.viewer.generation);
     return timing;
   }

@@ -75,7 +75,10 @@ def test_a_failing_snippet_is_a_document_not_an_exception(client: gradtrace.Clie
 def test_a_document_shows_itself_in_a_notebook(client: gradtrace.Client) -> None:
     doc = client.run("w = torch.tensor([1.0, 2.0], requires_grad=True)\n(w * w).sum().backward()\n")
     before = doc._repr_html_()
-    assert f"/api/runs/{doc.id}" in before and "status <code>ok</code>" in before
+    assert f'href="{client.base_url}/r/{doc.id}"' in before and "status <code>ok</code>" in before
+    assert "<svg" in before and ">MulBackward0<" in before, "a picture of the graph, not only a table"
+    page = httpx.get(f"{client.base_url}/r/{doc.id}")
+    assert page.status_code == 200 and f"run {doc.id}" in page.text and '"mode":"share"' in page.text.replace(" ", "")
     url = client.share(doc)
     html = doc._repr_html_()
     assert f'href="{url}"' in html

@@ -92,12 +92,9 @@ def test_transformer_layers_fold_around_the_active_one_and_their_edge_sums(playg
     assert drawn["parts"] >= 2 and drawn["total"], drawn
     lesson_code = page.evaluate("window.gradtrace.app.doc.code")
     assert drawn["norm"] == pytest.approx(_layer0_output_grad_norm(lesson_code), rel=1e-4)
-    # The fold opens one level at a time: first the layers one by one, then the layer itself.
+    # A fold of one layer opens at once (a fold of several shows them one by one first).
     pick_node(page, re.compile("^TransformerEncoderLayer 2 of 2"))
-    page.get_by_role("button", name="Show them one by one").click()
-    page.wait_for_function("window.gradtrace.app.scene.view.vnodes.some(v => v.fold && v.single)")
-    pick_node(page, re.compile("^TransformerEncoderLayer 2 of 2"))
-    page.get_by_role("button", name="Open it").click()
+    page.get_by_role("button", name="Expand it").click()
     page.wait_for_function("window.gradtrace.app.scene.boxes.some(b => b.path === 'encoder.layers.1')")
     assert not any(n.startswith("TransformerEncoderLayer") for n in _names(page))
 
@@ -129,11 +126,21 @@ def test_zoom_buttons_and_fit_change_the_camera(playground: Any) -> None:
     page.get_by_role("button", name="Zoom in").click()
     assert page.evaluate("window.gradtrace.app.canvas.cam.k") == pytest.approx(k0 * 1.25)
     page.get_by_role("button", name="Fit").click()
+    # Fit shows the whole graph when its text stays legible (≥ 9 px: zoom ≥ 9/11), else the
+    # current node and as much around it as that zoom allows (render/canvas.js, NOTE [fit]).
     fitted = page.evaluate("""() => { const c = window.gradtrace.app.canvas, s = c.scene;
         const w = c.host.clientWidth, h = c.host.clientHeight;
-        return [c.cam.x * c.cam.k <= 0, c.cam.y * c.cam.k <= 0,
-                (s.width - c.cam.x) * c.cam.k <= w + 1, (s.height - c.cam.y) * c.cam.k <= h + 1]; }""")
-    assert all(fitted)
+        const whole = c.cam.x * c.cam.k <= 0 && c.cam.y * c.cam.k <= 0
+            && (s.width - c.cam.x) * c.cam.k <= w + 1 && (s.height - c.cam.y) * c.cam.k <= h + 1;
+        const [v] = c.stepState().current;
+        const sx = (s.x[v] - c.cam.x) * c.cam.k, sy = (s.y[v] - c.cam.y) * c.cam.k;
+        return { whole, k: c.cam.k, current: sx >= 0 && sx <= w && sy >= 0 && sy <= h,
+                 legibleWhole: Math.min(w / (s.width + 40), h / (s.height + 40)) >= 9 / 11 }; }""")
+    assert fitted["k"] != pytest.approx(k0 * 1.25)
+    if fitted["legibleWhole"]:
+        assert fitted["whole"], fitted
+    else:
+        assert fitted["k"] >= 9 / 11 - 1e-9 and fitted["current"], fitted
 
 
 def test_a_5000_node_graph_is_laid_out_in_the_worker_and_steps(playground: Any, artifacts_dir: Path) -> None:
@@ -142,10 +149,11 @@ def test_a_5000_node_graph_is_laid_out_in_the_worker_and_steps(playground: Any, 
     RunDocument.model_validate(doc)
     timing = page.evaluate("text => window.gradtrace.loadDocument(JSON.parse(text))", json.dumps(doc))
     assert timing["nodes"] == len(doc["graph"]["nodes"])
-    # The unrolled steps are found by their repeating ops and folded around the open one
-    # (graph/groups.js), so far fewer boxes are drawn than the document has nodes.
-    assert 0 < timing["vnodes"] < timing["nodes"]
-    assert page.evaluate("window.gradtrace.app.viewer.levels.length") >= 1
+    # Its lines come round every 20 ops with different ops each time: no loop to fold
+    # (graph/groups.js, NOTE [a loop repeats itself]); every node is laid out, and each extra
+    # use of a shared weight gets its own copy (graph/view.js, NOTE [per-use proxies]).
+    assert timing["vnodes"] > timing["nodes"]
+    assert page.evaluate("window.gradtrace.app.viewer.levels.length") == 0
     expect(page.locator("#graph-stats")).to_contain_text(f"{len(doc['graph']['nodes'])} nodes")
     expect(page.locator(".gt-minimap")).to_be_visible()
     page.get_by_role("button", name="Fit").click()
@@ -282,7 +290,7 @@ def test_nodes_built_by_a_backward_with_create_graph_are_drawn_in_their_own_styl
         });
         return out; }""")
     assert len(report["higher"]) >= 1 and report["forward"], report
-    assert min(report["higher"]) > 0.05, report
+    assert min(report["higher"]) > 0.03, report
     assert max(report["forward"]) < 0.01, report
     page.get_by_role("button", name="Fit").click()
     page.screenshot(path=str(artifacts_dir / "double-backward.png"))

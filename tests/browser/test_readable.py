@@ -181,7 +181,7 @@ def test_adam_loop_shows_one_iteration_and_folds_the_others(sized: Any, artifact
     # A fold chosen from the keyboard's node list is summed up in the inspector; Enter opens it.
     pick_node(page, re.compile("^iteration 6 . 20"))  # (a slash would end the selector)
     expect(page.locator("#inspector")).to_contain_text("folded")
-    page.locator("#inspector").get_by_role("button", name="Open it").press("Enter")
+    page.locator("#inspector").get_by_role("button", name="Expand it").press("Enter")
     page.wait_for_function("window.gradtrace.app.scene.boxes.some(b => b.title === '▾ iteration 6 / 20')")
 
 

@@ -197,9 +197,11 @@ def test_state_reports_workers_zygote_and_every_layer(pool: PoolHarness) -> None
 def test_make_runner_picks_the_pool_and_refuses_unknown_names() -> None:
     settings = Settings()
     assert isinstance(make_runner(settings), ForkServerPool)
-    assert set(RUNNERS) == {"forkserver"}
+    assert set(RUNNERS) == {"forkserver", "queue"}
     with pytest.raises(ValueError, match="unknown runner 'nope'"):
         make_runner(settings.model_copy(update={"runner": "nope"}))
+    with pytest.raises(ValueError, match="GRADTRACE_REDIS_URL"):  # tests/scale runs the queue for real
+        make_runner(settings.model_copy(update={"runner": "queue"}))
 
 
 def test_full_queue_raises_pool_saturated_at_once() -> None:

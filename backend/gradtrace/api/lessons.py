@@ -4,22 +4,12 @@
 from __future__ import annotations
 
 from fastapi import APIRouter
-from pydantic import BaseModel
 
-from gradtrace.lessons import all_lessons
+from gradtrace.lessons import Lesson, all_lessons
 
 router = APIRouter(prefix="/api/lessons", tags=["lessons"])
 
 
-class LessonOut(BaseModel):
-    number: int
-    id: str
-    stem: str
-    title: str
-    intro: str
-    code: str
-
-
-@router.get("", response_model=list[LessonOut], summary="The lessons, in order")
-def list_lessons() -> list[dict[str, object]]:
-    return [lesson.as_json() for lesson in all_lessons()]
+@router.get("", response_model=list[Lesson], summary="The lessons, in order")
+def list_lessons() -> list[Lesson]:
+    return list(all_lessons())

@@ -6,6 +6,8 @@
   included (refused, saturated and cancelled runs are not timed);
 * ``gradtrace_pool_queue_depth``, ``gradtrace_pool_busy_workers``, ``gradtrace_pool_workers``:
   read from the runner at scrape time;
+* with ``GRADTRACE_RUNNER=queue``, ``gradtrace_queue_depth{device}``, ``gradtrace_queue_workers{device}``
+  and ``gradtrace_queue_slots{device}`` from the Redis registry (the HPA example scales on depth);
 * ``gradtrace_shares_created_total``: new share rows (repeats of an existing share not counted);
 * ``gradtrace_http_requests_total{method,route,status}``;
 * ``gradtrace_results_validated_total{path}``: job results by validation path, ``strict`` (the
@@ -37,6 +39,18 @@ class _PoolCollector(Collector):
         yield GaugeMetricFamily("gradtrace_pool_queue_depth", "Jobs waiting for a worker.", value=values[0])
         yield GaugeMetricFamily("gradtrace_pool_busy_workers", "Workers running a job.", value=values[1])
         yield GaugeMetricFamily("gradtrace_pool_workers", "Workers in the pool.", value=values[2])
+        devices = st.detail.get("devices") if st is not None else None
+        if devices:  # runner=queue: per device, from the Redis registry
+            depth = GaugeMetricFamily("gradtrace_queue_depth", "Jobs waiting in the queue.", labels=["device"])
+            workers = GaugeMetricFamily("gradtrace_queue_workers", "Registered worker processes.",
+                                        labels=["device"])
+            slots = GaugeMetricFamily("gradtrace_queue_slots", "Job slots of the registered workers.",
+                                      labels=["device"])
+            for device, d in sorted(devices.items()):
+                depth.add_metric([device], d["queued"])
+                workers.add_metric([device], d["workers"])
+                slots.add_metric([device], d["slots"])
+            yield from (depth, workers, slots)
 
 
 class _ValidationCollector(Collector):

@@ -27,14 +27,22 @@ def _runner_json(svc: Services) -> dict[str, Any]:
     return {"kind": st.kind, "ready": st.ready, "workers": st.workers, "busy": st.busy,
             "queued": st.queued, "queue_capacity": st.queue_capacity, "cuda_available": st.cuda_available,
             "isolation": st.detail.get("layers", {}), "torch_version": st.detail.get("torch_version"),
-            "capture_core": st.detail.get("capture_core")}
+            "capture_core": st.detail.get("capture_core"), **_queue_json(st.detail)}
+
+
+def _queue_json(detail: dict[str, Any]) -> dict[str, Any]:
+    """With runner=queue: depth and registered workers per device, Redis, and each worker."""
+    if "devices" not in detail:
+        return {}
+    return {"queue": {"devices": detail["devices"], "redis": detail.get("redis"),
+                      "registered": detail.get("workers", [])}}
 
 
 @router.get("/healthz", summary="Liveness, with the worker pool's state")
 async def healthz(svc: ServicesDep) -> dict[str, Any]:
     runner = _runner_json(svc)
     return {"status": "ok", "version": __version__, "runner": runner, **{
-        k: runner[k] for k in ("workers", "busy", "queued", "cuda_available")}}
+        k: runner[k] for k in ("workers", "busy", "queued", "cuda_available") if k in runner}}
 
 
 @router.get("/readyz", summary="Readiness: the database answers and the pool is up",

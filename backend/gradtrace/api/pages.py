@@ -1,17 +1,20 @@
-"""The HTML pages: ``GET /`` (the playground) and ``GET /s/{id}`` (a share, read-only).
+"""The HTML pages: ``GET /`` (the playground), ``GET /s/{id}`` (a share, read-only) and
+``GET /r/{id}`` (a stored run, read-only like a share, for as long as runs are kept).
 
 Both render ``frontend/templates/index.html`` (owned by the frontend) with Jinja2. The
 template context, which the page and this module agree on:
 
 ==================  ==========================================================================
-``mode``            ``"edit"`` on ``/``; ``"share"`` on ``/s/{id}`` (read-only, never re-runs).
+``mode``            ``"edit"`` on ``/``; ``"share"`` on ``/s/{id}`` and ``/r/{id}`` (read-only,
+                    never re-runs).
 ``document_json``   ``None`` in edit mode; in share mode the stored run document (upgraded to
                     the current schema) as canonical JSON, already made safe to place inside
                     ``<script type="application/json" id="...">{{ document_json }}</script>``:
                     ``<``, ``>``, ``&``, U+2028 and U+2029 are written as ``\\uXXXX`` escapes
                     (still the same JSON) and the value is marked safe, so autoescaping leaves
                     it alone. Read it with ``JSON.parse(el.textContent)``.
-``share_id``        the share id in share mode, else ``None``.
+``share_id``        the share id on ``/s/{id}``, else ``None``.
+``run_id``          the run id on ``/r/{id}``, else ``None``.
 ``share_url``       the absolute link of the share in share mode, else ``None``.
 ``cuda_available``  whether ``device: "cuda"`` / ``"auto"`` can use a GPU here (bool).
 ``limits``          dict: ``max_code_kb``, ``timeout_s``, ``cpu_s``, ``memory_mb``,
@@ -44,9 +47,11 @@ from markupsafe import Markup
 from gradtrace import __version__
 from gradtrace.api.services import Services, ServicesDep
 from gradtrace.api.shares import shared_document
+from gradtrace.errors import NotFound
 from gradtrace.frontend import DIST, STATIC, TEMPLATES
 from gradtrace.lessons import all_lessons
 from gradtrace.schema import canonical_json
+from gradtrace.storage.codec import load
 
 router = APIRouter(include_in_schema=False)
 TEMPLATE = "index.html"
@@ -72,14 +77,33 @@ async def share_page(request: Request, share_id: Annotated[str, Path(max_length=
     return _render(request, svc, mode="share", document=document, share_id=share_id)
 
 
+@router.get("/r/{run_id}", response_class=HTMLResponse)
+async def run_page(request: Request, run_id: Annotated[str, Path(max_length=64)],
+                   svc: ServicesDep) -> Response:
+    """A stored run's page: what the notebook links to instead of the run's raw JSON."""
+    document = await run_in_threadpool(kept_run_document, svc, run_id)
+    return _render(request, svc, mode="share", document=document, share_id=None, run_id=run_id)
+
+
+def kept_run_document(svc: Services, run_id: str) -> dict[str, Any]:
+    """A run kept by the service (``GET /api/runs/{id}``'s rules), upgraded to the current schema."""
+    days = svc.settings.run_retention_days
+    blob = svc.store.get_run(run_id, max_age_s=days * 86400.0 if days else None)
+    if blob is None:
+        kept = f"runs are kept {days} days" if days else "runs are kept forever"
+        raise NotFound(f"no run with id {run_id!r} ({kept}; share a run to keep it)", detail={"run_id": run_id})
+    return load(blob)
+
+
 def _render(request: Request, svc: Services, *, mode: str, document: dict[str, Any] | None,
-            share_id: str | None) -> Response:
+            share_id: str | None, run_id: str | None = None) -> Response:
     state = svc.runner_state()
     limits = svc.page_limits()
     context: dict[str, Any] = {
         "mode": mode,
         "document_json": script_safe_json(document) if document is not None else None,
         "share_id": share_id,
+        "run_id": run_id,
         "share_url": f"{svc.public_base(request)}/s/{share_id}" if share_id else None,
         "cuda_available": bool(state.cuda_available) if state else False,
         "limits": limits,

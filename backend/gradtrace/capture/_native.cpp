@@ -75,6 +75,7 @@ PYBIND11_MODULE(_native, m) {
       .def("begin_pass", &gradtrace::Recorder::begin_pass)
       .def("set_active", &gradtrace::Recorder::set_active)
       .def("stop", &gradtrace::Recorder::stop)
+      .def("set_boundary", &gradtrace::Recorder::set_boundary)
       .def("new_engine_passes", &gradtrace::Recorder::new_engine_passes)
       .def("end_backward", &gradtrace::Recorder::end_backward)
       .def("take_accumulations", &gradtrace::Recorder::take_accumulations)

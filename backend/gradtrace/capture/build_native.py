@@ -1,7 +1,11 @@
-"""Build the capture core (``_native.cpp``) next to its source: ``python -m gradtrace.capture.build_native``.
+"""Build the capture core (``_native.cpp``) next to its source: ``python -m gradtrace.capture.build_native``,
+or on first use into a per-user cache (:func:`load_or_build`).
 
 NOTE [building the core]
-    ``make install`` runs this once after torch is installed (about 25 s on two cores). It calls
+    ``make install`` runs this once after torch is installed (about 25 s on two cores). A wheel
+    (``pip install gradtrace``) carries the source instead, and the first recording compiles it
+    into ``~/.cache/gradtrace/native/<key>/`` (``$XDG_CACHE_HOME`` when set), keyed by the source,
+    torch's version and the interpreter, so an upgrade of either builds afresh. It calls
     the C++ compiler directly with the include and library paths of the installed torch, the
     flags torch itself was built with (C++ ABI, pybind11 ABI), and Python's headers: no
     setuptools build isolation (which would fetch a second torch) and no ninja. The result is
@@ -13,6 +17,8 @@ NOTE [building the core]
 from __future__ import annotations
 
 import argparse
+import hashlib
+import importlib.util
 import os
 import shutil
 import subprocess
@@ -20,6 +26,7 @@ import sys
 import sysconfig
 import tempfile
 from pathlib import Path
+from types import ModuleType
 
 HERE = Path(__file__).resolve().parent
 SOURCE = HERE / "_native.cpp"
@@ -78,6 +85,51 @@ def build(*, force: bool = False, quiet: bool = False) -> Path:
             raise BuildError(f"compiling {SOURCE.name} failed:\n{proc.stderr[-4000:]}")
         os.replace(partial, out)  # atomic: a half-written module is never importable
     return out
+
+
+def cache_target() -> Path:
+    """Where a first-use build goes: a per-user cache keyed by everything the binary depends on."""
+    import torch
+
+    h = hashlib.sha256()
+    for p in [SOURCE, *sorted(PARTS.glob("*.h"))]:
+        h.update(p.read_bytes())
+    h.update(f"{torch.__version__}|{sys.version}|{sysconfig.get_config_var('EXT_SUFFIX')}".encode())
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "gradtrace" / "native"
+    return base / h.hexdigest()[:20] / target().name
+
+
+def load_or_build() -> ModuleType | None:
+    """The core from the per-user cache, compiled there first if needed (NOTE [building the
+    core]); None when it cannot be built here, after saying why once on stderr."""
+    out = cache_target()
+    if not out.exists():
+        print("gradtrace: compiling the C++ capture core for this torch, once (about a minute)…", file=sys.stderr)
+        try:
+            out.parent.mkdir(parents=True, exist_ok=True)
+            with tempfile.TemporaryDirectory(dir=out.parent) as tmp:
+                partial = Path(tmp) / out.name
+                proc = subprocess.run(command(partial), capture_output=True, text=True, check=False)
+                if proc.returncode != 0:
+                    raise BuildError(f"compiling {SOURCE.name} failed:\n{proc.stderr[-2000:]}")
+                os.replace(partial, out)
+        except (BuildError, OSError) as e:
+            print(f"gradtrace: the C++ capture core could not be built ({e}); recording runs on the "
+                  "pure-Python kernels instead, several times slower. Install g++ and Python's headers "
+                  "to get it.", file=sys.stderr)
+            return None
+    spec = importlib.util.spec_from_file_location("gradtrace.capture._native", out)
+    if spec is None or spec.loader is None:
+        return None
+    module = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(module)
+    except ImportError as e:
+        print(f"gradtrace: the cached capture core ({out}) does not load ({e}); recording runs on the "
+              "pure-Python kernels instead.", file=sys.stderr)
+        return None
+    sys.modules[spec.name] = module
+    return module
 
 
 def main() -> int:

@@ -21,6 +21,12 @@ class LimitReached(BaseException):
     """Raised inside the snippet when a node or event cap is hit; ends the run as graph_limit."""
 
 
+class StoppedElsewhere(Exception):
+    """A cap was hit in a hook running on another thread than the block's (a backward run by a
+    ``threading.Thread``): recording stops, and the recorder's hook returns quietly there, so
+    that thread's backward goes on as without gradtrace (NOTE [other threads] in recorder.py)."""
+
+
 @dataclass(slots=True)
 class BackwardEvent:
     """A node execution seen by its post hook; values are resolved when the document is built."""

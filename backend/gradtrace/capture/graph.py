@@ -91,16 +91,32 @@ def node_name(node: Node) -> str:
     return node.name().rsplit("::", 1)[-1]
 
 
-def walk_new(roots: list[Node], known: dict[Node, FnInfo]) -> tuple[list[Node], dict[Node, Any]]:
+# NOTE [nodes from before the block]
+#     ``gradtrace.record()`` holds only what its block made. In a notebook, cells run at module
+#     level and earlier cells' graphs are still alive (``y = x*x + 3*x + 1`` two cells up): a
+#     block that uses such a tensor, or the end-of-block sweep over the snippet's globals,
+#     would walk into them. Autograd numbers nodes in creation order (per thread), so a node
+#     numbered below the counter at the block's start was made before it: it is recorded
+#     where reached, as the named producer of the tensor the block took in, but not walked
+#     into (no inputs, no edges), and the sweep leaves such graphs alone. A leaf from before
+#     the block (its AccumulateGrad has no number) appears as a leaf, as any leaf does.
+def before_block(n: Node, boundary: int) -> bool:
+    seq = n._sequence_nr()
+    return seq < boundary and seq != ACC_SEQ
+
+
+def walk_new(roots: list[Node], known: dict[Node, FnInfo],
+             boundary: int = 0) -> tuple[list[Node], dict[Node, Any]]:
     """Nodes reachable from ``roots`` that are not ``known``, in creation order, with the
-    ``next_functions`` of each (read once: every read builds new tuples)."""
+    ``next_functions`` of each (read once: every read builds new tuples); nodes from before
+    ``boundary`` are not walked into (NOTE [nodes from before the block])."""
     nexts: dict[Node, Any] = {}
     stack = [r for r in roots if r is not None and r not in known]
     while stack:
         n = stack.pop()
         if n in nexts:
             continue
-        nf = n.next_functions
+        nf = () if boundary and before_block(n, boundary) else n.next_functions
         nexts[n] = nf
         for g, _ in nf:
             if g is not None and g not in known and g not in nexts:
@@ -144,11 +160,11 @@ def _creation_order(nexts: dict[Node, Any]) -> list[Node]:
 
 
 def describe_batch(roots: list[Node], known: dict[Node, FnInfo], *, read_saved_tensors: bool,
-                   first_index: int) -> list[Found]:
+                   first_index: int, boundary: int = 0) -> list[Found]:
     """The new nodes reachable from ``roots``, in creation order, described, the k-th with id
     ``n<first_index + k>`` (the Python twin of the C++ core's ``walk``: NOTE [discovery in
     C++] in ``cxx/walk.h``)."""
-    new, nexts = walk_new(roots, known)
+    new, nexts = walk_new(roots, known, boundary)
     pos = {n: first_index + k for k, n in enumerate(new)}
     out: list[Found] = []
     for n in new:

@@ -16,8 +16,10 @@ from types import ModuleType
 def _load() -> ModuleType | None:
     try:
         return importlib.import_module("gradtrace.capture._native")
-    except ImportError:  # not built (no compiler at install time): the Python hooks do the work
-        return None
+    except ImportError:  # not built in the package (a wheel): build it on first use, or fall back
+        from gradtrace.capture.build_native import load_or_build
+
+        return load_or_build()
 
 
 core = _load()

@@ -12,6 +12,17 @@ NOTE [limits]
     (``_COST`` per node, event, edge and TensorValue, plus a fixed 512 KiB for the values
     budget, code and stdout) keeps a big
     graph from turning into a result the sandbox must refuse as too large.
+
+NOTE [other threads]
+    Recording never changes what the program does, on any thread. A backward that another
+    thread runs (``threading.Thread(target=y.backward)``) never passes through the
+    torch-function mode (its stack is per thread), but the node hooks see it: it is recorded
+    as an ``engine`` pass. Should a cap be hit in a hook there, the recorder stops recording
+    (the document says ``graph_limit`` with its message) but raises nothing in that thread
+    (:class:`StoppedElsewhere` stays inside the recorder's hooks): only the block's own thread
+    is stopped by :class:`LimitReached`. The C++ core's budget for such a pass is kept current
+    whenever the estimate changes (``_sync_bytes``), not only when the mode starts a pass, and
+    what its hooks recorded is taken in at the end of the block too (``finish``).
 """
 
 from __future__ import annotations
@@ -19,6 +30,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import itertools
+import threading
 from collections import deque
 from collections.abc import Callable
 from typing import Any
@@ -29,8 +41,8 @@ from torch import nn
 from torch.autograd.graph import Node
 
 from gradtrace.capture import frames, native
-from gradtrace.capture.events import BackwardEvent, LimitReached, ModulePath, PassInfo
-from gradtrace.capture.graph import ACC_SEQ, FnInfo, Found, describe_batch, leaf_of
+from gradtrace.capture.events import BackwardEvent, LimitReached, ModulePath, PassInfo, StoppedElsewhere
+from gradtrace.capture.graph import ACC_SEQ, FnInfo, Found, before_block, describe_batch, leaf_of
 from gradtrace.capture.resets import GradResets
 from gradtrace.capture.saved import saved_hooks_active
 from gradtrace.capture.timeline import LineTracer, SeqLog
@@ -83,10 +95,15 @@ class Recorder:
                 max_events, _COST["backward"], _COST["value"],
                 f"the run reached the event limit ({max_events:,} events)",
                 f"the document reached its size limit ({max_document_bytes >> 20} MB)",
-                self.stop, self._created_in_backward,
+                self._stop_from_core, self._created_in_backward,
                 max_nodes, f"the graph reached the node limit ({max_nodes:,} nodes)",
                 _COST["function"] + _COST["forward"], _COST["saved"], _COST["edge"])
             self.values.native = self.native
+        self.boundary = 0
+        """Autograd's sequence number when the block began: NOTE [nodes from before the block]
+        in graph.py."""
+        self._thread = threading.get_ident()
+        """The block's thread (NOTE [other threads])."""
         self.limit: str | None = None
         self.module_stack: list[ModulePath | None] = []
         self.module_calls: dict[str, list[Any]] = {}
@@ -126,6 +143,7 @@ class Recorder:
         self._pending_mark = 0
         self._pending_read = True
         self._n_fns = 0
+        self._sync_bytes()  # NOTE [other threads]: a budget before any backward call
 
     # ---------------------------------------------------------------- ids and limits
     def _new_id(self) -> str:
@@ -140,12 +158,40 @@ class Recorder:
         if self.size_estimate > self.max_document_bytes:
             self.stop(f"the document reached its size limit ({self.max_document_bytes >> 20} MB)")
 
+    def begin_block(self) -> None:
+        """The block starts now: nodes made before it are not walked into (NOTE [nodes from
+        before the block] in graph.py)."""
+        self.boundary = _seq_nr()
+        if self.native is not None:
+            self.native.set_boundary(self.boundary)
+
     def stop(self, message: str) -> None:
         if self.limit is None:
             self.limit = message
         if self.native is not None:
             self.native.stop()
+        if threading.get_ident() != self._thread:
+            raise StoppedElsewhere(message)  # NOTE [other threads]
         raise LimitReached(message)
+
+    def _stop_from_core(self, message: str) -> None:
+        """The core's hook hit a cap: ``stop``, returning normally on another thread (the core
+        then returns from its hook quietly: NOTE [other threads])."""
+        with contextlib.suppress(StoppedElsewhere):
+            self.stop(message)
+
+    def _sync_bytes(self) -> None:
+        """Take in what the core's hooks added to the estimate and give it the budget left."""
+        core = self.native
+        if core is not None:
+            self.size_estimate += core.bytes_used()
+            core.set_bytes_left(self.max_document_bytes - self.size_estimate)
+
+    def finish(self) -> None:
+        """The block ended: take in what the core's hooks recorded since the last backward call
+        of the block's thread (a backward run by another thread: NOTE [other threads])."""
+        if self.native is not None:
+            self.after_backward(outermost=True)
 
     @property
     def active_pass(self) -> int | None:
@@ -296,7 +342,8 @@ class Recorder:
                                   names=names, hooks=hooks, read=read)
             return
         first = len(self.nodes)
-        new = describe_batch(roots, self._fns, read_saved_tensors=read, first_index=first)
+        new = describe_batch(roots, self._fns, read_saved_tensors=read, first_index=first,
+                             boundary=self.boundary)
         if not new:
             return
         places = self._placement(new, line=line, seq_mark=seq_mark, created_in_pass=created_in_pass)
@@ -364,6 +411,7 @@ class Recorder:
         self._n_fns += n
         if stopped is not None:
             self.stop(stopped)
+        self._sync_bytes()
         self._leaf_nodes(leaves, names)
 
     def edge_list(self) -> list[dict[str, Any]]:
@@ -403,7 +451,7 @@ class Recorder:
             g = v.grad_fn
             if torch._C._autograd._get_sequence_nr() != before:
                 continue  # reading grad_fn just rebuilt a stale view's node: ours, not the snippet's
-            if g is not None and not self.is_known(g):
+            if g is not None and not self.is_known(g) and not before_block(g, self.boundary):
                 roots.append(g)
         if roots:
             self.discover(roots, line=None, seq_mark=None, hooks=False)
@@ -466,8 +514,7 @@ class Recorder:
     # ---------------------------------------------------------------- the C++ core
     def before_backward(self) -> None:
         """A backward call is about to run: what the document may still grow by."""
-        if self.native is not None:
-            self.native.set_bytes_left(self.max_document_bytes - self.size_estimate)
+        self._sync_bytes()
 
     def after_backward(self, *, outermost: bool) -> None:
         """A backward call returned (or raised): take in what the core's hooks recorded that
@@ -475,8 +522,7 @@ class Recorder:
         core = self.native
         if core is None:
             return
-        self.size_estimate += core.bytes_used()
-        core.set_bytes_left(self.max_document_bytes - self.size_estimate)
+        self._sync_bytes()
         self._sync_engine_passes()
         for leaf, grad in core.take_accumulations():
             if grad < 0 or leaf is None or leaf.grad is None:
@@ -501,6 +547,8 @@ class Recorder:
                 if roots:
                     self.discover(roots, line=None if line == native.NULL_LINE else line,
                                   seq_mark=None, created_in_pass=pass_)
+        except StoppedElsewhere:
+            pass  # NOTE [other threads]
         except Exception as e:  # NOTE [the recorder never breaks the snippet]
             self.internal_error(e)
         finally:
@@ -549,6 +597,8 @@ class Recorder:
         self.tracer.pause()
         try:
             self._record_execution(info, grad_inputs, grad_outputs)
+        except StoppedElsewhere:
+            pass  # NOTE [other threads]
         except Exception as e:  # NOTE [the recorder never breaks the snippet]
             self.internal_error(e)
         finally:

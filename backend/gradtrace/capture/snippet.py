@@ -10,8 +10,11 @@ import builtins
 import contextlib
 import io
 import linecache
+import os
 import random
 import re
+import site
+import sysconfig
 from typing import Any
 
 import torch
@@ -26,6 +29,32 @@ _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
 an address that differs on every run. Identical runs must give byte-identical documents (the
 share id is a content hash), so object addresses in the captured text are replaced by
 ``0x…``; nothing else of what the snippet printed is changed."""
+
+
+def _library_roots() -> list[str]:
+    """The directories library files live in: site-packages, the standard library, and the
+    directory holding gradtrace itself (each also as its real path), longest first."""
+    import gradtrace
+
+    paths = sysconfig.get_paths()
+    roots = {paths[k] for k in ("purelib", "platlib", "stdlib", "platstdlib") if k in paths}
+    roots |= set(site.getsitepackages()) | {os.path.dirname(os.path.dirname(gradtrace.__file__))}
+    roots |= {os.path.realpath(r) for r in roots}
+    return sorted({r.rstrip("/") + "/" for r in roots if r and r != "/"}, key=len, reverse=True)
+
+
+_LIBRARY_PATHS = re.compile("|".join(re.escape(r) for r in _library_roots()))
+"""NOTE [library paths in text]: a traceback the snippet prints (``traceback.print_exc()``), a
+warning torch writes to stderr, or an exception's message names library files by the
+service's install paths (``/srv/.venv/lib/python3.11/site-packages/torch/_tensor.py``). What
+the user sees names them relative to their package (``torch/_tensor.py``, ``json/decoder.py``):
+the service's layout is none of the user's business, and identical runs on differently
+installed workers then give identical documents."""
+
+
+def library_relative(text: str) -> str:
+    """``text`` with library paths relative to their package (NOTE [library paths in text])."""
+    return _LIBRARY_PATHS.sub("", text)
 
 
 class OutputLimit(BaseException):
@@ -66,7 +95,7 @@ class CappedOutput(io.TextIOBase):
         raise OutputLimit()
 
     def text(self) -> str:
-        body = _ADDRESS.sub(" at 0x…", "".join(self._parts))
+        body = library_relative(_ADDRESS.sub(" at 0x…", "".join(self._parts)))
         return body + self.MARKER.format(limit=self.limit) if self.truncated else body
 
 
@@ -149,7 +178,7 @@ def _utf8(text: str) -> str:
 def _finish(rec: record, fields: dict[str, Any], out: CappedOutput) -> dict[str, Any]:
     fields = dict(fields, stdout=_utf8(out.text()), stdout_truncated=out.truncated, code=_utf8(fields["code"]))
     if rec.error is not None:
-        rec.error = {k: _utf8(v) if isinstance(v, str) else v for k, v in rec.error.items()}
+        rec.error = {k: _utf8(library_relative(v)) if isinstance(v, str) else v for k, v in rec.error.items()}
     if rec.status == "output_limit" and rec.error is not None and rec.error["type"] == "OutputLimit":
         rec.error = None
     return rec.document_dict(**fields)

@@ -181,7 +181,7 @@ def encode(t: torch.Tensor, *, with_values: bool = True) -> TensorValueDict:
     Callers run it with the torch-function mode off (the recorder's own reads are not ops of
     the snippet)."""
     out = _encode(t, with_values)
-    if t.dtype in _FLOAT32_LIKE:  # NOTE [float32 values]
+    if t.dtype in _FLOAT32_LIKE or t.is_quantized:  # NOTE [float32 values]
         try:
             out["values"] = _short32(out["values"])
             if out["stats"] is not None:
@@ -251,8 +251,14 @@ def _encode(t: torch.Tensor, with_values: bool) -> TensorValueDict:
                 out["values"], out["stats"] = fast
                 return out
         t = t.detach()
-        if t.layout != torch.strided or t.device.type == "meta" or t.is_quantized:
+        if t.device.type == "meta":  # NOTE [every kind of tensor]
+            out["note"] = "a meta tensor has no data: shape and dtype only"
             return out
+        if t.layout != torch.strided:
+            return _encode_sparse(t, out, with_values)
+        if t.is_quantized:
+            out["note"] = "quantized: the values and stats are of its dequantized numbers"
+            t = t.dequantize()
         if t.device.type != "cpu":
             t = t.cpu()
         n = t.numel()
@@ -263,11 +269,56 @@ def _encode(t: torch.Tensor, with_values: bool) -> TensorValueDict:
                 out["values"], out["stats"] = fast
                 return out
         out["stats"] = _torch_stats(t)
+        if t.dtype == torch.bool and n:
+            out["nonzero"] = int(torch.count_nonzero(t))
+            out["note"] = "booleans have no stats: nonzero counts the true elements"
         if with_values and small:
             raw = torch.view_as_real(t.resolve_conj()).tolist() if t.is_complex() else t.tolist()
             out["values"] = _encode_nested(raw)
     except Exception:  # a tensor subclass or layout we cannot read: keep what we have
-        pass
+        if out["values"] is None and out["stats"] is None:
+            out["note"] = "its values could not be read"
+    return out
+
+
+# NOTE [every kind of tensor]
+#     Every TensorValue has values and/or stats, or a ``note`` saying why not. A sparse tensor
+#     (``nn.Embedding(sparse=True)``'s gradient) gets its ``layout``, the count of its nonzero
+#     elements (``nonzero``), its dense values when small and the stats of its dense form
+#     always, computed from the stored elements plus the implicit zeros (never densified when
+#     large). A quantized tensor shows its dequantized numbers, a boolean one its values and
+#     the count of true elements (no stats: not a number), a meta tensor only its shape and
+#     dtype (it has no data), each with a note; complex and integer tensors need none.
+def _encode_sparse(t: torch.Tensor, out: TensorValueDict, with_values: bool) -> TensorValueDict:
+    out["layout"] = str(t.layout).removeprefix("torch.")
+    if t.layout == torch.sparse_coo:
+        t = t.coalesce()
+    stored = t.values().reshape(-1)
+    if stored.is_quantized:
+        stored = stored.dequantize()
+    out["nonzero"] = int(torch.count_nonzero(stored))
+    n = t.numel()
+    if n == 0:
+        return out
+    if n <= VALUES_LIMIT:
+        dense = _encode(t.to_dense(), with_values)
+        out["values"], out["stats"] = dense["values"], dense["stats"]
+        return out
+    if stored.dtype == torch.bool:
+        out["note"] = "booleans have no stats: nonzero counts the true elements"
+        return out
+    if stored.is_complex():
+        stored = stored.abs()
+    f = stored.to(torch.float64)
+    implicit = n > stored.numel()
+    if stored.numel():
+        lo, hi, total, sq = torch.stack((f.min(), f.max(), f.sum(), f.pow(2).sum())).tolist()
+    else:
+        lo = hi = total = sq = 0.0
+    if implicit:
+        lo, hi = min(lo, 0.0), max(hi, 0.0)
+    out["stats"] = {"min": _num(lo), "max": _num(hi), "mean": _num(total / n), "norm": _num(math.sqrt(sq))}
+    out["note"] = f"sparse: {n:,} elements, values shown when at most {VALUES_LIMIT:,}"
     return out
 
 
@@ -332,7 +383,7 @@ class ValueStore:
             if weak is not None and weak[0]() is t and weak[1] == _version(t):
                 return weak[2]
         handle: Handle
-        if t.numel() > VALUES_LIMIT or t.layout != torch.strided:
+        if t.numel() > VALUES_LIMIT:
             handle = encode(t, with_values=False)
             if not snapshot:
                 # NOTE [large gradients are not held]: a weak reference recognises the same

@@ -82,26 +82,36 @@ class CgroupFactory:
         self.v2 = v2
 
     @classmethod
-    def detect(cls, name: str) -> tuple[CgroupFactory | None, str]:
-        """A factory for this machine, or ``None`` and the reason why not."""
+    def detect(cls, name: str, under: str | None = None) -> tuple[CgroupFactory | None, str]:
+        """A factory for this machine, or ``None`` and the reason why not.
+
+        ``under`` is a cgroup delegated to a non-root worker (NOTE [rootless worker] in
+        ``userns.py``); the pool's cgroups are made inside it instead of at the top.
+        """
+        sub = Path(under.strip("/")) if under else Path()
+        where = f" in {under}" if under else ""
         try:
             if (ROOT / "cgroup.controllers").exists():
-                _remove_stale(ROOT)
-                parent = ROOT / name
-                controllers = (ROOT / "cgroup.controllers").read_text().split()
+                top = ROOT / sub
+                top.mkdir(parents=True, exist_ok=True)
+                _remove_stale(top)
+                parent = top / name
+                controllers = (top / "cgroup.controllers").read_text().split()
                 if not {"memory", "pids"} <= set(controllers):
                     return None, "cgroup v2 without memory and pids controllers"
                 parent.mkdir(exist_ok=True)
                 (parent / "cgroup.subtree_control").write_text("+memory +pids\n")
-                return cls(parent, parent, True), "cgroup v2 memory+pids"
+                return cls(parent, parent, True), "cgroup v2 memory+pids" + where
             memory, pids = ROOT / "memory", ROOT / "pids"
             if not (memory / "cgroup.procs").exists() or not (pids / "cgroup.procs").exists():
                 return None, "no cgroup v1 memory and pids hierarchies"
+            memory, pids = memory / sub, pids / sub
             for root in (memory, pids):
+                root.mkdir(parents=True, exist_ok=True)
                 _remove_stale(root)
             (memory / name).mkdir(exist_ok=True)
             (pids / name).mkdir(exist_ok=True)
-            return cls(memory / name, pids / name, False), "cgroup v1 memory+pids"
+            return cls(memory / name, pids / name, False), "cgroup v1 memory+pids" + where
         except OSError as exc:
             return None, f"cgroups not writable: {exc.strerror or exc}"
 

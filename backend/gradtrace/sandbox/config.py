@@ -42,6 +42,8 @@ class ZygoteConfig:
     """Children of this zygote initialise CUDA before locking down (NOTE [cuda workers])."""
     hide_paths: list[str] = field(default_factory=list)
     """Directories to cover with an empty read-only tmpfs in the zygote's mount namespace."""
+    cgroup_parent: str | None = None
+    """A delegated cgroup to make the pool's cgroups in (NOTE [rootless worker] in userns.py)."""
 
     @classmethod
     def from_settings(cls, settings: Settings, *, warm_compile: bool = True) -> ZygoteConfig:
@@ -49,7 +51,7 @@ class ZygoteConfig:
                    memory_mb=settings.memory_mb,
                    output_bytes=settings.output_kb * 1024, max_nodes=settings.max_nodes,
                    max_events=settings.max_events,
-                   hide_paths=[str(settings.data_dir.resolve())])
+                   hide_paths=[str(settings.data_dir.resolve())], cgroup_parent=settings.cgroup_parent)
 
     def to_message(self) -> dict[str, Any]:
         return {"op": "configure", **asdict(self)}

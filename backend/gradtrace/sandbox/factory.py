@@ -8,8 +8,16 @@ from gradtrace.sandbox.pool import ForkServerPool
 from gradtrace.sandbox.runner import Runner
 from gradtrace.settings import Settings
 
+
+def _queue_runner(settings: Settings) -> Runner:
+    from gradtrace.queue.runner import QueueRunner  # arq is imported only when it is used
+
+    return QueueRunner(settings)
+
+
 RUNNERS: dict[str, Callable[[Settings], Runner]] = {
     "forkserver": ForkServerPool,
+    "queue": _queue_runner,
 }
 
 

@@ -266,7 +266,9 @@ def _prepare(cfg: ZygoteConfig) -> tuple[jail.JailPlan, CgroupFactory | None, di
     read_paths: list[str] = []
     root = os.geteuid() == 0
     if cfg.sandbox:
-        layers["uid"] = f"active: uid {cfg.uid_base}+pid" if root else "off: the zygote is not root"
+        unmapped = _unmapped_job_uids(cfg.uid_base) if root else None
+        root = root and unmapped is None
+        layers["uid"] = f"active: uid {cfg.uid_base}+pid" if root else f"off: {unmapped or 'the zygote is not root'}"
         layers["no_new_privs"] = "active"
         try:
             seccomp_filter = _build_seccomp()
@@ -275,7 +277,7 @@ def _prepare(cfg: ZygoteConfig) -> tuple[jail.JailPlan, CgroupFactory | None, di
             layers["seccomp"] = f"off: {exc}"
         abi = landlock.abi_version()
         layers["landlock"] = f"active: ABI {abi}" if abi > 0 else "off: kernel has no Landlock"
-        cgroups, reason = CgroupFactory.detect(f"gradtrace-{os.getpid()}")
+        cgroups, reason = CgroupFactory.detect(f"gradtrace-{os.getpid()}", cfg.cgroup_parent)
         layers["cgroup"] = ("active: " if cgroups else "off: ") + reason
         read_paths = namespaces.needed_read_paths() + list(jail.SYSTEM_READ_PATHS)
         layers.update(namespaces.enter_zygote_namespaces(cfg.hide_paths))
@@ -296,6 +298,25 @@ def _prepare(cfg: ZygoteConfig) -> tuple[jail.JailPlan, CgroupFactory | None, di
              "capture_core": ("C++" if capture_native.available()
                               else "Python: the C++ core is not built (make native)")}
     return plan, cgroups, ready
+
+
+def _unmapped_job_uids(uid_base: int) -> str | None:
+    """Why per-job uids cannot be had in this user namespace, or None when they can.
+
+    As real root every uid exists; in a user namespace (NOTE [rootless worker] in userns.py)
+    only the mapped ones do, and job uids run from ``uid_base`` to ``uid_base + pid_max``.
+    """
+    try:
+        with open("/proc/self/uid_map") as f:
+            maps = [tuple(int(v) for v in line.split()) for line in f]
+        with open("/proc/sys/kernel/pid_max") as f:
+            top = uid_base + int(f.read())
+    except (OSError, ValueError):
+        return None
+    if any(inner <= uid_base and top <= inner + count for inner, _outer, count in maps):
+        return None
+    return (f"job uids {uid_base}..{top} are not mapped in this user namespace "
+            "(grant the worker's user a subordinate range: README, Scaling out)")
 
 
 def _build_seccomp() -> Any:

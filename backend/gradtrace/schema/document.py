@@ -67,6 +67,14 @@ class TensorValue(_Model):
     stats: TensorStats | None = None
     stale: bool | None = _optional()
     """True when the value was read after the tensor had been changed in place."""
+    layout: str | None = _optional()
+    """A tensor that is not strided: ``sparse_coo``, ``sparse_csr``, ...; ``values`` is then its
+    dense form (when small) and ``stats`` those of its dense form."""
+    nonzero: int | None = _optional()
+    """Sparse tensors: how many of its elements are nonzero; boolean ones: how many are true."""
+    note: str | None = _optional()
+    """Why ``values`` or ``stats`` are missing or what they stand for (a meta tensor has no
+    data; a quantized one shows its dequantized numbers)."""
 
 
 class OutputMeta(_Model):
@@ -289,3 +297,10 @@ class RunDocument(_Model):
         from gradtrace.client import render_html
 
         return render_html(self)
+
+    def save_html(self, path: str, *, title: str | None = None) -> str:
+        """Write this run as one self-contained HTML file that opens offline and plays it
+        (:mod:`gradtrace.notebook.html`); answers the path."""
+        from gradtrace.notebook.html import save_html
+
+        return str(save_html(self, path, title=title))

@@ -72,6 +72,9 @@ class _TensorValueShape(TypedDict):
     values: _Values | None
     stats: _Stats | None
     stale: NotRequired[bool]
+    layout: NotRequired[Annotated[str, Field(pattern=r"^[A-Za-z0-9_.]{0,64}$")]]
+    nonzero: NotRequired[int]
+    note: NotRequired[str]
 
 
 _TensorValue = Annotated[_TensorValueShape, AfterValidator(_TV)]

@@ -7,6 +7,7 @@
  */
 import { shareDocument } from "../api.js";
 import { download, toDot, toPng, toSvg } from "../render/export.js";
+import { toStandaloneHtml } from "../export-html.js";
 
 /** The `step` query parameter of a share link, or null. */
 export function stepFromUrl(href = location.href) {
@@ -79,6 +80,7 @@ export class ShareController {
     if (kind === "dot") download(`${base}.dot`, new Blob([toDot(viewer.index, viewer.direction)], { type: "text/vnd.graphviz" }));
     if (kind === "svg") download(`${base}.svg`, new Blob([toSvg(viewer.scene, k, pal)], { type: "image/svg+xml" }));
     if (kind === "png") download(`${base}.png`, await toPng(viewer.scene, k, pal));
+    if (kind === "html") download(`${base}.html`, await toStandaloneHtml({ ...viewer.doc, code: viewer.doc.code ?? this.cb.code() }));
     this.els.menu.open = false;
   }
 }

@@ -19,11 +19,15 @@ import { buildView } from "../graph/view.js";
 import { LayoutClient } from "../layout/client.js";
 import { GraphCanvas } from "../render/canvas.js";
 import { makeScene } from "../render/scene.js";
+import { errorMarks } from "../ui/errors.js";
 import { Inspector } from "../ui/inspector.js";
 import { IterationPicker } from "../ui/iterations.js";
 import { graphKeyHandler } from "../ui/keys.js";
 import { renderModules, renderNodeList } from "../ui/panels.js";
+import { cycle, searchNodes } from "../ui/search.js";
+import { iterationStarts, lineStarts, nextStart, passStarts, prevStart } from "../ui/steps.js";
 import { Transport } from "../ui/transport.js";
+import { segmentLabel, stepSentence, wordsContext } from "../ui/words.js";
 import { ViewState } from "./state.js";
 
 /** The element marked `data-gt="name"` inside root (or root itself), or null. */
@@ -37,13 +41,14 @@ const NO_CODE = { mark() {} };
 export class Viewer {
   /**
    * @param {HTMLElement} root  element holding the viewer's parts (data-gt="graph", "timeline", …)
-   * @param {{state?: ViewState, code?: {mark: Function}, workerUrl?: URL|string,
+   * @param {{state?: ViewState, code?: {mark: Function}, codeText?: ()=>string, workerUrl?: URL|string,
    *          onLine?: (line:number, scroll:boolean)=>void}} opts
    */
   constructor(root, opts = {}) {
     this.root = root;
     this.state = opts.state || new ViewState();
     this.code = opts.code || NO_CODE;
+    this.codeText = opts.codeText || (() => "");
     this.onLineCb = opts.onLine || ((line, scroll) => this.selectLine(line, scroll));
     this.direction = "TB";
     this.scene = null;
@@ -53,7 +58,8 @@ export class Viewer {
     this.els = {
       graph: p("graph"), empty: p("graph-empty"), layoutStatus: p("layout-status"), simplified: p("simplified"),
       stats: p("graph-stats"), modules: p("modules"), modulesList: p("modules-list"), nodeList: p("node-list"),
-      timeline: p("timeline"), inspector: p("inspector"),
+      timeline: p("timeline"), inspector: p("inspector"), sentence: p("sentence"),
+      search: p("search"), searchCount: p("search-count"),
     };
     this.layout = new LayoutClient(opts.workerUrl || new URL("./layout-worker.js", import.meta.url));
     this.player = new Player((k, o) => this.onStep(k, o));
@@ -65,14 +71,19 @@ export class Viewer {
       onGroupOpen: (v) => this.openGroup(v),
       onHover: () => this.player.pause(),
     });
-    this.els.graph.addEventListener("keydown", graphKeyHandler(this.player, this.canvas));
     // Enter on the graph opens the selected fold one level (graph/groups.js).
     this.els.graph.addEventListener("keydown", (ev) => {
       const v = this.selectedV;
       if (ev.key === "Enter" && this.scene && v >= 0 && this.scene.view.vnodes[v].kind === "group") { ev.preventDefault(); this.openGroup(v); }
     });
     // Search (or anything else) may open groups through the view state: draw them.
-    this.state.subscribe((_, changed) => { if (changed.includes("open") && this.scene && !this._resetting) this.relayout(true); });
+    this.state.subscribe((_, changed) => { if (changed.includes("open") && this.scene && !this._quiet) this.relayout(true); });
+    this.els.graph.addEventListener("keydown", graphKeyHandler(this.player, this.canvas, {
+      jump: (unit, back) => this.jump(unit, back),
+      search: () => this.focusSearch(),
+    }));
+    this.els.graph.addEventListener("focus", () => { if (this.els.sentence) this.els.sentence.setAttribute("aria-live", "polite"); });
+    this._bindSearch();
     const pickerHost = this.els.stats ? this.els.stats.parentElement : null;
     this.iterPicker = pickerHost ? new IterationPicker(pickerHost, { onPick: (u) => this.pickUnit(u) }) : null;
     this.levels = [];
@@ -96,18 +107,23 @@ export class Viewer {
     const k0 = step == null ? this.timeline.N : Math.max(0, Math.min(this.timeline.N, step));
     this.openUnits = openAt(this.levels, k0);
     const shown = this.levels.length ? shownMask(this.levels, this.openUnits, this.index.nodes.length) : null;
-    this._resetting = true;
+    this._quiet = true;
     this.state.reset({ collapsed: defaultCollapsed(this.index, this.tree, undefined, shown), step: this.timeline.N });
-    this._resetting = false;
+    this._quiet = false;
     if (this.iterPicker) { this.iterPicker.setLevel(this.levels[0] || null); this.iterPicker.update(this.openUnits[0] ?? 0); }
-    this.code.mark({ error: doc.error ? doc.error.line : null, current: null, justDone: null, selected: null }, { scroll: true });
+    this.words = wordsContext(this.index, this.timeline, doc.code ?? this.codeText());
+    this.errors = errorMarks(this.index);
+    this._starts = null;
+    this.inspector.setContext({ words: this.words, errors: this.errors });
+    if (this.els.search && this.els.search.value.trim()) this._runSearch(false);
+    this.code.mark({ error: this.errors.lines.error, cause: this.errors.lines.cause, current: null, justDone: null, selected: null }, { scroll: true });
     if (this.els.empty) {
       this.els.empty.hidden = this.index.nodes.length > 0;
       if (!this.index.nodes.length) this.els.empty.textContent = "This run created no autograd node.";
     }
     const timing = await this.relayout(false, k0);
     if (!timing || this.doc !== doc) return null; // a newer document arrived meanwhile
-    this.transport.setSegments(this.timeline.segments, this.timeline.N);
+    this.transport.setSegments(this.timeline.segments, this.timeline.N, (seg) => segmentLabel(this.words, seg));
     this.inspector.clear();
     const k = step == null ? this.timeline.N : Math.max(0, Math.min(this.timeline.N, step));
     this.player.reset(this.timeline.N, this.timeline.segments, k);
@@ -134,6 +150,7 @@ export class Viewer {
     const layout = await this.layout.layout(input, { direction: this.direction });
     if (gen !== this._layoutGen) return null;
     this.scene = makeScene(this.index, view, layout, this.timeline, st.collapsed);
+    this._markErrors(this.scene);
     this.scene.active = activeVNodes(view, this.levels, this.openUnits);
     this.scene.units = this.levels.length ? { count: this.levels[0].count, open: this.openUnits[0] } : null;
     this.canvas.setScene(this.scene, k, { keepCamera });
@@ -150,6 +167,17 @@ export class Viewer {
     return { view: t1 - t0, layout: layout.ms, vnodes: view.vnodes.length };
   }
 
+  /** Put the error marks (ui/errors.js) on the visible nodes that stand for them. */
+  _markErrors(scene) {
+    const labels = new Map();
+    for (const m of this.errors.nodes) {
+      for (const v of scene.view.byRef[m.ref] || []) if (!labels.has(v)) labels.set(v, m.text);
+    }
+    if (!labels.size) return;
+    scene.errorV = [...labels.keys()];
+    scene.errorLabels = labels;
+  }
+
   _text(name, text) { if (this.els[name]) this.els[name].textContent = text; }
 
   setDirection(direction) { this.direction = direction; return this.relayout(false); }
@@ -162,21 +190,136 @@ export class Viewer {
     const g = this.scene.view.vnodes[v];
     if (g.fold) {
       // One level at a time: a run of units shows its units, a unit shows what it holds.
-      this.selectNode(-1, { pause: false });
+      // A selected fold stays selected as what now holds its first node (the inspector follows).
+      if (this.selectedV === v) this._keepSelection();
       const next = new Set(this.state.get("open"));
-      next.add(g.single ? unitKey(g.level, g.lo) : unitsKey(g.level));
-      this.state.set({ open: next });
+      next.add(g.single || g.lo === g.hi ? unitKey(g.level, g.lo) : unitsKey(g.level));
+      this._setQuietly({ open: next });
       return this.relayout(true);
     }
     this._keepSelection();
-    if (g.repeat) this.state.toggle("expandedRepeats", g.module, true); else this.state.toggle("collapsed", g.module, false);
+    this._open(g);
     return this.relayout(true);
   }
 
+  /** Change the view state without the relayout its subscription would start (the caller does it). */
+  _setQuietly(patch) { this._quiet = true; try { this.state.set(patch); } finally { this._quiet = false; } }
+
   /** A box's title was clicked: an opened unit closes again, a module collapses. */
   clickBox(key) {
-    if (key.startsWith("unit:")) { this.state.toggle("open", key, false); return this.relayout(true); }
+    if (key.startsWith("unit:")) {
+      const next = new Set(this.state.get("open"));
+      next.delete(key);
+      this._setQuietly({ open: next });
+      return this.relayout(true);
+    }
     return this.toggleModule(key.replace(/@\d+$/, ""));
+  }
+
+  /** Open one group in the view state: a loop/call group by its key, else a module box. */
+  _open(g) {
+    if (g.groupKey != null) this.state.toggle("open", g.groupKey, true);
+    else if (g.repeat) this.state.toggle("expandedRepeats", g.module, true);
+    else if (g.module != null) this.state.toggle("collapsed", g.module, false);
+  }
+
+  /** Open the groups that hide document node `ref`, one level at a time; its visible node. */
+  async reveal(ref) {
+    await this._openUnitsFor(ref);
+    for (let depth = 0; depth < 16; depth++) {
+      const vs = this.scene.view.byRef[ref] || [];
+      const own = vs.find((v) => this.scene.view.vnodes[v].kind !== "group");
+      if (own !== undefined || !vs.length) return own ?? -1;
+      const g = this.scene.view.vnodes[vs[0]];
+      if (g.fold) return -1;
+      const before = this.scene;
+      this._open(g);
+      await this.relayout(true);
+      if (this.scene === before) return -1;
+    }
+    return -1;
+  }
+
+  /**
+   * A node in a folded iteration or call (graph/groups.js) is shown by going to the step that
+   * made it: the open units follow the step, so its unit opens and the others fold.
+   */
+  async _openUnitsFor(ref) {
+    if (this.levels.every((lv, l) => lv.unitOf[ref] < 0 || lv.unitOf[ref] === this.openUnits[l])) return;
+    const k = Math.max(1, this.timeline.reveal[ref]);
+    const open = openAt(this.levels, k);
+    if (open.every((u, l) => u === this.openUnits[l])) return;
+    this.openUnits = open;  // onStep's followUnits then finds nothing to change
+    if (this.iterPicker) this.iterPicker.update(open[0]);
+    this.player.go(k, { fromUser: true });
+    await this.relayout(true, k);
+  }
+
+  // ---- words, jumps and search ---------------------------------------------------------
+
+  /** The sentence under the timeline; announced (aria-live) only when not playing. */
+  _say(k, playing) {
+    const el = this.els.sentence;
+    if (!el || !this.words) return;
+    el.setAttribute("aria-live", playing ? "off" : "polite");
+    el.textContent = stepSentence(this.words, k);
+  }
+
+  /** Jump to the next (or previous) line, loop iteration or pass. */
+  jump(unit, back = false) {
+    if (!this.timeline) return;
+    if (!this._starts) this._starts = {};
+    const tl = this.timeline;
+    // Iterations: the outermost units of graph/groups.js when it found some (the picker's), else steps.js.
+    const units = () => (this.levels.length ? this.levels[0].units.map((u) => u.firstStep).filter((x) => x >= 1) : null);
+    const make = { line: () => lineStarts(tl, this.index), iteration: () => units() || iterationStarts(tl, this.index), pass: () => passStarts(tl) };
+    const starts = this._starts[unit] || (this._starts[unit] = make[unit]());
+    const k = back ? prevStart(starts, this.player.k) : nextStart(starts, this.player.k, tl.N);
+    this.player.go(k, { fromUser: true });
+  }
+
+  focusSearch() { if (this.els.search) { this.els.search.focus(); this.els.search.select(); } }
+
+  _bindSearch() {
+    const box = this.els.search;
+    if (!box) return;
+    box.addEventListener("input", () => this._runSearch(false));
+    box.addEventListener("keydown", (ev) => {
+      if (ev.key === "Enter") { ev.preventDefault(); this.nextMatch(ev.shiftKey); }
+      else if (ev.key === "Escape") { ev.preventDefault(); box.value = ""; this._runSearch(false); this.els.graph.focus(); }
+    });
+  }
+
+  _runSearch(go) {
+    const query = this.els.search.value;
+    const matches = this.index ? searchNodes(this.index, query) : [];
+    this.state.set({ search: { query, matches, at: -1 } });
+    this._searchStatus();
+    if (go) this.nextMatch(false);
+  }
+
+  _searchStatus() {
+    const { query, matches, at } = this.state.get("search");
+    if (!this.els.searchCount) return;
+    this.els.searchCount.textContent = !query.trim() ? "" : !matches.length ? "no match"
+      : at < 0 ? `${matches.length} match${matches.length > 1 ? "es" : ""}` : `${at + 1} of ${matches.length}`;
+  }
+
+  /** Go to the next match (Enter) or the previous one (Shift+Enter): open its groups, select it. */
+  async nextMatch(back = false) {
+    const s = this.state.get("search");
+    if (!this.scene || s.query !== this.els.search.value) this._runSearch(false);
+    const { matches, at } = this.state.get("search");
+    const next = cycle(at, matches.length, back);
+    this.state.set({ search: { ...this.state.get("search"), at: next } });
+    if (next < 0) { this._searchStatus(); return; }
+    const v = await this.reveal(matches[next].ref);
+    if (v < 0) { this._searchStatus(); return; }
+    if (this.scene.reveal[v] > this.player.k) this.player.go(this.scene.reveal[v], { fromUser: true });
+    this.selectNode(v);
+    this.canvas.setLineSelection([v]);
+    this.canvas.centerOn(v);
+    this._searchStatus();
   }
 
   /** Remember the selected document node so the inspector shows it again after relayout. */
@@ -217,6 +360,7 @@ export class Viewer {
     const lineOf = (e, i) => (e ? e.line ?? this.index.nodes[tl.evNode[i]].line ?? null : null);
     this.code.mark({ current: lineOf(ev, k - 1), justDone: lineOf(prev, k - 2) }, { scroll: !!ev });
     this.transport.update(k, tl.N, playing, tl.segmentAt(k));
+    this._say(k, playing);
     if (this.selectedV >= 0 && !playing) this.inspector.show(this.scene, this.selectedV, k);
     clearTimeout(this._listTimer);
     this._listTimer = setTimeout(() => this.refreshNodeList(), playing ? 250 : 0);

@@ -76,7 +76,7 @@ function passIterations(index, timeline) {
   // Two passes that do different things (a double backward) are no training loop.
   if (!repeats(index, unitOf, ends.length)) return null;
   const passUnit = new Map(passes.map((p, u) => [p, u]));
-  return { kind: "iteration", label: "iteration", count: ends.length, unitOf, passUnit };
+  return { kind: "iteration", label: "iteration", count: ends.length, unitOf, passUnit, ends };
 }
 
 /** Calls of the module with the most repeated calls, within each unit of `outer` when given. */
@@ -236,8 +236,9 @@ function finishLevel(lv, index, timeline) {
   for (let k = 1; k <= timeline.N; k++) {
     const j = k - 1;
     let u = lv.unitOf[timeline.evNode[j]];
-    // A backward event on a shared node (AccumulateGrad) belongs to its pass's iteration.
-    if (u < 0 && lv.passUnit && lv.passUnit.has(timeline.evPass[j])) u = lv.passUnit.get(timeline.evPass[j]);
+    // An event on a shared node (a parameter's AccumulateGrad, made in the first forward and
+    // run in every pass) belongs to the iteration under way: the first whose pass ends at or after it.
+    if (u < 0 && lv.ends) { u = lv.ends.findIndex((e) => k <= e); if (u < 0) u = lv.ends.length - 1; }
     if (u >= 0) {
       cur = u;
       const unit = lv.units[u];

@@ -209,7 +209,9 @@ export function drawScene(ctx, scene, st, cam, vw, vh, opts) {
     ring(ctx, scene, v, pal.error, 3 * px, 5);
     const err = scene.index.doc.error;
     if (err) {
-      texts.push({ kind: "error", text: `⚠ ${err.type}${err.line != null ? ` (line ${err.line})` : ""}`, wx: xs[v], wy: ys[v],
+      // The viewer may say per node what went wrong there (ui/errors.js): the saver, the changer.
+      const text = (scene.errorLabels && scene.errorLabels.get(v)) || `⚠ ${err.type}${err.line != null ? ` (line ${err.line})` : ""}`;
+      texts.push({ kind: "error", text, wx: xs[v], wy: ys[v],
         base: 11.5, min: 11.5, bold: true, color: pal.error, bg: pal.labelBg, prio: 0, node: v, clamp: true });
     }
   }

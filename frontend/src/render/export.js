@@ -3,9 +3,9 @@
  * PNG (the Canvas drawing at a fixed scale), and the document as JSON and Graphviz DOT.
  */
 import { drawScene } from "./draw.js";
-import { edgePoints } from "./geometry.js";
+import { edgePoints, midpoint } from "./geometry.js";
 import { stepState } from "./scene.js";
-import { fmtTensorShort } from "../graph/values.js";
+import { fmtTensorShort, gradMagnitude } from "../graph/values.js";
 
 export function download(filename, blob) {
   const a = document.createElement("a");
@@ -44,42 +44,101 @@ function pathD(p) {
   return d;
 }
 
-/** The graph as shown at step k (revealed nodes, gradients of the current pass), as SVG text. */
+/**
+ * The graph as shown at step k, as SVG text: everything the PNG (render/draw.js) draws —
+ * module outlines and titles, edges coloured by the gradient's sign with width by its size,
+ * arrowheads, ✂ on cut edges, gradient labels, node shapes and dashes by kind, the bar of
+ * nodes the backward pass reached, the current and just-done rings, and the error marks with
+ * their text — with each edge's full gradient as a tooltip.
+ */
 export function toSvg(scene, k, pal) {
   const st = stepState(scene, k);
   const pad = 20;
   const W = Math.ceil(scene.width + 2 * pad), H = Math.ceil(scene.height + 2 * pad);
-  const out = [`<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="${-pad} ${-pad} ${W} ${H}" font-family="monospace">`,
+  const { vnodes, vedges } = scene.view;
+  const out = [`<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="${-pad} ${-pad} ${W} ${H}" font-family="ui-monospace, monospace">`,
+    `<defs><marker id="gt-arrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="7" markerHeight="7" markerUnits="userSpaceOnUse" orient="auto">` +
+    `<path d="M0,0 L10,5 L0,10 z" fill="${pal.edge}"/></marker></defs>`,
     `<rect x="${-pad}" y="${-pad}" width="${W}" height="${H}" fill="${pal.bg}"/>`];
   for (const b of scene.boxes) {
     if (!(b.reveal <= k)) continue;
     const pts = [];
     for (let i = 0; i < b.poly.length; i += 2) pts.push(`${b.poly[i].toFixed(1)},${b.poly[i + 1].toFixed(1)}`);
     out.push(`<g class="module"><polygon points="${pts.join(" ")}" fill="${pal.box}" stroke="${pal.boxStroke}" stroke-dasharray="4 3"/>` +
-      `<text x="${b.lx}" y="${b.ly + 9}" font-size="11" fill="${pal.boxText}">${esc(b.path)}</text></g>`);
+      `<text x="${b.lx}" y="${b.ly + 9}" font-size="11" fill="${pal.boxText}">${esc(`▾ ${b.path}`)}</text></g>`);
   }
-  scene.view.vedges.forEach((e, i) => {
+  const active = [];
+  vedges.forEach((e, i) => {
     if (!(scene.edgeReveal[i] <= k)) return;
+    const p = edgePoints(scene, i);
+    if (e.cut) {
+      const [mx, my] = midpoint(p);
+      out.push(`<g class="edge cut"><path d="${pathD(p)}" fill="none" stroke="${pal.cut}" stroke-width="1.5" stroke-dasharray="5 4"/>` +
+        `<text x="${mx}" y="${my + 5}" font-size="14" text-anchor="middle" fill="${pal.cut}">✂</text></g>`);
+      return;
+    }
     const g = st.pass >= 0 ? st.edgeGrad(i) : null;
-    const color = e.cut ? pal.cut : g ? pal.gradPos : pal.edge;
-    const dash = e.cut ? ` stroke-dasharray="5 4"` : "";
-    const title = g ? `<title>∇ ${esc(fmtTensorShort(g.g, 6))}</title>` : "";
-    out.push(`<path class="edge" d="${pathD(edgePoints(scene, i))}" fill="none" stroke="${color}" stroke-width="${g ? 2.5 : 1.2}"${dash}>${title}</path>`);
+    if (g) { active.push([i, g, p]); return; }
+    out.push(`<path class="edge" d="${pathD(p)}" fill="none" stroke="${pal.edge}" stroke-width="1.2" marker-end="url(#gt-arrow)"/>`);
   });
-  scene.view.vnodes.forEach((n, v) => {
+  const mags = active.map(([, g]) => gradMagnitude(g.g));
+  const maxNorm = mags.reduce((mx, m) => Math.max(mx, m.size), 1e-12);
+  active.forEach(([, g, p], j) => {
+    const { sign, size } = mags[j];
+    const width = 1.5 + 0.45 * Math.round(10 * Math.sqrt(size / maxNorm));
+    const color = sign > 0 ? pal.gradPos : sign < 0 ? pal.gradNeg : pal.gradZero;
+    const text = `∇ ${g.all.map((t) => fmtTensorShort(t, 3)).join(" + ")}`;
+    let label = "";
+    if (g.step === k || active.length <= 12) {
+      const [mx, my] = midpoint(p);
+      label = `<rect x="${mx + 4}" y="${my - 7}" width="${text.length * 6.4 + 6}" height="14" fill="${pal.labelBg}"/>` +
+        `<text x="${mx + 7}" y="${my + 4}" font-size="10.5" fill="${g.step === k ? pal.current : pal.text}">${esc(text)}</text>`;
+    }
+    out.push(`<g class="edge grad"><path d="${pathD(p)}" fill="none" stroke="${color}" stroke-width="${width.toFixed(2)}" marker-end="url(#gt-arrow)">` +
+      `<title>${esc(`∇ ${g.all.map((t) => fmtTensorShort(t, 6)).join(" + ")}`)}</title></path>${label}</g>`);
+  });
+  const tl = scene.timeline;
+  const rings = [];
+  vnodes.forEach((n, v) => {
     if (!(scene.reveal[v] <= k)) return;
     const style = pal.kinds[n.kind];
     const x = scene.x[v] - n.w / 2, y = scene.y[v] - n.h / 2;
-    const cur = st.current.has(v) ? ` stroke-width="3" stroke="${pal.current}"` : ` stroke="${style.stroke}"`;
+    const rx = n.kind === "acc" || n.kind === "output" ? n.h / 2 : 6;
+    const dash = n.kind === "cut" || n.kind === "group" ? ` stroke-dasharray="4 3"` : "";
     let sub = n.sub;
-    const g = scene.timeline.leafGradAt(n.refs[0], k);
-    if (g) sub = `∇ ${fmtTensorShort(g.value, 3)}`;
-    out.push(`<g class="node ${n.kind}"><rect x="${x}" y="${y}" width="${n.w}" height="${n.h}" rx="6" fill="${style.fill}"${cur}/>` +
+    if (n.kind === "leaf" || n.kind === "retained") {
+      const g = tl.leafGradAt(n.refs[0], k);
+      const grad = g ? g.value : (k >= tl.N && scene.index.nodes[n.refs[0]].grad) || null;
+      if (grad) sub = `∇ ${fmtTensorShort(grad, 3)}${g && g.count > 1 ? ` (×${g.count})` : ""}`;
+    } else if ((n.kind === "function" || n.kind === "acc") && st.pass >= 0) {
+      const step = tl.lastBackward(n.refs[0], k);
+      const ev = step != null && tl.passAt(step) === st.pass ? tl.event(step) : null;
+      const g = ev && ev.grad_outputs && ev.grad_outputs[0];
+      if (g) sub = `${n.sub} · ∇ ${fmtTensorShort(g, 2, false)}`;
+    }
+    const reached = st.pass >= 0 ? st.reached(v) : 0;
+    const bar = reached ? `<rect x="${x + 4}" y="${y + n.h - 5}" width="${n.w - 8}" height="3" fill="${reached === 2 ? pal.reached : pal.reachedOld}"/>` : "";
+    out.push(`<g class="node ${n.kind}"><rect x="${x}" y="${y}" width="${n.w}" height="${n.h}" rx="${rx}" fill="${style.fill}" stroke="${style.stroke}" stroke-width="1.2"${dash}/>${bar}` +
       `<text x="${scene.x[v]}" y="${scene.y[v] - 3}" font-size="12" text-anchor="middle" fill="${style.text}">${esc(n.label)}</text>` +
-      `<text x="${scene.x[v]}" y="${scene.y[v] + 12}" font-size="10" text-anchor="middle" fill="${style.sub}">${esc(sub)}</text></g>`);
+      `<text x="${scene.x[v]}" y="${scene.y[v] + 12}" font-size="10.5" text-anchor="middle" fill="${style.sub}">${esc(sub)}</text></g>`);
+    if (st.justDone.has(v) && !st.current.has(v)) rings.push(ring(scene, v, pal.justDone, 3, 3));
+    if (st.current.has(v)) rings.push(ring(scene, v, pal.current, 3.5, 3));
   });
-  out.push("</svg>");
+  const err = scene.index.doc.error;
+  for (const v of scene.errorV || []) {
+    if (!(scene.reveal[v] <= k) || !err) continue;
+    const n = vnodes[v];
+    const text = (scene.errorLabels && scene.errorLabels.get(v)) || `⚠ ${err.type}${err.line != null ? ` (line ${err.line})` : ""}`;
+    rings.push(ring(scene, v, pal.error, 3, 5) +
+      `<text class="error" x="${scene.x[v] + n.w / 2 + 10}" y="${scene.y[v] + 4}" font-size="11.5" font-weight="bold" fill="${pal.error}">${esc(text)}</text>`);
+  }
+  out.push(...rings, "</svg>");
   return out.join("\n");
+}
+
+function ring(scene, v, color, width, pad) {
+  const n = scene.view.vnodes[v];
+  return `<rect class="ring" x="${scene.x[v] - n.w / 2 - pad}" y="${scene.y[v] - n.h / 2 - pad}" width="${n.w + 2 * pad}" height="${n.h + 2 * pad}" rx="8" fill="none" stroke="${color}" stroke-width="${width}"/>`;
 }
 
 /** The whole graph at step k as a PNG blob (at most 8,000 px a side). */

@@ -6,7 +6,8 @@
  */
 import { EditorView, basicSetup } from "codemirror";
 import { python } from "@codemirror/lang-python";
-import { oneDark } from "@codemirror/theme-one-dark";
+import { HighlightStyle, syntaxHighlighting } from "@codemirror/language";
+import { oneDarkHighlightStyle, oneDarkTheme } from "@codemirror/theme-one-dark";
 import { Compartment, EditorState, Prec, RangeSet, StateEffect, StateField } from "@codemirror/state";
 import { Decoration, GutterMarker, gutter, keymap } from "@codemirror/view";
 
@@ -23,13 +24,21 @@ class Mark extends GutterMarker {
     return s;
   }
 }
+// One Dark, with its three dimmest text colours (comments, names, keywords) lightened so that
+// all code meets WCAG AA contrast (4.5:1) on its background and on the highlighted lines.
+const AA = { "#7d8799": "#adb5c2", "#e06c75": "#f29aa2", "#c678dd": "#d69be6" };
+const oneDark = [oneDarkTheme, syntaxHighlighting(HighlightStyle.define(
+  oneDarkHighlightStyle.specs.map((spec) => (spec.color && AA[spec.color] ? { ...spec, color: AA[spec.color] } : spec)),
+))];
+
 const MARKS = {
   current: [new Mark("gt-mark-current", "▶", "current step"), Decoration.line({ class: "gt-line-current" })],
   justDone: [new Mark("gt-mark-done", "›", "just done"), Decoration.line({ class: "gt-line-done" })],
   error: [new Mark("gt-mark-error", "✖", "error raised here"), Decoration.line({ class: "gt-line-error" })],
+  cause: [new Mark("gt-mark-cause", "✎", "changed in place here (the cause of the error)"), Decoration.line({ class: "gt-line-cause" })],
   selected: [new Mark("gt-mark-sel", "●", "selected line"), Decoration.line({ class: "gt-line-sel" })],
 };
-const ORDER = ["selected", "justDone", "current", "error"];
+const ORDER = ["selected", "justDone", "current", "cause", "error"];
 
 function build(state, marks) {
   const lines = new Map();
@@ -77,7 +86,7 @@ export class CodeEditor {
           gutter({ class: "gt-gutter", markers: (v) => v.state.field(marksField).gutter }),
           this.readOnly.of([]),
           this.theme.of(dark.matches ? oneDark : []),
-          EditorView.contentAttributes.of({ "aria-label": "Python code" }),
+          EditorView.contentAttributes.of({ "aria-label": "Python code", tabindex: "0" }),
           EditorView.updateListener.of((u) => {
             if (!u.selectionSet || u.docChanged) return;
             if (!u.transactions.some((t) => t.isUserEvent("select"))) return;
@@ -100,7 +109,7 @@ export class CodeEditor {
     this.view.dispatch({ effects: this.readOnly.reconfigure(on ? [EditorState.readOnly.of(true), EditorView.editable.of(false)] : []) });
   }
 
-  /** Update some marks ({current, justDone, error, selected}: line numbers or null). */
+  /** Update some marks ({current, justDone, error, cause, selected}: line numbers or null). */
   mark(partial, { scroll = false } = {}) {
     this.marks = { ...this.marks, ...partial };
     const effects = [setMarks.of(this.marks)];

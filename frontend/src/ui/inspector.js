@@ -5,7 +5,9 @@
  * document comes from user code and is never parsed as HTML.
  */
 import { KINDS } from "../graph/document.js";
+import { savedState } from "./errors.js";
 import { fmtBytes, fmtTensorLong } from "./format.js";
+import { accumulationsAt, errorSentence } from "./words.js";
 
 function el(tag, attrs = {}, ...children) {
   const e = document.createElement(tag);
@@ -31,7 +33,11 @@ export class Inspector {
     this.root = root;
     this.body = root.querySelector(`[data-gt="inspector-body"]`);
     this.cb = cb;
+    this.ctx = { words: null, errors: null };
   }
+
+  /** The document's sentences (ui/words.js) and error marks (ui/errors.js), once per document. */
+  setContext(ctx) { this.ctx = { ...this.ctx, ...ctx }; }
 
   clear(text = "Click a node to inspect it, or a code line to find the nodes it created.") {
     this.body.replaceChildren(el("p", { class: "gt-hint" }, text));
@@ -48,9 +54,9 @@ export class Inspector {
     const vn = scene.view.vnodes[v];
     const index = scene.index;
     if (vn.fold) {
-      const what = vn.single ? "This unit" : `${vn.hi - vn.lo + 1} ${vn.unitKind === "call" ? `calls of ${vn.unitNoun}` : "iterations"}`;
+      const what = vn.single ? "This unit" : `${vn.hi - vn.lo + 1} ${vn.unitKind === "call" ? `calls of ${vn.unitNoun}` : vn.unitKind === "block" ? `blocks (${vn.unitNoun})` : "iterations"}`;
       this.body.replaceChildren(el("h3", {}, vn.label), el("p", {}, `${what}, folded: ${vn.refs.length} nodes, steps ${vn.firstStep}–${vn.lastStep}.`),
-        el("button", { type: "button", onclick: () => this.cb.onExpand(v) }, vn.single ? "Open it" : "Show them one by one"));
+        el("button", { type: "button", onclick: () => this.cb.onExpand(v) }, vn.single || vn.lo === vn.hi ? "Expand it" : `Expand: one box per ${vn.unitKind === "call" ? "call" : vn.unitKind === "block" ? "block" : "iteration"}`));
       return;
     }
     if (vn.kind === "group") {
@@ -69,20 +75,20 @@ export class Inspector {
       dl.append(el("dt", {}, "line"), el("dd", {}, el("button", { type: "button", class: "gt-link", onclick: () => this.cb.onLine(n.line) }, `line ${n.line}`)));
     }
     row(dl, n.kind === "function" ? "output" : "tensor", [n.shape ? `[${n.shape.join(", ")}]` : null, n.dtype, n.device].filter(Boolean).join(" · "));
-    if (n.created_in_pass != null) row(dl, "created in", `backward pass ${n.created_in_pass} (create_graph=True)`);
+    if (n.created_in_pass != null) row(dl, "created in", `backward ${n.created_in_pass}, building a graph (create_graph=True)`);
     if (n.cut) row(dl, "cut", `${n.cut.kind}${n.cut.line != null ? ` at line ${n.cut.line}` : ""}`);
     if (vn.proxy) row(dl, "drawn", "as one copy per use (shared leaf)");
-    if (index.errorNode === i && index.doc.error) row(dl, "error", `${index.doc.error.type}: ${index.doc.error.message}`);
+    const errs = this.ctx.errors;
+    const mark = errs ? errs.nodes.find((m) => m.ref === i) : null;
+    if (mark && this.ctx.words) row(dl, "error", `${mark.text.replace(/^\S+ /, "")}. ${errorSentence(this.ctx.words)}`);
+    else if (index.errorNode === i && index.doc.error) row(dl, "error", `${index.doc.error.type}: ${index.doc.error.message}`);
     const parts = [el("h3", {}, vn.label), dl];
 
     if (n.saved && n.saved.length) {
       const t = el("table", { class: "gt-saved" }, el("caption", {}, `Saved for backward · ${fmtBytes(n.saved_bytes)}`),
         el("tr", {}, el("th", {}, "name"), el("th", {}, "shape"), el("th", {}, "bytes"), el("th", {}, "state")));
       for (const s of n.saved) {
-        const end = s.freed_after_pass != null ? tl.passEnd(s.freed_after_pass) : null;
-        const freed = s.freed_after_pass == null ? "held"
-          : end != null && k >= end ? `freed after pass ${s.freed_after_pass}`
-            : `held until pass ${s.freed_after_pass} ends`;
+        const freed = savedState(errs || { inplace: null }, i, s, (p) => tl.passEnd(p), k);
         t.append(el("tr", {}, el("td", {}, s.name), el("td", {}, s.shape ? `[${s.shape.join(", ")}] ${s.dtype || ""}` : "—"),
           el("td", {}, fmtBytes(s.bytes)), el("td", {}, freed)));
       }
@@ -99,14 +105,36 @@ export class Inspector {
     }
     const leaf = index.kind[i] === "acc" ? index.leafOfAcc.get(i) : i;
     const g = leaf != null ? tl.leafGradAt(leaf, k) : null;
-    if (g) parts.push(tensorBlock(`.grad at this step (after ${g.count} accumulation${g.count > 1 ? "s" : ""})`, g.value));
-    else if (n.grad && k >= tl.N) parts.push(tensorBlock(".grad at the end", n.grad));
+    const words = this.ctx.words;
+    if (g) {
+      const acc = words ? accumulationsAt(words, leaf, k) : { count: g.count, total: g.count, reset: null };
+      parts.push(tensorBlock(`.grad at this step (${accumulationText(acc)})`, g.value));
+    } else if (n.grad && k >= tl.N) parts.push(tensorBlock(".grad at the end", n.grad));
     const hist = leaf != null ? index.nodes[leaf].grad_history || [] : [];
     if (hist.length > 1) {
+      const resetAt = new Map();
+      if (words) for (const [ev, r] of words.resets) if (index.leafOfAcc.get(tl.evNode[ev]) === leaf) resetAt.set(r.at, r);
       const ol = el("ol", { class: "gt-history", "aria-label": ".grad history" });
-      hist.forEach((h) => ol.append(el("li", {}, el("pre", {}, fmtTensorLong(h)))));
-      parts.push(el("h4", {}, ".grad after each accumulation"), ol);
+      hist.forEach((h, j) => {
+        const r = resetAt.get(j);
+        if (r) ol.append(el("li", { class: "gt-reset" }, `.grad ${resetText(r)}`));
+        ol.append(el("li", {}, el("pre", {}, fmtTensorLong(h))));
+      });
+      const title = resetAt.size ? `.grad after each accumulation (cleared ${resetAt.size} time${resetAt.size > 1 ? "s" : ""})` : ".grad after each accumulation";
+      parts.push(el("h4", {}, title), ol);
     }
     this.body.replaceChildren(...parts);
   }
+}
+
+/** "after 3 accumulations", or "1 accumulation since zero_grad() cleared it at line 9 · 20 in all". */
+export function accumulationText({ count, total, reset }) {
+  const n = `${count} accumulation${count === 1 ? "" : "s"}`;
+  if (!reset) return `after ${n}`;
+  return `${n} since .grad was ${resetText(reset)} · ${total} in all`;
+}
+
+function resetText(r) {
+  const how = r.kind === "zero" ? "zeroed" : r.kind === "none" ? "set to None" : "cleared";
+  return `${how}${r.line != null ? ` at line ${r.line}` : ""}`;
 }

@@ -1,8 +1,16 @@
 /**
  * Keys of the graph panel. They act only while the panel has focus (never while typing in
- * the editor, research §4): Space play/pause, ←/→ step, Shift+←/→ phase, Home/End, +/−/f zoom.
+ * the editor, research §4): Space play/pause, ←/→ step, Shift+←/→ phase, Home/End, +/−/f zoom,
+ * and the jumps: L / Shift+L next/previous line, I / Shift+I next/previous loop iteration,
+ * PageDown/PageUp (or P / Shift+P) next/previous pass, / to search.
  */
-export function graphKeyHandler(player, canvas) {
+export const KEY_HELP = "Space play/pause · ←/→ step · Shift+arrows phase · L line · I iteration · P or PgUp/PgDn pass (Shift: back) · / search · Home/End";
+
+/**
+ * @param jump    (unit: "line"|"iteration"|"pass", back: boolean) => void
+ * @param search  () => void, focuses the search box
+ */
+export function graphKeyHandler(player, canvas, { jump = () => {}, search = () => {} } = {}) {
   return (ev) => {
     const keys = {
       " ": () => player.toggle(),
@@ -10,11 +18,18 @@ export function graphKeyHandler(player, canvas) {
       ArrowLeft: () => (ev.shiftKey ? player.phaseBack() : player.step(-1)),
       Home: () => player.go(0, { fromUser: true }),
       End: () => player.go(player.N, { fromUser: true }),
+      PageDown: () => jump("pass", false),
+      PageUp: () => jump("pass", true),
+      l: () => jump("line", ev.shiftKey),
+      i: () => jump("iteration", ev.shiftKey),
+      p: () => jump("pass", ev.shiftKey),
+      "/": () => search(),
       "+": () => canvas.zoomBy(1.25),
+      "=": () => canvas.zoomBy(1.25),
       "-": () => canvas.zoomBy(0.8),
       f: () => canvas.fit(),
     };
-    const fn = keys[ev.key];
+    const fn = keys[ev.key.length === 1 ? ev.key.toLowerCase() : ev.key];
     if (!fn || ev.ctrlKey || ev.metaKey || ev.altKey) return;
     ev.preventDefault();
     fn();

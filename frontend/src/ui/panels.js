@@ -5,6 +5,7 @@
  */
 import { KINDS } from "../graph/document.js";
 import { fmtTensorShort } from "./format.js";
+import { errorSentence } from "./words.js";
 
 const LIMIT_STATUSES = { timeout: "Time limit", memory_limit: "Memory limit", output_limit: "Output limit", graph_limit: "Graph limit", crashed: "Crashed" };
 export const NODE_LIST_MAX = 400;
@@ -39,6 +40,30 @@ export function renderResults(els, doc, onLine) {
   }
   els.stdout.textContent = doc.stdout || "";
   els.stdoutWrap.hidden = !doc.stdout;
+}
+
+/**
+ * Under the error's first line, where it happened and why, in words (ui/words.js), with
+ * a button to the line of the in-place op that changed the tensor.
+ */
+export function renderErrorExplain(box, words, errors, onLine) {
+  box.querySelector(".gt-error-explain")?.remove();
+  if (!words || !words.doc.error) return;
+  const p = document.createElement("p");
+  p.className = "gt-error-explain";
+  p.textContent = errorSentence(words);
+  const ip = errors && errors.inplace;
+  const links = [];
+  if (ip && ip.line != null) links.push([`changed in place at line ${ip.line}`, ip.line]);
+  for (const [text, line] of links) {
+    const b = document.createElement("button");
+    b.type = "button";
+    b.className = "gt-link";
+    b.textContent = `(${text})`;
+    b.addEventListener("click", () => onLine(line));
+    p.append(" ", b);
+  }
+  box.append(p);
 }
 
 export function renderLegend(root) {
@@ -111,7 +136,14 @@ export function renderNodeList(root, scene, k, onPick, st) {
     b.dataset.v = String(v);
     if (st && st.current.has(v)) b.setAttribute("aria-current", "step");
     else if (st && st.justDone.has(v)) b.dataset.justDone = "true";
-    if (scene.errorV.includes(v)) b.dataset.error = "true";
+    if (scene.errorV.includes(v)) {
+      // The node autograd raised on is "true"; another node the error concerns (the in-place op
+      // that caused it) is "cause". Each says what the canvas writes next to it.
+      const own = n.refs.includes(scene.index.errorNode) || scene.index.errorNode < 0;
+      b.dataset.error = own ? "true" : "cause";
+      const why = scene.errorLabels && scene.errorLabels.get(v);
+      if (why) b.textContent += ` — ${why.replace(/^\S+ /, "")}`;
+    }
     b.addEventListener("click", () => onPick(v));
     li.append(b);
     items.push(li);

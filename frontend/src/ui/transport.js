@@ -1,37 +1,73 @@
 /**
  * The transport bar: ⏮ ‹ ▶/⏸ › ⏭, "Step k/N · phase", a scrubber with labelled phase
  * segments, and the speed. Plain DOM over a Player; all controls are labelled buttons.
+ *
+ * NOTE [icons]
+ *   The buttons draw inline SVG icons rather than the Unicode media symbols (⏮ ⏸ ⏭), which
+ *   Debian's default fonts draw as tofu or emoji; SVG looks the same everywhere and follows
+ *   the text colour (currentColor).
  */
+const SVG_NS = "http://www.w3.org/2000/svg";
+const ICONS = {
+  start: "M5 4h2v16H5zM19 4v16L8 12z",
+  back: "M16 4v16L6 12z",
+  play: "M7 4v16l13-8z",
+  pause: "M6 4h4v16H6zM14 4h4v16h-4z",
+  fwd: "M8 4v16l10-8z",
+  end: "M17 4h2v16h-2zM5 4v16l11-8z",
+};
+
+export function icon(name) {
+  const svg = document.createElementNS(SVG_NS, "svg");
+  svg.setAttribute("viewBox", "0 0 24 24");
+  svg.setAttribute("width", "16");
+  svg.setAttribute("height", "16");
+  svg.setAttribute("aria-hidden", "true");
+  svg.setAttribute("focusable", "false");
+  svg.classList.add("gt-icon");
+  const path = document.createElementNS(SVG_NS, "path");
+  path.setAttribute("d", ICONS[name]);
+  path.setAttribute("fill", "currentColor");
+  svg.append(path);
+  return svg;
+}
+
 export class Transport {
   constructor(root, player) {
     this.player = player;
     this.root = root;
     const q = (s) => root.querySelector(`[data-gt="${s}"]`);
     this.btn = { start: q("tl-start"), back: q("tl-back"), play: q("tl-play"), fwd: q("tl-fwd"), end: q("tl-end") };
+    for (const [name, b] of Object.entries(this.btn)) b.replaceChildren(icon(name));
     this.label = q("tl-label");
     this.scrub = q("tl-scrub");
     this.segBar = q("tl-segments");
     this.speed = q("tl-speed");
+    this.labelOf = (s) => s.label;
     this.btn.start.addEventListener("click", () => player.phaseBack());
     this.btn.back.addEventListener("click", () => player.step(-1));
     this.btn.play.addEventListener("click", () => player.toggle());
     this.btn.fwd.addEventListener("click", () => player.step(1));
     this.btn.end.addEventListener("click", () => player.phaseForward());
     this.scrub.addEventListener("input", () => player.go(Number(this.scrub.value), { fromUser: true }));
-    this.speed.addEventListener("change", () => { player.speed = Number(this.speed.value); });
+    this.speed.addEventListener("change", () => player.setSpeed(this.speed.value));
+    this._playing = null;
   }
 
-  setSegments(segments, N) {
+  /** @param labelOf  how a segment is named (ui/words.js segmentLabel: "backward 0 (building a graph)") */
+  setSegments(segments, N, labelOf = (s) => s.label) {
+    this.labelOf = labelOf;
     this.segBar.replaceChildren();
     for (const s of segments) {
+      const name = labelOf(s);
       const el = document.createElement("button");
       el.type = "button";
-      el.className = `tl-seg tl-${s.phase}`;
+      el.className = `tl-seg tl-${s.phase}${name.includes("building a graph") ? " tl-higher" : ""}`;
       el.style.left = `${((s.start - 1) / Math.max(N, 1)) * 100}%`;
       el.style.width = `${((s.end - s.start + 1) / Math.max(N, 1)) * 100}%`;
-      el.textContent = s.label;
-      el.title = `${s.label}: steps ${s.start}–${s.end}`;
-      el.setAttribute("aria-label", `Jump to ${s.label} (steps ${s.start} to ${s.end})`);
+      el.textContent = name;
+      el.title = `${name}: steps ${s.start}–${s.end}`;
+      el.setAttribute("aria-label", `Jump to ${name} (steps ${s.start} to ${s.end})`);
       el.addEventListener("click", () => this.player.go(s.start, { fromUser: true }));
       this.segBar.append(el);
     }
@@ -41,10 +77,13 @@ export class Transport {
   update(k, N, playing, segment) {
     this.scrub.value = String(k);
     this.scrub.setAttribute("aria-valuetext", `step ${k} of ${N}`);
-    const phase = k === 0 ? "start" : segment ? segment.label : "";
+    const phase = k === 0 ? "start" : segment ? this.labelOf(segment) : "";
     this.label.textContent = `Step ${k}/${N}${phase ? ` · ${phase}` : ""}`;
-    this.btn.play.textContent = playing ? "⏸" : "▶";
-    this.btn.play.setAttribute("aria-label", playing ? "Pause" : "Play");
+    if (this._playing !== playing) {
+      this._playing = playing;
+      this.btn.play.replaceChildren(icon(playing ? "pause" : "play"));
+      this.btn.play.setAttribute("aria-label", playing ? "Pause" : "Play");
+    }
     this.btn.back.disabled = k <= 0;
     this.btn.start.disabled = k <= 0;
     this.btn.fwd.disabled = k >= N;

@@ -143,13 +143,14 @@ struct Core : std::enable_shared_from_this<Core> {
     return static_cast<int32_t>(passes.size() - 1);
   }
 
-  // Raise ``message`` in Python through ``on_limit`` (called without ``mu`` held).
-  [[noreturn]] void raise_limit(const std::string& message) {
+  // Raise ``message`` in Python through ``on_limit`` (called without ``mu`` held); on
+  // another thread than the block's, ``on_limit`` returns normally and so does this: that
+  // thread's backward goes on (NOTE [other threads] in recorder.py).
+  void raise_limit(const std::string& message) {
     pybind11::gil_scoped_acquire gil;
     PyObject* res = PyObject_CallFunction(on_limit, "s", message.c_str());
     if (res == nullptr) throw python_error();
     Py_DECREF(res);
-    throw std::runtime_error(message);
   }
 
   void on_done(Node* node, int32_t index, bool acc, const variable_list& gi,

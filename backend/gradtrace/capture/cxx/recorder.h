@@ -257,6 +257,8 @@ struct Recorder {
   }
 
   // The recorder stopped (a limit): hooks record nothing more.
+  void set_boundary(uint64_t seq) { walker.boundary = seq; }
+
   void stop() {
     std::lock_guard<std::mutex> lock(core->mu);
     core->stopped = true;

@@ -8,6 +8,14 @@ namespace gradtrace {
 // NOTE [discovery in C++]: the walk, with what it learns per node class (names, which
 // attributes hold saved tensors). One per recorder.
 struct Walker {
+  // NOTE [nodes from before the block] in graph.py: nodes numbered below this are recorded
+  // where reached but not walked into (no inputs, no edges).
+  uint64_t boundary = 0;
+  bool before_block(const Node* n) const {
+    uint64_t s = n->sequence_nr();
+    return s < boundary && s != std::numeric_limits<uint64_t>::max();
+  }
+
   // NOTE [discovery in C++]: ``graph.walk_new`` + ``_creation_order`` + ``describe_batch``:
   // every node reachable from ``roots`` that is not known yet, in creation order, as complete
   // entries, the k-th with index ``first_index + k``. Same order and results as the Python
@@ -30,7 +38,7 @@ struct Walker {
         stack.pop_back();
         if (found.count(n.get())) continue;
         found.emplace(n.get(), order.size());
-        for (const auto& e : n->next_edges()) {
+        if (!before_block(n.get())) for (const auto& e : n->next_edges()) {
           Node* g = e.function.get();
           if (g != nullptr && !known.count(g) && !found.count(g)) stack.push_back(e.function);
         }
@@ -48,6 +56,7 @@ struct Walker {
     std::vector<int> pending(m, 0);
     for (size_t i = 0; i < m; ++i) seq[i] = order[i]->sequence_nr();
     for (size_t i = 0; i < m; ++i) {
+      if (before_block(order[i].get())) continue;
       for (const auto& e : order[i]->next_edges()) {
         auto it = e.function ? found.find(e.function.get()) : found.end();
         if (it != found.end()) { consumers[it->second].push_back(i); ++pending[i]; }
@@ -121,7 +130,7 @@ struct Walker {
         e.saved_unread = true;
       }
       int64_t input_nr = 0;
-      for (const auto& edge : n->next_edges()) {
+      if (!before_block(n)) for (const auto& edge : n->next_edges()) {
         Node* g = edge.function.get();
         if (g != nullptr) {
           auto f = found.find(g);

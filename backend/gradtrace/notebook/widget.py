@@ -1,0 +1,127 @@
+"""The anywidget behind ``gradtrace.show()``: the viewer of ``frontend/src/viewer.js`` with the
+step and the selection synced both ways.
+
+NOTE [documents through the comm]
+    The document travels once, as a binary buffer holding its gzip-compressed canonical JSON
+    (``_doc``), not as a JSON string trait: a GRU-200 document is ≈4 MB of JSON and ≈0.5 MB
+    compressed, and binary buffers skip the comm's JSON encoding on both sides. The front end
+    inflates it with ``DecompressionStream`` (native, no library).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import anywidget
+import traitlets
+
+from gradtrace.notebook.assets import asset_text
+from gradtrace.notebook.documents import as_document, compressed
+
+SMALL_TENSOR = 10_000
+"""Tensor values are handed back as torch tensors up to this many elements (the document holds
+values only for small tensors anyway: schema VALUES_LIMIT)."""
+
+
+@dataclass(frozen=True)
+class Selection:
+    """The node selected in the widget: what it is, where it came from, and its tensors."""
+
+    id: str | None
+    name: str | None
+    kind: str | None
+    line: int | None
+    module: str | None
+    value: Any = None
+    """The tensor's value (a torch tensor) when the document holds it (roots, retained
+    tensors), else None."""
+    grad: Any = None
+    """A torch tensor, else None: for a tensor its ``.grad`` at the end of the run; for a
+    function node the gradient that last flowed into it (its first ``grad_outputs``)."""
+
+
+class GradtraceWidget(anywidget.AnyWidget):  # type: ignore[misc]
+    """One run in a notebook output: graph, timeline and transport, inspector, code."""
+
+    _doc = traitlets.Bytes(b"").tag(sync=True)
+    _selected = traitlets.Dict(allow_none=True, default_value=None).tag(sync=True)
+    step = traitlets.Int(-1).tag(sync=True)
+    """The timeline step shown (0 … number of events); -1 until the view has loaded."""
+    run_url = traitlets.Unicode("").tag(sync=True)
+    height = traitlets.Unicode("620px").tag(sync=True)
+
+    @property
+    def _esm(self) -> str:  # read by AnyWidget.__init__; a missing bundle is a clear error
+        return asset_text("widget.js")
+
+    def __init__(self, document: Any, *, step: int | None = None, run_url: str | None = None,
+                 height: str = "620px") -> None:
+        self.document = as_document(document)
+        self._nodes = {n["id"]: n for n in self.document.get("graph", {}).get("nodes", [])}
+        super().__init__(_doc=compressed(self.document), step=-1 if step is None else step,
+                         run_url=run_url or "", height=height)
+
+    @property
+    def selected(self) -> Selection | None:
+        """The node clicked in the graph (or set from Python), with its tensor values."""
+        sel = self._selected
+        if not sel:
+            return None
+        node = self._nodes.get(sel.get("id") or "")
+        grad = None
+        if node is not None:
+            grad = node.get("grad")
+            if grad is None and node.get("kind") == "function":
+                grad = self._last_grad_flowing_into(node["id"])
+        return Selection(id=sel.get("id"), name=sel.get("name"), kind=sel.get("kind"), line=sel.get("line"),
+                         module=sel.get("module"),
+                         value=_tensor(node.get("value")) if node else None, grad=_tensor(grad))
+
+    @selected.setter
+    def selected(self, key: str | None) -> None:
+        """Select a node by its id, or by its name (the first node of that name)."""
+        if key is None:
+            self._selected = None  # type: ignore[assignment]
+            return
+        node = self._nodes.get(key) or next((n for n in self._nodes.values() if n.get("name") == key), None)
+        if node is None:
+            raise KeyError(f"no node with id or name {key!r} in this run")
+        self._selected = {"id": node["id"], "name": node.get("name"), "kind": node.get("kind"),
+                          "line": node.get("line"), "module": node.get("module")}
+
+    def _last_grad_flowing_into(self, node_id: str) -> dict[str, Any] | None:
+        for ev in reversed(self.document.get("events") or []):
+            if ev.get("node") == node_id and ev.get("phase") == "backward":
+                outs = [g for g in ev.get("grad_outputs") or [] if g]
+                return outs[0] if outs else None
+        return None
+
+
+_NONFINITE = {"nan": float("nan"), "inf": float("inf"), "-inf": float("-inf")}
+
+
+def _tensor(tv: dict[str, Any] | None) -> Any:
+    """A TensorValue of the document as a torch tensor, when it holds the values and is small."""
+    if not tv or tv.get("values") is None:
+        return None
+    shape = tv.get("shape") or []
+    numel = 1
+    for d in shape:
+        numel *= d
+    if numel > SMALL_TENSOR:
+        return None
+    import torch  # only here: showing a document needs no torch
+
+    def fix(v: Any) -> Any:
+        if isinstance(v, list):
+            return [fix(x) for x in v]
+        return _NONFINITE.get(v, v) if isinstance(v, str) else v
+
+    dtype = getattr(torch, str(tv.get("dtype", "float32")).removeprefix("torch."), None)
+    values = fix(tv["values"])
+    try:
+        t = torch.tensor(values, dtype=dtype if isinstance(dtype, torch.dtype) else None)
+    except (TypeError, RuntimeError, ValueError):
+        t = torch.tensor(values)
+    return t.reshape(shape) if list(t.shape) != list(shape) and t.numel() == numel else t

@@ -1,0 +1,27 @@
+/**
+ * Export → HTML on the page: the same self-contained file as `doc.save_html()` in Python
+ * (backend/gradtrace/notebook/html.py), from the same template (static/standalone.html) and
+ * the same script (dist/standalone.js): the run as gzip-compressed base64 JSON, the viewer
+ * inline. The file opens offline and plays the whole run.
+ */
+async function gzipBase64(text) {
+  const stream = new Blob([text]).stream().pipeThrough(new CompressionStream("gzip"));
+  const bytes = new Uint8Array(await new Response(stream).arrayBuffer());
+  let bin = "";
+  for (let i = 0; i < bytes.length; i += 0x8000) bin += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
+  return btoa(bin);
+}
+
+const escapeHtml = (s) => String(s).replace(/[&<>"]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" })[c]);
+
+/** The HTML text of the standalone file for `doc`, as a Blob. */
+export async function toStandaloneHtml(doc, { version = "" } = {}) {
+  const [template, script] = await Promise.all([
+    fetch(new URL("../static/standalone.html", import.meta.url)).then((r) => { if (!r.ok) throw new Error(`template: ${r.status}`); return r.text(); }),
+    fetch(new URL("./standalone.js", import.meta.url)).then((r) => { if (!r.ok) throw new Error(`viewer script: ${r.status}`); return r.text(); }),
+  ]);
+  const fill = { VERSION: escapeHtml(version), TITLE: escapeHtml(`gradtrace · run ${doc.id || ""}`.trim()),
+    PAYLOAD: await gzipBase64(JSON.stringify(doc)), SCRIPT: script.replaceAll("</script", "<\\/script") };
+  const html = template.replace(/@(VERSION|TITLE|PAYLOAD|SCRIPT)@/g, (_, k) => fill[k]);
+  return new Blob([html], { type: "text/html" });
+}

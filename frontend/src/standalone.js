@@ -1,0 +1,31 @@
+/**
+ * The self-contained HTML file (`doc.save_html(...)`, Export → HTML on the page): mounts the
+ * viewer of src/viewer.js on `#gradtrace` and plays the run embedded in the same file as
+ * gzip-compressed, base64-encoded JSON (`<script type="application/gzip+base64" id="gt-run">`).
+ * The layout worker's source and the CSS are in this bundle: the file opens offline.
+ */
+import WORKER_SOURCE from "gt:layout-worker-source";
+import CSS from "gt:viewer-css";
+import { EmbeddedViewer, gunzipJson } from "./viewer.js";
+
+function base64Bytes(text) {
+  const bin = atob(text.replace(/\s+/g, ""));
+  const out = new Uint8Array(bin.length);
+  for (let i = 0; i < bin.length; i++) out[i] = bin.charCodeAt(i);
+  return out;
+}
+
+async function main() {
+  const host = document.getElementById("gradtrace");
+  const workerUrl = URL.createObjectURL(new Blob([WORKER_SOURCE], { type: "text/javascript" }));
+  const viewer = new EmbeddedViewer(host, { css: CSS, workerUrl, height: "calc(100vh - 16px)" });
+  window.gradtrace = { viewer };
+  const el = document.getElementById("gt-run");
+  const doc = await gunzipJson(base64Bytes(el.textContent));
+  window.gradtrace.timing = await viewer.load(doc);
+}
+
+main().catch((err) => {
+  document.body.append(Object.assign(document.createElement("pre"), { textContent: `gradtrace could not open this run: ${err.message}` }));
+  console.error(err);
+});

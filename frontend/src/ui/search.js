@@ -1,0 +1,57 @@
+/**
+ * Search the run: by op ("addmm", "AddmmBackward0"), tensor or parameter name ("x",
+ * "model.0.weight"), line ("line 5", "5", ":5") or module path ("layers.1", "cell").
+ * A pure function of the indexed document (no DOM): unit-tested in frontend/test/search.test.js.
+ * Matches come in the order the run made the nodes, so Enter walks through the program.
+ */
+
+/** What a query asks for: a line number, or words matched against names and module paths. */
+export function parseQuery(query) {
+  const q = String(query || "").trim();
+  if (!q) return null;
+  const m = /^(?:line\s*|l\s*|:)?(\d+)$/i.exec(q);
+  if (m) return { line: Number(m[1]) };
+  return { text: q.toLowerCase() };
+}
+
+/**
+ * The document nodes that match `query`, each with why it matched:
+ * [{ ref, why: "line" | "op" | "name" | "module" }], in creation order.
+ */
+export function searchNodes(index, query) {
+  const q = parseQuery(query);
+  if (!q) return [];
+  const out = [];
+  index.nodes.forEach((n, i) => {
+    let why = null;
+    if (q.line != null) {
+      if (n.line === q.line) why = "line";
+    } else {
+      const mod = (index.module[i] || "").toLowerCase();
+      if (n.kind === "function" && wordMatch(n.name, q.text)) why = "op";
+      else if (n.kind === "tensor" && wordMatch(n.name, q.text)) why = "name";
+      else if (mod && (mod === q.text || mod.startsWith(`${q.text}.`) || mod.includes(q.text))) why = "module";
+    }
+    if (why) out.push({ ref: i, why });
+  });
+  return out;  // document order is the order the run made the nodes
+}
+
+/**
+ * Whether `query` starts the name or one of its words: "mul" finds MulBackward0 but not
+ * AccumulateGrad; "weight" finds model.0.weight; "x" finds x but not max.
+ */
+export function wordMatch(name, query) {
+  if (!name) return false;
+  const lower = name.toLowerCase();
+  if (lower.startsWith(query)) return true;
+  const words = name.replace(/([a-z0-9])([A-Z])/g, "$1 $2").toLowerCase().split(/[\s._\-[\]()]+/);
+  return words.some((w) => w.startsWith(query)) || (query.length >= 3 && query.includes(".") && lower.includes(query));
+}
+
+/** The next match index after `at` (or before, with `back`), wrapping around. */
+export function cycle(at, count, back = false) {
+  if (!count) return -1;
+  if (at < 0) return back ? count - 1 : 0;
+  return (at + (back ? count - 1 : 1)) % count;
+}

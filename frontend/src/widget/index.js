@@ -1,0 +1,72 @@
+/**
+ * The notebook widget (anywidget's ESM contract: `export default { render }`): the viewer of
+ * src/viewer.js over a model that carries
+ *   _doc       the run document, gzip-compressed canonical JSON, sent as a binary buffer
+ *              (NOTE [documents through the comm] in backend/gradtrace/notebook/widget.py)
+ *   step       the timeline step, both ways
+ *   _selected  the selected node as {id, name, kind, line, module}, or null, both ways (Python
+ *              sets {id} to select a node)
+ *   run_url    a link to the run's page on a service, or ""
+ *   height     CSS height of the viewer
+ * Everything it needs ships in this one file: the page's modules, the layout worker's source
+ * (started from a blob URL) and the page's CSS. No server, no CDN.
+ */
+import WORKER_SOURCE from "gt:layout-worker-source";
+import CSS from "gt:viewer-css";
+import { EmbeddedViewer, gunzipJson } from "../viewer.js";
+
+let workerUrl = null;
+function layoutWorkerUrl() {
+  workerUrl ??= URL.createObjectURL(new Blob([WORKER_SOURCE], { type: "text/javascript" }));
+  return workerUrl;
+}
+
+function bytesOf(v) {
+  if (!v) return null;
+  if (v instanceof DataView) return new Uint8Array(v.buffer, v.byteOffset, v.byteLength);
+  if (v instanceof ArrayBuffer) return new Uint8Array(v);
+  return v;
+}
+
+async function render({ model, el }) {
+  const host = document.createElement("div");
+  host.className = "gradtrace-widget";
+  host.style.display = "block";
+  el.append(host);
+  const viewer = new EmbeddedViewer(host, {
+    css: CSS,
+    workerUrl: layoutWorkerUrl(),
+    height: model.get("height"),
+    onStep: (k) => { if (model.get("step") !== k) { model.set("step", k); model.save_changes(); } },
+    onSelect: (sel) => { model.set("_selected", sel); model.save_changes(); },
+  });
+  // For tests and benchmarks: the viewer behind this output.
+  host.gradtrace = viewer;
+  const load = async () => {
+    const bytes = bytesOf(model.get("_doc"));
+    if (!bytes || !bytes.byteLength) return;
+    const t0 = performance.now();
+    const doc = await gunzipJson(bytes);
+    const timing = await viewer.load(doc, { step: model.get("step") >= 0 ? model.get("step") : null, runUrl: model.get("run_url") || null });
+    if (timing) Object.assign(host.dataset, { loadMs: String(Math.round(performance.now() - t0)), drawnAt: String(Date.now()) });
+    const sel = model.get("_selected");
+    if (sel && sel.id) viewer.selectById(sel.id);
+  };
+  const onStep = () => { const k = model.get("step"); if (k >= 0 && k !== viewer.player.k) viewer.go(k); };
+  const onSel = () => {
+    const sel = model.get("_selected");
+    if ((sel ? sel.id : null) !== viewer.selectedId()) viewer.selectById(sel ? sel.id : null);
+  };
+  model.on("change:_doc", load);
+  model.on("change:step", onStep);
+  model.on("change:_selected", onSel);
+  await load();
+  return () => {
+    model.off("change:_doc", load);
+    model.off("change:step", onStep);
+    model.off("change:_selected", onSel);
+    viewer.destroy();
+  };
+}
+
+export default { render };

@@ -1,0 +1,133 @@
+// Unit tests of the step sentences (src/ui/words.js) on documents recorded by gradtrace from
+// the lessons (fixtures/words_*.json: `gradtrace run` output plus the snippet's code).
+// Run: node --test test/   (from frontend/)
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { indexDocument } from "../src/graph/document.js";
+import {
+  accumulationsAt, errorSentence, listWords, nameOf, segmentLabel, stepSentence, wordsContext,
+} from "../src/ui/words.js";
+
+// graph/timeline.js is the index of events; it lived in animate/ before.
+const { Timeline } = await import("../src/graph/timeline.js").catch(() => import("../src/animate/timeline.js"));
+
+function load(name) {
+  const doc = JSON.parse(readFileSync(new URL(`./fixtures/words_${name}.json`, import.meta.url), "utf8"));
+  const index = indexDocument(doc);
+  const timeline = new Timeline(index);
+  return { doc, index, timeline, ctx: wordsContext(index, timeline) };
+}
+
+const byName = (index, name) => index.nodes.findIndex((n) => n.name === name);
+
+test("listWords joins names and counts repeats", () => {
+  assert.equal(listWords([]), "");
+  assert.equal(listWords(["a"]), "a");
+  assert.equal(listWords(["a", "b"]), "a and b");
+  assert.equal(listWords(["a", "b", "c"]), "a, b and c");
+  assert.equal(listWords(["x", "x"]), "x (twice)");
+  assert.equal(listWords(["x", "x", "x", "y"]), "x (3 times) and y");
+});
+
+test("one sentence per step, and each names the node of its event", () => {
+  for (const name of ["01_chain_rule", "08_inplace_hazard", "09_accumulating_grads", "13_double_backward"]) {
+    const { timeline, ctx } = load(name);
+    const seen = new Set();
+    for (let k = 1; k <= timeline.N; k++) {
+      const s = stepSentence(ctx, k);
+      assert.ok(s.length > 10 && !s.includes("undefined") && !s.includes("null"), `${name} step ${k}: ${s}`);
+      const who = timeline.index.kind[timeline.evNode[k - 1]] === "acc" ? "AccumulateGrad" : nameOf(ctx, timeline.evNode[k - 1]);
+      assert.ok(s.includes(who), `${name} step ${k} names ${who}: ${s}`);
+      seen.add(s);
+    }
+    assert.ok(seen.size >= timeline.N - 1, `${name}: the sentences differ from step to step`);
+    assert.match(stepSentence(ctx, 0), /^Before the first step/);
+  }
+});
+
+test("chain rule: forward creation with line and code, backward with the gradients it passes", () => {
+  const { index, timeline, ctx } = load("01_chain_rule");
+  const ev = (k) => timeline.events[k - 1];
+  const k0 = timeline.events.findIndex((e) => e.phase === "forward" && index.nodes[index.idx.get(e.node)].line === 5 && index.nodes[index.idx.get(e.node)].name === "MulBackward0") + 1;
+  assert.equal(stepSentence(ctx, k0), "line 5, `a = x * x`: MulBackward0 (line 5) is created from x (twice).");
+  // The first backward step starts pass 0 at its line, and AddBackward0 (y) hands 1 on.
+  const kb = timeline.events.findIndex((e) => e.phase === "backward") + 1;
+  const s = stepSentence(ctx, kb);
+  assert.ok(s.startsWith("backward 0 starts at line 8 (`y.backward()`). "), s);
+  const g = ev(kb).grad_inputs[0].values;
+  assert.ok(s.endsWith(`AddBackward0 (y) receives ∇ = 1 and passes ${g} to AddBackward0 #1 (line 7).`), s);
+  // AccumulateGrad: adds 7 to x.grad, which is now 7 (the gradient 2x + 3 at x = 2).
+  const last = stepSentence(ctx, timeline.N);
+  const added = ev(timeline.N).grad_outputs[0].values;
+  assert.ok(Math.abs(added - 7) < 1e-5);
+  assert.equal(last, `AccumulateGrad adds ${added} to x.grad, which is now ${ev(timeline.N).grad.values}.`);
+});
+
+test("in-place hazard: the run stops with the API's sentence and, when recorded, both versions", () => {
+  const { doc, timeline, ctx } = load("08_inplace_hazard");
+  const s = stepSentence(ctx, timeline.N);
+  assert.ok(s.endsWith("Then the run stopped: RuntimeError at line 7: `add_` at line 6 changed 'result', which ExpBackward0 saved for backward (version 0 → 1)."), s);
+  assert.ok(errorSentence(ctx).includes("modified in place by `add_` at line 6"), errorSentence(ctx));
+  assert.ok(errorSentence(ctx).endsWith("It was saved at version 0 and is now at version 1."), errorSentence(ctx));
+  const withVersions = wordsContext(indexDocument({ ...doc, error: { ...doc.error, saved_version: 0, current_version: 1, inplace_op: "add_", saved_name: "result" } }), timeline);
+  assert.ok(errorSentence(withVersions).endsWith("It was saved at version 0 and is now at version 1."), errorSentence(withVersions));
+});
+
+test("a shape error names the module, the op and the shapes it got", () => {
+  const { doc, index, timeline } = load("01_chain_rule");
+  const err = { type: "RuntimeError", message: "mat1 and mat2 shapes cannot be multiplied (3x8 and 5x2)", line: 4,
+    module: "2", module_type: "Linear", op: "linear", shapes: [[3, 8], [2, 5]] };
+  const ctx = wordsContext({ ...index, doc: { ...doc, error: err } }, timeline);
+  assert.equal(errorSentence(ctx),
+    "RuntimeError at line 4, raised by `linear` in 2 (Linear) with inputs of shape [3, 8] and [2, 5]: mat1 and mat2 shapes cannot be multiplied (3x8 and 5x2)");
+});
+
+test("double backward: the pass with create_graph=True is named, and so are the nodes it builds", () => {
+  const { index, timeline, ctx } = load("13_double_backward");
+  const labels = timeline.segments.map((s) => segmentLabel(ctx, s));
+  assert.ok(!labels.slice(1).includes("forward"), `nodes built by backward 0 are not "forward": ${labels}`);
+  assert.ok(labels.includes("backward 0 (building a graph)"), String(labels));
+  assert.ok(labels.includes("backward 1"), String(labels));
+  const k = timeline.events.findIndex((e) => index.nodes[index.idx.get(e.node)].created_in_pass === 0) + 1;
+  assert.ok(stepSentence(ctx, k).endsWith("during backward 0 (building a graph)."), stepSentence(ctx, k));
+});
+
+test("accumulation without zero_grad counts up; a cleared .grad starts afresh", () => {
+  const { doc, index, timeline, ctx } = load("09_accumulating_grads");
+  const w = byName(index, "w");
+  const acc = accumulationsAt(ctx, w, timeline.N);
+  assert.deepEqual([acc.count, acc.total, acc.reset], [3, 3, null]);
+  // The same run, told that .grad was set to None before the second and third accumulations.
+  const nodes = doc.graph.nodes.map((n) => (n.name === "w" ? { ...n, grad_resets: [{ at: 1, kind: "none", line: 9 }, { at: 2, kind: "zero" }] } : n));
+  const doc2 = { ...doc, graph: { ...doc.graph, nodes } };
+  const index2 = indexDocument(doc2);
+  const ctx2 = wordsContext(index2, new Timeline(index2));
+  const acc2 = accumulationsAt(ctx2, w, timeline.N);
+  assert.deepEqual([acc2.count, acc2.total, acc2.reset.kind], [1, 3, "zero"]);
+  const s = stepSentence(ctx2, timeline.N);
+  assert.ok(s.startsWith("backward 2 starts") || s.startsWith("AccumulateGrad sets w.grad to "), s);
+  assert.ok(s.includes(".grad was zeroed since the last accumulation"), s);
+});
+
+test("older documents: a reset is inferred when an accumulation's result equals what it added", () => {
+  const { doc } = load("09_accumulating_grads");
+  // Rewrite each AccumulateGrad event so .grad equals what was added (as after zero_grad()).
+  const events = doc.events.map((e) => (e.grad ? { ...e, grad: e.grad_outputs[0] } : e));
+  const index = indexDocument({ ...doc, events });
+  const tl = new Timeline(index);
+  const ctx = wordsContext(index, tl);
+  const acc = accumulationsAt(ctx, byName(index, "w"), tl.N);
+  assert.deepEqual([acc.count, acc.total, acc.reset.inferred], [1, 3, true]);
+});
+
+test("a node made inside a module called many times says which call (Node.module_stack, RunDocument.modules)", () => {
+  const { doc } = load("01_chain_rule");
+  const nodes = doc.graph.nodes.map((n) => (n.name === "MulBackward0" && n.line === 6 ? { ...n, module: "cell", module_stack: [{ path: "cell", call: 36 }] } : n));
+  const doc2 = { ...doc, graph: { ...doc.graph, nodes }, modules: [{ path: "cell", type: "GRUCell", calls: 200 }] };
+  const index = indexDocument(doc2);
+  const tl = new Timeline(index);
+  const ctx = wordsContext(index, tl);
+  const k = tl.events.findIndex((e) => e.phase === "forward" && index.nodes[index.idx.get(e.node)].module === "cell") + 1;
+  assert.equal(stepSentence(ctx, k), "line 6, `b = 3 * x`: MulBackward0 (line 6) is created from x in cell (call 37 of 200).");
+});

@@ -1,0 +1,108 @@
+"""Every kind of tensor gets values and/or stats, or a note saying why not (NOTE [every kind
+of tensor] in capture/values.py); a sparse gradient its dense values when small, and always its
+nonzero count and stats. Both recorders for the gradients."""
+
+from __future__ import annotations
+
+import math
+import warnings
+from typing import Any
+
+import pytest
+import torch
+
+from gradtrace.capture.values import encode
+
+BOTH = pytest.mark.parametrize("native", [False, True], ids=["python", "core"])
+
+
+def _close(a: Any, b: float) -> bool:
+    return math.isclose(float(a), b, rel_tol=1e-5, abs_tol=1e-6)
+
+
+def _stats_of(dense: torch.Tensor) -> dict[str, float]:
+    f = dense.double()
+    return {"min": f.min().item(), "max": f.max().item(), "mean": f.mean().item(), "norm": f.norm().item()}
+
+
+def test_sparse_small_has_dense_values_nonzero_and_stats() -> None:
+    t = torch.sparse_coo_tensor([[0, 2, 2]], [1.5, -2.0, 0.5], (5,), check_invariants=True)
+    v = encode(t)
+    assert v["layout"] == "sparse_coo" and v["nonzero"] == 2  # 2 and 2 coalesce into -1.5
+    assert v["values"] == [1.5, 0.0, -1.5, 0.0, 0.0]
+    for k, want in _stats_of(t.to_dense()).items():
+        assert _close(v["stats"][k], want), k
+
+
+def test_sparse_large_has_stats_of_its_dense_form_without_values() -> None:
+    t = torch.sparse_coo_tensor([[3, 4000, 9999]], [2.0, -5.0, 0.0], (10_000,), check_invariants=True)
+    v = encode(t)
+    assert v["values"] is None and v["nonzero"] == 2 and "10,000" in v["note"]
+    for k, want in _stats_of(t.to_dense()).items():
+        assert _close(v["stats"][k], want), k
+
+
+def test_sparse_csr() -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # "Sparse CSR tensor support is in beta state"
+        t = torch.tensor([[0.0, 3.0], [4.0, 0.0]]).to_sparse_csr()
+        v = encode(t)
+    assert v["layout"] == "sparse_csr" and v["nonzero"] == 2
+    assert v["values"] == [[0.0, 3.0], [4.0, 0.0]] and v["stats"]["norm"] == 5.0
+
+
+def test_every_other_kind_has_values_stats_or_a_note() -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # quantized creation is deprecated
+        q = torch.quantize_per_tensor(torch.tensor([0.5, -1.0]), 0.1, 0, torch.qint8)
+    kinds = {
+        "complex": torch.tensor([3 + 4j, 0j]),
+        "int": torch.tensor([1, -2, 3]),
+        "bool": torch.tensor([True, False, True]),
+        "quantized": q,
+        "meta": torch.empty(2, 3, device="meta"),
+    }
+    out = {k: encode(t) for k, t in kinds.items()}
+    assert out["complex"]["values"] == [[3.0, 4.0], [0.0, 0.0]] and out["complex"]["stats"]["max"] == 5.0
+    assert out["int"]["values"] == [1, -2, 3] and out["int"]["stats"]["min"] == -2
+    assert out["bool"]["values"] == [True, False, True] and out["bool"]["nonzero"] == 2
+    assert out["bool"]["stats"] is None and "true" in out["bool"]["note"]
+    assert out["quantized"]["values"] == [0.5, -1.0] and out["quantized"]["dtype"] == "qint8"
+    assert "dequantized" in out["quantized"]["note"]
+    assert out["meta"]["values"] is None and out["meta"]["stats"] is None and "no data" in out["meta"]["note"]
+    for k, v in out.items():
+        assert v["values"] is not None or v["stats"] is not None or v.get("note"), k
+
+
+EMBEDDING = """\
+torch.manual_seed(0)
+small = nn.Embedding(6, 2, sparse=True)
+large = nn.Embedding(3000, 4, sparse=True)
+idx = torch.tensor([1, 4, 4])
+loss = small(idx).sum() + large(idx).pow(2).sum()
+loss.backward()
+"""
+
+
+@BOTH
+def test_sparse_embedding_gradients(run: Any, native: bool) -> None:
+    doc = run(EMBEDDING, native=native)
+    leaves = {n["name"]: n for n in doc["graph"]["nodes"] if n["role"] == "leaf"}
+    small, large = leaves["small.weight"], leaves["large.weight"]
+    assert small["grad"]["layout"] == "sparse_coo" and small["grad"]["nonzero"] == 4
+    assert small["grad"]["values"] == [[0.0, 0.0], [1.0, 1.0], [0.0, 0.0], [0.0, 0.0], [2.0, 2.0], [0.0, 0.0]]
+    assert small["grad_history"] == [small["grad"]]
+    g = large["grad"]
+    assert g["values"] is None and g["nonzero"] == 8 and g["shape"] == [3000, 4]
+    torch.manual_seed(0)
+    torch.nn.Embedding(6, 2)
+    w = torch.nn.Embedding(3000, 4).weight.detach()
+    dense = torch.zeros(3000, 4)
+    for i in (1, 4, 4):
+        dense[i] += 2 * w[i]
+    for k, want in _stats_of(dense).items():
+        assert _close(g["stats"][k], want), k
+
+
+def test_both_recorders_write_sparse_gradients_alike(run: Any) -> None:
+    assert run(EMBEDDING, native=False)["id"] == run(EMBEDDING, native=True)["id"]

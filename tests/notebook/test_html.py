@@ -1,0 +1,89 @@
+"""The self-contained HTML file: written by ``doc.save_html``, opened from disk with the network
+off, it draws the run and plays it to the end."""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+
+import gradtrace
+
+pytestmark = pytest.mark.browser
+
+
+def _recorded() -> gradtrace.RunDocument:
+    with gradtrace.record() as rec:
+        w = torch.tensor([0.5, -1.0], requires_grad=True)
+        loss = (w.tanh() * 3).sum()
+        loss.backward()
+    return rec.document()
+
+
+def test_the_file_holds_the_document_and_no_outside_reference(tmp_path: Path, widget_bundles: Path) -> None:
+    doc = _recorded()
+    path = Path(doc.save_html(str(tmp_path / "lesson.html")))
+    text = path.read_text()
+    payload = re.search(r'<script type="application/gzip\+base64" id="gt-run">([^<]*)</script>', text)
+    assert payload is not None
+    embedded = json.loads(gzip.decompress(base64.b64decode(payload.group(1))))
+    assert embedded["id"] == doc.id and len(embedded["graph"]["nodes"]) == len(doc.graph.nodes)
+    assert not re.search(r'(src|href)="https?:', text), "nothing is loaded from outside the file"
+    assert text.count("<script") == 2
+
+
+def test_the_saved_file_opens_offline_and_plays_the_whole_run(browser: Any, tmp_path: Path,
+                                                               widget_bundles: Path) -> None:
+    doc = _recorded()
+    path = tmp_path / "lesson.html"
+    doc.save_html(str(path))
+    context = browser.new_context(offline=True, viewport={"width": 1280, "height": 720})
+    requests: list[str] = []
+    context.on("request", lambda r: requests.append(r.url))
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    try:
+        page.goto(path.as_uri())
+        page.wait_for_function("document.getElementById('gradtrace').dataset.ready === '1'", timeout=20_000)
+        info = page.evaluate("() => { const v = window.gradtrace.viewer; "
+                             "return { nodes: v.index.nodes.length, N: v.timeline.N, k: v.player.k }; }")
+        assert info["nodes"] == len(doc.graph.nodes) and info["N"] == info["k"] > 0
+        graph = page.locator("#gradtrace #graph")
+        graph.focus()
+        page.keyboard.press("Home")
+        page.locator("#gradtrace #tl-speed").select_option("4")
+        graph.focus()
+        page.keyboard.press(" ")  # play from the start
+        page.wait_for_function("window.gradtrace.viewer.player.k > 0")
+        done = f"window.gradtrace.viewer.player.k === {info['N']} && !window.gradtrace.viewer.player.playing"
+        page.wait_for_function(done, timeout=info["N"] * 1000 + 5000)
+        label = page.locator("#gradtrace #tl-label").inner_text()
+        assert label.startswith(f"Step {info['N']}/{info['N']}")
+        assert "backward" in label
+    finally:
+        context.close()
+    assert errors == []
+    assert all(u.startswith(("file:", "blob:", "data:")) for u in requests), requests
+
+
+@pytest.mark.parametrize(("scheme", "canvas"), [("light", "#ffffff"), ("dark", "#171a22")])
+def test_the_viewer_follows_the_theme_around_it(browser: Any, tmp_path: Path, widget_bundles: Path,
+                                                scheme: str, canvas: str) -> None:
+    path = tmp_path / "lesson.html"
+    _recorded().save_html(str(path))
+    context = browser.new_context(offline=True, color_scheme=scheme)
+    try:
+        page = context.new_page()
+        page.goto(path.as_uri())
+        page.wait_for_function("document.getElementById('gradtrace').dataset.ready === '1'", timeout=20_000)
+        assert page.evaluate("document.getElementById('gradtrace').dataset.theme") == scheme
+        assert page.evaluate("window.gradtrace.viewer.canvas.pal.bg") == canvas
+    finally:
+        context.close()

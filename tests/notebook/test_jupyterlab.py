@@ -1,0 +1,109 @@
+"""The widget in a real JupyterLab, driven through Debian's Chromium like a user would.
+
+One lab, one kernel, one notebook: load the extension, run a ``%%gradtrace`` cell, see the
+nodes drawn, step with the keyboard, click a node, and read ``w.selected`` and ``w.step`` in
+the next cell; then set ``w.step`` from Python and see the view move. About 25 s on two cores
+(the lab's start and the kernel's first torch import dominate).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from notebook.labutil import Lab, cell_output, run_cell, write_notebook
+
+pytestmark = pytest.mark.browser
+
+CELL_RECORD = """%%gradtrace w
+import torch
+x = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+y = (x * x + 3 * x).sum()
+y.backward()
+"""
+CELL_READ = "sel = w.selected\nprint('SEL', sel.name, sel.kind, sel.line, w.step, sel.grad.tolist())"
+WIDGET = ".gradtrace-widget"
+
+
+ARTIFACTS = Path(__file__).resolve().parent.parent / "artifacts"
+
+
+@pytest.fixture()
+def lab_page(page: Any, jupyterlab: Lab) -> Iterator[Any]:
+    """The page; afterwards a screenshot and the lab's log are left in tests/artifacts/."""
+    messages: list[str] = []
+    page.on("console", lambda m: messages.append(f"{m.type}: {m.text}"))
+    yield page
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "jupyterlab.png"))
+    (ARTIFACTS / "jupyterlab.log").write_text(jupyterlab.log() + "\n--- console\n" + "\n".join(messages))
+
+
+def test_gradtrace_cell_magic_in_jupyterlab(jupyterlab: Lab, lab_page: Any) -> None:
+    page = lab_page
+    write_notebook(jupyterlab.root / "lesson.ipynb",
+                   ["%load_ext gradtrace", CELL_RECORD, CELL_READ, "w.step = 1"])
+    page.set_default_timeout(60_000)
+    page.goto(f"{jupyterlab.url}/lab/tree/lesson.ipynb?token={jupyterlab.token}")
+    page.locator(".jp-Notebook .jp-Cell .cm-content").first.wait_for()
+    page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']").wait_for(timeout=90_000)
+
+    run_cell(page, 0)
+    run_cell(page, 1)
+    host = page.locator(WIDGET)
+    page.wait_for_function(f"document.querySelector('{WIDGET}')?.dataset.ready === '1'", timeout=30_000)
+
+    # The nodes are drawn: the scene holds the recorded graph and the canvas has ink on it.
+    drawn = page.evaluate(f"""() => {{
+        const v = document.querySelector('{WIDGET}').gradtrace;
+        const c = v.canvas.base, ctx = c.getContext('2d');
+        const px = ctx.getImageData(0, 0, c.width, c.height).data;
+        const bg = px.slice(0, 4).join();
+        let ink = 0;
+        for (let i = 0; i < px.length; i += 4 * 97) if (px.slice(i, i + 4).join() !== bg) ink++;
+        const x = v.index.nodes.find((n) => n.name === 'x');
+        const names = v.index.nodes.map((n) => n.name);
+        return {{ nodes: names.length, names, ink, N: v.timeline.N, xLine: x.line }};
+    }}""")
+    assert drawn["nodes"] >= 5 and "x" in drawn["names"] and "MulBackward0" in drawn["names"]
+    assert drawn["ink"] > 50, "the graph canvas is blank"
+    label = host.locator("#tl-label")
+    assert label.inner_text().startswith(f"Step {drawn['N']}/{drawn['N']}")
+
+    # Step with the keyboard (the keys belong to the graph, not to the notebook).
+    host.locator("#graph").focus()
+    page.keyboard.press("Home")
+    for _ in range(3):
+        page.keyboard.press("ArrowRight")
+    assert label.inner_text().startswith(f"Step 3/{drawn['N']}")
+    assert page.locator(".jp-Notebook .jp-Cell").count() == 4, "the arrows must not act on the notebook"
+
+    # Click the leaf x where it is drawn.
+    page.keyboard.press("End")
+    point = page.evaluate(f"""() => {{
+        const v = document.querySelector('{WIDGET}').gradtrace;
+        const i = v.index.nodes.findIndex((n) => n.name === 'x' && n.kind === 'tensor');
+        const vn = v.scene.view.byRef[i][0];
+        v.canvas.centerOn(vn);
+        v.canvas.drawNow();
+        const r = v.canvas.host.getBoundingClientRect(), cam = v.canvas.cam;
+        return {{ x: r.left + (v.scene.x[vn] - cam.x) * cam.k, y: r.top + (v.scene.y[vn] - cam.y) * cam.k }};
+    }}""")
+    page.mouse.click(point["x"], point["y"])
+    host.locator("#inspector-body h3", has_text="x").wait_for()
+
+    run_cell(page, 2)
+    text = cell_output(page, 2, "SEL")
+    n = drawn["N"]
+    # x.grad = 2x + 3, read back as a torch tensor; the line is the cell's (the magic line excluded)
+    assert 2 <= drawn["xLine"] <= 3
+    assert f"SEL x tensor {drawn['xLine']} {n} [5.0, 7.0, 9.0]" in text, text
+
+    # Setting the step from Python moves the view.
+    run_cell(page, 3)
+    page.wait_for_function(f"document.querySelector('{WIDGET}').gradtrace.player.k === 1")
+    assert label.inner_text().startswith(f"Step 1/{n}")
+    assert page.page_errors == [], page.page_errors

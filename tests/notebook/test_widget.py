@@ -1,0 +1,88 @@
+"""The widget's Python side, the static picture and the fallback without anywidget."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+import gradtrace
+from gradtrace.notebook.picture import MAX_NODES, graph_svg
+from gradtrace.notebook.widget import GradtraceWidget
+from gradtrace.schema import canonical_json
+
+
+def _recorded() -> gradtrace.record:
+    with gradtrace.record() as rec:
+        x = torch.tensor([1.0, -2.0], requires_grad=True)
+        y = (x * x).sum()
+        y.backward()
+    return rec
+
+
+def test_show_sends_the_document_compressed_and_answers_tensors(widget_bundles: Path) -> None:
+    rec = _recorded()
+    w = gradtrace.show(rec)
+    assert isinstance(w, GradtraceWidget)
+    doc = json.loads(gzip.decompress(w._doc))
+    assert gzip.decompress(w._doc) == canonical_json(w.document)
+    assert [n["name"] for n in doc["graph"]["nodes"] if n["kind"] == "tensor"] == ["x", "y"]
+    assert "y = (x * x).sum()" in (doc["code"] or ""), "the code pane gets the block's source"
+    assert w.selected is None and w.step == -1
+    w.selected = "x"  # by name; the view follows (the front end watches _selected)
+    sel = w.selected
+    assert sel is not None and sel.name == "x" and sel.kind == "tensor"
+    torch.testing.assert_close(sel.grad, torch.tensor([2.0, -4.0]))
+    w.selected = "MulBackward0"
+    sel = w.selected
+    assert sel is not None and sel.kind == "function"
+    torch.testing.assert_close(sel.grad, torch.tensor([1.0, 1.0]), msg="the gradient flowing into the node")
+    with pytest.raises(KeyError, match="no node"):
+        w.selected = "nope"
+    w.step = 2
+    assert w.step == 2
+
+
+def test_documents_from_the_client_show_as_the_widget(widget_bundles: Path) -> None:
+    from gradtrace.client import ClientRunDocument
+
+    doc = ClientRunDocument.model_validate(_recorded().document_dict())
+    doc._base_url = "http://127.0.0.1:8000"
+    bundle = doc._repr_mimebundle_()
+    assert "application/vnd.jupyter.widget-view+json" in bundle
+    assert f'href="http://127.0.0.1:8000/r/{doc.id}"' in bundle["text/html"], "the fallback links to the run's page"
+
+
+def test_show_refuses_what_is_not_a_run() -> None:
+    with pytest.raises(TypeError, match="RunDocument"):
+        gradtrace.show(42)
+
+
+def test_the_picture_draws_every_node_and_edge() -> None:
+    doc = _recorded().document_dict()
+    svg = graph_svg(doc)
+    assert svg.count("<rect") == len(doc["graph"]["nodes"])
+    assert svg.count("<line") == len(doc["graph"]["edges"])
+    nodes = [{"id": f"n{i}", "kind": "function", "name": "AddBackward0"} for i in range(MAX_NODES + 5)]
+    big = {"graph": {"nodes": nodes, "edges": []}}
+    assert "and 5 more nodes" in graph_svg(big)
+
+
+def test_without_anywidget_show_draws_a_picture_and_says_so_once() -> None:
+    code = (
+        "import sys; sys.modules['anywidget'] = None\n"  # an install without the notebook extra
+        "import torch, gradtrace\n"
+        "with gradtrace.record() as rec:\n"
+        "    (torch.ones(2, requires_grad=True) * 2).sum().backward()\n"
+        "a = gradtrace.show(rec); b = gradtrace.show(rec)\n"
+        "html = a._repr_html_()\n"
+        "print(type(a).__name__, '<svg' in html, 'MulBackward0' in html)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    assert out.stdout.split() == ["StaticRun", "True", "True"]
+    assert out.stderr.count("anywidget is not installed") == 1, out.stderr
