@@ -280,11 +280,15 @@ def test_nodes_built_by_a_backward_with_create_graph_are_drawn_in_their_own_styl
             if (n.kind !== 'function') return;
             c.centerOn(v); c.drawNow();
             const ctx = c.base.getContext('2d'), d = c.dpr;
-            const x = (s.x[v] - n.w / 2 - c.cam.x) * c.cam.k * d, y = (s.y[v] - n.h / 2 - c.cam.y) * c.cam.k * d;
-            const img = ctx.getImageData(Math.round(x), Math.round(y), Math.round(n.w * c.cam.k * d), Math.round(n.h * c.cam.k * d)).data;
+            const x = (s.x[v] - n.w / 2 - c.cam.x) * c.cam.k * d;
+            const y = (s.y[v] - n.h / 2 - c.cam.y) * c.cam.k * d;
+            const img = ctx.getImageData(Math.round(x), Math.round(y),
+                                         Math.round(n.w * c.cam.k * d), Math.round(n.h * c.cam.k * d)).data;
             let hits = 0;
             for (let i = 0; i < img.length; i += 4) {
-                if (Math.abs(img[i] - want[0]) + Math.abs(img[i + 1] - want[1]) + Math.abs(img[i + 2] - want[2]) < 40) hits++;
+                const dist = Math.abs(img[i] - want[0]) + Math.abs(img[i + 1] - want[1])
+                    + Math.abs(img[i + 2] - want[2]);
+                if (dist < 40) hits++;
             }
             (n.higher ? out.higher : out.forward).push(hits / (img.length / 4));
         });
