@@ -131,7 +131,10 @@ function boxesOf(index, vnodes, levels, active, opened) {
       return out.length ? out : null;
     }
     const ref = v.refs[0];
-    const shared = v.kind !== "group" && isShared(index, ref);
+    // Shared by the units of a level (a parameter every iteration or call uses): drawn once,
+    // outside every outline, also its module's (a module box would reach into each unit).
+    const shared = v.kind !== "group" && isShared(index, ref) && levels.length > 0 && levels.every((lv) => lv.unitOf[ref] < 0);
+    if (shared) return null;
     const out = [];
     if (!shared) {
       levels.forEach((lv, l) => {

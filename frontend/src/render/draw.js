@@ -256,7 +256,8 @@ function nodeTexts(scene, st, batches, pal, k, texts) {
       if (n.kind === "leaf" || n.kind === "retained") {
         const g = tl.leafGradAt(n.refs[0], st.k);
         const grad = g ? g.value : (st.k >= tl.N && scene.index.nodes[n.refs[0]].grad) || null;
-        if (grad) sub = `∇ ${fmtTensorShort(grad, 3)}${g && g.count > 1 ? ` (×${g.count})` : ""}`;
+        const since = g ? g.count - lastReset(scene.index.nodes[n.refs[0]], g.count) : 0;
+        if (grad) sub = `∇ ${fmtTensorShort(grad, 3)}${since > 1 ? ` (×${since})` : ""}`;
       } else if ((n.kind === "function" || n.kind === "acc") && st.pass >= 0) {
         // The gradient that reached this node in the current pass (its grad_outputs[0]).
         const step = tl.lastBackward(n.refs[0], st.k);
@@ -267,6 +268,16 @@ function nodeTexts(scene, st, batches, pal, k, texts) {
       if (sub) texts.push({ kind: "node", text: sub, wx: cx, wy: cy + 8, base: 11, color: pal.kinds[n.kind].sub, prio: 1.1, node: v, centre: true, fitTo: n.w - 6 });
     }
   }
+}
+
+/**
+ * How many of a leaf's first `count` accumulations came before its .grad was last cleared
+ * (Node.grad_resets: zero_grad() or .grad = None), so "(×n)" counts what .grad holds now.
+ */
+function lastReset(node, count) {
+  let at = 0;
+  for (const r of node.grad_resets || []) if (r.at < count) at = Math.max(at, r.at);
+  return at;
 }
 
 /** Place every text in screen space (labels.js) and draw the ones that found room. */
