@@ -12,7 +12,7 @@ import { palette } from "./palette.js";
 import { edgeText } from "./draw.js";
 
 /** The zoom at which 11 px text stays at least 9 px on screen (labels.js MIN_TEXT_PX). */
-export const READ_K = 9 / 11;
+export const READ_K = 0.82;  // 11 × 0.82 = 9.02 (9 / 11 itself rounds to just under 9)
 import { fmtTensorShort } from "../graph/values.js";
 
 export class GraphCanvas {

@@ -250,7 +250,7 @@ function nodeTexts(scene, st, batches, pal, k, texts) {
       const n = vnodes[v];
       const cx = scene.x[v], cy = scene.y[v];
       const group = n.kind === "group";
-      texts.push({ kind: "node", text: n.label, wx: cx, wy: cy - 7, base: 12, min: group ? 11 : 0, bold: group,
+      texts.push({ kind: "node", text: n.label, wx: cx, wy: cy - (group ? 9 : 7), base: 12, min: group ? 11 : 0, bold: group,
         color: pal.kinds[n.kind].text, prio: 1, node: v, centre: true });
       let sub = n.sub;
       if (n.kind === "leaf" || n.kind === "retained") {
@@ -265,7 +265,8 @@ function nodeTexts(scene, st, batches, pal, k, texts) {
         const g = ev && ev.grad_outputs && ev.grad_outputs[0];
         if (g) sub = `${n.sub} · ∇ ${fmtTensorShort(g, 2, false)}`;
       }
-      if (sub) texts.push({ kind: "node", text: sub, wx: cx, wy: cy + 8, base: 11, color: pal.kinds[n.kind].sub, prio: 1.1, node: v, centre: true, fitTo: n.w - 6 });
+      // A group's title is kept at 11 px at least: its second line sits lower to stay clear of it.
+      if (sub) texts.push({ kind: "node", text: sub, wx: cx, wy: cy + (group ? 10 : 8), base: 11, color: pal.kinds[n.kind].sub, prio: 1.1, node: v, centre: true, fitTo: n.w - 6 });
     }
   }
 }
