@@ -16,7 +16,7 @@ import pytest
 from playwright.sync_api import expect
 
 from browser.pageutil import pick_node, run_code
-from gradtrace.lessons import all_lessons
+from gradtrace.lessons import all_lessons, lesson
 
 pytestmark = pytest.mark.browser
 
@@ -235,3 +235,16 @@ def test_every_lesson_is_readable_at_fit(sized: Any) -> None:
             continue
         _fit(page)
         _check_texts(page, f"lesson {title!r} at Fit")
+
+
+def test_inplace_error_is_readable_at_fit_and_nothing_is_cut_off(sized: Any, artifacts_dir: Path) -> None:
+    page = sized
+    page.get_by_text("Examples", exact=True).click()
+    page.get_by_role("button", name=re.compile("^" + re.escape(lesson("inplace_hazard").title))).click()
+    run_code(page)
+    _fit(page)
+    texts = _check_texts(page, "in-place error at Fit")
+    drawn = [t["text"] for t in texts]
+    # The node whose saved tensor changed and the op that changed it are both marked, whole.
+    assert any(t.startswith("⚠") for t in drawn) and any("add_" in t for t in drawn), drawn
+    page.screenshot(path=str(artifacts_dir / f"readable-inplace-{page.size_id}.png"))
