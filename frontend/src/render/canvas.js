@@ -7,7 +7,7 @@
 import { drawScene } from "./draw.js";
 import { alongReversed, edgePoints } from "./geometry.js";
 import { stepState } from "./scene.js";
-import { Minimap } from "./minimap.js";
+import { Minimap, minimapSize } from "./minimap.js";
 import { palette } from "./palette.js";
 import { edgeText } from "./draw.js";
 
@@ -258,7 +258,10 @@ export class GraphCanvas {
     if (v === undefined) return;
     const { w, h } = this._size();
     const sx = (this.scene.x[v] - this.cam.x) * this.cam.k, sy = (this.scene.y[v] - this.cam.y) * this.cam.k;
-    if (sx < 0 || sy < 0 || sx > w || sy > h) this.cam = { ...this.cam, x: this.scene.x[v] - w / 2 / this.cam.k, y: this.scene.y[v] - h / 2 / this.cam.k };
+    // Under the minimap counts as out of view.
+    const [mw, mh] = this.minimap.canvas.hidden ? [0, 0] : minimapSize({ w, h });
+    const underMap = sx > w - mw - 14 && sy > h - mh - 14;
+    if (sx < 0 || sy < 0 || sx > w || sy > h || underMap) this.cam = { ...this.cam, x: this.scene.x[v] - w / 2 / this.cam.k, y: this.scene.y[v] - h / 2 / this.cam.k };
   }
 
   /** The visible node under a screen point, or -1. */
