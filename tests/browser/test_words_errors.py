@@ -90,13 +90,14 @@ def test_shape_error_in_sequential_marks_the_module_and_the_shapes(playground: A
     err = doc["error"]
     assert err["type"] == "RuntimeError" and err["line"] == 5
     explain = page.locator("#error-box .gt-error-explain").inner_text()
-    # The shapes it got: from the document (capture's `shapes`) or from torch's own message.
-    assert "[3, 8]" in explain and ("[5, 2]" in explain or "[2, 5]" in explain), explain
+    # The module and op that raised and the shapes it got, as the recorder wrote them.
+    assert (err["module"], err["module_type"], err["op"]) == ("model.2", "Linear", "linear"), err
+    assert [3, 8] in err["shapes"], err
+    shapes = " and ".join(f"[{', '.join(map(str, s))}]" for s in err["shapes"])
+    assert f"raised by `linear` in model.2 (Linear) with inputs of shape {shapes}:" in explain, explain
     marks = error_marks(page)
     assert len(marks) == 1, marks
-    if err.get("module"):  # the recorder names the module that raised
-        assert err["module"] in explain and (err.get("module_type") or "") in explain
-        assert err["module"] in marks[0]["text"]
+    assert marks[0]["text"].startswith("⚠ model.2 (Linear) raised next: got [3, 8]"), marks
     # The mark sits on the last node made before the error: the ReLU's output went into Linear 2.
     assert marks[0]["label"] == "ReluBackward0", marks
     # Nothing is cut off: the error box wraps inside its panel.

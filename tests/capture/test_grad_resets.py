@@ -100,3 +100,21 @@ def test_record_block_sees_resets(native: bool) -> None:
     assert leaf.grad_resets is not None
     assert [(r.at, r.kind) for r in leaf.grad_resets] == [(1, "none"), (2, "none")]
     assert all(r.line is not None for r in leaf.grad_resets)
+
+
+@BOTH
+def test_optimizers_zeroing_in_place_foreach_or_not(run: Any, native: bool) -> None:
+    code = """\
+torch.manual_seed(0)
+model = nn.Sequential(nn.Linear(3, 4), nn.Linear(4, 1))
+for opt in (torch.optim.Adam(model.parameters(), foreach=True),
+            torch.optim.SGD(model.parameters(), lr=0.1, foreach=False)):
+    for _ in range(2):
+        opt.zero_grad(set_to_none=False)
+        model(torch.ones(2, 3)).sum().backward()
+        opt.step()
+"""
+    leaves = _leaves(run(code, native=native))
+    assert len(leaves) == 4
+    for leaf in leaves.values():
+        assert leaf["grad_resets"] == [{"at": k, "kind": "zero", "line": 6} for k in (1, 2, 3)]

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from conftest import lesson_code
+from conftest import Snippet, lesson_code, snippets
 
 BOTH = pytest.mark.parametrize("native", [False, True], ids=["python", "core"])
 
@@ -123,3 +123,18 @@ def test_no_modules_no_fields(run: Any, native: bool) -> None:
     doc = run("x = torch.ones(2, requires_grad=True)\n(x * x).sum().backward()\n", native=native)
     assert "modules" not in doc
     assert all("module_stack" not in n for n in doc["graph"]["nodes"])
+
+
+@pytest.mark.parametrize("snippet", snippets(), ids=lambda s: s.name)
+def test_every_lesson_and_case_has_consistent_module_calls_and_resets(snippet: Snippet, run: Any) -> None:
+    doc = run(snippet.code)
+    if "modules" in doc:
+        _check_stacks(doc)
+    else:
+        assert all(n["module"] is None for n in doc["graph"]["nodes"])
+    for n in doc["graph"]["nodes"]:
+        resets = n.get("grad_resets")
+        if resets:
+            assert n["role"] == "leaf"
+            ats = [r["at"] for r in resets]
+            assert ats == sorted(set(ats)) and ats[0] > 0 and ats[-1] < len(n["grad_history"])

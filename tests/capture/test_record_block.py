@@ -140,3 +140,19 @@ def test_document_equals_the_validated_dict(native: bool) -> None:
     plain = RunDocument.model_validate(record().document_dict())
     assert fast.id == plain.id
     assert fast.model_dump(by_alias=True, mode="json") == plain.model_dump(by_alias=True, mode="json")
+
+
+@BOTH
+def test_a_cell_recorded_as_the_cell_magic_does(native: bool) -> None:
+    """``%%gradtrace`` records with the user namespace given (``_namespace``) and execs the
+    cell in it: earlier cells' graphs live there, and stay out."""
+    import gradtrace
+
+    g: dict[str, Any] = {"__name__": "__main__"}
+    exec(compile(EARLIER_CELL, "<cell 0>", "exec"), g)
+    cell = "mlp = torch.nn.Linear(3, 1)\nout = mlp(torch.randn(2, 3)).sum()\nout.backward()\n"
+    with gradtrace.record(native=native, _filename="<cell 1>", _namespace=g) as rec:
+        exec(compile(cell, "<cell 1>", "exec"), g)
+    names = _names(rec.document())
+    assert "x" not in names and "MulBackward0" not in names and "AddBackward0" not in names
+    assert {"mlp.weight", "mlp.bias", "out"} <= set(names)

@@ -72,3 +72,41 @@ def test_record_block_with_a_thread(native: bool) -> None:
     assert doc.status == "ok"
     (leaf,) = [n for n in doc.graph.nodes if n.name == "x"]
     assert len(leaf.grad_history) == 1
+
+
+FORWARD_IN_A_THREAD = """\
+import threading
+x = torch.tensor([1.0, 2.0], requires_grad=True)
+for _ in range(20):
+    z = (x * 3).exp()
+out = {}
+def work():
+    out["y"] = (x * x).sin().sum()
+t = threading.Thread(target=work)
+t.start()
+t.join()
+out["y"].backward()
+"""
+
+
+@BOTH
+def test_a_graph_built_on_another_thread_is_walked_whole(run: Any, native: bool) -> None:
+    """Autograd numbers nodes per thread: the other thread's nodes are numbered from 0, below
+    the snippet's. A snippet runs in a fresh namespace, where no older graph can be reached,
+    so nothing is cut off by number (NOTE [nodes from before the block] in graph.py)."""
+    doc = run(FORWARD_IN_A_THREAD, native=native)
+    names = [n["name"] for n in doc["graph"]["nodes"]]
+    assert {"SinBackward0", "SumBackward0"} <= set(names)
+    (sin,) = [n for n in doc["graph"]["nodes"] if n["name"] == "SinBackward0"]
+    assert any(e["target"] == sin["id"] for e in doc["graph"]["edges"])
+
+
+@pytest.mark.parametrize("extra", [2800, 3500, 4000])
+def test_the_size_cap_on_another_thread_is_the_same_on_both_recorders(run: Any, extra: int) -> None:
+    """The document's size estimate stops both recorders at the same event of a backward run
+    by another thread (the core's budget is kept exact), and that backward completes."""
+    docs = [run(THREADED, native=native, max_document_bytes=(512 << 10) + extra) for native in (False, True)]
+    for doc in docs:
+        assert doc["status"] == "graph_limit" and "size limit" in doc["message"]
+        assert doc["stdout"] == "[2.0, 4.0] []\n"
+    assert docs[0]["id"] == docs[1]["id"]

@@ -49,8 +49,6 @@ def test_a_failing_cell_shows_its_run_and_raises(shell: Any, widget_bundles: Any
     assert "MulBackward0" in [n.get("name") for n in doc["graph"]["nodes"]]
 
 
-@pytest.mark.xfail(strict=True, reason="record() picks up graphs made before the block (issue 15): "
-                   "the capture fix is not on main yet; when it lands this passes and the marker goes")
 def test_a_cell_holds_only_the_nodes_it_made(shell: Any, widget_bundles: Any) -> None:
     shell.run_cell("import torch\nx = torch.tensor(2.0, requires_grad=True)\ny = x * x + 3 * x + 1\ny.backward()\n")
     shell.run_cell("%%gradtrace w\nv = torch.ones(3, requires_grad=True)\n(v * 2).sum().backward()\n")

@@ -160,12 +160,24 @@ class Fleet:
     workers: list[WorkerProc] = field(default_factory=list)
 
     def add_worker(self, *, wait: bool = True, **kwargs: Any) -> WorkerProc:
-        before = len(registered(self.apis[0])) if self.apis and wait else 0
         worker = launch_worker(self.env, **kwargs)
         self.workers.append(worker)
         if wait:
-            self.wait_workers(before + 1, worker)
+            self.wait_registered(worker)
         return worker
+
+    def wait_registered(self, worker: WorkerProc, timeout_s: float = 90.0) -> None:
+        """Until this worker's own entry is in the registry (a worker killed just before keeps
+        its entry for the registry's TTL, so counting entries would race with its expiry)."""
+        def listed() -> bool:
+            if worker.proc.poll() is not None:
+                raise AssertionError(f"worker exited with {worker.proc.returncode}:\n{worker.log()[-3000:]}")
+            try:
+                return any(w.get("pid") == worker.proc.pid for w in registered(self.apis[0], worker.device))
+            except httpx.HTTPError:
+                return False
+
+        wait_until(listed, timeout_s, f"worker {worker.proc.pid} did not register", every=0.2)
 
     def wait_workers(self, n: int, worker: WorkerProc | None = None, timeout_s: float = 90.0) -> None:
         def enough() -> bool:

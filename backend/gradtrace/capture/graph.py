@@ -100,6 +100,9 @@ def node_name(node: Node) -> str:
 #     where reached, as the named producer of the tensor the block took in, but not walked
 #     into (no inputs, no edges), and the sweep leaves such graphs alone. A leaf from before
 #     the block (its AccumulateGrad has no number) appears as a leaf, as any leaf does.
+#     The counter is per thread: a node another thread made inside the block may be numbered
+#     below it and is then recorded without its inputs. ``run_snippet`` runs the snippet in a
+#     fresh namespace, where no older graph can be reached, and sets no boundary.
 def before_block(n: Node, boundary: int) -> bool:
     seq = n._sequence_nr()
     return seq < boundary and seq != ACC_SEQ

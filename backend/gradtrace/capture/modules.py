@@ -51,9 +51,11 @@ class ModuleTracker:
         self._roots: dict[int, tuple[nn.Module, str | None]] = {}
         self._own: dict[type, bool] = {}
         self._tracing: list[bool] = []
-        self._calls: list[tuple[tuple[str, int], ...]] = []
-        """Per running module: the named module calls on the stack down to it (NOTE [module
-        calls])."""
+        self._calls: list[ModulePath | None] = []
+        """Per running module: the innermost named module call on the stack down to it (NOTE
+        [module calls])."""
+        self._path_json: dict[str, str] = {}
+        """Each module path's canonical JSON string."""
 
     def install(self) -> list[Any]:
         pre = nn.modules.module.register_module_forward_pre_hook(self._pre)
@@ -111,19 +113,26 @@ class ModuleTracker:
     #     every node of the call, so both recorders write it as they write ``module``. An
     #     unnamed module (no variable leads to it) is left out of the stack.
     def _note_call(self, path: str | None, module: nn.Module) -> ModulePath | None:
-        outer = self._calls[-1] if self._calls else ()
+        outer = self._calls[-1] if self._calls else None
         if path is None:
             self._calls.append(outer)
             return None
         counts = self.rec.module_calls.get(path)
         if counts is None:
             counts = self.rec.module_calls[path] = [type(module).__name__, 0]
-        calls = (*outer, (path, counts[1]))
+            self._path_json[path] = canonical_bytes(path).decode()
+        call = counts[1]
         counts[1] += 1
-        self._calls.append(calls)
+        # the stack's canonical JSON, extended from the enclosing call's (sorted keys)
+        text = f'{{"call":{call},"path":{self._path_json[path]}}}'
         noted = ModulePath(path)
-        noted.stack = [{"call": c, "path": p} for p, c in calls]
-        noted.stack_json = canonical_bytes(noted.stack).decode()
+        if outer is None:
+            noted.stack = [{"call": call, "path": path}]
+            noted.stack_json = f"[{text}]"
+        else:
+            noted.stack = [*outer.stack, {"call": call, "path": path}]
+            noted.stack_json = f"{outer.stack_json[:-1]},{text}]"
+        self._calls.append(noted)
         return noted
 
     def _note_raise(self, path: str | None, module: nn.Module, args: Any) -> None:

@@ -157,6 +157,8 @@ class Recorder:
         self.size_estimate += nbytes
         if self.size_estimate > self.max_document_bytes:
             self.stop(f"the document reached its size limit ({self.max_document_bytes >> 20} MB)")
+        if self.native is not None:  # tensor nodes: the core's budget stays exact (NOTE [other threads])
+            self._sync_bytes()
 
     def begin_block(self) -> None:
         """The block starts now: nodes made before it are not walked into (NOTE [nodes from

@@ -73,7 +73,8 @@ class record:
 
     def __init__(self, *, max_nodes: int = 50_000, max_events: int = 200_000,
                  max_document_bytes: int = 28 << 20, native: bool | None = None,
-                 _filename: str | None = None, _namespace: dict[str, Any] | None = None) -> None:
+                 _filename: str | None = None, _namespace: dict[str, Any] | None = None,
+                 _fresh: bool = False) -> None:
         self.max_nodes = max_nodes
         self.max_events = max_events
         self.max_document_bytes = max_document_bytes
@@ -81,6 +82,9 @@ class record:
         """Use the C++ core (NOTE [why C++]): None = when it is built, False = Python hooks."""
         self._filename = _filename
         self._namespace = _namespace
+        self._fresh = _fresh
+        """The block runs in a namespace made for it (``run_snippet``): no older graph can be
+        reached, so none is cut off (NOTE [nodes from before the block] in graph.py)."""
         self._rec: Recorder | None = None
         self._mode: CaptureMode | None = None
         self._library: LibraryCalls | None = None
@@ -96,7 +100,11 @@ class record:
         rec = Recorder(filename, max_nodes=self.max_nodes, max_events=self.max_events,
                        max_document_bytes=self.max_document_bytes, use_native=self.native)
         rec.namespace = self._namespace if self._namespace is not None else caller.f_globals
-        rec.begin_block()
+        if not self._fresh:
+            # a block in a namespace that lived before it (a notebook cell, a script): older
+            # graphs live there; a snippet's fresh namespace holds none (NOTE [nodes from
+            # before the block] in graph.py)
+            rec.begin_block()
         self._rec = rec
         self._mode = CaptureMode(rec)
         self._library = LibraryCalls(rec, self._mode)

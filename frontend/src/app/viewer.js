@@ -175,7 +175,7 @@ export class Viewer {
     }
     if (!labels.size) return;
     scene.errorV = [...labels.keys()];
-    scene.errorLabels = labels;
+    scene.errorLabels = new Map([...labels].filter(([, text]) => text));
   }
 
   _text(name, text) { if (this.els[name]) this.els[name].textContent = text; }

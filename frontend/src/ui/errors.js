@@ -44,7 +44,8 @@ export function errorMarks(index) {
   }
   const at = err.node != null && index.idx.has(err.node) ? index.idx.get(err.node) : lastMade(index);
   if (at >= 0) {
-    let text = `⚠ ${err.type}${err.line != null ? ` (line ${err.line})` : ""}`;
+    // `text` null: the renderer writes its own "⚠ RuntimeError (line 7)".
+    let text = null;
     if (out.module && out.module.path) {
       text = `⚠ ${out.module.path}${out.module.type ? ` (${out.module.type})` : ""} raised next`;
       if (shapes && shapes.length) text += `: got ${shapes.map(fmtShape).join(", ")}`;
