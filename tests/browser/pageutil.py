@@ -36,7 +36,7 @@ def run_code(page: Any, code: str | None = None) -> None:
     if code is not None:
         set_code(page, code)
     before = ready_generation(page)
-    page.get_by_role("button", name="Run").click()
+    page.get_by_role("button", name=re.compile(r"^Run\b")).click()  # not "RuntimeError …" in the node list
     wait_drawn(page, before)
 
 

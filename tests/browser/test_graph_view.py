@@ -44,19 +44,59 @@ def test_collapsing_a_module_draws_it_as_one_box_and_expanding_restores_it(playg
     assert sorted(_names(page)) == sorted(full)
 
 
-def test_repeated_transformer_layers_merge_into_one_box_that_opens(playground: Any,
-                                                                   artifacts_dir: Path) -> None:
+def _layer0_output_grad_norm(code: str) -> float:
+    """Run a lesson in torch here and return the norm of the gradient that reached the first
+    TransformerEncoderLayer's output: what autograd summed over that output's uses."""
+    import torch
+
+    grads: list[torch.Tensor] = []
+
+    def hook(module: torch.nn.Module, args: Any, out: Any) -> None:
+        if type(module).__name__ == "TransformerEncoderLayer" and not grads:
+            grads.append(torch.empty(0))
+            out.register_hook(lambda g: grads.__setitem__(0, g.detach().clone()))
+
+    handle = torch.nn.modules.module.register_module_forward_hook(hook)
+    try:
+        torch.manual_seed(0)  # the page runs a snippet with seed 0
+        exec(compile(code, "lesson", "exec"), {"__name__": "__lesson__"})
+    finally:
+        handle.remove()
+    return float(grads[0].norm())
+
+
+def test_transformer_layers_fold_around_the_active_one_and_their_edge_sums(playground: Any,
+                                                                          artifacts_dir: Path) -> None:
     page = playground
     run_example(page, "transformer_block")
     names = _names(page)
-    assert "layers × 2" in names
-    page.screenshot(path=str(artifacts_dir / "transformer-merged.png"))
-    pick_node(page, re.compile("^layers × 2"))
-    page.get_by_role("button", name="Show the blocks").click()
-    page.wait_for_function("[...document.querySelectorAll('#node-list li')].some(li => "
-                           "li.textContent.startsWith('encoder.layers.1 — '))")
-    names = _names(page)
-    assert "encoder.layers.0" in names and "encoder.layers.1" in names and "layers × 2" not in names
+    # The layer active at the last step (backward ends in layer 0) is open, the other folded.
+    assert "TransformerEncoderLayer 2 of 2" in names
+    boxes = page.evaluate("window.gradtrace.app.scene.boxes.map(b => b.title || b.path)")
+    assert "▾ encoder.layers.0 · TransformerEncoderLayer 1 of 2" in boxes
+    assert {"encoder.layers.0.self_attn", "encoder.layers.0.linear1"} <= set(boxes)
+    page.screenshot(path=str(artifacts_dir / "transformer-layers.png"))
+    # The edge from layer 0 into the folded layer 1 stands for every use of layer 0's output:
+    # it shows their sum, the gradient autograd gave that output, as torch computes it.
+    drawn = page.evaluate("""() => {
+        const app = window.gradtrace.app, s = app.scene, { vnodes, vedges } = s.view;
+        const lv = app.viewer.levels[0];
+        const fold = vnodes.findIndex(v => v.fold);
+        const into = vedges.map((e, i) => [e, i]).filter(([e]) => e.t === fold
+            && vnodes[e.s].refs.every(r => lv.unitOf[r] === 0) && !vnodes[e.s].fold);
+        into.sort((a, b) => b[0].refs.length - a[0].refs.length);
+        const [e, i] = into[0];
+        const st = app.canvas.stepState();
+        const g = st.edgeGrad(i);
+        return { parts: e.refs.length, norm: g && g.g.stats.norm, total: !!(g && g.total) }; }""")
+    assert drawn["parts"] >= 2 and drawn["total"], drawn
+    lesson_code = page.evaluate("window.gradtrace.app.doc.code")
+    assert drawn["norm"] == pytest.approx(_layer0_output_grad_norm(lesson_code), rel=1e-4)
+    # A fold of one layer opens at once (a fold of several shows them one by one first).
+    pick_node(page, re.compile("^TransformerEncoderLayer 2 of 2"))
+    page.get_by_role("button", name="Expand it").click()
+    page.wait_for_function("window.gradtrace.app.scene.boxes.some(b => b.path === 'encoder.layers.1')")
+    assert not any(n.startswith("TransformerEncoderLayer") for n in _names(page))
 
 
 def test_legend_explains_every_node_kind(playground: Any) -> None:
@@ -86,11 +126,21 @@ def test_zoom_buttons_and_fit_change_the_camera(playground: Any) -> None:
     page.get_by_role("button", name="Zoom in").click()
     assert page.evaluate("window.gradtrace.app.canvas.cam.k") == pytest.approx(k0 * 1.25)
     page.get_by_role("button", name="Fit").click()
+    # Fit shows the whole graph when its text stays legible (≥ 9 px: zoom ≥ 9/11), else the
+    # current node and as much around it as that zoom allows (render/canvas.js, NOTE [fit]).
     fitted = page.evaluate("""() => { const c = window.gradtrace.app.canvas, s = c.scene;
         const w = c.host.clientWidth, h = c.host.clientHeight;
-        return [c.cam.x * c.cam.k <= 0, c.cam.y * c.cam.k <= 0,
-                (s.width - c.cam.x) * c.cam.k <= w + 1, (s.height - c.cam.y) * c.cam.k <= h + 1]; }""")
-    assert all(fitted)
+        const whole = c.cam.x * c.cam.k <= 0 && c.cam.y * c.cam.k <= 0
+            && (s.width - c.cam.x) * c.cam.k <= w + 1 && (s.height - c.cam.y) * c.cam.k <= h + 1;
+        const [v] = c.stepState().current;
+        const sx = (s.x[v] - c.cam.x) * c.cam.k, sy = (s.y[v] - c.cam.y) * c.cam.k;
+        return { whole, k: c.cam.k, current: sx >= 0 && sx <= w && sy >= 0 && sy <= h,
+                 legibleWhole: Math.min(w / (s.width + 40), h / (s.height + 40)) >= 9 / 11 }; }""")
+    assert fitted["k"] != pytest.approx(k0 * 1.25)
+    if fitted["legibleWhole"]:
+        assert fitted["whole"], fitted
+    else:
+        assert fitted["k"] >= 9 / 11 - 1e-9 and fitted["current"], fitted
 
 
 def test_a_5000_node_graph_is_laid_out_in_the_worker_and_steps(playground: Any, artifacts_dir: Path) -> None:
@@ -99,10 +149,11 @@ def test_a_5000_node_graph_is_laid_out_in_the_worker_and_steps(playground: Any, 
     RunDocument.model_validate(doc)
     timing = page.evaluate("text => window.gradtrace.loadDocument(JSON.parse(text))", json.dumps(doc))
     assert timing["nodes"] == len(doc["graph"]["nodes"])
-    # The unrolled steps are found by their repeating ops and folded around the open one
-    # (graph/groups.js), so far fewer boxes are drawn than the document has nodes.
-    assert 0 < timing["vnodes"] < timing["nodes"]
-    assert page.evaluate("window.gradtrace.app.viewer.levels.length") >= 1
+    # Its lines come round every 20 ops with different ops each time: no loop to fold
+    # (graph/groups.js, NOTE [a loop repeats itself]); every node is laid out, and each extra
+    # use of a shared weight gets its own copy (graph/view.js, NOTE [per-use proxies]).
+    assert timing["vnodes"] > timing["nodes"]
+    assert page.evaluate("window.gradtrace.app.viewer.levels.length") == 0
     expect(page.locator("#graph-stats")).to_contain_text(f"{len(doc['graph']['nodes'])} nodes")
     expect(page.locator(".gt-minimap")).to_be_visible()
     page.get_by_role("button", name="Fit").click()
@@ -174,6 +225,9 @@ def test_a_20000_node_graph_is_drawn_without_stack_overflow(playground: Any) -> 
     doc = synthetic_document(20000, "transformer")
     timing = page.evaluate("text => window.gradtrace.loadDocument(JSON.parse(text))", json.dumps(doc))
     assert timing["nodes"] == len(doc["graph"]["nodes"])
+    # Its lines come round every 20 ops, but with different ops each time: no loop to fold
+    # (graph/groups.js, NOTE [a loop repeats itself]), so every node is laid out and drawn.
+    assert timing["vnodes"] >= timing["nodes"]
     assert page.evaluate("window.gradtrace.app.scene.layout.layers") > 1000  # a deep graph, really laid out
     page.get_by_role("button", name="Fit").click()
     page.wait_for_timeout(100)
@@ -207,3 +261,40 @@ def test_the_node_list_for_keyboard_users_shows_up_when_focused(playground: Any)
     assert box and box["height"] > 20 and box["width"] > 200
     page.keyboard.press("Enter")
     expect(page.locator("#inspector h3")).to_have_text(first.inner_text().split(" — ")[0])
+
+
+def test_nodes_built_by_a_backward_with_create_graph_are_drawn_in_their_own_style(playground: Any,
+                                                                                  artifacts_dir: Path) -> None:
+    page = playground
+    doc = run_example(page, "double_backward")
+    higher = [n for n in doc["graph"]["nodes"] if n.get("created_in_pass") is not None]
+    assert higher, "the lesson's first backward (create_graph=True) recorded no node"
+    page.get_by_role("button", name="Fit").click()
+    # Count, inside each drawn function node's box, the pixels in the higher-order colour.
+    report = page.evaluate("""() => {
+        const c = window.gradtrace.app.canvas, s = c.scene, { vnodes } = s.view;
+        const hex = c.pal.higher.replace('#', '');
+        const want = [0, 2, 4].map(i => parseInt(hex.slice(i, i + 2), 16));
+        const out = { higher: [], forward: [] };
+        vnodes.forEach((n, v) => {
+            if (n.kind !== 'function') return;
+            c.centerOn(v); c.drawNow();
+            const ctx = c.base.getContext('2d'), d = c.dpr;
+            const x = (s.x[v] - n.w / 2 - c.cam.x) * c.cam.k * d;
+            const y = (s.y[v] - n.h / 2 - c.cam.y) * c.cam.k * d;
+            const img = ctx.getImageData(Math.round(x), Math.round(y),
+                                         Math.round(n.w * c.cam.k * d), Math.round(n.h * c.cam.k * d)).data;
+            let hits = 0;
+            for (let i = 0; i < img.length; i += 4) {
+                const dist = Math.abs(img[i] - want[0]) + Math.abs(img[i + 1] - want[1])
+                    + Math.abs(img[i + 2] - want[2]);
+                if (dist < 40) hits++;
+            }
+            (n.higher ? out.higher : out.forward).push(hits / (img.length / 4));
+        });
+        return out; }""")
+    assert len(report["higher"]) >= 1 and report["forward"], report
+    assert min(report["higher"]) > 0.03, report
+    assert max(report["forward"]) < 0.01, report
+    page.get_by_role("button", name="Fit").click()
+    page.screenshot(path=str(artifacts_dir / "double-backward.png"))

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 from playwright.sync_api import expect
 
-from browser.pageutil import run_code
-from gradtrace.lessons import all_lessons
+from browser.pageutil import pick_node, run_code
+from gradtrace.lessons import all_lessons, lesson
 
 pytestmark = pytest.mark.browser
 
@@ -125,18 +125,18 @@ def test_gru_200_calls_fold_around_the_open_call(sized: Any, artifacts_dir: Path
     expect(picker).to_contain_text("of 200")
     page.screenshot(path=str(artifacts_dir / f"readable-gru-fit-{page.size_id}.png"))
     _check_texts(page, "GRU at Fit")
-    assert "cell calls 2–200" in _shown(page)
-    assert "▾ cell call 1 of 200" in _titles(page)
+    assert "calls 2–200 of GRUCell" in _shown(page)
+    assert "▾ GRUCell call 1 of 200" in _titles(page)
     assert page.evaluate("window.gradtrace.app.scene.view.vnodes.length") < 80
     expect(page.locator(".gt-minimap")).to_be_visible()
     # The picker moves the transport, and the open call follows it.
-    page.get_by_role("spinbutton", name="cell call number").fill("37")
-    page.get_by_role("spinbutton", name="cell call number").press("Enter")
+    page.get_by_role("spinbutton", name="GRUCell call number").fill("37")
+    page.get_by_role("spinbutton", name="GRUCell call number").press("Enter")
     page.wait_for_function("window.gradtrace.app.viewer.openUnits[0] === 36")
     page.wait_for_timeout(300)
     _check_texts(page, "GRU call 37")
-    assert "▾ cell call 37 of 200" in _titles(page)
-    assert {"cell calls 1–36", "cell calls 38–200"} <= set(_shown(page))
+    assert "▾ GRUCell call 37 of 200" in _titles(page)
+    assert {"calls 1–36 of GRUCell", "calls 38–200 of GRUCell"} <= set(_shown(page))
     page.screenshot(path=str(artifacts_dir / f"readable-gru-call37-{page.size_id}.png"))
     # Stepping forward through the call keeps every label legible.
     page.locator("#graph").focus()
@@ -159,7 +159,7 @@ def test_adam_loop_shows_one_iteration_and_folds_the_others(sized: Any, artifact
     page.wait_for_timeout(300)
     _fit(page)
     _check_texts(page, "Adam iteration 19")
-    assert {"iterations 1–18", "iteration 20"} <= set(_shown(page))
+    assert {"iterations 1–18", "iteration 20 / 20"} <= set(_shown(page))
     k = page.evaluate("window.gradtrace.app.player.k")
     page.locator("#graph").focus()
     for _ in range(4):
@@ -168,6 +168,32 @@ def test_adam_loop_shows_one_iteration_and_folds_the_others(sized: Any, artifact
     assert page.evaluate("window.gradtrace.app.player.k") == k + 4
     _check_texts(page, "Adam stepping through the backward pass")
     page.screenshot(path=str(artifacts_dir / f"readable-adam-step-{page.size_id}.png"))
+    # Folds open one level at a time, by a click: the run shows its iterations, one of
+    # those shows its nodes. The opened set lives in the view state (search opens groups there).
+    _click_box(page, "iterations 1–18")
+    page.wait_for_function("window.gradtrace.app.scene.view.vnodes.some(v => v.label === 'iteration 5 / 20')")
+    assert "iterations 1–18" not in _shown(page)
+    assert page.evaluate("[...window.gradtrace.app.viewer.state.get('open')]") == ["units:0"]
+    before = len(_shown(page))
+    _click_box(page, "iteration 5 / 20")
+    page.wait_for_function(f"window.gradtrace.app.scene.view.vnodes.length > {before}")
+    assert "▾ iteration 5 / 20" in _titles(page) and "iteration 5 / 20" not in _shown(page)
+    # A fold chosen from the keyboard's node list is summed up in the inspector; Enter opens it.
+    pick_node(page, re.compile("^iteration 6 . 20"))  # (a slash would end the selector)
+    expect(page.locator("#inspector")).to_contain_text("folded")
+    page.locator("#inspector").get_by_role("button", name="Expand it").press("Enter")
+    page.wait_for_function("window.gradtrace.app.scene.boxes.some(b => b.title === '▾ iteration 6 / 20')")
+
+
+def _click_box(page: Any, label: str) -> None:
+    """Centre the view on the visible box with this label and click it, as a person would."""
+    x, y = page.evaluate("""(label) => {
+        const c = window.gradtrace.app.canvas, s = c.scene;
+        const v = s.view.vnodes.findIndex(n => n.label === label);
+        c.centerOn(v); c.drawNow();
+        const r = c.overlay.getBoundingClientRect();
+        return [r.left + (s.x[v] - c.cam.x) * c.cam.k, r.top + (s.y[v] - c.cam.y) * c.cam.k]; }""", label)
+    page.mouse.click(x, y)
 
 
 def test_transformer_6_layers_at_fit_and_merged_edges_sum(sized: Any, artifacts_dir: Path) -> None:
@@ -176,6 +202,21 @@ def test_transformer_6_layers_at_fit_and_merged_edges_sum(sized: Any, artifacts_
     _fit(page)
     _check_texts(page, "transformer at Fit")
     page.screenshot(path=str(artifacts_dir / f"readable-transformer-fit-{page.size_id}.png"))
+    # The layer active at the step is open (its attention and feed-forward as module boxes),
+    # the other five folded on both sides of it, with the output below.
+    assert "TransformerEncoderLayer 2–6 of 6" in _shown(page)
+    assert "output" in _shown(page)
+    titles = _titles(page)
+    assert "▾ enc.layers.0 · TransformerEncoderLayer 1 of 6" in titles
+    assert {"enc.layers.0.self_attn", "enc.layers.0.linear1", "enc.layers.0.linear2"} <= set(titles)
+    # Picking layer 4 moves the transport there; layers 1–3 and 5–6 fold around it.
+    page.get_by_role("spinbutton", name="TransformerEncoderLayer number").fill("4")
+    page.get_by_role("spinbutton", name="TransformerEncoderLayer number").press("Enter")
+    page.wait_for_function("window.gradtrace.app.viewer.openUnits[0] === 3")
+    page.wait_for_timeout(300)
+    assert {"TransformerEncoderLayer 1–3 of 6", "TransformerEncoderLayer 5–6 of 6"} <= set(_shown(page))
+    _check_texts(page, "transformer layer 4")
+    page.screenshot(path=str(artifacts_dir / f"readable-transformer-layer4-{page.size_id}.png"))
 
 
 def _lessons() -> list[str]:
@@ -194,3 +235,16 @@ def test_every_lesson_is_readable_at_fit(sized: Any) -> None:
             continue
         _fit(page)
         _check_texts(page, f"lesson {title!r} at Fit")
+
+
+def test_inplace_error_is_readable_at_fit_and_nothing_is_cut_off(sized: Any, artifacts_dir: Path) -> None:
+    page = sized
+    page.get_by_text("Examples", exact=True).click()
+    page.get_by_role("button", name=re.compile("^" + re.escape(lesson("inplace_hazard").title))).click()
+    run_code(page)
+    _fit(page)
+    texts = _check_texts(page, "in-place error at Fit")
+    drawn = [t["text"] for t in texts]
+    # The node whose saved tensor changed and the op that changed it are both marked, whole.
+    assert any(t.startswith("⚠") for t in drawn) and any("add_" in t for t in drawn), drawn
+    page.screenshot(path=str(artifacts_dir / f"readable-inplace-{page.size_id}.png"))

@@ -13,7 +13,7 @@
 import { Player } from "../animate/player.js";
 import { Timeline } from "../graph/timeline.js";
 import { indexDocument } from "../graph/document.js";
-import { activeVNodes, openAt, runLevels, shownMask } from "../graph/groups.js";
+import { activeVNodes, openAt, runLevels, shownMask, unitKey, unitsKey } from "../graph/groups.js";
 import { defaultCollapsed, moduleTree } from "../graph/modules.js";
 import { buildView } from "../graph/view.js";
 import { LayoutClient } from "../layout/client.js";
@@ -67,10 +67,17 @@ export class Viewer {
     this.inspector = new Inspector(this.els.inspector, { onLine: (line) => this.onLineCb(line, true), onExpand: (v) => this.openGroup(v) });
     this.canvas = new GraphCanvas(this.els.graph, {
       onNodeClick: (v) => this.selectNode(v),
-      onBoxClick: (path) => this.toggleModule(path),
+      onBoxClick: (path) => this.clickBox(path),
       onGroupOpen: (v) => this.openGroup(v),
       onHover: () => this.player.pause(),
     });
+    // Enter on the graph opens the selected fold one level (graph/groups.js).
+    this.els.graph.addEventListener("keydown", (ev) => {
+      const v = this.selectedV;
+      if (ev.key === "Enter" && this.scene && v >= 0 && this.scene.view.vnodes[v].kind === "group") { ev.preventDefault(); this.openGroup(v); }
+    });
+    // Search (or anything else) may open groups through the view state: draw them.
+    this.state.subscribe((_, changed) => { if (changed.includes("open") && this.scene && !this._quiet) this.relayout(true); });
     this.els.graph.addEventListener("keydown", graphKeyHandler(this.player, this.canvas, {
       jump: (unit, back) => this.jump(unit, back),
       search: () => this.focusSearch(),
@@ -96,11 +103,13 @@ export class Viewer {
     this.tree = moduleTree(this.index);
     this.timeline = new Timeline(this.index);
     // Iterations and module calls (graph/groups.js): the open ones drawn in full, the rest folded.
-    this.levels = runLevels(this.index, this.timeline);
+    this.levels = runLevels(this.index, this.timeline, this.tree);
     const k0 = step == null ? this.timeline.N : Math.max(0, Math.min(this.timeline.N, step));
     this.openUnits = openAt(this.levels, k0);
     const shown = this.levels.length ? shownMask(this.levels, this.openUnits, this.index.nodes.length) : null;
+    this._quiet = true;
     this.state.reset({ collapsed: defaultCollapsed(this.index, this.tree, undefined, shown), step: this.timeline.N });
+    this._quiet = false;
     if (this.iterPicker) { this.iterPicker.setLevel(this.levels[0] || null); this.iterPicker.update(this.openUnits[0] ?? 0); }
     this.words = wordsContext(this.index, this.timeline, doc.code ?? this.codeText());
     this.errors = errorMarks(this.index);
@@ -179,14 +188,32 @@ export class Viewer {
 
   openGroup(v) {
     const g = this.scene.view.vnodes[v];
-    if (g.fold) {  // folded iterations or calls: go to the first of them (the units follow the step)
-      const unit = this.levels[g.level] && this.levels[g.level].units[g.lo];
-      if (unit) this.player.go(unit.forwardEnd || unit.lastStep, { fromUser: true });
-      return Promise.resolve(null);
+    if (g.fold) {
+      // One level at a time: a run of units shows its units, a unit shows what it holds.
+      // A selected fold stays selected as what now holds its first node (the inspector follows).
+      if (this.selectedV === v) this._keepSelection();
+      const next = new Set(this.state.get("open"));
+      next.add(g.single || g.lo === g.hi ? unitKey(g.level, g.lo) : unitsKey(g.level));
+      this._setQuietly({ open: next });
+      return this.relayout(true);
     }
     this._keepSelection();
     this._open(g);
     return this.relayout(true);
+  }
+
+  /** Change the view state without the relayout its subscription would start (the caller does it). */
+  _setQuietly(patch) { this._quiet = true; try { this.state.set(patch); } finally { this._quiet = false; } }
+
+  /** A box's title was clicked: an opened unit closes again, a module collapses. */
+  clickBox(key) {
+    if (key.startsWith("unit:")) {
+      const next = new Set(this.state.get("open"));
+      next.delete(key);
+      this._setQuietly({ open: next });
+      return this.relayout(true);
+    }
+    return this.toggleModule(key.replace(/@\d+$/, ""));
   }
 
   /** Open one group in the view state: a loop/call group by its key, else a module box. */

@@ -23,17 +23,32 @@
 const MIN_UNITS = 2;
 
 /** Every level of repeated units in the run, outermost first (may be empty). */
-export function runLevels(index, timeline) {
+export function runLevels(index, timeline, tree = null) {
   const levels = [];
   const iters = passIterations(index, timeline);
   if (iters) levels.push(iters);
   const calls = moduleCalls(index, levels[0] || null);
   if (calls) levels.push(calls);
+  else if (tree) {
+    const blocks = repeatedBlocks(index, tree);
+    if (blocks) levels.push(blocks);
+  }
   if (!levels.length) {
     const loop = lineIterations(index, timeline);
     if (loop) levels.push(loop);
   }
   for (const lv of levels) finishLevel(lv, index, timeline);
+  // A unit of an inner level lies in one unit of the level above (where most of its nodes are).
+  for (let l = 1; l < levels.length; l++) {
+    const up = levels[l - 1];
+    levels[l].outer = levels[l].units.map((unit) => {
+      const tally = new Map();
+      for (const i of unit.nodes) tally.set(up.unitOf[i], (tally.get(up.unitOf[i]) || 0) + 1);
+      let best = -1, most = 0;
+      for (const [u, c] of tally) if (c > most) { best = u; most = c; }
+      return best;
+    });
+  }
   return levels;
 }
 
@@ -58,8 +73,10 @@ function passIterations(index, timeline) {
     if (u < 0) u = ends.length - 1;
     unitOf[i] = u;
   });
+  // Two passes that do different things (a double backward) are no training loop.
+  if (!repeats(index, unitOf, ends.length)) return null;
   const passUnit = new Map(passes.map((p, u) => [p, u]));
-  return { kind: "iteration", label: "iteration", count: ends.length, unitOf, passUnit };
+  return { kind: "iteration", label: "iteration", count: ends.length, unitOf, passUnit, ends };
 }
 
 /** Calls of the module with the most repeated calls, within each unit of `outer` when given. */
@@ -107,6 +124,32 @@ function moduleCalls(index, outer) {
   order.forEach((c, u) => { for (const i of best.calls.get(c)) unitOf[i] = u; });
   const type = info.get(best.path)?.type || best.path.slice(best.path.lastIndexOf(".") + 1);
   return { kind: "call", label: type, path: best.path, count: order.length, unitOf };
+}
+
+/**
+ * NOTE [repeated blocks as units]: a stack of identical blocks (`layers.0` … `layers.5` of a
+ * TransformerEncoder, graph/modules.js finds them) is a level too: the block active at the
+ * step is drawn open, its attention and feed-forward as module boxes, the others folded on
+ * both sides. Each block's own parameters belong to it (they are not shared between blocks).
+ */
+function repeatedBlocks(index, tree) {
+  let best = null;
+  for (const [parent, blocks] of tree.repeats) {
+    const covered = blocks.reduce((sum, b) => sum + tree.mods.get(b).count, 0);
+    if (!best || blocks.length > best.blocks.length || (blocks.length === best.blocks.length && covered > best.covered)) best = { parent, blocks, covered };
+  }
+  if (!best) return null;
+  const unitOf = new Int32Array(index.nodes.length).fill(-1);
+  const at = new Map(best.blocks.map((b, u) => [b, u]));
+  index.module.forEach((path, i) => {
+    if (!path) return;
+    for (let p = path; p; p = p.lastIndexOf(".") > 0 ? p.slice(0, p.lastIndexOf(".")) : null) {
+      if (at.has(p)) { unitOf[i] = at.get(p); return; }
+    }
+  });
+  const info = new Map(((index.doc && index.doc.modules) || []).map((m) => [m.path, m]));
+  const type = info.get(best.blocks[0])?.type || best.parent.slice(best.parent.lastIndexOf(".") + 1);
+  return { kind: "block", label: type, path: best.parent, blocks: best.blocks, count: best.blocks.length, unitOf };
 }
 
 /**
@@ -161,22 +204,41 @@ function lineIterations(index, timeline) {
     if (!isShared(index, i) && unitOf[i] === -1) unitOf[i] = u;
   }
   const count = Math.max(-1, ...unitOf) + 1;
-  if (count < MIN_UNITS) return null;
+  if (count < MIN_UNITS || !repeats(index, unitOf, count)) return null;
   return { kind: "iteration", label: "iteration", count, unitOf };
+}
+
+/**
+ * NOTE [a loop repeats itself]: lines revisited (or backward passes) are a loop only when the
+ * iterations do the same ops each time. Recursion (lesson 11) also jumps back to earlier lines, with a different op
+ * sequence each time; folding it would hide the tree it builds. At least 3 in 4 units (the
+ * first may set things up) must share one op sequence.
+ */
+function repeats(index, unitOf, count) {
+  const seqs = Array.from({ length: count }, () => []);
+  unitOf.forEach((u, i) => { if (u >= 0) seqs[u].push(index.nodes[i].name || ""); });
+  const tally = new Map();
+  for (const s of seqs.slice(1)) { const key = s.join("|"); tally.set(key, (tally.get(key) || 0) + 1); }
+  const best = Math.max(...tally.values());
+  // With two units there is no majority to ask: they must match.
+  if (count === 2) return seqs[0].join("|") === seqs[1].join("|");
+  return best >= MIN_UNITS - 1 && best >= 0.75 * (count - 1);
 }
 
 /** Per unit: its nodes and where its events lie on the timeline; per step: the current unit. */
 function finishLevel(lv, index, timeline) {
   lv.units = Array.from({ length: lv.count }, (_, u) => ({ index: u, nodes: [], firstStep: Infinity, forwardEnd: 0, lastStep: 0 }));
   lv.unitOf.forEach((u, i) => { if (u >= 0) lv.units[u].nodes.push(i); });
+  lv.sizes = lv.units.map((unit) => unit.nodes.length);
   const at = new Int32Array(timeline.N + 1);
   let cur = 0;
   at[0] = 0;
   for (let k = 1; k <= timeline.N; k++) {
     const j = k - 1;
     let u = lv.unitOf[timeline.evNode[j]];
-    // A backward event on a shared node (AccumulateGrad) belongs to its pass's iteration.
-    if (u < 0 && lv.passUnit && lv.passUnit.has(timeline.evPass[j])) u = lv.passUnit.get(timeline.evPass[j]);
+    // An event on a shared node (a parameter's AccumulateGrad, made in the first forward and
+    // run in every pass) belongs to the iteration under way: the first whose pass ends at or after it.
+    if (u < 0 && lv.ends) { u = lv.ends.findIndex((e) => k <= e); if (u < 0) u = lv.ends.length - 1; }
     if (u >= 0) {
       cur = u;
       const unit = lv.units[u];
@@ -199,37 +261,74 @@ export function openAt(levels, k) {
 }
 
 /**
- * The fold a node is drawn in, or null when it is drawn itself (its units are the open ones).
- * Units before the open one fold into one box, units after it into another.
- * Answers {key, level, lo, hi} with lo..hi the folded unit range (inclusive).
+ * NOTE [folds open one level at a time]
+ *   A node is drawn for itself when, at every level it belongs to, its unit is open: the
+ *   active one (`active[l]`, follows the step) or one the person (or a search) opened, named
+ *   `unit:L:U` in the view state's open set. Otherwise it is drawn in a fold: the run of
+ *   closed units around its own, within the same open unit of the level above (so an opened
+ *   iteration shows its own calls folded: "GRUCell × 10"). Opening a run (`units:L`) shows
+ *   its units one by one, each still folded; opening one of those opens the unit itself.
  */
-export function foldOf(levels, open, i) {
+export function unitKey(l, u) { return `unit:${l}:${u}`; }
+export function unitsKey(l) { return `units:${l}`; }
+
+/** Whether unit u of level l is drawn open. */
+export function isOpen(active, open, l, u) { return u === active[l] || open.has(unitKey(l, u)); }
+
+/**
+ * The fold a node is drawn in, or null when it is drawn itself (its units are open).
+ * Answers {key, level, lo, hi, single, n} with lo..hi the folded unit range (inclusive) and n
+ * the number of units of that level in its scope (the open unit of the level above).
+ */
+export function foldOf(levels, active, i, open = new Set()) {
+  let scope = "";
   for (let l = 0; l < levels.length; l++) {
-    const u = levels[l].unitOf[i];
-    if (u < 0 || u === open[l]) continue;
-    const before = u < open[l];
-    const lo = before ? 0 : open[l] + 1, hi = before ? open[l] - 1 : levels[l].count - 1;
-    return { key: `fold:${l}:${lo}-${hi}`, level: l, lo, hi };
+    const lv = levels[l], u = lv.unitOf[i];
+    if (u < 0) continue;
+    if (isOpen(active, open, l, u)) { scope += `${l}.${u}/`; continue; }
+    const outer = lv.outer ? lv.outer[u] : -1;
+    const same = (x) => x >= 0 && x < lv.count && (!lv.outer || lv.outer[x] === outer);
+    let first = u, last = u;
+    while (same(first - 1)) first--;
+    while (same(last + 1)) last++;
+    if (open.has(unitsKey(l))) return { key: `fold:${scope}${l}:${u}-${u}`, level: l, lo: u, hi: u, single: true, n: last - first + 1 };
+    let lo = u, hi = u;
+    while (same(lo - 1) && !isOpen(active, open, l, lo - 1)) lo--;
+    while (same(hi + 1) && !isOpen(active, open, l, hi + 1)) hi++;
+    return { key: `fold:${scope}${l}:${lo}-${hi}`, level: l, lo, hi, single: false, n: last - first + 1 };
   }
   return null;
 }
 
+/** The open-set keys that bring node i into view (search opens a match's groups with them). */
+export function openKeysFor(levels, active, i) {
+  const keys = [];
+  levels.forEach((lv, l) => {
+    const u = lv.unitOf[i];
+    if (u >= 0 && u !== active[l]) keys.push(unitsKey(l), unitKey(l, u));
+  });
+  return keys;
+}
+
 /** The text of a unit ("iteration 7 / 20", "GRUCell call 37 of 200") and of a fold. */
 export function unitLabel(lv, u) {
+  if (lv.kind === "block") return `${lv.label} ${u + 1} of ${lv.count}`;
   return lv.kind === "call" ? `${lv.label} call ${u + 1} of ${lv.count}` : `${lv.label} ${u + 1} / ${lv.count}`;
 }
 
-export function foldLabel(lv, lo, hi) {
-  const n = hi - lo + 1;
-  if (n === lv.count) return `${lv.label} × ${n}`;
-  const one = lv.kind === "call" ? `${lv.label} call` : "iteration";
-  return n === 1 ? `${one} ${lo + 1}` : `${one}s ${lo + 1}–${hi + 1}`;
+/** "GRUCell × 200", "calls 1–36 of GRUCell", "iteration × 20", "iterations 1–6", "iteration 20". */
+export function foldLabel(lv, lo, hi, n = lv.count) {
+  const k = hi - lo + 1;
+  if (k === n && k > 1) return `${lv.label} × ${k}`;
+  if (k === 1) return unitLabel(lv, lo);
+  if (lv.kind === "block") return `${lv.label} ${lo + 1}–${hi + 1} of ${lv.count}`;
+  return lv.kind === "call" ? `calls ${lo + 1}–${hi + 1} of ${lv.label}` : `iterations ${lo + 1}–${hi + 1}`;
 }
 
 /** 1 for each node drawn for itself or in a module box when `open` units are open, else 0. */
-export function shownMask(levels, open, n) {
+export function shownMask(levels, active, n, open = new Set()) {
   const mask = new Uint8Array(n).fill(1);
-  levels.forEach((lv, l) => { for (let i = 0; i < n; i++) if (lv.unitOf[i] >= 0 && lv.unitOf[i] !== open[l]) mask[i] = 0; });
+  levels.forEach((lv, l) => { for (let i = 0; i < n; i++) if (lv.unitOf[i] >= 0 && !isOpen(active, open, l, lv.unitOf[i])) mask[i] = 0; });
   return mask;
 }
 

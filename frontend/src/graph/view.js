@@ -10,7 +10,7 @@
  *   next to the consumer. Copies share `refs`, so inspecting or highlighting works the same.
  */
 import { prefixes } from "./document.js";
-import { foldLabel, foldOf, unitLabel } from "./groups.js";
+import { foldLabel, foldOf, isOpen, isShared, unitKey, unitLabel } from "./groups.js";
 import { groupKeyFor } from "./modules.js";
 
 export const PROXY_MIN_NODES = 150;
@@ -46,9 +46,10 @@ export function buildView(index, tree, state) {
   const groupOf = new Map();
   const vmap = new Int32Array(index.nodes.length);
   const levels = state.levels || [];
-  const open = state.openUnits || levels.map(() => 0);
+  const active = state.openUnits || levels.map(() => 0);
+  const opened = state.open || new Set();
   index.nodes.forEach((_, i) => {
-    const fold = levels.length ? foldOf(levels, open, i) : null;
+    const fold = levels.length ? foldOf(levels, active, i, opened) : null;
     const key = fold ? fold.key : groupKeyFor(index.module[i], tree, state.collapsed, state.expandedRepeats);
     if (key) {
       let g = groupOf.get(key);
@@ -86,37 +87,100 @@ export function buildView(index, tree, state) {
   });
   if (vnodes.length > PROXY_MIN_NODES) addProxies(vnodes, vedges);
 
+  for (const v of vnodes) if (v.fold) v.sub = `${v.single ? "folded" : `folded · × ${v.hi - v.lo + 1}`} · ${v.refs.length} nodes`;
+
   const byRef = index.nodes.map(() => []);
   vnodes.forEach((v, k) => { for (const r of v.refs) byRef[r].push(k); });
-  // The open call of a module called many times titles that module's box ("GRUCell call 37 of 200").
-  const titles = new Map();
-  levels.forEach((lv, l) => { if (lv.kind === "call") titles.set(lv.path, unitLabel(lv, open[l])); });
-  return { vnodes, vedges, byRef, cluster: clustersOf(index, vnodes), titles };
+  const boxes = boxesOf(index, vnodes, levels, active, opened);
+  return { vnodes, vedges, byRef, cluster: boxes.cluster, boxPaths: boxes.paths, titles: boxes.titles };
 }
 
 function foldNode(fold, lv) {
-  const n = fold.hi - fold.lo + 1;
-  const label = foldLabel(lv, fold.lo, fold.hi);
-  const [w, h] = sizeFor(label, `folded · × ${n} · 00000 nodes`, "group");
-  return { key: fold.key, kind: "group", fold: true, level: fold.level, lo: fold.lo, hi: fold.hi, module: null,
-    label, sub: `folded · × ${n}`, refs: [], w, h };
+  const label = foldLabel(lv, fold.lo, fold.hi, fold.n);
+  const [w, h] = sizeFor(label, `folded · × ${fold.hi - fold.lo + 1} · 00000 nodes`, "group");
+  return { key: fold.key, kind: "group", fold: true, single: fold.single, level: fold.level, lo: fold.lo, hi: fold.hi,
+    unitKind: lv.kind, unitNoun: lv.label, module: null, label, sub: "folded", refs: [], w, h,
+    firstStep: lv.units ? lv.units[fold.lo].firstStep : 0, lastStep: lv.units ? lv.units[fold.hi].lastStep : 0 };
 }
 
-/** The expanded module boxes each visible node sits in, outermost first, as small ints. */
-function clustersOf(index, vnodes) {
-  const ids = new Map();
-  const out = vnodes.map((v) => {
-    let path = v.kind === "group" ? (v.repeat ? v.module : parentPath(v.module)) : index.module[v.refs[0]];
-    if (v.fold) path = null;
-    if (!path) return null;
-    const list = [];
-    for (const p of prefixes(path)) {
-      if (!ids.has(p)) ids.set(p, ids.size);
-      list.push(ids.get(p));
-    }
-    return list;
+/**
+ * NOTE [outlines of units and modules]
+ *   The boxes each visible node is drawn inside, outermost first: each open iteration
+ *   ("iteration 7 / 20"), then each expanded module. A module called once per unit of a call
+ *   level gets one box per call (`cell@36`, titled "GRUCell call 37 of 200"), so two open
+ *   calls are two outlines that never share one polygon. Shared nodes (parameters and their
+ *   AccumulateGrad) sit outside every unit's outline: they belong to all of them.
+ *   `paths[v]` lists box keys; `cluster[v]` the same as small ints for the layout.
+ */
+function boxesOf(index, vnodes, levels, active, opened) {
+  const titles = new Map();
+  const callLevel = levels.findIndex((lv) => lv.kind === "call");
+  const callPath = callLevel >= 0 ? levels[callLevel].path : null;
+  // An open block of a stack is its module's box, titled "TransformerEncoderLayer 4 of 6".
+  levels.forEach((lv, l) => {
+    if (lv.kind === "block") lv.blocks.forEach((b, u) => { if (isOpen(active, opened, l, u)) titles.set(b, `${b} · ${unitLabel(lv, u)}`); });
   });
-  return ids.size ? out : null;
+  const paths = vnodes.map((v) => {
+    if (v.fold) {
+      // A fold inside an open unit of an outer level sits in that unit's outline.
+      const out = [];
+      for (let l = 0; l < v.level; l++) {
+        const u = levels[l].unitOf[v.refs[0]];
+        if (u >= 0 && isOpen(active, opened, l, u)) out.push(unitBox(levels, l, u, titles));
+      }
+      return out.length ? out : null;
+    }
+    const ref = v.refs[0];
+    // Shared by the units of a level (a parameter every iteration or call uses): drawn once,
+    // outside every outline, also its module's (a module box would reach into each unit).
+    const shared = v.kind !== "group" && isShared(index, ref) && levels.length > 0 && levels.every((lv) => lv.unitOf[ref] < 0);
+    if (shared) return null;
+    const out = [];
+    if (!shared) {
+      levels.forEach((lv, l) => {
+        const u = lv.unitOf[ref];
+        if (lv.kind === "iteration" && u >= 0 && v.refs.every((r) => lv.unitOf[r] === u)) out.push(unitBox(levels, l, u, titles));
+      });
+    }
+    const path = v.kind === "group" ? (v.repeat ? v.module : parentPath(v.module)) : index.module[ref];
+    if (path) {
+      const call = callLevel >= 0 ? levels[callLevel].unitOf[ref] : -1;
+      for (const p of prefixes(path)) {
+        const inCall = callPath && (p === callPath || p.startsWith(callPath + "."));
+        if (inCall && (shared || call < 0)) break;
+        const key = inCall ? `${p}@${call}` : p;
+        if (inCall && p === callPath && !titles.has(key)) titles.set(key, unitLabel(levels[callLevel], call));
+        out.push(key);
+      }
+    }
+    return out.length ? out : null;
+  });
+  // A module whose only content is one box inside it (`encoder` around `encoder.layers` around
+  // the open layer) adds an outline that says nothing: leave it out.
+  const inner = new Map();
+  for (const list of paths) {
+    if (!list) continue;
+    list.forEach((key, d) => {
+      if (!inner.has(key)) inner.set(key, new Set());
+      inner.get(key).add(d + 1 < list.length ? list[d + 1] : null);
+    });
+  }
+  const hollow = new Set([...inner].filter(([key, next]) => next.size === 1 && !next.has(null) && !key.startsWith("unit:")).map(([key]) => key));
+  const kept = paths.map((list) => {
+    if (!list) return null;
+    const out = list.filter((key) => !hollow.has(key));
+    return out.length ? out : null;
+  });
+  paths.splice(0, paths.length, ...kept);
+  const ids = new Map();
+  const cluster = paths.map((list) => list && list.map((key) => { if (!ids.has(key)) ids.set(key, ids.size); return ids.get(key); }));
+  return { paths, titles, cluster: ids.size ? cluster : null };
+}
+
+function unitBox(levels, l, u, titles) {
+  const key = unitKey(l, u);
+  if (!titles.has(key)) titles.set(key, unitLabel(levels[l], u));
+  return key;
 }
 
 function parentPath(path) {

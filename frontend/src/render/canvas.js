@@ -7,12 +7,12 @@
 import { drawScene } from "./draw.js";
 import { alongReversed, edgePoints } from "./geometry.js";
 import { stepState } from "./scene.js";
-import { Minimap } from "./minimap.js";
+import { Minimap, minimapSize } from "./minimap.js";
 import { palette } from "./palette.js";
 import { edgeText } from "./draw.js";
 
 /** The zoom at which 11 px text stays at least 9 px on screen (labels.js MIN_TEXT_PX). */
-export const READ_K = 0.83;
+export const READ_K = 0.82;  // 11 × 0.82 = 9.02 (9 / 11 itself rounds to just under 9)
 import { fmtTensorShort } from "../graph/values.js";
 
 export class GraphCanvas {
@@ -70,51 +70,91 @@ export class GraphCanvas {
 
   /**
    * NOTE [fit]: show the whole graph when it is legible whole (text ≥ 9 px, READ_K); else
-   * frame the part active at the current step (the open iteration or call, else the current
-   * node) at a legible zoom. The minimap shows the rest. `readable` is kept for callers.
+   * frame the part active at the current step (the open units with the folds beside them,
+   * else the open units, else the current node) at a legible zoom, showing as much of the
+   * graph around it as that zoom allows. The minimap's corner is kept free (`reserve()`), so
+   * the minimap never covers what Fit framed.
    */
   fit({ whole = false } = {}) {
-    const { w, h } = this._size();
     if (!this.scene) return;
-    const gw = Math.max(this.scene.width, 1) + 80, gh = Math.max(this.scene.height, 1) + 80;
+    const [rw, rh] = this.reserve();
+    const w = this._size().w - rw, h = this._size().h - rh;
+    const s = this.scene, { vnodes } = s.view;
+    const gw = Math.max(s.width, 1) + 40, gh = Math.max(s.height, 1) + 40;
     const k = Math.min(w / gw, h / gh, 1.6);
-    this.cam = { k, x: -40 - (w / k - gw) / 2, y: -40 - (h / k - gh) / 2 };
+    this.cam = { k, x: -20 - (w / k - gw) / 2, y: -20 - (h / k - gh) / 2 };
     if (k < READ_K && !whole) {
-      // The open units with the folds around them when that is legible, else the open units.
-      const withFolds = this._activeBox(true);
       const fits = (b) => Math.min(w / (b[2] - b[0] + 60), h / (b[3] - b[1] + 60)) >= READ_K;
-      const [x0, y0, x1, y1] = fits(withFolds) ? withFolds : this._activeBox(false);
-      const bw = x1 - x0 + 60, bh = y1 - y0 + 60;
-      const ka = Math.max(READ_K, Math.min(w / bw, h / bh, 1.2));
-      const [v] = stepState(this.scene, this.k).current;
+      const withFolds = this._activeBox(true);
+      const box = withFolds && fits(withFolds) ? withFolds : this._activeBox(false);
+      let [x0, y0, x1, y1] = box || this._currentBox();
+      let bw = x1 - x0 + 60, bh = y1 - y0 + 60;
+      // Without units the current node alone is no frame: show the most context that is legible.
+      const ka = box ? Math.max(READ_K, Math.min(w / bw, h / bh, 1.2)) : READ_K;
+      const [v] = stepState(s, this.k).current;
+      // A current node outside the active part (a shared parameter) joins it, with room around.
+      if (box && v !== undefined) {
+        const r = 100;
+        x0 = Math.min(x0, s.x[v] - r); y0 = Math.min(y0, s.y[v] - r); x1 = Math.max(x1, s.x[v] + r); y1 = Math.max(y1, s.y[v] + r);
+      }
+      // An active part too big to show whole: its current node with the nearest fold, when
+      // both fit (a fold is where the rest of the run is; it should be in view).
+      if (box && (bw * ka > w || bh * ka > h) && v !== undefined) {
+        const near = this._nearestFold(v);
+        if (near) {
+          const b2 = [Math.min(s.x[v], near[0]), Math.min(s.y[v], near[1]), Math.max(s.x[v], near[2]), Math.max(s.y[v], near[3])];
+          if ((b2[2] - b2[0] + 60) * ka <= w && (b2[3] - b2[1] + 60) * ka <= h) [x0, y0, x1, y1] = b2;
+        }
+      }
+      bw = x1 - x0 + 60; bh = y1 - y0 + 60;
       // Centre on the active part when it fits, else on the current node inside it.
       let cx = (x0 + x1) / 2, cy = (y0 + y1) / 2;
-      if ((bw * ka > w || bh * ka > h) && v !== undefined) {
-        cx = Math.min(Math.max(this.scene.x[v], x0 + w / 2 / ka - 30), x1 - w / 2 / ka + 30);
-        cy = Math.min(Math.max(this.scene.y[v], y0 + h / 2 / ka - 30), y1 - h / 2 / ka + 30);
-        if (bw * ka <= w) cx = (x0 + x1) / 2;
-        if (bh * ka <= h) cy = (y0 + y1) / 2;
+      if (v !== undefined && bw * ka > w) cx = Math.min(Math.max(s.x[v], x0 + w / 2 / ka - 30), x1 - w / 2 / ka + 30);
+      if (v !== undefined && bh * ka > h) cy = Math.min(Math.max(s.y[v], y0 + h / 2 / ka - 30), y1 - h / 2 / ka + 30);
+      // Keep the view on the graph: no empty band where more of the graph could be shown.
+      const clamp = (c, span, size) => (size * ka <= span ? size / 2 : Math.min(Math.max(c, span / 2 / ka - 20), size + 20 - span / 2 / ka));
+      cx = clamp(cx, w, s.width); cy = clamp(cy, h, s.height);
+      // The current node is always in view (else stepping would jump the camera to it).
+      if (v !== undefined) {
+        const mx = Math.max(0, w / 2 / ka - vnodes[v].w / 2 - 20), my = Math.max(0, h / 2 / ka - vnodes[v].h / 2 - 20);
+        cx = Math.min(Math.max(cx, s.x[v] - mx), s.x[v] + mx);
+        cy = Math.min(Math.max(cy, s.y[v] - my), s.y[v] + my);
       }
       this.cam = { k: ka, x: cx - w / 2 / ka, y: cy - h / 2 / ka };
     }
     this.redraw();
   }
 
-  /** World box of what is active now: the visible nodes of the open units, else the current node. */
+  /** The world box of the fold nearest to visible node v, or null. */
+  _nearestFold(v) {
+    const s = this.scene, { vnodes } = s.view;
+    let best = null, bd = Infinity;
+    vnodes.forEach((n, f) => {
+      if (!n.fold) return;
+      const d = Math.hypot(s.x[f] - s.x[v], s.y[f] - s.y[v]);
+      if (d < bd) { bd = d; best = [s.x[f] - n.w / 2, s.y[f] - n.h / 2, s.x[f] + n.w / 2, s.y[f] + n.h / 2]; }
+    });
+    return best;
+  }
+
+  /** Screen pixels [right, bottom] the minimap keeps for itself at Fit ([0, 0] when hidden). */
+  reserve() { return this.scene && this.minimap.wanted(this.scene, this._size(), READ_K) ? this.minimap.reserve(this._size()) : [0, 0]; }
+
+  _currentBox() {
+    const s = this.scene, { vnodes } = s.view;
+    let list = [...stepState(s, this.k).current];
+    if (!list.length) list = vnodes.map((_, v) => v).filter((v) => s.reveal[v] <= this.k).slice(-1);
+    if (!list.length) return [0, 0, s.width, s.height];
+    return boxOf(s, list);
+  }
+
+  /** World box of the visible nodes of the open units (with the folds when asked), or null. */
   _activeBox(withFolds) {
     const s = this.scene, { vnodes } = s.view;
     let active = s.active || null;
-    if (active && withFolds) active = [...active, ...vnodes.map((v, i) => (v.fold ? i : -1)).filter((i) => i >= 0)];
-    let list = active && active.length ? active : [...stepState(s, this.k).current];
-    if (!list.length) list = vnodes.map((_, v) => v).filter((v) => s.reveal[v] <= this.k).slice(-1);
-    if (!list.length) return [0, 0, s.width, s.height];
-    let x0 = Infinity, y0 = Infinity, x1 = -Infinity, y1 = -Infinity;
-    for (const v of list) {
-      const n = vnodes[v];
-      x0 = Math.min(x0, s.x[v] - n.w / 2); x1 = Math.max(x1, s.x[v] + n.w / 2);
-      y0 = Math.min(y0, s.y[v] - n.h / 2); y1 = Math.max(y1, s.y[v] + n.h / 2);
-    }
-    return [x0, y0, x1, y1];
+    if (!active || !active.length) return null;
+    if (withFolds) active = [...active, ...vnodes.map((v, i) => (v.fold ? i : -1)).filter((i) => i >= 0)];
+    return boxOf(s, active);
   }
 
   zoomBy(f, sx, sy) {
@@ -165,7 +205,7 @@ export class GraphCanvas {
     const opts = { pal: this.pal, dpr: this.dpr, selected: this.selected, lineSel: this.lineSel };
     drawScene(ctx, this.scene, st, this.cam, w, h, opts);
     this.placed = opts.placed || [];
-    this.minimap.draw(this.scene, this.cam, { w, h }, this.pal, this.dpr);
+    this.minimap.draw(this.scene, this.cam, { w, h }, this.pal, this.dpr, READ_K);
     this._drawOverlay();
     this.lastDrawMs = performance.now() - t0;
     this.frames++;
@@ -218,7 +258,10 @@ export class GraphCanvas {
     if (v === undefined) return;
     const { w, h } = this._size();
     const sx = (this.scene.x[v] - this.cam.x) * this.cam.k, sy = (this.scene.y[v] - this.cam.y) * this.cam.k;
-    if (sx < 0 || sy < 0 || sx > w || sy > h) this.cam = { ...this.cam, x: this.scene.x[v] - w / 2 / this.cam.k, y: this.scene.y[v] - h / 2 / this.cam.k };
+    // Under the minimap counts as out of view.
+    const [mw, mh] = this.minimap.canvas.hidden ? [0, 0] : minimapSize({ w, h });
+    const underMap = sx > w - mw - 14 && sy > h - mh - 14;
+    if (sx < 0 || sy < 0 || sx > w || sy > h || underMap) this.cam = { ...this.cam, x: this.scene.x[v] - w / 2 / this.cam.k, y: this.scene.y[v] - h / 2 / this.cam.k };
   }
 
   /** The visible node under a screen point, or -1. */
@@ -239,7 +282,7 @@ export class GraphCanvas {
     if (!this.scene) return null;
     const wx = this.cam.x + sx / this.cam.k, wy = this.cam.y + sy / this.cam.k;
     for (const b of [...this.scene.boxes].reverse()) {
-      if (wx >= b.lx - 5 && wx <= b.lx + 8 * (b.path.length + 2) && wy >= b.ly - 3 && wy <= b.ly + 13) return b.path;
+      if (wx >= b.lx - 5 && wx <= b.lx + 8 * ((b.title || b.path).length + 2) && wy >= b.ly - 3 && wy <= b.ly + 13) return b.path;
     }
     return null;
   }
@@ -274,6 +317,8 @@ export class GraphCanvas {
       if (wasDrag) return;
       const sx = ev.clientX - r.left, sy = ev.clientY - r.top;
       const v = this.hit(sx, sy);
+      // A click on a fold opens it one level (graph/groups.js); any other node is inspected.
+      if (v >= 0 && this.scene.view.vnodes[v].fold && this.cb.onGroupOpen) { this.cb.onGroupOpen(v); return; }
       if (v >= 0) { if (this.cb.onNodeClick) this.cb.onNodeClick(v); return; }
       const box = this.hitBox(sx, sy);
       if (box && this.cb.onBoxClick) this.cb.onBoxClick(box);
@@ -317,4 +362,16 @@ export class GraphCanvas {
     return true;
   }
 
+}
+
+/** World bounding box of some visible nodes. */
+function boxOf(s, list) {
+  const { vnodes } = s.view;
+  let x0 = Infinity, y0 = Infinity, x1 = -Infinity, y1 = -Infinity;
+  for (const v of list) {
+    const n = vnodes[v];
+    x0 = Math.min(x0, s.x[v] - n.w / 2); x1 = Math.max(x1, s.x[v] + n.w / 2);
+    y0 = Math.min(y0, s.y[v] - n.h / 2); y1 = Math.max(y1, s.y[v] + n.h / 2);
+  }
+  return [x0, y0, x1, y1];
 }

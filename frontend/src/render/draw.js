@@ -185,16 +185,25 @@ export function drawScene(ctx, scene, st, cam, vw, vh, opts) {
       }
     }
   });
-  // Built during a backward with create_graph=True: a double outline in the higher-order colour.
+  // Built during a backward with create_graph=True: a double outline and a band down the left
+  // side in the higher-order colour, so a graph built by backward never reads as forward.
   ctx.beginPath();
-  let anyHigher = false;
+  const bands = [];
   for (const list of batches) for (const v of list) {
     const n = vnodes[v];
     if (!n.higher) continue;
-    anyHigher = true;
+    bands.push(v);
     ctx.rect(xs[v] - n.w / 2 + 3, ys[v] - n.h / 2 + 3, n.w - 6, n.h - 6);
   }
-  if (anyHigher) { ctx.lineWidth = 1.5 * px; ctx.strokeStyle = pal.higher; ctx.stroke(); }
+  if (bands.length) {
+    ctx.lineWidth = 1.5 * Math.max(px, 1);
+    ctx.strokeStyle = pal.higher;
+    ctx.stroke();
+    ctx.beginPath();
+    for (const v of bands) { const n = vnodes[v]; ctx.rect(xs[v] - n.w / 2 + 3, ys[v] - n.h / 2 + 3, 5, n.h - 6); }
+    ctx.fillStyle = pal.higher;
+    ctx.fill();
+  }
   for (const v of scene.errorV) {
     if (!(scene.reveal[v] <= st.k)) continue;
     ring(ctx, scene, v, pal.error, 3 * px, 5);
@@ -241,13 +250,14 @@ function nodeTexts(scene, st, batches, pal, k, texts) {
       const n = vnodes[v];
       const cx = scene.x[v], cy = scene.y[v];
       const group = n.kind === "group";
-      texts.push({ kind: "node", text: n.label, wx: cx, wy: cy - 7, base: 12, min: group ? 11 : 0, bold: group,
+      texts.push({ kind: "node", text: n.label, wx: cx, wy: cy - (group ? 9 : 7), base: 12, min: group ? 11 : 0, bold: group,
         color: pal.kinds[n.kind].text, prio: 1, node: v, centre: true });
       let sub = n.sub;
       if (n.kind === "leaf" || n.kind === "retained") {
         const g = tl.leafGradAt(n.refs[0], st.k);
         const grad = g ? g.value : (st.k >= tl.N && scene.index.nodes[n.refs[0]].grad) || null;
-        if (grad) sub = `∇ ${fmtTensorShort(grad, 3)}${g && g.count > 1 ? ` (×${g.count})` : ""}`;
+        const since = g ? g.count - lastReset(scene.index.nodes[n.refs[0]], g.count) : 0;
+        if (grad) sub = `∇ ${fmtTensorShort(grad, 3)}${since > 1 ? ` (×${since})` : ""}`;
       } else if ((n.kind === "function" || n.kind === "acc") && st.pass >= 0) {
         // The gradient that reached this node in the current pass (its grad_outputs[0]).
         const step = tl.lastBackward(n.refs[0], st.k);
@@ -255,9 +265,20 @@ function nodeTexts(scene, st, batches, pal, k, texts) {
         const g = ev && ev.grad_outputs && ev.grad_outputs[0];
         if (g) sub = `${n.sub} · ∇ ${fmtTensorShort(g, 2, false)}`;
       }
-      if (sub) texts.push({ kind: "node", text: sub, wx: cx, wy: cy + 8, base: 11, color: pal.kinds[n.kind].sub, prio: 1.1, node: v, centre: true, fitTo: n.w - 6 });
+      // A group's title is kept at 11 px at least: its second line sits lower to stay clear of it.
+      if (sub) texts.push({ kind: "node", text: sub, wx: cx, wy: cy + (group ? 10 : 8), base: 11, color: pal.kinds[n.kind].sub, prio: 1.1, node: v, centre: true, fitTo: n.w - 6 });
     }
   }
+}
+
+/**
+ * How many of a leaf's first `count` accumulations came before its .grad was last cleared
+ * (Node.grad_resets: zero_grad() or .grad = None), so "(×n)" counts what .grad holds now.
+ */
+function lastReset(node, count) {
+  let at = 0;
+  for (const r of node.grad_resets || []) if (r.at < count) at = Math.max(at, r.at);
+  return at;
 }
 
 /** Place every text in screen space (labels.js) and draw the ones that found room. */

@@ -2,7 +2,11 @@
  * The minimap: the whole graph's silhouette (drawn once per scene) with the viewport as a
  * rectangle. Pressing or dragging on it centres the main view there, through `onMove`.
  */
-const W = 180, H = 120;
+/** The minimap's size for a view: 180×120 on a roomy canvas, down to 110×74 on a small one. */
+export function minimapSize(view) {
+  const w = Math.round(Math.max(110, Math.min(180, view.w * 0.22, view.h * 0.33 * 1.5)));
+  return [w, Math.round(w / 1.5)];
+}
 
 export class Minimap {
   /** @param {(wx: number, wy: number) => void} onMove  called with the world point to centre on */
@@ -23,14 +27,36 @@ export class Minimap {
 
   invalidate() { this.cache = null; }
 
+  /** Screen pixels Fit keeps free for the minimap: [right, bottom]; one of them is 0. */
+  reserve(view) {
+    const [w, h] = minimapSize(view);
+    // The cheaper side: a strip on the right of a wide view, along the bottom of a tall one.
+    return view.w / view.h > 1.25 ? [w + 14, 0] : [0, h + 14];
+  }
+
+  /**
+   * Whether a scene gets a minimap: when it is not legible whole in the view (at zoom `readK`),
+   * is big, or has folded units standing for more of it. It depends on the scene and the view
+   * size only (not the camera), so Fit can keep the minimap's corner free beforehand.
+   */
+  wanted(scene, view, readK) {
+    if (!scene) return false;
+    const tooBig = (scene.width + 40) * readK > view.w || (scene.height + 40) * readK > view.h;
+    return tooBig || scene.view.vnodes.length > 40 || !!scene.units;
+  }
+
   /** Draw for a scene and camera; hidden for small graphs, which fit the view anyway. */
-  draw(scene, cam, view, pal, dpr) {
-    // Shown whenever part of the graph is out of view, or folded units stand for more of it.
-    const outside = !!scene && (scene.width * cam.k > view.w + 1 || scene.height * cam.k > view.h + 1);
-    const show = !!scene && (outside || scene.view.vnodes.length > 40 || !!scene.units);
+  draw(scene, cam, view, pal, dpr, readK) {
+    const show = this.wanted(scene, view, readK);
     this.canvas.hidden = !show;
     if (!show) return;
-    if (this.canvas.width !== W * dpr) { this.canvas.width = W * dpr; this.canvas.height = H * dpr; }
+    const [W, H] = minimapSize(view);
+    if (this.canvas.width !== W * dpr || this.size !== `${W}x${H}`) {
+      this.canvas.width = W * dpr; this.canvas.height = H * dpr;
+      this.canvas.style.width = `${W}px`; this.canvas.style.height = `${H}px`;
+      this.size = `${W}x${H}`;
+      this.cache = null;
+    }
     // NOTE [shape of the whole]: a tall thin graph (an unrolled RNN) scaled uniformly is a
     // one-pixel line; each axis gets its own scale, at most 6× apart, so its shape shows.
     const strip = scene.units ? 10 : 0;
@@ -39,18 +65,21 @@ export class Minimap {
     if (sy > 6 * sx) sy = 6 * sx;
     const ox = (W - scene.width * sx) / 2, oy = (H - strip - scene.height * sy) / 2;
     this.t = { sx, sy, ox, oy };
-    if (!this.cache) this.cache = silhouette(scene, pal, dpr, sx, sy, ox, oy, strip);
+    if (!this.cache) this.cache = silhouette(scene, pal, dpr, sx, sy, ox, oy, strip, W, H);
     const ctx = this.canvas.getContext("2d");
     ctx.setTransform(1, 0, 0, 1, 0, 0);
     ctx.drawImage(this.cache, 0, 0);
     ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
     ctx.strokeStyle = pal.current;
     ctx.lineWidth = 1.5;
-    ctx.strokeRect(ox + cam.x * sx, oy + cam.y * sy, (view.w / cam.k) * sx, (view.h / cam.k) * sy);
+    // The viewport, clipped to the minimap (a view wider than the map is drawn to its edges).
+    const x0 = Math.max(1, ox + cam.x * sx), y0 = Math.max(1, oy + cam.y * sy);
+    const x1 = Math.min(W - 1, ox + (cam.x + view.w / cam.k) * sx), y1 = Math.min(H - 1, oy + (cam.y + view.h / cam.k) * sy);
+    if (x1 > x0 && y1 > y0) ctx.strokeRect(x0, y0, x1 - x0, y1 - y0);
   }
 }
 
-function silhouette(scene, pal, dpr, sx, sy, ox, oy, strip) {
+function silhouette(scene, pal, dpr, sx, sy, ox, oy, strip, W, H) {
   const cache = document.createElement("canvas");
   cache.width = W * dpr; cache.height = H * dpr;
   const cc = cache.getContext("2d");

@@ -4,7 +4,6 @@
  * precomputed step lists, no per-step allocation proportional to the graph).
  */
 import { lastAtOrBefore } from "../graph/timeline.js";
-import { prefixes } from "../graph/document.js";
 
 export function makeScene(index, view, layout, timeline, collapsed) {
   const { vnodes, vedges } = view;
@@ -26,8 +25,7 @@ export function makeScene(index, view, layout, timeline, collapsed) {
     return list;
   });
   const edgeReveal = vedges.map((e) => Math.max(reveal[e.s], reveal[e.t]));
-  const boxes = moduleBoxes(index, view, x, y, collapsed, reveal, layout.direction);
-  for (const b of boxes) if (view.titles && view.titles.has(b.path)) b.title = `▾ ${view.titles.get(b.path)}`;
+  const boxes = moduleBoxes(view, x, y, reveal, layout.direction);
   const [width, height] = includeBoxes(layout, boxes);
   const scene = { index, view, layout, timeline, x, y, reveal, bwd, flows, edgeReveal, width, height, boxes };
   scene.errorV = index.errorNode >= 0 ? view.byRef[index.errorNode] : [];
@@ -59,33 +57,36 @@ function includeBoxes(layout, boxes) {
  * layers), so the outline follows the members layer by layer: one band per layer, joined
  * to the next band, as a polygon. Nested modules get more room (`below`) for their titles.
  */
-function moduleBoxes(index, view, x, y, collapsed, reveal, dir) {
+function moduleBoxes(view, x, y, reveal, dir) {
   const boxes = new Map();
   const tb = dir !== "LR";
+  const parentOfKey = new Map();
   view.vnodes.forEach((v, k) => {
-    let path = v.kind === "group" ? parentOf(v.module) : index.module[v.refs[0]];
-    if (v.kind === "group" && v.repeat) path = v.module;
+    const path = view.boxPaths ? view.boxPaths[k] : null;
     if (!path) return;
     const rank = tb ? y[k] : x[k], cross = tb ? x[k] : y[k];
     const half = (tb ? v.h : v.w) / 2, span = (tb ? v.w : v.h) / 2;
-    for (const p of prefixes(path)) {
-      if (collapsed.has(p)) break;
+    path.forEach((p, d) => {
       let b = boxes.get(p);
-      if (!b) { b = { path: p, rows: new Map(), reveal: Infinity, depth: p.split(".").length, below: 0 }; boxes.set(p, b); }
+      if (!b) { b = { path: p, rows: new Map(), reveal: Infinity, depth: d + 1, below: 0 }; boxes.set(p, b); }
+      if (d) parentOfKey.set(p, path[d - 1]);
       const key = Math.round(rank);
       const row = b.rows.get(key) || { lo: Infinity, hi: -Infinity, t0: Infinity, t1: -Infinity };
       row.lo = Math.min(row.lo, cross - span); row.hi = Math.max(row.hi, cross + span);
       row.t0 = Math.min(row.t0, rank - half); row.t1 = Math.max(row.t1, rank + half);
       b.rows.set(key, row);
       b.reveal = Math.min(b.reveal, reveal[k]);
-    }
+    });
   });
   const list = [...boxes.values()].sort((p, q) => q.depth - p.depth);
   for (const b of list) {
-    const parent = parentOf(b.path);
+    const parent = parentOfKey.get(b.path);
     if (parent && boxes.has(parent)) boxes.get(parent).below = Math.max(boxes.get(parent).below, b.below + 1);
   }
-  for (const b of list) outline(b, tb);
+  for (const b of list) {
+    if (view.titles && view.titles.has(b.path)) b.title = `▾ ${view.titles.get(b.path)}`;
+    outline(b, tb);
+  }
   return list.reverse();
 }
 
@@ -96,6 +97,9 @@ function outline(b, tb) {
     r.lo -= pad + (tb ? 0 : title); r.hi += pad;
     r.t0 -= pad + (tb && i === 0 ? title : 0); r.t1 += pad;
   });
+  // The title strip is as wide as its title (11 px monospace), so the title stays inside.
+  const titleW = 6.8 * (b.title || `▾ ${b.path}`).length + 14;
+  if (tb && rows.length) rows[0].hi = Math.max(rows[0].hi, rows[0].lo + titleW);
   const pts = [];
   for (const r of rows) pts.push([r.lo, r.t0], [r.lo, r.t1]);
   for (const r of [...rows].reverse()) pts.push([r.hi, r.t1], [r.hi, r.t0]);
@@ -107,11 +111,6 @@ function outline(b, tb) {
     b.y0 = Math.min(b.y0, b.poly[i + 1]); b.y1 = Math.max(b.y1, b.poly[i + 1]);
   }
   b.lx = b.poly[0] + 5; b.ly = b.poly[1] + 3;
-}
-
-function parentOf(path) {
-  const dot = path ? path.lastIndexOf(".") : -1;
-  return dot > 0 ? path.slice(0, dot) : null;
 }
 
 /** What step k looks like: current and just-done nodes, the pass, per-node/edge lookups. */

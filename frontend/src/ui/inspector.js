@@ -53,6 +53,12 @@ export class Inspector {
   show(scene, v, k) {
     const vn = scene.view.vnodes[v];
     const index = scene.index;
+    if (vn.fold) {
+      const what = vn.single ? "This unit" : `${vn.hi - vn.lo + 1} ${vn.unitKind === "call" ? `calls of ${vn.unitNoun}` : vn.unitKind === "block" ? `blocks (${vn.unitNoun})` : "iterations"}`;
+      this.body.replaceChildren(el("h3", {}, vn.label), el("p", {}, `${what}, folded: ${vn.refs.length} nodes, steps ${vn.firstStep}–${vn.lastStep}.`),
+        el("button", { type: "button", onclick: () => this.cb.onExpand(v) }, vn.single || vn.lo === vn.hi ? "Expand it" : `Expand: one box per ${vn.unitKind === "call" ? "call" : vn.unitKind === "block" ? "block" : "iteration"}`));
+      return;
+    }
     if (vn.kind === "group") {
       this.body.replaceChildren(el("h3", {}, vn.label), el("p", {}, `${vn.repeat ? "Repeated blocks" : "Module"} ${vn.module}, collapsed: ${vn.refs.length} nodes.`),
         el("button", { type: "button", onclick: () => this.cb.onExpand(v) }, vn.repeat ? "Show the blocks" : `Expand ${vn.module}`));

@@ -37,13 +37,14 @@ export class IterationPicker {
     this.level = level;
     this.root.hidden = !level;
     if (!level) return;
-    const call = level.kind === "call";
-    this.noun.textContent = call ? `${level.label} call` : "iteration";
-    this.of.textContent = call ? ` of ${level.count}` : ` / ${level.count}`;
+    const call = level.kind === "call", block = level.kind === "block";
+    this.noun.textContent = call ? `${level.label} call` : block ? level.label : "iteration";
+    this.of.textContent = call || block ? ` of ${level.count}` : ` / ${level.count}`;
     this.input.max = String(level.count);
-    this.input.setAttribute("aria-label", call ? `${level.label} call number` : "Iteration number");
-    this.prev.setAttribute("aria-label", call ? "Previous call" : "Previous iteration");
-    this.next.setAttribute("aria-label", call ? "Next call" : "Next iteration");
+    this.input.setAttribute("aria-label", call ? `${level.label} call number` : block ? `${level.label} number` : "Iteration number");
+    const what = call ? "call" : block ? "block" : "iteration";
+    this.prev.setAttribute("aria-label", `Previous ${what}`);
+    this.next.setAttribute("aria-label", `Next ${what}`);
   }
 
   /** The unit now open (0-based). */
