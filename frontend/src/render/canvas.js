@@ -13,6 +13,8 @@ import { edgeText } from "./draw.js";
 
 /** The zoom at which 11 px text stays at least 9 px on screen (labels.js MIN_TEXT_PX). */
 export const READ_K = 0.82;  // 11 × 0.82 = 9.02 (9 / 11 itself rounds to just under 9)
+/** How far from the view's centre Fit may put the current node, as a fraction of half the view (28–72 %). */
+const BAND = 0.44;
 import { fmtTensorShort } from "../graph/values.js";
 
 export class GraphCanvas {
@@ -74,6 +76,12 @@ export class GraphCanvas {
    * else the open units, else the current node) at a legible zoom, showing as much of the
    * graph around it as that zoom allows. The minimap's corner is kept free (`reserve()`), so
    * the minimap never covers what Fit framed.
+   *
+   * Only what is drawn at the step counts (nodes revealed by then, with their module boxes):
+   * a part not built yet is an empty band on screen. When the active part is bigger than the
+   * view along an axis, the current node sits in the middle band of that axis (28–72 %, BAND), and
+   * the view stays on the drawn graph, so no wide empty band faces a side where the graph
+   * goes on out of view (tests/browser/test_narrow.py measures both).
    */
   fit({ whole = false } = {}) {
     if (!this.scene) return;
@@ -107,13 +115,20 @@ export class GraphCanvas {
         }
       }
       bw = x1 - x0 + 60; bh = y1 - y0 + 60;
-      // Centre on the active part when it fits, else on the current node inside it.
-      let cx = (x0 + x1) / 2, cy = (y0 + y1) / 2;
-      if (v !== undefined && bw * ka > w) cx = Math.min(Math.max(s.x[v], x0 + w / 2 / ka - 30), x1 - w / 2 / ka + 30);
-      if (v !== undefined && bh * ka > h) cy = Math.min(Math.max(s.y[v], y0 + h / 2 / ka - 30), y1 - h / 2 / ka + 30);
-      // Keep the view on the graph: no empty band where more of the graph could be shown.
-      const clamp = (c, span, size) => (size * ka <= span ? size / 2 : Math.min(Math.max(c, span / 2 / ka - 20), size + 20 - span / 2 / ka));
-      cx = clamp(cx, w, s.width); cy = clamp(cy, h, s.height);
+      const [e0x, e0y, e1x, e1y] = this._drawnBox();
+      // One axis at a time: the frame's centre, kept on the drawn graph, with the current node
+      // in the middle band when the frame is too big for the view.
+      const place = (lo, hi, span, size, c0, c1, at) => {
+        const half = span / 2 / ka;
+        let c = (lo + hi) / 2;
+        const big = size * ka > span;
+        if (big && at !== undefined) c = Math.min(Math.max(at, lo + half - 30), hi - half + 30);
+        c = c1 - c0 + 40 <= 2 * half ? (c0 + c1) / 2 : Math.min(Math.max(c, c0 - 20 + half), c1 + 20 - half);
+        if (big && at !== undefined) c = Math.min(Math.max(c, at - BAND * half), at + BAND * half);
+        return c;
+      };
+      let cx = place(x0, x1, w, bw, e0x, e1x, v === undefined ? undefined : s.x[v]);
+      let cy = place(y0, y1, h, bh, e0y, e1y, v === undefined ? undefined : s.y[v]);
       // The current node is always in view (else stepping would jump the camera to it).
       if (v !== undefined) {
         const mx = Math.max(0, w / 2 / ka - vnodes[v].w / 2 - 20), my = Math.max(0, h / 2 / ka - vnodes[v].h / 2 - 20);
@@ -125,12 +140,29 @@ export class GraphCanvas {
     this.redraw();
   }
 
+  /** World box of what is drawn at the current step: the revealed nodes and module boxes. */
+  _drawnBox() {
+    const s = this.scene, { vnodes } = s.view;
+    let x0 = Infinity, y0 = Infinity, x1 = -Infinity, y1 = -Infinity;
+    vnodes.forEach((n, v) => {
+      if (!(s.reveal[v] <= this.k)) return;
+      x0 = Math.min(x0, s.x[v] - n.w / 2); x1 = Math.max(x1, s.x[v] + n.w / 2);
+      y0 = Math.min(y0, s.y[v] - n.h / 2); y1 = Math.max(y1, s.y[v] + n.h / 2);
+    });
+    if (x0 === Infinity) return [0, 0, s.width, s.height];
+    for (const b of s.boxes) {
+      if (!(b.reveal <= this.k)) continue;
+      x0 = Math.min(x0, b.x0); x1 = Math.max(x1, b.x1); y0 = Math.min(y0, b.y0); y1 = Math.max(y1, b.y1);
+    }
+    return [x0, y0, x1, y1];
+  }
+
   /** The world box of the fold nearest to visible node v, or null. */
   _nearestFold(v) {
     const s = this.scene, { vnodes } = s.view;
     let best = null, bd = Infinity;
     vnodes.forEach((n, f) => {
-      if (!n.fold) return;
+      if (!n.fold || !(s.reveal[f] <= this.k)) return;
       const d = Math.hypot(s.x[f] - s.x[v], s.y[f] - s.y[v]);
       if (d < bd) { bd = d; best = [s.x[f] - n.w / 2, s.y[f] - n.h / 2, s.x[f] + n.w / 2, s.y[f] + n.h / 2]; }
     });
@@ -148,13 +180,17 @@ export class GraphCanvas {
     return boxOf(s, list);
   }
 
-  /** World box of the visible nodes of the open units (with the folds when asked), or null. */
+  /**
+   * World box of the visible nodes of the open units (with the folds when asked) drawn by the
+   * current step (all of them when none is drawn yet), or null.
+   */
   _activeBox(withFolds) {
     const s = this.scene, { vnodes } = s.view;
     let active = s.active || null;
     if (!active || !active.length) return null;
     if (withFolds) active = [...active, ...vnodes.map((v, i) => (v.fold ? i : -1)).filter((i) => i >= 0)];
-    return boxOf(s, active);
+    const drawn = active.filter((v) => s.reveal[v] <= this.k);
+    return boxOf(s, drawn.length ? drawn : active);
   }
 
   zoomBy(f, sx, sy) {
