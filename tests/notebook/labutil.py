@@ -90,11 +90,11 @@ def _offline_settings(config: Path) -> None:
     """The lab never reaches for the network: no news feed and no update check on the server
     (``LabApp.news_url`` None, ``NeverCheckForUpdate``), and the page's notification settings
     say so, so it never asks "Would you like to get notified about official Jupyter news?"."""
+    settings = config / "lab" / "user-settings" / "@jupyterlab" / "apputils-extension"
+    settings.mkdir(parents=True, exist_ok=True)
     never = "jupyterlab.handlers.announcements.NeverCheckForUpdate"
     (config / "jupyter_lab_config.json").write_text(
         json.dumps({"LabApp": {"news_url": None, "check_for_updates_class": never}}))
-    settings = config / "lab" / "user-settings" / "@jupyterlab" / "apputils-extension"
-    settings.mkdir(parents=True, exist_ok=True)
     notify = {"fetchNews": "false", "checkForUpdates": False}
     (settings / "notification.jupyterlab-settings").write_text(json.dumps(notify))
 
