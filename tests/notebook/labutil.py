@@ -9,6 +9,7 @@ developer's own Jupyter set-up is read or written.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import secrets
@@ -60,6 +61,7 @@ def running_lab(home: Path) -> Iterator[Lab]:
     its config, data and runtime under ``home``; stopped on exit. The benchmarks use it too."""
     root = home / "notebooks"
     root.mkdir(parents=True, exist_ok=True)
+    _offline_settings(home / "config")
     port, token = free_port(), secrets.token_hex(16)
     env = {**os.environ, "HOME": str(home), "JUPYTER_CONFIG_DIR": str(home / "config"),
            "JUPYTER_RUNTIME_DIR": str(home / "runtime"), "IPYTHONDIR": str(home / "ipython"),
@@ -69,7 +71,7 @@ def running_lab(home: Path) -> Iterator[Lab]:
         proc = subprocess.Popen(
             [sys.executable, "-m", "jupyterlab", "--no-browser", f"--port={port}", "--ip=127.0.0.1",
              f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}", "--allow-root",
-             "--LabApp.news_url=", "--ServerApp.port_retries=0"],
+             "--ServerApp.port_retries=0"],
             env=env, stdout=log, stderr=subprocess.STDOUT, cwd=root)
         lab = Lab(url=f"http://127.0.0.1:{port}", token=token, root=root, process=proc, log_path=log_path)
         try:
@@ -82,6 +84,19 @@ def running_lab(home: Path) -> Iterator[Lab]:
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
+
+
+def _offline_settings(config: Path) -> None:
+    """The lab never reaches for the network: no news feed and no update check on the server
+    (``LabApp.news_url`` None, ``NeverCheckForUpdate``), and the page's notification settings
+    say so, so it never asks "Would you like to get notified about official Jupyter news?"."""
+    settings = config / "lab" / "user-settings" / "@jupyterlab" / "apputils-extension"
+    settings.mkdir(parents=True, exist_ok=True)
+    never = "jupyterlab.handlers.announcements.NeverCheckForUpdate"
+    (config / "jupyter_lab_config.json").write_text(
+        json.dumps({"LabApp": {"news_url": None, "check_for_updates_class": never}}))
+    notify = {"fetchNews": "false", "checkForUpdates": False}
+    (settings / "notification.jupyterlab-settings").write_text(json.dumps(notify))
 
 
 def _wait_ready(lab: Lab) -> None:
@@ -134,8 +149,6 @@ def cell_output(page: Any, index: int, pattern: str, timeout_ms: float = 60_000)
 
 def write_notebook(path: Path, cells: list[str]) -> None:
     """A minimal nbformat-4 notebook of code cells."""
-    import json
-
     nb: dict[str, Any] = {
         "nbformat": 4, "nbformat_minor": 5,
         "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},

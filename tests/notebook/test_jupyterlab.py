@@ -107,3 +107,80 @@ def test_gradtrace_cell_magic_in_jupyterlab(jupyterlab: Lab, lab_page: Any) -> N
     page.wait_for_function(f"document.querySelector('{WIDGET}').gradtrace.player.k === 1")
     assert label.inner_text().startswith(f"Step 1/{n}")
     assert page.page_errors == [], page.page_errors
+
+
+# The README's cell (README.md, "In a notebook"); its run in the lab is the README's screenshot.
+CELL_README = """%%gradtrace w
+import torch, torch.nn as nn
+net = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 1))
+loss = net(torch.randn(2, 4)).pow(2).mean()
+loss.backward()
+"""
+
+# Every text the widget's graph canvas draws, with its size on screen in CSS px.
+TEXT_SIZES = f"""() => {{
+    const v = document.querySelector('{WIDGET}').gradtrace, base = v.canvas.base;
+    const proto = CanvasRenderingContext2D.prototype, orig = proto.fillText, out = [];
+    proto.fillText = function (text, x, y, maxWidth) {{
+      if (this.canvas === base) {{
+        const m = this.getTransform();
+        out.push([String(text), parseFloat(/([\\d.]+)px/.exec(this.font)[1]) * Math.hypot(m.a, m.b) / v.canvas.dpr]);
+      }}
+      return orig.call(this, text, x, y, maxWidth);
+    }};
+    try {{ v.canvas.drawNow(); }} finally {{ proto.fillText = orig; }}
+    return out;
+}}"""
+
+
+def test_readme_cell_in_jupyterlab_is_legible_and_the_lab_stays_offline(jupyterlab: Lab, lab_page: Any) -> None:
+    """The README's example in the lab: every label on the widget's canvas is at least 9 px (the
+    page's label placer), and the lab never offers to fetch Jupyter news (it runs offline).
+    Leaves ``tests/artifacts/notebook-widget.png``, the README's screenshot."""
+    page = lab_page
+    page.set_viewport_size({"width": 1500, "height": 1000})
+    write_notebook(jupyterlab.root / "readme.ipynb", ["%load_ext gradtrace", CELL_README])
+    page.set_default_timeout(60_000)
+    # A workspace of its own: the lab does not reopen the other test's notebook beside it.
+    page.goto(f"{jupyterlab.url}/lab/workspaces/readme/tree/readme.ipynb?token={jupyterlab.token}")
+    config = page.evaluate("JSON.parse(document.getElementById('jupyter-config-data').textContent)")
+    assert config["news"]["disabled"] is True, config.get("news")
+    page.locator(".jp-Notebook .jp-Cell .cm-content").first.wait_for()
+    page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']").wait_for(timeout=90_000)
+    # The file browser folds away (a click on its open tab): the notebook gets the window's width.
+    page.locator(".jp-SideBar.jp-mod-left .lm-TabBar-tab.lm-mod-current").click()
+    run_cell(page, 0)
+    run_cell(page, 1)
+    page.wait_for_function(f"document.querySelector('{WIDGET}')?.dataset.ready === '1'", timeout=30_000)
+    host = page.locator(WIDGET)
+    host.locator("#graph").focus()
+    page.keyboard.press("Home")
+    for _ in range(16):
+        page.keyboard.press("ArrowRight")
+    assert host.locator("#tl-label").inner_text().startswith("Step 16/")
+    point = page.evaluate(f"""() => {{
+        const v = document.querySelector('{WIDGET}').gradtrace;
+        const i = v.index.nodes.findIndex((n) => n.name === 'AddmmBackward0' && n.module === 'net.0');
+        const vn = v.scene.view.byRef[i][0];
+        v.canvas.centerOn(vn);
+        v.canvas.drawNow();
+        const r = v.canvas.host.getBoundingClientRect(), cam = v.canvas.cam;
+        return {{ x: r.left + (v.scene.x[vn] - cam.x) * cam.k, y: r.top + (v.scene.y[vn] - cam.y) * cam.k }};
+    }}""")
+    page.mouse.click(point["x"], point["y"])
+    host.locator("#inspector-body h3", has_text="AddmmBackward0").wait_for()
+    host.locator("#fit").click()
+    page.mouse.move(5, 5)
+    page.wait_for_timeout(300)
+    texts = page.evaluate(TEXT_SIZES)
+    assert len(texts) >= 10, texts
+    small = [t for t in texts if t[1] < 9]
+    assert not small, f"text drawn below 9 px in the widget: {small[:5]}"
+    page.wait_for_timeout(1500)  # a toast would be up by now
+    assert page.get_by_text("official Jupyter news").count() == 0, "the lab asks about fetching news"
+    cell = page.locator(".jp-Notebook .jp-Cell").nth(1).bounding_box()
+    assert cell is not None
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "notebook-widget.png"),
+                    clip={"x": cell["x"], "y": cell["y"], "width": min(cell["width"], 1402), "height": cell["height"]})
+    assert page.page_errors == [], page.page_errors

@@ -10,9 +10,7 @@ import { stepState } from "./scene.js";
 import { Minimap, minimapSize } from "./minimap.js";
 import { palette } from "./palette.js";
 import { edgeText } from "./draw.js";
-
-/** The zoom at which 11 px text stays at least 9 px on screen (labels.js MIN_TEXT_PX). */
-export const READ_K = 0.82;  // 11 × 0.82 = 9.02 (9 / 11 itself rounds to just under 9)
+import { READ_K, fitCamera } from "./fit.js";
 import { fmtTensorShort } from "../graph/values.js";
 
 export class GraphCanvas {
@@ -68,94 +66,15 @@ export class GraphCanvas {
   setSelection(vs) { this.selected = new Set(vs); this.redraw(); }
   setLineSelection(vs) { this.lineSel = new Set(vs); this.redraw(); }
 
-  /**
-   * NOTE [fit]: show the whole graph when it is legible whole (text ≥ 9 px, READ_K); else
-   * frame the part active at the current step (the open units with the folds beside them,
-   * else the open units, else the current node) at a legible zoom, showing as much of the
-   * graph around it as that zoom allows. The minimap's corner is kept free (`reserve()`), so
-   * the minimap never covers what Fit framed.
-   */
+  /** Frame the graph (NOTE [fit] in render/fit.js); `whole` shows all of it, however small. */
   fit({ whole = false } = {}) {
     if (!this.scene) return;
-    const [rw, rh] = this.reserve();
-    const w = this._size().w - rw, h = this._size().h - rh;
-    const s = this.scene, { vnodes } = s.view;
-    const gw = Math.max(s.width, 1) + 40, gh = Math.max(s.height, 1) + 40;
-    const k = Math.min(w / gw, h / gh, 1.6);
-    this.cam = { k, x: -20 - (w / k - gw) / 2, y: -20 - (h / k - gh) / 2 };
-    if (k < READ_K && !whole) {
-      const fits = (b) => Math.min(w / (b[2] - b[0] + 60), h / (b[3] - b[1] + 60)) >= READ_K;
-      const withFolds = this._activeBox(true);
-      const box = withFolds && fits(withFolds) ? withFolds : this._activeBox(false);
-      let [x0, y0, x1, y1] = box || this._currentBox();
-      let bw = x1 - x0 + 60, bh = y1 - y0 + 60;
-      // Without units the current node alone is no frame: show the most context that is legible.
-      const ka = box ? Math.max(READ_K, Math.min(w / bw, h / bh, 1.2)) : READ_K;
-      const [v] = stepState(s, this.k).current;
-      // A current node outside the active part (a shared parameter) joins it, with room around.
-      if (box && v !== undefined) {
-        const r = 100;
-        x0 = Math.min(x0, s.x[v] - r); y0 = Math.min(y0, s.y[v] - r); x1 = Math.max(x1, s.x[v] + r); y1 = Math.max(y1, s.y[v] + r);
-      }
-      // An active part too big to show whole: its current node with the nearest fold, when
-      // both fit (a fold is where the rest of the run is; it should be in view).
-      if (box && (bw * ka > w || bh * ka > h) && v !== undefined) {
-        const near = this._nearestFold(v);
-        if (near) {
-          const b2 = [Math.min(s.x[v], near[0]), Math.min(s.y[v], near[1]), Math.max(s.x[v], near[2]), Math.max(s.y[v], near[3])];
-          if ((b2[2] - b2[0] + 60) * ka <= w && (b2[3] - b2[1] + 60) * ka <= h) [x0, y0, x1, y1] = b2;
-        }
-      }
-      bw = x1 - x0 + 60; bh = y1 - y0 + 60;
-      // Centre on the active part when it fits, else on the current node inside it.
-      let cx = (x0 + x1) / 2, cy = (y0 + y1) / 2;
-      if (v !== undefined && bw * ka > w) cx = Math.min(Math.max(s.x[v], x0 + w / 2 / ka - 30), x1 - w / 2 / ka + 30);
-      if (v !== undefined && bh * ka > h) cy = Math.min(Math.max(s.y[v], y0 + h / 2 / ka - 30), y1 - h / 2 / ka + 30);
-      // Keep the view on the graph: no empty band where more of the graph could be shown.
-      const clamp = (c, span, size) => (size * ka <= span ? size / 2 : Math.min(Math.max(c, span / 2 / ka - 20), size + 20 - span / 2 / ka));
-      cx = clamp(cx, w, s.width); cy = clamp(cy, h, s.height);
-      // The current node is always in view (else stepping would jump the camera to it).
-      if (v !== undefined) {
-        const mx = Math.max(0, w / 2 / ka - vnodes[v].w / 2 - 20), my = Math.max(0, h / 2 / ka - vnodes[v].h / 2 - 20);
-        cx = Math.min(Math.max(cx, s.x[v] - mx), s.x[v] + mx);
-        cy = Math.min(Math.max(cy, s.y[v] - my), s.y[v] + my);
-      }
-      this.cam = { k: ka, x: cx - w / 2 / ka, y: cy - h / 2 / ka };
-    }
+    this.cam = fitCamera(this.scene, this.k, this._size(), this.reserve(), { whole });
     this.redraw();
-  }
-
-  /** The world box of the fold nearest to visible node v, or null. */
-  _nearestFold(v) {
-    const s = this.scene, { vnodes } = s.view;
-    let best = null, bd = Infinity;
-    vnodes.forEach((n, f) => {
-      if (!n.fold) return;
-      const d = Math.hypot(s.x[f] - s.x[v], s.y[f] - s.y[v]);
-      if (d < bd) { bd = d; best = [s.x[f] - n.w / 2, s.y[f] - n.h / 2, s.x[f] + n.w / 2, s.y[f] + n.h / 2]; }
-    });
-    return best;
   }
 
   /** Screen pixels [right, bottom] the minimap keeps for itself at Fit ([0, 0] when hidden). */
   reserve() { return this.scene && this.minimap.wanted(this.scene, this._size(), READ_K) ? this.minimap.reserve(this._size()) : [0, 0]; }
-
-  _currentBox() {
-    const s = this.scene, { vnodes } = s.view;
-    let list = [...stepState(s, this.k).current];
-    if (!list.length) list = vnodes.map((_, v) => v).filter((v) => s.reveal[v] <= this.k).slice(-1);
-    if (!list.length) return [0, 0, s.width, s.height];
-    return boxOf(s, list);
-  }
-
-  /** World box of the visible nodes of the open units (with the folds when asked), or null. */
-  _activeBox(withFolds) {
-    const s = this.scene, { vnodes } = s.view;
-    let active = s.active || null;
-    if (!active || !active.length) return null;
-    if (withFolds) active = [...active, ...vnodes.map((v, i) => (v.fold ? i : -1)).filter((i) => i >= 0)];
-    return boxOf(s, active);
-  }
 
   zoomBy(f, sx, sy) {
     const { w, h } = this._size();
@@ -362,16 +281,4 @@ export class GraphCanvas {
     return true;
   }
 
-}
-
-/** World bounding box of some visible nodes. */
-function boxOf(s, list) {
-  const { vnodes } = s.view;
-  let x0 = Infinity, y0 = Infinity, x1 = -Infinity, y1 = -Infinity;
-  for (const v of list) {
-    const n = vnodes[v];
-    x0 = Math.min(x0, s.x[v] - n.w / 2); x1 = Math.max(x1, s.x[v] + n.w / 2);
-    y0 = Math.min(y0, s.y[v] - n.h / 2); y1 = Math.max(y1, s.y[v] + n.h / 2);
-  }
-  return [x0, y0, x1, y1];
 }

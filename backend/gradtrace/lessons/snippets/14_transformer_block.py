@@ -1,7 +1,8 @@
 """A transformer encoder
 
 A bigger graph: two encoder layers with attention and feed-forward blocks, hundreds of nodes in
-nested modules. The two identical layers fold into one box that opens on demand.
+nested modules. The layer at work at the current step is open; the other is folded into one box,
+which opens on a click. Pick a layer above the graph and the timeline goes there.
 """
 # Two encoder layers on a short batch of sequences.
 import torch
