@@ -7,7 +7,8 @@ import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 
 import { join } from "node:path";
 
 const common = { bundle: true, minify: true, sourcemap: "linked", metafile: true, logLevel: "warning",
-  target: ["chrome110", "firefox115", "safari16"], legalComments: "none" };
+  target: ["chrome110", "firefox115", "safari16"], legalComments: "none",
+  loader: { ".html": "text" } };  // templates/viewer.html: the viewer's markup (src/viewer.js)
 
 mkdirSync("dist", { recursive: true });
 const results = [

@@ -41,6 +41,7 @@ class App {
     this.bindControls();
     renderLegend($("#legend-list"));
     this.lessons = readJson("gt-lessons") || []; // backend/gradtrace/lessons, embedded by the page
+    $("#examples").hidden = false; // the page's own part of the shared viewer markup
     renderGallery($("#example-list"), this.lessons, (ex) => {
       if (this.mode === "share") this.editCopy();
       this.editor.setCode(ex.code);

@@ -18,64 +18,11 @@ import { palette } from "./render/palette.js";
 import { CodeEditor } from "./ui/editor.js";
 import { renderLegend, renderResults } from "./ui/panels.js";
 import { oneDark } from "@codemirror/theme-one-dark";
+import VIEWER_HTML from "../templates/viewer.html";
 
-const SKELETON = `
-<div class="gt-viewer">
-<main class="gt-main">
-  <section class="gt-code" aria-label="Code">
-    <div id="editor" data-gt="editor" class="gt-editor"></div>
-    <section class="gt-results" aria-label="Results">
-      <span id="status-badge" data-gt="status-badge" class="gt-badge" role="status" aria-live="polite" hidden></span>
-      <div id="error-box" data-gt="error-box" class="gt-error" role="alert" hidden></div>
-      <div id="stdout-wrap" data-gt="stdout-wrap" hidden><h2>Output</h2><pre id="stdout" data-gt="stdout" aria-label="Output"></pre></div>
-    </section>
-  </section>
-  <section class="gt-graph-col" aria-label="Graph">
-    <div class="gt-toolbar" role="toolbar" aria-label="Graph view">
-      <button id="fit" data-gt="fit" type="button" title="Fit to screen (f)">Fit</button>
-      <button id="zoom-in" data-gt="zoom-in" type="button" aria-label="Zoom in" title="Zoom in (+)">+</button>
-      <button id="zoom-out" data-gt="zoom-out" type="button" aria-label="Zoom out" title="Zoom out (−)">−</button>
-      <label>Layout
-        <select id="direction" data-gt="direction"><option value="TB">top → bottom</option><option value="LR">left → right</option></select>
-      </label>
-      <details id="modules" data-gt="modules" class="gt-menu" hidden><summary>Modules</summary><div id="modules-list" data-gt="modules-list" class="gt-menu-body"></div></details>
-      <details id="legend" data-gt="legend" class="gt-menu"><summary>Legend</summary><ul id="legend-list" data-gt="legend-list" class="gt-menu-body gt-legend"></ul></details>
-      <span id="simplified" data-gt="simplified" class="gt-badge gt-status-simplified" title="Too many long edges for the full layout: some are drawn straight" hidden>simplified layout</span>
-      <span id="layout-status" data-gt="layout-status" class="gt-muted" role="status"></span>
-      <span id="graph-stats" data-gt="graph-stats" class="gt-muted"></span>
-      <a id="run-link" data-gt="run-link" class="gt-muted" target="_blank" rel="noopener" hidden>open the run's page</a>
-    </div>
-    <div id="graph" data-gt="graph" class="gt-graph" tabindex="0" role="application" aria-label="Autograd graph" aria-describedby="graph-keys">
-      <canvas class="gt-base" aria-hidden="true"></canvas>
-      <canvas class="gt-overlay" aria-hidden="true"></canvas>
-      <canvas class="gt-minimap" aria-label="Minimap" hidden></canvas>
-      <div class="gt-tooltip" role="tooltip" hidden></div>
-      <p id="graph-empty" data-gt="graph-empty" class="gt-empty">Loading the run…</p>
-    </div>
-    <p id="graph-keys" data-gt="graph-keys" class="gt-keys">Graph focused: <kbd>Space</kbd> play/pause · <kbd>←</kbd>/<kbd>→</kbd> step · <kbd>Shift</kbd>+arrows phase · <kbd>Home</kbd>/<kbd>End</kbd> · drag to pan, wheel to zoom</p>
-    <div id="timeline" data-gt="timeline" class="gt-timeline" role="group" aria-label="Timeline">
-      <div class="gt-transport">
-        <button id="tl-start" data-gt="tl-start" type="button" aria-label="Start of phase" title="Start of phase (Shift+←)">«</button>
-        <button id="tl-back" data-gt="tl-back" type="button" aria-label="Step back" title="Step back (←)">‹</button>
-        <button id="tl-play" data-gt="tl-play" type="button" aria-label="Play" title="Play/pause (Space)">▶</button>
-        <button id="tl-fwd" data-gt="tl-fwd" type="button" aria-label="Step forward" title="Step forward (→)">›</button>
-        <button id="tl-end" data-gt="tl-end" type="button" aria-label="End of phase" title="End of phase (Shift+→)">»</button>
-        <span id="tl-label" data-gt="tl-label" class="gt-step-label" aria-live="polite">Step 0/0</span>
-        <label class="gt-speed">Speed
-          <select id="tl-speed" data-gt="tl-speed"><option value="0.5">0.5×</option><option value="1" selected>1×</option><option value="2">2×</option><option value="4">4×</option></select>
-        </label>
-      </div>
-      <input id="tl-scrub" data-gt="tl-scrub" type="range" min="0" max="0" value="0" step="1" aria-label="Timeline position">
-      <div id="tl-segments" data-gt="tl-segments" class="gt-segments"></div>
-    </div>
-    <ol id="node-list" data-gt="node-list" class="sr-only" aria-label="Graph nodes"></ol>
-  </section>
-  <aside id="inspector" data-gt="inspector" class="gt-inspector" aria-label="Inspector">
-    <h2>Inspector</h2>
-    <div id="inspector-body" data-gt="inspector-body"></div>
-  </aside>
-</main>
-</div>`;
+// The page's own markup (templates/viewer.html, which index.html includes), without its
+// leading template comment: one source, so the embedded viewer never lags behind the page.
+const SKELETON = `<div class="gt-viewer">${VIEWER_HTML.replace(/^\{#-[\s\S]*?-#\}\s*/, "")}</div>`;
 
 /** Whether the page around `el` is dark: the host's own theme marks, else its background. */
 export function hostIsDark(el) {
@@ -112,6 +59,7 @@ export class EmbeddedViewer {
     const $ = (sel) => this.shadow.querySelector(sel);
     this.$ = $;
     const root = $(".gt-viewer");
+    $("#graph-empty").textContent = "Loading the run…";
     this.state = new ViewState();
     this.editor = new CodeEditor($("#editor"), { onRun: () => {}, onLineSelect: (line) => this.viewer.selectLine(line) });
     this.editor.setReadOnly(true);
