@@ -67,6 +67,12 @@ def test_the_saved_file_opens_offline_and_plays_the_whole_run(browser: Any, tmp_
         label = page.locator("#gradtrace #tl-label").inner_text()
         assert label.startswith(f"Step {info['N']}/{info['N']}")
         assert "backward" in label
+        # The page's own markup (templates/viewer.html): the step's sentence and the search box too.
+        assert "w.grad" in page.locator("#gradtrace #sentence").inner_text()
+        page.locator("#gradtrace #search").fill("Tanh")
+        page.locator("#gradtrace #search").press("Enter")
+        assert page.locator("#gradtrace #search-count").inner_text().strip()
+        assert page.locator("#gradtrace #examples").is_hidden()  # the page's gallery stays the page's
     finally:
         context.close()
     assert errors == []
