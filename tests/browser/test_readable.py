@@ -17,36 +17,11 @@ from playwright.sync_api import expect
 
 from browser.pageutil import pick_node, run_code
 from gradtrace.lessons import all_lessons, lesson
+from programs import ADAM_20, GRU_200, TRANSFORMER_6
 
 pytestmark = pytest.mark.browser
 
-GRU = """import torch
-from torch import nn
-cell = nn.GRUCell(8, 16)
-h = torch.zeros(1, 16)
-xs = torch.randn(200, 1, 8)
-for t in range(200):
-    h = cell(xs[t], h)
-h.sum().backward()
-"""
-ADAM = """import torch
-from torch import nn
-model = nn.Sequential(nn.Linear(4, 16), nn.Tanh(), nn.Linear(16, 1))
-opt = torch.optim.Adam(model.parameters(), 1e-2)
-x = torch.randn(32, 4)
-y = torch.randn(32, 1)
-for step in range(20):
-    opt.zero_grad()
-    loss = ((model(x) - y) ** 2).mean()
-    loss.backward()
-    opt.step()
-"""
-TRANSFORMER = """import torch
-from torch import nn
-enc = nn.TransformerEncoder(nn.TransformerEncoderLayer(32, 4, 64, batch_first=True), 6)
-x = torch.randn(2, 5, 32)
-enc(x).sum().backward()
-"""
+GRU, ADAM, TRANSFORMER = GRU_200, ADAM_20, TRANSFORMER_6
 
 # Records every fillText on the graph's base canvas: text, font size in CSS px, screen box.
 INSTRUMENT = """() => {

@@ -11,33 +11,7 @@ from typing import Any
 from playwright.sync_api import expect
 
 from browser.pageutil import pick_node, run_code, run_example
-
-ADAM_LOOP = """import torch
-from torch import nn
-
-torch.manual_seed(0)
-model = nn.Linear(3, 1)
-opt = torch.optim.Adam(model.parameters(), lr=0.1)
-x = torch.randn(8, 3)
-y = torch.randn(8, 1)
-for step in range(20):
-    opt.zero_grad()
-    loss = ((model(x) - y) ** 2).mean()
-    loss.backward()
-    opt.step()
-"""
-
-GRU_200 = """import torch
-from torch import nn
-
-torch.manual_seed(0)
-cell = nn.GRUCell(4, 8)
-h = torch.zeros(1, 8)
-xs = torch.randn(200, 1, 4)
-for t in range(200):
-    h = cell(xs[t], h)
-h.sum().backward()
-"""
+from programs import ADAM_20, GRU_200
 
 
 def fmt_num(v: float) -> str:
@@ -153,7 +127,7 @@ def test_share_link_opens_at_the_step_it_was_shared_from(playground: Any) -> Non
 
 def test_keys_jump_by_line_iteration_and_pass_and_grads_tell_the_truth(playground: Any, artifacts_dir: Path) -> None:
     page = playground
-    run_code(page, ADAM_LOOP)
+    run_code(page, ADAM_20)
     doc = page.evaluate("window.gradtrace.app.doc")
     events = doc["events"]
     k = lambda: page.evaluate("window.gradtrace.app.player.k")  # noqa: E731
@@ -179,7 +153,7 @@ def test_keys_jump_by_line_iteration_and_pass_and_grads_tell_the_truth(playgroun
     page.screenshot(path=str(artifacts_dir / "words-adam-iteration.png"))
     # zero_grad() cleared .grad every turn: the inspector says 1 accumulation since, not 20.
     page.keyboard.press("End")
-    pick_node(page, re.compile("^model\\.weight"))
+    pick_node(page, re.compile("^model\\.0\\.weight"))
     head = page.locator("#inspector .gt-tensor h4").first.inner_text()
     since = r"\(1 accumulation since \.grad was (cleared|set to None|zeroed)( at line \d+)? · 20 in all\)"
     assert re.search(since, head), head
