@@ -115,6 +115,10 @@ export class EmbeddedViewer {
 
   /** Show a run document; resolves once its first frame is drawn, with timings in ms. */
   async load(doc, { step = null, runUrl = null } = {}) {
+    // The host may not have been in the document when the viewer was made (a notebook renders
+    // a widget into a detached element): styles, and so the palette, read then are empty.
+    this.dark = undefined;
+    this.setTheme(hostIsDark(this.host));
     this.editor.setCode(doc.code || "# (this run's code was not recorded)\n");
     renderResults(this.results, doc, (line) => this.viewer.selectLine(line, true));
     const link = this.$("#run-link");

@@ -172,6 +172,9 @@ def test_readme_cell_in_jupyterlab_is_legible_and_the_lab_stays_offline(jupyterl
     host.locator("#fit").click()
     page.mouse.move(5, 5)
     page.wait_for_timeout(300)
+    fills = page.evaluate(f"""() => {{ const k = document.querySelector('{WIDGET}').gradtrace.canvas.pal.kinds;
+        return [k.function.fill, k.acc.fill, k.leaf.fill]; }}""")
+    assert "#eee" not in fills, f"the widget lost the page's palette (CSS variables): {fills}"
     texts = page.evaluate(TEXT_SIZES)
     assert len(texts) >= 10, texts
     small = [t for t in texts if t[1] < 9]
