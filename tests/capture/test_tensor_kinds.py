@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 import torch
 
+from conftest import CASES
 from gradtrace.capture.values import encode
 
 BOTH = pytest.mark.parametrize("native", [False, True], ids=["python", "core"])
@@ -74,14 +75,7 @@ def test_every_other_kind_has_values_stats_or_a_note() -> None:
         assert v["values"] is not None or v["stats"] is not None or v.get("note"), k
 
 
-EMBEDDING = """\
-torch.manual_seed(0)
-small = nn.Embedding(6, 2, sparse=True)
-large = nn.Embedding(3000, 4, sparse=True)
-idx = torch.tensor([1, 4, 4])
-loss = small(idx).sum() + large(idx).pow(2).sum()
-loss.backward()
-"""
+EMBEDDING = (CASES / "sparse_embedding.py").read_text()  # the golden case, run on both recorders
 
 
 @BOTH

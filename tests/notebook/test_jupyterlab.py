@@ -28,6 +28,20 @@ CELL_READ = "sel = w.selected\nprint('SEL', sel.name, sel.kind, sel.line, w.step
 WIDGET = ".gradtrace-widget"
 
 
+def click_node(page: Any, which: str) -> None:
+    """Click, with the mouse, where the widget draws the first node for which the JS test holds."""
+    point = page.evaluate(f"""() => {{
+        const v = document.querySelector('{WIDGET}').gradtrace;
+        const i = v.index.nodes.findIndex((n) => {which});
+        const vn = v.scene.view.byRef[i][0];
+        v.canvas.centerOn(vn);
+        v.canvas.drawNow();
+        const r = v.canvas.host.getBoundingClientRect(), cam = v.canvas.cam;
+        return {{ x: r.left + (v.scene.x[vn] - cam.x) * cam.k, y: r.top + (v.scene.y[vn] - cam.y) * cam.k }};
+    }}""")
+    page.mouse.click(point["x"], point["y"])
+
+
 ARTIFACTS = Path(__file__).resolve().parent.parent / "artifacts"
 
 
@@ -83,16 +97,7 @@ def test_gradtrace_cell_magic_in_jupyterlab(jupyterlab: Lab, lab_page: Any) -> N
 
     # Click the leaf x where it is drawn.
     page.keyboard.press("End")
-    point = page.evaluate(f"""() => {{
-        const v = document.querySelector('{WIDGET}').gradtrace;
-        const i = v.index.nodes.findIndex((n) => n.name === 'x' && n.kind === 'tensor');
-        const vn = v.scene.view.byRef[i][0];
-        v.canvas.centerOn(vn);
-        v.canvas.drawNow();
-        const r = v.canvas.host.getBoundingClientRect(), cam = v.canvas.cam;
-        return {{ x: r.left + (v.scene.x[vn] - cam.x) * cam.k, y: r.top + (v.scene.y[vn] - cam.y) * cam.k }};
-    }}""")
-    page.mouse.click(point["x"], point["y"])
+    click_node(page, "n.name === 'x' && n.kind === 'tensor'")
     host.locator("#inspector-body h3", has_text="x").wait_for()
 
     run_cell(page, 2)
@@ -158,16 +163,7 @@ def test_readme_cell_in_jupyterlab_is_legible_and_the_lab_stays_offline(jupyterl
     for _ in range(16):
         page.keyboard.press("ArrowRight")
     assert host.locator("#tl-label").inner_text().startswith("Step 16/")
-    point = page.evaluate(f"""() => {{
-        const v = document.querySelector('{WIDGET}').gradtrace;
-        const i = v.index.nodes.findIndex((n) => n.name === 'AddmmBackward0' && n.module === 'net.0');
-        const vn = v.scene.view.byRef[i][0];
-        v.canvas.centerOn(vn);
-        v.canvas.drawNow();
-        const r = v.canvas.host.getBoundingClientRect(), cam = v.canvas.cam;
-        return {{ x: r.left + (v.scene.x[vn] - cam.x) * cam.k, y: r.top + (v.scene.y[vn] - cam.y) * cam.k }};
-    }}""")
-    page.mouse.click(point["x"], point["y"])
+    click_node(page, "n.name === 'AddmmBackward0' && n.module === 'net.0'")
     host.locator("#inspector-body h3", has_text="AddmmBackward0").wait_for()
     host.locator("#fit").click()
     page.mouse.move(5, 5)
