@@ -34,7 +34,8 @@ $(VENV)/.stamp-native: $(VENV)/.stamp-install backend/gradtrace/capture/_native.
 	  $(SUDO) apt-get update -qq && \
 	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends $$missing; \
 	fi
-	$(PY) -m gradtrace.capture.build_native
+	@# by path, not -m: importing gradtrace.capture would build a first-use copy of the core too
+	$(PY) backend/gradtrace/capture/build_native.py
 	touch $@
 
 native: $(VENV)/.stamp-native
