@@ -89,7 +89,7 @@ class Recorder:
         if use_native:
             if native.core is None:
                 raise RuntimeError("gradtrace's C++ capture core is not built "
-                                   "(python -m gradtrace.capture.build_native)")
+                                   "(make native, or python backend/gradtrace/capture/build_native.py)")
             self.native = native.core.Recorder()
             self.native.configure(
                 max_events, _COST["backward"], _COST["value"],
