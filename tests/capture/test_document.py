@@ -46,7 +46,7 @@ def test_every_document_of_one_run_is_the_same_document(native: bool) -> None:
 
     if native:  # the core is part of the install (test_native.test_the_core_is_built)
         from gradtrace.capture import native as core
-        assert core.available(), "the C++ capture core is missing: python -m gradtrace.capture.build_native"
+        assert core.available(), "the C++ capture core is missing: make native"
     with gradtrace.record(native=native) as rec:
         w = torch.linspace(-1, 1, 900).requires_grad_()
         for _ in range(15):  # 15 x 900 x 2 numbers: past the 10,000-value budget

@@ -31,7 +31,7 @@ def _eager(rec: gradtrace.record) -> RunDocument:
 
 @pytest.fixture(autouse=True)
 def _core() -> None:
-    assert native.available(), "the C++ capture core is missing: python -m gradtrace.capture.build_native"
+    assert native.available(), "the C++ capture core is missing: make native"
 
 
 def test_the_graph_and_events_wait_until_read_and_then_are_the_eager_ones() -> None:

@@ -28,7 +28,7 @@ SNIPPETS = snippets()
 
 def test_the_core_is_built() -> None:
     # `make install` builds it (gradtrace.capture.build_native); the service relies on it
-    assert native.available(), "the C++ capture core is missing: python -m gradtrace.capture.build_native"
+    assert native.available(), "the C++ capture core is missing: make native"
 
 
 def _floats(n: int, rng: random.Random) -> list[float]:
