@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def require_redis() -> str:
     path = shutil.which("redis-server")
     if path is None:
-        pytest.skip("redis-server is not installed (make system-test-deps installs Debian's redis-server)")
+        pytest.fail("redis-server is not installed: run `make test`, which installs Debian's redis-server")
     return path
 
 

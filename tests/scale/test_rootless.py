@@ -48,11 +48,6 @@ LIMITS = {"GRADTRACE_TIMEOUT_S": "2", "GRADTRACE_CPU_S": "1", "GRADTRACE_MEMORY_
 CGROUP_ROOTS = [Path("/sys/fs/cgroup/memory"), Path("/sys/fs/cgroup/pids")]
 
 
-def _need(ok: bool, why: str) -> None:
-    if not ok:
-        pytest.skip(why)
-
-
 @contextlib.contextmanager
 def unprivileged_user() -> Iterator[str]:
     """A system user with 100000 subordinate uids/gids, removed afterwards."""
@@ -128,9 +123,11 @@ def bait() -> Iterator[Bait]:
 
 @pytest.fixture(scope="module")
 def rootless(bait: Bait) -> Iterator[Fleet]:
-    _need(os.geteuid() == 0, "creating the unprivileged test user needs root")
-    _need(all(shutil.which(b) for b in ("useradd", "unshare", "setpriv", "newuidmap")),
-          "needs useradd, util-linux unshare/setpriv and uidmap's newuidmap (make system-test-deps)")
+    if os.geteuid() != 0:
+        pytest.skip("creating a throw-away unprivileged user needs root (CI and `make test` as root run it)")
+    missing = [b for b in ("useradd", "unshare", "setpriv", "newuidmap") if not shutil.which(b)]
+    if missing:
+        pytest.fail(f"{missing} not found: run `make test`, which installs uidmap")
     with unprivileged_user() as user, delegated_cgroup(user) as cgroup:
         env = {**LIMITS, "GRADTRACE_TEST_SECRET": bait.secret, "GRADTRACE_TEST_USER": user, "HOME": "/tmp"}
         if cgroup:
