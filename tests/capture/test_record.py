@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
@@ -122,3 +124,17 @@ def test_record_restores_the_collector_settings_even_when_the_block_raises() -> 
     with pytest.raises(KeyError), gradtrace.record():
         raise KeyError("x")
     assert (gc.get_threshold(), gc.isenabled(), gc.get_freeze_count()) == before
+
+
+def test_a_block_in_a_script_carries_the_scripts_code(tmp_path: Path) -> None:
+    """The page and the widget show the code the node lines point at (a script's own text)."""
+    script = tmp_path / "train.py"
+    script.write_text("import torch, gradtrace\nwith gradtrace.record() as rec:\n"
+                      "    x = torch.ones(2, requires_grad=True)\n    (x * 3).sum().backward()\n"
+                      "doc = rec.document()\n")
+    ns: dict[str, Any] = {"__name__": "__main__"}
+    exec(compile(script.read_text(), str(script), "exec"), ns)
+    doc = ns["doc"]
+    assert doc.code == script.read_text()
+    mul = next(n for n in doc.graph.nodes if n.name == "MulBackward0")
+    assert doc.code.splitlines()[mul.line - 1].strip() == "(x * 3).sum().backward()"

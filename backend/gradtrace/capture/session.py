@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import linecache
 import sys
 import traceback
 from types import TracebackType
@@ -40,6 +41,18 @@ from gradtrace.notebook.run import NotebookRunDocument
 from gradtrace.schema import RunDocument
 from gradtrace.schema.canonical import CanonicalText, canonical_with_id
 from gradtrace.schema.fast import gc_paused
+
+MAX_SOURCE_CHARS = 512 * 1024
+"""A block's file larger than this is not put in the document (its lines still are)."""
+
+
+def source_of(filename: str) -> str | None:
+    """The text of the file the block ran in, so the page and the widget show the code its
+    node lines point at: a script, or a notebook cell (IPython registers cells in linecache).
+    None when it cannot be read or is too large."""
+    lines = linecache.getlines(filename)
+    text = "".join(lines)
+    return text if text and len(text) <= MAX_SOURCE_CHARS else None
 
 
 def error_line(exc: BaseException, filename: str) -> int | None:
@@ -217,6 +230,7 @@ class record:
         """The run document as a JSON-able dict (what :func:`run_snippet` returns), without a
         pydantic round trip (NOTE [documents without pydantic on the hot path])."""
         rec = self.recorder
-        base: dict[str, Any] = {"status": self.status, "error": self.error, "message": rec.limit}
+        base: dict[str, Any] = {"status": self.status, "error": self.error, "message": rec.limit,
+                                "code": source_of(rec.filename)}
         base.update(fields)
         return build_document(rec, **base)
