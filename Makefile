@@ -76,10 +76,14 @@ lint: install-test
 # The goldens run a second time on torch's plain kernels (ATEN_CPU_CAPABILITY=default): the
 # main run uses this CPU's best (AVX2/AVX-512), so a golden that pins one kernel's rounding fails.
 GOLDEN_TESTS := tests/capture/test_golden.py tests/capture/test_oracle.py tests/test_docdiff.py
+# Every capture test (goldens, oracle and library modules among them) runs on each kernel set:
+# the main run uses the C++ core, this one its Python twin (NOTE [one recorder, two kernel sets]
+# in backend/gradtrace/capture/pycore.py).
 
 test: install-test frontend system-test-deps lint
 	cd frontend && npm test --silent
 	@ATEN_CPU_CAPABILITY=default $(VENV)/bin/pytest -q -p no:cacheprovider $(GOLDEN_TESTS) || exit 1
+	@GRADTRACE_KERNELS=python $(VENV)/bin/pytest -q -p no:cacheprovider tests/capture || exit 1
 	@$(VENV)/bin/pytest $(PYTEST_ARGS); rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing"; exit 1; fi; exit $$rc
 

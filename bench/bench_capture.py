@@ -32,7 +32,7 @@ with warnings.catch_warnings():
 from torch import nn
 
 import gradtrace
-from gradtrace.capture.document import _native_graph, _nodes
+from gradtrace.capture.document import _core_graph, _nodes
 from gradtrace.capture.recorder import Recorder
 from gradtrace.schema import canonical_json
 
@@ -49,11 +49,8 @@ def graph_json(rec: Recorder) -> bytes:
     """The canonical JSON of the recorded graph alone (nodes and edges, as the document has
     them): the counterpart of torchviz's extraction."""
     with torch._C.DisableTorchFunction():
-        rec.values.begin_document(lazy=rec.native is not None)
-        nodes = _nodes(rec)
-        if rec.native is not None:
-            return _native_graph(rec, nodes)
-        return canonical_json({"edges": list(rec.edges), "nodes": nodes})
+        rec.values.begin_document(lazy=True)
+        return _core_graph(rec, _nodes(rec))
 
 
 class BasicBlock(nn.Module):
@@ -208,18 +205,15 @@ def serialisers(loss_fn: Callable[[], torch.Tensor], model: nn.Module,
 
 
 def walk_only(loss_fn: Callable[[], torch.Tensor], native: bool) -> Callable[[], Any]:
-    """gradtrace's graph walk alone: every node of a fresh forward with its name, output
-    metadata, saved tensors and edges (the C++ core's ``walk``, or the Python recorder's
-    ``describe_batch``); the forward itself is not timed."""
-    from gradtrace.capture import native as core
-    from gradtrace.capture.graph import describe_batch
-
+    """gradtrace's discovery alone, on one kernel set: every node of a fresh forward with its
+    name, output metadata, saved tensors and edges, placed and registered (no hooks) by a
+    fresh recorder; the forward itself is not timed."""
     loss = loss_fn()
 
     def run() -> Any:
-        if native and core.core is not None:
-            return core.core.Recorder().walk([loss.grad_fn], True, nn.Parameter, 0)
-        return describe_batch([loss.grad_fn], {}, read_saved_tensors=True, first_index=0)
+        rec = Recorder("<bench>", max_nodes=50_000, max_events=200_000, use_native=native)
+        rec.discover([loss.grad_fn], line=None, seq_mark=None, hooks=False)
+        rec.remove_hooks()
 
     return run
 
@@ -377,7 +371,7 @@ def main() -> None:
                 walk = walk_only(loss_fn, nat)
                 t_walk = [timed(walk) for _ in range(reps)]
                 mw = statistics.median(t_walk)
-                rows.append((f"transformer-6 graph walk ({label})", reps, mw, pct(t_walk, 0.95),
+                rows.append((f"transformer-6 graph discovery ({label})", reps, mw, pct(t_walk, 0.95),
                              "make_dot", mw / mv, "extraction only: names, metadata, saved tensors, edges"))
     if not args.case or "mlp-adam-50" in args.case:
         run = training_loop()

@@ -15,7 +15,12 @@ with warnings.catch_warnings():
     warnings.filterwarnings("ignore", message="Failed to initialize NumPy", category=UserWarning)
     import torch
 
-from gradtrace.capture import run_snippet
+from gradtrace.capture import native, run_snippet
+
+
+def pytest_report_header() -> str:
+    kernels = "the C++ core" if native.default_native() else "the Python twin"
+    return f"gradtrace capture kernels: {kernels} (GRADTRACE_KERNELS)"
 
 
 @pytest.fixture(autouse=True)

@@ -141,14 +141,15 @@ def test_event_limit_in_the_core_stops_the_run() -> None:
     assert sum(e["phase"] == "backward" for e in doc["events"]) == 20
 
 
-def test_the_hooks_are_gone_after_the_block() -> None:
+@pytest.mark.parametrize("use_core", [True, False], ids=["core", "python"])
+def test_the_hooks_are_gone_after_the_block(use_core: bool) -> None:
     """A graph kept past the block runs backward without the recorder (no event, no error)."""
     import gradtrace
 
-    with gradtrace.record() as rec:
+    with gradtrace.record(native=use_core) as rec:
         x = torch.ones(3, requires_grad=True)
         y = (x * x).sum()
-    assert rec.recorder.native is not None
+    assert native.is_native(rec.recorder.core) == use_core
     n_events = len(rec.document_dict()["events"])
     y.backward()
     assert torch.equal(x.grad, 2 * torch.ones(3))
@@ -231,7 +232,7 @@ def test_the_line_tracer_is_the_cores_and_is_removed_after_the_block() -> None:
     import gradtrace
 
     assert sys.gettrace() is None
-    with gradtrace.record() as outer:
+    with gradtrace.record(native=True) as outer:
         assert sys.gettrace() == "gradtrace line tracer (C)"
         x = torch.ones(2, requires_grad=True)
         with gradtrace.record() as inner:
@@ -242,3 +243,19 @@ def test_the_line_tracer_is_the_cores_and_is_removed_after_the_block() -> None:
     assert muls == [y_line, z_line]
     assert [n["name"] for n in inner.document_dict()["graph"]["nodes"]].count("MulBackward0") == 1
     assert y.grad_fn is not None and z.grad_fn is not None
+
+
+@pytest.mark.parametrize(("env", "expect"), [("python", False), ("native", True), ("", True)])
+def test_the_kernel_set_is_chosen_by_gradtrace_kernels(env: str, expect: bool) -> None:
+    """``make test`` runs tests/capture again with GRADTRACE_KERNELS=python: that run must
+    really record on the Python twin (NOTE [one recorder, two kernel sets] in pycore.py)."""
+    import os
+    import subprocess
+    import sys
+
+    probe = ("import gradtrace\nfrom gradtrace.capture import native\n"
+             "with gradtrace.record() as rec:\n    pass\n"
+             "print(type(rec.recorder.core).__name__, native.is_native(rec.recorder.core))")
+    out = subprocess.run([sys.executable, "-c", probe], env={**os.environ, "GRADTRACE_KERNELS": env},
+                         capture_output=True, text=True, timeout=120, check=True).stdout.split()
+    assert out == (["Recorder", "True"] if expect else ["PyCore", "False"])

@@ -22,7 +22,6 @@ import orjson
 import torch
 
 from gradtrace.capture.collector import settle_young_objects
-from gradtrace.capture.events import BackwardEvent
 from gradtrace.capture.frames import NameIndex
 from gradtrace.capture.recorder import Recorder
 from gradtrace.schema import SCHEMA_VERSION, Cut, Node, RunError
@@ -64,8 +63,8 @@ def _nodes(rec: Recorder) -> list[dict[str, Any] | None]:
     late = NameIndex(None, [rec.namespace]) if rec.namespace is not None else None
     out: list[dict[str, Any] | None] = []
     for doc in rec.nodes:
-        if doc is None or doc["kind"] == "function":  # complete already (describe_batch), or
-            out.append(doc)  # kept by the core (None, NOTE [node entries in C++])
+        if doc is None:  # kept by the core (NOTE [node entries in C++])
+            out.append(doc)
             continue
         d = {**_NODE_DEFAULTS, "saved": [], "grad_history": [], **doc}  # fresh lists
         if d["kind"] == "tensor":
@@ -86,44 +85,13 @@ def _nodes(rec: Recorder) -> list[dict[str, Any] | None]:
     return out
 
 
-def _events(rec: Recorder) -> list[dict[str, Any]]:
-    resolve = rec.values.resolve
-    out: list[dict[str, Any]] = []
-    for ev in rec.events:
-        if not isinstance(ev, BackwardEvent):
-            out.append({"phase": "forward", "node": ev["node"], "pass": None, "line": ev["line"],
-                        "grad_outputs": None, "grad_inputs": None, "grad": None,
-                        "changed_by_hook": False})
-            continue
-        d: dict[str, Any] = {"phase": "backward", "node": ev.node, "pass": ev.pass_, "line": ev.line,
-                             "grad_outputs": [resolve(h) for h in ev.grad_outputs],
-                             "grad_inputs": [resolve(h) for h in ev.grad_inputs],
-                             "grad": resolve(ev.grad), "changed_by_hook": bool(ev.hook_changes)}
-        if ev.hook_changes:
-            d["hook_changes"] = [{"before": resolve(c["before"]), "after": resolve(c["after"])}
-                                 for c in ev.hook_changes]
-        out.append(d)
-    return out
-
-
 def _memory(rec: Recorder) -> dict[str, int]:
     """NOTE [graph memory]: each node's ``saved_bytes`` counts its saved tensors in full. The
     total counts activations and inputs per node and each parameter once (a parameter saved
     by several nodes is one tensor); ``freed`` counts what backward released, parameters
     excluded (releasing a reference to a parameter frees nothing)."""
     freed = sum(int(p.doc["freed_bytes"]) for p in rec.passes)
-    if rec.native is not None:  # kept as nodes were recorded
-        return {"saved_bytes_total": int(rec.native.saved_total()), "freed_bytes_total": freed}
-    total = 0
-    params: set[int] = set()
-    for info in rec.fn_by_id.values():
-        for s, (p, _) in zip(info.doc["saved"], info.private, strict=True):
-            if p is not None:
-                if id(p) in params:
-                    continue
-                params.add(id(p))
-            total += s["bytes"]
-    return {"saved_bytes_total": total, "freed_bytes_total": freed}
+    return {"saved_bytes_total": int(rec.core.saved_total()), "freed_bytes_total": freed}
 
 
 def _error(error: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -132,10 +100,10 @@ def _error(error: dict[str, Any] | None) -> dict[str, Any] | None:
     return {**_ERROR_DEFAULTS, **error}
 
 
-def _native_events(rec: Recorder) -> bytes:
-    """The events' canonical JSON, written by the C++ core (NOTE [why C++]), spending what is
+def _core_events(rec: Recorder) -> bytes:
+    """The events' canonical JSON, written by the core (NOTE [why C++]), spending what is
     left of the values budget after the nodes."""
-    text, left = rec.native.events_json(rec.values.values_budget)
+    text, left = rec.core.events_json(rec.values.values_budget)
     rec.values.values_budget = left
     return bytes(text)
 
@@ -160,11 +128,11 @@ def _runs(items: list[Any], core_part: type) -> list[tuple[bool, list[Any]]]:
     return out
 
 
-def _native_graph(rec: Recorder, nodes: list[dict[str, Any] | None]) -> bytes:
+def _core_graph(rec: Recorder, nodes: list[dict[str, Any] | None]) -> bytes:
     """The graph's canonical JSON: the core's entries and edges (NOTE [node entries in C++])
     and Python's tensor nodes and edges, in document order (each run of Python's written in
     one call)."""
-    core = rec.native
+    core = rec.core
     parts: list[bytes] = []
     start = 0
     for mine, run in _runs(nodes, type(None)):
@@ -185,7 +153,7 @@ def _graph_objects(rec: Recorder, nodes: list[dict[str, Any] | None]) -> dict[st
     out: list[dict[str, Any]] = []
     start = 0
     for mine, run in _runs(nodes, type(None)):
-        out += orjson.loads(b"[" + rec.native.nodes_json(start, start + len(run)) + b"]") if mine else run
+        out += orjson.loads(b"[" + rec.core.nodes_json(start, start + len(run)) + b"]") if mine else run
         start += len(run)
     return {"nodes": out, "edges": rec.edge_list()}
 
@@ -216,7 +184,7 @@ def build_document(rec: Recorder, *, status: str, error: dict[str, Any] | None =
                    json_parts: bool = False) -> dict[str, Any]:
     """The run document as a JSON-able dict (see the NOTE above).
 
-    With the C++ core and ``json_parts``, ``doc["graph"]`` and ``doc["events"]`` are their
+    With ``json_parts``, ``doc["graph"]`` and ``doc["events"]`` are their
     canonical JSON (:class:`~gradtrace.schema.canonical.CanonicalText`) rather than dicts and lists, and the document
     has no ``id``: for a caller that only serialises it (the sandbox child, ``rec.document()``),
     which then never builds 30,000 dicts only to write them out again.
@@ -236,16 +204,12 @@ def build_document(rec: Recorder, *, status: str, error: dict[str, Any] | None =
     gc.disable()
     try:
         with torch._C.DisableTorchFunction():
-            rec.values.begin_document(lazy=json_parts and rec.native is not None)
+            rec.values.begin_document(lazy=json_parts)
             rec.values.encode_held()
             nodes = _nodes(rec)
-            if rec.native is not None:
-                events_json = _native_events(rec)
-                graph: Any = CanonicalText(_native_graph(rec, nodes))
-                events: Any = CanonicalText(events_json)
-            else:
-                graph = {"nodes": nodes, "edges": list(rec.edges)}  # every edge has its input_nr
-                events = _events(rec)
+            events_json = _core_events(rec)
+            graph: Any = CanonicalText(_core_graph(rec, nodes))
+            events: Any = CanonicalText(events_json)
         doc: dict[str, Any] = {
             "schema_version": SCHEMA_VERSION, "status": status, "error": _error(error),
             "stdout": stdout, "device": device,
@@ -262,9 +226,8 @@ def build_document(rec: Recorder, *, status: str, error: dict[str, Any] | None =
                               for path, (kind, calls) in rec.module_calls.items()]
         if not json_parts:
             doc["id"] = canonical_with_id(doc)[0]  # NOTE [who assigns the id]
-            if rec.native is not None:
-                doc["events"] = _parse_events(events_json)
-                doc["graph"] = _graph_objects(rec, nodes)
+            doc["events"] = _parse_events(events_json)
+            doc["graph"] = _graph_objects(rec, nodes)
     finally:
         if gc_was_on:
             settle_young_objects()  # the document's dicts: no collection walks them on enable

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
-
-from gradtrace.capture.values import Handle
 
 
 class ModulePath(str):
@@ -27,21 +25,6 @@ class StoppedElsewhere(Exception):
     that thread's backward goes on as without gradtrace (NOTE [other threads] in recorder.py)."""
 
 
-@dataclass(slots=True)
-class BackwardEvent:
-    """A node execution seen by its post hook; values are resolved when the document is built."""
-
-    node: str
-    pass_: int | None
-    line: int | None
-    grad_outputs: list[Handle]
-    grad_inputs: list[Handle]
-    grad: Handle = None
-    hook_changes: list[dict[str, Any]] = field(default_factory=list)
-
-
 @dataclass
 class PassInfo:
     doc: dict[str, Any]
-    task_id: int | None = None
-    executed: list[str] = field(default_factory=list)

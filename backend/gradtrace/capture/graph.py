@@ -108,7 +108,7 @@ def before_block(n: Node, boundary: int) -> bool:
     return seq < boundary and seq != ACC_SEQ
 
 
-def walk_new(roots: list[Node], known: dict[Node, FnInfo],
+def walk_new(roots: list[Node], known: dict[Node, int],
              boundary: int = 0) -> tuple[list[Node], dict[Node, Any]]:
     """Nodes reachable from ``roots`` that are not ``known``, in creation order, with the
     ``next_functions`` of each (read once: every read builds new tuples); nodes from before
@@ -162,11 +162,11 @@ def _creation_order(nexts: dict[Node, Any]) -> list[Node]:
     return ordered
 
 
-def describe_batch(roots: list[Node], known: dict[Node, FnInfo], *, read_saved_tensors: bool,
+def describe_batch(roots: list[Node], known: dict[Node, int], *, read_saved_tensors: bool,
                    first_index: int, boundary: int = 0) -> list[Found]:
     """The new nodes reachable from ``roots``, in creation order, described, the k-th with id
-    ``n<first_index + k>`` (the Python twin of the C++ core's ``walk``: NOTE [discovery in
-    C++] in ``cxx/walk.h``)."""
+    ``n<first_index + k>``; ``known``: recorded nodes by index (the Python twin of the C++
+    core's ``walk``: NOTE [discovery in C++] in ``cxx/walk.h``)."""
     new, nexts = walk_new(roots, known, boundary)
     pos = {n: first_index + k for k, n in enumerate(new)}
     out: list[Found] = []
@@ -180,7 +180,7 @@ def describe_batch(roots: list[Node], known: dict[Node, FnInfo], *, read_saved_t
             doc["saved_unread"] = True
         doc["saved"] = saved
         doc["saved_bytes"] = total
-        edges = [{"input_nr": i, "source": f"n{pos[g]}" if g in pos else known[g].id, "target": fid}
+        edges = [{"input_nr": i, "source": f"n{pos[g]}" if g in pos else f"n{known[g]}", "target": fid}
                  for i, (g, _) in enumerate(nexts[n]) if g is not None]
         out.append((n, doc, private, edges, n._sequence_nr(), name == "AccumulateGrad"))
     return out

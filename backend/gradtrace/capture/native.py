@@ -1,16 +1,18 @@
-"""The C++ capture core (``_native.cpp``), when it was built (NOTE [building the core] in
-:mod:`gradtrace.capture.build_native`).
+"""The kernels a recorder runs on: the C++ core (``_native.cpp``) when it was built (NOTE
+[building the core] in :mod:`gradtrace.capture.build_native`), else its Python twin
+(:class:`gradtrace.capture.pycore.PyCore`, NOTE [one recorder, two kernel sets] there).
 
-With it, every node's backward hook, the gradients' values and stats, and the events' JSON are
-C++ (NOTE [why C++] in the source); without it the recorder does the same in Python, several
-times slower. ``make install`` builds it; ``gradtrace.record(native=False)`` forces the Python
-path (the tests run both and compare them).
+``GRADTRACE_KERNELS=python`` (or ``gradtrace.record(native=False)``) chooses the twin even
+where the core is built: the tests run every capture test on each kernel set that way.
 """
 
 from __future__ import annotations
 
 import importlib
+import os
+import sys
 from types import ModuleType
+from typing import Any
 
 
 def _load() -> ModuleType | None:
@@ -24,10 +26,37 @@ def _load() -> ModuleType | None:
 
 core = _load()
 
-NULL_LINE = -(2**31)
-"""The core's ``None`` for a line number (an int32)."""
-
 
 def available() -> bool:
     """Whether the C++ core is importable here."""
     return core is not None
+
+
+def default_native() -> bool:
+    """The kernel set a recorder uses unless told: the core when built, unless
+    ``GRADTRACE_KERNELS=python``."""
+    kernels = os.environ.get("GRADTRACE_KERNELS", "").strip().lower()
+    if kernels not in ("", "native", "python"):
+        print(f"gradtrace: GRADTRACE_KERNELS={kernels!r} is not 'native' or 'python'; "
+              "using the default", file=sys.stderr)
+    return available() and kernels != "python"
+
+
+def make_core(use_native: bool | None = None) -> Any:
+    """A fresh core for one recorder: ``_native.Recorder`` or ``PyCore``, which answer the same
+    calls (NOTE [one recorder, two kernel sets] in pycore.py)."""
+    if use_native is None:
+        use_native = default_native()
+    if not use_native:
+        from gradtrace.capture.pycore import PyCore
+
+        return PyCore()
+    if core is None:
+        raise RuntimeError("gradtrace's C++ capture core is not built "
+                           "(make native, or python backend/gradtrace/capture/build_native.py)")
+    return core.Recorder()
+
+
+def is_native(kernels: Any) -> bool:
+    """Whether a core made by :func:`make_core` is the C++ one."""
+    return core is not None and isinstance(kernels, core.Recorder)

@@ -28,7 +28,6 @@ NOTE [other threads]
 from __future__ import annotations
 
 import contextlib
-import functools
 import itertools
 import threading
 from collections import deque
@@ -40,9 +39,9 @@ import torch
 from torch import nn
 from torch.autograd.graph import Node
 
-from gradtrace.capture import frames, native
-from gradtrace.capture.events import BackwardEvent, LimitReached, ModulePath, PassInfo, StoppedElsewhere
-from gradtrace.capture.graph import ACC_SEQ, FnInfo, Found, before_block, describe_batch, leaf_of
+from gradtrace.capture import frames, native, pycore
+from gradtrace.capture.events import LimitReached, ModulePath, PassInfo, StoppedElsewhere
+from gradtrace.capture.graph import FnInfo, before_block
 from gradtrace.capture.resets import GradResets
 from gradtrace.capture.saved import saved_hooks_active
 from gradtrace.capture.timeline import LineTracer, SeqLog
@@ -78,27 +77,18 @@ class Recorder:
         self.edges: list[dict[str, Any] | range] = []
         """Edges in document order; a ``range``: the edges of those function nodes, kept by the
         core (NOTE [node entries in C++])."""
-        self.events: list[dict[str, Any] | BackwardEvent] = []
         self.passes: list[PassInfo] = []
-        self.values = ValueStore()
         self._active_pass: int | None = None
-        self.native: Any = None
-        """The C++ core's recorder (NOTE [why C++]), or None: Python hooks then."""
-        if use_native is None:
-            use_native = native.available()
-        if use_native:
-            if native.core is None:
-                raise RuntimeError("gradtrace's C++ capture core is not built "
-                                   "(make native, or python backend/gradtrace/capture/build_native.py)")
-            self.native = native.core.Recorder()
-            self.native.configure(
-                max_events, _COST["backward"], _COST["value"],
-                f"the run reached the event limit ({max_events:,} events)",
-                f"the document reached its size limit ({max_document_bytes >> 20} MB)",
-                self._stop_from_core, self._created_in_backward,
-                max_nodes, f"the graph reached the node limit ({max_nodes:,} nodes)",
-                _COST["function"] + _COST["forward"], _COST["saved"], _COST["edge"])
-            self.values.native = self.native
+        self.core: Any = native.make_core(use_native)
+        """The kernels (NOTE [one recorder, two kernel sets] in pycore.py)."""
+        self.core.configure(
+            max_events, _COST["backward"], _COST["value"],
+            f"the run reached the event limit ({max_events:,} events)",
+            f"the document reached its size limit ({max_document_bytes >> 20} MB)",
+            self._stop_from_core, self._created_in_backward,
+            max_nodes, f"the graph reached the node limit ({max_nodes:,} nodes)",
+            _COST["function"] + _COST["forward"], _COST["saved"], _COST["edge"])
+        self.values = ValueStore(self.core)
         self.boundary = 0
         """Autograd's sequence number when the block began: NOTE [nodes from before the block]
         in graph.py."""
@@ -115,8 +105,6 @@ class Recorder:
         self.op_error: tuple[BaseException, str, list[list[int]]] | None = None
         """The innermost torch call the tap saw raise: (exception, its name, shapes of its tensor
         arguments)."""
-        self.handles: list[Any] = []
-        self.hook_changes: dict[Node, list[dict[str, Any]]] = {}
         self.cuts: dict[int, tuple[torch.Tensor, str]] = {}
         self.inplace_log: deque[tuple[int, int | None, str, int, Node | None]] = deque(maxlen=10_000)
         """(storage address, line, op, nodes so far, the node it made) of in-place changes, the
@@ -125,7 +113,6 @@ class Recorder:
         self.resets = GradResets()
         """Accumulated leaves' ``.grad`` as last seen: NOTE [grad resets] in resets.py."""
         self._names_cache: tuple[Any, int, frames.NameIndex] | None = None
-        self._n_events = 0
         self.namespace: dict[str, Any] | None = None
         """The snippet's globals, for naming tensors at the end (NOTE [names])."""
         self.recorder_errors: list[str] = []
@@ -137,7 +124,7 @@ class Recorder:
         """Called at the snippet's next line (NOTE [optimizer steps] in library.py), then
         dropped: each removes itself."""
         self.tracer = LineTracer(filename, pending=self.pending, wake=self.wake,
-                                 core=native.core if self.native is not None else None)
+                                 core=native.core if native.is_native(self.core) else None)
         self.tracer.on_step = self._on_step
         self.module_log = SeqLog()
         self._pending_mark = 0
@@ -157,21 +144,18 @@ class Recorder:
         self.size_estimate += nbytes
         if self.size_estimate > self.max_document_bytes:
             self.stop(f"the document reached its size limit ({self.max_document_bytes >> 20} MB)")
-        if self.native is not None:  # tensor nodes: the core's budget stays exact (NOTE [other threads])
-            self._sync_bytes()
+        self._sync_bytes()  # tensor nodes: the core's budget stays exact (NOTE [other threads])
 
     def begin_block(self) -> None:
         """The block starts now: nodes made before it are not walked into (NOTE [nodes from
         before the block] in graph.py)."""
         self.boundary = _seq_nr()
-        if self.native is not None:
-            self.native.set_boundary(self.boundary)
+        self.core.set_boundary(self.boundary)
 
     def stop(self, message: str) -> None:
         if self.limit is None:
             self.limit = message
-        if self.native is not None:
-            self.native.stop()
+        self.core.stop()
         if threading.get_ident() != self._thread:
             raise StoppedElsewhere(message)  # NOTE [other threads]
         raise LimitReached(message)
@@ -184,16 +168,13 @@ class Recorder:
 
     def _sync_bytes(self) -> None:
         """Take in what the core's hooks added to the estimate and give it the budget left."""
-        core = self.native
-        if core is not None:
-            self.size_estimate += core.bytes_used()
-            core.set_bytes_left(self.max_document_bytes - self.size_estimate)
+        self.size_estimate += self.core.bytes_used()
+        self.core.set_bytes_left(self.max_document_bytes - self.size_estimate)
 
     def finish(self) -> None:
         """The block ended: take in what the core's hooks recorded since the last backward call
         of the block's thread (a backward run by another thread: NOTE [other threads])."""
-        if self.native is not None:
-            self.after_backward(outermost=True)
+        self.after_backward(outermost=True)
 
     @property
     def active_pass(self) -> int | None:
@@ -203,13 +184,12 @@ class Recorder:
     @active_pass.setter
     def active_pass(self, idx: int | None) -> None:
         self._active_pass = idx
-        if self.native is not None:
-            self.native.set_active(-1 if idx is None else idx)
+        self.core.set_active(-1 if idx is None else idx)
 
     # ---------------------------------------------------------------- recorded nodes
-    # With the C++ core, the function nodes' FnInfo objects are made only when asked for
-    # (diagnosing an error): the core keeps what is needed while recording (NOTE [discovery
-    # in C++]); ``is_known`` and ``fn_id`` answer the hot questions without them.
+    # The function nodes' FnInfo objects are made only when asked for (diagnosing an error):
+    # the core keeps what is needed while recording (NOTE [discovery in C++]); ``is_known``
+    # and ``fn_id`` answer the hot questions without them.
     @property
     def fns(self) -> dict[Node, FnInfo]:
         """Every recorded function node's FnInfo, by node."""
@@ -223,15 +203,13 @@ class Recorder:
         return self._fn_by_id
 
     def _sync_infos(self) -> None:
-        if self.native is None:
-            return
-        changes = self.native.changes()
+        changes = self.core.changes()
         if changes != self._infos_changes:  # entries changed since read (freed saved tensors)
             self._fns.clear()
             self._fn_by_id.clear()
             self._n_infos = 0
             self._infos_changes = changes
-        for node, doc_json, private, acc in self.native.infos(self._n_infos):
+        for node, doc_json, private, acc in self.core.infos(self._n_infos):
             doc = orjson.loads(doc_json)
             info = FnInfo(doc["id"], node, doc, acc=acc, private=private)
             self._fns[node] = info
@@ -240,18 +218,14 @@ class Recorder:
 
     def is_known(self, node: Node) -> bool:
         """Whether ``node`` was recorded."""
-        if self.native is not None:
-            return bool(self.native.index_of(node) >= 0)
-        return node in self._fns
+        return bool(self.core.index_of(node) >= 0)
 
     def fn_id(self, node: Node) -> str:
         """The id of a recorded function node."""
-        if self.native is not None:
-            index = self.native.index_of(node)
-            if index < 0:
-                raise KeyError(node)
-            return f"n{index}"
-        return self._fns[node].id
+        index = self.core.index_of(node)
+        if index < 0:
+            raise KeyError(node)
+        return f"n{index}"
 
     # ---------------------------------------------------------------- forward
     def current_line(self) -> int | None:
@@ -260,31 +234,6 @@ class Recorder:
             line: int | None = self.tracer.log.current
             return line
         return frames.snippet_line(self.filename, 3)
-
-    def _placement(self, ordered: list[Found], *, line: int | None, seq_mark: int | None,
-                   created_in_pass: int | None) -> list[tuple[int | None, ModulePath | None]]:
-        """(line, module) of each new node (NOTE [lines by sequence number]); an
-        AccumulateGrad takes its consumer's, since autograd creates it for that consumer."""
-        out: list[tuple[int | None, ModulePath | None]] = []
-        nxt: tuple[int | None, ModulePath | None] = (line, None)
-        stack_module = self.module_stack[-1] if self.module_stack else None
-        for found in reversed(ordered):
-            seq = found[4]
-            if seq == ACC_SEQ:
-                out.append(nxt)
-                continue
-            if created_in_pass is not None:
-                where: tuple[int | None, ModulePath | None] = (line, None)
-            elif self.tracer.active:
-                where = (self.tracer.log.at(seq), self.module_log.at(seq))
-            elif seq_mark is None or seq >= seq_mark:
-                where = (line, stack_module)
-            else:
-                where = (None, None)  # created where the recorder could not see it
-            out.append(where)
-            nxt = where
-        out.reverse()
-        return out
 
     # NOTE [discovery in batches]
     #     With the line tracer on, a node's line and module follow from its sequence number
@@ -336,72 +285,11 @@ class Recorder:
         ``read``: read their saved tensors (default: unless saved-tensor hooks are on now)."""
         if self.pending:  # older nodes first: they were created first
             self.flush()
-        core = self.native
         if read is None:
             read = not saved_hooks_active()
-        if core is not None:
-            self._discover_native(roots, line=line, seq_mark=seq_mark, created_in_pass=created_in_pass,
-                                  names=names, hooks=hooks, read=read)
-            return
-        first = len(self.nodes)
-        new = describe_batch(roots, self._fns, read_saved_tensors=read, first_index=first,
-                             boundary=self.boundary)
-        if not new:
-            return
-        places = self._placement(new, line=line, seq_mark=seq_mark, created_in_pass=created_in_pass)
-        nodes, fns, fn_by_id, edges, events = self.nodes, self._fns, self._fn_by_id, self.edges, self.events
-        on_done = self._on_node_done
-        cost = _COST["function"] + _COST["forward"]
-        leaves: list[tuple[Node, str, int | None]] = []
-        for (n, doc, private, n_edges, _, acc), (n_line, n_module) in zip(new, places, strict=True):
-            if len(nodes) >= self.max_nodes:
-                self._check_nodes()
-            self._grow(cost + _COST["saved"] * len(doc["saved"]) + _COST["edge"] * len(n_edges)
-                       + (len(n_module.stack_json) + 16 if n_module is not None else 0))
-            doc["line"] = n_line
-            doc["module"] = n_module
-            if n_module is not None:
-                doc["module"] = str.__str__(n_module)
-                doc["module_stack"] = n_module.stack
-            doc["seq"] = self._n_fns
-            self._n_fns += 1
-            if created_in_pass is not None:
-                doc["created_in_pass"] = created_in_pass
-            fid = doc["id"]
-            nodes.append(doc)
-            info = FnInfo(fid, n, doc, acc=acc, private=private)
-            fns[n] = info
-            fn_by_id[fid] = info
-            edges += n_edges
-            events.append({"phase": "forward", "node": fid, "line": n_line})
-            if hooks:
-                self.handles.append(n.register_hook(functools.partial(on_done, info)))
-            if acc:
-                leaves.append((n, fid, n_line))
-        # each new AccumulateGrad's leaf tensor, after the function nodes found with it (their
-        # ids were given out in one run, NOTE [discovery in C++])
-        self._leaf_nodes([(leaf_of(n), fid, n_line) for n, fid, n_line in leaves], names)
-
-    def _leaf_nodes(self, leaves: list[tuple[torch.Tensor | None, str, int | None]],
-                    names: frames.NameIndex | None) -> None:
-        """The tensor node of each new AccumulateGrad's leaf, with its edge to it."""
-        if leaves and names is None:
-            names = self.names_here()  # one look-up of the snippet's frame for all of them
-        for leaf, fid, n_line in leaves:
-            if leaf is not None:
-                tid = self.tensor_node(leaf, role="leaf", line=n_line, names=names)
-                self.edges.append({"source": tid, "target": fid, "input_nr": None})
-
-    def _discover_native(self, roots: list[Node], *, line: int | None, seq_mark: int | None,
-                         created_in_pass: int | None, names: frames.NameIndex | None, hooks: bool,
-                         read: bool) -> None:
-        """``discover`` with the C++ core: one call walks, places, limits and records the new
-        nodes (NOTE [discovery in C++]), whose entries stay in the core (NOTE [node entries in
-        C++]): ``None`` stands for each in ``nodes``, a range of their indices in ``edges``.
-        Python adds the leaves' tensor nodes."""
         log, mods = self.tracer.log, self.module_log
         first = len(self.nodes)
-        n, leaves, used, stopped = self.native.discover(
+        n, leaves, used, stopped = self.core.discover(
             roots, read, nn.Parameter, first,
             self.max_document_bytes - self.size_estimate, created_in_pass, self.tracer.active,
             line, self.module_stack[-1] if self.module_stack else None, seq_mark,
@@ -416,13 +304,23 @@ class Recorder:
         self._sync_bytes()
         self._leaf_nodes(leaves, names)
 
+    def _leaf_nodes(self, leaves: list[tuple[torch.Tensor | None, str, int | None]],
+                    names: frames.NameIndex | None) -> None:
+        """The tensor node of each new AccumulateGrad's leaf, with its edge to it."""
+        if leaves and names is None:
+            names = self.names_here()  # one look-up of the snippet's frame for all of them
+        for leaf, fid, n_line in leaves:
+            if leaf is not None:
+                tid = self.tensor_node(leaf, role="leaf", line=n_line, names=names)
+                self.edges.append({"source": tid, "target": fid, "input_nr": None})
+
     def edge_list(self) -> list[dict[str, Any]]:
         """Every edge as a dict (the core's, NOTE [node entries in C++], read back): for a
         diagnosis, not the hot path."""
         out: list[dict[str, Any]] = []
         for e in self.edges:
             if isinstance(e, range):
-                out += orjson.loads(b"[" + self.native.edges_json(e.start, e.stop) + b"]")
+                out += orjson.loads(b"[" + self.core.edges_json(e.start, e.stop) + b"]")
             else:
                 out.append(e)
         return out
@@ -476,7 +374,7 @@ class Recorder:
                "module": None, "shape": list(t.shape), "dtype": dtype_name(t.dtype),
                "device": device_name(t.device), "role": role}
         if role != "leaf":
-            doc["value"] = self.values.capture(t, snapshot=True)
+            doc["value"] = self.values.capture(t)
         self.nodes.append(doc)
         self.tensors[id(t)] = (t, doc)
         return tid
@@ -488,11 +386,8 @@ class Recorder:
             self.resets.check()  # NOTE [grad resets]
         except Exception as e:  # NOTE [the recorder never breaks the snippet]
             self.internal_error(e)
-        if self.native is not None:
-            self._sync_engine_passes()
-            idx = int(self.native.begin_pass(line))
-        else:
-            idx = len(self.passes)
+        self._sync_engine_passes()
+        idx = int(self.core.begin_pass(line))
         assert idx == len(self.passes)
         self.passes.append(PassInfo({"index": idx, "api": api, "line": line, "roots": roots,
                                      "retain_graph": retain_graph, "create_graph": create_graph,
@@ -509,11 +404,11 @@ class Recorder:
                          "freed_bytes": 0, "completed": True})
 
     def _sync_engine_passes(self) -> None:
-        for idx, outer in self.native.new_engine_passes():
+        for idx, outer in self.core.new_engine_passes():
             assert idx == len(self.passes)
             self.passes.append(self._engine_pass(outer if outer >= 0 else None))
 
-    # ---------------------------------------------------------------- the C++ core
+    # ---------------------------------------------------------------- the core's hooks
     def before_backward(self) -> None:
         """A backward call is about to run: what the document may still grow by."""
         self._sync_bytes()
@@ -521,9 +416,7 @@ class Recorder:
     def after_backward(self, *, outermost: bool) -> None:
         """A backward call returned (or raised): take in what the core's hooks recorded that
         Python needs (new engine passes, ``.grad`` histories, bytes)."""
-        core = self.native
-        if core is None:
-            return
+        core = self.core
         self._sync_bytes()
         self._sync_engine_passes()
         for leaf, grad in core.take_accumulations():
@@ -547,7 +440,7 @@ class Recorder:
             with torch._C.DisableTorchFunction():
                 roots = [g.grad_fn for g in grads if g.grad_fn is not None]
                 if roots:
-                    self.discover(roots, line=None if line == native.NULL_LINE else line,
+                    self.discover(roots, line=None if line == pycore.NULL_LINE else line,
                                   seq_mark=None, created_in_pass=pass_)
         except StoppedElsewhere:
             pass  # NOTE [other threads]
@@ -561,108 +454,12 @@ class Recorder:
         it executed in it (``release_variables``), so those are marked freed."""
         p = self.passes[idx]
         p.doc["completed"] = completed
-        if self.active_pass is None:
-            self.values.end_pass()
-        if p.doc["retain_graph"]:
-            return
-        if self.native is not None:
-            p.doc["freed_bytes"] = self.native.mark_freed(idx)
-            return
-        freed = 0
-        for fid in p.executed:
-            for s in self.fn_by_id[fid].doc["saved"]:
-                if s["freed_after_pass"] is None:
-                    s["freed_after_pass"] = idx
-                    if not s["is_parameter"]:
-                        freed += s["bytes"]
-        p.doc["freed_bytes"] = freed
-
-    def _pass_for_event(self) -> int | None:
-        task = torch._C._current_graph_task_id()
-        if self.active_pass is not None:
-            p = self.passes[self.active_pass]
-            if p.task_id is None or p.task_id == task:
-                p.task_id = task
-                return self.active_pass
-        for p in reversed(self.passes):
-            if p.task_id == task:
-                return int(p.doc["index"])
-        p = self._engine_pass(self.active_pass)
-        p.task_id = task
-        self.passes.append(p)
-        return int(p.doc["index"])
-
-    def _on_node_done(self, info: FnInfo, grad_inputs: tuple[Any, ...],
-                      grad_outputs: tuple[Any, ...]) -> None:
-        if self.limit is not None:
-            return
-        self.tracer.pause()
-        try:
-            self._record_execution(info, grad_inputs, grad_outputs)
-        except StoppedElsewhere:
-            pass  # NOTE [other threads]
-        except Exception as e:  # NOTE [the recorder never breaks the snippet]
-            self.internal_error(e)
-        finally:
-            self.tracer.resume()
-
-    def _record_execution(self, info: FnInfo, grad_inputs: tuple[Any, ...],
-                          grad_outputs: tuple[Any, ...]) -> None:
-        with torch._C.DisableTorchFunction():
-            p = self._pass_for_event()
-            self._n_events += 1
-            if self._n_events > self.max_events:
-                self.stop(f"the run reached the event limit ({self.max_events:,} events)")
-            line = self.passes[p].doc["line"] if p is not None else None
-            cap = self.values.capture
-            acc = info.acc
-            # AccumulateGrad may adopt the incoming gradient as the leaf's .grad, which later
-            # passes then change in place: copy what flowed in (small tensors only).
-            n_values = 2 * acc
-            for g in grad_outputs:
-                if g is not None:
-                    n_values += 1
-            for g in grad_inputs:
-                if g is not None:
-                    n_values += 1
-            self._grow(_COST["backward"] + _COST["value"] * n_values)
-            ev = BackwardEvent(info.id, p, line, [cap(g, snapshot=acc) for g in grad_outputs],
-                               [cap(g) for g in grad_inputs])
-            incoming = grad_outputs[0] if acc and grad_outputs else None
-            if acc:
-                leaf = leaf_of(info.node)
-                grad = leaf.grad if leaf is not None else None
-                if leaf is not None and grad is not None:
-                    # adopted as .grad (the first accumulation): same values as what flowed in
-                    ev.grad = ev.grad_outputs[0] if grad is incoming else cap(grad, snapshot=True)
-                    tid = self.tensors[id(leaf)][1]
-                    tid.setdefault("grad_history", []).append(ev.grad)
-                    self.resets.accumulated(leaf, grad, tid)
-                    # the final .grad is usually this one: reused unless it changes later
-                    self.last_grads[id(leaf)] = (grad, grad._version, ev.grad)
-            changes = self.hook_changes.pop(info.node, None)
-            if changes:
-                ev.hook_changes = changes
-            self.events.append(ev)
-            if p is not None:
-                self.passes[p].executed.append(info.id)
-                if self.passes[p].doc["create_graph"]:
-                    roots = [g.grad_fn for g in grad_inputs
-                             if isinstance(g, torch.Tensor) and g.grad_fn is not None]
-                    if roots:
-                        self.discover(roots, line=line, seq_mark=None, created_in_pass=p)
+        if not p.doc["retain_graph"]:
+            p.doc["freed_bytes"] = self.core.mark_freed(idx)
 
     def note_hook_change(self, before: Any, after: Any) -> None:
         """A tensor hook replaced a gradient: remember both values for the node now running."""
-        if self.native is not None:
-            self.native.hook_change(before, after)
-            return
-        node = torch._C._current_autograd_node()
-        if node is None:
-            return
-        with torch._C.DisableTorchFunction():
-            self.hook_changes.setdefault(node, []).append(
-                {"before": self.values.capture(before), "after": self.values.capture(after)})
+        self.core.hook_change(before, after)
 
     def note_inplace(self, t: torch.Tensor, op: str) -> None:
         """An in-place change of ``t``: kept (storage address, line, op, nodes so far) so that
@@ -682,9 +479,4 @@ class Recorder:
         self.n_recorder_errors += 1
 
     def remove_hooks(self) -> None:
-        if self.native is not None:
-            self.native.close()
-        handles, self.handles = self.handles, []
-        for h in handles:
-            with contextlib.suppress(Exception):  # a hook torch already dropped
-                h.remove()
+        self.core.close()

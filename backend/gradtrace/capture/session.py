@@ -94,7 +94,9 @@ class record:
         self.max_events = max_events
         self.max_document_bytes = max_document_bytes
         self.native = native
-        """Use the C++ core (NOTE [why C++]): None = when it is built, False = Python hooks."""
+        """The kernel set (NOTE [one recorder, two kernel sets] in pycore.py): None = the C++
+        core when built (unless GRADTRACE_KERNELS=python), True = the core, False = its Python
+        twin."""
         self._filename = _filename
         self._namespace = _namespace
         self._fresh = _fresh

@@ -124,7 +124,7 @@ def run_snippet(code: str, *, device: str = "cpu", seed: int | None = 0,
     ``id`` is :func:`gradtrace.schema.document_id` of it. Statuses: ``ok``, ``error`` (also
     SyntaxError, with its line), ``graph_limit`` (nodes, events, or the document's estimated
     size past ``max_document_bytes``: keep it under the sandbox's result cap), ``output_limit``.
-    ``native`` chooses the C++ core or Python hooks (default: the core when built);
+    ``native`` chooses the kernel set: the C++ core or its Python twin (default: the core when built);
     ``json_parts`` leaves the graph and the events as their JSON and the id to whoever writes
     the document out (:func:`~gradtrace.capture.document.build_document`).
     """

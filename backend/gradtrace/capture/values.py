@@ -1,14 +1,13 @@
 """Tensor → TensorValue dicts, the encoding described in :mod:`gradtrace.schema.document`.
 
 NOTE [value capture is split in two]
-    A gradient seen in a hook is encoded *now* when it is large (> ``VALUES_LIMIT`` elements:
+    A gradient seen in a hook is reduced *now* when it is large (> ``VALUES_LIMIT`` elements:
     only stats are kept, so the recorder never holds big tensors alive and never changes
-    autograd's "steal the incoming gradient" fast path for them), and *later* when it is small
-    (the tensor is kept with its ``_version``; :meth:`ValueStore.resolve` encodes it when the
-    document is built). Small tensors are cheap to hold, and deferring them keeps the hooks
-    short. A small tensor that was modified in place after it was captured (its version moved)
-    is encoded with shape and dtype only and ``"stale": true``, rather than with values or
-    stats it did not have at that moment.
+    autograd's "steal the incoming gradient" fast path for them), and *copied* now when it is
+    small, to be written when the document is built: what flowed at that moment, even if the
+    tensor is changed in place later. Both kernel sets do this (the C++ core in
+    ``cxx/values.h``, ``pycore._Value``); :func:`encode` is the Python encoder of every kind of
+    tensor, for the twin and for the rare tensors the C++ core hands back (``held``).
 
 NOTE [document size]
     Each tensor shows at most ``VALUES_LIMIT`` values, and the whole document shows at most
@@ -21,7 +20,6 @@ from __future__ import annotations
 import functools
 import math
 import operator
-import weakref
 from itertools import chain
 from typing import Any
 
@@ -313,89 +311,38 @@ def _encode_sparse(t: torch.Tensor, out: TensorValueDict, with_values: bool) -> 
     return out
 
 
-def _version(t: torch.Tensor) -> int | None:
-    """``t._version``, or None for tensors without a version counter (inference tensors)."""
-    try:
-        return int(t._version)
-    except RuntimeError:
-        return None
-
-
-class _Deferred:
-    """A small tensor kept for later encoding, with the version it had when captured."""
-
-    __slots__ = ("tensor", "version")
-
-    def __init__(self, tensor: torch.Tensor) -> None:
-        self.tensor = tensor
-        self.version = _version(tensor)
-
-
-Handle = TensorValueDict | _Deferred | int | None
+Handle = TensorValueDict | int | None
+"""A captured value: the core's value id, or a TensorValue encoded already (``encode_now``)."""
 
 
 class ValueStore:
-    """Captures tensors in hooks and encodes them once, deduplicated, when the document is built."""
+    """The document's values: captured by the core (NOTE [one recorder, two kernel sets] in
+    pycore.py), written once, in document order, against the values budget."""
 
-    def __init__(self, values_budget: int = 10_000) -> None:
-        self.native: Any = None
-        """The C++ core's recorder when it captures the gradients: handles are then its value
-        ids (ints), encoded by it."""
-        self._native_done: dict[int, list[Any]] = {}
-        self._by_id: dict[int, tuple[torch.Tensor, Handle]] = {}
-        self._large: dict[int, tuple[weakref.ref[torch.Tensor], int | None, Handle]] = {}
-        self._resolved: dict[int, TensorValueDict] = {}
+    def __init__(self, core: Any, values_budget: int = 10_000) -> None:
+        self.core = core
+        self._done: dict[int, list[Any]] = {}
         self._budget = values_budget
         self.values_budget = values_budget
         self._lazy = False
 
     def begin_document(self, *, lazy: bool = False) -> None:
         """Start spending the values budget anew: every document of one run is the same
-        document (before, a second ``rec.document()`` found the budget spent by the first and
+        (a second ``rec.document()`` once found the budget spent by the first and
         wrote stats where the first had values). ``lazy``: the document is only written out,
         never read as objects, so the core's TensorValues need not be parsed back (NOTE [lazy
         TensorValues])."""
         self.values_budget = self._budget
         if lazy != self._lazy:
-            self._native_done.clear()
+            self._done.clear()
             self._lazy = lazy
 
-    def capture(self, t: Any, *, snapshot: bool = False) -> Handle:
-        """Remember ``t`` (a tensor or None). ``snapshot`` copies small tensors that autograd
-        may later change in place (a leaf's ``.grad``)."""
+    def capture(self, t: Any) -> Handle:
+        """The core's id for ``t`` as it is now (None for what is not a tensor)."""
         if not isinstance(t, torch.Tensor):
             return None
-        key = id(t)
-        if not snapshot:
-            hit = self._by_id.get(key)
-            if hit is not None and hit[0] is t:
-                return hit[1]
-            weak = self._large.get(key)
-            if weak is not None and weak[0]() is t and weak[1] == _version(t):
-                return weak[2]
-        handle: Handle
-        if t.numel() > VALUES_LIMIT:
-            handle = encode(t, with_values=False)
-            if not snapshot:
-                # NOTE [large gradients are not held]: a weak reference recognises the same
-                # gradient met again as the next node's input (torch keeps a tensor's Python
-                # object alive as long as the tensor lives), without keeping it alive: holding
-                # it would stop AccumulateGrad from adopting it and cost a copy per parameter.
-                # The version must match too: without our reference, autograd may add the next
-                # gradient into this one in place (its input buffer does when nobody else
-                # holds it), and then it is no longer the value we reduced.
-                self._large[key] = (weakref.ref(t), _version(t), handle)
-            return handle
-        if snapshot:
-            with torch.no_grad(), torch._C.DisableTorchFunction():
-                return _Deferred(t.detach().clone())
-        handle = _Deferred(t)
-        self._by_id[key] = (t, handle)
-        return handle
-
-    def end_pass(self) -> None:
-        """Forget the large gradients of the pass that just ended (their stats are kept)."""
-        self._large.clear()
+        vid: int = self.core.capture(t)
+        return vid
 
     def encode_now(self, t: torch.Tensor) -> TensorValueDict:
         """Encode ``t`` as it is now, its values paid from the budget like every other."""
@@ -405,68 +352,37 @@ class ValueStore:
             self.values_budget -= n
         return encode(t, with_values=with_values)
 
-    def resolve(self, handle: Handle) -> TensorValueDict | None:
-        """The TensorValue dict of a captured handle, spending the values budget in call order:
-        every time values are written into the document they count, also when the same
-        gradient appears again (as one node's input and the next node's output)."""
-        if handle is None:
-            return None
-        if isinstance(handle, dict):
-            return handle
-        if isinstance(handle, int):
-            return self._resolve_native(handle)
-        key = id(handle)
-        done = self._resolved.get(key)
-        if done is None:
-            t = handle.tensor
-            if _version(t) != handle.version:
-                # changed in place since it was seen: neither its values nor its stats are
-                # what flowed at that moment any more
-                done = TensorValueDict(shape=list(t.shape), dtype=dtype_name(t.dtype), values=None,
-                                       stats=None, stale=True)
-            else:
-                done = encode(t)
-            self._resolved[key] = done
-        values = done["values"]
-        if values is None:
-            return done
-        n = handle.tensor.numel()
-        if n > self.values_budget:
-            self.values_budget = 0
-            return TensorValueDict(done, values=None)
-        self.values_budget -= n
-        return done
-
     def encode_held(self) -> None:
         """Encode, in Python, the few gradients the C++ core keeps for it (complex, integer,
         sparse, empty: NOTE [why C++]), before any value is written."""
-        core = self.native
-        if core is None:
-            return
         with torch._C.DisableTorchFunction():
-            for vid, t in core.held():
-                core.set_encoded(vid, canonical_json(encode(t)),
-                                 canonical_json(encode(t, with_values=False)))
+            for vid, t in self.core.held():
+                self.core.set_encoded(vid, canonical_json(encode(t)),
+                                      canonical_json(encode(t, with_values=False)))
 
     # NOTE [lazy TensorValues]
     #     The core writes each TensorValue's canonical JSON; parsing it back into a dict only
-    #     for the canonical writer to use the JSON again (``native``) cost 7 µs a value, a
-    #     fifth of a transformer's document. When the document is only written out (the
-    #     sandbox child: ``json_parts``), the dict stays empty and carries its JSON alone. The
-    #     JSON without values (for when the budget runs out) is asked for only then.
-    def _native_value(self, text: bytes) -> TensorValueDict:
+    #     for the canonical writer to use the JSON again cost 7 µs a value, a fifth of a
+    #     transformer's document. When the document is only written out (the sandbox child:
+    #     ``json_parts``), the dict stays empty and carries its JSON alone. The JSON without
+    #     values (for when the budget runs out) is asked for only then.
+    def _value(self, text: bytes) -> TensorValueDict:
         out = TensorValueDict() if self._lazy else TensorValueDict(orjson.loads(text))
         out.native = text
         return out
 
-    def _resolve_native(self, vid: int) -> TensorValueDict | None:
-        """A value the C++ core captured, spending the budget as :meth:`resolve` does; its
-        JSON is asked for in the form the budget allows (with values, or without)."""
-        if vid < 0:
+    def resolve(self, handle: Handle) -> TensorValueDict | None:
+        """The TensorValue of a captured handle, spending the values budget in call order:
+        every time values are written into the document they count, also when the same
+        gradient appears again (as one node's input and the next node's output); its JSON is
+        asked of the core in the form the budget allows (with values, or without)."""
+        if handle is None or isinstance(handle, dict):
+            return handle
+        if handle < 0:
             return None
-        done = self._native_done.get(vid)
+        done = self._done.get(handle)
         if done is None:
-            done = self._native_done[vid] = [None, None, int(self.native.numel_of(vid))]
+            done = self._done[handle] = [None, None, int(self.core.numel_of(handle))]
         n: int = done[2]
         slot = 0
         if n:
@@ -477,5 +393,5 @@ class ValueStore:
                 self.values_budget -= n
         out: TensorValueDict | None = done[slot]
         if out is None:
-            out = done[slot] = self._native_value(self.native.value(vid, slot == 0)[0])
+            out = done[slot] = self._value(self.core.value(handle, slot == 0)[0])
         return out

@@ -345,6 +345,12 @@ struct Recorder {
     return {py::bytes(value_json(*core, id, with_values)), has ? v.numel : 0};
   }
 
+  // A value id for ``t`` as it is now (a tensor node's value, taken outside backward).
+  int32_t capture(const at::Tensor& t) {
+    std::lock_guard<std::mutex> lock(core->mu);
+    return core->capture(t);
+  }
+
   // How many numbers value ``id`` would write with its values (0: it has none to write), so
   // that a value past the budget is never written with them only to be dropped.
   int64_t numel_of(int32_t id) {
@@ -361,11 +367,6 @@ struct Recorder {
   std::pair<py::bytes, int64_t> events_json(int64_t budget) {
     std::lock_guard<std::mutex> lock(core->mu);
     return gradtrace::events_json(*core, budget);
-  }
-
-  // The walk alone, for the benchmark (``bench_capture.py``): how many nodes it found.
-  size_t walk(py::list roots, bool read_saved, py::handle parameter, int64_t first_index) {
-    return walker.walk_batch(*core, roots, read_saved, parameter, first_index).size();
   }
 
   // Pass ``pass`` released the saved tensors of every node it executed (no retain_graph):

@@ -1,0 +1,433 @@
+"""The Python twin of the C++ core (``_native.Recorder``, ``_native.cpp``): the same kernels,
+method for method, for machines where the core cannot be compiled.
+
+NOTE [one recorder, two kernel sets]
+    :class:`~gradtrace.capture.recorder.Recorder` is the only recorder. What must run once per
+    autograd node (walking new nodes into entries, the backward hooks' event buffer, tensors
+    to values and stats, the entries' and events' JSON) is a *core*: the C++ one when it is
+    built (:mod:`gradtrace.capture.native`), else :class:`PyCore` here. Both answer the same
+    calls with the same data; the tests run every capture test on both kernel sets
+    (``GRADTRACE_KERNELS=python``) and compare them document to document
+    (``tests/capture/test_native.py``). Each method below names its C++ twin. The twin writes
+    JSON through the schema's canonical writer; the C++ core writes the same bytes itself.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from bisect import bisect_right
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from torch.autograd.graph import Node
+
+from gradtrace.capture.graph import ACC_SEQ, describe_batch, leaf_of
+from gradtrace.capture.saved import Private
+from gradtrace.capture.values import encode
+from gradtrace.schema import VALUES_LIMIT
+from gradtrace.schema.canonical import canonical_json
+
+NULL_LINE = -(2**31)
+"""The core's ``None`` for a line number (an int32), as the C++ core passes it."""
+
+
+@dataclass(slots=True)
+class _Event:
+    node: int
+    pass_: int  # -1: a forward event
+    line: int | None
+    go: list[int] = field(default_factory=list)
+    gi: list[int] = field(default_factory=list)
+    grad: int = -1
+    changes: list[int] = field(default_factory=list)  # before, after, before, after...
+
+
+@dataclass(slots=True)
+class _Pass:
+    line: int | None
+    task: int = -1
+    outer: int = -1
+    engine: bool = False
+    executed: list[int] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class _Entry:
+    node: Node
+    doc: dict[str, Any]
+    private: list[Private]
+    acc: bool
+
+
+class _Value:
+    """A captured tensor (``Value`` in ``cxx/values.h``): large ones reduced to stats at once,
+    small ones copied, both encoded to TensorValues only when the document asks."""
+
+    __slots__ = ("has", "held", "numel", "with_", "without")
+
+    def __init__(self, t: torch.Tensor) -> None:
+        self.held: torch.Tensor | None = None
+        self.numel = 0
+        self.has = False  # values to write (an empty tensor's are [], and cost nothing)
+        if t.numel() <= VALUES_LIMIT:
+            try:
+                self.held = t.detach().clone()
+                return
+            except Exception:  # NOTE [every kind of tensor] in values.py: encode never raises
+                pass
+        self.without = self.with_ = encode(t, with_values=False)
+
+    def encoded(self) -> None:
+        if self.held is not None:
+            self.with_ = encode(self.held)
+            self.without = encode(self.held, with_values=False)
+            self.has = self.with_["values"] is not None
+            self.numel = self.held.numel() if self.has else 0
+            self.held = None
+
+
+class PyCore:
+    """``gradtrace::Recorder`` (``cxx/recorder.h``) in Python."""
+
+    def __init__(self) -> None:
+        self._mu = threading.Lock()
+        self._entries: list[_Entry] = []
+        self._pos: dict[int, int] = {}
+        self._known: dict[Node, int] = {}
+        self._by_index: dict[int, Node] = {}
+        self._events: list[_Event] = []
+        self._passes: list[_Pass] = []
+        self._reported = 0
+        self._active = -1
+        self._values: list[_Value] = []
+        self._cache: dict[int, tuple[weakref.ref[torch.Tensor], int | None, int]] = {}
+        self._hook_changes: dict[Node, list[int]] = {}
+        self._acc_events: list[int] = []
+        self._handles: list[Any] = []
+        self._changes = 0
+        self._activations = 0
+        self._params: dict[int, int] = {}
+        self._boundary = 0
+        self._stopped = False
+        self._enabled = True
+        self._n_events = 0
+        self._bytes_left = 0
+        self._bytes_used = 0
+        self._on_limit: Callable[[str], None] | None = None
+        self._on_created: Callable[[int, int, list[torch.Tensor]], None] | None = None
+
+    # ---------------------------------------------------------------- set-up and limits
+    def configure(self, max_events: int, cost_event: int, cost_value: int, events_message: str,
+                  bytes_message: str, on_limit: Callable[[str], None], on_created: Any,
+                  max_nodes: int, nodes_message: str, cost_node: int, cost_saved: int,
+                  cost_edge: int) -> None:
+        self._max_events, self._cost_event, self._cost_value = max_events, cost_event, cost_value
+        self._events_message, self._bytes_message = events_message, bytes_message
+        self._on_limit, self._on_created = on_limit, on_created
+        self._max_nodes, self._nodes_message = max_nodes, nodes_message
+        self._cost_node, self._cost_saved, self._cost_edge = cost_node, cost_saved, cost_edge
+
+    def set_bytes_left(self, left: int) -> None:
+        with self._mu:
+            self._bytes_left, self._bytes_used = left, 0
+
+    def bytes_used(self) -> int:
+        return self._bytes_used
+
+    def set_boundary(self, seq: int) -> None:
+        self._boundary = seq
+
+    def stop(self) -> None:
+        self._stopped = True
+
+    def set_active(self, index: int) -> None:
+        self._active = index
+
+    # ---------------------------------------------------------------- discovery (walk.h, recorder.h)
+    def discover(self, roots: list[Node], read_saved: bool, parameter: type, first_index: int,
+                 bytes_left: int, created_in_pass: int | None, tracer_active: bool,
+                 line: int | None, stack_module: Any, seq_mark: int | None,
+                 line_seqs: list[int], line_values: list[Any], mod_seqs: list[int],
+                 mod_values: list[Any], n_fns: int,
+                 hooks: bool) -> tuple[int, list[Any], int, str | None]:
+        """``Recorder::discover``: walk, place (line and module by sequence number, an
+        AccumulateGrad taking its consumer's), limit and register the new nodes."""
+        del parameter  # the C++ walk is given nn.Parameter; saved.parameter_of knows it
+        batch = describe_batch(roots, self._known, read_saved_tensors=read_saved,
+                               first_index=first_index, boundary=self._boundary)
+        if not batch:
+            return 0, [], 0, None
+        places: list[tuple[int | None, Any]] = [(None, None)] * len(batch)
+        nxt: tuple[int | None, Any] = (line, None)
+        for r in range(len(batch) - 1, -1, -1):
+            seq = batch[r][4]
+            if seq == ACC_SEQ:
+                places[r] = nxt
+                continue
+            if created_in_pass is not None:
+                nxt = (line, None)
+            elif tracer_active:
+                nxt = (line_values[bisect_right(line_seqs, seq) - 1],
+                       mod_values[bisect_right(mod_seqs, seq) - 1])
+            elif seq_mark is None or seq >= seq_mark:
+                nxt = (line, stack_module)
+            else:
+                nxt = (None, None)
+            places[r] = nxt
+        leaves: list[Any] = []
+        used, recorded, stopped = 0, 0, None
+        for k, ((node, doc, private, edges, _, acc), (n_line, module)) in enumerate(
+                zip(batch, places, strict=True)):
+            index = first_index + k
+            if index >= self._max_nodes:
+                stopped = self._nodes_message
+                break
+            cost = (self._cost_node + self._cost_saved * len(doc["saved"])
+                    + self._cost_edge * len(edges)
+                    + (len(module.stack_json) + 16 if module is not None else 0))
+            if used + cost > bytes_left:
+                stopped = self._bytes_message
+                break
+            used += cost
+            doc["line"], doc["module"] = n_line, None
+            if module is not None:
+                doc["module"], doc["module_stack"] = str.__str__(module), module.stack
+            doc["seq"] = n_fns + k
+            doc["created_in_pass"] = created_in_pass
+            doc["edges"] = edges
+            self._register(node, index, n_line, hooks, acc)
+            for s, (param, _) in zip(doc["saved"], private, strict=True):
+                if param is not None:
+                    self._params.setdefault(id(param), s["bytes"])
+                else:
+                    self._activations += s["bytes"]
+            if acc:
+                leaves.append((leaf_of(node), f"n{index}", n_line))
+            self._pos[index] = len(self._entries)
+            self._entries.append(_Entry(node, doc, private, acc))
+            recorded += 1
+        return recorded, leaves, used, stopped
+
+    def _register(self, node: Node, index: int, line: int | None, hooks: bool, acc: bool) -> None:
+        with self._mu:
+            self._known[node] = index
+            self._by_index[index] = node
+            self._events.append(_Event(index, -1, line))
+            if hooks:
+                def hook(grad_inputs: Any, grad_outputs: Any) -> None:
+                    self._on_done(node, index, acc, grad_inputs, grad_outputs)
+                self._handles.append(node.register_hook(hook))
+
+    def index_of(self, node: Node) -> int:
+        return self._known.get(node, -1)
+
+    def infos(self, start: int) -> list[tuple[Node, bytes, list[Private], bool]]:
+        return [(e.node, self._entry_json(e), e.private, e.acc) for e in self._entries[start:]]
+
+    def changes(self) -> int:
+        return self._changes
+
+    @staticmethod
+    def _entry_json(e: _Entry) -> bytes:
+        return canonical_json({k: v for k, v in e.doc.items() if k != "edges"})
+
+    def _entry_at(self, index: int) -> _Entry:
+        pos = self._pos.get(index)
+        if pos is None:
+            raise IndexError(f"not a function node recorded by the core: n{index}")
+        return self._entries[pos]
+
+    def nodes_json(self, a: int, b: int) -> bytes:
+        return b",".join(self._entry_json(self._entry_at(i)) for i in range(a, b))
+
+    def edges_json(self, a: int, b: int) -> bytes:
+        edges = [e for i in range(a, b) for e in self._entry_at(i).doc["edges"]]
+        return canonical_json(edges)[1:-1]
+
+    # ---------------------------------------------------------------- passes and hooks (core.h)
+    def begin_pass(self, line: int | None) -> int:
+        with self._mu:
+            self._passes.append(_Pass(line))
+            return len(self._passes) - 1
+
+    def _pass_for(self, task: int) -> int:
+        if self._active >= 0:
+            p = self._passes[self._active]
+            if p.task in (-1, task):
+                p.task = task
+                return self._active
+        for i in range(len(self._passes) - 1, -1, -1):
+            if self._passes[i].task == task:
+                return i
+        outer = self._active  # a backward the recorder did not start (reentrant checkpoint)
+        line = self._passes[outer].line if outer >= 0 else None
+        self._passes.append(_Pass(line, task=task, outer=outer, engine=True))
+        return len(self._passes) - 1
+
+    def new_engine_passes(self) -> list[tuple[int, int]]:
+        with self._mu:
+            out = [(i, p.outer) for i, p in enumerate(self._passes[self._reported:], self._reported)
+                   if p.engine]
+            self._reported = len(self._passes)
+            return out
+
+    def _on_done(self, node: Node, index: int, acc: bool, gi: Any, go: Any) -> None:
+        """``Core::on_done``: one node executed in a backward pass."""
+        if not self._enabled or self._stopped:
+            return
+        limit, created, p, line = None, [], -1, None
+        with self._mu, torch._C.DisableTorchFunction():
+            if not self._enabled or self._stopped:
+                return
+            p = self._pass_for(torch._C._current_graph_task_id())
+            line = self._passes[p].line
+            n_values = 2 * acc + sum(g is not None for g in go) + sum(g is not None for g in gi)
+            self._n_events += 1
+            self._bytes_used += self._cost_event + self._cost_value * n_values
+            if self._n_events > self._max_events:
+                limit = self._events_message
+            elif self._bytes_used > self._bytes_left:
+                limit = self._bytes_message
+            if limit is not None:
+                self._stopped = True
+            else:
+                ev = _Event(index, p, line, [self._capture(g) for g in go],
+                            [self._capture(g) for g in gi])
+                if acc:
+                    leaf = leaf_of(node)
+                    if leaf is not None and leaf.grad is not None:
+                        ev.grad = self._capture(leaf.grad)
+                    self._acc_events.append(len(self._events))
+                ev.changes = self._hook_changes.pop(node, [])
+                self._passes[p].executed.append(index)
+                self._events.append(ev)
+                if self._on_created is not None and torch.is_grad_enabled():
+                    created = [g for g in gi if g is not None and g.grad_fn is not None]
+        if limit is not None and self._on_limit is not None:
+            self._on_limit(limit)
+        if created and self._on_created is not None:
+            self._on_created(p, NULL_LINE if line is None else line, created)
+
+    def end_backward(self) -> None:
+        with self._mu:
+            self._cache.clear()
+
+    def take_accumulations(self) -> list[tuple[torch.Tensor | None, int]]:
+        with self._mu:
+            taken = [(self._by_index[self._events[e].node], self._events[e].grad)
+                     for e in self._acc_events]
+            self._acc_events.clear()
+        return [(leaf_of(node), grad) for node, grad in taken]
+
+    def hook_change(self, before: torch.Tensor, after: torch.Tensor) -> None:
+        node = torch._C._current_autograd_node()
+        if node is None:
+            return
+        with self._mu, torch._C.DisableTorchFunction():
+            self._hook_changes.setdefault(node, []).extend((self._capture(before), self._capture(after)))
+
+    def close(self) -> None:
+        with self._mu:
+            self._enabled = False
+            handles, self._handles = self._handles, []
+            self._cache.clear()
+            self._hook_changes.clear()
+        for h in handles:
+            h.remove()
+        self._on_limit = self._on_created = None
+
+    # ---------------------------------------------------------------- values (values.h)
+    def capture(self, t: torch.Tensor) -> int:
+        with self._mu, torch._C.DisableTorchFunction():
+            return self._capture(t)
+
+    def _capture(self, t: torch.Tensor | None) -> int:
+        """``Core::capture``: a value id, the same one for a tensor met again unchanged."""
+        if t is None:
+            return -1
+        try:
+            version: int | None = t._version
+        except RuntimeError:  # an inference tensor has no version counter
+            version = None
+        hit = self._cache.get(id(t))
+        if hit is not None and hit[0]() is t and hit[1] == version:
+            return hit[2]
+        vid = len(self._values)
+        self._values.append(_Value(t))
+        self._cache[id(t)] = (weakref.ref(t), version, vid)
+        return vid
+
+    def held(self) -> list[tuple[int, torch.Tensor]]:
+        return []  # the twin encodes every kind of tensor itself
+
+    def numel_of(self, vid: int) -> int:
+        if vid < 0:
+            return 0
+        v = self._values[vid]
+        v.encoded()
+        return v.numel
+
+    def _value(self, vid: int, with_values: bool) -> Any:
+        v = self._values[vid]
+        v.encoded()
+        return v.with_ if with_values else v.without
+
+    def value(self, vid: int, with_values: bool) -> tuple[bytes, int]:
+        if vid < 0:
+            return b"null", 0
+        return canonical_json(self._value(vid, with_values)), self.numel_of(vid)
+
+    def events_json(self, budget: int) -> tuple[bytes, int]:
+        """``events_json`` (``cxx/events.h``): values spend ``budget`` in document order."""
+        def val(vid: int) -> Any:
+            nonlocal budget
+            if vid < 0:
+                return None
+            n = self.numel_of(vid)
+            if not self._values[vid].has:
+                return self._value(vid, False)
+            if n > budget:
+                budget = 0
+                return self._value(vid, False)
+            budget -= n
+            return self._value(vid, True)
+
+        out: list[dict[str, Any]] = []
+        with self._mu:
+            for ev in self._events:
+                if ev.pass_ < 0:
+                    out.append({"phase": "forward", "node": f"n{ev.node}", "pass": None,
+                                "line": ev.line, "grad_outputs": None, "grad_inputs": None,
+                                "grad": None, "changed_by_hook": False})
+                    continue
+                d: dict[str, Any] = {"phase": "backward", "node": f"n{ev.node}", "pass": ev.pass_,
+                                     "line": ev.line, "grad_outputs": [val(v) for v in ev.go],
+                                     "grad_inputs": [val(v) for v in ev.gi], "grad": val(ev.grad),
+                                     "changed_by_hook": bool(ev.changes)}
+                if ev.changes:
+                    pairs = [(val(b), val(a)) for b, a in zip(ev.changes[::2], ev.changes[1::2],
+                                                              strict=True)]
+                    d["hook_changes"] = [{"before": b, "after": a} for b, a in pairs]
+                out.append(d)
+        return canonical_json(out), budget
+
+    # ---------------------------------------------------------------- memory (recorder.h)
+    def mark_freed(self, index: int) -> int:
+        freed = 0
+        for node_index in self._passes[index].executed:
+            pos = self._pos.get(node_index)
+            if pos is None:
+                continue
+            for s in self._entries[pos].doc["saved"]:
+                if s["freed_after_pass"] is None:
+                    s["freed_after_pass"] = index
+                    self._changes += 1
+                    if not s["is_parameter"]:
+                        freed += s["bytes"]
+        return freed
+
+    def saved_total(self) -> int:
+        return self._activations + sum(self._params.values())
