@@ -20,7 +20,7 @@ NOTE [other threads]
     as an ``engine`` pass. Should a cap be hit in a hook there, the recorder stops recording
     (the document says ``graph_limit`` with its message) but raises nothing in that thread
     (:class:`StoppedElsewhere` stays inside the recorder's hooks): only the block's own thread
-    is stopped by :class:`LimitReached`. The C++ core's budget for such a pass is kept current
+    is stopped by :class:`LimitReached`. The core's budget for such a pass is kept current
     whenever the estimate changes (``_sync_bytes``), not only when the mode starts a pass, and
     what its hooks recorded is taken in at the end of the block too (``finish``).
 """

@@ -20,7 +20,6 @@ from __future__ import annotations
 import functools
 import math
 import operator
-from itertools import chain
 from typing import Any
 
 import numpy as np
@@ -29,9 +28,6 @@ import torch
 
 from gradtrace.schema import VALUES_LIMIT
 from gradtrace.schema.canonical import TensorValueDict, canonical_json
-
-_FLOAT_NAMES = {"nan": "nan", "inf": "inf", "-inf": "-inf"}
-
 
 _DTYPE_NAMES: dict[torch.dtype, str] = {}
 _DEVICE_NAMES: dict[torch.device, str] = {}
@@ -131,39 +127,6 @@ def _fast(t: torch.Tensor, shape: list[int], with_values: bool) -> tuple[Any, An
     return (_nest(flat, shape) if with_values else None), stats
 
 
-_QUANTIZED = {torch.qint8, torch.quint8, torch.qint32, torch.quint4x2, torch.quint2x4}
-_PLAIN_DTYPES: dict[torch.dtype, bool] = {}
-
-
-def _plain_dtype(dtype: torch.dtype) -> bool:
-    """Whether ``_fast`` can take values of this dtype (real numbers, not bool or quantized)."""
-    ok = _PLAIN_DTYPES.get(dtype)
-    if ok is None:
-        ok = _PLAIN_DTYPES[dtype] = (dtype != torch.bool and not dtype.is_complex
-                                     and dtype not in _QUANTIZED)
-    return ok
-
-
-def _fast_low_rank(t: torch.Tensor, shape: list[int], with_values: bool) -> tuple[Any, Any] | None:
-    """``_fast`` for a plain CPU tensor of rank 0-2, from its nested ``tolist`` (no reshape, no
-    re-nesting, no detach: no torch op runs): the same values and the same stats, summed in
-    the same row-major order."""
-    nested = t.tolist()
-    rank = len(shape)
-    if rank == 2:
-        flat = nested[0] if shape[0] == 1 else list(chain.from_iterable(nested))
-    elif rank == 1:
-        flat = nested
-    else:
-        flat = [nested]
-    total = _sum(flat)
-    if total - total != 0:  # NaN or inf somewhere (or an overflowing sum): careful path
-        return None
-    n = len(flat)
-    stats = {"min": min(flat), "max": max(flat), "mean": total / n, "norm": _norm(flat)}
-    return (nested if with_values else None), stats
-
-
 def encode(t: torch.Tensor, *, with_values: bool = True) -> TensorValueDict:
     """Encode ``t`` as a TensorValue dict; never raises (odd tensors get shape and dtype only).
 
@@ -232,13 +195,6 @@ def _encode(t: torch.Tensor, with_values: bool) -> TensorValueDict:
     dtype = t.dtype
     out = TensorValueDict(shape=shape, dtype=dtype_name(dtype), values=None, stats=None)
     try:
-        # NOTE [the common case first]: most values are small plain CPU gradients of rank <= 2
-        if (t.__class__ is torch.Tensor and len(shape) <= 2 and t.is_cpu
-                and t.layout is torch.strided and _plain_dtype(dtype) and 0 < t.numel() <= VALUES_LIMIT):
-            fast = _fast_low_rank(t, shape, with_values)
-            if fast is not None:
-                out["values"], out["stats"] = fast
-                return out
         t = t.detach()
         if t.device.type == "meta":  # NOTE [every kind of tensor]
             out["note"] = "a meta tensor has no data: shape and dtype only"
