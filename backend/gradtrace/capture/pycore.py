@@ -28,7 +28,7 @@ from gradtrace.capture.graph import ACC_SEQ, describe_batch, leaf_of
 from gradtrace.capture.saved import Private
 from gradtrace.capture.values import encode
 from gradtrace.schema import VALUES_LIMIT
-from gradtrace.schema.canonical import canonical_json
+from gradtrace.schema.canonical import TensorValueDict, canonical_json
 
 NULL_LINE = -(2**31)
 """The core's ``None`` for a line number (an int32), as the C++ core passes it."""
@@ -83,7 +83,7 @@ class _Value:
     def encoded(self) -> None:
         if self.held is not None:
             self.with_ = encode(self.held)
-            self.without = encode(self.held, with_values=False)
+            self.without = TensorValueDict(self.with_, values=None)  # the same stats
             self.has = self.with_["values"] is not None
             self.numel = self.held.numel() if self.has else 0
             self.held = None
