@@ -70,3 +70,12 @@ def test_wheel_from_a_clean_clone_installs_records_and_shows(tmp_path: Path) -> 
     assert fallback.returncode == 0, fallback.stderr[-3000:]
     assert fallback.stdout.split("RESULT", 1)[1].split()[:2] == ["False", "GradtraceWidget"]
     assert fallback.stderr.count("could not be built") == 1, fallback.stderr
+    assert "no C++ compiler" in fallback.stderr and "compiling" not in fallback.stderr
+
+    # A compile that fails is tried once, not again by every later process.
+    broken = {**env, "CXX": "/bin/false", "XDG_CACHE_HOME": str(tmp_path / "cache-broken")}
+    tries = [_run([str(py), "-c", CHECK], env=broken, cwd=tmp_path, timeout=300) for _ in range(2)]
+    for t in tries:
+        assert t.returncode == 0 and t.stdout.split("RESULT", 1)[1].split()[0] == "False", t.stderr[-3000:]
+    assert "compiling the C++ capture core" in tries[0].stderr and "earlier attempt" not in tries[0].stderr
+    assert "compiling the C++ capture core" not in tries[1].stderr and "earlier attempt" in tries[1].stderr

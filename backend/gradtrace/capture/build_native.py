@@ -94,8 +94,9 @@ def command(output: Path) -> list[str]:
 
     check_torch(str(torch.__version__))
     cxx = os.environ.get("CXX") or shutil.which("g++") or shutil.which("c++")
-    if cxx is None:
-        raise BuildError("no C++ compiler: install g++ (Debian: apt-get install g++)")
+    if cxx is None or shutil.which(cxx) is None:
+        raise BuildError(f"no C++ compiler{f' ({cxx} is not there)' if cxx else ''}: "
+                         "install g++ (Debian: apt-get install g++)")
     py_include = sysconfig.get_paths()["include"]
     if not (Path(py_include) / "Python.h").exists():
         raise BuildError(f"Python's headers are missing ({py_include}/Python.h): "
@@ -153,15 +154,25 @@ def load_or_build() -> ModuleType | None:
     """The core from the per-user cache, compiled there first if needed (NOTE [building the
     core]); None when it cannot be built here, after saying why once on stderr."""
     out = cache_target()
+    failed = out.with_name("FAILED")
+    """A compile that failed here is not tried again by every process (each try costs a whole
+    compile): its message is kept beside where the core would be, until deleted."""
     if not out.exists():
-        print("gradtrace: compiling the C++ capture core for this torch, once (about a minute)…", file=sys.stderr)
         try:
+            if failed.exists():
+                raise BuildError(f"{failed.read_text().strip()} [an earlier attempt; delete {failed} "
+                                 "to try again]")
             out.parent.mkdir(parents=True, exist_ok=True)
             with tempfile.TemporaryDirectory(dir=out.parent) as tmp:
                 partial = Path(tmp) / out.name
-                proc = subprocess.run(command(partial), capture_output=True, text=True, check=False)
+                cmd = command(partial)  # no compiler or headers: said before any "compiling"
+                print("gradtrace: compiling the C++ capture core for this torch, once (about a minute)…",
+                      file=sys.stderr)
+                proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
                 if proc.returncode != 0:
-                    raise BuildError(f"compiling {SOURCE.name} failed:\n{proc.stderr[-2000:]}")
+                    message = f"compiling {SOURCE.name} failed:\n{proc.stderr[-2000:]}"
+                    failed.write_text(message)
+                    raise BuildError(message)
                 os.replace(partial, out)
         except (BuildError, OSError) as e:
             print(f"gradtrace: the C++ capture core could not be built ({e}); recording runs on the "
