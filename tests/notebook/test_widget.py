@@ -86,3 +86,25 @@ def test_without_anywidget_show_draws_a_picture_and_says_so_once() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
     assert out.stdout.split() == ["StaticRun", "True", "True"]
     assert out.stderr.count("anywidget is not installed") == 1, out.stderr
+
+
+def test_showing_a_document_sends_what_capture_wrote_without_building_its_models() -> None:
+    """NOTE [a document built on first use]: a widget of ``rec.document()`` sends the same bytes
+    as the fully built document would, without building its graph and events as models."""
+    from gradtrace.notebook.documents import as_document, compressed
+    from gradtrace.schema import document_id
+
+    cell = torch.nn.GRUCell(4, 8)
+    with gradtrace.record() as rec:
+        h = torch.zeros(1, 8)
+        for _ in range(5):
+            h = cell(torch.randn(1, 4), h)
+        h.sum().backward()
+    doc = rec.document()
+    shown = as_document(doc)
+    assert doc._lazy == {"graph": doc._lazy["graph"], "events": doc._lazy["events"]}  # still JSON
+    built = doc.model_dump(mode="json", by_alias=True)  # builds the models
+    assert shown == built and document_id(shown) == doc.id
+    assert gzip.decompress(compressed(shown)) == canonical_json(built)
+    shown["stdout"] = "changed"  # the carried bytes are used only while they are the document's
+    assert json.loads(gzip.decompress(compressed(shown)))["stdout"] == "changed"

@@ -14,6 +14,7 @@ from typing import Any
 import orjson
 
 from gradtrace.schema import RunDocument, canonical_json
+from gradtrace.schema.canonical import CanonicalDocument
 
 GZIP_LEVEL = 6
 """NOTE [documents through the comm]: gzip at level 6 shrinks a GRU-200 document (≈4 MB of
@@ -23,7 +24,8 @@ JSON) about sevenfold in ≈60 ms; the browser inflates it with its native Decom
 def as_document(obj: Any) -> dict[str, Any]:
     """The run document behind ``obj`` as a JSON-able dict (see the module docstring)."""
     if isinstance(obj, RunDocument):
-        return obj.model_dump(mode="json", by_alias=True)
+        as_json_dict = getattr(obj, "as_json_dict", None)  # NotebookRunDocument: no models built
+        return as_json_dict() if callable(as_json_dict) else obj.model_dump(mode="json", by_alias=True)
     if isinstance(obj, dict):
         return obj
     if isinstance(obj, str | bytes | bytearray | memoryview):
@@ -55,5 +57,8 @@ def _source_of(rec: Any) -> str | None:
 
 
 def compressed(doc: dict[str, Any]) -> bytes:
-    """The document's canonical JSON, gzip-compressed (mtime 0: the same bytes each time)."""
-    return gzip.compress(canonical_json(doc), compresslevel=GZIP_LEVEL, mtime=0)
+    """The document's canonical JSON, gzip-compressed (mtime 0: the same bytes each time); the
+    bytes a :class:`CanonicalDocument` carries are used as they are."""
+    body = doc.canonical_for() if isinstance(doc, CanonicalDocument) else None
+    return gzip.compress(body if body is not None else canonical_json(doc), compresslevel=GZIP_LEVEL,
+                         mtime=0)
