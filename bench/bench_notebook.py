@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -112,6 +113,26 @@ def bench_widget(n: int) -> Row:
     return Row("GRU-200: end of cell → widget drawn (JupyterLab)", samples, "target", 1.5)
 
 
+def bench_show(n: int) -> list[Row]:
+    """What ``show(rec.document())`` does in Python before anything reaches the browser (the
+    document as a dict, then its compressed canonical JSON), against the same with the
+    document's models built first, as ``model_dump`` does: in the same run."""
+    from gradtrace.notebook.documents import as_document, compressed
+
+    fast, built = [], []
+    for _ in range(n + 1):
+        doc = gru_document()
+        t0 = time.perf_counter()
+        compressed(as_document(doc))
+        fast.append(time.perf_counter() - t0)
+        doc = gru_document()
+        t0 = time.perf_counter()
+        compressed(doc.model_dump(mode="json", by_alias=True))  # type: ignore[attr-defined]
+        built.append(time.perf_counter() - t0)
+    return [Row("GRU-200: rec.document() → widget bytes, models built", built[1:], "-", None),
+            Row("GRU-200: rec.document() → widget bytes", fast[1:], "models built", statistics.median(built[1:]))]
+
+
 def bench_html(n: int) -> tuple[Row, int]:
     from playwright.sync_api import sync_playwright
 
@@ -170,6 +191,8 @@ def main() -> None:
     ap.add_argument("-n", type=int, default=3)
     ap.add_argument("--wheel", action="store_true", help="also build and install the wheel (≈3 min)")
     args = ap.parse_args()
+    print_table("Showing a document (in process, no browser): ratio = median / baseline",
+                bench_show(max(args.n, 5)))
     html_row, size = bench_html(args.n)
     rows = [bench_widget(args.n), html_row]
     print_table("Notebook (issue 15): ratio = median / target", rows)
