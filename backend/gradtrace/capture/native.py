@@ -25,6 +25,7 @@ def _load() -> ModuleType | None:
 
 
 core = _load()
+_warned: set[str] = set()
 
 
 def available() -> bool:
@@ -36,7 +37,8 @@ def default_native() -> bool:
     """The kernel set a recorder uses unless told: the core when built, unless
     ``GRADTRACE_KERNELS=python``."""
     kernels = os.environ.get("GRADTRACE_KERNELS", "").strip().lower()
-    if kernels not in ("", "native", "python"):
+    if kernels not in ("", "native", "python") and kernels not in _warned:
+        _warned.add(kernels)  # said once, not at every recording
         print(f"gradtrace: GRADTRACE_KERNELS={kernels!r} is not 'native' or 'python'; "
               "using the default", file=sys.stderr)
     return available() and kernels != "python"
