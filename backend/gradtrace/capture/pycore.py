@@ -123,19 +123,22 @@ class PyCore:
     def configure(self, max_events: int, cost_event: int, cost_value: int, events_message: str,
                   bytes_message: str, on_limit: Callable[[str], None], on_created: Any,
                   max_nodes: int, nodes_message: str, cost_node: int, cost_saved: int,
-                  cost_edge: int) -> None:
+                  cost_edge: int, parameter: type, line_steps: tuple[list[int], list[Any]],
+                  module_steps: tuple[list[int], list[Any]]) -> None:
+        del parameter  # the C++ walk is given nn.Parameter; saved.parameter_of knows it
+        self._line_steps, self._module_steps = line_steps, module_steps
         self._max_events, self._cost_event, self._cost_value = max_events, cost_event, cost_value
         self._events_message, self._bytes_message = events_message, bytes_message
         self._on_limit, self._on_created = on_limit, on_created
         self._max_nodes, self._nodes_message = max_nodes, nodes_message
         self._cost_node, self._cost_saved, self._cost_edge = cost_node, cost_saved, cost_edge
 
-    def set_bytes_left(self, left: int) -> None:
+    def sync_bytes(self, budget: int) -> int:
+        """The bytes the hooks added since the last call; ``budget`` less those is left."""
         with self._mu:
-            self._bytes_left, self._bytes_used = left, 0
-
-    def bytes_used(self) -> int:
-        return self._bytes_used
+            used = self._bytes_used
+            self._bytes_left, self._bytes_used = budget - used, 0
+            return used
 
     def set_boundary(self, seq: int) -> None:
         self._boundary = seq
@@ -147,15 +150,14 @@ class PyCore:
         self._active = index
 
     # ---------------------------------------------------------------- discovery (walk.h, recorder.h)
-    def discover(self, roots: list[Node], read_saved: bool, parameter: type, first_index: int,
-                 bytes_left: int, created_in_pass: int | None, tracer_active: bool,
-                 line: int | None, stack_module: Any, seq_mark: int | None,
-                 line_seqs: list[int], line_values: list[Any], mod_seqs: list[int],
-                 mod_values: list[Any], n_fns: int,
+    def discover(self, roots: list[Node], read_saved: bool, first_index: int, bytes_left: int,
+                 created_in_pass: int | None, tracer_active: bool, line: int | None,
+                 stack_module: Any, seq_mark: int | None,
                  hooks: bool) -> tuple[int, list[Any], int, str | None]:
         """``Recorder::discover``: walk, place (line and module by sequence number, an
         AccumulateGrad taking its consumer's), limit and register the new nodes."""
-        del parameter  # the C++ walk is given nn.Parameter; saved.parameter_of knows it
+        (line_seqs, line_values), (mod_seqs, mod_values) = self._line_steps, self._module_steps
+        n_fns = len(self._entries)
         batch = describe_batch(roots, self._known, read_saved_tensors=read_saved,
                                first_index=first_index, boundary=self._boundary)
         if not batch:

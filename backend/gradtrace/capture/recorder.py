@@ -81,13 +81,6 @@ class Recorder:
         self._active_pass: int | None = None
         self.core: Any = native.make_core(use_native)
         """The kernels (NOTE [one recorder, two kernel sets] in pycore.py)."""
-        self.core.configure(
-            max_events, _COST["backward"], _COST["value"],
-            f"the run reached the event limit ({max_events:,} events)",
-            f"the document reached its size limit ({max_document_bytes >> 20} MB)",
-            self._stop_from_core, self._created_in_backward,
-            max_nodes, f"the graph reached the node limit ({max_nodes:,} nodes)",
-            _COST["function"] + _COST["forward"], _COST["saved"], _COST["edge"])
         self.values = ValueStore(self.core)
         self.boundary = 0
         """Autograd's sequence number when the block began: NOTE [nodes from before the block]
@@ -127,9 +120,16 @@ class Recorder:
                                  core=native.core if native.is_native(self.core) else None)
         self.tracer.on_step = self._on_step
         self.module_log = SeqLog()
+        self.core.configure(
+            max_events, _COST["backward"], _COST["value"],
+            f"the run reached the event limit ({max_events:,} events)",
+            f"the document reached its size limit ({max_document_bytes >> 20} MB)",
+            self._stop_from_core, self._created_in_backward,
+            max_nodes, f"the graph reached the node limit ({max_nodes:,} nodes)",
+            _COST["function"] + _COST["forward"], _COST["saved"], _COST["edge"],
+            nn.Parameter, self.tracer.log.steps, self.module_log.steps)
         self._pending_mark = 0
         self._pending_read = True
-        self._n_fns = 0
         self._sync_bytes()  # NOTE [other threads]: a budget before any backward call
 
     # ---------------------------------------------------------------- ids and limits
@@ -168,8 +168,7 @@ class Recorder:
 
     def _sync_bytes(self) -> None:
         """Take in what the core's hooks added to the estimate and give it the budget left."""
-        self.size_estimate += self.core.bytes_used()
-        self.core.set_bytes_left(self.max_document_bytes - self.size_estimate)
+        self.size_estimate += self.core.sync_bytes(self.max_document_bytes - self.size_estimate)
 
     def finish(self) -> None:
         """The block ended: take in what the core's hooks recorded since the last backward call
@@ -287,18 +286,15 @@ class Recorder:
             self.flush()
         if read is None:
             read = not saved_hooks_active()
-        log, mods = self.tracer.log, self.module_log
         first = len(self.nodes)
         n, leaves, used, stopped = self.core.discover(
-            roots, read, nn.Parameter, first,
-            self.max_document_bytes - self.size_estimate, created_in_pass, self.tracer.active,
-            line, self.module_stack[-1] if self.module_stack else None, seq_mark,
-            log._seqs, log._values, mods._seqs, mods._values, self._n_fns, hooks)
+            roots, read, first, self.max_document_bytes - self.size_estimate, created_in_pass,
+            self.tracer.active, line, self.module_stack[-1] if self.module_stack else None,
+            seq_mark, hooks)
         if n:
             self.nodes += itertools.repeat(None, n)
             self.edges.append(range(first, first + n))
         self.size_estimate += used
-        self._n_fns += n
         if stopped is not None:
             self.stop(stopped)
         self._sync_bytes()

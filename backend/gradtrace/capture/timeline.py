@@ -50,6 +50,12 @@ class SeqLog:
             self._seqs.append(seq)
             self._values.append(value)
 
+    @property
+    def steps(self) -> tuple[list[int], list[Any]]:
+        """The step function's sequence numbers and values: the very lists ``note`` appends to
+        (never replaced), read by the core's discovery and its C line tracer."""
+        return self._seqs, self._values
+
     def at(self, seq: int) -> Any:
         """The value noted last before autograd handed out ``seq``."""
         return self._values[bisect_right(self._seqs, seq) - 1]

@@ -21,11 +21,24 @@ struct Recorder {
 
   int64_t max_nodes_ = 0, cost_node_ = 0, cost_saved_ = 0, cost_edge_ = 0;
   std::string nodes_message_;
+  // nn.Parameter, and the lists of the line tracer's and module tracker's ``SeqLog.steps``
+  // (appended to in place for the whole run): what ``discover`` places nodes by.
+  py::object parameter_, line_seqs_, line_values_, mod_seqs_, mod_values_;
 
   void configure(int64_t max_events, int64_t cost_event, int64_t cost_value,
                  std::string events_message, std::string bytes_message, py::object on_limit,
                  py::object on_created, int64_t max_nodes, std::string nodes_message,
-                 int64_t cost_node, int64_t cost_saved, int64_t cost_edge) {
+                 int64_t cost_node, int64_t cost_saved, int64_t cost_edge, py::object parameter,
+                 py::tuple line_steps, py::tuple module_steps) {
+    parameter_ = std::move(parameter);
+    line_seqs_ = line_steps[0];
+    line_values_ = line_steps[1];
+    mod_seqs_ = module_steps[0];
+    mod_values_ = module_steps[1];
+    if (!PyList_Check(line_seqs_.ptr()) || !PyList_Check(line_values_.ptr()) ||
+        !PyList_Check(mod_seqs_.ptr()) || !PyList_Check(mod_values_.ptr())) {
+      throw py::type_error("configure: the steps of a SeqLog are two lists");
+    }
     max_nodes_ = max_nodes;
     nodes_message_ = std::move(nodes_message);
     cost_node_ = cost_node;
@@ -43,15 +56,13 @@ struct Recorder {
     c.on_created = on_created.is_none() ? nullptr : on_created.inc_ref().ptr();
   }
 
-  void set_bytes_left(int64_t left) {
+  // The bytes the hooks added since the last call; ``budget`` less those is left to them.
+  int64_t sync_bytes(int64_t budget) {
     std::lock_guard<std::mutex> lock(core->mu);
-    core->bytes_left = left;
+    int64_t used = core->bytes_used;
+    core->bytes_left = budget - used;
     core->bytes_used = 0;
-  }
-
-  int64_t bytes_used() {
-    std::lock_guard<std::mutex> lock(core->mu);
-    return core->bytes_used;
+    return used;
   }
 
   // A node found by ``walk`` becomes recorded: known by its index, kept alive, its forward
@@ -166,12 +177,11 @@ struct Recorder {
   // Returns (number recorded, leaves, bytes, limit message or None); ``leaves`` are
   // (leaf tensor, AccumulateGrad id, line) for Python to give tensor nodes. The entries stay
   // here (NOTE [node entries in C++]).
-  py::tuple discover(py::list roots, bool read_saved, py::handle parameter, int64_t first_index,
-                     int64_t bytes_left, py::object created_in_pass, bool tracer_active,
-                     py::object line, py::object stack_module, py::object seq_mark,
-                     py::list line_seqs, py::list line_values, py::list mod_seqs,
-                     py::list mod_values, int64_t n_fns, bool hooks) {
-    std::vector<FnEntry> batch = walker.walk_batch(*core, roots, read_saved, parameter, first_index);
+  py::tuple discover(py::list roots, bool read_saved, int64_t first_index, int64_t bytes_left,
+                     py::object created_in_pass, bool tracer_active, py::object line,
+                     py::object stack_module, py::object seq_mark, bool hooks) {
+    int64_t n_fns = static_cast<int64_t>(entries_.size());
+    std::vector<FnEntry> batch = walker.walk_batch(*core, roots, read_saved, parameter_, first_index);
     size_t m = batch.size();
     py::list leaves;
     if (m == 0) return py::make_tuple(0, leaves, 0, py::none());
@@ -190,8 +200,8 @@ struct Recorder {
       PyObject* mo;
       if (in_pass) { l = line.ptr(); mo = Py_None; }
       else if (tracer_active) {
-        l = seq_at(line_seqs.ptr(), line_values.ptr(), static_cast<int64_t>(seq));
-        mo = seq_at(mod_seqs.ptr(), mod_values.ptr(), static_cast<int64_t>(seq));
+        l = seq_at(line_seqs_.ptr(), line_values_.ptr(), static_cast<int64_t>(seq));
+        mo = seq_at(mod_seqs_.ptr(), mod_values_.ptr(), static_cast<int64_t>(seq));
       } else if (!has_mark || seq >= mark) { l = line.ptr(); mo = stack_module.ptr(); }
       else { l = Py_None; mo = Py_None; }
       places[r] = {l, mo};
