@@ -43,8 +43,9 @@ test("listWords joins names and counts repeats", () => {
 });
 
 test("one sentence per step, and each names the node of its event", () => {
-  for (const name of ["01_chain_rule", "08_inplace_hazard", "09_accumulating_grads", "13_double_backward"]) {
-    const { timeline, ctx } = load(name);
+  const docs = ["01_chain_rule", "08_inplace_hazard", "09_accumulating_grads", "13_double_backward", "loop_gru", "loop_adam", "loop_lines"];
+  for (const name of docs) {
+    const { timeline, ctx } = load(name, { withLevels: name.startsWith("loop") });
     const seen = new Set();
     for (let k = 1; k <= timeline.N; k++) {
       const s = stepSentence(ctx, k);
