@@ -11,10 +11,15 @@
 
 Run: ``python bench/bench_frontend.py`` (needs ``frontend/dist``: ``make frontend``).
 Graphviz is optional: without ``dot`` the baseline column says so.
+
+``--stepping-only`` runs part 2 alone. ``--baseline-dist DIR`` also measures part 2 with another
+build of the page (``frontend/dist`` of an earlier commit, copied to DIR) in a second tab of the
+same browser, interleaved with this build, so a change to the renderer is compared in one run.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import re
 import shutil
@@ -22,6 +27,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from pathlib import Path
 from typing import Any
 
 from common import ROOT, Row, print_table  # first: it puts tests/ on the path
@@ -127,45 +133,84 @@ def gru_end_to_end(page: Any, runs: int) -> tuple[list[float], list[float], dict
     return total, server, doc
 
 
-def main() -> int:
-    from playwright.sync_api import sync_playwright
+def open_page(browser: Any, url: str, dist: Path | None = None) -> Any:
+    """A playground tab; with ``dist``, its bundle (``/dist/...``) comes from that folder."""
+    page = browser.new_page(viewport={"width": 1280, "height": 800})
+    if dist is not None:
+        def serve(route: Any) -> None:
+            name = route.request.url.split("/dist/", 1)[1].split("?", 1)[0]
+            path = dist / name
+            if not path.is_file():
+                route.fulfill(status=404, body="")
+                return
+            ctype = "text/javascript" if name.endswith(".js") else "text/css" if name.endswith(".css") else "text/plain"
+            route.fulfill(status=200, body=path.read_bytes(), headers={"content-type": ctype})
+        page.route("**/dist/**", serve)
+    page.goto(url + "/")
+    page.wait_for_function("window.gradtrace !== undefined")
+    first_frame_seconds(page, synthetic_document(200), 2)  # warm up the JIT and the worker
+    return page
 
-    if not (ROOT / "frontend" / "dist" / "app.js").exists():
-        print("frontend/dist is not built: run `make frontend` first", file=sys.stderr)
-        return 1
-    env = {"GRADTRACE_TIMEOUT_S": "120", "GRADTRACE_CPU_S": "120"}
-    with running_server(env) as server, sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1280, "height": 800})
-        page.goto(server.url + "/")
-        page.wait_for_function("window.gradtrace !== undefined")
-        first_frame_seconds(page, synthetic_document(200), 2)  # warm up the JIT and the worker
 
-        rows = []
-        for n, goal, runs in ((500, 0.3, 7), (3000, 1.0, 5), (20000, 1.0, 3)):
-            doc = synthetic_document(n)
-            page_s = first_frame_seconds(page, doc, runs)
-            dot_s, dot_label = dot_seconds(doc, 3 if n <= 500 else 1)
-            dot_median = sorted(dot_s)[len(dot_s) // 2] if dot_s else None
-            rows.append(Row(f"document → first frame, {n:,} nodes (goal ≤ {goal} s)", page_s,
-                            baseline=dot_label, baseline_median_s=dot_median))
-        print_table("Playground: from the document to the first frame", rows)
-
-        step_rows = []
-        # Unfolded: nothing in these graphs repeats (graph/groups.js finds no loop), so every
-        # node is drawn: 5,000 boxes (transformer shape), or more with per-use proxies (RNN shape).
-        for shape in ("transformer", "rnn"):
+def stepping_rows(pages: list[tuple[str, Any]], rounds: int = 2) -> list[Row]:
+    """Part 2 for each build: the same graphs and steps; with two builds, their runs of 200
+    steps alternate (``rounds`` each), so that the machine's noise falls on both alike."""
+    rows = []
+    # Unfolded: nothing in these graphs repeats (graph/groups.js finds no loop), so every
+    # node is drawn: 5,000 boxes (transformer shape), or more with per-use proxies (RNN shape).
+    for shape in ("transformer", "rnn"):
+        what = ""
+        for _, page in pages:
             first_frame_seconds(page, synthetic_document(5000, shape), 1)
             drawn = page.evaluate("(a => [a.scene.view.vnodes.length, a.viewer.levels.length])(window.gradtrace.app)")
             assert drawn[1] == 0, f"the {shape} graph was folded"
             what = f"5,000 nodes ({shape}, {drawn[0]:,} boxes drawn, unfolded)"
-            step_rows += [
-                Row(f"redraw per step, {what}, whole graph in view", stepping_frame_seconds(page, 200, True),
-                    baseline="goal 16 ms (60 fps)", baseline_median_s=0.016),
-                Row(f"redraw per step, {what}, reading zoom", stepping_frame_seconds(page, 200, False),
-                    baseline="goal 16 ms (60 fps)", baseline_median_s=0.016),
-            ]
-        print_table("Playground: stepping through a 5,000-node graph", step_rows)
+        for zoom, fit in (("whole graph in view", True), ("reading zoom", False)):
+            samples: dict[str, list[float]] = {build: [] for build, _ in pages}
+            for _ in range(rounds if len(pages) > 1 else 1):
+                for build, page in pages:
+                    samples[build] += stepping_frame_seconds(page, 200, fit)
+            rows += [Row(f"{build}redraw per step, {what}, {zoom}", samples[build],
+                         baseline="goal 16 ms (60 fps)", baseline_median_s=0.016) for build, _ in pages]
+    return rows
+
+
+def main() -> int:
+    from playwright.sync_api import sync_playwright
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--stepping-only", action="store_true", help="measure part 2 only")
+    parser.add_argument("--baseline-dist", type=Path, help="another build of frontend/dist to compare in part 2")
+    args = parser.parse_args()
+    if not (ROOT / "frontend" / "dist" / "app.js").exists():
+        print("frontend/dist is not built: run `make frontend` first", file=sys.stderr)
+        return 1
+    if args.baseline_dist and not (args.baseline_dist / "app.js").exists():
+        print(f"{args.baseline_dist} holds no app.js", file=sys.stderr)
+        return 1
+    env = {"GRADTRACE_TIMEOUT_S": "120", "GRADTRACE_CPU_S": "120"}
+    with running_server(env) as server, sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
+        page = open_page(browser, server.url)
+
+        if not args.stepping_only:
+            rows = []
+            for n, goal, runs in ((500, 0.3, 7), (3000, 1.0, 5), (20000, 1.0, 3)):
+                doc = synthetic_document(n)
+                page_s = first_frame_seconds(page, doc, runs)
+                dot_s, dot_label = dot_seconds(doc, 3 if n <= 500 else 1)
+                dot_median = sorted(dot_s)[len(dot_s) // 2] if dot_s else None
+                rows.append(Row(f"document → first frame, {n:,} nodes (goal ≤ {goal} s)", page_s,
+                                baseline=dot_label, baseline_median_s=dot_median))
+            print_table("Playground: from the document to the first frame", rows)
+
+        pages = [("", page)]
+        if args.baseline_dist:
+            pages = [("baseline build: ", open_page(browser, server.url, args.baseline_dist)), ("this build: ", page)]
+        print_table("Playground: stepping through a 5,000-node graph", stepping_rows(pages))
+        if args.stepping_only:
+            browser.close()
+            return 0
 
         total, server_s, doc = gru_end_to_end(page, 3)
         nodes = len(doc.get("graph", {}).get("nodes", []))

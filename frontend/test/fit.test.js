@@ -81,3 +81,73 @@ test("a graph legible whole is shown whole, centred", () => {
   assert.ok(s.top >= 0 && s.bottom <= VIEW.h);
   assert.ok(Math.abs(s.top - (VIEW.h - s.bottom)) <= 1);
 });
+
+/**
+ * A layered graph wider and taller than the view: a chain down the middle (the open unit)
+ * and rows of 1–4 side boxes of assorted widths at assorted places, as a real layout has.
+ */
+function layeredScene(rows) {
+  let seed = 7;
+  const rnd = () => { seed = (seed * 1103515245 + 12345) % 2147483648; return seed / 2147483648; };
+  const nodes = [], xs = [], ws = [], ys = [];
+  for (let r = 0; r < rows; r++) {
+    const y = 30 + r * 80;
+    nodes.push({ id: `c${r}`, kind: "function", name: `Op${r}` }); xs.push(600); ws.push(130); ys.push(y);
+    let x = 40 + rnd() * 120;
+    const side = 1 + Math.floor(rnd() * 4);
+    for (let j = 0; j < side; j++) {
+      const w = 90 + Math.floor(rnd() * 140);
+      if (Math.abs(x + w / 2 - 600) < (w + 130) / 2 + 30) x = 700 + rnd() * 80;
+      nodes.push({ id: `p${r}_${j}`, kind: "leaf", name: `w${r}_${j}` }); xs.push(x + w / 2); ws.push(w); ys.push(y);
+      x += w + 30 + rnd() * 160;
+    }
+  }
+  const chain = nodes.map((n, i) => (n.id.startsWith("c") ? i : -1)).filter((i) => i >= 0);
+  const edges = chain.slice(1).map((t, i) => ({ source: nodes[chain[i]].id, target: nodes[t].id, input_nr: 0 }));
+  const events = [
+    ...nodes.map((x) => ({ phase: "forward", node: x.id })),
+    ...chain.map((i) => nodes[i]).reverse().map((x) => ({ phase: "backward", node: x.id, pass: 0 })),
+  ];
+  const index = indexDocument({ graph: { nodes, edges }, events });
+  const timeline = new Timeline(index);
+  const view = {
+    vnodes: nodes.map((x, i) => ({ key: x.id, kind: x.kind, label: x.name, refs: [i], w: ws[i], h: NH })),
+    vedges: edges.map((_, i) => ({ s: chain[i], t: chain[i + 1], refs: [i] })),
+    byRef: nodes.map((_, i) => [i]),
+  };
+  const width = Math.max(...xs.map((x, i) => x + ws[i] / 2)) + 40;
+  const layout = { x: Float64Array.from(xs), y: Float64Array.from(ys), width, height: 60 + (rows - 1) * 80, points: [], direction: "TB" };
+  const scene = makeScene(index, view, layout, timeline, new Set());
+  scene.active = chain;
+  return scene;
+}
+
+/** The drawn boxes that the view's edges cut (partly inside, partly outside). */
+function cutBoxes(scene, k, cam, view) {
+  const L = cam.x, R = cam.x + view.w / cam.k, T = cam.y, B = cam.y + view.h / cam.k;
+  return scene.view.vnodes.map((n, v) => v).filter((v) => {
+    if (!(scene.reveal[v] <= k)) return false;
+    const n = scene.view.vnodes[v];
+    const x0 = scene.x[v] - n.w / 2, x1 = scene.x[v] + n.w / 2, y0 = scene.y[v] - n.h / 2, y1 = scene.y[v] + n.h / 2;
+    if (x1 <= L || x0 >= R || y1 <= T || y0 >= B) return false;
+    return x0 < L || x1 > R || y0 < T || y1 > B;
+  });
+}
+
+test("Fit never cuts a box at the view's edges: each lies wholly inside or wholly outside", () => {
+  const scene = layeredScene(30);
+  const N = scene.timeline.N;
+  let checked = 0;
+  for (const view of [{ w: 600, h: 400 }, { w: 570, h: 450 }, { w: 900, h: 520 }]) {
+    for (const k of [Math.floor(N / 4), Math.floor(N / 2), N - 20, N]) {
+      const cam = fitCamera(scene, k, view, [0, 0]);
+      assert.ok(cam.k >= READ_K, `zoom ${cam.k}`);
+      assert.deepEqual(cutBoxes(scene, k, cam, view), [], `step ${k} in ${view.w}×${view.h}`);
+      const [v] = [...scene.view.byRef[scene.timeline.evNode[k - 1]]];
+      const sx = (scene.x[v] - cam.x) * cam.k, sy = (scene.y[v] - cam.y) * cam.k;
+      assert.ok(sx > 0 && sx < view.w && sy > 0 && sy < view.h, "the current node stays in view");
+      checked++;
+    }
+  }
+  assert.equal(checked, 12);
+});

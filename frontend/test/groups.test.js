@@ -81,10 +81,10 @@ test("folds: calls before and after the open one become two boxes, shared nodes 
 
 test("labels of units and folds", () => {
   const lv = { kind: "iteration", label: "iteration", count: 20 };
-  assert.equal(unitLabel(lv, 6), "iteration 7 / 20");
+  assert.equal(unitLabel(lv, 6), "iteration 7 of 20");
   assert.equal(foldLabel(lv, 0, 19), "iteration × 20");
   assert.equal(foldLabel(lv, 0, 5), "iterations 1–6");
-  assert.equal(foldLabel(lv, 7, 7), "iteration 8 / 20");
+  assert.equal(foldLabel(lv, 7, 7), "iteration 8 of 20");
   const call = { kind: "call", label: "GRUCell", count: 200 };
   assert.equal(unitLabel(call, 36), "GRUCell call 37 of 200");
   assert.equal(foldLabel(call, 0, 199), "GRUCell × 200");

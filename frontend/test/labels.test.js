@@ -1,7 +1,7 @@
 // Label placement (src/render/labels.js): no overlap, nothing outside the viewport, ≥ 9 px.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { intersects, placeLabels } from "../src/render/labels.js";
+import { ellipsize, intersects, placeLabels } from "../src/render/labels.js";
 
 const item = (x, y, extra = {}) => ({ w: 40, h: 12, px: 11, candidates: [[x, y]], ...extra });
 
@@ -37,4 +37,16 @@ test("many edge labels in a crowd never overlap", () => {
     for (let j = i + 1; j < placed.length; j++) assert.ok(!intersects(placed[i], placed[j]), `${i} ${j}`);
     assert.ok(placed[i].x >= 0 && placed[i].y >= 0 && placed[i].x + placed[i].w <= 400 && placed[i].y + placed[i].h <= 260);
   }
+});
+
+test("a title too wide for its box is shortened in its longest word, keeping its numbers", () => {
+  const measure = (s) => 6 * [...s].length;  // 6 px a character
+  const title = "TransformerEncoderLayer 1–3 of 6";
+  assert.equal(ellipsize(title, 6 * title.length, measure), title);
+  const short = ellipsize(title, 150, measure);
+  assert.ok(measure(short) <= 150, short);
+  assert.match(short, /^Transformer\S*… 1–3 of 6$/);
+  // No word long enough to give: cut at the end of a word; too little left to read: nothing.
+  assert.equal(ellipsize("calls 1–36 of GRU", 60, measure), "calls…");
+  assert.equal(ellipsize(title, 20, measure), null);
 });

@@ -125,7 +125,7 @@ def test_gru_200_calls_fold_around_the_open_call(sized: Any, artifacts_dir: Path
 def test_adam_loop_shows_one_iteration_and_folds_the_others(sized: Any, artifacts_dir: Path) -> None:
     page = sized
     run_code(page, ADAM)
-    expect(page.get_by_role("group", name="Iteration")).to_contain_text("/ 20")
+    expect(page.get_by_role("group", name="Iteration")).to_contain_text("of 20")
     page.screenshot(path=str(artifacts_dir / f"readable-adam-fit-{page.size_id}.png"))
     _check_texts(page, "Adam at Fit")
     assert "iterations 1–19" in _shown(page)
@@ -134,7 +134,7 @@ def test_adam_loop_shows_one_iteration_and_folds_the_others(sized: Any, artifact
     page.wait_for_timeout(300)
     _fit(page)
     _check_texts(page, "Adam iteration 19")
-    assert {"iterations 1–18", "iteration 20 / 20"} <= set(_shown(page))
+    assert {"iterations 1–18", "iteration 20 of 20"} <= set(_shown(page))
     k = page.evaluate("window.gradtrace.app.player.k")
     page.locator("#graph").focus()
     for _ in range(4):
@@ -146,18 +146,18 @@ def test_adam_loop_shows_one_iteration_and_folds_the_others(sized: Any, artifact
     # Folds open one level at a time, by a click: the run shows its iterations, one of
     # those shows its nodes. The opened set lives in the view state (search opens groups there).
     _click_box(page, "iterations 1–18")
-    page.wait_for_function("window.gradtrace.app.scene.view.vnodes.some(v => v.label === 'iteration 5 / 20')")
+    page.wait_for_function("window.gradtrace.app.scene.view.vnodes.some(v => v.label === 'iteration 5 of 20')")
     assert "iterations 1–18" not in _shown(page)
     assert page.evaluate("[...window.gradtrace.app.viewer.state.get('open')]") == ["units:0"]
     before = len(_shown(page))
-    _click_box(page, "iteration 5 / 20")
+    _click_box(page, "iteration 5 of 20")
     page.wait_for_function(f"window.gradtrace.app.scene.view.vnodes.length > {before}")
-    assert "▾ iteration 5 / 20" in _titles(page) and "iteration 5 / 20" not in _shown(page)
+    assert "▾ iteration 5 of 20" in _titles(page) and "iteration 5 of 20" not in _shown(page)
     # A fold chosen from the keyboard's node list is summed up in the inspector; Enter opens it.
-    pick_node(page, re.compile("^iteration 6 . 20"))  # (a slash would end the selector)
+    pick_node(page, re.compile("^iteration 6 of 20"))
     expect(page.locator("#inspector")).to_contain_text("folded")
     page.locator("#inspector").get_by_role("button", name="Expand it").press("Enter")
-    page.wait_for_function("window.gradtrace.app.scene.boxes.some(b => b.title === '▾ iteration 6 / 20')")
+    page.wait_for_function("window.gradtrace.app.scene.boxes.some(b => b.title === '▾ iteration 6 of 20')")
 
 
 def _click_box(page: Any, label: str) -> None:

@@ -22,7 +22,7 @@ import { makeScene } from "../render/scene.js";
 import { errorMarks } from "../ui/errors.js";
 import { Inspector } from "../ui/inspector.js";
 import { IterationPicker } from "../ui/iterations.js";
-import { graphKeyHandler } from "../ui/keys.js";
+import { compactKeyHint, graphKeyHandler } from "../ui/keys.js";
 import { renderModules, renderNodeList } from "../ui/panels.js";
 import { cycle, searchNodes } from "../ui/search.js";
 import { iterationStarts, lineStarts, nextStart, passStarts, prevStart } from "../ui/steps.js";
@@ -61,6 +61,7 @@ export class Viewer {
       timeline: p("timeline"), inspector: p("inspector"), sentence: p("sentence"),
       search: p("search"), searchCount: p("search-count"),
     };
+    compactKeyHint(root.querySelector("#graph-keys"));
     this.layout = new LayoutClient(opts.workerUrl || new URL("./layout-worker.js", import.meta.url));
     this.player = new Player((k, o) => this.onStep(k, o));
     this.transport = new Transport(this.els.timeline, this.player);

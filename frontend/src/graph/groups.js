@@ -310,10 +310,9 @@ export function openKeysFor(levels, active, i) {
   return keys;
 }
 
-/** The text of a unit ("iteration 7 / 20", "GRUCell call 37 of 200") and of a fold. */
+/** The text of a unit ("iteration 7 of 20", "GRUCell call 37 of 200") and of a fold. */
 export function unitLabel(lv, u) {
-  if (lv.kind === "block") return `${lv.label} ${u + 1} of ${lv.count}`;
-  return lv.kind === "call" ? `${lv.label} call ${u + 1} of ${lv.count}` : `${lv.label} ${u + 1} / ${lv.count}`;
+  return lv.kind === "call" ? `${lv.label} call ${u + 1} of ${lv.count}` : `${lv.label} ${u + 1} of ${lv.count}`;
 }
 
 /** "GRUCell × 200", "calls 1–36 of GRUCell", "iteration × 20", "iterations 1–6", "iteration 20". */

@@ -106,7 +106,7 @@ function foldNode(fold, lv) {
 /**
  * NOTE [outlines of units and modules]
  *   The boxes each visible node is drawn inside, outermost first: each open iteration
- *   ("iteration 7 / 20"), then each expanded module. A module called once per unit of a call
+ *   ("iteration 7 of 20"), then each expanded module. A module called once per unit of a call
  *   level gets one box per call (`cell@36`, titled "GRUCell call 37 of 200"), so two open
  *   calls are two outlines that never share one polygon. Shared nodes (parameters and their
  *   AccumulateGrad) sit outside every unit's outline: they belong to all of them.

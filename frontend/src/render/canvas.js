@@ -69,6 +69,9 @@ export class GraphCanvas {
   /** Frame the graph (NOTE [fit] in render/fit.js); `whole` shows all of it, however small. */
   fit({ whole = false } = {}) {
     if (!this.scene) return;
+    // Fit follows a change of the page (a new scene, a button): the size is measured afresh.
+    const m = this._measure();
+    if (!this.sz || m.w !== this.sz.w || m.h !== this.sz.h) this._resize();
     this.cam = fitCamera(this.scene, this.k, this._size(), this.reserve(), { whole });
     this.redraw();
   }
@@ -104,10 +107,19 @@ export class GraphCanvas {
 
   stepState() { return this.scene ? stepState(this.scene, this.k) : null; }
 
-  _size() { return { w: this.host.clientWidth || 1, h: this.host.clientHeight || 1 }; }
+  /**
+   * NOTE [no layout in a redraw]: the view's size is read when the ResizeObserver reports a
+   * change (layout is clean then), not on every redraw: a step changes the page's text (the
+   * sentence, the node list), and reading clientWidth after that forces the page's layout in
+   * the middle of the redraw (most of the worst redraw times at the whole-graph zoom).
+   */
+  _size() { return this.sz || this._measure(); }
+
+  _measure() { return { w: this.host.clientWidth || 1, h: this.host.clientHeight || 1 }; }
 
   _resize() {
-    const { w, h } = this._size();
+    this.sz = this._measure();
+    const { w, h } = this.sz;
     this.dpr = Math.min(window.devicePixelRatio || 1, 2);
     for (const c of [this.base, this.overlay]) {
       c.width = Math.round(w * this.dpr); c.height = Math.round(h * this.dpr);

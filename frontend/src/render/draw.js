@@ -10,7 +10,7 @@
  */
 import { fmtTensorShort, gradMagnitude } from "../graph/values.js";
 import { edgeBoxes, edgePoints, midpoint } from "./geometry.js";
-import { MIN_TEXT_PX, placeLabels } from "./labels.js";
+import { MIN_TEXT_PX, ellipsize, placeLabels } from "./labels.js";
 
 const MONO = "ui-monospace, monospace";
 
@@ -74,7 +74,8 @@ export function drawScene(ctx, scene, st, cam, vw, vh, opts) {
     ctx.strokeStyle = pal.boxStroke;
     ctx.stroke();
     ctx.setLineDash([]);
-    texts.push({ kind: "title", text: b.title || `▾ ${b.path}`, wx: b.lx, wy: b.ly, base: 11, min: 11, color: pal.boxText, prio: 2 });
+    texts.push({ kind: "title", text: b.title || `▾ ${b.path}`, wx: b.lx, wy: b.ly, base: 11, min: 11, color: pal.boxText, prio: 2,
+      room: b.tw });
   }
 
   // Edges: plain ones batched, gradient-carrying ones one by one.
@@ -118,15 +119,16 @@ export function drawScene(ctx, scene, st, cam, vw, vh, opts) {
   // active edges still cost a handful of strokes).
   const mags = active.map(([, g]) => gradMagnitude(g.g));
   const maxNorm = mags.reduce((mx, m) => Math.max(mx, m.size), 1e-12);
-  const strokes = new Map();
+  const strokes = [];  // by (sign + 1) * 11 + width step: no key string per edge and frame
   active.forEach(([e], i) => {
     const { sign, size } = mags[i];
-    const key = `${sign}|${Math.round(10 * Math.sqrt(size / maxNorm))}`;
-    if (!strokes.has(key)) strokes.set(key, []);
-    strokes.get(key).push(e);
+    const key = (sign + 1) * 11 + Math.min(10, Math.round(10 * Math.sqrt(size / maxNorm)) || 0);
+    (strokes[key] ||= []).push(e);
   });
-  for (const [key, list] of strokes) {
-    const [sign, step] = key.split("|").map(Number);
+  for (let key = 0; key < strokes.length; key++) {
+    const list = strokes[key];
+    if (!list) continue;
+    const sign = Math.floor(key / 11) - 1, step = key % 11;
     ctx.beginPath();
     for (const e of list) tracePolyline(ctx, edgePoints(scene, e), k < 0.25);
     ctx.lineWidth = (1.5 + 0.45 * step) * Math.max(px, 0.6);
@@ -134,6 +136,7 @@ export function drawScene(ctx, scene, st, cam, vw, vh, opts) {
     ctx.stroke();
   }
   for (const [e, g] of active) {
+    if (SUB_PX * k < MIN_TEXT_PX) break;  // NOTE [texts too small to show]
     const fresh = g.step === st.k;
     if (!fresh && active.length > 12) continue;
     const [mx, my] = midpoint(edgePoints(scene, e));
@@ -242,16 +245,29 @@ export function edgeText(g) {
   return g.all.map((t) => fmtTensorShort(t, 3)).join(" + ");
 }
 
+/**
+ * NOTE [texts too small to show]: a node's label is 12 px and its sub-label 11 px at zoom 1;
+ * below MIN_TEXT_PX on screen neither is drawn, so neither is built (a zoomed-out view of
+ * thousands of nodes would otherwise format thousands of gradients per frame for nothing).
+ * A group's title keeps 11 px at any zoom, so it is always built.
+ */
+const LABEL_PX = 12, SUB_PX = 11;
+/** Screen px a group's or module box's title keeps from the box's sides. */
+const TEXT_PAD = 8;
+
 function nodeTexts(scene, st, batches, pal, k, texts) {
   const { vnodes } = scene.view;
   const tl = scene.timeline;
-  for (const list of batches) {
-    for (const v of list) {
+  const labels = LABEL_PX * k >= MIN_TEXT_PX, subs = SUB_PX * k >= MIN_TEXT_PX;
+  for (let b = 0; b < batches.length; b++) {
+    if (!labels && KIND_STYLE[b] !== "group") continue;
+    for (const v of batches[b]) {
       const n = vnodes[v];
       const cx = scene.x[v], cy = scene.y[v];
       const group = n.kind === "group";
-      texts.push({ kind: "node", text: n.label, wx: cx, wy: cy - (group ? 9 : 7), base: 12, min: group ? 11 : 0, bold: group,
-        color: pal.kinds[n.kind].text, prio: 1, node: v, centre: true });
+      texts.push({ kind: "node", text: n.label, wx: cx, wy: cy - (group ? 9 : 7), base: LABEL_PX, min: group ? 11 : 0, bold: group,
+        color: pal.kinds[n.kind].text, prio: 1, node: v, centre: true, room: group ? n.w : undefined });
+      if (!subs) continue;
       let sub = n.sub;
       if (n.kind === "leaf" || n.kind === "retained") {
         const g = tl.leafGradAt(n.refs[0], st.k);
@@ -266,7 +282,7 @@ function nodeTexts(scene, st, batches, pal, k, texts) {
         if (g) sub = `${n.sub} · ∇ ${fmtTensorShort(g, 2, false)}`;
       }
       // A group's title is kept at 11 px at least: its second line sits lower to stay clear of it.
-      if (sub) texts.push({ kind: "node", text: sub, wx: cx, wy: cy + (group ? 10 : 8), base: 11, color: pal.kinds[n.kind].sub, prio: 1.1, node: v, centre: true, fitTo: n.w - 6 });
+      if (sub) texts.push({ kind: "node", text: sub, wx: cx, wy: cy + (group ? 10 : 8), base: SUB_PX, color: pal.kinds[n.kind].sub, prio: 1.1, node: v, centre: true, fitTo: n.w - 6 });
     }
   }
 }
@@ -285,12 +301,7 @@ function lastReset(node, count) {
 function drawTexts(ctx, scene, texts, cam, vw, vh, dpr, batches) {
   const k = cam.k;
   const sx = (wx) => (wx - cam.x) * k, sy = (wy) => (wy - cam.y) * k;
-  const obstacles = [];
   const { vnodes } = scene.view;
-  for (const list of batches) for (const v of list) {
-    const n = vnodes[v];
-    obstacles.push({ x: sx(scene.x[v] - n.w / 2), y: sy(scene.y[v] - n.h / 2), w: n.w * k, h: n.h * k, owner: v });
-  }
   ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
   const items = [];
   for (const t of texts) {
@@ -300,14 +311,26 @@ function drawTexts(ctx, scene, texts, cam, vw, vh, dpr, batches) {
     size = Math.round(size * 2) / 2;
     const font = `${t.bold ? "bold " : ""}${size}px ${t.family || MONO}`;
     ctx.font = font;
-    let w = ctx.measureText(t.text).width;
+    let text = t.text;
+    let w = ctx.measureText(text).width;
+    // NOTE [titles inside their boxes]: a group's title (kept at 11 px when its box is drawn
+    // smaller) and a module box's title keep TEXT_PAD px from the box's sides; one that does
+    // not fit is shortened (labels.js ellipsize), and its whole text is the tooltip.
+    if (t.room !== undefined) {
+      const room = t.room * k - (t.kind === "title" ? TEXT_PAD : 2 * TEXT_PAD);
+      if (w > room) {
+        text = ellipsize(t.text, room, (s) => ctx.measureText(s).width);
+        if (!text) continue;
+        w = ctx.measureText(text).width;
+      }
+    }
     // A node's sub-label is squeezed to its box when a little too wide (Canvas maxWidth).
     if (t.fitTo && w > t.fitTo * k) w = Math.max(t.fitTo * k, 1);
     const h = size * 1.25;
     const x = sx(t.wx), y = sy(t.wy);
     let candidates;
     if (t.kind === "node") candidates = [[x - w / 2, y - h / 2]];
-    else if (t.kind === "title") candidates = [[x, y], [x + 12, y], [x, y - h]];
+    else if (t.kind === "title") candidates = t.room !== undefined && text !== t.text ? [[x, y], [x, y - h]] : [[x, y], [x + 12, y], [x, y - h]];
     else if (t.kind === "error") {
       const n = vnodes[t.node];
       const hw = (n.w / 2) * k + 10, hh = (n.h / 2) * k + 8;
@@ -322,9 +345,25 @@ function drawTexts(ctx, scene, texts, cam, vw, vh, dpr, batches) {
         candidates.push([ex + 5, ey - h / 2], [ex - 5 - w - 6, ey - h / 2], [ex - w / 2, ey - h - 4], [ex - w / 2, ey + 4]);
       }
     }
-    items.push({ ...t, font, size, w: t.bg ? w + 6 : w, h, px: size, candidates, owner: t.node });
+    items.push({ ...t, text, full: text === t.text ? undefined : t.text, font, size, w: t.bg ? w + 6 : w, h, px: size, candidates, owner: t.node });
   }
   items.sort((a, b) => a.prio - b.prio);
+  // Only the nodes where some text could go are obstacles (NOTE [texts too small to show]:
+  // zoomed out, a few group titles among thousands of boxes).
+  const obstacles = [];
+  if (items.length) {
+    let x0 = Infinity, y0 = Infinity, x1 = -Infinity, y1 = -Infinity;
+    for (const it of items) {
+      for (const [cx, cy] of it.candidates) {
+        x0 = Math.min(x0, cx); y0 = Math.min(y0, cy); x1 = Math.max(x1, cx + it.w); y1 = Math.max(y1, cy + it.h);
+      }
+    }
+    for (const list of batches) for (const v of list) {
+      const n = vnodes[v];
+      const ox = sx(scene.x[v] - n.w / 2), oy = sy(scene.y[v] - n.h / 2), ow = n.w * k, oh = n.h * k;
+      if (ox < x1 && ox + ow > x0 && oy < y1 && oy + oh > y0) obstacles.push({ x: ox, y: oy, w: ow, h: oh, owner: v });
+    }
+  }
   const placed = placeLabels(items, obstacles, vw, vh);
   ctx.textBaseline = "middle";
   ctx.textAlign = "left";

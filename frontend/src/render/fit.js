@@ -76,7 +76,105 @@ export function fitCamera(scene, k, size, reserve = [0, 0], { whole = false } = 
     cx = Math.min(Math.max(cx, s.x[v] - mx), s.x[v] + mx);
     cy = Math.min(Math.max(cy, s.y[v] - my), s.y[v] + my);
   }
-  return { k: ka, x: cx - w / 2 / ka, y: cy - h / 2 / ka };
+  const cam = { k: ka, x: cx - w / 2 / ka, y: cy - h / 2 / ka };
+  return settle(s, k, cam, size, v, big(bw * ka > w), big(bh * ka > h));
+}
+
+/** The current node's allowed place along an axis, as fractions of the view: BAND when framed big. */
+function big(yes) { return yes ? [0.5 - BAND / 2, 0.5 + BAND / 2] : null; }
+
+/**
+ * NOTE [no cut boxes]: a frame edge that crosses a node box shows half a box, which reads as
+ * a broken graph. After framing, Fit moves each edge of the view into a gap between boxes:
+ * along the cross axis of the layout's rows (x for top → bottom) it may move either edge, so
+ * the zoom may grow (never below READ_K); along the other axis only the whole view shifts.
+ * It takes the nearest such frame that keeps the current node where Fit put it (in the band
+ * when the frame is big), and keeps the frame as it was when there is none.
+ * test/fit.test.js and tests/browser/test_fit_boxes.py check that no box is cut.
+ */
+function settle(s, k, cam, size, v, bandX, bandY) {
+  const { vnodes } = s.view;
+  const drawn = [];
+  for (let i = 0; i < vnodes.length; i++) if (s.reveal[i] <= k) drawn.push(i);
+  const lr = s.layout && s.layout.direction === "LR";
+  const ext = (i, axis) => (axis === 0 ? [s.x[i] - vnodes[i].w / 2, s.x[i] + vnodes[i].w / 2] : [s.y[i] - vnodes[i].h / 2, s.y[i] + vnodes[i].h / 2]);
+  const span = (c, axis) => (axis === 0 ? [c.x, c.x + size.w / c.k] : [c.y, c.y + size.h / c.k]);
+  const cut = (c) => drawn.some((i) => {
+    const [x0, x1] = ext(i, 0), [y0, y1] = ext(i, 1), [L, R] = span(c, 0), [T, B] = span(c, 1);
+    if (x1 <= L || x0 >= R || y1 <= T || y0 >= B) return false;
+    return x0 < L || x1 > R || y0 < T || y1 > B;
+  });
+  if (!cut(cam)) return cam;
+  const cross = lr ? 1 : 0;
+  const keeps = (c, axis) => {
+    if (v === undefined) return true;
+    const [lo, hi] = span(c, axis), [a, b] = ext(v, axis), len = hi - lo;
+    const band = axis === 0 ? bandX : bandY;
+    const at = ((axis === 0 ? s.x[v] : s.y[v]) - lo) / len;
+    return a >= lo + 4 / c.k && b <= hi - 4 / c.k && (!band || (at >= band[0] - 0.02 && at <= band[1] + 0.02));
+  };
+  // Closer in, fewer rows lie across the view, so more gaps run through all of them.
+  const cx = cam.x + size.w / cam.k / 2, cy = cam.y + size.h / cam.k / 2;
+  for (const f of [1, 1.1, 1.25, 1.4, 1.6, 1.8]) {
+    const kk = cam.k * f;
+    if (f > 1 && kk > Math.max(cam.k, 1.6)) break;
+    let best = { k: kk, x: cx - size.w / kk / 2, y: cy - size.h / kk / 2 };
+    for (let round = 0; round < 3 && cut(best); round++) {
+      const c0 = best;
+      // The cross axis first (either edge may move), then the other (a shift), each against
+      // the boxes that lie across the view's extent along the other axis.
+      let c = moveEdges(c0, cross, true);
+      c = moveEdges(c, 1 - cross, false);
+      if (c === c0) break;
+      best = c;
+    }
+    if (!cut(best) && keeps(best, 0) && keeps(best, 1)) return best;
+  }
+  return cam;
+
+  function moveEdges(c, axis, zoom) {
+    const [P0, P1] = span(c, 1 - axis);
+    const m = 4 / c.k;  // a few pixels between a box and the view's edge
+    const iv = [];
+    for (const i of drawn) {
+      const [q0, q1] = ext(i, 1 - axis);
+      if (q1 <= P0 - 40 / c.k || q0 >= P1 + 40 / c.k) continue;
+      const [a, b] = ext(i, axis);
+      iv.push([a - m, b + m]);
+    }
+    iv.sort((p, q) => p[0] - q[0]);
+    const merged = [];
+    for (const it of iv) {
+      const last = merged[merged.length - 1];
+      if (last && it[0] <= last[1]) last[1] = Math.max(last[1], it[1]); else merged.push([...it]);
+    }
+    const free = (x) => !merged.some(([a, b]) => x > a && x < b);
+    const near = (x) => {  // x when free, else the ends of the gap it falls in, and the next ones
+      const out = [x];
+      const j = merged.findIndex(([a, b]) => x > a && x < b);
+      if (j >= 0) for (let d = -3; d <= 3; d++) { const g = merged[j + d]; if (g) out.push(g[0], g[1]); }
+      return out.filter(free);
+    };
+    const [L0, R0] = span(c, axis), W = axis === 0 ? size.w : size.h;
+    const make = (L, R) => {
+      const kk = R - L === R0 - L0 ? c.k : W / (R - L);  // a shift keeps the zoom as it is
+      return axis === 0 ? { k: kk, x: L, y: c.y + (size.h / c.k - size.h / kk) / 2 } : { k: kk, x: c.x + (size.w / c.k - size.w / kk) / 2, y: L };
+    };
+    const pairs = [];
+    for (const L of near(L0)) pairs.push([L, L + R0 - L0]);
+    for (const R of near(R0)) pairs.push([R - (R0 - L0), R]);
+    if (zoom) for (const L of near(L0)) for (const R of near(R0)) pairs.push([L, R]);
+    let pick = null, cost = Infinity;
+    for (const [L, R] of pairs) {
+      if (!free(L) || !free(R) || R <= L) continue;
+      const cand = make(L, R);
+      if (cand.k < Math.min(READ_K, c.k) || cand.k > Math.max(c.k, 1.6)) continue;
+      if (!keeps(cand, axis)) continue;
+      const d = Math.abs(L - L0) + Math.abs(R - R0);
+      if (d < cost) { cost = d; pick = cand; }
+    }
+    return pick || c;
+  }
 }
 
 /** World box of what is drawn at step k: the revealed nodes and module boxes. */

@@ -52,7 +52,7 @@ export function intersects(a, b) {
  */
 export function placeLabels(items, obstacles, vw, vh) {
   const grid = new Grid();
-  for (const o of obstacles) grid.add({ ...o, obstacle: true });
+  for (const o of obstacles) grid.add(o);
   const placed = [];
   for (const it of items) {
     if (!(it.px >= MIN_TEXT_PX)) continue;
@@ -68,6 +68,37 @@ export function placeLabels(items, obstacles, vw, vh) {
     }
   }
   return placed;
+}
+
+/**
+ * A text shortened with "…" to fit `maxW` screen px (as `measure` measures it), or null when
+ * too little of it would be left to read (fewer than `minChars` of its characters).
+ *
+ * NOTE [shortening titles]: the longest word goes first ("TransformerEncoderLayer 1–3 of 6"
+ * becomes "TransformerEnc… 1–3 of 6"), so the numbers, which tell folds apart, stay; when
+ * that is not enough, the text is cut at its end. The caller keeps the whole text (tooltip,
+ * the node list's accessible name).
+ */
+export function ellipsize(text, maxW, measure, minChars = 4) {
+  if (measure(text) <= maxW) return text;
+  const words = text.split(" ");
+  let longest = 0;
+  words.forEach((wd, i) => { if (wd.length > words[longest].length) longest = i; });
+  const withWord = (n) => words.map((wd, i) => (i === longest ? `${wd.slice(0, n)}…` : wd)).join(" ");
+  const best = (make, hi) => {
+    let lo = 0;  // the most characters kept that still fit, by bisection (measure is monotone)
+    while (lo < hi) { const mid = (lo + hi + 1) >> 1; if (measure(make(mid)) <= maxW) lo = mid; else hi = mid - 1; }
+    return lo;
+  };
+  const chars = [...text].length;
+  const keepWord = words[longest].length > 1 ? best(withWord, words[longest].length - 1) : 0;
+  if (keepWord >= 1 && measure(withWord(keepWord)) <= maxW && chars - words[longest].length + keepWord >= minChars) return withWord(keepWord);
+  const cut = (n) => `${text.slice(0, n).trimEnd()}…`;
+  let keep = best(cut, text.length - 1);
+  // At a word's end rather than inside a number ("calls…", not "calls 1–3…" for 1–36).
+  const space = text.lastIndexOf(" ", keep);
+  if (space >= minChars && /\S/.test(text[keep] || "")) keep = space;
+  return keep >= minChars && measure(cut(keep)) <= maxW ? cut(keep) : null;
 }
 
 function clampTo(v, size, max) { return Math.max(0, Math.min(max - size, v)); }

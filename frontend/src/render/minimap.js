@@ -65,7 +65,11 @@ export class Minimap {
     if (sy > 6 * sx) sy = 6 * sx;
     const ox = (W - scene.width * sx) / 2, oy = (H - strip - scene.height * sy) / 2;
     this.t = { sx, sy, ox, oy };
+    // Stepping moves no camera: the minimap then stays as it is (one blit less per step).
+    const key = `${cam.x},${cam.y},${cam.k},${view.w},${view.h}`;
+    if (this.cache && this.drawn === key) return;
     if (!this.cache) this.cache = silhouette(scene, pal, dpr, sx, sy, ox, oy, strip, W, H);
+    this.drawn = key;
     const ctx = this.canvas.getContext("2d");
     ctx.setTransform(1, 0, 0, 1, 0, 0);
     ctx.drawImage(this.cache, 0, 0);

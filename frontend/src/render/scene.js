@@ -111,6 +111,8 @@ function outline(b, tb) {
     b.y0 = Math.min(b.y0, b.poly[i + 1]); b.y1 = Math.max(b.y1, b.poly[i + 1]);
   }
   b.lx = b.poly[0] + 5; b.ly = b.poly[1] + 3;
+  // The room its title has, from lx to the right side of the strip it sits in.
+  b.tw = (tb && rows.length ? rows[0].hi : b.x1) - b.lx;
 }
 
 /** What step k looks like: current and just-done nodes, the pass, per-node/edge lookups. */

@@ -1,5 +1,5 @@
 /**
- * The iteration picker: "iteration 7 / 20" (or "GRUCell call 37 of 200") with previous/next
+ * The iteration picker: "iteration 7 of 20" (or "GRUCell call 37 of 200") with previous/next
  * buttons and a number box, for the outermost level of repeated units (graph/groups.js).
  * Picking a unit asks `onPick(u)`; the page moves the transport there and the view follows.
  * Hidden when the run has no repeated units.
@@ -40,7 +40,7 @@ export class IterationPicker {
     if (!level) return;
     const call = level.kind === "call", block = level.kind === "block";
     this.noun.textContent = call ? `${level.label} call` : block ? level.label : "iteration";
-    this.of.textContent = call || block ? ` of ${level.count}` : ` / ${level.count}`;
+    this.of.textContent = ` of ${level.count}`;
     this.input.max = String(level.count);
     this.input.setAttribute("aria-label", call ? `${level.label} call number` : block ? `${level.label} number` : "Iteration number");
     const what = call ? "call" : block ? "block" : "iteration";

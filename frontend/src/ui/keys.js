@@ -35,3 +35,22 @@ export function graphKeyHandler(player, canvas, { jump = () => {}, search = () =
     fn();
   };
 }
+
+/**
+ * The key hint under a narrow graph is one line cut with "…" (static/app.css, NOTE [narrow
+ * windows]): its whole text becomes its tooltip, and its "Graph focused:" lead is marked so the
+ * narrow layout hides it visually (it stays in the graph's accessible description).
+ */
+export function compactKeyHint(el) {
+  if (!el || el.dataset.compact) return;
+  el.dataset.compact = "1";
+  el.title = el.textContent.replace(/\s+/g, " ").trim();
+  const first = el.firstChild;
+  const lead = /^\s*Graph focused:\s*/.exec(first && first.nodeType === 3 ? first.data : "");
+  if (!lead) return;
+  const span = document.createElement("span");
+  span.className = "gt-keys-more";
+  span.textContent = lead[0];
+  first.data = first.data.slice(lead[0].length);
+  el.insertBefore(span, first);
+}
