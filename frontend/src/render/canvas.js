@@ -279,10 +279,17 @@ export class GraphCanvas {
     if (this.cb.onHover) this.cb.onHover(v);
   }
 
-  /** Hovering a merged edge's label lists the gradients it adds up. */
+  /** Hovering a merged edge's label lists the gradients it adds up; a shortened title shows whole. */
   _edgeTip(sx, sy) {
-    const it = (this.placed || []).find((p) => p.edge !== undefined && sx >= p.x && sx <= p.x + p.w && sy >= p.y && sy <= p.y + p.h);
+    const it = (this.placed || []).find((p) => (p.edge !== undefined || p.full) && sx >= p.x && sx <= p.x + p.w && sy >= p.y && sy <= p.y + p.h);
     if (!it) return false;
+    if (it.edge === undefined) {
+      this.tip.textContent = it.full;
+      this.tip.hidden = false;
+      this.tip.style.left = `${sx + 14}px`;
+      this.tip.style.top = `${sy + 10}px`;
+      return true;
+    }
     const g = stepState(this.scene, this.k).edgeGrad(it.edge);
     if (!g) return false;
     const parts = g.all.map((t) => `  ${fmtTensorShort(t, 6)}`).join("\n");
