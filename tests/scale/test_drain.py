@@ -108,6 +108,8 @@ def test_sigterm_lets_the_running_job_finish_and_leaves_the_queued_one_to_anothe
                "the worker did not mark itself draining")
     for api in (0, 1):
         wait_until(lambda api=api: slots(f, api) == 1, 2, f"replica {api} still counts the draining slot")  # type: ignore[misc]
+        # Its running job still counts as running: of the three in the queue, one waits.
+        assert health(f.apis[api])["runner"]["queue"]["devices"]["cpu"]["queued"] == 1
     r = first.join(15)
     assert r.status_code == 200 and r.json()["status"] == "ok" and r.json()["stdout"] == "slept\n", r.text
     assert victim.proc.wait(15) == 0, victim.log()[-3000:]
