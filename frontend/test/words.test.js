@@ -1,10 +1,13 @@
 // Unit tests of the step sentences (src/ui/words.js) on documents recorded by gradtrace from
-// the lessons (fixtures/words_*.json: `gradtrace run` output plus the snippet's code).
+// the lessons and three small loops (fixtures/words_*.json: `gradtrace run` output, with the code).
 // Run: node --test test/   (from frontend/)
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { indexDocument } from "../src/graph/document.js";
+import { runLevels } from "../src/graph/groups.js";
+import { moduleTree } from "../src/graph/modules.js";
+import { ordinalWord } from "../src/ui/names.js";
 import {
   accumulationsAt, errorSentence, listWords, nameOf, segmentLabel, stepSentence, wordsContext,
 } from "../src/ui/words.js";
@@ -12,11 +15,20 @@ import {
 // graph/timeline.js is the index of events; it lived in animate/ before.
 const { Timeline } = await import("../src/graph/timeline.js").catch(() => import("../src/animate/timeline.js"));
 
-function load(name) {
+function load(name, { withLevels = false } = {}) {
   const doc = JSON.parse(readFileSync(new URL(`./fixtures/words_${name}.json`, import.meta.url), "utf8"));
   const index = indexDocument(doc);
   const timeline = new Timeline(index);
-  return { doc, index, timeline, ctx: wordsContext(index, timeline) };
+  // The page names loop ops by the units graph/groups.js finds (app/viewer.js passes them).
+  const levels = withLevels ? runLevels(index, timeline, moduleTree(index)) : [];
+  return { doc, index, timeline, levels, ctx: wordsContext(index, timeline, null, levels) };
+}
+
+/** The sentence of the first event matching `pick(event, node index)`, and that step. */
+function first(timeline, ctx, pick) {
+  const k = timeline.events.findIndex((e, j) => pick(e, timeline.evNode[j])) + 1;
+  assert.ok(k >= 1, "no such step");
+  return { k, s: stepSentence(ctx, k) };
 }
 
 const byName = (index, name) => index.nodes.findIndex((n) => n.name === name);
@@ -31,14 +43,16 @@ test("listWords joins names and counts repeats", () => {
 });
 
 test("one sentence per step, and each names the node of its event", () => {
-  for (const name of ["01_chain_rule", "08_inplace_hazard", "09_accumulating_grads", "13_double_backward"]) {
-    const { timeline, ctx } = load(name);
+  const docs = ["01_chain_rule", "08_inplace_hazard", "09_accumulating_grads", "13_double_backward", "loop_gru", "loop_adam", "loop_lines"];
+  for (const name of docs) {
+    const { timeline, ctx } = load(name, { withLevels: name.startsWith("loop") });
     const seen = new Set();
     for (let k = 1; k <= timeline.N; k++) {
       const s = stepSentence(ctx, k);
       assert.ok(s.length > 10 && !s.includes("undefined") && !s.includes("null"), `${name} step ${k}: ${s}`);
-      const who = timeline.index.kind[timeline.evNode[k - 1]] === "acc" ? "AccumulateGrad" : nameOf(ctx, timeline.evNode[k - 1]);
+      const who = timeline.index.kind[timeline.evNode[k - 1]] === "acc" ? "AccumulateGrad" : timeline.index.nodes[timeline.evNode[k - 1]].name;
       assert.ok(s.includes(who), `${name} step ${k} names ${who}: ${s}`);
+      assert.ok(!/#\d/.test(s), `${name} step ${k} numbers no op: ${s}`);
       seen.add(s);
     }
     assert.ok(seen.size >= timeline.N - 1, `${name}: the sentences differ from step to step`);
@@ -50,13 +64,14 @@ test("chain rule: forward creation with line and code, backward with the gradien
   const { index, timeline, ctx } = load("01_chain_rule");
   const ev = (k) => timeline.events[k - 1];
   const k0 = timeline.events.findIndex((e) => e.phase === "forward" && index.nodes[index.idx.get(e.node)].line === 5 && index.nodes[index.idx.get(e.node)].name === "MulBackward0") + 1;
-  assert.equal(stepSentence(ctx, k0), "line 5, `a = x * x`: MulBackward0 (line 5) is created from x (twice).");
+  // The line is said once, before the code: the op's name does not repeat it.
+  assert.equal(stepSentence(ctx, k0), "line 5, `a = x * x`: MulBackward0 is created from x (twice).");
   // The first backward step starts pass 0 at its line, and AddBackward0 (y) hands 1 on.
   const kb = timeline.events.findIndex((e) => e.phase === "backward") + 1;
   const s = stepSentence(ctx, kb);
   assert.ok(s.startsWith("backward 0 starts at line 8 (`y.backward()`). "), s);
   const g = ev(kb).grad_inputs[0].values;
-  assert.ok(s.endsWith(`AddBackward0 (y) receives ∇ = 1 and passes ${g} to AddBackward0 #1 (line 7).`), s);
+  assert.ok(s.endsWith(`AddBackward0 (y) receives ∇ = 1 and passes ${g} to the 1st AddBackward0.`), s);
   // AccumulateGrad: adds 7 to x.grad, which is now 7 (the gradient 2x + 3 at x = 2).
   const last = stepSentence(ctx, timeline.N);
   const added = ev(timeline.N).grad_outputs[0].values;
@@ -129,5 +144,56 @@ test("a node made inside a module called many times says which call (Node.module
   const tl = new Timeline(index);
   const ctx = wordsContext(index, tl);
   const k = tl.events.findIndex((e) => e.phase === "forward" && index.nodes[index.idx.get(e.node)].module === "cell") + 1;
-  assert.equal(stepSentence(ctx, k), "line 6, `b = 3 * x`: MulBackward0 (line 6) is created from x in cell (call 37 of 200).");
+  assert.equal(stepSentence(ctx, k), "line 6, `b = 3 * x`: MulBackward0 is created from x in cell (call 37 of 200).");
+});
+
+test("ordinals read as words", () => {
+  assert.deepEqual([1, 2, 3, 4, 11, 12, 13, 21, 22, 23, 101, 111].map(ordinalWord),
+    ["1st", "2nd", "3rd", "4th", "11th", "12th", "13th", "21st", "22nd", "23rd", "101st", "111th"]);
+});
+
+test("an unrolled GRUCell: repeated ops are named by their call, and the hidden state by the call it came from", () => {
+  const { index, timeline, levels, ctx } = load("loop_gru", { withLevels: true });
+  assert.equal(levels[0].kind, "call");
+  const calls = levels[0].count;
+  const unitOf = levels[0].unitOf;
+  // SubBackward0 of call 2 is made from h, the last AddBackward0 of call 1 (the state carried over).
+  const { k, s } = first(timeline, ctx, (e, v) => e.phase === "forward" && index.nodes[v].name === "SubBackward0" && unitOf[v] === 1);
+  const v = timeline.evNode[k - 1];
+  const h = index.inEdges[v].map((j) => index.edges[j].s).find((u) => index.nodes[u].name === "AddBackward0");
+  const adds = index.nodes.map((n, u) => u).filter((u) => index.nodes[u].name === "AddBackward0" && unitOf[u] === unitOf[h]);
+  assert.equal(unitOf[h], 0);
+  const nth = ordinalWord(adds.indexOf(h) + 1);
+  assert.equal(s, `line 7, \`h = cell(xs[t], h)\`: SubBackward0 (call 2 of ${calls}) is created from the ${nth} AddBackward0 (call 1 of ${calls}) and TanhBackward0 in cell.`);
+  // Backward: the node says its line and call; what it passes to in the same call needs neither.
+  const b = first(timeline, ctx, (e, u) => e.phase === "backward" && index.nodes[u].name === "SubBackward0");
+  assert.match(b.s, new RegExp(`^SubBackward0 \\(line 7, call ${calls} of ${calls}\\) receives ∇ = .+ and passes .+ to (the \\d+(st|nd|rd|th) )?\\w+Backward0( and|\\.)`), b.s);
+  assert.ok(!b.s.includes("call 2 of") && !/\(line 7[,)].*\(line 7/.test(b.s), b.s);
+  for (let j = 1; j <= timeline.N; j++) assert.ok(!/#\d/.test(stepSentence(ctx, j)), stepSentence(ctx, j));
+});
+
+test("an Adam loop: each pass says its iteration, and two ops of one kind say their module", () => {
+  const { index, timeline, levels, ctx } = load("loop_adam", { withLevels: true });
+  assert.equal(levels[0].kind, "iteration");
+  const n = levels[0].count;
+  const p1 = first(timeline, ctx, (e) => e.phase === "backward" && e.pass === 1);
+  assert.ok(p1.s.startsWith(`backward 1 (iteration 2 of ${n}) starts at line 10 (\`loss.backward()\`). MeanBackward0 (loss, iteration 2 of ${n}) receives ∇ = 1`), p1.s);
+  const t = first(timeline, ctx, (e, v) => e.phase === "backward" && e.pass === n - 1 && index.nodes[v].name === "TBackward0" && index.module[v] === "model.0");
+  assert.match(t.s, new RegExp(`^TBackward0 in model\\.0 \\(line 9, iteration ${n} of ${n}\\) receives ∇ = .+ and passes .+ to model\\.0\\.weight\\.$`), t.s);
+  // Forward: the module is said once, at the end.
+  const f = first(timeline, ctx, (e, v) => e.phase === "forward" && index.nodes[v].name === "TBackward0" && index.module[v] === "model.2");
+  assert.equal(f.s, `line 9, \`loss = ((model(x) - y) ** 2).mean()\`: TBackward0 (iteration 1 of ${n}) is created from model.2.weight in model.2.`);
+});
+
+test("a plain Python loop: iterations found from its lines; without them, which one on the line", () => {
+  const withIt = load("loop_lines", { withLevels: true });
+  const { index, timeline } = withIt;
+  const pick = (e, v) => e.phase === "forward" && index.nodes[v].name === "MulBackward0" && index.nodes[v].line === 5 && index.nodes[v].id !== index.nodes[timeline.evNode[1]].id;
+  const a = first(timeline, withIt.ctx, pick);
+  assert.equal(a.s, "line 5, `a = y * x`: MulBackward0 (iteration 2 of 3) is created from MulBackward0 (line 6, iteration 1 of 3) and x.");
+  const bare = load("loop_lines");
+  const b = first(bare.timeline, bare.ctx, pick);
+  assert.equal(b.s, "line 5, `a = y * x`: the 2nd MulBackward0 is created from the 1st MulBackward0 (line 6) and x.");
+  const last = stepSentence(bare.ctx, bare.timeline.N - 1);
+  assert.match(last, /^The 1st MulBackward0 \(line 5\) receives ∇ = .+ and passes .+ to x \(twice\)\.$/, last);
 });

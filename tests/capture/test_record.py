@@ -68,15 +68,88 @@ def test_record_removes_every_hook_even_when_the_block_raises() -> None:
     assert [e.phase for e in rec2.document().events] == ["forward", "forward", "forward"]
 
 
-def test_record_limit_ends_the_block_quietly_with_graph_limit() -> None:
-    x = torch.ones(1, requires_grad=True)
-    with gradtrace.record(max_nodes=10) as rec:
-        for _ in range(100):
-            x = x * 1.01
+LIMIT_WARNING = "gradtrace.record: recording stopped early"
+
+
+def _gru_steps(steps: int) -> tuple[torch.Tensor, list[torch.Tensor]]:
+    """A GRU cell unrolled ``steps`` steps from a fixed seed, then backward: its output and
+    the gradients of its parameters."""
+    torch.manual_seed(0)
+    cell = nn.GRUCell(3, 5)
+    h = torch.zeros(1, 5)
+    xs = torch.randn(steps, 1, 3)
+    for t in range(steps):
+        h = cell(xs[t], h)
+    h.sum().backward()
+    return h.detach(), [p.grad.clone() for p in cell.parameters() if p.grad is not None]
+
+
+@pytest.mark.parametrize("limit", [{"max_nodes": 40}, {"max_events": 60},
+                                   {"max_document_bytes": 600 << 10}],
+                         ids=["nodes", "events", "document size"])
+def test_a_limit_in_process_stops_the_recording_not_the_program(limit: dict[str, int]) -> None:
+    """NOTE [limits] in recorder.py: the block runs to its end exactly as without gradtrace
+    (same output, same gradients, bit for bit: the same kernels ran), the document keeps what
+    was recorded before the limit, and the user is told once, at the end of the block."""
+    want_h, want_grads = _gru_steps(30)
+    with pytest.warns(RuntimeWarning, match=LIMIT_WARNING) as caught, gradtrace.record(**limit) as rec:
+        h, grads = _gru_steps(30)
+    assert len([w for w in caught if LIMIT_WARNING in str(w.message)]) == 1
+    assert torch.equal(h, want_h)
+    assert len(grads) == len(want_grads) == 4
+    assert all(torch.equal(g, w) for g, w in zip(grads, want_grads, strict=True))
     doc = rec.document()
-    assert doc.status == "graph_limit"
-    assert len(doc.graph.nodes) == 10
-    assert doc.message is not None and "10 nodes" in doc.message
+    assert doc.status == "graph_limit" and doc.message is not None
+    assert doc.error is None and doc.recorder_errors is None
+    if "max_nodes" in limit:
+        assert len(doc.graph.nodes) == 40
+    if "max_events" in limit:  # events of backward passes
+        assert sum(e.phase == "backward" for e in doc.events) == 60
+    assert len(doc.graph.nodes) > 0
+
+
+def test_after_a_limit_in_process_the_line_tracer_stops_noting_lines() -> None:
+    """Past the limit nothing is placed by the line log, so a long loop run on unrecorded
+    must not grow it (nor pay for tracing it)."""
+    x = torch.ones(1, requires_grad=True)
+    with pytest.warns(RuntimeWarning, match=LIMIT_WARNING), gradtrace.record(max_nodes=10) as rec:
+        for _ in range(20):
+            x = x * 1.01
+        noted = len(rec.recorder.tracer.log.steps[0])
+        for _ in range(500):
+            x = x * 1.01
+            x = x + 0.0
+        assert len(rec.recorder.tracer.log.steps[0]) == noted
+    assert rec.recorder.tracer.halted
+    assert torch.allclose(x.detach(), torch.tensor([1.01 ** 520]), rtol=1e-4)
+
+
+def test_a_limit_inside_a_backward_in_process_lets_that_backward_finish() -> None:
+    torch.manual_seed(0)
+    w = torch.randn(4, 4, requires_grad=True)
+    want = torch.autograd.grad((w.tanh() @ w).sin().sum(), w)[0]
+    with pytest.warns(RuntimeWarning, match=LIMIT_WARNING), gradtrace.record(max_events=7) as rec:
+        y = (w.tanh() @ w).sin().sum()
+        y.backward()
+        (g2,) = torch.autograd.grad((w.tanh() @ w).sin().sum(), w)
+    assert w.grad is not None and torch.equal(w.grad, want) and torch.equal(g2, want)
+    assert rec.document().status == "graph_limit"
+
+
+def test_a_snippet_in_the_sandbox_is_still_stopped_at_a_limit() -> None:
+    """``run_snippet`` keeps stopping the program (a runaway loop must not run on unrecorded
+    in the service)."""
+    doc = gradtrace.capture.run_snippet(
+        "import torch\nx = torch.ones(1, requires_grad=True)\nfor i in range(100):\n"
+        "    x = x * 1.01\nprint('never')\n", max_nodes=10)
+    assert doc["status"] == "graph_limit" and "never" not in doc["stdout"]
+
+
+@pytest.mark.parametrize("bad", [{"max_nodes": 0}, {"max_events": -1},
+                                 {"max_document_bytes": 0}, {"max_nodes": 2.5}])
+def test_record_refuses_a_limit_that_is_not_a_positive_whole_number(bad: dict[str, Any]) -> None:
+    with pytest.raises(ValueError, match=next(iter(bad))):
+        gradtrace.record(**bad)
 
 
 def test_recorder_does_not_change_module_outputs_or_gradients() -> None:

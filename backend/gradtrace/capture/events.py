@@ -19,10 +19,11 @@ class LimitReached(BaseException):
     """Raised inside the snippet when a node or event cap is hit; ends the run as graph_limit."""
 
 
-class StoppedElsewhere(Exception):
-    """A cap was hit in a hook running on another thread than the block's (a backward run by a
-    ``threading.Thread``): recording stops, and the recorder's hook returns quietly there, so
-    that thread's backward goes on as without gradtrace (NOTE [other threads] in recorder.py)."""
+class RecordingStopped(Exception):
+    """A cap was hit where the program must go on as without gradtrace: anywhere in an
+    in-process ``gradtrace.record()`` block, and in a hook on another thread than the block's (a
+    backward run by a ``threading.Thread``). Recording stops, and whatever part of the recorder
+    was running returns quietly (NOTE [limits] and NOTE [other threads] in recorder.py)."""
 
 
 @dataclass

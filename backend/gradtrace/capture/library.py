@@ -111,8 +111,8 @@ class LibraryCalls:
         coverage holds tracing) nodes are placed when discovered, which the mode must then
         do call by call, inside the module that makes them."""
         mode = self.mode
-        if (mode is None or own != self._aside or self.rec.limit is not None
-                or not self.rec.tracer.active or threading.get_ident() != self._thread):
+        if (mode is None or own != self._aside or not self._may_step_aside()
+                or threading.get_ident() != self._thread):
             return NO_SWITCH
         if own:
             mode.step_back()
@@ -127,6 +127,12 @@ class LibraryCalls:
         except Exception:  # a tensor subclass that refuses: its in-place changes go unnoted
             inputs = []
         return (True, inputs, mark)
+
+    def _may_step_aside(self) -> bool:
+        """With the line tracer placing nodes, or once recording has stopped at a limit (NOTE
+        [limits] in recorder.py: the program runs on, and the less of the mode's handler it
+        meets the closer to its bare speed)."""
+        return self.rec.tracer.active or self.rec.limit is not None
 
     def leave(self, state: Switch, op: str, output: Any) -> None:
         """The other half of ``enter_module`` or of a step's pre hook: what the library module or
@@ -187,8 +193,8 @@ class LibraryCalls:
         try:
             if self._woken in self.rec.wake:  # an earlier step raised and nothing woke us since
                 self._woken()
-            if (self.mode is not None and not self._aside and self.rec.limit is None
-                    and self.rec.tracer.active and threading.get_ident() == self._thread):
+            if (self.mode is not None and not self._aside and self._may_step_aside()
+                    and threading.get_ident() == self._thread):
                 mark = _seq_nr()
                 if self.mode.step_aside():
                     self._aside = True

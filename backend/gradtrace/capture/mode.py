@@ -36,6 +36,7 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 from gradtrace.capture import frames
+from gradtrace.capture.events import RecordingStopped
 from gradtrace.capture.recorder import Recorder
 
 _seq_nr = torch._C._autograd._get_sequence_nr
@@ -330,6 +331,32 @@ class CaptureMode(TorchFunctionMode):
     # ------------------------------------------------------------------ backward
     def _backward(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         rec = self.rec
+        try:
+            idx, line, create_graph = self._begin_backward(func, args, kwargs)
+        except RecordingStopped:  # a limit before the call: it runs unrecorded (NOTE [limits])
+            return func(*args, **kwargs)
+        outer, rec.active_pass = rec.active_pass, idx
+        completed = False
+        rec.before_backward()
+        try:
+            result = func(*args, **kwargs)
+            completed = True
+        finally:
+            rec.active_pass = outer
+            rec.after_backward(outermost=outer is None)
+            rec.end_pass(idx, completed=completed)
+        if create_graph:
+            grads = [g.grad_fn for g in _tensors_of(result) if g.grad_fn is not None]
+            if grads:
+                with contextlib.suppress(RecordingStopped):  # NOTE [limits]
+                    rec.discover(grads, line=line, seq_mark=None, created_in_pass=idx)
+        return result
+
+    def _begin_backward(self, func: Any, args: tuple[Any, ...],
+                        kwargs: dict[str, Any]) -> tuple[int, int | None, bool]:
+        """The pass a backward call is about to run, with its roots' nodes: (its index, its
+        line, whether it builds a graph)."""
+        rec = self.rec
         if func is torch.autograd.grad:
             api = "torch.autograd.grad"
         elif func is torch.autograd.backward:
@@ -340,7 +367,7 @@ class CaptureMode(TorchFunctionMode):
         create_graph = bool(kwargs.get("create_graph", False))
         retain = kwargs.get("retain_graph")
         retain_graph = create_graph if retain is None else bool(retain)
-        frame = frames.snippet_frame(rec.filename, 3)
+        frame = frames.snippet_frame(rec.filename, 4)
         line = frame.f_lineno if frame is not None else None
         names = frames.NameIndex.during_run(frame)
         root_ids = []
@@ -355,21 +382,7 @@ class CaptureMode(TorchFunctionMode):
                         rec.edges.append(edge)
                 root_ids.append(tid)
         idx = rec.begin_pass(api, line, root_ids, retain_graph=retain_graph, create_graph=create_graph)
-        outer, rec.active_pass = rec.active_pass, idx
-        completed = False
-        rec.before_backward()
-        try:
-            result = func(*args, **kwargs)
-            completed = True
-        finally:
-            rec.active_pass = outer
-            rec.after_backward(outermost=outer is None)
-            rec.end_pass(idx, completed=completed)
-        if create_graph:
-            grads = [g.grad_fn for g in _tensors_of(result) if g.grad_fn is not None]
-            if grads:
-                rec.discover(grads, line=line, seq_mark=None, created_in_pass=idx)
-        return result
+        return idx, line, create_graph
 
     # ------------------------------------------------------------------ tensor hooks
     def _register_hook(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
@@ -389,10 +402,12 @@ class CaptureMode(TorchFunctionMode):
         out = func(*args, **kwargs)
         t = args[0]
         rec = self.rec
-        if isinstance(t, torch.Tensor) and t.grad_fn is not None:
+        if isinstance(t, torch.Tensor) and t.grad_fn is not None and rec.limit is None:
             frame = frames.snippet_frame(rec.filename, 3)
             line = frame.f_lineno if frame is not None else None
-            rec.discover([t.grad_fn], line=line, seq_mark=None)
-            tid = rec.tensor_node(t, role="retained", line=line, names=frames.NameIndex.during_run(frame))
-            rec.edges.append({"source": rec.fn_id(t.grad_fn), "target": tid, "input_nr": None})
+            with contextlib.suppress(RecordingStopped):  # NOTE [limits]
+                rec.discover([t.grad_fn], line=line, seq_mark=None)
+                tid = rec.tensor_node(t, role="retained", line=line,
+                                      names=frames.NameIndex.during_run(frame))
+                rec.edges.append({"source": rec.fn_id(t.grad_fn), "target": tid, "input_nr": None})
         return out

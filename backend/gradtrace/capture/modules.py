@@ -162,7 +162,8 @@ class ModuleTracker:
         noted = self._note_call(path, module)
         stack.append(noted)
         self._parents.append((path, module))
-        self.rec.module_log.note(noted)
+        if self.rec.limit is None:  # past a limit nothing is placed by it (NOTE [limits])
+            self.rec.module_log.note(noted)
         own = self._own_code(module)
         self._tracing.append(self.rec.tracer.set_suspended(not own))
         self._tap.append(self.library.enter_module(own, args) if self.library is not None else NO_SWITCH)
@@ -183,7 +184,8 @@ class ModuleTracker:
                     self._note_raise(path, module, args)
                 except Exception as e:  # NOTE [the recorder never breaks the snippet]
                     self.rec.internal_error(e)
-        self.rec.module_log.note(self.rec.module_stack[-1] if self.rec.module_stack else None)
+        if self.rec.limit is None:
+            self.rec.module_log.note(self.rec.module_stack[-1] if self.rec.module_stack else None)
         if tap[0] and self.library is not None:
             self.library.leave(tap, type(module).__name__, output)
         return None

@@ -5,13 +5,19 @@ block. :mod:`gradtrace.capture.mode` feeds it forward calls and backward passes;
 :mod:`gradtrace.capture.document` turns it into a run document at the end.
 
 NOTE [limits]
-    Past ``max_nodes`` or ``max_events`` the recorder raises :class:`LimitReached` (a
-    BaseException, so a snippet's ``except Exception`` cannot swallow it) and records nothing
-    more; the run ends with status ``graph_limit`` and keeps what it has. The same happens when
-    the document would pass ``max_document_bytes``: a running over-estimate of its JSON size
-    (``_COST`` per node, event, edge and TensorValue, plus a fixed 512 KiB for the values
-    budget, code and stdout) keeps a big
-    graph from turning into a result the sandbox must refuse as too large.
+    Past ``max_nodes`` or ``max_events`` the recorder records nothing more, and the document
+    keeps what it has, with status ``graph_limit``. What happens to the program depends on who
+    runs it (``stop_program``). A snippet in the sandbox is stopped: the recorder raises
+    :class:`LimitReached` (a BaseException, so a snippet's ``except Exception`` cannot swallow
+    it), which keeps a runaway loop from running on unrecorded. Code in an in-process
+    ``gradtrace.record()`` block is the user's own program (a training loop in a notebook),
+    which recording must never change: there the recorder raises :class:`RecordingStopped`
+    inside itself only, every entry point from the program returns quietly (as the hooks on
+    other threads do), the line tracer is halted, and the block runs to its end unrecorded;
+    ``record`` warns once when the block ends. The same happens when the document would pass
+    ``max_document_bytes``: a running over-estimate of its JSON size (``_COST`` per node, event,
+    edge and TensorValue, plus a fixed 512 KiB for the values budget, code and stdout) keeps a
+    big graph from turning into a result the sandbox must refuse as too large.
 
 NOTE [other threads]
     Recording never changes what the program does, on any thread. A backward that another
@@ -19,10 +25,11 @@ NOTE [other threads]
     torch-function mode (its stack is per thread), but the node hooks see it: it is recorded
     as an ``engine`` pass. Should a cap be hit in a hook there, the recorder stops recording
     (the document says ``graph_limit`` with its message) but raises nothing in that thread
-    (:class:`StoppedElsewhere` stays inside the recorder's hooks): only the block's own thread
-    is stopped by :class:`LimitReached`. The core's budget for such a pass is kept current
-    whenever the estimate changes (``_sync_bytes``), not only when the mode starts a pass, and
-    what its hooks recorded is taken in at the end of the block too (``finish``).
+    (:class:`RecordingStopped` stays inside the recorder's hooks): only the block's own thread
+    is stopped by :class:`LimitReached`, and only when ``stop_program``. The core's budget for
+    such a pass is kept current whenever the estimate changes (``_sync_bytes``), not only
+    when the mode starts a pass, and what its hooks recorded is taken in at the end of the
+    block too (``finish``).
 """
 
 from __future__ import annotations
@@ -40,7 +47,7 @@ from torch import nn
 from torch.autograd.graph import Node
 
 from gradtrace.capture import frames, native, pycore
-from gradtrace.capture.events import LimitReached, ModulePath, PassInfo, StoppedElsewhere
+from gradtrace.capture.events import LimitReached, ModulePath, PassInfo, RecordingStopped
 from gradtrace.capture.graph import FnInfo, before_block
 from gradtrace.capture.resets import GradResets
 from gradtrace.capture.saved import saved_hooks_active
@@ -58,8 +65,11 @@ class Recorder:
     """Everything recorded so far, plus the bookkeeping to keep recording."""
 
     def __init__(self, filename: str, *, max_nodes: int, max_events: int,
-                 max_document_bytes: int = 28 << 20, use_native: bool | None = None) -> None:
+                 max_document_bytes: int = 28 << 20, use_native: bool | None = None,
+                 stop_program: bool = True) -> None:
         self.filename = filename
+        self.stop_program = stop_program
+        """Whether a limit stops the program too, or only the recording (NOTE [limits])."""
         self.max_document_bytes = max_document_bytes
         # fixed part: top-level fields, code and stdout (each capped at 64 KiB by the service)
         # and the values budget (10,000 numbers)
@@ -153,17 +163,21 @@ class Recorder:
         self.core.set_boundary(self.boundary)
 
     def stop(self, message: str) -> None:
+        """Stop recording at a limit (NOTE [limits]); always raises."""
         if self.limit is None:
             self.limit = message
         self.core.stop()
         if threading.get_ident() != self._thread:
-            raise StoppedElsewhere(message)  # NOTE [other threads]
+            raise RecordingStopped(message)  # NOTE [other threads]
+        if not self.stop_program:
+            self.tracer.halt()
+            raise RecordingStopped(message)
         raise LimitReached(message)
 
     def _stop_from_core(self, message: str) -> None:
         """The core's hook hit a cap: ``stop``, returning normally on another thread (the core
         then returns from its hook quietly: NOTE [other threads])."""
-        with contextlib.suppress(StoppedElsewhere):
+        with contextlib.suppress(RecordingStopped):
             self.stop(message)
 
     def _sync_bytes(self) -> None:
@@ -438,8 +452,8 @@ class Recorder:
                 if roots:
                     self.discover(roots, line=None if line == pycore.NULL_LINE else line,
                                   seq_mark=None, created_in_pass=pass_)
-        except StoppedElsewhere:
-            pass  # NOTE [other threads]
+        except RecordingStopped:
+            pass  # NOTE [limits], NOTE [other threads]
         except Exception as e:  # NOTE [the recorder never breaks the snippet]
             self.internal_error(e)
         finally:
@@ -469,7 +483,10 @@ class Recorder:
         self.inplace_log.append((ptr, self.current_line(), op, len(self.nodes), node))
 
     def internal_error(self, exc: Exception) -> None:
-        """A recorder failure (never the snippet's): counted, first few messages kept."""
+        """A recorder failure (never the snippet's): counted, first few messages kept. A
+        :class:`RecordingStopped` reaching here is no failure: recording ended at a limit."""
+        if isinstance(exc, RecordingStopped):
+            return
         if len(self.recorder_errors) < 5:
             self.recorder_errors.append(f"{type(exc).__name__}: {exc}")
         self.n_recorder_errors += 1

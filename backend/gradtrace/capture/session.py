@@ -26,6 +26,7 @@ import gc
 import linecache
 import sys
 import traceback
+import warnings
 from types import TracebackType
 from typing import Any
 
@@ -89,7 +90,12 @@ class record:
     def __init__(self, *, max_nodes: int = 50_000, max_events: int = 200_000,
                  max_document_bytes: int = 28 << 20, native: bool | None = None,
                  _filename: str | None = None, _namespace: dict[str, Any] | None = None,
-                 _fresh: bool = False) -> None:
+                 _fresh: bool = False, _stop_program: bool = False) -> None:
+        for name, value in (("max_nodes", max_nodes), ("max_events", max_events),
+                            ("max_document_bytes", max_document_bytes)):
+            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+                raise ValueError(f"gradtrace.record: {name} must be a positive whole number, "
+                                 f"not {value!r}")
         self.max_nodes = max_nodes
         self.max_events = max_events
         self.max_document_bytes = max_document_bytes
@@ -102,6 +108,9 @@ class record:
         self._fresh = _fresh
         """The block runs in a namespace made for it (``run_snippet``): no older graph can be
         reached, so none is cut off (NOTE [nodes from before the block] in graph.py)."""
+        self._stop_program = _stop_program
+        """A limit stops the program, not only the recording (``run_snippet``: NOTE [limits]
+        in recorder.py)."""
         self._rec: Recorder | None = None
         self._mode: CaptureMode | None = None
         self._library: LibraryCalls | None = None
@@ -115,7 +124,8 @@ class record:
         caller = sys._getframe(1)
         filename = self._filename or caller.f_code.co_filename
         rec = Recorder(filename, max_nodes=self.max_nodes, max_events=self.max_events,
-                       max_document_bytes=self.max_document_bytes, use_native=self.native)
+                       max_document_bytes=self.max_document_bytes, use_native=self.native,
+                       stop_program=self._stop_program)
         rec.namespace = self._namespace if self._namespace is not None else caller.f_globals
         if not self._fresh:
             # a block in a namespace that lived before it (a notebook cell, a script): older
@@ -182,6 +192,12 @@ class record:
                 rec.internal_error(e)
         if rec.limit is not None:
             self.status = "graph_limit"
+            if not self._stop_program:  # NOTE [limits] in recorder.py: the block ran to its end
+                warnings.warn(f"gradtrace.record: recording stopped early: {rec.limit}. The rest "
+                              "of the block ran unrecorded; rec.document() has what was recorded "
+                              "(status 'graph_limit'). Raise the limit with gradtrace.record("
+                              "max_nodes=..., max_events=..., max_document_bytes=...).",
+                              RuntimeWarning, stacklevel=2)
         if exc is not None and not isinstance(exc, LimitReached):
             self.note_error(exc)
         return isinstance(exc, LimitReached)

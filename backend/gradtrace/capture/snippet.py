@@ -132,7 +132,8 @@ def run_snippet(code: str, *, device: str = "cpu", seed: int | None = 0,
     fields: dict[str, Any] = {"device": device, "code": code, "seed": seed, "json_parts": json_parts}
     namespace = _namespace()
     rec = record(max_nodes=max_nodes, max_events=max_events, max_document_bytes=max_document_bytes,
-                 native=native, _filename=filename, _namespace=namespace, _fresh=True)
+                 native=native, _filename=filename, _namespace=namespace, _fresh=True,
+                 _stop_program=True)
     try:
         compiled = compile(code, filename, "exec", dont_inherit=True)
     except (SyntaxError, ValueError) as e:

@@ -73,6 +73,9 @@ class LineTracer:
         self.active = False
         self._thread = 0
         self.suspended = False
+        self.halted = False
+        """Recording stopped at a limit and the program goes on (NOTE [limits] in recorder.py):
+        nothing turns tracing on again."""
         self.on_step: Any = None
         """Called (no arguments) when the snippet moves to another line or returns from one of
         its functions, before the move is noted: NOTE [discovery in batches] in recorder.py.
@@ -106,11 +109,18 @@ class LineTracer:
         else:
             sys.settrace(self._global if on else None)
 
+    def halt(self) -> None:
+        """Stop tracing for good, on the block's thread (safe from inside a trace callback)."""
+        if self.active and threading.get_ident() == self._thread:
+            self._set(False)
+        self.halted = True
+
     def set_suspended(self, suspended: bool) -> bool:
         """Suspend (or resume) tracing across a whole module call; returns the previous state.
         NOTE [no line tracing inside library modules] in :mod:`gradtrace.capture.modules`."""
         previous = self.suspended
-        if suspended != previous and self.active and threading.get_ident() == self._thread:
+        if (suspended != previous and self.active and not self.halted
+                and threading.get_ident() == self._thread):
             self._set(not suspended)
         self.suspended = suspended
         return previous
@@ -123,7 +133,8 @@ class LineTracer:
             self._set(False)
 
     def resume(self) -> None:
-        if self.active and not self.suspended and threading.get_ident() == self._thread:
+        if (self.active and not self.suspended and not self.halted
+                and threading.get_ident() == self._thread):
             self._set(True)
 
     def uninstall(self) -> None:
@@ -140,6 +151,8 @@ class LineTracer:
         return None
 
     def _local(self, frame: FrameType, event: str, arg: Any) -> Any:
+        if self.halted:
+            return None  # this frame's local tracing ends too
         if event == "line":
             if self.on_step is not None:
                 self.on_step()

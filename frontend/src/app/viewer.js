@@ -111,7 +111,7 @@ export class Viewer {
     this.state.reset({ collapsed: defaultCollapsed(this.index, this.tree, undefined, shown), step: this.timeline.N });
     this._quiet = false;
     if (this.iterPicker) { this.iterPicker.setLevel(this.levels[0] || null); this.iterPicker.update(this.openUnits[0] ?? 0); }
-    this.words = wordsContext(this.index, this.timeline, doc.code ?? this.codeText());
+    this.words = wordsContext(this.index, this.timeline, doc.code ?? this.codeText(), this.levels);
     this.errors = errorMarks(this.index);
     this._starts = null;
     this.inspector.setContext({ words: this.words, errors: this.errors });

@@ -22,6 +22,7 @@ export class IterationPicker {
     this.input.style.width = "4.5em";
     this.of = document.createElement("span");
     const label = document.createElement("label");
+    label.style.margin = "0 4px";  // the ‹ and › buttons do not touch the words
     label.append(this.noun, " ", this.input, this.of);
     this.root.append(this.prev, label, this.next);
     host.append(this.root);

@@ -32,6 +32,9 @@ export function icon(name) {
   return svg;
 }
 
+/** A 2-D context for measuring segment labels, made on first use. */
+let measure = null;
+
 export class Transport {
   constructor(root, player) {
     this.player = player;
@@ -66,12 +69,41 @@ export class Transport {
       el.style.left = `${((s.start - 1) / Math.max(N, 1)) * 100}%`;
       el.style.width = `${((s.end - s.start + 1) / Math.max(N, 1)) * 100}%`;
       el.textContent = name;
+      el.dataset.name = name;
+      el.dataset.frac = String((s.end - s.start + 1) / Math.max(N, 1));
       el.title = `${name}: steps ${s.start}–${s.end}`;
       el.setAttribute("aria-label", `Jump to ${name} (steps ${s.start} to ${s.end})`);
       el.addEventListener("click", () => this.player.go(s.start, { fromUser: true }));
       this.segBar.append(el);
     }
     this.scrub.max = String(N);
+    this.fitLabels();
+    if (!this._resize && typeof ResizeObserver === "function") {
+      this._resize = new ResizeObserver(() => this.fitLabels());
+      this._resize.observe(this.segBar);
+    }
+  }
+
+  /**
+   * NOTE [segment labels that fit]: a training loop of 20 turns has 40 segments, a few pixels
+   * each; clipped to "f…" and "b…" they are noise. A segment shows its name where the name, or
+   * at least its first 8 characters and an ellipsis ("backward…"), fits; elsewhere the text is
+   * transparent (still its accessible name, with the title) and the colour alone says forward
+   * or backward, while the step label and the iteration picker say where the step is.
+   */
+  fitLabels() {
+    const width = this.segBar.clientWidth;
+    const segs = [...this.segBar.children];
+    if (!segs.length) return;
+    if (!measure) measure = document.createElement("canvas").getContext("2d");
+    if (measure) measure.font = getComputedStyle(segs[0]).font || "10.5px sans-serif";
+    const px = (t) => (measure ? measure.measureText(t).width : t.length * 6.5) + 10;  // + padding and border
+    for (const el of segs) {
+      const name = el.dataset.name || "";
+      const need = Math.min(px(name), px(`${name.slice(0, 8)}…`));
+      const quiet = width > 0 && Number(el.dataset.frac) * width < need;
+      el.style.color = quiet ? "transparent" : "";
+    }
   }
 
   update(k, N, playing, segment) {

@@ -6,28 +6,23 @@
  * The timeline is read through its plain fields (`events`, `evNode`, `evPass`, `N`), so this
  * module works with graph/timeline.js's index of events wherever that file lives.
  *
- * NOTE [naming things in a sentence]
- *   Autograd's nodes have no variable names; tensors do, when gradtrace found one. A sentence
- *   names a leaf by its name ("x"), an AccumulateGrad by the leaf it writes ("x.grad"), and a
- *   function by its op ("MulBackward0"), adding its line when several nodes share that op.
+ * Nodes are named by ui/names.js (see NOTE [naming repeated ops] there): in a loop by the
+ * iteration or call they belong to, which the page's groups (graph/groups.js) found.
  */
 import { parseInplaceOp, parseSavedName, parseShapes, parseVersions } from "./errors.js";
 import { fmtTensorShort } from "./format.js";
+import { capital, functionName, namesContext } from "./names.js";
 
 const MAX_CODE = 60;
 
-/** Everything the sentences need, computed once per document. */
-export function wordsContext(index, timeline, code = null) {
+/**
+ * Everything the sentences need, computed once per document. `levels` are the run's repeated
+ * units (graph/groups.js runLevels): with them a repeated op is named by its iteration or call.
+ */
+export function wordsContext(index, timeline, code = null, levels = []) {
   const doc = index.doc;
   const lines = String(code ?? doc.code ?? "").split("\n");
-  const opCount = new Map(), atLine = new Map(), ordinal = new Int32Array(index.nodes.length);
-  index.nodes.forEach((n, i) => {
-    if (n.kind !== "function") return;
-    opCount.set(n.name, (opCount.get(n.name) || 0) + 1);
-    const key = `${n.name}@${n.line}`;
-    ordinal[i] = (atLine.get(key) || 0) + 1;
-    atLine.set(key, ordinal[i]);
-  });
+  const names = namesContext(index, levels || []);
   // A function's output tensor, when the document names it (a root `y`, a retained `h`).
   const outName = new Map();
   index.edges.forEach((e) => {
@@ -36,7 +31,9 @@ export function wordsContext(index, timeline, code = null) {
   });
   const passes = new Map((doc.passes || []).map((p) => [p.index, p]));
   const calls = new Map((doc.modules || []).map((m) => [m.path, m.calls]));
-  const ctx = { index, timeline, doc, lines, opCount, atLine, ordinal, outName, passes, calls };
+  // The iteration each backward pass belongs to, when the run is a training loop.
+  const iterLevel = (levels || []).find((lv) => lv.passUnit);
+  const ctx = { index, timeline, doc, lines, names, outName, passes, calls, iterLevel };
   ctx.resets = inferResets(ctx);
   return ctx;
 }
@@ -60,30 +57,34 @@ export function stripComment(line) {
   return line;
 }
 
-/** A short name for document node i. */
-export function nameOf(ctx, i) {
+/**
+ * A short name for document node i. `ref` ({line, node}) is what the sentence said already:
+ * its line and the node whose iteration or call a mention shares need not be repeated.
+ */
+export function nameOf(ctx, i, ref = null) {
+  return nameParts(ctx, i, ref).text;
+}
+
+function nameParts(ctx, i, ref = null) {
   const { index } = ctx;
   const n = index.nodes[i];
-  if (!n) return "?";
-  if (n.kind === "tensor") return n.name || (n.role === "root" ? "the output" : "a tensor");
+  if (!n) return { text: "?", unit: false };
+  if (n.kind === "tensor") return { text: n.name || (n.role === "root" ? "the output" : "a tensor"), unit: false };
   if (index.kind[i] === "acc") {
     const leaf = index.leafOfAcc.get(i);
-    return leaf != null ? `${nameOf(ctx, leaf)}.grad` : "a leaf's .grad";
+    return { text: leaf != null ? `${nameOf(ctx, leaf)}.grad` : "a leaf's .grad", unit: false };
   }
-  if (ctx.outName.has(i)) return `${n.name} (${ctx.outName.get(i)})`;
-  if ((ctx.opCount.get(n.name) || 0) <= 1 || n.line == null) return n.name || "a function";
-  // Several nodes of this op: tell them apart by line, then by which one on that line (a loop).
-  return ctx.atLine.get(`${n.name}@${n.line}`) > 1 ? `${n.name} #${ctx.ordinal[i]} (line ${n.line})` : `${n.name} (line ${n.line})`;
+  return functionName(ctx.names, i, ref, ctx.outName.get(i) || null);
 }
 
 /** How an input of a function reads: a leaf by its name, a function by its op. */
-function inputName(ctx, s) {
+function inputName(ctx, s, ref) {
   const { index } = ctx;
   if (index.kind[s] === "acc") {
     const leaf = index.leafOfAcc.get(s);
     return leaf != null ? nameOf(ctx, leaf) : "a leaf";
   }
-  return nameOf(ctx, s);
+  return nameOf(ctx, s, ref);
 }
 
 /** "a", "a and b", "a, b and c"; repeated names once, with "(twice)" etc. */
@@ -106,6 +107,13 @@ function linePrefix(ctx, line) {
 function passName(ctx, p) {
   const info = ctx.passes.get(p);
   return `backward ${p}${info && info.create_graph ? " (building a graph)" : ""}`;
+}
+
+/** " of iteration 12 of 20" when backward pass p is one turn of a training loop, else "". */
+function passIteration(ctx, p) {
+  const lv = ctx.iterLevel;
+  if (!lv || !lv.passUnit.has(p)) return "";
+  return ` (iteration ${lv.passUnit.get(p) + 1} of ${lv.count})`;
 }
 
 /**
@@ -145,12 +153,19 @@ function forwardSentence(ctx, e, v) {
   if (index.kind[v] === "acc") {
     const leaf = index.leafOfAcc.get(v);
     const who = leaf != null ? nameOf(ctx, leaf) : "a leaf";
-    return `${linePrefix(ctx, line)}AccumulateGrad is created for ${who}${during}; backward will add ${who}'s gradient to ${who}.grad.`;
+    return `${linePrefix(ctx, line)}AccumulateGrad is created for ${who}${during}; backward will add its gradient to ${who}.grad.`;
   }
+  const prefix = linePrefix(ctx, line);
+  // The sentence says the line (prefix) and the module ("in enc.layers.0.self_attn") itself.
+  const module = index.module[v] || null;
+  const me = nameParts(ctx, v, { line: prefix ? line : undefined, node: null, module });
+  const ref = { line: prefix ? line : n.line, node: v, module };
   const ins = index.inEdges[v].map((k) => index.edges[k]).filter((ed) => index.nodes[ed.s].kind === "function" || index.kind[ed.s] === "acc");
-  const from = ins.length ? ` from ${listWords(ins.map((ed) => inputName(ctx, ed.s)))}` : "";
-  const mod = index.module[v] ? ` in ${index.module[v]}${callWords(ctx, n)}` : "";
-  return `${linePrefix(ctx, line)}${nameOf(ctx, v)} is created${from}${mod}${during}.`;
+  const from = ins.length ? ` from ${listWords(ins.map((ed) => inputName(ctx, ed.s, ref)))}` : "";
+  // A name that says its call already needs no "(call 37 of 200)" after the module.
+  const mod = index.module[v] ? ` in ${index.module[v]}${me.unit ? "" : callWords(ctx, n)}` : "";
+  const who = prefix ? me.text : capital(me.text);
+  return `${prefix}${who} is created${from}${mod}${during}.`;
 }
 
 /** " (call 38 of 200)" for a node made by a module called several times (Node.module_stack). */
@@ -172,7 +187,7 @@ function backwardSentence(ctx, e, v, i) {
   if (first && !(i > 0 && tl.events[i - 1].phase === "forward" && index.nodes[tl.evNode[i - 1]].created_in_pass === p)) {
     const line = info && info.line != null ? info.line : e.line;
     const code = codeAt(ctx, line);
-    head = `${passName(ctx, p)} starts${line != null ? ` at line ${line}${code ? ` (\`${code}\`)` : ""}` : ""}. `;
+    head = `${passName(ctx, p)}${passIteration(ctx, p)} starts${line != null ? ` at line ${line}${code ? ` (\`${code}\`)` : ""}` : ""}. `;
   }
   if (index.kind[v] === "acc") {
     const leaf = index.leafOfAcc.get(v);
@@ -183,6 +198,7 @@ function backwardSentence(ctx, e, v, i) {
     if (!e.grad) return `${head}AccumulateGrad adds ${fmtGrad(add)} to ${who}.grad.`;
     return `${head}AccumulateGrad adds ${fmtGrad(add)} to ${who}.grad, which is now ${fmtGrad(e.grad)}.`;
   }
+  const ref = { line: index.nodes[v].line, node: v, module: index.module[v] || null };
   const outs = (e.grad_outputs || []).filter(Boolean);
   const recv = outs.length ? `receives ∇ = ${outs.map(fmtGrad).join(" and ")}` : "receives no gradient";
   const passes = [];
@@ -191,11 +207,11 @@ function backwardSentence(ctx, e, v, i) {
     const ed = index.edges[k];
     if (index.nodes[ed.s].kind !== "function") return;
     const g = gi[ed.inputNr ?? pos];
-    if (g) passes.push(`${fmtGrad(g)} to ${inputName(ctx, ed.s)}`);
+    if (g) passes.push(`${fmtGrad(g)} to ${inputName(ctx, ed.s, ref)}`);
   });
   const hook = e.changed_by_hook ? " (a hook changed it)" : "";
   const pass = passes.length ? ` and passes ${listWords(passes)}` : " and passes nothing on (its inputs need no gradient)";
-  return `${head}${nameOf(ctx, v)} ${recv}${hook}${pass}.`;
+  return `${head}${capital(nameOf(ctx, v))} ${recv}${hook}${pass}.`;
 }
 
 function resetWords(r) {
@@ -292,4 +308,3 @@ function clip(text, short) {
   return short && t.length > 160 ? `${t.slice(0, 159)}… (see the error under the code)` : t;
 }
 
-function capital(s) { return s ? s[0].toUpperCase() + s.slice(1) : s; }
