@@ -43,6 +43,11 @@ class Settings(BaseSettings):
     queue_wait_s: float = Field(
         10.0, gt=0, le=600, description="runner=queue: a run no worker started within this many seconds "
         "is dropped (503), never run late.")
+    worker_drain_s: float = Field(
+        30.0, ge=0, le=3600, description="`gradtrace worker` on SIGTERM/SIGINT stops taking jobs and lets "
+        "the running ones finish for up to this many seconds (keep it above GRADTRACE_TIMEOUT_S, and the "
+        "container's stop grace period above it); runs still going then end as crashed. A second signal "
+        "ends the drain at once.")
     userns: bool = Field(
         True, description="A non-root `gradtrace worker` enters an unprivileged user namespace (with a "
         "subordinate uid range from /etc/subuid) so the root-only sandbox layers stay on.")

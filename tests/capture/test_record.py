@@ -100,6 +100,7 @@ def test_a_limit_in_process_stops_the_recording_not_the_program(limit: dict[str,
     assert all(torch.equal(g, w) for g, w in zip(grads, want_grads, strict=True))
     doc = rec.document()
     assert doc.status == "graph_limit" and doc.message is not None
+    assert doc.message.endswith("recording stopped there, and the rest of the block ran unrecorded")
     assert doc.error is None and doc.recorder_errors is None
     if "max_nodes" in limit:
         assert len(doc.graph.nodes) == 40

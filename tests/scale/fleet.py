@@ -9,12 +9,14 @@ a test can SIGKILL exactly one of them.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -23,6 +25,7 @@ from typing import Any
 
 import httpx
 import pytest
+import redis as redis_py
 
 from conftest import Server, free_port, launch_server, stop_server
 from conftest import _wait_healthy as wait_healthy
@@ -159,8 +162,8 @@ class Fleet:
     apis: list[Server] = field(default_factory=list)
     workers: list[WorkerProc] = field(default_factory=list)
 
-    def add_worker(self, *, wait: bool = True, **kwargs: Any) -> WorkerProc:
-        worker = launch_worker(self.env, **kwargs)
+    def add_worker(self, *, wait: bool = True, env: Mapping[str, str] | None = None, **kwargs: Any) -> WorkerProc:
+        worker = launch_worker({**self.env, **(env or {})}, **kwargs)
         self.workers.append(worker)
         if wait:
             self.wait_registered(worker)
@@ -213,3 +216,67 @@ def fleet(env: Mapping[str, str], *, apis: int, workers: int, **worker_kwargs: A
         yield f
     finally:
         f.close()
+
+
+def post(f: Fleet, code: str, *, api: int = 0, timeout: float = 30.0, **body: Any) -> httpx.Response:
+    return httpx.post(f.apis[api].url + "/api/runs", json={"code": code, **body}, timeout=timeout)
+
+
+class Background:
+    """A POST in a thread; ``.response`` once it answered, ``.elapsed`` its duration."""
+
+    def __init__(self, f: Fleet, code: str, api: int = 0, **kwargs: Any) -> None:
+        self.response: httpx.Response | None = None
+        self.error: BaseException | None = None
+        self.elapsed = 0.0
+
+        def go() -> None:
+            t0 = time.monotonic()
+            try:
+                self.response = post(f, code, api=api, **kwargs)
+            except BaseException as exc:
+                self.error = exc
+            self.elapsed = time.monotonic() - t0
+
+        self.thread = threading.Thread(target=go, daemon=True)
+        self.thread.start()
+
+    def join(self, timeout: float = 30.0) -> httpx.Response:
+        self.thread.join(timeout)
+        assert not self.thread.is_alive(), "the request hung"
+        if self.error is not None:
+            raise self.error
+        assert self.response is not None
+        return self.response
+
+
+def entries(f: Fleet) -> list[dict[str, Any]]:
+    """The registry as it is in Redis now (the API's snapshot may be half a second old)."""
+    client = redis_py.Redis.from_url(f.redis.url)
+    try:
+        raw = [client.get(key) for key in client.scan_iter("gradtrace:worker:cpu:*")]
+        return [json.loads(r) for r in raw if r]
+    finally:
+        client.close()
+
+
+def counters(f: Fleet) -> dict[str, tuple[int, int, int]]:
+    """id -> (busy, started, finished)."""
+    return {w["id"]: (w["busy"], w["started"], w["finished"]) for w in entries(f)}
+
+
+def busy(f: Fleet) -> int:
+    return sum(w["busy"] for w in entries(f))
+
+
+def started_total(f: Fleet) -> int:
+    return sum(s for _b, s, _f in counters(f).values())
+
+
+def queued(f: Fleet, device: str = "cpu") -> int:
+    """Jobs in arq's queue for ``device``: the running ones and the waiting ones."""
+    client = redis_py.Redis.from_url(f.redis.url)
+    try:
+        return int(client.zcard(f"gradtrace:queue:{device}"))
+    finally:
+        client.close()

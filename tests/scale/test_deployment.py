@@ -85,3 +85,27 @@ def test_kubernetes_example_has_a_deployment_per_role_and_an_hpa_on_queue_depth(
     for d in workers:
         (c,) = d["spec"]["template"]["spec"]["containers"]
         assert c["securityContext"]["runAsNonRoot"] is True and d["spec"]["template"]["spec"]["hostUsers"] is False
+
+
+def _drain_s(env: dict[str, str]) -> float:
+    default = Settings.model_fields["worker_drain_s"].default
+    return float(env.get("GRADTRACE_WORKER_DRAIN_S", default))
+
+
+def test_every_worker_is_given_time_to_drain_before_sigkill() -> None:
+    # NOTE [drain on SIGTERM] (gradtrace/queue/worker.py): the drain, arq's backstop a few
+    # seconds later, then the exit; the grace before SIGKILL must cover all three.
+    from gradtrace.queue.worker import CUTOFF_MARGIN_S
+
+    timeout_s = Settings.model_fields["timeout_s"].default
+    for name in ("worker-cpu", "worker-gpu"):
+        svc = COMPOSE["services"][name]
+        drain = _drain_s(_env(svc))
+        assert drain >= timeout_s, f"{name}: a run that just started would be cut off"
+        grace = svc["stop_grace_period"]
+        assert grace.endswith("s") and float(grace[:-1]) >= drain + 2 * CUTOFF_MARGIN_S, (name, grace)
+    for d in (d for d in K8S if d["kind"] == "Deployment" and "worker" in d["metadata"]["name"]):
+        spec = d["spec"]["template"]["spec"]
+        (c,) = spec["containers"]
+        drain = _drain_s({e["name"]: e["value"] for e in c["env"] if "value" in e})
+        assert drain >= timeout_s and spec["terminationGracePeriodSeconds"] >= drain + 2 * CUTOFF_MARGIN_S, d

@@ -199,3 +199,31 @@ def test_the_hostile_suite_is_contained_by_the_rootless_worker(rootless: Fleet, 
     after = _run(rootless, ORDINARY + "print(x.grad.tolist())\n")
     assert after["status"] == "ok" and after["stdout"] == "[2.0, 4.0, 6.0]\n"
     assert health(rootless.apis[0])["runner"]["queue"]["devices"]["cpu"]["workers"] == 1
+
+
+def test_sigterm_to_the_rootless_worker_drains_it_through_its_user_namespace(rootless: Fleet) -> None:
+    # A container runtime signals the outer `gradtrace worker`, which stays the parent of the one
+    # inside the user namespace and passes the signal on (NOTE [drain on SIGTERM]).
+    import signal
+    import threading
+    import time
+
+    import redis
+
+    worker = rootless.workers[0]
+    client = redis.Redis.from_url(rootless.redis.url)
+    got: list[httpx.Response] = []
+    thread = threading.Thread(target=lambda: got.append(httpx.post(
+        rootless.apis[0].url + "/api/runs", json={"code": "import time\ntime.sleep(1.5)\nprint('slept')\n"},
+        timeout=30)))
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not any(True for _ in client.scan_iter("gradtrace:running:*")):  # set when the job starts
+        assert time.monotonic() < deadline, "the job did not start"
+        time.sleep(0.05)
+    client.close()
+    os.kill(worker.proc.pid, signal.SIGTERM)
+    assert worker.proc.wait(20) == 0, worker.log()[-3000:]
+    thread.join(10)
+    assert got and got[0].status_code == 200, got
+    assert got[0].json()["status"] == "ok" and got[0].json()["stdout"] == "slept\n"

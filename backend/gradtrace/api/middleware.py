@@ -27,8 +27,9 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from gradtrace.api.errors import error_response
+from gradtrace.api.errors import error_response, from_exception
 from gradtrace.api.metrics import Metrics
+from gradtrace.errors import PayloadTooLarge, RequestRejected, UnsupportedMediaType
 
 access_log = logging.getLogger("gradtrace.access")
 _REQUEST_ID = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
@@ -95,19 +96,17 @@ class RequestContextMiddleware:
         has_body = "transfer-encoding" in headers or (length is not None and length.strip() != "0")
         content_type = headers.get("content-type")
         if has_body and (not content_type or not _is_json(content_type)):
-            return error_response(
-                request, 415, "unsupported_media_type",
-                f"the body must be JSON (Content-Type: application/json), got {content_type or 'none'}")
+            return from_exception(request, UnsupportedMediaType(
+                f"the body must be JSON (Content-Type: application/json), got {content_type or 'none'}"))
         if length is not None:
             try:
                 size = int(length)
             except ValueError:
-                return error_response(request, 400, "bad_request", "Content-Length is not a number")
+                return from_exception(request, RequestRejected("Content-Length is not a number"))
             if size > self.max_body_bytes:
-                return error_response(
-                    request, 413, "payload_too_large",
+                return from_exception(request, PayloadTooLarge(
                     f"the body is {size} bytes, over the limit of {self.max_body_bytes} bytes",
-                    {"limit_bytes": self.max_body_bytes})
+                    detail={"limit_bytes": self.max_body_bytes}))
         return None
 
     def _limited(self, receive: Receive) -> Receive:

@@ -79,7 +79,6 @@ class Recorder:
         self.nodes: list[dict[str, Any] | None] = []
         """Entries by index; ``None``: a function node whose entry the core keeps (NOTE [node
         entries in C++])."""
-        self._fns: dict[Node, FnInfo] = {}
         self._fn_by_id: dict[str, FnInfo] = {}
         self._n_infos = 0
         self._infos_changes = 0
@@ -204,12 +203,6 @@ class Recorder:
     # the core keeps what is needed while recording (NOTE [discovery in C++]); ``is_known``
     # and ``fn_id`` answer the hot questions without them.
     @property
-    def fns(self) -> dict[Node, FnInfo]:
-        """Every recorded function node's FnInfo, by node."""
-        self._sync_infos()
-        return self._fns
-
-    @property
     def fn_by_id(self) -> dict[str, FnInfo]:
         """Every recorded function node's FnInfo, by id."""
         self._sync_infos()
@@ -218,14 +211,12 @@ class Recorder:
     def _sync_infos(self) -> None:
         changes = self.core.changes()
         if changes != self._infos_changes:  # entries changed since read (freed saved tensors)
-            self._fns.clear()
             self._fn_by_id.clear()
             self._n_infos = 0
             self._infos_changes = changes
         for node, doc_json, private, acc in self.core.infos(self._n_infos):
             doc = orjson.loads(doc_json)
             info = FnInfo(doc["id"], node, doc, acc=acc, private=private)
-            self._fns[node] = info
             self._fn_by_id[info.id] = info
             self._n_infos += 1
 

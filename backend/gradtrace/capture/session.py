@@ -248,7 +248,10 @@ class record:
         """The run document as a JSON-able dict (what :func:`run_snippet` returns), without a
         pydantic round trip (NOTE [documents without pydantic on the hot path])."""
         rec = self.recorder
-        base: dict[str, Any] = {"status": self.status, "error": self.error, "message": rec.limit,
+        message = rec.limit
+        if message is not None and not self._stop_program:  # NOTE [limits] in recorder.py
+            message += "; recording stopped there, and the rest of the block ran unrecorded"
+        base: dict[str, Any] = {"status": self.status, "error": self.error, "message": message,
                                 "code": source_of(rec.filename)}
         base.update(fields)
         return build_document(rec, **base)

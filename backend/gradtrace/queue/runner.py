@@ -5,9 +5,13 @@ Holds no state of its own beyond a cached snapshot of the registry (NOTE [worker
 
 NOTE [queue semantics]
     * Bounded: a job is refused with 503 and ``Retry-After`` when the jobs already waiting for
-      its device (queued beyond the registered slots) reach ``GRADTRACE_QUEUE_SIZE``; the check
-      never blocks. It is read before the enqueue, so replicas enqueueing at the same instant
-      may overshoot the bound by one job each; the deadline below still bounds every wait.
+      its device (queued beyond the slots taking jobs) reach ``GRADTRACE_QUEUE_SIZE``; the check
+      never blocks, and it is one atomic step with the enqueue (NOTE [hard queue bound] in
+      :mod:`gradtrace.queue.admission`), so concurrent requests on any number of replicas never
+      overshoot it.
+    * Draining: a worker that got SIGTERM stays in the registry marked ``draining`` until its
+      running jobs end (NOTE [drain on SIGTERM] in :mod:`gradtrace.queue.worker`); its slots no
+      longer count as capacity, but its running jobs still count as running, not waiting.
     * Deadline: a job is enqueued with arq's ``_expires`` set to ``GRADTRACE_QUEUE_WAIT_S``. A
       worker that picks it up later finds it expired and drops it unrun; the request has
       already answered 503 at that deadline (and aborted the job, which drops it as well).
@@ -40,6 +44,7 @@ from redis.exceptions import RedisError
 
 from gradtrace.errors import DeviceUnavailable, PoolSaturated, ServiceUnavailable
 from gradtrace.queue import keys
+from gradtrace.queue.admission import Admission
 from gradtrace.sandbox.outcome import supervisor_document
 from gradtrace.sandbox.runner import Job, Runner, RunnerState
 from gradtrace.schema.canonical import CanonicalDocument
@@ -61,16 +66,24 @@ class Snapshot:
     queued: dict[str, int] = field(default_factory=dict)
 
     def of(self, device: str) -> list[dict[str, Any]]:
-        return [w for w in self.workers if w.get("device") == device]
+        """The workers of ``device`` that take jobs (not draining)."""
+        return [w for w in self.workers if w.get("device") == device and not w.get("draining")]
+
+    def draining(self, device: str) -> list[dict[str, Any]]:
+        return [w for w in self.workers if w.get("device") == device and w.get("draining")]
 
     def slots(self, device: str) -> int:
         return sum(int(w.get("slots", 0)) for w in self.of(device))
 
+    def held(self, device: str) -> int:
+        """Jobs of the queue that run rather than wait: the slots, and draining workers' jobs."""
+        return self.slots(device) + sum(int(w.get("busy", 0)) for w in self.draining(device))
+
     def busy(self, device: str) -> int:
-        return sum(int(w.get("busy", 0)) for w in self.of(device))
+        return sum(int(w.get("busy", 0)) for w in self.workers if w.get("device") == device)
 
     def waiting(self, device: str) -> int:
-        return max(0, self.queued.get(device, 0) - self.slots(device))
+        return max(0, self.queued.get(device, 0) - self.held(device))
 
 
 class QueueRunner(Runner):
@@ -84,6 +97,7 @@ class QueueRunner(Runner):
             connection_pool=ConnectionPool.from_url(settings.redis_url, socket_connect_timeout=2.0,
                                                     health_check_interval=5),
             job_serializer=keys.serialize, job_deserializer=keys.deserialize)
+        self.admission = Admission(self.redis)
         self.snapshot = Snapshot()
         self._refresher: asyncio.Task[None] | None = None
 
@@ -146,17 +160,18 @@ class QueueRunner(Runner):
         if snap.redis_ok and not snap.of(job.device):
             raise ServiceUnavailable(f"no {job.device} worker is registered right now; please retry",
                                      retry_after=2.0)
-        # arq keeps a job in its queue until it ends: what is beyond the slots is waiting.
-        queued = int(await self.redis.zcard(keys.queue_name(job.device)))
-        waiting = max(0, queued - snap.slots(job.device))
-        if queued >= snap.slots(job.device) and waiting >= self.settings.queue_size:
+        # arq keeps a job in its queue until it ends: what is beyond the running ones is waiting.
+        held = snap.held(job.device)
+        job_id = uuid.uuid4().hex
+        admitted = await self.admission.enqueue(keys.job_payload(job), job_id=job_id,
+                                                queue=keys.queue_name(job.device),
+                                                bound=held + self.settings.queue_size,
+                                                expires_s=self.settings.queue_wait_s)
+        arq_job = admitted.job
+        if arq_job is None:
+            waiting = max(0, admitted.size - held)
             raise PoolSaturated(f"all {job.device} workers are busy and {waiting} runs are waiting; "
                                 "please retry shortly", retry_after=_retry_after(waiting, snap.slots(job.device)))
-        job_id = uuid.uuid4().hex
-        arq_job = await self.redis.enqueue_job(keys.FUNCTION, keys.job_payload(job), _job_id=job_id,
-                                               _queue_name=keys.queue_name(job.device),
-                                               _expires=self.settings.queue_wait_s)
-        assert arq_job is not None  # a fresh uuid cannot exist already
         await self._nudge(job.device)
         try:
             return await self._wait(arq_job, job)
@@ -236,15 +251,15 @@ class QueueRunner(Runner):
     def state(self) -> RunnerState:
         snap = self.snapshot
         layers = merged_layers(snap.workers)
-        devices = {d: {"workers": len(snap.of(d)), "slots": snap.slots(d), "busy": snap.busy(d),
-                       "queued": snap.waiting(d)} for d in keys.DEVICES}
+        devices = {d: {"workers": len(snap.of(d)), "draining": len(snap.draining(d)), "slots": snap.slots(d),
+                       "busy": snap.busy(d), "queued": snap.waiting(d)} for d in keys.DEVICES}
         first = snap.workers[0] if snap.workers else {}
         detail: dict[str, Any] = {
             "layers": layers, "torch_version": first.get("torch_version"),
             "capture_core": first.get("capture_core"), "redis": {"ok": snap.redis_ok, "error": snap.error},
             "devices": devices,
             "workers": [{k: w.get(k) for k in ("id", "device", "slots", "busy", "started", "finished", "ready",
-                                               "host", "pid")}
+                                               "host", "pid", "draining")}
                         for w in snap.workers]}
         return RunnerState(
             kind="queue", ready=snap.redis_ok and bool(snap.of("cpu")), workers=snap.slots("cpu") + snap.slots("cuda"),

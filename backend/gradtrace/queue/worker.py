@@ -10,6 +10,19 @@ NOTE [surviving a Redis restart]
     second until Redis answers again, while the zygote and its pre-forked children stay warm.
     Jobs that were running are cancelled (their children killed): their results could not be
     written anyway, and the waiting API request has already answered 503.
+
+NOTE [drain on SIGTERM]
+    A deploy or an autoscaler stops a worker with SIGTERM; no run a user pressed Run for may be
+    lost to it. The first SIGTERM (or SIGINT) hands the drain to arq's own
+    ``handle_sig_wait_for_completion``: it stops taking jobs at once (``allow_pick_jobs``),
+    waits for the running ones, then cancels what is left and ends its loop. The registry entry
+    is republished at once as ``draining``: API replicas stop counting its slots, while the
+    entry itself stays alive so that its running jobs are not taken for crashed. Jobs still in
+    the queue are never touched; other workers (or a fresh one) run them. Each job finishes and
+    delivers its document as usual. At ``GRADTRACE_WORKER_DRAIN_S`` the jobs still running are
+    stopped (their jailed children killed) and answer ``crashed`` with a sentence that says why;
+    a second signal does that at once. arq's own deadline, a few seconds later, only backs this
+    up. Then the entry is deleted, the pool closed, and the process exits 0.
 """
 
 from __future__ import annotations
@@ -17,6 +30,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 import os
 import secrets
 import signal
@@ -31,13 +45,20 @@ from redis.asyncio import ConnectionPool
 from redis.exceptions import RedisError
 
 from gradtrace.queue import keys
+from gradtrace.sandbox.outcome import supervisor_document
 from gradtrace.sandbox.pool import ForkServerPool
+from gradtrace.sandbox.runner import Job
 from gradtrace.settings import Settings
 
 log = logging.getLogger("gradtrace.worker")
 RESULT_KEEP_S = 120
 JOB_GRACE_S = 15.0
 """arq's own limit on a job is the sandbox's wall clock plus this (the pool stops it first)."""
+CUTOFF_MARGIN_S = 5
+"""arq's drain deadline is ours plus this: time for the stopped jobs to write their documents."""
+DRAINED = ("The sandbox worker running this snippet was shut down (a deploy or a scale-down) and its "
+           "{grace:g} s to finish running jobs ran out first; the run was stopped and not retried. "
+           "Please run it again.")
 
 
 class _NudgedWorker(Worker):
@@ -60,7 +81,11 @@ class _NudgedWorker(Worker):
 
     async def heart_beat(self) -> None:
         await super().heart_beat()
-        if self.job_counter < self.max_jobs:
+        if not self.allow_pick_jobs:  # draining: leave the nudges to the workers that take jobs
+            self.slot_freed.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.slot_freed.wait(), keys.POLL_S)
+        elif self.job_counter < self.max_jobs:
             await keys.wait_for_push(self.pool, self.wake, keys.POLL_S)
         else:  # full: leave the nudges to idle workers
             self.slot_freed.clear()
@@ -85,7 +110,12 @@ class WorkerService:
         self.busy = 0
         self.started = 0
         self.finished = 0
+        self.draining = False
+        self.drain_wait_s = math.ceil(settings.worker_drain_s) + CUTOFF_MARGIN_S
+        """arq's ``job_completion_wait``: our cut-off plus the time to write the documents."""
         self._stop = asyncio.Event()
+        self._cutoff = asyncio.Event()
+        self._arq: _NudgedWorker | None = None
 
     # ----------------------------------------------------------------- registry
     def entry(self) -> dict[str, Any]:
@@ -94,7 +124,8 @@ class WorkerService:
                 "started": self.started, "finished": self.finished, "ready": st.ready,
                 "layers": st.detail.get("layers", {}), "torch_version": st.detail.get("torch_version"),
                 "capture_core": st.detail.get("capture_core"), "cuda_available": st.cuda_available,
-                "pid": os.getpid(), "host": socket.gethostname(), "seen": time.time()}
+                "draining": self.draining, "pid": os.getpid(), "host": socket.gethostname(),
+                "seen": time.time()}
 
     async def publish(self, redis: ArqRedis) -> None:
         await redis.set(keys.worker_key(self.device, self.id), orjson.dumps(self.entry()),
@@ -117,12 +148,28 @@ class WorkerService:
         with contextlib.suppress(RedisError, OSError):
             await self.publish(redis)
         try:
-            doc = await self.pool.run(job)
+            doc = await self._run_until_cutoff(job)
         finally:
             self.busy -= 1
             self.finished += 1
         canonical = getattr(doc, "canonical", None)
         return (canonical if isinstance(canonical, bytes) else orjson.dumps(doc)).decode()
+
+    async def _run_until_cutoff(self, job: Job) -> dict[str, Any]:
+        """The pool's document, or ``crashed`` if the drain ends first (NOTE [drain on SIGTERM])."""
+        run = asyncio.ensure_future(self.pool.run(job))
+        cutoff = asyncio.ensure_future(self._cutoff.wait())
+        try:
+            await asyncio.wait({run, cutoff}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            cutoff.cancel()
+            if not run.done():
+                run.cancel()  # the pool kills the jailed child
+            await asyncio.gather(run, cutoff, return_exceptions=True)
+        if not (run.cancelled() and self._cutoff.is_set()):
+            return run.result()
+        log.warning("worker %s: drain over, a running job was stopped", self.id)
+        return supervisor_document(job, "crashed", DRAINED.format(grace=self.settings.worker_drain_s), "")
 
     async def _after_job(self, ctx: dict[str, Any]) -> None:
         redis: ArqRedis = ctx["redis"]
@@ -143,6 +190,7 @@ class WorkerService:
             queue_name=keys.queue_name(self.device), redis_pool=redis, max_jobs=self.concurrency,
             allow_abort_jobs=True, retry_jobs=False, handle_signals=False, poll_delay=0,
             keep_result=RESULT_KEEP_S, health_check_interval=60, ctx={}, after_job_end=self._after_job,
+            job_completion_wait=self.drain_wait_s,
             job_serializer=keys.serialize, job_deserializer=keys.deserialize, log_results=False)
         worker.wake = keys.wake_key(self.device)
         return worker
@@ -155,14 +203,25 @@ class WorkerService:
                          job_deserializer=keys.deserialize, default_queue_name=keys.queue_name(self.device))
         return redis
 
-    def stop(self) -> None:
+    def stop(self, sig: signal.Signals = signal.SIGTERM) -> None:
+        """The first signal starts the drain, the next one ends it (NOTE [drain on SIGTERM])."""
+        if self._stop.is_set():
+            log.warning("worker %s: %s again, stopping the running jobs now", self.id, sig.name)
+            self._cutoff.set()
+            return
         self._stop.set()
+        self.draining = True
+        grace = self.settings.worker_drain_s
+        log.warning("worker %s: %s, draining (up to %g s for %d running jobs)", self.id, sig.name, grace, self.busy)
+        asyncio.get_running_loop().call_later(grace, self._cutoff.set)
+        if self._arq is not None:
+            self._arq.handle_sig_wait_for_completion(sig)
 
     async def serve(self) -> None:
         """Start the pool, then take jobs until SIGTERM/SIGINT (NOTE [surviving a Redis restart])."""
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(sig, self.stop)
+            loop.add_signal_handler(sig, self.stop, sig)
         await self.pool.start()
         try:
             if self.device == "cuda" and not self.pool.state().cuda_available:
@@ -177,15 +236,21 @@ class WorkerService:
 
     async def _one_connection(self) -> None:
         redis = self._redis()
-        worker = self._arq_worker(redis)
+        worker = self._arq = self._arq_worker(redis)
         heartbeat = asyncio.ensure_future(self._heartbeat(redis))
-        main = asyncio.ensure_future(worker.main())
+        main = worker.main_task = asyncio.ensure_future(worker.main())
         stop = asyncio.ensure_future(self._stop.wait())
         try:
             await asyncio.wait({main, stop}, return_when=asyncio.FIRST_COMPLETED)
-            if main.done() and main.exception() is not None:
+            if stop.done() and not main.done():
+                # Draining: arq ends ``main`` once its jobs are over (or at its own deadline).
+                with contextlib.suppress(RedisError, OSError):
+                    await self.publish(redis)
+                await asyncio.wait({main}, timeout=self.drain_wait_s + CUTOFF_MARGIN_S)
+            if main.done() and not main.cancelled() and main.exception() is not None:
                 log.warning("worker %s lost Redis (%r); reconnecting", self.id, main.exception())
         finally:
+            self._arq = None
             for task in (heartbeat, main, stop):
                 task.cancel()
             for task in list(worker.tasks.values()):
