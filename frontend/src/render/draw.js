@@ -254,6 +254,8 @@ export function edgeText(g) {
 const LABEL_PX = 12, SUB_PX = 11;
 /** Screen px a group's or module box's title keeps from the box's sides. */
 const TEXT_PAD = 8;
+/** The smallest size a title is set at to fit its box whole, before it is shortened. */
+const FIT_PX = 9.5;
 
 function nodeTexts(scene, st, batches, pal, k, texts) {
   const { vnodes } = scene.view;
@@ -309,15 +311,22 @@ function drawTexts(ctx, scene, texts, cam, vw, vh, dpr, batches) {
     if (t.min) size = Math.max(size, t.min);
     if (size < MIN_TEXT_PX) continue;
     size = Math.round(size * 2) / 2;
-    const font = `${t.bold ? "bold " : ""}${size}px ${t.family || MONO}`;
+    let font = `${t.bold ? "bold " : ""}${size}px ${t.family || MONO}`;
     ctx.font = font;
     let text = t.text;
     let w = ctx.measureText(text).width;
     // NOTE [titles inside their boxes]: a group's title (kept at 11 px when its box is drawn
     // smaller) and a module box's title keep TEXT_PAD px from the box's sides; one that does
-    // not fit is shortened (labels.js ellipsize), and its whole text is the tooltip.
+    // not fit is set smaller (down to FIT_PX), then shortened (labels.js ellipsize), and its
+    // whole text is the tooltip.
     if (t.room !== undefined) {
       const room = t.room * k - (t.kind === "title" ? TEXT_PAD : 2 * TEXT_PAD);
+      if (w > room && size > FIT_PX) {
+        size = Math.max(FIT_PX, Math.floor((2 * size * room) / w) / 2);
+        font = `${t.bold ? "bold " : ""}${size}px ${t.family || MONO}`;
+        ctx.font = font;
+        w = ctx.measureText(text).width;
+      }
       if (w > room) {
         text = ellipsize(t.text, room, (s) => ctx.measureText(s).width);
         if (!text) continue;
