@@ -10,9 +10,9 @@
  */
 import { fmtTensorShort, gradMagnitude } from "../graph/values.js";
 import { edgeBoxes, edgePoints, midpoint } from "./geometry.js";
-import { MIN_TEXT_PX, ellipsize, placeLabels } from "./labels.js";
+import { MIN_TEXT_PX } from "./labels.js";
+import { drawTexts } from "./texts.js";
 
-const MONO = "ui-monospace, monospace";
 
 const KIND_STYLE = ["function", "acc", "leaf", "output", "retained", "cut", "group"];
 
@@ -252,10 +252,6 @@ export function edgeText(g) {
  * A group's title keeps 11 px at any zoom, so it is always built.
  */
 const LABEL_PX = 12, SUB_PX = 11;
-/** Screen px a group's or module box's title keeps from the box's sides. */
-const TEXT_PAD = 8;
-/** The smallest size a title is set at to fit its box whole, before it is shortened. */
-const FIT_PX = 9.5;
 
 function nodeTexts(scene, st, batches, pal, k, texts) {
   const { vnodes } = scene.view;
@@ -297,100 +293,4 @@ function lastReset(node, count) {
   let at = 0;
   for (const r of node.grad_resets || []) if (r.at < count) at = Math.max(at, r.at);
   return at;
-}
-
-/** Place every text in screen space (labels.js) and draw the ones that found room. */
-function drawTexts(ctx, scene, texts, cam, vw, vh, dpr, batches) {
-  const k = cam.k;
-  const sx = (wx) => (wx - cam.x) * k, sy = (wy) => (wy - cam.y) * k;
-  const { vnodes } = scene.view;
-  ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
-  const items = [];
-  for (const t of texts) {
-    let size = t.base * k;
-    if (t.min) size = Math.max(size, t.min);
-    if (size < MIN_TEXT_PX) continue;
-    size = Math.round(size * 2) / 2;
-    let font = `${t.bold ? "bold " : ""}${size}px ${t.family || MONO}`;
-    ctx.font = font;
-    let text = t.text;
-    let w = ctx.measureText(text).width;
-    // NOTE [titles inside their boxes]: a group's title (kept at 11 px when its box is drawn
-    // smaller) and a module box's title keep TEXT_PAD px from the box's sides; one that does
-    // not fit is set smaller (down to FIT_PX), then shortened (labels.js ellipsize), and its
-    // whole text is the tooltip.
-    if (t.room !== undefined) {
-      const room = t.room * k - (t.kind === "title" ? TEXT_PAD : 2 * TEXT_PAD);
-      if (w > room && size > FIT_PX) {
-        size = Math.max(FIT_PX, Math.floor((2 * size * room) / w) / 2);
-        font = `${t.bold ? "bold " : ""}${size}px ${t.family || MONO}`;
-        ctx.font = font;
-        w = ctx.measureText(text).width;
-      }
-      if (w > room) {
-        text = ellipsize(t.text, room, (s) => ctx.measureText(s).width);
-        if (!text) continue;
-        w = ctx.measureText(text).width;
-      }
-    }
-    // A node's sub-label is squeezed to its box when a little too wide (Canvas maxWidth).
-    if (t.fitTo && w > t.fitTo * k) w = Math.max(t.fitTo * k, 1);
-    const h = size * 1.25;
-    const x = sx(t.wx), y = sy(t.wy);
-    let candidates;
-    if (t.kind === "node") candidates = [[x - w / 2, y - h / 2]];
-    else if (t.kind === "title") candidates = t.room !== undefined && text !== t.text ? [[x, y], [x, y - h]] : [[x, y], [x + 12, y], [x, y - h]];
-    else if (t.kind === "error") {
-      const n = vnodes[t.node];
-      const hw = (n.w / 2) * k + 10, hh = (n.h / 2) * k + 8;
-      candidates = [[x + hw, y - h / 2], [x - hw - w, y - h / 2], [x - w / 2, y - hh - h], [x - w / 2, y + hh]];
-    } else {
-      candidates = [];
-      const p = t.pts || [t.wx, t.wy];
-      for (const f of [0.5, 0.3, 0.7]) {
-        const [px, py] = pointAt(p, f);
-        const ex = sx(px), ey = sy(py);
-        if (t.centre) candidates.push([ex - w / 2, ey - h / 2]);
-        candidates.push([ex + 5, ey - h / 2], [ex - 5 - w - 6, ey - h / 2], [ex - w / 2, ey - h - 4], [ex - w / 2, ey + 4]);
-      }
-    }
-    items.push({ ...t, text, full: text === t.text ? undefined : t.text, font, size, w: t.bg ? w + 6 : w, h, px: size, candidates, owner: t.node });
-  }
-  items.sort((a, b) => a.prio - b.prio);
-  // Only the nodes where some text could go are obstacles (NOTE [texts too small to show]:
-  // zoomed out, a few group titles among thousands of boxes).
-  const obstacles = [];
-  if (items.length) {
-    let x0 = Infinity, y0 = Infinity, x1 = -Infinity, y1 = -Infinity;
-    for (const it of items) {
-      for (const [cx, cy] of it.candidates) {
-        x0 = Math.min(x0, cx); y0 = Math.min(y0, cy); x1 = Math.max(x1, cx + it.w); y1 = Math.max(y1, cy + it.h);
-      }
-    }
-    for (const list of batches) for (const v of list) {
-      const n = vnodes[v];
-      const ox = sx(scene.x[v] - n.w / 2), oy = sy(scene.y[v] - n.h / 2), ow = n.w * k, oh = n.h * k;
-      if (ox < x1 && ox + ow > x0 && oy < y1 && oy + oh > y0) obstacles.push({ x: ox, y: oy, w: ow, h: oh, owner: v });
-    }
-  }
-  const placed = placeLabels(items, obstacles, vw, vh);
-  ctx.textBaseline = "middle";
-  ctx.textAlign = "left";
-  for (const it of placed) {
-    ctx.font = it.font;
-    if (it.bg) { ctx.fillStyle = it.bg; ctx.fillRect(it.x, it.y, it.w, it.h); }
-    ctx.fillStyle = it.color;
-    const pad = it.bg ? 3 : 0;
-    ctx.fillText(it.text, it.x + pad, it.y + it.h / 2, it.w - pad * 2 + 0.5);
-  }
-  return placed;
-}
-
-/** The point a fraction f of the way along a polyline's points (by vertex count, cheap). */
-function pointAt(p, f) {
-  if (p.length === 2) return [p[0], p[1]];
-  if (f === 0.5) return midpoint(p);
-  const segs = p.length / 2 - 1;
-  const t = f * segs, i = Math.min(segs - 1, Math.floor(t)), u = t - i;
-  return [p[2 * i] + (p[2 * i + 2] - p[2 * i]) * u, p[2 * i + 1] + (p[2 * i + 3] - p[2 * i + 1]) * u];
 }
