@@ -51,15 +51,20 @@ def shoot(page: Any, artifacts_dir: Path, name: str, size: tuple[int, int]) -> N
     page.screenshot(path=str(artifacts_dir / f"loopwords-{name}-{size[0]}x{size[1]}.png"))
 
 
+def open_at_fit(page: Any, artifacts_dir: Path, code: str, name: str, size: tuple[int, int]) -> Any:
+    """Run ``code`` at this window size, press Fit, take the Fit screenshot; the steps to visit."""
+    page.set_viewport_size({"width": size[0], "height": size[1]})
+    run_code(page, code)
+    page.get_by_role("button", name="Fit").click()
+    shoot(page, artifacts_dir, f"{name}-fit", size)
+    return steps(page)
+
+
 @pytest.mark.parametrize("size", SIZES, ids=[f"{w}x{h}" for w, h in SIZES])
 def test_gru_200_sentences_name_the_call_the_picker_shows(playground: Any, artifacts_dir: Path,
                                                            size: tuple[int, int]) -> None:
     page = playground
-    page.set_viewport_size({"width": size[0], "height": size[1]})
-    run_code(page, GRU_200)
-    page.get_by_role("button", name="Fit").click()
-    shoot(page, artifacts_dir, "gru-fit", size)
-    at = steps(page)
+    at = open_at_fit(page, artifacts_dir, GRU_200, "gru", size)
     for where in ("fwd", "bwd"):
         go(page, at[where])
         text, u = sentence(page), open_unit(page)
@@ -74,11 +79,7 @@ def test_gru_200_sentences_name_the_call_the_picker_shows(playground: Any, artif
 @pytest.mark.parametrize("size", SIZES, ids=[f"{w}x{h}" for w, h in SIZES])
 def test_adam_20_sentences_name_the_iteration(playground: Any, artifacts_dir: Path, size: tuple[int, int]) -> None:
     page = playground
-    page.set_viewport_size({"width": size[0], "height": size[1]})
-    run_code(page, ADAM_20)
-    page.get_by_role("button", name="Fit").click()
-    shoot(page, artifacts_dir, "adam-fit", size)
-    at = steps(page)
+    at = open_at_fit(page, artifacts_dir, ADAM_20, "adam", size)
     go(page, at["fwd"])
     text, u = sentence(page), open_unit(page)
     assert not re.search(r"#\d", text), text
@@ -104,11 +105,7 @@ def test_adam_20_sentences_name_the_iteration(playground: Any, artifacts_dir: Pa
 @pytest.mark.parametrize("size", SIZES, ids=[f"{w}x{h}" for w, h in SIZES])
 def test_transformer_6_sentences_name_the_layer(playground: Any, artifacts_dir: Path, size: tuple[int, int]) -> None:
     page = playground
-    page.set_viewport_size({"width": size[0], "height": size[1]})
-    run_code(page, TRANSFORMER_6)
-    page.get_by_role("button", name="Fit").click()
-    shoot(page, artifacts_dir, "transformer-fit", size)
-    at = steps(page)
+    at = open_at_fit(page, artifacts_dir, TRANSFORMER_6, "transformer", size)
     for where in ("fwd", "bwd"):
         go(page, at[where])
         text, u = sentence(page), open_unit(page)
