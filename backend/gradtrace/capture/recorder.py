@@ -174,8 +174,9 @@ class Recorder:
         raise LimitReached(message)
 
     def _stop_from_core(self, message: str) -> None:
-        """The core's hook hit a cap: ``stop``, returning normally on another thread (the core
-        then returns from its hook quietly: NOTE [other threads])."""
+        """The core's hook hit a cap: ``stop``, returning normally where the program goes on (on
+        another thread, or anywhere in process): the core then returns from its hook quietly
+        (NOTE [limits], NOTE [other threads])."""
         with contextlib.suppress(RecordingStopped):
             self.stop(message)
 
