@@ -1,9 +1,9 @@
-// Unit tests of the graph search (src/ui/search.js) on a recorded lesson (fixtures/words_*.json).
+// Unit tests of the graph search (src/analysis/search.js) on a recorded lesson (fixtures/words_*.json).
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { indexDocument } from "../src/graph/document.js";
-import { cycle, parseQuery, searchNodes } from "../src/ui/search.js";
+import { cycle, parseQuery, searchNodes } from "../src/analysis/search.js";
 
 const load = (name) => indexDocument(JSON.parse(readFileSync(new URL(`./fixtures/words_${name}.json`, import.meta.url), "utf8")));
 
@@ -41,4 +41,20 @@ test("Enter cycles through the matches and wraps around", () => {
   assert.equal(cycle(0, 3, true), 2);
   assert.equal(cycle(-1, 3, true), 2);
   assert.equal(cycle(-1, 0), -1);
+});
+
+test("a name with _ or . is found from any substring, with or without the separators", () => {
+  const doc = { graph: { nodes: [
+    { id: "a", kind: "tensor", name: "cell.weight_hh", role: "leaf" },
+    { id: "b", kind: "tensor", name: "attn.in_proj_weight", role: "leaf" },
+    { id: "c", kind: "function", name: "AccumulateGrad" },
+    { id: "d", kind: "function", name: "MulBackward0" },
+  ], edges: [] }, events: [] };
+  const index = indexDocument(doc);
+  const ids = (q) => searchNodes(index, q).map((m) => index.nodes[m.ref].id);
+  for (const q of ["weight_hh", "weighthh", "weight hh", "WEIGHT_HH", "cell.weight_hh", "ght_h"]) assert.deepEqual(ids(q), ["a"], q);
+  for (const q of ["in_proj_weight", "proj_weight", "inprojweight", "n_proj"]) assert.deepEqual(ids(q), ["b"], q);
+  // Short queries keep to word starts: "mul" is no substring match inside AccumulateGrad.
+  assert.deepEqual(ids("mul"), ["d"]);
+  assert.deepEqual(ids("hh"), ["a"]);
 });

@@ -1,9 +1,9 @@
-// Unit tests of the jump targets (src/ui/steps.js) on recorded lessons (fixtures/words_*.json).
+// Unit tests of the jump targets (src/analysis/steps.js) on recorded lessons (fixtures/words_*.json).
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { indexDocument } from "../src/graph/document.js";
-import { iterationStarts, lineStarts, nextStart, passStarts, prevStart } from "../src/ui/steps.js";
+import { iterationStarts, lineStarts, nextStart, passStarts, prevStart } from "../src/analysis/steps.js";
 
 const { Timeline } = await import("../src/graph/timeline.js").catch(() => import("../src/animate/timeline.js"));
 

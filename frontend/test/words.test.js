@@ -1,4 +1,4 @@
-// Unit tests of the step sentences (src/ui/words.js) on documents recorded by gradtrace from
+// Unit tests of the step sentences (src/analysis/words.js) on documents recorded by gradtrace from
 // the lessons and three small loops (fixtures/words_*.json: `gradtrace run` output, with the code).
 // Run: node --test test/   (from frontend/)
 import { test } from "node:test";
@@ -7,10 +7,10 @@ import { readFileSync } from "node:fs";
 import { indexDocument } from "../src/graph/document.js";
 import { runLevels } from "../src/graph/groups.js";
 import { moduleTree } from "../src/graph/modules.js";
-import { ordinalWord } from "../src/ui/names.js";
+import { ordinalWord } from "../src/analysis/names.js";
 import {
   accumulationsAt, errorSentence, listWords, nameOf, segmentLabel, stepSentence, wordsContext,
-} from "../src/ui/words.js";
+} from "../src/analysis/words.js";
 
 // graph/timeline.js is the index of events; it lived in animate/ before.
 const { Timeline } = await import("../src/graph/timeline.js").catch(() => import("../src/animate/timeline.js"));

@@ -1,5 +1,5 @@
 """Step sentences in loops, read as a user would on the three real programs (tests/programs.py):
-a repeated op is named by the iteration, call or block the page shows open (ui/names.js), never
+a repeated op is named by the iteration, call or block the page shows open (analysis/names.js), never
 by a running count, at Fit and while stepping, at 1280×800 and 900×700 in Chromium."""
 
 from __future__ import annotations

@@ -14,15 +14,25 @@ export const MAX_PLAY_MS = 25_000;
 const TICK_MS = 16;
 
 export class Player {
-  constructor(onChange) {
+  /**
+   * @param state     the view state (app/state.js): the step and `playing` live there (NOTE [the
+   *                  step's one home]); anything with get(key)/set(patch) will do
+   * @param onChange  (k, {animate, playing}) => void, after each move
+   */
+  constructor(state, onChange) {
+    this.state = state;
     this.onChange = onChange;
-    this.k = 0;
     this.N = 0;
     this.segments = [];
-    this.playing = false;
     this.speed = 1;
     this._timer = 0;
   }
+
+  get k() { return this.state.get("step"); }
+
+  get playing() { return this.state.get("playing"); }
+
+  set playing(on) { this.state.set({ playing: on }); }
 
   reset(N, segments, k = N) {
     this.pause();
@@ -44,8 +54,9 @@ export class Player {
 
   go(k, { animate = false, fromUser = false } = {}) {
     if (fromUser) this.pause();
-    this.k = Math.max(0, Math.min(this.N, k));
-    this.onChange(this.k, { animate, playing: this.playing });
+    const next = Math.max(0, Math.min(this.N, k));
+    this.state.set({ step: next });
+    this.onChange(next, { animate, playing: this.playing });
   }
 
   step(d) { this.go(this.k + d, { animate: d === 1, fromUser: true }); }
@@ -69,9 +80,9 @@ export class Player {
   _restartClock() { this._t0 = performance.now(); this._k0 = this.k; }
 
   pause() {
+    clearTimeout(this._timer);
     if (!this.playing) return;
     this.playing = false;
-    clearTimeout(this._timer);
     this.onChange(this.k, { animate: false, playing: false });
   }
 

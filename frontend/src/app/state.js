@@ -18,6 +18,23 @@
  *   selection       { v: visible node index or −1, line: code line or null }
  *   search          { query, matches: [{ node, label }], at: index into matches or −1 }
  *   camera          { x, y, k } as the canvas last reported it (read-only mirror for panels)
+ *   direction       "TB" or "LR": which way the layout flows
+ *   levels          the run's repeated units (graph/groups.js runLevels), per document
+ *   openUnits       per level, the unit drawn in full (the others are folded); follows the step
+ *   playing         whether autoplay runs (animate/player.js keeps the clock, not the step)
+ *   document        a counter bumped when a new document is shown (panels rebuild their index)
+ *   view            a counter bumped when a new scene is drawn (relayout: panels re-read it)
+ *
+ * NOTE [the step's one home]
+ *   The step lives here and nowhere else: animate/player.js reads and writes `step` through
+ *   this store (its `k` is a getter), so the transport, the sentence, the inspector, a share
+ *   link and a notebook's `step` trait all read one number.
+ *
+ * NOTE [panels]
+ *   A panel is a function `(state, root, viewer) => unsubscribe` (app/viewer.js addPanel):
+ *   it finds its elements in `root`, subscribes to this store for the fields it shows
+ *   (`document` and `view` say when the viewer's `doc`/`index`/`scene` changed), and asks the
+ *   viewer for actions (selectNode, go, reveal). It never keeps its own copy of a field here.
  */
 export function emptyViewState() {
   return {
@@ -28,6 +45,12 @@ export function emptyViewState() {
     selection: { v: -1, line: null },
     search: { query: "", matches: [], at: -1 },
     camera: { x: 0, y: 0, k: 1 },
+    direction: "TB",
+    levels: [],
+    openUnits: [],
+    playing: false,
+    document: 0,
+    view: 0,
   };
 }
 
@@ -70,9 +93,12 @@ export class ViewState {
     return want;
   }
 
-  /** Reset everything but the camera for a new document. */
+  /** Reset everything but the camera, the direction and the counters for a new document. */
   reset(fields = {}) {
-    const { camera } = this.state;
-    this.set({ ...emptyViewState(), camera, ...fields });
+    const { camera, direction, document, view } = this.state;
+    this.set({ ...emptyViewState(), camera, direction, document, view, ...fields });
   }
+
+  /** Bump a counter field (`document`, `view`). */
+  bump(key) { return this.set({ [key]: this.state[key] + 1 }); }
 }

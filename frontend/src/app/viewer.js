@@ -9,32 +9,36 @@
  *   times on one page. A part that is missing is simply not drawn (a widget may leave out the
  *   module menu or the accessible node list). The code pane is anything with
  *   `mark(marks, {scroll})` (ui/editor.js's CodeEditor, or a read-only listing).
+ *
+ * NOTE [a thin viewer]
+ *   Everything the person is looking at lives in the view state (app/state.js): the step, the
+ *   selection, the open groups and units, the direction. This file assembles the panels that
+ *   read it (the canvas, the transport, the inspector, the search panel of app/search-panel.js,
+ *   and any added with `addPanel`) and runs the pipeline document → view → layout → scene.
+ *   Moving through the run (jumps, reveal) is app/navigate.js.
  */
 import { Player } from "../animate/player.js";
-import { Timeline } from "../graph/timeline.js";
+import { errorMarks } from "../analysis/errors.js";
+import { segmentLabel, stepSentence, wordsContext } from "../analysis/words.js";
 import { indexDocument } from "../graph/document.js";
+import { Timeline } from "../graph/timeline.js";
 import { activeVNodes, openAt, runLevels, shownMask, unitKey, unitsKey } from "../graph/groups.js";
 import { defaultCollapsed, moduleTree } from "../graph/modules.js";
 import { buildView } from "../graph/view.js";
 import { LayoutClient } from "../layout/client.js";
 import { GraphCanvas } from "../render/canvas.js";
 import { makeScene } from "../render/scene.js";
-import { errorMarks } from "../ui/errors.js";
 import { Inspector } from "../ui/inspector.js";
 import { IterationPicker } from "../ui/iterations.js";
 import { compactKeyHint, graphKeyHandler } from "../ui/keys.js";
 import { renderModules, renderNodeList } from "../ui/panels.js";
-import { cycle, searchNodes } from "../ui/search.js";
-import { iterationStarts, lineStarts, nextStart, passStarts, prevStart } from "../ui/steps.js";
 import { Transport } from "../ui/transport.js";
-import { segmentLabel, stepSentence, wordsContext } from "../ui/words.js";
+import { followUnits, jump, pickUnit, reveal } from "./navigate.js";
+import { part } from "./parts.js";
+import { searchPanel } from "./search-panel.js";
 import { ViewState } from "./state.js";
 
-/** The element marked `data-gt="name"` inside root (or root itself), or null. */
-export function part(root, name) {
-  if (root.dataset && root.dataset.gt === name) return root;
-  return root.querySelector(`[data-gt="${name}"]`);
-}
+export { part };
 
 const NO_CODE = { mark() {} };
 
@@ -50,7 +54,6 @@ export class Viewer {
     this.code = opts.code || NO_CODE;
     this.codeText = opts.codeText || (() => "");
     this.onLineCb = opts.onLine || ((line, scroll) => this.selectLine(line, scroll));
-    this.direction = "TB";
     this.scene = null;
     this.doc = null;
     this.generation = 0;
@@ -59,11 +62,10 @@ export class Viewer {
       graph: p("graph"), empty: p("graph-empty"), layoutStatus: p("layout-status"), simplified: p("simplified"),
       stats: p("graph-stats"), modules: p("modules"), modulesList: p("modules-list"), nodeList: p("node-list"),
       timeline: p("timeline"), inspector: p("inspector"), sentence: p("sentence"),
-      search: p("search"), searchCount: p("search-count"),
     };
     compactKeyHint(root.querySelector("#graph-keys"));
     this.layout = new LayoutClient(opts.workerUrl || new URL("./layout-worker.js", import.meta.url));
-    this.player = new Player((k, o) => this.onStep(k, o));
+    this.player = new Player(this.state, (k, o) => this.onStep(k, o));
     this.transport = new Transport(this.els.timeline, this.player);
     this.inspector = new Inspector(this.els.inspector, { onLine: (line) => this.onLineCb(line, true), onExpand: (v) => this.openGroup(v) });
     this.canvas = new GraphCanvas(this.els.graph, {
@@ -77,46 +79,70 @@ export class Viewer {
       const v = this.selectedV;
       if (ev.key === "Enter" && this.scene && v >= 0 && this.scene.view.vnodes[v].kind === "group") { ev.preventDefault(); this.openGroup(v); }
     });
-    // Search (or anything else) may open groups through the view state: draw them.
-    this.state.subscribe((_, changed) => { if (changed.includes("open") && this.scene && !this._quiet) this.relayout(true); });
+    // Search (or anything else) may open groups or turn the layout through the view state: draw them.
+    this.state.subscribe((_, changed) => {
+      if (!this.scene || this._quiet) return;
+      if (changed.includes("direction")) this.relayout(false);
+      else if (changed.some((c) => c === "open" || c === "collapsed" || c === "expandedRepeats")) this.relayout(true);
+    });
     this.els.graph.addEventListener("keydown", graphKeyHandler(this.player, this.canvas, {
       jump: (unit, back) => this.jump(unit, back),
       search: () => this.focusSearch(),
     }));
+    const whole = p("whole");
+    if (whole) whole.addEventListener("click", () => this.canvas.fit({ whole: true }));
     this.els.graph.addEventListener("focus", () => { if (this.els.sentence) this.els.sentence.setAttribute("aria-live", "polite"); });
-    this._bindSearch();
+    this.focusSearch = () => {};
+    this.nextMatch = async () => {};
+    this.panels = [];
+    this.addPanel(searchPanel);
     const pickerHost = this.els.stats ? this.els.stats.parentElement : null;
-    this.iterPicker = pickerHost ? new IterationPicker(pickerHost, { onPick: (u) => this.pickUnit(u) }) : null;
-    this.levels = [];
-    this.openUnits = [];
+    this.iterPicker = pickerHost ? new IterationPicker(pickerHost, { onPick: (u) => pickUnit(this, u) }) : null;
     this.inspector.clear();
   }
 
+  /**
+   * Add a panel: `panel(state, root, viewer)` returns its unsubscribe function (NOTE [panels] in
+   * app/state.js). Returns a function that removes it.
+   */
+  addPanel(panel) {
+    const off = panel(this.state, this.root, this) || (() => {});
+    this.panels.push(off);
+    return () => { off(); this.panels = this.panels.filter((f) => f !== off); };
+  }
+
   get selectedV() { return this.state.get("selection").v; }
+  // Read-only views of the state, kept for tests, benchmarks and the console.
+  get direction() { return this.state.get("direction"); }
+  get levels() { return this.state.get("levels"); }
+  get openUnits() { return this.state.get("openUnits"); }
 
   // ---- the pipeline --------------------------------------------------------------------
 
   /** Show a run document; resolves once its first frame is drawn, with timings in ms. */
   async loadDocument(doc, { step = null } = {}) {
     const t0 = performance.now();
+    this.player.pause();
     this.doc = doc;
     this.index = indexDocument(doc);
     this.tree = moduleTree(this.index);
     this.timeline = new Timeline(this.index);
     // Iterations and module calls (graph/groups.js): the open ones drawn in full, the rest folded.
-    this.levels = runLevels(this.index, this.timeline, this.tree);
-    const k0 = step == null ? this.timeline.N : Math.max(0, Math.min(this.timeline.N, step));
-    this.openUnits = openAt(this.levels, k0);
-    const shown = this.levels.length ? shownMask(this.levels, this.openUnits, this.index.nodes.length) : null;
+    const levels = runLevels(this.index, this.timeline, this.tree);
+    const N = this.timeline.N;
+    const k0 = step == null ? N : Math.max(0, Math.min(N, step));
+    const openUnits = openAt(levels, k0);
+    const shown = levels.length ? shownMask(levels, openUnits, this.index.nodes.length) : null;
+    this.player.N = N;
     this._quiet = true;
-    this.state.reset({ collapsed: defaultCollapsed(this.index, this.tree, undefined, shown), step: this.timeline.N });
-    this._quiet = false;
-    if (this.iterPicker) { this.iterPicker.setLevel(this.levels[0] || null); this.iterPicker.update(this.openUnits[0] ?? 0); }
-    this.words = wordsContext(this.index, this.timeline, doc.code ?? this.codeText(), this.levels);
+    this.state.reset({ collapsed: defaultCollapsed(this.index, this.tree, undefined, shown), step: k0, levels, openUnits });
+    this.words = wordsContext(this.index, this.timeline, doc.code ?? this.codeText(), levels);
     this.errors = errorMarks(this.index);
     this._starts = null;
+    this.state.bump("document");
+    this._quiet = false;
+    if (this.iterPicker) { this.iterPicker.setLevel(levels[0] || null); this.iterPicker.update(openUnits[0] ?? 0); }
     this.inspector.setContext({ words: this.words, errors: this.errors });
-    if (this.els.search && this.els.search.value.trim()) this._runSearch(false);
     this.code.mark({ error: this.errors.lines.error, cause: this.errors.lines.cause, current: null, justDone: null, selected: null }, { scroll: true });
     if (this.els.empty) {
       this.els.empty.hidden = this.index.nodes.length > 0;
@@ -124,10 +150,9 @@ export class Viewer {
     }
     const timing = await this.relayout(false, k0);
     if (!timing || this.doc !== doc) return null; // a newer document arrived meanwhile
-    this.transport.setSegments(this.timeline.segments, this.timeline.N, (seg) => segmentLabel(this.words, seg));
+    this.transport.setSegments(this.timeline.segments, N, (seg) => segmentLabel(this.words, seg));
     this.inspector.clear();
-    const k = step == null ? this.timeline.N : Math.max(0, Math.min(this.timeline.N, step));
-    this.player.reset(this.timeline.N, this.timeline.segments, k);
+    this.player.reset(N, this.timeline.segments, k0);
     await new Promise((r) => requestAnimationFrame(() => { this.canvas.drawNow(); r(); }));
     this.lastTiming = { ...timing, total: performance.now() - t0, nodes: this.index.nodes.length };
     this.generation++;
@@ -135,12 +160,11 @@ export class Viewer {
   }
 
   /** Rebuild the visible graph (after collapse/expand or direction) and lay it out again. */
-  async relayout(keepCamera = true, k = this.player.k) {
+  async relayout(keepCamera = true, k = this.player.k, prebuilt = null) {
     const gen = (this._layoutGen = (this._layoutGen || 0) + 1);
     const t0 = performance.now();
     const st = this.state.state;
-    const view = buildView(this.index, this.tree, { collapsed: st.collapsed, expandedRepeats: st.expandedRepeats, open: st.open,
-      levels: this.levels, openUnits: this.openUnits });
+    const view = prebuilt || buildView(this.index, this.tree, st);
     const t1 = performance.now();
     const input = {
       w: Float64Array.from(view.vnodes, (v) => v.w), h: Float64Array.from(view.vnodes, (v) => v.h),
@@ -148,12 +172,13 @@ export class Viewer {
       cluster: view.cluster,
     };
     this._text("layoutStatus", view.vnodes.length > 500 ? `Laying out ${view.vnodes.length} nodes…` : "");
-    const layout = await this.layout.layout(input, { direction: this.direction });
+    this.layoutCount = (this.layoutCount || 0) + 1;
+    const layout = await this.layout.layout(input, { direction: st.direction });
     if (gen !== this._layoutGen) return null;
     this.scene = makeScene(this.index, view, layout, this.timeline, st.collapsed);
     this._markErrors(this.scene);
-    this.scene.active = activeVNodes(view, this.levels, this.openUnits);
-    this.scene.units = this.levels.length ? { count: this.levels[0].count, open: this.openUnits[0] } : null;
+    this.scene.active = activeVNodes(view, st.levels, st.openUnits);
+    this.scene.units = st.levels.length ? { count: st.levels[0].count, open: st.openUnits[0] } : null;
     this.canvas.setScene(this.scene, k, { keepCamera });
     this._text("layoutStatus", "");
     if (this.els.simplified) this.els.simplified.hidden = !layout.simplified;
@@ -165,10 +190,11 @@ export class Viewer {
     this.refreshNodeList();
     // The selection's vnode index belongs to the old view: show the same document node again.
     if (this._reselect != null) { const r = this._reselect; this._reselect = null; this._selectRef(r); }
+    this.state.bump("view");
     return { view: t1 - t0, layout: layout.ms, vnodes: view.vnodes.length };
   }
 
-  /** Put the error marks (ui/errors.js) on the visible nodes that stand for them. */
+  /** Put the error marks (analysis/errors.js) on the visible nodes that stand for them. */
   _markErrors(scene) {
     const labels = new Map();
     for (const m of this.errors.nodes) {
@@ -181,11 +207,14 @@ export class Viewer {
 
   _text(name, text) { if (this.els[name]) this.els[name].textContent = text; }
 
-  setDirection(direction) { this.direction = direction; return this.relayout(false); }
+  /** Change the view state without the relayout its subscription would start (the caller does it). */
+  _setQuietly(patch) { this._quiet = true; try { this.state.set(patch); } finally { this._quiet = false; } }
 
-  toggleModule(path) { this._keepSelection(); this.state.toggle("collapsed", path); return this.relayout(true); }
+  setDirection(direction) { this._setQuietly({ direction }); return this.relayout(false); }
 
-  toggleRepeat(path) { this._keepSelection(); this.state.toggle("expandedRepeats", path); return this.relayout(true); }
+  toggleModule(path) { this._keepSelection(); this._quiet = true; this.state.toggle("collapsed", path); this._quiet = false; return this.relayout(true); }
+
+  toggleRepeat(path) { this._keepSelection(); this._quiet = true; this.state.toggle("expandedRepeats", path); this._quiet = false; return this.relayout(true); }
 
   openGroup(v) {
     const g = this.scene.view.vnodes[v];
@@ -199,12 +228,13 @@ export class Viewer {
       return this.relayout(true);
     }
     this._keepSelection();
-    this._open(g);
+    this._quiet = true;
+    if (g.groupKey != null) this.state.toggle("open", g.groupKey, true);
+    else if (g.repeat) this.state.toggle("expandedRepeats", g.module, true);
+    else if (g.module != null) this.state.toggle("collapsed", g.module, false);
+    this._quiet = false;
     return this.relayout(true);
   }
-
-  /** Change the view state without the relayout its subscription would start (the caller does it). */
-  _setQuietly(patch) { this._quiet = true; try { this.state.set(patch); } finally { this._quiet = false; } }
 
   /** A box's title was clicked: an opened unit closes again, a module collapses. */
   clickBox(key) {
@@ -217,111 +247,15 @@ export class Viewer {
     return this.toggleModule(key.replace(/@\d+$/, ""));
   }
 
-  /** Open one group in the view state: a loop/call group by its key, else a module box. */
-  _open(g) {
-    if (g.groupKey != null) this.state.toggle("open", g.groupKey, true);
-    else if (g.repeat) this.state.toggle("expandedRepeats", g.module, true);
-    else if (g.module != null) this.state.toggle("collapsed", g.module, false);
-  }
+  /** Open the groups that hide document node `ref` (app/navigate.js); its visible node, or −1. */
+  reveal(ref) { return reveal(this, ref); }
 
-  /** Open the groups that hide document node `ref`, one level at a time; its visible node. */
-  async reveal(ref) {
-    await this._openUnitsFor(ref);
-    for (let depth = 0; depth < 16; depth++) {
-      const vs = this.scene.view.byRef[ref] || [];
-      const own = vs.find((v) => this.scene.view.vnodes[v].kind !== "group");
-      if (own !== undefined || !vs.length) return own ?? -1;
-      const g = this.scene.view.vnodes[vs[0]];
-      if (g.fold) return -1;
-      const before = this.scene;
-      this._open(g);
-      await this.relayout(true);
-      if (this.scene === before) return -1;
-    }
-    return -1;
-  }
+  /** Jump to the next (or previous) line, loop iteration or pass (app/navigate.js). */
+  jump(unit, back = false) { jump(this, unit, back); }
 
-  /**
-   * A node in a folded iteration or call (graph/groups.js) is shown by going to the step that
-   * made it: the open units follow the step, so its unit opens and the others fold.
-   */
-  async _openUnitsFor(ref) {
-    if (this.levels.every((lv, l) => lv.unitOf[ref] < 0 || lv.unitOf[ref] === this.openUnits[l])) return;
-    const k = Math.max(1, this.timeline.reveal[ref]);
-    const open = openAt(this.levels, k);
-    if (open.every((u, l) => u === this.openUnits[l])) return;
-    this.openUnits = open;  // onStep's followUnits then finds nothing to change
-    if (this.iterPicker) this.iterPicker.update(open[0]);
-    this.player.go(k, { fromUser: true });
-    await this.relayout(true, k);
-  }
+  followUnits(k) { if (followUnits(this, k)) this.relayout(false, k); }
 
-  // ---- words, jumps and search ---------------------------------------------------------
-
-  /** The sentence under the timeline; announced (aria-live) only when not playing. */
-  _say(k, playing) {
-    const el = this.els.sentence;
-    if (!el || !this.words) return;
-    el.setAttribute("aria-live", playing ? "off" : "polite");
-    el.textContent = stepSentence(this.words, k);
-  }
-
-  /** Jump to the next (or previous) line, loop iteration or pass. */
-  jump(unit, back = false) {
-    if (!this.timeline) return;
-    if (!this._starts) this._starts = {};
-    const tl = this.timeline;
-    // Iterations: the outermost units of graph/groups.js when it found some (the picker's), else steps.js.
-    const units = () => (this.levels.length ? this.levels[0].units.map((u) => u.firstStep).filter((x) => x >= 1) : null);
-    const make = { line: () => lineStarts(tl, this.index), iteration: () => units() || iterationStarts(tl, this.index), pass: () => passStarts(tl) };
-    const starts = this._starts[unit] || (this._starts[unit] = make[unit]());
-    const k = back ? prevStart(starts, this.player.k) : nextStart(starts, this.player.k, tl.N);
-    this.player.go(k, { fromUser: true });
-  }
-
-  focusSearch() { if (this.els.search) { this.els.search.focus(); this.els.search.select(); } }
-
-  _bindSearch() {
-    const box = this.els.search;
-    if (!box) return;
-    box.addEventListener("input", () => this._runSearch(false));
-    box.addEventListener("keydown", (ev) => {
-      if (ev.key === "Enter") { ev.preventDefault(); this.nextMatch(ev.shiftKey); }
-      else if (ev.key === "Escape") { ev.preventDefault(); box.value = ""; this._runSearch(false); this.els.graph.focus(); }
-    });
-  }
-
-  _runSearch(go) {
-    const query = this.els.search.value;
-    const matches = this.index ? searchNodes(this.index, query) : [];
-    this.state.set({ search: { query, matches, at: -1 } });
-    this._searchStatus();
-    if (go) this.nextMatch(false);
-  }
-
-  _searchStatus() {
-    const { query, matches, at } = this.state.get("search");
-    if (!this.els.searchCount) return;
-    this.els.searchCount.textContent = !query.trim() ? "" : !matches.length ? "no match"
-      : at < 0 ? `${matches.length} match${matches.length > 1 ? "es" : ""}` : `${at + 1} of ${matches.length}`;
-  }
-
-  /** Go to the next match (Enter) or the previous one (Shift+Enter): open its groups, select it. */
-  async nextMatch(back = false) {
-    const s = this.state.get("search");
-    if (!this.scene || s.query !== this.els.search.value) this._runSearch(false);
-    const { matches, at } = this.state.get("search");
-    const next = cycle(at, matches.length, back);
-    this.state.set({ search: { ...this.state.get("search"), at: next } });
-    if (next < 0) { this._searchStatus(); return; }
-    const v = await this.reveal(matches[next].ref);
-    if (v < 0) { this._searchStatus(); return; }
-    if (this.scene.reveal[v] > this.player.k) this.player.go(this.scene.reveal[v], { fromUser: true });
-    this.selectNode(v);
-    this.canvas.setLineSelection([v]);
-    this.canvas.centerOn(v);
-    this._searchStatus();
-  }
+  pickUnit(u) { pickUnit(this, u); }
 
   /** Remember the selected document node so the inspector shows it again after relayout. */
   _keepSelection() {
@@ -337,31 +271,17 @@ export class Viewer {
 
   // ---- stepping and selection ----------------------------------------------------------
 
-  /** The iterations or calls open at step k follow the step (graph/groups.js). */
-  followUnits(k) {
-    if (!this.levels.length) return;
-    const open = openAt(this.levels, k);
-    if (this.iterPicker) this.iterPicker.update(open[0]);
-    if (open.some((u, l) => u !== this.openUnits[l])) { this.openUnits = open; this.relayout(false, k); }
-  }
-
-  /** The picker chose unit u of the outermost level: the transport goes to the end of its forward. */
-  pickUnit(u) {
-    const unit = this.levels[0] && this.levels[0].units[u];
-    if (unit) this.player.go(unit.forwardEnd || unit.lastStep, { fromUser: true });
-  }
-
   onStep(k, { animate, playing }) {
     if (!this.scene) return;
     this.followUnits(k);
-    this.state.set({ step: k });
     this.canvas.setStep(k, { animate, durationMs: this.player.intervalMs });
     const tl = this.timeline;
     const ev = tl.event(k), prev = tl.event(k - 1);
     const lineOf = (e, i) => (e ? e.line ?? this.index.nodes[tl.evNode[i]].line ?? null : null);
     this.code.mark({ current: lineOf(ev, k - 1), justDone: lineOf(prev, k - 2) }, { scroll: !!ev });
     this.transport.update(k, tl.N, playing, tl.segmentAt(k));
-    this._say(k, playing);
+    const el = this.els.sentence;  // announced (aria-live) only when not playing
+    if (el && this.words) { el.setAttribute("aria-live", playing ? "off" : "polite"); el.textContent = stepSentence(this.words, k); }
     if (this.selectedV >= 0 && !playing) this.inspector.show(this.scene, this.selectedV, k);
     clearTimeout(this._listTimer);
     this._listTimer = setTimeout(() => this.refreshNodeList(), playing ? 250 : 0);

@@ -5,9 +5,9 @@
  * document comes from user code and is never parsed as HTML.
  */
 import { KINDS } from "../graph/document.js";
-import { savedState } from "./errors.js";
-import { fmtBytes, fmtTensorLong } from "./format.js";
-import { accumulationsAt, errorSentence } from "./words.js";
+import { savedState } from "../analysis/errors.js";
+import { fmtBytes, fmtTensorLong } from "../analysis/format.js";
+import { accumulationsAt, errorSentence } from "../analysis/words.js";
 
 function el(tag, attrs = {}, ...children) {
   const e = document.createElement(tag);
@@ -36,7 +36,7 @@ export class Inspector {
     this.ctx = { words: null, errors: null };
   }
 
-  /** The document's sentences (ui/words.js) and error marks (ui/errors.js), once per document. */
+  /** The document's sentences (analysis/words.js) and error marks (analysis/errors.js), once per document. */
   setContext(ctx) { this.ctx = { ...this.ctx, ...ctx }; }
 
   clear(text = "Click a node to inspect it, or a code line to find the nodes it created.") {

@@ -4,8 +4,8 @@
  * keyboard and screen-reader users (the canvas itself has no DOM to read).
  */
 import { KINDS } from "../graph/document.js";
-import { fmtTensorShort } from "./format.js";
-import { errorSentence } from "./words.js";
+import { fmtTensorShort } from "../analysis/format.js";
+import { errorSentence } from "../analysis/words.js";
 
 const LIMIT_STATUSES = { timeout: "Time limit", memory_limit: "Memory limit", output_limit: "Output limit", graph_limit: "Graph limit", crashed: "Crashed" };
 export const NODE_LIST_MAX = 400;
@@ -43,7 +43,7 @@ export function renderResults(els, doc, onLine) {
 }
 
 /**
- * Under the error's first line, where it happened and why, in words (ui/words.js), with
+ * Under the error's first line, where it happened and why, in words (analysis/words.js), with
  * a button to the line of the in-place op that changed the tensor.
  */
 export function renderErrorExplain(box, words, errors, onLine) {

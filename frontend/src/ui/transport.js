@@ -57,7 +57,7 @@ export class Transport {
     this._playing = null;
   }
 
-  /** @param labelOf  how a segment is named (ui/words.js segmentLabel: "backward 0 (building a graph)") */
+  /** @param labelOf  how a segment is named (analysis/words.js segmentLabel: "backward 0 (building a graph)") */
   setSegments(segments, N, labelOf = (s) => s.label) {
     this.labelOf = labelOf;
     this.segBar.replaceChildren();

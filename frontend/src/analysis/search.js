@@ -30,7 +30,7 @@ export function searchNodes(index, query) {
       const mod = (index.module[i] || "").toLowerCase();
       if (n.kind === "function" && wordMatch(n.name, q.text)) why = "op";
       else if (n.kind === "tensor" && wordMatch(n.name, q.text)) why = "name";
-      else if (mod && (mod === q.text || mod.startsWith(`${q.text}.`) || mod.includes(q.text))) why = "module";
+      else if (mod && (mod.includes(q.text) || (squash(q.text).length >= SUBSTRING_MIN && squash(mod).includes(squash(q.text))))) why = "module";
     }
     if (why) out.push({ ref: i, why });
   });
@@ -40,13 +40,23 @@ export function searchNodes(index, query) {
 /**
  * Whether `query` starts the name or one of its words: "mul" finds MulBackward0 but not
  * AccumulateGrad; "weight" finds model.0.weight; "x" finds x but not max.
+ * NOTE [search across separators]: a query of SUBSTRING_MIN characters or more (not counting
+ * `_`, `.`, `-` and spaces) finds any substring of the name with or without those separators:
+ * "weight_hh", "weighthh" and "weight hh" all find cell.weight_hh, "proj_weight" finds
+ * in_proj_weight. Shorter queries keep to word starts, where a substring is mostly noise.
  */
+export const SUBSTRING_MIN = 4;
+
+const squash = (s) => s.replace(/[\s._\-]+/g, "");
+
 export function wordMatch(name, query) {
   if (!name) return false;
   const lower = name.toLowerCase();
   if (lower.startsWith(query)) return true;
   const words = name.replace(/([a-z0-9])([A-Z])/g, "$1 $2").toLowerCase().split(/[\s._\-[\]()]+/);
-  return words.some((w) => w.startsWith(query)) || (query.length >= 3 && query.includes(".") && lower.includes(query));
+  if (words.some((w) => w.startsWith(query))) return true;
+  const q = squash(query);
+  return q.length >= SUBSTRING_MIN && squash(lower).includes(q);
 }
 
 /** The next match index after `at` (or before, with `back`), wrapping around. */

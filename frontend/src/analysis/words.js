@@ -6,7 +6,7 @@
  * The timeline is read through its plain fields (`events`, `evNode`, `evPass`, `N`), so this
  * module works with graph/timeline.js's index of events wherever that file lives.
  *
- * Nodes are named by ui/names.js (see NOTE [naming repeated ops] there): in a loop by the
+ * Nodes are named by analysis/names.js (see NOTE [naming repeated ops] there): in a loop by the
  * iteration or call they belong to, which the page's groups (graph/groups.js) found.
  */
 import { parseInplaceOp, parseSavedName, parseShapes, parseVersions } from "./errors.js";

@@ -1,5 +1,5 @@
 /**
- * How a sentence names an autograd node (ui/words.js prints them). Pure data, no DOM.
+ * How a sentence names an autograd node (analysis/words.js prints them). Pure data, no DOM.
  *
  * NOTE [naming things in a sentence]
  *   Autograd's nodes have no variable names; tensors do, when gradtrace found one. A sentence
