@@ -12,7 +12,11 @@
 Run: ``python bench/bench_frontend.py`` (needs ``frontend/dist``: ``make frontend``).
 Graphviz is optional: without ``dot`` the baseline column says so.
 
-``--stepping-only`` runs part 2 alone. ``--baseline-dist DIR`` also measures part 2 with another
+4. Revealing a node three modules deep (search, node list): one layout per opened fold, as
+   before graph/reveal.js, against the folds opened on the view and one layout, same run.
+5. GRU-200 redrawn at the overview level of the semantic zoom (goal ≤ 16 ms median).
+
+``--stepping-only`` runs part 2 alone; ``--views-only`` parts 4 and 5. ``--baseline-dist DIR`` also measures part 2 with another
 build of the page (``frontend/dist`` of an earlier commit, copied to DIR) in a second tab of the
 same browser, interleaved with this build, so a change to the renderer is compared in one run.
 """
@@ -175,11 +179,93 @@ def stepping_rows(pages: list[tuple[str, Any]], rounds: int = 2) -> list[Row]:
     return rows
 
 
+def nested_document(n_nodes: int) -> dict[str, Any]:
+    """The synthetic transformer with its nodes three modules deep (``enc.layers.N.attn|ff``)."""
+    doc = synthetic_document(n_nodes, modules=True)
+    for i, node in enumerate(doc["graph"]["nodes"]):
+        if node.get("module"):
+            node["module"] = f"enc.layers.{node['module'].split('.')[1]}.{'attn' if i % 40 < 20 else 'ff'}"
+    return doc
+
+
+REVEAL_JS = """async ([mode, id]) => {
+    const v = window.gradtrace.app.viewer;
+    // Start from every module folded (not timed): the node is then several folds deep.
+    v._setQuietly({ collapsed: new Set(v.tree.mods.keys()), expandedRepeats: new Set(), open: new Set() });
+    await v.relayout(false);
+    const ref = v.index.idx.get(id);
+    const before = v.layoutCount;
+    const t0 = performance.now();
+    let found = -1;
+    if (mode === "new") found = await v.reveal(ref);
+    else {
+        // What reveal did before graph/reveal.js: open one fold, lay out, look again (≤ 16 times).
+        for (let d = 0; d < 16; d++) {
+            const vs = v.scene.view.byRef[ref];
+            const own = vs.find((x) => v.scene.view.vnodes[x].kind !== "group");
+            if (own !== undefined) { found = own; break; }
+            await v.openGroup(vs[0]);
+        }
+    }
+    const ms = performance.now() - t0;
+    return [ms, v.layoutCount - before, found >= 0 && v.scene.view.vnodes[found].key === id]; }"""
+
+
+def reveal_rows(page: Any, runs: int = 5) -> list[Row]:
+    """Revealing a node hidden in folds: one layout per fold (old) against one layout (new)."""
+    rows = []
+    for n in (600, 3000):
+        doc = nested_document(n)
+        first_frame_seconds(page, doc, 1)
+        target = next(nd["id"] for nd in reversed(doc["graph"]["nodes"]) if (nd.get("module") or "").startswith("enc.layers.5.ff"))
+        samples: dict[str, list[float]] = {"old": [], "new": []}
+        layouts: dict[str, int] = {}
+        for _ in range(runs):
+            for mode in ("old", "new"):
+                ms, count, ok = page.evaluate(REVEAL_JS, [mode, target])
+                assert ok, f"{mode} reveal did not show the node"
+                samples[mode].append(ms / 1000)
+                layouts[mode] = count
+        old = Row(f"reveal, one layout per fold ({layouts['old']} layouts), {n:,} nodes", samples["old"])
+        rows += [old, Row(f"reveal, folds opened on the view ({layouts['new']} layout), {n:,} nodes", samples["new"],
+                          baseline="one layout per fold, same run", baseline_median_s=old.median)]
+    return rows
+
+
+def overview_rows(page: Any, runs: int = 3) -> list[Row]:
+    """GRU-200 redrawn at the overview level (zoomed out until node labels are short forms)."""
+    page.evaluate("(code) => window.gradtrace.app.editor.setCode(code)", GRU_200)
+    before = page.evaluate("Number(document.body.dataset.ready || 0)")
+    page.get_by_role("button", name=re.compile(r"^Run\b")).click()
+    page.wait_for_function(f"Number(document.body.dataset.ready || 0) > {before}", timeout=180_000)
+    rows = []
+    for label, zoom in (("whole graph", "whole"), ("Fit, then − three times", "out3")):
+        ms = page.evaluate("""async ([zoom, runs]) => {
+            const app = window.gradtrace.app, c = app.canvas;
+            if (zoom === "whole") c.fit({ whole: true }); else { c.fit(); for (let i = 0; i < 3; i++) c.zoomBy(0.8); }
+            const out = [];
+            for (let r = 0; r < runs; r++) {
+                for (let i = 0; i < 100; i++) {
+                    app.player.go(Math.floor(app.player.N / 2) - 50 + i, { animate: true });
+                    const t0 = performance.now();
+                    c.drawNow();
+                    out.push(performance.now() - t0);
+                    await new Promise((res) => requestAnimationFrame(res));
+                }
+            }
+            return out; }""", [zoom, runs])
+        rows.append(Row(f"GRU-200 redraw per step at the overview level, {label}", [m / 1000 for m in ms],
+                        baseline="goal 16 ms (60 fps)", baseline_median_s=0.016))
+    return rows
+
+
 def main() -> int:
     from playwright.sync_api import sync_playwright
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--stepping-only", action="store_true", help="measure part 2 only")
+    parser.add_argument("--views-only", action="store_true",
+                        help="measure only the reveal round trips and the GRU-200 overview redraw")
     parser.add_argument("--baseline-dist", type=Path, help="another build of frontend/dist to compare in part 2")
     args = parser.parse_args()
     if not (ROOT / "frontend" / "dist" / "app.js").exists():
@@ -193,7 +279,7 @@ def main() -> int:
         browser = p.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
         page = open_page(browser, server.url)
 
-        if not args.stepping_only:
+        if not args.stepping_only and not args.views_only:
             rows = []
             for n, goal, runs in ((500, 0.3, 7), (3000, 1.0, 5), (20000, 1.0, 3)):
                 doc = synthetic_document(n)
@@ -203,6 +289,12 @@ def main() -> int:
                 rows.append(Row(f"document → first frame, {n:,} nodes (goal ≤ {goal} s)", page_s,
                                 baseline=dot_label, baseline_median_s=dot_median))
             print_table("Playground: from the document to the first frame", rows)
+
+        if args.views_only:
+            print_table("Playground: revealing a node three modules deep", reveal_rows(page))
+            print_table("Playground: redraw at the overview level of the semantic zoom", overview_rows(page))
+            browser.close()
+            return 0
 
         pages = [("", page)]
         if args.baseline_dist:
@@ -223,6 +315,8 @@ def main() -> int:
                 [t - s for t, s in zip(total, server_s, strict=True)], baseline=dot_label,
                 baseline_median_s=dot_median),
         ])
+        print_table("Playground: revealing a node three modules deep", reveal_rows(page))
+        print_table("Playground: redraw at the overview level of the semantic zoom", overview_rows(page))
         browser.close()
     return 0
 

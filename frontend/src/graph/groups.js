@@ -123,7 +123,10 @@ function moduleCalls(index, outer) {
   const order = [...best.calls.keys()].sort((a, b) => a - b);
   order.forEach((c, u) => { for (const i of best.calls.get(c)) unitOf[i] = u; });
   const type = info.get(best.path)?.type || best.path.slice(best.path.lastIndexOf(".") + 1);
-  return { kind: "call", label: type, path: best.path, count: order.length, unitOf };
+  // NOTE [naming the instance]: "Sequential call 2 of 3" says nothing when G and D are both
+  // Sequential: a type that names several modules of the run gives way to the instance path.
+  const shared = [...info.values()].filter((m) => m.type === type).length > 1;
+  return { kind: "call", label: shared ? best.path : type, type, path: best.path, count: order.length, unitOf };
 }
 
 /**

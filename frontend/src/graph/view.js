@@ -149,7 +149,8 @@ function boxesOf(index, vnodes, levels, active, opened) {
         const inCall = callPath && (p === callPath || p.startsWith(callPath + "."));
         if (inCall && (shared || call < 0)) break;
         const key = inCall ? `${p}@${call}` : p;
-        if (inCall && p === callPath && !titles.has(key)) titles.set(key, unitLabel(levels[callLevel], call));
+        // A module inside the call is titled by its path ("net.0"), never by its key ("net.0@0").
+        if (inCall && !titles.has(key)) titles.set(key, p === callPath ? unitLabel(levels[callLevel], call) : p);
         out.push(key);
       }
     }

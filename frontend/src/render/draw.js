@@ -8,6 +8,7 @@
  *   style, draw only highlighted items one by one, and drop labels and arrowheads when
  *   zoomed out (they would be a few pixels high anyway).
  */
+import { abbreviations } from "../analysis/abbrev.js";
 import { fmtTensorShort, gradMagnitude } from "../graph/values.js";
 import { edgeBoxes, edgePoints, midpoint } from "./geometry.js";
 import { MIN_TEXT_PX } from "./labels.js";
@@ -75,7 +76,7 @@ export function drawScene(ctx, scene, st, cam, vw, vh, opts) {
     ctx.stroke();
     ctx.setLineDash([]);
     texts.push({ kind: "title", text: b.title || `▾ ${b.path}`, wx: b.lx, wy: b.ly, base: 11, min: 11, color: pal.boxText, prio: 2,
-      room: b.tw });
+      room: b.tw, clip: [b.x0, b.y0, b.x1, b.y1], alts: titleAlts(b.title || `▾ ${b.path}`) });
   }
 
   // Edges: plain ones batched, gradient-carrying ones one by one.
@@ -212,7 +213,7 @@ export function drawScene(ctx, scene, st, cam, vw, vh, opts) {
     ring(ctx, scene, v, pal.error, 3 * px, 5);
     const err = scene.index.doc.error;
     if (err) {
-      // The viewer may say per node what went wrong there (ui/errors.js): the saver, the changer.
+      // The viewer may say per node what went wrong there (analysis/errors.js): the saver, the changer.
       const text = (scene.errorLabels && scene.errorLabels.get(v)) || `⚠ ${err.type}${err.line != null ? ` (line ${err.line})` : ""}`;
       texts.push({ kind: "error", text, wx: xs[v], wy: ys[v],
         base: 11.5, min: 11.5, bold: true, color: pal.error, bg: pal.labelBg, prio: 0, node: v, clamp: true });
@@ -239,6 +240,12 @@ function ring(ctx, scene, v, color, width, pad, dash) {
   ctx.setLineDash([]);
 }
 
+/** A module box title's short forms: "▾ encoder.layers.0" → "▾ e.l.0", keeping its marker. */
+function titleAlts(title) {
+  const m = /^(\W*\s*)(.*)$/u.exec(title);
+  return abbreviations(m[2]).map((a) => m[1] + a);
+}
+
 /** A merged edge's text: the total (what autograd summed), with the parts when it has several. */
 export function edgeText(g) {
   if (g.total) return fmtTensorShort(g.total, 3);
@@ -252,19 +259,30 @@ export function edgeText(g) {
  * A group's title keeps 11 px at any zoom, so it is always built.
  */
 const LABEL_PX = 12, SUB_PX = 11;
+/** Screen px a box needs for the shortest short form ("A…" at 9 px, with its padding). */
+const OVERVIEW_MIN_W = 18;
 
 function nodeTexts(scene, st, batches, pal, k, texts) {
   const { vnodes } = scene.view;
   const tl = scene.timeline;
   const labels = LABEL_PX * k >= MIN_TEXT_PX, subs = SUB_PX * k >= MIN_TEXT_PX;
   for (let b = 0; b < batches.length; b++) {
-    if (!labels && KIND_STYLE[b] !== "group") continue;
     for (const v of batches[b]) {
       const n = vnodes[v];
       const cx = scene.x[v], cy = scene.y[v];
       const group = n.kind === "group";
+      if (!labels && !group) {
+        // The overview level (NOTE [overview labels] in render/texts.js): the label or a
+        // short form of it at the smallest legible size, inside its box, or nothing. A box
+        // narrower than the shortest form ("A…" at 9 px) has none: nothing is measured for it.
+        if (n.w * k < OVERVIEW_MIN_W) continue;
+        texts.push({ kind: "node", text: n.label, wx: cx, wy: cy, base: LABEL_PX, min: MIN_TEXT_PX, color: pal.kinds[n.kind].text,
+          prio: 1.2, node: v, centre: true, room: n.w, pad: 2, alts: (n.alts ||= abbreviations(n.label)), abbrOnly: true });
+        continue;
+      }
       texts.push({ kind: "node", text: n.label, wx: cx, wy: cy - (group ? 9 : 7), base: LABEL_PX, min: group ? 11 : 0, bold: group,
-        color: pal.kinds[n.kind].text, prio: 1, node: v, centre: true, room: group ? n.w : undefined });
+        color: pal.kinds[n.kind].text, prio: 1, node: v, centre: true, room: group ? n.w : undefined,
+        alts: group ? (n.alts ||= abbreviations(n.label)) : undefined, clip: group ? [cx - n.w / 2, cy - n.h / 2, cx + n.w / 2, cy + n.h / 2] : undefined });
       if (!subs) continue;
       let sub = n.sub;
       if (n.kind === "leaf" || n.kind === "retained") {

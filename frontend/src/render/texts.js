@@ -10,6 +10,8 @@ export const MONO = "ui-monospace, monospace";
 const TEXT_PAD = 8;
 /** The smallest size a title is set at to fit its box whole, before it is shortened. */
 const FIT_PX = 9.5;
+/** A title shortened to this many characters or fewer gives way to its short form. */
+const SHORT_TITLE = 8;
 
 /** Place every text in screen space (labels.js) and draw the ones that found room. */
 export function drawTexts(ctx, scene, texts, cam, vw, vh, dpr, batches) {
@@ -32,7 +34,17 @@ export function drawTexts(ctx, scene, texts, cam, vw, vh, dpr, batches) {
     // not fit is set smaller (down to FIT_PX), then shortened (labels.js ellipsize), and its
     // whole text is the tooltip.
     if (t.room !== undefined) {
-      const room = t.room * k - (t.kind === "title" ? TEXT_PAD : 2 * TEXT_PAD);
+      const room = t.room * k - (t.pad ?? (t.kind === "title" ? TEXT_PAD : 2 * TEXT_PAD));
+      // NOTE [overview labels]: zoomed out, a label that does not fit its box shows its first
+      // short form that does (analysis/abbrev.js: "Addmm…", "m.0.w"); a box too small for
+      // any of them leaves its text to the module box or group title around it.
+      // A title keeps its shortened whole text ("▾ enc.layers.0 · Transfo…") unless that is cut
+      // to SHORT_TITLE characters or fewer and the short form says as much ("▾ e.l.0" over "▾ enc…").
+      const alt = w > room && t.alts ? t.alts.find((a) => ctx.measureText(a).width <= room) : undefined;
+      if (t.abbrOnly && w > room) {
+        if (alt === undefined) continue;
+        text = alt; w = ctx.measureText(text).width;
+      }
       if (w > room && size > FIT_PX) {
         size = Math.max(FIT_PX, Math.floor((2 * size * room) / w) / 2);
         font = `${t.bold ? "bold " : ""}${size}px ${t.family || MONO}`;
@@ -41,6 +53,8 @@ export function drawTexts(ctx, scene, texts, cam, vw, vh, dpr, batches) {
       }
       if (w > room) {
         text = ellipsize(t.text, room, (s) => ctx.measureText(s).width);
+        const fits = alt !== undefined && ctx.measureText(alt).width <= room;
+        if (fits && (!text || ([...text].length <= SHORT_TITLE && [...alt].length >= [...text].length))) text = alt;
         if (!text) continue;
         w = ctx.measureText(text).width;
       }
@@ -64,6 +78,16 @@ export function drawTexts(ctx, scene, texts, cam, vw, vh, dpr, batches) {
         const ex = sx(px), ey = sy(py);
         if (t.centre) candidates.push([ex - w / 2, ey - h / 2]);
         candidates.push([ex + 5, ey - h / 2], [ex - 5 - w - 6, ey - h / 2], [ex - w / 2, ey - h - 4], [ex - w / 2, ey + 4]);
+      }
+    }
+    // NOTE [titles of boxes cut by the edge]: a box that reaches out of the view keeps its
+    // title in the part that is in view (its top-left corner, or the middle of a group).
+    if (t.clip && (candidates[0][0] < 0 || candidates[0][1] < 0 || candidates[0][0] + w > vw || candidates[0][1] + h > vh)) {
+      const [c0, c1, c2, c3] = t.clip;
+      const vx0 = Math.max(sx(c0), 0) + 4, vy0 = Math.max(sy(c1), 0) + 3, vx1 = Math.min(sx(c2), vw) - 4, vy1 = Math.min(sy(c3), vh) - 3;
+      if (vx1 - vx0 >= w && vy1 - vy0 >= h) {
+        candidates.push(t.kind === "title" ? [vx0, vy0] : [(vx0 + vx1 - w) / 2, (vy0 + vy1 - h) / 2]);
+        if (t.kind === "title" && vx0 + w + 12 <= vx1) candidates.push([vx0, Math.min(vy0 + h, vy1 - h)]);
       }
     }
     items.push({ ...t, text, full: text === t.text ? undefined : t.text, font, size, w: t.bg ? w + 6 : w, h, px: size, candidates, owner: t.node });

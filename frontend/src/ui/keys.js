@@ -1,6 +1,6 @@
 /**
  * Keys of the graph panel. They act only while the panel has focus (never while typing in
- * the editor, research §4): Space play/pause, ←/→ step, Shift+←/→ phase, Home/End, +/−/f zoom,
+ * the editor, research §4): Space play/pause, ←/→ step, Shift+←/→ phase, Home/End, +/−/f zoom, w the whole graph,
  * and the jumps: L / Shift+L next/previous line, I / Shift+I next/previous loop iteration,
  * PageDown/PageUp (or P / Shift+P) next/previous pass, / to search.
  */
@@ -28,6 +28,7 @@ export function graphKeyHandler(player, canvas, { jump = () => {}, search = () =
       "=": () => canvas.zoomBy(1.25),
       "-": () => canvas.zoomBy(0.8),
       f: () => canvas.fit(),
+      w: () => canvas.fit({ whole: true }),
     };
     const fn = keys[ev.key.length === 1 ? ev.key.toLowerCase() : ev.key];
     if (!fn || ev.ctrlKey || ev.metaKey || ev.altKey) return;
