@@ -31,3 +31,52 @@ enc = nn.TransformerEncoder(nn.TransformerEncoderLayer(32, 4, 64, batch_first=Tr
 x = torch.randn(2, 5, 32)
 enc(x).sum().backward()
 """
+
+# The programs a teacher preparing a class tried (tests/browser/test_teacher.py): a GAN step
+# (two Sequential models, G called three times), a PINN (u → du/dx → d²u/dx² with
+# create_graph=True), and MAML (an inner step whose gradient is part of the outer loss).
+GAN_STEP = """import torch
+from torch import nn
+torch.manual_seed(0)
+G = nn.Sequential(nn.Linear(4, 16), nn.ReLU(), nn.Linear(16, 2))
+D = nn.Sequential(nn.Linear(2, 16), nn.LeakyReLU(0.2), nn.Linear(16, 1))
+opt_g = torch.optim.SGD(G.parameters(), lr=0.01)
+opt_d = torch.optim.SGD(D.parameters(), lr=0.01)
+real = torch.randn(8, 2)
+for step in range(3):
+    z = torch.randn(8, 4)
+    fake = G(z)
+    d_loss = nn.functional.softplus(-D(real)).mean() + nn.functional.softplus(D(fake.detach())).mean()
+    opt_d.zero_grad()
+    d_loss.backward()
+    opt_d.step()
+    g_loss = nn.functional.softplus(-D(fake)).mean()
+    opt_g.zero_grad()
+    g_loss.backward()
+    opt_g.step()
+"""
+
+PINN = """import torch
+from torch import nn
+torch.manual_seed(0)
+net = nn.Sequential(nn.Linear(1, 8), nn.Tanh(), nn.Linear(8, 1))
+x = torch.linspace(0, 1, 5).unsqueeze(1).requires_grad_()
+u = net(x)
+du = torch.autograd.grad(u.sum(), x, create_graph=True)[0]
+d2u = torch.autograd.grad(du.sum(), x, create_graph=True)[0]
+residual = d2u + torch.sin(x) * u
+loss = residual.pow(2).mean()
+loss.backward()
+"""
+
+MAML = """import torch
+torch.manual_seed(0)
+w = torch.randn(3, 1, requires_grad=True)
+x_s, y_s = torch.randn(4, 3), torch.randn(4, 1)
+x_q, y_q = torch.randn(4, 3), torch.randn(4, 1)
+inner = ((x_s @ w - y_s) ** 2).mean()
+g, = torch.autograd.grad(inner, w, create_graph=True)
+w_fast = w - 0.1 * g
+outer = ((x_q @ w_fast - y_q) ** 2).mean()
+outer.backward()
+"""

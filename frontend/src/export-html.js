@@ -14,14 +14,19 @@ async function gzipBase64(text) {
 
 const escapeHtml = (s) => String(s).replace(/[&<>"]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" })[c]);
 
-/** The HTML text of the standalone file for `doc`, as a Blob. */
-export async function toStandaloneHtml(doc, { version = "" } = {}) {
+/**
+ * The HTML text of the standalone file for `doc`, as a Blob. `view` is a share link's query
+ * (app/link.js): the file opens at that step, selection, folds and camera. `title` names it.
+ */
+export async function toStandaloneHtml(doc, { version = "", view = "", title = null } = {}) {
   const [template, script] = await Promise.all([
     fetch(new URL("../static/standalone.html", import.meta.url)).then((r) => { if (!r.ok) throw new Error(`template: ${r.status}`); return r.text(); }),
     fetch(new URL("./standalone.js", import.meta.url)).then((r) => { if (!r.ok) throw new Error(`viewer script: ${r.status}`); return r.text(); }),
   ]);
-  const fill = { VERSION: escapeHtml(version), TITLE: escapeHtml(`gradtrace · run ${doc.id || ""}`.trim()),
+  const fill = { VERSION: escapeHtml(version), TITLE: escapeHtml(title || `gradtrace · run ${doc.id || ""}`.trim()),
     PAYLOAD: await gzipBase64(JSON.stringify(doc)), SCRIPT: script.replaceAll("</script", "<\\/script") };
-  const html = template.replace(/@(VERSION|TITLE|PAYLOAD|SCRIPT)@/g, (_, k) => fill[k]);
+  let html = template.replace(/@(VERSION|TITLE|PAYLOAD|SCRIPT)@/g, (_, k) => fill[k]);
+  // The view travels as a query string in its own element (read by standalone.js).
+  if (view) html = html.replace('<script type="application/gzip+base64"', `<script type="text/plain" id="gt-view">${escapeHtml(view)}</script>\n<script type="application/gzip+base64"`);
   return new Blob([html], { type: "text/html" });
 }

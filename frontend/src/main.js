@@ -7,11 +7,13 @@
  * document read-only and never runs anything until the user asks to edit a copy.
  */
 import { RunController } from "./app/run.js";
-import { ShareController, stepFromUrl } from "./app/share.js";
+import { decodeView } from "./app/link.js";
+import { ShareController } from "./app/share.js";
 import { ViewState } from "./app/state.js";
 import { Viewer } from "./app/viewer.js";
 import { CodeEditor } from "./ui/editor.js";
 import { renderGallery } from "./ui/gallery.js";
+import { presentationMode } from "./ui/present.js";
 import { renderErrorExplain, renderLegend, renderResults, renderStatus } from "./ui/panels.js";
 
 const $ = (s) => document.querySelector(s);
@@ -36,9 +38,10 @@ class App {
         close: $("#share-close"), menu: $("#export-menu"),
         exports: { svg: $("#export-svg"), png: $("#export-png"), json: $("#export-json"), dot: $("#export-dot"), html: $("#export-html") },
       },
-      { viewer: this.viewer, code: () => this.editor.code, onStatus: status },
+      { viewer: this.viewer, code: () => this.editor.code, onStatus: status, mode: () => (this.present && this.present.on() ? "present" : null) },
     );
     this.bindControls();
+    this.present = presentationMode({ button: $("#present"), panes: { code: $(".gt-code"), inspector: $("#inspector") }, canvas: this.viewer.canvas });
     renderLegend($("#legend-list"));
     this.lessons = readJson("gt-lessons") || []; // backend/gradtrace/lessons, embedded by the page
     $("#examples").hidden = false; // the page's own part of the shared viewer markup
@@ -100,7 +103,8 @@ class App {
     $("#share-banner").hidden = false;
     if (!doc) { renderStatus(this.results.badge, "refused", "This shared run could not be loaded."); return; }
     this.editor.setCode(doc.code || "# (the shared run did not include its code)\n");
-    this.loadDocument(doc, { step: stepFromUrl() })
+    const view = decodeView(location.search);
+    this.loadDocument(doc, { step: view.step, view })
       .catch((err) => renderStatus(this.results.badge, "refused", `Could not show the shared run: ${err.message}`));
   }
 
@@ -112,7 +116,7 @@ class App {
     this.runner.setEnabled(true);
     $("#edit-copy").hidden = true;
     $("#share-banner").hidden = true;
-    history.pushState(null, "", "/");
+    history.pushState(null, "", this.present.on() ? "/?mode=present" : "/");
   }
 }
 

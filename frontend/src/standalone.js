@@ -6,6 +6,7 @@
  */
 import WORKER_SOURCE from "gt:layout-worker-source";
 import CSS from "gt:viewer-css";
+import { decodeView } from "./app/link.js";
 import { EmbeddedViewer, gunzipJson } from "./viewer.js";
 
 function base64Bytes(text) {
@@ -18,11 +19,14 @@ function base64Bytes(text) {
 async function main() {
   const host = document.getElementById("gradtrace");
   const workerUrl = URL.createObjectURL(new Blob([WORKER_SOURCE], { type: "text/javascript" }));
-  const viewer = new EmbeddedViewer(host, { css: CSS, workerUrl, height: "calc(100vh - 16px)" });
+  const viewer = new EmbeddedViewer(host, { css: CSS, workerUrl, height: "calc(100vh - 42px)" });
   window.gradtrace = { viewer };
   const el = document.getElementById("gt-run");
   const doc = await gunzipJson(base64Bytes(el.textContent));
-  window.gradtrace.timing = await viewer.load(doc);
+  // Export → HTML on the page writes the view it was saved from (app/link.js).
+  const viewEl = document.getElementById("gt-view");
+  const view = viewEl ? decodeView(viewEl.textContent.trim()) : null;
+  window.gradtrace.timing = await viewer.load(doc, { step: view ? view.step : null, view });
 }
 
 main().catch((err) => {

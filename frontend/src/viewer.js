@@ -114,7 +114,7 @@ export class EmbeddedViewer {
   // ---- documents, step and selection ---------------------------------------------------
 
   /** Show a run document; resolves once its first frame is drawn, with timings in ms. */
-  async load(doc, { step = null, runUrl = null } = {}) {
+  async load(doc, { step = null, runUrl = null, view = null } = {}) {
     // The host may not have been in the document when the viewer was made (a notebook renders
     // a widget into a detached element): styles, and so the palette, read then are empty.
     this.dark = undefined;
@@ -124,7 +124,7 @@ export class EmbeddedViewer {
     const link = this.$("#run-link");
     link.hidden = !runUrl;
     if (runUrl) link.href = runUrl;
-    const timing = await this.viewer.loadDocument(doc, { step });
+    const timing = await this.viewer.loadDocument(doc, { step, view });
     if (timing) this.host.dataset.ready = String(this.viewer.generation);
     return timing;
   }

@@ -125,7 +125,12 @@ def test_a_browser_gets_an_html_page_for_an_unknown_share(api: httpx.Client) -> 
     r = api.get("/s/doesnotexist", headers={"accept": "text/html"})
     assert r.status_code == 404 and r.headers["content-type"].startswith("text/html")
     assert "doesnotexist" in r.text
+    # Styled like the page and saying what happened, with the way back (api/error_page.py).
+    assert "<style>" in r.text and "This share link leads nowhere" in r.text and 'href="/"' in r.text
+    assert "http://" not in r.text and "https://" not in r.text  # offline: nothing from elsewhere
     assert_error(api.get("/s/doesnotexist"), 404, "not_found")
+    gone = api.get("/r/doesnotexist", headers={"accept": "text/html"})
+    assert gone.status_code == 404 and "This run is no longer here" in gone.text
 
 
 def test_the_rate_limit_is_per_client_with_retry_after(start_server) -> None:

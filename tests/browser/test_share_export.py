@@ -34,7 +34,8 @@ def test_share_gives_a_link_that_reopens_the_same_view_read_only(playground: Any
     dialog = page.get_by_role("dialog")
     expect(dialog).to_be_visible()
     url = page.get_by_label("Link").input_value()
-    assert re.fullmatch(re.escape(live_server.url) + r"/s/[\w-]+", url), url
+    # The link carries the view (frontend/src/app/link.js): here the camera only.
+    assert re.fullmatch(re.escape(live_server.url) + r"/s/[\w-]+(\?cam=[-\d.]+%2C[-\d.]+%2C[\d.]+)?", url), url
     page.get_by_role("button", name="Close").click()
 
     page.goto(url)

@@ -13,7 +13,6 @@ message as a small HTML page, so a broken share link shows a sentence, not JSON.
 
 from __future__ import annotations
 
-import html
 import logging
 import math
 from typing import Any
@@ -24,6 +23,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 
+from gradtrace.api.error_page import error_page
 from gradtrace.errors import GradtraceError, RateLimited, ServiceUnavailable
 from gradtrace.schema import ErrorResponse
 
@@ -56,8 +56,7 @@ def error_response(request: Request | None, status: int, code: str, message: str
         if allow:
             headers["Allow"] = allow
     if request is not None and _wants_html(request):
-        page = (f"<!doctype html><meta charset=utf-8><title>{status} · gradtrace</title>"
-                f"<h1>{status}</h1><p>{html.escape(message)}</p><p><a href=\"/\">gradtrace</a></p>")
+        page = error_page(status, message, request.url.path)
         return HTMLResponse(page, status_code=status, headers=headers)
     body = {"error": {"code": code, "message": message, "detail": detail}}
     return JSONResponse(body, status_code=status, headers=headers)

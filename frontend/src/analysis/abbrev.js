@@ -9,8 +9,8 @@ const OP_SUFFIX = /Backward\d*$/;
 
 /**
  * The short forms of a label, longest first; a box shows the first that fits.
- *   "AddmmBackward0" → ["Addmm…", "Add…", "A…"]
- *   "model.0.weight" → ["m.0.weight", "m.0.w", "w"]
+ *   "AddmmBackward0" → ["Addmm…", "Add…", "A…", "A"]
+ *   "model.0.weight" → ["m.0.weight", "m.0.w", "weight", "0.w", "w"]
  *   "layers × 6"     → ["layers×6", "l×6"]
  */
 export function abbreviations(label) {
@@ -25,6 +25,7 @@ export function abbreviations(label) {
     if (words.length > 1) add(`${words[0]}…`);
     if (op.length > 3) add(`${op.slice(0, 3)}…`);
     add(`${op[0]}…`);
+    add(op[0]);
     return out;
   }
   const times = /^(.*?)\s*×\s*(\d+)$/.exec(text);
@@ -34,12 +35,19 @@ export function abbreviations(label) {
     return out;
   }
   if (text.includes(".")) {
+    const parts = text.split(".");
+    const last = parts[parts.length - 1];
     add(shortPath(text, false));
     add(shortPath(text, true));
-    add(text.slice(text.lastIndexOf(".") + 1));
+    // The last segment, unless it is a bare number ("G.2" → "G.2", never "2").
+    if (!/^\d+$/.test(last)) {
+      add(last);
+      add(shortPath(parts.slice(-2).join("."), true));
+      add(last[0]);
+    }
     return out;
   }
-  if (text.length > 4) add(`${text.slice(0, 3)}…`);
+  if (text.length > 4) { add(`${text.slice(0, 3)}…`); add(`${text[0]}…`); add(text[0]); }
   return out;
 }
 

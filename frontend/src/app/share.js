@@ -1,26 +1,28 @@
 /**
  * The share/export controller: the Share button and its dialog, and the Export menu
- * (SVG, PNG, JSON, DOT of what the viewer shows at the current step).
+ * (SVG, PNG, JSON, DOT of what the viewer shows at the current step, and a saved HTML file).
  *
- * A share link carries the step it was shared from (`?step=k`), so it opens where the sharer
- * was looking; the page reads it back with `stepFromUrl()`.
+ * A share link carries the view it was shared from (app/link.js: the step, the selected node,
+ * the open groups, the camera, presentation mode), so it opens where the sharer was looking;
+ * a saved HTML file carries the same view inside it.
  */
 import { shareDocument } from "../api.js";
 import { download, toDot, toPng, toSvg } from "../render/export.js";
 import { toStandaloneHtml } from "../export-html.js";
 
-/** The `step` query parameter of a share link, or null. */
-export function stepFromUrl(href = location.href) {
-  const raw = new URL(href).searchParams.get("step");
-  if (raw == null || !/^\d+$/.test(raw)) return null;
-  return Number(raw);
+/** The link to share: the server's share URL with the view's query (app/link.js encodeView). */
+export function shareLink(res, query, origin = location.origin) {
+  const url = new URL(res.url || `/s/${res.id}`, origin);
+  url.search = query ? query.toString() : "";
+  return url.href;
 }
 
-/** The link to share: the server's share URL, with the current step when not at the end. */
-export function shareLink(res, step, N, origin = location.origin) {
-  const url = new URL(res.url || `/s/${res.id}`, origin);
-  if (step != null && step < N) url.searchParams.set("step", String(step));
-  return url.href;
+/** A title for a saved run: its first comment or docstring line, else its id; with the step. */
+export function runTitle(doc, step, N) {
+  const first = String(doc.code || "").split("\n").map((l) => l.trim().replace(/^(#+|"""|\'\'\')\s*/, "").replace(/("""|\'\'\')$/, "").trim())
+    .find((l) => l.length > 2);
+  const what = first ? first.slice(0, 80) : `run ${doc.id || ""}`.trim();
+  return `gradtrace · ${what}${step != null && step < N ? ` · step ${step} of ${N}` : ""}`;
 }
 
 export class ShareController {
@@ -59,7 +61,7 @@ export class ShareController {
       const stored = viewer.doc.code != null;  // the server's copy already holds the code
       const doc = stored ? viewer.doc : { ...viewer.doc, code: this.cb.code() };
       const res = await shareDocument(doc, { stored });
-      this.els.url.value = shareLink(res, viewer.player.k, viewer.timeline.N);
+      this.els.url.value = shareLink(res, viewer.viewQuery(this.cb.mode ? this.cb.mode() : null));
       this.els.copied.textContent = "";
       this.els.dialog.showModal();
       this.els.url.select();
@@ -80,7 +82,10 @@ export class ShareController {
     if (kind === "dot") download(`${base}.dot`, new Blob([toDot(viewer.index, viewer.direction)], { type: "text/vnd.graphviz" }));
     if (kind === "svg") download(`${base}.svg`, new Blob([toSvg(viewer.scene, k, pal)], { type: "image/svg+xml" }));
     if (kind === "png") download(`${base}.png`, await toPng(viewer.scene, k, pal));
-    if (kind === "html") download(`${base}.html`, await toStandaloneHtml({ ...viewer.doc, code: viewer.doc.code ?? this.cb.code() }));
+    if (kind === "html") {
+      const doc = { ...viewer.doc, code: viewer.doc.code ?? this.cb.code() };
+      download(`${base}.html`, await toStandaloneHtml(doc, { view: viewer.viewQuery().toString(), title: runTitle(doc, k, viewer.timeline.N) }));
+    }
     this.els.menu.open = false;
   }
 }

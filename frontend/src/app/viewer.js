@@ -33,6 +33,7 @@ import { IterationPicker } from "../ui/iterations.js";
 import { compactKeyHint, graphKeyHandler } from "../ui/keys.js";
 import { renderModules, renderNodeList } from "../ui/panels.js";
 import { Transport } from "../ui/transport.js";
+import { encodeView } from "./link.js";
 import { followUnits, jump, pickUnit, reveal } from "./navigate.js";
 import { part } from "./parts.js";
 import { searchPanel } from "./search-panel.js";
@@ -41,6 +42,14 @@ import { ViewState } from "./state.js";
 export { part };
 
 const NO_CODE = { mark() {} };
+
+/** The fold fields of a share link's view over the document's defaults (modules that exist only). */
+function foldsOf(view, defaults, tree) {
+  const collapsed = new Set(defaults);
+  for (const p of view.expand) collapsed.delete(p);
+  for (const p of view.collapse) if (tree.mods.has(p)) collapsed.add(p);
+  return { collapsed, open: new Set(view.open), expandedRepeats: new Set(view.repeats.filter((p) => tree.repeats.has(p))) };
+}
 
 export class Viewer {
   /**
@@ -119,8 +128,12 @@ export class Viewer {
 
   // ---- the pipeline --------------------------------------------------------------------
 
-  /** Show a run document; resolves once its first frame is drawn, with timings in ms. */
-  async loadDocument(doc, { step = null } = {}) {
+  /**
+   * Show a run document; resolves once its first frame is drawn, with timings in ms.
+   * `view` (app/link.js decodeView) restores what a share link's sharer saw: folds, open
+   * groups, the selected node and the camera.
+   */
+  async loadDocument(doc, { step = null, view = null } = {}) {
     const t0 = performance.now();
     this.player.pause();
     this.doc = doc;
@@ -135,7 +148,8 @@ export class Viewer {
     const shown = levels.length ? shownMask(levels, openUnits, this.index.nodes.length) : null;
     this.player.N = N;
     this._quiet = true;
-    this.state.reset({ collapsed: defaultCollapsed(this.index, this.tree, undefined, shown), step: k0, levels, openUnits });
+    this.defaults = defaultCollapsed(this.index, this.tree, undefined, shown);
+    this.state.reset({ collapsed: this.defaults, step: k0, levels, openUnits, ...(view ? foldsOf(view, this.defaults, this.tree) : {}) });
     this.words = wordsContext(this.index, this.timeline, doc.code ?? this.codeText(), levels);
     this.errors = errorMarks(this.index);
     this._starts = null;
@@ -153,10 +167,34 @@ export class Viewer {
     this.transport.setSegments(this.timeline.segments, N, (seg) => segmentLabel(this.words, seg));
     this.inspector.clear();
     this.player.reset(N, this.timeline.segments, k0);
+    if (view) await this._restoreView(view);
     await new Promise((r) => requestAnimationFrame(() => { this.canvas.drawNow(); r(); }));
     this.lastTiming = { ...timing, total: performance.now() - t0, nodes: this.index.nodes.length };
     this.generation++;
     return this.lastTiming;
+  }
+
+  /** The selection and camera of a share link (app/link.js), once the graph is drawn. */
+  async _restoreView(view) {
+    const ref = view.sel != null ? this.index.idx.get(view.sel) : undefined;
+    if (ref !== undefined) {
+      const v = await this.reveal(ref);
+      if (v >= 0) this.selectNode(v, { pause: false });
+    }
+    if (view.cam) this.canvas.lookAt(view.cam.cx, view.cam.cy, view.cam.k);
+    else if (this.selectedV >= 0) this.canvas.centerOn(this.selectedV);
+  }
+
+  /** What a share link carries of this view (app/link.js encodeView); `mode` is the page's. */
+  viewQuery(mode = null) {
+    const st = this.state.state;
+    const v = this.selectedV;
+    return encodeView({
+      step: st.step, N: this.timeline ? this.timeline.N : 0, mode,
+      sel: v >= 0 && this.scene ? this.index.nodes[this.scene.view.vnodes[v].refs[0]].id : null,
+      open: st.open, collapsed: st.collapsed, defaults: this.defaults, repeats: st.expandedRepeats,
+      cam: this.canvas.cam, size: this.canvas._size(),
+    });
   }
 
   /** Rebuild the visible graph (after collapse/expand or direction) and lay it out again. */

@@ -17,6 +17,8 @@ export class GraphCanvas {
   constructor(host, callbacks = {}) {
     this.host = host;
     this.cb = callbacks;
+    /** How much larger than usual Fit makes the text (presentation mode, ui/present.js). */
+    this.textScale = 1;
     this.base = host.querySelector("canvas.gt-base");
     this.overlay = host.querySelector("canvas.gt-overlay");
     this.minimap = new Minimap(host.querySelector("canvas.gt-minimap"), (wx, wy) => {
@@ -72,7 +74,7 @@ export class GraphCanvas {
     // Fit follows a change of the page (a new scene, a button): the size is measured afresh.
     const m = this._measure();
     if (!this.sz || m.w !== this.sz.w || m.h !== this.sz.h) this._resize();
-    this.cam = fitCamera(this.scene, this.k, this._size(), this.reserve(), { whole });
+    this.cam = fitCamera(this.scene, this.k, this._size(), this.reserve(), { whole, readK: READ_K * this.textScale });
     this.redraw();
   }
 
@@ -85,6 +87,16 @@ export class GraphCanvas {
     const k = Math.min(4, Math.max(0.005, this.cam.k * f));
     const wx = this.cam.x + sx / this.cam.k, wy = this.cam.y + sy / this.cam.k;
     this.cam = { k, x: wx - sx / k, y: wy - sy / k };
+    this.redraw();
+  }
+
+  /** Put world point (cx, cy) at the centre of the view at zoom k (a share link's camera). */
+  lookAt(cx, cy, k) {
+    const m = this._measure();  // measured afresh, as Fit does: the page may just have changed
+    if (!this.sz || m.w !== this.sz.w || m.h !== this.sz.h) this._resize();
+    const { w, h } = this._size();
+    const kk = Math.min(4, Math.max(0.005, k));
+    this.cam = { k: kk, x: cx - w / 2 / kk, y: cy - h / 2 / kk };
     this.redraw();
   }
 

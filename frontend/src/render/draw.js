@@ -60,6 +60,7 @@ export function drawScene(ctx, scene, st, cam, vw, vh, opts) {
   // boxes and module titles keep a legible size, so a zoomed-out view reads as its groups.
   const px = 1 / k;
   const texts = [];
+  const overview = LABEL_PX * k < MIN_TEXT_PX;
 
   // Module boxes.
   for (const b of scene.boxes) {
@@ -75,8 +76,11 @@ export function drawScene(ctx, scene, st, cam, vw, vh, opts) {
     ctx.strokeStyle = pal.boxStroke;
     ctx.stroke();
     ctx.setLineDash([]);
+    // At the overview level the title speaks for the boxes inside, too small for their own
+    // text: it may use the box's whole width, on a background (NOTE [overview labels]).
     texts.push({ kind: "title", text: b.title || `▾ ${b.path}`, wx: b.lx, wy: b.ly, base: 11, min: 11, color: pal.boxText, prio: 2,
-      room: b.tw, clip: [b.x0, b.y0, b.x1, b.y1], alts: titleAlts(b.title || `▾ ${b.path}`) });
+      room: overview ? Math.max(b.tw, b.x1 - b.lx) : b.tw, bg: overview ? pal.labelBg : undefined,
+      clip: [b.x0, b.y0, b.x1, b.y1], alts: (b.alts ||= titleAlts(b.title || `▾ ${b.path}`)) });
   }
 
   // Edges: plain ones batched, gradient-carrying ones one by one.
@@ -259,8 +263,8 @@ export function edgeText(g) {
  * A group's title keeps 11 px at any zoom, so it is always built.
  */
 const LABEL_PX = 12, SUB_PX = 11;
-/** Screen px a box needs for the shortest short form ("A…" at 9 px, with its padding). */
-const OVERVIEW_MIN_W = 18;
+/** Screen px a box needs for the shortest short form ("w" at 9 px, with its padding). */
+const OVERVIEW_MIN_W = 10;
 
 function nodeTexts(scene, st, batches, pal, k, texts) {
   const { vnodes } = scene.view;
@@ -274,10 +278,11 @@ function nodeTexts(scene, st, batches, pal, k, texts) {
       if (!labels && !group) {
         // The overview level (NOTE [overview labels] in render/texts.js): the label or a
         // short form of it at the smallest legible size, inside its box, or nothing. A box
-        // narrower than the shortest form ("A…" at 9 px) has none: nothing is measured for it.
+        // narrower than the shortest form ("w" at 9 px) has none: nothing is measured for it.
         if (n.w * k < OVERVIEW_MIN_W) continue;
         texts.push({ kind: "node", text: n.label, wx: cx, wy: cy, base: LABEL_PX, min: MIN_TEXT_PX, color: pal.kinds[n.kind].text,
-          prio: 1.2, node: v, centre: true, room: n.w, pad: 2, alts: (n.alts ||= abbreviations(n.label)), abbrOnly: true });
+          prio: 1.2, node: v, centre: true, room: n.w, pad: 2, alts: (n.alts ||= abbreviations(n.label)), abbrOnly: true,
+          clip: [cx - n.w / 2, cy - n.h / 2, cx + n.w / 2, cy + n.h / 2] });
         continue;
       }
       texts.push({ kind: "node", text: n.label, wx: cx, wy: cy - (group ? 9 : 7), base: LABEL_PX, min: group ? 11 : 0, bold: group,

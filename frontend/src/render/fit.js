@@ -26,21 +26,22 @@ export const BAND = 0.44;
  * @param k        the step
  * @param size     {w, h} of the view in CSS px
  * @param reserve  [right, bottom] px the minimap keeps for itself
+ * @param readK    the least zoom Fit reads at (READ_K; larger in presentation mode)
  * @returns {{x: number, y: number, k: number}} the camera (world top-left and zoom)
  */
-export function fitCamera(scene, k, size, reserve = [0, 0], { whole = false } = {}) {
+export function fitCamera(scene, k, size, reserve = [0, 0], { whole = false, readK = READ_K } = {}) {
   const s = scene, { vnodes } = s.view;
   const w = size.w - reserve[0], h = size.h - reserve[1];
   const gw = Math.max(s.width, 1) + 40, gh = Math.max(s.height, 1) + 40;
   const kw = Math.min(w / gw, h / gh, 1.6);
-  if (kw >= READ_K || whole) return { k: kw, x: -20 - (w / kw - gw) / 2, y: -20 - (h / kw - gh) / 2 };
-  const fits = (b) => Math.min(w / (b[2] - b[0] + 60), h / (b[3] - b[1] + 60)) >= READ_K;
+  if (kw >= readK || whole) return { k: kw, x: -20 - (w / kw - gw) / 2, y: -20 - (h / kw - gh) / 2 };
+  const fits = (b) => Math.min(w / (b[2] - b[0] + 60), h / (b[3] - b[1] + 60)) >= readK;
   const withFolds = activeBox(s, k, true);
   const box = withFolds && fits(withFolds) ? withFolds : activeBox(s, k, false);
   let [x0, y0, x1, y1] = box || currentBox(s, k);
   let bw = x1 - x0 + 60, bh = y1 - y0 + 60;
   // Without units the current node alone is no frame: show the most context that is legible.
-  const ka = box ? Math.max(READ_K, Math.min(w / bw, h / bh, 1.2)) : READ_K;
+  const ka = box ? Math.max(readK, Math.min(w / bw, h / bh, 1.2 * readK / READ_K)) : readK;
   const [v] = stepState(s, k).current;
   // A current node outside the active part (a shared parameter) joins it, with room around.
   if (box && v !== undefined) {

@@ -84,10 +84,18 @@ export function drawTexts(ctx, scene, texts, cam, vw, vh, dpr, batches) {
     // title in the part that is in view (its top-left corner, or the middle of a group).
     if (t.clip && (candidates[0][0] < 0 || candidates[0][1] < 0 || candidates[0][0] + w > vw || candidates[0][1] + h > vh)) {
       const [c0, c1, c2, c3] = t.clip;
-      const vx0 = Math.max(sx(c0), 0) + 4, vy0 = Math.max(sy(c1), 0) + 3, vx1 = Math.min(sx(c2), vw) - 4, vy1 = Math.min(sy(c3), vh) - 3;
-      if (vx1 - vx0 >= w && vy1 - vy0 >= h) {
-        candidates.push(t.kind === "title" ? [vx0, vy0] : [(vx0 + vx1 - w) / 2, (vy0 + vy1 - h) / 2]);
-        if (t.kind === "title" && vx0 + w + 12 <= vx1) candidates.push([vx0, Math.min(vy0 + h, vy1 - h)]);
+      const px = t.kind === "title" ? 4 : 1, py = t.kind === "title" ? 3 : 0;
+      const vx0 = Math.max(sx(c0), 0) + px, vy0 = Math.max(sy(c1), 0) + py, vx1 = Math.min(sx(c2), vw) - px, vy1 = Math.min(sy(c3), vh) - py;
+      // Too narrow a part for the text: its first short form that fits there (labels.js never
+      // places a text that sticks out of the view).
+      const bgw = t.bg ? 6 : 0;
+      if (vx1 - vx0 < w + bgw && t.alts && vy1 - vy0 >= h) {
+        const alt = t.alts.find((a) => ctx.measureText(a).width + bgw <= vx1 - vx0);
+        if (alt !== undefined) { text = alt; w = ctx.measureText(alt).width; candidates = []; }
+      }
+      if (vx1 - vx0 >= w + bgw && vy1 - vy0 >= h) {
+        candidates.push(t.kind === "title" ? [vx0, vy0] : [(vx0 + vx1 - w - bgw) / 2, (vy0 + vy1 - h) / 2]);
+        if (t.kind === "title" && vx0 + w + bgw + 12 <= vx1) candidates.push([vx0, Math.min(vy0 + h, vy1 - h)]);
       }
     }
     items.push({ ...t, text, full: text === t.text ? undefined : t.text, font, size, w: t.bg ? w + 6 : w, h, px: size, candidates, owner: t.node });
