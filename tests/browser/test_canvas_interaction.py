@@ -85,9 +85,9 @@ def test_scrubber_and_phase_segments_move_the_step(playground: Any) -> None:
     n = len(doc["events"])
     page.get_by_label("Timeline position").fill("3")
     expect(page.locator("#tl-label")).to_have_text(f"Step 3/{n} · forward")
-    page.get_by_role("button", name=re.compile("^Jump to backward 0")).click()
+    page.get_by_role("button", name=re.compile("^Jump to backward 1")).click()
     first_backward = next(i for i, e in enumerate(doc["events"]) if e["phase"] == "backward") + 1
-    expect(page.locator("#tl-label")).to_have_text(f"Step {first_backward}/{n} · backward 0")
+    expect(page.locator("#tl-label")).to_have_text(f"Step {first_backward}/{n} · backward 1")  # passes count from 1
 
 
 def test_left_to_right_layout_puts_producers_left_of_consumers(playground: Any) -> None:

@@ -47,7 +47,7 @@ def test_keys_step_through_events_highlighting_node_and_code_line(playground: An
     expect(page.locator("#tl-label")).to_have_text(f"Step 2/{len(events)} · forward")
     page.screenshot(path=str(artifacts_dir / "timeline-forward-step.png"))
     page.keyboard.press("End")
-    expect(page.locator("#tl-label")).to_have_text(f"Step {len(events)}/{len(events)} · backward 0")
+    expect(page.locator("#tl-label")).to_have_text(f"Step {len(events)}/{len(events)} · backward 1")  # passes count from 1
     page.keyboard.press("Shift+ArrowLeft")  # start of the backward phase
     first_backward = next(i for i, e in enumerate(events) if e["phase"] == "backward")
     expect(page.locator("#tl-label")).to_contain_text(f"Step {first_backward}/{len(events)}")
@@ -135,13 +135,13 @@ def test_grad_grows_across_backward_passes(playground: Any) -> None:
             if i + 1 == len(events) or (events[i + 1]["phase"], events[i + 1].get("pass"))
             != (e["phase"], e.get("pass"))]
     labels = page.locator("#tl-segments button").all_inner_texts()
-    assert [lab for lab in labels if lab.startswith("backward")] == ["backward 0", "backward 1", "backward 2"]
+    assert [lab for lab in labels if lab.startswith("backward")] == ["backward 1", "backward 2", "backward 3"]
     w_item = page.get_by_role("list", name="Graph nodes").locator("li", has_text=re.compile("^w — "))
     page.locator("#graph").focus()
     page.keyboard.press("Home")
     for end, ev in ends:
         page.keyboard.press("Shift+ArrowRight")  # to the end of the next phase
-        phase = "forward" if ev["phase"] == "forward" else f"backward {ev['pass']}"
+        phase = "forward" if ev["phase"] == "forward" else f"backward {ev['pass'] + 1}"
         expect(page.locator("#tl-label")).to_have_text(f"Step {end}/{len(events)} · {phase}")
         if ev["phase"] == "backward":
             expected = history[ev["pass"]]

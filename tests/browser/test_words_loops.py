@@ -87,7 +87,7 @@ def test_adam_20_sentences_name_the_iteration(playground: Any, artifacts_dir: Pa
     shoot(page, artifacts_dir, "adam-fwd", size)
     # The last pass starts (step lb + 1) with the iteration it belongs to.
     go(page, at["bwd"] - 3)
-    head = "backward 19 (iteration 20 of 20) starts at line 10 (`loss.backward()`). "
+    head = "backward 20 (iteration 20 of 20) starts at line 10 (`loss.backward()`). "
     assert sentence(page).startswith(head), sentence(page)
     go(page, at["bwd"])
     text = sentence(page)

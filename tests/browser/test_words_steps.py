@@ -136,15 +136,15 @@ def test_keys_jump_by_line_iteration_and_pass_and_grads_tell_the_truth(playgroun
     page.keyboard.press("i")  # the first turn of the loop
     first = k()
     assert first >= 1 and all(e["phase"] == "forward" for e in events[:first]), first
-    page.keyboard.press("i")  # the second turn: its first forward step after backward 0
+    page.keyboard.press("i")  # the second turn: its first forward step after backward 1
     assert events[k() - 1]["phase"] == "forward" and events[k() - 2]["phase"] == "backward", k()
     second = k()
     page.keyboard.press("Shift+I")
     assert k() == first
-    page.keyboard.press("p")  # the next pass: backward 0 starts
+    page.keyboard.press("p")  # the next pass: backward 1 starts
     assert (events[k() - 1]["phase"], events[k() - 1]["pass"], events[k() - 2]["phase"]) == ("backward", 0, "forward")
     line_now = events[k() - 1]["line"]
-    page.keyboard.press("l")  # backward 0 runs on the backward() line: the next line is the next turn's
+    page.keyboard.press("l")  # backward 1 runs on the backward() line: the next line is the next turn's
     assert events[k() - 1]["line"] != line_now and k() == second
     page.keyboard.press("PageDown")
     assert (events[k() - 1]["phase"], events[k() - 1]["pass"], events[k() - 2]["phase"]) == ("backward", 1, "forward")

@@ -16,6 +16,7 @@
  *   before). The document names that module, its class, the op and the shapes it got; the
  *   mark goes on the last node made before the error, the one whose output the module got.
  */
+import { passNo } from "./format.js";
 
 /** Everything the page marks for `index.doc.error`; empty fields when there is no error. */
 export function errorMarks(index) {
@@ -115,5 +116,5 @@ export function savedState(marks, ref, saved, passEnd, k) {
   }
   if (saved.freed_after_pass == null) return "held";
   const end = passEnd(saved.freed_after_pass);
-  return end != null && k >= end ? `freed after pass ${saved.freed_after_pass}` : `held until pass ${saved.freed_after_pass} ends`;
+  return end != null && k >= end ? `freed after pass ${passNo(saved.freed_after_pass)}` : `held until pass ${passNo(saved.freed_after_pass)} ends`;
 }

@@ -10,7 +10,7 @@
  * iteration or call they belong to, which the page's groups (graph/groups.js) found.
  */
 import { parseInplaceOp, parseSavedName, parseShapes, parseVersions } from "./errors.js";
-import { fmtTensorShort } from "./format.js";
+import { fmtTensorShort, passNo } from "./format.js";
 import { capital, functionName, namesContext } from "./names.js";
 
 const MAX_CODE = 60;
@@ -106,7 +106,7 @@ function linePrefix(ctx, line) {
 
 function passName(ctx, p) {
   const info = ctx.passes.get(p);
-  return `backward ${p}${info && info.create_graph ? " (building a graph)" : ""}`;
+  return `backward ${passNo(p)}${info && info.create_graph ? " (building a graph)" : ""}`;
 }
 
 /** " of iteration 12 of 20" when backward pass p is one turn of a training loop, else "". */

@@ -69,7 +69,7 @@ export class Timeline {
       if (!this.leafGrads.has(leaf)) this.leafGrads.set(leaf, []);
       this.leafGrads.get(leaf).push([i + 1, e.grad, this.evPass[i]]);
     });
-    this.segments = segmentsOf(events, this.evPass);
+    this.segments = segmentsOf(events, this.evPass, events.map((e, i) => index.nodes[this.evNode[i]].created_in_pass ?? null));
   }
 
   event(k) { return k >= 1 && k <= this.N ? this.events[k - 1] : null; }
@@ -113,13 +113,26 @@ export function lastAtOrBefore(list, k, key) {
   return ans;
 }
 
-function segmentsOf(events, evPass) {
+/**
+ * NOTE [one segment per pass]: a backward with create_graph=True interleaves its backward
+ * steps with the forward steps of the graph it builds (each node it makes is recorded as a
+ * forward event with `created_in_pass`). Cut at each change of phase, one pass became a
+ * barcode of slivers and `P` stopped at each. The built steps belong to their pass: the pass
+ * is one segment, and its sub-steps are its `parts` ({phase, start, end}), drawn inside it.
+ * Labels number passes from 1 (NOTE [numbered from 1] in analysis/format.js).
+ */
+function segmentsOf(events, evPass, builtIn = events.map(() => null)) {
   const segs = [];
   events.forEach((e, i) => {
-    const label = e.phase === "forward" ? "forward" : `backward ${evPass[i]}`;
+    const pass = e.phase === "forward" ? builtIn[i] ?? -1 : evPass[i];
+    const label = pass < 0 ? "forward" : `backward ${pass + 1}`;
     const last = segs[segs.length - 1];
     if (last && last.label === label) last.end = i + 1;
-    else segs.push({ label, phase: e.phase, pass: evPass[i], start: i + 1, end: i + 1 });
+    else segs.push({ label, phase: pass < 0 ? "forward" : "backward", pass, start: i + 1, end: i + 1, parts: [] });
+    const seg = segs[segs.length - 1];
+    const part = seg.parts[seg.parts.length - 1];
+    if (part && part.phase === e.phase) part.end = i + 1;
+    else seg.parts.push({ phase: e.phase, start: i + 1, end: i + 1 });
   });
   return segs;
 }

@@ -12,6 +12,7 @@
 import { prefixes } from "./document.js";
 import { foldLabel, foldOf, isOpen, isShared, unitKey, unitLabel } from "./groups.js";
 import { groupKeyFor } from "./modules.js";
+import { derivativeOrders } from "./orders.js";
 
 export const PROXY_MIN_NODES = 150;
 const CHAR_W = 7.4;
@@ -69,7 +70,9 @@ export function buildView(index, tree, state) {
     }
   });
   for (const v of vnodes) if (v.kind === "group") v.sub = `${v.sub} · ${v.refs.length} nodes`;
-  for (const v of vnodes) if (v.kind !== "group" && index.nodes[v.refs[0]].created_in_pass != null) v.higher = true;
+  // Built by a backward with create_graph=True: its derivative order (graph/orders.js), 1 or more.
+  const orders = derivativeOrders(index);
+  for (const v of vnodes) if (v.kind !== "group" && orders[v.refs[0]]) v.higher = orders[v.refs[0]];
 
   const vedges = [];
   const pair = new Map();

@@ -193,23 +193,26 @@ export function drawScene(ctx, scene, st, cam, vw, vh, opts) {
       }
     }
   });
-  // Built during a backward with create_graph=True: a double outline and a band down the left
-  // side in the higher-order colour, so a graph built by backward never reads as forward.
-  ctx.beginPath();
-  const bands = [];
-  for (const list of batches) for (const v of list) {
-    const n = vnodes[v];
-    if (!n.higher) continue;
-    bands.push(v);
-    ctx.rect(xs[v] - n.w / 2 + 3, ys[v] - n.h / 2 + 3, n.w - 6, n.h - 6);
-  }
-  if (bands.length) {
+  // Built during a backward with create_graph=True: an inner outline and one band down the left
+  // side per derivative order (graph/orders.js), in that order's colour, so a graph built by
+  // backward never reads as forward and d²u never reads as du. The bands sit in the box's
+  // margin: the texts of such a box keep clear of them (nodeTexts).
+  for (const order of [1, 2]) {
+    const bands = [];
+    for (const list of batches) for (const v of list) if (vnodes[v].higher && Math.min(vnodes[v].higher, 2) === order) bands.push(v);
+    if (!bands.length) continue;
+    const color = order === 1 ? pal.higher : pal.higher2;
+    ctx.beginPath();
+    for (const v of bands) { const n = vnodes[v]; ctx.rect(xs[v] - n.w / 2 + 3, ys[v] - n.h / 2 + 3, n.w - 6, n.h - 6); }
     ctx.lineWidth = 1.5 * Math.max(px, 1);
-    ctx.strokeStyle = pal.higher;
+    ctx.strokeStyle = color;
     ctx.stroke();
     ctx.beginPath();
-    for (const v of bands) { const n = vnodes[v]; ctx.rect(xs[v] - n.w / 2 + 3, ys[v] - n.h / 2 + 3, 5, n.h - 6); }
-    ctx.fillStyle = pal.higher;
+    for (const v of bands) {
+      const n = vnodes[v];
+      for (let b = 0; b < order; b++) ctx.rect(xs[v] - n.w / 2 + 2 + 4 * b, ys[v] - n.h / 2 + 3, 3, n.h - 6);
+    }
+    ctx.fillStyle = color;
     ctx.fill();
   }
   for (const v of scene.errorV) {
@@ -285,7 +288,9 @@ function nodeTexts(scene, st, batches, pal, k, texts) {
           clip: [cx - n.w / 2, cy - n.h / 2, cx + n.w / 2, cy + n.h / 2] });
         continue;
       }
-      texts.push({ kind: "node", text: n.label, wx: cx, wy: cy - (group ? 9 : 7), base: LABEL_PX, min: group ? 11 : 0, bold: group,
+      // A box with derivative-order bands keeps its texts clear of them (2 + 4 px per band).
+      const bands = n.higher ? 4 * Math.min(n.higher, 2) + 2 : 0;
+      texts.push({ kind: "node", text: n.label, wx: cx + bands / 2, wy: cy - (group ? 9 : 7), base: LABEL_PX, min: group ? 11 : 0, bold: group,
         color: pal.kinds[n.kind].text, prio: 1, node: v, centre: true, room: group ? n.w : undefined,
         alts: group ? (n.alts ||= abbreviations(n.label)) : undefined, clip: group ? [cx - n.w / 2, cy - n.h / 2, cx + n.w / 2, cy + n.h / 2] : undefined });
       if (!subs) continue;
@@ -303,7 +308,7 @@ function nodeTexts(scene, st, batches, pal, k, texts) {
         if (g) sub = `${n.sub} · ∇ ${fmtTensorShort(g, 2, false)}`;
       }
       // A group's title is kept at 11 px at least: its second line sits lower to stay clear of it.
-      if (sub) texts.push({ kind: "node", text: sub, wx: cx, wy: cy + (group ? 10 : 8), base: SUB_PX, color: pal.kinds[n.kind].sub, prio: 1.1, node: v, centre: true, fitTo: n.w - 6 });
+      if (sub) texts.push({ kind: "node", text: sub, wx: cx + bands / 2, wy: cy + (group ? 10 : 8), base: SUB_PX, color: pal.kinds[n.kind].sub, prio: 1.1, node: v, centre: true, fitTo: n.w - 6 - bands });
     }
   }
 }

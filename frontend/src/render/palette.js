@@ -22,6 +22,6 @@ export function palette(el = document.documentElement) {
     selected: v("--gt-selected", "#111"), lineSel: v("--gt-line-sel", "#f59f00"), error: v("--gt-error", "#e03131"),
     reached: v("--gt-reached", "#d9480f"), reachedOld: v("--gt-reached-old", "#c9b8a8"),
     cut: v("--gt-cut-stroke", "#888"), mini: v("--gt-mini", "#f4f4f8"),
-    higher: v("--gt-higher-order", "#7048e8"),
+    higher: v("--gt-higher-order", "#7048e8"), higher2: v("--gt-higher-order-2", "#0c8599"),
   };
 }

@@ -6,7 +6,7 @@
  */
 import { KINDS } from "../graph/document.js";
 import { savedState } from "../analysis/errors.js";
-import { fmtBytes, fmtTensorLong } from "../analysis/format.js";
+import { fmtBytes, fmtTensorLong, passNo } from "../analysis/format.js";
 import { accumulationsAt, errorSentence } from "../analysis/words.js";
 
 function el(tag, attrs = {}, ...children) {
@@ -75,7 +75,7 @@ export class Inspector {
       dl.append(el("dt", {}, "line"), el("dd", {}, el("button", { type: "button", class: "gt-link", onclick: () => this.cb.onLine(n.line) }, `line ${n.line}`)));
     }
     row(dl, n.kind === "function" ? "output" : "tensor", [n.shape ? `[${n.shape.join(", ")}]` : null, n.dtype, n.device].filter(Boolean).join(" · "));
-    if (n.created_in_pass != null) row(dl, "created in", `backward ${n.created_in_pass}, building a graph (create_graph=True)`);
+    if (n.created_in_pass != null) row(dl, "created in", `backward ${passNo(n.created_in_pass)}, building a graph (create_graph=True)`);
     if (n.cut) row(dl, "cut", `${n.cut.kind}${n.cut.line != null ? ` at line ${n.cut.line}` : ""}`);
     if (vn.proxy) row(dl, "drawn", "as one copy per use (shared leaf)");
     const errs = this.ctx.errors;
@@ -98,7 +98,7 @@ export class Inspector {
     const step = tl.lastBackward(i, k);
     if (step != null) {
       const ev = tl.event(step);
-      parts.push(el("p", { class: "gt-hint" }, `backward pass ${tl.passAt(step)}, step ${step}` +
+      parts.push(el("p", { class: "gt-hint" }, `backward pass ${passNo(tl.passAt(step))}, step ${step}` +
         (ev.changed_by_hook ? " · a hook changed this gradient" : "")));
       (ev.grad_outputs || []).forEach((g, j) => g && parts.push(tensorBlock(`grad_outputs[${j}] (flowing in)`, g)));
       (ev.grad_inputs || []).forEach((g, j) => g && parts.push(tensorBlock(`grad_inputs[${j}] (flowing out)`, g)));

@@ -74,6 +74,18 @@ export class Transport {
       el.title = `${name}: steps ${s.start}–${s.end}`;
       el.setAttribute("aria-label", `Jump to ${name} (steps ${s.start} to ${s.end})`);
       el.addEventListener("click", () => this.player.go(s.start, { fromUser: true }));
+      // A create_graph backward is one segment; the steps that build its graph are marked inside
+      // it (graph/timeline.js NOTE [one segment per pass]).
+      const len = s.end - s.start + 1;
+      for (const p of s.parts || []) {
+        if (p.phase !== "forward" || s.phase !== "backward") continue;
+        const mark = document.createElement("span");
+        mark.className = "tl-built";
+        mark.setAttribute("aria-hidden", "true");
+        mark.style.left = `${((p.start - s.start) / len) * 100}%`;
+        mark.style.width = `${((p.end - p.start + 1) / len) * 100}%`;
+        el.append(mark);
+      }
       this.segBar.append(el);
     }
     this.scrub.max = String(N);
