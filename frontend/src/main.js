@@ -24,7 +24,9 @@ class App {
     this.config = readJson("gt-config") || { mode: "edit" };
     this.mode = this.config.mode === "share" ? "share" : "edit";
     this.state = new ViewState();
-    this.editor = new CodeEditor($("#editor"), { onRun: () => this.runner.run(), onLineSelect: (line) => this.viewer.selectLine(line) });
+    this.editor = new CodeEditor($("#editor"), { onRun: () => this.runner.run(), onLineSelect: (line) => this.viewer.selectLine(line),
+      onLeave: () => $("#graph").focus() });
+    bindWrap($("#wrap"), this.editor);
     this.viewer = new Viewer(document.body, { state: this.state, code: this.editor, codeText: () => this.editor.code });
     this.results = { badge: $("#status-badge"), error: $("#error-box"), stdout: $("#stdout"), stdoutWrap: $("#stdout-wrap") };
     const status = (s, text) => renderStatus(this.results.badge, s, text);
@@ -118,6 +120,16 @@ class App {
     $("#share-banner").hidden = true;
     history.pushState(null, "", this.present.on() ? "/?mode=present" : "/");
   }
+}
+
+/** The Wrap toggle of the code pane: on by default in narrow windows (NOTE [narrow windows] in app.css). */
+function bindWrap(button, editor) {
+  const set = (on) => { editor.setWrap(on); button.setAttribute("aria-pressed", String(on)); };
+  const narrow = matchMedia("(max-width: 1180px)");
+  let chosen = false;  // once the person chose, the window's width no longer decides
+  button.addEventListener("click", () => { chosen = true; set(!editor.wrapped); });
+  narrow.addEventListener("change", () => { if (!chosen) set(narrow.matches); });
+  set(narrow.matches);
 }
 
 // The editor's text survives a reload (not a share link: those always show what was shared).

@@ -61,7 +61,8 @@ export class EmbeddedViewer {
     const root = $(".gt-viewer");
     $("#graph-empty").textContent = "Loading the run…";
     this.state = new ViewState();
-    this.editor = new CodeEditor($("#editor"), { onRun: () => {}, onLineSelect: (line) => this.viewer.selectLine(line) });
+    this.editor = new CodeEditor($("#editor"), { onRun: () => {}, onLineSelect: (line) => this.viewer.selectLine(line), onLeave: () => $("#graph").focus() });
+    $("#wrap").addEventListener("click", () => { this.editor.setWrap(!this.editor.wrapped); $("#wrap").setAttribute("aria-pressed", String(this.editor.wrapped)); });
     this.editor.setReadOnly(true);
     this.viewer = new Viewer(root, { state: this.state, code: this.editor, workerUrl: opts.workerUrl });
     this.results = { badge: $("#status-badge"), error: $("#error-box"), stdout: $("#stdout"), stdoutWrap: $("#stdout-wrap") };

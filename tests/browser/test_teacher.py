@@ -183,3 +183,157 @@ def test_an_unknown_share_shows_a_styled_page_that_says_what_happened(page: Any,
     expect(page.get_by_role("heading", name="This share link leads nowhere")).to_be_visible()
     expect(page.get_by_role("link", name="Open the playground")).to_have_attribute("href", "/")
     page.screenshot(path=str(artifacts_dir / "teacher-unknown-share.png"))
+
+
+COVERED = """() => {
+  const c = window.gradtrace.app.canvas; c.drawNow();
+  const mm = document.querySelector('#graph canvas.gt-minimap');
+  if (mm.hidden) return { shown: false, covered: [] };
+  const r = mm.getBoundingClientRect(), g = document.querySelector('#graph').getBoundingClientRect();
+  const x = r.left - g.left, y = r.top - g.top;
+  const covered = c.placed.filter((p) => p.x < x + r.width && p.x + p.w > x && p.y < y + r.height && p.y + p.h > y).map((p) => p.text);
+  return { shown: true, covered };
+}"""
+
+
+@pytest.mark.parametrize("size", SIZES, ids=[f"{w}x{h}" for w, h in SIZES])
+@pytest.mark.parametrize("name", list(PROGRAMS))
+def test_the_minimap_covers_no_label(playground: Any, artifacts_dir: Path, name: str, size: tuple[int, int]) -> None:
+    page = playground
+    page.set_viewport_size({"width": size[0], "height": size[1]})
+    run_code(page, PROGRAMS[name])
+    shown = 0
+    for how in ("Fit", "Zoom in", "Zoom out", "Zoom out"):
+        page.get_by_role("button", name=how).click()
+        seen = page.evaluate(COVERED)
+        assert seen["covered"] == [], f"{name} after {how}: the minimap covers {seen['covered']}"
+        shown += seen["shown"]
+    # Half-way through the last backward, at Fit, with the node list's selection: the same holds.
+    n = page.evaluate("window.gradtrace.app.player.N")
+    page.evaluate(f"window.gradtrace.app.player.go({n - n // 4}, {{ fromUser: true }})")
+    page.get_by_role("button", name="Fit").click()
+    seen = page.evaluate(COVERED)
+    shoot(page, artifacts_dir, f"{name}-minimap", size)
+    assert seen["covered"] == [], f"{name} at step {n - n // 4}: the minimap covers {seen['covered']}"
+    if name in ("gru", "lesson14"):
+        assert shown + seen["shown"] > 0, "the minimap never showed: this test checks nothing"
+
+
+def test_the_legend_explains_every_mark(playground: Any, artifacts_dir: Path) -> None:
+    page = playground
+    run_code(page, PINN)
+    page.get_by_text("Legend", exact=True).click()
+    legend = page.locator("#legend-list").inner_text()
+    for mark in ("create_graph", "2nd order", "✂", "⚠", "✎", "(×N)", "module", "selected", "reached"):
+        assert mark in legend, mark
+    page.screenshot(path=str(artifacts_dir / "teacher-legend.png"))
+
+
+def test_a_node_picked_from_the_node_list_is_brought_into_view(playground: Any, artifacts_dir: Path) -> None:
+    page = playground
+    run_code(page, LESSON_14)
+    page.get_by_role("button", name="Fit").click()
+    for _ in range(3):
+        page.get_by_role("button", name="Zoom in").click()
+    off = page.evaluate("""() => { const a = window.gradtrace.app, c = a.canvas;
+        return a.scene.view.vnodes.map((n, v) => v).filter((v) => a.scene.reveal[v] <= a.player.k && !c.inView(v)); }""")
+    assert off, "every node is in view: this test checks nothing"
+    target = off[len(off) // 2]
+    label = page.evaluate(f"window.gradtrace.app.scene.view.vnodes[{target}].label")
+    # The accessible node list (screen readers, keyboard) lists every drawn node as a button.
+    page.locator(f'#node-list button[data-v="{target}"]').dispatch_event("click")
+    page.wait_for_function(f"window.gradtrace.app.viewer.selectedV === {target}")
+    assert page.evaluate(f"window.gradtrace.app.canvas.inView({target})"), label
+    shoot(page, artifacts_dir, "node-list-selection", (1280, 800))
+
+
+def _download(page: Any, button: str, tmp_path: Path) -> bytes:
+    page.get_by_text("Export", exact=True).click()
+    with page.expect_download() as info:
+        page.get_by_role("button", name=button).click()
+    path = tmp_path / info.value.suggested_filename
+    info.value.save_as(path)
+    return path.read_bytes()
+
+
+WORLD = """(which) => { const a = window.gradtrace.app;
+  const src = which === 'canvas' ? { placed: a.canvas.placed, cam: a.canvas.cam } : a.sharer.lastExport;
+  return src.placed.map((p) => ({ text: p.text, x: p.x / src.cam.k + src.cam.x, y: p.y / src.cam.k + src.cam.y, px: p.x, py: p.y })); }"""
+
+
+@pytest.mark.parametrize("name", ["pinn", "gan"])
+def test_png_and_svg_exports_hold_the_labels_of_the_screen_where_the_screen_has_them(
+        playground: Any, tmp_path: Path, artifacts_dir: Path, name: str) -> None:
+    import xml.etree.ElementTree as ET
+
+    page = playground
+    run_code(page, PROGRAMS[name])
+    page.get_by_role("button", name="Whole graph").click()
+    page.evaluate("window.gradtrace.app.canvas.drawNow()")
+    screen = page.evaluate(WORLD, "canvas")
+    svg_bytes = _download(page, "View as SVG", tmp_path)
+    exported = page.evaluate(WORLD, "export")
+    # The export draws the whole graph at the screen's zoom: the same texts at the same places
+    # of the graph (compared in the graph's own coordinates, to a pixel).
+    assert len(screen) > 5
+    key = lambda t: (t["text"], round(t["x"]), round(t["y"]))  # noqa: E731
+    assert sorted(map(key, screen)) == sorted(map(key, exported))
+    # The SVG puts each text where that placement put it, and holds the create_graph marks
+    # and the legend; the PNG comes from the same drawing (its canvas, with the legend).
+    svg = ET.fromstring(svg_bytes)
+    ns = "{http://www.w3.org/2000/svg}"
+    texts = [(t.text, float(t.get("x")), float(t.get("y"))) for t in svg.iter(ns + "text") if "label" in (t.get("class") or "")]
+    assert sorted(t[0] for t in texts) == sorted(t["text"] for t in exported)
+    by_text = {}
+    for t in exported:
+        by_text.setdefault(t["text"], []).append(t["px"])
+    for text, x, _ in texts:
+        assert any(abs(x - px) <= 3.5 for px in by_text[text]), (text, x, by_text[text])
+    legend = " ".join(t.text or "" for g in svg.iter(ns + "g") if g.get("class") == "legend" for t in g.iter(ns + "text"))
+    if name == "pinn":
+        assert [r for r in svg.iter(ns + "rect") if r.get("class") == "order1"], "no create_graph mark in the SVG"
+        assert [r for r in svg.iter(ns + "rect") if r.get("class") == "order2"], "no second-order mark in the SVG"
+        assert "create_graph" in legend and "2nd order" in legend
+    png = _download(page, "View as PNG", tmp_path)
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    (artifacts_dir / f"teacher-export-{name}.png").write_bytes(png)
+    (artifacts_dir / f"teacher-export-{name}.svg").write_bytes(svg_bytes)
+    dot = _download(page, "Graph as Graphviz DOT", tmp_path).decode()
+    assert "subgraph \"cluster_" in dot and ' [label="∇ ' in dot
+
+
+@pytest.mark.parametrize("size", SIZES, ids=[f"{w}x{h}" for w, h in SIZES])
+def test_the_editor_indents_with_tab_follows_the_code_wraps_and_hands_over_to_the_graph(
+        playground: Any, artifacts_dir: Path, size: tuple[int, int]) -> None:
+    page = playground
+    page.set_viewport_size({"width": size[0], "height": size[1]})
+    code = "import torch\nfor i in range(3):\n  x = torch.ones(2, requires_grad=True)\n"
+    page.evaluate("(c) => window.gradtrace.app.editor.setCode(c)", code)
+    assert page.evaluate("window.gradtrace.app.editor.indentUnit") == "  "
+    content = page.locator(".cm-content")
+    content.click()
+    page.keyboard.press("Control+End")
+    page.keyboard.type("if True:")
+    page.keyboard.press("Enter")
+    # A new block indents by the code's own step (2 spaces here), and Tab indents, in the editor.
+    page.keyboard.type("y = 1")
+    page.keyboard.press("Home")
+    page.keyboard.press("Tab")
+    text = page.evaluate("window.gradtrace.app.editor.code")
+    assert text.endswith("if True:\n    y = 1"), repr(text)
+    assert page.evaluate("document.activeElement.closest('.cm-editor') !== null"), "Tab left the editor"
+    # Esc then Tab leaves it; Alt+G goes to the graph.
+    page.keyboard.press("Escape")
+    page.keyboard.press("Tab")
+    assert page.evaluate("document.activeElement.closest('.cm-editor') === null"), "Esc, Tab stayed in the editor"
+    content.click()
+    page.keyboard.press("Alt+g")
+    assert page.evaluate("document.activeElement.id") == "graph"
+    # Soft wrap: on by default in a narrow window, and a toggle.
+    wrap = page.get_by_role("button", name="Wrap")
+    narrow = size[0] < 1180
+    expect(wrap).to_have_attribute("aria-pressed", "true" if narrow else "false")
+    wrap.click()
+    expect(wrap).to_have_attribute("aria-pressed", "false" if narrow else "true")
+    assert page.evaluate("document.querySelector('.cm-content').classList.contains('cm-lineWrapping')") is (not narrow)
+    shoot(page, artifacts_dir, "editor", size)

@@ -7,7 +7,7 @@
  * a saved HTML file carries the same view inside it.
  */
 import { shareDocument } from "../api.js";
-import { download, toDot, toPng, toSvg } from "../render/export.js";
+import { download, exportDrawing, toDot, toPng, toSvg } from "../render/export.js";
 import { toStandaloneHtml } from "../export-html.js";
 
 /** The link to share: the server's share URL with the view's query (app/link.js encodeView). */
@@ -79,9 +79,14 @@ export class ShareController {
     const pal = viewer.canvas.pal;
     const k = viewer.player.k;
     if (kind === "json") download(`${base}.json`, new Blob([JSON.stringify(viewer.doc, null, 1)], { type: "application/json" }));
-    if (kind === "dot") download(`${base}.dot`, new Blob([toDot(viewer.index, viewer.direction)], { type: "text/vnd.graphviz" }));
-    if (kind === "svg") download(`${base}.svg`, new Blob([toSvg(viewer.scene, k, pal)], { type: "image/svg+xml" }));
-    if (kind === "png") download(`${base}.png`, await toPng(viewer.scene, k, pal));
+    if (kind === "dot") download(`${base}.dot`, new Blob([toDot(viewer.index, viewer.direction, viewer.timeline)], { type: "text/vnd.graphviz" }));
+    if (kind === "svg" || kind === "png") {
+      // One drawing at the screen's zoom for both (NOTE [exports equal the screen] in render/export.js).
+      const drawing = exportDrawing(viewer.scene, k, pal, viewer.canvas.cam.k);
+      this.lastExport = { kind, placed: drawing.placed, cam: drawing.cam };
+      if (kind === "svg") download(`${base}.svg`, new Blob([toSvg(viewer.scene, k, pal, drawing.s, drawing)], { type: "image/svg+xml" }));
+      else download(`${base}.png`, await toPng(viewer.scene, k, pal, drawing.s, drawing));
+    }
     if (kind === "html") {
       const doc = { ...viewer.doc, code: viewer.doc.code ?? this.cb.code() };
       download(`${base}.html`, await toStandaloneHtml(doc, { view: viewer.viewQuery().toString(), title: runTitle(doc, k, viewer.timeline.N) }));

@@ -336,6 +336,8 @@ export class Viewer {
     this.canvas.setSelection(v >= 0 ? [v] : []);
     if (v < 0) { this.inspector.clear(); this.code.mark({ selected: null }); return; }
     this.inspector.show(this.scene, v, this.player.k);
+    // Selected from anywhere (node list, search, inspector, another panel): brought into view.
+    this.canvas.reveal(v);
     const node = this.index.nodes[this.scene.view.vnodes[v].refs[0]];
     this.code.mark({ selected: node.line ?? null }, { scroll: false });
   }

@@ -100,6 +100,18 @@ export class GraphCanvas {
     this.redraw();
   }
 
+  /** Whether visible node v's box is wholly in view (a margin of `pad` CSS px inside the edges). */
+  inView(v, pad = 8) {
+    if (!this.scene) return false;
+    const { w, h } = this._size(), n = this.scene.view.vnodes[v], c = this.cam;
+    const x0 = (this.scene.x[v] - n.w / 2 - c.x) * c.k, x1 = (this.scene.x[v] + n.w / 2 - c.x) * c.k;
+    const y0 = (this.scene.y[v] - n.h / 2 - c.y) * c.k, y1 = (this.scene.y[v] + n.h / 2 - c.y) * c.k;
+    return x0 >= pad && y0 >= pad && x1 <= w - pad && y1 <= h - pad;
+  }
+
+  /** Bring visible node v into view when it is not (a selection made outside the canvas). */
+  reveal(v) { if (this.scene && !this.inView(v)) this.centerOn(v); }
+
   /** Centre the view on visible node v without changing the zoom (unless very far out). */
   centerOn(v) {
     if (!this.scene) return;
@@ -148,6 +160,7 @@ export class GraphCanvas {
     const opts = { pal: this.pal, dpr: this.dpr, selected: this.selected, lineSel: this.lineSel };
     drawScene(ctx, this.scene, st, this.cam, w, h, opts);
     this.placed = opts.placed || [];
+    this.minimap.avoid({ w, h }, this.placed);
     this.minimap.draw(this.scene, this.cam, { w, h }, this.pal, this.dpr, READ_K);
     this._drawOverlay();
     this.lastDrawMs = performance.now() - t0;

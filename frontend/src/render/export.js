@@ -1,10 +1,18 @@
 /**
- * Exports: the current view as SVG (built separately from the Canvas view, research §3) and
- * PNG (the Canvas drawing at a fixed scale), and the document as JSON and Graphviz DOT.
+ * Exports: the whole graph at the current step as PNG and SVG, and the document as JSON and
+ * Graphviz DOT.
+ *
+ * NOTE [exports equal the screen]: PNG and SVG come from one drawing: render/draw.js draws the
+ * scene on an offscreen canvas at the zoom of the screen (so texts are the screen's size, short
+ * forms and all), and its label placement (render/texts.js) is what both show: the PNG is that
+ * canvas, the SVG draws the same shapes and puts every text where the placement put it. Both
+ * add the legend of the marks they hold under the graph. tests/browser/test_teacher.py compares
+ * the label boxes of the canvas, the PNG drawing and the SVG.
  */
 import { drawScene } from "./draw.js";
 import { edgePoints, midpoint } from "./geometry.js";
 import { stepState } from "./scene.js";
+import { KINDS } from "../graph/document.js";
 import { fmtTensorShort, gradMagnitude } from "../graph/values.js";
 
 export function download(filename, blob) {
@@ -20,17 +28,49 @@ export function download(filename, blob) {
 const esc = (s) => String(s ?? "").replace(/[&<>"]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" })[c]);
 const dotEsc = (s) => String(s ?? "").replace(/\\/g, "\\\\").replace(/"/g, '\\"');
 
-/** Graphviz DOT of the whole document (not only the visible, collapsed view). */
-export function toDot(index, direction = "TB") {
+/**
+ * Graphviz DOT of the whole document (not only the visible, collapsed view): one cluster per
+ * module (nested as the modules are), and on each edge the gradient it carried in the last
+ * backward pass that used it (timeline.js flows), as the screen shows at the end of the run.
+ */
+export function toDot(index, direction = "TB", timeline = null) {
   const shapes = { function: "box", acc: "box", leaf: "box", output: "box", retained: "box", cut: "box" };
   const colors = { function: "#e8f0fe", acc: "#e3f5e1", leaf: "#fff4d6", output: "#f3e5ff", retained: "#dff5f3", cut: "#eeeeee" };
   const lines = [`digraph gradtrace {`, `  rankdir=${direction};`, `  node [fontname="monospace", fontsize=10, style="rounded,filled"];`];
-  index.nodes.forEach((n, i) => {
+  const nodeLine = (i, indent) => {
+    const n = index.nodes[i];
     const kind = index.kind[i];
     const label = [n.name || kind, n.shape ? `[${n.shape.join(", ")}]` : "", n.line != null ? `line ${n.line}` : ""].filter(Boolean).join("\\n");
-    lines.push(`  "${dotEsc(n.id)}" [label="${dotEsc(label).replace(/\\\\n/g, "\\n")}", shape=${shapes[kind]}, fillcolor="${colors[kind]}"];`);
+    return `${indent}"${dotEsc(n.id)}" [label="${dotEsc(label).replace(/\\\\n/g, "\\n")}", shape=${shapes[kind]}, fillcolor="${colors[kind]}"];`;
+  };
+  // Modules as nested clusters: a tree of paths, each holding the nodes made directly in it.
+  const tree = new Map([["", { kids: new Map(), nodes: [] }]]);
+  const at = (path) => {
+    if (tree.has(path)) return tree.get(path);
+    const dot = path.lastIndexOf(".");
+    const parent = at(dot > 0 ? path.slice(0, dot) : "");
+    const t = { kids: new Map(), nodes: [] };
+    parent.kids.set(path, t);
+    tree.set(path, t);
+    return t;
+  };
+  index.nodes.forEach((_, i) => at(index.module[i] || "").nodes.push(i));
+  let clusters = 0;
+  const emit = (t, indent) => {
+    for (const i of t.nodes) lines.push(nodeLine(i, indent));
+    for (const [path, kid] of t.kids) {
+      lines.push(`${indent}subgraph "cluster_${clusters++}" {`, `${indent}  label="${dotEsc(path)}"; style="dashed,rounded"; color="#888899"; fontname="monospace";`);
+      emit(kid, `${indent}  `);
+      lines.push(`${indent}}`);
+    }
+  };
+  emit(tree.get(""), "  ");
+  index.edges.forEach((e, k) => {
+    const flows = timeline ? timeline.flows[k] : null;
+    const g = flows && flows.length ? flows[flows.length - 1][1] : null;
+    const attrs = g ? ` [label="${dotEsc(`∇ ${fmtTensorShort(g, 3)}`)}", fontname="monospace", fontsize=9]` : "";
+    lines.push(`  "${dotEsc(index.nodes[e.s].id)}" -> "${dotEsc(index.nodes[e.t].id)}"${attrs};`);
   });
-  for (const e of index.edges) lines.push(`  "${dotEsc(index.nodes[e.s].id)}" -> "${dotEsc(index.nodes[e.t].id)}";`);
   index.nodes.forEach((n) => {
     if (n.cut && n.cut.source) lines.push(`  "${dotEsc(n.cut.source)}" -> "${dotEsc(n.id)}" [style=dashed, label="${dotEsc(n.cut.kind)}"];`);
   });
@@ -44,37 +84,75 @@ function pathD(p) {
   return d;
 }
 
+const PAD = 20;
+const LEGEND_ROW = 18;
+
 /**
- * The graph as shown at step k, as SVG text: everything the PNG (render/draw.js) draws —
- * module outlines and titles, edges coloured by the gradient's sign with width by its size,
- * arrowheads, ✂ on cut edges, gradient labels, node shapes and dashes by kind, the bar of
- * nodes the backward pass reached, the current and just-done rings, and the error marks with
- * their text — with each edge's full gradient as a tooltip.
+ * The drawing both exports come from (NOTE [exports equal the screen]): the whole graph at
+ * step k drawn by render/draw.js at zoom `zoom` (the screen's), at most 8,000 px a side.
+ * @returns {{canvas, placed, cam, W, H, s}}  `placed`: the texts in the drawing's px
  */
-export function toSvg(scene, k, pal) {
+export function exportDrawing(scene, k, pal, zoom = 1, { selected = new Set(), lineSel = new Set() } = {}) {
+  const s = Math.min(Math.max(zoom, 0.05), 4, 8000 / (scene.width + 2 * PAD), 8000 / (scene.height + 2 * PAD));
+  const W = Math.max(1, Math.ceil((scene.width + 2 * PAD) * s)), H = Math.max(1, Math.ceil((scene.height + 2 * PAD) * s));
+  const canvas = document.createElement("canvas");
+  canvas.width = W; canvas.height = H;
+  const cam = { x: -PAD, y: -PAD, k: s };
+  const opts = { pal, dpr: 1, selected, lineSel };
+  drawScene(canvas.getContext("2d"), scene, stepState(scene, k), cam, W, H, opts);
+  return { canvas, placed: opts.placed || [], cam, W, H, s };
+}
+
+/** The legend of what a drawing holds: its node kinds, then the marks it shows. */
+export function legendEntries(scene, k, pal) {
   const st = stepState(scene, k);
-  const pad = 20;
-  const W = Math.ceil(scene.width + 2 * pad), H = Math.ceil(scene.height + 2 * pad);
+  const out = [];
+  const kinds = new Set(), orders = new Set();
+  scene.view.vnodes.forEach((n, v) => {
+    if (!(scene.reveal[v] <= k)) return;
+    kinds.add(n.kind);
+    if (n.higher) orders.add(Math.min(n.higher, 2));
+  });
+  for (const kind of kinds) out.push({ fill: pal.kinds[kind].fill, stroke: pal.kinds[kind].stroke, text: KINDS[kind] || kind });
+  if (orders.has(1)) out.push({ band: pal.higher, text: "built by a backward with create_graph=True (1st order)" });
+  if (orders.has(2)) out.push({ band: pal.higher2, text: "built by a backward over that graph (2nd order)" });
+  if (st.pass >= 0) out.push({ line: pal.gradPos, text: "gradient > 0 (width ∝ |grad|)" }, { line: pal.gradNeg, text: "gradient < 0" });
+  if (scene.view.vedges.some((e) => e.cut)) out.push({ glyph: "✂", text: "a cut: gradients stop here" });
+  if (scene.errorV && scene.errorV.length) out.push({ glyph: "⚠", text: "where the run's error was raised" });
+  if (scene.boxes.length) out.push({ stroke: pal.boxStroke, fill: pal.box, dash: true, text: "▾ a module, iteration or call" });
+  return out;
+}
+
+/**
+ * The graph as shown at step k, as SVG text: the shapes render/draw.js draws (module outlines,
+ * edges coloured by the gradient's sign with width by its size, arrowheads, node shapes and
+ * dashes by kind, derivative-order bands, the reached bar, the rings) and every text where the
+ * drawing's label placement put it, then the legend; each edge's full gradient is a tooltip.
+ */
+export function toSvg(scene, k, pal, zoom = 1, drawing = null) {
+  const d = drawing || exportDrawing(scene, k, pal, zoom);
+  const { s, W, H, placed } = d;
+  const st = stepState(scene, k);
+  const legend = legendEntries(scene, k, pal);
+  const LH = legend.length ? legend.length * LEGEND_ROW + 12 : 0;
   const { vnodes, vedges } = scene.view;
-  const out = [`<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="${-pad} ${-pad} ${W} ${H}" font-family="ui-monospace, monospace">`,
+  const out = [`<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H + LH}" viewBox="0 0 ${W} ${H + LH}" font-family="ui-monospace, monospace">`,
     `<defs><marker id="gt-arrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="7" markerHeight="7" markerUnits="userSpaceOnUse" orient="auto">` +
     `<path d="M0,0 L10,5 L0,10 z" fill="${pal.edge}"/></marker></defs>`,
-    `<rect x="${-pad}" y="${-pad}" width="${W}" height="${H}" fill="${pal.bg}"/>`];
+    `<rect x="0" y="0" width="${W}" height="${H + LH}" fill="${pal.bg}"/>`,
+    `<g class="graph" transform="scale(${s}) translate(${PAD} ${PAD})">`];
   for (const b of scene.boxes) {
     if (!(b.reveal <= k)) continue;
     const pts = [];
     for (let i = 0; i < b.poly.length; i += 2) pts.push(`${b.poly[i].toFixed(1)},${b.poly[i + 1].toFixed(1)}`);
-    out.push(`<g class="module"><polygon points="${pts.join(" ")}" fill="${pal.box}" stroke="${pal.boxStroke}" stroke-dasharray="4 3"/>` +
-      `<text x="${b.lx}" y="${b.ly + 9}" font-size="11" fill="${pal.boxText}">${esc(`▾ ${b.path}`)}</text></g>`);
+    out.push(`<polygon class="module" points="${pts.join(" ")}" fill="${pal.box}" stroke="${pal.boxStroke}" stroke-dasharray="4 3"/>`);
   }
   const active = [];
   vedges.forEach((e, i) => {
     if (!(scene.edgeReveal[i] <= k)) return;
     const p = edgePoints(scene, i);
     if (e.cut) {
-      const [mx, my] = midpoint(p);
-      out.push(`<g class="edge cut"><path d="${pathD(p)}" fill="none" stroke="${pal.cut}" stroke-width="1.5" stroke-dasharray="5 4"/>` +
-        `<text x="${mx}" y="${my + 5}" font-size="14" text-anchor="middle" fill="${pal.cut}">✂</text></g>`);
+      out.push(`<path class="edge cut" d="${pathD(p)}" fill="none" stroke="${pal.cut}" stroke-width="1.5" stroke-dasharray="5 4"/>`);
       return;
     }
     const g = st.pass >= 0 ? st.edgeGrad(i) : null;
@@ -87,17 +165,9 @@ export function toSvg(scene, k, pal) {
     const { sign, size } = mags[j];
     const width = 1.5 + 0.45 * Math.round(10 * Math.sqrt(size / maxNorm));
     const color = sign > 0 ? pal.gradPos : sign < 0 ? pal.gradNeg : pal.gradZero;
-    const text = `∇ ${g.all.map((t) => fmtTensorShort(t, 3)).join(" + ")}`;
-    let label = "";
-    if (g.step === k || active.length <= 12) {
-      const [mx, my] = midpoint(p);
-      label = `<rect x="${mx + 4}" y="${my - 7}" width="${text.length * 6.4 + 6}" height="14" fill="${pal.labelBg}"/>` +
-        `<text x="${mx + 7}" y="${my + 4}" font-size="10.5" fill="${g.step === k ? pal.current : pal.text}">${esc(text)}</text>`;
-    }
-    out.push(`<g class="edge grad"><path d="${pathD(p)}" fill="none" stroke="${color}" stroke-width="${width.toFixed(2)}" marker-end="url(#gt-arrow)">` +
-      `<title>${esc(`∇ ${g.all.map((t) => fmtTensorShort(t, 6)).join(" + ")}`)}</title></path>${label}</g>`);
+    out.push(`<path class="edge grad" d="${pathD(p)}" fill="none" stroke="${color}" stroke-width="${width.toFixed(2)}" marker-end="url(#gt-arrow)">` +
+      `<title>${esc(`∇ ${g.all.map((t) => fmtTensorShort(t, 6)).join(" + ")}`)}</title></path>`);
   });
-  const tl = scene.timeline;
   const rings = [];
   vnodes.forEach((n, v) => {
     if (!(scene.reveal[v] <= k)) return;
@@ -105,34 +175,38 @@ export function toSvg(scene, k, pal) {
     const x = scene.x[v] - n.w / 2, y = scene.y[v] - n.h / 2;
     const rx = n.kind === "acc" || n.kind === "output" ? n.h / 2 : 6;
     const dash = n.kind === "cut" || n.kind === "group" ? ` stroke-dasharray="4 3"` : "";
-    let sub = n.sub;
-    if (n.kind === "leaf" || n.kind === "retained") {
-      const g = tl.leafGradAt(n.refs[0], k);
-      const grad = g ? g.value : (k >= tl.N && scene.index.nodes[n.refs[0]].grad) || null;
-      if (grad) sub = `∇ ${fmtTensorShort(grad, 3)}${g && g.count > 1 ? ` (×${g.count})` : ""}`;
-    } else if ((n.kind === "function" || n.kind === "acc") && st.pass >= 0) {
-      const step = tl.lastBackward(n.refs[0], k);
-      const ev = step != null && tl.passAt(step) === st.pass ? tl.event(step) : null;
-      const g = ev && ev.grad_outputs && ev.grad_outputs[0];
-      if (g) sub = `${n.sub} · ∇ ${fmtTensorShort(g, 2, false)}`;
-    }
     const reached = st.pass >= 0 ? st.reached(v) : 0;
     const bar = reached ? `<rect x="${x + 4}" y="${y + n.h - 5}" width="${n.w - 8}" height="3" fill="${reached === 2 ? pal.reached : pal.reachedOld}"/>` : "";
-    out.push(`<g class="node ${n.kind}"><rect x="${x}" y="${y}" width="${n.w}" height="${n.h}" rx="${rx}" fill="${style.fill}" stroke="${style.stroke}" stroke-width="1.2"${dash}/>${bar}` +
-      `<text x="${scene.x[v]}" y="${scene.y[v] - 3}" font-size="12" text-anchor="middle" fill="${style.text}">${esc(n.label)}</text>` +
-      `<text x="${scene.x[v]}" y="${scene.y[v] + 12}" font-size="10.5" text-anchor="middle" fill="${style.sub}">${esc(sub)}</text></g>`);
+    let bands = "";
+    if (n.higher) {
+      const order = Math.min(n.higher, 2), color = order === 1 ? pal.higher : pal.higher2;
+      bands = `<rect class="order${order}" x="${x + 3}" y="${y + 3}" width="${n.w - 6}" height="${n.h - 6}" fill="none" stroke="${color}" stroke-width="1.5"/>`;
+      for (let b = 0; b < order; b++) bands += `<rect x="${x + 2 + 4 * b}" y="${y + 3}" width="3" height="${n.h - 6}" fill="${color}"/>`;
+    }
+    out.push(`<rect class="node ${n.kind}" x="${x}" y="${y}" width="${n.w}" height="${n.h}" rx="${rx}" fill="${style.fill}" stroke="${style.stroke}" stroke-width="1.2"${dash}/>${bar}${bands}`);
     if (st.justDone.has(v) && !st.current.has(v)) rings.push(ring(scene, v, pal.justDone, 3, 3));
     if (st.current.has(v)) rings.push(ring(scene, v, pal.current, 3.5, 3));
   });
-  const err = scene.index.doc.error;
-  for (const v of scene.errorV || []) {
-    if (!(scene.reveal[v] <= k) || !err) continue;
-    const n = vnodes[v];
-    const text = (scene.errorLabels && scene.errorLabels.get(v)) || `⚠ ${err.type}${err.line != null ? ` (line ${err.line})` : ""}`;
-    rings.push(ring(scene, v, pal.error, 3, 5) +
-      `<text class="error" x="${scene.x[v] + n.w / 2 + 10}" y="${scene.y[v] + 4}" font-size="11.5" font-weight="bold" fill="${pal.error}">${esc(text)}</text>`);
+  for (const v of scene.errorV || []) if (scene.reveal[v] <= k) rings.push(ring(scene, v, pal.error, 3, 5));
+  out.push(...rings, "</g>", `<g class="texts">`);
+  // The texts, where the drawing's placement put them (render/texts.js), in the drawing's px.
+  for (const p of placed) {
+    const bg = p.bg ? `<rect x="${p.x.toFixed(1)}" y="${p.y.toFixed(1)}" width="${p.w.toFixed(1)}" height="${p.h.toFixed(1)}" fill="${p.bg}"/>` : "";
+    const x = p.x + (p.bg ? 3 : 0);
+    out.push(`${bg}<text class="label ${p.kind}" x="${x.toFixed(1)}" y="${(p.y + p.h / 2).toFixed(1)}" dominant-baseline="central" ` +
+      `style="font: ${esc(p.font)}" fill="${p.color}"${p.full ? ` data-full="${esc(p.full)}"` : ""}>${esc(p.text)}</text>`);
   }
-  out.push(...rings, "</svg>");
+  out.push("</g>");
+  legend.forEach((e, i) => {
+    const y = H + 6 + i * LEGEND_ROW;
+    let mark;
+    if (e.band) mark = `<rect x="12" y="${y + 2}" width="22" height="12" fill="none" stroke="${e.band}"/><rect x="12" y="${y + 2}" width="4" height="12" fill="${e.band}"/>`;
+    else if (e.line) mark = `<rect x="12" y="${y + 7}" width="22" height="3" fill="${e.line}"/>`;
+    else if (e.glyph) mark = `<text x="23" y="${y + 13}" font-size="13" text-anchor="middle" fill="${pal.text}">${esc(e.glyph)}</text>`;
+    else mark = `<rect x="12" y="${y + 2}" width="22" height="12" rx="3" fill="${e.fill}" stroke="${e.stroke}"${e.dash ? ` stroke-dasharray="4 3"` : ""}/>`;
+    out.push(`<g class="legend">${mark}<text x="42" y="${y + 12}" font-size="11" fill="${pal.text}">${esc(e.text)}</text></g>`);
+  });
+  out.push("</svg>");
   return out.join("\n");
 }
 
@@ -141,14 +215,31 @@ function ring(scene, v, color, width, pad) {
   return `<rect class="ring" x="${scene.x[v] - n.w / 2 - pad}" y="${scene.y[v] - n.h / 2 - pad}" width="${n.w + 2 * pad}" height="${n.h + 2 * pad}" rx="8" fill="none" stroke="${color}" stroke-width="${width}"/>`;
 }
 
-/** The whole graph at step k as a PNG blob (at most 8,000 px a side). */
-export function toPng(scene, k, pal) {
-  const pad = 20;
-  const s = Math.min(2, 8000 / (scene.width + 2 * pad), 8000 / (scene.height + 2 * pad));
-  const W = Math.max(1, Math.ceil((scene.width + 2 * pad) * s)), H = Math.max(1, Math.ceil((scene.height + 2 * pad) * s));
-  const canvas = document.createElement("canvas");
-  canvas.width = W; canvas.height = H;
-  drawScene(canvas.getContext("2d"), scene, stepState(scene, k), { x: -pad, y: -pad, k: s }, W, H,
-    { pal, dpr: 1, selected: new Set(), lineSel: new Set() });
-  return new Promise((resolve) => canvas.toBlob(resolve, "image/png"));
+/** The whole graph at step k as a PNG blob: the export drawing with the legend under it. */
+export function toPng(scene, k, pal, zoom = 1, drawing = null) {
+  const d = drawing || exportDrawing(scene, k, pal, zoom);
+  const legend = legendEntries(scene, k, pal);
+  const LH = legend.length ? legend.length * LEGEND_ROW + 12 : 0;
+  const out = document.createElement("canvas");
+  out.width = d.W; out.height = d.H + LH;
+  const ctx = out.getContext("2d");
+  ctx.fillStyle = pal.bg;
+  ctx.fillRect(0, 0, out.width, out.height);
+  ctx.drawImage(d.canvas, 0, 0);
+  ctx.textBaseline = "middle";
+  legend.forEach((e, i) => {
+    const y = d.H + 6 + i * LEGEND_ROW;
+    ctx.lineWidth = 1.2;
+    if (e.band) { ctx.strokeStyle = e.band; ctx.strokeRect(12, y + 2, 22, 12); ctx.fillStyle = e.band; ctx.fillRect(12, y + 2, 4, 12); }
+    else if (e.line) { ctx.fillStyle = e.line; ctx.fillRect(12, y + 7, 22, 3); }
+    else if (e.glyph) { ctx.fillStyle = pal.text; ctx.font = "13px sans-serif"; ctx.fillText(e.glyph, 17, y + 8); }
+    else {
+      ctx.fillStyle = e.fill; ctx.strokeStyle = e.stroke; ctx.setLineDash(e.dash ? [4, 3] : []);
+      ctx.fillRect(12, y + 2, 22, 12); ctx.strokeRect(12, y + 2, 22, 12); ctx.setLineDash([]);
+    }
+    ctx.fillStyle = pal.text;
+    ctx.font = "11px ui-monospace, monospace";
+    ctx.fillText(e.text, 42, y + 8);
+  });
+  return new Promise((resolve) => out.toBlob(resolve, "image/png"));
 }

@@ -27,6 +27,40 @@ export class Minimap {
 
   invalidate() { this.cache = null; }
 
+  /**
+   * NOTE [a minimap that covers no label]: Fit keeps the minimap's corner free of nodes
+   * (`reserve`), but a label placed beside a node, or a camera moved by hand, can still reach
+   * under it. After the labels are placed (render/labels.js), the minimap takes the first
+   * corner of the view that none of them reaches into, its own corner first so that it does
+   * not jump about, then the others; when every corner holds a label it hides for that frame.
+   * @param placed  the texts drawn this frame, {x, y, w, h} in CSS px
+   * @returns whether a free corner was found
+   */
+  avoid(view, placed) {
+    const [W, H] = minimapSize(view), m = 10;
+    const at = { br: [view.w - W - m, view.h - H - m], bl: [m, view.h - H - m], tr: [view.w - W - m, m], tl: [m, m] };
+    const free = (c) => {
+      const [x, y] = at[c];
+      return !placed.some((p) => p.x < x + W && p.x + p.w > x && p.y < y + H && p.y + p.h > y);
+    };
+    const corner = [this.corner || "br", "br", "bl", "tr", "tl"].find(free);
+    this.blocked = !corner;
+    if (!corner) return false;
+    if (corner !== this.corner || this.placedFor !== `${view.w}x${view.h}`) {
+      this.corner = corner;
+      this.placedFor = `${view.w}x${view.h}`;
+      Object.assign(this.canvas.style, { left: `${at[corner][0]}px`, top: `${at[corner][1]}px`, right: "auto", bottom: "auto" });
+    }
+    return true;
+  }
+
+  /** The minimap's box in the view's CSS px (where avoid() put it). */
+  rect(view) {
+    const [W, H] = minimapSize(view), m = 10;
+    const c = this.corner || "br";
+    return { x: c[1] === "r" ? view.w - W - m : m, y: c[0] === "b" ? view.h - H - m : m, w: W, h: H };
+  }
+
   /** Screen pixels Fit keeps free for the minimap: [right, bottom]; one of them is 0. */
   reserve(view) {
     const [w, h] = minimapSize(view);
@@ -47,7 +81,7 @@ export class Minimap {
 
   /** Draw for a scene and camera; hidden for small graphs, which fit the view anyway. */
   draw(scene, cam, view, pal, dpr, readK) {
-    const show = this.wanted(scene, view, readK);
+    const show = this.wanted(scene, view, readK) && !this.blocked;
     this.canvas.hidden = !show;
     if (!show) return;
     const [W, H] = minimapSize(view);

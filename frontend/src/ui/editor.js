@@ -6,12 +6,31 @@
  */
 import { EditorView, basicSetup } from "codemirror";
 import { python } from "@codemirror/lang-python";
-import { HighlightStyle, syntaxHighlighting } from "@codemirror/language";
+import { indentWithTab } from "@codemirror/commands";
+import { HighlightStyle, indentUnit, syntaxHighlighting } from "@codemirror/language";
 import { oneDarkHighlightStyle, oneDarkTheme } from "@codemirror/theme-one-dark";
 import { Compartment, EditorState, Prec, RangeSet, StateEffect, StateField } from "@codemirror/state";
 import { Decoration, GutterMarker, gutter, keymap } from "@codemirror/view";
 
 const setMarks = StateEffect.define();
+
+/**
+ * NOTE [an editor for code, with a way out]: Tab indents inside the editor (CodeMirror's
+ * indentWithTab); Esc then Tab leaves it, as is conventional (CodeMirror's tab-focus mode), and
+ * Alt+G moves focus to the graph. New lines indent by the code's own unit (`codeIndent`: the
+ * first indented block's step, else 4 spaces), and long lines can wrap (`setWrap`).
+ */
+export function codeIndent(text) {
+  const lines = String(text).split("\n");
+  for (let i = 0; i + 1 < lines.length; i++) {
+    if (!/:\s*(#.*)?$/.test(lines[i])) continue;
+    const own = /^[ \t]*/.exec(lines[i])[0];
+    const next = lines.slice(i + 1).find((l) => l.trim());
+    const ind = next ? /^[ \t]*/.exec(next)[0] : "";
+    if (ind.length > own.length && ind.startsWith(own)) return ind.slice(own.length);
+  }
+  return "    ";
+}
 
 class Mark extends GutterMarker {
   constructor(cls, text, title) { super(); this.cls = cls; this.text = text; this.title = title; }
@@ -68,10 +87,12 @@ const marksField = StateField.define({
 });
 
 export class CodeEditor {
-  /** @param {{onRun: () => void, onLineSelect: (line: number) => void}} cb */
+  /** @param {{onRun: () => void, onLineSelect: (line: number) => void, onLeave?: () => void}} cb */
   constructor(parent, cb) {
     this.readOnly = new Compartment();
     this.theme = new Compartment();
+    this.indent = new Compartment();
+    this.wrap = new Compartment();
     const dark = matchMedia("(prefers-color-scheme: dark)");
     this.marks = {};
     this.view = new EditorView({
@@ -79,15 +100,22 @@ export class CodeEditor {
       state: EditorState.create({
         doc: "",
         extensions: [
-          Prec.highest(keymap.of([{ key: "Mod-Enter", run: () => { cb.onRun(); return true; } }])),
+          Prec.highest(keymap.of([{ key: "Mod-Enter", run: () => { cb.onRun(); return true; } },
+            { key: "Alt-g", run: () => { if (!cb.onLeave) return false; cb.onLeave(); return true; } }])),
           basicSetup,
+          keymap.of([indentWithTab]),
+          this.indent.of(indentUnit.of("    ")),
+          this.wrap.of([]),
           python(),
           marksField,
           gutter({ class: "gt-gutter", markers: (v) => v.state.field(marksField).gutter }),
           this.readOnly.of([]),
           this.theme.of(dark.matches ? oneDark : []),
-          EditorView.contentAttributes.of({ "aria-label": "Python code", tabindex: "0" }),
+          EditorView.contentAttributes.of({ "aria-label": "Python code (Tab indents; Esc then Tab leaves; Alt+G goes to the graph)",
+            tabindex: "0", "aria-keyshortcuts": "Alt+G" }),
           EditorView.updateListener.of((u) => {
+            // Typed or pasted code: new lines follow its indentation (after this update).
+            if (u.docChanged) queueMicrotask(() => this._followIndent());
             if (!u.selectionSet || u.docChanged) return;
             if (!u.transactions.some((t) => t.isUserEvent("select"))) return;
             cb.onLineSelect(u.state.doc.lineAt(u.state.selection.main.head).number);
@@ -102,7 +130,22 @@ export class CodeEditor {
   get code() { return this.view.state.doc.toString(); }
 
   setCode(text) {
-    this.view.dispatch({ changes: { from: 0, to: this.view.state.doc.length, insert: text } });
+    this.view.dispatch({ changes: { from: 0, to: this.view.state.doc.length, insert: text },
+      effects: this.indent.reconfigure(indentUnit.of(codeIndent(text))) });
+  }
+
+  _followIndent() {
+    const unit = codeIndent(this.code);
+    if (unit !== this.view.state.facet(indentUnit)) this.view.dispatch({ effects: this.indent.reconfigure(indentUnit.of(unit)) });
+  }
+
+  /** The indentation new lines get (the code's own unit). */
+  get indentUnit() { return this.view.state.facet(indentUnit); }
+
+  /** Soft-wrap long lines (or not). */
+  setWrap(on) {
+    this.wrapped = !!on;
+    this.view.dispatch({ effects: this.wrap.reconfigure(on ? EditorView.lineWrapping : []) });
   }
 
   setReadOnly(on) {

@@ -75,11 +75,28 @@ export function renderLegend(root) {
     li.append(sw, text);
     root.append(li);
   }
-  const extra = [["gt-swatch-current", "current step"], ["gt-swatch-done", "just done"], ["gt-swatch-pos", "gradient > 0 (width ∝ |grad|)"], ["gt-swatch-neg", "gradient < 0"]];
+  // Every other mark the graph can show (render/draw.js), each with a swatch or its glyph.
+  const extra = [["gt-swatch-current", "current step"], ["gt-swatch-done", "just done"], ["gt-swatch-pos", "gradient > 0 (width ∝ |grad|)"], ["gt-swatch-neg", "gradient < 0"],
+    ["gt-swatch-reached", "bar: reached by this backward pass (faded: by an earlier one)"],
+    ["gt-swatch-order1", "band: built by a backward with create_graph=True (1st-order graph)"],
+    ["gt-swatch-order2", "two bands: built by a backward over that graph (2nd order)"],
+    ["gt-swatch-box", "▾ a module, or an open iteration or call (click its title to fold it)"],
+    ["gt-swatch-selected", "selected node"], ["gt-swatch-linesel", "made by the selected code line"]];
   for (const [cls, text] of extra) {
     const li = document.createElement("li");
     const sw = document.createElement("span");
     sw.className = `gt-swatch ${cls}`;
+    li.append(sw, text);
+    root.append(li);
+  }
+  const glyphs = [["✂", "a cut: detach(), no_grad or .data; gradients stop here"], ["⚠", "where the run's error was raised"],
+    ["✎", "the in-place change that caused the error"], ["(×N)", "the leaf's .grad holds N accumulations"],
+    ["‖v‖", "the norm of a tensor's values"], ["A…", "zoomed out: a label's short form"]];
+  for (const [glyph, text] of glyphs) {
+    const li = document.createElement("li");
+    const sw = document.createElement("span");
+    sw.className = "gt-legend-glyph";
+    sw.textContent = glyph;
     li.append(sw, text);
     root.append(li);
   }
