@@ -16,7 +16,8 @@ Graphviz is optional: without ``dot`` the baseline column says so.
    before graph/reveal.js, against the folds opened on the view and one layout, same run.
 5. GRU-200 redrawn at the overview level of the semantic zoom (goal ≤ 16 ms median).
 
-``--stepping-only`` runs part 2 alone; ``--views-only`` parts 4 and 5. ``--baseline-dist DIR`` also measures part 2 with another
+``--stepping-only`` runs part 2 alone; ``--views-only`` parts 4 and 5.
+``--baseline-dist DIR`` also measures part 2 with another
 build of the page (``frontend/dist`` of an earlier commit, copied to DIR) in a second tab of the
 same browser, interleaved with this build, so a change to the renderer is compared in one run.
 """
@@ -217,7 +218,8 @@ def reveal_rows(page: Any, runs: int = 5) -> list[Row]:
     for n in (600, 3000):
         doc = nested_document(n)
         first_frame_seconds(page, doc, 1)
-        target = next(nd["id"] for nd in reversed(doc["graph"]["nodes"]) if (nd.get("module") or "").startswith("enc.layers.5.ff"))
+        target = next(nd["id"] for nd in reversed(doc["graph"]["nodes"])
+                      if (nd.get("module") or "").startswith("enc.layers.5.ff"))
         samples: dict[str, list[float]] = {"old": [], "new": []}
         layouts: dict[str, int] = {}
         for _ in range(runs):

@@ -88,7 +88,8 @@ def test_exports_the_document_as_json_and_dot_and_the_view_as_svg_and_png(playgr
     labels = [t.text for t in svg.iter(ns + "text")]
     for name in ("MulBackward0", "AddBackward0", "AccumulateGrad", "x"):
         assert name in labels
-    assert len([r for r in svg.iter(ns + "rect") if (r.get("class") or "").startswith("node ")]) >= len(doc["graph"]["nodes"])
+    boxes = [r for r in svg.iter(ns + "rect") if (r.get("class") or "").startswith("node ")]
+    assert len(boxes) >= len(doc["graph"]["nodes"])
 
     png = _download(page, "View as PNG", tmp_path)
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 2000

@@ -31,7 +31,8 @@ SILENT_BOXES = """() => {
   const s = c.scene, cam = c.cam, { w, h } = c._size();
   const own = new Set(c.placed.filter((p) => p.node !== undefined).map((p) => p.node));
   const titled = s.boxes.filter((b) => c.placed.some((p) => p.kind === 'title'
-      && p.x >= (b.x0 - cam.x) * cam.k - 1 && p.x <= (b.x1 - cam.x) * cam.k && p.y >= (b.y0 - cam.y) * cam.k - 14 && p.y <= (b.y1 - cam.y) * cam.k));
+      && p.x >= (b.x0 - cam.x) * cam.k - 1 && p.x <= (b.x1 - cam.x) * cam.k
+      && p.y >= (b.y0 - cam.y) * cam.k - 14 && p.y <= (b.y1 - cam.y) * cam.k));
   const out = [];
   s.view.vnodes.forEach((n, v) => {
     if (!(s.reveal[v] <= c.k)) return;
@@ -106,8 +107,8 @@ VIEW = """() => { const a = window.gradtrace.app, v = a.viewer, st = v.state.sta
 
 
 @pytest.mark.parametrize("size", SIZES, ids=[f"{w}x{h}" for w, h in SIZES])
-def test_a_share_link_restores_step_selection_open_groups_and_camera(playground: Any, browser: Any, live_server: Any,
-                                                                      artifacts_dir: Path, size: tuple[int, int]) -> None:
+def test_a_share_link_restores_step_selection_open_groups_and_camera(
+        playground: Any, browser: Any, live_server: Any, artifacts_dir: Path, size: tuple[int, int]) -> None:
     page = playground
     page.set_viewport_size({"width": size[0], "height": size[1]})
     run_code(page, GAN_STEP)
@@ -191,7 +192,8 @@ COVERED = """() => {
   if (mm.hidden) return { shown: false, covered: [] };
   const r = mm.getBoundingClientRect(), g = document.querySelector('#graph').getBoundingClientRect();
   const x = r.left - g.left, y = r.top - g.top;
-  const covered = c.placed.filter((p) => p.x < x + r.width && p.x + p.w > x && p.y < y + r.height && p.y + p.h > y).map((p) => p.text);
+  const covered = c.placed.filter((p) => p.x < x + r.width && p.x + p.w > x && p.y < y + r.height && p.y + p.h > y)
+    .map((p) => p.text);
   return { shown: true, covered };
 }"""
 
@@ -236,7 +238,8 @@ def test_a_node_picked_from_the_node_list_is_brought_into_view(playground: Any, 
     for _ in range(3):
         page.get_by_role("button", name="Zoom in").click()
     off = page.evaluate("""() => { const a = window.gradtrace.app, c = a.canvas;
-        return a.scene.view.vnodes.map((n, v) => v).filter((v) => a.scene.reveal[v] <= a.player.k && !c.inView(v)); }""")
+        return a.scene.view.vnodes.map((n, v) => v)
+          .filter((v) => a.scene.reveal[v] <= a.player.k && !c.inView(v)); }""")
     assert off, "every node is in view: this test checks nothing"
     target = off[len(off) // 2]
     label = page.evaluate(f"window.gradtrace.app.scene.view.vnodes[{target}].label")
@@ -258,7 +261,8 @@ def _download(page: Any, button: str, tmp_path: Path) -> bytes:
 
 WORLD = """(which) => { const a = window.gradtrace.app;
   const src = which === 'canvas' ? { placed: a.canvas.placed, cam: a.canvas.cam } : a.sharer.lastExport;
-  return src.placed.map((p) => ({ text: p.text, x: p.x / src.cam.k + src.cam.x, y: p.y / src.cam.k + src.cam.y, px: p.x, py: p.y })); }"""
+  return src.placed.map((p) => ({ text: p.text, x: p.x / src.cam.k + src.cam.x, y: p.y / src.cam.k + src.cam.y,
+    px: p.x, py: p.y })); }"""
 
 
 @pytest.mark.parametrize("name", ["pinn", "gan"])
@@ -282,14 +286,16 @@ def test_png_and_svg_exports_hold_the_labels_of_the_screen_where_the_screen_has_
     # and the legend; the PNG comes from the same drawing (its canvas, with the legend).
     svg = ET.fromstring(svg_bytes)
     ns = "{http://www.w3.org/2000/svg}"
-    texts = [(t.text, float(t.get("x")), float(t.get("y"))) for t in svg.iter(ns + "text") if "label" in (t.get("class") or "")]
+    texts = [(t.text, float(t.get("x")), float(t.get("y"))) for t in svg.iter(ns + "text")
+             if "label" in (t.get("class") or "")]
     assert sorted(t[0] for t in texts) == sorted(t["text"] for t in exported)
     by_text = {}
     for t in exported:
         by_text.setdefault(t["text"], []).append(t["px"])
     for text, x, _ in texts:
         assert any(abs(x - px) <= 3.5 for px in by_text[text]), (text, x, by_text[text])
-    legend = " ".join(t.text or "" for g in svg.iter(ns + "g") if g.get("class") == "legend" for t in g.iter(ns + "text"))
+    legend = " ".join(t.text or "" for g in svg.iter(ns + "g") if g.get("class") == "legend"
+                      for t in g.iter(ns + "text"))
     if name == "pinn":
         assert [r for r in svg.iter(ns + "rect") if r.get("class") == "order1"], "no create_graph mark in the SVG"
         assert [r for r in svg.iter(ns + "rect") if r.get("class") == "order2"], "no second-order mark in the SVG"

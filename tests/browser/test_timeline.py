@@ -47,7 +47,8 @@ def test_keys_step_through_events_highlighting_node_and_code_line(playground: An
     expect(page.locator("#tl-label")).to_have_text(f"Step 2/{len(events)} · forward")
     page.screenshot(path=str(artifacts_dir / "timeline-forward-step.png"))
     page.keyboard.press("End")
-    expect(page.locator("#tl-label")).to_have_text(f"Step {len(events)}/{len(events)} · backward 1")  # passes count from 1
+    # Passes count from 1 on the page (frontend/src/analysis/format.js passNo).
+    expect(page.locator("#tl-label")).to_have_text(f"Step {len(events)}/{len(events)} · backward 1")
     page.keyboard.press("Shift+ArrowLeft")  # start of the backward phase
     first_backward = next(i for i, e in enumerate(events) if e["phase"] == "backward")
     expect(page.locator("#tl-label")).to_contain_text(f"Step {first_backward}/{len(events)}")

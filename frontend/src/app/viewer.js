@@ -22,7 +22,7 @@ import { errorMarks } from "../analysis/errors.js";
 import { segmentLabel, stepSentence, wordsContext } from "../analysis/words.js";
 import { indexDocument } from "../graph/document.js";
 import { Timeline } from "../graph/timeline.js";
-import { activeVNodes, openAt, runLevels, shownMask, unitKey, unitsKey } from "../graph/groups.js";
+import { activeVNodes, openAt, runLevels, shownMask } from "../graph/groups.js";
 import { defaultCollapsed, moduleTree } from "../graph/modules.js";
 import { buildView } from "../graph/view.js";
 import { LayoutClient } from "../layout/client.js";
@@ -33,7 +33,8 @@ import { IterationPicker } from "../ui/iterations.js";
 import { compactKeyHint, graphKeyHandler } from "../ui/keys.js";
 import { renderModules, renderNodeList } from "../ui/panels.js";
 import { Transport } from "../ui/transport.js";
-import { encodeView } from "./link.js";
+import { clickBox, openGroup } from "./folds.js";
+import { foldsOf, restoreView, viewQuery } from "./link.js";
 import { followUnits, jump, pickUnit, reveal } from "./navigate.js";
 import { part } from "./parts.js";
 import { searchPanel } from "./search-panel.js";
@@ -42,14 +43,6 @@ import { ViewState } from "./state.js";
 export { part };
 
 const NO_CODE = { mark() {} };
-
-/** The fold fields of a share link's view over the document's defaults (modules that exist only). */
-function foldsOf(view, defaults, tree) {
-  const collapsed = new Set(defaults);
-  for (const p of view.expand) collapsed.delete(p);
-  for (const p of view.collapse) if (tree.mods.has(p)) collapsed.add(p);
-  return { collapsed, open: new Set(view.open), expandedRepeats: new Set(view.repeats.filter((p) => tree.repeats.has(p))) };
-}
 
 export class Viewer {
   /**
@@ -175,27 +168,10 @@ export class Viewer {
   }
 
   /** The selection and camera of a share link (app/link.js), once the graph is drawn. */
-  async _restoreView(view) {
-    const ref = view.sel != null ? this.index.idx.get(view.sel) : undefined;
-    if (ref !== undefined) {
-      const v = await this.reveal(ref);
-      if (v >= 0) this.selectNode(v, { pause: false });
-    }
-    if (view.cam) this.canvas.lookAt(view.cam.cx, view.cam.cy, view.cam.k);
-    else if (this.selectedV >= 0) this.canvas.centerOn(this.selectedV);
-  }
+  _restoreView(view) { return restoreView(this, view); }
 
-  /** What a share link carries of this view (app/link.js encodeView); `mode` is the page's. */
-  viewQuery(mode = null) {
-    const st = this.state.state;
-    const v = this.selectedV;
-    return encodeView({
-      step: st.step, N: this.timeline ? this.timeline.N : 0, mode,
-      sel: v >= 0 && this.scene ? this.index.nodes[this.scene.view.vnodes[v].refs[0]].id : null,
-      open: st.open, collapsed: st.collapsed, defaults: this.defaults, repeats: st.expandedRepeats,
-      cam: this.canvas.cam, size: this.canvas._size(),
-    });
-  }
+  /** What a share link carries of this view (app/link.js); `mode` is the page's. */
+  viewQuery(mode = null) { return viewQuery(this, mode); }
 
   /** Rebuild the visible graph (after collapse/expand or direction) and lay it out again. */
   async relayout(keepCamera = true, k = this.player.k, prebuilt = null) {
@@ -254,36 +230,11 @@ export class Viewer {
 
   toggleRepeat(path) { this._keepSelection(); this._quiet = true; this.state.toggle("expandedRepeats", path); this._quiet = false; return this.relayout(true); }
 
-  openGroup(v) {
-    const g = this.scene.view.vnodes[v];
-    if (g.fold) {
-      // One level at a time: a run of units shows its units, a unit shows what it holds.
-      // A selected fold stays selected as what now holds its first node (the inspector follows).
-      if (this.selectedV === v) this._keepSelection();
-      const next = new Set(this.state.get("open"));
-      next.add(g.single || g.lo === g.hi ? unitKey(g.level, g.lo) : unitsKey(g.level));
-      this._setQuietly({ open: next });
-      return this.relayout(true);
-    }
-    this._keepSelection();
-    this._quiet = true;
-    if (g.groupKey != null) this.state.toggle("open", g.groupKey, true);
-    else if (g.repeat) this.state.toggle("expandedRepeats", g.module, true);
-    else if (g.module != null) this.state.toggle("collapsed", g.module, false);
-    this._quiet = false;
-    return this.relayout(true);
-  }
+  /** Open a group one level (app/folds.js). */
+  openGroup(v) { return openGroup(this, v); }
 
-  /** A box's title was clicked: an opened unit closes again, a module collapses. */
-  clickBox(key) {
-    if (key.startsWith("unit:")) {
-      const next = new Set(this.state.get("open"));
-      next.delete(key);
-      this._setQuietly({ open: next });
-      return this.relayout(true);
-    }
-    return this.toggleModule(key.replace(/@\d+$/, ""));
-  }
+  /** A box's title was clicked: an opened unit closes again, a module collapses (app/folds.js). */
+  clickBox(key) { return clickBox(this, key); }
 
   /** Open the groups that hide document node `ref` (app/navigate.js); its visible node, or −1. */
   reveal(ref) { return reveal(this, ref); }
