@@ -47,7 +47,7 @@ INSTRUMENT = """() => {
       if (maxWidth !== undefined) w = Math.min(w, maxWidth * scale);
       const sx = (m.a * x + m.c * y + m.e) / dpr;
       const left = this.textAlign === 'center' ? sx - w / 2 : sx;
-      window.__texts.push({ text: String(text), x0: left, x1: left + w });
+      window.__texts.push({ text: String(text), x0: left, x1: left + w, y: (m.b * x + m.d * y + m.f) / dpr });
     }
     return proto.__gtOrig.call(this, text, x, y, maxWidth);
   };
@@ -133,7 +133,8 @@ def fold_titles(page: Any, artifacts_dir: Path, name: str, size: tuple[int, int]
             continue
         # The fold's title: drawn centred on its box, its label whole or shortened with "…".
         centre = (b["x0"] + b["x1"]) / 2
-        own = [t for t in texts if abs((t["x0"] + t["x1"]) / 2 - centre) < 3
+        # (inside the box: zoomed out, a node above or below it shows a short form like "T…")
+        own = [t for t in texts if abs((t["x0"] + t["x1"]) / 2 - centre) < 3 and b["y0"] <= t["y"] <= b["y1"]
                and (t["text"] == label or ("…" in t["text"] and t["text"].split("…")[0] in label))]
         if not own:
             continue  # (left out by the label placer: another text or box is in the way)

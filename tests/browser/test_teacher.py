@@ -277,11 +277,13 @@ def test_png_and_svg_exports_hold_the_labels_of_the_screen_where_the_screen_has_
     screen = page.evaluate(WORLD, "canvas")
     svg_bytes = _download(page, "View as SVG", tmp_path)
     exported = page.evaluate(WORLD, "export")
-    # The export draws the whole graph at the screen's zoom: the same texts at the same places
-    # of the graph (compared in the graph's own coordinates, to a pixel).
+    # The export draws the whole graph at the screen's zoom: every text of the screen at the
+    # same place of the graph (compared in the graph's own coordinates, to a pixel). It may hold
+    # more: texts beside the graph that the screen's edges left no room for.
     assert len(screen) > 5
-    key = lambda t: (t["text"], round(t["x"]), round(t["y"]))  # noqa: E731
-    assert sorted(map(key, screen)) == sorted(map(key, exported))
+    near = lambda a, b: a["text"] == b["text"] and abs(a["x"] - b["x"]) <= 1 and abs(a["y"] - b["y"]) <= 1  # noqa: E731
+    missing = [t["text"] for t in screen if not any(near(t, e) for e in exported)]
+    assert missing == [], f"texts of the screen not in the export, or elsewhere: {missing}"
     # The SVG puts each text where that placement put it, and holds the create_graph marks
     # and the legend; the PNG comes from the same drawing (its canvas, with the legend).
     svg = ET.fromstring(svg_bytes)

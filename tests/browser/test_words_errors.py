@@ -144,8 +144,8 @@ def test_svg_export_holds_the_error_marks_and_gradients_the_png_shows(playground
     assert "⚠ saved 'result' changed (v0 → v1)" in texts, texts
     assert any(t.startswith("✎ add_ changed it") for t in texts), texts
     # The backward pass's gradients: coloured, labelled edges and arrowheads, as the PNG draws them.
-    grads = svg.findall(f".//{ns}g[@class='edge grad']")
-    assert grads and all(g.find(f"{ns}path").get("stroke") != "none" for g in grads)
+    grads = svg.findall(f".//{ns}path[@class='edge grad']")
+    assert grads and all(g.get("stroke") != "none" for g in grads)
     assert any(t.startswith("∇ [1, 1]") for t in texts), texts
     assert svg.find(f".//{ns}marker") is not None
     assert len(svg.findall(f".//{ns}rect[@class='ring']")) >= 2  # error rings (and the current step)

@@ -93,15 +93,30 @@ const LEGEND_ROW = 18;
  * @returns {{canvas, placed, cam, W, H, s}}  `placed`: the texts in the drawing's px
  */
 export function exportDrawing(scene, k, pal, zoom = 1, { selected = new Set(), lineSel = new Set() } = {}) {
-  const s = Math.min(Math.max(zoom, 0.05), 4, 8000 / (scene.width + 2 * PAD), 8000 / (scene.height + 2 * PAD));
-  const W = Math.max(1, Math.ceil((scene.width + 2 * PAD) * s)), H = Math.max(1, Math.ceil((scene.height + 2 * PAD) * s));
+  const s = Math.min(Math.max(zoom, 0.05), 4, 7000 / (scene.width + 2 * PAD), 7000 / (scene.height + 2 * PAD));
+  // Room around the graph for the texts placed beside it (an error's words, an edge's
+  // gradient), then cropped to what was drawn.
+  const gw = Math.ceil((scene.width + 2 * PAD) * s), gh = Math.ceil((scene.height + 2 * PAD) * s);
+  const full = document.createElement("canvas");
+  full.width = gw + 2 * MARGIN_X; full.height = gh + 2 * MARGIN_Y;
+  const cam0 = { x: -PAD - MARGIN_X / s, y: -PAD - MARGIN_Y / s, k: s };
+  const opts = { pal, dpr: 1, selected, lineSel };
+  drawScene(full.getContext("2d"), scene, stepState(scene, k), cam0, full.width, full.height, opts);
+  const placed0 = opts.placed || [];
+  let x0 = MARGIN_X, y0 = MARGIN_Y, x1 = MARGIN_X + gw, y1 = MARGIN_Y + gh;
+  for (const p of placed0) { x0 = Math.min(x0, p.x - 4); y0 = Math.min(y0, p.y - 4); x1 = Math.max(x1, p.x + p.w + 4); y1 = Math.max(y1, p.y + p.h + 4); }
+  x0 = Math.max(0, Math.floor(x0)); y0 = Math.max(0, Math.floor(y0));
+  const W = Math.max(1, Math.min(full.width, Math.ceil(x1)) - x0), H = Math.max(1, Math.min(full.height, Math.ceil(y1)) - y0);
   const canvas = document.createElement("canvas");
   canvas.width = W; canvas.height = H;
-  const cam = { x: -PAD, y: -PAD, k: s };
-  const opts = { pal, dpr: 1, selected, lineSel };
-  drawScene(canvas.getContext("2d"), scene, stepState(scene, k), cam, W, H, opts);
-  return { canvas, placed: opts.placed || [], cam, W, H, s };
+  canvas.getContext("2d").drawImage(full, -x0, -y0);
+  const cam = { x: cam0.x + x0 / s, y: cam0.y + y0 / s, k: s };
+  const placed = placed0.map((p) => ({ ...p, x: p.x - x0, y: p.y - y0 }));
+  return { canvas, placed, cam, W, H, s };
 }
+
+/** Screen px around the graph where the export drawing has room for texts beside it. */
+const MARGIN_X = 260, MARGIN_Y = 40;
 
 /** The legend of what a drawing holds: its node kinds, then the marks it shows. */
 export function legendEntries(scene, k, pal) {
@@ -140,7 +155,7 @@ export function toSvg(scene, k, pal, zoom = 1, drawing = null) {
     `<defs><marker id="gt-arrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="7" markerHeight="7" markerUnits="userSpaceOnUse" orient="auto">` +
     `<path d="M0,0 L10,5 L0,10 z" fill="${pal.edge}"/></marker></defs>`,
     `<rect x="0" y="0" width="${W}" height="${H + LH}" fill="${pal.bg}"/>`,
-    `<g class="graph" transform="scale(${s}) translate(${PAD} ${PAD})">`];
+    `<g class="graph" transform="scale(${s}) translate(${-d.cam.x} ${-d.cam.y})">`];
   for (const b of scene.boxes) {
     if (!(b.reveal <= k)) continue;
     const pts = [];

@@ -84,7 +84,8 @@ export function drawTexts(ctx, scene, texts, cam, vw, vh, dpr, batches) {
     // title in the part that is in view (its top-left corner, or the middle of a group).
     if (t.clip && (candidates[0][0] < 0 || candidates[0][1] < 0 || candidates[0][0] + w > vw || candidates[0][1] + h > vh)) {
       const [c0, c1, c2, c3] = t.clip;
-      const px = t.kind === "title" ? 4 : 1, py = t.kind === "title" ? 3 : 0;
+      // A title keeps 4 px from the box's sides, a group's label TEXT_PAD, a node's short form its `pad`.
+      const px = t.kind === "title" ? 4 : t.pad !== undefined ? t.pad / 2 : TEXT_PAD, py = t.kind === "title" ? 3 : 0;
       const vx0 = Math.max(sx(c0), 0) + px, vy0 = Math.max(sy(c1), 0) + py, vx1 = Math.min(sx(c2), vw) - px, vy1 = Math.min(sy(c3), vh) - py;
       // Too narrow a part for the text: its first short form that fits there (labels.js never
       // places a text that sticks out of the view).
