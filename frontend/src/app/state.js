@@ -17,7 +17,6 @@
  *                   groups of graph/); graph code decides what a key means
  *   selection       { v: visible node index or −1, line: code line or null }
  *   search          { query, matches: [{ node, label }], at: index into matches or −1 }
- *   camera          { x, y, k } as the canvas last reported it (read-only mirror for panels)
  *   direction       "TB" or "LR": which way the layout flows
  *   levels          the run's repeated units (graph/groups.js runLevels), per document
  *   openUnits       per level, the unit drawn in full (the others are folded); follows the step
@@ -44,7 +43,6 @@ export function emptyViewState() {
     open: new Set(),
     selection: { v: -1, line: null },
     search: { query: "", matches: [], at: -1 },
-    camera: { x: 0, y: 0, k: 1 },
     direction: "TB",
     levels: [],
     openUnits: [],
@@ -93,10 +91,13 @@ export class ViewState {
     return want;
   }
 
-  /** Reset everything but the camera, the direction and the counters for a new document. */
+  /**
+   * Reset everything but the direction and the counters for a new document. (The camera is the
+   * canvas's own, render/canvas.js `cam`: a share link reads it there, app/link.js.)
+   */
   reset(fields = {}) {
-    const { camera, direction, document, view } = this.state;
-    this.set({ ...emptyViewState(), camera, direction, document, view, ...fields });
+    const { direction, document, view } = this.state;
+    this.set({ ...emptyViewState(), direction, document, view, ...fields });
   }
 
   /** Bump a counter field (`document`, `view`). */
