@@ -118,6 +118,9 @@ export function exportDrawing(scene, k, pal, zoom = 1, { selected = new Set(), l
 /** Screen px around the graph where the export drawing has room for texts beside it. */
 const MARGIN_X = 260, MARGIN_Y = 40;
 
+/** The width in px the legend's longest line needs (11 px monospace, after its 42 px swatch). */
+function legendWidth(legend) { return legend.reduce((w, e) => Math.max(w, 42 + 6.7 * [...e.text].length + 12), 0); }
+
 /** The legend of what a drawing holds: its node kinds, then the marks it shows. */
 export function legendEntries(scene, k, pal) {
   const st = stepState(scene, k);
@@ -150,11 +153,12 @@ export function toSvg(scene, k, pal, zoom = 1, drawing = null) {
   const st = stepState(scene, k);
   const legend = legendEntries(scene, k, pal);
   const LH = legend.length ? legend.length * LEGEND_ROW + 12 : 0;
+  const WW = Math.max(W, Math.ceil(legendWidth(legend)));
   const { vnodes, vedges } = scene.view;
-  const out = [`<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H + LH}" viewBox="0 0 ${W} ${H + LH}" font-family="ui-monospace, monospace">`,
+  const out = [`<svg xmlns="http://www.w3.org/2000/svg" width="${WW}" height="${H + LH}" viewBox="0 0 ${WW} ${H + LH}" font-family="ui-monospace, monospace">`,
     `<defs><marker id="gt-arrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="7" markerHeight="7" markerUnits="userSpaceOnUse" orient="auto">` +
     `<path d="M0,0 L10,5 L0,10 z" fill="${pal.edge}"/></marker></defs>`,
-    `<rect x="0" y="0" width="${W}" height="${H + LH}" fill="${pal.bg}"/>`,
+    `<rect x="0" y="0" width="${WW}" height="${H + LH}" fill="${pal.bg}"/>`,
     `<g class="graph" transform="scale(${s}) translate(${-d.cam.x} ${-d.cam.y})">`];
   for (const b of scene.boxes) {
     if (!(b.reveal <= k)) continue;
@@ -236,7 +240,7 @@ export function toPng(scene, k, pal, zoom = 1, drawing = null) {
   const legend = legendEntries(scene, k, pal);
   const LH = legend.length ? legend.length * LEGEND_ROW + 12 : 0;
   const out = document.createElement("canvas");
-  out.width = d.W; out.height = d.H + LH;
+  out.width = Math.max(d.W, Math.ceil(legendWidth(legend))); out.height = d.H + LH;
   const ctx = out.getContext("2d");
   ctx.fillStyle = pal.bg;
   ctx.fillRect(0, 0, out.width, out.height);
