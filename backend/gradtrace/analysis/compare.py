@@ -62,7 +62,7 @@ def compare_documents(a: _Doc, b: _Doc, *, max_nodes: int = MAX_NODES,
     for node_a, node_b in b_of.items():
         for ea, eb in zip(calls_a.get(node_a, ()), calls_b.get(node_b, ()), strict=False):
             event_deltas[ea] = (eb, _event_delta(events_a[ea], events_b[eb]))
-    floor = dl.floor_of(max(_largest_gradient(a), _largest_gradient(b)))
+    floor = dl.floor_of(_largest_gradient(a, b, event_deltas))
 
     pairs: list[NodePair] = []
     keys_used: dict[str, int] = defaultdict(int)
@@ -126,7 +126,7 @@ def _backward_calls(events: list[_Doc]) -> dict[str, list[int]]:
 def _tensor_list_delta(xs: list[Any] | None, ys: list[Any] | None) -> dl.RawDelta | None:
     xs, ys = xs or [], ys or []
     if len(xs) != len(ys):
-        return dl.RawDelta(None, 0.0, 0.0, 0.0, 0.0, True, True)
+        return dl.MISMATCH
     return dl.combine([d for x, y in zip(xs, ys, strict=True) if (d := dl.tensor_delta(x, y)) is not None])
 
 
@@ -143,7 +143,7 @@ def _node_grad_delta(na: _Doc, nb: _Doc, calls_a: dict[str, list[int]], calls_b:
     ours, theirs = calls_a.get(na["id"], []), calls_b.get(nb["id"], [])
     parts = [d for k in ours if k in event_deltas for d in event_deltas[k][1] if d is not None]
     if len(ours) != len(theirs):  # one run called this node's backward more often
-        parts.append(dl.RawDelta(None, 0.0, 0.0, 0.0, 0.0, True, True))
+        parts.append(dl.MISMATCH)
     return dl.combine(parts)
 
 
@@ -154,14 +154,18 @@ def _judged(raw: dl.RawDelta | None, floor: float) -> TensorDelta | None:
                        beyond_tolerance=dl.beyond(raw, floor))
 
 
-def _largest_gradient(doc: _Doc) -> float:
-    """The largest gradient magnitude of a run: its nodes' ``.grad`` and its backward events."""
-    best = max((dl.magnitude(n.get("grad")) for n in doc["graph"]["nodes"]), default=0.0)
-    for event in doc.get("events") or ():
-        if event.get("phase") != "backward":
-            continue
-        for value in (*(event.get("grad_inputs") or ()), *(event.get("grad_outputs") or ()), event.get("grad")):
-            best = max(best, dl.magnitude(value))
+def _largest_gradient(a: _Doc, b: _Doc, event_deltas: dict[int, tuple[int, _EventDeltas]]) -> float:
+    """The largest gradient magnitude of either run (the tolerance floor's measure): their
+    nodes' ``.grad`` and every backward event's gradients (paired events' are already known)."""
+    best = max((d.scale for _, parts in event_deltas.values() for d in parts if d is not None), default=0.0)
+    paired_b = {k for k, _ in event_deltas.values()}
+    for doc, paired in ((a, event_deltas.keys()), (b, paired_b)):
+        best = max(best, max((dl.magnitude(n.get("grad")) for n in doc["graph"]["nodes"]), default=0.0))
+        for k, event in enumerate(doc.get("events") or ()):
+            if event.get("phase") != "backward" or k in paired:
+                continue
+            for value in (*(event.get("grad_inputs") or ()), *(event.get("grad_outputs") or ()), event.get("grad")):
+                best = max(best, dl.magnitude(value))
     return best
 
 

@@ -38,7 +38,7 @@ def node_words(name: str | None, line_a: int | None, line_b: int | None) -> str:
         where = f" (line {line_a} in A, {line_b} in B)"
     elif line_a is not None:
         where = f" (line {line_a})"
-    return f"{name or 'a tensor'}{where}"
+    return f"{name or 'an unnamed tensor'}{where}"
 
 
 def divergence_sentence(phase: Any, pair: NodePair, what: Any, delta: TensorDelta | None) -> str:

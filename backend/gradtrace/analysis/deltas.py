@@ -15,16 +15,13 @@ an element may differ by ``REL`` of the larger tensor's largest magnitude, and n
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import Any
-
-import numpy as np
+from operator import mul
+from typing import Any, NamedTuple
 
 from gradtrace.analysis.docdiff import FLOOR, REL
 
 
-@dataclass(frozen=True, slots=True)
-class RawDelta:
+class RawDelta(NamedTuple):
     """A delta before it is judged (the run's tolerance floor is known only at the end)."""
 
     max_abs: float | None
@@ -38,19 +35,24 @@ class RawDelta:
     """Shapes, dtypes or non-finite elements differ: beyond any tolerance."""
 
 
-ZERO = RawDelta(0.0, 0.0, 0.0, 0.0, 0.0, True, False)
+MISMATCH = RawDelta(None, 0.0, 0.0, 0.0, 0.0, True, True)
 
 
 def tensor_delta(a: dict[str, Any] | None, b: dict[str, Any] | None) -> RawDelta | None:
     """The difference of two ``TensorValue`` dicts; ``None`` when neither was recorded."""
-    if a is None and b is None:
-        return None
-    if a is None or b is None or a.get("shape") != b.get("shape") or a.get("dtype") != b.get("dtype"):
-        return RawDelta(None, 0.0, 0.0, 0.0, 0.0, True, True)
+    if a is None or b is None:
+        return None if a is b else MISMATCH
+    if a.get("shape") != b.get("shape") or a.get("dtype") != b.get("dtype"):
+        return MISMATCH
+    sa, sb = a.get("stats") or {}, b.get("stats") or {}
+    na, nb = _num(sa.get("norm")) or 0.0, _num(sb.get("norm")) or 0.0
+    scale = max(magnitude(a), magnitude(b))
     va, vb = a.get("values"), b.get("values")
     if va is not None and vb is not None:
-        return _from_values(va, vb)
-    return _from_stats(a.get("stats") or {}, b.get("stats") or {})
+        if va == vb:  # one comparison in C: the common case of two runs that agree
+            return RawDelta(0.0, 0.0, na * na, nb * nb, scale, True, False)
+        return _from_values(_flat(va), _flat(vb), na, nb, scale)
+    return _from_stats(sa, sb, na, nb, scale)
 
 
 def combine(deltas: list[RawDelta]) -> RawDelta | None:
@@ -60,7 +62,7 @@ def combine(deltas: list[RawDelta]) -> RawDelta | None:
     if len(deltas) == 1:
         return deltas[0]
     maxes = [d.max_abs for d in deltas]
-    return RawDelta(None if any(m is None for m in maxes) else max(m for m in maxes if m is not None),
+    return RawDelta(None if None in maxes else max(m for m in maxes if m is not None),
                     sum(d.sum_sq_diff for d in deltas), sum(d.sum_sq_a for d in deltas),
                     sum(d.sum_sq_b for d in deltas), max(d.scale for d in deltas),
                     all(d.exact for d in deltas), any(d.mismatch for d in deltas))
@@ -68,9 +70,7 @@ def combine(deltas: list[RawDelta]) -> RawDelta | None:
 
 def beyond(delta: RawDelta, floor: float) -> bool:
     """Whether ``delta`` is beyond float32 tolerance, given the run's absolute ``floor``."""
-    if delta.mismatch:
-        return True
-    if delta.max_abs is None:
+    if delta.mismatch or delta.max_abs is None:
         return True
     return delta.max_abs > max(REL * delta.scale, floor)
 
@@ -81,7 +81,8 @@ def floor_of(largest_gradient: float) -> float:
 
 
 def rel_l2(delta: RawDelta) -> float | None:
-    if delta.mismatch and delta.max_abs is None and not delta.sum_sq_a:
+    """``‖b − a‖ / ‖a‖`` (``‖b‖`` when A's is 0); ``None`` when it cannot be known."""
+    if delta.mismatch and delta.max_abs is None and not delta.sum_sq_diff:
         return None
     norm = math.sqrt(delta.sum_sq_a) or math.sqrt(delta.sum_sq_b)
     diff = math.sqrt(delta.sum_sq_diff)
@@ -91,67 +92,78 @@ def rel_l2(delta: RawDelta) -> float | None:
 
 
 def magnitude(value: dict[str, Any] | None) -> float:
-    """The largest magnitude of a tensor value, from its statistics (0 when unknown)."""
-    stats = (value or {}).get("stats") or {}
-    mags = [abs(v) for k in ("min", "max") if isinstance(v := stats.get(k), int | float)
-            and not isinstance(v, bool) and math.isfinite(v)]
-    return max(mags, default=0.0)
+    """The largest finite magnitude of a tensor value, from its statistics (0 when unknown)."""
+    if not value:
+        return 0.0
+    stats = value.get("stats")
+    if not stats:
+        return 0.0
+    lo, hi = _num(stats.get("min")), _num(stats.get("max"))
+    return max(abs(lo) if lo is not None and math.isfinite(lo) else 0.0,
+               abs(hi) if hi is not None and math.isfinite(hi) else 0.0)
 
 
-def _as_array(values: Any) -> np.ndarray[Any, np.dtype[np.float64]]:
-    """Every element as float64 (``"nan"``/``"inf"`` strings as floats, complex as pairs)."""
-    try:
-        return np.asarray(values, dtype=np.float64).ravel()
-    except (ValueError, TypeError):
-        return np.asarray(list(_flatten(values)), dtype=np.float64)
+def _num(v: Any) -> float | None:
+    """A JSON number as a float (``None`` for the strings ``"nan"``/``"inf"``, and anything else)."""
+    t = type(v)
+    if t is float:
+        return v  # type: ignore[no-any-return]
+    if t is int:
+        return float(v)
+    return None
 
 
-def _flatten(values: Any) -> Any:
-    if isinstance(values, list):
-        for v in values:
-            yield from _flatten(v)
-    elif isinstance(values, str):
-        yield float(values) if values in ("nan", "inf", "-inf") else math.nan
-    elif isinstance(values, bool | int | float):
-        yield float(values)
-    else:
-        yield math.nan
+def _flat(values: Any) -> list[Any]:
+    """A nested list of elements, flat (complex elements as their two parts)."""
+    if not isinstance(values, list):
+        return [values]
+    if not values or type(values[0]) is not list:
+        return values
+    if all(type(row) is list and (not row or type(row[0]) is not list) for row in values):
+        return [x for row in values for x in row]
+    return [x for row in values for x in _flat(row)]
 
 
-def _from_values(va: Any, vb: Any) -> RawDelta:
-    a, b = _as_array(va), _as_array(vb)
-    if a.shape != b.shape:
-        return RawDelta(None, 0.0, 0.0, 0.0, 0.0, True, True)
-    if a.size == 0:
-        return ZERO
-    fa, fb = np.isfinite(a), np.isfinite(b)
-    mismatch = bool((fa != fb).any())
-    if not mismatch and not fa.all():  # the same places are non-finite: are they the same?
-        na, nb = a[~fa], b[~fb]
-        mismatch = bool(((na != nb) & ~(np.isnan(na) & np.isnan(nb))).any())
-    both = fa & fb
-    a, b = a[both], b[both]
-    if a.size == 0:
-        return RawDelta(None if mismatch else 0.0, 0.0, 0.0, 0.0, 0.0, True, mismatch)
-    diff = b - a
-    scale = float(max(np.abs(a).max(), np.abs(b).max()))
-    return RawDelta(None if mismatch else float(np.abs(diff).max()), float(diff @ diff), float(a @ a),
-                    float(b @ b), scale, True, mismatch)
+def _element(v: Any) -> float:
+    if type(v) is str:
+        return float(v) if v in ("nan", "inf", "-inf") else math.nan
+    return float(v)
 
 
-def _from_stats(sa: dict[str, Any], sb: dict[str, Any]) -> RawDelta:
-    def num(stats: dict[str, Any], key: str) -> float | None:
-        v = stats.get(key)
-        return float(v) if isinstance(v, int | float) and not isinstance(v, bool) else None
+def _from_values(fa: list[Any], fb: list[Any], na: float, nb: float, scale: float) -> RawDelta:
+    if len(fa) != len(fb):
+        return MISMATCH
+    if not fa:
+        return RawDelta(0.0, 0.0, 0.0, 0.0, 0.0, True, False)
+    try:  # the common case: every element a plain number (bools subtract as 0/1)
+        diffs = [y - x for x, y in zip(fa, fb, strict=True)]
+    except TypeError:  # non-finite elements are strings ("nan", "inf"): the careful path
+        return _from_values_with_nonfinite([_element(x) for x in fa], [_element(y) for y in fb], na, nb, scale)
+    return RawDelta(float(max(map(abs, diffs))), float(sum(map(mul, diffs, diffs))), na * na, nb * nb,
+                    scale, True, False)
 
+
+def _from_values_with_nonfinite(fa: list[float], fb: list[float], na: float, nb: float,
+                                scale: float) -> RawDelta:
+    mismatch = False
+    diffs: list[float] = []
+    for x, y in zip(fa, fb, strict=True):
+        if math.isfinite(x) and math.isfinite(y):
+            diffs.append(y - x)
+        elif not (x == y or (math.isnan(x) and math.isnan(y))):
+            mismatch = True
+    worst = max(map(abs, diffs), default=0.0)
+    return RawDelta(None if mismatch else worst, sum(map(mul, diffs, diffs)), na * na, nb * nb, scale,
+                    True, mismatch)
+
+
+def _from_stats(sa: dict[str, Any], sb: dict[str, Any], na: float, nb: float, scale: float) -> RawDelta:
+    """Lower bounds from the statistics (see the module docstring)."""
     gaps: list[float] = []
     for key in ("min", "max", "mean"):
-        x, y = num(sa, key), num(sb, key)
+        x, y = _num(sa.get(key)), _num(sb.get(key))
         if x is not None and y is not None and math.isfinite(x) and math.isfinite(y):
             gaps.append(abs(y - x))
         elif sa.get(key) != sb.get(key):
-            return RawDelta(None, 0.0, 0.0, 0.0, 0.0, False, True)
-    na, nb = num(sa, "norm") or 0.0, num(sb, "norm") or 0.0
-    scale = max(abs(v) for v in (num(sa, "min"), num(sa, "max"), num(sb, "min"), num(sb, "max"), 0.0)
-                if v is not None and math.isfinite(v))
+            return RawDelta(None, 0.0, na * na, nb * nb, scale, False, True)
     return RawDelta(max(gaps, default=0.0), (nb - na) ** 2, na * na, nb * nb, scale, False, False)
