@@ -52,7 +52,7 @@ def compare_documents(a: _Doc, b: _Doc, *, max_nodes: int = MAX_NODES,
                       max_events: int = MAX_EVENTS) -> Comparison:
     """What changed from run A to run B (:class:`Comparison`)."""
     for side, doc in (("a", a), ("b", b)):
-        _check(side, doc, max_nodes, max_events)
+        check_document(side, doc, max_nodes=max_nodes, max_events=max_events)
     nodes_a, nodes_b = a["graph"]["nodes"], b["graph"]["nodes"]
     events_a, events_b = a.get("events") or [], b.get("events") or []
     made, left_a, left_b = pair_nodes(nodes_a, nodes_b, line_map(a.get("code"), b.get("code")))
@@ -86,7 +86,9 @@ def compare_documents(a: _Doc, b: _Doc, *, max_nodes: int = MAX_NODES,
     return result.model_copy(update={"summary": summary(result)})
 
 
-def _check(side: str, doc: Any, max_nodes: int, max_events: int) -> None:
+def check_document(side: str, doc: Any, *, max_nodes: int = MAX_NODES, max_events: int = MAX_EVENTS) -> None:
+    """Refuse what cannot be compared: not a run document (422), another schema version (422),
+    more nodes or events than ``max_nodes``/``max_events`` (413)."""
     if not isinstance(doc, dict) or not isinstance(doc.get("graph"), dict):
         raise InvalidRequest(f"run {side.upper()} is not a run document", detail={"side": side})
     version = doc.get("schema_version")
