@@ -18,10 +18,12 @@ __version__ = "0.1.0"
 if TYPE_CHECKING:
     from gradtrace.capture import record
     from gradtrace.client import Client, GradtraceAPIError
+    from gradtrace.notebook.compare import compare
     from gradtrace.notebook.show import show
     from gradtrace.schema import RunDocument
 
-__all__ = ["Client", "GradtraceAPIError", "RunDocument", "__version__", "load_ipython_extension", "record", "show"]
+__all__ = ["Client", "GradtraceAPIError", "RunDocument", "__version__", "compare", "load_ipython_extension", "record",
+           "show"]
 
 
 def load_ipython_extension(ipython: Any) -> None:
@@ -41,6 +43,10 @@ def __getattr__(name: str) -> Any:
         from gradtrace import client
 
         return getattr(client, name)
+    if name == "compare":
+        from gradtrace.notebook.compare import compare
+
+        return compare
     if name == "show":
         from gradtrace.notebook.show import show
 

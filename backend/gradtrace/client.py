@@ -24,6 +24,7 @@ import httpx
 from pydantic import PrivateAttr
 
 from gradtrace import __version__
+from gradtrace.analysis.comparison import Comparison
 from gradtrace.notebook.run import NotebookRunDocument
 from gradtrace.schema import RunDocument, document_id
 
@@ -146,6 +147,12 @@ class Client:
         self._request("DELETE", f"/api/shares/{_path_id(share_id)}",
                       headers={"X-Delete-Token": delete_token})
 
+    def compare(self, a: RunDocument | dict[str, Any] | str, b: RunDocument | dict[str, Any] | str) -> Comparison:
+        """Compare two runs on the service (``POST /api/compare``): each a document, or the id of
+        a share or of a kept run. ``gradtrace.compare`` does the same without a service."""
+        body = {"a": _compare_side(a), "b": _compare_side(b)}
+        return Comparison.model_validate_json(self._request("POST", "/api/compare", json=body).content)
+
     def health(self) -> dict[str, Any]:
         data = self._request("GET", "/healthz").json()
         assert isinstance(data, dict)
@@ -177,6 +184,16 @@ class Client:
         doc = ClientRunDocument.model_validate_json(response.content)
         doc._base_url = self.base_url
         return doc
+
+
+def _compare_side(side: RunDocument | dict[str, Any] | str) -> dict[str, Any]:
+    if isinstance(side, str):
+        return {"share_id": side.rstrip("/").rsplit("/", 1)[-1]}
+    if isinstance(side, RunDocument):
+        return {"document": side.model_dump(mode="json", by_alias=True)}
+    if isinstance(side, dict):
+        return {"document": side}
+    raise TypeError(f"compare() takes run documents or run/share ids, not {type(side).__name__}")
 
 
 def _path_id(value: str) -> str:
