@@ -106,6 +106,11 @@ def test_an_inserted_relu_is_the_one_node_only_in_b_and_every_other_node_stays_p
     assert shifted and all(p.key == "line" for p in shifted)
     assert all(p.name == c.pairs[k].name for k, p in enumerate(c.pairs))
     assert "1 node only in B: ReluBackward0" in c.summary
+    # one timeline for both: every event of A in order, the relu's two events of B in between
+    assert [ka for ka, _ in c.steps if ka is not None] == list(range(len(a["events"])))
+    assert sorted(kb for _, kb in c.steps if kb is not None) == list(range(len(b["events"])))
+    alone = [kb for ka, kb in c.steps if ka is None]
+    assert len(alone) == 2 and {b["events"][kb]["node"] for kb in alone} == {c.only_b[0].id}
 
 
 def test_a_fixed_custom_function_is_the_first_divergence_in_the_backward() -> None:

@@ -35,6 +35,8 @@ from gradtrace.analysis.comparison import (
     RunRef,
     TensorDelta,
 )
+from gradtrace.analysis.memory import memory_timeline
+from gradtrace.analysis.steps import merged_steps, paired_events
 from gradtrace.errors import InvalidRequest, PayloadTooLarge
 from gradtrace.schema import SCHEMA_VERSION
 
@@ -81,6 +83,8 @@ def compare_documents(a: _Doc, b: _Doc, *, max_nodes: int = MAX_NODES,
         a=_ref(a), b=_ref(b), pairs=pairs, only_a=[_only(nodes_a[i]) for i in left_a],
         only_b=[_only(nodes_b[j]) for j in left_b], keys_used=dict(keys_used), backward_order=order,
         first_divergence=divergence,
+        memory_a=memory_timeline(a), memory_b=memory_timeline(b),
+        steps=merged_steps(len(events_a), len(events_b), paired_events(events_a, events_b, b_of)),
         same_structure=not left_a and not left_b and order.same and not any(p.shape_changed for p in pairs),
         summary="")
     return result.model_copy(update={"summary": summary(result)})

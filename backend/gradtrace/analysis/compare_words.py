@@ -77,6 +77,7 @@ def summary(c: Comparison) -> str:
                    f"({order.a_steps} steps in A, {order.b_steps} in B).")
     elif order.a_steps:
         out.append(f"The backward pass takes the same {order.a_steps} steps in both.")
+    out.extend(_memory_words(c))
     grads = [p for p in c.pairs if p.grad is not None]
     moved = [p for p in grads if p.grad is not None and p.grad.beyond_tolerance]
     if c.first_divergence is None:
@@ -90,3 +91,24 @@ def summary(c: Comparison) -> str:
             out.append(f"The largest gradient change is at {node_words(worst.name, worst.line_a, worst.line_b)}: "
                        f"relative L2 {number(worst.grad.rel_l2)}.")
     return " ".join(out)
+
+
+def size_words(n: int) -> str:
+    for unit, scale in (("MB", 1 << 20), ("KB", 1 << 10)):
+        if n >= scale:
+            return f"{n / scale:.3g} {unit}"
+    return f"{n} bytes"
+
+
+def _memory_words(c: Comparison) -> list[str]:
+    ma, mb = c.memory_a, c.memory_b
+    out: list[str] = []
+    if ma.peak != mb.peak:
+        less, more = ("B", "A") if mb.peak < ma.peak else ("A", "B")
+        out.append(f"Saved tensors peak at {size_words(ma.peak)} in A and {size_words(mb.peak)} in B: "
+                   f"{less} keeps {size_words(abs(ma.peak - mb.peak))} less alive than {more}.")
+    for side, m in (("A", ma), ("B", mb)):
+        if m.recomputed:
+            out.append(f"{side} recomputes {m.recomputed} checkpointed op{'s' if m.recomputed != 1 else ''} "
+                       "in its backward.")
+    return out

@@ -15,6 +15,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from gradtrace.analysis.memory import MemoryTimeline
+
 PairKey = Literal["line", "module", "op"]
 """Which key paired two nodes (NOTE [pairing nodes] in ``analysis/align.py``):
 ``line``: line, op, module call and occurrence; ``module``: op, module call and occurrence;
@@ -127,6 +129,12 @@ class Comparison(_Result):
     """How many pairs each key made (``{"line": 40, "module": 3}``)."""
     backward_order: BackwardOrder
     first_divergence: Divergence | None = None
+    steps: list[tuple[int | None, int | None]] = Field(default_factory=list)
+    """One timeline for both runs: ``(event of A, event of B)`` per step, ``None`` where one run
+    has no such event (``analysis/steps.py``). The compare page's transport walks it."""
+    memory_a: MemoryTimeline
+    memory_b: MemoryTimeline
+    """Saved-tensor bytes alive at each step of each run (``analysis/memory.py``)."""
     same_structure: bool
     """Every node paired, no shape changed and the backward order is the same."""
     summary: str
