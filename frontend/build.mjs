@@ -38,6 +38,8 @@ results.push(
   // is never used there: the worker comes from a blob URL.
   await build({ ...noMap, entryPoints: ["src/standalone.js"], outfile: "dist/standalone.js", format: "iife",
     logOverride: { "empty-import-meta": "silent" } }),
+  // The compare page (/c/{a}..{b}): two viewers in shadow roots, so it carries the viewer's CSS too.
+  await build({ ...noMap, entryPoints: ["src/compare/main.js"], outfile: "dist/compare.js", format: "esm" }),
 );
 
 /** static/app.css for a shadow root: `:root` becomes `:host`, and the dark palette, chosen by
@@ -70,4 +72,4 @@ mkdirSync("LICENSES", { recursive: true });
 if (!existsSync("LICENSES/THIRD-PARTY-LICENSES.txt") || readFileSync("LICENSES/THIRD-PARTY-LICENSES.txt", "utf8") !== notice) {
   writeFileSync("LICENSES/THIRD-PARTY-LICENSES.txt", notice);
 }
-console.log(`built frontend/dist (app.js, layout-worker.js, widget.js, standalone.js); ${packages.size} bundled packages, licences in dist/THIRD-PARTY-LICENSES.txt`);
+console.log(`built frontend/dist (app.js, layout-worker.js, widget.js, standalone.js, compare.js); ${packages.size} bundled packages, licences in dist/THIRD-PARTY-LICENSES.txt`);
