@@ -39,6 +39,7 @@ from gradtrace.analysis.memory import memory_timeline
 from gradtrace.analysis.steps import merged_steps, paired_events
 from gradtrace.errors import InvalidRequest, PayloadTooLarge
 from gradtrace.schema import SCHEMA_VERSION
+from gradtrace.schema.fast import gc_paused
 
 MAX_NODES = 50_000
 """Largest run (nodes) compared; as large as a run may be (``GRADTRACE_MAX_NODES``' default)."""
@@ -55,6 +56,12 @@ def compare_documents(a: _Doc, b: _Doc, *, max_nodes: int = MAX_NODES,
     """What changed from run A to run B (:class:`Comparison`)."""
     for side, doc in (("a", a), ("b", b)):
         check_document(side, doc, max_nodes=max_nodes, max_events=max_events)
+    # Nothing built here is cyclic: collections would only walk the two documents again and again.
+    with gc_paused():
+        return _compare(a, b)
+
+
+def _compare(a: _Doc, b: _Doc) -> Comparison:
     nodes_a, nodes_b = a["graph"]["nodes"], b["graph"]["nodes"]
     events_a, events_b = a.get("events") or [], b.get("events") or []
     made, left_a, left_b = pair_nodes(nodes_a, nodes_b, line_map(a.get("code"), b.get("code")))

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
+import orjson
 from fastapi import APIRouter, Path, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse, Response
@@ -24,8 +25,9 @@ from gradtrace.analysis.comparison import Comparison
 from gradtrace.api.errors import ERROR_RESPONSES
 from gradtrace.api.services import Services, ServicesDep, client_key
 from gradtrace.errors import InvalidRequest, NotFound
-from gradtrace.schema import SCHEMA_VERSION, RunDocument
-from gradtrace.storage.codec import StoredBlob, encode, load
+from gradtrace.schema import SCHEMA_VERSION, RunDocument, canonical_json
+from gradtrace.storage.codec import StoredBlob, decompress, encode, load
+from gradtrace.storage.normalize import normalize
 
 router = APIRouter(prefix="/api/compare", tags=["compare"])
 MAX_ID = 64
@@ -63,7 +65,7 @@ class CompareLink(BaseModel):
 async def compare_runs(body: CompareRequest, request: Request, svc: ServicesDep) -> Response:
     svc.buckets.take(client_key(request))
     result = await run_in_threadpool(_compare, svc, body.a, body.b)
-    return JSONResponse(result.model_dump(mode="json"))
+    return _answer(result)
 
 
 @router.get("/{pair}", response_model=Comparison, summary="Compare two runs by id: {a}..{b}",
@@ -71,7 +73,7 @@ async def compare_runs(body: CompareRequest, request: Request, svc: ServicesDep)
 async def compare_by_ids(pair: Annotated[str, Path(max_length=2 * MAX_ID + 2)], svc: ServicesDep) -> Response:
     a_id, b_id = split_pair(pair)
     result = await run_in_threadpool(_compare, svc, CompareSide(share_id=a_id), CompareSide(share_id=b_id))
-    return JSONResponse(result.model_dump(mode="json"))
+    return _answer(result)
 
 
 @router.post("/links", response_model=CompareLink, status_code=201,
@@ -81,6 +83,10 @@ async def create_link(body: CompareRequest, request: Request, svc: ServicesDep) 
     ids = await run_in_threadpool(lambda: [_share(svc, side, name) for side, name in ((body.a, "a"), (body.b, "b"))])
     link = CompareLink(url=f"{svc.public_base(request)}/c/{ids[0]}..{ids[1]}", a=ids[0], b=ids[1])
     return JSONResponse(link.model_dump(), status_code=201)
+
+
+def _answer(result: Comparison) -> Response:
+    return Response(result.model_dump_json(), media_type="application/json")
 
 
 def split_pair(pair: str) -> tuple[str, str]:
@@ -96,7 +102,7 @@ def side_document(svc: Services, side: CompareSide, name: str) -> dict[str, Any]
     """The run document a side names, upgraded to the current schema when it is stored."""
     _exactly_one(side, name)
     if side.document is None:
-        return load(_stored(svc, side, name))
+        return _load(_stored(svc, side, name))
     limits = {"max_nodes": svc.settings.max_nodes, "max_events": svc.settings.max_events}
     check_document(name, side.document, **limits)
     try:
@@ -107,6 +113,30 @@ def side_document(svc: Services, side: CompareSide, name: str) -> dict[str, Any]
         raise InvalidRequest(f"run {name.upper()} is not a valid run document: {where}: {first.get('msg')}",
                              detail={"side": name, "loc": [str(p) for p in first.get("loc", ())]}) from exc
     return side.document
+
+
+def _load(blob: StoredBlob) -> dict[str, Any]:
+    return _load_with_text(blob)[0]
+
+
+def _load_with_text(blob: StoredBlob) -> tuple[dict[str, Any], str]:
+    """A stored document as a dict and as its canonical JSON text (``codec.load``'s steps, parsed
+    by orjson: a GRU-200 run is 4 MB of JSON, and the comparison's time goal counts its parse).
+    A document of the current version is its stored bytes; an older one is upgraded first."""
+    raw = decompress(blob.gz)
+    doc = orjson.loads(raw)
+    if not isinstance(doc, dict):
+        raise InvalidRequest("the stored document is not a JSON object")
+    if blob.schema_version == SCHEMA_VERSION:
+        return normalize(doc), raw.decode("utf-8")
+    doc = normalize(doc)
+    return doc, canonical_json(doc).decode("utf-8")
+
+
+def stored_side(svc: Services, side: CompareSide, name: str) -> tuple[dict[str, Any], str]:
+    """A stored side's document and its JSON text (the compare page embeds the text as is)."""
+    _exactly_one(side, name)
+    return _load_with_text(_stored(svc, side, name))
 
 
 def _exactly_one(side: CompareSide, name: str) -> None:

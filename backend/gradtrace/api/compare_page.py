@@ -24,8 +24,8 @@ from fastapi.templating import Jinja2Templates
 
 from gradtrace import __version__
 from gradtrace.analysis.compare import compare_documents
-from gradtrace.api.compare import CompareSide, side_document, split_pair
-from gradtrace.api.pages import script_safe_json
+from gradtrace.api.compare import CompareSide, split_pair, stored_side
+from gradtrace.api.pages import script_safe_json, script_safe_text
 from gradtrace.api.services import Services, ServicesDep
 from gradtrace.frontend import TEMPLATES
 
@@ -43,13 +43,13 @@ async def compare_page(request: Request, pair: Annotated[str, Path(max_length=13
 
 
 def _context(svc: Services, a_id: str, b_id: str) -> dict[str, Any]:
-    doc_a = side_document(svc, CompareSide(share_id=a_id), "a")
-    doc_b = side_document(svc, CompareSide(share_id=b_id), "b")
+    (doc_a, text_a), (doc_b, text_b) = (stored_side(svc, CompareSide(share_id=i), side)
+                                        for i, side in ((a_id, "a"), (b_id, "b")))
     comparison = compare_documents(doc_a, doc_b, max_nodes=svc.settings.max_nodes,
                                    max_events=svc.settings.max_events)
     state = svc.runner_state()
     config = {"cuda_available": bool(state.cuda_available) if state else False, "version": __version__,
               "a": a_id, "b": b_id}
-    return {"a_json": script_safe_json(doc_a), "b_json": script_safe_json(doc_b),
+    return {"a_json": script_safe_text(text_a), "b_json": script_safe_text(text_b),
             "comparison_json": script_safe_json(comparison.model_dump(mode="json")),
             "a_id": a_id, "b_id": b_id, "config_json": script_safe_json(config), "version": __version__}

@@ -62,7 +62,12 @@ _SCRIPT_SAFE = str.maketrans({"<": "\\u003c", ">": "\\u003e", "&": "\\u0026",
 
 def script_safe_json(obj: Any) -> Markup:
     """JSON that can sit inside a ``<script>`` element as is (see the module docstring)."""
-    return Markup(canonical_json(obj).decode("utf-8").translate(_SCRIPT_SAFE))
+    return script_safe_text(canonical_json(obj).decode("utf-8"))
+
+
+def script_safe_text(json_text: str) -> Markup:
+    """JSON text already written (stored canonical bytes) made safe the same way."""
+    return Markup(json_text.translate(_SCRIPT_SAFE))
 
 
 @router.get("/", response_class=HTMLResponse)
