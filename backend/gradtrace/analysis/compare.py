@@ -47,8 +47,10 @@ MAX_EVENTS = 200_000
 """Largest run (events) compared (``GRADTRACE_MAX_EVENTS``' default)."""
 
 _Doc = dict[str, Any]
-_EventDeltas = tuple[dl.RawDelta | None, dl.RawDelta | None, dl.RawDelta | None]
-"""Of one paired backward call: (gradients received, gradients produced, a leaf's grad)."""
+_EventDeltas = tuple[dl.RawDelta | None, dl.RawDelta | None]
+"""Of one paired backward call: (the gradients it produced, a leaf's accumulated grad). The
+gradients a call received are the ones its consumers produced; they are measured only on the
+way to the first divergence (NOTE [first divergence])."""
 
 
 def compare_documents(a: _Doc, b: _Doc, *, max_nodes: int = MAX_NODES,
@@ -144,8 +146,7 @@ def _tensor_list_delta(xs: list[Any] | None, ys: list[Any] | None) -> dl.RawDelt
 
 
 def _event_delta(ea: _Doc, eb: _Doc) -> _EventDeltas:
-    return (_tensor_list_delta(ea.get("grad_outputs"), eb.get("grad_outputs")),
-            _tensor_list_delta(ea.get("grad_inputs"), eb.get("grad_inputs")),
+    return (_tensor_list_delta(ea.get("grad_inputs"), eb.get("grad_inputs")),
             dl.tensor_delta(ea.get("grad"), eb.get("grad")))
 
 
@@ -169,15 +170,22 @@ def _judged(raw: dl.RawDelta | None, floor: float) -> TensorDelta | None:
 
 def _largest_gradient(a: _Doc, b: _Doc, event_deltas: dict[int, tuple[int, _EventDeltas]]) -> float:
     """The largest gradient magnitude of either run (the tolerance floor's measure): their
-    nodes' ``.grad`` and every backward event's gradients (paired events' are already known)."""
+    nodes' ``.grad`` and every backward event's gradients. Paired events' are known from their
+    deltas; a gradient received is one produced by another event, but for the gradient each
+    pass starts from."""
     best = max((d.scale for _, parts in event_deltas.values() for d in parts if d is not None), default=0.0)
     paired_b = {k for k, _ in event_deltas.values()}
     for doc, paired in ((a, event_deltas.keys()), (b, paired_b)):
         best = max(best, max((dl.magnitude(n.get("grad")) for n in doc["graph"]["nodes"]), default=0.0))
+        passes: set[Any] = set()
         for k, event in enumerate(doc.get("events") or ()):
-            if event.get("phase") != "backward" or k in paired:
+            if event.get("phase") != "backward":
                 continue
-            for value in (*(event.get("grad_inputs") or ()), *(event.get("grad_outputs") or ()), event.get("grad")):
+            values = [] if k in paired else [*(event.get("grad_inputs") or ()), event.get("grad")]
+            if event.get("pass") not in passes:
+                passes.add(event.get("pass"))
+                values.extend(event.get("grad_outputs") or ())
+            for value in values:
                 best = max(best, dl.magnitude(value))
     return best
 
@@ -204,7 +212,8 @@ def _first_divergence(a: _Doc, b: _Doc, b_of: dict[str, str], event_deltas: dict
     """NOTE [first divergence]."""
     nodes_a = a["graph"]["nodes"]
     events_a = a.get("events") or []
-    forward_b = {e["node"]: k for k, e in enumerate(b.get("events") or ()) if e.get("phase") == "forward"}
+    events_b = b.get("events") or []
+    forward_b = {e["node"]: k for k, e in enumerate(events_b) if e.get("phase") == "forward"}
     # Tensor values hang after the forward event of the function node made just before them.
     after: dict[str, list[_Doc]] = defaultdict(list)
     before_all: list[_Doc] = []
@@ -239,8 +248,9 @@ def _first_divergence(a: _Doc, b: _Doc, b_of: dict[str, str], event_deltas: dict
             continue
         if k not in event_deltas or node_id not in pairs:
             continue
-        b_event, raw = event_deltas[k]
-        for what, delta in zip(("grad_outputs", "grad_inputs", "grad"), raw, strict=True):
+        b_event, (produced, accumulated) = event_deltas[k]
+        received = _tensor_list_delta(event.get("grad_outputs"), events_b[b_event].get("grad_outputs"))
+        for what, delta in (("grad_outputs", received), ("grad_inputs", produced), ("grad", accumulated)):
             if delta is not None and dl.beyond(delta, floor):
                 return _divergence("backward", pairs[node_id], what, k, b_event, _judged(delta, floor))
     return None

@@ -58,8 +58,8 @@ class NodePair(_Result):
     value: TensorDelta | None = None
     """Tensor nodes with a recorded value in both runs."""
     grad: TensorDelta | None = None
-    """Tensor nodes: their ``.grad``; function nodes: the gradients they produced and received
-    in every backward call, taken together."""
+    """Tensor nodes: their ``.grad``; function nodes: the gradients they produced in every
+    backward call, taken together (``AccumulateGrad``: the leaf's ``.grad`` after each one)."""
 
 
 class OnlyNode(_Result):
