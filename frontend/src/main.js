@@ -7,6 +7,7 @@
  * document read-only and never runs anything until the user asks to edit a copy.
  */
 import { RunController } from "./app/run.js";
+import { installCompareButton } from "./compare/entry.js";
 import { ShareController, stepFromUrl } from "./app/share.js";
 import { ViewState } from "./app/state.js";
 import { Viewer } from "./app/viewer.js";
@@ -39,6 +40,7 @@ class App {
       { viewer: this.viewer, code: () => this.editor.code, onStatus: status },
     );
     this.bindControls();
+    installCompareButton($("#compare"), () => this.viewer.doc);
     renderLegend($("#legend-list"));
     this.lessons = readJson("gt-lessons") || []; // backend/gradtrace/lessons, embedded by the page
     $("#examples").hidden = false; // the page's own part of the shared viewer markup
@@ -85,6 +87,7 @@ class App {
     const onLine = (line) => this.viewer.selectLine(line, true);
     renderResults(this.results, doc, onLine);
     this.sharer.enable(true);
+    $("#compare").disabled = false;
     const loading = this.viewer.loadDocument(doc, opts);  // indexes the document before its first await
     renderErrorExplain(this.results.error, this.viewer.words, this.viewer.errors, onLine);
     const timing = await loading;

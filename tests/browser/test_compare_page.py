@@ -127,3 +127,15 @@ def test_what_if_slider_on_lesson_01_x(page: Any, live_server: Server, frontend_
     assert "First divergence" in page.locator("#summary").inner_text()
     page.screenshot(path=str(artifacts_dir / "compare-what-if.png"))
     assert page.page_errors == []
+
+
+def test_the_playgrounds_compare_button_opens_the_run_against_itself(playground: Any, live_server: Server) -> None:
+    from browser.pageutil import run_example
+
+    doc = run_example(playground, "chain_rule")
+    playground.get_by_role("button", name="Compare", exact=True).click()
+    playground.wait_for_url(f"{live_server.url}/c/*..*", timeout=READY_MS)
+    playground.wait_for_function("document.body.dataset.ready === '1'", timeout=READY_MS)
+    got = playground.evaluate("[window.gradtrace.page.cmp.a.id, window.gradtrace.page.cmp.b.id]")
+    assert got == [doc["id"], doc["id"]]
+    assert "Same graph" in playground.locator("#summary").inner_text()
