@@ -3,6 +3,7 @@ divergence, and the what-if slider on lesson 01's ``x``; screenshots under tests
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -139,3 +140,27 @@ def test_the_playgrounds_compare_button_opens_the_run_against_itself(playground:
     got = playground.evaluate("[window.gradtrace.page.cmp.a.id, window.gradtrace.page.cmp.b.id]")
     assert got == [doc["id"], doc["id"]]
     assert "Same graph" in playground.locator("#summary").inner_text()
+
+
+def test_checkpointing_compared_and_no_serious_axe_violations(page: Any, live_server: Server, frontend_bundle: Path,
+                                                              artifacts_dir: Path) -> None:
+    from browser.test_words_a11y import axe_violations
+
+    code = lesson_code("12_checkpoint_memory")
+    _open(page, live_server, _link(live_server, code, code.replace("checkpoint(block, h, use_reentrant=False)",
+                                                                   "block(h)")))
+    assert page.get_by_role("button", name="checkpointing off").is_visible()
+    label = page.locator("#c-memory-label").inner_text()
+    recomputed = re.search(r"recomputed in backward: (\d+) ops in A, 0 in B", label)
+    assert recomputed and int(recomputed.group(1)) > 0, label
+    # clicking the memory strip where B (no checkpointing) peaks reaches that step's node (paired
+    # one to one here, so B's step is the cursor)
+    peak = page.evaluate("window.gradtrace.page.cmp.memory_b.peak_step")
+    box = page.locator("#c-memory").bounding_box()
+    n = page.evaluate("window.gradtrace.page.cmp.steps.length")
+    page.mouse.click(box["x"] + box["width"] * peak / n, box["y"] + box["height"] / 2)
+    got = page.evaluate("[window.gradtrace.page.cursor, window.gradtrace.page.panes.b.selectedId()]")
+    assert abs(got[0] - peak) <= 1 and got[1] is not None
+    page.screenshot(path=str(artifacts_dir / "compare-checkpointing.png"))
+    found = axe_violations(page)
+    assert found == [], found
