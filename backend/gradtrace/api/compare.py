@@ -26,6 +26,7 @@ from gradtrace.api.errors import ERROR_RESPONSES
 from gradtrace.api.services import Services, ServicesDep, client_key
 from gradtrace.errors import InvalidRequest, NotFound
 from gradtrace.schema import SCHEMA_VERSION, RunDocument, canonical_json
+from gradtrace.schema.fast import gc_paused
 from gradtrace.storage.codec import StoredBlob, decompress, encode, load
 from gradtrace.storage.normalize import normalize
 
@@ -162,8 +163,10 @@ def _stored(svc: Services, side: CompareSide, name: str) -> StoredBlob:
 
 
 def _compare(svc: Services, a: CompareSide, b: CompareSide) -> Comparison:
-    doc_a, doc_b = side_document(svc, a, "a"), side_document(svc, b, "b")
-    return compare_documents(doc_a, doc_b, max_nodes=svc.settings.max_nodes, max_events=svc.settings.max_events)
+    with gc_paused():  # two parsed documents are ~1M acyclic objects: no collection walks them
+        doc_a, doc_b = side_document(svc, a, "a"), side_document(svc, b, "b")
+        return compare_documents(doc_a, doc_b, max_nodes=svc.settings.max_nodes,
+                                 max_events=svc.settings.max_events)
 
 
 def _share(svc: Services, side: CompareSide, name: str) -> str:

@@ -28,6 +28,7 @@ from gradtrace.api.compare import CompareSide, split_pair, stored_side
 from gradtrace.api.pages import script_safe_json, script_safe_text
 from gradtrace.api.services import Services, ServicesDep
 from gradtrace.frontend import TEMPLATES
+from gradtrace.schema.fast import gc_paused
 
 router = APIRouter(include_in_schema=False)
 TEMPLATE = "compare.html"
@@ -43,6 +44,11 @@ async def compare_page(request: Request, pair: Annotated[str, Path(max_length=13
 
 
 def _context(svc: Services, a_id: str, b_id: str) -> dict[str, Any]:
+    with gc_paused():  # as in api/compare.py: the parsed documents are acyclic
+        return _build_context(svc, a_id, b_id)
+
+
+def _build_context(svc: Services, a_id: str, b_id: str) -> dict[str, Any]:
     (doc_a, text_a), (doc_b, text_b) = (stored_side(svc, CompareSide(share_id=i), side)
                                         for i, side in ((a_id, "a"), (b_id, "b")))
     comparison = compare_documents(doc_a, doc_b, max_nodes=svc.settings.max_nodes,
