@@ -4,7 +4,7 @@
  * snippet that calls `checkpoint(f, x, ...)`). Each runs B (POST /api/runs), shares both runs
  * (POST /api/compare/links) and opens the new link.
  */
-import { compareLink, runSnippet } from "../api.js";
+import { ApiError, compareLink, runSnippet, shareDocument } from "../api.js";
 
 const CHECKPOINT_CALL = /checkpoint\(\s*([\w.]+)\s*,\s*([^,()]+?)\s*(?:,[^()]*)?\)/g;
 
@@ -23,7 +23,7 @@ export function installPresets(page) {
     for (const b of document.querySelectorAll(".gt-presets button")) b.disabled = true;
     try {
       const run = await runSnippet({ code: body.code, device: body.device || a.device || "cpu", seed: body.seed ?? a.seed ?? 0 });
-      const link = await compareLink({ share_id: page.config.a }, { run_id: run.id });
+      const link = await linkTo(page.config.a, run);
       status.textContent = "Opening the comparison…";
       location.assign(new URL(link.url).pathname);
     } catch (err) {
@@ -49,4 +49,15 @@ export function installPresets(page) {
     if (!form.hidden) { $("edit-code").value = page.docs.b.code || a.code || ""; $("edit-code").focus(); }
   });
   form.addEventListener("submit", (ev) => { ev.preventDefault(); go("edited code", { code: $("edit-code").value }); });
+}
+
+/** The compare link of A with the new run B (shared whole when this replica does not keep it). */
+async function linkTo(a, run) {
+  try {
+    return await compareLink({ share_id: a }, { run_id: run.id });
+  } catch (err) {
+    if (!(err instanceof ApiError) || err.status !== 404) throw err;
+    const share = await shareDocument(run, { stored: false });
+    return compareLink({ share_id: a }, { share_id: share.id });
+  }
 }

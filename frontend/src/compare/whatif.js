@@ -4,7 +4,7 @@
  * comparison (POST /api/compare), in place: no new page, one run in flight at a time, the
  * latest value wins. `page.whatIf.lastMs` is the time from releasing the slider to B's redraw.
  */
-import { compareRuns, runSnippet } from "../api.js";
+import { ApiError, compareRuns, runSnippet } from "../api.js";
 import { findScalars, sliderRange, withScalar } from "./literals.js";
 
 export function installWhatIf(page) {
@@ -21,7 +21,7 @@ export function installWhatIf(page) {
   const $ = (id) => document.getElementById(id);
   const pick = $("wi-pick"), slider = $("wi-slider");
   choices.forEach((c, i) => pick.append(new Option(c.label, String(i))));
-  const state = { busy: false, pending: null, releasedAt: 0, lastMs: null, runs: 0 };
+  const state = { busy: false, pending: null, inflight: null, drawn: null, releasedAt: 0, lastMs: null, runs: 0 };
   page.whatIf = state;
 
   const setChoice = () => {
@@ -39,16 +39,22 @@ export function installWhatIf(page) {
     const v = state.pending;
     state.pending = null;
     state.busy = true;
+    state.inflight = v;
     const c = choices[Number(pick.value)];
     try {
       const { code, seed } = variant(c, v);
+      const t0 = performance.now();
       const doc = await runSnippet({ code, seed, device: a.device || "cpu" });
-      const cmp = await compareRuns({ share_id: page.config.a }, { document: doc });
+      const t1 = performance.now();
+      const cmp = await compareB(page.config.a, doc);
+      const t2 = performance.now();
       page.docs.b = doc;
       page.setComparison(cmp);
       await page.panes.b.load(doc, { step: page.table.b[Math.min(page.cursor, cmp.steps.length)] });
       page.go(page.cursor);
+      state.parts = { run: t1 - t0, compare: t2 - t1, draw: performance.now() - t2 };
       state.runs += 1;
+      state.drawn = v;
       if (state.releasedAt && state.pending == null) {
         state.lastMs = performance.now() - state.releasedAt;
         state.releasedAt = 0;
@@ -68,10 +74,27 @@ export function installWhatIf(page) {
     runLatest();
   });
   slider.addEventListener("change", () => {
+    const v = Number(slider.value);
     state.releasedAt = performance.now();
-    state.pending = Number(slider.value);
+    if (state.pending == null && ((state.busy && state.inflight === v) || (!state.busy && state.drawn === v))) {
+      // The value released is the one being run (or drawn already, while the slider moved).
+      if (!state.busy) { state.lastMs = 0; state.releasedAt = 0; }
+      return;
+    }
+    state.pending = v;
     runLatest();
   });
   pick.addEventListener("change", setChoice);
   setChoice();
+}
+
+/** Compare run A with B by B's id (it is kept the moment it is answered); the whole document
+ * when this replica of the service does not have it (404). */
+async function compareB(a, doc) {
+  try {
+    return await compareRuns({ share_id: a }, { run_id: doc.id });
+  } catch (err) {
+    if (!(err instanceof ApiError) || err.status !== 404) throw err;
+    return compareRuns({ share_id: a }, { document: doc });
+  }
 }
