@@ -75,29 +75,28 @@ def _compare(a: _Doc, b: _Doc) -> Comparison:
             event_deltas[ea] = (eb, _event_delta(events_a[ea], events_b[eb]))
     floor = dl.floor_of(_largest_gradient(a, b, event_deltas))
 
-    pairs: list[NodePair] = []
+    # Rows as dicts, validated once with the whole result by pydantic-core: GRU-200 makes 3,210.
+    rows: list[dict[str, Any]] = []
     keys_used: dict[str, int] = defaultdict(int)
     for i, j, key in made:
         na, nb = nodes_a[i], nodes_b[j]
         keys_used[key] += 1
         value = dl.tensor_delta(na.get("value"), nb.get("value")) if na.get("value") or nb.get("value") else None
         grad = _node_grad_delta(na, nb, calls_a, calls_b, event_deltas)
-        # NOTE: built unvalidated (model_construct): every field is typed above, from a document
-        # check_document accepted, and GRU-200 makes 3,210 of them.
-        pairs.append(NodePair.model_construct(
-            a=na["id"], b=nb["id"], key=key, kind=na["kind"], name=na.get("name"), line_a=na.get("line"),
-            line_b=nb.get("line"), shape_a=na.get("shape"), shape_b=nb.get("shape"),
-            shape_changed=na.get("shape") != nb.get("shape"), value=_judged(value, floor), grad=_judged(grad, floor)))
+        rows.append({"a": na["id"], "b": nb["id"], "key": key, "kind": na["kind"], "name": na.get("name"),
+                     "line_a": na.get("line"), "line_b": nb.get("line"), "shape_a": na.get("shape"),
+                     "shape_b": nb.get("shape"), "shape_changed": na.get("shape") != nb.get("shape"),
+                     "value": _judged(value, floor), "grad": _judged(grad, floor)})
     order = _backward_order(events_a, events_b, {v: k for k, v in b_of.items()})
-    divergence = _first_divergence(a, b, b_of, event_deltas, floor, {p.a: p for p in pairs})
-    result = Comparison(
-        a=_ref(a), b=_ref(b), pairs=pairs, only_a=[_only(nodes_a[i]) for i in left_a],
-        only_b=[_only(nodes_b[j]) for j in left_b], keys_used=dict(keys_used), backward_order=order,
-        first_divergence=divergence,
-        memory_a=memory_timeline(a), memory_b=memory_timeline(b),
-        steps=merged_steps(len(events_a), len(events_b), paired_events(events_a, events_b, b_of)),
-        same_structure=not left_a and not left_b and order.same and not any(p.shape_changed for p in pairs),
-        summary="")
+    result = Comparison.model_validate({
+        "a": _ref(a), "b": _ref(b), "pairs": rows, "only_a": [_only(nodes_a[i]) for i in left_a],
+        "only_b": [_only(nodes_b[j]) for j in left_b], "keys_used": dict(keys_used), "backward_order": order,
+        "memory_a": memory_timeline(a), "memory_b": memory_timeline(b),
+        "steps": merged_steps(len(events_a), len(events_b), paired_events(events_a, events_b, b_of)),
+        "same_structure": not left_a and not left_b and order.same and not any(r["shape_changed"] for r in rows),
+        "summary": ""})
+    divergence = _first_divergence(a, b, b_of, event_deltas, floor, {p.a: p for p in result.pairs})
+    result = result.model_copy(update={"first_divergence": divergence})
     return result.model_copy(update={"summary": summary(result)})
 
 
@@ -163,11 +162,12 @@ def _node_grad_delta(na: _Doc, nb: _Doc, calls_a: dict[str, list[int]], calls_b:
     return dl.combine(parts)
 
 
-def _judged(raw: dl.RawDelta | None, floor: float) -> TensorDelta | None:
+def _judged(raw: dl.RawDelta | None, floor: float) -> dict[str, Any] | None:
+    """A :class:`TensorDelta`'s fields."""
     if raw is None:
         return None
-    return TensorDelta.model_construct(max_abs=raw.max_abs, rel_l2=dl.rel_l2(raw), exact=raw.exact,
-                                       beyond_tolerance=dl.beyond(raw, floor))
+    return {"max_abs": raw.max_abs, "rel_l2": dl.rel_l2(raw), "exact": raw.exact,
+            "beyond_tolerance": dl.beyond(raw, floor)}
 
 
 def _largest_gradient(a: _Doc, b: _Doc, event_deltas: dict[int, tuple[int, _EventDeltas]]) -> float:
@@ -254,7 +254,8 @@ def _first_divergence(a: _Doc, b: _Doc, b_of: dict[str, str], event_deltas: dict
         received = _tensor_list_delta(event.get("grad_outputs"), events_b[b_event].get("grad_outputs"))
         for what, delta in (("grad_outputs", received), ("grad_inputs", produced), ("grad", accumulated)):
             if delta is not None and dl.beyond(delta, floor):
-                return _divergence("backward", pairs[node_id], what, k, b_event, _judged(delta, floor))
+                return _divergence("backward", pairs[node_id], what, k, b_event,
+                                   TensorDelta.model_validate(_judged(delta, floor)))
     return None
 
 

@@ -36,6 +36,7 @@ class RawDelta(NamedTuple):
 
 
 MISMATCH = RawDelta(None, 0.0, 0.0, 0.0, 0.0, True, True)
+_NO_STATS: dict[str, Any] = {}
 
 
 def tensor_delta(a: dict[str, Any] | None, b: dict[str, Any] | None) -> RawDelta | None:
@@ -44,14 +45,27 @@ def tensor_delta(a: dict[str, Any] | None, b: dict[str, Any] | None) -> RawDelta
         return None if a is b else MISMATCH
     if a.get("shape") != b.get("shape") or a.get("dtype") != b.get("dtype"):
         return MISMATCH
-    sa, sb = a.get("stats") or {}, b.get("stats") or {}
-    na, nb = _num(sa.get("norm")) or 0.0, _num(sb.get("norm")) or 0.0
-    scale = max(magnitude(a), magnitude(b))
+    sa, sb = a.get("stats") or _NO_STATS, b.get("stats") or _NO_STATS
     va, vb = a.get("values"), b.get("values")
+    lo_a, hi_a, mean_a, norm_a = sa.get("min"), sa.get("max"), sa.get("mean"), sa.get("norm")
+    lo_b, hi_b, mean_b, norm_b = sb.get("min"), sb.get("max"), sb.get("mean"), sb.get("norm")
+    if (type(lo_a) is float and type(hi_a) is float and type(mean_a) is float and type(norm_a) is float
+            and type(lo_b) is float and type(hi_b) is float and type(mean_b) is float and type(norm_b) is float):
+        # The common case, statistics all finite floats: no helper calls (GRU-200 has 8,600 of them).
+        scale = max(-lo_a, hi_a, -lo_b, hi_b, 0.0)
+        sq_a, sq_b = norm_a * norm_a, norm_b * norm_b
+        if va is not None and vb is not None:
+            if va == vb:  # one comparison in C: the common case of two runs that agree
+                return RawDelta(0.0, 0.0, sq_a, sq_b, scale, True, False)
+            return _from_values(_flat(va), _flat(vb), sq_a, sq_b, scale)
+        gap = max(abs(lo_b - lo_a), abs(hi_b - hi_a), abs(mean_b - mean_a))
+        return RawDelta(gap, (norm_b - norm_a) ** 2, sq_a, sq_b, scale, False, False)
+    na, nb = _num(norm_a) or 0.0, _num(norm_b) or 0.0
+    scale = max(magnitude(a), magnitude(b))
     if va is not None and vb is not None:
-        if va == vb:  # one comparison in C: the common case of two runs that agree
+        if va == vb:
             return RawDelta(0.0, 0.0, na * na, nb * nb, scale, True, False)
-        return _from_values(_flat(va), _flat(vb), na, nb, scale)
+        return _from_values(_flat(va), _flat(vb), na * na, nb * nb, scale)
     return _from_stats(sa, sb, na, nb, scale)
 
 
@@ -130,7 +144,7 @@ def _element(v: Any) -> float:
     return float(v)
 
 
-def _from_values(fa: list[Any], fb: list[Any], na: float, nb: float, scale: float) -> RawDelta:
+def _from_values(fa: list[Any], fb: list[Any], sq_a: float, sq_b: float, scale: float) -> RawDelta:
     if len(fa) != len(fb):
         return MISMATCH
     if not fa:
@@ -138,12 +152,11 @@ def _from_values(fa: list[Any], fb: list[Any], na: float, nb: float, scale: floa
     try:  # the common case: every element a plain number (bools subtract as 0/1)
         diffs = [y - x for x, y in zip(fa, fb, strict=True)]
     except TypeError:  # non-finite elements are strings ("nan", "inf"): the careful path
-        return _from_values_with_nonfinite([_element(x) for x in fa], [_element(y) for y in fb], na, nb, scale)
-    return RawDelta(float(max(map(abs, diffs))), float(sum(map(mul, diffs, diffs))), na * na, nb * nb,
-                    scale, True, False)
+        return _from_values_with_nonfinite([_element(x) for x in fa], [_element(y) for y in fb], sq_a, sq_b, scale)
+    return RawDelta(float(max(map(abs, diffs))), float(sum(map(mul, diffs, diffs))), sq_a, sq_b, scale, True, False)
 
 
-def _from_values_with_nonfinite(fa: list[float], fb: list[float], na: float, nb: float,
+def _from_values_with_nonfinite(fa: list[float], fb: list[float], sq_a: float, sq_b: float,
                                 scale: float) -> RawDelta:
     mismatch = False
     diffs: list[float] = []
@@ -153,8 +166,7 @@ def _from_values_with_nonfinite(fa: list[float], fb: list[float], na: float, nb:
         elif not (x == y or (math.isnan(x) and math.isnan(y))):
             mismatch = True
     worst = max(map(abs, diffs), default=0.0)
-    return RawDelta(None if mismatch else worst, sum(map(mul, diffs, diffs)), na * na, nb * nb, scale,
-                    True, mismatch)
+    return RawDelta(None if mismatch else worst, sum(map(mul, diffs, diffs)), sq_a, sq_b, scale, True, mismatch)
 
 
 def _from_stats(sa: dict[str, Any], sb: dict[str, Any], na: float, nb: float, scale: float) -> RawDelta:
