@@ -3,7 +3,9 @@ against torch's own gradients."""
 
 from __future__ import annotations
 
+import json
 import random
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -13,6 +15,8 @@ from conftest import LESSONS
 from gradtrace.analysis.compare import compare_documents
 from gradtrace.analysis.comparison import Comparison
 from gradtrace.capture import run_snippet
+
+GOLDEN = Path(__file__).resolve().parents[1] / "golden"
 
 # An MLP without its own seed: the run's seed draws its weights and inputs.
 MLP = """import torch
@@ -156,3 +160,12 @@ def test_leaf_gradient_deltas_are_torchs_own(code_a: str, code_b: str, seed_b: i
         rel = (diff.norm() / want_a[name].double().norm()).item()
         assert pair.grad.rel_l2 == pytest.approx(rel, rel=1e-5)
         assert pair.grad.beyond_tolerance
+
+
+@pytest.mark.parametrize("item", LESSONS, ids=lambda item: item.stem)
+def test_no_lesson_diverges_from_its_golden_document(item: Any) -> None:
+    """Across CPUs and kernels: the golden document (written on another machine, perhaps) and
+    a fresh run compare as the same run, within the golden tests' own tolerance."""
+    golden = json.loads((GOLDEN / f"lesson_{item.stem}.json").read_text())
+    c = compare_documents(golden, run_snippet(item.code, seed=0))
+    assert c.same_structure and c.first_divergence is None, c.summary
