@@ -107,7 +107,7 @@ def test_the_compare_page_answers_its_link_and_says_what_is_wrong_with_a_bad_one
     a, b = _run(api, 0), _run(api, 4)
     link = api.post("/api/compare/links", json={"a": {"run_id": a["id"]}, "b": {"run_id": b["id"]}}).json()
     page = api.get(f"/c/{link['a']}..{link['b']}", headers={"accept": "text/html"})
-    assert page.status_code == 200 and 'id="gt-comparison"' in page.text and "/dist/compare.js" in page.text
+    assert page.status_code == 200 and 'id="gt-run-a"' in page.text and "/dist/compare.js" in page.text
     assert f'"id":"{a["id"]}"' in page.text and f'"id":"{b["id"]}"' in page.text
     missing = api.get(f"/c/{link['a']}..0000dead", headers={"accept": "text/html"})
     assert missing.status_code == 404 and "run B" in missing.text

@@ -117,27 +117,22 @@ def side_document(svc: Services, side: CompareSide, name: str) -> dict[str, Any]
 
 
 def _load(blob: StoredBlob) -> dict[str, Any]:
-    return _load_with_text(blob)[0]
-
-
-def _load_with_text(blob: StoredBlob) -> tuple[dict[str, Any], str]:
-    """A stored document as a dict and as its canonical JSON text (``codec.load``'s steps, parsed
-    by orjson: a GRU-200 run is 4 MB of JSON, and the comparison's time goal counts its parse).
-    A document of the current version is its stored bytes; an older one is upgraded first."""
-    raw = decompress(blob.gz)
-    doc = orjson.loads(raw)
+    """A stored document as a dict (``codec.load``'s steps, parsed by orjson: a GRU-200 run is
+    4 MB of JSON, and the comparison's time goal counts its parse)."""
+    doc = orjson.loads(decompress(blob.gz))
     if not isinstance(doc, dict):
         raise InvalidRequest("the stored document is not a JSON object")
-    if blob.schema_version == SCHEMA_VERSION:
-        return normalize(doc), raw.decode("utf-8")
-    doc = normalize(doc)
-    return doc, canonical_json(doc).decode("utf-8")
+    return normalize(doc)
 
 
-def stored_side(svc: Services, side: CompareSide, name: str) -> tuple[dict[str, Any], str]:
-    """A stored side's document and its JSON text (the compare page embeds the text as is)."""
+def stored_text(svc: Services, side: CompareSide, name: str) -> str:
+    """A stored side's canonical JSON text: the stored bytes as they are at the current schema
+    version (the compare page embeds them unparsed), an older document upgraded first."""
     _exactly_one(side, name)
-    return _load_with_text(_stored(svc, side, name))
+    blob = _stored(svc, side, name)
+    if blob.schema_version == SCHEMA_VERSION:
+        return decompress(blob.gz).decode("utf-8")
+    return canonical_json(load(blob)).decode("utf-8")
 
 
 def _exactly_one(side: CompareSide, name: str) -> None:

@@ -2,11 +2,13 @@
 
 ``a`` and ``b`` are share ids (a compare link, ``POST /api/compare/links``, names two shares,
 kept forever) or ids of runs still kept. The page is ``frontend/templates/compare.html``, drawn
-by ``/dist/compare.js`` (``frontend/src/compare/``). Template context:
+by ``/dist/compare.js`` (``frontend/src/compare/``). The page carries the two documents as
+stored (no parse here); it asks ``GET /api/compare/{a}..{b}`` for their comparison while it
+lays both graphs out, so the first frame waits for the larger of the two, not their sum.
+Template context:
 
 ====================  ======================================================================
 ``a_json``/``b_json`` the two run documents (upgraded to the current schema), script-safe JSON
-``comparison_json``   their :class:`~gradtrace.analysis.comparison.Comparison`, script-safe JSON
 ``a_id``/``b_id``     the ids of the link
 ``config_json``       ``{"cuda_available", "version", "a", "b"}`` for the presets
 ``version``           gradtrace's version string
@@ -23,12 +25,10 @@ from fastapi.responses import HTMLResponse, Response
 from fastapi.templating import Jinja2Templates
 
 from gradtrace import __version__
-from gradtrace.analysis.compare import compare_documents
-from gradtrace.api.compare import CompareSide, split_pair, stored_side
+from gradtrace.api.compare import CompareSide, split_pair, stored_text
 from gradtrace.api.pages import script_safe_json, script_safe_text
 from gradtrace.api.services import Services, ServicesDep
 from gradtrace.frontend import TEMPLATES
-from gradtrace.schema.fast import gc_paused
 
 router = APIRouter(include_in_schema=False)
 TEMPLATE = "compare.html"
@@ -44,18 +44,9 @@ async def compare_page(request: Request, pair: Annotated[str, Path(max_length=13
 
 
 def _context(svc: Services, a_id: str, b_id: str) -> dict[str, Any]:
-    with gc_paused():  # as in api/compare.py: the parsed documents are acyclic
-        return _build_context(svc, a_id, b_id)
-
-
-def _build_context(svc: Services, a_id: str, b_id: str) -> dict[str, Any]:
-    (doc_a, text_a), (doc_b, text_b) = (stored_side(svc, CompareSide(share_id=i), side)
-                                        for i, side in ((a_id, "a"), (b_id, "b")))
-    comparison = compare_documents(doc_a, doc_b, max_nodes=svc.settings.max_nodes,
-                                   max_events=svc.settings.max_events)
+    text_a, text_b = (stored_text(svc, CompareSide(share_id=i), side) for i, side in ((a_id, "a"), (b_id, "b")))
     state = svc.runner_state()
     config = {"cuda_available": bool(state.cuda_available) if state else False, "version": __version__,
               "a": a_id, "b": b_id}
-    return {"a_json": script_safe_text(text_a), "b_json": script_safe_text(text_b),
-            "comparison_json": script_safe_json(comparison.model_dump(mode="json")),
-            "a_id": a_id, "b_id": b_id, "config_json": script_safe_json(config), "version": __version__}
+    return {"a_json": script_safe_text(text_a), "b_json": script_safe_text(text_b), "a_id": a_id, "b_id": b_id,
+            "config_json": script_safe_json(config), "version": __version__}

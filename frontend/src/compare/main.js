@@ -58,17 +58,26 @@ class ComparePage {
     for (const side of ["a", "b"]) $(`pane-${side}-name`).textContent = paneName(this.docs[side], cmp[side]);
   }
 
+  /**
+   * Lay both runs out while the service compares them (GET /api/compare/{a}..{b}): the first
+   * frame (`data-frame`) waits for the slower of the two, not their sum; `data-ready` once the
+   * comparison is shown too.
+   */
   async load() {
     const t0 = performance.now();
-    this.setComparison(readJson("gt-comparison"));
+    const cmp = fetchComparison(this.config.a, this.config.b);
     await Promise.all([this.panes.a.load(this.docs.a, { step: 0 }), this.panes.b.load(this.docs.b, { step: 0 })]);
-    this.go(0);
     this.firstFrameMs = performance.now() - t0;
+    document.body.dataset.frame = "1";
+    this.setComparison(await cmp);
+    this.go(0);
+    this.readyMs = performance.now() - t0;
     document.body.dataset.ready = "1";
   }
 
   /** Move both runs to cursor c; `reveal` also selects and centres the step's nodes. */
   go(c, { reveal = false } = {}) {
+    if (!this.cmp) return;  // the comparison is on its way (load)
     const n = this.cmp.steps.length;
     this.cursor = Math.max(0, Math.min(n, c));
     this.panes.a.go(this.table.a[this.cursor]);
@@ -87,7 +96,7 @@ class ComparePage {
   }
 
   jumpToDivergence() {
-    if (this.divergeAt < 0) return;
+    if (!this.cmp || this.divergeAt < 0) return;
     this.go(this.divergeAt);
     const d = this.cmp.first_divergence;
     this._selecting = true;
@@ -129,19 +138,20 @@ class ComparePage {
     $("c-start").addEventListener("click", () => this.go(0));
     $("c-back").addEventListener("click", () => step(-1));
     $("c-fwd").addEventListener("click", () => step(1));
-    $("c-end").addEventListener("click", () => this.go(this.cmp.steps.length));
+    $("c-end").addEventListener("click", () => this.go(Infinity));
     $("c-play").addEventListener("click", () => this._togglePlay());
     $("c-scrub").addEventListener("input", (ev) => this.go(Number(ev.target.value)));
     $("c-diverge").addEventListener("click", () => this.jumpToDivergence());
     document.addEventListener("keydown", (ev) => {
       if (ev.target.closest && ev.target.closest("textarea, input, select")) return;
       const keys = { ArrowRight: () => step(1), ArrowLeft: () => step(-1), Home: () => this.go(0),
-        End: () => this.go(this.cmp.steps.length), " ": () => this._togglePlay() };
+        End: () => this.go(Infinity), " ": () => this._togglePlay() };
       if (keys[ev.key] && !ev.defaultPrevented) { ev.preventDefault(); keys[ev.key](); }
     });
   }
 
   _togglePlay() {
+    if (!this.cmp) return;
     if (this._timer) { clearInterval(this._timer); this._timer = 0; $("c-play").textContent = "▶"; return; }
     if (this.cursor >= this.cmp.steps.length) this.go(0);
     $("c-play").textContent = "⏸";
@@ -151,6 +161,13 @@ class ComparePage {
       this.go(this.cursor + 1);
     }, every);
   }
+}
+
+async function fetchComparison(a, b) {
+  const res = await fetch(`/api/compare/${encodeURIComponent(a)}..${encodeURIComponent(b)}`);
+  const body = await res.json().catch(() => null);
+  if (!res.ok) throw new Error((body && body.error && body.error.message) || `the service answered ${res.status}`);
+  return body;
 }
 
 function paneName(doc, ref) {
