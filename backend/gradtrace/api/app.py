@@ -18,7 +18,7 @@ from fastapi import FastAPI
 from fastapi.concurrency import run_in_threadpool
 from fastapi.middleware.cors import CORSMiddleware
 
-from gradtrace import __version__
+from gradtrace.version import __version__
 from gradtrace.api import docs, errors, lessons, ops, pages, runs, shares
 from gradtrace.api.metrics import Metrics
 from gradtrace.api.middleware import RequestContextMiddleware

@@ -44,7 +44,7 @@ from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 from markupsafe import Markup
 
-from gradtrace import __version__
+from gradtrace.version import __version__
 from gradtrace.api.services import Services, ServicesDep
 from gradtrace.api.shares import shared_document
 from gradtrace.errors import NotFound
