@@ -13,12 +13,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from gradtrace.version import __version__
 
 if TYPE_CHECKING:
     from gradtrace.capture import record
     from gradtrace.client import Client, GradtraceAPIError
-    from gradtrace.notebook.compare import compare
+    from gradtrace.compare_runs import compare
     from gradtrace.notebook.show import show
     from gradtrace.schema import RunDocument
 
@@ -27,8 +27,8 @@ __all__ = ["Client", "GradtraceAPIError", "RunDocument", "__version__", "compare
 
 
 def load_ipython_extension(ipython: Any) -> None:
-    """``%load_ext gradtrace``: the ``%%gradtrace`` cell magic (gradtrace.notebook)."""
-    from gradtrace.notebook import load_ipython_extension as load
+    """``%load_ext gradtrace``: the ``%%gradtrace`` cell magic (:mod:`gradtrace.magic`)."""
+    from gradtrace.magic import load_ipython_extension as load
 
     load(ipython)
 
@@ -44,7 +44,7 @@ def __getattr__(name: str) -> Any:
 
         return getattr(client, name)
     if name == "compare":
-        from gradtrace.notebook.compare import compare
+        from gradtrace.compare_runs import compare
 
         return compare
     if name == "show":

@@ -24,7 +24,7 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import HTMLResponse, Response
 from fastapi.templating import Jinja2Templates
 
-from gradtrace import __version__
+from gradtrace.version import __version__
 from gradtrace.api.compare import CompareSide, split_pair, stored_text
 from gradtrace.api.pages import script_safe_json, script_safe_text
 from gradtrace.api.services import Services, ServicesDep
