@@ -147,12 +147,12 @@ def _stored(svc: Services, side: CompareSide, name: str) -> StoredBlob:
     ident = side.share_id or side.run_id or ""
     blob = svc.store.get_share(ident) if side.share_id is not None else None
     if blob is None:
-        days = svc.settings.run_retention_days
-        blob = svc.store.get_run(ident, max_age_s=days * 86400.0 if days else None)
+        blob = svc.kept_run(ident)
     if blob is None:
         kind = "share or run" if side.share_id is not None else "run"
-        raise NotFound(f"run {name.upper()}: no {kind} with id {ident!r} (runs are kept "
-                       f"{svc.settings.run_retention_days or 'forever'} days; shares forever)",
+        days = svc.settings.run_retention_days
+        kept = f"runs are kept {days} days" if days else "runs are kept forever"
+        raise NotFound(f"run {name.upper()}: no {kind} with id {ident!r} ({kept}, shares forever)",
                        detail={"side": name, "id": ident})
     return blob
 

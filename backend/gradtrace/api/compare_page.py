@@ -24,11 +24,11 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import HTMLResponse, Response
 from fastapi.templating import Jinja2Templates
 
-from gradtrace.version import __version__
 from gradtrace.api.compare import CompareSide, split_pair, stored_text
 from gradtrace.api.pages import script_safe_json, script_safe_text
 from gradtrace.api.services import Services, ServicesDep
 from gradtrace.frontend import TEMPLATES
+from gradtrace.version import __version__
 
 router = APIRouter(include_in_schema=False)
 TEMPLATE = "compare.html"
