@@ -1,4 +1,4 @@
-"""Comparing two runs (issue's goals), each case against a baseline measured in the same run.
+"""Comparing two runs against its speed goals, each case against a baseline measured in the same run.
 
 1. The service: ``POST /api/compare`` of GRU-200 with itself at another seed (goal ≤ 300 ms).
    Baseline: fetching the same two stored runs (``GET /api/runs/{id}`` twice), the least any
