@@ -234,7 +234,7 @@ def _first_divergence(a: _Doc, b: _Doc, b_of: dict[str, str], event_deltas: dict
             what = "shape" if pair.shape_changed else "value" if pair.value and pair.value.beyond_tolerance else None
             if what:
                 return _divergence("forward", pair, what, a_event, forward_b.get(_made_by(b, pair.b) or ""),
-                                   pair.value)
+                                   pair.value, node.get("role"))
         return None
 
     if (found := forward_check(before_all, None)) is not None:
@@ -271,7 +271,7 @@ def _made_by(doc: _Doc, tensor_id: str) -> str | None:
 
 
 def _divergence(phase: Any, pair: NodePair, what: Any, a_event: int | None, b_event: int | None,
-                delta: TensorDelta | None) -> Divergence:
+                delta: TensorDelta | None, role: str | None = None) -> Divergence:
     return Divergence(phase=phase, a=pair.a, b=pair.b, name=pair.name, line_a=pair.line_a, line_b=pair.line_b,
                       what=what, a_event=a_event, b_event=b_event, delta=delta,
-                      sentence=divergence_sentence(phase, pair, what, delta))
+                      sentence=divergence_sentence(phase, pair, what, delta, role))

@@ -32,17 +32,21 @@ def delta_words(delta: TensorDelta | None) -> str:
     return f" by {bound}{number(delta.max_abs)} at most (relative L2 {bound}{number(delta.rel_l2)})"
 
 
-def node_words(name: str | None, line_a: int | None, line_b: int | None) -> str:
+_ROLE_WORDS = {"root": "the output", "retained": "a retained tensor", "leaf": "a leaf", "cut": "a cut tensor"}
+
+
+def node_words(name: str | None, line_a: int | None, line_b: int | None, role: str | None = None) -> str:
     where = ""
     if line_a is not None and line_b is not None and line_a != line_b:
         where = f" (line {line_a} in A, {line_b} in B)"
     elif line_a is not None:
         where = f" (line {line_a})"
-    return f"{name or 'an unnamed tensor'}{where}"
+    return f"{name or _ROLE_WORDS.get(role or '', 'an unnamed tensor')}{where}"
 
 
-def divergence_sentence(phase: Any, pair: NodePair, what: Any, delta: TensorDelta | None) -> str:
-    node = node_words(pair.name, pair.line_a, pair.line_b)
+def divergence_sentence(phase: Any, pair: NodePair, what: Any, delta: TensorDelta | None,
+                        role: str | None = None) -> str:
+    node = node_words(pair.name, pair.line_a, pair.line_b, role)
     if what == "shape":
         return f"In the forward pass, {node} has shape {pair.shape_a} in A and {pair.shape_b} in B."
     where = "In the forward pass" if phase == "forward" else "In the backward pass"
@@ -86,7 +90,10 @@ def summary(c: Comparison) -> str:
         out.append(f"First divergence: {c.first_divergence.sentence}")
         if grads:
             out.append(f"{len(moved)} of {len(grads)} paired nodes with gradients differ beyond tolerance.")
-        worst = max(moved, key=lambda p: (p.grad.rel_l2 or 0.0) if p.grad else 0.0, default=None)
+        # A leaf's AccumulateGrad (and often the op before it) carries the leaf's own change:
+        # name the leaf, a tensor, when the figures tie.
+        named = [p for p in moved if p.name != "AccumulateGrad"] or moved
+        worst = max(named, key=lambda p: ((p.grad.rel_l2 or 0.0) if p.grad else 0.0, p.kind == "tensor"), default=None)
         if worst is not None and worst.grad is not None and worst.grad.rel_l2:
             out.append(f"The largest gradient change is at {node_words(worst.name, worst.line_a, worst.line_b)}: "
                        f"relative L2 {number(worst.grad.rel_l2)}.")
