@@ -98,3 +98,14 @@ def test_the_kind_runs_after_the_pool_answered_other_kinds(pool: PoolHarness) ->
     """Kinds share one pool: a run after echo jobs is an ordinary run (no state leaks across)."""
     code = "print('after')\n"
     assert check_result(_run(pool, Job(code=code, limits=pool.limits())), code)["stdout"] == "after\n"
+
+
+def test_the_supervisors_mirrors_of_the_childs_exit_codes_are_equal() -> None:
+    """``outcome.py`` restates the child's exit codes (the web process does not import the child)."""
+    from gradtrace.sandbox import child, outcome
+
+    for name in ("EXIT_INTERNAL", "EXIT_NO_MEMORY", "EXIT_TIME_LIMIT", "CPU_SIGNAL_SLACK_S"):
+        assert getattr(outcome, name) == getattr(child, name), name
+    from gradtrace.sandbox import zygote
+
+    assert outcome.EXIT_SETUP_FAILED == zygote.EXIT_SETUP_FAILED

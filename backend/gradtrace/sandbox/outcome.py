@@ -26,6 +26,7 @@ EXIT_INTERNAL = 70
 EXIT_NO_MEMORY = 71  # mirrors gradtrace.sandbox.child (which the web process must not import)
 EXIT_SETUP_FAILED = 72
 EXIT_TIME_LIMIT = 73
+CPU_SIGNAL_SLACK_S = 0.25  # mirrors gradtrace.sandbox.child: the kernel's SIGXCPU comes a little early
 TRUNCATION_MARKER = "\n[output cut: the snippet wrote more than {limit}]\n"
 
 VALIDATED = {"strict": 0, "general": 0}
@@ -94,7 +95,7 @@ def classify_failure(job: Job, ending: Ending) -> tuple[str, str]:
     if ending.signal == signal.SIGXCPU or (ending.signal == signal.SIGKILL and ending.cpu_s >= lim.cpu_s):
         return "timeout", f"Stopped: the snippet used more than {lim.cpu_s} s of CPU time."
     if ending.code == EXIT_TIME_LIMIT:  # a kind's handler let TimeLimitExceeded escape
-        if ending.cpu_s >= lim.cpu_s - 0.1:
+        if ending.cpu_s >= lim.cpu_s - CPU_SIGNAL_SLACK_S:
             return "timeout", f"Stopped: the snippet used more than {lim.cpu_s} s of CPU time."
         return "timeout", f"Stopped: the snippet ran longer than {lim.timeout_s:g} s."
     if ending.lost:
