@@ -7,8 +7,8 @@ never imports torch.
 
 from __future__ import annotations
 
-import hashlib
 import importlib.util
+import re
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -96,7 +96,7 @@ def load_kind_file(path: str | Path) -> None:
     """Import a kind's module from a file outside the package (tests register theirs this way;
     a pool passes the same files to its zygote: ``ZygoteConfig.kind_files``)."""
     path = Path(path).resolve()
-    name = f"gradtrace_kind_file_{path.stem}_{hashlib.sha256(str(path).encode()).hexdigest()[:8]}"
+    name = "gradtrace_kind_file" + re.sub(r"\W", "_", str(path))  # one module per file
     if name in sys.modules:
         return
     spec = importlib.util.spec_from_file_location(name, path)
