@@ -25,8 +25,8 @@ MAX_DEPTH = 64
 EXIT_INTERNAL = 70
 EXIT_NO_MEMORY = 71  # mirrors gradtrace.sandbox.child (which the web process must not import)
 EXIT_SETUP_FAILED = 72
-EXIT_TIME_LIMIT = 73
-CPU_SIGNAL_SLACK_S = 0.25  # mirrors gradtrace.sandbox.child: the kernel's SIGXCPU comes a little early
+EXIT_CPU_LIMIT = 75
+EXIT_WALL_LIMIT = 76
 TRUNCATION_MARKER = "\n[output cut: the snippet wrote more than {limit}]\n"
 
 VALIDATED = {"strict": 0, "general": 0}
@@ -94,10 +94,6 @@ def classify_failure(job: Job, ending: Ending) -> tuple[str, str]:
         return "memory_limit", f"Stopped: the snippet used more than {lim.memory_mb} MiB of memory."
     if ending.signal == signal.SIGXCPU or (ending.signal == signal.SIGKILL and ending.cpu_s >= lim.cpu_s):
         return "timeout", f"Stopped: the snippet used more than {lim.cpu_s} s of CPU time."
-    if ending.code == EXIT_TIME_LIMIT:  # a kind's handler let TimeLimitExceeded escape
-        if ending.cpu_s >= lim.cpu_s - CPU_SIGNAL_SLACK_S:
-            return "timeout", f"Stopped: the snippet used more than {lim.cpu_s} s of CPU time."
-        return "timeout", f"Stopped: the snippet ran longer than {lim.timeout_s:g} s."
     if ending.lost:
         return "crashed", "The sandbox worker stopped while the snippet ran; it has been restarted."
     if ending.signal is not None:
@@ -105,6 +101,10 @@ def classify_failure(job: Job, ending: Ending) -> tuple[str, str]:
         return "crashed", f"The snippet's process was killed by {name} before it finished."
     if ending.code == EXIT_SETUP_FAILED:
         return "crashed", "The sandbox could not prepare a worker for this run; please try again."
+    if ending.code == EXIT_CPU_LIMIT:  # a kind's handler let TimeLimitExceeded escape
+        return "timeout", f"Stopped: the snippet used more than {lim.cpu_s} s of CPU time."
+    if ending.code == EXIT_WALL_LIMIT:
+        return "timeout", f"Stopped: the snippet ran longer than {lim.timeout_s:g} s."
     if ending.code == 0 and ending.result_bytes:
         return "crashed", "The snippet's process returned an invalid result."
     if ending.code == EXIT_INTERNAL:
