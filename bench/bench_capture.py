@@ -49,7 +49,7 @@ def graph_json(rec: Recorder) -> bytes:
     """The canonical JSON of the recorded graph alone (nodes and edges, as the document has
     them): the counterpart of torchviz's extraction."""
     with torch._C.DisableTorchFunction():
-        rec.values.begin_document(lazy=True)
+        rec.values.begin_document()
         return _core_graph(rec, _nodes(rec))
 
 
@@ -136,7 +136,7 @@ def timed_training(run: Callable[[], None], native: bool | None = None,
         warnings.simplefilter("ignore")  # the limit's RuntimeWarning
         with gradtrace.record(native=native, max_nodes=max_nodes) as rec:
             run()
-    body = canonical_json({**rec.document_dict(json_parts=True), "id": ""})
+    body = canonical_json({**rec.document_parts(), "id": ""})
     elapsed = CLOCK() - t0
     nodes = len(rec.recorder.nodes)
     del rec
@@ -155,7 +155,7 @@ def captured(loss_fn: Callable[[], torch.Tensor], model: nn.Module,
     model.zero_grad(set_to_none=True)
     with gradtrace.record(native=native) as rec:
         loss_fn().backward()  # type: ignore[no-untyped-call]
-    doc = rec.document_dict(json_parts=True)
+    doc = rec.document_parts()
     body = canonical_json({**doc, "id": ""})  # as the sandbox child writes it
     return len(body), len(rec.recorder.nodes), (rec, doc, body)
 

@@ -15,17 +15,15 @@ on every identical run.
 
 from __future__ import annotations
 
-import gc
 from typing import Any
 
-import orjson
 import torch
 
-from gradtrace.capture.collector import settle_young_objects
 from gradtrace.capture.frames import NameIndex
 from gradtrace.capture.recorder import Recorder
+from gradtrace.collector import gc_paused
 from gradtrace.schema import SCHEMA_VERSION, Cut, Node, RunError
-from gradtrace.schema.canonical import CanonicalText, TensorValueDict, canonical_json, canonical_with_id
+from gradtrace.schema.canonical import CanonicalText, canonical_json
 from gradtrace.schema.document import written_defaults
 
 _NODE_DEFAULTS = written_defaults(Node)  # NOTE [documents without pydantic on the hot path]
@@ -148,74 +146,41 @@ def _core_graph(rec: Recorder, nodes: list[dict[str, Any] | None]) -> bytes:
     return b"".join((b'{"edges":[', b",".join(edges), b'],"nodes":[', b",".join(parts), b"]}"))
 
 
-def _graph_objects(rec: Recorder, nodes: list[dict[str, Any] | None]) -> dict[str, Any]:
-    """The same graph as Python objects (the core's entries read back from their JSON)."""
-    out: list[dict[str, Any]] = []
-    start = 0
-    for mine, run in _runs(nodes, type(None)):
-        out += orjson.loads(b"[" + rec.core.nodes_json(start, start + len(run)) + b"]") if mine else run
-        start += len(run)
-    return {"nodes": out, "edges": rec.edge_list()}
-
-
-def _tv(value: Any) -> Any:
-    return None if value is None else TensorValueDict(value)
-
-
-def _parse_events(text: bytes) -> list[dict[str, Any]]:
-    """The core's events JSON as Python objects, TensorValues marked as the recorder's own
-    (NOTE [canonical JSON with orjson]: the canonical writer relies on the mark)."""
-    events: list[dict[str, Any]] = orjson.loads(text)
-    for ev in events:
-        if ev["phase"] != "backward":
-            continue
-        ev["grad_outputs"] = [_tv(v) for v in ev["grad_outputs"]]
-        ev["grad_inputs"] = [_tv(v) for v in ev["grad_inputs"]]
-        ev["grad"] = _tv(ev["grad"])
-        for change in ev.get("hook_changes", ()):
-            change["before"] = _tv(change["before"])
-            change["after"] = _tv(change["after"])
-    return events
-
-
 def build_document(rec: Recorder, *, status: str, error: dict[str, Any] | None = None,
                    message: str | None = None, stdout: str = "", stdout_truncated: bool = False,
-                   device: str = "cpu", code: str | None = None, seed: int | None = None,
-                   json_parts: bool = False) -> dict[str, Any]:
-    """The run document as a JSON-able dict (see the NOTE above).
+                   device: str = "cpu", code: str | None = None, seed: int | None = None) -> dict[str, Any]:
+    """The run document as a JSON-able dict without its ``id`` (see the NOTEs above and below).
 
-    With ``json_parts``, ``doc["graph"]`` and ``doc["events"]`` are their
-    canonical JSON (:class:`~gradtrace.schema.canonical.CanonicalText`) rather than dicts and lists, and the document
-    has no ``id``: for a caller that only serialises it (the sandbox child, ``rec.document()``),
-    which then never builds 30,000 dicts only to write them out again.
+    NOTE [one document path]
+        ``doc["graph"]`` and ``doc["events"]`` are their canonical JSON as the core wrote it
+        (:class:`~gradtrace.schema.canonical.CanonicalText`), never dicts and lists: every
+        reader takes those bytes as they are. The sandbox child and the CLI write them out;
+        ``rec.document()`` builds its models from them on first read; ``rec.document_dict()``
+        parses them once (NOTE [who assigns the id]). Nothing builds 30,000 dicts only to
+        write them out again, and nothing reads the core's entries back a second way.
 
     NOTE [who assigns the id]
         An id is the schema's (:func:`gradtrace.schema.canonical.canonical_with_id`), never
-        capture's. A document written out (``json_parts``) gets it from whoever serialises it:
-        the web process, once it has validated the sandbox child's JSON and set the job's
-        fields; ``rec.document()``, from the bytes it validates. A dict handed to Python
-        (``run_snippet``, ``rec.document_dict()``) gets it here, hashed while the core's parts
-        are still their JSON.
+        capture's. A document written out gets it from whoever serialises it: the web process,
+        once it has validated the sandbox child's JSON and set the job's fields;
+        ``rec.document()`` and ``rec.document_dict()``, from the bytes they hash.
     """
     # NOTE [gc] (session.py): building allocates tens of thousands of acyclic dicts (and
     # serialising, a few big buffers); left on, the collector would walk the whole torch heap
     # many times over while doing so (seen as 50-80 ms pauses on the GRU's edge list).
-    gc_was_on = gc.isenabled()
-    gc.disable()
-    try:
+    with gc_paused(settle=True):
         with torch._C.DisableTorchFunction():
-            rec.values.begin_document(lazy=json_parts)
+            rec.values.begin_document()
             rec.values.encode_held()
             nodes = _nodes(rec)
             events_json = _core_events(rec)
-            graph: Any = CanonicalText(_core_graph(rec, nodes))
-            events: Any = CanonicalText(events_json)
+            graph = CanonicalText(_core_graph(rec, nodes))
         doc: dict[str, Any] = {
             "schema_version": SCHEMA_VERSION, "status": status, "error": _error(error),
             "stdout": stdout, "device": device,
             "graph": graph,
-            "events": events, "message": message, "stdout_truncated": stdout_truncated,
-            "code": code, "seed": seed,
+            "events": CanonicalText(events_json), "message": message,
+            "stdout_truncated": stdout_truncated, "code": code, "seed": seed,
             "passes": [dict(p.doc) for p in rec.passes], "memory": _memory(rec),
             "torch_version": torch.__version__,
         }
@@ -224,12 +189,4 @@ def build_document(rec: Recorder, *, status: str, error: dict[str, Any] | None =
         if rec.module_calls:
             doc["modules"] = [{"calls": calls, "path": path, "type": kind}
                               for path, (kind, calls) in rec.module_calls.items()]
-        if not json_parts:
-            doc["id"] = canonical_with_id(doc)[0]  # NOTE [who assigns the id]
-            doc["events"] = _parse_events(events_json)
-            doc["graph"] = _graph_objects(rec, nodes)
-    finally:
-        if gc_was_on:
-            settle_young_objects()  # the document's dicts: no collection walks them on enable
-            gc.enable()
     return doc

@@ -27,15 +27,12 @@ NOTE [fast path]
 
 from __future__ import annotations
 
-import gc
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Annotated, Any, Literal, NotRequired
 
 from pydantic import AfterValidator, ConfigDict, Field, TypeAdapter, ValidationError, with_config
 from typing_extensions import TypeAliasType, TypedDict  # pydantic needs these on Python 3.11
 
+from gradtrace.collector import gc_paused
 from gradtrace.schema.canonical import TensorValueDict
 
 _STRICT = ConfigDict(strict=True, extra="forbid")
@@ -252,32 +249,3 @@ def validate_strict_json(raw: bytes) -> dict[str, Any] | None:
             return dict(STRICT_DOCUMENT.validate_json(raw))
     except (ValidationError, ValueError, RecursionError):
         return None
-
-
-# --------------------------------------------------------------------- the collector
-_gc_lock = threading.Lock()
-_gc_holders = 0
-_gc_was_enabled = False
-
-
-@contextmanager
-def gc_paused() -> Iterator[None]:
-    """No cyclic garbage collection while building a big acyclic document (thread-safe).
-
-    Validating 4 MB makes ~150,000 objects; each young collection on the way and every
-    older one the growth triggers walks them again (half the time of a validation). Nothing
-    built here is cyclic, so reference counting frees it all; collection resumes after.
-    """
-    global _gc_holders, _gc_was_enabled
-    with _gc_lock:
-        if _gc_holders == 0:
-            _gc_was_enabled = gc.isenabled()
-            gc.disable()
-        _gc_holders += 1
-    try:
-        yield
-    finally:
-        with _gc_lock:
-            _gc_holders -= 1
-            if _gc_holders == 0 and _gc_was_enabled:
-                gc.enable()
