@@ -28,7 +28,7 @@ from pydantic import PrivateAttr, TypeAdapter
 
 from gradtrace.collector import gc_paused
 from gradtrace.schema import Event, Graph, RunDocument
-from gradtrace.schema.canonical import CanonicalDocument, CanonicalText, canonical_with_id
+from gradtrace.schema.canonical import CanonicalDocument, CanonicalText, canonical_json, canonical_with_id
 
 _LAZY = ("events", "graph")
 _EVENTS: TypeAdapter[list[Event]] = TypeAdapter(list[Event])
@@ -93,6 +93,21 @@ class NotebookRunDocument(RunDocument):
             self._build((name,))
         super().__setattr__(name, value)
 
+    def canonical_json(self) -> bytes:
+        """The document's canonical JSON, with the graph's and the events' bytes as capture
+        wrote them while they are still kept (NOTE [a document built on first use]); the
+        bytes ``rec.document()`` hashed while the rest is unchanged (not hashed again)."""
+        private = object.__getattribute__(self, "__pydantic_private__")
+        lazy = dict(private.get("_lazy") or {}) if private else {}
+        if not lazy:
+            return canonical_json(RunDocument.model_dump(self, mode="json", by_alias=True))
+        top = RunDocument.model_dump(self, mode="json", by_alias=True, exclude=set(lazy))
+        written = private.get("_written")
+        if written is not None and len(lazy) == len(_LAZY) and written[0] == top:
+            return bytes(written[1])
+        # NOTE [one serialisation] in schema/canonical.py: the parts' bytes as they are
+        return canonical_with_id({**top, **{k: CanonicalText(v) for k, v in lazy.items()}})[1]
+
     def as_json_dict(self) -> dict[str, Any]:
         """``model_dump(mode="json", by_alias=True)``, with the graph and events still kept as
         JSON parsed from it rather than built as models first (NOTE [a document built on first
@@ -104,13 +119,7 @@ class NotebookRunDocument(RunDocument):
         if not lazy:
             return RunDocument.model_dump(self, mode="json", by_alias=True)
         top = RunDocument.model_dump(self, mode="json", by_alias=True, exclude=set(lazy))
-        written = private.get("_written")
-        if written is not None and len(lazy) == len(_LAZY) and written[0] == top:
-            body = written[1]  # what rec.document() hashed: not hashed again
-        else:
-            # its canonical JSON, with the parts' bytes as they are (the writer's, NOTE [one
-            # serialisation] in schema/canonical.py): a widget sends them without writing 4 MB again
-            _, body = canonical_with_id({**top, **{k: CanonicalText(v) for k, v in lazy.items()}})
+        body = self.canonical_json()
         return CanonicalDocument({**top, **{k: orjson.loads(v) for k, v in lazy.items()}}, body)
 
     def model_dump(self, **kwargs: Any) -> dict[str, Any]:
