@@ -165,9 +165,8 @@ def build_document(rec: Recorder, *, status: str, error: dict[str, Any] | None =
         once it has validated the sandbox child's JSON and set the job's fields;
         ``rec.document()`` and ``rec.document_dict()``, from the bytes they hash.
     """
-    # NOTE [gc] (session.py): building allocates tens of thousands of acyclic dicts (and
-    # serialising, a few big buffers); left on, the collector would walk the whole torch heap
-    # many times over while doing so (seen as 50-80 ms pauses on the GRU's edge list).
+    # NOTE [gc while building documents] in gradtrace/collector.py: building allocates tens of
+    # thousands of acyclic dicts (and serialising, a few big buffers)
     with gc_paused(settle=True):
         with torch._C.DisableTorchFunction():
             rec.values.begin_document()
