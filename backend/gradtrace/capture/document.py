@@ -8,6 +8,19 @@ NOTE [documents without pydantic on the hot path]
     (``tests/capture/test_document.py`` holds this to be true for every golden document).
     ``record.document()`` still hands notebooks a validated pydantic ``RunDocument``.
 
+NOTE [the core's keys, written by hand]
+    The C++ core (``cxx/entries.h``, ``cxx/events.h``, ``cxx/values.h``) writes each model's
+    keys as string literals, already in canonical (sorted) order, a run of constant keys
+    appended in one go between the values. That restatement stays for speed: it is what lets
+    the core write a GRU-200's 3 MB of nodes and events without a per-key look-up or sort,
+    and generating C++ from the models would add a code generator to the core's build (which
+    also runs from a wheel on a user's machine). ``tests/capture/test_schema_source.py`` reads
+    the writers' keys out of the C++ source and holds them equal to the models, field by
+    field and in order; capture's Python defaults come from the models themselves
+    (:func:`~gradtrace.schema.document.written_defaults`), and the strict validator's types
+    are generated from them (NOTE [a strict twin generated from each model] in
+    ``schema/fast.py``).
+
 Values captured lazily are encoded here, in document order (nodes, then events), so the
 values budget (NOTE [document size] in :mod:`gradtrace.capture.values`) is spent the same way
 on every identical run.
