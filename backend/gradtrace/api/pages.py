@@ -46,14 +46,13 @@ from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 from markupsafe import Markup
 
-from gradtrace import __version__
 from gradtrace.api.services import Services, ServicesDep
 from gradtrace.api.shares import shared_json
-from gradtrace.errors import NotFound
 from gradtrace.frontend import DIST, STATIC, TEMPLATES
 from gradtrace.lessons import all_lessons
 from gradtrace.schema import canonical_json
 from gradtrace.storage.codec import current_json
+from gradtrace.version import __version__
 
 router = APIRouter(include_in_schema=False)
 TEMPLATE = "index.html"
@@ -103,12 +102,7 @@ async def run_page(request: Request, run_id: Annotated[str, Path(max_length=64)]
 def kept_run_json(svc: Services, run_id: str) -> bytes:
     """A run kept by the service (``GET /api/runs/{id}``'s rules) as canonical JSON of the
     current schema (NOTE [stored bytes served as they are] in ``storage/codec.py``)."""
-    days = svc.settings.run_retention_days
-    blob = svc.store.get_run(run_id, max_age_s=days * 86400.0 if days else None)
-    if blob is None:
-        kept = f"runs are kept {days} days" if days else "runs are kept forever"
-        raise NotFound(f"no run with id {run_id!r} ({kept}; share a run to keep it)", detail={"run_id": run_id})
-    return current_json(blob)
+    return current_json(svc.require_kept_run(run_id))
 
 
 def _render(request: Request, svc: Services, *, mode: str, document: bytes | None,
