@@ -14,11 +14,12 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
+from gradtrace.collector import gc_paused
 from gradtrace.jobs import Job
 from gradtrace.sandbox.protocol import TIME_LIMIT_ERROR
 from gradtrace.schema import RunDocument
 from gradtrace.schema.canonical import CanonicalDocument, canonical_with_id, check_json
-from gradtrace.schema.fast import gc_paused, validate_strict_json
+from gradtrace.schema.fast import validate_strict_json
 
 MAX_DEPTH = 64
 """Deepest nesting a job's document may have (as storage's ``MAX_DEPTH``)."""
