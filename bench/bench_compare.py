@@ -29,8 +29,8 @@ from common import ROOT, Row, print_table  # first: it puts tests/ on the path
 from conftest import CHROMIUM_ARGS, chromium_path, running_server
 from gradtrace.analysis.compare import compare_documents
 from gradtrace.analysis.docdiff import compare as docdiff_compare
+from gradtrace.collector import gc_paused
 from gradtrace.lessons import lesson
-from gradtrace.schema.fast import gc_paused
 from programs import GRU_200
 
 N_SERVICE = 10

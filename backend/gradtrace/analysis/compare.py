@@ -37,9 +37,9 @@ from gradtrace.analysis.comparison import (
 )
 from gradtrace.analysis.memory import memory_timeline
 from gradtrace.analysis.steps import merged_steps, paired_events
+from gradtrace.collector import gc_paused
 from gradtrace.errors import InvalidRequest, PayloadTooLarge
 from gradtrace.schema import SCHEMA_VERSION
-from gradtrace.schema.fast import gc_paused
 
 MAX_NODES = 50_000
 """Largest run (nodes) compared; as large as a run may be (``GRADTRACE_MAX_NODES``' default)."""

@@ -24,10 +24,10 @@ from gradtrace.analysis.compare import check_document, compare_documents
 from gradtrace.analysis.comparison import Comparison
 from gradtrace.api.errors import ERROR_RESPONSES
 from gradtrace.api.services import Services, ServicesDep, client_key
+from gradtrace.collector import gc_paused
 from gradtrace.errors import InvalidRequest, NotFound
-from gradtrace.schema import SCHEMA_VERSION, RunDocument, canonical_json
-from gradtrace.schema.fast import gc_paused
-from gradtrace.storage.codec import StoredBlob, decompress, encode, load
+from gradtrace.schema import SCHEMA_VERSION, RunDocument
+from gradtrace.storage.codec import StoredBlob, current_json, decompress, encode, load
 from gradtrace.storage.normalize import normalize
 
 router = APIRouter(prefix="/api/compare", tags=["compare"])
@@ -125,14 +125,11 @@ def _load(blob: StoredBlob) -> dict[str, Any]:
     return normalize(doc)
 
 
-def stored_text(svc: Services, side: CompareSide, name: str) -> str:
-    """A stored side's canonical JSON text: the stored bytes as they are at the current schema
-    version (the compare page embeds them unparsed), an older document upgraded first."""
+def stored_json(svc: Services, side: CompareSide, name: str) -> bytes:
+    """A stored side's canonical JSON, unparsed (``codec.current_json``): the compare page
+    embeds it as it is."""
     _exactly_one(side, name)
-    blob = _stored(svc, side, name)
-    if blob.schema_version == SCHEMA_VERSION:
-        return decompress(blob.gz).decode("utf-8")
-    return canonical_json(load(blob)).decode("utf-8")
+    return current_json(_stored(svc, side, name))
 
 
 def _exactly_one(side: CompareSide, name: str) -> None:

@@ -24,8 +24,8 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import HTMLResponse, Response
 from fastapi.templating import Jinja2Templates
 
-from gradtrace.api.compare import CompareSide, split_pair, stored_text
-from gradtrace.api.pages import script_safe_json, script_safe_text
+from gradtrace.api.compare import CompareSide, split_pair, stored_json
+from gradtrace.api.pages import script_safe, script_safe_json
 from gradtrace.api.services import Services, ServicesDep
 from gradtrace.frontend import TEMPLATES
 from gradtrace.version import __version__
@@ -44,9 +44,9 @@ async def compare_page(request: Request, pair: Annotated[str, Path(max_length=13
 
 
 def _context(svc: Services, a_id: str, b_id: str) -> dict[str, Any]:
-    text_a, text_b = (stored_text(svc, CompareSide(share_id=i), side) for i, side in ((a_id, "a"), (b_id, "b")))
+    raw_a, raw_b = (stored_json(svc, CompareSide(share_id=i), side) for i, side in ((a_id, "a"), (b_id, "b")))
     state = svc.runner_state()
     config = {"cuda_available": bool(state.cuda_available) if state else False, "version": __version__,
               "a": a_id, "b": b_id}
-    return {"a_json": script_safe_text(text_a), "b_json": script_safe_text(text_b), "a_id": a_id, "b_id": b_id,
+    return {"a_json": script_safe(raw_a), "b_json": script_safe(raw_b), "a_id": a_id, "b_id": b_id,
             "config_json": script_safe_json(config), "version": __version__}
