@@ -1,0 +1,47 @@
+"""Numerical gradient checks: per element, with the reasons, and the node to blame.
+
+This package imports torch: it sits beside ``capture`` (the sandbox child and the notebook
+use it; the web process never does). Its answer is the torch-free
+:class:`gradtrace.schema.gradcheck.GradcheckResult`.
+
+* :func:`gradcheck` checks a Python callable in this process;
+* :func:`check_snippet` re-runs a snippet (the service's ``gradcheck`` job).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from gradtrace.gradcheck.engine import Progress, TargetError, check
+from gradtrace.gradcheck.programs import CallableProgram, SnippetProgram
+from gradtrace.schema.gradcheck import DEFAULT_MAX_ELEMENTS, GradcheckFailed, GradcheckResult, TargetSpec
+
+
+def gradcheck(fn: Callable[..., Any], inputs: Sequence[Any] | Any, *, seed: int = 0,
+              max_elements: int = DEFAULT_MAX_ELEMENTS, upcast: bool = True, eps: float | None = None,
+              atol: float | None = None, rtol: float | None = None) -> GradcheckResult:
+    """Check ``fn(*inputs)``'s gradient with respect to the inputs that require grad.
+
+    Floating inputs are upcast to float64 unless ``upcast=False`` (or ``fn`` casts back, which
+    the result says). At most ``max_elements`` elements (default 64, at most 512) are checked,
+    chosen by ``seed``. An output of up to 64 elements is checked element by element (the
+    whole Jacobian), a larger one along a seeded random direction. The result has a notebook
+    repr (the grid) and ``.raise_if_failed()``.
+    """
+    import torch
+
+    args = [inputs] if isinstance(inputs, torch.Tensor) else list(inputs)
+    return check(CallableProgram(fn, args, seed=seed), None, seed=seed, max_elements=max_elements,
+                 upcast=upcast, eps=eps, atol=atol, rtol=rtol)
+
+
+def check_snippet(code: str, target: TargetSpec, *, seed: int = 0, max_elements: int = DEFAULT_MAX_ELEMENTS,
+                  progress: Progress | None = None, filename: str = "<snippet>") -> GradcheckResult:
+    """Check a snippet's first backward with respect to ``target`` by re-running it under ``seed``
+    (NOTE [how a re-run finds the same tensor] in :mod:`gradtrace.gradcheck.probe`)."""
+    return check(SnippetProgram(code, seed=seed, filename=filename), target, seed=seed,
+                 max_elements=max_elements, progress=progress)
+
+
+__all__ = ["GradcheckFailed", "GradcheckResult", "TargetError", "TargetSpec", "check_snippet", "gradcheck"]
