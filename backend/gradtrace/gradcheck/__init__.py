@@ -36,10 +36,11 @@ def gradcheck(fn: Callable[..., Any], inputs: Sequence[Any] | Any, *, seed: int 
                  upcast=upcast, eps=eps, atol=atol, rtol=rtol)
 
 
-def check_snippet(code: str, target: TargetSpec, *, seed: int = 0, max_elements: int = DEFAULT_MAX_ELEMENTS,
+def check_snippet(code: str, target: TargetSpec | None = None, *, seed: int = 0, max_elements: int = DEFAULT_MAX_ELEMENTS,
                   progress: Progress | None = None, filename: str = "<snippet>") -> GradcheckResult:
     """Check a snippet's first backward with respect to ``target`` by re-running it under ``seed``
-    (NOTE [how a re-run finds the same tensor] in :mod:`gradtrace.gradcheck.probe`)."""
+    (every leaf when ``target`` is None; NOTE [how a re-run finds the same tensor] in
+    :mod:`gradtrace.gradcheck.probe`)."""
     return check(SnippetProgram(code, seed=seed, filename=filename), target, seed=seed,
                  max_elements=max_elements, progress=progress)
 

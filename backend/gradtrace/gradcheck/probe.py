@@ -71,8 +71,13 @@ class Site:
 class Probe(TorchFunctionMode):
     """Watches one execution (NOTE [how a re-run finds the same tensor])."""
 
-    def __init__(self, *, upcast: bool, nudge: Nudge | None = None, keep_sites: bool = False) -> None:
+    def __init__(self, *, upcast: bool, nudge: Nudge | None = None, keep_sites: bool = False,
+                 substitute: dict[int, torch.Tensor] | None = None) -> None:
         super().__init__()
+        self.substitute = substitute or {}
+        """``{leaf ordinal: tensor}`` used in the leaf's place by every torch call: the program
+        as a differentiable function of those tensors (what the tests hand to
+        ``torch.autograd.gradcheck``)."""
         self.upcast = upcast
         self.nudge = nudge
         self.keep_sites = keep_sites
@@ -87,16 +92,20 @@ class Probe(TorchFunctionMode):
         self.stopped = False
         self.upcast_failures: list[str] = []
         self.upcasts = 0
+        self._forward_depth = 0  # inside a custom Function's forward (no_grad there is no cut)
+        self.cuts: list[str] = []
+        """Calls that took a tensor requiring grad out of the graph (``detach()``, an op under
+        ``no_grad``): the scalar can depend on the target in ways autograd leaves out."""
         self.overlapping: set[int] = set()
         """Ordinals of leaves whose elements share memory (an expanded tensor)."""
 
     # -- tensors ---------------------------------------------------------------------------
 
-    def adopt(self, t: torch.Tensor) -> None:
+    def adopt(self, t: torch.Tensor, *, overlapping: bool = False) -> None:
         """Give a leaf its ordinal (and its upcast and nudge) now."""
         if id(t) in self._leaf_ids:
             return
-        if t.layout == torch.strided and torch._debug_has_internal_overlap(t) == 1:
+        if overlapping or t.layout == torch.strided and torch._debug_has_internal_overlap(t) == 1:
             self.overlapping.add(len(self.leaves))
         self._upcast(t)
         self._leaf_ids[id(t)] = len(self.leaves)
@@ -141,9 +150,14 @@ class Probe(TorchFunctionMode):
             raise Stop()
         grad_on = torch.is_grad_enabled()
         name = getattr(func, "__name__", "")
+        if (not grad_on or name in _DETACHES) and not self._forward_depth and not name.endswith("_") \
+                and _takes_grad(args):
+            self.cuts.append("detach()" if grad_on else f"{name} under no_grad")
         if grad_on and not name.endswith("_"):  # an initialiser (``kaiming_uniform_``) writes its argument
             for t in _tensors(args, kwargs):
                 self._see(t)
+        if self.substitute:
+            args, kwargs = self._swap(args), {k: self._swap(v) for k, v in kwargs.items()}
         out = func(*args, **kwargs)
         if not grad_on:
             return out
@@ -152,6 +166,14 @@ class Probe(TorchFunctionMode):
             if t.requires_grad and t.grad_fn is None:
                 self._see(t)
         return self._after_call(self.calls, name, out, args, custom=False)
+
+    def _swap(self, a: Any) -> Any:
+        if isinstance(a, torch.Tensor):
+            i = self._leaf_ids.get(id(a))
+            return self.substitute.get(i, a) if i is not None else a
+        if isinstance(a, (tuple, list)):
+            return type(a)(self._swap(b) for b in a)
+        return a
 
     def _after_call(self, call: int, name: str, out: Any, args: tuple[Any, ...], *, custom: bool) -> Any:
         """Nudge (or remember) the outputs of call ``call`` that carry history."""
@@ -181,16 +203,32 @@ class Probe(TorchFunctionMode):
         if self.stopped:
             raise Stop()
         if not torch.is_grad_enabled() or _is_compiling():
-            return original(*args, **kwargs)
+            return self._forward(original, args, kwargs)
         for t in _tensors(args, kwargs):
             self._see(t)
         self.calls += 1
         call = self.calls
         n = self.nudge
+        if self.substitute:
+            args, kwargs = self._swap(args), {k: self._swap(v) for k, v in kwargs.items()}
         if n is not None and n.kind == "arg" and n.key[0] == call:
             args = tuple(a + n.delta.to(a.dtype) if i == n.key[1] else a for i, a in enumerate(args))
-        out = original(*args, **kwargs)
+        out = self._forward(original, args, kwargs)
         return self._after_call(call, cls.__name__ + "Backward", out, args, custom=True)
+
+    def _forward(self, original: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        self._forward_depth += 1
+        try:
+            return original(*args, **kwargs)
+        finally:
+            self._forward_depth -= 1
+
+
+_DETACHES = {"detach", "__get__"}  # ``t.detach()``, ``t.data``
+
+
+def _takes_grad(args: tuple[Any, ...]) -> bool:
+    return any(t.requires_grad for t in _tensors(args, {}))
 
 
 def _scalar(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> torch.Tensor:

@@ -20,6 +20,9 @@ from torch import nn
 from gradtrace.gradcheck.probe import FunctionApplyPatch, Probe, Stop
 
 
+_DYNAMO_GLOBALS = ("__compiled_fn", "__resume_at", "__import_", "___")
+
+
 class ProgramFailed(Exception):
     """The program raised before it reached its first backward call."""
 
@@ -62,7 +65,12 @@ class SnippetProgram:
     def execute(self, probe: Probe) -> list[torch.Tensor]:
         import builtins
 
-        self.namespace = {"__name__": "__main__", "__builtins__": builtins, "torch": torch, "nn": nn, "F": F}
+        # NOTE: torch.compile caches its compiled code on the snippet's code object (the same in
+        # every execution) and refers to it by a global name it added to the namespace; those
+        # names are carried over, everything the snippet itself bound starts afresh.
+        carried = {k: v for k, v in self.namespace.items() if k.startswith(_DYNAMO_GLOBALS)}
+        self.namespace = {"__name__": "__main__", "__builtins__": builtins, "torch": torch, "nn": nn, "F": F,
+                          **carried}
         if self.seed is not None:
             random.seed(self.seed)
             torch.default_generator.manual_seed(self.seed)  # CPU only: the snippet runs on cpu
@@ -108,7 +116,7 @@ class CallableProgram:
                 c = a.detach().clone()
                 if a.requires_grad:
                     c.requires_grad_(True)
-                    probe.adopt(c)
+                    probe.adopt(c, overlapping=a.layout == torch.strided and torch._debug_has_internal_overlap(a) == 1)
                 args.append(c)
             else:
                 args.append(a)

@@ -27,7 +27,7 @@ Verdict = Literal["pass", "fail", "inconclusive"]
 ReasonCode = Literal[
     "upcast", "no_upcast", "kink", "nondeterministic_backward", "nondeterministic_forward",
     "step_below_resolution", "sampled", "overlapping_memory", "no_backward", "program_error",
-    "backward_error", "no_gradient", "projected",
+    "backward_error", "no_gradient", "projected", "cut",
 ]
 Number = float | str
 MAX_ELEMENTS = 512
