@@ -10,6 +10,7 @@ executions; only a failing check adds the suspect search (:mod:`gradtrace.gradch
 
 from __future__ import annotations
 
+import copy
 import math
 import random
 import time
@@ -103,11 +104,13 @@ def check(program: Program, spec: TargetSpec | None = None, *, seed: int = 0,
     reasons: list[Reason] = []
     runs = 0
 
+    shared = Probe(upcast=upcast)  # NOTE [one probe for every execution] in probe.py
+
     def execute(nudge: Nudge | None, *, up: bool, keep: bool = False) -> tuple[Probe, list[torch.Tensor]]:
         nonlocal runs
         runs += 1
-        probe = Probe(upcast=up, nudge=nudge, keep_sites=keep)
-        return probe, program.execute(probe)
+        outputs = program.execute(shared.reset(upcast=up, nudge=nudge, keep_sites=keep))
+        return copy.copy(shared), outputs
 
     def stop(code: str, message: str, dtype: str = "float64") -> GradcheckResult:
         reasons.append(Reason(code=code, message=message))  # type: ignore[arg-type]

@@ -17,6 +17,12 @@ NOTE [how a re-run finds the same tensor]
     backward call (``Tensor.backward``, ``torch.autograd.backward`` / ``grad``) would
     differentiate: ``sum(root * grad_tensor)``; the execution stops there (:class:`Stop`).
 
+NOTE [one probe for every execution]
+    ``torch.compile`` keeps the torch-function mode that was active when it compiled and puts
+    that very object back on the mode stack when its compiled code runs. A new probe per
+    execution would then be replaced by a stale one (the baseline's) inside compiled code, so
+    one probe serves every execution of a check and is :meth:`Probe.reset` between them.
+
 NOTE [upcast in place]
     Checking in float64 must not change the program's numbers: a float32 tensor is upcast when
     it first takes part in a differentiable computation (the same moment as above, and for any
@@ -74,6 +80,12 @@ class Probe(TorchFunctionMode):
     def __init__(self, *, upcast: bool, nudge: Nudge | None = None, keep_sites: bool = False,
                  substitute: dict[int, torch.Tensor] | None = None) -> None:
         super().__init__()
+        self.reset(upcast=upcast, nudge=nudge, keep_sites=keep_sites, substitute=substitute)
+
+    def reset(self, *, upcast: bool, nudge: Nudge | None = None, keep_sites: bool = False,
+              substitute: dict[int, torch.Tensor] | None = None) -> Probe:
+        """Ready for another execution (NOTE [one probe for every execution]); every container
+        is replaced, never cleared, so a ``copy.copy`` of the last execution keeps its own."""
         self.substitute = substitute or {}
         """``{leaf ordinal: tensor}`` used in the leaf's place by every torch call: the program
         as a differentiable function of those tensors (what the tests hand to
@@ -98,6 +110,7 @@ class Probe(TorchFunctionMode):
         ``no_grad``): the scalar can depend on the target in ways autograd leaves out."""
         self.overlapping: set[int] = set()
         """Ordinals of leaves whose elements share memory (an expanded tensor)."""
+        return self
 
     # -- tensors ---------------------------------------------------------------------------
 
