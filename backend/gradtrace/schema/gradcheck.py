@@ -62,6 +62,26 @@ class TargetSpec(_Model):
     """``function``: which call of that Function, counted from 0 in the order they ran."""
 
 
+class GradcheckRequest(_Model):
+    """``POST /api/runs/{id}/gradcheck``: a node of the run, or a target spelled out."""
+
+    node: str | None = Field(default=None, max_length=64)
+    """A node id of the run: a leaf (or its AccumulateGrad) or a custom Function's node."""
+    target: TargetSpec | None = None
+    max_elements: int = Field(default=DEFAULT_MAX_ELEMENTS, ge=1, le=MAX_ELEMENTS)
+    seed: int | None = Field(default=None, ge=0, le=2**63 - 1)
+    """Which elements to sample (default: the run's seed, else 0)."""
+
+
+class CodeGradcheckRequest(_Model):
+    """``POST /api/gradcheck``: check a snippet without a stored run."""
+
+    code: str
+    target: TargetSpec
+    seed: int = Field(default=0, ge=0, le=2**63 - 1)
+    max_elements: int = Field(default=DEFAULT_MAX_ELEMENTS, ge=1, le=MAX_ELEMENTS)
+
+
 class CheckedTensor(_Model):
     """One tensor whose elements were perturbed."""
 
