@@ -19,9 +19,11 @@ if TYPE_CHECKING:
     from gradtrace.capture import record
     from gradtrace.client import Client, GradtraceAPIError
     from gradtrace.notebook.show import show
+    from gradtrace.numcheck import gradcheck
     from gradtrace.schema import RunDocument
 
-__all__ = ["Client", "GradtraceAPIError", "RunDocument", "__version__", "load_ipython_extension", "record", "show"]
+__all__ = ["Client", "GradtraceAPIError", "RunDocument", "__version__", "gradcheck", "load_ipython_extension", "record",
+           "show"]
 
 
 def load_ipython_extension(ipython: Any) -> None:
@@ -41,6 +43,10 @@ def __getattr__(name: str) -> Any:
         from gradtrace import client
 
         return getattr(client, name)
+    if name == "gradcheck":
+        from gradtrace.numcheck import gradcheck
+
+        return gradcheck
     if name == "show":
         from gradtrace.notebook.show import show
 

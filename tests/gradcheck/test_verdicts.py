@@ -14,12 +14,12 @@ import warnings
 
 import pytest
 import torch
-from gradcheck.gradcheck_fixtures import FIXTURES, Fixture, WrongCube
 
-from gradtrace.gradcheck import TargetSpec, check_snippet, gradcheck
-from gradtrace.gradcheck.probe import Probe
-from gradtrace.gradcheck.programs import SnippetProgram
+from gradcheck.gradcheck_fixtures import FIXTURES, Fixture, WrongCube
 from gradtrace.lessons import all_lessons
+from gradtrace.numcheck import TargetSpec, check_snippet, gradcheck
+from gradtrace.numcheck.probe import Probe
+from gradtrace.numcheck.programs import SnippetProgram
 
 
 def torch_verdict(fn: object, inputs: tuple[torch.Tensor, ...]) -> str:
@@ -34,7 +34,7 @@ def test_there_are_at_least_twenty_fixtures_with_both_verdicts() -> None:
 
 @pytest.mark.parametrize("fixture", FIXTURES, ids=[f[0] for f in FIXTURES])
 def test_fixture_verdict_equals_torch(fixture: Fixture) -> None:
-    name, fn, make, expected = fixture
+    _name, fn, make, expected = fixture
     ours = gradcheck(fn, make(), max_elements=512)
     assert ours.verdict == expected, ours.summary()
     assert torch_verdict(fn, make()) == ours.verdict

@@ -5,7 +5,7 @@ that answers differently the second time is nondeterministic); one centre execut
 the program answers the same again; then two executions per checked element, ``x + h`` and
 ``x - h``. With the centre value they give both one-sided differences too, so a kink (relu or
 abs at 0, a tie in max) is told apart from a wrong backward. That is ``2 * elements + 2``
-executions; only a failing check adds the suspect search (:mod:`gradtrace.gradcheck.suspect`).
+executions; only a failing check adds the suspect search (:mod:`gradtrace.numcheck.suspect`).
 """
 
 from __future__ import annotations
@@ -15,16 +15,22 @@ import math
 import random
 import time
 from collections.abc import Callable
-from typing import Any
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 from torch import nn
 
-from gradtrace.gradcheck.probe import Nudge, Probe
-from gradtrace.gradcheck.programs import NoBackward, Program, ProgramFailed
+from gradtrace.numcheck.probe import Nudge, Probe
+from gradtrace.numcheck.programs import NoBackward, Program, ProgramFailed
 from gradtrace.schema.gradcheck import (
-    DEFAULT_MAX_ELEMENTS, MAX_ELEMENTS, CheckedTensor, ElementCheck, GradcheckResult, Reason, TargetSpec,
+    DEFAULT_MAX_ELEMENTS,
+    MAX_ELEMENTS,
+    CheckedTensor,
+    ElementCheck,
+    GradcheckResult,
+    Reason,
+    TargetSpec,
     encode,
 )
 
@@ -169,8 +175,9 @@ def check(program: Program, spec: TargetSpec | None = None, *, seed: int = 0,
         analytic = [_grads(rows[r], tensors) for r in range(rows.numel())]
         again = [_grads(rows[r], tensors) for r in range(rows.numel())]
     except RuntimeError as exc:
-        return result("inconclusive", reasons=reasons + [Reason(code="backward_error", message=(
-            "the backward raised: " + str(exc).split("\n")[0]))])
+        first = str(exc).split("\n")[0]
+        return result("inconclusive", reasons=[*reasons, Reason(code="backward_error",
+                                                                message=f"the backward raised: {first}")])
     if any(not torch.equal(a, b) for ra, rb in zip(analytic, again, strict=True) for a, b in zip(ra, rb, strict=True)):
         reasons.append(Reason(code="nondeterministic_backward", message="the backward gave a different "
                               "gradient when run twice on the same graph"))
@@ -194,9 +201,9 @@ def check(program: Program, spec: TargetSpec | None = None, *, seed: int = 0,
     _, centre_out = execute(None, up=upcast_ok)
     centre = _rows(centre_out, direction).detach()
     if not torch.allclose(centre, baseline_rows, rtol=1e-10, atol=0.0):
-        return result("inconclusive", total=total, reasons=reasons + [Reason(
-            code="nondeterministic_forward", message="the program gave a different result when run "
-            "again under the same seed, so finite differences of it mean nothing")])
+        return result("inconclusive", total=total, reasons=[*reasons, Reason(
+            code="nondeterministic_forward", message="the program gave a different result when run again "
+            "under the same seed, so finite differences of it mean nothing")])
     elements: list[ElementCheck] = []
     low_step = False
     for done, (ti, k) in enumerate(flat):
@@ -229,7 +236,7 @@ def check(program: Program, spec: TargetSpec | None = None, *, seed: int = 0,
                  elements=elements, worst=worst, checked=len(elements), total=total,
                  failed=sum(1 for e in elements if not e.ok and not e.kink),
                  kinks=sum(1 for e in elements if e.kink))
-    from gradtrace.gradcheck import suspect
+    from gradtrace.numcheck import suspect
 
     suspect.explain(out, outputs, probe, targets, rows, direction, execute, upcast_ok)
     out.executions, out.seconds = runs, time.perf_counter() - started

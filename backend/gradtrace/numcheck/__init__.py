@@ -1,5 +1,8 @@
 """Numerical gradient checks: per element, with the reasons, and the node to blame.
 
+It is called ``numcheck``, not ``gradcheck``, because ``gradtrace.gradcheck`` is the function
+(a subpackage of that name would replace it as soon as it is imported).
+
 This package imports torch: it sits beside ``capture`` (the sandbox child and the notebook
 use it; the web process never does). Its answer is the torch-free
 :class:`gradtrace.schema.gradcheck.GradcheckResult`.
@@ -13,8 +16,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from gradtrace.gradcheck.engine import Progress, TargetError, check
-from gradtrace.gradcheck.programs import CallableProgram, SnippetProgram
+from gradtrace.numcheck.engine import Progress, TargetError, check
+from gradtrace.numcheck.programs import CallableProgram, SnippetProgram
 from gradtrace.schema.gradcheck import DEFAULT_MAX_ELEMENTS, GradcheckFailed, GradcheckResult, TargetSpec
 
 
@@ -36,11 +39,12 @@ def gradcheck(fn: Callable[..., Any], inputs: Sequence[Any] | Any, *, seed: int 
                  upcast=upcast, eps=eps, atol=atol, rtol=rtol)
 
 
-def check_snippet(code: str, target: TargetSpec | None = None, *, seed: int = 0, max_elements: int = DEFAULT_MAX_ELEMENTS,
+def check_snippet(code: str, target: TargetSpec | None = None, *, seed: int = 0,
+                  max_elements: int = DEFAULT_MAX_ELEMENTS,
                   progress: Progress | None = None, filename: str = "<snippet>") -> GradcheckResult:
     """Check a snippet's first backward with respect to ``target`` by re-running it under ``seed``
     (every leaf when ``target`` is None; NOTE [how a re-run finds the same tensor] in
-    :mod:`gradtrace.gradcheck.probe`)."""
+    :mod:`gradtrace.numcheck.probe`)."""
     return check(SnippetProgram(code, seed=seed, filename=filename), target, seed=seed,
                  max_elements=max_elements, progress=progress)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from gradtrace.gradcheck import TargetError, check_snippet
+from gradtrace.numcheck import TargetError, check_snippet
 from gradtrace.schema.gradcheck import DEFAULT_MAX_ELEMENTS, TargetSpec
 
 

@@ -118,7 +118,7 @@ class Probe(TorchFunctionMode):
         """Give a leaf its ordinal (and its upcast and nudge) now."""
         if id(t) in self._leaf_ids:
             return
-        if overlapping or t.layout == torch.strided and torch._debug_has_internal_overlap(t) == 1:
+        if overlapping or (t.layout == torch.strided and torch._debug_has_internal_overlap(t) == 1):
             self.overlapping.add(len(self.leaves))
         self._upcast(t)
         self._leaf_ids[id(t)] = len(self.leaves)

@@ -1,0 +1,152 @@
+/**
+ * "Check gradient": a numerical check of a leaf, a parameter or a custom Function node of the
+ * shown run (POST /api/runs/{id}/gradcheck, answered by backend/gradtrace/gradcheck). The panel
+ * shows the verdict chip, the reasons, a grid of per-element errors with the worst element
+ * preselected, and hands the suspect node to the viewer, which outlines it on the graph.
+ *
+ * The pure parts (which nodes can be checked, the grid's rows, custom Functions) are exported
+ * for node:test; the panel is built with textContent only (the result quotes user code).
+ */
+
+const BUILTIN = /Backward\d+$/;
+const NOT_USER = new Set(["CompiledFunctionBackward", "CheckpointFunctionBackward"]);
+
+/** A node of a user-defined autograd.Function (`CubeBackward`; built-ins end in a number). */
+export function isCustomFunction(node) {
+  const name = node && node.name ? String(node.name) : "";
+  return node.kind === "function" && name.endsWith("Backward") && !BUILTIN.test(name) && !NOT_USER.has(name);
+}
+
+/** Can a click on this node ask for a check? A leaf (or its AccumulateGrad) or a custom Function. */
+export function isCheckable(node) {
+  if (!node) return false;
+  if (node.kind === "tensor") return node.role === "leaf";
+  return node.name === "AccumulateGrad" || isCustomFunction(node);
+}
+
+const fmt = (x) => (typeof x === "string" ? x : Math.abs(x) >= 1e4 || (x !== 0 && Math.abs(x) < 1e-3) ? x.toExponential(3) : String(+x.toPrecision(6)));
+
+/** The grid: one row per checked element, worst first flagged; each cell already formatted. */
+export function gridRows(result) {
+  return result.elements.map((e, i) => ({
+    worst: i === result.worst,
+    state: e.kink ? "kink" : e.ok ? "ok" : "fail",
+    cells: [`${result.tensors[e.tensor].name}[${e.index.join(", ")}]`, fmt(e.analytic), fmt(e.numeric),
+      fmt(e.left), fmt(e.right), fmt(e.abs_error), fmt(e.rel_error)],
+  }));
+}
+
+/** One sentence for the chip's title: "fail · 2 of 2 elements, 2 failed (float64)". */
+export function verdictLine(result) {
+  const kinks = result.kinks ? `, ${result.kinks} on a kink` : "";
+  return `${result.verdict} · ${result.checked} of ${result.total} element${result.total === 1 ? "" : "s"}, ${result.failed} failed${kinks} (${result.dtype})`;
+}
+
+function el(tag, attrs = {}, ...children) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (k === "onclick") e.addEventListener("click", v); else e.setAttribute(k, v);
+  }
+  for (const c of children) if (c != null) e.append(c);
+  return e;
+}
+
+const HEAD = ["element", "analytic", "numeric", "left", "right", "abs error", "rel error"];
+
+export class GradcheckPanel {
+  /**
+   * @param {HTMLElement} host  where the panel goes (the inspector)
+   * @param {{onSuspect: (nodeId: string|null) => void}} cb
+   */
+  constructor(host, cb) {
+    this.cb = cb;
+    this.root = el("section", { class: "gt-check", "data-gt": "gradcheck", "aria-label": "Gradient check", hidden: "" });
+    host.append(this.root);
+    this.controller = null;
+    this.timer = 0;
+  }
+
+  /** The button the inspector shows for a checkable node (null for any other node). */
+  button(doc, node) {
+    if (!doc || !doc.id || !isCheckable(node)) return null;
+    const what = isCustomFunction(node) ? `${node.name.replace(/Backward$/, "")}'s inputs` : node.kind === "tensor" ? node.name : "this leaf";
+    return el("button", { type: "button", class: "gt-check-button", "data-gt": "check", onclick: () => this.check(doc, node) },
+      `Check gradient of ${what} numerically`);
+  }
+
+  async check(doc, node) {
+    if (this.controller) this.controller.abort();
+    const controller = (this.controller = new AbortController());
+    this.cb.onSuspect(null);
+    this.root.hidden = false;
+    const progress = el("p", { class: "gt-hint", role: "status" });
+    this.root.replaceChildren(el("h3", {}, `Checking ${node.name}…`), progress);
+    const t0 = performance.now();
+    clearInterval(this.timer);
+    const tick = () => { progress.textContent = `Re-running the snippet with one element nudged at a time (up to 2 × 64 + 2 runs)… ${((performance.now() - t0) / 1000).toFixed(1)} s`; };
+    tick();
+    this.timer = setInterval(tick, 100);
+    let result;
+    try {
+      const res = await fetch(`/api/runs/${encodeURIComponent(doc.id)}/gradcheck`, {
+        method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ node: node.id }), signal: controller.signal,
+      });
+      const data = await res.json().catch(() => null);
+      if (!res.ok) throw new Error((data && data.error && data.error.message) || `The server answered ${res.status}.`);
+      result = data;
+    } catch (err) {
+      if (err.name === "AbortError") return;
+      this.root.replaceChildren(el("h3", {}, "Gradient check"), el("p", { class: "gt-check-error", role: "alert" }, err.message));
+      return;
+    } finally {
+      clearInterval(this.timer);
+      if (this.controller === controller) this.controller = null;
+    }
+    this.show(result);
+  }
+
+  show(result) {
+    this.root.hidden = false;
+    const chip = el("span", { class: `gt-verdict gt-verdict-${result.verdict}`, "data-gt": "verdict", title: verdictLine(result) }, result.verdict);
+    const parts = [el("h3", {}, "Gradient check ", chip), el("p", { class: "gt-hint" }, verdictLine(result) +
+      ` · ${result.executions} runs in ${result.seconds.toFixed(2)} s`)];
+    if (result.suspect) {
+      parts.push(el("p", { class: "gt-check-suspect" }, el("b", {}, `Suspect: ${result.suspect.name}`),
+        result.suspect.custom ? " (your code)" : "", ` — ${result.suspect.message}.`));
+    }
+    if (result.reasons.length) {
+      const ul = el("ul", { class: "gt-check-reasons" });
+      for (const r of result.reasons) ul.append(el("li", {}, el("code", {}, r.code), ` ${r.message}`));
+      parts.push(ul);
+    }
+    if (result.elements.length) {
+      const table = el("table", { class: "gt-check-grid", "data-gt": "check-grid" },
+        el("caption", {}, "Per element: autograd (analytic) against finite differences (numeric, and one-sided left/right)"),
+        el("tr", {}, ...HEAD.map((h) => el("th", { scope: "col" }, h))));
+      let worstRow = null;
+      for (const row of gridRows(result)) {
+        const tr = el("tr", { class: `gt-${row.state}${row.worst ? " gt-worst" : ""}`, tabindex: "0" }, ...row.cells.map((c) => el("td", {}, c)));
+        tr.addEventListener("click", () => this._select(tr));
+        if (row.worst) { worstRow = tr; tr.setAttribute("aria-selected", "true"); }
+        table.append(tr);
+      }
+      parts.push(el("div", { class: "gt-check-scroll" }, table));
+      this.root.replaceChildren(...parts);
+      if (worstRow) worstRow.scrollIntoView({ block: "nearest" });
+    } else {
+      this.root.replaceChildren(...parts);
+    }
+    this.cb.onSuspect(result.suspect ? result.suspect.node_id : null);
+  }
+
+  _select(tr) {
+    for (const r of this.root.querySelectorAll("tr[aria-selected]")) r.removeAttribute("aria-selected");
+    tr.setAttribute("aria-selected", "true");
+  }
+
+  hide() {
+    if (this.controller) this.controller.abort();
+    this.root.hidden = true;
+    this.cb.onSuspect(null);
+  }
+}

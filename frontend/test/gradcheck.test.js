@@ -1,0 +1,36 @@
+// Unit tests of the gradient check's pure parts (src/ui/gradcheck.js).
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { gridRows, isCheckable, isCustomFunction, verdictLine } from "../src/ui/gradcheck.js";
+
+test("custom Functions are told from built-in nodes by autograd's names", () => {
+  assert.equal(isCustomFunction({ kind: "function", name: "CubeBackward" }), true);
+  assert.equal(isCustomFunction({ kind: "function", name: "MulBackward0" }), false);
+  assert.equal(isCustomFunction({ kind: "function", name: "CompiledFunctionBackward" }), false);
+  assert.equal(isCustomFunction({ kind: "tensor", name: "CubeBackward" }), false);
+});
+
+test("a leaf, its AccumulateGrad and a custom Function can be checked; other nodes cannot", () => {
+  assert.equal(isCheckable({ kind: "tensor", role: "leaf", name: "x" }), true);
+  assert.equal(isCheckable({ kind: "tensor", role: "root", name: "y" }), false);
+  assert.equal(isCheckable({ kind: "function", name: "AccumulateGrad" }), true);
+  assert.equal(isCheckable({ kind: "function", name: "CubeBackward" }), true);
+  assert.equal(isCheckable({ kind: "function", name: "AddBackward0" }), false);
+});
+
+test("the grid flags the worst element and formats every number", () => {
+  const result = {
+    verdict: "fail", dtype: "float64", checked: 2, total: 2, failed: 2, kinks: 0, worst: 1,
+    tensors: [{ name: "x" }],
+    elements: [
+      { tensor: 0, index: [0], analytic: 1, numeric: 3.0000000001, left: 2.9999, right: 3.0001, abs_error: 2, rel_error: 0.6666666, ok: false, kink: false },
+      { tensor: 0, index: [1], analytic: 4, numeric: 12, left: 12, right: 12, abs_error: 8, rel_error: "inf", ok: false, kink: false },
+    ],
+  };
+  const rows = gridRows(result);
+  assert.deepEqual(rows.map((r) => r.worst), [false, true]);
+  assert.deepEqual(rows[0].cells.slice(0, 3), ["x[0]", "1", "3"]);
+  assert.equal(rows[1].cells[6], "inf");
+  assert.equal(rows[0].state, "fail");
+  assert.equal(verdictLine(result), "fail · 2 of 2 elements, 2 failed (float64)");
+});
