@@ -34,3 +34,24 @@ test("the grid flags the worst element and formats every number", () => {
   assert.equal(rows[0].state, "fail");
   assert.equal(verdictLine(result), "fail · 2 of 2 elements, 2 failed (float64)");
 });
+
+test("the backward lines of a custom Function are found in the snippet", async () => {
+  const { backwardLines } = await import("../src/graph/custom.js");
+  const code = [
+    "import torch",                              // 1
+    "class Cube(torch.autograd.Function):",      // 2
+    "    @staticmethod",                         // 3
+    "    def forward(ctx, x):",                  // 4
+    "        ctx.save_for_backward(x)",          // 5
+    "        return x ** 3",                     // 6
+    "",                                          // 7
+    "    @staticmethod",                         // 8
+    "    def backward(ctx, grad):",              // 9
+    "        (x,) = ctx.saved_tensors",          // 10
+    "",                                          // 11
+    "        return grad * x ** 2",              // 12
+    "x = torch.ones(2, requires_grad=True)",     // 13
+  ].join("\n");
+  assert.deepEqual(backwardLines(code, "CubeBackward"), [9, 10, 12]);
+  assert.deepEqual(backwardLines(code, "SquareBackward"), []);
+});

@@ -12,6 +12,7 @@
  */
 import { Player } from "../animate/player.js";
 import { Timeline } from "../graph/timeline.js";
+import { backwardLines, isCustomFunction } from "../graph/custom.js";
 import { indexDocument } from "../graph/document.js";
 import { activeVNodes, openAt, runLevels, shownMask, unitKey, unitsKey } from "../graph/groups.js";
 import { defaultCollapsed, moduleTree } from "../graph/modules.js";
@@ -374,7 +375,9 @@ export class Viewer {
     const tl = this.timeline;
     const ev = tl.event(k), prev = tl.event(k - 1);
     const lineOf = (e, i) => (e ? e.line ?? this.index.nodes[tl.evNode[i]].line ?? null : null);
-    this.code.mark({ current: lineOf(ev, k - 1), justDone: lineOf(prev, k - 2) }, { scroll: !!ev });
+    const evNode = ev ? this.index.nodes[tl.evNode[k - 1]] : null;
+    const userBackward = ev && ev.phase === "backward" && isCustomFunction(evNode) ? backwardLines(this.doc.code ?? this.codeText(), evNode.name) : null;
+    this.code.mark({ current: lineOf(ev, k - 1), justDone: lineOf(prev, k - 2), userBackward }, { scroll: !!ev });
     this.transport.update(k, tl.N, playing, tl.segmentAt(k));
     this._say(k, playing);
     if (this.selectedV >= 0 && !playing) this.inspector.show(this.scene, this.selectedV, k);

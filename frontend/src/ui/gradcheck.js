@@ -8,14 +8,9 @@
  * for node:test; the panel is built with textContent only (the result quotes user code).
  */
 
-const BUILTIN = /Backward\d+$/;
-const NOT_USER = new Set(["CompiledFunctionBackward", "CheckpointFunctionBackward"]);
+import { isCustomFunction } from "../graph/custom.js";
 
-/** A node of a user-defined autograd.Function (`CubeBackward`; built-ins end in a number). */
-export function isCustomFunction(node) {
-  const name = node && node.name ? String(node.name) : "";
-  return node.kind === "function" && name.endsWith("Backward") && !BUILTIN.test(name) && !NOT_USER.has(name);
-}
+export { isCustomFunction };
 
 /** Can a click on this node ask for a check? A leaf (or its AccumulateGrad) or a custom Function. */
 export function isCheckable(node) {
