@@ -13,7 +13,8 @@ from gradtrace.schema.gradcheck import GradcheckResult
 def test_the_wrong_cube_fails_with_the_cube_node_as_suspect() -> None:
     r = check_snippet(WRONG_CUBE, TargetSpec(kind="leaf", name="x"))
     assert r.verdict == "fail" and r.failed == 2
-    assert r.suspect is not None and (r.suspect.name, r.suspect.occurrence, r.suspect.custom) == ("CubeBackward", 0, True)
+    assert r.suspect is not None
+    assert (r.suspect.name, r.suspect.occurrence, r.suspect.custom) == ("CubeBackward", 0, True)
     worst = r.worst_element()
     assert worst is not None and float(worst.rel_error) == pytest.approx(2 / 3, rel=1e-6)
     assert float(worst.analytic) == pytest.approx(float(worst.numeric) / 3, rel=1e-6)
@@ -45,13 +46,14 @@ def test_seeded_randomness_in_a_snippet_is_rerun_exactly_and_float32_values_are_
 
 
 def test_a_snippet_that_is_random_without_a_seed_is_inconclusive() -> None:
-    code = "import os\nw = torch.ones(3, requires_grad=True)\n(w * int.from_bytes(os.urandom(2), 'big')).sum().backward()\n"
+    code = ("import os\nw = torch.ones(3, requires_grad=True)\n"
+            "(w * int.from_bytes(os.urandom(2), 'big')).sum().backward()\n")
     r = check_snippet(code, TargetSpec(kind="leaf", name="w"))
     assert r.verdict == "inconclusive" and "nondeterministic_forward" in [x.code for x in r.reasons]
 
 
 def test_bad_targets_are_target_errors_and_the_job_answers_them_as_errors() -> None:
-    with pytest.raises(TargetError, match="no leaf named 'q'.*leaves: x"):
+    with pytest.raises(TargetError, match=r"no leaf named 'q'.*leaves: x"):
         check_snippet(RIGHT_CUBE, TargetSpec(kind="leaf", name="q"))
     with pytest.raises(TargetError, match="no parameter"):
         check_snippet(RIGHT_CUBE, TargetSpec(kind="parameters"))
