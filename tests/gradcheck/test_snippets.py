@@ -59,8 +59,11 @@ def test_bad_targets_are_target_errors_and_the_job_answers_them_as_errors() -> N
         check_snippet(RIGHT_CUBE, TargetSpec(kind="parameters"))
     with pytest.raises(TargetError, match="called 1 time"):
         check_snippet(RIGHT_CUBE, TargetSpec(kind="function", name="Cube", occurrence=3))
-    assert b'"error"' in run_gradcheck({"code": RIGHT_CUBE, "target": {"kind": "leaf", "name": "q"}})
-    assert b"does not compile" in run_gradcheck({"code": "x = (", "target": {"kind": "parameters"}})
+    refused = GradcheckResult.model_validate_json(run_gradcheck({"code": RIGHT_CUBE,
+                                                                 "target": {"kind": "leaf", "name": "q"}}))
+    assert refused.status == "refused" and refused.message and "no leaf named 'q'" in refused.message
+    refused = GradcheckResult.model_validate_json(run_gradcheck({"code": "x = (", "target": {"kind": "parameters"}}))
+    assert refused.status == "refused" and "does not compile" in (refused.message or "")
 
 
 def test_the_job_answers_a_result_and_errors_in_the_snippet_are_reasons() -> None:

@@ -27,7 +27,7 @@ Verdict = Literal["pass", "fail", "inconclusive"]
 ReasonCode = Literal[
     "upcast", "no_upcast", "kink", "nondeterministic_backward", "nondeterministic_forward",
     "step_below_resolution", "sampled", "overlapping_memory", "no_backward", "program_error",
-    "backward_error", "no_gradient", "projected", "cut",
+    "backward_error", "no_gradient", "projected", "cut", "limit",
 ]
 Number = float | str
 MAX_ELEMENTS = 512
@@ -70,7 +70,7 @@ class GradcheckRequest(_Model):
     target: TargetSpec | None = None
     max_elements: int = Field(default=DEFAULT_MAX_ELEMENTS, ge=1, le=MAX_ELEMENTS)
     seed: int | None = Field(default=None, ge=0, le=2**63 - 1)
-    """Which elements to sample (default: the run's seed, else 0)."""
+    """Which elements to sample (default 0). The snippet itself re-runs under the run's seed."""
 
 
 class CodeGradcheckRequest(_Model):
@@ -138,15 +138,19 @@ class Suspect(_Model):
     message: str
 
 
+SCHEMA_VERSION = 1
+
+
 class GradcheckResult(_Model):
     verdict: Verdict
-    dtype: str
+    dtype: str = "float64"
     """The dtype the check computed in."""
-    eps: float
-    atol: float
-    rtol: float
-    seed: int
-    max_elements: int
+    eps: float = 1e-6
+    atol: float = 1e-5
+    rtol: float = 1e-3
+    seed: int = 0
+    """The seed that chose the sampled elements."""
+    max_elements: int = DEFAULT_MAX_ELEMENTS
     tensors: list[CheckedTensor] = Field(default_factory=list)
     elements: list[ElementCheck] = Field(default_factory=list)
     worst: int | None = None
@@ -162,6 +166,18 @@ class GradcheckResult(_Model):
     executions: int = 0
     """How many times the program ran (baseline, centre, two per element, the suspect search)."""
     seconds: float = 0.0
+    # -- as the service answers it (a sandbox job's result, NOTE [adding a job kind] in jobs.py)
+    kind: Literal["gradcheck"] = "gradcheck"
+    id: str = ""
+    """Content id of the canonical JSON (set by the service)."""
+    schema_version: int = SCHEMA_VERSION
+    status: Literal["ok", "refused", "timeout", "memory_limit", "output_limit", "crashed"] = "ok"
+    """``ok`` when the check ran to its verdict; a limit the sandbox enforced otherwise (then the
+    verdict is ``inconclusive`` and ``message`` says which); ``refused``: the target is not in
+    the program (the API answers 422 with ``message``)."""
+    message: str | None = None
+    run_id: str | None = None
+    """The stored run whose snippet was re-run."""
 
     # -- in Python -------------------------------------------------------------------------
 
