@@ -2,7 +2,8 @@
 
 The job carries the snippet, its seed, the target (a :class:`TargetSpec`) and ``max_elements``.
 A target that is not in the program answers a result with status ``refused`` and the reason
-in ``message`` (the web process turns it into a 422); everything the snippet does is a verdict with reasons, never an exception.
+in ``message`` (the web process turns it into a 422); everything the snippet does is a
+verdict with reasons, never an exception.
 """
 
 from __future__ import annotations
