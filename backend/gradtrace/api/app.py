@@ -24,7 +24,7 @@ from gradtrace.api.metrics import Metrics
 from gradtrace.api.middleware import RequestContextMiddleware
 from gradtrace.api.ratelimit import TokenBuckets
 from gradtrace.api.services import Services, limits_from, make_default_runner
-from gradtrace.sandbox.runner import Runner
+from gradtrace.jobs import Runner
 from gradtrace.settings import Settings, get_settings
 from gradtrace.storage.store import Store
 

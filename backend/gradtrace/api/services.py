@@ -1,7 +1,7 @@
 """What the routes share: settings, the store, the runner, metrics and the rate limiter.
 
 One :class:`Services` lives on ``app.state.services``; routes reach it through the
-:func:`services` dependency. The runner comes from the sandbox package's factory, picked by
+:func:`services` dependency. The runner comes from :mod:`gradtrace.runners`, picked by
 ``GRADTRACE_RUNNER``; this module never runs code itself.
 """
 
@@ -16,14 +16,14 @@ from fastapi import Depends, Request
 from gradtrace.api.metrics import Metrics
 from gradtrace.api.ratelimit import TokenBuckets
 from gradtrace.errors import ServiceUnavailable
-from gradtrace.sandbox.runner import Limits, Runner, RunnerState
+from gradtrace.jobs import Limits, Runner, RunnerState
 from gradtrace.settings import Settings
 from gradtrace.storage.store import Store
 
 
 def make_default_runner(settings: Settings) -> Runner:
-    """The runner ``GRADTRACE_RUNNER`` names (:func:`gradtrace.sandbox.factory.make_runner`)."""
-    from gradtrace.sandbox.factory import make_runner  # the pool's modules load on first use
+    """The runner ``GRADTRACE_RUNNER`` names (:func:`gradtrace.runners.make_runner`)."""
+    from gradtrace.runners import make_runner  # the pool's modules load on first use
 
     return make_runner(settings)
 
