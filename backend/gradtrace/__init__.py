@@ -17,9 +17,9 @@ __version__ = "0.1.0"
 
 if TYPE_CHECKING:
     from gradtrace.capture import record
+    from gradtrace.capture.numcheck import gradcheck
     from gradtrace.client import Client, GradtraceAPIError
     from gradtrace.notebook.show import show
-    from gradtrace.numcheck import gradcheck
     from gradtrace.schema import RunDocument
 
 __all__ = ["Client", "GradtraceAPIError", "RunDocument", "__version__", "gradcheck", "load_ipython_extension", "record",
@@ -44,7 +44,7 @@ def __getattr__(name: str) -> Any:
 
         return getattr(client, name)
     if name == "gradcheck":
-        from gradtrace.numcheck import gradcheck
+        from gradtrace.capture.numcheck import gradcheck
 
         return gradcheck
     if name == "show":

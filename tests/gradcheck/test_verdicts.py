@@ -16,10 +16,10 @@ import pytest
 import torch
 
 from gradcheck.gradcheck_fixtures import FIXTURES, Fixture, WrongCube
+from gradtrace.capture.numcheck import TargetSpec, check_snippet, gradcheck
+from gradtrace.capture.numcheck.probe import Probe
+from gradtrace.capture.numcheck.programs import SnippetProgram
 from gradtrace.lessons import all_lessons
-from gradtrace.numcheck import TargetSpec, check_snippet, gradcheck
-from gradtrace.numcheck.probe import Probe
-from gradtrace.numcheck.programs import SnippetProgram
 
 
 def torch_verdict(fn: object, inputs: tuple[torch.Tensor, ...]) -> str:

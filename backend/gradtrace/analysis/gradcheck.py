@@ -3,7 +3,7 @@ check's answer names.
 
 The page asks to check a node of a run (``POST /api/runs/{id}/gradcheck`` with its node id);
 the sandbox re-runs the snippet and knows tensors by name and order, not by the document's ids
-(NOTE [how a re-run finds the same tensor] in ``gradtrace/numcheck/probe.py``). This module
+(NOTE [how a re-run finds the same tensor] in ``capture/numcheck/probe.py``). This module
 turns a node into a :class:`~gradtrace.schema.gradcheck.TargetSpec` and, for the answer, the
 suspect's and reasons' (name, occurrence) back into node ids. Torch-free: the web process runs it.
 """

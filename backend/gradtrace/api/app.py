@@ -19,7 +19,7 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.middleware.cors import CORSMiddleware
 
 from gradtrace import __version__
-from gradtrace.api import docs, errors, lessons, ops, pages, runs, shares
+from gradtrace.api import docs, errors, gradcheck, lessons, ops, pages, runs, shares
 from gradtrace.api.metrics import Metrics
 from gradtrace.api.middleware import RequestContextMiddleware
 from gradtrace.api.ratelimit import TokenBuckets
@@ -63,7 +63,7 @@ def create_app(settings: Settings | None = None, *, runner: Runner | None = None
                   summary="Record PyTorch's dynamic autograd graph, share it, watch it run.")
     app.state.services = svc
     errors.install(app)
-    for module in (runs, shares, lessons, ops, pages):
+    for module in (runs, gradcheck, shares, lessons, ops, pages):
         app.include_router(module.router)
     pages.mount_static(app)
     docs.install(app)  # /docs with Swagger UI from a package, not a CDN

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gradtrace.numcheck import TargetError, check_snippet
+from gradtrace.capture.numcheck import TargetError, check_snippet
 from gradtrace.schema.gradcheck import DEFAULT_MAX_ELEMENTS, GradcheckResult, TargetSpec
 
 

@@ -4,7 +4,7 @@ NOTE [finding the suspect node]
     A failing check knows the gradient reaching the target (a leaf) is wrong; the loss's own
     gradient (1) is right. Along the path between them, each tensor a node produced can be
     checked the same way as the target: nudge it in the re-run along a seeded random direction
-    ``v`` (a :class:`~gradtrace.numcheck.probe.Nudge` of kind ``site``) and compare
+    ``v`` (a :class:`~gradtrace.capture.numcheck.probe.Nudge` of kind ``site``) and compare
     ``(f(t + h v) - f(t - h v)) / 2h`` with ``<dL/dt, v>`` from the baseline's graph: a
     vector-Jacobian check costing two executions. The node to blame is the one whose output
     gradient is right while the gradient it passes to its input is wrong. Custom Functions are
@@ -22,7 +22,7 @@ from typing import Any
 import torch
 from torch.autograd.function import BackwardCFunction
 
-from gradtrace.numcheck.probe import Nudge, Probe, Site
+from gradtrace.capture.numcheck.probe import Nudge, Probe, Site
 from gradtrace.schema.gradcheck import GradcheckResult, Reason, Suspect
 
 MAX_SITE_CHECKS = 12

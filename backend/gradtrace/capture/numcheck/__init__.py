@@ -3,8 +3,10 @@
 It is called ``numcheck``, not ``gradcheck``, because ``gradtrace.gradcheck`` is the function
 (a subpackage of that name would replace it as soon as it is imported).
 
-This package imports torch: it sits beside ``capture`` (the sandbox child and the notebook
-use it; the web process never does). Its answer is the torch-free
+This package imports torch, so it lives inside ``capture``: the sandbox's zygote imports every
+module of capture before it forks (a job cannot read the source tree after lock-down), and the
+``gradcheck`` job kind (``sandbox/kinds/gradcheck.py``) imports it in the child. The web process
+never imports it. It uses nothing of the recorder. Its answer is the torch-free
 :class:`gradtrace.schema.gradcheck.GradcheckResult`.
 
 * :func:`gradcheck` checks a Python callable in this process;
@@ -16,8 +18,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from gradtrace.numcheck.engine import Progress, TargetError, check
-from gradtrace.numcheck.programs import CallableProgram, SnippetProgram
+from gradtrace.capture.numcheck.engine import Progress, TargetError, check
+from gradtrace.capture.numcheck.programs import CallableProgram, SnippetProgram
 from gradtrace.schema.gradcheck import DEFAULT_MAX_ELEMENTS, GradcheckFailed, GradcheckResult, TargetSpec
 
 
@@ -46,7 +48,7 @@ def check_snippet(code: str, target: TargetSpec | None = None, *, seed: int = 0,
     """Check a snippet's first backward with respect to ``target`` by re-running it under ``seed``
     (every leaf when ``target`` is None); ``sample_seed`` (default: ``seed``) chooses the
     sampled elements (NOTE [how a re-run finds the same tensor] in
-    :mod:`gradtrace.numcheck.probe`)."""
+    :mod:`gradtrace.capture.numcheck.probe`)."""
     return check(SnippetProgram(code, seed=seed, filename=filename), target,
                  seed=seed if sample_seed is None else sample_seed, max_elements=max_elements, progress=progress)
 

@@ -5,7 +5,7 @@ that answers differently the second time is nondeterministic); one centre execut
 the program answers the same again; then two executions per checked element, ``x + h`` and
 ``x - h``. With the centre value they give both one-sided differences too, so a kink (relu or
 abs at 0, a tie in max) is told apart from a wrong backward. That is ``2 * elements + 2``
-executions; only a failing check adds the suspect search (:mod:`gradtrace.numcheck.suspect`).
+executions; only a failing check adds the suspect search (:mod:`gradtrace.capture.numcheck.suspect`).
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ from typing import Any
 import torch
 from torch import nn
 
-from gradtrace.numcheck.probe import Nudge, Probe
-from gradtrace.numcheck.programs import NoBackward, Program, ProgramFailed
+from gradtrace.capture.numcheck.probe import Nudge, Probe
+from gradtrace.capture.numcheck.programs import NoBackward, Program, ProgramFailed
 from gradtrace.schema.gradcheck import (
     DEFAULT_MAX_ELEMENTS,
     MAX_ELEMENTS,
@@ -236,7 +236,7 @@ def check(program: Program, spec: TargetSpec | None = None, *, seed: int = 0,
                  elements=elements, worst=worst, checked=len(elements), total=total,
                  failed=sum(1 for e in elements if not e.ok and not e.kink),
                  kinks=sum(1 for e in elements if e.kink))
-    from gradtrace.numcheck import suspect
+    from gradtrace.capture.numcheck import suspect
 
     suspect.explain(out, outputs, probe, targets, rows, direction, execute, upcast_ok)
     out.executions, out.seconds = runs, time.perf_counter() - started
