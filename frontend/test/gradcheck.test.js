@@ -29,8 +29,9 @@ test("the grid flags the worst element and formats every number", () => {
   };
   const rows = gridRows(result);
   assert.deepEqual(rows.map((r) => r.worst), [false, true]);
-  assert.deepEqual(rows[0].cells.slice(0, 3), ["x[0]", "1", "3"]);
-  assert.equal(rows[1].cells[6], "inf");
+  assert.deepEqual(rows[0].cells, ["x[0]", "1", "3", "0.666667"]);
+  assert.equal(rows[1].cells[3], "inf");
+  assert.equal(rows[0].detail, "x[0]: analytic 1 · numeric 3 (left 2.9999, right 3.0001) · abs error 2 · rel error 0.666667 · fail");
   assert.equal(rows[0].state, "fail");
   assert.equal(verdictLine(result), "fail · 2 of 2 elements, 2 failed (float64)");
 });

@@ -198,7 +198,8 @@ class GradcheckResult(_Model):
         if self.elements:
             lines.append("worst: " + self.describe_worst())
         if self.suspect is not None:
-            lines.append(f"suspect: {self.suspect.name} ({self.suspect.message})")
+            mine = ", your code" if self.suspect.custom else ""
+            lines.append(f"suspect: {self.suspect.name} ({self.suspect.message}{mine})")
         lines += [f"{r.code}: {r.message}" for r in self.reasons]
         return "\n".join(lines)
 

@@ -21,14 +21,19 @@ export function isCheckable(node) {
 
 const fmt = (x) => (typeof x === "string" ? x : Math.abs(x) >= 1e4 || (x !== 0 && Math.abs(x) < 1e-3) ? x.toExponential(3) : String(+x.toPrecision(6)));
 
-/** The grid: one row per checked element, worst first flagged; each cell already formatted. */
+/** The grid: one row per checked element, the worst flagged; cells already formatted, and the
+ * sentence with every number of the row (shown under the grid for the selected row). */
 export function gridRows(result) {
-  return result.elements.map((e, i) => ({
-    worst: i === result.worst,
-    state: e.kink ? "kink" : e.ok ? "ok" : "fail",
-    cells: [`${result.tensors[e.tensor].name}[${e.index.join(", ")}]`, fmt(e.analytic), fmt(e.numeric),
-      fmt(e.left), fmt(e.right), fmt(e.abs_error), fmt(e.rel_error)],
-  }));
+  return result.elements.map((e, i) => {
+    const name = `${result.tensors[e.tensor].name}[${e.index.join(", ")}]`;
+    const state = e.kink ? "kink" : e.ok ? "ok" : "fail";
+    return {
+      worst: i === result.worst, state,
+      cells: [name, fmt(e.analytic), fmt(e.numeric), fmt(e.rel_error)],
+      detail: `${name}: analytic ${fmt(e.analytic)} · numeric ${fmt(e.numeric)} (left ${fmt(e.left)}, right ${fmt(e.right)}) · ` +
+        `abs error ${fmt(e.abs_error)} · rel error ${fmt(e.rel_error)} · ${state === "kink" ? "on a kink" : state}`,
+    };
+  });
 }
 
 /** One sentence for the chip's title: "fail · 2 of 2 elements, 2 failed (float64)". */
@@ -46,7 +51,7 @@ function el(tag, attrs = {}, ...children) {
   return e;
 }
 
-const HEAD = ["element", "analytic", "numeric", "left", "right", "abs error", "rel error"];
+const HEAD = ["element", "analytic", "numeric", "rel error"];
 
 export class GradcheckPanel {
   /**
@@ -107,7 +112,7 @@ export class GradcheckPanel {
       ` · ${result.executions} runs in ${result.seconds.toFixed(2)} s`)];
     if (result.suspect) {
       parts.push(el("p", { class: "gt-check-suspect" }, el("b", {}, `Suspect: ${result.suspect.name}`),
-        result.suspect.custom ? " (your code)" : "", ` — ${result.suspect.message}.`));
+        result.suspect.custom ? " (your code)" : "", ` — ${result.suspect.message}`));
     }
     if (result.reasons.length) {
       const ul = el("ul", { class: "gt-check-reasons" });
@@ -116,17 +121,22 @@ export class GradcheckPanel {
     }
     if (result.elements.length) {
       const table = el("table", { class: "gt-check-grid", "data-gt": "check-grid" },
-        el("caption", {}, "Per element: autograd (analytic) against finite differences (numeric, and one-sided left/right)"),
+        el("caption", {}, "Per element: autograd (analytic) against the finite difference (numeric)"),
         el("tr", {}, ...HEAD.map((h) => el("th", { scope: "col" }, h))));
+      const detail = el("p", { class: "gt-check-detail", "data-gt": "check-detail", "aria-live": "polite" });
       let worstRow = null;
       for (const row of gridRows(result)) {
-        const tr = el("tr", { class: `gt-${row.state}${row.worst ? " gt-worst" : ""}`, tabindex: "0" }, ...row.cells.map((c) => el("td", {}, c)));
-        tr.addEventListener("click", () => this._select(tr));
-        if (row.worst) { worstRow = tr; tr.setAttribute("aria-selected", "true"); }
+        const tr = el("tr", { class: `gt-${row.state}${row.worst ? " gt-worst" : ""}`, tabindex: "0", title: row.detail },
+          ...row.cells.map((c) => el("td", {}, c)));
+        const pick = () => { this._select(tr); detail.textContent = row.detail; };
+        tr.addEventListener("click", pick);
+        tr.addEventListener("keydown", (ev) => { if (ev.key === "Enter" || ev.key === " ") { ev.preventDefault(); pick(); } });
+        if (row.worst) { worstRow = tr; tr.setAttribute("aria-selected", "true"); detail.textContent = row.detail; }
         table.append(tr);
       }
-      parts.push(el("div", { class: "gt-check-scroll" }, table));
+      parts.push(el("div", { class: "gt-check-scroll" }, table), detail);
       this.root.replaceChildren(...parts);
+      this.root.scrollIntoView({ block: "start" });
       if (worstRow) worstRow.scrollIntoView({ block: "nearest" });
     } else {
       this.root.replaceChildren(...parts);

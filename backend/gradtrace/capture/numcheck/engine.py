@@ -95,7 +95,9 @@ def resolve(program: Program, probe: Probe, spec: TargetSpec | None) -> list[Tar
     site = calls[spec.occurrence]
     if not site.inputs:
         raise TargetError(f"no input of {want} requires grad")
-    return [Target(f"{want}#{spec.occurrence} input {pos}", "arg", (site.call, pos), t) for pos, t in site.inputs]
+    ordinal = {id(t): i for i, t in enumerate(probe.leaves)}
+    return [Target(names.get(ordinal.get(id(t), -1), f"{want} input {pos}"), "arg", (site.call, pos), t)
+            for pos, t in site.inputs]
 
 
 def check(program: Program, spec: TargetSpec | None = None, *, seed: int = 0,

@@ -156,9 +156,8 @@ def explain(out: GradcheckResult, outputs: list[torch.Tensor], probe: Probe, tar
     if suspect is not None:
         custom = isinstance(suspect, BackwardCFunction)
         out.suspect = Suspect(name=suspect.name(), occurrence=_occurrence(suspect, every), custom=custom,
-                              message=f"the gradient reaching {suspect.name()}'s output agrees with the finite "
-                                      "differences, the gradient it passes to its input does not: its "
-                                      "backward is wrong" + (" (a custom Function: user code)" if custom else ""))
+                              message="the gradient reaching its output agrees with the finite differences, "
+                                      "the gradient it passes to its input does not: its backward is wrong")
 
 
 def _give_up(out: GradcheckResult) -> None:
