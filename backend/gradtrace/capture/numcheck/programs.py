@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import io
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Protocol
 
 import torch
@@ -53,6 +53,26 @@ class _Sink(io.TextIOBase):
         return len(s)
 
 
+@contextlib.contextmanager
+def _cpu_seeding() -> Iterator[None]:
+    """``torch.manual_seed`` in the snippet without its CUDA half, while the re-runs run on the CPU.
+
+    Without CUDA initialised, ``torch.manual_seed`` queues a lazy CUDA seeding together with a
+    formatted stack trace (about 1.5 ms): for a snippet that seeds, that was a sixth of each
+    re-run. The CPU generator is seeded exactly as before; CUDA's is never used here.
+    """
+    cuda = torch.cuda
+    saved = cuda.manual_seed_all, cuda.manual_seed
+    if cuda.is_initialized():  # type: ignore[no-untyped-call]
+        yield
+        return
+    cuda.manual_seed_all = cuda.manual_seed = lambda seed: None  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        cuda.manual_seed_all, cuda.manual_seed = saved  # type: ignore[assignment]
+
+
 class SnippetProgram:
     """A snippet, executed as ``run_snippet`` does (``torch``, ``nn``, ``F`` predefined, seeded)."""
 
@@ -74,7 +94,7 @@ class SnippetProgram:
             random.seed(self.seed)
             torch.default_generator.manual_seed(self.seed)  # CPU only: the snippet runs on cpu
         sink = _Sink()
-        with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
+        with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink), _cpu_seeding():
             try:
                 with FunctionApplyPatch(probe), probe:
                     exec(self.code, self.namespace)
