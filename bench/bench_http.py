@@ -1,4 +1,4 @@
-"""HTTP latency of a trivial snippet through the real service (issue 14: p50 <= 20 ms).
+"""HTTP latency of a trivial snippet through the real service (target: p50 <= 20 ms).
 
     .venv/bin/python bench/bench_http.py [--n 200] [--gap-ms 30] [--quick]
 

@@ -49,12 +49,22 @@ NOTE [adding a job kind]
     5. The route (``gradtrace/api/<name>.py``, included in ``api/app.py``) validates its
        request body with a strict pydantic model, builds ``Job(kind=name, code=..., params=
        {...})`` with :func:`gradtrace.api.jobs.new_job` (rate limit, code checks, device),
-       awaits :func:`gradtrace.api.jobs.run_unless_client_leaves` (cancellation, 499) and
-       answers ``result.canonical`` as ``application/json``; a result it must show or store
-       is read from those bytes, never re-run. Its ``response_model`` is the kind's model.
+       awaits :func:`gradtrace.api.jobs.run_unless_client_leaves` with
+       ``svc.require_runner().run(job)`` (on :class:`~gradtrace.api.jobs.ClientGone` it
+       answers ``Response(status_code=CLIENT_CLOSED)``) and answers the bytes as they are:
+       ``json_response(request, raw=result.canonical, gz=None)`` (``api/responses.py``). Its
+       ``response_model`` is the kind's pydantic model, so ``/openapi.json`` documents it; a
+       ``timeout``/``crashed``/... answer is the ``failed`` shape above, so the model must
+       admit it (or the kind brings its own ``failed``). A kind whose result must be stored
+       stores ``result.canonical`` with its ``id``, never parses and re-serialises it.
 
-    ``tests/sandbox/test_job_kinds.py`` registers a kind that exists only in the test and runs
-    it through both runners: the pattern to copy.
+    The queue needs nothing: a job's ``kind`` and ``params`` travel in its payload, the worker's
+    pool runs and validates it, and the answer comes back as a header line (kind, id, status,
+    schema version) and the canonical bytes (NOTE [read three fields] in ``queue/keys.py``).
+    ``tests/sandbox/echo_kind.py`` is a kind that exists only in the tests, written by these
+    rules; ``tests/sandbox/test_job_kinds.py`` runs it through the pool (result, time limit,
+    crash, nonsense) and ``tests/scale/test_queue_kinds.py`` through the queue (result, lost
+    worker): the pattern to copy for a real kind's tests.
 """
 
 from __future__ import annotations

@@ -11,7 +11,6 @@ or that hits a sandbox limit, is a 200 with verdict ``inconclusive`` and the rea
 
 from __future__ import annotations
 
-import json
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Request
@@ -22,9 +21,9 @@ from gradtrace.analysis.gradcheck import place_on_run, target_for_node
 from gradtrace.api.errors import ERROR_RESPONSES
 from gradtrace.api.jobs import CLIENT_CLOSED, ClientGone, new_job, run_unless_client_leaves
 from gradtrace.api.services import ServicesDep
-from gradtrace.errors import InvalidRequest, NotFound
+from gradtrace.errors import InvalidRequest
 from gradtrace.schema.gradcheck import CodeGradcheckRequest, GradcheckRequest, GradcheckResult, TargetSpec
-from gradtrace.storage.codec import current_bytes, decompress
+from gradtrace.storage.codec import load
 
 router = APIRouter(tags=["gradcheck"])
 
@@ -45,13 +44,7 @@ _RESPONSES: dict[int | str, dict[str, Any]] = {
              summary="Check a leaf, every parameter or a custom Function of a stored run numerically")
 async def check_run(run_id: Annotated[str, Path(max_length=64)], body: StrictGradcheckRequest, request: Request,
                     svc: ServicesDep) -> Response:
-    days = svc.settings.run_retention_days
-    blob = svc.store.get_run(run_id, max_age_s=days * 86400.0 if days else None)
-    if blob is None:
-        raise NotFound(f"no run with id {run_id!r} (expired or never stored): run the snippet again",
-                       detail={"run_id": run_id})
-    data, is_gzip = current_bytes(blob)
-    doc = json.loads(decompress(data) if is_gzip else data)
+    doc = load(svc.require_kept_run(run_id, instead="run the snippet again to check it"))
     if body.node is not None and body.target is not None:
         raise InvalidRequest("give either a node or a target, not both", detail={"field": "node"})
     if body.node is not None:

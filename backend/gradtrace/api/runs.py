@@ -21,7 +21,7 @@ from gradtrace.api.errors import ERROR_RESPONSES
 from gradtrace.api.jobs import CLIENT_CLOSED, ClientGone, new_job, run_unless_client_leaves
 from gradtrace.api.responses import blob_response, json_response
 from gradtrace.api.services import Services, ServicesDep
-from gradtrace.errors import NotFound, PoolSaturated
+from gradtrace.errors import PoolSaturated
 from gradtrace.jobs import RUN, JobResult
 from gradtrace.schema import RunDocument, RunRequest
 from gradtrace.storage.codec import EncodedDocument, encode_canonical
@@ -66,13 +66,7 @@ async def create_run(body: StrictRunRequest, request: Request, svc: ServicesDep)
             responses={404: ERROR_RESPONSES[404]})
 def get_run(request: Request, run_id: Annotated[str, Path(max_length=64)],
             svc: ServicesDep) -> Response:
-    days = svc.settings.run_retention_days
-    blob = svc.store.get_run(run_id, max_age_s=days * 86400.0 if days else None)
-    if blob is None:
-        kept = f"runs are kept {days} days" if days else "runs are kept forever"
-        raise NotFound(f"no run with id {run_id!r} ({kept}; share a run to keep it)",
-                       detail={"run_id": run_id})
-    return blob_response(request, blob)
+    return blob_response(request, svc.require_kept_run(run_id))
 
 
 SMALL_RUN_BYTES = 64 << 10

@@ -4,7 +4,7 @@ NOTE [why arq]
     arq is asyncio from end to end: the API enqueues and reads results on uvicorn's loop, and
     the worker runs jobs as tasks on the loop that already drives the fork-server pool, so a
     worker's concurrency is just ``max_jobs`` (no threads, no prefork of its own). It has what
-    the issue asks for built in: ``_expires`` drops a job that waited past its deadline before
+    the queue needs built in: ``_expires`` drops a job that waited past its deadline before
     it ever starts, ``Job.abort`` cancels the job's task on the worker (the pool then kills the
     jailed child), ``max_tries=1`` guarantees a job whose worker died is never run again, and
     results live in Redis for any replica to read. Celery and Dramatiq are thread/process based
