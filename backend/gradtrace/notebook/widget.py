@@ -50,6 +50,8 @@ class GradtraceWidget(anywidget.AnyWidget):  # type: ignore[misc]
     """The timeline step shown (0 … number of events); -1 until the view has loaded."""
     run_url = traitlets.Unicode("").tag(sync=True)
     height = traitlets.Unicode("620px").tag(sync=True)
+    _check = traitlets.Dict(allow_none=True, default_value=None).tag(sync=True)
+    """The latest gradient check (a GradcheckResult as JSON), shown in the inspector."""
 
     @property
     def _esm(self) -> str:  # read by AnyWidget.__init__; a missing bundle is a clear error
@@ -61,6 +63,50 @@ class GradtraceWidget(anywidget.AnyWidget):  # type: ignore[misc]
         self._nodes = {n["id"]: n for n in self.document.get("graph", {}).get("nodes", [])}
         super().__init__(_doc=compressed(self.document), step=-1 if step is None else step,
                          run_url=run_url or "", height=height)
+        self.on_msg(self._on_msg)
+
+    def check(self, target: Any = None, *, max_elements: int = 64, seed: int = 0) -> Any:
+        """Check the gradient of a node numerically and show the check in the widget.
+
+        ``target``: a node's id or name (a leaf, a parameter, a custom Function's node), a
+        :class:`~gradtrace.schema.gradcheck.TargetSpec`, or None for the selected node. The
+        run's code is re-run *in this process* (``gradtrace.capture.numcheck.check_snippet``)
+        under the run's seed, about ``2 * elements + 2`` times. Returns the GradcheckResult.
+        """
+        from gradtrace.analysis.gradcheck import place_on_run, target_for_node
+        from gradtrace.capture.numcheck import check_snippet
+        from gradtrace.schema.gradcheck import TargetSpec
+
+        code = self.document.get("code")
+        if not code:
+            raise ValueError("this run carries no code to re-run")
+        if isinstance(target, TargetSpec):
+            spec = target
+        else:
+            key = target if target is not None else (self._selected or {}).get("id")
+            if key is None:
+                raise ValueError("select a node (or name one) to check")
+            node = self._nodes.get(key) or next((n for n in self._nodes.values() if n.get("name") == key), None)
+            if node is None:
+                raise KeyError(f"no node with id or name {key!r} in this run")
+            spec = target_for_node(self.document, node["id"])
+        run_seed = self.document.get("seed")
+        result = check_snippet(code, spec, seed=run_seed if isinstance(run_seed, int) else None,
+                               max_elements=max_elements, sample_seed=seed)
+        place_on_run(self.document, result)
+        self._check = result.model_dump(mode="json")
+        return result
+
+    def _on_msg(self, _widget: Any, content: Any, _buffers: Any) -> None:
+        """The inspector's "Check gradient" button (frontend/src/widget/index.js)."""
+        if not isinstance(content, dict) or content.get("type") != "check":
+            return
+        from gradtrace.errors import GradtraceError
+
+        try:
+            self.check(content.get("node"))
+        except (GradtraceError, KeyError, ValueError) as e:
+            self._check = {"verdict": "inconclusive", "status": "refused", "message": str(e).strip("'\"")}
 
     @property
     def selected(self) -> Selection | None:

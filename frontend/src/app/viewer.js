@@ -68,7 +68,9 @@ export class Viewer {
     this.player = new Player((k, o) => this.onStep(k, o));
     this.transport = new Transport(this.els.timeline, this.player);
     // The gradient check (ui/gradcheck.js) asks the service, so only a page with one offers it.
-    this.check = opts.checks && this.els.inspector ? new GradcheckPanel(this.els.inspector, { onSuspect: (id) => this.outlineSuspect(id) }) : null;
+    // opts.checks: true (ask the service) or a function that asks for a check (the widget's).
+    this.check = opts.checks && this.els.inspector ? new GradcheckPanel(this.els.inspector, { onSuspect: (id) => this.outlineSuspect(id),
+      request: typeof opts.checks === "function" ? opts.checks : undefined }) : null;
     this.inspector = new Inspector(this.els.inspector, { onLine: (line) => this.onLineCb(line, true), onExpand: (v) => this.openGroup(v),
       extra: (node) => (this.check ? this.check.button(this.doc, node) : null) });
     this.canvas = new GraphCanvas(this.els.graph, {

@@ -53,13 +53,28 @@ function el(tag, attrs = {}, ...children) {
 
 const HEAD = ["element", "analytic", "numeric", "rel error"];
 
+/** The check from the service that ran the shown run. */
+export async function requestFromService(doc, node, signal) {
+  if (!doc.id) throw new Error("This run is not stored on the service: run it again to check it.");
+  const res = await fetch(`/api/runs/${encodeURIComponent(doc.id)}/gradcheck`, {
+    method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ node: node.id }), signal,
+  });
+  const data = await res.json().catch(() => null);
+  if (!res.ok) throw new Error((data && data.error && data.error.message) || `The server answered ${res.status}.`);
+  return data;
+}
+
 export class GradcheckPanel {
   /**
    * @param {HTMLElement} host  where the panel goes (the inspector)
-   * @param {{onSuspect: (nodeId: string|null) => void}} cb
+   * @param {{onSuspect: (nodeId: string|null) => void,
+   *          request?: (doc: object, node: object, signal: AbortSignal) => Promise<object>}} cb
+   *   `request` asks for the check: by default the service (POST /api/runs/{id}/gradcheck);
+   *   the notebook widget asks its Python side instead (backend/gradtrace/notebook/widget.py).
    */
   constructor(host, cb) {
     this.cb = cb;
+    this.request = cb.request || requestFromService;
     this.root = el("section", { class: "gt-check", "data-gt": "gradcheck", "aria-label": "Gradient check", hidden: "" });
     host.append(this.root);
     this.controller = null;
@@ -68,7 +83,7 @@ export class GradcheckPanel {
 
   /** The button the inspector shows for a checkable node (null for any other node). */
   button(doc, node) {
-    if (!doc || !doc.id || !isCheckable(node)) return null;
+    if (!doc || !doc.code || !isCheckable(node)) return null;
     const what = isCustomFunction(node) ? `${node.name.replace(/Backward$/, "")}'s inputs` : node.kind === "tensor" ? node.name : "this leaf";
     return el("button", { type: "button", class: "gt-check-button", "data-gt": "check", onclick: () => this.check(doc, node) },
       `Check gradient of ${what} numerically`);
@@ -83,17 +98,12 @@ export class GradcheckPanel {
     this.root.replaceChildren(el("h3", {}, `Checking ${node.name}…`), progress);
     const t0 = performance.now();
     clearInterval(this.timer);
-    const tick = () => { progress.textContent = `Re-running the snippet with one element nudged at a time (up to 2 × 64 + 2 runs)… ${((performance.now() - t0) / 1000).toFixed(1)} s`; };
+    const tick = () => { progress.textContent = `Re-running the snippet with one element nudged at a time (about 2 × elements + 2 runs, at most 130)… ${((performance.now() - t0) / 1000).toFixed(1)} s`; };
     tick();
     this.timer = setInterval(tick, 100);
     let result;
     try {
-      const res = await fetch(`/api/runs/${encodeURIComponent(doc.id)}/gradcheck`, {
-        method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ node: node.id }), signal: controller.signal,
-      });
-      const data = await res.json().catch(() => null);
-      if (!res.ok) throw new Error((data && data.error && data.error.message) || `The server answered ${res.status}.`);
-      result = data;
+      result = await this.request(doc, node, controller.signal);
     } catch (err) {
       if (err.name === "AbortError") return;
       this.root.replaceChildren(el("h3", {}, "Gradient check"), el("p", { class: "gt-check-error", role: "alert" }, err.message));

@@ -41,7 +41,7 @@ def gradcheck(fn: Callable[..., Any], inputs: Sequence[Any] | Any, *, seed: int 
                  upcast=upcast, eps=eps, atol=atol, rtol=rtol)
 
 
-def check_snippet(code: str, target: TargetSpec | None = None, *, seed: int = 0,
+def check_snippet(code: str, target: TargetSpec | None = None, *, seed: int | None = 0,
                   max_elements: int = DEFAULT_MAX_ELEMENTS,
                   progress: Progress | None = None, filename: str = "<snippet>",
                   sample_seed: int | None = None) -> GradcheckResult:
@@ -50,7 +50,8 @@ def check_snippet(code: str, target: TargetSpec | None = None, *, seed: int = 0,
     sampled elements (NOTE [how a re-run finds the same tensor] in
     :mod:`gradtrace.capture.numcheck.probe`)."""
     return check(SnippetProgram(code, seed=seed, filename=filename), target,
-                 seed=seed if sample_seed is None else sample_seed, max_elements=max_elements, progress=progress)
+                 seed=(seed or 0) if sample_seed is None else sample_seed, max_elements=max_elements,
+                 progress=progress)
 
 
 __all__ = ["GradcheckFailed", "GradcheckResult", "TargetError", "TargetSpec", "check_snippet", "gradcheck"]
