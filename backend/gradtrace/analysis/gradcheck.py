@@ -59,10 +59,10 @@ def node_id_for(doc: dict[str, Any], name: str, occurrence: int) -> str | None:
 
 
 def place_on_run(doc: dict[str, Any], result: GradcheckResult) -> GradcheckResult:
-    """``result`` with the suspect's and the reasons' node ids in ``doc`` filled in."""
+    """``result`` with the suspect's and the reasons' node ids in ``doc`` filled in (and only
+    those: ids the sandbox wrote are never trusted)."""
     if result.suspect is not None:
         result.suspect.node_id = node_id_for(doc, result.suspect.name, result.suspect.occurrence)
     for r in result.reasons:
-        if r.node is not None:
-            r.node_id = node_id_for(doc, r.node, r.occurrence or 0)
+        r.node_id = node_id_for(doc, r.node, r.occurrence or 0) if r.node is not None else None
     return result
