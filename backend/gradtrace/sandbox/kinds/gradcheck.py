@@ -31,8 +31,7 @@ def handle(job: ChildJob) -> bytes:
 
 def _result(result: GradcheckResult) -> JobResult:
     doc = result.model_dump(mode="json")
-    doc["id"] = ""
-    doc["id"], canonical = canonical_with_id(doc)
+    doc["id"], canonical = canonical_with_id(doc)  # the hash leaves out whatever "id" held
     return JobResult(GRADCHECK, canonical, doc["id"], result.status, result.schema_version, doc)
 
 
