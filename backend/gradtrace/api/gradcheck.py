@@ -26,6 +26,9 @@ from gradtrace.schema.gradcheck import CodeGradcheckRequest, GradcheckRequest, G
 from gradtrace.storage.codec import load
 
 router = APIRouter(tags=["gradcheck"])
+TIME_SHARE = 0.6
+"""Of the sandbox's time limit, what the re-runs plan to use (the check checks fewer elements
+rather than run into the limit; the rest is slack for the suspect search and a slow machine)."""
 
 
 class StrictGradcheckRequest(GradcheckRequest):
@@ -80,7 +83,7 @@ async def _check(request: Request, svc: ServicesDep, *, code: str, seed: int | N
     """Run the job; None when the client left (the job was killed)."""
     job = new_job(request, svc, code=code, device="cpu", seed=seed, kind="gradcheck",
                   params={"target": target.model_dump(mode="json"), "max_elements": max_elements,
-                          "sample_seed": sample_seed})
+                          "sample_seed": sample_seed, "time_budget_s": TIME_SHARE * svc.limits.timeout_s})
     try:
         answer = await run_unless_client_leaves(request, svc.require_runner().run(job))
     except ClientGone:

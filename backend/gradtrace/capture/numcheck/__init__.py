@@ -44,14 +44,14 @@ def gradcheck(fn: Callable[..., Any], inputs: Sequence[Any] | Any, *, seed: int 
 def check_snippet(code: str, target: TargetSpec | None = None, *, seed: int | None = 0,
                   max_elements: int = DEFAULT_MAX_ELEMENTS,
                   progress: Progress | None = None, filename: str = "<snippet>",
-                  sample_seed: int | None = None) -> GradcheckResult:
+                  sample_seed: int | None = None, time_budget_s: float | None = None) -> GradcheckResult:
     """Check a snippet's first backward with respect to ``target`` by re-running it under ``seed``
     (every leaf when ``target`` is None); ``sample_seed`` (default: ``seed``) chooses the
     sampled elements (NOTE [how a re-run finds the same tensor] in
     :mod:`gradtrace.capture.numcheck.probe`)."""
     return check(SnippetProgram(code, seed=seed, filename=filename), target,
                  seed=(seed or 0) if sample_seed is None else sample_seed, max_elements=max_elements,
-                 progress=progress)
+                 progress=progress, time_budget_s=time_budget_s)
 
 
 __all__ = ["GradcheckFailed", "GradcheckResult", "TargetError", "TargetSpec", "check_snippet", "gradcheck"]

@@ -103,9 +103,13 @@ def resolve(program: Program, probe: Probe, spec: TargetSpec | None) -> list[Tar
 def check(program: Program, spec: TargetSpec | None = None, *, seed: int = 0,
           max_elements: int = DEFAULT_MAX_ELEMENTS, upcast: bool = True,
           eps: float | None = None, atol: float | None = None, rtol: float | None = None,
-          progress: Progress | None = None) -> GradcheckResult:
+          progress: Progress | None = None, time_budget_s: float | None = None) -> GradcheckResult:
     """Check ``program``'s gradient with respect to ``spec`` (NOTE [what a verdict means] in
-    ``schema/gradcheck.py``). Raises :class:`TargetError` for a target that is not there."""
+    ``schema/gradcheck.py``). Raises :class:`TargetError` for a target that is not there.
+
+    ``time_budget_s``: when the baseline and centre executions show that two executions per
+    element would not fit in it, fewer elements are checked (seeded, and said in a reason), so
+    a check in the sandbox ends with a verdict rather than at the time limit."""
     if not 1 <= max_elements <= MAX_ELEMENTS:
         raise TargetError(f"max_elements must be between 1 and {MAX_ELEMENTS}, not {max_elements}")
     started = time.perf_counter()
@@ -200,8 +204,18 @@ def check(program: Program, spec: TargetSpec | None = None, *, seed: int = 0,
 
     # 4. the centre and the nudges
     baseline_rows = rows.detach()
+    t_centre = time.perf_counter()
     _, centre_out = execute(None, up=upcast_ok)
     centre = _rows(centre_out, direction).detach()
+    per_run = time.perf_counter() - t_centre
+    if time_budget_s is not None and per_run > 0:
+        fit = max(1, int((time_budget_s - (time.perf_counter() - started)) / (2 * per_run)))
+        if fit < len(flat):
+            picked = sorted(random.Random(seed + 1).sample(range(len(flat)), fit))
+            flat = [flat[k] for k in picked]
+            reasons.append(Reason(code="sampled", message=f"{fit} of {total:,} elements checked: one run of "
+                                  f"the snippet takes {per_run * 1000:.0f} ms, and more would not fit in the "
+                                  "sandbox's time limit"))
     if not torch.allclose(centre, baseline_rows, rtol=1e-10, atol=0.0):
         return result("inconclusive", total=total, reasons=[*reasons, Reason(
             code="nondeterministic_forward", message="the program gave a different result when run again "

@@ -19,9 +19,11 @@ def run_gradcheck(job: dict[str, Any], *, filename: str = "<snippet>") -> bytes:
     try:
         spec = TargetSpec.model_validate(job.get("target") or {})
         sample = job.get("sample_seed")
+        budget = job.get("time_budget_s")
         result = check_snippet(str(job["code"]), spec, seed=int(job.get("seed") or 0),
                                max_elements=int(job.get("max_elements", DEFAULT_MAX_ELEMENTS)), filename=filename,
-                               sample_seed=None if sample is None else int(sample))
+                               sample_seed=None if sample is None else int(sample),
+                               time_budget_s=float(budget) if isinstance(budget, (int, float)) else None)
     except (TargetError, ValueError) as e:
         return _refused(str(e).split("\n")[0])
     except SyntaxError as e:

@@ -287,13 +287,19 @@ class FunctionApplyPatch:
     def __enter__(self) -> FunctionApplyPatch:
         fn_cls = torch.autograd.Function
         self._saved = fn_cls.__dict__["apply"]
-        original = self._saved.__func__
-        probe = self.probe
+        # One wrapper per probe, kept across executions (NOTE [one probe for every execution]):
+        # compiled code guards on what it called, and a new wrapper each time would recompile.
+        wrapper = getattr(self.probe, "_apply_wrapper", None)
+        if wrapper is None:
+            original = self._saved.__func__
+            probe = self.probe
 
-        def apply(cls: type, *args: Any, **kwargs: Any) -> Any:
-            return probe.apply_function(lambda *a, **k: original(cls, *a, **k), cls, args, kwargs)
+            def apply(cls: type, *args: Any, **kwargs: Any) -> Any:
+                return probe.apply_function(lambda *a, **k: original(cls, *a, **k), cls, args, kwargs)
 
-        fn_cls.apply = classmethod(apply)  # type: ignore[method-assign,assignment]
+            wrapper = classmethod(apply)
+            self.probe._apply_wrapper = wrapper  # type: ignore[attr-defined]
+        fn_cls.apply = wrapper  # type: ignore[method-assign,assignment]
         return self
 
     def __exit__(self, *exc: object) -> None:
