@@ -1,7 +1,7 @@
 // Unit tests of the gradient check's pure parts (src/ui/gradcheck.js).
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { gridRows, isCheckable, isCustomFunction, verdictLine } from "../src/ui/gradcheck.js";
+import { gridRows, isCheckable, isCustomFunction, isParameter, verdictLine } from "../src/ui/gradcheck.js";
 
 test("custom Functions are told from built-in nodes by autograd's names", () => {
   assert.equal(isCustomFunction({ kind: "function", name: "CubeBackward" }), true);
@@ -29,7 +29,7 @@ test("the grid flags the worst element and formats every number", () => {
   };
   const rows = gridRows(result);
   assert.deepEqual(rows.map((r) => r.worst), [false, true]);
-  assert.deepEqual(rows[0].cells, ["x[0]", "1", "3", "0.666667"]);
+  assert.deepEqual(rows[0].cells, ["x[0]", "1", "3", "0.6667"]);
   assert.equal(rows[1].cells[3], "inf");
   assert.equal(rows[0].detail, "x[0]: analytic 1 · numeric 3 (left 2.9999, right 3.0001) · abs error 2 · rel error 0.666667 · fail");
   assert.equal(rows[0].state, "fail");
@@ -55,4 +55,10 @@ test("the backward lines of a custom Function are found in the snippet", async (
   ].join("\n");
   assert.deepEqual(backwardLines(code, "CubeBackward"), [9, 10, 12]);
   assert.deepEqual(backwardLines(code, "SquareBackward"), []);
+});
+
+test("a module's parameter also offers every parameter", () => {
+  assert.equal(isParameter({ kind: "tensor", role: "leaf", name: "model.0.weight" }), true);
+  assert.equal(isParameter({ kind: "tensor", role: "leaf", name: "x" }), false);
+  assert.equal(isParameter({ kind: "function", name: "AccumulateGrad" }), false);
 });

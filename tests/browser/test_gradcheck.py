@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import expect
 
-from browser.pageutil import node_texts, run_code
+from browser.pageutil import node_texts, run_code, run_example
 from gradcheck.cube import WRONG_CUBE
 
 pytestmark = pytest.mark.browser
@@ -61,3 +61,15 @@ def test_the_backward_of_a_custom_function_is_highlighted_while_it_runs(playgrou
     lines = page.locator(".cm-line.gt-line-user-backward")
     expect(lines).to_have_count(3)  # def backward, its two lines
     expect(lines.first).to_contain_text("def backward(ctx, grad):")
+
+
+def test_check_every_parameter_of_lesson_04_from_a_parameter(playground: Any, artifacts_dir: Path) -> None:
+    page = playground
+    run_example(page, "mlp_loss")
+    page.evaluate("""() => { const app = window.gradtrace.app;
+        const v = app.scene.view.vnodes.findIndex(n => n.label === 'model.0.weight'); app.viewer.selectNode(v); }""")
+    page.locator('[data-gt="check-every"]').click()
+    expect(page.locator('[data-gt="verdict"]')).to_have_text("pass", timeout=30_000)
+    expect(page.locator('[data-gt="check-grid"] tr')).to_have_count(59)  # the header and 58 elements
+    assert page.evaluate("window.gradtrace.app.scene.suspectV") == []
+    page.screenshot(path=str(artifacts_dir / "gradcheck-lesson-04-pass.png"))

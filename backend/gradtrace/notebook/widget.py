@@ -104,7 +104,12 @@ class GradtraceWidget(anywidget.AnyWidget):  # type: ignore[misc]
         from gradtrace.errors import GradtraceError
 
         try:
-            self.check(content.get("node"))
+            if content.get("every"):
+                from gradtrace.schema.gradcheck import TargetSpec
+
+                self.check(TargetSpec(kind="parameters"))
+            else:
+                self.check(content.get("node"))
         except (GradtraceError, KeyError, ValueError) as e:
             self._check = {"verdict": "inconclusive", "status": "refused", "message": str(e).strip("'\"")}
 

@@ -19,7 +19,13 @@ export function isCheckable(node) {
   return node.name === "AccumulateGrad" || isCustomFunction(node);
 }
 
-const fmt = (x) => (typeof x === "string" ? x : Math.abs(x) >= 1e4 || (x !== 0 && Math.abs(x) < 1e-3) ? x.toExponential(3) : String(+x.toPrecision(6)));
+/** A module's parameter, as capture names it (`model.0.weight`): "Check every parameter" too. */
+export function isParameter(node) {
+  return !!node && node.kind === "tensor" && node.role === "leaf" && String(node.name || "").includes(".");
+}
+
+const fmt = (x, digits = 6) => (typeof x === "string" ? x : Math.abs(x) >= 1e4 || (x !== 0 && Math.abs(x) < 1e-3) ? x.toExponential(Math.min(3, digits - 1)) : String(+x.toPrecision(digits)));
+const short = (x) => fmt(x, 4); // the grid's cells; the detail line under it has six digits
 
 /** The grid: one row per checked element, the worst flagged; cells already formatted, and the
  * sentence with every number of the row (shown under the grid for the selected row). */
@@ -29,7 +35,7 @@ export function gridRows(result) {
     const state = e.kink ? "kink" : e.ok ? "ok" : "fail";
     return {
       worst: i === result.worst, state,
-      cells: [name, fmt(e.analytic), fmt(e.numeric), fmt(e.rel_error)],
+      cells: [name, short(e.analytic), short(e.numeric), short(e.rel_error)],
       detail: `${name}: analytic ${fmt(e.analytic)} · numeric ${fmt(e.numeric)} (left ${fmt(e.left)}, right ${fmt(e.right)}) · ` +
         `abs error ${fmt(e.abs_error)} · rel error ${fmt(e.rel_error)} · ${state === "kink" ? "on a kink" : state}`,
     };
@@ -56,8 +62,9 @@ const HEAD = ["element", "analytic", "numeric", "rel error"];
 /** The check from the service that ran the shown run. */
 export async function requestFromService(doc, node, signal) {
   if (!doc.id) throw new Error("This run is not stored on the service: run it again to check it.");
+  const body = node.every ? { target: { kind: "parameters" } } : { node: node.id };
   const res = await fetch(`/api/runs/${encodeURIComponent(doc.id)}/gradcheck`, {
-    method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ node: node.id }), signal,
+    method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body), signal,
   });
   const data = await res.json().catch(() => null);
   if (!res.ok) throw new Error((data && data.error && data.error.message) || `The server answered ${res.status}.`);
@@ -85,8 +92,12 @@ export class GradcheckPanel {
   button(doc, node) {
     if (!doc || !doc.code || !isCheckable(node)) return null;
     const what = isCustomFunction(node) ? `${node.name.replace(/Backward$/, "")}'s inputs` : node.kind === "tensor" ? node.name : "this leaf";
-    return el("button", { type: "button", class: "gt-check-button", "data-gt": "check", onclick: () => this.check(doc, node) },
+    const one = el("button", { type: "button", class: "gt-check-button", "data-gt": "check", onclick: () => this.check(doc, node) },
       `Check gradient of ${what} numerically`);
+    if (!isParameter(node)) return one;
+    const every = el("button", { type: "button", class: "gt-check-button", "data-gt": "check-every",
+      onclick: () => this.check(doc, { id: null, name: "every parameter", every: true }) }, "Check every parameter");
+    return el("div", { class: "gt-check-actions" }, one, " ", every);
   }
 
   async check(doc, node) {

@@ -38,7 +38,7 @@ async function render({ model, el }) {
   let pending = null; // the check the button asked for, answered through _check
   const checks = (doc, node) => new Promise((resolve, reject) => {
     pending = { resolve, reject };
-    model.send({ type: "check", node: node.id });
+    model.send({ type: "check", node: node.id, every: !!node.every });
   });
   const viewer = new EmbeddedViewer(host, {
     checks,
