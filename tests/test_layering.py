@@ -7,7 +7,8 @@ NOTE [the layer order]
     From the bottom. A module may import its own package and any package of a LOWER layer;
     packages in one layer are independent of each other.
 
-    0. ``version``, ``errors``, ``frontend`` (the page's files), ``lessons`` (snippets as data)
+    0. ``version``, ``errors``, ``frontend`` (the page's files), ``lessons`` (snippets as data),
+       ``collector`` (the one home of garbage-collector control; imports only ``gc``)
     1. ``settings``
     2. ``schema``: the one run document model and its canonical JSON
     3. ``analysis`` (reads documents; torch-free), ``jobs`` (the job seam), ``storage``,
@@ -37,7 +38,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "backend" / "gradtrace"
 
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("version", "errors", "frontend", "lessons"),
+    ("version", "errors", "frontend", "lessons", "collector"),
     ("settings",),
     ("schema",),
     ("analysis", "jobs", "storage", "notebook"),

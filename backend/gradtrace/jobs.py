@@ -30,7 +30,8 @@ NOTE [adding a job kind]
        ``"id": ""`` is best: the web side hashes it anyway); the child writes them to the
        result pipe, closes it and exits. Whatever the user's code prints is its ``stdout``
        pipe, capped by the supervisor. If ``TimeLimitExceeded`` escapes ``handle`` the child
-       exits with ``EXIT_TIME_LIMIT``; any other exception exits ``EXIT_INTERNAL``.
+       exits with ``EXIT_CPU_LIMIT`` or ``EXIT_WALL_LIMIT`` (the supervisor answers
+       ``timeout``); any other exception exits ``EXIT_INTERNAL`` (``crashed``).
     3. ``validate(job: Job, raw: bytes) -> JobResult | None`` runs on the web side (in the web
        process for the pool, in the worker for the queue) and trusts nothing: ``raw`` is at
        most ``Limits.result_bytes``; parse it as JSON, validate it against the kind's pydantic

@@ -47,3 +47,21 @@ def test_the_supported_torch_range_holds_the_pinned_torch_and_is_checked_at_buil
     for outside in (f"{first[0]}.{first[1] - 1}.0", f"{last[0]}.{last[1]}.0+cpu", "nightly"):
         with pytest.raises(BuildError):
             check_torch(outside)
+
+
+def test_the_garbage_collector_is_controlled_in_one_module() -> None:
+    """NOTE [gc while building documents] and its neighbours in gradtrace/collector.py: every
+    call into ``gc`` of the package is there, so a pause, a freeze or a threshold is set (and
+    undone) one way only."""
+    home = PACKAGE / "collector.py"
+    bad = []
+    for path in PACKAGE.rglob("*.py"):
+        if path == home:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module] if isinstance(node, ast.ImportFrom) else [])
+            if "gc" in names:
+                bad.append(f"{path.relative_to(PACKAGE)}:{node.lineno}")
+    assert not bad, f"gc used outside gradtrace/collector.py: {bad}"
+    assert "import gc" in home.read_text()

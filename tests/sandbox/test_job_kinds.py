@@ -83,6 +83,13 @@ def test_a_second_kind_that_runs_out_of_time_gets_the_supervisors_answer(pool: P
     assert doc["stdout"] == "looping\n" and doc["kind"] == "echo" and doc["seed"] == 3
 
 
+def test_a_second_kind_stopped_at_its_wall_clock_limit_says_so(pool: PoolHarness) -> None:
+    result = _run(pool, _echo(pool, "import time\nprint('waiting')\ntime.sleep(30)\n", timeout_s=1.0))
+    doc = _fields_are_its_bytes(result)
+    assert (result.kind, result.status) == ("echo", "timeout")
+    assert doc["message"] == "Stopped: the snippet ran longer than 1 s." and doc["stdout"] == "waiting\n"
+
+
 def test_a_second_kind_that_dies_or_answers_nonsense_is_crashed(pool: PoolHarness) -> None:
     died = _run(pool, _echo(pool, "import os\nos._exit(3)\n"))
     assert (died.kind, died.status) == ("echo", "crashed")
@@ -98,3 +105,14 @@ def test_the_kind_runs_after_the_pool_answered_other_kinds(pool: PoolHarness) ->
     """Kinds share one pool: a run after echo jobs is an ordinary run (no state leaks across)."""
     code = "print('after')\n"
     assert check_result(_run(pool, Job(code=code, limits=pool.limits())), code)["stdout"] == "after\n"
+
+
+def test_the_supervisors_mirrors_of_the_childs_exit_codes_are_equal() -> None:
+    """``outcome.py`` restates the child's exit codes (the web process does not import the child)."""
+    from gradtrace.sandbox import child, outcome
+
+    for name in ("EXIT_INTERNAL", "EXIT_NO_MEMORY", "EXIT_CPU_LIMIT", "EXIT_WALL_LIMIT"):
+        assert getattr(outcome, name) == getattr(child, name), name
+    from gradtrace.sandbox import zygote
+
+    assert outcome.EXIT_SETUP_FAILED == zygote.EXIT_SETUP_FAILED

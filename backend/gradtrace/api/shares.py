@@ -29,6 +29,7 @@ from gradtrace.storage.codec import (
     MAX_DEPTH,
     StoredBlob,
     check_depth,
+    current_json,
     decompress,
     encode,
     encode_validated,
@@ -84,9 +85,10 @@ def find_share(svc: Services, share_id: str) -> StoredBlob:
     return blob
 
 
-def shared_document(svc: Services, share_id: str) -> dict[str, Any]:
-    """The stored document of a share, upgraded to the current schema (for the page)."""
-    return load(find_share(svc, share_id))
+def shared_json(svc: Services, share_id: str) -> bytes:
+    """The stored document of a share as canonical JSON of the current schema, for the page
+    (NOTE [stored bytes served as they are] in ``storage/codec.py``)."""
+    return current_json(find_share(svc, share_id))
 
 
 def _blob_from_body(body: ShareRequest | RunDocument, svc: Services) -> StoredBlob:

@@ -38,14 +38,13 @@ def show(obj: Any, *, step: int | None = None, height: str = "620px", run_url: s
     a document dict or its JSON. Answers the widget (``w.step``, ``w.selected``), or without
     anywidget a static picture (said once, on stderr)."""
     global _said_no_anywidget
-    doc = as_document(obj)
     run_url = run_url or getattr(obj, "_run_url", None)
     if not widget_available():
         if not _said_no_anywidget:
             _said_no_anywidget = True
             print("gradtrace: anywidget is not installed, so runs show as a static picture; "
                   "`pip install 'gradtrace[notebook]'` gives the interactive widget.", file=sys.stderr)
-        return StaticRun(doc, run_url)
+        return StaticRun(as_document(obj), run_url)
     from gradtrace.notebook.widget import GradtraceWidget
 
-    return GradtraceWidget(doc, step=step, run_url=run_url, height=height)
+    return GradtraceWidget(obj, step=step, run_url=run_url, height=height)

@@ -48,8 +48,11 @@ EXIT_OK = 0
 EXIT_BAD_JOB = 65
 EXIT_INTERNAL = 70
 EXIT_NO_MEMORY = 71
-EXIT_TIME_LIMIT = 73
-"""``TimeLimitExceeded`` escaped a kind's handler (the run kind records it in its document)."""
+EXIT_CPU_LIMIT = 75
+"""``TimeLimitExceeded`` at the CPU limit escaped a kind's handler (the run kind records it in
+its document instead)."""
+EXIT_WALL_LIMIT = 76
+"""... at the wall-clock limit."""
 
 # Bound before any user code runs: a snippet that replaces os._exit or os.close must not keep the
 # child from ending (it could still patch these names here; then the supervisor's kill ends it).
@@ -174,7 +177,7 @@ def serve(defaults: dict[str, Any], *, prefault: bool = True) -> None:
     except BaseException as exc:
         _flush_output()
         if isinstance(exc, TimeLimitExceeded):  # the supervisor says so in the kind's answer
-            _exit(EXIT_TIME_LIMIT)
+            _exit(EXIT_CPU_LIMIT if str(exc).startswith("CPU") else EXIT_WALL_LIMIT)
         try:
             _write(2, f"gradtrace job child: internal error: {type(exc).__name__}\n".encode())
         finally:

@@ -114,11 +114,26 @@ def load(blob: StoredBlob) -> dict[str, Any]:
     return normalize(doc)
 
 
+def current_json(blob: StoredBlob) -> bytes:
+    """The plain canonical JSON of a stored document at the current schema version.
+
+    NOTE [stored bytes served as they are]
+        A document of the current ``schema_version`` was validated and canonicalised when it
+        was stored, so its stored bytes are already what the normalizer and the canonical
+        writer would give: they are only decompressed, never parsed, normalised and written
+        again (a GRU-200 document is 4 MB of JSON). Only an older version goes through
+        :mod:`gradtrace.storage.normalize` and the writer.
+    """
+    if blob.schema_version == SCHEMA_VERSION:
+        return decompress(blob.gz)
+    return canonical_json(load(blob))
+
+
 def current_bytes(blob: StoredBlob) -> tuple[bytes, bool]:
     """The bytes to serve for a stored document: ``(data, is_gzip)``.
 
     A document already at the current schema version is served as stored (gzip); an older
-    one is upgraded and re-encoded (plain JSON).
+    one is upgraded and re-encoded (plain JSON): NOTE [stored bytes served as they are].
     """
     if blob.schema_version == SCHEMA_VERSION:
         return blob.gz, True

@@ -22,6 +22,9 @@ SNIPPET_FILENAME = "<snippet>"
 """The file name user code is compiled with (NOTE [stop, then kill] in ``sandbox/child.py``)."""
 FAILURE_SCHEMA_VERSION = 1
 """``schema_version`` of :func:`failure_result`'s answer."""
+_FILE_TAG = 8
+"""Hex digits of the path's hash in the module name of a job kind loaded from a file (not a
+document id: ``tests/capture/test_one_writer.py``)."""
 
 
 @dataclass(frozen=True)
@@ -96,7 +99,7 @@ def load_kind_file(path: str | Path) -> None:
     """Import a kind's module from a file outside the package (tests register theirs this way;
     a pool passes the same files to its zygote: ``ZygoteConfig.kind_files``)."""
     path = Path(path).resolve()
-    name = f"gradtrace_kind_file_{path.stem}_{hashlib.sha256(str(path).encode()).hexdigest()[:8]}"
+    name = f"gradtrace_kind_file_{path.stem}_{hashlib.sha256(str(path).encode()).hexdigest()[:_FILE_TAG]}"
     if name in sys.modules:
         return
     spec = importlib.util.spec_from_file_location(name, path)
