@@ -113,8 +113,12 @@ def test_showing_a_document_sends_what_capture_wrote_without_building_its_models
 def test_the_widget_checks_a_node_and_its_button_asks_python(widget_bundles: Path) -> None:
     from gradcheck.cube import WRONG_CUBE
     from gradtrace.capture import run_snippet
+    from gradtrace.capture.numcheck.notebook import enable_checks
 
     w = GradtraceWidget(run_snippet(WRONG_CUBE, seed=0))
+    w._on_msg(w, {"type": "check", "node": "n0"}, [])  # no checker yet: a clear answer, no crash
+    assert w._check is not None and w._check["status"] == "refused" and "enable_checks" in w._check["message"]
+    enable_checks(w)
     result = w.check("x")
     assert result.verdict == "fail" and result.suspect is not None
     cube = next(n["id"] for n in w.document["graph"]["nodes"] if n["name"] == "CubeBackward")

@@ -10,6 +10,7 @@ NOTE [documents through the comm]
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -65,35 +66,21 @@ class GradtraceWidget(anywidget.AnyWidget):  # type: ignore[misc]
                          run_url=run_url or "", height=height)
         self.on_msg(self._on_msg)
 
-    def check(self, target: Any = None, *, max_elements: int = 64, seed: int = 0) -> Any:
+    checker: Callable[[GradtraceWidget, Any], Any] | None = None
+    """What checks a node numerically: set by a layer that records
+    (``gradtrace.capture.numcheck.notebook.enable_checks``; the ``%%gradtrace`` cell does it)."""
+
+    def check(self, target: Any = None, **options: Any) -> Any:
         """Check the gradient of a node numerically and show the check in the widget.
 
         ``target``: a node's id or name (a leaf, a parameter, a custom Function's node), a
-        :class:`~gradtrace.schema.gradcheck.TargetSpec`, or None for the selected node. The
-        run's code is re-run *in this process* (``gradtrace.capture.numcheck.check_snippet``)
-        under the run's seed, about ``2 * elements + 2`` times. Returns the GradcheckResult.
+        ``TargetSpec``, or None for the selected node. Needs a checker
+        (:attr:`checker`); returns the GradcheckResult.
         """
-        from gradtrace.analysis.gradcheck import place_on_run, target_for_node
-        from gradtrace.capture.numcheck import check_snippet
-        from gradtrace.schema.gradcheck import TargetSpec
-
-        code = self.document.get("code")
-        if not code:
-            raise ValueError("this run carries no code to re-run")
-        if isinstance(target, TargetSpec):
-            spec = target
-        else:
-            key = target if target is not None else (self._selected or {}).get("id")
-            if key is None:
-                raise ValueError("select a node (or name one) to check")
-            node = self._nodes.get(key) or next((n for n in self._nodes.values() if n.get("name") == key), None)
-            if node is None:
-                raise KeyError(f"no node with id or name {key!r} in this run")
-            spec = target_for_node(self.document, node["id"])
-        run_seed = self.document.get("seed")
-        result = check_snippet(code, spec, seed=run_seed if isinstance(run_seed, int) else None,
-                               max_elements=max_elements, sample_seed=seed)
-        place_on_run(self.document, result)
+        if self.checker is None:
+            raise RuntimeError("this widget cannot check gradients: call "
+                               "gradtrace.capture.numcheck.notebook.enable_checks(w) (the %%gradtrace cell does)")
+        result = self.checker(self, target if target is not None else (self._selected or {}).get("id"), **options)
         self._check = result.model_dump(mode="json")
         return result
 
@@ -105,12 +92,10 @@ class GradtraceWidget(anywidget.AnyWidget):  # type: ignore[misc]
 
         try:
             if content.get("every"):
-                from gradtrace.schema.gradcheck import TargetSpec
-
-                self.check(TargetSpec(kind="parameters"))
+                self.check("every parameter")
             else:
                 self.check(content.get("node"))
-        except (GradtraceError, KeyError, ValueError) as e:
+        except (GradtraceError, KeyError, ValueError, RuntimeError) as e:
             self._check = {"verdict": "inconclusive", "status": "refused", "message": str(e).strip("'\"")}
 
     @property
