@@ -11,7 +11,6 @@ executions; only a failing check adds the suspect search (:mod:`gradtrace.captur
 from __future__ import annotations
 
 import copy
-import math
 import random
 import time
 from collections.abc import Callable
@@ -21,6 +20,8 @@ from typing import Any
 import torch
 from torch import nn
 
+from gradtrace.capture.numcheck.elements import element, nudge
+from gradtrace.capture.numcheck.elements import verdict as judge
 from gradtrace.capture.numcheck.probe import Nudge, Probe
 from gradtrace.capture.numcheck.programs import NoBackward, Program, ProgramFailed
 from gradtrace.schema.gradcheck import (
@@ -31,7 +32,6 @@ from gradtrace.schema.gradcheck import (
     GradcheckResult,
     Reason,
     TargetSpec,
-    encode,
 )
 
 FLOAT64 = (1e-6, 1e-5, 1e-3)
@@ -230,16 +230,16 @@ def check(program: Program, spec: TargetSpec | None = None, *, seed: int = 0,
         hp, hm = float(xp - x), float(x - xm)
         if hp <= 0 or hm <= 0 or abs(hp - eps) > 0.01 * eps:
             low_step = True
-        fp = _rows(execute(_nudge(t, k, hp), up=upcast_ok)[1], direction).detach()
-        fm = _rows(execute(_nudge(t, k, -hm), up=upcast_ok)[1], direction).detach()
+        fp = _rows(execute(nudge(t, k, hp), up=upcast_ok)[1], direction).detach()
+        fm = _rows(execute(nudge(t, k, -hm), up=upcast_ok)[1], direction).detach()
         if progress is not None:
             progress(done + 1, len(flat))
-        elements.append(_element(ti, t, k, [a[ti].reshape(-1)[k].item() for a in analytic],
+        elements.append(element(ti, t, k, [a[ti].reshape(-1)[k].item() for a in analytic],
                                  fp, fm, centre, hp, hm, atol, rtol))
     if low_step:
         reasons.append(Reason(code="step_below_resolution", message=f"the step {eps:g} is below the "
                               f"resolution of {dtype} at some checked values: the differences are rounded"))
-    verdict, worst = _verdict(elements)
+    verdict, worst = judge(elements)
     if any(r.code in ("nondeterministic_backward",) for r in reasons) or overlapping:
         verdict = "inconclusive" if verdict == "pass" else verdict
     if verdict == "fail" and probe.cuts:
@@ -266,43 +266,3 @@ def _grads(row: torch.Tensor, tensors: list[torch.Tensor]) -> list[torch.Tensor]
     gs = torch.autograd.grad(row, tensors, retain_graph=True, allow_unused=True)
     return [torch.zeros_like(t, dtype=torch.float64) if g is None else g.detach().to(torch.float64)
             for g, t in zip(gs, tensors, strict=True)]
-
-
-def _nudge(t: Target, k: int, h: float) -> Nudge:
-    delta = torch.zeros(t.tensor.shape, dtype=torch.float64)
-    delta.view(-1)[k] = h
-    return Nudge(t.kind, t.key, delta)
-
-
-def _element(ti: int, t: Target, k: int, analytic: list[float], fp: torch.Tensor, fm: torch.Tensor,
-             centre: torch.Tensor, hp: float, hm: float, atol: float, rtol: float) -> ElementCheck:
-    numeric = ((fp - fm) / (hp + hm)).tolist()
-    right = ((fp - centre) / hp).tolist()
-    left = ((centre - fm) / hm).tolist()
-    excess = [abs(a - n) - (atol + rtol * abs(n)) for a, n in zip(analytic, numeric, strict=True)]
-    r = max(range(len(excess)), key=lambda i: (math.isnan(excess[i]), excess[i]))
-    a, n = analytic[r], numeric[r]
-    err = abs(a - n)
-    ok = all(x <= 0 for x in excess)
-    gap = abs(left[r] - right[r])
-    kink = gap > 10 * (atol + rtol * max(abs(left[r]), abs(right[r])))
-    index = list(torch.unravel_index(torch.tensor(k), t.tensor.shape)) if t.tensor.dim() else []
-    return ElementCheck(tensor=ti, index=[int(i) for i in index], analytic=encode(a), numeric=encode(n),
-                        left=encode(left[r]), right=encode(right[r]), abs_error=encode(err),
-                        rel_error=encode(err / max(abs(n), atol)), ok=ok, kink=kink and not ok,
-                        output=r if len(analytic) > 1 else None)
-
-
-def _verdict(elements: list[ElementCheck]) -> tuple[str, int | None]:
-    if not elements:
-        return "inconclusive", None
-    def badness(i: int) -> tuple[int, float]:
-        e = elements[i]
-        rel = float(e.rel_error)
-        return (0 if e.ok else 1 if e.kink else 2, -1.0 if math.isnan(rel) else rel)
-    worst = max(range(len(elements)), key=badness)
-    if any(not e.ok and not e.kink for e in elements):
-        return "fail", worst
-    if any(e.kink for e in elements):
-        return "inconclusive", worst
-    return "pass", worst
