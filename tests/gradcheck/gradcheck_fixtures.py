@@ -135,7 +135,7 @@ FIXTURES: list[Fixture] = [
     ("cube right", lambda x: Cube.apply(x).sum(), lambda: (_t([1.0, 2.0]),), "pass"),
     ("sin wrong (x2)", lambda x: DoubledSin.apply(x).sum(), lambda: (_randn(5),), "fail"),
     ("sin right", lambda x: Sin.apply(x).sum(), lambda: (_randn(5),), "pass"),
-    ("matvec wrong (transposed)", lambda w, v: MatVec.apply(w, v) if False else TransposedMatVec.apply(w, v),
+    ("matvec wrong (transposed)", lambda w, v: TransposedMatVec.apply(w, v),
      lambda: (_randn(3, 3), _randn(3, seed=1)), "fail"),
     ("matvec right", lambda w, v: MatVec.apply(w, v), lambda: (_randn(3, 3), _randn(3, seed=1)), "pass"),
     ("mul wrong (swapped)", lambda a, b: SwappedMul.apply(a, b).sum(),
