@@ -23,6 +23,7 @@ from gradtrace.api import docs, errors, lessons, ops, pages, runs, shares
 from gradtrace.api.metrics import Metrics
 from gradtrace.api.middleware import RequestContextMiddleware
 from gradtrace.api.ratelimit import TokenBuckets
+from gradtrace.api.security import SecurityHeadersMiddleware
 from gradtrace.api.services import Services, limits_from, make_default_runner
 from gradtrace.sandbox.runner import Runner
 from gradtrace.settings import Settings, get_settings
@@ -73,6 +74,8 @@ def create_app(settings: Settings | None = None, *, runner: Runner | None = None
                            expose_headers=["X-Request-ID", "Retry-After"])
     app.add_middleware(RequestContextMiddleware, max_body_bytes=settings.max_body_mb * 1024 * 1024,
                        metrics=svc.metrics)
+    # Outermost: every answer, the inner middlewares' refusals included (NOTE [security headers]).
+    app.add_middleware(SecurityHeadersMiddleware, frame_ancestors=settings.frame_ancestors)
     return app
 
 

@@ -51,6 +51,9 @@ class Ending:
     lost: bool = False
     """The zygote went away before reporting how the job ended."""
     result_bytes: int = 0
+    stop_unanswered_s: float | None = None
+    """Seconds a job stopped at its deadline was given to hand in its partial document, when
+    it handed in none (NOTE [grace under load] in ``pool.py``)."""
 
 
 def human_bytes(n: int) -> str:
@@ -81,7 +84,11 @@ def classify_failure(job: Job, ending: Ending) -> tuple[str, str]:
     """(status, message) for a run without a usable result, or with a limit hit by the kernel."""
     lim = job.limits
     if ending.wall_timeout:
-        return "timeout", f"Stopped: the snippet ran longer than {lim.timeout_s:g} s."
+        why = (f" Nothing it recorded could be kept: it was asked to stop and hand in its graph, and "
+               f"had not done so {ending.stop_unanswered_s:.1f} s later (a snippet that catches the "
+               "stop, or a call that does not return, is ended without its graph)."
+               if ending.stop_unanswered_s is not None else "")
+        return "timeout", f"Stopped: the snippet ran longer than {lim.timeout_s:g} s.{why}"
     if ending.output_flood:
         return "output_limit", (f"Stopped: the snippet wrote more than {human_bytes(lim.output_bytes)} "
                                 "of output.")
@@ -89,9 +96,12 @@ def classify_failure(job: Job, ending: Ending) -> tuple[str, str]:
         return "output_limit", (f"Stopped: the run's result was larger than "
                                 f"{human_bytes(lim.result_bytes)}.")
     if ending.oom or ending.code == EXIT_NO_MEMORY:
-        return "memory_limit", f"Stopped: the snippet used more than {lim.memory_mb} MiB of memory."
+        return "memory_limit", (f"Stopped: the snippet used more than {lim.memory_mb} MiB of memory. "
+                                "Nothing it recorded could be kept: no memory was left to write it.")
     if ending.signal == signal.SIGXCPU or (ending.signal == signal.SIGKILL and ending.cpu_s >= lim.cpu_s):
-        return "timeout", f"Stopped: the snippet used more than {lim.cpu_s} s of CPU time."
+        return "timeout", (f"Stopped: the snippet used more than {lim.cpu_s} s of CPU time. Nothing it "
+                           "recorded could be kept: it went on past the stop until the hard CPU limit "
+                           "ended its process.")
     if ending.lost:
         return "crashed", "The sandbox worker stopped while the snippet ran; it has been restarted."
     if ending.signal is not None:
