@@ -21,6 +21,8 @@ template context, which the page and this module agree on:
                     ``output_kb``, ``max_nodes``, ``max_events``.
 ``version``         gradtrace's version string.
 ``limits_json``     ``limits`` as a script-safe JSON string (same escaping as above).
+``style_nonce``     this answer's CSP nonce for the code editor's ``<style>`` (NOTE [style
+                    nonce] in ``api/security.py``).
 ``lessons_json``    the lessons (:mod:`gradtrace.lessons`: number, id, stem, title, intro, code) as a
                     script-safe JSON list, for the gallery.
 ==================  ==========================================================================
@@ -45,6 +47,7 @@ from fastapi.templating import Jinja2Templates
 from markupsafe import Markup
 
 from gradtrace import __version__
+from gradtrace.api.security import content_security_policy, style_nonce
 from gradtrace.api.services import Services, ServicesDep
 from gradtrace.api.shares import shared_document
 from gradtrace.errors import NotFound
@@ -99,6 +102,8 @@ def _render(request: Request, svc: Services, *, mode: str, document: dict[str, A
             share_id: str | None, run_id: str | None = None) -> Response:
     state = svc.runner_state()
     limits = svc.page_limits()
+    nonce = style_nonce()  # NOTE [style nonce] (api/security.py)
+    headers = {"Content-Security-Policy": content_security_policy(svc.settings.frame_ancestors, style_nonce=nonce)}
     context: dict[str, Any] = {
         "mode": mode,
         "document_json": script_safe_json(document) if document is not None else None,
@@ -110,10 +115,11 @@ def _render(request: Request, svc: Services, *, mode: str, document: dict[str, A
         "limits_json": script_safe_json(limits),
         "version": __version__,
         "lessons_json": script_safe_json([lesson.as_json() for lesson in all_lessons()]),
+        "style_nonce": nonce,
     }
     if not (TEMPLATES / TEMPLATE).is_file():
-        return HTMLResponse(_fallback_page(context))
-    return _templates.TemplateResponse(request, TEMPLATE, context)
+        return HTMLResponse(_fallback_page(context), headers=headers)
+    return _templates.TemplateResponse(request, TEMPLATE, context, headers=headers)
 
 
 def _fallback_page(context: dict[str, Any]) -> str:

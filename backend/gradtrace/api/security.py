@@ -16,9 +16,17 @@ NOTE [security headers]
     * ``X-Content-Type-Options: nosniff``, ``Referrer-Policy: strict-origin-when-cross-origin``
       (a share link leaks no path to other sites), ``Cross-Origin-Opener-Policy: same-origin``.
 
-    A response that sets its own ``Content-Security-Policy`` keeps it. The saved HTML file has
+    A response that sets its own ``Content-Security-Policy`` keeps it: the pages do, for
+    NOTE [style nonce]. The saved HTML file has
     no server, so it carries its own policy in a ``<meta>`` tag (NOTE [saved file policy] in
     ``gradtrace.notebook.html``).
+
+NOTE [style nonce]
+    CodeMirror (the page's code editor) puts its styles in one ``<style>`` element of the
+    document; ``style-src 'self'`` refuses it. Each page answer (``api/pages.py``) therefore
+    carries a fresh random nonce, in its policy (``style-src 'self' 'nonce-…'``) and in the
+    page's ``#gt-config``, and ``frontend/src/ui/editor.js`` hands it to CodeMirror
+    (``EditorView.cspNonce``). A nonce admits styles only, never a script.
 
 NOTE [HEAD]
     FastAPI's routes answer only the methods they name, so ``HEAD /`` was a 405 and uptime
@@ -29,6 +37,8 @@ NOTE [HEAD]
 
 from __future__ import annotations
 
+import secrets
+
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 CONTENT_SECURITY_POLICY = (
@@ -38,9 +48,18 @@ CONTENT_SECURITY_POLICY = (
 )
 
 
-def content_security_policy(frame_ancestors: str) -> str:
-    """The service's policy with ``frame-ancestors`` set to ``frame_ancestors`` (a source list)."""
-    return CONTENT_SECURITY_POLICY.format(ancestors=frame_ancestors)
+def content_security_policy(frame_ancestors: str, *, style_nonce: str | None = None) -> str:
+    """The service's policy with ``frame-ancestors`` set to ``frame_ancestors`` (a source list),
+    and inline styles that carry ``style_nonce`` allowed (NOTE [style nonce])."""
+    policy = CONTENT_SECURITY_POLICY.format(ancestors=frame_ancestors)
+    if style_nonce:
+        policy = policy.replace("style-src 'self'", f"style-src 'self' 'nonce-{style_nonce}'")
+    return policy
+
+
+def style_nonce() -> str:
+    """A fresh nonce for one page answer (NOTE [style nonce])."""
+    return secrets.token_urlsafe(18)
 
 
 def security_headers(frame_ancestors: str = "'self'") -> list[tuple[bytes, bytes]]:
@@ -58,7 +77,14 @@ def security_headers(frame_ancestors: str = "'self'") -> list[tuple[bytes, bytes
 
 
 class SecurityHeadersMiddleware:
-    """Adds :func:`security_headers` to every HTTP answer and answers ``HEAD`` (NOTE [HEAD])."""
+    """Adds :func:`security_headers` to every HTTP answer and answers ``HEAD`` (NOTE [style nonce]
+    CodeMirror (the page's code editor) puts its styles in one ``<style>`` element of the
+    document; ``style-src 'self'`` refuses it. Each page answer (``api/pages.py``) therefore
+    carries a fresh random nonce, in its policy (``style-src 'self' 'nonce-…'``) and in the
+    page's ``#gt-config``, and ``frontend/src/ui/editor.js`` hands it to CodeMirror
+    (``EditorView.cspNonce``). A nonce admits styles only, never a script.
+
+NOTE [HEAD])."""
 
     def __init__(self, app: ASGIApp, *, frame_ancestors: str = "'self'") -> None:
         self.app = app
