@@ -24,7 +24,7 @@ RUNAWAY = ("x = torch.ones(64, requires_grad=True)\n"
            "y = x\n"
            "while True:\n"
            "    y = (y * 1.0001).tanh()\n"
-           "    sum(range(300))\n")
+           "    sum(range(3000))\n")
 RUNS = 16
 BUSY_S = 120  # each busy loop ends by itself after this long, whatever happens to the test
 

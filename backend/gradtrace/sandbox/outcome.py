@@ -51,9 +51,9 @@ class Ending:
     lost: bool = False
     """The zygote went away before reporting how the job ended."""
     result_bytes: int = 0
-    stop_unanswered_s: float | None = None
-    """Seconds a job stopped at its deadline was given to hand in its partial document, when
-    it handed in none (NOTE [grace under load] in ``pool.py``)."""
+    stop_unanswered: str | None = None
+    """Why a job stopped at its deadline handed in no partial document, when it did not
+    (NOTE [grace under load] in ``stopgrace.py``): "it made no progress for 1 s", ..."""
 
 
 def human_bytes(n: int) -> str:
@@ -85,9 +85,8 @@ def classify_failure(job: Job, ending: Ending) -> tuple[str, str]:
     lim = job.limits
     if ending.wall_timeout:
         why = (f" Nothing it recorded could be kept: it was asked to stop and hand in its graph, and "
-               f"had not done so {ending.stop_unanswered_s:.1f} s later (a snippet that catches the "
-               "stop, or a call that does not return, is ended without its graph)."
-               if ending.stop_unanswered_s is not None else "")
+               f"{ending.stop_unanswered} (a snippet that catches the stop, or a call that does not "
+               "return, is ended without its graph)." if ending.stop_unanswered else "")
         return "timeout", f"Stopped: the snippet ran longer than {lim.timeout_s:g} s.{why}"
     if ending.output_flood:
         return "output_limit", (f"Stopped: the snippet wrote more than {human_bytes(lim.output_bytes)} "

@@ -41,16 +41,12 @@ from gradtrace.sandbox.outcome import (
     validate_result,
 )
 from gradtrace.sandbox.runner import Job, Runner, RunnerState
+from gradtrace.sandbox.stopgrace import StopGrace
 from gradtrace.sandbox.streams import CappedReader, write_all
 from gradtrace.sandbox.zygote_client import Child, ZygoteClient
 from gradtrace.settings import Settings
 
 KILL_GRACE_S = 5.0
-STOP_GRACE_S = 1.0
-"""How long a job stopped at its deadline may take to hand in its partial document, on an idle
-machine (NOTE [grace under load])."""
-STOP_GRACE_MAX_S = 4.0
-"""The most it may take on a busy one, or while its result is still arriving."""
 
 
 class ForkServerPool(Runner):
@@ -176,26 +172,24 @@ class ForkServerPool(Runner):
         loop = asyncio.get_running_loop()
         deadline = loop.time() + job.limits.timeout_s
         stopped = False
-        last_call = deadline
-        handed = 0
+        grace: StopGrace | None = None
         waiters: set[asyncio.Future[Any]] = {child.exit, out.overflow, res.overflow, res.done}
         while True:
             done, _ = await asyncio.wait(waiters, timeout=max(0.0, deadline - loop.time()),
                                          return_when=asyncio.FIRST_COMPLETED)
             if not done and not stopped:
-                # NOTE [stop, then kill] (child.py): ask for the partial document first.
+                # NOTE [stop, then kill] (child.py): ask for the partial document first, and
+                # wait while it is being finished (NOTE [grace under load], stopgrace.py).
                 client.stop(child)
                 stopped = True
-                last_call = loop.time() + STOP_GRACE_MAX_S
-                deadline = min(last_call, loop.time() + stop_grace())
-                handed = res.size
+                grace = StopGrace(child.pid, res)
+                deadline = loop.time() + grace.poll_s
                 continue
-            if not done and stopped and res.size > handed and loop.time() < last_call:
-                handed = res.size  # its document is still arriving: NOTE [grace under load]
-                deadline = min(last_call, loop.time() + STOP_GRACE_S)
-                continue
-            if not done:
-                ending.stop_unanswered_s = STOP_GRACE_MAX_S - max(0.0, last_call - loop.time())
+            if not done and grace is not None:
+                if grace.working():
+                    deadline = loop.time() + grace.poll_s
+                    continue
+                ending.stop_unanswered = grace.why
                 return None
             if child.exit.done() or out.overflowed or res.overflowed:
                 return None
@@ -250,28 +244,6 @@ class ForkServerPool(Runner):
             kind="forkserver", ready=self._cpu.live, workers=self.workers, busy=self._busy,
             queued=self._waiting, queue_capacity=self.queue_capacity,
             cuda_available=bool(info.get("cuda_available")), detail=detail)
-
-
-def stop_grace() -> float:
-    """How long a stopped job may take to hand in its document here, now.
-
-    NOTE [grace under load]
-        A job stopped at its wall-clock deadline (NOTE [stop, then kill] in ``child.py``) still
-        has to finish its document: tens of thousands of nodes to serialise and write, ~0.2 s
-        of CPU. A fixed 0.5 s of wall clock was enough on an idle machine; on two cores shared
-        with other work the child got a fraction of a core, missed it, was killed, and about one
-        runaway-graph run in 16 came back as an empty ``timeout`` with no line. So the grace is
-        the idle one scaled by how many runnable processes compete for each core (the
-        one-minute load average per core), and it is extended for as long as the result keeps
-        arriving, both within ``STOP_GRACE_MAX_S``. A job that still hands in nothing (a
-        snippet that catches the stop, or a call that blocks in native code) is killed then,
-        and its message says that nothing it recorded could be kept, and why.
-    """
-    try:
-        busy = os.getloadavg()[0] / (os.cpu_count() or 1)
-    except OSError:
-        busy = 1.0
-    return min(STOP_GRACE_MAX_S, STOP_GRACE_S * max(1.0, busy))
 
 
 async def _validate(job: Job, raw: bytes) -> dict[str, Any] | None:
