@@ -76,6 +76,13 @@ class Settings(BaseSettings):
     max_nodes: int = Field(50_000, ge=10, description="Graph nodes recorded before a run ends with graph_limit.")
     max_events: int = Field(200_000, ge=10, description="Events recorded before a run ends with graph_limit.")
 
+    client_jobs: int | None = Field(
+        None, ge=0, le=64, description="Jobs one client may run at once; more wait their turn in a fair "
+        "(round-robin) queue, and beyond as many again it gets 429 with Retry-After. Default: half the "
+        "workers, rounded up; 0 = no cap.")
+    client_header: str | None = Field(
+        None, description="Request header that names the client for the rate limit and the fair shares "
+        "(e.g. X-API-Key); default: the client's address.")
     rate_per_minute: float = Field(120.0, ge=0, description="Runs per minute per client (token bucket; 0 = no limit).")
     rate_burst: int = Field(30, ge=1, description="Burst size of the per-client token bucket.")
     cors_origins: list[str] = Field(default_factory=list, description="Origins allowed by CORS (JSON list).")

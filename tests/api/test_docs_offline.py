@@ -57,4 +57,5 @@ def test_docs_render_the_whole_api_and_the_run_request_schema(browser: Any, live
         page.screenshot(path=str(artifacts_dir / "docs-post-runs.png"), full_page=False)
     finally:
         context.close()
-    assert all(u.startswith(live_server.url) for u in requests), [u for u in requests if not u.startswith(live_server.url)]
+    outside = [u for u in requests if not u.startswith(live_server.url)]
+    assert outside == [], outside

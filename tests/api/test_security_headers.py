@@ -125,9 +125,8 @@ def test_head_on_a_shared_run(api: httpx.Client) -> None:
 
 def test_frame_ancestors_is_one_setting(start_server: Any) -> None:
     srv: Server
-    with start_server({"GRADTRACE_FRAME_ANCESTORS": "'self'  https://blog.example"}) as srv:
-        with srv.client() as c:
-            assert_strict(c.get("/").headers, ancestors=["'self'", "https://blog.example"])
+    with start_server({"GRADTRACE_FRAME_ANCESTORS": "'self'  https://blog.example"}) as srv, srv.client() as c:
+        assert_strict(c.get("/").headers, ancestors=["'self'", "https://blog.example"])
     with pytest.raises(ValueError, match="not a CSP source list"):
         Settings(frame_ancestors="'self'; script-src *")
     with pytest.raises(ValueError, match="'none' cannot"):

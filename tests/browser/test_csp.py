@@ -23,7 +23,8 @@ pytestmark = pytest.mark.browser
 LISTEN = """
 window.__csp = [];
 document.addEventListener("securitypolicyviolation", (e) => {
-  window.__csp.push(`${e.violatedDirective} blocked ${e.blockedURI} ${e.sample || ""} at ${e.sourceFile}:${e.lineNumber}:${e.columnNumber}`);
+  const where = `${e.sourceFile}:${e.lineNumber}:${e.columnNumber}`;
+  window.__csp.push(`${e.violatedDirective} blocked ${e.blockedURI} ${e.sample || ""} at ${where}`);
 }, true);
 """
 

@@ -24,7 +24,7 @@ from gradtrace.api.metrics import Metrics
 from gradtrace.api.middleware import RequestContextMiddleware
 from gradtrace.api.ratelimit import TokenBuckets
 from gradtrace.api.security import SecurityHeadersMiddleware
-from gradtrace.api.services import Services, limits_from, make_default_runner
+from gradtrace.api.services import Services, fair_share_for, limits_from, make_default_runner
 from gradtrace.sandbox.runner import Runner
 from gradtrace.settings import Settings, get_settings
 from gradtrace.storage.store import Store
@@ -42,6 +42,7 @@ def create_app(settings: Settings | None = None, *, runner: Runner | None = None
                    buckets=TokenBuckets(settings.rate_per_minute, settings.rate_burst),
                    runner=None, limits=limits_from(settings))
     svc.metrics.watch_pool(svc.runner_state)
+    svc.fair = fair_share_for(svc)
 
     @contextlib.asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:

@@ -28,7 +28,7 @@ from gradtrace.api.errors import ERROR_RESPONSES
 from gradtrace.api.responses import blob_response, json_response
 from gradtrace.api.services import Services, ServicesDep, client_key, code_hash
 from gradtrace.errors import InvalidRequest, NotFound, PayloadTooLarge, PoolSaturated
-from gradtrace.sandbox.runner import Job
+from gradtrace.sandbox.runner import Job, Runner
 from gradtrace.schema import RunDocument, RunRequest
 from gradtrace.storage.codec import EncodedDocument, encode, encode_validated
 
@@ -49,7 +49,8 @@ class ClientGone(Exception):
 @router.post("", response_model=RunDocument, summary="Run a snippet and record its autograd graph",
              responses={**ERROR_RESPONSES, 200: {"description": "The run document (any run status)"}})
 async def create_run(body: StrictRunRequest, request: Request, svc: ServicesDep) -> Response:
-    svc.buckets.take(client_key(request))
+    client = client_key(request)
+    svc.buckets.take(client)
     _check_code(body.code, svc.settings.max_code_kb)
     request.state.code_sha256 = code_hash(body.code)
     runner = svc.require_runner()
@@ -57,7 +58,7 @@ async def create_run(body: StrictRunRequest, request: Request, svc: ServicesDep)
     job = Job(code=body.code, device=device, seed=body.seed, limits=svc.limits)
     started = time.perf_counter()
     try:
-        doc = await _run_unless_client_leaves(request, runner.run(job))
+        doc = await _run_unless_client_leaves(request, _fair_run(svc, client, runner, job))
     except ClientGone:
         svc.metrics.runs.labels("cancelled").inc()
         request.state.run_status = "cancelled"
@@ -135,6 +136,14 @@ def _encode_from_runner(doc: dict[str, Any]) -> EncodedDocument:
         # that the user still gets an answer.
         return encode({"id": "", "status": "crashed", "message": f"the run returned an invalid document: "
                        f"{type(exc).__name__}", "code": doc.get("code") if isinstance(doc, dict) else None})
+
+
+async def _fair_run(svc: Services, client: str, runner: Runner, job: Job) -> dict[str, Any]:
+    """The job, run when it is ``client``'s turn (NOTE [fair shares] in ``api/fairshare.py``)."""
+    if svc.fair is None:
+        return await runner.run(job)
+    async with svc.fair.turn(client):
+        return await runner.run(job)
 
 
 async def _run_unless_client_leaves(request: Request, job: Any) -> dict[str, Any]:

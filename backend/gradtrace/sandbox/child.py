@@ -14,14 +14,18 @@ NOTE [result framing]
 NOTE [stop, then kill]
     A run that hits its time limit should still show the graph it built so far (a training loop
     that never ends is exactly when a user wants to look). SIGXCPU therefore stops the snippet
-    rather than the process: the kernel sends it at the soft CPU limit, and the supervisor sends
-    it at the wall-clock deadline. The handler raises :class:`TimeLimitExceeded` in the snippet's
+    rather than the process: the kernel sends it at the soft CPU limit; the supervisor sends
+    ``WALL_STOP_SIGNAL`` (SIGUSR2, ``protocol.py``) at the wall-clock deadline, so the message
+    names the limit that was hit. The handler raises :class:`TimeLimitExceeded` in the snippet's
     frame, capture ends the run as it does for any exception, and the result carries what was
-    recorded; the web process turns that error into status ``timeout`` (``outcome.py``). A
-    snippet that swallows the exception or blocks inside C++ gains nothing: the hard CPU limit
-    and the supervisor's SIGKILL after a short grace still end it, without a graph. The handler
-    raises only while snippet code is on the stack, so it never breaks capture's own work of
-    finishing the document.
+    recorded; the web process turns that error into status ``timeout`` (``outcome.py``). The
+    handler raises only while snippet code is on the stack, so it never breaks capture's own
+    work of finishing the document; the supervisor waits for that while the child keeps getting
+    CPU (NOTE [grace under load] in ``stopgrace.py``) and repeats the stop meanwhile. A repeated
+    stop that finds the snippet still running means it caught the exception and went on: the
+    child ends at once with ``EXIT_STOP_IGNORED_*``, and the message says nothing could be kept.
+    A snippet that blocks inside C++ gains nothing either: the hard CPU limit and the
+    supervisor's SIGKILL at the end of the grace still end it, without a graph.
 """
 
 from __future__ import annotations
@@ -35,13 +39,15 @@ from types import FrameType
 from typing import Any
 
 from gradtrace.sandbox.jail import RESULT_FD
-from gradtrace.sandbox.protocol import TIME_LIMIT_ERROR
+from gradtrace.sandbox.protocol import TIME_LIMIT_ERROR, WALL_STOP_SIGNAL
 
 MAX_JOB_BYTES = 64 << 20
 EXIT_OK = 0
 EXIT_BAD_JOB = 65
 EXIT_INTERNAL = 70
 EXIT_NO_MEMORY = 71
+EXIT_STOP_IGNORED_WALL = 73  # the snippet caught the stop at its wall-clock limit (NOTE [stop, then kill])
+EXIT_STOP_IGNORED_CPU = 74  # ... at its CPU limit
 
 # Bound before any user code runs: a snippet that replaces os._exit or os.close must not keep the
 # child from ending (it could still patch these names here; then the supervisor's kill ends it).
@@ -68,19 +74,27 @@ def _snippet_on_stack(frame: FrameType | None) -> bool:
     return False
 
 
-def _install_time_limit_handler(cpu_limit_s: float) -> None:
+def _install_time_limit_handler() -> None:
     started = time.monotonic()
 
-    def on_limit(_signum: int, frame: FrameType | None) -> None:
+    stopped = False
+
+    def on_limit(signum: int, frame: FrameType | None) -> None:
+        nonlocal stopped
         if not _snippet_on_stack(frame):
-            return
-        cpu = time.process_time()
-        if cpu >= cpu_limit_s - 0.05:
-            raise TimeLimitExceeded(f"CPU time limit reached: stopped here after {cpu:.2f} s of CPU time")
+            return  # capture is finishing the document (NOTE [stop, then kill])
+        cpu = signum == signal.SIGXCPU
+        if stopped:  # the snippet caught the stop and went on: end it, there is no graph to keep
+            _exit(EXIT_STOP_IGNORED_CPU if cpu else EXIT_STOP_IGNORED_WALL)
+        stopped = True
+        if cpu:
+            raise TimeLimitExceeded(f"CPU time limit reached: stopped here after {time.process_time():.2f} s "
+                                    "of CPU time")
         raise TimeLimitExceeded(f"wall-clock limit reached: stopped here after "
                                 f"{time.monotonic() - started:.2f} s")
 
     signal.signal(signal.SIGXCPU, on_limit)
+    signal.signal(WALL_STOP_SIGNAL, on_limit)
 
 
 
@@ -147,7 +161,7 @@ def serve(defaults: dict[str, Any], *, prefault: bool = True) -> None:
         _exit(EXIT_BAD_JOB)
     try:
         _tighten_limits(job)
-        _install_time_limit_handler(float(resource.getrlimit(resource.RLIMIT_CPU)[0]))
+        _install_time_limit_handler()
         from gradtrace.capture import run_snippet  # imported by the zygote
         from gradtrace.schema.canonical import canonical_json
 
@@ -162,6 +176,7 @@ def serve(defaults: dict[str, Any], *, prefault: bool = True) -> None:
             json_parts=True,  # only serialised below: graph and events stay the core's JSON
         )
         signal.signal(signal.SIGXCPU, signal.SIG_IGN)  # finishing now; the hard limit still holds
+        signal.signal(WALL_STOP_SIGNAL, signal.SIG_IGN)
         # Data for the web process, which validates it and gives it its id (NOTE [who assigns
         # the id] in gradtrace/capture/document.py): the graph and events are the core's JSON.
         payload = canonical_json({**doc, "id": ""})

@@ -14,7 +14,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from gradtrace.sandbox.protocol import TIME_LIMIT_ERROR
+from gradtrace.sandbox.protocol import TIME_LIMIT_ERROR, WALL_STOP_SIGNAL
 from gradtrace.sandbox.runner import Job
 from gradtrace.schema import RunDocument
 from gradtrace.schema.canonical import CanonicalDocument, canonical_with_id, check_json
@@ -25,6 +25,10 @@ MAX_DEPTH = 64
 EXIT_INTERNAL = 70
 EXIT_NO_MEMORY = 71  # mirrors gradtrace.sandbox.child (which the web process must not import)
 EXIT_SETUP_FAILED = 72
+EXIT_STOP_IGNORED_WALL = 73
+EXIT_STOP_IGNORED_CPU = 74
+_CAUGHT = (" Nothing it recorded could be kept: it caught the exception that stops it and went on, "
+           "so it was ended without its graph.")
 TRUNCATION_MARKER = "\n[output cut: the snippet wrote more than {limit}]\n"
 
 VALIDATED = {"strict": 0, "general": 0}
@@ -94,13 +98,17 @@ def classify_failure(job: Job, ending: Ending) -> tuple[str, str]:
     if ending.result_too_large:
         return "output_limit", (f"Stopped: the run's result was larger than "
                                 f"{human_bytes(lim.result_bytes)}.")
+    if ending.code == EXIT_STOP_IGNORED_WALL or ending.signal == WALL_STOP_SIGNAL:
+        return "timeout", f"Stopped: the snippet ran longer than {lim.timeout_s:g} s.{_CAUGHT}"
+    if ending.code == EXIT_STOP_IGNORED_CPU:
+        return "timeout", f"Stopped: the snippet used more than {lim.cpu_s} s of CPU time.{_CAUGHT}"
     if ending.oom or ending.code == EXIT_NO_MEMORY:
         return "memory_limit", (f"Stopped: the snippet used more than {lim.memory_mb} MiB of memory. "
                                 "Nothing it recorded could be kept: no memory was left to write it.")
     if ending.signal == signal.SIGXCPU or (ending.signal == signal.SIGKILL and ending.cpu_s >= lim.cpu_s):
         return "timeout", (f"Stopped: the snippet used more than {lim.cpu_s} s of CPU time. Nothing it "
-                           "recorded could be kept: it went on past the stop until the hard CPU limit "
-                           "ended its process.")
+                           "recorded could be kept: its process was ended at the CPU limit before it "
+                           "could hand in its graph.")
     if ending.lost:
         return "crashed", "The sandbox worker stopped while the snippet ran; it has been restarted."
     if ending.signal is not None:

@@ -187,6 +187,7 @@ class ForkServerPool(Runner):
                 continue
             if not done and grace is not None:
                 if grace.working():
+                    client.stop(child)  # again: a snippet that caught the first one ends now
                     deadline = loop.time() + grace.poll_s
                     continue
                 ending.stop_unanswered = grace.why

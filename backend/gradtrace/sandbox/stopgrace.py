@@ -8,13 +8,14 @@ NOTE [grace under load]
     runaway-graph run in 16 came back as an empty ``timeout`` with no line; with the cores kept
     busy on purpose, finishing a 30k-node document took 3 s and more of wall clock.
 
-    So the grace is counted in the child's own CPU time, read from ``/proc/<pid>/stat``, not in
-    wall clock: the child may go on while it keeps getting CPU, until it has used
-    ``STOP_CPU_S`` since the stop (a snippet that catches the stop and spins gets no more than
-    that), or has made no progress (no CPU, no result byte) for ``IDLE_S`` (a snippet that
-    catches the stop and sleeps), or ``MAX_WALL_S`` have passed (the bound on how late an answer
-    may be). Where ``/proc`` does not show the child, the grace is ``IDLE_S`` scaled by the
-    load average per core, within the same bound. A job that hands in nothing is then killed and
+    So the grace is counted in the child's own progress, read from ``/proc/<pid>/stat``, not in
+    wall clock: the child may go on while it keeps getting CPU or waits for a core (state
+    ``R``), or is writing its result, until it has used ``STOP_CPU_S`` of CPU since the stop,
+    or has made no progress for ``IDLE_S`` (a call that blocks), or ``MAX_WALL_S`` have passed
+    (the bound on how late an answer may be). A snippet that catches the stop and goes on ends
+    at the next stop, repeated every ``POLL_S`` (NOTE [stop, then kill] in ``child.py``).
+    Where ``/proc`` does not show the child, the grace is ``IDLE_S`` scaled by the load average
+    per core, within the same bound. A job that hands in nothing is then killed and
     its message says that nothing it recorded could be kept, and why (``outcome.py``).
 """
 
@@ -26,18 +27,19 @@ import time
 from gradtrace.sandbox.streams import CappedReader
 
 POLL_S = 0.25
-IDLE_S = 1.0
+IDLE_S = 2.0
 STOP_CPU_S = 2.0
 MAX_WALL_S = 12.0
 _TICK_S = 1.0 / os.sysconf("SC_CLK_TCK")
 
 
-def cpu_seconds(pid: int) -> float | None:
-    """User + system CPU time of process ``pid`` so far, or None when ``/proc`` does not show it."""
+def cpu_and_state(pid: int) -> tuple[float, str] | None:
+    """User + system CPU time of process ``pid`` so far and its state letter (``R`` running or
+    waiting for a core, ``S`` sleeping, ...), or None when ``/proc`` does not show it."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
             fields = f.read().rsplit(b")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) * _TICK_S
+        return (int(fields[11]) + int(fields[12])) * _TICK_S, fields[0].decode("ascii", "replace")
     except (OSError, IndexError, ValueError):
         return None
 
@@ -58,7 +60,8 @@ class StopGrace:
         self.pid = pid
         self.result = result
         self.started = self.progressed = time.monotonic()
-        self.cpu_at_stop = self.cpu_seen = cpu_seconds(pid)
+        seen = cpu_and_state(pid)
+        self.cpu_at_stop = self.cpu_seen = seen[0] if seen is not None else None
         self.bytes_seen = result.size
         self.why = ""
 
@@ -70,9 +73,12 @@ class StopGrace:
         now = time.monotonic()
         if self.result.size > self.bytes_seen:
             self.bytes_seen, self.progressed = self.result.size, now
-        cpu = cpu_seconds(self.pid) if self.cpu_at_stop is not None else None
-        if cpu is not None and self.cpu_seen is not None and cpu > self.cpu_seen:
-            self.cpu_seen, self.progressed = cpu, now
+        seen = cpu_and_state(self.pid) if self.cpu_at_stop is not None else None
+        cpu = seen[0] if seen is not None else None
+        if seen is not None and self.cpu_seen is not None and (
+                seen[0] > self.cpu_seen or seen[1] == "R" or self.bytes_seen):
+            # getting CPU, waiting for a core, or blocked on writing its result to us: progress
+            self.cpu_seen, self.progressed = seen[0], now
         if now - self.started >= MAX_WALL_S:
             self.why = f"it had not done so {MAX_WALL_S:g} s later"
         elif cpu is not None and self.cpu_at_stop is not None and cpu - self.cpu_at_stop >= STOP_CPU_S:
