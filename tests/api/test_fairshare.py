@@ -138,3 +138,12 @@ def test_a_flooding_client_waits_its_turn_or_gets_429_while_others_run(start_ser
         assert int(refused.headers["retry-after"]) >= 1
         assert refused.json()["error"]["code"] == "rate_limited"
         assert all(a.json()["status"] == "ok" for a in answers if a.status_code == 200)
+
+
+def test_the_default_cap_is_half_the_workers_the_runner_has_now() -> None:
+    workers = [2]
+    fair = FairShare(per_client=None, queue_size=4, retry_after_s=1.0, capacity=lambda: workers[0])
+    assert fair.per_client == 1
+    workers[0] = 5  # a queue worker registered more slots
+    assert fair.per_client == 3
+    assert FairShare(per_client=0, queue_size=4, retry_after_s=1.0, capacity=lambda: 8).per_client == 0

@@ -46,14 +46,22 @@ def client_id(request: Request, header: str | None) -> str:
 class FairShare:
     """Turns on the workers (NOTE [fair shares]); one per process, used from the event loop."""
 
-    def __init__(self, *, per_client: int, queue_size: int, retry_after_s: float,
+    def __init__(self, *, per_client: int | None, queue_size: int, retry_after_s: float,
                  capacity: Callable[[], int]) -> None:
-        self.per_client = per_client
+        """``per_client`` None: half of ``capacity()`` (the runner's workers now), rounded up."""
+        self._per_client = per_client
         self.queue_size = queue_size
         self.retry_after_s = retry_after_s
         self.capacity = capacity
         self.running: dict[str, int] = {}
         self._waiting: OrderedDict[str, deque[asyncio.Future[None]]] = OrderedDict()
+
+    @property
+    def per_client(self) -> int:
+        """The cap on one client's running jobs now (0: none)."""
+        if self._per_client is not None:
+            return self._per_client
+        return max(1, math.ceil(self.capacity() / 2))
 
     @property
     def total_running(self) -> int:

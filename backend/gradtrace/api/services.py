@@ -8,7 +8,6 @@ One :class:`Services` lives on ``app.state.services``; routes reach it through t
 from __future__ import annotations
 
 import hashlib
-import math
 from dataclasses import dataclass, field
 from typing import Annotated, Any
 
@@ -99,11 +98,10 @@ def client_key(request: Request) -> str:
 def fair_share_for(svc: Services) -> FairShare:
     """The fair shares of ``svc``'s runner: capacity is its workers as it reports them now."""
     s = svc.settings
-    per_client = s.client_jobs if s.client_jobs is not None else max(1, math.ceil(s.workers / 2))
 
     def capacity() -> int:
         state = svc.runner_state()
         return state.workers if state is not None and state.ready else 0
 
-    return FairShare(per_client=per_client, queue_size=s.queue_size, retry_after_s=s.timeout_s,
+    return FairShare(per_client=s.client_jobs, queue_size=s.queue_size, retry_after_s=s.timeout_s,
                      capacity=capacity)
