@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from notebook.labutil import Lab, answer_lab_dialogs, cell_output, run_cell, write_notebook
+from notebook.labutil import DIALOG, Lab, answer_lab_dialogs, cell_output, run_cell, write_notebook
 
 pytestmark = pytest.mark.browser
 
@@ -197,6 +197,9 @@ def test_a_dialog_the_lab_still_shows_is_answered_and_the_cell_runs(jupyterlab: 
     page.set_default_timeout(60_000)
     page.goto(f"{jupyterlab.url}/lab/workspaces/orphan/tree/orphan.ipynb?token={jupyterlab.token}")
     page.locator(".jp-Notebook .jp-Cell .cm-content").first.wait_for()
+    # the lab asks (on a busy machine possibly after it started a kernel); the next click
+    # meets the dialog and the handler answers it first
+    page.locator(DIALOG).first.wait_for(state="visible", timeout=90_000)
     run_cell(page, 0)
     assert "ran 42" in cell_output(page, 0, "ran")
     assert any("kernel" in t.lower() for t in page.answered_dialogs), page.answered_dialogs

@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from gradtrace.sandbox.runner import Job
-from sandbox.pool_harness import PoolHarness, check_document
+from gradtrace.jobs import Job
+from sandbox.pool_harness import PoolHarness, check_result
 
 RUNAWAY = ("x = torch.ones(64, requires_grad=True)\n"
            "y = x\n"
@@ -53,21 +53,19 @@ def loaded_pool(busy_cpus: None) -> Iterator[PoolHarness]:
 
 
 def _run_all(pool: PoolHarness, code: str, n: int) -> list[dict[str, Any]]:
-    async def all_of() -> list[dict[str, Any]]:
+    async def all_of() -> list[Any]:
         jobs = [Job(code=code, device="cpu", seed=0, limits=pool.limits()) for _ in range(n)]
         return list(await asyncio.gather(*(pool.pool.run(job) for job in jobs)))
 
-    docs = pool.call(all_of(), timeout=600.0)
+    results = pool.call(all_of(), timeout=600.0)
     pool.settle()
-    return docs
+    return [check_result(r, code) for r in results]
 
 
 @pytest.mark.timeout(600)
 def test_runaway_graphs_stopped_on_a_busy_machine_keep_their_graph_and_line(loaded_pool: PoolHarness) -> None:
     assert os.getloadavg()[0] > 0  # the busy loops run (the grace reads the load average)
     docs = _run_all(loaded_pool, RUNAWAY, RUNS)
-    for doc in docs:
-        check_document(doc, RUNAWAY)
     summary = [(d["status"], len(d["graph"]["nodes"]), len(d["events"]), (d.get("error") or {}).get("line"))
                for d in docs]
     for doc, row in zip(docs, summary, strict=True):

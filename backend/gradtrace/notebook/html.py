@@ -19,23 +19,29 @@ import re
 from pathlib import Path
 from typing import Any
 
-from gradtrace import __version__
 from gradtrace.frontend import STATIC
 from gradtrace.notebook.assets import asset_text
-from gradtrace.notebook.documents import as_document, compressed
+from gradtrace.notebook.documents import ShownDocument, shown_document
+from gradtrace.version import __version__
 
 
 def standalone_html(document: Any, *, title: str | None = None) -> str:
     """The HTML text of the self-contained file (see the module docstring)."""
-    doc = as_document(document)
+    shown = shown_document(document)  # NOTE [one document path]: its bytes as they are
     # An inline script ends at the first "</script": the bundle never holds one outside strings.
     fill = {"CSP": html.escape(asset_text("standalone-csp.txt").strip()),
             "VERSION": html.escape(__version__),
-            "TITLE": html.escape(title or f"gradtrace · run {doc.get('id', '')}".strip()),
-            "PAYLOAD": base64.b64encode(compressed(doc)).decode("ascii"),
+            "TITLE": html.escape(title or f"gradtrace · run {_document_id(document, shown)}".strip()),
+            "PAYLOAD": base64.b64encode(shown.compressed()).decode("ascii"),
             "SCRIPT": asset_text("standalone.js").replace("</script", "<\\/script")}
     template = (STATIC / "standalone.html").read_text(encoding="utf-8")
     return re.sub(r"@(CSP|VERSION|TITLE|PAYLOAD|SCRIPT)@", lambda m: fill[m.group(1)], template)
+
+
+def _document_id(document: Any, shown: ShownDocument) -> str:
+    """The id of what is saved: read from the model when there is one (no parse of 4 MB)."""
+    doc_id = getattr(document, "id", None)
+    return doc_id if isinstance(doc_id, str) else str(shown.doc.get("id", "") or "")
 
 
 def save_html(document: Any, path: str | os.PathLike[str], *, title: str | None = None) -> Path:

@@ -17,7 +17,7 @@ import anywidget
 import traitlets
 
 from gradtrace.notebook.assets import asset_text
-from gradtrace.notebook.documents import as_document, compressed
+from gradtrace.notebook.documents import shown_document
 
 SMALL_TENSOR = 10_000
 """Tensor values are handed back as torch tensors up to this many elements (the document holds
@@ -57,10 +57,21 @@ class GradtraceWidget(anywidget.AnyWidget):  # type: ignore[misc]
 
     def __init__(self, document: Any, *, step: int | None = None, run_url: str | None = None,
                  height: str = "620px") -> None:
-        self.document = as_document(document)
-        self._nodes = {n["id"]: n for n in self.document.get("graph", {}).get("nodes", [])}
-        super().__init__(_doc=compressed(self.document), step=-1 if step is None else step,
+        self._shown = shown_document(document)  # NOTE [one document path]: its bytes as they are
+        self._node_index: dict[str, dict[str, Any]] | None = None
+        super().__init__(_doc=self._shown.compressed(), step=-1 if step is None else step,
                          run_url=run_url or "", height=height)
+
+    @property
+    def document(self) -> dict[str, Any]:
+        """The run document as a dict (parsed from the bytes sent, when first read)."""
+        return self._shown.doc
+
+    @property
+    def _nodes(self) -> dict[str, dict[str, Any]]:
+        if self._node_index is None:
+            self._node_index = {n["id"]: n for n in self.document.get("graph", {}).get("nodes", [])}
+        return self._node_index
 
     @property
     def selected(self) -> Selection | None:

@@ -14,11 +14,12 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
+from gradtrace.collector import gc_paused
+from gradtrace.jobs import Job
 from gradtrace.sandbox.protocol import TIME_LIMIT_ERROR, WALL_STOP_SIGNAL
-from gradtrace.sandbox.runner import Job
 from gradtrace.schema import RunDocument
 from gradtrace.schema.canonical import CanonicalDocument, canonical_with_id, check_json
-from gradtrace.schema.fast import gc_paused, validate_strict_json
+from gradtrace.schema.fast import validate_strict_json
 
 MAX_DEPTH = 64
 """Deepest nesting a job's document may have (as storage's ``MAX_DEPTH``)."""
@@ -29,6 +30,8 @@ EXIT_STOP_IGNORED_WALL = 73
 EXIT_STOP_IGNORED_CPU = 74
 _CAUGHT = (" Nothing it recorded could be kept: it caught the exception that stops it and went on, "
            "so it was ended without its graph.")
+EXIT_CPU_LIMIT = 75
+EXIT_WALL_LIMIT = 76
 TRUNCATION_MARKER = "\n[output cut: the snippet wrote more than {limit}]\n"
 
 VALIDATED = {"strict": 0, "general": 0}
@@ -116,6 +119,10 @@ def classify_failure(job: Job, ending: Ending) -> tuple[str, str]:
         return "crashed", f"The snippet's process was killed by {name} before it finished."
     if ending.code == EXIT_SETUP_FAILED:
         return "crashed", "The sandbox could not prepare a worker for this run; please try again."
+    if ending.code == EXIT_CPU_LIMIT:  # a kind's handler let TimeLimitExceeded escape
+        return "timeout", f"Stopped: the snippet used more than {lim.cpu_s} s of CPU time."
+    if ending.code == EXIT_WALL_LIMIT:
+        return "timeout", f"Stopped: the snippet ran longer than {lim.timeout_s:g} s."
     if ending.code == 0 and ending.result_bytes:
         return "crashed", "The snippet's process returned an invalid result."
     if ending.code == EXIT_INTERNAL:
