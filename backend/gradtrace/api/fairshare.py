@@ -3,8 +3,8 @@
 NOTE [fair shares]
     The rate limit (``ratelimit.py``) counts requests, not worker time: a client sending
     5-second spins held half the workers within its budget, and everyone else queued behind it.
-    So before a run reaches the runner (the local pool or the queue: the gate sits in
-    ``api/runs.py``, in front of both) it takes a turn here:
+    So before a job of any kind reaches the runner (the local pool or the queue: the gate sits
+    in ``api/jobs.run_unless_client_leaves``, in front of both) it takes a turn here:
 
     * a client (its API key header when ``GRADTRACE_CLIENT_HEADER`` names one, else its address)
       runs at most ``GRADTRACE_CLIENT_JOBS`` jobs at once (default: half the workers, rounded
