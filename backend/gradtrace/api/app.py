@@ -22,7 +22,8 @@ from gradtrace.api import docs, errors, gradcheck, lessons, ops, pages, runs, sh
 from gradtrace.api.metrics import Metrics
 from gradtrace.api.middleware import RequestContextMiddleware
 from gradtrace.api.ratelimit import TokenBuckets
-from gradtrace.api.services import Services, limits_from, make_default_runner
+from gradtrace.api.security import SecurityHeadersMiddleware
+from gradtrace.api.services import Services, fair_share_for, limits_from, make_default_runner
 from gradtrace.jobs import Runner
 from gradtrace.settings import Settings, get_settings
 from gradtrace.storage.store import Store
@@ -41,6 +42,7 @@ def create_app(settings: Settings | None = None, *, runner: Runner | None = None
                    buckets=TokenBuckets(settings.rate_per_minute, settings.rate_burst),
                    runner=None, limits=limits_from(settings))
     svc.metrics.watch_pool(svc.runner_state)
+    svc.fair = fair_share_for(svc)
 
     @contextlib.asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
@@ -73,6 +75,8 @@ def create_app(settings: Settings | None = None, *, runner: Runner | None = None
                            expose_headers=["X-Request-ID", "Retry-After"])
     app.add_middleware(RequestContextMiddleware, max_body_bytes=settings.max_body_mb * 1024 * 1024,
                        metrics=svc.metrics)
+    # Outermost: every answer, the inner middlewares' refusals included (NOTE [security headers]).
+    app.add_middleware(SecurityHeadersMiddleware, frame_ancestors=settings.frame_ancestors)
     return app
 
 

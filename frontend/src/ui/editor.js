@@ -71,6 +71,13 @@ const marksField = StateField.define({
   provide: (f) => EditorView.decorations.from(f, (v) => v.deco),
 });
 
+/** The nonce that lets CodeMirror's one <style> element past the page's Content-Security-Policy
+ * (the server puts it in #gt-config: NOTE [style nonce] in backend/gradtrace/api/security.py).
+ * Elsewhere (a shadow root) CodeMirror uses adopted style sheets and needs none. */
+function styleNonce() {
+  try { return JSON.parse(document.getElementById("gt-config")?.textContent || "{}").style_nonce || ""; } catch { return ""; }
+}
+
 export class CodeEditor {
   /** @param {{onRun: () => void, onLineSelect: (line: number) => void}} cb */
   constructor(parent, cb) {
@@ -91,6 +98,7 @@ export class CodeEditor {
           this.readOnly.of([]),
           this.theme.of(dark.matches ? oneDark : []),
           EditorView.contentAttributes.of({ "aria-label": "Python code", tabindex: "0" }),
+          EditorView.cspNonce.of(styleNonce()),
           EditorView.updateListener.of((u) => {
             if (!u.selectionSet || u.docChanged) return;
             if (!u.transactions.some((t) => t.isUserEvent("select"))) return;
