@@ -5,6 +5,7 @@
 import { build } from "esbuild";
 import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { standalonePolicy } from "./standalone-csp.mjs";
 
 const common = { bundle: true, minify: true, sourcemap: "linked", metafile: true, logLevel: "warning",
   target: ["chrome110", "firefox115", "safari16"], legalComments: "none",
@@ -41,6 +42,9 @@ results.push(
   // The compare page (/c/{a}..{b}): two viewers in shadow roots, so it carries the viewer's CSS too.
   await build({ ...noMap, entryPoints: ["src/compare/main.js"], outfile: "dist/compare.js", format: "esm" }),
 );
+// The saved file's own Content-Security-Policy (NOTE [saved file policy] in standalone-csp.mjs).
+writeFileSync("dist/standalone-csp.txt", standalonePolicy({ bundle: readFileSync("dist/standalone.js", "utf8"),
+  template: readFileSync("static/standalone.html", "utf8"), css: viewerCss }));
 
 /** static/app.css for a shadow root: `:root` becomes `:host`, and the dark palette, chosen by
  * the system on the page, is chosen by the host's theme (`data-theme="dark"`, src/viewer.js). */

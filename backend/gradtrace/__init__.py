@@ -17,13 +17,14 @@ from gradtrace.version import __version__
 
 if TYPE_CHECKING:
     from gradtrace.capture import record
+    from gradtrace.capture.numcheck import gradcheck
     from gradtrace.client import Client, GradtraceAPIError
     from gradtrace.compare_runs import compare
     from gradtrace.notebook.show import show
     from gradtrace.schema import RunDocument
 
-__all__ = ["Client", "GradtraceAPIError", "RunDocument", "__version__", "compare", "load_ipython_extension", "record",
-           "show"]
+__all__ = ["Client", "GradtraceAPIError", "RunDocument", "__version__", "compare", "gradcheck",
+           "load_ipython_extension", "record", "show"]
 
 
 def load_ipython_extension(ipython: Any) -> None:
@@ -47,6 +48,10 @@ def __getattr__(name: str) -> Any:
         from gradtrace.compare_runs import compare
 
         return compare
+    if name == "gradcheck":
+        from gradtrace.capture.numcheck import gradcheck
+
+        return gradcheck
     if name == "show":
         from gradtrace.notebook.show import show
 

@@ -50,6 +50,10 @@ def gradtrace_cell(line: str, cell: str) -> Any:
             error = exc
     doc = rec.document_dict(code=cell)
     shown = show(doc, height=height)
+    if hasattr(type(shown), "checker"):  # the widget (anywidget is installed): its "Check gradient"
+        from gradtrace.capture.numcheck.notebook import enable_checks  # re-runs the cell's code
+
+        enable_checks(shown)
     if name is not None:
         ip.user_ns[name] = shown
     if error is not None:

@@ -16,12 +16,12 @@ const escapeHtml = (s) => String(s).replace(/[&<>"]/g, (c) => ({ "&": "&amp;", "
 
 /** The HTML text of the standalone file for `doc`, as a Blob. */
 export async function toStandaloneHtml(doc, { version = "" } = {}) {
-  const [template, script] = await Promise.all([
-    fetch(new URL("../static/standalone.html", import.meta.url)).then((r) => { if (!r.ok) throw new Error(`template: ${r.status}`); return r.text(); }),
-    fetch(new URL("./standalone.js", import.meta.url)).then((r) => { if (!r.ok) throw new Error(`viewer script: ${r.status}`); return r.text(); }),
-  ]);
-  const fill = { VERSION: escapeHtml(version), TITLE: escapeHtml(`gradtrace · run ${doc.id || ""}`.trim()),
+  const text = (url, what) => fetch(new URL(url, import.meta.url)).then((r) => { if (!r.ok) throw new Error(`${what}: ${r.status}`); return r.text(); });
+  // The file's own policy (NOTE [saved file policy] in frontend/standalone-csp.mjs).
+  const [template, script, csp] = await Promise.all([text("../static/standalone.html", "template"),
+    text("./standalone.js", "viewer script"), text("./standalone-csp.txt", "policy")]);
+  const fill = { CSP: escapeHtml(csp.trim()), VERSION: escapeHtml(version), TITLE: escapeHtml(`gradtrace · run ${doc.id || ""}`.trim()),
     PAYLOAD: await gzipBase64(JSON.stringify(doc)), SCRIPT: script.replaceAll("</script", "<\\/script") };
-  const html = template.replace(/@(VERSION|TITLE|PAYLOAD|SCRIPT)@/g, (_, k) => fill[k]);
+  const html = template.replace(/@(CSP|VERSION|TITLE|PAYLOAD|SCRIPT)@/g, (_, k) => fill[k]);
   return new Blob([html], { type: "text/html" });
 }

@@ -24,7 +24,7 @@ class App {
     this.mode = this.config.mode === "share" ? "share" : "edit";
     this.state = new ViewState();
     this.editor = new CodeEditor($("#editor"), { onRun: () => this.runner.run(), onLineSelect: (line) => this.viewer.selectLine(line) });
-    this.viewer = new Viewer(document.body, { state: this.state, code: this.editor, codeText: () => this.editor.code });
+    this.viewer = new Viewer(document.body, { state: this.state, code: this.editor, codeText: () => this.editor.code, checks: true });
     this.results = { badge: $("#status-badge"), error: $("#error-box"), stdout: $("#stdout"), stdoutWrap: $("#stdout-wrap") };
     const status = (s, text) => renderStatus(this.results.badge, s, text);
     this.runner = new RunController(

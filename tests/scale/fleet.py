@@ -218,7 +218,8 @@ class Fleet:
 def fleet(env: Mapping[str, str], *, apis: int, workers: int, **worker_kwargs: Any) -> Iterator[Fleet]:
     """Redis, ``workers`` workers and ``apis`` replicas, all started at once; ready when it yields."""
     redis = RedisServer()
-    f = Fleet(redis, {"GRADTRACE_REDIS_URL": redis.url, **env})
+    # The tests read the layers and registered workers: /healthz shows them to operators only.
+    f = Fleet(redis, {"GRADTRACE_REDIS_URL": redis.url, "GRADTRACE_HEALTH_DETAILS": "true", **env})
     try:
         f.workers.extend(launch_worker(f.env, **worker_kwargs) for _ in range(workers))
         f.apis.extend(launch_server({"GRADTRACE_RUNNER": "queue", **f.env}, wait=False) for _ in range(apis))

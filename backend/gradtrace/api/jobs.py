@@ -13,6 +13,7 @@ NOTE [cancellation]
 from __future__ import annotations
 
 import asyncio
+import inspect
 from collections.abc import Awaitable, Mapping
 from typing import Any
 
@@ -57,8 +58,10 @@ def check_code(code: str, max_code_kb: int) -> None:
 
 
 async def run_unless_client_leaves(request: Request, job: Awaitable[JobResult]) -> JobResult:
-    """The runner's result, or :class:`ClientGone` once the job was killed (NOTE [cancellation])."""
-    run_task: asyncio.Future[JobResult] = asyncio.ensure_future(job)
+    """The runner's result, or :class:`ClientGone` once the job was killed (NOTE [cancellation]).
+
+    The job starts when it is the client's turn (NOTE [fair shares] in ``api/fairshare.py``)."""
+    run_task: asyncio.Future[JobResult] = asyncio.ensure_future(_in_turn(request, job))
     watch_task: asyncio.Future[Any] = asyncio.ensure_future(_wait_for_disconnect(request))
     try:
         done, _ = await asyncio.wait({run_task, watch_task}, return_when=asyncio.FIRST_COMPLETED)
@@ -71,6 +74,18 @@ async def run_unless_client_leaves(request: Request, job: Awaitable[JobResult]) 
             run_task.cancel()
             # Wait until the runner has killed the job; its outcome no longer matters.
             await asyncio.gather(run_task, return_exceptions=True)
+
+
+async def _in_turn(request: Request, job: Awaitable[JobResult]) -> JobResult:
+    svc = request.app.state.services
+    if not isinstance(svc, Services) or svc.fair is None:
+        return await job
+    try:
+        async with svc.fair.turn(client_key(request)):
+            return await job
+    finally:
+        if inspect.iscoroutine(job):
+            job.close()  # refused or cancelled before its turn: it never started
 
 
 async def _wait_for_disconnect(request: Request) -> None:

@@ -23,6 +23,8 @@ template context, which the page and this module agree on:
                     ``output_kb``, ``max_nodes``, ``max_events``.
 ``version``         gradtrace's version string.
 ``limits_json``     ``limits`` as a script-safe JSON string (same escaping as above).
+``style_nonce``     this answer's CSP nonce for the code editor's ``<style>`` (NOTE [style
+                    nonce] in ``api/security.py``).
 ``lessons_json``    the lessons (:mod:`gradtrace.lessons`: number, id, stem, title, intro, code) as a
                     script-safe JSON list, for the gallery.
 ==================  ==========================================================================
@@ -46,6 +48,7 @@ from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 from markupsafe import Markup
 
+from gradtrace.api.security import content_security_policy, style_nonce
 from gradtrace.api.services import Services, ServicesDep
 from gradtrace.api.shares import shared_json
 from gradtrace.frontend import DIST, STATIC, TEMPLATES
@@ -109,6 +112,8 @@ def _render(request: Request, svc: Services, *, mode: str, document: bytes | Non
             share_id: str | None, run_id: str | None = None) -> Response:
     state = svc.runner_state()
     limits = svc.page_limits()
+    nonce = style_nonce()  # NOTE [style nonce] (api/security.py)
+    headers = {"Content-Security-Policy": content_security_policy(svc.settings.frame_ancestors, style_nonce=nonce)}
     context: dict[str, Any] = {
         "mode": mode,
         "document_json": script_safe(document) if document is not None else None,
@@ -120,10 +125,11 @@ def _render(request: Request, svc: Services, *, mode: str, document: bytes | Non
         "limits_json": script_safe_json(limits),
         "version": __version__,
         "lessons_json": script_safe_json([lesson.as_json() for lesson in all_lessons()]),
+        "style_nonce": nonce,
     }
     if not (TEMPLATES / TEMPLATE).is_file():
-        return HTMLResponse(_fallback_page(context))
-    return _templates.TemplateResponse(request, TEMPLATE, context)
+        return HTMLResponse(_fallback_page(context), headers=headers)
+    return _templates.TemplateResponse(request, TEMPLATE, context, headers=headers)
 
 
 def _fallback_page(context: dict[str, Any]) -> str:

@@ -13,6 +13,7 @@ from typing import Annotated, Any
 
 from fastapi import Depends, Request
 
+from gradtrace.api.fairshare import FairShare, client_id
 from gradtrace.api.metrics import Metrics
 from gradtrace.api.ratelimit import TokenBuckets
 from gradtrace.errors import NotFound, ServiceUnavailable
@@ -43,6 +44,8 @@ class Services:
     buckets: TokenBuckets
     runner: Runner | None = None
     limits: Limits = field(default_factory=Limits)
+    fair: FairShare | None = None
+    """Turns on the workers (NOTE [fair shares] in ``fairshare.py``); made by :func:`fair_share_for`."""
 
     def runner_state(self) -> RunnerState | None:
         return self.runner.state() if self.runner is not None else None
@@ -110,4 +113,17 @@ def code_hash(code: str) -> str:
 
 
 def client_key(request: Request) -> str:
-    return request.client.host if request.client else "unknown"
+    """The client, for the rate limit and the fair shares (``GRADTRACE_CLIENT_HEADER``)."""
+    return client_id(request, request.app.state.services.settings.client_header)
+
+
+def fair_share_for(svc: Services) -> FairShare:
+    """The fair shares of ``svc``'s runner: capacity is its workers as it reports them now."""
+    s = svc.settings
+
+    def capacity() -> int:
+        state = svc.runner_state()
+        return state.workers if state is not None and state.ready else 0
+
+    return FairShare(per_client=s.client_jobs, queue_size=s.queue_size, retry_after_s=s.timeout_s,
+                     capacity=capacity)

@@ -4,6 +4,10 @@ One file, from the template ``frontend/static/standalone.html`` that the page's 
 fills too (``frontend/src/export-html.js``): the viewer's script (``dist/standalone.js``, which
 carries the layout worker and the CSS) inline, and the document as gzip-compressed base64 in a
 ``<script type="application/gzip+base64">`` element. It opens offline and plays the whole run.
+
+It carries its own Content-Security-Policy in a ``<meta>`` tag: the hashes of its inline script
+and styles, nothing remote, no eval (NOTE [saved file policy] in ``frontend/standalone-csp.mjs``,
+which writes the policy to ``dist/standalone-csp.txt`` at build time).
 """
 
 from __future__ import annotations
@@ -25,12 +29,13 @@ def standalone_html(document: Any, *, title: str | None = None) -> str:
     """The HTML text of the self-contained file (see the module docstring)."""
     shown = shown_document(document)  # NOTE [one document path]: its bytes as they are
     # An inline script ends at the first "</script": the bundle never holds one outside strings.
-    fill = {"VERSION": html.escape(__version__),
+    fill = {"CSP": html.escape(asset_text("standalone-csp.txt").strip()),
+            "VERSION": html.escape(__version__),
             "TITLE": html.escape(title or f"gradtrace · run {_document_id(document, shown)}".strip()),
             "PAYLOAD": base64.b64encode(shown.compressed()).decode("ascii"),
             "SCRIPT": asset_text("standalone.js").replace("</script", "<\\/script")}
     template = (STATIC / "standalone.html").read_text(encoding="utf-8")
-    return re.sub(r"@(VERSION|TITLE|PAYLOAD|SCRIPT)@", lambda m: fill[m.group(1)], template)
+    return re.sub(r"@(CSP|VERSION|TITLE|PAYLOAD|SCRIPT)@", lambda m: fill[m.group(1)], template)
 
 
 def _document_id(document: Any, shown: ShownDocument) -> str:

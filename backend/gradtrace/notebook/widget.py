@@ -10,6 +10,7 @@ NOTE [documents through the comm]
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -50,6 +51,8 @@ class GradtraceWidget(anywidget.AnyWidget):  # type: ignore[misc]
     """The timeline step shown (0 … number of events); -1 until the view has loaded."""
     run_url = traitlets.Unicode("").tag(sync=True)
     height = traitlets.Unicode("620px").tag(sync=True)
+    _check = traitlets.Dict(allow_none=True, default_value=None).tag(sync=True)
+    """The latest gradient check (a GradcheckResult as JSON), shown in the inspector."""
 
     @property
     def _esm(self) -> str:  # read by AnyWidget.__init__; a missing bundle is a clear error
@@ -61,6 +64,39 @@ class GradtraceWidget(anywidget.AnyWidget):  # type: ignore[misc]
         self._node_index: dict[str, dict[str, Any]] | None = None
         super().__init__(_doc=self._shown.compressed(), step=-1 if step is None else step,
                          run_url=run_url or "", height=height)
+        self.on_msg(self._on_msg)
+
+    checker: Callable[[GradtraceWidget, Any], Any] | None = None
+    """What checks a node numerically: set by a layer that records
+    (``gradtrace.capture.numcheck.notebook.enable_checks``; the ``%%gradtrace`` cell does it)."""
+
+    def check(self, target: Any = None, **options: Any) -> Any:
+        """Check the gradient of a node numerically and show the check in the widget.
+
+        ``target``: a node's id or name (a leaf, a parameter, a custom Function's node), a
+        ``TargetSpec``, or None for the selected node. Needs a checker
+        (:attr:`checker`); returns the GradcheckResult.
+        """
+        if self.checker is None:
+            raise RuntimeError("this widget cannot check gradients: call "
+                               "gradtrace.capture.numcheck.notebook.enable_checks(w) (the %%gradtrace cell does)")
+        result = self.checker(self, target if target is not None else (self._selected or {}).get("id"), **options)
+        self._check = result.model_dump(mode="json")
+        return result
+
+    def _on_msg(self, _widget: Any, content: Any, _buffers: Any) -> None:
+        """The inspector's "Check gradient" button (frontend/src/widget/index.js)."""
+        if not isinstance(content, dict) or content.get("type") != "check":
+            return
+        from gradtrace.errors import GradtraceError
+
+        try:
+            if content.get("every"):
+                self.check("every parameter")
+            else:
+                self.check(content.get("node"))
+        except (GradtraceError, KeyError, ValueError, RuntimeError) as e:
+            self._check = {"verdict": "inconclusive", "status": "refused", "message": str(e).strip("'\"")}
 
     @property
     def document(self) -> dict[str, Any]:

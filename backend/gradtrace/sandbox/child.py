@@ -16,14 +16,20 @@ NOTE [result framing]
 NOTE [stop, then kill]
     A run that hits its time limit should still show the graph it built so far (a training loop
     that never ends is exactly when a user wants to look). SIGXCPU therefore stops the snippet
-    rather than the process: the kernel sends it at the soft CPU limit, and the supervisor sends
-    it at the wall-clock deadline. The handler raises :class:`TimeLimitExceeded` in the snippet's
-    frame, capture ends the run as it does for any exception, and the result carries what was
-    recorded; the web process turns that error into status ``timeout`` (``outcome.py``). A
-    snippet that swallows the exception or blocks inside C++ gains nothing: the hard CPU limit
-    and the supervisor's SIGKILL after a short grace still end it, without a graph. The handler
-    raises only while snippet code is on the stack, so it never breaks capture's own work of
-    finishing the document.
+    rather than the process: the kernel sends it at the soft CPU limit; the supervisor sends
+    ``WALL_STOP_SIGNAL`` (SIGUSR2, ``protocol.py``) at the wall-clock deadline, so the message
+    names the limit that was hit (the kernel's tick-sampled CPU time runs ahead of
+    ``time.process_time()`` on a busy machine: a clock cannot tell the two apart). The handler
+    raises :class:`TimeLimitExceeded` in the snippet's frame, capture ends the run as it does
+    for any exception, and the result carries what was recorded; the web process turns that
+    error into status ``timeout`` (``outcome.py``). The handler raises only while snippet code
+    is on the stack, so it never breaks capture's own work of finishing the document; the
+    supervisor waits for that while the child keeps getting CPU (NOTE [grace under load] in
+    ``stopgrace.py``) and repeats the stop meanwhile. A repeated stop that finds the snippet
+    still running means it caught the exception and went on: the child ends at once with
+    ``EXIT_STOP_IGNORED_*``, and the message says nothing could be kept. A snippet that blocks
+    inside C++ gains nothing either: the hard CPU limit and the supervisor's SIGKILL at the end
+    of the grace still end it, without a graph.
 """
 
 from __future__ import annotations
@@ -41,13 +47,15 @@ from typing import Any
 from gradtrace.sandbox import kinds
 from gradtrace.sandbox.jail import RESULT_FD
 from gradtrace.sandbox.kinds.registry import SNIPPET_FILENAME, ChildJob
-from gradtrace.sandbox.protocol import TIME_LIMIT_ERROR
+from gradtrace.sandbox.protocol import TIME_LIMIT_ERROR, WALL_STOP_SIGNAL
 
 MAX_JOB_BYTES = 64 << 20
 EXIT_OK = 0
 EXIT_BAD_JOB = 65
 EXIT_INTERNAL = 70
 EXIT_NO_MEMORY = 71
+EXIT_STOP_IGNORED_WALL = 73  # the snippet caught the stop at its wall-clock limit (NOTE [stop, then kill])
+EXIT_STOP_IGNORED_CPU = 74  # ... at its CPU limit
 EXIT_CPU_LIMIT = 75
 """``TimeLimitExceeded`` at the CPU limit escaped a kind's handler (the run kind records it in
 its document instead)."""
@@ -77,19 +85,26 @@ def _snippet_on_stack(frame: FrameType | None) -> bool:
     return False
 
 
-def _install_time_limit_handler(cpu_limit_s: float) -> None:
+def _install_time_limit_handler() -> None:
     started = time.monotonic()
+    stopped = False
 
-    def on_limit(_signum: int, frame: FrameType | None) -> None:
+    def on_limit(signum: int, frame: FrameType | None) -> None:
+        nonlocal stopped
         if not _snippet_on_stack(frame):
-            return
-        cpu = time.process_time()
-        if cpu >= cpu_limit_s - 0.05:
-            raise TimeLimitExceeded(f"CPU time limit reached: stopped here after {cpu:.2f} s of CPU time")
+            return  # capture is finishing the document (NOTE [stop, then kill])
+        cpu = signum == signal.SIGXCPU
+        if stopped:  # the snippet caught the stop and went on: end it, there is no graph to keep
+            _exit(EXIT_STOP_IGNORED_CPU if cpu else EXIT_STOP_IGNORED_WALL)
+        stopped = True
+        if cpu:
+            raise TimeLimitExceeded(f"CPU time limit reached: stopped here after {time.process_time():.2f} s "
+                                    "of CPU time")
         raise TimeLimitExceeded(f"wall-clock limit reached: stopped here after "
                                 f"{time.monotonic() - started:.2f} s")
 
     signal.signal(signal.SIGXCPU, on_limit)
+    signal.signal(WALL_STOP_SIGNAL, on_limit)
 
 
 
@@ -168,9 +183,10 @@ def serve(defaults: dict[str, Any], *, prefault: bool = True) -> None:
         _exit(EXIT_BAD_JOB)
     try:
         _tighten_limits(job)
-        _install_time_limit_handler(float(resource.getrlimit(resource.RLIMIT_CPU)[0]))
+        _install_time_limit_handler()
         payload = handle(_child_job(job, defaults))
         signal.signal(signal.SIGXCPU, signal.SIG_IGN)  # finishing now; the hard limit still holds
+        signal.signal(WALL_STOP_SIGNAL, signal.SIG_IGN)
         _flush_output()
         _write_all(RESULT_FD, payload)
         _close(RESULT_FD)  # EOF now: the web process answers without waiting for our teardown

@@ -39,13 +39,12 @@ from gradtrace.jobs import Job, JobResult, Runner, RunnerState
 from gradtrace.sandbox import kinds
 from gradtrace.sandbox.config import ZygoteConfig
 from gradtrace.sandbox.outcome import Ending, classify_failure, cut_output
+from gradtrace.sandbox.stopgrace import StopGrace
 from gradtrace.sandbox.streams import CappedReader, write_all
 from gradtrace.sandbox.zygote_client import Child, ZygoteClient
 from gradtrace.settings import Settings
 
 KILL_GRACE_S = 5.0
-STOP_GRACE_S = 0.5
-"""How long a job stopped at its deadline may take to hand in its partial document."""
 
 
 class ForkServerPool(Runner):
@@ -143,7 +142,7 @@ class ForkServerPool(Runner):
         ending = Ending()
         try:
             await self._send_job(child, job)
-            early = await self._supervise(client, child, job, out, res)
+            early = await self._supervise(client, child, job, out, res, ending)
             if early is not None:
                 return early
             if not child.exit.done():
@@ -164,7 +163,7 @@ class ForkServerPool(Runner):
         return await self._outcome(child, job, ending, out.data(), res)
 
     async def _supervise(self, client: ZygoteClient, child: Child, job: Job, out: CappedReader,
-                         res: CappedReader) -> JobResult | None:
+                         res: CappedReader, ending: Ending) -> JobResult | None:
         """Wait for the end, a flood or the deadline; return the result early when it is in.
 
         NOTE [early result]
@@ -176,17 +175,27 @@ class ForkServerPool(Runner):
         loop = asyncio.get_running_loop()
         deadline = loop.time() + job.limits.timeout_s
         stopped = False
+        grace: StopGrace | None = None
         waiters: set[asyncio.Future[Any]] = {child.exit, out.overflow, res.overflow, res.done}
         while True:
             done, _ = await asyncio.wait(waiters, timeout=max(0.0, deadline - loop.time()),
                                          return_when=asyncio.FIRST_COMPLETED)
             if not done and not stopped:
-                # NOTE [stop, then kill] (child.py): ask for the partial document first.
+                # NOTE [stop, then kill] (child.py): ask for the partial document first, and
+                # wait while it is being finished (NOTE [grace under load], stopgrace.py).
                 client.stop(child)
                 stopped = True
-                deadline = loop.time() + STOP_GRACE_S
+                grace = StopGrace(child.pid, res)
+                deadline = loop.time() + grace.poll_s
                 continue
-            if not done or child.exit.done() or out.overflowed or res.overflowed:
+            if not done and grace is not None:
+                if grace.working():
+                    client.stop(child)  # again: a snippet that caught the first one ends now
+                    deadline = loop.time() + grace.poll_s
+                    continue
+                ending.stop_unanswered = grace.why
+                return None
+            if child.exit.done() or out.overflowed or res.overflowed:
                 return None
             waiters.discard(res.done)
             if res.size:

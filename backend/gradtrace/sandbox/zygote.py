@@ -185,7 +185,7 @@ class Zygote:
         rec = self.children.get(cid)
         if rec is not None:
             with contextlib.suppress(OSError):
-                signal.pidfd_send_signal(rec.pidfd, signal.SIGXCPU)
+                signal.pidfd_send_signal(rec.pidfd, protocol.WALL_STOP_SIGNAL)
 
     def kill(self, cid: int) -> None:
         rec = self.children.get(cid)
