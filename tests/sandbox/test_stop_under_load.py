@@ -69,10 +69,13 @@ def test_runaway_graphs_stopped_on_a_busy_machine_keep_their_graph_and_line(load
     summary = [(d["status"], len(d["graph"]["nodes"]), len(d["events"]), (d.get("error") or {}).get("line"))
                for d in docs]
     for doc, row in zip(docs, summary, strict=True):
-        assert doc["status"] == "timeout", summary
-        assert doc["message"] == "Stopped: the snippet ran longer than 2 s.", (doc["message"], summary)
         assert row[1] > 10 and row[2] > 10, ("an empty document", summary)
-        assert doc["error"]["type"] == "TimeLimitExceeded" and row[3] in (3, 4, 5), summary
+        # a run that got more CPU may fill its document (28 MB) before the clock: kept, not empty
+        assert doc["status"] in ("timeout", "graph_limit"), summary
+        if doc["status"] == "timeout":
+            assert doc["message"] == "Stopped: the snippet ran longer than 2 s.", (doc["message"], summary)
+            assert doc["error"]["type"] == "TimeLimitExceeded" and row[3] in (3, 4, 5), summary
+    assert sum(d["status"] == "timeout" for d in docs) >= RUNS // 2, summary  # the clock stopped most
 
 
 def test_a_snippet_that_catches_the_stop_says_why_nothing_was_kept(loaded_pool: PoolHarness) -> None:
