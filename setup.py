@@ -22,14 +22,14 @@ from setuptools.command.build_py import build_py
 from setuptools.command.sdist import sdist
 
 FRONTEND = Path(__file__).resolve().parent / "frontend"
-BUNDLES = ("app.js", "layout-worker.js", "widget.js", "standalone.js", "viewer.css")
+BUNDLES = ("app.js", "layout-worker.js", "widget.js", "standalone.js", "viewer.css", "standalone-csp.txt")
 
 
 def build_frontend() -> None:
     """Run the esbuild step unless every bundle is there and newer than the sources."""
     dist = FRONTEND / "dist"
     sources = [*FRONTEND.joinpath("src").rglob("*.js"), FRONTEND / "static" / "app.css", FRONTEND / "build.mjs",
-               FRONTEND / "package-lock.json"]
+               FRONTEND / "package-lock.json", FRONTEND / "standalone-csp.mjs", FRONTEND / "static" / "standalone.html"]
     newest = max((p.stat().st_mtime for p in sources if p.exists()), default=0.0)
     if all((dist / b).exists() and (dist / b).stat().st_mtime >= newest for b in BUNDLES):
         return

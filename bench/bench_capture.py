@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/bench_capture.py [--reps N] [--quick]
 
-Cases (issue 3): a ResNet-18-like CNN, a 6-layer transformer encoder, a GRUCell unrolled 200
+Cases: a ResNet-18-like CNN, a 6-layer transformer encoder, a GRUCell unrolled 200
 steps. Each case builds its model once; every repetition then runs forward+backward either
 bare, or inside ``gradtrace.record()`` followed by ``rec.document()`` and ``canonical_json`` (so
 serialization is included). Bare and captured repetitions alternate, in the same process, so
@@ -35,6 +35,7 @@ import gradtrace
 from gradtrace.capture.document import _core_graph, _nodes
 from gradtrace.capture.recorder import Recorder
 from gradtrace.schema import canonical_json
+from gradtrace.schema.fast import validate_strict_json
 
 
 def stdlib_canonical(obj: Any) -> bytes:
@@ -49,7 +50,7 @@ def graph_json(rec: Recorder) -> bytes:
     """The canonical JSON of the recorded graph alone (nodes and edges, as the document has
     them): the counterpart of torchviz's extraction."""
     with torch._C.DisableTorchFunction():
-        rec.values.begin_document(lazy=True)
+        rec.values.begin_document()
         return _core_graph(rec, _nodes(rec))
 
 
@@ -136,7 +137,7 @@ def timed_training(run: Callable[[], None], native: bool | None = None,
         warnings.simplefilter("ignore")  # the limit's RuntimeWarning
         with gradtrace.record(native=native, max_nodes=max_nodes) as rec:
             run()
-    body = canonical_json({**rec.document_dict(json_parts=True), "id": ""})
+    body = canonical_json({**rec.document_parts(), "id": ""})
     elapsed = CLOCK() - t0
     nodes = len(rec.recorder.nodes)
     del rec
@@ -155,13 +156,13 @@ def captured(loss_fn: Callable[[], torch.Tensor], model: nn.Module,
     model.zero_grad(set_to_none=True)
     with gradtrace.record(native=native) as rec:
         loss_fn().backward()  # type: ignore[no-untyped-call]
-    doc = rec.document_dict(json_parts=True)
+    doc = rec.document_parts()
     body = canonical_json({**doc, "id": ""})  # as the sandbox child writes it
     return len(body), len(rec.recorder.nodes), (rec, doc, body)
 
 
 def timed_in_process(loss_fn: Callable[[], torch.Tensor], model: nn.Module) -> tuple[float, float, float]:
-    """What a notebook user does (issue 14): ``with gradtrace.record() as rec`` around the
+    """What a notebook user does: ``with gradtrace.record() as rec`` around the
     forward+backward, then ``rec.document()`` (the validated pydantic RunDocument). Returns
     (whole time, of which ``rec.document()``, then reading its graph and events once)."""
     model.zero_grad(set_to_none=True)
@@ -194,12 +195,14 @@ def timed_capture(loss_fn: Callable[[], torch.Tensor], model: nn.Module,
 
 def serialisers(loss_fn: Callable[[], torch.Tensor], model: nn.Module,
                 reps: int) -> tuple[list[float], list[float]]:
-    """Canonical JSON of one captured document: ``json.dumps`` against the schema's orjson
-    writer, alternating (NOTE [canonical JSON with orjson])."""
+    """Canonical JSON of one captured document as the web process holds it (the strict
+    validator's dicts, NOTE [fast path] in schema/fast.py): ``json.dumps`` against the schema's
+    orjson writer, alternating (NOTE [canonical JSON with orjson])."""
     model.zero_grad(set_to_none=True)
     with gradtrace.record() as rec:
         loss_fn().backward()  # type: ignore[no-untyped-call]
-    doc = rec.document_dict()
+    doc = validate_strict_json(rec.document_dict().canonical)
+    assert doc is not None
     assert stdlib_canonical(doc) == canonical_json(doc)
     t_json: list[float] = []
     t_orjson: list[float] = []

@@ -5,6 +5,7 @@
 import { build } from "esbuild";
 import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { standalonePolicy } from "./standalone-csp.mjs";
 
 const common = { bundle: true, minify: true, sourcemap: "linked", metafile: true, logLevel: "warning",
   target: ["chrome110", "firefox115", "safari16"], legalComments: "none",
@@ -38,7 +39,12 @@ results.push(
   // is never used there: the worker comes from a blob URL.
   await build({ ...noMap, entryPoints: ["src/standalone.js"], outfile: "dist/standalone.js", format: "iife",
     logOverride: { "empty-import-meta": "silent" } }),
+  // The compare page (/c/{a}..{b}): two viewers in shadow roots, so it carries the viewer's CSS too.
+  await build({ ...noMap, entryPoints: ["src/compare/main.js"], outfile: "dist/compare.js", format: "esm" }),
 );
+// The saved file's own Content-Security-Policy (NOTE [saved file policy] in standalone-csp.mjs).
+writeFileSync("dist/standalone-csp.txt", standalonePolicy({ bundle: readFileSync("dist/standalone.js", "utf8"),
+  template: readFileSync("static/standalone.html", "utf8"), css: viewerCss }));
 
 /** static/app.css for a shadow root: `:root` becomes `:host`, and the dark palette, chosen by
  * the system on the page, is chosen by the host's theme (`data-theme="dark"`, src/viewer.js). */
@@ -70,4 +76,4 @@ mkdirSync("LICENSES", { recursive: true });
 if (!existsSync("LICENSES/THIRD-PARTY-LICENSES.txt") || readFileSync("LICENSES/THIRD-PARTY-LICENSES.txt", "utf8") !== notice) {
   writeFileSync("LICENSES/THIRD-PARTY-LICENSES.txt", notice);
 }
-console.log(`built frontend/dist (app.js, layout-worker.js, widget.js, standalone.js); ${packages.size} bundled packages, licences in dist/THIRD-PARTY-LICENSES.txt`);
+console.log(`built frontend/dist (app.js, layout-worker.js, widget.js, standalone.js, compare.js); ${packages.size} bundled packages, licences in dist/THIRD-PARTY-LICENSES.txt`);

@@ -149,6 +149,9 @@ def launch_server(env_overrides: Mapping[str, str] | None = None, *, data_dir: P
         "GRADTRACE_PORT": str(port),
         "GRADTRACE_RATE_PER_MINUTE": "6000",
         "GRADTRACE_RATE_BURST": "1000",
+        # One address sends every test's runs: no per-client cap unless a test asks for one
+        # (tests/api/test_fairshare.py), as the rate limit above is relaxed.
+        "GRADTRACE_CLIENT_JOBS": "0",
         "GRADTRACE_LOG_LEVEL": "warning",
     })
     env.update(env_overrides or {})
@@ -228,9 +231,31 @@ def browser() -> Iterator[Any]:
     with sync_playwright() as p:
         b = p.chromium.launch(executable_path=path, args=CHROMIUM_ARGS)
         try:
-            yield b
+            yield HelperBrowser(b)
         finally:
             b.close()
+
+
+class HelperBrowser:
+    """The browser, whose contexts let the tests' own helpers evaluate strings in the page.
+
+    NOTE [tests bypass the page's CSP]
+        The service's pages, /docs and the saved HTML file forbid ``eval`` (NOTE [security
+        headers] in gradtrace/api/security.py), and Playwright's ``wait_for_function("...")``
+        evaluates its condition with ``eval`` inside the page. So contexts made here set
+        ``bypass_csp=True`` unless a test says otherwise; tests/browser/test_csp.py opens every
+        page with the policy enforced and polls through ``page.evaluate`` (not governed by it).
+    """
+
+    def __init__(self, browser: Any) -> None:
+        self._browser = browser
+
+    def new_context(self, **kwargs: Any) -> Any:
+        kwargs.setdefault("bypass_csp", True)
+        return self._browser.new_context(**kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._browser, name)
 
 
 @pytest.fixture()

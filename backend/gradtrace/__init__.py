@@ -13,20 +13,23 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from gradtrace.version import __version__
 
 if TYPE_CHECKING:
     from gradtrace.capture import record
+    from gradtrace.capture.numcheck import gradcheck
     from gradtrace.client import Client, GradtraceAPIError
+    from gradtrace.compare_runs import compare
     from gradtrace.notebook.show import show
     from gradtrace.schema import RunDocument
 
-__all__ = ["Client", "GradtraceAPIError", "RunDocument", "__version__", "load_ipython_extension", "record", "show"]
+__all__ = ["Client", "GradtraceAPIError", "RunDocument", "__version__", "compare", "gradcheck",
+           "load_ipython_extension", "record", "show"]
 
 
 def load_ipython_extension(ipython: Any) -> None:
-    """``%load_ext gradtrace``: the ``%%gradtrace`` cell magic (gradtrace.notebook)."""
-    from gradtrace.notebook import load_ipython_extension as load
+    """``%load_ext gradtrace``: the ``%%gradtrace`` cell magic (:mod:`gradtrace.magic`)."""
+    from gradtrace.magic import load_ipython_extension as load
 
     load(ipython)
 
@@ -41,6 +44,14 @@ def __getattr__(name: str) -> Any:
         from gradtrace import client
 
         return getattr(client, name)
+    if name == "compare":
+        from gradtrace.compare_runs import compare
+
+        return compare
+    if name == "gradcheck":
+        from gradtrace.capture.numcheck import gradcheck
+
+        return gradcheck
     if name == "show":
         from gradtrace.notebook.show import show
 

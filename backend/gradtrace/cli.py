@@ -70,6 +70,7 @@ def _worker(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     from gradtrace.capture import run_snippet
+    from gradtrace.schema.canonical import canonical_with_id
 
     path = Path(args.file)
     try:
@@ -77,8 +78,14 @@ def _run(args: argparse.Namespace) -> int:
     except (OSError, UnicodeDecodeError) as exc:
         print(f"gradtrace: cannot read {path}: {exc}", file=sys.stderr)
         return 2
-    doc = run_snippet(code, device=args.device, seed=args.seed, filename=str(path))
-    json.dump(doc, sys.stdout, indent=2 if args.pretty else None, sort_keys=True)
+    # the core's bytes as they are (NOTE [one document path] in capture/document.py)
+    doc = run_snippet(code, device=args.device, seed=args.seed, filename=str(path), json_parts=True)
+    _, body = canonical_with_id(doc)
+    if args.pretty:
+        sys.stdout.write(json.dumps(json.loads(body), indent=2, sort_keys=True))
+    else:
+        sys.stdout.flush()
+        sys.stdout.buffer.write(body)
     sys.stdout.write("\n")
     return 0 if doc["status"] == "ok" else 1
 

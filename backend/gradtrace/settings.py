@@ -8,12 +8,16 @@ from this class's field docs (``gradtrace settings``), so the two cannot drift.
 from __future__ import annotations
 
 import os
+import re
 from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+_FRAME_SOURCE = re.compile(r"^(?:'self'|'none'|[a-z][a-z0-9+.-]*:|(?:[a-z][a-z0-9+.-]*://)?"
+                           r"(?:\*\.)?[A-Za-z0-9.-]+(?::(?:\d{1,5}|\*))?(?:/[A-Za-z0-9._~/-]*)?)$")
 
 
 class Settings(BaseSettings):
@@ -72,9 +76,22 @@ class Settings(BaseSettings):
     max_nodes: int = Field(50_000, ge=10, description="Graph nodes recorded before a run ends with graph_limit.")
     max_events: int = Field(200_000, ge=10, description="Events recorded before a run ends with graph_limit.")
 
+    client_jobs: int | None = Field(
+        None, ge=0, le=64, description="Jobs one client may run at once; more wait their turn in a fair "
+        "(round-robin) queue, and beyond as many again it gets 429 with Retry-After. Default: half the "
+        "workers (with runner=queue: of the registered slots), rounded up; 0 = no cap.")
+    client_header: str | None = Field(
+        None, description="Request header that names the client for the rate limit and the fair shares "
+        "(e.g. X-API-Key); default: the client's address.")
     rate_per_minute: float = Field(120.0, ge=0, description="Runs per minute per client (token bucket; 0 = no limit).")
     rate_burst: int = Field(30, ge=1, description="Burst size of the per-client token bucket.")
     cors_origins: list[str] = Field(default_factory=list, description="Origins allowed by CORS (JSON list).")
+    frame_ancestors: str = Field(
+        "'self'", description="Who may show the pages in a frame: the CSP `frame-ancestors` source list, "
+        "e.g. `'self' https://blog.example` for a site that embeds the viewer; `'none'` for nobody.")
+    health_details: bool = Field(
+        False, description="`/healthz` and `/readyz` also list the sandbox layers, torch and capture core "
+        "versions and the queue's workers (for operators; off: only what a load balancer needs).")
     log_level: str = Field("info", description="Python logging level.")
 
     @property
@@ -83,6 +100,16 @@ class Settings(BaseSettings):
         if self.database_url:
             return self.database_url
         return f"sqlite:///{(self.data_dir / 'gradtrace.db').resolve()}"
+
+    @field_validator("frame_ancestors")
+    @classmethod
+    def _one_source_list(cls, value: str) -> str:
+        sources = value.split()
+        if not sources or any(not _FRAME_SOURCE.match(s) for s in sources):
+            raise ValueError(f"not a CSP source list: {value!r} (e.g. \"'self' https://blog.example\")")
+        if "'none'" in sources and len(sources) > 1:
+            raise ValueError("'none' cannot be combined with other sources")
+        return " ".join(sources)
 
     @model_validator(mode="after")
     def _refuse_unsafe_production(self) -> Settings:

@@ -47,3 +47,13 @@ export async function shareDocument(doc, { stored = true } = {}) {
   }
   return post("/api/shares", { document: doc });
 }
+
+/** Compare two runs (POST /api/compare): each side {run_id} | {share_id} | {document}. */
+export function compareRuns(a, b, signal) {
+  return post("/api/compare", { a, b }, signal);
+}
+
+/** Share both runs and get the compare page's link (POST /api/compare/links). */
+export function compareLink(a, b) {
+  return post("/api/compare/links", { a, b });
+}

@@ -19,14 +19,15 @@ const escapeHtml = (s) => String(s).replace(/[&<>"]/g, (c) => ({ "&": "&amp;", "
  * (app/link.js): the file opens at that step, selection, folds and camera. `title` names it.
  */
 export async function toStandaloneHtml(doc, { version = "", view = "", title = null } = {}) {
-  const [template, script] = await Promise.all([
-    fetch(new URL("../static/standalone.html", import.meta.url)).then((r) => { if (!r.ok) throw new Error(`template: ${r.status}`); return r.text(); }),
-    fetch(new URL("./standalone.js", import.meta.url)).then((r) => { if (!r.ok) throw new Error(`viewer script: ${r.status}`); return r.text(); }),
-  ]);
-  const fill = { VERSION: escapeHtml(version), TITLE: escapeHtml(title || `gradtrace · run ${doc.id || ""}`.trim()),
+  const text = (url, what) => fetch(new URL(url, import.meta.url)).then((r) => { if (!r.ok) throw new Error(`${what}: ${r.status}`); return r.text(); });
+  // The file's own policy (NOTE [saved file policy] in frontend/standalone-csp.mjs).
+  const [template, script, csp] = await Promise.all([text("../static/standalone.html", "template"),
+    text("./standalone.js", "viewer script"), text("./standalone-csp.txt", "policy")]);
+  const fill = { CSP: escapeHtml(csp.trim()), VERSION: escapeHtml(version), TITLE: escapeHtml(title || `gradtrace · run ${doc.id || ""}`.trim()),
     PAYLOAD: await gzipBase64(JSON.stringify(doc)), SCRIPT: script.replaceAll("</script", "<\\/script") };
-  let html = template.replace(/@(VERSION|TITLE|PAYLOAD|SCRIPT)@/g, (_, k) => fill[k]);
-  // The view travels as a query string in its own element (read by standalone.js).
+  let html = template.replace(/@(CSP|VERSION|TITLE|PAYLOAD|SCRIPT)@/g, (_, k) => fill[k]);
+  // The view travels as a query string in its own element (read by standalone.js); a text/plain
+  // script is data, never run, so the file's policy needs no hash for it.
   if (view) html = html.replace('<script type="application/gzip+base64"', `<script type="text/plain" id="gt-view">${escapeHtml(view)}</script>\n<script type="application/gzip+base64"`);
   return new Blob([html], { type: "text/html" });
 }

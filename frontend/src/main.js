@@ -9,6 +9,7 @@
 import { RunController } from "./app/run.js";
 import { decodeView } from "./app/link.js";
 import { ShareController } from "./app/share.js";
+import { installCompareButton } from "./compare/entry.js";
 import { ViewState } from "./app/state.js";
 import { Viewer } from "./app/viewer.js";
 import { CodeEditor } from "./ui/editor.js";
@@ -27,7 +28,7 @@ class App {
     this.editor = new CodeEditor($("#editor"), { onRun: () => this.runner.run(), onLineSelect: (line) => this.viewer.selectLine(line),
       onLeave: () => $("#graph").focus() });
     bindWrap($("#wrap"), this.editor);
-    this.viewer = new Viewer(document.body, { state: this.state, code: this.editor, codeText: () => this.editor.code });
+    this.viewer = new Viewer(document.body, { state: this.state, code: this.editor, codeText: () => this.editor.code, checks: true });
     this.results = { badge: $("#status-badge"), error: $("#error-box"), stdout: $("#stdout"), stdoutWrap: $("#stdout-wrap") };
     const status = (s, text) => renderStatus(this.results.badge, s, text);
     this.runner = new RunController(
@@ -44,6 +45,7 @@ class App {
     );
     this.bindControls();
     this.present = presentationMode({ button: $("#present"), panes: { code: $(".gt-code"), inspector: $("#inspector") }, canvas: this.viewer.canvas });
+    installCompareButton($("#compare"), () => this.viewer.doc);
     renderLegend($("#legend-list"));
     this.lessons = readJson("gt-lessons") || []; // backend/gradtrace/lessons, embedded by the page
     $("#examples").hidden = false; // the page's own part of the shared viewer markup
@@ -90,6 +92,7 @@ class App {
     const onLine = (line) => this.viewer.selectLine(line, true);
     renderResults(this.results, doc, onLine);
     this.sharer.enable(true);
+    $("#compare").disabled = false;
     const loading = this.viewer.loadDocument(doc, opts);  // indexes the document before its first await
     renderErrorExplain(this.results.error, this.viewer.words, this.viewer.errors, onLine);
     const timing = await loading;

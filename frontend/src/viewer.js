@@ -42,7 +42,8 @@ export class EmbeddedViewer {
   /**
    * @param {HTMLElement} host  the element to draw in (its content is replaced by a shadow root)
    * @param {{css: string, workerUrl: string|URL, onSelect?: (sel: object|null) => void,
-   *          onStep?: (k: number) => void, height?: string}} opts
+   *          onStep?: (k: number) => void, height?: string,
+   *          checks?: (doc: object, node: object, signal: AbortSignal) => Promise<object>}} opts
    */
   constructor(host, opts) {
     this.host = host;
@@ -64,7 +65,7 @@ export class EmbeddedViewer {
     this.editor = new CodeEditor($("#editor"), { onRun: () => {}, onLineSelect: (line) => this.viewer.selectLine(line), onLeave: () => $("#graph").focus() });
     $("#wrap").addEventListener("click", () => { this.editor.setWrap(!this.editor.wrapped); $("#wrap").setAttribute("aria-pressed", String(this.editor.wrapped)); });
     this.editor.setReadOnly(true);
-    this.viewer = new Viewer(root, { state: this.state, code: this.editor, workerUrl: opts.workerUrl });
+    this.viewer = new Viewer(root, { state: this.state, code: this.editor, workerUrl: opts.workerUrl, checks: opts.checks });
     this.results = { badge: $("#status-badge"), error: $("#error-box"), stdout: $("#stdout"), stdoutWrap: $("#stdout-wrap") };
     $("#fit").addEventListener("click", () => this.canvas.fit());
     $("#zoom-in").addEventListener("click", () => this.canvas.zoomBy(1.25));

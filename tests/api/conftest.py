@@ -10,7 +10,7 @@ import pytest
 from conftest import Server, running_server
 
 TUNED_ENV = {"GRADTRACE_LOG_LEVEL": "info", "GRADTRACE_CORS_ORIGINS": '["http://notebook.example"]',
-             "GRADTRACE_MAX_NODES": "50"}
+             "GRADTRACE_MAX_NODES": "50", "GRADTRACE_HEALTH_DETAILS": "true"}
 
 
 @pytest.fixture(scope="session")

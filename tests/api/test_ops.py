@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import time
 
 import httpx
@@ -13,12 +14,26 @@ from conftest import Server
 from storage.sample_docs import chain_document, variant
 
 
-def test_healthz_reports_the_pool(api: httpx.Client, live_server: Server) -> None:
-    body = api.get("/healthz").json()
-    assert body["status"] == "ok"
+def test_healthz_reports_the_pool_and_nothing_about_the_host(api: httpx.Client, live_server: Server) -> None:
+    r = api.get("/healthz")
+    body = r.json()
+    assert body["status"] == "ok" and body["runner"]["ready"] is True
     assert body["workers"] >= 1 and body["busy"] >= 0 and body["queued"] >= 0
     assert isinstance(body["cuda_available"], bool)
+    # NOTE [health for strangers] in api/ops.py: no layer, version of torch, path or worker list
+    assert set(body["runner"]) == {"ready", "workers", "busy", "queued", "queue_capacity", "cuda_available"}
+    for secret in (sys.prefix, sys.base_prefix, str(live_server.data_dir), "/tmp", "torch"):
+        assert secret not in r.text, (secret, r.text)
+    ready = api.get("/readyz")
+    assert ready.status_code == 200 and "isolation" not in ready.text and sys.prefix not in ready.text
+
+
+def test_healthz_details_are_an_operator_setting(tuned_server: Server) -> None:
+    with tuned_server.client() as c:  # GRADTRACE_HEALTH_DETAILS=true
+        body = c.get("/healthz").json()
+        assert c.get("/readyz").json()["checks"]["runner"]["isolation"] == body["runner"]["isolation"]
     assert body["runner"]["capture_core"] == "C++"  # make install builds it
+    assert body["runner"]["torch_version"] and body["runner"]["kind"] == "forkserver"
     layers = body["runner"]["isolation"]
     assert layers and all(v.startswith(("active", "off")) for v in layers.values()), layers
     if os.geteuid() == 0:  # the tests run as root here and in CI: every kernel layer is on

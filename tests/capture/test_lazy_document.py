@@ -25,7 +25,7 @@ def _recorded() -> gradtrace.record:
 
 
 def _eager(rec: gradtrace.record) -> RunDocument:
-    _, body = canonical_with_id(rec.document_dict(json_parts=True))
+    _, body = canonical_with_id(rec.document_parts())
     return RunDocument.model_validate_json(body)
 
 

@@ -12,6 +12,7 @@ SHA256_ELSEWHERE = {
     "capture/build_native.py": "the cache folder of the compiled core",
     "storage/store.py": "API tokens, never documents",
     "api/services.py": "the snippet's hash in the access log",
+    "sandbox/kinds/registry.py": "a unique module name for a job kind loaded from a file",
 }
 
 

@@ -192,7 +192,7 @@ def test_record_restores_the_collector_settings_even_when_the_block_raises() -> 
 
     before = (gc.get_threshold(), gc.isenabled(), gc.get_freeze_count())
     with gradtrace.record():
-        assert gc.get_threshold()[0] >= 20_000  # NOTE [gc]: fewer young collections inside
+        assert gc.get_threshold()[0] >= 20_000  # NOTE [gc around a recorded block] in gradtrace/collector.py
         (torch.ones(2, requires_grad=True) * 2).sum().backward()
     assert (gc.get_threshold(), gc.isenabled(), gc.get_freeze_count()) == before
     with pytest.raises(KeyError), gradtrace.record():

@@ -1,6 +1,6 @@
 """One schema source: ``RunDocument``. What writes or checks documents elsewhere (the strict
-validator, capture's defaults, the C++ core's hand-ordered keys) is derived from it or held
-equal to it here, field by field."""
+validator, capture's defaults, the C++ core's hand-ordered keys) is derived from it (the strict
+validator's twins: here their derivation is checked) or held equal to it here, field by field."""
 
 from __future__ import annotations
 
@@ -16,16 +16,7 @@ import gradtrace.schema.fast as fast
 from gradtrace.schema.document import written_defaults
 
 CXX = Path(models.__file__).resolve().parent.parent / "capture" / "cxx"
-PAIRS: dict[type[BaseModel], Any] = {
-    models.RunDocument: fast._RunDocument, models.Graph: fast._Graph, models.Node: fast._Node,
-    models.Edge: fast._Edge, models.Event: fast._Event, models.TensorValue: fast._TensorValueShape,
-    models.TensorStats: fast._Stats, models.SavedTensor: fast._SavedTensor, models.Cut: fast._Cut,
-    models.OutputMeta: fast._OutputMeta, models.ModuleCall: fast._ModuleCall,
-    models.GradReset: fast._GradReset, models.ModuleInfo: fast._ModuleInfo,
-    models.HookChange: fast._HookChange, models.BackwardPass: fast._BackwardPass,
-    models.RunError: fast._RunError, models.MemorySummary: fast._Memory,
-    models.RecorderErrors: fast._RecorderErrors,
-}
+PAIRS: dict[type[BaseModel], Any] = fast.STRICT  # NOTE [a strict twin generated from each model]
 
 
 def _written(model: type[BaseModel]) -> list[str]:

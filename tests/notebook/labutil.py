@@ -87,16 +87,67 @@ def running_lab(home: Path) -> Iterator[Lab]:
 
 
 def _offline_settings(config: Path) -> None:
-    """The lab never reaches for the network: no news feed and no update check on the server
+    """A fresh lab that asks nothing (NOTE [a lab with no dialogs]).
+
+    The lab never reaches for the network: no news feed and no update check on the server
     (``LabApp.news_url`` None, ``NeverCheckForUpdate``), and the page's notification settings
-    say so, so it never asks "Would you like to get notified about official Jupyter news?"."""
-    settings = config / "lab" / "user-settings" / "@jupyterlab" / "apputils-extension"
-    settings.mkdir(parents=True, exist_ok=True)
+    say so, so it never asks "Would you like to get notified about official Jupyter news?". It
+    never proposes a build (``page_config.json``: ``buildCheck``/``buildAvailable`` false),
+    restarts a kernel without asking, and starts the notebook's kernel without a choice."""
+    user = config / "lab" / "user-settings" / "@jupyterlab"
     never = "jupyterlab.handlers.announcements.NeverCheckForUpdate"
+    (config / "jupyter_lab_config.json").parent.mkdir(parents=True, exist_ok=True)
     (config / "jupyter_lab_config.json").write_text(
         json.dumps({"LabApp": {"news_url": None, "check_for_updates_class": never}}))
-    notify = {"fetchNews": "false", "checkForUpdates": False}
-    (settings / "notification.jupyterlab-settings").write_text(json.dumps(notify))
+    (config / "labconfig").mkdir(parents=True, exist_ok=True)
+    (config / "labconfig" / "page_config.json").write_text(json.dumps({"buildCheck": False, "buildAvailable": False}))
+    for plugin, values in (("apputils-extension/notification", {"fetchNews": "false", "checkForUpdates": False}),
+                           ("apputils-extension/sessionDialogs", {"skipKernelRestartDialog": True}),
+                           ("docmanager-extension/plugin", {"autosave": False})):
+        path = user / f"{plugin}.jupyterlab-settings"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(values))
+
+
+DIALOG = ".jp-Dialog"
+
+
+def answer_lab_dialogs(page: Any) -> list[str]:
+    """Answer any JupyterLab dialog the moment it would stand in the way of an action.
+
+    NOTE [a lab with no dialogs]
+        On a fresh machine with busy cores, a ``jp-Dialog`` (its backdrop covers the page)
+        took every click for 60 s. ``_offline_settings`` configures away the dialogs a fresh
+        lab can show (news, update check, build, kernel restart); whatever still comes up (a
+        kernel choice for a notebook whose kernel is missing, a document conflict, anything a
+        later JupyterLab adds) is answered here, through Playwright's locator handler, which
+        runs before every action that the dialog would block: a kernel choice is accepted (the
+        preselected kernel), anything else is dismissed. The titles answered are returned
+        (a list that grows) so a test can say what it met.
+    """
+    seen: list[str] = []
+
+    def answer_one(dialog: Any) -> None:
+        element = dialog.element_handle()
+        header = dialog.locator(".jp-Dialog-header")
+        title = header.first.inner_text() if header.count() else dialog.inner_text()[:80]
+        seen.append(title.strip())
+        kind = ".jp-mod-accept" if re.search(r"kernel", title, re.I) else ".jp-mod-reject"
+        button = dialog.locator(f".jp-Dialog-button{kind}")
+        if button.count():
+            button.first.click()
+        else:
+            page.keyboard.press("Escape")
+        element.wait_for_element_state("hidden", timeout=30_000)
+
+    def answer(_overlay: Any) -> None:
+        # one after another: answering one dialog may open the next (a kernel choice, twice)
+        dialogs = page.locator(DIALOG)
+        while dialogs.count() and dialogs.first.is_visible():
+            answer_one(dialogs.first)
+
+    page.add_locator_handler(page.locator(DIALOG).first, answer, no_wait_after=True)
+    return seen
 
 
 def _wait_ready(lab: Lab) -> None:

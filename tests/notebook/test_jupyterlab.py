@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from notebook.labutil import Lab, cell_output, run_cell, write_notebook
+from notebook.labutil import DIALOG, Lab, answer_lab_dialogs, cell_output, run_cell, write_notebook
 
 pytestmark = pytest.mark.browser
 
@@ -50,6 +50,7 @@ def lab_page(page: Any, jupyterlab: Lab) -> Iterator[Any]:
     """The page; afterwards a screenshot and the lab's log are left in tests/artifacts/."""
     messages: list[str] = []
     page.on("console", lambda m: messages.append(f"{m.type}: {m.text}"))
+    page.answered_dialogs = answer_lab_dialogs(page)  # NOTE [a lab with no dialogs] (labutil.py)
     yield page
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "jupyterlab.png"))
@@ -183,3 +184,22 @@ def test_readme_cell_in_jupyterlab_is_legible_and_the_lab_stays_offline(jupyterl
     page.screenshot(path=str(ARTIFACTS / "notebook-widget.png"),
                     clip={"x": cell["x"], "y": cell["y"], "width": min(cell["width"], 1402), "height": cell["height"]})
     assert page.page_errors == [], page.page_errors
+
+
+def test_a_dialog_the_lab_still_shows_is_answered_and_the_cell_runs(jupyterlab: Lab, lab_page: Any) -> None:
+    """A notebook whose kernel is not installed makes the lab ask which kernel to start: the
+    handler (NOTE [a lab with no dialogs]) takes the preselected one and the cell runs."""
+    page = lab_page
+    nb = jupyterlab.root / "orphan.ipynb"
+    write_notebook(nb, ["print('ran', 6 * 7)"])
+    text = nb.read_text().replace('"name": "python3"', '"name": "no-such-kernel"')
+    nb.write_text(text.replace('"display_name": "Python 3"', '"display_name": "Gone"'))
+    page.set_default_timeout(60_000)
+    page.goto(f"{jupyterlab.url}/lab/workspaces/orphan/tree/orphan.ipynb?token={jupyterlab.token}")
+    page.locator(".jp-Notebook .jp-Cell .cm-content").first.wait_for()
+    # the lab asks (on a busy machine possibly after it started a kernel); the next click
+    # meets the dialog and the handler answers it first
+    page.locator(DIALOG).first.wait_for(state="visible", timeout=90_000)
+    run_cell(page, 0)
+    assert "ran 42" in cell_output(page, 0, "ran")
+    assert any("kernel" in t.lower() for t in page.answered_dialogs), page.answered_dialogs

@@ -108,3 +108,23 @@ def test_showing_a_document_sends_what_capture_wrote_without_building_its_models
     assert gzip.decompress(compressed(shown)) == canonical_json(built)
     shown["stdout"] = "changed"  # the carried bytes are used only while they are the document's
     assert json.loads(gzip.decompress(compressed(shown)))["stdout"] == "changed"
+
+
+def test_the_widget_checks_a_node_and_its_button_asks_python(widget_bundles: Path) -> None:
+    from gradcheck.cube import WRONG_CUBE
+    from gradtrace.capture import run_snippet
+    from gradtrace.capture.numcheck.notebook import enable_checks
+
+    w = GradtraceWidget(run_snippet(WRONG_CUBE, seed=0))
+    w._on_msg(w, {"type": "check", "node": "n0"}, [])  # no checker yet: a clear answer, no crash
+    assert w._check is not None and w._check["status"] == "refused" and "enable_checks" in w._check["message"]
+    enable_checks(w)
+    result = w.check("x")
+    assert result.verdict == "fail" and result.suspect is not None
+    cube = next(n["id"] for n in w.document["graph"]["nodes"] if n["name"] == "CubeBackward")
+    assert result.suspect.node_id == cube and w._check["verdict"] == "fail"
+    w._check = None
+    w._on_msg(w, {"type": "check", "node": cube}, [])  # what the inspector's button sends
+    assert w._check is not None and w._check["verdict"] == "fail"
+    w._on_msg(w, {"type": "check", "node": "n-none"}, [])
+    assert w._check["status"] == "refused" and "no node" in w._check["message"]

@@ -18,15 +18,16 @@ from fastapi import FastAPI
 from fastapi.concurrency import run_in_threadpool
 from fastapi.middleware.cors import CORSMiddleware
 
-from gradtrace import __version__
-from gradtrace.api import docs, errors, lessons, ops, pages, runs, shares
+from gradtrace.api import compare, compare_page, docs, errors, gradcheck, lessons, ops, pages, runs, shares
 from gradtrace.api.metrics import Metrics
 from gradtrace.api.middleware import RequestContextMiddleware
 from gradtrace.api.ratelimit import TokenBuckets
-from gradtrace.api.services import Services, limits_from, make_default_runner
-from gradtrace.sandbox.runner import Runner
+from gradtrace.api.security import SecurityHeadersMiddleware
+from gradtrace.api.services import Services, fair_share_for, limits_from, make_default_runner
+from gradtrace.jobs import Runner
 from gradtrace.settings import Settings, get_settings
 from gradtrace.storage.store import Store
+from gradtrace.version import __version__
 
 log = logging.getLogger("gradtrace.api")
 PURGE_EVERY_S = 3600.0
@@ -41,6 +42,7 @@ def create_app(settings: Settings | None = None, *, runner: Runner | None = None
                    buckets=TokenBuckets(settings.rate_per_minute, settings.rate_burst),
                    runner=None, limits=limits_from(settings))
     svc.metrics.watch_pool(svc.runner_state)
+    svc.fair = fair_share_for(svc)
 
     @contextlib.asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
@@ -63,7 +65,7 @@ def create_app(settings: Settings | None = None, *, runner: Runner | None = None
                   summary="Record PyTorch's dynamic autograd graph, share it, watch it run.")
     app.state.services = svc
     errors.install(app)
-    for module in (runs, shares, lessons, ops, pages):
+    for module in (runs, gradcheck, shares, compare, compare_page, lessons, ops, pages):
         app.include_router(module.router)
     pages.mount_static(app)
     docs.install(app)  # /docs with Swagger UI from a package, not a CDN
@@ -73,18 +75,20 @@ def create_app(settings: Settings | None = None, *, runner: Runner | None = None
                            expose_headers=["X-Request-ID", "Retry-After"])
     app.add_middleware(RequestContextMiddleware, max_body_bytes=settings.max_body_mb * 1024 * 1024,
                        metrics=svc.metrics)
+    # Outermost: every answer, the inner middlewares' refusals included (NOTE [security headers]).
+    app.add_middleware(SecurityHeadersMiddleware, frame_ancestors=settings.frame_ancestors)
     return app
 
 
 async def _purge_runs_forever(svc: Services) -> None:
-    days = svc.settings.run_retention_days
-    if not days:
+    keep_s = svc.run_retention_s  # the window Services.kept_run reads within
+    if keep_s is None:
         return
     while True:
         try:
-            gone = await run_in_threadpool(svc.store.purge_runs, older_than_s=days * 86400.0)
+            gone = await run_in_threadpool(svc.store.purge_runs, older_than_s=keep_s)
             if gone:
-                log.info("forgot %d runs older than %d days", gone, days)
+                log.info("forgot %d runs older than %d days", gone, svc.settings.run_retention_days)
         except Exception:  # the next round retries; a failing database shows in /readyz
             log.exception("purging old runs failed")
         await asyncio.sleep(PURGE_EVERY_S)

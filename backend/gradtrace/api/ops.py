@@ -1,4 +1,12 @@
-"""Operations endpoints: ``/healthz`` (liveness), ``/readyz`` (database + pool), ``/metrics``."""
+"""Operations endpoints: ``/healthz`` (liveness), ``/readyz`` (database + pool), ``/metrics``.
+
+NOTE [health for strangers]
+    ``/healthz`` is public: it answers what a load balancer or an uptime check needs (up,
+    ready, the pool's size and load) and nothing about the host. The sandbox layers (whose
+    reasons name paths and kernel features), torch's version, the capture core and the queue's
+    registered workers (host names, pids) are for operators: ``GRADTRACE_HEALTH_DETAILS=true``
+    adds them here and in ``/readyz``.
+"""
 
 from __future__ import annotations
 
@@ -9,25 +17,29 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST
 
-from gradtrace import __version__
 from gradtrace.api.services import Services, ServicesDep
 from gradtrace.errors import StorageUnavailable
+from gradtrace.version import __version__
 
 router = APIRouter(tags=["operations"])
 
 
 def _runner_json(svc: Services) -> dict[str, Any]:
+    """The runner's state for ``/healthz`` and ``/readyz`` (NOTE [health for strangers])."""
     st = svc.runner_state()
+    details = svc.settings.health_details
     if st is None:
-        return {"kind": None, "ready": False, "workers": 0, "busy": 0, "queued": 0,
-                "queue_capacity": 0, "cuda_available": False, "isolation": {}, "torch_version": None,
-                "capture_core": None}
-    # The isolation layers are public on purpose: a user deciding what to send can see which
-    # are active ("active: ...") and which are off, with the reason.
-    return {"kind": st.kind, "ready": st.ready, "workers": st.workers, "busy": st.busy,
-            "queued": st.queued, "queue_capacity": st.queue_capacity, "cuda_available": st.cuda_available,
-            "isolation": st.detail.get("layers", {}), "torch_version": st.detail.get("torch_version"),
-            "capture_core": st.detail.get("capture_core"), **_queue_json(st.detail)}
+        base: dict[str, Any] = {"ready": False, "workers": 0, "busy": 0, "queued": 0, "queue_capacity": 0,
+                                "cuda_available": False}
+        return {**base, "kind": None, "isolation": {}, "torch_version": None, "capture_core": None} \
+            if details else base
+    base = {"ready": st.ready, "workers": st.workers, "busy": st.busy, "queued": st.queued,
+            "queue_capacity": st.queue_capacity, "cuda_available": st.cuda_available}
+    if not details:
+        return base
+    return {**base, "kind": st.kind, "isolation": st.detail.get("layers", {}),
+            "torch_version": st.detail.get("torch_version"), "capture_core": st.detail.get("capture_core"),
+            **_queue_json(st.detail)}
 
 
 def _queue_json(detail: dict[str, Any]) -> dict[str, Any]:
@@ -38,8 +50,10 @@ def _queue_json(detail: dict[str, Any]) -> dict[str, Any]:
                       "registered": detail.get("workers", [])}}
 
 
-@router.get("/healthz", summary="Liveness, with the worker pool's state")
+@router.get("/healthz", summary="Liveness, with the worker pool's load")
 async def healthz(svc: ServicesDep) -> dict[str, Any]:
+    """Up, with the pool's size and load; the sandbox layers, versions and workers only with
+    ``GRADTRACE_HEALTH_DETAILS=true``."""
     runner = _runner_json(svc)
     return {"status": "ok", "version": __version__, "runner": runner, **{
         k: runner[k] for k in ("workers", "busy", "queued", "cuda_available") if k in runner}}

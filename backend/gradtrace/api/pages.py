@@ -8,7 +8,9 @@ template context, which the page and this module agree on:
 ``mode``            ``"edit"`` on ``/``; ``"share"`` on ``/s/{id}`` and ``/r/{id}`` (read-only,
                     never re-runs).
 ``document_json``   ``None`` in edit mode; in share mode the stored run document (upgraded to
-                    the current schema) as canonical JSON, already made safe to place inside
+                    the current schema) as canonical JSON (a current one: its stored bytes as
+                    they are, NOTE [stored bytes served as they are] in ``storage/codec.py``),
+                    already made safe to place inside
                     ``<script type="application/json" id="...">{{ document_json }}</script>``:
                     ``<``, ``>``, ``&``, U+2028 and U+2029 are written as ``\\uXXXX`` escapes
                     (still the same JSON) and the value is marked safe, so autoescaping leaves
@@ -21,6 +23,8 @@ template context, which the page and this module agree on:
                     ``output_kb``, ``max_nodes``, ``max_events``.
 ``version``         gradtrace's version string.
 ``limits_json``     ``limits`` as a script-safe JSON string (same escaping as above).
+``style_nonce``     this answer's CSP nonce for the code editor's ``<style>`` (NOTE [style
+                    nonce] in ``api/security.py``).
 ``lessons_json``    the lessons (:mod:`gradtrace.lessons`: number, id, stem, title, intro, code) as a
                     script-safe JSON list, for the gallery.
 ==================  ==========================================================================
@@ -44,25 +48,38 @@ from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 from markupsafe import Markup
 
-from gradtrace import __version__
+from gradtrace.api.security import content_security_policy, style_nonce
 from gradtrace.api.services import Services, ServicesDep
-from gradtrace.api.shares import shared_document
-from gradtrace.errors import NotFound
+from gradtrace.api.shares import shared_json
 from gradtrace.frontend import DIST, STATIC, TEMPLATES
 from gradtrace.lessons import all_lessons
 from gradtrace.schema import canonical_json
-from gradtrace.storage.codec import load
+from gradtrace.storage.codec import current_json
+from gradtrace.version import __version__
 
 router = APIRouter(include_in_schema=False)
 TEMPLATE = "index.html"
 _templates = Jinja2Templates(directory=str(TEMPLATES))
-_SCRIPT_SAFE = str.maketrans({"<": "\\u003c", ">": "\\u003e", "&": "\\u0026",
-                              "\u2028": "\\u2028", "\u2029": "\\u2029"})
+_SCRIPT_SAFE = ((b"<", b"\\u003c"), (b">", b"\\u003e"), (b"&", b"\\u0026"),
+                ("\u2028".encode(), b"\\u2028"), ("\u2029".encode(), b"\\u2029"))
+
+
+def script_safe(raw: bytes) -> Markup:
+    """JSON text that can sit inside a ``<script>`` element as is (see the module docstring).
+
+    Each of these characters can only stand inside a JSON string (none is JSON syntax), where
+    its ``\\uXXXX`` escape is the same string; the bytes are rewritten as they are (a 4 MB
+    document is never parsed for the page). U+2028 and U+2029 are three UTF-8 bytes each, which
+    no other character's encoding contains."""
+    for char, escape in _SCRIPT_SAFE:
+        if char in raw:
+            raw = raw.replace(char, escape)
+    return Markup(raw.decode("utf-8"))
 
 
 def script_safe_json(obj: Any) -> Markup:
-    """JSON that can sit inside a ``<script>`` element as is (see the module docstring)."""
-    return Markup(canonical_json(obj).decode("utf-8").translate(_SCRIPT_SAFE))
+    """``obj`` as canonical JSON, made script-safe (:func:`script_safe`)."""
+    return script_safe(canonical_json(obj))
 
 
 @router.get("/", response_class=HTMLResponse)
@@ -73,7 +90,7 @@ def index(request: Request, svc: ServicesDep) -> Response:
 @router.get("/s/{share_id}", response_class=HTMLResponse)
 async def share_page(request: Request, share_id: Annotated[str, Path(max_length=64)],
                      svc: ServicesDep) -> Response:
-    document = await run_in_threadpool(shared_document, svc, share_id)
+    document = await run_in_threadpool(shared_json, svc, share_id)
     return _render(request, svc, mode="share", document=document, share_id=share_id)
 
 
@@ -81,27 +98,25 @@ async def share_page(request: Request, share_id: Annotated[str, Path(max_length=
 async def run_page(request: Request, run_id: Annotated[str, Path(max_length=64)],
                    svc: ServicesDep) -> Response:
     """A stored run's page: what the notebook links to instead of the run's raw JSON."""
-    document = await run_in_threadpool(kept_run_document, svc, run_id)
+    document = await run_in_threadpool(kept_run_json, svc, run_id)
     return _render(request, svc, mode="share", document=document, share_id=None, run_id=run_id)
 
 
-def kept_run_document(svc: Services, run_id: str) -> dict[str, Any]:
-    """A run kept by the service (``GET /api/runs/{id}``'s rules), upgraded to the current schema."""
-    days = svc.settings.run_retention_days
-    blob = svc.store.get_run(run_id, max_age_s=days * 86400.0 if days else None)
-    if blob is None:
-        kept = f"runs are kept {days} days" if days else "runs are kept forever"
-        raise NotFound(f"no run with id {run_id!r} ({kept}; share a run to keep it)", detail={"run_id": run_id})
-    return load(blob)
+def kept_run_json(svc: Services, run_id: str) -> bytes:
+    """A run kept by the service (``GET /api/runs/{id}``'s rules) as canonical JSON of the
+    current schema (NOTE [stored bytes served as they are] in ``storage/codec.py``)."""
+    return current_json(svc.require_kept_run(run_id))
 
 
-def _render(request: Request, svc: Services, *, mode: str, document: dict[str, Any] | None,
+def _render(request: Request, svc: Services, *, mode: str, document: bytes | None,
             share_id: str | None, run_id: str | None = None) -> Response:
     state = svc.runner_state()
     limits = svc.page_limits()
+    nonce = style_nonce()  # NOTE [style nonce] (api/security.py)
+    headers = {"Content-Security-Policy": content_security_policy(svc.settings.frame_ancestors, style_nonce=nonce)}
     context: dict[str, Any] = {
         "mode": mode,
-        "document_json": script_safe_json(document) if document is not None else None,
+        "document_json": script_safe(document) if document is not None else None,
         "share_id": share_id,
         "run_id": run_id,
         "share_url": f"{svc.public_base(request)}/s/{share_id}" if share_id else None,
@@ -110,10 +125,11 @@ def _render(request: Request, svc: Services, *, mode: str, document: dict[str, A
         "limits_json": script_safe_json(limits),
         "version": __version__,
         "lessons_json": script_safe_json([lesson.as_json() for lesson in all_lessons()]),
+        "style_nonce": nonce,
     }
     if not (TEMPLATES / TEMPLATE).is_file():
-        return HTMLResponse(_fallback_page(context))
-    return _templates.TemplateResponse(request, TEMPLATE, context)
+        return HTMLResponse(_fallback_page(context), headers=headers)
+    return _templates.TemplateResponse(request, TEMPLATE, context, headers=headers)
 
 
 def _fallback_page(context: dict[str, Any]) -> str:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from gradtrace.capture.session import record
 from gradtrace.capture.snippet import run_snippet
+from gradtrace.schema.canonical import canonical_with_id
 
 WARM_UP_SNIPPET = """\
 x = torch.tensor([1.0, 2.0], requires_grad=True)
@@ -37,7 +38,7 @@ print(x.grad)
 def warm_up() -> None:
     """Run a tiny snippet through the whole recorder (mode, module hooks, node hooks, values,
     validation), so a fork server pays first-use costs once, before forking."""
-    run_snippet(WARM_UP_SNIPPET, seed=0)
+    canonical_with_id(run_snippet(WARM_UP_SNIPPET, seed=0, json_parts=True))  # as the sandbox child writes it
 
 
 __all__ = ["WARM_UP_SNIPPET", "record", "run_snippet", "warm_up"]

@@ -8,6 +8,19 @@ NOTE [documents without pydantic on the hot path]
     (``tests/capture/test_document.py`` holds this to be true for every golden document).
     ``record.document()`` still hands notebooks a validated pydantic ``RunDocument``.
 
+NOTE [the core's keys, written by hand]
+    The C++ core (``cxx/entries.h``, ``cxx/events.h``, ``cxx/values.h``) writes each model's
+    keys as string literals, already in canonical (sorted) order, a run of constant keys
+    appended in one go between the values. That restatement stays for speed: it is what lets
+    the core write a GRU-200's 3 MB of nodes and events without a per-key look-up or sort,
+    and generating C++ from the models would add a code generator to the core's build (which
+    also runs from a wheel on a user's machine). ``tests/capture/test_schema_source.py`` reads
+    the writers' keys out of the C++ source and holds them equal to the models, field by
+    field and in order; capture's Python defaults come from the models themselves
+    (:func:`~gradtrace.schema.document.written_defaults`), and the strict validator's types
+    are generated from them (NOTE [a strict twin generated from each model] in
+    ``schema/fast.py``).
+
 Values captured lazily are encoded here, in document order (nodes, then events), so the
 values budget (NOTE [document size] in :mod:`gradtrace.capture.values`) is spent the same way
 on every identical run.
@@ -15,17 +28,15 @@ on every identical run.
 
 from __future__ import annotations
 
-import gc
 from typing import Any
 
-import orjson
 import torch
 
-from gradtrace.capture.collector import settle_young_objects
 from gradtrace.capture.frames import NameIndex
 from gradtrace.capture.recorder import Recorder
+from gradtrace.collector import gc_paused
 from gradtrace.schema import SCHEMA_VERSION, Cut, Node, RunError
-from gradtrace.schema.canonical import CanonicalText, TensorValueDict, canonical_json, canonical_with_id
+from gradtrace.schema.canonical import CanonicalText, canonical_json
 from gradtrace.schema.document import written_defaults
 
 _NODE_DEFAULTS = written_defaults(Node)  # NOTE [documents without pydantic on the hot path]
@@ -148,74 +159,40 @@ def _core_graph(rec: Recorder, nodes: list[dict[str, Any] | None]) -> bytes:
     return b"".join((b'{"edges":[', b",".join(edges), b'],"nodes":[', b",".join(parts), b"]}"))
 
 
-def _graph_objects(rec: Recorder, nodes: list[dict[str, Any] | None]) -> dict[str, Any]:
-    """The same graph as Python objects (the core's entries read back from their JSON)."""
-    out: list[dict[str, Any]] = []
-    start = 0
-    for mine, run in _runs(nodes, type(None)):
-        out += orjson.loads(b"[" + rec.core.nodes_json(start, start + len(run)) + b"]") if mine else run
-        start += len(run)
-    return {"nodes": out, "edges": rec.edge_list()}
-
-
-def _tv(value: Any) -> Any:
-    return None if value is None else TensorValueDict(value)
-
-
-def _parse_events(text: bytes) -> list[dict[str, Any]]:
-    """The core's events JSON as Python objects, TensorValues marked as the recorder's own
-    (NOTE [canonical JSON with orjson]: the canonical writer relies on the mark)."""
-    events: list[dict[str, Any]] = orjson.loads(text)
-    for ev in events:
-        if ev["phase"] != "backward":
-            continue
-        ev["grad_outputs"] = [_tv(v) for v in ev["grad_outputs"]]
-        ev["grad_inputs"] = [_tv(v) for v in ev["grad_inputs"]]
-        ev["grad"] = _tv(ev["grad"])
-        for change in ev.get("hook_changes", ()):
-            change["before"] = _tv(change["before"])
-            change["after"] = _tv(change["after"])
-    return events
-
-
 def build_document(rec: Recorder, *, status: str, error: dict[str, Any] | None = None,
                    message: str | None = None, stdout: str = "", stdout_truncated: bool = False,
-                   device: str = "cpu", code: str | None = None, seed: int | None = None,
-                   json_parts: bool = False) -> dict[str, Any]:
-    """The run document as a JSON-able dict (see the NOTE above).
+                   device: str = "cpu", code: str | None = None, seed: int | None = None) -> dict[str, Any]:
+    """The run document as a JSON-able dict without its ``id`` (see the NOTEs above and below).
 
-    With ``json_parts``, ``doc["graph"]`` and ``doc["events"]`` are their
-    canonical JSON (:class:`~gradtrace.schema.canonical.CanonicalText`) rather than dicts and lists, and the document
-    has no ``id``: for a caller that only serialises it (the sandbox child, ``rec.document()``),
-    which then never builds 30,000 dicts only to write them out again.
+    NOTE [one document path]
+        ``doc["graph"]`` and ``doc["events"]`` are their canonical JSON as the core wrote it
+        (:class:`~gradtrace.schema.canonical.CanonicalText`), never dicts and lists: every
+        reader takes those bytes as they are. The sandbox child and the CLI write them out;
+        ``rec.document()`` builds its models from them on first read; ``rec.document_dict()``
+        parses them once (NOTE [who assigns the id]). Nothing builds 30,000 dicts only to
+        write them out again, and nothing reads the core's entries back a second way.
 
     NOTE [who assigns the id]
         An id is the schema's (:func:`gradtrace.schema.canonical.canonical_with_id`), never
-        capture's. A document written out (``json_parts``) gets it from whoever serialises it:
-        the web process, once it has validated the sandbox child's JSON and set the job's
-        fields; ``rec.document()``, from the bytes it validates. A dict handed to Python
-        (``run_snippet``, ``rec.document_dict()``) gets it here, hashed while the core's parts
-        are still their JSON.
+        capture's. A document written out gets it from whoever serialises it: the web process,
+        once it has validated the sandbox child's JSON and set the job's fields;
+        ``rec.document()`` and ``rec.document_dict()``, from the bytes they hash.
     """
-    # NOTE [gc] (session.py): building allocates tens of thousands of acyclic dicts (and
-    # serialising, a few big buffers); left on, the collector would walk the whole torch heap
-    # many times over while doing so (seen as 50-80 ms pauses on the GRU's edge list).
-    gc_was_on = gc.isenabled()
-    gc.disable()
-    try:
+    # NOTE [gc while building documents] in gradtrace/collector.py: building allocates tens of
+    # thousands of acyclic dicts (and serialising, a few big buffers)
+    with gc_paused(settle=True):
         with torch._C.DisableTorchFunction():
-            rec.values.begin_document(lazy=json_parts)
+            rec.values.begin_document()
             rec.values.encode_held()
             nodes = _nodes(rec)
             events_json = _core_events(rec)
-            graph: Any = CanonicalText(_core_graph(rec, nodes))
-            events: Any = CanonicalText(events_json)
+            graph = CanonicalText(_core_graph(rec, nodes))
         doc: dict[str, Any] = {
             "schema_version": SCHEMA_VERSION, "status": status, "error": _error(error),
             "stdout": stdout, "device": device,
             "graph": graph,
-            "events": events, "message": message, "stdout_truncated": stdout_truncated,
-            "code": code, "seed": seed,
+            "events": CanonicalText(events_json), "message": message,
+            "stdout_truncated": stdout_truncated, "code": code, "seed": seed,
             "passes": [dict(p.doc) for p in rec.passes], "memory": _memory(rec),
             "torch_version": torch.__version__,
         }
@@ -224,12 +201,4 @@ def build_document(rec: Recorder, *, status: str, error: dict[str, Any] | None =
         if rec.module_calls:
             doc["modules"] = [{"calls": calls, "path": path, "type": kind}
                               for path, (kind, calls) in rec.module_calls.items()]
-        if not json_parts:
-            doc["id"] = canonical_with_id(doc)[0]  # NOTE [who assigns the id]
-            doc["events"] = _parse_events(events_json)
-            doc["graph"] = _graph_objects(rec, nodes)
-    finally:
-        if gc_was_on:
-            settle_young_objects()  # the document's dicts: no collection walks them on enable
-            gc.enable()
     return doc

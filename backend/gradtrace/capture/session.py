@@ -22,7 +22,6 @@ after being recorded in the document.
 from __future__ import annotations
 
 import contextlib
-import gc
 import linecache
 import sys
 import traceback
@@ -30,7 +29,8 @@ import warnings
 from types import TracebackType
 from typing import Any
 
-from gradtrace.capture.collector import settle_young_objects
+import orjson
+
 from gradtrace.capture.diagnose import describe_error, describe_raise
 from gradtrace.capture.document import build_document
 from gradtrace.capture.events import LimitReached
@@ -38,10 +38,10 @@ from gradtrace.capture.library import LibraryCalls
 from gradtrace.capture.mode import CaptureMode
 from gradtrace.capture.modules import ModuleTracker
 from gradtrace.capture.recorder import Recorder
+from gradtrace.collector import BlockCollector, gc_paused
 from gradtrace.notebook.run import NotebookRunDocument
 from gradtrace.schema import RunDocument
-from gradtrace.schema.canonical import CanonicalText, canonical_with_id
-from gradtrace.schema.fast import gc_paused
+from gradtrace.schema.canonical import CanonicalDocument, canonical_with_id
 
 MAX_SOURCE_CHARS = 512 * 1024
 """A block's file larger than this is not put in the document (its lines still are)."""
@@ -65,23 +65,6 @@ def error_line(exc: BaseException, filename: str) -> int | None:
         if frame.f_code.co_filename == filename:
             line = lineno
     return line
-
-
-# NOTE [gc]
-#     The recorder allocates a few small objects per node; on a process that has imported torch
-#     (a million tracked objects), every full collection they trigger walks all of them, which
-#     showed up as 100+ ms pauses in the benchmark. ``gc.freeze()`` at the start moves what
-#     already exists out of the collector's sight for the duration of the block (``unfreeze``
-#     at the end); cycles created by the snippet are still collected. The young generation's
-#     threshold is raised from 700 to 200,000 allocations for the block (restored at the end):
-#     the recorder keeps ~40 container objects per node (entries, edges, saved tensors), all
-#     alive until the document is written, and every collection walked them again: with
-#     20,000, collections took a quarter of a GRU-200 capture (perf, steady state). A
-#     snippet's cyclic garbage is still collected, in batches of 200,000 objects (tens of MB at
-#     most, well inside the job's memory limit). At the end, what the block made (the
-#     recorder's ~150,000 objects on a GRU-200) is moved, unwalked, to the oldest generation
-#     (``settle_young_objects``): restoring the threshold of 700 with 150,000 young objects
-#     pending made the very next allocation walk them all (15 ms of a GRU-200's exit).
 
 
 class record:
@@ -117,8 +100,7 @@ class record:
         self._module_handles: list[Any] = []
         self.status = "ok"
         self.error: dict[str, Any] | None = None
-        self._froze = False
-        self._gc_threshold: tuple[int, int, int] | None = None
+        self._collector = BlockCollector()  # NOTE [gc around a recorded block] in gradtrace/collector.py
 
     def __enter__(self) -> record:
         caller = sys._getframe(1)
@@ -136,11 +118,7 @@ class record:
         self._mode = CaptureMode(rec)
         self._library = LibraryCalls(rec, self._mode)
         self._module_handles = ModuleTracker(rec, self._library).install() + self._library.install()
-        self._froze = gc.isenabled()
-        if self._froze:
-            gc.freeze()  # NOTE [gc]
-            self._gc_threshold = gc.get_threshold()
-            gc.set_threshold(max(self._gc_threshold[0], 200_000), *self._gc_threshold[1:])
+        self._collector.enter()
         try:
             self._mode.__enter__()  # type: ignore[no-untyped-call]
             rec.tracer.install()
@@ -150,12 +128,7 @@ class record:
         return self
 
     def _remove(self) -> None:
-        if self._froze:
-            self._froze = False
-            settle_young_objects()  # NOTE [gc]: before the threshold drops back
-        if self._gc_threshold is not None:
-            gc.set_threshold(*self._gc_threshold)
-            self._gc_threshold = None
+        self._collector.exit()
         if self._rec is not None:
             self._rec.tracer.uninstall()
         handles, self._module_handles = self._module_handles, []
@@ -230,23 +203,30 @@ class record:
         core's parts as they are, never parsed back into dicts), which gives its id; its
         graph and events are validated from those bytes by pydantic-core when first read
         (NOTE [a document built on first use] in gradtrace/notebook/run.py), with the cyclic
-        collector paused: the ~40,000 models of a GRU-200
-        document are acyclic, and every collection their allocation triggered walked the
-        whole torch heap (two thirds of the time). They are then moved, unwalked, to the
-        oldest generation, as the recorder's own objects are (NOTE [gc])."""
-        doc = self.document_dict(json_parts=True)
+        collector paused (NOTE [gc while building documents] in gradtrace/collector.py)."""
+        doc = self.document_parts()
         doc["id"], body = canonical_with_id(doc)
-        with gc_paused():
-            try:
-                if isinstance(doc["graph"], CanonicalText):  # NOTE [a document built on first use]
-                    return NotebookRunDocument.from_parts(doc)
-                return NotebookRunDocument.model_validate_json(body)  # NOTE [views of a document]
-            finally:
-                settle_young_objects()
+        with gc_paused(settle=True):
+            return NotebookRunDocument.from_parts(doc, body)
 
-    def document_dict(self, **fields: Any) -> dict[str, Any]:
+    def document_dict(self, **fields: Any) -> CanonicalDocument:
         """The run document as a JSON-able dict (what :func:`run_snippet` returns), without a
-        pydantic round trip (NOTE [documents without pydantic on the hot path])."""
+        pydantic round trip (NOTE [documents without pydantic on the hot path]): the core's
+        graph and events parsed once from their canonical JSON, which the dict carries
+        (:class:`~gradtrace.schema.canonical.CanonicalDocument`: a writer sends those bytes as
+        they are, NOTE [one document path] in capture/document.py)."""
+        doc = self.document_parts(**fields)
+        doc_id, body = canonical_with_id(doc)
+        with gc_paused(settle=True):
+            parsed = {**doc, "graph": orjson.loads(memoryview(doc["graph"])),
+                      "events": orjson.loads(memoryview(doc["events"])),
+                      "id": doc_id}
+        return CanonicalDocument(parsed, body)
+
+    def document_parts(self, **fields: Any) -> dict[str, Any]:
+        """The run document without its id, its graph and events their canonical JSON as the
+        core wrote them (:func:`~gradtrace.capture.document.build_document`): for a caller
+        that writes it out (NOTE [who assigns the id])."""
         rec = self.recorder
         message = rec.limit
         if message is not None and not self._stop_program:  # NOTE [limits] in recorder.py

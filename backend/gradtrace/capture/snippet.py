@@ -31,14 +31,16 @@ share id is a content hash), so object addresses in the captured text are replac
 ``0x…``; nothing else of what the snippet printed is changed."""
 
 
+_PACKAGE_PARENT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+"""The directory holding the ``gradtrace`` package (this file is ``gradtrace/capture/snippet.py``)."""
+
+
 def _library_roots() -> list[str]:
     """The directories library files live in: site-packages, the standard library, and the
     directory holding gradtrace itself (each also as its real path), longest first."""
-    import gradtrace
-
     paths = sysconfig.get_paths()
     roots = {paths[k] for k in ("purelib", "platlib", "stdlib", "platstdlib") if k in paths}
-    roots |= set(site.getsitepackages()) | {os.path.dirname(os.path.dirname(gradtrace.__file__))}
+    roots |= set(site.getsitepackages()) | {_PACKAGE_PARENT}
     roots |= {os.path.realpath(r) for r in roots}
     return sorted({r.rstrip("/") + "/" for r in roots if r and r != "/"}, key=len, reverse=True)
 
@@ -125,11 +127,13 @@ def run_snippet(code: str, *, device: str = "cpu", seed: int | None = 0,
     SyntaxError, with its line), ``graph_limit`` (nodes, events, or the document's estimated
     size past ``max_document_bytes``: keep it under the sandbox's result cap), ``output_limit``.
     ``native`` chooses the kernel set: the C++ core or its Python twin (default: the core when built);
-    ``json_parts`` leaves the graph and the events as their JSON and the id to whoever writes
-    the document out (:func:`~gradtrace.capture.document.build_document`).
+    ``json_parts`` answers the document without its id, the graph and the events their JSON as
+    the core wrote it, for a caller that writes it out (``record.document_parts``); without, a
+    :class:`~gradtrace.schema.canonical.CanonicalDocument` parsed once from those bytes, which
+    it carries (NOTE [one document path] in capture/document.py).
     """
     out = CappedOutput(output_bytes)
-    fields: dict[str, Any] = {"device": device, "code": code, "seed": seed, "json_parts": json_parts}
+    fields: dict[str, Any] = {"device": device, "code": code, "seed": seed}
     namespace = _namespace()
     rec = record(max_nodes=max_nodes, max_events=max_events, max_document_bytes=max_document_bytes,
                  native=native, _filename=filename, _namespace=namespace, _fresh=True,
@@ -143,7 +147,7 @@ def run_snippet(code: str, *, device: str = "cpu", seed: int | None = 0,
             pass
         rec.status = "error"
         rec.error = {"type": type(e).__name__, "message": msg, "line": line}
-        return _finish(rec, fields, out)
+        return _finish(rec, fields, out, json_parts)
     linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
     _seed(seed, device)
     # torch.device(...) as a context restores the previous default device afterwards; on cpu
@@ -160,7 +164,7 @@ def run_snippet(code: str, *, device: str = "cpu", seed: int | None = 0,
             rec.status = "graph_limit"
         except BaseException:
             pass  # already recorded by record.__exit__
-    return _finish(rec, fields, out)
+    return _finish(rec, fields, out, json_parts)
 
 
 def _utf8(text: str) -> str:
@@ -176,13 +180,13 @@ def _utf8(text: str) -> str:
     return text
 
 
-def _finish(rec: record, fields: dict[str, Any], out: CappedOutput) -> dict[str, Any]:
+def _finish(rec: record, fields: dict[str, Any], out: CappedOutput, json_parts: bool) -> dict[str, Any]:
     fields = dict(fields, stdout=_utf8(out.text()), stdout_truncated=out.truncated, code=_utf8(fields["code"]))
     if rec.error is not None:
         rec.error = {k: _utf8(library_relative(v)) if isinstance(v, str) else v for k, v in rec.error.items()}
     if rec.status == "output_limit" and rec.error is not None and rec.error["type"] == "OutputLimit":
         rec.error = None
-    return rec.document_dict(**fields)
+    return rec.document_parts(**fields) if json_parts else rec.document_dict(**fields)
 
 
 __all__ = ["error_line", "run_snippet"]

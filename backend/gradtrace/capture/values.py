@@ -280,18 +280,12 @@ class ValueStore:
         self._done: dict[int, list[Any]] = {}
         self._budget = values_budget
         self.values_budget = values_budget
-        self._lazy = False
 
-    def begin_document(self, *, lazy: bool = False) -> None:
+    def begin_document(self) -> None:
         """Start spending the values budget anew: every document of one run is the same
         (a second ``rec.document()`` once found the budget spent by the first and
-        wrote stats where the first had values). ``lazy``: the document is only written out,
-        never read as objects, so the core's TensorValues need not be parsed back (NOTE [lazy
-        TensorValues])."""
+        wrote stats where the first had values)."""
         self.values_budget = self._budget
-        if lazy != self._lazy:
-            self._done.clear()
-            self._lazy = lazy
 
     def capture(self, t: Any) -> Handle:
         """The core's id for ``t`` as it is now (None for what is not a tensor)."""
@@ -319,11 +313,11 @@ class ValueStore:
     # NOTE [lazy TensorValues]
     #     The core writes each TensorValue's canonical JSON; parsing it back into a dict only
     #     for the canonical writer to use the JSON again cost 7 µs a value, a fifth of a
-    #     transformer's document. When the document is only written out (the sandbox child:
-    #     ``json_parts``), the dict stays empty and carries its JSON alone. The JSON without
-    #     values (for when the budget runs out) is asked for only then.
+    #     transformer's document. A document is always written out first (NOTE [one document
+    #     path] in document.py), so the dict stays empty and carries its JSON alone. The JSON
+    #     without values (for when the budget runs out) is asked for only then.
     def _value(self, text: bytes) -> TensorValueDict:
-        out = TensorValueDict() if self._lazy else TensorValueDict(orjson.loads(text))
+        out = TensorValueDict()
         out.native = text
         return out
 

@@ -56,6 +56,39 @@ def _source_of(rec: Any) -> str | None:
     return "".join(lines) if lines else None
 
 
+class ShownDocument:
+    """A document as the widget and the saved page send it: its canonical JSON, and the dict
+    parsed from those bytes only when Python reads it (the widget's ``selected``).
+
+    NOTE [one document path] (in capture/document.py): a ``rec.document()`` is sent as the
+    bytes it was hashed from, and a ``document_dict()`` (the cell magic) as the bytes it
+    carries; neither is hashed, parsed or written again to be shown."""
+
+    def __init__(self, body: bytes, doc: dict[str, Any] | None = None) -> None:
+        self.body = body
+        self._doc = doc
+
+    @property
+    def doc(self) -> dict[str, Any]:
+        if self._doc is None:
+            self._doc = orjson.loads(self.body)
+        return self._doc
+
+    def compressed(self) -> bytes:
+        return gzip.compress(self.body, compresslevel=GZIP_LEVEL, mtime=0)
+
+
+def shown_document(obj: Any) -> ShownDocument:
+    """What ``obj`` (anything :func:`as_document` takes) shows, as its canonical JSON."""
+    if isinstance(obj, RunDocument):
+        written = getattr(obj, "canonical_json", None)  # NotebookRunDocument: no models built
+        if callable(written):
+            return ShownDocument(written())
+    doc = as_document(obj)
+    body = doc.canonical_for() if isinstance(doc, CanonicalDocument) else None
+    return ShownDocument(body if body is not None else canonical_json(doc), doc)
+
+
 def compressed(doc: dict[str, Any]) -> bytes:
     """The document's canonical JSON, gzip-compressed (mtime 0: the same bytes each time); the
     bytes a :class:`CanonicalDocument` carries are used as they are."""

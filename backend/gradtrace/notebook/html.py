@@ -4,6 +4,10 @@ One file, from the template ``frontend/static/standalone.html`` that the page's 
 fills too (``frontend/src/export-html.js``): the viewer's script (``dist/standalone.js``, which
 carries the layout worker and the CSS) inline, and the document as gzip-compressed base64 in a
 ``<script type="application/gzip+base64">`` element. It opens offline and plays the whole run.
+
+It carries its own Content-Security-Policy in a ``<meta>`` tag: the hashes of its inline script
+and styles, nothing remote, no eval (NOTE [saved file policy] in ``frontend/standalone-csp.mjs``,
+which writes the policy to ``dist/standalone-csp.txt`` at build time).
 """
 
 from __future__ import annotations
@@ -15,22 +19,29 @@ import re
 from pathlib import Path
 from typing import Any
 
-from gradtrace import __version__
 from gradtrace.frontend import STATIC
 from gradtrace.notebook.assets import asset_text
-from gradtrace.notebook.documents import as_document, compressed
+from gradtrace.notebook.documents import ShownDocument, shown_document
+from gradtrace.version import __version__
 
 
 def standalone_html(document: Any, *, title: str | None = None) -> str:
     """The HTML text of the self-contained file (see the module docstring)."""
-    doc = as_document(document)
+    shown = shown_document(document)  # NOTE [one document path]: its bytes as they are
     # An inline script ends at the first "</script": the bundle never holds one outside strings.
-    fill = {"VERSION": html.escape(__version__),
-            "TITLE": html.escape(title or f"gradtrace · run {doc.get('id', '')}".strip()),
-            "PAYLOAD": base64.b64encode(compressed(doc)).decode("ascii"),
+    fill = {"CSP": html.escape(asset_text("standalone-csp.txt").strip()),
+            "VERSION": html.escape(__version__),
+            "TITLE": html.escape(title or f"gradtrace · run {_document_id(document, shown)}".strip()),
+            "PAYLOAD": base64.b64encode(shown.compressed()).decode("ascii"),
             "SCRIPT": asset_text("standalone.js").replace("</script", "<\\/script")}
     template = (STATIC / "standalone.html").read_text(encoding="utf-8")
-    return re.sub(r"@(VERSION|TITLE|PAYLOAD|SCRIPT)@", lambda m: fill[m.group(1)], template)
+    return re.sub(r"@(CSP|VERSION|TITLE|PAYLOAD|SCRIPT)@", lambda m: fill[m.group(1)], template)
+
+
+def _document_id(document: Any, shown: ShownDocument) -> str:
+    """The id of what is saved: read from the model when there is one (no parse of 4 MB)."""
+    doc_id = getattr(document, "id", None)
+    return doc_id if isinstance(doc_id, str) else str(shown.doc.get("id", "") or "")
 
 
 def save_html(document: Any, path: str | os.PathLike[str], *, title: str | None = None) -> Path:

@@ -21,15 +21,14 @@ NOTE [a document built on first use]
 
 from __future__ import annotations
 
-import gc
 from typing import Any
 
 import orjson
 from pydantic import PrivateAttr, TypeAdapter
 
+from gradtrace.collector import gc_paused
 from gradtrace.schema import Event, Graph, RunDocument
-from gradtrace.schema.canonical import CanonicalDocument, CanonicalText, canonical_with_id
-from gradtrace.schema.fast import gc_paused
+from gradtrace.schema.canonical import CanonicalDocument, CanonicalText, canonical_json, canonical_with_id
 
 _LAZY = ("events", "graph")
 _EVENTS: TypeAdapter[list[Event]] = TypeAdapter(list[Event])
@@ -39,12 +38,15 @@ class NotebookRunDocument(RunDocument):
     """A :class:`RunDocument` that shows itself in a notebook and saves itself as a page."""
 
     _lazy: dict[str, bytes] | None = PrivateAttr(default=None)
+    _written: tuple[dict[str, Any], bytes] | None = PrivateAttr(default=None)
+    """The top level as dumped when built, and the canonical JSON ``body`` it was hashed into."""
 
     @classmethod
-    def from_parts(cls, doc: dict[str, Any]) -> NotebookRunDocument:
+    def from_parts(cls, doc: dict[str, Any], body: bytes | None = None) -> NotebookRunDocument:
         """The document of capture's ``doc`` (with its ``id``), whose graph and events may be
         their canonical JSON: those are validated on first use (NOTE [a document built on
-        first use]); everything else now."""
+        first use]); everything else now. ``body``: the canonical JSON the id was hashed
+        from, which :meth:`as_json_dict` then carries instead of hashing it all again."""
         lazy = {k: bytes(doc[k]) for k in _LAZY if isinstance(doc.get(k), CanonicalText)}
         out = cls.model_validate({k: v for k, v in doc.items() if k not in lazy})
         if lazy:
@@ -52,6 +54,8 @@ class NotebookRunDocument(RunDocument):
                 del out.__dict__[key]
             out.__pydantic_fields_set__.update(lazy)
             out._lazy = lazy
+            if body is not None:
+                out._written = (RunDocument.model_dump(out, mode="json", by_alias=True, exclude=set(lazy)), body)
         return out
 
     def _build(self, keys: tuple[str, ...] = _LAZY) -> None:
@@ -60,16 +64,14 @@ class NotebookRunDocument(RunDocument):
         lazy = private.get("_lazy") if private else None
         if not lazy or not any(k in lazy for k in keys):
             return
-        gc_was_on = gc.isenabled()
         built = self.__dict__
-        with gc_paused():  # NOTE [documents in process] in capture/session.py
+        # NOTE [gc while building documents] in gradtrace/collector.py: the new models are
+        # acyclic, and go to the oldest generation unwalked
+        with gc_paused(settle=True):
             if "graph" in keys and "graph" in lazy:
                 built["graph"] = Graph.model_validate_json(lazy.pop("graph"))
             if "events" in keys and "events" in lazy:
                 built["events"] = _EVENTS.validate_json(lazy.pop("events"))
-            if gc_was_on:
-                gc.freeze()  # the new models are acyclic: to the oldest generation, unwalked
-                gc.unfreeze()
         if not lazy:
             private["_lazy"] = None
         # pydantic writes fields in the order of __dict__: the order they were declared in
@@ -91,6 +93,21 @@ class NotebookRunDocument(RunDocument):
             self._build((name,))
         super().__setattr__(name, value)
 
+    def canonical_json(self) -> bytes:
+        """The document's canonical JSON, with the graph's and the events' bytes as capture
+        wrote them while they are still kept (NOTE [a document built on first use]); the
+        bytes ``rec.document()`` hashed while the rest is unchanged (not hashed again)."""
+        private = object.__getattribute__(self, "__pydantic_private__")
+        lazy = dict(private.get("_lazy") or {}) if private else {}
+        if not lazy:
+            return canonical_json(RunDocument.model_dump(self, mode="json", by_alias=True))
+        top = RunDocument.model_dump(self, mode="json", by_alias=True, exclude=set(lazy))
+        written = private.get("_written")
+        if written is not None and len(lazy) == len(_LAZY) and written[0] == top:
+            return bytes(written[1])
+        # NOTE [one serialisation] in schema/canonical.py: the parts' bytes as they are
+        return canonical_with_id({**top, **{k: CanonicalText(v) for k, v in lazy.items()}})[1]
+
     def as_json_dict(self) -> dict[str, Any]:
         """``model_dump(mode="json", by_alias=True)``, with the graph and events still kept as
         JSON parsed from it rather than built as models first (NOTE [a document built on first
@@ -102,9 +119,7 @@ class NotebookRunDocument(RunDocument):
         if not lazy:
             return RunDocument.model_dump(self, mode="json", by_alias=True)
         top = RunDocument.model_dump(self, mode="json", by_alias=True, exclude=set(lazy))
-        # its canonical JSON, with the parts' bytes as they are (the writer's, NOTE [one
-        # serialisation] in schema/canonical.py): a widget sends them without writing 4 MB again
-        _, body = canonical_with_id({**top, **{k: CanonicalText(v) for k, v in lazy.items()}})
+        body = self.canonical_json()
         return CanonicalDocument({**top, **{k: orjson.loads(v) for k, v in lazy.items()}}, body)
 
     def model_dump(self, **kwargs: Any) -> dict[str, Any]:
@@ -149,7 +164,7 @@ class NotebookRunDocument(RunDocument):
 
     def _repr_html_(self) -> str:
         """In a notebook, a document shows a link to its page and a summary of its graph."""
-        from gradtrace.client import render_html
+        from gradtrace.notebook.summary import render_html
 
         return render_html(self)
 

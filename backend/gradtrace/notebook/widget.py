@@ -10,6 +10,7 @@ NOTE [documents through the comm]
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,7 +18,7 @@ import anywidget
 import traitlets
 
 from gradtrace.notebook.assets import asset_text
-from gradtrace.notebook.documents import as_document, compressed
+from gradtrace.notebook.documents import shown_document
 
 SMALL_TENSOR = 10_000
 """Tensor values are handed back as torch tensors up to this many elements (the document holds
@@ -50,6 +51,8 @@ class GradtraceWidget(anywidget.AnyWidget):  # type: ignore[misc]
     """The timeline step shown (0 … number of events); -1 until the view has loaded."""
     run_url = traitlets.Unicode("").tag(sync=True)
     height = traitlets.Unicode("620px").tag(sync=True)
+    _check = traitlets.Dict(allow_none=True, default_value=None).tag(sync=True)
+    """The latest gradient check (a GradcheckResult as JSON), shown in the inspector."""
 
     @property
     def _esm(self) -> str:  # read by AnyWidget.__init__; a missing bundle is a clear error
@@ -57,10 +60,54 @@ class GradtraceWidget(anywidget.AnyWidget):  # type: ignore[misc]
 
     def __init__(self, document: Any, *, step: int | None = None, run_url: str | None = None,
                  height: str = "620px") -> None:
-        self.document = as_document(document)
-        self._nodes = {n["id"]: n for n in self.document.get("graph", {}).get("nodes", [])}
-        super().__init__(_doc=compressed(self.document), step=-1 if step is None else step,
+        self._shown = shown_document(document)  # NOTE [one document path]: its bytes as they are
+        self._node_index: dict[str, dict[str, Any]] | None = None
+        super().__init__(_doc=self._shown.compressed(), step=-1 if step is None else step,
                          run_url=run_url or "", height=height)
+        self.on_msg(self._on_msg)
+
+    checker: Callable[[GradtraceWidget, Any], Any] | None = None
+    """What checks a node numerically: set by a layer that records
+    (``gradtrace.capture.numcheck.notebook.enable_checks``; the ``%%gradtrace`` cell does it)."""
+
+    def check(self, target: Any = None, **options: Any) -> Any:
+        """Check the gradient of a node numerically and show the check in the widget.
+
+        ``target``: a node's id or name (a leaf, a parameter, a custom Function's node), a
+        ``TargetSpec``, or None for the selected node. Needs a checker
+        (:attr:`checker`); returns the GradcheckResult.
+        """
+        if self.checker is None:
+            raise RuntimeError("this widget cannot check gradients: call "
+                               "gradtrace.capture.numcheck.notebook.enable_checks(w) (the %%gradtrace cell does)")
+        result = self.checker(self, target if target is not None else (self._selected or {}).get("id"), **options)
+        self._check = result.model_dump(mode="json")
+        return result
+
+    def _on_msg(self, _widget: Any, content: Any, _buffers: Any) -> None:
+        """The inspector's "Check gradient" button (frontend/src/widget/index.js)."""
+        if not isinstance(content, dict) or content.get("type") != "check":
+            return
+        from gradtrace.errors import GradtraceError
+
+        try:
+            if content.get("every"):
+                self.check("every parameter")
+            else:
+                self.check(content.get("node"))
+        except (GradtraceError, KeyError, ValueError, RuntimeError) as e:
+            self._check = {"verdict": "inconclusive", "status": "refused", "message": str(e).strip("'\"")}
+
+    @property
+    def document(self) -> dict[str, Any]:
+        """The run document as a dict (parsed from the bytes sent, when first read)."""
+        return self._shown.doc
+
+    @property
+    def _nodes(self) -> dict[str, dict[str, Any]]:
+        if self._node_index is None:
+            self._node_index = {n["id"]: n for n in self.document.get("graph", {}).get("nodes", [])}
+        return self._node_index
 
     @property
     def selected(self) -> Selection | None:

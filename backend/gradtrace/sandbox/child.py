@@ -1,7 +1,9 @@
-"""The job child's life after lock-down: read one job, run it through capture, write, ``_exit``.
+"""The job child's life after lock-down: read one job, run its kind's handler, write, ``_exit``.
 
 fd 0 carries the job (JSON, closed by the web process after writing), fds 1 and 2 are the raw
-output pipe the supervisor caps, fd 3 carries the result (JSON). The child never returns into
+output pipe the supervisor caps, fd 3 carries the result (JSON). What the job does is its
+kind's ``handle`` (NOTE [adding a job kind] in ``gradtrace/jobs.py``); the zygote imported
+every kind before it forked. The child never returns into
 the zygote's code: it ends with ``os._exit`` so no user ``__del__``, ``atexit`` handler or
 thread outlives the job, and nothing is flushed twice.
 
@@ -14,34 +16,51 @@ NOTE [result framing]
 NOTE [stop, then kill]
     A run that hits its time limit should still show the graph it built so far (a training loop
     that never ends is exactly when a user wants to look). SIGXCPU therefore stops the snippet
-    rather than the process: the kernel sends it at the soft CPU limit, and the supervisor sends
-    it at the wall-clock deadline. The handler raises :class:`TimeLimitExceeded` in the snippet's
-    frame, capture ends the run as it does for any exception, and the result carries what was
-    recorded; the web process turns that error into status ``timeout`` (``outcome.py``). A
-    snippet that swallows the exception or blocks inside C++ gains nothing: the hard CPU limit
-    and the supervisor's SIGKILL after a short grace still end it, without a graph. The handler
-    raises only while snippet code is on the stack, so it never breaks capture's own work of
-    finishing the document.
+    rather than the process: the kernel sends it at the soft CPU limit; the supervisor sends
+    ``WALL_STOP_SIGNAL`` (SIGUSR2, ``protocol.py``) at the wall-clock deadline, so the message
+    names the limit that was hit (the kernel's tick-sampled CPU time runs ahead of
+    ``time.process_time()`` on a busy machine: a clock cannot tell the two apart). The handler
+    raises :class:`TimeLimitExceeded` in the snippet's frame, capture ends the run as it does
+    for any exception, and the result carries what was recorded; the web process turns that
+    error into status ``timeout`` (``outcome.py``). The handler raises only while snippet code
+    is on the stack, so it never breaks capture's own work of finishing the document; the
+    supervisor waits for that while the child keeps getting CPU (NOTE [grace under load] in
+    ``stopgrace.py``) and repeats the stop meanwhile. A repeated stop that finds the snippet
+    still running means it caught the exception and went on: the child ends at once with
+    ``EXIT_STOP_IGNORED_*``, and the message says nothing could be kept. A snippet that blocks
+    inside C++ gains nothing either: the hard CPU limit and the supervisor's SIGKILL at the end
+    of the grace still end it, without a graph.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import resource
 import signal
+import sys
 import time
 from types import FrameType
 from typing import Any
 
+from gradtrace.sandbox import kinds
 from gradtrace.sandbox.jail import RESULT_FD
-from gradtrace.sandbox.protocol import TIME_LIMIT_ERROR
+from gradtrace.sandbox.kinds.registry import SNIPPET_FILENAME, ChildJob
+from gradtrace.sandbox.protocol import TIME_LIMIT_ERROR, WALL_STOP_SIGNAL
 
 MAX_JOB_BYTES = 64 << 20
 EXIT_OK = 0
 EXIT_BAD_JOB = 65
 EXIT_INTERNAL = 70
 EXIT_NO_MEMORY = 71
+EXIT_STOP_IGNORED_WALL = 73  # the snippet caught the stop at its wall-clock limit (NOTE [stop, then kill])
+EXIT_STOP_IGNORED_CPU = 74  # ... at its CPU limit
+EXIT_CPU_LIMIT = 75
+"""``TimeLimitExceeded`` at the CPU limit escaped a kind's handler (the run kind records it in
+its document instead)."""
+EXIT_WALL_LIMIT = 76
+"""... at the wall-clock limit."""
 
 # Bound before any user code runs: a snippet that replaces os._exit or os.close must not keep the
 # child from ending (it could still patch these names here; then the supervisor's kill ends it).
@@ -49,8 +68,6 @@ _exit = os._exit
 _close = os.close
 _write = os.write
 _read = os.read
-
-SNIPPET_FILENAME = "<snippet>"
 
 
 class TimeLimitExceeded(BaseException):
@@ -68,19 +85,26 @@ def _snippet_on_stack(frame: FrameType | None) -> bool:
     return False
 
 
-def _install_time_limit_handler(cpu_limit_s: float) -> None:
+def _install_time_limit_handler() -> None:
     started = time.monotonic()
+    stopped = False
 
-    def on_limit(_signum: int, frame: FrameType | None) -> None:
+    def on_limit(signum: int, frame: FrameType | None) -> None:
+        nonlocal stopped
         if not _snippet_on_stack(frame):
-            return
-        cpu = time.process_time()
-        if cpu >= cpu_limit_s - 0.05:
-            raise TimeLimitExceeded(f"CPU time limit reached: stopped here after {cpu:.2f} s of CPU time")
+            return  # capture is finishing the document (NOTE [stop, then kill])
+        cpu = signum == signal.SIGXCPU
+        if stopped:  # the snippet caught the stop and went on: end it, there is no graph to keep
+            _exit(EXIT_STOP_IGNORED_CPU if cpu else EXIT_STOP_IGNORED_WALL)
+        stopped = True
+        if cpu:
+            raise TimeLimitExceeded(f"CPU time limit reached: stopped here after {time.process_time():.2f} s "
+                                    "of CPU time")
         raise TimeLimitExceeded(f"wall-clock limit reached: stopped here after "
                                 f"{time.monotonic() - started:.2f} s")
 
     signal.signal(signal.SIGXCPU, on_limit)
+    signal.signal(WALL_STOP_SIGNAL, on_limit)
 
 
 
@@ -99,7 +123,18 @@ def _read_job() -> dict[str, Any]:
     job = json.loads(b"".join(chunks))
     if not isinstance(job, dict) or not isinstance(job.get("code"), str):
         raise ValueError("job is not an object with a code string")
+    if not isinstance(job.get("params", {}), dict):
+        raise ValueError("job params are not an object")
     return job
+
+
+def _child_job(job: dict[str, Any], defaults: dict[str, Any]) -> ChildJob:
+    return ChildJob(kind=str(job.get("kind", "run")), code=job["code"], device=str(job.get("device", "cpu")),
+                    seed=job.get("seed"), params=job.get("params", {}),
+                    max_nodes=int(job.get("max_nodes", defaults["max_nodes"])),
+                    max_events=int(job.get("max_events", defaults["max_events"])),
+                    output_bytes=int(job.get("output_bytes", defaults["output_bytes"])),
+                    filename=SNIPPET_FILENAME)
 
 
 def _tighten_limits(job: dict[str, Any]) -> None:
@@ -143,34 +178,33 @@ def serve(defaults: dict[str, Any], *, prefault: bool = True) -> None:
         _prefault()
     try:
         job = _read_job()
+        handle = kinds.kind(str(job.get("kind", "run"))).handle
     except (OSError, ValueError):
         _exit(EXIT_BAD_JOB)
     try:
         _tighten_limits(job)
-        _install_time_limit_handler(float(resource.getrlimit(resource.RLIMIT_CPU)[0]))
-        from gradtrace.capture import run_snippet  # imported by the zygote
-        from gradtrace.schema.canonical import canonical_json
-
-        doc = run_snippet(
-            job["code"],
-            device=str(job.get("device", "cpu")),
-            seed=job.get("seed"),
-            max_nodes=int(job.get("max_nodes", defaults["max_nodes"])),
-            max_events=int(job.get("max_events", defaults["max_events"])),
-            output_bytes=int(job.get("output_bytes", defaults["output_bytes"])),
-            filename=SNIPPET_FILENAME,
-            json_parts=True,  # only serialised below: graph and events stay the core's JSON
-        )
+        _install_time_limit_handler()
+        payload = handle(_child_job(job, defaults))
         signal.signal(signal.SIGXCPU, signal.SIG_IGN)  # finishing now; the hard limit still holds
-        # Data for the web process, which validates it and gives it its id (NOTE [who assigns
-        # the id] in gradtrace/capture/document.py): the graph and events are the core's JSON.
-        payload = canonical_json({**doc, "id": ""})
+        signal.signal(WALL_STOP_SIGNAL, signal.SIG_IGN)
+        _flush_output()
         _write_all(RESULT_FD, payload)
         _close(RESULT_FD)  # EOF now: the web process answers without waiting for our teardown
     except BaseException as exc:
-        code = EXIT_NO_MEMORY if isinstance(exc, MemoryError) else EXIT_INTERNAL
+        _flush_output()
+        if isinstance(exc, TimeLimitExceeded):  # the supervisor says so in the kind's answer
+            _exit(EXIT_CPU_LIMIT if str(exc).startswith("CPU") else EXIT_WALL_LIMIT)
         try:
             _write(2, f"gradtrace job child: internal error: {type(exc).__name__}\n".encode())
         finally:
-            _exit(code)
+            _exit(EXIT_NO_MEMORY if isinstance(exc, MemoryError) else EXIT_INTERNAL)
     _exit(EXIT_OK)
+
+
+def _flush_output() -> None:
+    """What a handler's user code printed reaches the output pipe before ``_exit`` (which
+    flushes nothing); the run kind captures its output itself, so this is usually a no-op."""
+    for stream in (sys.stdout, sys.stderr):
+        # a snippet may have replaced or closed them: that spoils its own output only
+        with contextlib.suppress(BaseException):
+            stream.flush()

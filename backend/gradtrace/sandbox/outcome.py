@@ -14,17 +14,24 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from gradtrace.sandbox.protocol import TIME_LIMIT_ERROR
-from gradtrace.sandbox.runner import Job
+from gradtrace.collector import gc_paused
+from gradtrace.jobs import Job
+from gradtrace.sandbox.protocol import TIME_LIMIT_ERROR, WALL_STOP_SIGNAL
 from gradtrace.schema import RunDocument
 from gradtrace.schema.canonical import CanonicalDocument, canonical_with_id, check_json
-from gradtrace.schema.fast import gc_paused, validate_strict_json
+from gradtrace.schema.fast import validate_strict_json
 
 MAX_DEPTH = 64
 """Deepest nesting a job's document may have (as storage's ``MAX_DEPTH``)."""
 EXIT_INTERNAL = 70
 EXIT_NO_MEMORY = 71  # mirrors gradtrace.sandbox.child (which the web process must not import)
 EXIT_SETUP_FAILED = 72
+EXIT_STOP_IGNORED_WALL = 73
+EXIT_STOP_IGNORED_CPU = 74
+_CAUGHT = (" Nothing it recorded could be kept: it caught the exception that stops it and went on, "
+           "so it was ended without its graph.")
+EXIT_CPU_LIMIT = 75
+EXIT_WALL_LIMIT = 76
 TRUNCATION_MARKER = "\n[output cut: the snippet wrote more than {limit}]\n"
 
 VALIDATED = {"strict": 0, "general": 0}
@@ -51,6 +58,9 @@ class Ending:
     lost: bool = False
     """The zygote went away before reporting how the job ended."""
     result_bytes: int = 0
+    stop_unanswered: str | None = None
+    """Why a job stopped at its deadline handed in no partial document, when it did not
+    (NOTE [grace under load] in ``stopgrace.py``): "it made no progress for 1 s", ..."""
 
 
 def human_bytes(n: int) -> str:
@@ -81,17 +91,27 @@ def classify_failure(job: Job, ending: Ending) -> tuple[str, str]:
     """(status, message) for a run without a usable result, or with a limit hit by the kernel."""
     lim = job.limits
     if ending.wall_timeout:
-        return "timeout", f"Stopped: the snippet ran longer than {lim.timeout_s:g} s."
+        why = (f" Nothing it recorded could be kept: it was asked to stop and hand in its graph, and "
+               f"{ending.stop_unanswered} (a snippet that catches the stop, or a call that does not "
+               "return, is ended without its graph)." if ending.stop_unanswered else "")
+        return "timeout", f"Stopped: the snippet ran longer than {lim.timeout_s:g} s.{why}"
     if ending.output_flood:
         return "output_limit", (f"Stopped: the snippet wrote more than {human_bytes(lim.output_bytes)} "
                                 "of output.")
     if ending.result_too_large:
         return "output_limit", (f"Stopped: the run's result was larger than "
                                 f"{human_bytes(lim.result_bytes)}.")
+    if ending.code == EXIT_STOP_IGNORED_WALL or ending.signal == WALL_STOP_SIGNAL:
+        return "timeout", f"Stopped: the snippet ran longer than {lim.timeout_s:g} s.{_CAUGHT}"
+    if ending.code == EXIT_STOP_IGNORED_CPU:
+        return "timeout", f"Stopped: the snippet used more than {lim.cpu_s} s of CPU time.{_CAUGHT}"
     if ending.oom or ending.code == EXIT_NO_MEMORY:
-        return "memory_limit", f"Stopped: the snippet used more than {lim.memory_mb} MiB of memory."
+        return "memory_limit", (f"Stopped: the snippet used more than {lim.memory_mb} MiB of memory. "
+                                "Nothing it recorded could be kept: no memory was left to write it.")
     if ending.signal == signal.SIGXCPU or (ending.signal == signal.SIGKILL and ending.cpu_s >= lim.cpu_s):
-        return "timeout", f"Stopped: the snippet used more than {lim.cpu_s} s of CPU time."
+        return "timeout", (f"Stopped: the snippet used more than {lim.cpu_s} s of CPU time. Nothing it "
+                           "recorded could be kept: its process was ended at the CPU limit before it "
+                           "could hand in its graph.")
     if ending.lost:
         return "crashed", "The sandbox worker stopped while the snippet ran; it has been restarted."
     if ending.signal is not None:
@@ -99,6 +119,10 @@ def classify_failure(job: Job, ending: Ending) -> tuple[str, str]:
         return "crashed", f"The snippet's process was killed by {name} before it finished."
     if ending.code == EXIT_SETUP_FAILED:
         return "crashed", "The sandbox could not prepare a worker for this run; please try again."
+    if ending.code == EXIT_CPU_LIMIT:  # a kind's handler let TimeLimitExceeded escape
+        return "timeout", f"Stopped: the snippet used more than {lim.cpu_s} s of CPU time."
+    if ending.code == EXIT_WALL_LIMIT:
+        return "timeout", f"Stopped: the snippet ran longer than {lim.timeout_s:g} s."
     if ending.code == 0 and ending.result_bytes:
         return "crashed", "The snippet's process returned an invalid result."
     if ending.code == EXIT_INTERNAL:

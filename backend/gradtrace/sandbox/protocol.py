@@ -12,7 +12,7 @@ Messages, zygote → web:
     ``{"type": "fatal", "message"}`` (the zygote cannot go on; it exits after sending)
 Messages, web → zygote:
     ``{"op": "configure", ...ZygoteConfig}`` (first message), ``{"op": "fork", "n"}``,
-    ``{"op": "kill", "id"}``, ``{"op": "stop", "id"}`` (SIGXCPU: hand in what you have),
+    ``{"op": "kill", "id"}``, ``{"op": "stop", "id"}`` (``WALL_STOP_SIGNAL``: hand in what you have),
     ``{"op": "exit"}``
 
 Only this file and the pool see the web side; nothing here imports torch.
@@ -23,11 +23,16 @@ from __future__ import annotations
 import array
 import contextlib
 import json
+import signal
 import socket
 from typing import Any
 
 TIME_LIMIT_ERROR = "TimeLimitExceeded"
 """The error type a job reports when it was stopped at a time limit (NOTE [stop, then kill])."""
+WALL_STOP_SIGNAL = signal.SIGUSR2
+"""What the supervisor sends a job at its wall-clock deadline. Not SIGXCPU, which the kernel
+sends at the CPU limit: the job must tell the two apart, and its own clock cannot (the kernel's
+tick-sampled CPU time runs ahead of ``time.process_time()`` on a busy machine)."""
 MAX_MESSAGE = 1 << 16
 MAX_FDS = 8
 

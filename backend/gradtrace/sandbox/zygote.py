@@ -14,7 +14,6 @@ NOTE [torch threads before fork]
 from __future__ import annotations
 
 import contextlib
-import gc
 import linecache
 import os
 import selectors
@@ -26,7 +25,8 @@ import tempfile
 from dataclasses import dataclass
 from typing import Any
 
-from gradtrace.sandbox import child, jail, landlock, linux, namespaces, protocol
+from gradtrace.collector import freeze_before_fork
+from gradtrace.sandbox import child, jail, kinds, landlock, linux, namespaces, protocol
 from gradtrace.sandbox.cgroups import CgroupFactory, JobCgroup
 from gradtrace.sandbox.config import ZygoteConfig
 
@@ -185,7 +185,7 @@ class Zygote:
         rec = self.children.get(cid)
         if rec is not None:
             with contextlib.suppress(OSError):
-                signal.pidfd_send_signal(rec.pidfd, signal.SIGXCPU)
+                signal.pidfd_send_signal(rec.pidfd, protocol.WALL_STOP_SIGNAL)
 
     def kill(self, cid: int) -> None:
         rec = self.children.get(cid)
@@ -255,6 +255,10 @@ class Zygote:
 
 def _prepare(cfg: ZygoteConfig) -> tuple[jail.JailPlan, CgroupFactory | None, dict[str, Any]]:
     torch_version, cuda, cuda_devices = _warm_torch(cfg.warm_compile)
+    # Every job kind's module is loaded now, before the first fork: a child cannot import after
+    # lock-down (NOTE [adding a job kind] in gradtrace/jobs.py). ``child`` imported the package.
+    for path in cfg.kind_files:
+        kinds.load_kind_file(path)
     linux.mallopt(linux.M_ARENA_MAX, 2)
     layers: dict[str, str] = {"rlimits": "active", "env": "active: scrubbed zygote env, cleared per job",
                               "fds": "active"}
@@ -337,12 +341,8 @@ def main(argv: list[str]) -> None:
         protocol.send(ctrl, {"type": "fatal", "message": f"zygote failed to start: {exc!r}"})
         raise
     zygote = Zygote(ctrl, plan, cgroups)
-    # NOTE [gc.freeze before fork]: a collection in a child walks every object the zygote made and
-    # writes their headers, copying ~150 MB of pages per job (tens of ms). Frozen objects are
-    # never scanned, so children only pay for what the job itself allocates.
     linecache.clearcache()  # warm-up tracebacks cached service source; jobs must not see it
-    gc.collect()
-    gc.freeze()
+    freeze_before_fork()  # NOTE [gc.freeze before fork] in gradtrace/collector.py
     huge = linux.collapse_heap_to_hugepages()
     ready["hugepages_mib"] = huge >> 20
     protocol.send(ctrl, ready)

@@ -254,7 +254,7 @@ class ZygoteClient:
         self.send({"op": "kill", "id": child.cid})
 
     def stop(self, child: Child) -> None:
-        """SIGXCPU to the job: it stops its snippet and returns the partial document."""
+        """``WALL_STOP_SIGNAL`` to the job: it stops its snippet and returns the partial document."""
         self.send({"op": "stop", "id": child.cid})
 
     @property

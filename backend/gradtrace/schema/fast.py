@@ -23,19 +23,30 @@ NOTE [fast path]
     :class:`~gradtrace.schema.canonical.TensorValueDict`, which is what lets the one canonical
     writer re-spell its floats (NOTE [canonical JSON with orjson] in
     :mod:`gradtrace.schema.canonical`); the rest of the document holds strings and integers.
+
+NOTE [a strict twin generated from each model]
+    The ``TypedDict`` of each model is made here from the model itself (:func:`strict_twin`):
+    its fields and aliases, their types with every nested model replaced by its twin, the
+    model's own constraints (``schema_version``'s bounds), every field required, and the
+    omitted-when-absent additions ``NotRequired`` and never null. Only what the fast path
+    bounds beyond the schema is written down here: a JSON number is ``_Number`` (finite, or
+    one of the three strings), a TensorValue's ``values`` are ``_Values``, its ``dtype`` and
+    ``layout`` are short names (``_BOUNDS``). A field added to a model is in its twin at once.
 """
 
 from __future__ import annotations
 
-import gc
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
-from typing import Annotated, Any, Literal, NotRequired
+import functools
+import operator
+import types
+import typing
+from typing import Annotated, Any, Literal, NotRequired, get_args, get_origin
 
-from pydantic import AfterValidator, ConfigDict, Field, TypeAdapter, ValidationError, with_config
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 from typing_extensions import TypeAliasType, TypedDict  # pydantic needs these on Python 3.11
 
+from gradtrace.collector import gc_paused
+from gradtrace.schema import document as models
 from gradtrace.schema.canonical import TensorValueDict
 
 _STRICT = ConfigDict(strict=True, extra="forbid")
@@ -45,201 +56,68 @@ _Finite = Annotated[float, Field(allow_inf_nan=False)]
 _Scalar = bool | int | _Finite | _Special
 _Values = TypeAliasType("_Values", "_Scalar | list[_Values]")  # type: ignore[misc]
 _Number = int | _Finite | _Special
+_NAME = Annotated[str, Field(pattern=r"^[A-Za-z0-9_.]{0,64}$")]
+_BOUNDS: dict[tuple[type[BaseModel], str], Any] = {
+    (models.TensorValue, "dtype"): _NAME, (models.TensorValue, "layout"): _NAME,
+}
+"""What the fast path bounds beyond the schema (NOTE [fast path]), by (model, key)."""
+
+STRICT: dict[type[BaseModel], Any] = {}
+"""Each document model's strict twin (NOTE [a strict twin generated from each model])."""
 
 
-@with_config(_STRICT)
-class _Stats(TypedDict):
-    min: _Number | None
-    max: _Number | None
-    mean: _Number | None
-    norm: _Number | None
+def _union(members: list[Any]) -> Any:
+    return functools.reduce(operator.or_, members[1:], members[0])
 
 
-@with_config(_STRICT)
-class _TensorValueShape(TypedDict):
-    shape: list[int]
-    dtype: Annotated[str, Field(pattern=r"^[A-Za-z0-9_.]{0,64}$")]
-    values: _Values | None
-    stats: _Stats | None
-    stale: NotRequired[bool]
-    layout: NotRequired[Annotated[str, Field(pattern=r"^[A-Za-z0-9_.]{0,64}$")]]
-    nonzero: NotRequired[int]
-    note: NotRequired[str]
+def _strict_hint(hint: Any) -> Any:
+    """``hint`` (a model field's type) as the strict twin types it."""
+    origin = get_origin(hint)
+    if origin in (typing.Union, types.UnionType):
+        members = list(get_args(hint))
+        if {int, float, str} <= set(members):  # the schema's Number
+            members = [m for m in members if m not in (int, float, str)] + [_Number]
+            members.sort(key=lambda m: m is type(None))
+        return _union([_strict_hint(m) for m in members])
+    if origin is list:
+        return list[_strict_hint(get_args(hint)[0])]  # type: ignore[misc]
+    if isinstance(hint, type) and issubclass(hint, BaseModel):
+        twin = strict_twin(hint)
+        # a TensorValue comes out marked for the canonical writer (NOTE [fast path])
+        return Annotated[twin, AfterValidator(TensorValueDict)] if hint is models.TensorValue else twin
+    if hint is object:  # a TensorValue's values
+        return _Values
+    return hint
 
 
-_TensorValue = Annotated[_TensorValueShape, AfterValidator(TensorValueDict)]
+def _not_null(hint: Any) -> Any:
+    members = [m for m in get_args(hint) if m is not type(None)]
+    return _union(members) if get_origin(hint) in (typing.Union, types.UnionType) else hint
 
 
-@with_config(_STRICT)
-class _OutputMeta(TypedDict):
-    shape: list[int] | None
-    dtype: str | None
-    device: str | None
+def strict_twin(model: type[BaseModel]) -> Any:
+    """The strict ``TypedDict`` of ``model`` (NOTE [a strict twin generated from each model])."""
+    if model in STRICT:
+        return STRICT[model]
+    fields: dict[str, Any] = {}
+    for name, f in model.model_fields.items():
+        key = f.alias or name
+        hint = _BOUNDS.get((model, key)) or _strict_hint(f.annotation)
+        if f.metadata:  # the model's own constraints
+            hint = Annotated[(hint, *f.metadata)]  # type: ignore[valid-type]
+        if f.exclude_if is not None:  # an addition: absent or a value, never null
+            hint = NotRequired[_not_null(hint)]  # type: ignore[valid-type]
+        fields[key] = hint
+    twin: Any = TypedDict(f"Strict{model.__name__}", fields)  # type: ignore[misc]
+    twin.__pydantic_config__ = _STRICT  # type: ignore[attr-defined]  # what pydantic's with_config sets
+    STRICT[model] = twin
+    return twin
 
 
-@with_config(_STRICT)
-class _SavedTensor(TypedDict):
-    name: str
-    shape: list[int] | None
-    dtype: str | None
-    bytes: int
-    is_parameter: bool
-    is_input: bool
-    freed_after_pass: int | None
-
-
-@with_config(_STRICT)
-class _Cut(TypedDict):
-    kind: Literal["detach", "no_grad", "inference_mode", "data"]
-    line: int | None
-    source: str | None
-
-
-@with_config(_STRICT)
-class _ModuleCall(TypedDict):
-    path: str
-    call: int
-
-
-@with_config(_STRICT)
-class _GradReset(TypedDict):
-    at: int
-    kind: Literal["none", "zero"]
-    line: int | None
-
-
-@with_config(_STRICT)
-class _ModuleInfo(TypedDict):
-    path: str
-    type: str
-    calls: int
-
-
-@with_config(_STRICT)
-class _Node(TypedDict):
-    id: str
-    kind: Literal["function", "tensor"]
-    name: str | None
-    line: int | None
-    module: str | None
-    shape: list[int] | None
-    dtype: str | None
-    device: str | None
-    grad: _TensorValue | None
-    seq: int | None
-    role: str | None
-    created_in_pass: int | None
-    saved: list[_SavedTensor]
-    saved_bytes: int
-    value: _TensorValue | None
-    grad_history: list[_TensorValue]
-    cut: _Cut | None
-    outputs: NotRequired[list[_OutputMeta]]
-    saved_unread: NotRequired[bool]
-    roles: NotRequired[list[str]]
-    module_stack: NotRequired[list[_ModuleCall]]
-    grad_resets: NotRequired[list[_GradReset]]
-
-
-@with_config(_STRICT)
-class _HookChange(TypedDict):
-    before: _TensorValue | None
-    after: _TensorValue | None
-
-
-@with_config(_STRICT)
-class _Edge(TypedDict):
-    source: str
-    target: str
-    input_nr: int | None
-    cut: NotRequired[bool]
-
-
-_Event = TypedDict("_Event", {
-    "phase": Literal["forward", "backward"],
-    "node": str,
-    "pass": int | None,
-    "line": int | None,
-    "grad_outputs": list[_TensorValue | None] | None,
-    "grad_inputs": list[_TensorValue | None] | None,
-    "grad": _TensorValue | None,
-    "changed_by_hook": bool,
-    "hook_changes": NotRequired[list[_HookChange]],
-})
-_Event.__pydantic_config__ = _STRICT  # type: ignore[attr-defined]  # what with_config does
-
-
-@with_config(_STRICT)
-class _BackwardPass(TypedDict):
-    index: int
-    api: str
-    line: int | None
-    roots: list[str]
-    retain_graph: bool
-    create_graph: bool
-    freed_bytes: int
-    completed: bool
-
-
-@with_config(_STRICT)
-class _RunError(TypedDict):
-    type: str
-    message: str
-    line: int | None
-    node: str | None
-    detail: str | None
-    inplace_line: NotRequired[int]
-    inplace_op: NotRequired[str]
-    inplace_node: NotRequired[str]
-    saved_version: NotRequired[int]
-    current_version: NotRequired[int]
-    saved_name: NotRequired[str]
-    module: NotRequired[str]
-    module_type: NotRequired[str]
-    op: NotRequired[str]
-    shapes: NotRequired[list[list[int]]]
-
-
-@with_config(_STRICT)
-class _Graph(TypedDict):
-    nodes: list[_Node]
-    edges: list[_Edge]
-
-
-@with_config(_STRICT)
-class _Memory(TypedDict):
-    saved_bytes_total: int
-    freed_bytes_total: int
-
-
-@with_config(_STRICT)
-class _RecorderErrors(TypedDict):
-    count: int
-    first: list[str]
-
-
-@with_config(_STRICT)
-class _RunDocument(TypedDict):
-    schema_version: Annotated[int, Field(ge=1, le=2**31 - 1)]
-    id: str
-    status: Literal["ok", "error", "timeout", "memory_limit", "output_limit", "graph_limit", "crashed"]
-    error: _RunError | None
-    stdout: str
-    device: str
-    graph: _Graph
-    events: list[_Event]
-    message: str | None
-    stdout_truncated: bool
-    code: str | None
-    seed: int | None
-    passes: list[_BackwardPass]
-    memory: _Memory
-    torch_version: str | None
-    recorder_errors: NotRequired[_RecorderErrors]
-    modules: NotRequired[list[_ModuleInfo]]
-
-
-STRICT_DOCUMENT: TypeAdapter[_RunDocument] = TypeAdapter(_RunDocument)
+_MODELS: list[type[BaseModel]] = [models.RunDocument, *models._Model.__subclasses__()]
+for _model in _MODELS:
+    strict_twin(_model)
+STRICT_DOCUMENT: TypeAdapter[dict[str, Any]] = TypeAdapter(STRICT[models.RunDocument])
 
 
 def validate_strict_json(raw: bytes) -> dict[str, Any] | None:
@@ -252,32 +130,3 @@ def validate_strict_json(raw: bytes) -> dict[str, Any] | None:
             return dict(STRICT_DOCUMENT.validate_json(raw))
     except (ValidationError, ValueError, RecursionError):
         return None
-
-
-# --------------------------------------------------------------------- the collector
-_gc_lock = threading.Lock()
-_gc_holders = 0
-_gc_was_enabled = False
-
-
-@contextmanager
-def gc_paused() -> Iterator[None]:
-    """No cyclic garbage collection while building a big acyclic document (thread-safe).
-
-    Validating 4 MB makes ~150,000 objects; each young collection on the way and every
-    older one the growth triggers walks them again (half the time of a validation). Nothing
-    built here is cyclic, so reference counting frees it all; collection resumes after.
-    """
-    global _gc_holders, _gc_was_enabled
-    with _gc_lock:
-        if _gc_holders == 0:
-            _gc_was_enabled = gc.isenabled()
-            gc.disable()
-        _gc_holders += 1
-    try:
-        yield
-    finally:
-        with _gc_lock:
-            _gc_holders -= 1
-            if _gc_holders == 0 and _gc_was_enabled:
-                gc.enable()

@@ -78,16 +78,21 @@ def check_depth(obj: object, limit: int) -> None:
 
 
 def encode_validated(doc: dict[str, Any]) -> EncodedDocument:
-    """Encode a document that is already a full model dump (the runner's output)."""
+    """Encode a document that is already a full model dump."""
     carried = doc.canonical_for() if isinstance(doc, CanonicalDocument) else None
     if carried is not None and isinstance(doc.get("id"), str):
         doc_id, raw = doc["id"], carried
     else:
         doc_id, raw = canonical_with_id(doc)
-    version = doc.get("schema_version", SCHEMA_VERSION)
-    blob = StoredBlob(schema_version=int(version), gz=compress(raw), size=len(raw),
+    return encode_canonical(doc_id, str(doc.get("status")), int(doc.get("schema_version", SCHEMA_VERSION)), raw)
+
+
+def encode_canonical(doc_id: str, status: str, schema_version: int, raw: bytes) -> EncodedDocument:
+    """Encode canonical bytes whose id, status and version are known (a runner's
+    :class:`~gradtrace.jobs.JobResult`): compressed and hashed, never parsed."""
+    blob = StoredBlob(schema_version=schema_version, gz=compress(raw), size=len(raw),
                       content_hash=content_hash(raw))
-    return EncodedDocument(doc_id=doc_id, status=str(doc.get("status")), raw=raw, blob=blob)
+    return EncodedDocument(doc_id=doc_id, status=status, raw=raw, blob=blob)
 
 
 def compress(raw: bytes) -> bytes:
@@ -109,11 +114,26 @@ def load(blob: StoredBlob) -> dict[str, Any]:
     return normalize(doc)
 
 
+def current_json(blob: StoredBlob) -> bytes:
+    """The plain canonical JSON of a stored document at the current schema version.
+
+    NOTE [stored bytes served as they are]
+        A document of the current ``schema_version`` was validated and canonicalised when it
+        was stored, so its stored bytes are already what the normalizer and the canonical
+        writer would give: they are only decompressed, never parsed, normalised and written
+        again (a GRU-200 document is 4 MB of JSON). Only an older version goes through
+        :mod:`gradtrace.storage.normalize` and the writer.
+    """
+    if blob.schema_version == SCHEMA_VERSION:
+        return decompress(blob.gz)
+    return canonical_json(load(blob))
+
+
 def current_bytes(blob: StoredBlob) -> tuple[bytes, bool]:
     """The bytes to serve for a stored document: ``(data, is_gzip)``.
 
     A document already at the current schema version is served as stored (gzip); an older
-    one is upgraded and re-encoded (plain JSON).
+    one is upgraded and re-encoded (plain JSON): NOTE [stored bytes served as they are].
     """
     if blob.schema_version == SCHEMA_VERSION:
         return blob.gz, True

@@ -20,6 +20,7 @@
 import { Player } from "../animate/player.js";
 import { errorMarks } from "../analysis/errors.js";
 import { segmentLabel, stepSentence, wordsContext } from "../analysis/words.js";
+import { backwardLines, isCustomFunction } from "../graph/custom.js";
 import { indexDocument } from "../graph/document.js";
 import { Timeline } from "../graph/timeline.js";
 import { activeVNodes, openAt, runLevels, shownMask } from "../graph/groups.js";
@@ -28,6 +29,7 @@ import { buildView } from "../graph/view.js";
 import { LayoutClient } from "../layout/client.js";
 import { GraphCanvas } from "../render/canvas.js";
 import { makeScene } from "../render/scene.js";
+import { GradcheckPanel } from "../ui/gradcheck.js";
 import { Inspector } from "../ui/inspector.js";
 import { IterationPicker } from "../ui/iterations.js";
 import { compactKeyHint, graphKeyHandler } from "../ui/keys.js";
@@ -69,7 +71,12 @@ export class Viewer {
     this.layout = new LayoutClient(opts.workerUrl || new URL("./layout-worker.js", import.meta.url));
     this.player = new Player(this.state, (k, o) => this.onStep(k, o));
     this.transport = new Transport(this.els.timeline, this.player);
-    this.inspector = new Inspector(this.els.inspector, { onLine: (line) => this.onLineCb(line, true), onExpand: (v) => this.openGroup(v) });
+    // The gradient check (ui/gradcheck.js) asks the service, so only a page with one offers it.
+    // opts.checks: true (ask the service) or a function that asks for a check (the widget's).
+    this.check = opts.checks && this.els.inspector ? new GradcheckPanel(this.els.inspector, { onSuspect: (id) => this.outlineSuspect(id),
+      request: typeof opts.checks === "function" ? opts.checks : undefined }) : null;
+    this.inspector = new Inspector(this.els.inspector, { onLine: (line) => this.onLineCb(line, true), onExpand: (v) => this.openGroup(v),
+      extra: (node) => (this.check ? this.check.button(this.doc, node) : null) });
     this.canvas = new GraphCanvas(this.els.graph, {
       onNodeClick: (v) => this.selectNode(v),
       onBoxClick: (path) => this.clickBox(path),
@@ -130,6 +137,7 @@ export class Viewer {
     const t0 = performance.now();
     this.player.pause();
     this.doc = doc;
+    if (this.check) this.check.hide();
     this.index = indexDocument(doc);
     this.tree = moduleTree(this.index);
     this.timeline = new Timeline(this.index);
@@ -210,6 +218,7 @@ export class Viewer {
 
   /** Put the error marks (analysis/errors.js) on the visible nodes that stand for them. */
   _markErrors(scene) {
+    scene.suspectV = this._suspectRef != null ? scene.view.byRef[this._suspectRef] || [] : [];
     const labels = new Map();
     for (const m of this.errors.nodes) {
       for (const v of scene.view.byRef[m.ref] || []) if (!labels.has(v)) labels.set(v, m.text);
@@ -217,6 +226,15 @@ export class Viewer {
     if (!labels.size) return;
     scene.errorV = [...labels.keys()];
     scene.errorLabels = new Map([...labels].filter(([, text]) => text));
+  }
+
+  /** Outline the node a gradient check blames (null: none). */
+  outlineSuspect(nodeId) {
+    const ref = nodeId == null || !this.index ? -1 : this.index.nodes.findIndex((n) => n.id === nodeId);
+    this._suspectRef = ref >= 0 ? ref : null;
+    if (!this.scene) return;
+    this.scene.suspectV = ref >= 0 ? this.scene.view.byRef[ref] || [] : [];
+    this.canvas.drawNow();
   }
 
   _text(name, text) { if (this.els[name]) this.els[name].textContent = text; }
@@ -267,7 +285,9 @@ export class Viewer {
     const tl = this.timeline;
     const ev = tl.event(k), prev = tl.event(k - 1);
     const lineOf = (e, i) => (e ? e.line ?? this.index.nodes[tl.evNode[i]].line ?? null : null);
-    this.code.mark({ current: lineOf(ev, k - 1), justDone: lineOf(prev, k - 2) }, { scroll: !!ev });
+    const evNode = ev ? this.index.nodes[tl.evNode[k - 1]] : null;
+    const userBackward = ev && ev.phase === "backward" && isCustomFunction(evNode) ? backwardLines(this.doc.code ?? this.codeText(), evNode.name) : null;
+    this.code.mark({ current: lineOf(ev, k - 1), justDone: lineOf(prev, k - 2), userBackward }, { scroll: !!ev });
     this.transport.update(k, tl.N, playing, tl.segmentAt(k));
     const el = this.els.sentence;  // announced (aria-live) only when not playing
     if (el && this.words) { el.setAttribute("aria-live", playing ? "off" : "polite"); el.textContent = stepSentence(this.words, k); }

@@ -3,7 +3,8 @@
  *
  * Step k means "the first k events have happened" (0 ≤ k ≤ N). Event i is applied at step
  * i + 1. The page never recomputes layout per step: a node is *revealed* at the step of its
- * forward event, so the forward pass uncovers boxes at fixed positions (research §4.7).
+ * forward event, so the forward pass uncovers boxes at fixed positions (nothing
+ * already drawn moves while the run plays, so the eye can follow it).
  *
  * NOTE [which gradient an edge carries]
  *   A backward event on F carries `grad_inputs`, the gradients F hands to its

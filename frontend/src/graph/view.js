@@ -13,6 +13,7 @@ import { prefixes } from "./document.js";
 import { foldLabel, foldOf, isOpen, isShared, unitKey, unitLabel } from "./groups.js";
 import { groupKeyFor } from "./modules.js";
 import { derivativeOrders } from "./orders.js";
+import { isCustomFunction } from "./custom.js";
 
 export const PROXY_MIN_NODES = 150;
 const CHAR_W = 7.4;
@@ -25,6 +26,7 @@ function fmtShape(shape) {
 function nodeLabels(index, i) {
   const n = index.nodes[i];
   const kind = index.kind[i];
+  if (isCustomFunction(n)) return [n.name, `your code · ${fmtShape(n.shape)}`]; // graph/custom.js
   if (kind === "function" || kind === "acc") return [n.name || "?", fmtShape(n.shape)];
   if (kind === "cut") return [`✂ ${(n.cut && n.cut.kind) || "cut"}${n.name ? " " + n.name : ""}`, fmtShape(n.shape)];
   const fallback = kind === "output" ? "output" : kind === "retained" ? "retained" : "leaf";

@@ -159,6 +159,8 @@ export class GraphCanvas {
     const st = this.scene ? stepState(this.scene, this.k) : null;
     const opts = { pal: this.pal, dpr: this.dpr, selected: this.selected, lineSel: this.lineSel };
     drawScene(ctx, this.scene, st, this.cam, w, h, opts);
+    // A host's own marks over the frame (the compare page's tints: src/compare/tints.js).
+    if (this.decorate && this.scene) this.decorate(ctx, { scene: this.scene, k: this.k, cam: this.cam, dpr: this.dpr, pal: this.pal });
     this.placed = opts.placed || [];
     this.minimap.avoid({ w, h }, this.placed);
     this.minimap.draw(this.scene, this.cam, { w, h }, this.pal, this.dpr, READ_K);

@@ -227,6 +227,11 @@ export function drawScene(ctx, scene, st, cam, vw, vh, opts) {
         base: 11.5, min: 11.5, bold: true, color: pal.error, bg: pal.labelBg, prio: 0, node: v, clamp: true });
     }
   }
+  for (const v of scene.suspectV || []) { // the node a gradient check blames (ui/gradcheck.js)
+    ring(ctx, scene, v, pal.suspect, 3 * px, 10, [7 * px, 3 * px]);
+    texts.push({ kind: "error", text: "✗ suspect: wrong backward", wx: xs[v], wy: ys[v],
+      base: 11.5, min: 11.5, bold: true, color: pal.suspect, bg: pal.labelBg, prio: 0, node: v, clamp: true });
+  }
   for (const v of special) {
     if (opts.lineSel.has(v)) ring(ctx, scene, v, pal.lineSel, 2.5 * px, 7);
     if (opts.selected.has(v)) ring(ctx, scene, v, pal.selected, 2 * px, 4, [4 * px, 2 * px]);

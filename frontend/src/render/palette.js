@@ -19,7 +19,7 @@ export function palette(el = document.documentElement) {
     boxStroke: v("--gt-box-stroke", "#889"), boxText: v("--gt-box-text", "#556"),
     gradPos: v("--gt-grad-pos", "#d9480f"), gradNeg: v("--gt-grad-neg", "#1c7ed6"), gradZero: v("--gt-grad-zero", "#888"),
     current: v("--gt-current", "#e6007a"), justDone: v("--gt-just-done", "#f7a8cf"),
-    selected: v("--gt-selected", "#111"), lineSel: v("--gt-line-sel", "#f59f00"), error: v("--gt-error", "#e03131"),
+    selected: v("--gt-selected", "#111"), lineSel: v("--gt-line-sel", "#f59f00"), error: v("--gt-error", "#e03131"), suspect: v("--gt-suspect", "#c2255c"),
     reached: v("--gt-reached", "#d9480f"), reachedOld: v("--gt-reached-old", "#c9b8a8"),
     cut: v("--gt-cut-stroke", "#888"), mini: v("--gt-mini", "#f4f4f8"),
     higher: v("--gt-higher-order", "#7048e8"), higher2: v("--gt-higher-order-2", "#0c8599"),

@@ -57,6 +57,7 @@ const MARKS = {
   cause: [new Mark("gt-mark-cause", "✎", "changed in place here (the cause of the error)"), Decoration.line({ class: "gt-line-cause" })],
   selected: [new Mark("gt-mark-sel", "●", "selected line"), Decoration.line({ class: "gt-line-sel" })],
 };
+const USER_BACKWARD = Decoration.line({ class: "gt-line-user-backward" });
 const ORDER = ["selected", "justDone", "current", "cause", "error"];
 
 function build(state, marks) {
@@ -68,10 +69,13 @@ function build(state, marks) {
   }
   const sorted = [...lines.entries()].sort((a, b) => a[0] - b[0]);
   const deco = [], gut = [];
-  for (const [line, kind] of sorted) {
+  // A custom Function's `backward` while the backward runs it (graph/custom.js): lines only.
+  const user = new Set((marks.userBackward || []).filter((l) => l >= 1 && l <= state.doc.lines));
+  for (const line of [...new Set([...user, ...lines.keys()])].sort((a, b) => a - b)) {
     const from = state.doc.line(line).from;
-    deco.push(MARKS[kind][1].range(from));
-    gut.push(MARKS[kind][0].range(from));
+    if (user.has(line)) deco.push(USER_BACKWARD.range(from));
+    const kind = lines.get(line);
+    if (kind) { deco.push(MARKS[kind][1].range(from)); gut.push(MARKS[kind][0].range(from)); }
   }
   return { deco: Decoration.set(deco), gutter: RangeSet.of(gut), marks };
 }
@@ -80,11 +84,18 @@ const marksField = StateField.define({
   create: (state) => build(state, {}),
   update(value, tr) {
     for (const e of tr.effects) if (e.is(setMarks)) return build(tr.state, e.value);
-    if (tr.docChanged) return build(tr.state, { ...value.marks, current: null, justDone: null, selected: null });
+    if (tr.docChanged) return build(tr.state, { ...value.marks, current: null, justDone: null, selected: null, userBackward: null });
     return value;
   },
   provide: (f) => EditorView.decorations.from(f, (v) => v.deco),
 });
+
+/** The nonce that lets CodeMirror's one <style> element past the page's Content-Security-Policy
+ * (the server puts it in #gt-config: NOTE [style nonce] in backend/gradtrace/api/security.py).
+ * Elsewhere (a shadow root) CodeMirror uses adopted style sheets and needs none. */
+function styleNonce() {
+  try { return JSON.parse(document.getElementById("gt-config")?.textContent || "{}").style_nonce || ""; } catch { return ""; }
+}
 
 export class CodeEditor {
   /** @param {{onRun: () => void, onLineSelect: (line: number) => void, onLeave?: () => void}} cb */
@@ -113,6 +124,7 @@ export class CodeEditor {
           this.theme.of(dark.matches ? oneDark : []),
           EditorView.contentAttributes.of({ "aria-label": "Python code (Tab indents; Esc then Tab leaves; Alt+G goes to the graph)",
             tabindex: "0", "aria-keyshortcuts": "Alt+G" }),
+          EditorView.cspNonce.of(styleNonce()),
           EditorView.updateListener.of((u) => {
             // Typed or pasted code: new lines follow its indentation (after this update).
             if (u.docChanged) queueMicrotask(() => this._followIndent());

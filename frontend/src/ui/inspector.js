@@ -28,7 +28,7 @@ function tensorBlock(title, tv) {
 }
 
 export class Inspector {
-  /** @param {{onLine: (line:number)=>void, onExpand: (v:number)=>void}} cb */
+  /** @param {{onLine: (line:number)=>void, onExpand: (v:number)=>void, extra?: (node:object)=>HTMLElement|null}} cb */
   constructor(root, cb) {
     this.root = root;
     this.body = root.querySelector(`[data-gt="inspector-body"]`);
@@ -83,6 +83,8 @@ export class Inspector {
     if (mark && mark.text && this.ctx.words) row(dl, "error", `${mark.text.replace(/^\S+ /, "")}. ${errorSentence(this.ctx.words)}`);
     else if (index.errorNode === i && index.doc.error) row(dl, "error", `${index.doc.error.type}: ${index.doc.error.message}`);
     const parts = [el("h3", {}, vn.label), dl];
+    const extra = this.cb.extra ? this.cb.extra(n) : null; // e.g. the gradient check's button
+    if (extra) parts.push(extra);
 
     if (n.saved && n.saved.length) {
       const t = el("table", { class: "gt-saved" }, el("caption", {}, `Saved for backward · ${fmtBytes(n.saved_bytes)}`),

@@ -1,6 +1,6 @@
 /**
  * Keys of the graph panel. They act only while the panel has focus (never while typing in
- * the editor, research §4): Space play/pause, ←/→ step, Shift+←/→ phase, Home/End, +/−/f zoom, w the whole graph,
+ * the editor, whose keys are its own): Space play/pause, ←/→ step, Shift+←/→ phase, Home/End, +/−/f zoom, w the whole graph,
  * and the jumps: L / Shift+L next/previous line, I / Shift+I next/previous loop iteration,
  * PageDown/PageUp (or P / Shift+P) next/previous pass, / to search.
  */

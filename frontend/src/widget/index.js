@@ -8,6 +8,8 @@
  *              sets {id} to select a node)
  *   run_url    a link to the run's page on a service, or ""
  *   height     CSS height of the viewer
+ *   _check     the latest gradient check (schema/gradcheck.py's GradcheckResult), or null: the
+ *              "Check gradient" button sends {type: "check", node} and Python answers here
  * Everything it needs ships in this one file: the page's modules, the layout worker's source
  * (started from a blob URL) and the page's CSS. No server, no CDN.
  */
@@ -33,7 +35,13 @@ async function render({ model, el }) {
   host.className = "gradtrace-widget";
   host.style.display = "block";
   el.append(host);
+  let pending = null; // the check the button asked for, answered through _check
+  const checks = (doc, node) => new Promise((resolve, reject) => {
+    pending = { resolve, reject };
+    model.send({ type: "check", node: node.id, every: !!node.every });
+  });
   const viewer = new EmbeddedViewer(host, {
+    checks,
     css: CSS,
     workerUrl: layoutWorkerUrl(),
     height: model.get("height"),
@@ -57,14 +65,22 @@ async function render({ model, el }) {
     const sel = model.get("_selected");
     if ((sel ? sel.id : null) !== viewer.selectedId()) viewer.selectById(sel ? sel.id : null);
   };
+  const onCheck = () => {
+    const result = model.get("_check");
+    if (!result) return;
+    if (pending) { const p = pending; pending = null; if (result.status === "refused") p.reject(new Error(result.message)); else p.resolve(result); }
+    else if (viewer.viewer.check && result.status !== "refused") viewer.viewer.check.show(result); // checked from Python
+  };
   model.on("change:_doc", load);
   model.on("change:step", onStep);
   model.on("change:_selected", onSel);
+  model.on("change:_check", onCheck);
   await load();
   return () => {
     model.off("change:_doc", load);
     model.off("change:step", onStep);
     model.off("change:_selected", onSel);
+    model.off("change:_check", onCheck);
     viewer.destroy();
   };
 }

@@ -1,0 +1,97 @@
+"""``POST /api/runs/{id}/gradcheck`` (check a node of a stored run) and ``POST /api/gradcheck``
+(check a snippet): a numerical gradient check as a sandbox job of kind ``gradcheck``
+(``sandbox/kinds/gradcheck.py``; NOTE [adding a job kind] in ``gradtrace/jobs.py``).
+
+The run route reads the stored run's code and seed (the snippet re-runs exactly as it ran),
+turns the clicked node into a target (``analysis/gradcheck.py``) and puts the answer's suspect
+back on the run's node ids. A node that cannot be checked, a target that is not in the
+program, or too many elements is a 4xx; a snippet that cannot be re-run deterministically,
+or that hits a sandbox limit, is a 200 with verdict ``inconclusive`` and the reason.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Path, Request
+from fastapi.responses import Response
+from pydantic import ConfigDict
+
+from gradtrace.analysis.gradcheck import place_on_run, target_for_node
+from gradtrace.api.errors import ERROR_RESPONSES
+from gradtrace.api.jobs import CLIENT_CLOSED, ClientGone, new_job, run_unless_client_leaves
+from gradtrace.api.services import ServicesDep
+from gradtrace.errors import InvalidRequest
+from gradtrace.schema.gradcheck import CodeGradcheckRequest, GradcheckRequest, GradcheckResult, TargetSpec
+from gradtrace.storage.codec import load
+
+router = APIRouter(tags=["gradcheck"])
+TIME_SHARE = 0.6
+"""Of the sandbox's time limit, what the re-runs plan to use (the check checks fewer elements
+rather than run into the limit; the rest is slack for the suspect search and a slow machine)."""
+
+
+class StrictGradcheckRequest(GradcheckRequest):
+    model_config = ConfigDict(extra="forbid", strict=True, title="GradcheckRequest")
+
+
+class StrictCodeGradcheckRequest(CodeGradcheckRequest):
+    model_config = ConfigDict(extra="forbid", strict=True, title="CodeGradcheckRequest")
+
+
+_RESPONSES: dict[int | str, dict[str, Any]] = {
+    **ERROR_RESPONSES, 200: {"description": "The check: a verdict (pass, fail, inconclusive) with its reasons"}}
+
+
+@router.post("/api/runs/{run_id}/gradcheck", response_model=GradcheckResult, responses=_RESPONSES,
+             summary="Check a leaf, every parameter or a custom Function of a stored run numerically")
+async def check_run(run_id: Annotated[str, Path(max_length=64)], body: StrictGradcheckRequest, request: Request,
+                    svc: ServicesDep) -> Response:
+    doc = load(svc.require_kept_run(run_id, instead="run the snippet again to check it"))
+    if body.node is not None and body.target is not None:
+        raise InvalidRequest("give either a node or a target, not both", detail={"field": "node"})
+    if body.node is not None:
+        spec = target_for_node(doc, body.node)
+    elif body.target is not None:
+        spec = body.target
+    else:
+        raise InvalidRequest("say what to check: a node of the run, or a target "
+                             '({"kind": "leaf", "name": "x"}, {"kind": "parameters"}, {"kind": "function", ...})',
+                             detail={"field": "node"})
+    seed = doc.get("seed")
+    result = await _check(request, svc, code=str(doc.get("code") or ""), seed=seed if isinstance(seed, int) else None,
+                          target=spec, max_elements=body.max_elements, sample_seed=body.seed or 0)
+    if result is None:
+        return Response(status_code=CLIENT_CLOSED)
+    place_on_run(doc, result)
+    result.run_id = run_id
+    return Response(result.model_dump_json().encode(), media_type="application/json")
+
+
+@router.post("/api/gradcheck", response_model=GradcheckResult, responses=_RESPONSES,
+             summary="Check a snippet's gradient numerically (no stored run needed)")
+async def check_code(body: StrictCodeGradcheckRequest, request: Request, svc: ServicesDep) -> Response:
+    result = await _check(request, svc, code=body.code, seed=body.seed, target=body.target,
+                          max_elements=body.max_elements, sample_seed=body.seed)
+    if result is None:
+        return Response(status_code=CLIENT_CLOSED)
+    return Response(result.model_dump_json().encode(), media_type="application/json")
+
+
+async def _check(request: Request, svc: ServicesDep, *, code: str, seed: int | None, target: TargetSpec,
+                 max_elements: int, sample_seed: int) -> GradcheckResult | None:
+    """Run the job; None when the client left (the job was killed)."""
+    job = new_job(request, svc, code=code, device="cpu", seed=seed, kind="gradcheck",
+                  params={"target": target.model_dump(mode="json"), "max_elements": max_elements,
+                          "sample_seed": sample_seed, "time_budget_s": TIME_SHARE * svc.limits.timeout_s})
+    try:
+        answer = await run_unless_client_leaves(request, svc.require_runner().run(job))
+    except ClientGone:
+        request.state.run_status = "cancelled"
+        return None
+    result = GradcheckResult.model_validate_json(answer.canonical)
+    request.state.run_status = result.status
+    if result.status == "refused":
+        raise InvalidRequest(result.message or "the target is not in the program",
+                             detail={"target": target.model_dump()})
+    return result

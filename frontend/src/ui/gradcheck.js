@@ -1,0 +1,178 @@
+/**
+ * "Check gradient": a numerical check of a leaf, a parameter or a custom Function node of the
+ * shown run (POST /api/runs/{id}/gradcheck, answered by backend/gradtrace/gradcheck). The panel
+ * shows the verdict chip, the reasons, a grid of per-element errors with the worst element
+ * preselected, and hands the suspect node to the viewer, which outlines it on the graph.
+ *
+ * The pure parts (which nodes can be checked, the grid's rows, custom Functions) are exported
+ * for node:test; the panel is built with textContent only (the result quotes user code).
+ */
+
+import { isCustomFunction } from "../graph/custom.js";
+
+export { isCustomFunction };
+
+/** Can a click on this node ask for a check? A leaf (or its AccumulateGrad) or a custom Function. */
+export function isCheckable(node) {
+  if (!node) return false;
+  if (node.kind === "tensor") return node.role === "leaf";
+  return node.name === "AccumulateGrad" || isCustomFunction(node);
+}
+
+/** A module's parameter, as capture names it (`model.0.weight`): "Check every parameter" too. */
+export function isParameter(node) {
+  return !!node && node.kind === "tensor" && node.role === "leaf" && String(node.name || "").includes(".");
+}
+
+const fmt = (x, digits = 6) => (typeof x === "string" ? x : Math.abs(x) >= 1e4 || (x !== 0 && Math.abs(x) < 1e-3) ? x.toExponential(Math.min(3, digits - 1)) : String(+x.toPrecision(digits)));
+const short = (x) => fmt(x, 4); // the grid's cells; the detail line under it has six digits
+
+/** The grid: one row per checked element, the worst flagged; cells already formatted, and the
+ * sentence with every number of the row (shown under the grid for the selected row). */
+export function gridRows(result) {
+  return result.elements.map((e, i) => {
+    const name = `${result.tensors[e.tensor].name}[${e.index.join(", ")}]`;
+    const state = e.kink ? "kink" : e.ok ? "ok" : "fail";
+    return {
+      worst: i === result.worst, state,
+      cells: [name, short(e.analytic), short(e.numeric), short(e.rel_error)],
+      detail: `${name}: analytic ${fmt(e.analytic)} · numeric ${fmt(e.numeric)} (left ${fmt(e.left)}, right ${fmt(e.right)}) · ` +
+        `abs error ${fmt(e.abs_error)} · rel error ${fmt(e.rel_error)} · ${state === "kink" ? "on a kink" : state}`,
+    };
+  });
+}
+
+/** One sentence for the chip's title: "fail · 2 of 2 elements, 2 failed (float64)". */
+export function verdictLine(result) {
+  const kinks = result.kinks ? `, ${result.kinks} on a kink` : "";
+  return `${result.verdict} · ${result.checked} of ${result.total} element${result.total === 1 ? "" : "s"}, ${result.failed} failed${kinks} (${result.dtype})`;
+}
+
+function el(tag, attrs = {}, ...children) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (k === "onclick") e.addEventListener("click", v); else e.setAttribute(k, v);
+  }
+  for (const c of children) if (c != null) e.append(c);
+  return e;
+}
+
+const HEAD = ["element", "analytic", "numeric", "rel error"];
+
+/** The check from the service that ran the shown run. */
+export async function requestFromService(doc, node, signal) {
+  if (!doc.id) throw new Error("This run is not stored on the service: run it again to check it.");
+  const body = node.every ? { target: { kind: "parameters" } } : { node: node.id };
+  const res = await fetch(`/api/runs/${encodeURIComponent(doc.id)}/gradcheck`, {
+    method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body), signal,
+  });
+  const data = await res.json().catch(() => null);
+  if (!res.ok) throw new Error((data && data.error && data.error.message) || `The server answered ${res.status}.`);
+  return data;
+}
+
+export class GradcheckPanel {
+  /**
+   * @param {HTMLElement} host  where the panel goes (the inspector)
+   * @param {{onSuspect: (nodeId: string|null) => void,
+   *          request?: (doc: object, node: object, signal: AbortSignal) => Promise<object>}} cb
+   *   `request` asks for the check: by default the service (POST /api/runs/{id}/gradcheck);
+   *   the notebook widget asks its Python side instead (backend/gradtrace/notebook/widget.py).
+   */
+  constructor(host, cb) {
+    this.cb = cb;
+    this.request = cb.request || requestFromService;
+    this.root = el("section", { class: "gt-check", "data-gt": "gradcheck", "aria-label": "Gradient check", hidden: "" });
+    host.append(this.root);
+    this.controller = null;
+    this.timer = 0;
+  }
+
+  /** The button the inspector shows for a checkable node (null for any other node). */
+  button(doc, node) {
+    if (!doc || !doc.code || !isCheckable(node)) return null;
+    const what = isCustomFunction(node) ? `${node.name.replace(/Backward$/, "")}'s inputs` : node.kind === "tensor" ? node.name : "this leaf";
+    const one = el("button", { type: "button", class: "gt-check-button", "data-gt": "check", onclick: () => this.check(doc, node) },
+      `Check gradient of ${what} numerically`);
+    if (!isParameter(node)) return one;
+    const every = el("button", { type: "button", class: "gt-check-button", "data-gt": "check-every",
+      onclick: () => this.check(doc, { id: null, name: "every parameter", every: true }) }, "Check every parameter");
+    return el("div", { class: "gt-check-actions" }, one, " ", every);
+  }
+
+  async check(doc, node) {
+    if (this.controller) this.controller.abort();
+    const controller = (this.controller = new AbortController());
+    this.cb.onSuspect(null);
+    this.root.hidden = false;
+    const progress = el("p", { class: "gt-hint", role: "status" });
+    this.root.replaceChildren(el("h3", {}, `Checking ${node.name}…`), progress);
+    const t0 = performance.now();
+    clearInterval(this.timer);
+    const tick = () => { progress.textContent = `Re-running the snippet with one element nudged at a time (about 2 × elements + 2 runs, at most 130)… ${((performance.now() - t0) / 1000).toFixed(1)} s`; };
+    tick();
+    this.timer = setInterval(tick, 100);
+    let result;
+    try {
+      result = await this.request(doc, node, controller.signal);
+    } catch (err) {
+      if (err.name === "AbortError") return;
+      this.root.replaceChildren(el("h3", {}, "Gradient check"), el("p", { class: "gt-check-error", role: "alert" }, err.message));
+      return;
+    } finally {
+      clearInterval(this.timer);
+      if (this.controller === controller) this.controller = null;
+    }
+    this.show(result);
+  }
+
+  show(result) {
+    this.root.hidden = false;
+    const chip = el("span", { class: `gt-verdict gt-verdict-${result.verdict}`, "data-gt": "verdict", title: verdictLine(result) }, result.verdict);
+    const parts = [el("h3", {}, "Gradient check ", chip), el("p", { class: "gt-hint" }, verdictLine(result) +
+      ` · ${result.executions} runs in ${result.seconds.toFixed(2)} s`)];
+    if (result.suspect) {
+      parts.push(el("p", { class: "gt-check-suspect" }, el("b", {}, `Suspect: ${result.suspect.name}`),
+        result.suspect.custom ? " (your code)" : "", ` — ${result.suspect.message}`));
+    }
+    if (result.reasons.length) {
+      const ul = el("ul", { class: "gt-check-reasons" });
+      for (const r of result.reasons) ul.append(el("li", {}, el("code", {}, r.code), ` ${r.message}`));
+      parts.push(ul);
+    }
+    if (result.elements.length) {
+      const table = el("table", { class: "gt-check-grid", "data-gt": "check-grid" },
+        el("caption", {}, "Per element: autograd (analytic) against the finite difference (numeric)"),
+        el("tr", {}, ...HEAD.map((h) => el("th", { scope: "col" }, h))));
+      const detail = el("p", { class: "gt-check-detail", "data-gt": "check-detail", "aria-live": "polite" });
+      let worstRow = null;
+      for (const row of gridRows(result)) {
+        const tr = el("tr", { class: `gt-${row.state}${row.worst ? " gt-worst" : ""}`, tabindex: "0", title: row.detail },
+          ...row.cells.map((c) => el("td", {}, c)));
+        const pick = () => { this._select(tr); detail.textContent = row.detail; };
+        tr.addEventListener("click", pick);
+        tr.addEventListener("keydown", (ev) => { if (ev.key === "Enter" || ev.key === " ") { ev.preventDefault(); pick(); } });
+        if (row.worst) { worstRow = tr; tr.setAttribute("aria-selected", "true"); detail.textContent = row.detail; }
+        table.append(tr);
+      }
+      parts.push(el("div", { class: "gt-check-scroll" }, table), detail);
+      this.root.replaceChildren(...parts);
+      this.root.scrollIntoView({ block: "start" });
+      if (worstRow) worstRow.scrollIntoView({ block: "nearest" });
+    } else {
+      this.root.replaceChildren(...parts);
+    }
+    this.cb.onSuspect(result.suspect ? result.suspect.node_id : null);
+  }
+
+  _select(tr) {
+    for (const r of this.root.querySelectorAll("tr[aria-selected]")) r.removeAttribute("aria-selected");
+    tr.setAttribute("aria-selected", "true");
+  }
+
+  hide() {
+    if (this.controller) this.controller.abort();
+    this.root.hidden = true;
+    this.cb.onSuspect(null);
+  }
+}

@@ -1,0 +1,58 @@
+"""``gradtrace.compare(a, b)``: recordings, documents, JSON and ids on a service give the same
+comparison, with a notebook repr."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+import gradtrace
+from conftest import Server
+from gradtrace.analysis.comparison import Comparison
+
+
+def _recording(seed: int) -> object:
+    torch.manual_seed(seed)
+    with gradtrace.record() as rec:
+        w = torch.randn(3, requires_grad=True)
+        loss = (w.tanh() * 2).sum()
+        loss.backward()
+    return rec
+
+
+def test_recordings_documents_and_json_compare_alike() -> None:
+    a, b = _recording(0), _recording(1)
+    c = gradtrace.compare(a, b)
+    assert isinstance(c, Comparison) and c.same_structure and c.first_divergence is not None
+    w = next(p for p in c.pairs if p.name == "w")
+    assert w.grad is not None and w.grad.beyond_tolerance
+    doc_a = a.document()  # type: ignore[attr-defined]
+    doc_b = b.document()  # type: ignore[attr-defined]
+    as_dict = gradtrace.compare(doc_a.model_dump(mode="json", by_alias=True), doc_b)
+    as_json = gradtrace.compare(doc_a.model_dump_json(by_alias=True), doc_b.model_dump_json(by_alias=True).encode())
+    assert as_dict == c == as_json
+    assert gradtrace.compare(a, a).first_divergence is None
+    shown = c._repr_html_()
+    assert "First divergence" in shown and "Same graph" in shown and str(c) == c.summary
+
+
+def test_ids_need_a_service_and_other_things_are_refused() -> None:
+    with pytest.raises(ValueError, match="client="):
+        gradtrace.compare("abc", "def")
+    with pytest.raises(TypeError, match="not int"):
+        gradtrace.compare(1, 2)
+
+
+def test_ids_on_a_service_compare_there(live_server: Server) -> None:
+    code = "w = torch.randn(3, requires_grad=True)\n(w.tanh() * 2).sum().backward()\n"
+    with gradtrace.Client(live_server.url) as client:
+        a, b = client.run(code, seed=0), client.run(code, seed=5)
+        remote = gradtrace.compare(a.id, b.id, client=client)
+        local = gradtrace.compare(a, b)
+        assert remote.summary == local.summary and remote.pairs == local.pairs
+        url = client.share(a)
+        assert gradtrace.compare(url, b.id, client=client).summary == local.summary
+        mixed = client.compare(json.loads(a.model_dump_json(by_alias=True)), b.id)
+        assert mixed.first_divergence == local.first_divergence

@@ -1,0 +1,75 @@
+"""The gradient check on the page: run the wrong Cube, click Check, see the verdict, the grid
+with the worst element selected, and the Cube node outlined as the suspect."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from playwright.sync_api import expect
+
+from browser.pageutil import node_texts, run_code, run_example
+from gradcheck.cube import WRONG_CUBE
+
+pytestmark = pytest.mark.browser
+
+
+def test_check_the_wrong_cube_shows_fail_the_grid_and_the_outlined_cube(playground: Any, artifacts_dir: Path) -> None:
+    page = playground
+    run_code(page, WRONG_CUBE)
+    doc = page.evaluate("window.gradtrace.app.doc")
+    cube_ref = next(i for i, n in enumerate(doc["graph"]["nodes"]) if n["name"] == "CubeBackward")
+    # The user's own Function is marked as their code on the graph.
+    assert any(t.startswith("CubeBackward") for t in node_texts(page))
+    page.get_by_role("button", name="Fit").click()
+    x, y = page.evaluate("""() => {
+        const c = window.gradtrace.app.canvas, s = c.scene;
+        const v = s.view.vnodes.findIndex(n => n.label === 'CubeBackward');
+        const r = c.overlay.getBoundingClientRect();
+        return [r.left + (s.x[v] - c.cam.x) * c.cam.k, r.top + (s.y[v] - c.cam.y) * c.cam.k]; }""")
+    page.mouse.click(x, y)  # on the Cube's node, as a user does
+    expect(page.locator("#inspector h3").first).to_have_text("CubeBackward")
+    check = page.locator('[data-gt="check"]')
+    expect(check).to_have_text("Check gradient of Cube's inputs numerically")
+    check.click()
+    expect(page.locator('[data-gt="verdict"]')).to_have_text("fail", timeout=30_000)
+    grid = page.locator('[data-gt="check-grid"]')
+    expect(grid.locator("tr")).to_have_count(3)  # the header and the two elements of x
+    worst = grid.locator('tr[aria-selected="true"]')
+    expect(worst).to_have_count(1)
+    expect(worst.locator("td").nth(1)).to_have_text("1")  # analytic: x**2 at x = 1
+    expect(worst.locator("td").nth(2)).to_have_text("3")  # numeric: 3 x**2
+    expect(page.locator('[data-gt="check-detail"]')).to_contain_text(re.compile(r"x\[\d\]: analytic 1 · numeric 3 "))
+    expect(page.locator(".gt-check-suspect")).to_contain_text("Suspect: CubeBackward (your code)")
+    suspect = page.evaluate("window.gradtrace.app.scene.suspectV")
+    assert suspect, "the suspect is outlined on the graph"
+    assert page.evaluate(f"window.gradtrace.app.scene.view.vnodes[{suspect[0]}].refs[0]") == cube_ref
+    page.screenshot(path=str(artifacts_dir / "gradcheck-wrong-cube.png"))
+
+
+def test_the_backward_of_a_custom_function_is_highlighted_while_it_runs(playground: Any) -> None:
+    page = playground
+    run_code(page, WRONG_CUBE)
+    steps = page.evaluate("""() => { const app = window.gradtrace.app, tl = app.timeline;
+      const out = []; for (let k = 1; k <= tl.N; k++) { const ev = tl.event(k);
+        if (ev.phase === 'backward' && app.index.nodes[tl.evNode[k - 1]].name === 'CubeBackward') out.push(k); }
+      return out; }""")
+    assert steps
+    page.evaluate(f"window.gradtrace.app.player.go({steps[0]}, {{fromUser: true}})")
+    lines = page.locator(".cm-line.gt-line-user-backward")
+    expect(lines).to_have_count(3)  # def backward, its two lines
+    expect(lines.first).to_contain_text("def backward(ctx, grad):")
+
+
+def test_check_every_parameter_of_lesson_04_from_a_parameter(playground: Any, artifacts_dir: Path) -> None:
+    page = playground
+    run_example(page, "mlp_loss")
+    page.evaluate("""() => { const app = window.gradtrace.app;
+        const v = app.scene.view.vnodes.findIndex(n => n.label === 'model.0.weight'); app.viewer.selectNode(v); }""")
+    page.locator('[data-gt="check-every"]').click()
+    expect(page.locator('[data-gt="verdict"]')).to_have_text("pass", timeout=30_000)
+    expect(page.locator('[data-gt="check-grid"] tr')).to_have_count(59)  # the header and 58 elements
+    assert page.evaluate("window.gradtrace.app.scene.suspectV") == []
+    page.screenshot(path=str(artifacts_dir / "gradcheck-lesson-04-pass.png"))
