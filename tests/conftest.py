@@ -242,9 +242,10 @@ class HelperBrowser:
     NOTE [tests bypass the page's CSP]
         The service's pages, /docs and the saved HTML file forbid ``eval`` (NOTE [security
         headers] in gradtrace/api/security.py), and Playwright's ``wait_for_function("...")``
-        evaluates its condition with ``eval`` inside the page. So contexts made here set
-        ``bypass_csp=True`` unless a test says otherwise; tests/browser/test_csp.py opens every
-        page with the policy enforced and polls through ``page.evaluate`` (not governed by it).
+        evaluates its condition with ``eval`` inside the page. So contexts made here (and the
+        pages ``new_page`` makes in contexts of their own) set ``bypass_csp=True`` unless a test
+        says otherwise; tests/browser/test_csp.py opens every page with the policy enforced and
+        polls through ``page.evaluate`` (not governed by it).
     """
 
     def __init__(self, browser: Any) -> None:
@@ -253,6 +254,11 @@ class HelperBrowser:
     def new_context(self, **kwargs: Any) -> Any:
         kwargs.setdefault("bypass_csp", True)
         return self._browser.new_context(**kwargs)
+
+    def new_page(self, **kwargs: Any) -> Any:
+        """A page in a context of its own (Playwright's shortcut), with the same default."""
+        kwargs.setdefault("bypass_csp", True)
+        return self._browser.new_page(**kwargs)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._browser, name)
