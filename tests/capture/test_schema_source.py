@@ -11,6 +11,7 @@ from typing import Any, NotRequired, get_args, get_origin, get_type_hints
 from pydantic import BaseModel
 from typing_extensions import is_typeddict
 
+import gradtrace.schema.analysis as analysis
 import gradtrace.schema.document as models
 import gradtrace.schema.fast as fast
 from gradtrace.schema.document import written_defaults
@@ -25,6 +26,8 @@ PAIRS: dict[type[BaseModel], Any] = {
     models.HookChange: fast._HookChange, models.BackwardPass: fast._BackwardPass,
     models.RunError: fast._RunError, models.MemorySummary: fast._Memory,
     models.RecorderErrors: fast._RecorderErrors,
+    analysis.Analysis: fast._Analysis, analysis.Hint: fast._Hint, analysis.Evidence: fast._Evidence,
+    analysis.NonFinite: fast._NonFinite,
 }
 
 

@@ -317,8 +317,8 @@ def test_the_strict_schema_mirrors_every_model_of_the_document_field_for_field()
     defaulted field missing there would be missing from fast-path documents and change ids."""
     from typing import NotRequired, get_origin, get_type_hints
 
+    from gradtrace.schema import analysis, fast
     from gradtrace.schema import document as models
-    from gradtrace.schema import fast
 
     pairs = {models.TensorStats: fast._Stats, models.TensorValue: fast._TensorValueShape,
              models.OutputMeta: fast._OutputMeta, models.SavedTensor: fast._SavedTensor, models.Cut: fast._Cut,
@@ -328,6 +328,8 @@ def test_the_strict_schema_mirrors_every_model_of_the_document_field_for_field()
              models.RecorderErrors: fast._RecorderErrors, models.RunDocument: fast._RunDocument,
              models.ModuleInfo: fast._ModuleInfo, models.ModuleCall: fast._ModuleCall,
              models.GradReset: fast._GradReset}
+    pairs.update({analysis.Analysis: fast._Analysis, analysis.Hint: fast._Hint,
+                  analysis.Evidence: fast._Evidence, analysis.NonFinite: fast._NonFinite})
     assert set(models._Model.__subclasses__()) == set(pairs)
     for model, strict in pairs.items():
         omitted = {f.alias or name for name, f in model.model_fields.items() if f.exclude_if is not None}

@@ -21,6 +21,7 @@ from typing import Any
 import orjson
 import torch
 
+from gradtrace.analysis import analyze
 from gradtrace.capture.collector import settle_young_objects
 from gradtrace.capture.frames import NameIndex
 from gradtrace.capture.recorder import Recorder
@@ -178,6 +179,15 @@ def _parse_events(text: bytes) -> list[dict[str, Any]]:
     return events
 
 
+def _add_analysis(doc: dict[str, Any], events: bytes) -> None:
+    """The document's ``analysis`` (:mod:`gradtrace.analysis`), computed once, here, from the
+    document's own parts; left out when there is nothing to say."""
+    graph = orjson.loads(memoryview(doc["graph"]))
+    found = analyze({**doc, "graph": graph, "events": orjson.loads(memoryview(events))})
+    if found is not None:
+        doc["analysis"] = found
+
+
 def build_document(rec: Recorder, *, status: str, error: dict[str, Any] | None = None,
                    message: str | None = None, stdout: str = "", stdout_truncated: bool = False,
                    device: str = "cpu", code: str | None = None, seed: int | None = None,
@@ -224,6 +234,7 @@ def build_document(rec: Recorder, *, status: str, error: dict[str, Any] | None =
         if rec.module_calls:
             doc["modules"] = [{"calls": calls, "path": path, "type": kind}
                               for path, (kind, calls) in rec.module_calls.items()]
+        _add_analysis(doc, events_json)
         if not json_parts:
             doc["id"] = canonical_with_id(doc)[0]  # NOTE [who assigns the id]
             doc["events"] = _parse_events(events_json)

@@ -303,3 +303,11 @@ class RunDocument(_Model):
     """Problems of the recorder itself (never the snippet's): what could not be recorded."""
     modules: list[ModuleInfo] | None = _optional()
     """Every named module called during the run, in order of first call."""
+    analysis: Analysis | None = _optional()
+    """What :mod:`gradtrace.analysis` found: hints and the first non-finite values."""
+
+
+# The analysis models build on _Model above; RunDocument names them, so it is completed here.
+from gradtrace.schema.analysis import Analysis  # noqa: E402
+
+RunDocument.model_rebuild()

@@ -219,6 +219,52 @@ class _RecorderErrors(TypedDict):
 
 
 @with_config(_STRICT)
+class _Evidence(TypedDict):
+    label: str
+    value: str
+
+
+@with_config(_STRICT)
+class _Hint(TypedDict):
+    code: str
+    severity: Literal["error", "warning", "info"]
+    title: str
+    message: str
+    line: int | None
+    nodes: list[str]
+    evidence: list[_Evidence]
+    fix: str
+    lesson: str | None
+
+
+_NonFinite = TypedDict("_NonFinite", {
+    "phase": Literal["forward", "backward"],
+    "kind": Literal["nan", "inf"],
+    "node": str,
+    "name": str | None,
+    "line": int | None,
+    "pass": int | None,
+    "event": int | None,
+    "output": int | None,
+    "elements": list[int],
+    "count": int | None,
+    "cause": str | None,
+    "passed_on": list[str],
+    "sentence": str,
+    "trap": str | None,
+    "fix": NotRequired[str],
+})
+_NonFinite.__pydantic_config__ = _STRICT  # type: ignore[attr-defined]  # what with_config does
+
+
+@with_config(_STRICT)
+class _Analysis(TypedDict):
+    badge: str | None
+    nonfinite: list[_NonFinite]
+    hints: list[_Hint]
+
+
+@with_config(_STRICT)
 class _RunDocument(TypedDict):
     schema_version: Annotated[int, Field(ge=1, le=2**31 - 1)]
     id: str
@@ -237,6 +283,7 @@ class _RunDocument(TypedDict):
     torch_version: str | None
     recorder_errors: NotRequired[_RecorderErrors]
     modules: NotRequired[list[_ModuleInfo]]
+    analysis: NotRequired[_Analysis]
 
 
 STRICT_DOCUMENT: TypeAdapter[_RunDocument] = TypeAdapter(_RunDocument)
