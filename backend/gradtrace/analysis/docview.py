@@ -104,8 +104,11 @@ class DocView:
         self.inputs: dict[str, dict[int, str]] = {}
         self.sources: dict[str, list[str]] = {}
         self.consumers: dict[str, list[str]] = {}
+        self.cut_consumers: dict[str, list[str]] = {}
+        """Consumers of cut tensors (the dashed edges), kept apart: no gradient flows there."""
         for e in self.edges:
             if e.get("cut"):
+                self.cut_consumers.setdefault(e["source"], []).append(e["target"])
                 continue
             self.sources.setdefault(e["target"], []).append(e["source"])
             self.consumers.setdefault(e["source"], []).append(e["target"])
@@ -149,3 +152,33 @@ class DocView:
         if n.get("name"):
             return str(n["name"])
         return f"the result of line {n['line']}" if n.get("line") is not None else str(n["id"])
+
+    def walked(self) -> set[str]:
+        """Ids of the nodes some backward pass ran."""
+        return {str(ev["node"]) for _, ev in self.backward_events()}
+
+    def accumulator(self, leaf: str) -> str | None:
+        """The ``AccumulateGrad`` node of a leaf tensor node."""
+        for c in self.consumers.get(leaf, []):
+            if self.name(c) == "AccumulateGrad":
+                return c
+        return None
+
+    def upstream(self, start: str) -> set[str]:
+        """Every node ``start`` was computed from (forward sources, transitively), itself too."""
+        seen = {start}
+        stack = [start]
+        while stack:
+            for s in self.sources.get(stack.pop(), []):
+                if s not in seen:
+                    seen.add(s)
+                    stack.append(s)
+        return seen
+
+    def line_text(self, line: int | None) -> str:
+        """The snippet's source line ``line`` (1-based), or ``""``."""
+        code = self.doc.get("code")
+        if not isinstance(code, str) or line is None:
+            return ""
+        lines = code.splitlines()
+        return lines[line - 1].strip() if 0 < line <= len(lines) else ""
