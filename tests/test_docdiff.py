@@ -1,11 +1,11 @@
-"""The golden comparison (tests/docdiff.py) accepts what CPU kernels change and nothing else."""
+"""The golden comparison (gradtrace/analysis/docdiff.py) accepts what CPU kernels change and nothing else."""
 
 from __future__ import annotations
 
 import copy
 import math
 
-from docdiff import differences
+from gradtrace.analysis.docdiff import differences
 
 DOC = {
     "id": "abc",
@@ -70,3 +70,18 @@ def test_gradient_noise_is_judged_against_the_documents_largest_gradient() -> No
     beside_big = {"events": [{"grad_inputs": [noisy, big]}]}
     assert differences(alone, {"events": [{"grad_inputs": [kernel]}]}) != []
     assert differences(beside_big, {"events": [{"grad_inputs": [kernel, big]}]}) == []
+
+
+def test_each_difference_is_typed_with_its_place_kind_and_both_values() -> None:
+    from gradtrace.analysis.docdiff import Difference, compare
+
+    got = _changed(["graph", "nodes", 0, "line"], 6)
+    got["graph"]["edges"] = []
+    got["graph"]["nodes"][0]["grad"]["stats"]["max"] = 0.2
+    assert compare(DOC, got) == [
+        Difference("doc.graph.nodes[0].line", "value", 5, 6),
+        Difference("doc.graph.nodes[0].grad.stats.max", "number", 0.116127245, 0.2),
+        Difference("doc.graph.edges", "length", 1, 0),
+    ]
+    assert str(compare(DOC, got)[2]) == "doc.graph.edges: 1 items, now 0"
+    assert len(compare(DOC, _changed(["stdout"], "x"), limit=0)) == 0

@@ -1,5 +1,9 @@
 """Compare two run documents as a person would: structure exactly, numbers to float32 precision.
 
+Two documents are aligned item by item (dict keys by name, list items by position) and every
+leaf is judged by the tolerances below; :func:`compare` returns typed :class:`Difference` rows,
+:func:`differences` the same as one line each (the golden tests print those).
+
 NOTE [goldens on any CPU]
     torch picks its CPU kernels by processor (``ATEN_CPU_CAPABILITY``: default, AVX2,
     AVX-512), and their reductions round differently, so a gradient can differ in its last
@@ -26,7 +30,8 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal
 
 REL = 1e-4
 """Relative tolerance: float32 has 24 bits (6e-8); sums over thousands of terms and several
@@ -38,15 +43,47 @@ _GRAD_KEYS = frozenset({"grad", "grad_inputs", "grad_outputs", "grad_history", "
 _NUMBER = re.compile(r"-?\d+(?:\.\d*)?(?:[eE][-+]?\d+)?")
 
 
-def differences(want: Any, got: Any, *, limit: int = 20) -> list[str]:
-    """Where ``got`` differs from ``want`` beyond the tolerances above (at most ``limit`` lines)."""
-    out: list[str] = []
+DifferenceKind = Literal["keys", "length", "value", "number", "text"]
+"""``keys``: a dict's keys differ; ``length``: a list's length; ``value``: an integer, bool,
+null or type; ``number``: a float beyond tolerance; ``text``: a string beyond its printed digits."""
+
+
+@dataclass(frozen=True, slots=True)
+class Difference:
+    """One place where two documents differ beyond the tolerances."""
+
+    path: str
+    """Where, from the document root: ``doc.graph.nodes[3].grad.stats.max``."""
+    kind: DifferenceKind
+    want: Any
+    """The first document's value there (for ``keys``: the keys in one document only)."""
+    got: Any
+    """The second document's value there (``None`` for ``keys``)."""
+
+    def __str__(self) -> str:
+        if self.kind == "keys":
+            return f"{self.path}: keys {self.want} are in one document only"
+        if self.kind == "length":
+            return f"{self.path}: {self.want} items, now {self.got}"
+        if self.kind == "number":
+            return f"{self.path}: {self.want!r}, now {self.got!r} (beyond float32 tolerance)"
+        return f"{self.path}: {_short(self.want)!r}, now {_short(self.got)!r}"
+
+
+def compare(want: Any, got: Any, *, limit: int = 20) -> list[Difference]:
+    """Where ``got`` differs from ``want`` beyond the tolerances above (at most ``limit``)."""
+    out: list[Difference] = []
     if isinstance(want, dict) and isinstance(got, dict):
         want = {k: v for k, v in want.items() if k not in IGNORED_TOP_LEVEL}
         got = {k: v for k, v in got.items() if k not in IGNORED_TOP_LEVEL}
     floor = FLOOR * _largest_gradient(want)
     _walk(want, got, "doc", None, out, limit, floor)
     return out
+
+
+def differences(want: Any, got: Any, *, limit: int = 20) -> list[str]:
+    """:func:`compare` as one readable line per difference."""
+    return [str(d) for d in compare(want, got, limit=limit)]
 
 
 def _largest_gradient(doc: Any, in_grad: bool = False) -> float:
@@ -66,13 +103,13 @@ def _scale_of(value: dict[str, Any]) -> float | None:
     return max(mags) if mags else None
 
 
-def _walk(a: Any, b: Any, where: str, scale: float | None, out: list[str], limit: int,
+def _walk(a: Any, b: Any, where: str, scale: float | None, out: list[Difference], limit: int,
           floor: float) -> None:
     if len(out) >= limit:
         return
     if isinstance(a, dict) and isinstance(b, dict):
         if a.keys() != b.keys():
-            out.append(f"{where}: keys {sorted(a.keys() ^ b.keys())} are in one document only")
+            out.append(Difference(where, "keys", sorted(a.keys() ^ b.keys()), None))
             return
         if "shape" in a and "dtype" in a and "stats" in a:
             scale = _scale_of(a)
@@ -80,21 +117,21 @@ def _walk(a: Any, b: Any, where: str, scale: float | None, out: list[str], limit
             _walk(a[k], b[k], f"{where}.{k}", scale, out, limit, floor)
     elif isinstance(a, list) and isinstance(b, list):
         if len(a) != len(b):
-            out.append(f"{where}: {len(a)} items, now {len(b)}")
+            out.append(Difference(where, "length", len(a), len(b)))
             return
         for i, (x, y) in enumerate(zip(a, b, strict=True)):
             _walk(x, y, f"{where}[{i}]", scale, out, limit, floor)
     elif isinstance(a, bool) or isinstance(b, bool) or (isinstance(a, int) and isinstance(b, int)):
         if a != b or type(a) is not type(b):
-            out.append(f"{where}: {a!r}, now {b!r}")
+            out.append(Difference(where, "value", a, b))
     elif isinstance(a, int | float) and isinstance(b, int | float):
         if not _close(float(a), float(b), scale, floor):
-            out.append(f"{where}: {a!r}, now {b!r} (beyond float32 tolerance)")
+            out.append(Difference(where, "number", a, b))
     elif isinstance(a, str) and isinstance(b, str):
         if a != b and not _same_text(a, b):
-            out.append(f"{where}: {_short(a)!r}, now {_short(b)!r}")
+            out.append(Difference(where, "text", a, b))
     elif a != b:
-        out.append(f"{where}: {_short(a)!r}, now {_short(b)!r}")
+        out.append(Difference(where, "value", a, b))
 
 
 def _close(a: float, b: float, scale: float | None, floor: float) -> bool:
