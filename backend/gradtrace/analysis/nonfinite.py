@@ -88,11 +88,12 @@ def _trap(view: DocView, producer: str) -> tuple[str | None, str | None]:
             continue
         op = view.name(producer).removesuffix("Backward0").removesuffix("Backward1").lower()
         if masking == "torch.where":
-            fix = ("safe = torch.where(mask, x, torch.ones_like(x))  # a value "
-                   f"{op} accepts where it is not used\n"
+            fix = (f"# where it is not used, give {op} a value it accepts\n"
+                   "safe = torch.where(mask, x, torch.ones_like(x))\n"
                    f"y = torch.where(mask, torch.{op}(safe), 0.0)")
         else:
-            fix = (f"safe = x.masked_fill(mask, 1.0)  # a value {op} accepts where it is filled\n"
+            fix = (f"# where it is filled, give {op} a value it accepts\n"
+                   "safe = x.masked_fill(mask, 1.0)\n"
                    f"y = torch.{op}(safe).masked_fill(mask, 0.0)")
         trap = (f"{masking} computes both branches: its backward sends 0 to the elements of "
                 f"{op}'s result it did not select, and {op}'s backward turns 0 × inf into NaN "

@@ -20,6 +20,7 @@ import { LayoutClient } from "../layout/client.js";
 import { GraphCanvas } from "../render/canvas.js";
 import { makeScene } from "../render/scene.js";
 import { errorMarks } from "../ui/errors.js";
+import { addFindingMarks, renderFindings } from "../ui/findings.js";
 import { Inspector } from "../ui/inspector.js";
 import { IterationPicker } from "../ui/iterations.js";
 import { compactKeyHint, graphKeyHandler } from "../ui/keys.js";
@@ -59,7 +60,7 @@ export class Viewer {
       graph: p("graph"), empty: p("graph-empty"), layoutStatus: p("layout-status"), simplified: p("simplified"),
       stats: p("graph-stats"), modules: p("modules"), modulesList: p("modules-list"), nodeList: p("node-list"),
       timeline: p("timeline"), inspector: p("inspector"), sentence: p("sentence"),
-      search: p("search"), searchCount: p("search-count"),
+      search: p("search"), searchCount: p("search-count"), findings: p("findings"),
     };
     compactKeyHint(root.querySelector("#graph-keys"));
     this.layout = new LayoutClient(opts.workerUrl || new URL("./layout-worker.js", import.meta.url));
@@ -113,11 +114,12 @@ export class Viewer {
     this._quiet = false;
     if (this.iterPicker) { this.iterPicker.setLevel(this.levels[0] || null); this.iterPicker.update(this.openUnits[0] ?? 0); }
     this.words = wordsContext(this.index, this.timeline, doc.code ?? this.codeText(), this.levels);
-    this.errors = errorMarks(this.index);
+    this.errors = addFindingMarks(errorMarks(this.index), this.index);
+    renderFindings(this.els.findings, doc, { onLine: (line) => this.onLineCb(line, true), onNode: (id) => this.showNode(id) });
     this._starts = null;
     this.inspector.setContext({ words: this.words, errors: this.errors });
     if (this.els.search && this.els.search.value.trim()) this._runSearch(false);
-    this.code.mark({ error: this.errors.lines.error, cause: this.errors.lines.cause, current: null, justDone: null, selected: null }, { scroll: true });
+    this.code.mark({ error: this.errors.lines.error, cause: this.errors.lines.cause, hint: this.errors.findingLines, current: null, justDone: null, selected: null }, { scroll: true });
     if (this.els.empty) {
       this.els.empty.hidden = this.index.nodes.length > 0;
       if (!this.index.nodes.length) this.els.empty.textContent = "This run created no autograd node.";
@@ -321,6 +323,17 @@ export class Viewer {
     this.canvas.setLineSelection([v]);
     this.canvas.centerOn(v);
     this._searchStatus();
+  }
+
+  /** "Show on graph": open what hides document node `id`, go to the step that made it, select it. */
+  async showNode(id) {
+    const ref = this.index ? this.index.idx.get(id) : undefined;
+    if (ref === undefined || !this.scene) return;
+    const v = await this.reveal(ref);
+    if (v < 0) return;
+    if (this.scene.reveal[v] > this.player.k) this.player.go(this.scene.reveal[v], { fromUser: true });
+    this.selectNode(v);
+    this.canvas.centerOn(v);
   }
 
   /** Remember the selected document node so the inspector shows it again after relayout. */
