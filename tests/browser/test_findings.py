@@ -42,7 +42,8 @@ loss.backward()
 
 def _marks(page: Any) -> list[dict[str, Any]]:
     return list(page.evaluate("""() => { const s = window.gradtrace.app.scene;
-        return (s.errorV || []).map(v => ({ label: s.view.vnodes[v].label, text: s.errorLabels ? s.errorLabels.get(v) : null })); }"""))
+        return (s.errorV || []).map(v => ({ label: s.view.vnodes[v].label,
+                                            text: s.errorLabels ? s.errorLabels.get(v) : null })); }"""))
 
 
 def test_the_where_nan_program(playground: Any, artifacts_dir: Path) -> None:
