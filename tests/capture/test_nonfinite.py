@@ -93,3 +93,23 @@ def test_the_strict_validator_takes_documents_with_an_analysis(run: Any) -> None
     doc = run((Path(__file__).parent / "nan_cases" / "where_sqrt.py").read_text())
     assert validate_strict_json(canonical_json(doc)) == json.loads(canonical_json(doc))
 
+
+
+def test_the_service_analyses_what_it_validated_never_the_jobs_own() -> None:
+    """NOTE [one analysis]: the sandbox child writes no analysis; the web process computes it
+    on the document it validated, and drops whatever a job claims."""
+    from gradtrace.capture import run_snippet
+    from gradtrace.sandbox.outcome import validate_result
+    from gradtrace.sandbox.runner import Job
+    from gradtrace.schema.canonical import canonical_json
+
+    code = (Path(__file__).parent / "nan_cases" / "where_sqrt.py").read_text()
+    child = run_snippet(code, json_parts=True, analysis=False)
+    assert "analysis" not in child
+    forged = {"badge": "all fine", "nonfinite": [], "hints": []}
+    for claimed in (None, forged):
+        extra = {} if claimed is None else {"analysis": claimed}
+        doc = validate_result(Job(code=code), canonical_json({**child, **extra, "id": ""}))
+        assert doc is not None
+        assert doc["analysis"]["badge"] == "x.grad has NaN"
+        assert _backward(doc)["name"] == "SqrtBackward0"

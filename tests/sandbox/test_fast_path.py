@@ -20,7 +20,12 @@ from typing import Any
 import pytest
 
 from floats import awkward_floats, stdlib_canonical
-from gradtrace.sandbox.outcome import _memory_error_is_a_limit, _time_limit_error_is_a_timeout, validate_result
+from gradtrace.sandbox.outcome import (
+    _analyse,
+    _memory_error_is_a_limit,
+    _time_limit_error_is_a_timeout,
+    validate_result,
+)
 from gradtrace.sandbox.runner import Job, Limits
 from gradtrace.schema import RunDocument, canonical_json, document_id
 from gradtrace.schema.canonical import ID_LENGTH, CanonicalDocument, canonical_with_id
@@ -44,6 +49,7 @@ def reference(job: Job, raw: bytes | str) -> tuple[dict[str, Any], bytes] | None
         doc["code"], doc["seed"], doc["device"] = job.code, job.seed, job.device
         _memory_error_is_a_limit(job, doc)
         _time_limit_error_is_a_timeout(job, doc)
+        _analyse(doc)
         doc["id"] = stdlib_id(doc)
         return doc, stdlib_canonical(doc)
     except (ValueError, RecursionError, TypeError, UnicodeError, OverflowError):

@@ -8,11 +8,31 @@ by_alias=True)``): TensorValues are dicts whose numbers may be the strings ``"na
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
 Doc = Mapping[str, Any]
 TV = Mapping[str, Any]
+
+
+# NOTE [events without their values]: an event's canonical JSON (sorted keys) ends with its
+# node, pass and phase, and nothing inside a TensorValue is a string key named "node".
+_EVENT_TAIL = re.compile(rb'"node":"((?:[^"\\]|\\.)*)","pass":(\d+|null),"phase":"(forward|backward)"')
+
+
+def may_hold_nonfinite(*texts: bytes) -> bool:
+    """Whether canonical JSON ``texts`` may hold a NaN or an infinity (the strings ``"nan"``,
+    ``"inf"``, ``"-inf"``); False proves they hold none."""
+    return any(b'"nan"' in t or b'inf"' in t for t in texts)
+
+
+def event_skeletons(text: bytes) -> list[dict[str, Any]]:
+    """The events of canonical events JSON as ``{"node", "pass", "phase"}`` only: what every
+    analysis but the non-finite one reads, found by one regex pass instead of a parse (on a GRU
+    unrolled 200 steps, 10 ms instead of 40 with the values). Node ids are plain (``n12``)."""
+    return [{"node": node.decode(), "pass": None if p == b"null" else int(p), "phase": phase.decode()}
+            for node, p, phase in _EVENT_TAIL.findall(text)]
 
 
 def number(v: Any) -> float | None:
@@ -60,10 +80,12 @@ def nonfinite_kind(tv: TV | None) -> str | None:
         return None
     stats = tv.get("stats")
     if stats:
-        found = {v for v in stats.values() if isinstance(v, str)}
-        if "nan" in found:
+        low, high = stats.get("min"), stats.get("max")
+        if low.__class__ is not str and high.__class__ is not str:
+            return None  # the common case, decided by two look-ups
+        if low == "nan" or high == "nan":
             return "nan"
-        return "inf" if found & {"inf", "-inf"} else None
+        return "inf" if low in ("inf", "-inf") or high in ("inf", "-inf") else None
     values = flat(tv)
     if values is None:
         return None
@@ -101,6 +123,11 @@ class DocView:
         self.edges: list[Mapping[str, Any]] = list(graph.get("edges") or [])
         self.events: list[Mapping[str, Any]] = list(doc.get("events") or [])
         self.by_id = {n["id"]: n for n in self.nodes}
+        self.by_name: dict[str, list[Mapping[str, Any]]] = {}
+        for n in self.nodes:
+            self.by_name.setdefault(str(n.get("name")), []).append(n)
+        self._backward: list[tuple[int, Mapping[str, Any]]] | None = None
+        self._walked: set[str] | None = None
         self.inputs: dict[str, dict[int, str]] = {}
         self.sources: dict[str, list[str]] = {}
         self.consumers: dict[str, list[str]] = {}
@@ -114,6 +141,13 @@ class DocView:
             self.consumers.setdefault(e["source"], []).append(e["target"])
             if e.get("input_nr") is not None:
                 self.inputs.setdefault(e["target"], {})[int(e["input_nr"])] = e["source"]
+
+    def named(self, *names: str) -> list[Mapping[str, Any]]:
+        """The nodes named one of ``names``, in document order."""
+        if len(names) == 1:
+            return self.by_name.get(names[0], [])
+        wanted = set(names)
+        return [n for n in self.nodes if n.get("name") in wanted]
 
     def name(self, node_id: str) -> str:
         n = self.by_id.get(node_id)
@@ -143,9 +177,9 @@ class DocView:
         return None if t is None else t.get("value")
 
     def backward_events(self) -> Iterator[tuple[int, Mapping[str, Any]]]:
-        for i, ev in enumerate(self.events):
-            if ev.get("phase") == "backward":
-                yield i, ev
+        if self._backward is None:
+            self._backward = [(i, ev) for i, ev in enumerate(self.events) if ev.get("phase") == "backward"]
+        return iter(self._backward)
 
     def tensor_label(self, n: Mapping[str, Any]) -> str:
         """How a tensor node is called in a sentence: its variable name, else its role."""
@@ -155,7 +189,9 @@ class DocView:
 
     def walked(self) -> set[str]:
         """Ids of the nodes some backward pass ran."""
-        return {str(ev["node"]) for _, ev in self.backward_events()}
+        if self._walked is None:
+            self._walked = {str(ev["node"]) for _, ev in self.backward_events()}
+        return self._walked
 
     def accumulator(self, leaf: str) -> str | None:
         """The ``AccumulateGrad`` node of a leaf tensor node."""

@@ -12,7 +12,7 @@ from gradtrace.analysis.hintdoc import hint, shape
 
 def _pairs(view: DocView, first: set[str], then: set[str]) -> list[tuple[str, str]]:
     """``(a, b)`` for each node ``a`` named in ``first`` whose output feeds ``b`` named in ``then``."""
-    return [(str(n["id"]), c) for n in view.nodes if n.get("name") in first
+    return [(str(n["id"]), c) for n in view.named(*first)
             for c in view.consumers.get(str(n["id"]), []) if view.name(c) in then]
 
 
@@ -111,8 +111,8 @@ def graph_kept_alive(view: DocView) -> list[dict[str, Any]]:
     backward walks, keeping every iteration's graph (and its saved tensors) alive."""
     walked = view.walked()
     out = []
-    for n in view.nodes:
-        if n.get("name") not in ("AddBackward0", "AddBackward1") or str(n["id"]) in walked:
+    for n in view.named("AddBackward0", "AddBackward1"):
+        if str(n["id"]) in walked:
             continue
         if any(view.name(c) == n["name"] and view.by_id[c].get("line") == n.get("line")
                for c in view.consumers.get(str(n["id"]), [])):
@@ -149,8 +149,8 @@ def zero_gradient_ops(view: DocView) -> list[dict[str, Any]]:
     walked: everything before it learns nothing through it."""
     walked = view.walked()
     out = []
-    for n in view.nodes:
-        op = _ZERO_GRAD.get(str(n.get("name")))
+    for n in view.named(*_ZERO_GRAD):
+        op = _ZERO_GRAD[str(n["name"])]
         if op is None or str(n["id"]) not in walked:
             continue
         out.append(hint(

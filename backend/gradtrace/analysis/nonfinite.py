@@ -103,6 +103,8 @@ def _trap(view: DocView, producer: str) -> tuple[str | None, str | None]:
 
 
 def _backward(view: DocView) -> dict[str, Any] | None:
+    if not any(nonfinite_kind(g) for _, ev in view.backward_events() for g in ev.get("grad_inputs") or ()):
+        return None  # the common case: one cheap look at each returned gradient
     for kind in ("nan", "inf"):  # NOTE [producer, not carrier]: a NaN outranks an infinity
         for i, ev in view.backward_events():
             returned = ev.get("grad_inputs") or []

@@ -22,6 +22,7 @@ import orjson
 import torch
 
 from gradtrace.analysis import analyze
+from gradtrace.analysis.docview import event_skeletons, may_hold_nonfinite
 from gradtrace.capture.collector import settle_young_objects
 from gradtrace.capture.frames import NameIndex
 from gradtrace.capture.recorder import Recorder
@@ -181,9 +182,12 @@ def _parse_events(text: bytes) -> list[dict[str, Any]]:
 
 def _add_analysis(doc: dict[str, Any], events: bytes) -> None:
     """The document's ``analysis`` (:mod:`gradtrace.analysis`), computed once, here, from the
-    document's own parts; left out when there is nothing to say."""
+    document's own parts; left out when there is nothing to say. The events are parsed with
+    their values only when they may hold a NaN or an infinity (NOTE [events without their
+    values] in gradtrace/analysis/docview.py)."""
     graph = orjson.loads(memoryview(doc["graph"]))
-    found = analyze({**doc, "graph": graph, "events": orjson.loads(memoryview(events))})
+    parsed = orjson.loads(memoryview(events)) if may_hold_nonfinite(doc["graph"], events) else event_skeletons(events)
+    found = analyze({**doc, "graph": graph, "events": parsed})
     if found is not None:
         doc["analysis"] = found
 
@@ -191,8 +195,12 @@ def _add_analysis(doc: dict[str, Any], events: bytes) -> None:
 def build_document(rec: Recorder, *, status: str, error: dict[str, Any] | None = None,
                    message: str | None = None, stdout: str = "", stdout_truncated: bool = False,
                    device: str = "cpu", code: str | None = None, seed: int | None = None,
-                   json_parts: bool = False) -> dict[str, Any]:
+                   json_parts: bool = False, analysis: bool = True) -> dict[str, Any]:
     """The run document as a JSON-able dict (see the NOTE above).
+
+    With ``analysis`` (the default) the document gets its ``analysis`` here; the sandbox child
+    leaves it to the web process, which analyses what it validated (NOTE [one analysis] in
+    :mod:`gradtrace.sandbox.outcome`).
 
     With ``json_parts``, ``doc["graph"]`` and ``doc["events"]`` are their
     canonical JSON (:class:`~gradtrace.schema.canonical.CanonicalText`) rather than dicts and lists, and the document
@@ -234,7 +242,8 @@ def build_document(rec: Recorder, *, status: str, error: dict[str, Any] | None =
         if rec.module_calls:
             doc["modules"] = [{"calls": calls, "path": path, "type": kind}
                               for path, (kind, calls) in rec.module_calls.items()]
-        _add_analysis(doc, events_json)
+        if analysis:
+            _add_analysis(doc, events_json)
         if not json_parts:
             doc["id"] = canonical_with_id(doc)[0]  # NOTE [who assigns the id]
             doc["events"] = _parse_events(events_json)

@@ -116,7 +116,7 @@ def run_snippet(code: str, *, device: str = "cpu", seed: int | None = 0,
                 max_nodes: int = 50_000, max_events: int = 200_000,
                 output_bytes: int = 64 * 1024, filename: str = "<snippet>",
                 max_document_bytes: int = 28 << 20, native: bool | None = None,
-                json_parts: bool = False) -> dict[str, Any]:
+                json_parts: bool = False, analysis: bool = True) -> dict[str, Any]:
     """Execute ``code`` while recording, and return its run document as a JSON-able dict.
 
     ``torch``, ``nn`` and ``F`` are predefined. The document validates as
@@ -126,10 +126,12 @@ def run_snippet(code: str, *, device: str = "cpu", seed: int | None = 0,
     size past ``max_document_bytes``: keep it under the sandbox's result cap), ``output_limit``.
     ``native`` chooses the kernel set: the C++ core or its Python twin (default: the core when built);
     ``json_parts`` leaves the graph and the events as their JSON and the id to whoever writes
-    the document out (:func:`~gradtrace.capture.document.build_document`).
+    the document out (:func:`~gradtrace.capture.document.build_document`); without ``analysis``
+    the document has no ``analysis`` (the sandbox child's: the web process adds it).
     """
     out = CappedOutput(output_bytes)
-    fields: dict[str, Any] = {"device": device, "code": code, "seed": seed, "json_parts": json_parts}
+    fields: dict[str, Any] = {"device": device, "code": code, "seed": seed, "json_parts": json_parts,
+                              "analysis": analysis}
     namespace = _namespace()
     rec = record(max_nodes=max_nodes, max_events=max_events, max_document_bytes=max_document_bytes,
                  native=native, _filename=filename, _namespace=namespace, _fresh=True,

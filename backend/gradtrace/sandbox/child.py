@@ -160,6 +160,7 @@ def serve(defaults: dict[str, Any], *, prefault: bool = True) -> None:
             output_bytes=int(job.get("output_bytes", defaults["output_bytes"])),
             filename=SNIPPET_FILENAME,
             json_parts=True,  # only serialised below: graph and events stay the core's JSON
+            analysis=False,  # the web process analyses what it validated (NOTE [one analysis])
         )
         signal.signal(signal.SIGXCPU, signal.SIG_IGN)  # finishing now; the hard limit still holds
         # Data for the web process, which validates it and gives it its id (NOTE [who assigns
