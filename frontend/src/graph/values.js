@@ -37,6 +37,11 @@ export function fmtTensorShort(tv, max = 4, withShape = true) {
     return tv.shape.length === 0 ? fmtNum(tv.values) : nested(tv.values, { left: max, complex: String(tv.dtype).includes("complex") });
   }
   const s = tv.stats;
+  // One element whose values were left out (the document's values budget): its mean is its
+  // value, sign included; its norm would drop the sign (‖34.85‖ for -34.85).
+  if (s && s.mean != null && count === 1 && !String(tv.dtype).includes("complex")) {
+    return tv.shape.length === 0 || !withShape ? fmtNum(s.mean) : `[${fmtNum(s.mean)}] ${tv.shape.join("×")}`;
+  }
   if (s && s.norm != null) return withShape ? `‖${fmtNum(s.norm)}‖ ${tv.shape.join("×")}` : `‖${fmtNum(s.norm)}‖`;
   return tv.shape.join("×");
 }
