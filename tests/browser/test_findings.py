@@ -63,6 +63,12 @@ def test_the_where_nan_program(playground: Any, artifacts_dir: Path) -> None:
     first.get_by_role("button", name="show on graph").click()
     page.wait_for_function("window.gradtrace.app.viewer.selectedV >= 0")
     assert "SqrtBackward0" in page.locator("#inspector").inner_text()
+    mark = page.locator(".gt-nan-mark")
+    assert mark.inner_text() == "✱ first NaN"
+    mark.click()
+    event = page.evaluate("window.gradtrace.app.doc.analysis.nonfinite[0].event")
+    assert page.evaluate("window.gradtrace.app.player.k") == event + 1  # the step of SqrtBackward0
+    assert "SqrtBackward0" in page.locator("#sentence").inner_text()
     page.locator("#search").fill("nan")
     assert page.locator("#search-count").inner_text() == "3 matches"
     page.screenshot(path=str(artifacts_dir / "findings-where-nan.png"))

@@ -20,7 +20,7 @@ import { LayoutClient } from "../layout/client.js";
 import { GraphCanvas } from "../render/canvas.js";
 import { makeScene } from "../render/scene.js";
 import { errorMarks } from "../ui/errors.js";
-import { addFindingMarks, renderFindings } from "../ui/findings.js";
+import { addFindingMarks, markTransport, renderFindings } from "../ui/findings.js";
 import { Inspector } from "../ui/inspector.js";
 import { IterationPicker } from "../ui/iterations.js";
 import { compactKeyHint, graphKeyHandler } from "../ui/keys.js";
@@ -127,6 +127,7 @@ export class Viewer {
     const timing = await this.relayout(false, k0);
     if (!timing || this.doc !== doc) return null; // a newer document arrived meanwhile
     this.transport.setSegments(this.timeline.segments, this.timeline.N, (seg) => segmentLabel(this.words, seg));
+    markTransport(this.els.timeline, this.timeline, doc, (k) => this.player.go(k, { fromUser: true }));
     this.inspector.clear();
     const k = step == null ? this.timeline.N : Math.max(0, Math.min(this.timeline.N, step));
     this.player.reset(this.timeline.N, this.timeline.segments, k);

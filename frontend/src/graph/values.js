@@ -66,7 +66,9 @@ export function gradMagnitude(tv) {
   const norm = typeof s.norm === "number" ? s.norm : Number(s.norm);
   let sign = Number.isFinite(mean) ? Math.sign(mean) : 0;
   if (!sign && typeof tv.values === "number") sign = Math.sign(tv.values);
-  return { sign, size: Number.isFinite(norm) ? Math.abs(norm) : 0 };
+  // NaN or inf anywhere makes the min or the max the string "nan", "inf" or "-inf".
+  const nonfinite = typeof s.min === "string" || typeof s.max === "string" || typeof tv.values === "string";
+  return { sign, size: Number.isFinite(norm) ? Math.abs(norm) : 0, nonfinite };
 }
 
 export function fmtBytes(b) {

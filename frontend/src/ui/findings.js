@@ -105,3 +105,34 @@ function entry(box, severity, title, line, node, cb) {
   box.append(item);
   return item;
 }
+
+/**
+ * A mark on the transport at the step of each first non-finite value's producer (its backward
+ * event), under the segments; clicking it goes to that step.
+ * @param {HTMLElement|null} timelineRoot  the viewer's data-gt="timeline" element
+ * @param {{events: object[], N: number}} timeline  graph/timeline.js's Timeline
+ */
+export function markTransport(timelineRoot, timeline, doc, go) {
+  if (!timelineRoot) return;
+  const bar = timelineRoot.querySelector('[data-gt="tl-segments"]');
+  if (!bar) return;
+  let host = timelineRoot.querySelector(".gt-nan-marks");
+  if (!host) {
+    host = el("div", "gt-nan-marks");
+    bar.after(host);
+  }
+  host.replaceChildren();
+  for (const f of findingsOf(doc).nonfinite) {
+    if (f.event == null) continue;
+    const k = timeline.events.indexOf(doc.events[f.event]) + 1;
+    if (k < 1) continue;
+    const b = el("button", "gt-nan-mark", `✱ first ${f.kind === "nan" ? "NaN" : "inf"}`);
+    b.type = "button";
+    b.style.left = `${((k - 1) / Math.max(timeline.N, 1)) * 100}%`;
+    b.title = `${f.sentence} (step ${k})`;
+    b.setAttribute("aria-label", `Go to step ${k}: ${f.sentence}`);
+    b.addEventListener("click", () => go(k));
+    host.append(b);
+  }
+  host.hidden = !host.children.length;
+}
