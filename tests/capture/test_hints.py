@@ -4,6 +4,7 @@ gradtrace/analysis/hints.py)."""
 
 from __future__ import annotations
 
+import sys
 import warnings
 from typing import Any
 
@@ -33,6 +34,11 @@ CASES: dict[str, tuple[str, str]] = {
         H + "w = torch.randn(3, requires_grad=True)\nh = (w * 2).detach()\nloss = (h ** 2).sum()\n"
             "loss.requires_grad = True\nloss.backward()\n",
         H + "w = torch.randn(3, requires_grad=True)\nh = w * 2\nloss = (h ** 2).sum()\nloss.backward()\n"),
+    "nonleaf-grad": (
+        H + "x = torch.tensor([1.0, 2.0], requires_grad=True)\nh = x * 3\nloss = (h ** 2).sum()\n"
+            "loss.backward()\nprint(h.grad)\n",
+        H + "x = torch.tensor([1.0, 2.0], requires_grad=True)\nh = x * 3\nh.retain_grad()\n"
+            "loss = (h ** 2).sum()\nloss.backward()\nprint(h.grad, x.grad)\n"),
     "graph-freed": (
         H + "x = torch.tensor(2.0, requires_grad=True)\ny = x * x\ny.backward()\ny.backward()\n",
         H + "x = torch.tensor(2.0, requires_grad=True)\ny = x * x\ny.backward(retain_graph=True)\n"
@@ -85,10 +91,17 @@ def run(run: Any) -> Any:
 
     def _run(code: str) -> dict[str, Any]:
         with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
+            warnings.simplefilter("always")
+            warnings.showwarning = _to_stderr  # into the run's output, as in the service
             return run(code)  # type: ignore[no-any-return]
 
     return _run
+
+
+def _to_stderr(message: Any, category: Any, filename: str, lineno: int, file: Any = None,
+               line: str | None = None) -> None:
+    """How Python shows a warning when nothing captures it (pytest does, in tests)."""
+    sys.stderr.write(warnings.formatwarning(message, category, filename, lineno, line))
 
 
 def _codes(doc: dict[str, Any]) -> list[str]:
@@ -101,7 +114,8 @@ def test_each_hint_fires_on_its_mistake_and_not_on_the_near_miss(run: Any, code:
     found = run(fires)
     assert code in _codes(found), _codes(found)
     hint = next(h for h in found["analysis"]["hints"] if h["code"] == code)
-    assert hint["title"] and hint["message"] and hint["fix"] and hint["evidence"] and hint["nodes"]
+    assert hint["title"] and hint["message"] and hint["fix"] and hint["evidence"]
+    assert hint["nodes"] or hint["code"] == "nonleaf-grad"  # a read of .grad makes no node
     ids = {n["id"] for n in found["graph"]["nodes"]}
     assert set(hint["nodes"]) <= ids
     assert _codes(run(near_miss)) == []

@@ -25,12 +25,18 @@ from gradtrace.analysis.hints_graph import (
     sigmoid_bce,
     zero_gradient_ops,
 )
-from gradtrace.analysis.hints_training import accumulated, cut_leaf, graph_freed, requires_grad_after_cut
+from gradtrace.analysis.hints_training import (
+    accumulated,
+    cut_leaf,
+    graph_freed,
+    nonleaf_grad,
+    requires_grad_after_cut,
+)
 
 Rule = Callable[[DocView], list[dict[str, Any]]]
 
 RULES: tuple[Rule, ...] = (
-    accumulated, cut_leaf, requires_grad_after_cut, graph_freed, double_softmax, sigmoid_bce,
+    accumulated, cut_leaf, requires_grad_after_cut, nonleaf_grad, graph_freed, double_softmax, sigmoid_bce,
     hand_written_math, mse_broadcast, graph_kept_alive, zero_gradient_ops,
 )
 

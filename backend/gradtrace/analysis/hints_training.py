@@ -3,6 +3,7 @@ gradient, the ``requires_grad`` workaround, and a second walk of a freed graph."
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from gradtrace.analysis.docview import DocView, fmt, number
@@ -136,3 +137,33 @@ def graph_freed(view: DocView) -> list[dict[str, Any]]:
         fix="loss = model(x).pow(2).mean()   # build the graph again, then\nloss.backward()\n"
             "# or, to walk one graph twice: loss.backward(retain_graph=True)",
         lesson="06_graph_freed")]
+
+
+_NONLEAF_WARNING = "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed"
+_GRAD_READ = re.compile(r"\b([A-Za-z_]\w*)\.grad\b(?!_fn|\s*=[^=])")
+
+
+def nonleaf_grad(view: DocView) -> list[dict[str, Any]]:
+    """``.grad`` read on a tensor that is not a leaf: torch's warning in the output says it
+    happened, the code says where (the first line reading ``name.grad`` of a name that is
+    not a leaf's or a retained tensor's)."""
+    if _NONLEAF_WARNING not in str(view.doc.get("stdout") or ""):
+        return []
+    kept = {str(n.get("name")) for n in view.nodes if n.get("kind") == "tensor"
+            and (n.get("role") in ("leaf", "retained") or {"leaf", "retained"} & set(n.get("roles") or []))}
+    code = str(view.doc.get("code") or "")
+    for number, text in enumerate(code.splitlines(), 1):
+        for m in _GRAD_READ.finditer(text.split("#", 1)[0]):
+            name = m[1]
+            if name in kept:
+                continue
+            return [hint(
+                "nonleaf-grad", "warning", f"{name}.grad is read, but {name} is not a leaf",
+                f"{name} was computed by autograd, so backward does not keep its gradient and "
+                f"{name}.grad is None (torch warned so in the output). Ask for it before backward "
+                "with retain_grad(), or read the leaf's .grad instead.",
+                line=number, nodes=[],
+                evidence=[("line", text.strip()), ("torch warned", _NONLEAF_WARNING)],
+                fix=f"{name}.retain_grad()  # before backward: then {name}.grad is kept",
+                lesson="05_leaf_and_retain_grad")]
+    return []
