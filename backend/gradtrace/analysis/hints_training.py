@@ -152,7 +152,7 @@ def nonleaf_grad(view: DocView) -> list[dict[str, Any]]:
     kept = {str(n.get("name")) for n in view.nodes if n.get("kind") == "tensor"
             and (n.get("role") in ("leaf", "retained") or {"leaf", "retained"} & set(n.get("roles") or []))}
     code = str(view.doc.get("code") or "")
-    for number, text in enumerate(code.splitlines(), 1):
+    for lineno, text in enumerate(code.splitlines(), 1):
         for m in _GRAD_READ.finditer(text.split("#", 1)[0]):
             name = m[1]
             if name in kept:
@@ -162,7 +162,7 @@ def nonleaf_grad(view: DocView) -> list[dict[str, Any]]:
                 f"{name} was computed by autograd, so backward does not keep its gradient and "
                 f"{name}.grad is None (torch warned so in the output). Ask for it before backward "
                 "with retain_grad(), or read the leaf's .grad instead.",
-                line=number, nodes=[],
+                line=lineno, nodes=[],
                 evidence=[("line", text.strip()), ("torch warned", _NONLEAF_WARNING)],
                 fix=f"{name}.retain_grad()  # before backward: then {name}.grad is kept",
                 lesson="05_leaf_and_retain_grad")]
