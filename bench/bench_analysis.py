@@ -32,8 +32,8 @@ from common import ROOT, Row, print_table
 sys.path.insert(0, str(ROOT / "tests"))
 import gradtrace.sandbox.outcome as outcome
 from gradtrace.capture import run_snippet
+from gradtrace.jobs import Job
 from gradtrace.sandbox.outcome import validate_result
-from gradtrace.sandbox.runner import Job
 from gradtrace.schema.canonical import canonical_json
 from programs import ADAM_20, GRU_200
 

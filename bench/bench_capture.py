@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/bench_capture.py [--reps N] [--quick]
 
-Cases (issue 3): a ResNet-18-like CNN, a 6-layer transformer encoder, a GRUCell unrolled 200
+Cases: a ResNet-18-like CNN, a 6-layer transformer encoder, a GRUCell unrolled 200
 steps. Each case builds its model once; every repetition then runs forward+backward either
 bare, or inside ``gradtrace.record()`` followed by ``rec.document()`` and ``canonical_json`` (so
 serialization is included). Bare and captured repetitions alternate, in the same process, so
@@ -161,7 +161,7 @@ def captured(loss_fn: Callable[[], torch.Tensor], model: nn.Module,
 
 
 def timed_in_process(loss_fn: Callable[[], torch.Tensor], model: nn.Module) -> tuple[float, float, float]:
-    """What a notebook user does (issue 14): ``with gradtrace.record() as rec`` around the
+    """What a notebook user does: ``with gradtrace.record() as rec`` around the
     forward+backward, then ``rec.document()`` (the validated pydantic RunDocument). Returns
     (whole time, of which ``rec.document()``, then reading its graph and events once)."""
     model.zero_grad(set_to_none=True)

@@ -1,4 +1,4 @@
-"""A fresh venv with a plain ``pip install .``: does it record at the C++ core's speed? (issue 14)
+"""A fresh venv with a plain ``pip install .``: does it record at the C++ core's speed?
 
     .venv/bin/python bench/bench_fresh_install.py [--reps 7] [--quick] [--keep]
 
@@ -262,7 +262,7 @@ def main() -> int:
                         baseline="bare, same process", baseline_median_s=b.median)
                 rows += [b, r, d]
         print_table(f"In process, one thread, thread CPU time, {reps} repetitions alternating with bare "
-                    "(issue 14 targets: GRU <= 2.5×, transformer <= 2×)", rows)
+                    "(targets: GRU <= 2.5×, transformer <= 2×)", rows)
 
         print("\n### Without a compiler: what the user sees on stderr (all of it)\n")
         print("```")

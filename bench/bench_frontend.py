@@ -1,4 +1,4 @@
-"""Front-end speed in headless Chromium, against the goals and baselines of issue 6.
+"""Front-end speed in headless Chromium, against its goals and baselines (each in the tables).
 
 1. From receiving a run document (JSON text) to the first drawn frame, for synthetic
    autograd-shaped graphs of 500, 3,000 and 20,000 nodes (goals ≤ 0.3 s, ≤ 1.0 s, ≤ 1 s).

@@ -1,4 +1,4 @@
-"""HTTP latency of a trivial snippet through the real service (issue 14: p50 <= 20 ms).
+"""HTTP latency of a trivial snippet through the real service (target: p50 <= 20 ms).
 
     .venv/bin/python bench/bench_http.py [--n 200] [--gap-ms 30] [--quick]
 
@@ -45,8 +45,8 @@ READY_TIMEOUT_S = 120.0
 def pool_direct(n: int, warmup: int, gap_s: float) -> tuple[list[float], list[float]]:
     """``pool.run`` alone (sandbox + capture + the parent's validation), timed around the await:
     (paced: ``gap_s`` idle before each run; pairs back to back)."""
+    from gradtrace.jobs import Job, Limits
     from gradtrace.sandbox.pool import ForkServerPool
-    from gradtrace.sandbox.runner import Job, Limits
     from gradtrace.settings import Settings
 
     s = Settings()
@@ -57,9 +57,9 @@ def pool_direct(n: int, warmup: int, gap_s: float) -> tuple[list[float], list[fl
 
     async def one(pool: ForkServerPool) -> float:
         t0 = time.perf_counter()
-        doc = await pool.run(job)
+        result = await pool.run(job)
         dt = time.perf_counter() - t0
-        assert doc["status"] == "ok", doc
+        assert result.status == "ok", result
         return dt
 
     async def settle(pool: ForkServerPool) -> None:
@@ -98,8 +98,8 @@ def stages_in_process(n: int, warmup: int) -> tuple[list[float], list[float]]:
     does (``run_snippet`` + its canonical JSON, as ``sandbox/child.py`` writes it) and what the
     web process does with those bytes (``validate_result``: strict parse, id, canonical bytes)."""
     from gradtrace.capture import run_snippet
+    from gradtrace.jobs import Job
     from gradtrace.sandbox.outcome import validate_result
-    from gradtrace.sandbox.runner import Job
     from gradtrace.schema.canonical import canonical_json
 
     job = Job(code=TRIVIAL)

@@ -1,4 +1,4 @@
-"""Notebook benchmarks (issue 15), each against its target measured in the same table:
+"""Notebook benchmarks, each against its target measured in the same table:
 
 1. GRU-200 (GRUCell(8,16) unrolled 200 steps, ≈3,200 nodes): from the end of the cell's code to
    the widget drawn, in a real JupyterLab driven through Debian's Chromium. The clock starts at
@@ -195,7 +195,7 @@ def main() -> None:
                 bench_show(max(args.n, 5)))
     html_row, size = bench_html(args.n)
     rows = [bench_widget(args.n), html_row]
-    print_table("Notebook (issue 15): ratio = median / target", rows)
+    print_table("Notebook: ratio = median / target", rows)
     print(f"\nsaved HTML file of the GRU-200 run: {size / 1e6:.2f} MB (target ≤ 3 MB)")
     if args.wheel:
         print_table("Wheel install → record() at core speed (ratio vs the same block bare)", bench_wheel())

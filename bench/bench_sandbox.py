@@ -2,7 +2,7 @@
 
 Prints tables (case, n, median, p95, p99, baseline, ratio) against a cold
 ``python -c "import torch"`` measured in the same run, then throughput with 16 concurrent
-clients and the server's RSS over many runs. Targets (issue 4): HTTP p50 <= 20 ms and
+clients and the server's RSS over many runs. Targets: HTTP p50 <= 20 ms and
 p99 <= 60 ms; >= 40 runs/s with 16 clients on 2 cores and 0 errors; server RSS flat (+-10 %)
 over 5,000 runs.
 

@@ -24,6 +24,13 @@ def test_every_python_package_in_the_tree_is_listed_in_pyproject() -> None:
     assert found == listed, f"missing from pyproject: {found - listed}; stale: {listed - found}"
 
 
+def test_the_version_is_stated_once_for_the_code_and_once_for_the_wheel_and_they_agree() -> None:
+    import gradtrace
+    from gradtrace.version import __version__
+
+    assert _pyproject()["project"]["version"] == __version__ == gradtrace.__version__
+
+
 def test_torch_is_pinned_exactly_to_the_cpu_build_on_disk() -> None:
     deps = _pyproject()["project"]["dependencies"]
     assert "torch==2.13.0" in deps

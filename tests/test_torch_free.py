@@ -1,9 +1,9 @@
 """The web process and the analysis package never import torch (the developers' rule).
 
-Every module of ``gradtrace.analysis``, ``api/``, ``storage/`` and ``schema/``, the HTTP client
-and the FastAPI app (built with :func:`create_app`) are imported in a fresh interpreter, which
-then lists the torch modules in ``sys.modules``. The same check, handed one extra module that
-imports torch, must fail: that is how we know it can.
+Every module of ``gradtrace.analysis``, ``api/``, ``storage/``, ``schema/`` and the job kinds,
+the HTTP client, both runners and the FastAPI app (built with :func:`create_app`) are imported
+in a fresh interpreter, which then lists the torch modules in ``sys.modules``. The same check,
+handed one extra module that imports torch, must fail: that is how we know it can.
 """
 
 from __future__ import annotations
@@ -14,8 +14,12 @@ import textwrap
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-WEB_PACKAGES = ("gradtrace.analysis", "gradtrace.api", "gradtrace.storage", "gradtrace.schema")
-WEB_MODULES = ("gradtrace", "gradtrace.client", "gradtrace.errors", "gradtrace.settings", "gradtrace.api.app")
+WEB_PACKAGES = ("gradtrace.analysis", "gradtrace.api", "gradtrace.storage", "gradtrace.schema",
+                "gradtrace.sandbox.kinds")
+WEB_MODULES = ("gradtrace", "gradtrace.client", "gradtrace.errors", "gradtrace.settings", "gradtrace.api.app",
+               "gradtrace.jobs", "gradtrace.runners", "gradtrace.sandbox.pool", "gradtrace.queue.runner")
+"""The runners' web side too: the pool and the queue runner, and every job kind's module, live
+in the web process (NOTE [adding a job kind] in ``gradtrace/jobs.py``)."""
 SKIPPED = ("gradtrace.storage.migrations",)
 """Alembic's ``env.py`` runs a migration when imported; alembic loads it inside ``store.migrate``."""
 

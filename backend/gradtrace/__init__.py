@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from gradtrace.version import __version__
 
 if TYPE_CHECKING:
     from gradtrace.capture import record
@@ -25,8 +25,8 @@ __all__ = ["Client", "GradtraceAPIError", "RunDocument", "__version__", "load_ip
 
 
 def load_ipython_extension(ipython: Any) -> None:
-    """``%load_ext gradtrace``: the ``%%gradtrace`` cell magic (gradtrace.notebook)."""
-    from gradtrace.notebook import load_ipython_extension as load
+    """``%load_ext gradtrace``: the ``%%gradtrace`` cell magic (:mod:`gradtrace.magic`)."""
+    from gradtrace.magic import load_ipython_extension as load
 
     load(ipython)
 

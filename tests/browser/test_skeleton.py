@@ -1,4 +1,4 @@
-"""The walking skeleton (issue 2), as a user does it: pick the chain-rule lesson, run it, see
+"""The walking skeleton, as a user does it: pick the chain-rule lesson, run it, see
 the graph's nodes drawn and x's gradient, 7 (= 2x + 3 at x = 2)."""
 
 from __future__ import annotations

@@ -1,4 +1,7 @@
-"""What the code review asked of the capture and schema layers, held by reading the source."""
+"""What the code review asked of capture and the sandbox, held by reading the source.
+
+The layer order of the whole package and its import circles are ``tests/test_layering.py``'s.
+"""
 
 from __future__ import annotations
 
@@ -12,55 +15,6 @@ from gradtrace.capture.build_native import SUPPORTED_TORCH, BuildError, check_to
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "backend" / "gradtrace"
-
-
-def _module_imports(path: Path) -> set[str]:
-    """Modules ``path`` imports at module level (not inside functions: those load lazily)."""
-    tree = ast.parse(path.read_text())
-    out: set[str] = set()
-    for node in tree.body:
-        if isinstance(node, ast.ImportFrom) and node.module:
-            out.add(node.module)
-            out.update(f"{node.module}.{a.name}" for a in node.names)
-        elif isinstance(node, ast.Import):
-            out.update(a.name for a in node.names)
-    return out
-
-
-def _all_imports(path: Path) -> set[str]:
-    tree = ast.parse(path.read_text())
-    out: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and node.module:
-            out.add(node.module)
-        elif isinstance(node, ast.Import):
-            out.update(a.name for a in node.names)
-    return out
-
-
-def test_the_schema_imports_no_layer_above_it() -> None:
-    above = ("gradtrace.client", "gradtrace.notebook", "gradtrace.capture", "gradtrace.api",
-             "gradtrace.storage", "gradtrace.sandbox", "gradtrace.queue", "torch")
-    for path in (PACKAGE / "schema").glob("*.py"):
-        bad = {m for m in _all_imports(path) if m.startswith(above)}
-        assert not bad, f"{path.name} imports {bad}"
-
-
-def test_capture_has_no_import_cycle() -> None:
-    modules = {f"gradtrace.capture.{p.stem}": p for p in (PACKAGE / "capture").glob("*.py")}
-    graph = {name: {m for m in _module_imports(p) if m in modules and m != name} for name, p in modules.items()}
-    done: set[str] = set()
-
-    def visit(name: str, path: tuple[str, ...]) -> None:
-        assert name not in path, f"import cycle: {' -> '.join((*path, name))}"
-        if name in done:
-            return
-        for nxt in graph[name]:
-            visit(nxt, (*path, name))
-        done.add(name)
-
-    for name in graph:
-        visit(name, ())
 
 
 def test_the_zygote_imports_warm_up_so_a_rename_fails_loudly() -> None:

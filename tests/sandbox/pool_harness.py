@@ -12,13 +12,15 @@ import os
 import socket
 import threading
 import time
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
+import orjson
+
+from gradtrace.jobs import RUN, Job, JobResult, Limits
 from gradtrace.sandbox.config import UID_BASE
 from gradtrace.sandbox.pool import ForkServerPool
-from gradtrace.sandbox.runner import Job, Limits
 from gradtrace.schema import RunDocument, document_id
 from gradtrace.settings import Settings
 
@@ -28,11 +30,12 @@ T = TypeVar("T")
 class PoolHarness:
     """Owns one pool and one loop; ``run(code)`` returns the validated document."""
 
-    def __init__(self, *, warm_compile: bool = False, **overrides: Any) -> None:
-        """``warm_compile`` defaults off here: most tests need no torch.compile and start ~6 s faster."""
+    def __init__(self, *, warm_compile: bool = False, kind_files: Sequence[str] = (), **overrides: Any) -> None:
+        """``warm_compile`` defaults off here: most tests need no torch.compile and start ~6 s faster.
+        ``kind_files``: job kinds that exist only in the tests (``ForkServerPool``'s argument)."""
         self.settings = Settings(**overrides)
         self.loop = asyncio.new_event_loop()
-        self.pool = ForkServerPool(self.settings, warm_compile=warm_compile)
+        self.pool = ForkServerPool(self.settings, warm_compile=warm_compile, kind_files=kind_files)
         self.call(self.pool.start())
 
     def call(self, coro: Coroutine[Any, Any, T], timeout: float = 120.0) -> T:
@@ -47,8 +50,8 @@ class PoolHarness:
         return Limits(**base)
 
     def run(self, code: str, *, device: str = "cpu", seed: int | None = 0, **limits: Any) -> dict[str, Any]:
-        doc = self.call(self.pool.run(Job(code=code, device=device, seed=seed, limits=self.limits(**limits))))
-        check_document(doc, code)
+        result = self.call(self.pool.run(Job(code=code, device=device, seed=seed, limits=self.limits(**limits))))
+        doc = check_result(result, code)
         self.settle()
         return doc
 
@@ -67,8 +70,20 @@ class PoolHarness:
             self.loop.close()
 
 
+def check_result(result: JobResult, code: str) -> dict[str, Any]:
+    """Every answer is a typed run result whose fields are its bytes' own, holding a valid run
+    document for exactly this code, with a correct id; returns that document."""
+    assert result.kind == RUN
+    doc = orjson.loads(result.canonical)
+    assert result.to_dict() == doc
+    assert (result.id, result.status, result.schema_version, result.size) == (
+        doc["id"], doc["status"], doc["schema_version"], len(result.canonical))
+    check_document(doc, code)
+    return doc
+
+
 def check_document(doc: dict[str, Any], code: str) -> None:
-    """Every answer is a valid run document for exactly this code, with a correct id."""
+    """A valid run document for exactly this code, with a correct id."""
     RunDocument.model_validate(doc)
     assert doc["code"] == code
     assert doc["id"] == document_id(doc)

@@ -20,13 +20,13 @@ from typing import Any
 import pytest
 
 from floats import awkward_floats, stdlib_canonical
+from gradtrace.jobs import Job, Limits
 from gradtrace.sandbox.outcome import (
     _analyse,
     _memory_error_is_a_limit,
     _time_limit_error_is_a_timeout,
     validate_result,
 )
-from gradtrace.sandbox.runner import Job, Limits
 from gradtrace.schema import RunDocument, canonical_json, document_id
 from gradtrace.schema.canonical import ID_LENGTH, CanonicalDocument, canonical_with_id
 from gradtrace.schema.fast import gc_paused, validate_strict_json

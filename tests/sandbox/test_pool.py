@@ -14,14 +14,14 @@ import pytest
 
 from conftest import LESSONS
 from gradtrace.errors import DeviceUnavailable, PoolSaturated
+from gradtrace.jobs import Job
 from gradtrace.lessons import Lesson
-from gradtrace.sandbox.factory import RUNNERS, make_runner
+from gradtrace.runners import RUNNERS, make_runner
 from gradtrace.sandbox.pool import ForkServerPool
-from gradtrace.sandbox.runner import Job
 from gradtrace.settings import Settings
 from sandbox.pool_harness import (
     PoolHarness,
-    check_document,
+    check_result,
     children_of,
     job_uids,
     survivors,
@@ -216,8 +216,8 @@ def test_full_queue_raises_pool_saturated_at_once() -> None:
             with pytest.raises(PoolSaturated):
                 await harness.pool.run(job)
             waited = time.monotonic() - start
-            docs = await asyncio.gather(*running)
-            assert [d["status"] for d in docs] == ["timeout", "timeout"]
+            results = await asyncio.gather(*running)
+            assert [r.status for r in results] == ["timeout", "timeout"]
             return waited
 
         assert harness.call(scenario()) < 0.05
@@ -238,7 +238,7 @@ def test_cancelled_run_kills_the_job_and_frees_the_worker() -> None:
             with pytest.raises(asyncio.CancelledError):
                 await task
             start = time.monotonic()
-            doc = await harness.pool.run(Job(code="print('next')", limits=harness.limits()))
+            doc = (await harness.pool.run(Job(code="print('next')", limits=harness.limits()))).to_dict()
             assert doc["status"] == "ok" and doc["stdout"] == "next\n"
             assert time.monotonic() - start < 2.0
             used = used_children(zygote, idle_before)
@@ -275,15 +275,14 @@ def test_killed_zygote_is_restarted_and_the_running_job_reports_crashed() -> Non
                                                               limits=harness.limits())))
             await asyncio.sleep(0.5)
             os.kill(old, signal.SIGKILL)
-            doc = await task
-            check_document(doc, "import time\ntime.sleep(5)")
+            doc = check_result(await task, "import time\ntime.sleep(5)")
             assert doc["status"] == "crashed" and "restarted" in doc["message"]
             for _ in range(300):
                 if harness.pool.state().ready:
                     break
                 await asyncio.sleep(0.1)
             assert harness.pool.state().detail["zygote_pid"] != old
-            again = await harness.pool.run(Job(code="print('back')", limits=harness.limits()))
+            again = (await harness.pool.run(Job(code="print('back')", limits=harness.limits()))).to_dict()
             assert again["status"] == "ok" and again["stdout"] == "back\n"
 
         harness.call(scenario())

@@ -18,7 +18,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -117,14 +117,26 @@ def worker_env(env: Mapping[str, str]) -> dict[str, str]:
     return {**base, "GRADTRACE_LOG_LEVEL": "warning", **env}
 
 
+WORKER_WITH_KINDS = (
+    "import sys\n"
+    "from gradtrace.queue.worker import run_worker\n"
+    "from gradtrace.settings import Settings\n"
+    "sys.exit(run_worker(Settings(), device='cpu', concurrency=int(sys.argv[1]), warm_compile=False,\n"
+    "                    kind_files=sys.argv[2:]))\n")
+"""``gradtrace worker`` with job kinds that exist only in the tests (``kind_files``)."""
+
+
 def launch_worker(env: Mapping[str, str], *, concurrency: int = 1, prefix: list[str] | None = None,
-                  data_dir: Path | None = None) -> WorkerProc:
-    """``gradtrace worker`` (no torch.compile warm-up: starts ~6 s sooner), optionally under ``prefix``."""
+                  data_dir: Path | None = None, kind_files: Sequence[str] = ()) -> WorkerProc:
+    """``gradtrace worker`` (no torch.compile warm-up: starts ~6 s sooner), optionally under ``prefix``;
+    with ``kind_files``, the same worker started from Python with those job kinds added."""
     data_dir = data_dir or Path(tempfile.mkdtemp(prefix="gradtrace-worker-"))
     data_dir.chmod(0o755)
     log_path = data_dir / "worker.log"
     cmd = [*(prefix or []), sys.executable, "-m", "gradtrace.cli", "worker", "--device", "cpu",
            "--concurrency", str(concurrency), "--no-warm-compile"]
+    if kind_files:
+        cmd = [*(prefix or []), sys.executable, "-c", WORKER_WITH_KINDS, str(concurrency), *kind_files]
     with log_path.open("ab") as log:
         proc = subprocess.Popen(cmd, env=worker_env({"GRADTRACE_DATA_DIR": str(data_dir), **env}),
                                 stdout=log, stderr=subprocess.STDOUT, cwd=str(data_dir), start_new_session=True)

@@ -18,15 +18,15 @@ from fastapi import FastAPI
 from fastapi.concurrency import run_in_threadpool
 from fastapi.middleware.cors import CORSMiddleware
 
-from gradtrace import __version__
 from gradtrace.api import docs, errors, lessons, ops, pages, runs, shares
 from gradtrace.api.metrics import Metrics
 from gradtrace.api.middleware import RequestContextMiddleware
 from gradtrace.api.ratelimit import TokenBuckets
 from gradtrace.api.services import Services, limits_from, make_default_runner
-from gradtrace.sandbox.runner import Runner
+from gradtrace.jobs import Runner
 from gradtrace.settings import Settings, get_settings
 from gradtrace.storage.store import Store
+from gradtrace.version import __version__
 
 log = logging.getLogger("gradtrace.api")
 PURGE_EVERY_S = 3600.0
@@ -77,14 +77,14 @@ def create_app(settings: Settings | None = None, *, runner: Runner | None = None
 
 
 async def _purge_runs_forever(svc: Services) -> None:
-    days = svc.settings.run_retention_days
-    if not days:
+    keep_s = svc.run_retention_s  # the window Services.kept_run reads within
+    if keep_s is None:
         return
     while True:
         try:
-            gone = await run_in_threadpool(svc.store.purge_runs, older_than_s=days * 86400.0)
+            gone = await run_in_threadpool(svc.store.purge_runs, older_than_s=keep_s)
             if gone:
-                log.info("forgot %d runs older than %d days", gone, days)
+                log.info("forgot %d runs older than %d days", gone, svc.settings.run_retention_days)
         except Exception:  # the next round retries; a failing database shows in /readyz
             log.exception("purging old runs failed")
         await asyncio.sleep(PURGE_EVERY_S)

@@ -9,9 +9,9 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST
 
-from gradtrace import __version__
 from gradtrace.api.services import Services, ServicesDep
 from gradtrace.errors import StorageUnavailable
+from gradtrace.version import __version__
 
 router = APIRouter(tags=["operations"])
 

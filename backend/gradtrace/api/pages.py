@@ -44,14 +44,13 @@ from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 from markupsafe import Markup
 
-from gradtrace import __version__
 from gradtrace.api.services import Services, ServicesDep
 from gradtrace.api.shares import shared_document
-from gradtrace.errors import NotFound
 from gradtrace.frontend import DIST, STATIC, TEMPLATES
 from gradtrace.lessons import all_lessons
 from gradtrace.schema import canonical_json
 from gradtrace.storage.codec import load
+from gradtrace.version import __version__
 
 router = APIRouter(include_in_schema=False)
 TEMPLATE = "index.html"
@@ -87,12 +86,7 @@ async def run_page(request: Request, run_id: Annotated[str, Path(max_length=64)]
 
 def kept_run_document(svc: Services, run_id: str) -> dict[str, Any]:
     """A run kept by the service (``GET /api/runs/{id}``'s rules), upgraded to the current schema."""
-    days = svc.settings.run_retention_days
-    blob = svc.store.get_run(run_id, max_age_s=days * 86400.0 if days else None)
-    if blob is None:
-        kept = f"runs are kept {days} days" if days else "runs are kept forever"
-        raise NotFound(f"no run with id {run_id!r} ({kept}; share a run to keep it)", detail={"run_id": run_id})
-    return load(blob)
+    return load(svc.require_kept_run(run_id))
 
 
 def _render(request: Request, svc: Services, *, mode: str, document: dict[str, Any] | None,

@@ -1,7 +1,7 @@
 """What the routes share: settings, the store, the runner, metrics and the rate limiter.
 
 One :class:`Services` lives on ``app.state.services``; routes reach it through the
-:func:`services` dependency. The runner comes from the sandbox package's factory, picked by
+:func:`services` dependency. The runner comes from :mod:`gradtrace.runners`, picked by
 ``GRADTRACE_RUNNER``; this module never runs code itself.
 """
 
@@ -15,15 +15,16 @@ from fastapi import Depends, Request
 
 from gradtrace.api.metrics import Metrics
 from gradtrace.api.ratelimit import TokenBuckets
-from gradtrace.errors import ServiceUnavailable
-from gradtrace.sandbox.runner import Limits, Runner, RunnerState
+from gradtrace.errors import NotFound, ServiceUnavailable
+from gradtrace.jobs import Limits, Runner, RunnerState
 from gradtrace.settings import Settings
+from gradtrace.storage.codec import StoredBlob
 from gradtrace.storage.store import Store
 
 
 def make_default_runner(settings: Settings) -> Runner:
-    """The runner ``GRADTRACE_RUNNER`` names (:func:`gradtrace.sandbox.factory.make_runner`)."""
-    from gradtrace.sandbox.factory import make_runner  # the pool's modules load on first use
+    """The runner ``GRADTRACE_RUNNER`` names (:func:`gradtrace.runners.make_runner`)."""
+    from gradtrace.runners import make_runner  # the pool's modules load on first use
 
     return make_runner(settings)
 
@@ -61,6 +62,27 @@ class Services:
         return {"max_code_kb": s.max_code_kb, "timeout_s": s.timeout_s, "cpu_s": s.cpu_s,
                 "memory_mb": s.memory_mb, "output_kb": s.output_kb, "max_nodes": s.max_nodes,
                 "max_events": s.max_events}
+
+    @property
+    def run_retention_s(self) -> float | None:
+        """How long a run is kept, in seconds (``None``: forever); the purge in ``api/app.py``
+        forgets older ones, and :meth:`kept_run` does not see them even before it runs."""
+        days = self.settings.run_retention_days
+        return days * 86400.0 if days else None
+
+    def kept_run(self, run_id: str) -> StoredBlob | None:
+        """The stored run ``run_id`` while it is kept, or None: the one retention lookup of
+        ``GET /api/runs/{id}``, ``/r/{id}`` and ``POST /api/shares`` by ``run_id``."""
+        return self.store.get_run(run_id, max_age_s=self.run_retention_s)
+
+    def require_kept_run(self, run_id: str, *, instead: str = "share a run to keep it") -> StoredBlob:
+        """:meth:`kept_run`, or a 404 that says how long runs are kept and what to do ``instead``."""
+        blob = self.kept_run(run_id)
+        if blob is None:
+            days = self.settings.run_retention_days
+            kept = f"runs are kept {days} days" if days else "runs are kept forever"
+            raise NotFound(f"no run with id {run_id!r} ({kept}; {instead})", detail={"run_id": run_id})
+        return blob
 
     def public_base(self, request: Request) -> str:
         if self.settings.public_url:

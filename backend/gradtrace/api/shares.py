@@ -108,11 +108,7 @@ def _blob_from_body(body: ShareRequest | RunDocument, svc: Services) -> StoredBl
             return same
         return _encode_checked(body.document)
     assert body.run_id is not None
-    blob = _kept_run(svc, body.run_id[:64])
-    if blob is None:
-        days = svc.settings.run_retention_days
-        raise NotFound(f"no run with id {body.run_id[:64]!r}: it is unknown or older than the retention "
-                       f"of {days} days; share the document itself instead", detail={"run_id": body.run_id})
+    blob = svc.require_kept_run(body.run_id[:64], instead="share the document itself instead")
     if blob.schema_version == SCHEMA_VERSION:
         return blob  # stored runs are canonical already: share the very same bytes
     return _encode_checked(load(blob))
@@ -131,11 +127,6 @@ def _check_size(doc: dict[str, Any], svc: Services) -> None:
                                   detail={"field": what, "count": count, "limit": limit})
 
 
-def _kept_run(svc: Services, run_id: str) -> StoredBlob | None:
-    days = svc.settings.run_retention_days
-    return svc.store.get_run(run_id, max_age_s=days * 86400.0 if days else None)
-
-
 def _stored_run_equal_to(svc: Services, run_id: object,
                          doc: dict[str, Any] | RunDocument) -> StoredBlob | None:
     """The stored run that ``doc`` is a copy of, if any.
@@ -149,7 +140,7 @@ def _stored_run_equal_to(svc: Services, run_id: object,
     """
     if not isinstance(run_id, str) or not 0 < len(run_id) <= 64:
         return None
-    blob = _kept_run(svc, run_id)
+    blob = svc.kept_run(run_id)
     if blob is None or blob.schema_version != SCHEMA_VERSION:
         return None
     stored = json.loads(decompress(blob.gz))

@@ -31,14 +31,16 @@ share id is a content hash), so object addresses in the captured text are replac
 ``0x…``; nothing else of what the snippet printed is changed."""
 
 
+_PACKAGE_PARENT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+"""The directory holding the ``gradtrace`` package (this file is ``gradtrace/capture/snippet.py``)."""
+
+
 def _library_roots() -> list[str]:
     """The directories library files live in: site-packages, the standard library, and the
     directory holding gradtrace itself (each also as its real path), longest first."""
-    import gradtrace
-
     paths = sysconfig.get_paths()
     roots = {paths[k] for k in ("purelib", "platlib", "stdlib", "platstdlib") if k in paths}
-    roots |= set(site.getsitepackages()) | {os.path.dirname(os.path.dirname(gradtrace.__file__))}
+    roots |= set(site.getsitepackages()) | {_PACKAGE_PARENT}
     roots |= {os.path.realpath(r) for r in roots}
     return sorted({r.rstrip("/") + "/" for r in roots if r and r != "/"}, key=len, reverse=True)
 

@@ -1,5 +1,5 @@
-"""gradtrace in notebooks: the widget, ``show()``, the ``%%gradtrace`` cell magic, and the
-self-contained HTML file.
+"""gradtrace in notebooks: the widget, ``show()``, the summary view and the self-contained HTML
+file (the ``%%gradtrace`` cell magic, which also records, is :mod:`gradtrace.magic`).
 
 ::
 
@@ -22,6 +22,6 @@ This package imports torch only to hand tensor values back (``w.selected``).
 from __future__ import annotations
 
 from gradtrace.notebook.html import save_html, standalone_html
-from gradtrace.notebook.show import load_ipython_extension, show
+from gradtrace.notebook.show import show
 
-__all__ = ["load_ipython_extension", "save_html", "show", "standalone_html"]
+__all__ = ["save_html", "show", "standalone_html"]

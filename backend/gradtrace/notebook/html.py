@@ -15,10 +15,10 @@ import re
 from pathlib import Path
 from typing import Any
 
-from gradtrace import __version__
 from gradtrace.frontend import STATIC
 from gradtrace.notebook.assets import asset_text
 from gradtrace.notebook.documents import as_document, compressed
+from gradtrace.version import __version__
 
 
 def standalone_html(document: Any, *, title: str | None = None) -> str:

@@ -149,7 +149,7 @@ class NotebookRunDocument(RunDocument):
 
     def _repr_html_(self) -> str:
         """In a notebook, a document shows a link to its page and a summary of its graph."""
-        from gradtrace.client import render_html
+        from gradtrace.notebook.summary import render_html
 
         return render_html(self)
 

@@ -43,11 +43,10 @@ from redis.asyncio import ConnectionPool
 from redis.exceptions import RedisError
 
 from gradtrace.errors import DeviceUnavailable, PoolSaturated, ServiceUnavailable
+from gradtrace.jobs import Job, JobResult, Runner, RunnerState
 from gradtrace.queue import keys
 from gradtrace.queue.admission import Admission
-from gradtrace.sandbox.outcome import supervisor_document
-from gradtrace.sandbox.runner import Job, Runner, RunnerState
-from gradtrace.schema.canonical import CanonicalDocument
+from gradtrace.sandbox import kinds
 from gradtrace.settings import Settings
 
 log = logging.getLogger("gradtrace.queue")
@@ -148,14 +147,15 @@ class QueueRunner(Runner):
         return requested
 
     # ----------------------------------------------------------------- running jobs
-    async def run(self, job: Job) -> dict[str, Any]:
+    async def run(self, job: Job) -> JobResult:
+        kinds.kind(job.kind)  # ValueError for a kind no module registers, before enqueueing
         try:
             return await self._run(job)
         except (RedisError, OSError) as exc:
             raise ServiceUnavailable(f"the job queue is unreachable ({type(exc).__name__}); please retry",
                                      retry_after=2.0) from exc
 
-    async def _run(self, job: Job) -> dict[str, Any]:
+    async def _run(self, job: Job) -> JobResult:
         snap = self.snapshot
         if snap.redis_ok and not snap.of(job.device):
             raise ServiceUnavailable(f"no {job.device} worker is registered right now; please retry",
@@ -194,7 +194,7 @@ class QueueRunner(Runner):
             await pipe.execute()
         await self._nudge(device)
 
-    async def _wait(self, arq_job: ArqJob, job: Job) -> dict[str, Any]:
+    async def _wait(self, arq_job: ArqJob, job: Job) -> JobResult:
         loop = asyncio.get_running_loop()
         started = loop.time()
         start_by = started + self.settings.queue_wait_s
@@ -217,10 +217,10 @@ class QueueRunner(Runner):
                                          retry_after=2.0)
             if status == JobStatus.in_progress and await self._worker_gone(job_id, job.device):
                 await self._abort(job_id, job.device, dequeue=True)
-                return supervisor_document(job, "crashed", CRASHED, "")
+                return kinds.kind(job.kind).failed(job, "crashed", CRASHED, "")
             if now > give_up:
                 await self._abort(job_id, job.device, dequeue=True)
-                return supervisor_document(job, "crashed", CRASHED, "")
+                return kinds.kind(job.kind).failed(job, "crashed", CRASHED, "")
         return await self._result(arq_job, job)
 
     async def _worker_gone(self, job_id: str, device: str) -> bool:
@@ -229,7 +229,7 @@ class QueueRunner(Runner):
             return False  # between arq's start and the job's first line; look again next round
         return not await self.redis.exists(keys.worker_key(device, worker_id.decode()))
 
-    async def _result(self, arq_job: ArqJob, job: Job) -> dict[str, Any]:
+    async def _result(self, arq_job: ArqJob, job: Job) -> JobResult:
         info = await arq_job.result_info()
         if info is None:
             raise ServiceUnavailable("the run's result was lost (was Redis restarted?); please retry",
@@ -243,9 +243,12 @@ class QueueRunner(Runner):
                 raise ServiceUnavailable("the worker's sandbox was not ready for this run; please retry",
                                          retry_after=2.0)
             log.warning("job %s failed on its worker: %s", arq_job.job_id, message[:200])
-            return supervisor_document(job, "crashed", CRASHED, "")
-        raw = str(info.result).encode()
-        return CanonicalDocument(orjson.loads(raw), raw)
+            return kinds.kind(job.kind).failed(job, "crashed", CRASHED, "")
+        try:  # NOTE [read three fields] (queue/keys.py): the header line, not the whole document
+            return keys.result_from_message(str(info.result))
+        except (ValueError, KeyError, TypeError):
+            log.warning("job %s answered something that is not a result message", arq_job.job_id)
+            return kinds.kind(job.kind).failed(job, "crashed", CRASHED, "")
 
     # ----------------------------------------------------------------- health
     def state(self) -> RunnerState:

@@ -36,6 +36,7 @@ import secrets
 import signal
 import socket
 import time
+from collections.abc import Sequence
 from typing import Any
 
 import orjson
@@ -44,10 +45,10 @@ from arq.worker import Worker, func
 from redis.asyncio import ConnectionPool
 from redis.exceptions import RedisError
 
+from gradtrace.jobs import Job, JobResult
 from gradtrace.queue import keys
-from gradtrace.sandbox.outcome import supervisor_document
+from gradtrace.sandbox import kinds
 from gradtrace.sandbox.pool import ForkServerPool
-from gradtrace.sandbox.runner import Job
 from gradtrace.settings import Settings
 
 log = logging.getLogger("gradtrace.worker")
@@ -96,7 +97,9 @@ class _NudgedWorker(Worker):
 class WorkerService:
     """One worker process: its pool, its registry entry and its arq loop."""
 
-    def __init__(self, settings: Settings, *, device: str, concurrency: int, warm_compile: bool = True) -> None:
+    def __init__(self, settings: Settings, *, device: str, concurrency: int, warm_compile: bool = True,
+                 kind_files: Sequence[str] = ()) -> None:
+        """``kind_files``: job kinds defined outside the package (tests), as for the pool."""
         if device not in keys.DEVICES:
             raise ValueError(f"device must be one of {keys.DEVICES}, not {device!r}")
         if not settings.redis_url:
@@ -106,7 +109,7 @@ class WorkerService:
         self.concurrency = concurrency
         self.id = f"{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(3)}"
         self.pool = ForkServerPool(settings.model_copy(update={"workers": concurrency, "queue_size": 0}),
-                                   warm_compile=warm_compile)
+                                   warm_compile=warm_compile, kind_files=kind_files)
         self.busy = 0
         self.started = 0
         self.finished = 0
@@ -138,7 +141,8 @@ class WorkerService:
             await asyncio.sleep(keys.HEARTBEAT_S)
 
     # ----------------------------------------------------------------- the job
-    async def run_snippet(self, ctx: dict[str, Any], payload: dict[str, Any]) -> str:
+    async def run_job(self, ctx: dict[str, Any], payload: dict[str, Any]) -> str:
+        """One job of any kind; answers :func:`gradtrace.queue.keys.result_message`."""
         redis: ArqRedis = ctx["redis"]
         job_id = str(ctx["job_id"])
         job = keys.job_from_payload(payload)
@@ -148,15 +152,14 @@ class WorkerService:
         with contextlib.suppress(RedisError, OSError):
             await self.publish(redis)
         try:
-            doc = await self._run_until_cutoff(job)
+            result = await self._run_until_cutoff(job)
         finally:
             self.busy -= 1
             self.finished += 1
-        canonical = getattr(doc, "canonical", None)
-        return (canonical if isinstance(canonical, bytes) else orjson.dumps(doc)).decode()
+        return keys.result_message(result)
 
-    async def _run_until_cutoff(self, job: Job) -> dict[str, Any]:
-        """The pool's document, or ``crashed`` if the drain ends first (NOTE [drain on SIGTERM])."""
+    async def _run_until_cutoff(self, job: Job) -> JobResult:
+        """The pool's result, or ``crashed`` if the drain ends first (NOTE [drain on SIGTERM])."""
         run = asyncio.ensure_future(self.pool.run(job))
         cutoff = asyncio.ensure_future(self._cutoff.wait())
         try:
@@ -169,7 +172,7 @@ class WorkerService:
         if not (run.cancelled() and self._cutoff.is_set()):
             return run.result()
         log.warning("worker %s: drain over, a running job was stopped", self.id)
-        return supervisor_document(job, "crashed", DRAINED.format(grace=self.settings.worker_drain_s), "")
+        return kinds.kind(job.kind).failed(job, "crashed", DRAINED.format(grace=self.settings.worker_drain_s), "")
 
     async def _after_job(self, ctx: dict[str, Any]) -> None:
         redis: ArqRedis = ctx["redis"]
@@ -185,7 +188,7 @@ class WorkerService:
     # ----------------------------------------------------------------- lifecycle
     def _arq_worker(self, redis: ArqRedis) -> _NudgedWorker:
         worker = _NudgedWorker(
-            functions=[func(self.run_snippet, name=keys.FUNCTION, max_tries=1,
+            functions=[func(self.run_job, name=keys.FUNCTION, max_tries=1,
                             timeout=self.settings.timeout_s + JOB_GRACE_S)],
             queue_name=keys.queue_name(self.device), redis_pool=redis, max_jobs=self.concurrency,
             allow_abort_jobs=True, retry_jobs=False, handle_signals=False, poll_delay=0,
@@ -262,9 +265,11 @@ class WorkerService:
                 await redis.aclose(close_connection_pool=True)
 
 
-def run_worker(settings: Settings, *, device: str, concurrency: int, warm_compile: bool = True) -> int:
+def run_worker(settings: Settings, *, device: str, concurrency: int, warm_compile: bool = True,
+               kind_files: Sequence[str] = ()) -> int:
     logging.basicConfig(level=settings.log_level.upper(), format="%(asctime)s %(name)s %(message)s")
     logging.getLogger("arq").setLevel(logging.WARNING)  # its start lines would log the snippet
-    service = WorkerService(settings, device=device, concurrency=concurrency, warm_compile=warm_compile)
+    service = WorkerService(settings, device=device, concurrency=concurrency, warm_compile=warm_compile,
+                            kind_files=kind_files)
     asyncio.run(service.serve())
     return 0

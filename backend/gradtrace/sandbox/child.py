@@ -1,7 +1,9 @@
-"""The job child's life after lock-down: read one job, run it through capture, write, ``_exit``.
+"""The job child's life after lock-down: read one job, run its kind's handler, write, ``_exit``.
 
 fd 0 carries the job (JSON, closed by the web process after writing), fds 1 and 2 are the raw
-output pipe the supervisor caps, fd 3 carries the result (JSON). The child never returns into
+output pipe the supervisor caps, fd 3 carries the result (JSON). What the job does is its
+kind's ``handle`` (NOTE [adding a job kind] in ``gradtrace/jobs.py``); the zygote imported
+every kind before it forked. The child never returns into
 the zygote's code: it ends with ``os._exit`` so no user ``__del__``, ``atexit`` handler or
 thread outlives the job, and nothing is flushed twice.
 
@@ -26,15 +28,19 @@ NOTE [stop, then kill]
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import resource
 import signal
+import sys
 import time
 from types import FrameType
 from typing import Any
 
+from gradtrace.sandbox import kinds
 from gradtrace.sandbox.jail import RESULT_FD
+from gradtrace.sandbox.kinds.registry import SNIPPET_FILENAME, ChildJob
 from gradtrace.sandbox.protocol import TIME_LIMIT_ERROR
 
 MAX_JOB_BYTES = 64 << 20
@@ -42,6 +48,8 @@ EXIT_OK = 0
 EXIT_BAD_JOB = 65
 EXIT_INTERNAL = 70
 EXIT_NO_MEMORY = 71
+EXIT_TIME_LIMIT = 73
+"""``TimeLimitExceeded`` escaped a kind's handler (the run kind records it in its document)."""
 
 # Bound before any user code runs: a snippet that replaces os._exit or os.close must not keep the
 # child from ending (it could still patch these names here; then the supervisor's kill ends it).
@@ -49,8 +57,6 @@ _exit = os._exit
 _close = os.close
 _write = os.write
 _read = os.read
-
-SNIPPET_FILENAME = "<snippet>"
 
 
 class TimeLimitExceeded(BaseException):
@@ -99,7 +105,18 @@ def _read_job() -> dict[str, Any]:
     job = json.loads(b"".join(chunks))
     if not isinstance(job, dict) or not isinstance(job.get("code"), str):
         raise ValueError("job is not an object with a code string")
+    if not isinstance(job.get("params", {}), dict):
+        raise ValueError("job params are not an object")
     return job
+
+
+def _child_job(job: dict[str, Any], defaults: dict[str, Any]) -> ChildJob:
+    return ChildJob(kind=str(job.get("kind", "run")), code=job["code"], device=str(job.get("device", "cpu")),
+                    seed=job.get("seed"), params=job.get("params", {}),
+                    max_nodes=int(job.get("max_nodes", defaults["max_nodes"])),
+                    max_events=int(job.get("max_events", defaults["max_events"])),
+                    output_bytes=int(job.get("output_bytes", defaults["output_bytes"])),
+                    filename=SNIPPET_FILENAME)
 
 
 def _tighten_limits(job: dict[str, Any]) -> None:
@@ -143,35 +160,32 @@ def serve(defaults: dict[str, Any], *, prefault: bool = True) -> None:
         _prefault()
     try:
         job = _read_job()
+        handle = kinds.kind(str(job.get("kind", "run"))).handle
     except (OSError, ValueError):
         _exit(EXIT_BAD_JOB)
     try:
         _tighten_limits(job)
         _install_time_limit_handler(float(resource.getrlimit(resource.RLIMIT_CPU)[0]))
-        from gradtrace.capture import run_snippet  # imported by the zygote
-        from gradtrace.schema.canonical import canonical_json
-
-        doc = run_snippet(
-            job["code"],
-            device=str(job.get("device", "cpu")),
-            seed=job.get("seed"),
-            max_nodes=int(job.get("max_nodes", defaults["max_nodes"])),
-            max_events=int(job.get("max_events", defaults["max_events"])),
-            output_bytes=int(job.get("output_bytes", defaults["output_bytes"])),
-            filename=SNIPPET_FILENAME,
-            json_parts=True,  # only serialised below: graph and events stay the core's JSON
-            analysis=False,  # the web process analyses what it validated (NOTE [one analysis])
-        )
+        payload = handle(_child_job(job, defaults))
         signal.signal(signal.SIGXCPU, signal.SIG_IGN)  # finishing now; the hard limit still holds
-        # Data for the web process, which validates it and gives it its id (NOTE [who assigns
-        # the id] in gradtrace/capture/document.py): the graph and events are the core's JSON.
-        payload = canonical_json({**doc, "id": ""})
+        _flush_output()
         _write_all(RESULT_FD, payload)
         _close(RESULT_FD)  # EOF now: the web process answers without waiting for our teardown
     except BaseException as exc:
-        code = EXIT_NO_MEMORY if isinstance(exc, MemoryError) else EXIT_INTERNAL
+        _flush_output()
+        if isinstance(exc, TimeLimitExceeded):  # the supervisor says so in the kind's answer
+            _exit(EXIT_TIME_LIMIT)
         try:
             _write(2, f"gradtrace job child: internal error: {type(exc).__name__}\n".encode())
         finally:
-            _exit(code)
+            _exit(EXIT_NO_MEMORY if isinstance(exc, MemoryError) else EXIT_INTERNAL)
     _exit(EXIT_OK)
+
+
+def _flush_output() -> None:
+    """What a handler's user code printed reaches the output pipe before ``_exit`` (which
+    flushes nothing); the run kind captures its output itself, so this is usually a no-op."""
+    for stream in (sys.stdout, sys.stderr):
+        # a snippet may have replaced or closed them: that spoils its own output only
+        with contextlib.suppress(BaseException):
+            stream.flush()

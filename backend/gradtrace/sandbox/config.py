@@ -44,6 +44,9 @@ class ZygoteConfig:
     """Directories to cover with an empty read-only tmpfs in the zygote's mount namespace."""
     cgroup_parent: str | None = None
     """A delegated cgroup to make the pool's cgroups in (NOTE [rootless worker] in userns.py)."""
+    kind_files: list[str] = field(default_factory=list)
+    """Job kinds defined in files outside the package, imported before the first fork
+    (:func:`gradtrace.sandbox.kinds.load_kind_file`; tests add a kind this way)."""
 
     @classmethod
     def from_settings(cls, settings: Settings, *, warm_compile: bool = True) -> ZygoteConfig:

@@ -8,8 +8,8 @@ to ctypes.
 NOTE [Landlock O_PATH fds]
     Rules name directories by open file descriptors. They are opened while the child is still
     root (before the uid drop), because the per-job uid cannot traverse some of the paths
-    (``/root`` is 0700); rules added after the drop silently lost those paths in the research
-    prototype. The fds are closed right after ``restrict_self``.
+    (``/root`` is 0700); rules added after the drop silently lose those paths (the kernel
+    cannot open them for the rule). The fds are closed right after ``restrict_self``.
 """
 
 from __future__ import annotations

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from gradtrace.analysis import analyze
+from gradtrace.jobs import Job
 from gradtrace.sandbox.protocol import TIME_LIMIT_ERROR
-from gradtrace.sandbox.runner import Job
 from gradtrace.schema import RunDocument
 from gradtrace.schema.canonical import CanonicalDocument, canonical_with_id, check_json
 from gradtrace.schema.fast import gc_paused, validate_strict_json
@@ -26,6 +26,7 @@ MAX_DEPTH = 64
 EXIT_INTERNAL = 70
 EXIT_NO_MEMORY = 71  # mirrors gradtrace.sandbox.child (which the web process must not import)
 EXIT_SETUP_FAILED = 72
+EXIT_TIME_LIMIT = 73
 TRUNCATION_MARKER = "\n[output cut: the snippet wrote more than {limit}]\n"
 
 VALIDATED = {"strict": 0, "general": 0}
@@ -93,6 +94,10 @@ def classify_failure(job: Job, ending: Ending) -> tuple[str, str]:
         return "memory_limit", f"Stopped: the snippet used more than {lim.memory_mb} MiB of memory."
     if ending.signal == signal.SIGXCPU or (ending.signal == signal.SIGKILL and ending.cpu_s >= lim.cpu_s):
         return "timeout", f"Stopped: the snippet used more than {lim.cpu_s} s of CPU time."
+    if ending.code == EXIT_TIME_LIMIT:  # a kind's handler let TimeLimitExceeded escape
+        if ending.cpu_s >= lim.cpu_s - 0.1:
+            return "timeout", f"Stopped: the snippet used more than {lim.cpu_s} s of CPU time."
+        return "timeout", f"Stopped: the snippet ran longer than {lim.timeout_s:g} s."
     if ending.lost:
         return "crashed", "The sandbox worker stopped while the snippet ran; it has been restarted."
     if ending.signal is not None:

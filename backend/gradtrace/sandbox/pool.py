@@ -2,8 +2,10 @@
 
 ``ForkServerPool`` starts the zygote (:mod:`gradtrace.sandbox.zygote_client`), takes one of its
 pre-forked, already locked-down children per job, hands it the job over a pipe and supervises
-it: wall clock, output cap, result cap, cancellation, a bounded queue. Everything the job
-returns is validated by :mod:`gradtrace.sandbox.outcome` before anyone sees it.
+it: wall clock, output cap, result cap, cancellation, a bounded queue. It carries every job
+kind the same way (NOTE [adding a job kind] in :mod:`gradtrace.jobs`): what the job returns is
+validated by its kind's ``validate`` before anyone sees it, and when it leaves nothing valid
+the answer is its kind's ``failed``, with the status :mod:`gradtrace.sandbox.outcome` gives.
 
 NOTE [cuda workers]
     CUDA cannot survive a fork, so a CUDA context must never exist in a process that forks. On
@@ -28,19 +30,15 @@ import asyncio
 import contextlib
 import json
 import os
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
 from gradtrace.errors import DeviceUnavailable, PoolSaturated, ServiceUnavailable
+from gradtrace.jobs import Job, JobResult, Runner, RunnerState
+from gradtrace.sandbox import kinds
 from gradtrace.sandbox.config import ZygoteConfig
-from gradtrace.sandbox.outcome import (
-    Ending,
-    classify_failure,
-    cut_output,
-    supervisor_document,
-    validate_result,
-)
-from gradtrace.sandbox.runner import Job, Runner, RunnerState
+from gradtrace.sandbox.outcome import Ending, classify_failure, cut_output
 from gradtrace.sandbox.streams import CappedReader, write_all
 from gradtrace.sandbox.zygote_client import Child, ZygoteClient
 from gradtrace.settings import Settings
@@ -53,10 +51,14 @@ STOP_GRACE_S = 0.5
 class ForkServerPool(Runner):
     """Runs jobs in pre-forked, jailed children of warm zygotes (see module docstring)."""
 
-    def __init__(self, settings: Settings, *, warm_compile: bool = True) -> None:
-        """``warm_compile=False`` starts ~6 s faster; compiling snippets then risk the time limit."""
+    def __init__(self, settings: Settings, *, warm_compile: bool = True, kind_files: Sequence[str] = ()) -> None:
+        """``warm_compile=False`` starts ~6 s faster; compiling snippets then risk the time limit.
+        ``kind_files``: job kinds defined outside the package (tests), loaded here and by the zygote."""
+        for path in kind_files:
+            kinds.load_kind_file(path)
         self.settings = settings
-        self.config = ZygoteConfig.from_settings(settings, warm_compile=warm_compile)
+        self.config = replace(ZygoteConfig.from_settings(settings, warm_compile=warm_compile),
+                              kind_files=[str(p) for p in kind_files])
         self.workers = settings.workers
         self.queue_capacity = settings.queue_size
         self._slots: asyncio.Semaphore | None = None
@@ -97,7 +99,8 @@ class ForkServerPool(Runner):
             raise DeviceUnavailable(f'unknown device {requested!r}; use "cpu", "cuda" or "auto"')
         return requested
 
-    async def run(self, job: Job) -> dict[str, Any]:
+    async def run(self, job: Job) -> JobResult:
+        kinds.kind(job.kind)  # ValueError for a kind no module registers, before taking a slot
         client, slots = self._route(job)
         if self._closing:
             raise ServiceUnavailable("the sandbox is not running")
@@ -134,7 +137,7 @@ class ForkServerPool(Runner):
         index = min(range(len(self._gpus)), key=lambda i: (self._gpu_slots[i].locked(), i))
         return self._gpus[index], self._gpu_slots[index]
 
-    async def _execute(self, client: ZygoteClient, child: Child, job: Job) -> dict[str, Any]:
+    async def _execute(self, client: ZygoteClient, child: Child, job: Job) -> JobResult:
         out = CappedReader(child.out_r, job.limits.output_bytes)
         res = CappedReader(child.res_r, job.limits.result_bytes)
         ending = Ending()
@@ -161,8 +164,8 @@ class ForkServerPool(Runner):
         return await self._outcome(child, job, ending, out.data(), res)
 
     async def _supervise(self, client: ZygoteClient, child: Child, job: Job, out: CappedReader,
-                         res: CappedReader) -> dict[str, Any] | None:
-        """Wait for the end, a flood or the deadline; return the document early when the result is in.
+                         res: CappedReader) -> JobResult | None:
+        """Wait for the end, a flood or the deadline; return the result early when it is in.
 
         NOTE [early result]
             The child closes the result pipe before ``_exit``, and tearing a forked process down
@@ -187,16 +190,17 @@ class ForkServerPool(Runner):
                 return None
             waiters.discard(res.done)
             if res.size:
-                doc = await _validate(job, res.data())
-                if doc is not None:
+                result = await _validate(job, res.data())
+                if result is not None:
                     client.kill(child)
-                    return doc
+                    return result
 
     async def _send_job(self, child: Child, job: Job) -> None:
         lim = job.limits
-        payload = json.dumps({"code": job.code, "device": job.device, "seed": job.seed,
-                              "max_nodes": lim.max_nodes, "max_events": lim.max_events,
-                              "output_bytes": lim.output_bytes, "cpu_s": lim.cpu_s}).encode()
+        payload = json.dumps({"kind": job.kind, "code": job.code, "device": job.device, "seed": job.seed,
+                              "params": dict(job.params), "max_nodes": lim.max_nodes,
+                              "max_events": lim.max_events, "output_bytes": lim.output_bytes,
+                              "cpu_s": lim.cpu_s}).encode()
         try:
             await write_all(child.job_w, payload)
         except OSError:
@@ -206,7 +210,7 @@ class ForkServerPool(Runner):
                 os.close(child.job_w)
 
     async def _outcome(self, child: Child, job: Job, ending: Ending, raw_out: bytes,
-                       res: CappedReader) -> dict[str, Any]:
+                       res: CappedReader) -> JobResult:
         report = child.exit.result() if child.exit.done() else {"lost": True}
         ending.lost = bool(report.get("lost"))
         ending.code = report.get("code")
@@ -216,11 +220,11 @@ class ForkServerPool(Runner):
         ending.result_bytes = res.size
         limited = ending.wall_timeout or ending.output_flood or ending.result_too_large
         if not limited and ending.code == 0 and not res.overflowed:
-            doc = await _validate(job, res.data())
-            if doc is not None:
-                return doc
+            result = await _validate(job, res.data())
+            if result is not None:
+                return result
         status, message = classify_failure(job, ending)
-        return supervisor_document(job, status, message, cut_output(raw_out, job.limits.output_bytes))
+        return kinds.kind(job.kind).failed(job, status, message, cut_output(raw_out, job.limits.output_bytes))
 
     # ----------------------------------------------------------------- health
     def state(self) -> RunnerState:
@@ -238,8 +242,9 @@ class ForkServerPool(Runner):
             cuda_available=bool(info.get("cuda_available")), detail=detail)
 
 
-async def _validate(job: Job, raw: bytes) -> dict[str, Any] | None:
-    """Validate off the event loop when the result is big enough to matter."""
+async def _validate(job: Job, raw: bytes) -> JobResult | None:
+    """Validate by the job's kind, off the event loop when the result is big enough to matter."""
+    validate = kinds.kind(job.kind).validate
     if len(raw) > (1 << 18):
-        return await asyncio.to_thread(validate_result, job, raw)
-    return validate_result(job, raw)
+        return await asyncio.to_thread(validate, job, raw)
+    return validate(job, raw)

@@ -26,7 +26,7 @@ import tempfile
 from dataclasses import dataclass
 from typing import Any
 
-from gradtrace.sandbox import child, jail, landlock, linux, namespaces, protocol
+from gradtrace.sandbox import child, jail, kinds, landlock, linux, namespaces, protocol
 from gradtrace.sandbox.cgroups import CgroupFactory, JobCgroup
 from gradtrace.sandbox.config import ZygoteConfig
 
@@ -255,6 +255,10 @@ class Zygote:
 
 def _prepare(cfg: ZygoteConfig) -> tuple[jail.JailPlan, CgroupFactory | None, dict[str, Any]]:
     torch_version, cuda, cuda_devices = _warm_torch(cfg.warm_compile)
+    # Every job kind's module is loaded now, before the first fork: a child cannot import after
+    # lock-down (NOTE [adding a job kind] in gradtrace/jobs.py). ``child`` imported the package.
+    for path in cfg.kind_files:
+        kinds.load_kind_file(path)
     linux.mallopt(linux.M_ARENA_MAX, 2)
     layers: dict[str, str] = {"rlimits": "active", "env": "active: scrubbed zygote env, cleared per job",
                               "fds": "active"}

@@ -78,16 +78,21 @@ def check_depth(obj: object, limit: int) -> None:
 
 
 def encode_validated(doc: dict[str, Any]) -> EncodedDocument:
-    """Encode a document that is already a full model dump (the runner's output)."""
+    """Encode a document that is already a full model dump."""
     carried = doc.canonical_for() if isinstance(doc, CanonicalDocument) else None
     if carried is not None and isinstance(doc.get("id"), str):
         doc_id, raw = doc["id"], carried
     else:
         doc_id, raw = canonical_with_id(doc)
-    version = doc.get("schema_version", SCHEMA_VERSION)
-    blob = StoredBlob(schema_version=int(version), gz=compress(raw), size=len(raw),
+    return encode_canonical(doc_id, str(doc.get("status")), int(doc.get("schema_version", SCHEMA_VERSION)), raw)
+
+
+def encode_canonical(doc_id: str, status: str, schema_version: int, raw: bytes) -> EncodedDocument:
+    """Encode canonical bytes whose id, status and version are known (a runner's
+    :class:`~gradtrace.jobs.JobResult`): compressed and hashed, never parsed."""
+    blob = StoredBlob(schema_version=schema_version, gz=compress(raw), size=len(raw),
                       content_hash=content_hash(raw))
-    return EncodedDocument(doc_id=doc_id, status=str(doc.get("status")), raw=raw, blob=blob)
+    return EncodedDocument(doc_id=doc_id, status=status, raw=raw, blob=blob)
 
 
 def compress(raw: bytes) -> bytes:
