@@ -11,7 +11,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from gradtrace.schema.document import _Model, _optional
+from gradtrace.schema.base import _Model, _optional
 
 Severity = Literal["error", "warning", "info"]
 
