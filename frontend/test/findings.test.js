@@ -41,3 +41,23 @@ test("searching nan finds the producer, the nodes that passed it on and the leaf
   assert.deepEqual(searchNodes(index, "inf"), []);
   assert.deepEqual(searchNodes(indexDocument(load("loss_broadcast")), "nan"), []);
 });
+
+test("after clip_grad_norm_, the last step shows the .grad torch holds, earlier steps the accumulation", async () => {
+  const { Timeline } = await import("../src/graph/timeline.js");
+  const doc = load("clip");
+  const index = indexDocument(doc);
+  const tl = new Timeline(index);
+  const leaf = index.nodes.findIndex((n) => n.name === "model.0.weight");
+  const [hint] = findingsOf(doc).hints;
+  assert.equal(hint.code, "grad-edited");
+  assert.equal(hint.line, 8);
+  const end = tl.leafGradAt(leaf, tl.N);
+  assert.equal(end.value, index.nodes[leaf].grad);
+  assert.ok(end.edited);
+  assert.ok(Math.abs(end.value.stats.norm - 0.17593864) < 1e-6);  // what torch printed in the run
+  assert.match(doc.stdout, /^0\.17593/);
+  const [step, accumulated] = tl.leafGrads.get(leaf).at(-1);
+  assert.ok(accumulated.stats.norm > 7);  // what backward left, before clipping
+  if (step < tl.N) assert.equal(tl.leafGradAt(leaf, step).value, accumulated);
+  assert.equal(tl.leafGradAt(leaf, tl.N - 1)?.value ?? accumulated, accumulated);
+});

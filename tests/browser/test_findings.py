@@ -92,3 +92,30 @@ def test_a_gan_step_raises_nothing(playground: Any, artifacts_dir: Path) -> None
     assert page.locator("#status-badge").inner_text() == "ok"
     assert page.locator("#findings").is_hidden()
     page.screenshot(path=str(artifacts_dir / "findings-gan-step.png"))
+
+
+CLIPPING = """import torch
+from torch import nn
+
+torch.manual_seed(0)
+model = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 1))
+loss = model(torch.randn(16, 4)).pow(2).mean() * 50
+loss.backward()
+torch.nn.utils.clip_grad_norm_(model.parameters(), 0.5)
+print(round(model[0].weight.grad.norm().item(), 4))
+"""
+
+
+def test_the_clipping_program_shows_torchs_final_gradient(playground: Any, artifacts_dir: Path) -> None:
+    page = playground
+    run_code(page, CLIPPING)
+    printed = page.locator("#stdout").inner_text().strip()
+    hint = page.locator("#findings .gt-finding[data-code='grad-edited']")
+    hint.locator("summary").click()
+    assert "line 8" in hint.inner_text()
+    assert page.locator(".gt-gutter .gt-mark-hint").count() == 1
+    hint.get_by_role("button", name="show on graph").click()  # model.0.weight, at the last step
+    page.wait_for_function("window.gradtrace.app.viewer.selectedV >= 0")
+    inspector = page.locator("#inspector").inner_text()
+    assert f"norm {printed}" in inspector, (printed, inspector)
+    page.screenshot(path=str(artifacts_dir / "findings-clipping.png"))

@@ -39,6 +39,13 @@ CASES: dict[str, tuple[str, str]] = {
             "loss.backward()\nprint(h.grad)\n",
         H + "x = torch.tensor([1.0, 2.0], requires_grad=True)\nh = x * 3\nh.retain_grad()\n"
             "loss = (h ** 2).sum()\nloss.backward()\nprint(h.grad, x.grad)\n"),
+    "grad-edited": (
+        H + "model = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 1))\n"
+            "loss = model(torch.randn(16, 4)).pow(2).mean() * 50\nloss.backward()\n"
+            "torch.nn.utils.clip_grad_norm_(model.parameters(), 0.5)\n",
+        H + "model = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 1))\n"
+            "loss = model(torch.randn(16, 4)).pow(2).mean() * 50\nloss.backward()\n"
+            "torch.nn.utils.clip_grad_norm_(model.parameters(), 1e6)  # never reached: nothing changes\n"),
     "graph-freed": (
         H + "x = torch.tensor(2.0, requires_grad=True)\ny = x * x\ny.backward()\ny.backward()\n",
         H + "x = torch.tensor(2.0, requires_grad=True)\ny = x * x\ny.backward(retain_graph=True)\n"
@@ -114,6 +121,7 @@ def test_each_hint_fires_on_its_mistake_and_not_on_the_near_miss(run: Any, code:
     found = run(fires)
     assert code in _codes(found), _codes(found)
     hint = next(h for h in found["analysis"]["hints"] if h["code"] == code)
+    assert hint["line"] is not None
     assert hint["title"] and hint["message"] and hint["fix"] and hint["evidence"]
     assert hint["nodes"] or hint["code"] == "nonleaf-grad"  # a read of .grad makes no node
     ids = {n["id"] for n in found["graph"]["nodes"]}
@@ -127,3 +135,18 @@ def test_lessons_raise_only_the_hints_they_are_about(run: Any, lesson: Any) -> N
     assert _codes(doc) == LESSON_HINTS.get(lesson.stem, [])
     assert not (doc.get("analysis") or {}).get("nonfinite")  # no lesson makes a NaN or an inf
     assert (doc.get("analysis") or {}).get("badge") is None
+
+
+def test_the_final_gradient_after_clipping_is_torchs(run: Any) -> None:
+    """The document's final ``.grad`` is the clipped one torch holds (printed by the snippet),
+    and the clipping line carries the note."""
+    fires = CASES["grad-edited"][0] + "print([round(p.grad.norm().item(), 6) for p in model.parameters()])\n"
+    doc = run(fires)
+    printed = [float(x) for x in doc["stdout"].strip().strip("[]").split(",")]
+    leaves = [n for n in doc["graph"]["nodes"] if n["kind"] == "tensor" and n.get("grad")]
+    assert len(leaves) == len(printed) == 4
+    for leaf, norm in zip(leaves, printed, strict=True):
+        assert leaf["grad"]["stats"]["norm"] == pytest.approx(norm, rel=1e-5, abs=1e-6)
+        assert leaf["grad_history"][-1]["stats"]["norm"] > norm  # backward's, before clipping
+    hint = next(h for h in doc["analysis"]["hints"] if h["code"] == "grad-edited")
+    assert hint["line"] == 8 and "clip_grad_norm_" in dict((e["label"], e["value"]) for e in hint["evidence"])["line"]

@@ -28,6 +28,7 @@ from gradtrace.analysis.hints_graph import (
 from gradtrace.analysis.hints_training import (
     accumulated,
     cut_leaf,
+    grad_edited,
     graph_freed,
     nonleaf_grad,
     requires_grad_after_cut,
@@ -37,7 +38,7 @@ Rule = Callable[[DocView], list[dict[str, Any]]]
 
 RULES: tuple[Rule, ...] = (
     accumulated, cut_leaf, requires_grad_after_cut, nonleaf_grad, graph_freed, double_softmax, sigmoid_bce,
-    hand_written_math, mse_broadcast, graph_kept_alive, zero_gradient_ops,
+    hand_written_math, mse_broadcast, graph_kept_alive, zero_gradient_ops, grad_edited,
 )
 
 

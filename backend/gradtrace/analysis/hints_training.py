@@ -167,3 +167,45 @@ def nonleaf_grad(view: DocView) -> list[dict[str, Any]]:
                 fix=f"{name}.retain_grad()  # before backward: then {name}.grad is kept",
                 lesson="05_leaf_and_retain_grad")]
     return []
+
+
+_GRAD_EDIT = re.compile(r"clip_grad_(?:norm|value)_"  # torch.nn.utils' clipping
+                        r"|\.grad\s*(?:\[[^\]]*\]\s*)?(?:[-+*/]=|\.\w+_\()"  # .grad *= s, .grad.mul_(s)
+                        r"|\.grad\s*\[[^\]]*\]\s*=[^=]")  # .grad[i] = v
+
+
+def grad_edited(view: DocView) -> list[dict[str, Any]]:
+    """A leaf whose ``.grad`` at the end is not its last accumulation: something changed it in
+    place outside autograd (``clip_grad_norm_``, ``.grad.mul_()``). The document's final
+    ``grad`` is torch's own; the page shows it at the last step for these leaves, and the line
+    that did it is the first one after the last backward that edits a ``.grad``."""
+    last_backward = max((int(p["line"]) for p in view.doc.get("passes") or [] if p.get("line") is not None),
+                        default=0)
+    edited = [n for n in view.nodes if n.get("kind") == "tensor" and n.get("grad") is not None
+              and n.get("grad_history") and _differs(n["grad"], n["grad_history"][-1])]
+    if not edited:
+        return []
+    code = str(view.doc.get("code") or "").splitlines()
+    line = next((i for i, text in enumerate(code, 1)
+                 if i > last_backward and _GRAD_EDIT.search(text.split("#", 1)[0])), None)
+    names = [view.tensor_label(n) for n in edited]
+    shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+    first = edited[0]
+    return [hint(
+        "grad-edited", "info", f"{shown}: .grad changed after backward",
+        f"The final .grad of {shown} is not what backward left: it was changed in place outside "
+        f"autograd{f' (line {line})' if line else ''}. The last step shows the value torch holds "
+        "at the end.",
+        line=line, nodes=[str(n["id"]) for n in edited],
+        evidence=[(f"‖{names[0]}.grad‖ after backward", _norm(first["grad_history"][-1])),
+                  (f"‖{names[0]}.grad‖ at the end", _norm(first["grad"])),
+                  ("line", view.line_text(line) or "?")],
+        fix="# nothing to fix when it is meant (gradient clipping); the optimizer's step uses the "
+            "changed .grad")]
+
+
+def _differs(a: Any, b: Any) -> bool:
+    """Two TensorValues of one tensor differ (values when both were kept, else their stats)."""
+    if a.get("values") is not None and b.get("values") is not None:
+        return bool(a["values"] != b["values"])
+    return bool(a.get("stats") != b.get("stats"))
