@@ -27,17 +27,17 @@ export function statusWithFindings(label, doc) {
 export function addFindingMarks(errors, index) {
   const { nonfinite, hints } = findingsOf(index.doc);
   const seen = new Set(errors.nodes.map((m) => m.ref));
-  const add = (id, text) => {
+  const add = (id, text, finding) => {
     const ref = index.idx.get(id);
     if (ref === undefined || seen.has(ref)) return;
     seen.add(ref);
-    errors.nodes.push({ ref, text });
+    errors.nodes.push({ ref, text, finding });  // `finding`: the inspector's row label
   };
   for (const f of nonfinite) {
     const what = f.kind === "nan" ? "NaN" : "inf";
-    add(f.node, f.phase === "backward" ? `✱ first ${what} made here` : `✱ first ${what} seen`);
+    add(f.node, f.phase === "backward" ? `✱ first ${what} made here` : `✱ first ${what} seen`, what);
   }
-  for (const h of hints) if (h.nodes.length) add(h.nodes[0], `⚑ ${h.title}`);
+  for (const h of hints) if (h.nodes.length) add(h.nodes[0], `⚑ ${h.title}`, "hint");
   errors.findingLines = [...new Set([...nonfinite, ...hints].map((f) => f.line).filter((l) => l != null))];
   errors.nonfiniteRefs = new Set();
   for (const f of nonfinite) for (const id of [f.node, ...f.passed_on]) if (index.idx.has(id)) errors.nonfiniteRefs.add(index.idx.get(id));
