@@ -6,6 +6,7 @@
 import { KINDS } from "../graph/document.js";
 import { fmtTensorShort } from "../analysis/format.js";
 import { errorSentence } from "../analysis/words.js";
+import { statusWithFindings } from "./findings.js";
 
 const LIMIT_STATUSES = { timeout: "Time limit", memory_limit: "Memory limit", output_limit: "Output limit", graph_limit: "Graph limit", crashed: "Crashed" };
 export const NODE_LIST_MAX = 400;
@@ -20,7 +21,8 @@ export function renderStatus(badge, status, text) {
 export function renderResults(els, doc, onLine) {
   const status = doc.status;
   const label = status === "ok" ? "ok" : status === "error" ? "error" : LIMIT_STATUSES[status] || status;
-  renderStatus(els.badge, status, doc.message && status !== "ok" ? `${label}: ${doc.message}` : label);
+  renderStatus(els.badge, status, statusWithFindings(doc.message && status !== "ok" ? `${label}: ${doc.message}` : label, doc));
+  if (status === "ok" && doc.analysis && doc.analysis.badge) els.badge.classList.add("gt-status-nonfinite");
   els.error.replaceChildren();
   els.error.hidden = !doc.error;
   if (doc.error) {
