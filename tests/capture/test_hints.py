@@ -82,6 +82,29 @@ CASES: dict[str, tuple[str, str]] = {
         H + "w = torch.randn(3, requires_grad=True)\nq = (w * 4).round()\nq.sum().backward()\n",
         H + "w = torch.randn(3, requires_grad=True)\ny = w * 4\nq = y + (y.round() - y).detach()\n"
             "q.sum().backward()\n"),
+    "non-differentiable-op": (
+        H + "w = torch.randn(3, requires_grad=True)\nv = torch.randn(3, requires_grad=True)\n"
+            "idx = (w * 2).argmax()\nloss = (v * idx).sum()\nloss.backward()\n",
+        # argmax for the accuracy beside a loss on the same scores: the scores' leaf learns
+        H + "w = torch.randn(4, 3, requires_grad=True)\nx = torch.randn(5, 4)\n"
+            "t = torch.tensor([0, 1, 2, 0, 1])\nscores = x @ w\nacc = (scores.argmax(1) == t).float().mean()\n"
+            "loss = F.cross_entropy(scores, t)\nloss.backward()\n"),
+    "gradients-vanish": (
+        H + "layers = []\nfor _ in range(8):\n    lin = nn.Linear(16, 16)\n    nn.init.normal_(lin.weight, std=0.05)\n"
+            "    layers += [lin, nn.Sigmoid()]\nmodel = nn.Sequential(*layers, nn.Linear(16, 1))\n"
+            "loss = model(torch.randn(32, 16)).pow(2).mean()\nloss.backward()\n",
+        # the same depth with ReLU and the default init: a healthy MLP
+        H + "layers = []\nfor _ in range(8):\n    layers += [nn.Linear(16, 16), nn.ReLU()]\n"
+            "model = nn.Sequential(*layers, nn.Linear(16, 1))\n"
+            "loss = model(torch.randn(32, 16)).pow(2).mean()\nloss.backward()\n"),
+    # a SIREN (sine activations, frequency 30) with the default init, which SIREN's paper warns
+    # against; the near miss is its own init, uniform in +-sqrt(6 / fan_in) / 30
+    "gradients-explode": (
+        H + "lins = nn.ModuleList(nn.Linear(16, 16) for _ in range(6))\nx = torch.randn(32, 16)\n"
+            "for lin in lins:\n    x = torch.sin(30 * lin(x))\nloss = x.pow(2).mean()\nloss.backward()\n",
+        H + "lins = nn.ModuleList(nn.Linear(16, 16) for _ in range(6))\nfor lin in lins[1:]:\n"
+            "    nn.init.uniform_(lin.weight, -(6 / 16) ** 0.5 / 30, (6 / 16) ** 0.5 / 30)\nx = torch.randn(32, 16)\n"
+            "for lin in lins:\n    x = torch.sin(30 * lin(x))\nloss = x.pow(2).mean()\nloss.backward()\n"),
 }
 
 # What each lesson is about, among the hints (every other lesson raises none).
