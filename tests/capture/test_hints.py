@@ -105,6 +105,15 @@ CASES: dict[str, tuple[str, str]] = {
         H + "lins = nn.ModuleList(nn.Linear(16, 16) for _ in range(6))\nfor lin in lins[1:]:\n"
             "    nn.init.uniform_(lin.weight, -(6 / 16) ** 0.5 / 30, (6 / 16) ** 0.5 / 30)\nx = torch.randn(32, 16)\n"
             "for lin in lins:\n    x = torch.sin(30 * lin(x))\nloss = x.pow(2).mean()\nloss.backward()\n"),
+    "train-mode-in-eval": (
+        H + "model = nn.Sequential(nn.Linear(4, 8), nn.BatchNorm1d(8), nn.ReLU(), nn.Dropout(0.5), nn.Linear(8, 1))\n"
+            "opt = torch.optim.SGD(model.parameters(), lr=0.1)\nloss = model(torch.randn(16, 4)).pow(2).mean()\n"
+            "opt.zero_grad()\nloss.backward()\nopt.step()\nwith torch.no_grad():\n"
+            "    val = model(torch.randn(16, 4)).pow(2).mean()\n",
+        H + "model = nn.Sequential(nn.Linear(4, 8), nn.BatchNorm1d(8), nn.ReLU(), nn.Dropout(0.5), nn.Linear(8, 1))\n"
+            "opt = torch.optim.SGD(model.parameters(), lr=0.1)\nloss = model(torch.randn(16, 4)).pow(2).mean()\n"
+            "opt.zero_grad()\nloss.backward()\nopt.step()\nmodel.eval()\nwith torch.no_grad():\n"
+            "    val = model(torch.randn(16, 4)).pow(2).mean()\nmodel.train()\n"),
 }
 
 # What each lesson is about, among the hints (every other lesson raises none).
@@ -146,7 +155,8 @@ def test_each_hint_fires_on_its_mistake_and_not_on_the_near_miss(run: Any, code:
     hint = next(h for h in found["analysis"]["hints"] if h["code"] == code)
     assert hint["line"] is not None
     assert hint["title"] and hint["message"] and hint["fix"] and hint["evidence"]
-    assert hint["nodes"] or hint["code"] == "nonleaf-grad"  # a read of .grad makes no node
+    # a read of .grad makes no node, nor does a module called under no_grad
+    assert hint["nodes"] or hint["code"] in ("nonleaf-grad", "train-mode-in-eval")
     ids = {n["id"] for n in found["graph"]["nodes"]}
     assert set(hint["nodes"]) <= ids
     assert _codes(run(near_miss)) == []

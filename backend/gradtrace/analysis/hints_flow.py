@@ -150,3 +150,31 @@ def grad_flow(view: DocView) -> list[dict[str, Any]]:
              if vanish else
              "# scale the init down (nn.init.xavier_uniform_), normalise, or clip:\n"
              "torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm=1.0)"))]
+
+
+def train_mode_in_eval(view: DocView) -> list[dict[str, Any]]:
+    """Dropout or batch norm called in training mode with gradients disabled: an evaluation
+    block (``no_grad``) that forgot ``model.eval()`` (NOTE [training mode under no_grad] in
+    gradtrace/capture/modules.py, which notes those calls' lines)."""
+    by_line: dict[int, list[Mapping[str, Any]]] = {}
+    for m in view.doc.get("modules") or []:
+        for line in m.get("training_no_grad_lines") or []:
+            by_line.setdefault(int(line), []).append(m)
+    out: list[dict[str, Any]] = []
+    for line, mods in sorted(by_line.items()):
+        kinds = sorted({str(m["type"]) for m in mods})
+        paths = ", ".join(f"{m['path']} ({m['type']})" for m in mods[:4]) + (
+            f" and {len(mods) - 4} more" if len(mods) > 4 else "")
+        root = str(mods[0]["path"]).split(".")[0]
+        out.append(hint(
+            "train-mode-in-eval", "warning", f"line {line} evaluates with {' and '.join(kinds)} in training mode",
+            f"Line {line} runs with gradients off, as an evaluation does, but {paths} "
+            f"{'is' if len(mods) == 1 else 'are'} still in training mode: dropout drops random "
+            "units and batch norm normalises by this batch's statistics (and updates its running "
+            "ones), so the numbers are not the model's. If that is meant (Monte Carlo dropout, "
+            "re-estimating batch-norm statistics), ignore this.",
+            line=line, nodes=[],
+            evidence=[("line", view.line_text(line) or "?"), ("in training mode", paths)],
+            fix=f"{root}.eval()   # before evaluating\nwith torch.no_grad():\n    ...\n"
+                f"{root}.train()  # back to training afterwards"))
+    return out

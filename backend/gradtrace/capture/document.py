@@ -221,6 +221,9 @@ def build_document(rec: Recorder, *, status: str, error: dict[str, Any] | None =
         if rec.module_calls:
             doc["modules"] = [{"calls": calls, "path": path, "type": kind}
                               for path, (kind, calls) in rec.module_calls.items()]
+            for info in doc["modules"]:
+                if rec.module_train_lines.get(info["path"]):
+                    info["training_no_grad_lines"] = rec.module_train_lines[info["path"]]
         if analysis:
             _add_analysis(doc, events_json)
     return doc

@@ -107,6 +107,10 @@ class ModuleInfo(_Model):
     """Its class name (``GRUCell``, ``Linear``)."""
     calls: int
     """How many times it was called during the run."""
+    training_no_grad_lines: list[int] | None = _optional()
+    """Dropout and batch-norm modules: the snippet lines that called it in training mode with
+    gradients disabled (an evaluation block under ``no_grad`` that forgot ``model.eval()``),
+    first ten; absent when none did (NOTE [training mode under no_grad] in capture/modules.py)."""
 
 
 class ModuleCall(_Model):
