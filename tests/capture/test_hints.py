@@ -183,3 +183,18 @@ def test_the_final_gradient_after_clipping_is_torchs(run: Any) -> None:
         assert leaf["grad_history"][-1]["stats"]["norm"] > norm  # backward's, before clipping
     hint = next(h for h in doc["analysis"]["hints"] if h["code"] == "grad-edited")
     assert hint["line"] == 8 and "clip_grad_norm_" in dict((e["label"], e["value"]) for e in hint["evidence"])["line"]
+
+
+@pytest.mark.parametrize(("edit", "effect"), [("w.grad.mul_(0.5)", "norm scaled × 0.5"),
+                                              ("w.grad.zero_()", "zeroed")])
+def test_an_in_place_edit_of_grad_is_noted_with_its_line_and_effect(run: Any, edit: str, effect: str) -> None:
+    """``.grad.mul_()`` and ``.grad.zero_()`` after backward: the final gradient is torch's, and
+    the hint names the editing line and what it did."""
+    code = H + f"w = torch.tensor([3.0, -4.0], requires_grad=True)\n(w * w).sum().backward()\n{edit}\nprint(w.grad.tolist())\n"
+    doc = run(code)
+    leaf = next(n for n in doc["graph"]["nodes"] if n.get("name") == "w")
+    torch_final = [float(x) for x in doc["stdout"].strip().strip("[]").split(",")]
+    assert leaf["grad"]["values"] == pytest.approx(torch_final, abs=1e-6)
+    hints = [h for h in doc["analysis"]["hints"] if h["code"] == "grad-edited"]
+    assert hints and hints[0]["line"] == 7
+    assert dict((e["label"], e["value"]) for e in hints[0]["evidence"])["effect"] == effect
