@@ -190,7 +190,8 @@ def test_the_final_gradient_after_clipping_is_torchs(run: Any) -> None:
 def test_an_in_place_edit_of_grad_is_noted_with_its_line_and_effect(run: Any, edit: str, effect: str) -> None:
     """``.grad.mul_()`` and ``.grad.zero_()`` after backward: the final gradient is torch's, and
     the hint names the editing line and what it did."""
-    code = H + f"w = torch.tensor([3.0, -4.0], requires_grad=True)\n(w * w).sum().backward()\n{edit}\nprint(w.grad.tolist())\n"
+    code = (H + "w = torch.tensor([3.0, -4.0], requires_grad=True)\n(w * w).sum().backward()\n"
+            f"{edit}\nprint(w.grad.tolist())\n")
     doc = run(code)
     leaf = next(n for n in doc["graph"]["nodes"] if n.get("name") == "w")
     torch_final = [float(x) for x in doc["stdout"].strip().strip("[]").split(",")]

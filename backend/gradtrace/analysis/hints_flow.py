@@ -110,9 +110,9 @@ def grad_flow(view: DocView) -> list[dict[str, Any]]:
         acc = view.accumulator(str(n["id"]))
         seqs = [int(s) for c in view.consumers.get(acc or "", [])
                 if (s := view.by_id[c].get("seq")) is not None]
-        rms = _rms(n)
-        if seqs and rms is not None:
-            layers.append((min(seqs), n, rms))
+        size = _rms(n)
+        if seqs and size is not None:
+            layers.append((min(seqs), n, size))
     if len(layers) < _MIN_LAYERS:
         return []
     layers.sort(key=lambda x: x[0])  # forward order: the first layer first
