@@ -50,12 +50,14 @@ def nondiff_ops(view: DocView) -> list[dict[str, Any]]:
         if (n.get("kind") != "function" or n.get("name") == "AccumulateGrad" or nid in walked
                 or view.consumers.get(nid) or view.cut_consumers.get(nid)):
             continue
-        starved = [t for t in view.nodes if t.get("role") == "leaf" and t.get("grad") is None
-                   and str(t["id"]) in view.upstream(nid)
-                   and view.accumulator(str(t["id"])) not in walked]
         line = n.get("line")
-        op = _nondiff_op(view.line_text(line))
-        if not starved or op is None or line is None or line in seen_lines:
+        op = _nondiff_op(view.line_text(line))  # the cheap test first: most dead ends have none
+        if op is None or line is None or line in seen_lines:
+            continue
+        up = view.upstream(nid)
+        starved = [t for t in view.nodes if t.get("role") == "leaf" and t.get("grad") is None
+                   and str(t["id"]) in up and view.accumulator(str(t["id"])) not in walked]
+        if not starved:
             continue
         seen_lines.add(int(line))
         names = [view.tensor_label(t) for t in starved]
