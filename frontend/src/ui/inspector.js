@@ -96,7 +96,7 @@ export class Inspector {
       }
       parts.push(t);
       // small saved tensors carry their value as saved (docs/CONTRACT.md, "saved")
-      for (const s of n.saved) if (s.value) parts.push(tensorBlock(`saved ${s.name} (as saved for backward)`, s.value));
+      for (const s of n.saved) if (s.value) parts.push(tensorBlock(`${s.name}, as saved for backward`, s.value));
     }
     if (n.value) parts.push(tensorBlock("value", n.value));
     const step = tl.lastBackward(i, k);
