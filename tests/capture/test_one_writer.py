@@ -13,6 +13,7 @@ SHA256_ELSEWHERE = {
     "storage/store.py": "API tokens, never documents",
     "api/services.py": "the snippet's hash in the access log",
     "sandbox/kinds/registry.py": "a unique module name for a job kind loaded from a file",
+    "api/fairshare.py": "a client's API key, kept only as a hash for its fair share",
 }
 
 

@@ -115,3 +115,16 @@ def test_low_rank_fast_path_encodes_like_the_general_path(dtype: torch.dtype, sh
     else:
         assert fast["values"] == t.tolist()
     assert encode(t, with_values=False)["stats"] == fast["stats"]
+
+
+def test_every_gradient_has_values_or_stats_even_autograds_storage_less_zeros(run: Any) -> None:
+    """sgn's gradient of a real input is one of autograd's zero tensors (no storage to read);
+    it is encoded as the zeros it stands for, on both kernel sets."""
+    doc = run("import torch\nx = torch.randn(20, 20, requires_grad=True)\ntorch.sgn(x).sum().backward()\n")
+    grads = [t for ev in doc["events"] if ev["phase"] == "backward"
+             for t in [*ev["grad_inputs"], *ev["grad_outputs"], ev["grad"]] if t is not None]
+    grads += [n["grad"] for n in doc["graph"]["nodes"] if n.get("grad")]
+    assert grads and all(t["values"] is not None or t["stats"] is not None for t in grads)
+    leaf = next(n for n in doc["graph"]["nodes"] if n["name"] == "x")
+    assert leaf["grad"]["stats"] == {"min": 0.0, "max": 0.0, "mean": 0.0, "norm": 0.0}
+    assert "note" not in leaf["grad"]

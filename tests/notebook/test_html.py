@@ -93,3 +93,28 @@ def test_the_viewer_follows_the_theme_around_it(browser: Any, tmp_path: Path, wi
         assert page.evaluate("window.gradtrace.viewer.canvas.pal.bg") == canvas
     finally:
         context.close()
+
+
+def test_the_saved_file_shows_the_first_nan_and_its_badge(browser: Any, tmp_path: Path,
+                                                          widget_bundles: Path, artifacts_dir: Path) -> None:
+    """The analysis recorded in process (capture's document) travels in the file and shows."""
+    with gradtrace.record() as rec:
+        x = torch.tensor([-1.0, 0.0, 4.0], requires_grad=True)
+        y = torch.where(x > 0, x.sqrt(), 0.0)
+        y.sum().backward()
+    doc = rec.document()
+    assert doc.analysis is not None and doc.analysis.nonfinite[0].name == "SqrtBackward0"
+    path = tmp_path / "where.html"
+    doc.save_html(str(path))
+    context = browser.new_context(offline=True, viewport={"width": 1280, "height": 800})
+    page = context.new_page()
+    try:
+        page.goto(path.as_uri())
+        page.wait_for_function("document.getElementById('gradtrace').dataset.ready === '1'", timeout=20_000)
+        root = page.locator("#gradtrace")
+        assert root.locator("#status-badge").inner_text() == "ok · x.grad has NaN"
+        assert "first NaN in backward: SqrtBackward0" in root.locator("#findings").inner_text()
+        assert root.locator(".gt-nan-mark").count() == 1
+        page.screenshot(path=str(artifacts_dir / "findings-saved-html.png"))
+    finally:
+        context.close()

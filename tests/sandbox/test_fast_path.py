@@ -22,7 +22,12 @@ import pytest
 from floats import awkward_floats, stdlib_canonical
 from gradtrace.collector import gc_paused
 from gradtrace.jobs import Job, Limits
-from gradtrace.sandbox.outcome import _memory_error_is_a_limit, _time_limit_error_is_a_timeout, validate_result
+from gradtrace.sandbox.outcome import (
+    _analyse,
+    _memory_error_is_a_limit,
+    _time_limit_error_is_a_timeout,
+    validate_result,
+)
 from gradtrace.schema import RunDocument, canonical_json, document_id
 from gradtrace.schema.canonical import ID_LENGTH, CanonicalDocument, canonical_with_id
 from gradtrace.schema.fast import validate_strict_json
@@ -45,6 +50,7 @@ def reference(job: Job, raw: bytes | str) -> tuple[dict[str, Any], bytes] | None
         doc["code"], doc["seed"], doc["device"] = job.code, job.seed, job.device
         _memory_error_is_a_limit(job, doc)
         _time_limit_error_is_a_timeout(job, doc)
+        _analyse(doc)
         doc["id"] = stdlib_id(doc)
         return doc, stdlib_canonical(doc)
     except (ValueError, RecursionError, TypeError, UnicodeError, OverflowError):
@@ -318,8 +324,8 @@ def test_the_strict_schema_mirrors_every_model_of_the_document_field_for_field()
     defaulted field missing there would be missing from fast-path documents and change ids."""
     from typing import NotRequired, get_origin, get_type_hints
 
+    from gradtrace.schema import analysis, fast
     from gradtrace.schema import document as models
-    from gradtrace.schema import fast
 
     pairs = fast.STRICT  # NOTE [a strict twin generated from each model]
     assert set(models._Model.__subclasses__()) == set(pairs)

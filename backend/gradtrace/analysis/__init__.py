@@ -14,3 +14,7 @@ notebook/ (the layer order in ``tests/test_layering.py`` says so too). Anything 
 (re-running a snippet, asking ``torch.autograd`` for the answer) is a sandbox job kind instead
 (NOTE [adding a job kind] in ``gradtrace/jobs.py``).
 """
+
+from gradtrace.analysis.run import analyze
+
+__all__ = ["analyze"]

@@ -33,13 +33,16 @@ from fastapi import Request
 
 from gradtrace.errors import PoolSaturated, RateLimited
 
+CLIENT_KEY_HEX = 16
+"""Hex digits kept of a client's API key hash: enough to tell keys apart, never the key itself."""
+
 
 def client_id(request: Request, header: str | None) -> str:
     """Who is asking: a hash of the ``header`` value when there is one, else the address."""
     if header:
         value = request.headers.get(header)
         if value:
-            return "key:" + hashlib.sha256(value.encode("utf-8", "replace")).hexdigest()[:16]
+            return "key:" + hashlib.sha256(value.encode("utf-8", "replace")).hexdigest()[:CLIENT_KEY_HEX]
     return request.client.host if request.client else "unknown"
 
 

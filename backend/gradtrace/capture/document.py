@@ -30,8 +30,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import orjson
 import torch
 
+from gradtrace.analysis import analyze
+from gradtrace.analysis.docview import event_skeletons, may_hold_nonfinite
 from gradtrace.capture.frames import NameIndex
 from gradtrace.capture.recorder import Recorder
 from gradtrace.collector import gc_paused
@@ -159,10 +162,27 @@ def _core_graph(rec: Recorder, nodes: list[dict[str, Any] | None]) -> bytes:
     return b"".join((b'{"edges":[', b",".join(edges), b'],"nodes":[', b",".join(parts), b"]}"))
 
 
+def _add_analysis(doc: dict[str, Any], events: bytes) -> None:
+    """The document's ``analysis`` (:mod:`gradtrace.analysis`), computed once, here, from the
+    document's own parts; left out when there is nothing to say. The events are parsed with
+    their values only when they may hold a NaN or an infinity (NOTE [events without their
+    values] in gradtrace/analysis/docview.py)."""
+    graph = orjson.loads(memoryview(doc["graph"]))
+    parsed = orjson.loads(memoryview(events)) if may_hold_nonfinite(doc["graph"], events) else event_skeletons(events)
+    found = analyze({**doc, "graph": graph, "events": parsed})
+    if found is not None:
+        doc["analysis"] = found
+
+
 def build_document(rec: Recorder, *, status: str, error: dict[str, Any] | None = None,
                    message: str | None = None, stdout: str = "", stdout_truncated: bool = False,
-                   device: str = "cpu", code: str | None = None, seed: int | None = None) -> dict[str, Any]:
+                   device: str = "cpu", code: str | None = None, seed: int | None = None,
+                   analysis: bool = True) -> dict[str, Any]:
     """The run document as a JSON-able dict without its ``id`` (see the NOTEs above and below).
+
+    With ``analysis`` (the default) the document gets its ``analysis`` here; the sandbox child
+    leaves it to the web process, which analyses what it validated (NOTE [one analysis] in
+    :mod:`gradtrace.sandbox.outcome`).
 
     NOTE [one document path]
         ``doc["graph"]`` and ``doc["events"]`` are their canonical JSON as the core wrote it
@@ -201,4 +221,6 @@ def build_document(rec: Recorder, *, status: str, error: dict[str, Any] | None =
         if rec.module_calls:
             doc["modules"] = [{"calls": calls, "path": path, "type": kind}
                               for path, (kind, calls) in rec.module_calls.items()]
+        if analysis:
+            _add_analysis(doc, events_json)
     return doc

@@ -118,7 +118,7 @@ def run_snippet(code: str, *, device: str = "cpu", seed: int | None = 0,
                 max_nodes: int = 50_000, max_events: int = 200_000,
                 output_bytes: int = 64 * 1024, filename: str = "<snippet>",
                 max_document_bytes: int = 28 << 20, native: bool | None = None,
-                json_parts: bool = False) -> dict[str, Any]:
+                json_parts: bool = False, analysis: bool = True) -> dict[str, Any]:
     """Execute ``code`` while recording, and return its run document as a JSON-able dict.
 
     ``torch``, ``nn`` and ``F`` are predefined. The document validates as
@@ -130,10 +130,11 @@ def run_snippet(code: str, *, device: str = "cpu", seed: int | None = 0,
     ``json_parts`` answers the document without its id, the graph and the events their JSON as
     the core wrote it, for a caller that writes it out (``record.document_parts``); without, a
     :class:`~gradtrace.schema.canonical.CanonicalDocument` parsed once from those bytes, which
-    it carries (NOTE [one document path] in capture/document.py).
+    it carries (NOTE [one document path] in capture/document.py). Without ``analysis`` the
+    document has no ``analysis`` (the sandbox child's: the web process adds it).
     """
     out = CappedOutput(output_bytes)
-    fields: dict[str, Any] = {"device": device, "code": code, "seed": seed}
+    fields: dict[str, Any] = {"device": device, "code": code, "seed": seed, "analysis": analysis}
     namespace = _namespace()
     rec = record(max_nodes=max_nodes, max_events=max_events, max_document_bytes=max_document_bytes,
                  native=native, _filename=filename, _namespace=namespace, _fresh=True,

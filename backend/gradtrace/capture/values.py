@@ -196,6 +196,8 @@ def _encode(t: torch.Tensor, with_values: bool) -> TensorValueDict:
     out = TensorValueDict(shape=shape, dtype=dtype_name(dtype), values=None, stats=None)
     try:
         t = t.detach()
+        if t._is_zerotensor():  # autograd's storage-less zeros (sgn's gradient of a real input)
+            t = torch.zeros(t.shape, dtype=t.dtype, device=t.device)
         if t.device.type == "meta":  # NOTE [every kind of tensor]
             out["note"] = "a meta tensor has no data: shape and dtype only"
             return out

@@ -14,6 +14,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
+from gradtrace.analysis import analyze
 from gradtrace.collector import gc_paused
 from gradtrace.jobs import Job
 from gradtrace.sandbox.protocol import TIME_LIMIT_ERROR, WALL_STOP_SIGNAL
@@ -161,12 +162,26 @@ def validate_result(job: Job, raw: bytes) -> CanonicalDocument | None:
         doc["device"] = job.device
         _memory_error_is_a_limit(job, doc)
         _time_limit_error_is_a_timeout(job, doc)
+        _analyse(doc)
         doc["id"], canonical = canonical_with_id(doc)
     except (ValueError, RecursionError, TypeError, UnicodeError, OverflowError):
         return None
     with _validated_lock:
         VALIDATED["strict" if strict else "general"] += 1
     return CanonicalDocument(doc, canonical)
+
+
+def _analyse(doc: dict[str, Any]) -> None:
+    """NOTE [one analysis]: a document's ``analysis`` (:mod:`gradtrace.analysis`) is computed
+    once, from the document itself, where the document becomes final: here for the service,
+    on what was validated (never the job's own, which is dropped), and in capture's
+    ``build_document`` for documents made in process (``record()``, ``gradtrace run``). Here
+    the graph and events are parsed already, so it costs only the analysis itself."""
+    doc.pop("analysis", None)
+    with gc_paused():  # NOTE [fast path]: nothing it builds is cyclic
+        found = analyze(doc)
+    if found is not None:
+        doc["analysis"] = found
 
 
 def _time_limit_error_is_a_timeout(job: Job, doc: dict[str, Any]) -> None:

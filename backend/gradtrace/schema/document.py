@@ -25,7 +25,10 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
+
+from gradtrace.schema.analysis import Analysis
+from gradtrace.schema.base import _Model, _optional
 
 SCHEMA_VERSION = 1
 VALUES_LIMIT = 1000
@@ -34,15 +37,6 @@ Status = Literal["ok", "error", "timeout", "memory_limit", "output_limit", "grap
 Device = Literal["cpu", "cuda", "auto"]
 Number = int | float | str
 """A JSON number, or one of the strings ``"nan"``, ``"inf"``, ``"-inf"``."""
-
-
-def _optional() -> Any:
-    """An optional addition that is left out of the JSON when absent.
-
-    Additions made after v1 are omitted rather than written as null, so documents written
-    before them stay fixed points of the schema (stored fixtures and goldens do not change).
-    """
-    return Field(default=None, exclude_if=lambda v: v is None)
 
 
 def written_defaults(model: type[BaseModel]) -> dict[str, Any]:
@@ -55,12 +49,6 @@ def written_defaults(model: type[BaseModel]) -> dict[str, Any]:
             continue
         out[f.alias or name] = f.get_default(call_default_factory=True)
     return out
-
-
-class _Model(BaseModel):
-    """Base of every document model: unknown fields are kept (forward compatible)."""
-
-    model_config = ConfigDict(extra="allow", populate_by_name=True)
 
 
 class TensorStats(_Model):
@@ -303,3 +291,5 @@ class RunDocument(_Model):
     """Problems of the recorder itself (never the snippet's): what could not be recorded."""
     modules: list[ModuleInfo] | None = _optional()
     """Every named module called during the run, in order of first call."""
+    analysis: Analysis | None = _optional()
+    """What :mod:`gradtrace.analysis` found: hints and the first non-finite values."""

@@ -21,6 +21,7 @@ import { LayoutClient } from "../layout/client.js";
 import { GraphCanvas } from "../render/canvas.js";
 import { makeScene } from "../render/scene.js";
 import { errorMarks } from "../ui/errors.js";
+import { addFindingMarks, markTransport, renderFindings } from "../ui/findings.js";
 import { GradcheckPanel } from "../ui/gradcheck.js";
 import { Inspector } from "../ui/inspector.js";
 import { IterationPicker } from "../ui/iterations.js";
@@ -61,7 +62,7 @@ export class Viewer {
       graph: p("graph"), empty: p("graph-empty"), layoutStatus: p("layout-status"), simplified: p("simplified"),
       stats: p("graph-stats"), modules: p("modules"), modulesList: p("modules-list"), nodeList: p("node-list"),
       timeline: p("timeline"), inspector: p("inspector"), sentence: p("sentence"),
-      search: p("search"), searchCount: p("search-count"),
+      search: p("search"), searchCount: p("search-count"), findings: p("findings"),
     };
     compactKeyHint(root.querySelector("#graph-keys"));
     this.layout = new LayoutClient(opts.workerUrl || new URL("./layout-worker.js", import.meta.url));
@@ -121,11 +122,12 @@ export class Viewer {
     this._quiet = false;
     if (this.iterPicker) { this.iterPicker.setLevel(this.levels[0] || null); this.iterPicker.update(this.openUnits[0] ?? 0); }
     this.words = wordsContext(this.index, this.timeline, doc.code ?? this.codeText(), this.levels);
-    this.errors = errorMarks(this.index);
+    this.errors = addFindingMarks(errorMarks(this.index), this.index);
+    renderFindings(this.els.findings, doc, { onLine: (line) => this.onLineCb(line, true), onNode: (id) => this.showNode(id) });
     this._starts = null;
     this.inspector.setContext({ words: this.words, errors: this.errors });
     if (this.els.search && this.els.search.value.trim()) this._runSearch(false);
-    this.code.mark({ error: this.errors.lines.error, cause: this.errors.lines.cause, current: null, justDone: null, selected: null }, { scroll: true });
+    this.code.mark({ error: this.errors.lines.error, cause: this.errors.lines.cause, hint: this.errors.findingLines, current: null, justDone: null, selected: null }, { scroll: true });
     if (this.els.empty) {
       this.els.empty.hidden = this.index.nodes.length > 0;
       if (!this.index.nodes.length) this.els.empty.textContent = "This run created no autograd node.";
@@ -133,6 +135,7 @@ export class Viewer {
     const timing = await this.relayout(false, k0);
     if (!timing || this.doc !== doc) return null; // a newer document arrived meanwhile
     this.transport.setSegments(this.timeline.segments, this.timeline.N, (seg) => segmentLabel(this.words, seg));
+    markTransport(this.els.timeline, this.timeline, doc, (k) => this.player.go(k, { fromUser: true }));
     this.inspector.clear();
     const k = step == null ? this.timeline.N : Math.max(0, Math.min(this.timeline.N, step));
     this.player.reset(this.timeline.N, this.timeline.segments, k);
@@ -339,6 +342,17 @@ export class Viewer {
     this.canvas.setLineSelection([v]);
     this.canvas.centerOn(v);
     this._searchStatus();
+  }
+
+  /** "Show on graph": open what hides document node `id`, go to the step that made it, select it. */
+  async showNode(id) {
+    const ref = this.index ? this.index.idx.get(id) : undefined;
+    if (ref === undefined || !this.scene) return;
+    const v = await this.reveal(ref);
+    if (v < 0) return;
+    if (this.scene.reveal[v] > this.player.k) this.player.go(this.scene.reveal[v], { fromUser: true });
+    this.selectNode(v);
+    this.canvas.centerOn(v);
   }
 
   /** Remember the selected document node so the inspector shows it again after relayout. */

@@ -70,6 +70,11 @@ export class Timeline {
       this.leafGrads.get(leaf).push([i + 1, e.grad, this.evPass[i]]);
     });
     this.segments = segmentsOf(events, this.evPass);
+    // Leaves whose .grad was changed outside autograd after backward (the analysis' hint
+    // `grad-edited`): at the last step they show the final .grad torch holds, not the last
+    // accumulation.
+    const edited = ((index.doc.analysis && index.doc.analysis.hints) || []).filter((h) => h.code === "grad-edited");
+    this.edited = new Set(edited.flatMap((h) => h.nodes).map((id) => index.idx.get(id)).filter((r) => r !== undefined));
   }
 
   event(k) { return k >= 1 && k <= this.N ? this.events[k - 1] : null; }
@@ -80,7 +85,9 @@ export class Timeline {
     const list = this.leafGrads.get(leaf);
     if (!list) return null;
     const j = lastAtOrBefore(list, k, (x) => x[0]);
-    return j < 0 ? null : { value: list[j][1], count: j + 1, pass: list[j][2], step: list[j][0] };
+    if (j < 0) return null;
+    const value = k >= this.N && this.edited.has(leaf) && this.index.nodes[leaf].grad ? this.index.nodes[leaf].grad : list[j][1];
+    return { value, count: j + 1, pass: list[j][2], step: list[j][0], edited: value !== list[j][1] };
   }
 
   /** The latest backward event on document node v at or before step k. */

@@ -37,6 +37,11 @@ export function fmtTensorShort(tv, max = 4, withShape = true) {
     return tv.shape.length === 0 ? fmtNum(tv.values) : nested(tv.values, { left: max, complex: String(tv.dtype).includes("complex") });
   }
   const s = tv.stats;
+  // One element whose values were left out (the document's values budget): its mean is its
+  // value, sign included; its norm would drop the sign (‖34.85‖ for -34.85).
+  if (s && s.mean != null && count === 1 && !String(tv.dtype).includes("complex")) {
+    return tv.shape.length === 0 || !withShape ? fmtNum(s.mean) : `[${fmtNum(s.mean)}] ${tv.shape.join("×")}`;
+  }
   if (s && s.norm != null) return withShape ? `‖${fmtNum(s.norm)}‖ ${tv.shape.join("×")}` : `‖${fmtNum(s.norm)}‖`;
   return tv.shape.join("×");
 }
@@ -61,7 +66,9 @@ export function gradMagnitude(tv) {
   const norm = typeof s.norm === "number" ? s.norm : Number(s.norm);
   let sign = Number.isFinite(mean) ? Math.sign(mean) : 0;
   if (!sign && typeof tv.values === "number") sign = Math.sign(tv.values);
-  return { sign, size: Number.isFinite(norm) ? Math.abs(norm) : 0 };
+  // NaN or inf anywhere makes the min or the max the string "nan", "inf" or "-inf".
+  const nonfinite = typeof s.min === "string" || typeof s.max === "string" || typeof tv.values === "string";
+  return { sign, size: Number.isFinite(norm) ? Math.abs(norm) : 0, nonfinite };
 }
 
 export function fmtBytes(b) {

@@ -9,6 +9,7 @@
  *   zoomed out (they would be a few pixels high anyway).
  */
 import { fmtTensorShort, gradMagnitude } from "../graph/values.js";
+import { strokeNonfinite } from "./nonfinite.js";
 import { edgeBoxes, edgePoints, midpoint } from "./geometry.js";
 import { MIN_TEXT_PX } from "./labels.js";
 import { drawTexts } from "./texts.js";
@@ -119,9 +120,10 @@ export function drawScene(ctx, scene, st, cam, vw, vh, opts) {
   // active edges still cost a handful of strokes).
   const mags = active.map(([, g]) => gradMagnitude(g.g));
   const maxNorm = mags.reduce((mx, m) => Math.max(mx, m.size), 1e-12);
-  const strokes = [];  // by (sign + 1) * 11 + width step: no key string per edge and frame
+  const strokes = [], nonfinite = [];  // by (sign + 1) * 11 + width step; NaN/inf apart (render/nonfinite.js)
   active.forEach(([e], i) => {
     const { sign, size } = mags[i];
+    if (mags[i].nonfinite) { nonfinite.push(e); return; }
     const key = (sign + 1) * 11 + Math.min(10, Math.round(10 * Math.sqrt(size / maxNorm)) || 0);
     (strokes[key] ||= []).push(e);
   });
@@ -135,6 +137,7 @@ export function drawScene(ctx, scene, st, cam, vw, vh, opts) {
     ctx.strokeStyle = sign > 0 ? pal.gradPos : sign < 0 ? pal.gradNeg : pal.gradZero;
     ctx.stroke();
   }
+  strokeNonfinite(ctx, () => nonfinite.forEach((e) => tracePolyline(ctx, edgePoints(scene, e), k < 0.25)), Math.max(px, 0.6), pal.error);
   for (const [e, g] of active) {
     if (SUB_PX * k < MIN_TEXT_PX) break;  // NOTE [texts too small to show]
     const fresh = g.step === st.k;

@@ -37,16 +37,18 @@ const MARKS = {
   error: [new Mark("gt-mark-error", "✖", "error raised here"), Decoration.line({ class: "gt-line-error" })],
   cause: [new Mark("gt-mark-cause", "✎", "changed in place here (the cause of the error)"), Decoration.line({ class: "gt-line-cause" })],
   selected: [new Mark("gt-mark-sel", "●", "selected line"), Decoration.line({ class: "gt-line-sel" })],
+  hint: [new Mark("gt-mark-hint", "⚑", "a hint or a NaN concerns this line (see Hints)"), Decoration.line({ class: "gt-line-hint" })],
 };
 const USER_BACKWARD = Decoration.line({ class: "gt-line-user-backward" });
-const ORDER = ["selected", "justDone", "current", "cause", "error"];
+const ORDER = ["hint", "selected", "justDone", "current", "cause", "error"];
 
 function build(state, marks) {
   const lines = new Map();
   for (const kind of ORDER) {
-    const line = marks[kind];
-    if (line == null || line < 1 || line > state.doc.lines) continue;
-    lines.set(line, kind);
+    for (const line of [].concat(marks[kind] ?? [])) {  // `hint` is a list of lines
+      if (line == null || line < 1 || line > state.doc.lines) continue;
+      lines.set(line, kind);
+    }
   }
   const sorted = [...lines.entries()].sort((a, b) => a[0] - b[0]);
   const deco = [], gut = [];

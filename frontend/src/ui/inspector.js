@@ -80,7 +80,8 @@ export class Inspector {
     if (vn.proxy) row(dl, "drawn", "as one copy per use (shared leaf)");
     const errs = this.ctx.errors;
     const mark = errs ? errs.nodes.find((m) => m.ref === i) : null;
-    if (mark && mark.text && this.ctx.words) row(dl, "error", `${mark.text.replace(/^\S+ /, "")}. ${errorSentence(this.ctx.words)}`);
+    if (mark && mark.finding) row(dl, mark.finding, mark.text.replace(/^\S+ /, ""));  // ui/findings.js
+    else if (mark && mark.text && this.ctx.words) row(dl, "error", `${mark.text.replace(/^\S+ /, "")}. ${errorSentence(this.ctx.words)}`);
     else if (index.errorNode === i && index.doc.error) row(dl, "error", `${index.doc.error.type}: ${index.doc.error.message}`);
     const parts = [el("h3", {}, vn.label), dl];
     const extra = this.cb.extra ? this.cb.extra(n) : null; // e.g. the gradient check's button

@@ -4,6 +4,7 @@
  * keyboard and screen-reader users (the canvas itself has no DOM to read).
  */
 import { KINDS } from "../graph/document.js";
+import { statusWithFindings } from "./findings.js";
 import { fmtTensorShort } from "./format.js";
 import { errorSentence } from "./words.js";
 
@@ -20,7 +21,8 @@ export function renderStatus(badge, status, text) {
 export function renderResults(els, doc, onLine) {
   const status = doc.status;
   const label = status === "ok" ? "ok" : status === "error" ? "error" : LIMIT_STATUSES[status] || status;
-  renderStatus(els.badge, status, doc.message && status !== "ok" ? `${label}: ${doc.message}` : label);
+  renderStatus(els.badge, status, statusWithFindings(doc.message && status !== "ok" ? `${label}: ${doc.message}` : label, doc));
+  if (status === "ok" && doc.analysis && doc.analysis.badge) els.badge.classList.add("gt-status-nonfinite");
   els.error.replaceChildren();
   els.error.hidden = !doc.error;
   if (doc.error) {

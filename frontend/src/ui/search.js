@@ -21,6 +21,7 @@ export function parseQuery(query) {
 export function searchNodes(index, query) {
   const q = parseQuery(query);
   if (!q) return [];
+  if (q.text === "nan" || q.text === "inf") return nonfiniteNodes(index, q.text);
   const out = [];
   index.nodes.forEach((n, i) => {
     let why = null;
@@ -35,6 +36,22 @@ export function searchNodes(index, query) {
     if (why) out.push({ ref: i, why });
   });
   return out;  // document order is the order the run made the nodes
+}
+
+/**
+ * "nan" and "inf": the nodes the analysis names (the producer of the first one, then those that
+ * passed it on: the document's `analysis.nonfinite`), and the tensors whose value or gradient
+ * holds one, in creation order.
+ */
+function nonfiniteNodes(index, word) {
+  const hit = new Set();
+  for (const f of (index.doc.analysis && index.doc.analysis.nonfinite) || []) {
+    if (word === "inf" && f.kind !== "inf") continue;
+    for (const id of [f.node, ...f.passed_on]) if (index.idx.has(id)) hit.add(index.idx.get(id));
+  }
+  const holds = (tv) => !!tv && !!tv.stats && Object.values(tv.stats).some((s) => s === word || (word === "inf" && s === "-inf"));
+  index.nodes.forEach((n, i) => { if (holds(n.grad) || holds(n.value)) hit.add(i); });
+  return [...hit].sort((a, b) => a - b).map((ref) => ({ ref, why: word }));
 }
 
 /**

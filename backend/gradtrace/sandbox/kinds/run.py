@@ -20,7 +20,8 @@ def handle(job: ChildJob) -> bytes:
 
     doc = run_snippet(job.code, device=job.device, seed=job.seed, max_nodes=job.max_nodes,
                       max_events=job.max_events, output_bytes=job.output_bytes, filename=job.filename,
-                      json_parts=True)  # only serialised below: graph and events stay the core's JSON
+                      json_parts=True,  # only serialised below: graph and events stay the core's JSON
+                      analysis=False)  # the web process analyses what it validated (NOTE [one analysis])
     # Data for the web process, which validates it and gives it its id (NOTE [who assigns the
     # id] in gradtrace/capture/document.py): the graph and events are the core's JSON.
     return canonical_json({**doc, "id": ""})

@@ -1,0 +1,163 @@
+"""Hints read from the graph's shape: ops chained where a fused, stable op exists, a loss whose
+input was broadcast, a graph kept alive across iterations, ops whose gradient is zero."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from gradtrace.analysis.docview import DocView
+from gradtrace.analysis.hintdoc import hint, shape
+
+
+def _pairs(view: DocView, first: set[str], then: set[str]) -> list[tuple[str, str]]:
+    """``(a, b)`` for each node ``a`` named in ``first`` whose output feeds ``b`` named in ``then``."""
+    return [(str(n["id"]), c) for n in view.named(*first)
+            for c in view.consumers.get(str(n["id"]), []) if view.name(c) in then]
+
+
+def double_softmax(view: DocView) -> list[dict[str, Any]]:
+    """softmax fed to cross_entropy, which applies log_softmax itself."""
+    out = []
+    for s, log in _pairs(view, {"SoftmaxBackward0"}, {"LogSoftmaxBackward0"}):
+        line = view.by_id[log].get("line")
+        out.append(hint(
+            "double-softmax", "warning", "softmax applied twice",
+            "The loss applies log_softmax to its input, and its input is already a softmax: the "
+            "probabilities are squashed twice, so the loss barely moves and gradients shrink.",
+            line=line, nodes=[s, log],
+            evidence=[("softmax", f"line {view.by_id[s].get('line')}, shape {shape(view.by_id[s].get('shape'))}"),
+                      ("then", f"{view.name(log)} (inside the loss), line {line}")],
+            fix="loss = nn.CrossEntropyLoss()(logits, target)  # pass the logits, not softmax(logits)",
+            lesson="04_mlp_loss"))
+    return out
+
+
+def sigmoid_bce(view: DocView) -> list[dict[str, Any]]:
+    out = []
+    for s, bce in _pairs(view, {"SigmoidBackward0"}, {"BinaryCrossEntropyBackward0"}):
+        out.append(hint(
+            "sigmoid-bce", "warning", "sigmoid, then BCELoss: use BCEWithLogitsLoss",
+            "BCELoss on a sigmoid's output takes the log of a probability that rounds to 0 or 1 "
+            "for large logits (the loss then clamps at 100 and the gradient vanishes); "
+            "BCEWithLogitsLoss computes the same loss from the logits, stably.",
+            line=view.by_id[bce].get("line"), nodes=[s, bce],
+            evidence=[("sigmoid", f"line {view.by_id[s].get('line')}"),
+                      ("then", f"{view.name(bce)}, line {view.by_id[bce].get('line')}")],
+            fix="loss = nn.BCEWithLogitsLoss()(logits, target)  # no sigmoid before it",
+            lesson="04_mlp_loss"))
+    return out
+
+
+_ONE_PLUS = re.compile(r"(?<![\w.])1(?:\.0*)?\s*\+|\+\s*1(?:\.0*)?(?![\w.])")
+_MINUS_ONE = re.compile(r"-\s*1(?:\.0*)?(?![\w.])")
+
+
+def hand_written_math(view: DocView) -> list[dict[str, Any]]:
+    """``log(1 + x)``, ``exp(x) - 1`` and ``log(sum(exp(x)))`` written out by hand."""
+    out = []
+    adds = {"AddBackward0", "AddBackward1"}
+    for add, log in _pairs(view, adds, {"LogBackward0"}):
+        text = view.line_text(view.by_id[log].get("line"))
+        if len(view.inputs.get(add, {})) == 1 and _ONE_PLUS.search(text):
+            out.append(_stable(view, [add, log], "log(1 + x)", "torch.log1p(x)", text))
+    for exp, sub in _pairs(view, {"ExpBackward0"}, {"SubBackward0", "SubBackward1", "AddBackward1"}):
+        text = view.line_text(view.by_id[sub].get("line"))
+        if len(view.inputs.get(sub, {})) == 1 and _MINUS_ONE.search(text):
+            out.append(_stable(view, [exp, sub], "exp(x) - 1", "torch.expm1(x)", text))
+    for exp, total in _pairs(view, {"ExpBackward0"}, {"SumBackward0", "SumBackward1"}):
+        for log in view.consumers.get(total, []):
+            if view.name(log) == "LogBackward0":
+                out.append(_stable(view, [exp, total, log], "log(sum(exp(x)))",
+                                   "torch.logsumexp(x, dim=...)", view.line_text(view.by_id[log].get("line"))))
+    return out
+
+
+def _stable(view: DocView, nodes: list[str], written: str, stable: str, text: str) -> dict[str, Any]:
+    line = view.by_id[nodes[-1]].get("line")
+    return hint(
+        "unstable-math", "info", f"{written} written by hand: {stable.split('(')[0]} is exact",
+        f"{written} loses precision (or overflows) where {stable} does not: for small x, 1 + x "
+        "rounds away x's digits; exp overflows to inf for large x.",
+        line=line, nodes=nodes,
+        evidence=[("ops", " → ".join(view.name(n) for n in nodes)), ("line", text or "?")],
+        fix=f"{stable}  # instead of {written}")
+
+
+def mse_broadcast(view: DocView) -> list[dict[str, Any]]:
+    """A regression loss whose input was broadcast against its target (torch's "target size"
+    warning): every prediction is compared with every target."""
+    losses = {"MseLossBackward0", "L1LossBackward0", "SmoothL1LossBackward0", "HuberLossBackward0"}
+    out = []
+    for expand, loss in _pairs(view, {"ExpandBackward0"}, losses):
+        src = view.inputs.get(expand, {}).get(0)
+        if src is None or view.by_id[expand].get("line") != view.by_id[loss].get("line"):
+            continue
+        before, after = view.by_id[src].get("shape"), view.by_id[expand].get("shape")
+        target = next((s.get("shape") for s in view.by_id[loss].get("saved") or [] if s.get("name") == "target"), None)
+        out.append(hint(
+            "loss-broadcast", "error", f"the loss broadcast its input from {shape(before)} to {shape(after)}",
+            f"The input of {view.name(loss)} has shape {shape(before)} and was broadcast against the "
+            f"target to {shape(after)}: each prediction is compared with every target, not with its own.",
+            line=view.by_id[loss].get("line"), nodes=[loss, expand, src],
+            evidence=[("input shape", shape(before)), ("broadcast to", shape(after)),
+                      ("target (as the loss saw it)", shape(target))],
+            fix="loss = F.mse_loss(pred.squeeze(-1), target)  # make the shapes equal first"))
+    return out
+
+
+def graph_kept_alive(view: DocView) -> list[dict[str, Any]]:
+    """``total += loss`` in a loop: a chain of additions on one line, one per iteration, that no
+    backward walks, keeping every iteration's graph (and its saved tensors) alive."""
+    walked = view.walked()
+    out = []
+    for n in view.named("AddBackward0", "AddBackward1"):
+        if str(n["id"]) in walked:
+            continue
+        if any(view.name(c) == n["name"] and view.by_id[c].get("line") == n.get("line")
+               for c in view.consumers.get(str(n["id"]), [])):
+            continue  # not the end of a chain
+        chain = [str(n["id"])]
+        while True:
+            prev = view.inputs.get(chain[-1], {}).get(0)
+            if prev is None or view.name(prev) != n["name"] or view.by_id[prev].get("line") != n.get("line"):
+                break
+            chain.append(prev)
+        if len(chain) < 3 or chain[-1] in walked:
+            continue
+        kept = len(view.upstream(chain[0]))
+        out.append(hint(
+            "graph-kept-alive", "warning", f"line {n.get('line')} keeps every iteration's graph alive",
+            f"Line {n.get('line')} adds a tensor that has a graph {len(chain)} times in a row, and no "
+            "backward walks the sum: it holds every iteration's graph and saved tensors until it is "
+            "dropped. Add the number instead.",
+            line=n.get("line"), nodes=chain[:1] + chain[-1:],
+            evidence=[("additions chained", str(len(chain))), ("nodes kept alive", str(kept)),
+                      ("line", view.line_text(n.get("line")) or "?")],
+            fix="total += loss.item()  # a Python number: no graph kept",
+            lesson="12_checkpoint_memory"))
+    return out
+
+
+_ZERO_GRAD = {"RoundBackward0": "round", "RoundBackward1": "round", "FloorBackward0": "floor",
+              "CeilBackward0": "ceil", "SignBackward0": "sign", "TruncBackward0": "trunc",
+              "FracBackward0": None}
+
+
+def zero_gradient_ops(view: DocView) -> list[dict[str, Any]]:
+    """An op whose gradient is zero everywhere (round, floor, sign, ...) on the path backward
+    walked: everything before it learns nothing through it."""
+    walked = view.walked()
+    out = []
+    for n in view.named(*_ZERO_GRAD):
+        op = _ZERO_GRAD[str(n["name"])]
+        if op is None or str(n["id"]) not in walked:
+            continue
+        out.append(hint(
+            "zero-gradient-op", "warning", f"{op} has zero gradient: nothing before it learns",
+            f"{op} is flat almost everywhere, so its backward sends zeros: the gradient reaching "
+            f"what came before line {n.get('line')} through it is 0.",
+            line=n.get("line"), nodes=[str(n["id"])],
+            evidence=[("op", str(n.get("name"))), ("line", view.line_text(n.get("line")) or "?")],
+            fix=f"y = x + (torch.{op}(x) - x).detach()  # straight-through: {op} forward, identity backward"))
+    return out

@@ -1,0 +1,211 @@
+"""Hints about the training loop: gradients summed across passes, leaves a cut left without a
+gradient, the ``requires_grad`` workaround, and a second walk of a freed graph."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from gradtrace.analysis.docview import DocView, fmt, number
+from gradtrace.analysis.hintdoc import hint
+
+
+def _norm(tv: Any) -> str:
+    stats = (tv or {}).get("stats") or {}
+    return fmt(number(stats.get("norm")))
+
+
+def accumulated(view: DocView) -> list[dict[str, Any]]:
+    """A leaf's ``.grad`` summed by the same ``backward`` line run again (a loop) on a new graph,
+    and never cleared in the whole run.
+
+    NOTE [no false alarms]: backward calls on different lines that add up on purpose (two
+    losses, a GAN's generator step reaching the discriminator's parameters), one graph walked
+    twice with ``retain_graph``, and accumulation over k steps with a reset every k (the leaf
+    has resets) all stay silent."""
+    passes = {int(p["index"]): p for p in view.doc.get("passes") or []}
+    out: list[dict[str, Any]] = []
+    for n in view.nodes:
+        history = n.get("grad_history") or []
+        if n.get("kind") != "tensor" or len(history) < 2 or n.get("grad_resets"):
+            continue
+        acc = view.accumulator(str(n["id"]))
+        runs = [passes.get(int(ev.get("pass") or 0), {}) for _, ev in view.backward_events()
+                if ev["node"] == acc]
+        summed = [i for i in range(1, min(len(runs), len(history)))
+                  if runs[i].get("line") is not None and runs[i].get("line") == runs[i - 1].get("line")
+                  and runs[i].get("roots") != runs[i - 1].get("roots")]
+        if not summed:
+            continue
+        name = view.tensor_label(n)
+        norms = " → ".join(_norm(history[i]) for i in range(min(len(history), 6)))
+        line = runs[summed[0]].get("line")
+        out.append(hint(
+            "grad-accumulated", "warning", f"{name}.grad adds up across backward passes",
+            f"The backward on line {line} ran {len(summed) + 1} times on new graphs and nothing "
+            f"cleared {name}.grad in between, so each step also carries every earlier step's "
+            "gradient.",
+            line=line, nodes=[str(n["id"])] + ([acc] if acc else []),
+            evidence=[(f"‖{name}.grad‖ after each pass", norms), ("passes summed", str(len(summed) + 1)),
+                      ("line", view.line_text(line) or "?")],
+            fix=f"optimizer.zero_grad()  # or {name}.grad = None, before each backward",
+            lesson="09_accumulating_grads"))
+    return out
+
+
+def cut_leaf(view: DocView) -> list[dict[str, Any]]:
+    """A leaf that ends with no gradient although a backward ran through what was computed from
+    it: a cut (``detach``, ``.data``) stands between (NOTE [no false alarms])."""
+    walked = view.walked()
+    out: list[dict[str, Any]] = []
+    cuts = [n for n in view.nodes if n.get("cut") and n["cut"].get("source")]
+    for n in view.nodes:
+        if n.get("role") != "leaf" or n.get("grad") is not None or not walked:
+            continue
+        acc = view.accumulator(str(n["id"]))
+        if acc is None or acc in walked:
+            continue
+        for c in cuts:
+            used = [t for t in view.consumers.get(str(c["id"]), []) + view.cut_consumers.get(str(c["id"]), [])
+                    if t in walked]
+            if not used or acc not in view.upstream(str(c["cut"]["source"])):
+                continue
+            how = {"detach": ".detach()", "data": ".data", "no_grad": "torch.no_grad()",
+                   "inference_mode": "torch.inference_mode()"}.get(c["cut"]["kind"], c["cut"]["kind"])
+            name, cut_name = view.tensor_label(n), view.tensor_label(c)
+            out.append(hint(
+                "leaf-cut-off", "warning", f"{name} gets no gradient: {cut_name} was cut off by {how}",
+                f"Backward ran through {cut_name}, but {cut_name} was made with {how} at line "
+                f"{c['cut'].get('line')}, so no gradient flows back to {name}, whose .grad stays None.",
+                line=c["cut"].get("line"), nodes=[str(n["id"]), str(c["id"]), str(c["cut"]["source"])],
+                evidence=[("leaf", name),
+                          ("cut", f"line {c['cut'].get('line')}: {view.line_text(c['cut'].get('line')) or how}"),
+                          (f"{name}.grad", "None")],
+                fix=f"# keep the graph: use the tensor itself, not its {how} copy\n"
+                    f"{cut_name} = ...  # without {how}",
+                lesson="07_detach_and_no_grad"))
+            break
+    return out
+
+
+def requires_grad_after_cut(view: DocView) -> list[dict[str, Any]]:
+    """A backward from a root with no history (``loss.requires_grad = True`` on a cut result):
+    it runs without error and reaches nothing."""
+    out: list[dict[str, Any]] = []
+    walked = view.walked()
+    cuts = [n for n in view.nodes if n.get("cut")]
+    for p in view.doc.get("passes") or []:
+        for root in p.get("roots") or []:
+            n = view.by_id.get(root)
+            if n is None or n.get("kind") != "tensor" or view.sources.get(root) or not cuts:
+                continue
+            if walked & {str(ev["node"]) for _, ev in view.backward_events() if ev.get("pass") == p["index"]}:
+                continue
+            name = view.tensor_label(n)
+            cut = max(cuts, key=lambda c: c["cut"].get("line") or 0)
+            where = f" at line {cut['cut']['line']}" if cut["cut"].get("line") is not None else ""
+            out.append(hint(
+                "requires-grad-after-cut", "error",
+                f"{name} has no history: backward reached nothing",
+                f"{name} was not computed by autograd (its graph was cut, {view.tensor_label(cut)} "
+                f"by {cut['cut']['kind']}{where}), so setting requires_grad on it only makes "
+                "backward run without error: no parameter gets a gradient.",
+                line=p.get("line"), nodes=[root, str(cut["id"])],
+                evidence=[("root", f"{name} (no grad_fn)"),
+                          ("cut", f"{view.tensor_label(cut)}: {cut['cut']['kind']}{where}"),
+                          ("nodes walked by this backward", "0")],
+                fix="# remove the cut on the way to the loss, and the workaround:\n"
+                    f"# {name}.requires_grad = True   <- delete",
+                lesson="07_detach_and_no_grad"))
+    return out
+
+
+def graph_freed(view: DocView) -> list[dict[str, Any]]:
+    """A second backward through a graph whose saved tensors the first one freed."""
+    error = view.doc.get("error") or {}
+    if "backward through the graph a second time" not in str(error.get("message", "")):
+        return []
+    node = error.get("node")
+    return [hint(
+        "graph-freed", "error", "backward through a graph that was already freed",
+        "The first backward through this graph freed its saved tensors (the default, to save "
+        "memory), so walking it again fails. Recompute the forward for each backward; keep the "
+        "graph with retain_graph=True only when you really need to walk it twice, since it "
+        "holds all its saved tensors until it is released.",
+        line=error.get("line"), nodes=[str(node)] if node else [],
+        evidence=[("error", str(error.get("message", "")).split(".")[0])],
+        fix="loss = model(x).pow(2).mean()   # build the graph again, then\nloss.backward()\n"
+            "# or, to walk one graph twice: loss.backward(retain_graph=True)",
+        lesson="06_graph_freed")]
+
+
+_NONLEAF_WARNING = "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed"
+_GRAD_READ = re.compile(r"\b([A-Za-z_]\w*)\.grad\b(?!_fn|\s*=[^=])")
+
+
+def nonleaf_grad(view: DocView) -> list[dict[str, Any]]:
+    """``.grad`` read on a tensor that is not a leaf: torch's warning in the output says it
+    happened, the code says where (the first line reading ``name.grad`` of a name that is
+    not a leaf's or a retained tensor's)."""
+    if _NONLEAF_WARNING not in str(view.doc.get("stdout") or ""):
+        return []
+    kept = {str(n.get("name")) for n in view.nodes if n.get("kind") == "tensor"
+            and (n.get("role") in ("leaf", "retained") or {"leaf", "retained"} & set(n.get("roles") or []))}
+    code = str(view.doc.get("code") or "")
+    for lineno, text in enumerate(code.splitlines(), 1):
+        for m in _GRAD_READ.finditer(text.split("#", 1)[0]):
+            name = m[1]
+            if name in kept:
+                continue
+            return [hint(
+                "nonleaf-grad", "warning", f"{name}.grad is read, but {name} is not a leaf",
+                f"{name} was computed by autograd, so backward does not keep its gradient and "
+                f"{name}.grad is None (torch warned so in the output). Ask for it before backward "
+                "with retain_grad(), or read the leaf's .grad instead.",
+                line=lineno, nodes=[],
+                evidence=[("line", text.strip()), ("torch warned", _NONLEAF_WARNING)],
+                fix=f"{name}.retain_grad()  # before backward: then {name}.grad is kept",
+                lesson="05_leaf_and_retain_grad")]
+    return []
+
+
+_GRAD_EDIT = re.compile(r"clip_grad_(?:norm|value)_"  # torch.nn.utils' clipping
+                        r"|\.grad\s*(?:\[[^\]]*\]\s*)?(?:[-+*/]=|\.\w+_\()"  # .grad *= s, .grad.mul_(s)
+                        r"|\.grad\s*\[[^\]]*\]\s*=[^=]")  # .grad[i] = v
+
+
+def grad_edited(view: DocView) -> list[dict[str, Any]]:
+    """A leaf whose ``.grad`` at the end is not its last accumulation: something changed it in
+    place outside autograd (``clip_grad_norm_``, ``.grad.mul_()``). The document's final
+    ``grad`` is torch's own; the page shows it at the last step for these leaves, and the line
+    that did it is the first one after the last backward that edits a ``.grad``."""
+    last_backward = max((int(p["line"]) for p in view.doc.get("passes") or [] if p.get("line") is not None),
+                        default=0)
+    edited = [n for n in view.nodes if n.get("kind") == "tensor" and n.get("grad") is not None
+              and n.get("grad_history") and _differs(n["grad"], n["grad_history"][-1])]
+    if not edited:
+        return []
+    code = str(view.doc.get("code") or "").splitlines()
+    line = next((i for i, text in enumerate(code, 1)
+                 if i > last_backward and _GRAD_EDIT.search(text.split("#", 1)[0])), None)
+    names = [view.tensor_label(n) for n in edited]
+    shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+    first = edited[0]
+    return [hint(
+        "grad-edited", "info", f"{shown}: .grad changed after backward",
+        f"The final .grad of {shown} is not what backward left: it was changed in place outside "
+        f"autograd{f' (line {line})' if line else ''}. The last step shows the value torch holds "
+        "at the end.",
+        line=line, nodes=[str(n["id"]) for n in edited],
+        evidence=[(f"‖{names[0]}.grad‖ after backward", _norm(first["grad_history"][-1])),
+                  (f"‖{names[0]}.grad‖ at the end", _norm(first["grad"])),
+                  ("line", view.line_text(line) or "?")],
+        fix="# nothing to fix when it is meant (gradient clipping); the optimizer's step uses the "
+            "changed .grad")]
+
+
+def _differs(a: Any, b: Any) -> bool:
+    """Two TensorValues of one tensor differ (values when both were kept, else their stats)."""
+    if a.get("values") is not None and b.get("values") is not None:
+        return bool(a["values"] != b["values"])
+    return bool(a.get("stats") != b.get("stats"))

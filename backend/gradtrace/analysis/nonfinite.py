@@ -1,0 +1,196 @@
+"""The first non-finite value of a run, forward and backward, and the node that produced it.
+
+NOTE [producer, not carrier]
+    A NaN made once is carried by every node after it, so "which nodes hold a NaN" answers
+    nothing. The producer is the first node, in the engine's own order, whose output holds a
+    NaN while its inputs held none: in backward, the first event whose ``grad_inputs`` (what
+    the node returns) hold one while its ``grad_outputs`` (what it received) do not. That is
+    the node ``torch.autograd.detect_anomaly`` names ("Function 'X' returned nan values in its
+    Nth output"), which checks each node's returned gradients as the engine runs them
+    (``tests/analysis/test_nonfinite.py`` holds the two equal). The nodes after it that
+    received the NaN and passed it on are listed, not marked.
+
+    Forward, the document holds only the values of leaves, roots and retained tensors, so the
+    forward entry names the first such value that is non-finite, made from finite recorded
+    inputs, and says that it was the first *seen*.
+
+NOTE [the unselected branch]
+    ``torch.where(c, f(x), y)`` computes ``f(x)`` everywhere; its backward sends 0 to ``f``'s
+    unselected elements, and ``f``'s backward multiplies that 0 by its local derivative,
+    which is inf or nan exactly where ``f`` was undefined there: 0 × inf = nan. The fix is to
+    make the unselected inputs safe before ``f`` sees them.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from gradtrace.analysis.docview import TV, DocView, flat, fmt, has, nonfinite_kind
+from gradtrace.analysis.rules import LOCAL, local
+
+MAX_ELEMENTS = 8
+MAX_PASSED_ON = 50
+_MASKING = {"WhereBackward0": "torch.where", "MaskedFillBackward0": "masked_fill",
+            "MaskedFillBackward1": "masked_fill", "MaskedScatterBackward0": "masked_scatter"}
+
+
+def _bad_elements(tv: TV | None, kind: str) -> tuple[list[int], int | None]:
+    values = flat(tv)
+    if values is None:
+        return [], None
+    bad = [i for i, x in enumerate(values) if math.isnan(x) or (kind == "inf" and math.isinf(x))]
+    return bad[:MAX_ELEMENTS], len(bad)
+
+
+def _span(elements: list[int]) -> str:
+    """``[0, 1, 2, 5]`` as ``0–2, 5``."""
+    parts: list[str] = []
+    i = 0
+    while i < len(elements):
+        j = i
+        while j + 1 < len(elements) and elements[j + 1] == elements[j] + 1:
+            j += 1
+        parts.append(str(elements[i]) if i == j else f"{elements[i]}–{elements[j]}")
+        i = j + 1
+    return ", ".join(parts)
+
+
+def _cause(view: DocView, ev: Mapping[str, Any], out: int, elements: list[int]) -> str | None:
+    """``grad_out × local derivative`` at the bad elements, for one-input elementwise nodes.
+
+    The received gradient is recorded; the local derivative is computed when the input's value
+    was recorded (a leaf or retained tensor holding one), and otherwise it is known only to be
+    non-finite (a finite number times a finite one is finite)."""
+    name = view.name(str(ev["node"]))
+    gout = flat((ev.get("grad_outputs") or [None])[0])
+    if gout is None or not elements or name not in LOCAL:
+        return None
+    xs = flat(view.input_value(str(ev["node"]), out))
+    causes: list[str] = []
+    for i in elements:
+        g = gout[i] if i < len(gout) else (gout[0] if len(gout) == 1 else None)
+        if g is None:
+            return None
+        d = local(name, xs[i]) if xs is not None and i < len(xs) else None
+        text = f"{fmt(g)} × {fmt(d) if d is not None else 'inf/nan'}"
+        if text not in causes:
+            causes.append(text)
+    return ", ".join(causes)
+
+
+def _trap(view: DocView, producer: str) -> tuple[str | None, str | None]:
+    """``(trap, fix)`` when the producer feeds a masking op (NOTE [the unselected branch])."""
+    for consumer in view.consumers.get(producer, []):
+        masking = _MASKING.get(view.name(consumer))
+        if masking is None:
+            continue
+        op = view.name(producer).removesuffix("Backward0").removesuffix("Backward1").lower()
+        if masking == "torch.where":
+            fix = (f"# where it is not used, give {op} a value it accepts\n"
+                   "safe = torch.where(mask, x, torch.ones_like(x))\n"
+                   f"y = torch.where(mask, torch.{op}(safe), 0.0)")
+        else:
+            fix = (f"# where it is filled, give {op} a value it accepts\n"
+                   "safe = x.masked_fill(mask, 1.0)\n"
+                   f"y = torch.{op}(safe).masked_fill(mask, 0.0)")
+        trap = (f"{masking} computes both branches: its backward sends 0 to the elements of "
+                f"{op}'s result it did not select, and {op}'s backward turns 0 × inf into NaN "
+                "there. Make the unselected inputs safe before the op sees them.")
+        return trap, fix
+    return None, None
+
+
+def _backward(view: DocView) -> dict[str, Any] | None:
+    if not any(nonfinite_kind(g) for _, ev in view.backward_events() for g in ev.get("grad_inputs") or ()):
+        return None  # the common case: one cheap look at each returned gradient
+    for kind in ("nan", "inf"):  # NOTE [producer, not carrier]: a NaN outranks an infinity
+        for i, ev in view.backward_events():
+            returned = ev.get("grad_inputs") or []
+            hit = next((k for k, g in enumerate(returned) if has(g, kind)), None)
+            if hit is None or any(has(g, kind) for g in ev.get("grad_outputs") or []):
+                continue
+            if kind == "inf" and nonfinite_kind(returned[hit]) != "inf":
+                continue
+            return _entry(view, i, ev, hit, kind)
+    return None
+
+
+def _entry(view: DocView, i: int, ev: Mapping[str, Any], out: int, kind: str) -> dict[str, Any]:
+    node = str(ev["node"])
+    n = view.by_id.get(node, {})
+    elements, count = _bad_elements(ev["grad_inputs"][out], kind)
+    cause = _cause(view, ev, out, elements)
+    passed: list[str] = []
+    for j, later in view.backward_events():
+        if j <= i or later.get("pass") != ev.get("pass"):
+            continue
+        if len(passed) >= MAX_PASSED_ON:
+            break
+        if any(has(g, kind) for g in later.get("grad_outputs") or []):
+            passed.append(str(later["node"]))
+    where = f", line {n['line']}" if n.get("line") is not None else ""
+    what = f", element{'s' if len(elements) > 1 else ''} {_span(elements)}" if elements else ""
+    why = f": {cause}" if cause else ""
+    trap, fix = _trap(view, node)
+    out_doc: dict[str, Any] = {
+        "phase": "backward", "kind": kind, "node": node, "name": n.get("name"),
+        "line": n.get("line"), "pass": ev.get("pass"), "event": i, "output": out,
+        "elements": elements, "count": count, "cause": cause, "passed_on": passed,
+        "sentence": f"first {'NaN' if kind == 'nan' else 'inf'} in backward: "
+                    f"{n.get('name') or node}{where}{what}{why}",
+        "trap": trap,
+    }
+    if fix is not None:
+        out_doc["fix"] = fix
+    return out_doc
+
+
+def _forward(view: DocView) -> dict[str, Any] | None:
+    """The first recorded tensor value that is non-finite (NOTE [producer, not carrier])."""
+    for kind in ("nan", "inf"):
+        for n in view.nodes:
+            if n.get("kind") != "tensor" or not has(n.get("value"), kind):
+                continue
+            elements, count = _bad_elements(n.get("value"), kind)
+            label = view.tensor_label(n)
+            where = f", line {n['line']}" if n.get("line") is not None else ""
+            what = f", elements {_span(elements)}" if elements and n.get("value", {}).get("shape") else ""
+            return {
+                "phase": "forward", "kind": kind, "node": n["id"], "name": n.get("name"),
+                "line": n.get("line"), "pass": None, "event": None, "output": None,
+                "elements": elements, "count": count, "cause": None, "passed_on": [],
+                "sentence": f"first {'NaN' if kind == 'nan' else 'inf'} seen in forward: "
+                            f"{label}{where if label == n.get('name') else ''}{what} (only leaves, roots and "
+                            "retained tensors keep their values)",
+                "trap": None,
+            }
+    return None
+
+
+def first_nonfinite(view: DocView) -> list[dict[str, Any]]:
+    """The forward entry, then the backward one, each when there is one."""
+    return [e for e in (_forward(view), _backward(view)) if e is not None]
+
+
+def badge(view: DocView) -> str | None:
+    """"x.grad has NaN": the final gradients (and roots) that are not finite."""
+    bad: dict[str, list[str]] = {"nan": [], "inf": []}
+    for n in view.nodes:
+        if n.get("kind") != "tensor":
+            continue
+        kind = nonfinite_kind(n.get("grad"))
+        if kind is not None:
+            bad[kind].append(f"{view.tensor_label(n)}.grad")
+        elif n.get("role") == "root" or "root" in (n.get("roles") or []):
+            kind = nonfinite_kind(n.get("value"))
+            if kind is not None:
+                bad[kind].append(view.tensor_label(n))
+    parts = []
+    for kind, word in (("nan", "NaN"), ("inf", "inf")):
+        names = bad[kind]
+        if names:
+            shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+            parts.append(f"{shown} {'has' if len(names) == 1 else 'have'} {word}")
+    return "; ".join(parts) or None

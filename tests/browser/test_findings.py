@@ -1,0 +1,121 @@
+"""Hints and the first NaN as a user sees them in the page: the badge, the panel, the marks on
+the graph and in the code, "show on graph", and searching "nan" (frontend/src/ui/findings.js)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from browser.pageutil import run_code
+
+WHERE_NAN = (Path(__file__).resolve().parents[1] / "capture" / "nan_cases" / "where_sqrt.py").read_text()
+
+GAN_STEP = """import torch
+from torch import nn
+
+torch.manual_seed(0)
+G = nn.Sequential(nn.Linear(2, 8), nn.ReLU(), nn.Linear(8, 2))
+D = nn.Sequential(nn.Linear(2, 8), nn.ReLU(), nn.Linear(8, 1))
+opt_d = torch.optim.SGD(D.parameters(), lr=0.1)
+opt_g = torch.optim.SGD(G.parameters(), lr=0.1)
+real, z = torch.randn(4, 2), torch.randn(4, 2)
+fake = G(z)
+d_loss = D(fake.detach()).mean() - D(real).mean()
+opt_d.zero_grad()
+d_loss.backward()
+opt_d.step()
+g_loss = -D(fake).mean()
+opt_g.zero_grad()
+g_loss.backward()
+opt_g.step()
+"""
+
+BROADCAST_LOSS = """import torch
+import torch.nn.functional as F
+
+pred = torch.randn(3, 1, requires_grad=True)
+target = torch.randn(3)
+loss = F.mse_loss(pred * 2, target)
+loss.backward()
+"""
+
+
+def _marks(page: Any) -> list[dict[str, Any]]:
+    return list(page.evaluate("""() => { const s = window.gradtrace.app.scene;
+        return (s.errorV || []).map(v => ({ label: s.view.vnodes[v].label,
+                                            text: s.errorLabels ? s.errorLabels.get(v) : null })); }"""))
+
+
+def test_the_where_nan_program(playground: Any, artifacts_dir: Path) -> None:
+    page = playground
+    run_code(page, WHERE_NAN)
+    assert page.locator("#status-badge").inner_text() == "ok · x.grad has NaN"
+    panel = page.locator("#findings")
+    assert panel.is_visible()
+    first = panel.locator(".gt-finding-nonfinite")
+    assert "first NaN in backward: SqrtBackward0, line 5, elements 0–1: 0 × inf/nan" in first.inner_text()
+    first.locator("summary").click()
+    assert "torch.where computes both branches" in first.inner_text()
+    assert "torch.sqrt(safe)" in first.locator(".gt-finding-fix").inner_text()
+    marks = _marks(page)
+    assert any(m["text"] == "✱ first NaN made here" and "Sqrt" in m["label"] for m in marks), marks
+    assert page.locator(".gt-gutter .gt-mark-hint").count() == 1
+    first.get_by_role("button", name="show on graph").click()
+    page.wait_for_function("window.gradtrace.app.viewer.selectedV >= 0")
+    assert "SqrtBackward0" in page.locator("#inspector").inner_text()
+    mark = page.locator(".gt-nan-mark")
+    assert mark.inner_text() == "✱ first NaN"
+    mark.click()
+    event = page.evaluate("window.gradtrace.app.doc.analysis.nonfinite[0].event")
+    assert page.evaluate("window.gradtrace.app.player.k") == event + 1  # the step of SqrtBackward0
+    assert "SqrtBackward0" in page.locator("#sentence").inner_text()
+    page.locator("#search").fill("nan")
+    assert page.locator("#search-count").inner_text() == "3 matches"
+    page.screenshot(path=str(artifacts_dir / "findings-where-nan.png"))
+
+
+def test_a_hint_with_its_evidence_and_fix(playground: Any, artifacts_dir: Path) -> None:
+    page = playground
+    run_code(page, BROADCAST_LOSS)
+    hint = page.locator("#findings .gt-finding[data-code='loss-broadcast']")
+    hint.locator("summary").click()
+    text = hint.inner_text()
+    assert "the loss broadcast its input from [3, 1] to [3, 3]" in text
+    assert "input shape" in text and "[3, 1]" in text
+    assert "F.mse_loss(pred.squeeze(-1), target)" in hint.locator(".gt-finding-fix").inner_text()
+    page.screenshot(path=str(artifacts_dir / "findings-loss-broadcast.png"))
+
+
+def test_a_gan_step_raises_nothing(playground: Any, artifacts_dir: Path) -> None:
+    page = playground
+    run_code(page, GAN_STEP)
+    assert page.locator("#status-badge").inner_text() == "ok"
+    assert page.locator("#findings").is_hidden()
+    page.screenshot(path=str(artifacts_dir / "findings-gan-step.png"))
+
+
+CLIPPING = """import torch
+from torch import nn
+
+torch.manual_seed(0)
+model = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 1))
+loss = model(torch.randn(16, 4)).pow(2).mean() * 50
+loss.backward()
+torch.nn.utils.clip_grad_norm_(model.parameters(), 0.5)
+print(round(model[0].weight.grad.norm().item(), 4))
+"""
+
+
+def test_the_clipping_program_shows_torchs_final_gradient(playground: Any, artifacts_dir: Path) -> None:
+    page = playground
+    run_code(page, CLIPPING)
+    printed = page.locator("#stdout").inner_text().strip()
+    hint = page.locator("#findings .gt-finding[data-code='grad-edited']")
+    hint.locator("summary").click()
+    assert "line 8" in hint.inner_text()
+    assert page.locator(".gt-gutter .gt-mark-hint").count() == 1
+    hint.get_by_role("button", name="show on graph").click()  # model.0.weight, at the last step
+    page.wait_for_function("window.gradtrace.app.viewer.selectedV >= 0")
+    inspector = page.locator("#inspector").inner_text()
+    assert f"norm {printed}" in inspector, (printed, inspector)
+    page.screenshot(path=str(artifacts_dir / "findings-clipping.png"))

@@ -1,0 +1,152 @@
+"""Hints: each fires on a program that makes its mistake and stays silent on a near miss, and
+across the 15 lessons only the hints a lesson is about are raised (NOTE [no false alarms] in
+gradtrace/analysis/hints.py)."""
+
+from __future__ import annotations
+
+import sys
+import warnings
+from typing import Any
+
+import pytest
+
+from gradtrace.lessons import all_lessons
+
+H = "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\ntorch.manual_seed(0)\n"
+
+# code: (a program that makes the mistake, a near miss that must not raise it)
+CASES: dict[str, tuple[str, str]] = {
+    "grad-accumulated": (
+        H + "w = torch.tensor(1.0, requires_grad=True)\nfor _ in range(3):\n"
+            "    loss = (w * 2 - 4) ** 2\n    loss.backward()\n",
+        H + "w = torch.tensor(1.0, requires_grad=True)\nopt = torch.optim.SGD([w], lr=0.1)\n"
+            "for _ in range(3):\n    opt.zero_grad()\n    loss = (w * 2 - 4) ** 2\n"
+            "    loss.backward()\n    opt.step()\n"),
+    "leaf-cut-off": (
+        H + "w = torch.randn(3, requires_grad=True)\nv = torch.randn(3, requires_grad=True)\n"
+            "h = (w * 2).detach()\nloss = (h * v).sum()\nloss.backward()\n",
+        # a GAN step: the detached fake trains D only, and G's own loss gives G its gradient
+        H + "G = nn.Linear(2, 2)\nD = nn.Linear(2, 1)\noptD = torch.optim.SGD(D.parameters(), lr=0.1)\n"
+            "optG = torch.optim.SGD(G.parameters(), lr=0.1)\nfake = G(torch.randn(4, 2))\n"
+            "d_loss = D(fake.detach()).mean()\noptD.zero_grad()\nd_loss.backward()\noptD.step()\n"
+            "g_loss = -D(fake).mean()\noptG.zero_grad()\ng_loss.backward()\noptG.step()\n"),
+    "requires-grad-after-cut": (
+        H + "w = torch.randn(3, requires_grad=True)\nh = (w * 2).detach()\nloss = (h ** 2).sum()\n"
+            "loss.requires_grad = True\nloss.backward()\n",
+        H + "w = torch.randn(3, requires_grad=True)\nh = w * 2\nloss = (h ** 2).sum()\nloss.backward()\n"),
+    "nonleaf-grad": (
+        H + "x = torch.tensor([1.0, 2.0], requires_grad=True)\nh = x * 3\nloss = (h ** 2).sum()\n"
+            "loss.backward()\nprint(h.grad)\n",
+        H + "x = torch.tensor([1.0, 2.0], requires_grad=True)\nh = x * 3\nh.retain_grad()\n"
+            "loss = (h ** 2).sum()\nloss.backward()\nprint(h.grad, x.grad)\n"),
+    "grad-edited": (
+        H + "model = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 1))\n"
+            "loss = model(torch.randn(16, 4)).pow(2).mean() * 50\nloss.backward()\n"
+            "torch.nn.utils.clip_grad_norm_(model.parameters(), 0.5)\n",
+        H + "model = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 1))\n"
+            "loss = model(torch.randn(16, 4)).pow(2).mean() * 50\nloss.backward()\n"
+            "torch.nn.utils.clip_grad_norm_(model.parameters(), 1e6)  # never reached: nothing changes\n"),
+    "graph-freed": (
+        H + "x = torch.tensor(2.0, requires_grad=True)\ny = x * x\ny.backward()\ny.backward()\n",
+        H + "x = torch.tensor(2.0, requires_grad=True)\ny = x * x\ny.backward(retain_graph=True)\n"
+            "y.backward()\n"),
+    "double-softmax": (
+        H + "net = nn.Linear(4, 3)\nx = torch.randn(5, 4)\nt = torch.tensor([0, 1, 2, 0, 1])\n"
+            "loss = nn.CrossEntropyLoss()(net(x).softmax(dim=1), t)\nloss.backward()\n",
+        H + "net = nn.Linear(4, 3)\nx = torch.randn(5, 4)\nt = torch.tensor([0, 1, 2, 0, 1])\n"
+            "logits = net(x)\nprobs = logits.softmax(dim=1)\nloss = nn.CrossEntropyLoss()(logits, t)\n"
+            "loss.backward()\n"),
+    "sigmoid-bce": (
+        H + "net = nn.Linear(4, 1)\nx = torch.randn(5, 4)\nt = torch.rand(5, 1)\n"
+            "loss = nn.BCELoss()(torch.sigmoid(net(x)), t)\nloss.backward()\n",
+        H + "net = nn.Linear(4, 1)\nx = torch.randn(5, 4)\nt = torch.rand(5, 1)\n"
+            "loss = nn.BCEWithLogitsLoss()(net(x), t)\nloss.backward()\n"),
+    "unstable-math": (
+        H + "x = torch.rand(4, requires_grad=True)\na = torch.log(1 + x)\nb = torch.exp(x) - 1\n"
+            "c = torch.log(torch.exp(x).sum())\n(a.sum() + b.sum() + c).backward()\n",
+        H + "x = torch.rand(4, requires_grad=True)\na = torch.log1p(x) + torch.log(2 + x)\n"
+            "b = torch.expm1(x) - torch.exp(x) * 2\nc = torch.logsumexp(x, 0)\n"
+            "(a.sum() + b.sum() + c).backward()\n"),
+    "loss-broadcast": (
+        H + "pred = torch.randn(3, 1, requires_grad=True)\ntarget = torch.randn(3)\n"
+            "loss = F.mse_loss(pred * 2, target)\nloss.backward()\n",
+        H + "pred = torch.randn(3, 1, requires_grad=True)\ntarget = torch.randn(3)\n"
+            "loss = F.mse_loss((pred * 2).squeeze(-1), target)\nloss.backward()\n"),
+    "graph-kept-alive": (
+        H + "w = torch.randn(3, requires_grad=True)\ntotal = 0\nfor i in range(4):\n"
+            "    loss = (w * i).pow(2).sum()\n    loss.backward()\n    w.grad = None\n    total += loss\n",
+        H + "w = torch.randn(3, requires_grad=True)\ntotal = 0\nfor i in range(4):\n"
+            "    loss = (w * i).pow(2).sum()\n    loss.backward()\n    w.grad = None\n"
+            "    total += loss.item()\n"),
+    "zero-gradient-op": (
+        H + "w = torch.randn(3, requires_grad=True)\nq = (w * 4).round()\nq.sum().backward()\n",
+        H + "w = torch.randn(3, requires_grad=True)\ny = w * 4\nq = y + (y.round() - y).detach()\n"
+            "q.sum().backward()\n"),
+}
+
+# What each lesson is about, among the hints (every other lesson raises none).
+LESSON_HINTS = {
+    "06_graph_freed": ["graph-freed"],
+    "09_accumulating_grads": ["grad-accumulated"],
+}
+
+
+@pytest.fixture
+def run(run: Any) -> Any:
+    """The capture fixture, with the snippet's own warnings (torch's "target size" warning of
+    a broadcast loss) left as warnings, as in the service, rather than pytest's errors."""
+
+    def _run(code: str) -> dict[str, Any]:
+        with warnings.catch_warnings():
+            warnings.simplefilter("always")
+            warnings.showwarning = _to_stderr  # into the run's output, as in the service
+            return run(code)  # type: ignore[no-any-return]
+
+    return _run
+
+
+def _to_stderr(message: Any, category: Any, filename: str, lineno: int, file: Any = None,
+               line: str | None = None) -> None:
+    """How Python shows a warning when nothing captures it (pytest does, in tests)."""
+    sys.stderr.write(warnings.formatwarning(message, category, filename, lineno, line))
+
+
+def _codes(doc: dict[str, Any]) -> list[str]:
+    return [h["code"] for h in (doc.get("analysis") or {}).get("hints", [])]
+
+
+@pytest.mark.parametrize("code", sorted(CASES))
+def test_each_hint_fires_on_its_mistake_and_not_on_the_near_miss(run: Any, code: str) -> None:
+    fires, near_miss = CASES[code]
+    found = run(fires)
+    assert code in _codes(found), _codes(found)
+    hint = next(h for h in found["analysis"]["hints"] if h["code"] == code)
+    assert hint["line"] is not None
+    assert hint["title"] and hint["message"] and hint["fix"] and hint["evidence"]
+    assert hint["nodes"] or hint["code"] == "nonleaf-grad"  # a read of .grad makes no node
+    ids = {n["id"] for n in found["graph"]["nodes"]}
+    assert set(hint["nodes"]) <= ids
+    assert _codes(run(near_miss)) == []
+
+
+@pytest.mark.parametrize("lesson", all_lessons(), ids=lambda lesson: lesson.stem)
+def test_lessons_raise_only_the_hints_they_are_about(run: Any, lesson: Any) -> None:
+    doc = run(lesson.code)
+    assert _codes(doc) == LESSON_HINTS.get(lesson.stem, [])
+    assert not (doc.get("analysis") or {}).get("nonfinite")  # no lesson makes a NaN or an inf
+    assert (doc.get("analysis") or {}).get("badge") is None
+
+
+def test_the_final_gradient_after_clipping_is_torchs(run: Any) -> None:
+    """The document's final ``.grad`` is the clipped one torch holds (printed by the snippet),
+    and the clipping line carries the note."""
+    fires = CASES["grad-edited"][0] + "print([round(p.grad.norm().item(), 6) for p in model.parameters()])\n"
+    doc = run(fires)
+    printed = [float(x) for x in doc["stdout"].strip().strip("[]").split(",")]
+    leaves = [n for n in doc["graph"]["nodes"] if n["kind"] == "tensor" and n.get("grad")]
+    assert len(leaves) == len(printed) == 4
+    for leaf, norm in zip(leaves, printed, strict=True):
+        assert leaf["grad"]["stats"]["norm"] == pytest.approx(norm, rel=1e-5, abs=1e-6)
+        assert leaf["grad_history"][-1]["stats"]["norm"] > norm  # backward's, before clipping
+    hint = next(h for h in doc["analysis"]["hints"] if h["code"] == "grad-edited")
+    assert hint["line"] == 8 and "clip_grad_norm_" in dict((e["label"], e["value"]) for e in hint["evidence"])["line"]
