@@ -56,13 +56,15 @@ frontend: frontend/node_modules/.stamp
 	cd frontend && npm run --silent build
 
 # Debian packages the suite drives for real: Chromium for Playwright, PostgreSQL for storage,
-# redis-server for the queue, uidmap (newuidmap) for the rootless worker (tests/scale).
+# redis-server for the queue, uidmap (newuidmap) for the rootless worker (tests/scale), strace
+# for the seccomp allow-list's measurement (tests/sandbox/test_seccomp_allowlist.py).
 system-test-deps:
 	@missing=""; \
 	[ -x /usr/bin/chromium ] || missing="$$missing chromium"; \
 	ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing="$$missing postgresql"; \
 	command -v redis-server >/dev/null 2>&1 || missing="$$missing redis-server"; \
 	command -v newuidmap >/dev/null 2>&1 || missing="$$missing uidmap"; \
+	command -v strace >/dev/null 2>&1 || missing="$$missing strace"; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing Debian packages:$$missing"; \
 	  $(SUDO) apt-get update -qq && \

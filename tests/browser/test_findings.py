@@ -119,3 +119,41 @@ def test_the_clipping_program_shows_torchs_final_gradient(playground: Any, artif
     inspector = page.locator("#inspector").inner_text()
     assert f"norm {printed}" in inspector, (printed, inspector)
     page.screenshot(path=str(artifacts_dir / "findings-clipping.png"))
+
+
+DEEP_SIGMOID_EVAL = """import torch
+from torch import nn
+
+torch.manual_seed(0)
+layers = []
+for _ in range(6):
+    lin = nn.Linear(16, 16)
+    nn.init.normal_(lin.weight, std=0.05)
+    layers += [lin, nn.Sigmoid()]
+model = nn.Sequential(*layers, nn.Dropout(0.2), nn.Linear(16, 1))
+loss = model(torch.randn(32, 16)).pow(2).mean()
+loss.backward()
+with torch.no_grad():
+    val = model(torch.randn(32, 16)).pow(2).mean()
+"""
+
+
+def test_vanishing_gradients_and_an_eval_in_training_mode(playground: Any, artifacts_dir: Path) -> None:
+    """Two hints of the flow: one on the graph (the first and last weight layers), one with no
+    node at all (the eval block runs under no_grad), which links only to its line."""
+    page = playground
+    run_code(page, DEEP_SIGMOID_EVAL)
+    vanish = page.locator("#findings .gt-finding[data-code='gradients-vanish']")
+    vanish.locator("summary").click()
+    assert "gradients vanish toward the first layer" in vanish.inner_text()
+    assert "RMS of each weight's .grad" in vanish.inner_text()
+    vanish.get_by_role("button", name="show on graph").click()
+    page.wait_for_function("window.gradtrace.app.viewer.selectedV >= 0")
+    assert "model.0.weight" in page.locator("#inspector").inner_text()
+    evaluation = page.locator("#findings .gt-finding[data-code='train-mode-in-eval']")
+    evaluation.locator("summary").click()
+    assert "line 14 evaluates with Dropout in training mode" in evaluation.inner_text()
+    assert evaluation.get_by_role("button", name="show on graph").count() == 0
+    assert "model.eval()" in evaluation.locator(".gt-finding-fix").inner_text()
+    evaluation.scroll_into_view_if_needed()
+    page.screenshot(path=str(artifacts_dir / "findings-vanish-eval.png"), full_page=True)

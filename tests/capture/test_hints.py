@@ -82,6 +82,38 @@ CASES: dict[str, tuple[str, str]] = {
         H + "w = torch.randn(3, requires_grad=True)\nq = (w * 4).round()\nq.sum().backward()\n",
         H + "w = torch.randn(3, requires_grad=True)\ny = w * 4\nq = y + (y.round() - y).detach()\n"
             "q.sum().backward()\n"),
+    "non-differentiable-op": (
+        H + "w = torch.randn(3, requires_grad=True)\nv = torch.randn(3, requires_grad=True)\n"
+            "idx = (w * 2).argmax()\nloss = (v * idx).sum()\nloss.backward()\n",
+        # argmax for the accuracy beside a loss on the same scores: the scores' leaf learns
+        H + "w = torch.randn(4, 3, requires_grad=True)\nx = torch.randn(5, 4)\n"
+            "t = torch.tensor([0, 1, 2, 0, 1])\nscores = x @ w\nacc = (scores.argmax(1) == t).float().mean()\n"
+            "loss = F.cross_entropy(scores, t)\nloss.backward()\n"),
+    "gradients-vanish": (
+        H + "layers = []\nfor _ in range(8):\n    lin = nn.Linear(16, 16)\n    nn.init.normal_(lin.weight, std=0.05)\n"
+            "    layers += [lin, nn.Sigmoid()]\nmodel = nn.Sequential(*layers, nn.Linear(16, 1))\n"
+            "loss = model(torch.randn(32, 16)).pow(2).mean()\nloss.backward()\n",
+        # the same depth with ReLU and the default init: a healthy MLP
+        H + "layers = []\nfor _ in range(8):\n    layers += [nn.Linear(16, 16), nn.ReLU()]\n"
+            "model = nn.Sequential(*layers, nn.Linear(16, 1))\n"
+            "loss = model(torch.randn(32, 16)).pow(2).mean()\nloss.backward()\n"),
+    # a SIREN (sine activations, frequency 30) with the default init, which SIREN's paper warns
+    # against; the near miss is its own init, uniform in +-sqrt(6 / fan_in) / 30
+    "gradients-explode": (
+        H + "lins = nn.ModuleList(nn.Linear(16, 16) for _ in range(6))\nx = torch.randn(32, 16)\n"
+            "for lin in lins:\n    x = torch.sin(30 * lin(x))\nloss = x.pow(2).mean()\nloss.backward()\n",
+        H + "lins = nn.ModuleList(nn.Linear(16, 16) for _ in range(6))\nfor lin in lins[1:]:\n"
+            "    nn.init.uniform_(lin.weight, -(6 / 16) ** 0.5 / 30, (6 / 16) ** 0.5 / 30)\nx = torch.randn(32, 16)\n"
+            "for lin in lins:\n    x = torch.sin(30 * lin(x))\nloss = x.pow(2).mean()\nloss.backward()\n"),
+    "train-mode-in-eval": (
+        H + "model = nn.Sequential(nn.Linear(4, 8), nn.BatchNorm1d(8), nn.ReLU(), nn.Dropout(0.5), nn.Linear(8, 1))\n"
+            "opt = torch.optim.SGD(model.parameters(), lr=0.1)\nloss = model(torch.randn(16, 4)).pow(2).mean()\n"
+            "opt.zero_grad()\nloss.backward()\nopt.step()\nwith torch.no_grad():\n"
+            "    val = model(torch.randn(16, 4)).pow(2).mean()\n",
+        H + "model = nn.Sequential(nn.Linear(4, 8), nn.BatchNorm1d(8), nn.ReLU(), nn.Dropout(0.5), nn.Linear(8, 1))\n"
+            "opt = torch.optim.SGD(model.parameters(), lr=0.1)\nloss = model(torch.randn(16, 4)).pow(2).mean()\n"
+            "opt.zero_grad()\nloss.backward()\nopt.step()\nmodel.eval()\nwith torch.no_grad():\n"
+            "    val = model(torch.randn(16, 4)).pow(2).mean()\nmodel.train()\n"),
 }
 
 # What each lesson is about, among the hints (every other lesson raises none).
@@ -123,7 +155,8 @@ def test_each_hint_fires_on_its_mistake_and_not_on_the_near_miss(run: Any, code:
     hint = next(h for h in found["analysis"]["hints"] if h["code"] == code)
     assert hint["line"] is not None
     assert hint["title"] and hint["message"] and hint["fix"] and hint["evidence"]
-    assert hint["nodes"] or hint["code"] == "nonleaf-grad"  # a read of .grad makes no node
+    # a read of .grad makes no node, nor does a module called under no_grad
+    assert hint["nodes"] or hint["code"] in ("nonleaf-grad", "train-mode-in-eval")
     ids = {n["id"] for n in found["graph"]["nodes"]}
     assert set(hint["nodes"]) <= ids
     assert _codes(run(near_miss)) == []
@@ -150,3 +183,19 @@ def test_the_final_gradient_after_clipping_is_torchs(run: Any) -> None:
         assert leaf["grad_history"][-1]["stats"]["norm"] > norm  # backward's, before clipping
     hint = next(h for h in doc["analysis"]["hints"] if h["code"] == "grad-edited")
     assert hint["line"] == 8 and "clip_grad_norm_" in dict((e["label"], e["value"]) for e in hint["evidence"])["line"]
+
+
+@pytest.mark.parametrize(("edit", "effect"), [("w.grad.mul_(0.5)", "norm scaled × 0.5"),
+                                              ("w.grad.zero_()", "zeroed")])
+def test_an_in_place_edit_of_grad_is_noted_with_its_line_and_effect(run: Any, edit: str, effect: str) -> None:
+    """``.grad.mul_()`` and ``.grad.zero_()`` after backward: the final gradient is torch's, and
+    the hint names the editing line and what it did."""
+    code = (H + "w = torch.tensor([3.0, -4.0], requires_grad=True)\n(w * w).sum().backward()\n"
+            f"{edit}\nprint(w.grad.tolist())\n")
+    doc = run(code)
+    leaf = next(n for n in doc["graph"]["nodes"] if n.get("name") == "w")
+    torch_final = [float(x) for x in doc["stdout"].strip().strip("[]").split(",")]
+    assert leaf["grad"]["values"] == pytest.approx(torch_final, abs=1e-6)
+    hints = [h for h in doc["analysis"]["hints"] if h["code"] == "grad-edited"]
+    assert hints and hints[0]["line"] == 7
+    assert dict((e["label"], e["value"]) for e in hints[0]["evidence"])["effect"] == effect

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from gradtrace.analysis.docview import DocView
+from gradtrace.analysis.hints_flow import grad_flow, nondiff_ops, train_mode_in_eval
 from gradtrace.analysis.hints_graph import (
     double_softmax,
     graph_kept_alive,
@@ -38,7 +39,8 @@ Rule = Callable[[DocView], list[dict[str, Any]]]
 
 RULES: tuple[Rule, ...] = (
     accumulated, cut_leaf, requires_grad_after_cut, nonleaf_grad, graph_freed, double_softmax, sigmoid_bce,
-    hand_written_math, mse_broadcast, graph_kept_alive, zero_gradient_ops, grad_edited,
+    hand_written_math, mse_broadcast, graph_kept_alive, zero_gradient_ops, nondiff_ops, grad_flow, train_mode_in_eval,
+    grad_edited,
 )
 
 

@@ -199,9 +199,21 @@ def grad_edited(view: DocView) -> list[dict[str, Any]]:
         line=line, nodes=[str(n["id"]) for n in edited],
         evidence=[(f"‖{names[0]}.grad‖ after backward", _norm(first["grad_history"][-1])),
                   (f"‖{names[0]}.grad‖ at the end", _norm(first["grad"])),
+                  ("effect", _effect(first["grad_history"][-1], first["grad"])),
                   ("line", view.line_text(line) or "?")],
         fix="# nothing to fix when it is meant (gradient clipping); the optimizer's step uses the "
             "changed .grad")]
+
+
+def _effect(before: Any, after: Any) -> str:
+    """What an edit did to a ``.grad``, from its norms: zeroed, or scaled by a factor."""
+    b = number(((before or {}).get("stats") or {}).get("norm"))
+    a = number(((after or {}).get("stats") or {}).get("norm"))
+    if a is None or b is None:
+        return "changed"
+    if a == 0:
+        return "zeroed"
+    return f"norm scaled × {fmt(float(f'{a / b:.4g}'))}" if b else "changed"
 
 
 def _differs(a: Any, b: Any) -> bool:

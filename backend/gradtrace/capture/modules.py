@@ -33,6 +33,10 @@ from gradtrace.capture.library import NO_SWITCH, LibraryCalls, Switch
 from gradtrace.capture.recorder import Recorder
 from gradtrace.schema.canonical import canonical_json
 
+_MODE_SENSITIVE = ("Dropout", "AlphaDropout", "FeatureAlphaDropout", "BatchNorm", "SyncBatchNorm",
+                   "LazyBatchNorm")
+"""Class-name prefixes of the modules whose training mode changes what they compute."""
+
 
 class ModuleTracker:
     """Keeps ``rec.module_stack`` in step with nn.Module calls, naming each from the snippet,
@@ -135,6 +139,33 @@ class ModuleTracker:
         self._calls.append(noted)
         return noted
 
+    # NOTE [training mode under no_grad]
+    #     Dropout and batch norm behave differently in training mode (random masks, batch
+    #     statistics and running-stat updates). Called in training mode while gradients are
+    #     disabled, they usually sit in an evaluation block that forgot ``model.eval()``; no
+    #     autograd node records that call, so the call's snippet line is noted here, per module
+    #     path (``ModuleInfo.training_no_grad_lines``), for the ``train-mode-in-eval`` hint
+    #     (gradtrace/analysis/hints_flow.py). Only these module types pay for the check.
+    def _note_train_mode(self, path: str | None, module: nn.Module) -> None:
+        if path is None or not module.training or torch.is_grad_enabled():
+            return
+        if not type(module).__name__.startswith(_MODE_SENSITIVE):
+            return
+        frame = frames.snippet_frame(self.rec.filename, 3)
+        # the line that called the model, not a ``forward`` of the snippet's own module class
+        while frame is not None and frame.f_code.co_name == "forward":
+            outer = frame.f_back
+            while outer is not None and outer.f_code.co_filename != self.rec.filename:
+                outer = outer.f_back
+            if outer is None:
+                break
+            frame = outer
+        if frame is None:
+            return
+        lines = self.rec.module_train_lines.setdefault(path, [])
+        if len(lines) < 10 and frame.f_lineno not in lines:
+            lines.append(frame.f_lineno)
+
     def _note_raise(self, path: str | None, module: nn.Module, args: Any) -> None:
         """The innermost module a forward raised in (post hooks run with ``output`` None then,
         inside torch's ``except`` block): its path, class and the shapes of the tensors it got,
@@ -160,6 +191,10 @@ class ModuleTracker:
         except Exception:
             path = None
         noted = self._note_call(path, module)
+        try:
+            self._note_train_mode(path, module)
+        except Exception as e:  # NOTE [the recorder never breaks the snippet]
+            self.rec.internal_error(e)
         stack.append(noted)
         self._parents.append((path, module))
         if self.rec.limit is None:  # past a limit nothing is placed by it (NOTE [limits])

@@ -99,6 +99,8 @@ class Recorder:
         self.limit: str | None = None
         self.module_stack: list[ModulePath | None] = []
         self.module_calls: dict[str, list[Any]] = {}
+        self.module_train_lines: dict[str, list[int]] = {}
+        """NOTE [training mode under no_grad] in capture/modules.py."""
         """Named modules called so far: path -> [class name, calls] (NOTE [module calls] in
         modules.py)."""
         self.module_error: tuple[BaseException, str | None, str, list[list[int]]] | None = None

@@ -96,6 +96,10 @@ class SavedTensor(_Model):
     is_input: bool = False
     freed_after_pass: int | None = None
     """Index of the backward pass after which autograd freed it, or null while still held."""
+    value: TensorValue | None = _optional()
+    """Its value as saved, for tensors of at most ``VALUES_LIMIT`` elements (absent for larger
+    ones and in documents written before this addition); past the document's values budget it
+    carries stats only."""
 
 
 class ModuleInfo(_Model):
@@ -107,6 +111,10 @@ class ModuleInfo(_Model):
     """Its class name (``GRUCell``, ``Linear``)."""
     calls: int
     """How many times it was called during the run."""
+    training_no_grad_lines: list[int] | None = _optional()
+    """Dropout and batch-norm modules: the snippet lines that called it in training mode with
+    gradients disabled (an evaluation block under ``no_grad`` that forgot ``model.eval()``),
+    first ten; absent when none did (NOTE [training mode under no_grad] in capture/modules.py)."""
 
 
 class ModuleCall(_Model):

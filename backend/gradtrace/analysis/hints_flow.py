@@ -1,0 +1,182 @@
+"""Hints about how the gradient flows: a chain that ends in an op with no gradient at all
+(``argmax``, a comparison, an integer cast), and gradients that shrink or grow by orders of
+magnitude from the last layer to the first."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from gradtrace.analysis.docview import DocView, fmt, number
+from gradtrace.analysis.hintdoc import hint
+
+# NOTE [ops with no gradient]: argmax, a comparison or an integer cast returns a tensor with no
+# grad_fn, so autograd records no node for them: the document shows only their consequence, a
+# function node whose result nothing consumed, and a leaf upstream of it that ends without a
+# gradient although a backward ran. The op itself is read from the source line.
+_NONDIFF = re.compile(
+    r"(?:\.|torch\.)(argmax|argmin|argsort|searchsorted|bucketize|long|int|short|byte|bool)\("
+    r"|\.to\(\s*(?:dtype\s*=\s*)?torch\.(long|int\d*|bool|uint8)\b"
+    r"|[\w)\]]\s*(>=|<=|==|!=|>|<)\s*[\w(.\-]")
+
+_OP_WORD = {">=": "a comparison", "<=": "a comparison", "==": "a comparison", "!=": "a comparison",
+            ">": "a comparison", "<": "a comparison"}
+
+
+def _nondiff_op(text: str) -> str | None:
+    """The non-differentiable op ``text`` applies, as a sentence names it, or None."""
+    m = _NONDIFF.search(text.split("#", 1)[0])
+    if m is None:
+        return None
+    op = next(g for g in m.groups() if g)
+    return _OP_WORD.get(op, f".{op}()" if m[0].startswith(".") and not m[0].startswith(".to(") else op)
+
+
+def nondiff_ops(view: DocView) -> list[dict[str, Any]]:
+    """A result fed only to an op with no gradient (argmax, a comparison, ``.long()``), cutting
+    off a leaf that ends with no ``.grad`` though a backward ran (NOTE [ops with no gradient]).
+
+    NOTE [no false alarms]: an argmax for accuracy beside a loss on the same logits leaves the
+    logits' node consumed by the loss (not a dead end), and its leaves get their gradient."""
+    walked = view.walked()
+    if not walked:
+        return []
+    out: list[dict[str, Any]] = []
+    seen_lines: set[int] = set()
+    for n in view.nodes:
+        nid = str(n["id"])
+        if (n.get("kind") != "function" or n.get("name") == "AccumulateGrad" or nid in walked
+                or view.consumers.get(nid) or view.cut_consumers.get(nid)):
+            continue
+        line = n.get("line")
+        op = _nondiff_op(view.line_text(line))  # the cheap test first: most dead ends have none
+        if op is None or line is None or line in seen_lines:
+            continue
+        up = view.upstream(nid)
+        starved = [t for t in view.nodes if t.get("role") == "leaf" and t.get("grad") is None
+                   and str(t["id"]) in up and view.accumulator(str(t["id"])) not in walked]
+        if not starved:
+            continue
+        seen_lines.add(int(line))
+        names = [view.tensor_label(t) for t in starved]
+        out.append(hint(
+            "non-differentiable-op", "warning", f"{op} on line {line} has no gradient: {names[0]} learns nothing",
+            f"Line {line} feeds the result of {view.name(nid)} to {op}, which returns a tensor with no "
+            f"gradient (integers or booleans), so autograd stops there: the backward never reaches "
+            f"{', '.join(names[:3])}, whose .grad stays None.",
+            line=line, nodes=[nid] + [str(t["id"]) for t in starved],
+            evidence=[("line", view.line_text(line)), ("last node with a gradient", view.name(nid)),
+                      (f"{names[0]}.grad", "None")],
+            fix="# a differentiable stand-in: soft weights instead of an index or a mask\n"
+                "w = torch.softmax(scores / tau, dim=-1)   # instead of scores.argmax(-1)\n"
+                "m = torch.sigmoid((x - t) / tau)         # instead of (x > t).float()"))
+    return out
+
+
+# NOTE [vanishing and exploding thresholds]: each layer's gradient is measured as the RMS of its
+# weight's .grad (norm / sqrt(numel)), so wide and narrow layers compare, and layers are put in
+# forward order (the autograd sequence number of the op that first used the weight). Two
+# conditions, both needed:
+# - the first and last weight layers differ by 1e4 or more (four orders of magnitude: one
+#   learning rate can then not serve both ends), over at least three weight layers;
+# - the change per layer (the geometric mean of the ratio) is 4x or more, and no single layer
+#   reverses the trend by more than 10x. 4x is a sigmoid's best case (its slope is at most 1/4),
+#   the textbook vanishing chain; torch's default Linear init with ReLU shrinks the gradient by
+#   about 2-3x per layer (a 9-layer ReLU MLP: 3.7e3 overall, 2.8x per layer), which a deep
+#   enough healthy MLP would push past 1e4 alone. The steadiness keeps a single odd layer (an
+#   embedding, a zero-initialised head) from passing for a trend.
+# tests/capture/test_hints.py: a small-init sigmoid MLP (25x per layer) and a SIREN with the
+# default init (14x per layer, growing toward the input) fire; a default-init ReLU MLP, a SIREN
+# with its own init and the 15 lessons stay silent.
+_RATIO = 1e4
+_PER_LAYER = 4.0
+_MIN_LAYERS = 3
+
+
+def _rms(n: Mapping[str, Any]) -> float | None:
+    shape = n.get("shape") or []
+    numel = math.prod(shape) if shape else 1
+    norm = number(((n.get("grad") or {}).get("stats") or {}).get("norm"))
+    return None if norm is None or not math.isfinite(norm) or numel == 0 else norm / math.sqrt(numel)
+
+
+def grad_flow(view: DocView) -> list[dict[str, Any]]:
+    """Weight gradients that vanish (or explode) from the last layer back to the first
+    (NOTE [vanishing and exploding thresholds])."""
+    layers: list[tuple[int, Mapping[str, Any], float]] = []
+    for n in view.nodes:
+        if n.get("role") != "leaf" or len(n.get("shape") or []) < 2 or n.get("grad") is None:
+            continue
+        acc = view.accumulator(str(n["id"]))
+        seqs = [int(s) for c in view.consumers.get(acc or "", [])
+                if (s := view.by_id[c].get("seq")) is not None]
+        size = _rms(n)
+        if seqs and size is not None:
+            layers.append((min(seqs), n, size))
+    if len(layers) < _MIN_LAYERS:
+        return []
+    layers.sort(key=lambda x: x[0])  # forward order: the first layer first
+    rms = [r for _, _, r in layers]
+    first, last = rms[0], rms[-1]
+    if first == 0 or last == 0:
+        return []
+    ratio = last / first
+    if ratio >= _RATIO:
+        kind, steady = "vanish", all(rms[i + 1] >= rms[i] / 10 for i in range(len(rms) - 1))
+    elif ratio <= 1 / _RATIO:
+        kind, steady = "explode", all(rms[i + 1] <= rms[i] * 10 for i in range(len(rms) - 1))
+    else:
+        return []
+    per_layer = ratio ** (1 / (len(rms) - 1))
+    if not steady or max(per_layer, 1 / per_layer) < _PER_LAYER:
+        return []
+    names = [view.tensor_label(n) for _, n, _ in layers]
+    trail = " → ".join(f"{names[i]} {fmt(float(f'{rms[i]:.2g}'))}" for i in range(len(rms)))
+    vanish = kind == "vanish"
+    return [hint(
+        f"gradients-{'vanish' if vanish else 'explode'}", "warning",
+        f"gradients {'vanish' if vanish else 'explode'} toward the first layer: "
+        f"{names[0]} gets {fmt(float(f'{ratio if vanish else 1 / ratio:.2g}'))}x "
+        f"{'less' if vanish else 'more'} than {names[-1]}",
+        f"Backward {'shrinks' if vanish else 'grows'} the gradient by about "
+        f"{fmt(float(f'{per_layer if vanish else 1 / per_layer:.2g}'))}x per layer over "
+        f"{len(rms)} weight layers, so the first layers "
+        f"{'barely learn' if vanish else 'take steps far too large'} at a learning rate that suits the last.",
+        line=layers[0][1].get("line"), nodes=[str(layers[0][1]["id"]), str(layers[-1][1]["id"])],
+        evidence=[("RMS of each weight's .grad, first layer to last", trail),
+                  ("last / first", fmt(float(f"{ratio:.2g}")))],
+        fix=("# keep each layer's gain near 1: ReLU (or GELU) with Kaiming init, normalisation, "
+             "residual connections\nnn.init.kaiming_normal_(layer.weight, nonlinearity='relu')"
+             if vanish else
+             "# scale the init down (nn.init.xavier_uniform_), normalise, or clip:\n"
+             "torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm=1.0)"))]
+
+
+def train_mode_in_eval(view: DocView) -> list[dict[str, Any]]:
+    """Dropout or batch norm called in training mode with gradients disabled: an evaluation
+    block (``no_grad``) that forgot ``model.eval()`` (NOTE [training mode under no_grad] in
+    gradtrace/capture/modules.py, which notes those calls' lines)."""
+    by_line: dict[int, list[Mapping[str, Any]]] = {}
+    for m in view.doc.get("modules") or []:
+        for line in m.get("training_no_grad_lines") or []:
+            by_line.setdefault(int(line), []).append(m)
+    out: list[dict[str, Any]] = []
+    for line, mods in sorted(by_line.items()):
+        kinds = sorted({str(m["type"]) for m in mods})
+        paths = ", ".join(f"{m['path']} ({m['type']})" for m in mods[:4]) + (
+            f" and {len(mods) - 4} more" if len(mods) > 4 else "")
+        root = str(mods[0]["path"]).split(".")[0]
+        out.append(hint(
+            "train-mode-in-eval", "warning", f"line {line} evaluates with {' and '.join(kinds)} in training mode",
+            f"Line {line} runs with gradients off, as an evaluation does, but {paths} "
+            f"{'is' if len(mods) == 1 else 'are'} still in training mode: dropout drops random "
+            "units and batch norm normalises by this batch's statistics (and updates its running "
+            "ones), so the numbers are not the model's. If that is meant (Monte Carlo dropout, "
+            "re-estimating batch-norm statistics), ignore this.",
+            line=line, nodes=[],
+            evidence=[("line", view.line_text(line) or "?"), ("in training mode", paths)],
+            fix=f"{root}.eval()   # before evaluating\nwith torch.no_grad():\n    ...\n"
+                f"{root}.train()  # back to training afterwards"))
+    return out
