@@ -21,9 +21,10 @@ NOTE [the core's keys, written by hand]
     are generated from them (NOTE [a strict twin generated from each model] in
     ``schema/fast.py``).
 
-Values captured lazily are encoded here, in document order (nodes, then events), so the
-values budget (NOTE [document size] in :mod:`gradtrace.capture.values`) is spent the same way
-on every identical run.
+Values captured lazily are encoded here, in a fixed order (tensor nodes, events, then the
+saved tensors of function nodes: NOTE [saved values] in :mod:`gradtrace.capture.saved`), so
+the values budget (NOTE [document size] in :mod:`gradtrace.capture.values`) is spent the same
+way on every identical run.
 """
 
 from __future__ import annotations
@@ -145,13 +146,17 @@ def _runs(items: list[Any], core_part: type) -> list[tuple[bool, list[Any]]]:
 def _core_graph(rec: Recorder, nodes: list[dict[str, Any] | None]) -> bytes:
     """The graph's canonical JSON: the core's entries and edges (NOTE [node entries in C++])
     and Python's tensor nodes and edges, in document order (each run of Python's written in
-    one call)."""
+    one call). Called after the events: saved values spend what they left of the budget."""
     core = rec.core
     parts: list[bytes] = []
     start = 0
     for mine, run in _runs(nodes, type(None)):
-        parts.append(core.nodes_json(start, start + len(run)) if mine
-                     else canonical_json(run)[1:-1])
+        if mine:  # their saved values spend what is left of the budget (NOTE [saved values])
+            text, rec.values.values_budget = core.nodes_json(start, start + len(run),
+                                                             rec.values.values_budget)
+            parts.append(bytes(text))
+        else:
+            parts.append(canonical_json(run)[1:-1])
         start += len(run)
     edges: list[bytes] = []
     for mine, run in _runs(rec.edges, range):

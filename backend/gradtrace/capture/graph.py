@@ -20,6 +20,7 @@ NOTE [keeping nodes alive]
 from __future__ import annotations
 
 import heapq
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -163,10 +164,12 @@ def _creation_order(nexts: dict[Node, Any]) -> list[Node]:
 
 
 def describe_batch(roots: list[Node], known: dict[Node, int], *, read_saved_tensors: bool,
-                   first_index: int, boundary: int = 0) -> list[Found]:
+                   first_index: int, boundary: int = 0,
+                   capture: Callable[[torch.Tensor], int] | None = None) -> list[Found]:
     """The new nodes reachable from ``roots``, in creation order, described, the k-th with id
-    ``n<first_index + k>``; ``known``: recorded nodes by index (the Python twin of the C++
-    core's ``walk``: NOTE [discovery in C++] in ``cxx/walk.h``)."""
+    ``n<first_index + k>``; ``known``: recorded nodes by index; ``capture``: the core's, for
+    saved values (the Python twin of the C++ core's ``walk``: NOTE [discovery in C++] in
+    ``cxx/walk.h``)."""
     new, nexts = walk_new(roots, known, boundary)
     pos = {n: first_index + k for k, n in enumerate(new)}
     out: list[Found] = []
@@ -175,7 +178,7 @@ def describe_batch(roots: list[Node], known: dict[Node, int], *, read_saved_tens
         fid = f"n{pos[n]}"
         doc = _complete(fid, name, output_metas(n))
         attrs = saved_attrs(n) if read_saved_tensors else ()
-        saved, private, total = read_saved(n, attrs) if attrs else ([], [], 0)
+        saved, private, total = read_saved(n, attrs, capture) if attrs else ([], [], 0)
         if not read_saved_tensors:
             doc["saved_unread"] = True
         doc["saved"] = saved

@@ -159,7 +159,8 @@ class PyCore:
         (line_seqs, line_values), (mod_seqs, mod_values) = self._line_steps, self._module_steps
         n_fns = len(self._entries)
         batch = describe_batch(roots, self._known, read_saved_tensors=read_saved,
-                               first_index=first_index, boundary=self._boundary)
+                               first_index=first_index, boundary=self._boundary,
+                               capture=self.capture)
         if not batch:
             return 0, [], 0, None
         places: list[tuple[int | None, Any]] = [(None, None)] * len(batch)
@@ -233,8 +234,12 @@ class PyCore:
         return self._changes
 
     @staticmethod
-    def _entry_json(e: _Entry) -> bytes:
-        return canonical_json({k: v for k, v in e.doc.items() if k != "edges"})
+    def _entry_json(e: _Entry, saved: list[dict[str, Any]] | None = None) -> bytes:
+        """The entry's JSON; ``saved``: its saved tensors with their values (``nodes_json``),
+        else without them (``infos``, as ``write_entry`` in ``cxx/entries.h``)."""
+        if saved is None:
+            saved = [{k: v for k, v in s.items() if k != "value"} for s in e.doc["saved"]]
+        return canonical_json({k: v for k, v in e.doc.items() if k != "edges"} | {"saved": saved})
 
     def _entry_at(self, index: int) -> _Entry:
         pos = self._pos.get(index)
@@ -242,8 +247,20 @@ class PyCore:
             raise IndexError(f"not a function node recorded by the core: n{index}")
         return self._entries[pos]
 
-    def nodes_json(self, a: int, b: int) -> bytes:
-        return b",".join(self._entry_json(self._entry_at(i)) for i in range(a, b))
+    def nodes_json(self, a: int, b: int, budget: int) -> tuple[bytes, int]:
+        """``nodes_json`` (``cxx/recorder.h``): saved values spend ``budget`` in node order
+        (NOTE [saved values] in saved.py)."""
+        parts = []
+        for i in range(a, b):
+            e = self._entry_at(i)
+            saved = []
+            for s in e.doc["saved"]:
+                if "value" in s:
+                    value, budget = self._spend(s["value"], budget)
+                    s = s | {"value": value}
+                saved.append(s)
+            parts.append(self._entry_json(e, saved))
+        return b",".join(parts), budget
 
     def edges_json(self, a: int, b: int) -> bytes:
         edges = [e for i in range(a, b) for e in self._entry_at(i).doc["edges"]]
@@ -382,20 +399,24 @@ class PyCore:
             return b"null", 0
         return canonical_json(self._value(vid, with_values)), self.numel_of(vid)
 
+    def _spend(self, vid: int, budget: int) -> tuple[Any, int]:
+        """The TensorValue of ``vid`` (None for none) with its numbers when ``budget`` allows,
+        and what is left of it."""
+        if vid < 0:
+            return None, budget
+        n = self.numel_of(vid)
+        if not self._values[vid].has:
+            return self._value(vid, False), budget
+        if n > budget:
+            return self._value(vid, False), 0
+        return self._value(vid, True), budget - n
+
     def events_json(self, budget: int) -> tuple[bytes, int]:
         """``events_json`` (``cxx/events.h``): values spend ``budget`` in document order."""
         def val(vid: int) -> Any:
             nonlocal budget
-            if vid < 0:
-                return None
-            n = self.numel_of(vid)
-            if not self._values[vid].has:
-                return self._value(vid, False)
-            if n > budget:
-                budget = 0
-                return self._value(vid, False)
-            budget -= n
-            return self._value(vid, True)
+            value, budget = self._spend(vid, budget)
+            return value
 
         out: list[dict[str, Any]] = []
         with self._mu:

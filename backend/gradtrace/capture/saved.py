@@ -1,4 +1,5 @@
-"""What a function node saved for its backward: names, shapes, bytes, parameter or input.
+"""What a function node saved for its backward: names, shapes, bytes, parameter or input,
+and the values of small ones.
 
 NOTE [reading saved tensors]
     Built-in nodes expose each saved value as ``_saved_<name>``; custom ``autograd.Function``
@@ -10,6 +11,16 @@ NOTE [reading saved tensors]
     ``saved_tensors_hooks``, so autograd's version-counter check stays in force: an in-place
     change of a saved tensor still raises exactly as it would without gradtrace.
 
+NOTE [saved values]
+    A saved tensor of at most ``VALUES_LIMIT`` elements is captured as a value of the core
+    (``core.capture``: copied as it is now, right after its node was made, which is what
+    autograd saved: a later in-place change makes backward refuse it anyway), the same for
+    built-in nodes and custom Functions' ``ctx``. Its TensorValue is written as the saved
+    entry's ``value``, spending the document's values budget (NOTE [document size] in
+    values.py) after the events, in node order: past the budget it carries stats only. Larger
+    saved tensors get no ``value``: reducing every big activation to stats at each node's
+    creation would slow the forward pass for numbers nobody asked for.
+
 NOTE [what counts as a parameter or an input]
     ``is_parameter``: an ``nn.Parameter`` or a view of one (``W.t()`` saved by ``addmm``).
     ``is_input``: any other leaf tensor (data the snippet fed in). Neither: an activation, an
@@ -19,6 +30,7 @@ NOTE [what counts as a parameter or an input]
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -26,6 +38,7 @@ from torch import nn
 from torch.autograd.graph import Node
 
 from gradtrace.capture.values import dtype_name
+from gradtrace.schema import VALUES_LIMIT
 
 _ATTRS: dict[type, tuple[str, ...]] = {}
 
@@ -72,11 +85,13 @@ def _entry(name: str, t: torch.Tensor) -> tuple[dict[str, Any], Private]:
     return e, (param, ptr)
 
 
-def read_saved(node: Node, attrs: tuple[str, ...]) -> tuple[list[dict[str, Any]], list[Private], int]:
+def read_saved(node: Node, attrs: tuple[str, ...], capture: Callable[[torch.Tensor], int] | None = None,
+               ) -> tuple[list[dict[str, Any]], list[Private], int]:
     """The saved tensors of ``node`` (in its ``attrs``: :func:`saved_attrs`) as complete entries,
     what is kept of each privately, and their total bytes. Non-tensor saved values (sizes,
-    scalars) are skipped: they hold no graph memory worth showing. (The C++ core's ``walk``
-    does the same, faster.)"""
+    scalars) are skipped: they hold no graph memory worth showing. ``capture``: the core's,
+    for small ones' values (NOTE [saved values]); their entries' ``value`` is the value id
+    until the document is written. (The C++ core's ``walk`` does the same, faster.)"""
     out: list[dict[str, Any]] = []
     private: list[Private] = []
     total = 0
@@ -97,6 +112,8 @@ def read_saved(node: Node, attrs: tuple[str, ...]) -> tuple[list[dict[str, Any]]
                 e, priv = _entry(label, t)
             except Exception:
                 continue
+            if capture is not None and t.numel() <= VALUES_LIMIT:
+                e["value"] = capture(t)
             out.append(e)
             private.append(priv)
             total += e["bytes"]

@@ -96,6 +96,10 @@ class SavedTensor(_Model):
     is_input: bool = False
     freed_after_pass: int | None = None
     """Index of the backward pass after which autograd freed it, or null while still held."""
+    value: TensorValue | None = _optional()
+    """Its value as saved, for tensors of at most ``VALUES_LIMIT`` elements (absent for larger
+    ones and in documents written before this addition); past the document's values budget it
+    carries stats only."""
 
 
 class ModuleInfo(_Model):

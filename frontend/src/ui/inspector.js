@@ -1,6 +1,6 @@
 /**
  * The inspector: what a clicked node is (name, module, line, output shape/dtype/device),
- * what it saved for backward (bytes, freed or held), the gradients at the current step, and
+ * what it saved for backward (bytes, freed or held, and the values of small saved tensors), the gradients at the current step, and
  * for leaves their `.grad` and its history across passes. Built with textContent only: the
  * document comes from user code and is never parsed as HTML.
  */
@@ -96,6 +96,8 @@ export class Inspector {
           el("td", {}, fmtBytes(s.bytes)), el("td", {}, freed)));
       }
       parts.push(t);
+      // small saved tensors carry their value as saved (docs/CONTRACT.md, "saved")
+      for (const s of n.saved) if (s.value) parts.push(tensorBlock(`${s.name}, as saved for backward`, s.value));
     }
     if (n.value) parts.push(tensorBlock("value", n.value));
     const step = tl.lastBackward(i, k);

@@ -31,6 +31,7 @@ struct SavedEntry {
   bool is_param = false, is_input = false, has_ptr = false;
   int32_t freed_after = -1;
   uintptr_t ptr = 0;  // storage address: to match an in-place change (never written)
+  int32_t vid = -1;   // its value as saved (small tensors: NOTE [saved values] in saved.py)
   py::object param;   // the parameter, or None: to count it once (never written)
 };
 
@@ -113,8 +114,11 @@ void write_meta(std::string& out, const OutMeta* o) {
 }
 
 // One function node's entry, every field as the document writes it, keys sorted
-// (NOTE [documents without pydantic on the hot path] in document.py).
-void write_entry(std::string& out, const FnEntry& e) {
+// (NOTE [documents without pydantic on the hot path] in document.py). ``values``: the core's
+// values and, per saved tensor with a value, whether it carries its numbers (the budget's
+// choice, ``nodes_json``); null leaves saved values out (``infos``).
+void write_entry(std::string& out, const FnEntry& e, const std::vector<Value>* values = nullptr,
+                 const uint8_t* with = nullptr) {
   out += "{\"created_in_pass\":";
   if (e.created_in_pass < 0) out += "null"; else format_int(out, e.created_in_pass);
   out += ",\"cut\":null,";
@@ -163,6 +167,10 @@ void write_entry(std::string& out, const FnEntry& e) {
     write_str(out, s.name);
     out += ",\"shape\":";
     write_ints(out, s.shape);
+    if (values != nullptr && s.vid >= 0) {
+      out += ",\"value\":";
+      write_value(out, (*values)[static_cast<size_t>(s.vid)], with[i] != 0);
+    }
     out.push_back('}');
   }
   out += "],\"saved_bytes\":";

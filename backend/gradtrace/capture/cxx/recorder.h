@@ -123,15 +123,30 @@ struct Recorder {
   int64_t changes() const { return changes_; }
 
   // The JSON of the function nodes with indices in [a, b) (all of them recorded here), comma
-  // separated, and of their edges.
-  py::bytes nodes_json(int64_t a, int64_t b) {
+  // separated, and what is left of ``budget``: their saved tensors' values spend it in
+  // document order (NOTE [saved values] in saved.py).
+  // (The core's mutex is not held while writing: ``write_entry`` reads a module path from
+  // Python, and documents are built once the run's hooks are done, as for the entries.)
+  std::pair<py::bytes, int64_t> nodes_json(int64_t a, int64_t b, int64_t budget) {
     std::string out;
     out.reserve(static_cast<size_t>(b - a) * 400);
+    std::vector<uint8_t> with;
     for (int64_t i = a; i < b; ++i) {
+      const FnEntry& e = entry_at(i);
+      with.assign(e.saved.size(), 0);
+      for (size_t k = 0; k < e.saved.size(); ++k) {
+        if (e.saved[k].vid < 0) continue;
+        const Value& v = core->values[static_cast<size_t>(e.saved[k].vid)];
+        bool has = v.kind == 2 || (v.kind == 3 && v.py_with != v.py_without);
+        if (!has) continue;
+        if (v.numel > budget) { budget = 0; continue; }
+        budget -= v.numel;
+        with[k] = 1;
+      }
       if (i > a) out.push_back(',');
-      write_entry(out, entry_at(i));
+      write_entry(out, e, &core->values, with.data());
     }
-    return py::bytes(out);
+    return {py::bytes(out), budget};
   }
 
   py::bytes edges_json(int64_t a, int64_t b) {

@@ -125,7 +125,7 @@ struct Walker {
       if (read_saved) {
         py::object pynode;
         std::vector<SavedAttr>& attrs = attrs_for(order[i], pynode);
-        if (!attrs.empty()) read_saved_into(pynode, attrs, parameter, e);
+        if (!attrs.empty()) read_saved_into(core, pynode, attrs, parameter, e);
       } else {
         e.saved_unread = true;
       }
@@ -223,8 +223,10 @@ struct Walker {
 
   // Each saved tensor of ``node`` as a complete saved-tensor entry of ``e``, with what is kept
   // of it but never written (parameter, storage address). Non-tensor saved values are skipped.
-  void read_saved_into(py::handle node, std::vector<SavedAttr>& attrs, py::handle parameter,
-                       FnEntry& e) {
+  // Small ones (at most ``kValuesLimit`` elements) are captured as they are now, as a value of
+  // the core (NOTE [saved values] in saved.py).
+  void read_saved_into(Core& core, py::handle node, std::vector<SavedAttr>& attrs,
+                       py::handle parameter, FnEntry& e) {
     auto* param_type = reinterpret_cast<PyTypeObject*>(parameter.ptr());
     auto entry = [&](std::string label, PyObject* obj) {
       const at::Tensor& t = THPVariable_Unpack(obj);
@@ -248,6 +250,10 @@ struct Walker {
           sv.has_ptr = true;
         }
       } catch (const std::exception&) {
+      }
+      if (t.numel() <= kValuesLimit) {
+        std::lock_guard<std::mutex> lock(core.mu);
+        sv.vid = core.capture(t);
       }
       e.saved_bytes += sv.bytes;
       e.saved.push_back(std::move(sv));
