@@ -46,13 +46,13 @@ OPS: dict[str, str] = {
     "AddmmBackward0": "b = torch.randn(4, requires_grad=True)\nx = torch.randn(2, 3, requires_grad=True)\n"
                       "y = torch.randn(3, 4, requires_grad=True)\nz = torch.addmm(b, x, y)",
     "ViewBackward0": "x = torch.randn(2, 3, requires_grad=True)\nz = x.view(3, 2)",
-    "UnsafeViewBackward0": "x = torch.randn(2, 3, 4, requires_grad=True)\nz = torch.matmul(x, torch.ones(4, 2)).sum(0)",
+    "UnsafeViewBackward0": "x = torch.randn(3, 2).t().detach().requires_grad_()\nz = x.reshape(6)",
     "SqueezeBackward0": "x = torch.randn(1, 3, requires_grad=True)\nz = x.squeeze()",
     "SqueezeBackward1": "x = torch.randn(1, 3, requires_grad=True)\nz = x.squeeze(0)",
     "UnsqueezeBackward0": "x = torch.randn(3, requires_grad=True)\nz = x.unsqueeze(0)",
     "CloneBackward0": "x = torch.randn(3, requires_grad=True)\nz = x.clone()",
     "ToCopyBackward0": "x = torch.randn(3, requires_grad=True)\nz = x.to(torch.float32)",
-    "ReshapeAliasBackward0": "x = torch.randn(2, 3, requires_grad=True)\nz = x.reshape(6)",
+    "RsubBackward1": "x = torch.randn(3, requires_grad=True)\nz = 1 - x",
 }
 TAIL = "\ng = torch.randn(z.shape, dtype=z.dtype)\nz.backward(g)\n"
 
@@ -79,7 +79,8 @@ def _checked(doc: dict[str, Any]) -> dict[str, int]:
         grads = evaluate(doc, event["node"], event["pass"])
         for i, rule in enumerate(grads):
             recorded = event["grad_inputs"][i]
-            if rule is None or recorded is None or len(flatten(recorded["values"])) != len(rule):
+            if rule is None or recorded is None or recorded.get("values") is None \
+                    or len(flatten(recorded["values"])) != len(rule):
                 continue
             assert _close(rule, recorded["values"]), (names[event["node"]], i, rule, recorded["values"])
             matched[names[event["node"]]] = matched.get(names[event["node"]], 0) + 1
@@ -115,10 +116,8 @@ def test_every_catalogued_op_is_exercised() -> None:
 @pytest.mark.parametrize("lesson", sorted(p.name for p in LESSONS.glob("*.py")))
 def test_rules_reproduce_the_lessons(lesson: str) -> None:
     code = (LESSONS / lesson).read_text()
-    doc = run_snippet(F64 + code, seed=0)
-    if doc["status"] != "ok":
-        pytest.skip(f"{lesson} ends in an error by design ({doc['error']['type']}); its events are checked up to it")
-    _checked(doc)
+    doc = run_snippet(F64 + code, seed=0)  # 06 and 08 end in an error by design: their events up to it
+    _checked(doc)  # agreement wherever the values were kept (12 and 14 keep few: larger tensors)
 
 
 def test_lesson_01_mul_instance_reads_the_saved_operand() -> None:

@@ -168,6 +168,7 @@ RULES: dict[str, Rule] = {
                             (lambda c, j: (f"1/{fmt(_operand(c, 'other', j))}", 1 / _operand(c, "other", j)),
                              lambda c, j: (f"(−{fmt(_operand(c, 'self', j))}/{fmt(_operand(c, 'other', j))}²)",
                                            -_operand(c, "self", j) / _operand(c, "other", j) ** 2))),
+    "RsubBackward1": _unary("grad_self = −grad_out  (other − self, other a number)", (), lambda c, k: ("(−1)", -1.0)),
     "NegBackward0": _unary("grad_self = −grad_out", (), lambda c, k: ("(−1)", -1.0)),
     "ExpBackward0": _unary("grad_self = grad_out · result  (result = exp(self))", ("result",), _s("result")),
     "TanhBackward0": _unary("grad_self = grad_out · (1 − result²)", ("result",),
@@ -196,7 +197,7 @@ RULES: dict[str, Rule] = {
     "MmBackward0": _matmul("self", "mat2", False),
     "AddmmBackward0": _matmul("mat1", "mat2", True),
 }
-for _name in ("ViewBackward0", "ReshapeAliasBackward0", "UnsafeViewBackward0", "SqueezeBackward0",
+for _name in ("ViewBackward0", "UnsafeViewBackward0", "SqueezeBackward0",
               "SqueezeBackward1", "UnsqueezeBackward0"):
     RULES[_name] = _pass_through("grad_self = grad_out reshaped to self's shape")
 RULES["CloneBackward0"] = _pass_through("grad_self = grad_out")
