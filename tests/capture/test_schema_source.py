@@ -11,7 +11,7 @@ from typing import Any, NotRequired, get_args, get_origin, get_type_hints
 from pydantic import BaseModel
 from typing_extensions import is_typeddict
 
-import gradtrace.schema.analysis as analysis
+import gradtrace.schema.analysis as analysis  # noqa: F401 (registers the analysis models as _Model subclasses)
 import gradtrace.schema.document as models
 import gradtrace.schema.fast as fast
 from gradtrace.schema.document import written_defaults

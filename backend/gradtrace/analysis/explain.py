@@ -128,12 +128,12 @@ def explain_node(doc: JSON, node_id: str, pass_index: int | None = None,
             entry["note"] = f"values of {', '.join(missing)} were not kept (more than 1,000 elements)"
             continue
         coords = tuple(index or ())
-        if len(coords) != len(shape) or any(not 0 <= c < s for c, s in zip(coords, shape)):
+        if len(coords) != len(shape) or any(not 0 <= c < s for c, s in zip(coords, shape, strict=True)):
             coords = unravel(0, shape)
         k = ravel(coords, shape)
         shown, value = rule.elem(ctx, i, k)
         entry.update(shape=list(shape), index=list(coords), instance=f"{shown} = {fmt(value)}", value=_encode(value))
-        recorded = _flat((event.get("grad_inputs") or [])[i])
+        recorded = _flat(((event or {}).get("grad_inputs") or [])[i])
         if recorded is not None:
             entry["recorded"] = _encode(recorded.at(k))
     return answer

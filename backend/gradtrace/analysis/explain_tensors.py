@@ -52,7 +52,7 @@ def unravel(index: int, shape: tuple[int, ...]) -> tuple[int, ...]:
 
 def ravel(coords: tuple[int, ...], shape: tuple[int, ...]) -> int:
     index = 0
-    for c, size in zip(coords, shape):
+    for c, size in zip(coords, shape, strict=True):
         index = index * size + c
     return index
 
