@@ -47,6 +47,7 @@ from typing_extensions import TypeAliasType, TypedDict  # pydantic needs these o
 
 from gradtrace.collector import gc_paused
 from gradtrace.schema import document as models
+from gradtrace.schema.base import _Model
 from gradtrace.schema.canonical import TensorValueDict
 
 _STRICT = ConfigDict(strict=True, extra="forbid")
@@ -114,7 +115,7 @@ def strict_twin(model: type[BaseModel]) -> Any:
     return twin
 
 
-_MODELS: list[type[BaseModel]] = [models.RunDocument, *models._Model.__subclasses__()]
+_MODELS: list[type[BaseModel]] = [models.RunDocument, *_Model.__subclasses__()]
 for _model in _MODELS:
     strict_twin(_model)
 STRICT_DOCUMENT: TypeAdapter[dict[str, Any]] = TypeAdapter(STRICT[models.RunDocument])
