@@ -100,6 +100,8 @@ def explain_node(doc: JSON, node_id: str, pass_index: int | None = None,
     that input's gradient; the first element when absent or out of range) in pass ``pass_index``
     (the last pass that ran the node when absent)."""
     node = _node(doc, node_id)
+    if node.get("kind") != "function":
+        raise NotFound(f"node {node_id!r} is a tensor, not a backward node")
     name = str(node.get("name"))
     rule = RULES.get(name)
     event = _event(doc, node_id, pass_index)
@@ -108,8 +110,6 @@ def explain_node(doc: JSON, node_id: str, pass_index: int | None = None,
     if rule is None:
         answer["note"] = f"no rule for {name} in the catalogue"
         return answer
-    if node.get("kind") != "function":
-        raise NotFound(f"node {node_id!r} is a tensor, not a backward node")
     ctx = _context(node, event) if event else None
     if event is None:
         answer["note"] = "this node did not run backward"
