@@ -7,7 +7,10 @@ program (``run_snippet(..., json_parts=True)`` then the web process's validation
 bench/bench_analysis.py). Rows: explaining every backward event's every input at its first
 element (the least a document could carry), every element of every input (what the page's
 element picker needs), and one request (one node, one element) as ``GET /api/runs/{id}/explain``
-computes it. One intra-op thread, as in the sandbox worker.
+computes it (which includes finding the node and its event by a scan of the document, as a
+request must: the all-events rows pay that scan per event, so they are an upper bound; the
+first-element row of the small Adam document, where the scan is cheap, already costs far more
+than a few % of its run). One intra-op thread, as in the sandbox worker.
 """
 
 from __future__ import annotations
