@@ -4,7 +4,9 @@ A rule takes the node's received gradient ``g`` (``grad_outputs[0]``), its saved
 (their values, which capture keeps for tensors of at most 1,000 elements) and the shapes of the
 gradients it passes on, and gives for input ``i`` and its element ``k`` the rule written with
 the recorded numbers and the value (``tests/analysis/test_explain.py`` checks every rule against
-the recorded ``grad_inputs`` and torch's real ``.grad`` in float64).
+the recorded ``grad_inputs`` and torch's real ``.grad`` in float64). Where a rule is the local
+derivative of a one-input op at its input, the number comes from :data:`gradtrace.analysis.rules.LOCAL`,
+the same function the first-NaN explanation uses, so the two can never disagree.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from gradtrace.analysis.explain_tensors import Flat, broadcast_index, fmt, numel, sources, unravel
+from gradtrace.analysis.rules import LOCAL
 
 
 @dataclass(frozen=True)
@@ -177,16 +180,15 @@ RULES: dict[str, Rule] = {
                                _f("result", lambda y: f"{fmt(y)} · (1 − {fmt(y)})", lambda y: y * (1 - y))),
     "ReluBackward0": _unary("grad_self = grad_out · [result > 0]", ("result",), _relu),
     "LogBackward0": _unary("grad_self = grad_out / self", ("self",),
-                           _f("self", lambda x: f"(1/{fmt(x)})", lambda x: 1 / x)),
+                           _f("self", lambda x: f"(1/{fmt(x)})", LOCAL["LogBackward0"])),
     "SqrtBackward0": _unary("grad_self = grad_out / (2 · result)", ("result",),
                             _f("result", lambda y: f"1/(2·{fmt(y)})", lambda y: 1 / (2 * y))),
     "SinBackward0": _unary("grad_self = grad_out · cos(self)", ("self",),
-                           _f("self", lambda x: f"cos({fmt(x)})", math.cos)),
+                           _f("self", lambda x: f"cos({fmt(x)})", LOCAL["SinBackward0"])),
     "CosBackward0": _unary("grad_self = −grad_out · sin(self)", ("self",),
-                           _f("self", lambda x: f"(−sin({fmt(x)}))", lambda x: -math.sin(x))),
+                           _f("self", lambda x: f"(−sin({fmt(x)}))", LOCAL["CosBackward0"])),
     "AbsBackward0": _unary("grad_self = grad_out · sign(self)", ("self",),
-                           _f("self", lambda x: f"sign({fmt(x)})",
-                              lambda x: 0.0 if x == 0 else math.copysign(1.0, x))),
+                           _f("self", lambda x: f"sign({fmt(x)})", LOCAL["AbsBackward0"])),
     "GeluBackward0": _unary("grad_self = grad_out · (Φ(self) + self · φ(self))", ("self",),
                             _f("self", lambda x: f"gelu′({fmt(x)})", _gelu)),
     "SumBackward0": Rule(("grad_self[k] = grad_out  (every element)",), ((),), lambda c, i, k: _spread(c, i, k, 1.0)),
