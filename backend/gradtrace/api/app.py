@@ -18,7 +18,7 @@ from fastapi import FastAPI
 from fastapi.concurrency import run_in_threadpool
 from fastapi.middleware.cors import CORSMiddleware
 
-from gradtrace.api import compare, compare_page, docs, errors, gradcheck, lessons, ops, pages, runs, shares
+from gradtrace.api import compare, compare_page, docs, errors, explain, gradcheck, lessons, ops, pages, runs, shares
 from gradtrace.api.metrics import Metrics
 from gradtrace.api.middleware import RequestContextMiddleware
 from gradtrace.api.ratelimit import TokenBuckets
@@ -65,7 +65,7 @@ def create_app(settings: Settings | None = None, *, runner: Runner | None = None
                   summary="Record PyTorch's dynamic autograd graph, share it, watch it run.")
     app.state.services = svc
     errors.install(app)
-    for module in (runs, gradcheck, shares, compare, compare_page, lessons, ops, pages):
+    for module in (runs, gradcheck, explain, shares, compare, compare_page, lessons, ops, pages):
         app.include_router(module.router)
     pages.mount_static(app)
     docs.install(app)  # /docs with Swagger UI from a package, not a CDN

@@ -31,6 +31,7 @@ import { GraphCanvas } from "../render/canvas.js";
 import { makeScene } from "../render/scene.js";
 import { addFindingMarks, markTransport, renderFindings } from "../ui/findings.js";
 import { GradcheckPanel } from "../ui/gradcheck.js";
+import { ExplainPanel } from "../ui/explain.js";
 import { Inspector } from "../ui/inspector.js";
 import { IterationPicker } from "../ui/iterations.js";
 import { compactKeyHint, graphKeyHandler } from "../ui/keys.js";
@@ -77,8 +78,9 @@ export class Viewer {
     // opts.checks: true (ask the service) or a function that asks for a check (the widget's).
     this.check = opts.checks && this.els.inspector ? new GradcheckPanel(this.els.inspector, { onSuspect: (id) => this.outlineSuspect(id),
       request: typeof opts.checks === "function" ? opts.checks : undefined }) : null;
+    this.explain = opts.checks === true ? new ExplainPanel() : null; // ui/explain.js asks the service too
     this.inspector = new Inspector(this.els.inspector, { onLine: (line) => this.onLineCb(line, true), onExpand: (v) => this.openGroup(v),
-      extra: (node) => (this.check ? this.check.button(this.doc, node) : null) });
+      extra: (node) => extras(this.check ? this.check.button(this.doc, node) : null, this.explain ? this.explain.section(this.doc, node) : null) });
     this.canvas = new GraphCanvas(this.els.graph, {
       onNodeClick: (v) => this.selectNode(v),
       onBoxClick: (path) => this.clickBox(path),
@@ -338,4 +340,13 @@ export class Viewer {
     this.code.mark({ selected: line }, { scroll });
     this.inspector.showLine(line, vs, vs.map((v) => this.scene.view.vnodes[v].label), (v) => this.selectNode(v));
   }
+}
+
+/** The inspector's extras side by side (each may be null). */
+function extras(...parts) {
+  const kept = parts.filter(Boolean);
+  if (kept.length < 2) return kept[0] || null;
+  const box = document.createElement("div");
+  box.append(...kept);
+  return box;
 }

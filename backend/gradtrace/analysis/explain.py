@@ -1,0 +1,139 @@
+"""Explain a backward node: its local rule, and that rule worked out with the recorded numbers.
+
+For a node's backward event, :func:`explain_node` writes, for each input it passes a gradient to,
+the rule (``grad_self = grad_out · other``) and one instance of it at a chosen element
+(``0.3 · 2 = 0.6``), read from the event's ``grad_outputs`` and the node's saved tensors' values;
+the rules live in :mod:`gradtrace.analysis.explain_ops`.
+
+NOTE [explain on request]: an instance is per element, and GRU-200 has thousands of backward
+events; writing every element's instance into every document would cost far more than the few %
+of a run that analysis may take (bench/bench_analysis.py). So the explanation is computed on
+request, for one node and one element, from the stored document; the page only reads the answer.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from gradtrace.analysis.explain_ops import RULES, Ctx
+from gradtrace.analysis.explain_tensors import Flat, flatten, fmt, numel, ravel, unravel
+from gradtrace.errors import NotFound
+
+JSON = dict[str, Any]
+
+
+def _encode(x: float) -> float | str:
+    """NaN and the infinities as the document spells them (schema/document.py)."""
+    return x if math.isfinite(x) else str(x)
+
+
+def catalogue() -> list[str]:
+    """The backward ops that have a rule, sorted."""
+    return sorted(RULES)
+
+
+def _flat(value: JSON | None) -> Flat | None:
+    if not value or value.get("values") is None:
+        return None
+    shape = tuple(int(s) for s in value.get("shape") or [])
+    values = flatten(value["values"])
+    if len(values) != numel(shape):  # a summary (large tensor), not every element
+        return None
+    return Flat(values, shape)
+
+
+def _event(doc: JSON, node_id: str, pass_index: int | None) -> JSON | None:
+    found = None
+    for event in doc.get("events") or []:
+        if event.get("phase") != "backward" or event.get("node") != node_id:
+            continue
+        if pass_index is None or event.get("pass") == pass_index:
+            found = event
+    return found
+
+
+def _node(doc: JSON, node_id: str) -> JSON:
+    for node in (doc.get("graph") or {}).get("nodes") or []:
+        if node.get("id") == node_id:
+            return dict(node)
+    raise NotFound(f"no node {node_id!r} in this run")
+
+
+def _context(node: JSON, event: JSON) -> Ctx | None:
+    outs = event.get("grad_outputs") or []
+    g = _flat(outs[0] if outs else None)
+    if g is None:
+        return None
+    saved = {}
+    for s in node.get("saved") or []:
+        flat = _flat(s.get("value"))
+        if flat is not None:
+            saved[str(s.get("name"))] = flat
+    shapes: list[tuple[int, ...] | None] = []
+    for gi in event.get("grad_inputs") or []:
+        shapes.append(tuple(int(x) for x in gi["shape"]) if gi and gi.get("shape") is not None else None)
+    return Ctx(g, saved, shapes)
+
+
+def evaluate(doc: JSON, node_id: str, pass_index: int | None = None) -> list[list[float] | None]:
+    """Every input's gradient as the rule computes it from the document's numbers (None where the
+    rule cannot: no gradient passed, an operand's value not kept, or no rule for the op)."""
+    node = _node(doc, node_id)
+    rule = RULES.get(str(node.get("name")))
+    event = _event(doc, node_id, pass_index)
+    ctx = _context(node, event) if event else None
+    if rule is None or ctx is None:
+        return []
+    out: list[list[float] | None] = []
+    for i, shape in enumerate(ctx.in_shapes):
+        if shape is None or i >= len(rule.texts) or any(n not in ctx.saved for n in rule.needs[i]):
+            out.append(None)
+            continue
+        out.append([rule.elem(ctx, i, k)[1] for k in range(numel(shape))])
+    return out
+
+
+def explain_node(doc: JSON, node_id: str, pass_index: int | None = None,
+                 index: list[int] | None = None) -> JSON:
+    """The rule of ``node_id``'s backward for each input, worked out at element ``index`` (of
+    that input's gradient; the first element when absent or out of range) in pass ``pass_index``
+    (the last pass that ran the node when absent)."""
+    node = _node(doc, node_id)
+    if node.get("kind") != "function":
+        raise NotFound(f"node {node_id!r} is a tensor, not a backward node")
+    name = str(node.get("name"))
+    rule = RULES.get(name)
+    event = _event(doc, node_id, pass_index)
+    answer: JSON = {"node": node_id, "op": name, "known": rule is not None,
+                    "pass": event.get("pass") if event else None, "inputs": []}
+    if rule is None:
+        answer["note"] = f"no rule for {name} in the catalogue"
+        return answer
+    ctx = _context(node, event) if event else None
+    if event is None:
+        answer["note"] = "this node did not run backward"
+    elif ctx is None:
+        answer["note"] = "the received gradient's values were not kept (a large tensor)"
+    for i, text in enumerate(rule.texts):
+        entry: JSON = {"input_nr": i, "rule": text}
+        answer["inputs"].append(entry)
+        shape = ctx.in_shapes[i] if ctx and i < len(ctx.in_shapes) else None
+        if ctx is None or shape is None:
+            if ctx is not None:
+                entry["note"] = "no gradient passed to this input"
+            continue
+        missing = [n for n in rule.needs[i] if n not in ctx.saved]
+        if missing:
+            entry["note"] = f"values of {', '.join(missing)} were not kept (more than 1,000 elements)"
+            continue
+        coords = tuple(index or ())
+        if len(coords) != len(shape) or any(not 0 <= c < s for c, s in zip(coords, shape, strict=True)):
+            coords = unravel(0, shape)
+        k = ravel(coords, shape)
+        shown, value = rule.elem(ctx, i, k)
+        entry.update(shape=list(shape), index=list(coords), instance=f"{shown} = {fmt(value)}", value=_encode(value))
+        recorded = _flat(((event or {}).get("grad_inputs") or [])[i])
+        if recorded is not None:
+            entry["recorded"] = _encode(recorded.at(k))
+    return answer

@@ -1,0 +1,207 @@
+"""The catalogue of backward rules: for each op, what each input's gradient is, element by element.
+
+A rule takes the node's received gradient ``g`` (``grad_outputs[0]``), its saved tensors by name
+(their values, which capture keeps for tensors of at most 1,000 elements) and the shapes of the
+gradients it passes on, and gives for input ``i`` and its element ``k`` the rule written with
+the recorded numbers and the value (``tests/analysis/test_explain.py`` checks every rule against
+the recorded ``grad_inputs`` and torch's real ``.grad`` in float64). Where a rule is the local
+derivative of a one-input op at its input, the number comes from :data:`gradtrace.analysis.rules.LOCAL`,
+the same function the first-NaN explanation uses, so the two can never disagree.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from gradtrace.analysis.explain_tensors import Flat, broadcast_index, fmt, numel, sources, unravel
+from gradtrace.analysis.rules import LOCAL
+
+
+@dataclass(frozen=True)
+class Ctx:
+    g: Flat
+    saved: dict[str, Flat]
+    in_shapes: list[tuple[int, ...] | None]
+
+
+Elem = Callable[[Ctx, int, int], tuple[str, float]]
+
+
+@dataclass(frozen=True)
+class Rule:
+    texts: tuple[str, ...]
+    """The rule for each input, in the op's input order (``grad_self = grad_out · other``)."""
+    needs: tuple[tuple[str, ...], ...]
+    """For each input, the saved tensors its rule reads."""
+    elem: Elem
+
+
+def _summed(ctx: Ctx, i: int, k: int, term: Callable[[int], tuple[str, float]]) -> tuple[str, float]:
+    """Sum of ``term(j)`` over output elements ``j`` broadcast from input ``i``'s element ``k``."""
+    shape = ctx.in_shapes[i] or ctx.g.shape
+    parts = [term(j) for j in sources(k, ctx.g.shape, shape)]
+    value = math.fsum(v for _, v in parts)
+    if len(parts) == 1:
+        return parts[0][0], value
+    shown = " + ".join(t for t, _ in parts[:4]) + (" + …" if len(parts) > 4 else "")
+    return shown, value
+
+
+def _operand(ctx: Ctx, name: str, j: int) -> float:
+    """Saved tensor ``name`` as read by output element ``j`` (it may be broadcast)."""
+    t = ctx.saved[name]
+    return t.at(broadcast_index(j, ctx.g.shape, t.shape) if t.shape != ctx.g.shape else j)
+
+
+def _unary(text: str, needs: tuple[str, ...], local: Callable[[Ctx, int], tuple[str, float]]) -> Rule:
+    """One input, elementwise: ``grad_in[k] = grad_out[k] · local(k)``."""
+
+    def elem(ctx: Ctx, i: int, k: int) -> tuple[str, float]:
+        g = ctx.g.at(k)
+        shown, factor = local(ctx, k)
+        return f"{fmt(g)} · {shown}", g * factor
+
+    return Rule((text,), (needs,), elem)
+
+
+def _binary(texts: tuple[str, str], needs: tuple[tuple[str, ...], ...],
+            locals_: tuple[Callable[[Ctx, int], tuple[str, float]], ...]) -> Rule:
+    """Two broadcast inputs: ``grad_in_i[k] = Σ_j grad_out[j] · local_i(j)`` over ``j`` reading ``k``."""
+
+    def elem(ctx: Ctx, i: int, k: int) -> tuple[str, float]:
+        def term(j: int) -> tuple[str, float]:
+            g = ctx.g.at(j)
+            shown, factor = locals_[i](ctx, j)
+            return (f"{fmt(g)} · {shown}" if shown else fmt(g * factor)), g * factor
+        return _summed(ctx, i, k, term)
+
+    return Rule(texts, needs, elem)
+
+
+def _s(name: str) -> Callable[[Ctx, int], tuple[str, float]]:
+    def f(ctx: Ctx, j: int) -> tuple[str, float]:
+        v = _operand(ctx, name, j)
+        return fmt(v), v
+    return f
+
+
+def _const(c: float) -> Callable[[Ctx, int], tuple[str, float]]:
+    return lambda ctx, j: ("" if c == 1 else fmt(c), c)
+
+
+def _pass_through(text: str) -> Rule:
+    """Same elements in the same row-major order (views, reshapes, clones, AccumulateGrad)."""
+    return Rule((text,), ((),), lambda ctx, i, k: (fmt(ctx.g.at(k)), ctx.g.at(k)))
+
+
+def _spread(ctx: Ctx, i: int, k: int, scale: float) -> tuple[str, float]:
+    """Sum/Mean over all elements: every input element gets the one received number (times scale)."""
+    g = ctx.g.at(0)
+    return (fmt(g) if scale == 1 else f"{fmt(g)} / {fmt(1 / scale)}"), g * scale
+
+
+def _mean(ctx: Ctx, i: int, k: int) -> tuple[str, float]:
+    n = numel(ctx.in_shapes[i] or ())
+    return _spread(ctx, i, k, 1.0 / n)
+
+
+def _transpose2(ctx: Ctx, i: int, k: int) -> tuple[str, float]:
+    shape = ctx.in_shapes[i] or ()
+    r, c = unravel(k, shape) if len(shape) == 2 else (k, 0)
+    j = c * shape[0] + r if len(shape) == 2 else k
+    return fmt(ctx.g.at(j)), ctx.g.at(j)
+
+
+def _matmul(a: str | None, b: str | None, bias_first: bool) -> Rule:
+    """``out = [bias +] A @ B``: grad_A = grad_out @ Bᵀ, grad_B = Aᵀ @ grad_out, grad_bias = Σ rows."""
+    offset = 1 if bias_first else 0
+
+    def elem(ctx: Ctx, i: int, k: int) -> tuple[str, float]:
+        n, m = ctx.g.shape
+        if bias_first and i == 0:
+            return _summed(ctx, 0, k, lambda j: (fmt(ctx.g.at(j)), ctx.g.at(j)))
+        if i == offset:  # grad_A[r, c] = Σ_q grad_out[r, q] · B[c, q]
+            mat = ctx.saved[b or ""]
+            width = mat.shape[0]
+            r, c = divmod(k, width)
+            parts = [(ctx.g.at(r * m + q), mat.at(c * m + q)) for q in range(m)]
+        else:  # grad_B[r, c] = Σ_p A[p, r] · grad_out[p, c]
+            mat = ctx.saved[a or ""]
+            width = mat.shape[1]
+            r, c = divmod(k, m)
+            parts = [(mat.at(p * width + r), ctx.g.at(p * m + c)) for p in range(n)]
+        value = math.fsum(x * y for x, y in parts)
+        shown = " + ".join(f"{fmt(x)}·{fmt(y)}" for x, y in parts[:3]) + (" + …" if len(parts) > 3 else "")
+        return shown, value
+
+    grads = ("grad_mat1 = grad_out @ mat2ᵀ", "grad_mat2 = mat1ᵀ @ grad_out") if bias_first else (
+        "grad_self = grad_out @ mat2ᵀ", "grad_mat2 = selfᵀ @ grad_out")
+    texts = (("grad_self = Σ_rows grad_out",) if bias_first else ()) + grads
+    needs = ((), (b or "",), (a or "",)) if bias_first else ((b or "",), (a or "",))
+    return Rule(texts, needs, elem)
+
+
+def _relu(ctx: Ctx, k: int) -> tuple[str, float]:
+    y = ctx.saved["result"].at(k)
+    return ("1" if y > 0 else "0"), (1.0 if y > 0 else 0.0)
+
+
+def _f(name: str, text: Callable[[float], str], fn: Callable[[float], float]
+       ) -> Callable[[Ctx, int], tuple[str, float]]:
+    def f(ctx: Ctx, k: int) -> tuple[str, float]:
+        x = ctx.saved[name].at(k)
+        return text(x), fn(x)
+    return f
+
+
+def _gelu(x: float) -> float:
+    cdf = 0.5 * (1.0 + math.erf(x / math.sqrt(2.0)))
+    return cdf + x * math.exp(-0.5 * x * x) / math.sqrt(2.0 * math.pi)
+
+
+RULES: dict[str, Rule] = {
+    "AddBackward0": _binary(("grad_self = grad_out", "grad_other = grad_out"), ((), ()), (_const(1), _const(1))),
+    "SubBackward0": _binary(("grad_self = grad_out", "grad_other = −grad_out"), ((), ()), (_const(1), _const(-1))),
+    "MulBackward0": _binary(("grad_self = grad_out · other", "grad_other = grad_out · self"),
+                            (("other",), ("self",)), (_s("other"), _s("self"))),
+    "DivBackward0": _binary(("grad_self = grad_out / other", "grad_other = −grad_out · self / other²"),
+                            (("other",), ("other", "self")),
+                            (lambda c, j: (f"1/{fmt(_operand(c, 'other', j))}", 1 / _operand(c, "other", j)),
+                             lambda c, j: (f"(−{fmt(_operand(c, 'self', j))}/{fmt(_operand(c, 'other', j))}²)",
+                                           -_operand(c, "self", j) / _operand(c, "other", j) ** 2))),
+    "RsubBackward1": _unary("grad_self = −grad_out  (other − self, other a number)", (), lambda c, k: ("(−1)", -1.0)),
+    "NegBackward0": _unary("grad_self = −grad_out", (), lambda c, k: ("(−1)", -1.0)),
+    "ExpBackward0": _unary("grad_self = grad_out · result  (result = exp(self))", ("result",), _s("result")),
+    "TanhBackward0": _unary("grad_self = grad_out · (1 − result²)", ("result",),
+                            _f("result", lambda y: f"(1 − {fmt(y)}²)", lambda y: 1 - y * y)),
+    "SigmoidBackward0": _unary("grad_self = grad_out · result · (1 − result)", ("result",),
+                               _f("result", lambda y: f"{fmt(y)} · (1 − {fmt(y)})", lambda y: y * (1 - y))),
+    "ReluBackward0": _unary("grad_self = grad_out · [result > 0]", ("result",), _relu),
+    "LogBackward0": _unary("grad_self = grad_out / self", ("self",),
+                           _f("self", lambda x: f"(1/{fmt(x)})", LOCAL["LogBackward0"])),
+    "SqrtBackward0": _unary("grad_self = grad_out / (2 · result)", ("result",),
+                            _f("result", lambda y: f"1/(2·{fmt(y)})", lambda y: 1 / (2 * y))),
+    "SinBackward0": _unary("grad_self = grad_out · cos(self)", ("self",),
+                           _f("self", lambda x: f"cos({fmt(x)})", LOCAL["SinBackward0"])),
+    "CosBackward0": _unary("grad_self = −grad_out · sin(self)", ("self",),
+                           _f("self", lambda x: f"(−sin({fmt(x)}))", LOCAL["CosBackward0"])),
+    "AbsBackward0": _unary("grad_self = grad_out · sign(self)", ("self",),
+                           _f("self", lambda x: f"sign({fmt(x)})", LOCAL["AbsBackward0"])),
+    "GeluBackward0": _unary("grad_self = grad_out · (Φ(self) + self · φ(self))", ("self",),
+                            _f("self", lambda x: f"gelu′({fmt(x)})", _gelu)),
+    "SumBackward0": Rule(("grad_self[k] = grad_out  (every element)",), ((),), lambda c, i, k: _spread(c, i, k, 1.0)),
+    "MeanBackward0": Rule(("grad_self[k] = grad_out / numel(self)",), ((),), _mean),
+    "ExpandBackward0": Rule(("grad_self = grad_out summed over the expanded dims",), ((),),
+                            lambda c, i, k: _summed(c, i, k, lambda j: (fmt(c.g.at(j)), c.g.at(j)))),
+    "TBackward0": Rule(("grad_self = grad_outᵀ",), ((),), _transpose2),
+    "MmBackward0": _matmul("self", "mat2", False),
+    "AddmmBackward0": _matmul("mat1", "mat2", True),
+}
+for _name in ("ViewBackward0", "UnsafeViewBackward0", "SqueezeBackward0",
+              "SqueezeBackward1", "UnsqueezeBackward0"):
+    RULES[_name] = _pass_through("grad_self = grad_out reshaped to self's shape")
+RULES["CloneBackward0"] = _pass_through("grad_self = grad_out")
+RULES["ToCopyBackward0"] = _pass_through("grad_self = grad_out (cast back to self's dtype)")
+RULES["AccumulateGrad"] = _pass_through("leaf.grad += grad_out")

@@ -1,0 +1,77 @@
+"""Flat float tensors for :mod:`gradtrace.analysis.explain`: the document keeps values as nested lists.
+
+NOTE [flat tensors]: the analysis package never imports torch (tests/test_torch_free.py), so the
+rules of ``explain_ops.py`` work on row-major flat lists with their shape; broadcasting is undone
+by mapping each output element to the one input element it reads.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Flat:
+    """A tensor's values, row-major, with its shape."""
+
+    values: list[float]
+    shape: tuple[int, ...]
+
+    def at(self, index: int) -> float:
+        return self.values[index]
+
+
+def numel(shape: tuple[int, ...]) -> int:
+    return math.prod(shape)
+
+
+def flatten(values: object) -> list[float]:
+    """Nested lists (or one number) as one row-major list of floats."""
+    if isinstance(values, list):
+        out: list[float] = []
+        for item in values:
+            out.extend(flatten(item))
+        return out
+    if isinstance(values, bool):
+        return [1.0 if values else 0.0]
+    if isinstance(values, (int, float)):
+        return [float(values)]
+    if isinstance(values, str):  # "nan", "inf", "-inf" as the canonical writer spells them
+        return [float(values)]
+    raise ValueError(f"not a tensor value: {type(values).__name__}")
+
+
+def unravel(index: int, shape: tuple[int, ...]) -> tuple[int, ...]:
+    out: list[int] = []
+    for size in reversed(shape):
+        out.append(index % size if size else 0)
+        index = index // size if size else 0
+    return tuple(reversed(out))
+
+
+def ravel(coords: tuple[int, ...], shape: tuple[int, ...]) -> int:
+    index = 0
+    for c, size in zip(coords, shape, strict=True):
+        index = index * size + c
+    return index
+
+
+def broadcast_index(out_index: int, out_shape: tuple[int, ...], in_shape: tuple[int, ...]) -> int:
+    """The element of a tensor of ``in_shape`` that broadcasting reads for output element ``out_index``."""
+    coords = unravel(out_index, out_shape)
+    lead = len(out_shape) - len(in_shape)
+    mine = tuple(0 if size == 1 else coords[lead + d] for d, size in enumerate(in_shape))
+    return ravel(mine, in_shape)
+
+
+def sources(in_index: int, out_shape: tuple[int, ...], in_shape: tuple[int, ...]) -> list[int]:
+    """Output elements that read input element ``in_index`` under broadcasting (what its grad sums)."""
+    return [j for j in range(numel(out_shape)) if broadcast_index(j, out_shape, in_shape) == in_index]
+
+
+def fmt(x: float) -> str:
+    """A number as the page shows it: four significant digits."""
+    if math.isnan(x) or math.isinf(x):
+        return str(x)
+    return f"{x:.4g}"

@@ -1,0 +1,47 @@
+"""``GET /api/runs/{id}/explain``: a backward node's local rule with the recorded numbers.
+
+Computed on request from the stored document (NOTE [explain on request] in
+``analysis/explain.py``): one node, one element, a few microseconds to milliseconds.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Path, Query
+from fastapi.responses import Response
+
+from gradtrace.analysis.explain import explain_node
+from gradtrace.api.errors import ERROR_RESPONSES
+from gradtrace.api.services import ServicesDep
+from gradtrace.errors import InvalidRequest
+from gradtrace.schema.explain import Explanation
+from gradtrace.storage.codec import load
+
+router = APIRouter(tags=["explain"])
+_RESPONSES: dict[int | str, dict[str, Any]] = {
+    **ERROR_RESPONSES, 200: {"description": "The node's rule per input, worked out at one element"}}
+
+
+def _index(text: str | None) -> list[int] | None:
+    if text is None or text == "":
+        return None
+    try:
+        index = [int(part) for part in text.split(",")]
+    except ValueError:
+        raise InvalidRequest("index is the element's coordinates, comma-separated: 1,2",
+                             detail={"field": "index"}) from None
+    if len(index) > 16 or any(i < 0 for i in index):
+        raise InvalidRequest("index has at most 16 non-negative coordinates", detail={"field": "index"})
+    return index
+
+
+@router.get("/api/runs/{run_id}/explain", response_model=Explanation, responses=_RESPONSES,
+            summary="Explain a backward node: its local rule, with the recorded numbers")
+def explain(run_id: Annotated[str, Path(max_length=64)], svc: ServicesDep,
+            node: Annotated[str, Query(max_length=32)],
+            pass_: Annotated[int | None, Query(alias="pass", ge=0)] = None,
+            index: Annotated[str | None, Query(max_length=200)] = None) -> Response:
+    doc = load(svc.require_kept_run(run_id, instead="run the snippet again to explain it"))
+    answer = Explanation.model_validate(explain_node(doc, node, pass_, _index(index)))
+    return Response(answer.model_dump_json(by_alias=True).encode(), media_type="application/json")

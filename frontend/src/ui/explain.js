@@ -1,0 +1,121 @@
+/**
+ * "Explain this node": the selected backward node's local rule for each input, and that rule
+ * worked out with the recorded numbers at one element (`grad_self = grad_out · other` →
+ * `0.3 · 2 = 0.6`). The rules and the arithmetic live in the service
+ * (backend/gradtrace/analysis/explain.py, GET /api/runs/{id}/explain); this panel only reads the
+ * answer, so there is one copy of the rules. A tensor gradient gets an element picker.
+ *
+ * The pure parts (the request's URL, the lines shown) are exported for node:test; the panel is
+ * built with textContent only.
+ */
+
+/** The service's URL for one node (index: the element's coordinates, or null for the first). */
+export function explainUrl(docId, nodeId, index) {
+  const q = new URLSearchParams({ node: nodeId });
+  if (index && index.length) q.set("index", index.join(","));
+  return `/api/runs/${encodeURIComponent(docId)}/explain?${q}`;
+}
+
+/** The explanation as lines: per input its rule, the instance (or why there is none), and
+ * whether the rule's number agrees with what backward recorded. */
+export function explainLines(answer) {
+  if (!answer.known) return [{ rule: null, instance: null, note: answer.note || `no rule for ${answer.op}` }];
+  return answer.inputs.map((inp) => {
+    const at = inp.index && inp.index.length ? `[${inp.index.join(", ")}]` : "";
+    const agrees = inp.recorded == null || inp.value == null ? null
+      : typeof inp.value === "string" || typeof inp.recorded === "string" ? inp.value === inp.recorded
+        : Math.abs(inp.value - inp.recorded) <= 1e-5 * Math.max(1, Math.abs(inp.recorded));
+    return {
+      rule: inp.rule,
+      instance: inp.instance != null ? `${at ? `at ${at}: ` : ""}${inp.instance}` : null,
+      note: inp.note || (inp.instance == null && !answer.note ? "no gradient passed to this input" : null),
+      recorded: inp.recorded == null ? null : `recorded grad_inputs${at}: ${+Number(inp.recorded).toPrecision(6)}${agrees === false ? " (differs)" : ""}`,
+      shape: inp.shape || null, index: inp.index || null, input: inp.input_nr,
+    };
+  });
+}
+
+/** Every element's coordinates of a shape, row-major (the picker's options; at most `cap`). */
+export function elements(shape, cap = 1000) {
+  const out = [];
+  const n = shape.reduce((a, b) => a * b, 1);
+  for (let k = 0; k < Math.min(n, cap); k++) {
+    const c = []; let r = k;
+    for (let d = shape.length - 1; d >= 0; d--) { c.unshift(r % shape[d]); r = Math.floor(r / shape[d]); }
+    out.push(c);
+  }
+  return out;
+}
+
+function el(tag, attrs = {}, ...children) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, v);
+  for (const c of children) if (c != null) e.append(c);
+  return e;
+}
+
+async function fromService(doc, node, index, signal) {
+  const res = await fetch(explainUrl(doc.id, node.id, index), { signal });
+  const body = await res.json();
+  if (!res.ok) throw new Error((body.error && body.error.message) || `HTTP ${res.status}`);
+  return body;
+}
+
+export class ExplainPanel {
+  /** @param {{request?: (doc: object, node: object, index: number[]|null, signal: AbortSignal) => Promise<object>}} cb */
+  constructor(cb = {}) {
+    this.request = cb.request || fromService;
+    this.controller = null;
+    this.cache = new Map(); // the inspector redraws on every playback step: ask once per element
+  }
+
+  /** The inspector's section for a backward node (null for tensors or a run not on the service). */
+  section(doc, node) {
+    if (!doc || !doc.id || !node || node.kind !== "function") return null;
+    const root = el("section", { class: "gt-explain", "data-gt": "explain" }, el("h4", {}, "Explain this node"));
+    const body = el("div", { class: "gt-explain-body" }, "Working out the rule…");
+    root.append(body);
+    this.load(doc, node, null, body);
+    return root;
+  }
+
+  async load(doc, node, index, body) {
+    if (this.controller) this.controller.abort();
+    const controller = new AbortController();
+    this.controller = controller;
+    const key = `${doc.id} ${node.id} ${index ? index.join(",") : ""}`;
+    let answer = this.cache.get(key);
+    try {
+      if (!answer) {
+        answer = await this.request(doc, node, index, controller.signal);
+        if (this.cache.size > 200) this.cache.clear();
+        this.cache.set(key, answer);
+      }
+    } catch (err) {
+      if (controller.signal.aborted) return;
+      body.replaceChildren(el("p", { class: "gt-explain-note" }, `No explanation: ${err.message}`));
+      return;
+    }
+    if (controller.signal.aborted) return;
+    body.replaceChildren(...explainLines(answer).map((line) => this.row(doc, node, line, body)));
+  }
+
+  row(doc, node, line, body) {
+    const box = el("div", { class: "gt-explain-input" });
+    if (line.rule) box.append(el("code", { class: "gt-explain-rule" }, line.rule));
+    if (line.instance) box.append(el("div", { class: "gt-explain-instance", "data-gt": "explain-instance" }, `→ ${line.instance}`));
+    if (line.recorded) box.append(el("div", { class: "gt-explain-recorded" }, line.recorded));
+    if (line.note) box.append(el("div", { class: "gt-explain-note" }, line.note));
+    if (line.shape && line.shape.length && line.shape.reduce((a, b) => a * b, 1) > 1) {
+      const pick = el("select", { "aria-label": `element of input ${line.input}'s gradient`, "data-gt": "explain-element" });
+      for (const c of elements(line.shape)) {
+        const o = el("option", { value: c.join(",") }, `[${c.join(", ")}]`);
+        if (line.index && c.join(",") === line.index.join(",")) o.selected = true;
+        pick.append(o);
+      }
+      pick.addEventListener("change", () => this.load(doc, node, pick.value.split(",").map(Number), body));
+      box.append(el("label", { class: "gt-explain-pick" }, "element ", pick));
+    }
+    return box;
+  }
+}

@@ -1,0 +1,45 @@
+"""``GET /api/runs/{id}/explain`` through the real service: the rule with the recorded numbers,
+another element on request, and a clear 4xx for a bad node, index or run."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+
+from gradtrace.lessons import lesson
+from gradtrace.schema.explain import Explanation
+
+
+def _run(api: httpx.Client, code: str) -> dict[str, Any]:
+    r = api.post("/api/runs", json={"code": code, "seed": 0})
+    r.raise_for_status()
+    doc: dict[str, Any] = r.json()
+    assert doc["status"] == "ok", doc
+    return doc
+
+
+def test_lesson_04s_addmm_is_explained_at_a_chosen_element(api: httpx.Client) -> None:
+    doc = _run(api, lesson("mlp_loss").code)
+    node = next(n["id"] for n in doc["graph"]["nodes"] if n["name"] == "AddmmBackward0"
+                and {s["name"] for s in n["saved"]} == {"mat1", "mat2"})
+    r = api.get(f"/api/runs/{doc['id']}/explain", params={"node": node, "index": "1,0"})
+    assert r.status_code == 200, r.text
+    answer = Explanation.model_validate(r.json())
+    assert answer.known and answer.op == "AddmmBackward0" and r.json()["pass"] == 0
+    mat1 = answer.inputs[1]
+    assert mat1.rule == "grad_mat1 = grad_out @ mat2ᵀ" and mat1.index == [1, 0]
+    assert isinstance(mat1.value, float) and isinstance(mat1.recorded, float)
+    assert abs(mat1.value - mat1.recorded) <= 1e-5 * max(1.0, abs(mat1.recorded))  # float32 run
+
+
+def test_bad_requests_are_4xx(api: httpx.Client) -> None:
+    doc = _run(api, lesson("chain_rule").code)
+    base = f"/api/runs/{doc['id']}/explain"
+    assert api.get(base, params={"node": "n999"}).status_code == 404
+    r = api.get(base, params={"node": "n1", "index": "a,b"})
+    assert r.status_code == 422 and "index" in r.text
+    assert api.get(base).status_code == 422  # no node
+    assert api.get("/api/runs/nope/explain", params={"node": "n1"}).status_code == 404
+    leaf = next(n["id"] for n in doc["graph"]["nodes"] if n["kind"] == "tensor")
+    assert api.get(base, params={"node": leaf}).status_code == 404

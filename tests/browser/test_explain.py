@@ -1,0 +1,44 @@
+"""Explain this node in the inspector: lesson 01's MulBackward0 and lesson 04's AddmmBackward0
+show their rule with the recorded numbers (from GET /api/runs/{id}/explain), and the element
+picker re-explains another element."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from playwright.sync_api import expect
+
+from browser.pageutil import run_example
+
+pytestmark = pytest.mark.browser
+
+_SELECT = """(name) => { const app = window.gradtrace.app, nodes = app.index.nodes;
+    const v = app.scene.view.vnodes.findIndex(n => n.refs && n.refs.length === 1 &&
+      nodes[n.refs[0]].name === name && (nodes[n.refs[0]].saved || []).some(s => s.value));
+    app.viewer.selectNode(v); return nodes[app.scene.view.vnodes[v].refs[0]]; }"""
+
+
+def test_lesson_01_mul_is_explained(playground: Any, artifacts_dir: Path) -> None:
+    page = playground
+    run_example(page, "chain_rule")
+    page.evaluate(_SELECT, "MulBackward0")
+    panel = page.locator("#inspector [data-gt=explain]")
+    expect(panel).to_contain_text("grad_self = grad_out · other")
+    expect(panel.locator("[data-gt=explain-instance]").first).to_contain_text("= 2")  # 1 · 2 = 2 (x · x at x = 2)
+    page.screenshot(path=str(artifacts_dir / "explain-lesson-01-mul.png"))
+
+
+def test_lesson_04_addmm_is_explained_per_element(playground: Any, artifacts_dir: Path) -> None:
+    page = playground
+    run_example(page, "mlp_loss")
+    page.evaluate(_SELECT, "AddmmBackward0")
+    panel = page.locator("#inspector [data-gt=explain]")
+    expect(panel).to_contain_text("grad_mat1 = grad_out @ mat2ᵀ")
+    instances = panel.locator("[data-gt=explain-instance]")
+    expect(instances.first).to_contain_text("at [0]")
+    pick = panel.locator("[data-gt=explain-element]").first
+    pick.select_option("1")
+    expect(instances.first).to_contain_text("at [1]")
+    page.screenshot(path=str(artifacts_dir / "explain-lesson-04-addmm.png"))
