@@ -70,6 +70,12 @@ def test_check_every_parameter_of_lesson_04_from_a_parameter(playground: Any, ar
         const v = app.scene.view.vnodes.findIndex(n => n.label === 'model.0.weight'); app.viewer.selectNode(v); }""")
     page.locator('[data-gt="check-every"]').click()
     expect(page.locator('[data-gt="verdict"]')).to_have_text("pass", timeout=30_000)
-    expect(page.locator('[data-gt="check-grid"] tr')).to_have_count(59)  # the header and 58 elements
+    rows = page.locator('[data-gt="check-grid"] tr')
+    expect(rows.nth(1)).to_be_visible()
+    # The header and 58 elements; on a loaded machine the check may take fewer so that its re-runs
+    # fit the time limit (engine.py), and then the page must say so among the reasons.
+    if rows.count() != 59:
+        assert 2 <= rows.count() < 59
+        expect(page.locator(".gt-check-reasons")).to_contain_text(f"{rows.count() - 1} of 58 elements checked")
     assert page.evaluate("window.gradtrace.app.scene.suspectV") == []
     page.screenshot(path=str(artifacts_dir / "gradcheck-lesson-04-pass.png"))
