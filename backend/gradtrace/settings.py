@@ -79,7 +79,8 @@ class Settings(BaseSettings):
     client_jobs: int | None = Field(
         None, ge=0, le=64, description="Jobs one client may run at once; more wait their turn in a fair "
         "(round-robin) queue, and beyond as many again it gets 429 with Retry-After. Default: half the "
-        "workers (with runner=queue: of the registered slots), rounded up; 0 = no cap.")
+        "workers (with runner=queue: of the registered slots), rounded up; 0 = fair shares off (jobs go "
+        "straight to the runner's own queue).")
     client_header: str | None = Field(
         None, description="Request header that names the client for the rate limit and the fair shares "
         "(e.g. X-API-Key); default: the client's address.")

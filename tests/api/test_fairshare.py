@@ -79,7 +79,7 @@ def test_a_client_at_its_cap_with_a_full_queue_of_its_own_gets_429_with_retry_af
 
 def test_a_cancelled_wait_gives_its_place_back_and_a_full_queue_is_503() -> None:
     async def scenario() -> None:
-        fair = _share(capacity=1, per_client=0, queue_size=1)
+        fair = _share(capacity=1, per_client=2, queue_size=1)
         hold = asyncio.Event()
 
         async def job(client: str) -> None:
@@ -147,3 +147,12 @@ def test_the_default_cap_is_half_the_workers_the_runner_has_now() -> None:
     workers[0] = 5  # a queue worker registered more slots
     assert fair.per_client == 3
     assert FairShare(per_client=0, queue_size=4, retry_after_s=1.0, capacity=lambda: 8).per_client == 0
+
+
+def test_no_fair_shares_lets_every_job_through_to_the_runners_own_queue() -> None:
+    async def scenario() -> None:
+        fair = _share(capacity=1, per_client=0, queue_size=0)
+        async with fair.turn("a"), fair.turn("a"), fair.turn("b"):  # nothing waits here, nothing refused
+            assert fair.total_running == 0 and fair.total_waiting == 0
+
+    asyncio.run(scenario())

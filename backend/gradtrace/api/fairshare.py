@@ -8,7 +8,9 @@ NOTE [fair shares]
 
     * a client (its API key header when ``GRADTRACE_CLIENT_HEADER`` names one, else its address)
       runs at most ``GRADTRACE_CLIENT_JOBS`` jobs at once (default: half the workers, rounded
-      up; 0 = no cap);
+      up; 0 turns fair shares off: every job goes straight to the runner, whose own bounded queue
+      answers 503 when full, as before fair shares existed — with runner=queue that keeps the
+      one atomic bound across replicas, NOTE [hard queue bound] in ``queue/admission.py``);
     * at most as many jobs run as the runner has workers; the others wait here, and when a
       worker frees, the next turn goes to the next client in round-robin order that has a job
       waiting and is under its cap (one FIFO queue per client), not to whoever came first;
@@ -81,8 +83,8 @@ class FairShare:
     async def turn(self, client: str) -> AsyncIterator[None]:
         """Wait for ``client``'s turn (or be refused), hold it while the job runs, give it back."""
         capacity = self.capacity()
-        if capacity <= 0:  # no worker known: the runner itself answers (503)
-            yield
+        if capacity <= 0 or not self.per_client:  # no worker known, or no fair shares: the runner's
+            yield                                  # own queue bounds the job (503 when full)
             return
         if self._under_cap(client) and self.total_running < capacity and client not in self._waiting:
             self._grant(client)
