@@ -283,3 +283,20 @@ def artifacts_dir() -> Path:
     """Where tests write screenshots (gitignored)."""
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     return ARTIFACTS
+
+
+@pytest.fixture(autouse=True)
+def _torch_defaults_unchanged() -> Iterator[None]:
+    """Fail the test that leaves torch's default dtype or grad mode changed for the tests after it.
+
+    Only where torch is already imported: the torch-free tests never import it.
+    """
+    torch = sys.modules.get("torch")
+    before = (torch.get_default_dtype(), torch.is_grad_enabled()) if torch is not None else None
+    yield
+    torch = sys.modules.get("torch")
+    if before is not None and torch is not None:
+        after = (torch.get_default_dtype(), torch.is_grad_enabled())
+        torch.set_default_dtype(before[0])
+        torch.set_grad_enabled(before[1])
+        assert after == before, f"this test left torch's (default dtype, grad mode) at {after}, was {before}"

@@ -100,7 +100,10 @@ def test_rule_matches_recorded_and_torch(op: str) -> None:
     assert _checked(doc).get(op), f"{op}'s rule was never evaluated"
     # torch's own answer: the same program, run here
     scope: dict[str, Any] = {}
-    exec(compile(F64 + "torch.manual_seed(0)\n" + code, "<op>", "exec"), scope)
+    try:
+        exec(compile(F64 + "torch.manual_seed(0)\n" + code, "<op>", "exec"), scope)
+    finally:
+        torch.set_default_dtype(torch.float32)
     node = next(n for n in doc["graph"]["nodes"] if n["name"] == op)
     grads = evaluate(doc, node["id"])
     leaves = [name for name in ("x", "y") if name in scope] if op != "AddmmBackward0" else ["b", "x", "y"]

@@ -15,6 +15,7 @@ import random
 import re
 import site
 import sysconfig
+from collections.abc import Iterator
 from typing import Any
 
 import torch
@@ -114,6 +115,24 @@ def _seed(seed: int | None, device: str) -> None:
         torch.cuda.manual_seed_all(seed)
 
 
+@contextlib.contextmanager
+def _process_defaults() -> Iterator[None]:
+    """Put back torch's process-wide defaults that a snippet may change.
+
+    NOTE [a snippet leaves no defaults behind]: in the sandbox a snippet runs in a fresh
+    process, but ``run_snippet`` also runs in the caller's (the tests, ``gradtrace run``). A
+    snippet's ``torch.set_default_dtype(torch.float64)`` or ``torch.set_grad_enabled(False)``
+    must not turn the next run's tensors into float64 or stop its graph.
+    """
+    dtype, grad, anomaly = torch.get_default_dtype(), torch.is_grad_enabled(), torch.is_anomaly_enabled()
+    try:
+        yield
+    finally:
+        torch.set_default_dtype(dtype)
+        torch.set_grad_enabled(grad)
+        torch.set_anomaly_enabled(anomaly)
+
+
 def run_snippet(code: str, *, device: str = "cpu", seed: int | None = 0,
                 max_nodes: int = 50_000, max_events: int = 200_000,
                 output_bytes: int = 64 * 1024, filename: str = "<snippet>",
@@ -154,7 +173,7 @@ def run_snippet(code: str, *, device: str = "cpu", seed: int | None = 0,
     # torch.device(...) as a context restores the previous default device afterwards; on cpu
     # nothing is pushed at all (a default-device mode would sit in front of every torch call).
     device_ctx = torch.device(device) if device != "cpu" else contextlib.nullcontext()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out), device_ctx:
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out), device_ctx, _process_defaults():
         try:
             with rec:
                 exec(compiled, namespace)
