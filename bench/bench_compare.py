@@ -94,7 +94,7 @@ def first_frame(page: Any, url: str, ready: str) -> float:
 
 
 def page_rows(browser: Any, base: str, a: str, b: str) -> list[Row]:
-    page = browser.new_page(viewport={"width": 1280, "height": 800})
+    page = browser.new_page(viewport={"width": 1280, "height": 800}, bypass_csp=True)
     first_frame(page, f"{base}/c/{a}..{b}", "document.body.dataset.ready === '1'")  # warm caches
     single = Row("/r/{a} single run, first frame (baseline)",
                  [first_frame(page, f"{base}/r/{a}", "Number(document.body.dataset.ready || 0) > 0")
@@ -121,7 +121,7 @@ def whatif_rows(browser: Any, api: httpx.Client, base: str) -> list[Row]:
                 timed(lambda: api.post("/api/runs", json={"code": code}).raise_for_status(), N_WHATIF))
     run_id = api.post("/api/runs", json={"code": code}).json()["id"]
     link = api.post("/api/compare/links", json={"a": {"run_id": run_id}, "b": {"run_id": run_id}}).json()
-    page = browser.new_page(viewport={"width": 1280, "height": 800})
+    page = browser.new_page(viewport={"width": 1280, "height": 800}, bypass_csp=True)
     page.goto(f"{base}{httpx.URL(link['url']).path}")
     page.wait_for_function("document.body.dataset.ready === '1'", timeout=READY_MS)
     page.locator("#wi-slider").focus()

@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from gradtrace.analysis.compare import check_document, compare_documents
 from gradtrace.analysis.comparison import Comparison
+from gradtrace.api.compare_cache import PARSED_PER_BYTE
 from gradtrace.api.errors import ERROR_RESPONSES
 from gradtrace.api.services import Services, ServicesDep, client_key
 from gradtrace.collector import gc_paused
@@ -65,16 +66,15 @@ class CompareLink(BaseModel):
              responses=ERROR_RESPONSES)
 async def compare_runs(body: CompareRequest, request: Request, svc: ServicesDep) -> Response:
     svc.buckets.take(client_key(request))
-    result = await run_in_threadpool(_compare, svc, body.a, body.b)
-    return _answer(result)
+    return _answer(await run_in_threadpool(compare_answer, svc, body.a, body.b))
 
 
 @router.get("/{pair}", response_model=Comparison, summary="Compare two runs by id: {a}..{b}",
             responses=ERROR_RESPONSES)
 async def compare_by_ids(pair: Annotated[str, Path(max_length=2 * MAX_ID + 2)], svc: ServicesDep) -> Response:
     a_id, b_id = split_pair(pair)
-    result = await run_in_threadpool(_compare, svc, CompareSide(share_id=a_id), CompareSide(share_id=b_id))
-    return _answer(result)
+    return _answer(await run_in_threadpool(compare_answer, svc, CompareSide(share_id=a_id),
+                                           CompareSide(share_id=b_id)))
 
 
 @router.post("/links", response_model=CompareLink, status_code=201,
@@ -86,8 +86,8 @@ async def create_link(body: CompareRequest, request: Request, svc: ServicesDep) 
     return JSONResponse(link.model_dump(), status_code=201)
 
 
-def _answer(result: Comparison) -> Response:
-    return Response(result.model_dump_json(), media_type="application/json")
+def _answer(body: bytes) -> Response:
+    return Response(body, media_type="application/json")
 
 
 def split_pair(pair: str) -> tuple[str, str]:
@@ -103,7 +103,7 @@ def side_document(svc: Services, side: CompareSide, name: str) -> dict[str, Any]
     """The run document a side names, upgraded to the current schema when it is stored."""
     _exactly_one(side, name)
     if side.document is None:
-        return _load(_stored(svc, side, name))
+        return _parsed(svc, _stored(svc, side, name))
     limits = {"max_nodes": svc.settings.max_nodes, "max_events": svc.settings.max_events}
     check_document(name, side.document, **limits)
     try:
@@ -114,6 +114,14 @@ def side_document(svc: Services, side: CompareSide, name: str) -> dict[str, Any]
         raise InvalidRequest(f"run {name.upper()} is not a valid run document: {where}: {first.get('msg')}",
                              detail={"side": name, "loc": [str(p) for p in first.get("loc", ())]}) from exc
     return side.document
+
+
+def _parsed(svc: Services, blob: StoredBlob) -> dict[str, Any]:
+    """A stored document parsed, kept by its content hash (NOTE [comparison caches]); the
+    comparison only reads it."""
+    def parse() -> tuple[dict[str, Any], int]:
+        return _load(blob), PARSED_PER_BYTE * blob.size
+    return svc.compare_docs.get_or_make(blob.content_hash, parse)
 
 
 def _load(blob: StoredBlob) -> dict[str, Any]:
@@ -154,11 +162,27 @@ def _stored(svc: Services, side: CompareSide, name: str) -> StoredBlob:
     return blob
 
 
-def _compare(svc: Services, a: CompareSide, b: CompareSide) -> Comparison:
-    with gc_paused():  # two parsed documents are ~1M acyclic objects: no collection walks them
-        doc_a, doc_b = side_document(svc, a, "a"), side_document(svc, b, "b")
-        return compare_documents(doc_a, doc_b, max_nodes=svc.settings.max_nodes,
-                                 max_events=svc.settings.max_events)
+def compare_answer(svc: Services, a: CompareSide, b: CompareSide) -> bytes:
+    """The comparison of two sides as the answer's JSON. Two stored documents are known by
+    their content hashes, and their answer is kept (NOTE [comparison caches])."""
+    blobs = [_blob_of(svc, side, name) for side, name in ((a, "a"), (b, "b"))]
+    hashes = [blob.content_hash if blob is not None else None for blob in blobs]
+    key = (hashes[0], hashes[1]) if hashes[0] and hashes[1] else None
+
+    def make() -> tuple[bytes, int]:
+        with gc_paused():  # two parsed documents are ~1M acyclic objects: no collection walks them
+            doc_a, doc_b = (side_document(svc, side, name) if blob is None else _parsed(svc, blob)
+                            for side, name, blob in ((a, "a", blobs[0]), (b, "b", blobs[1])))
+            body = compare_documents(doc_a, doc_b, max_nodes=svc.settings.max_nodes,
+                                     max_events=svc.settings.max_events).model_dump_json().encode()
+        return body, len(body)
+    return svc.compare_answers.get_or_make(key, make)
+
+
+def _blob_of(svc: Services, side: CompareSide, name: str) -> StoredBlob | None:
+    """The stored document a side names, or None for a document given whole."""
+    _exactly_one(side, name)
+    return None if side.document is not None else _stored(svc, side, name)
 
 
 def _share(svc: Services, side: CompareSide, name: str) -> str:
