@@ -13,6 +13,7 @@ or not a run document 422, a run too large to compare 413.
 from __future__ import annotations
 
 from typing import Annotated, Any
+from urllib.parse import quote
 
 import orjson
 from fastapi import APIRouter, Path, Request
@@ -28,7 +29,7 @@ from gradtrace.api.services import Services, ServicesDep, client_key
 from gradtrace.collector import gc_paused
 from gradtrace.errors import InvalidRequest, NotFound
 from gradtrace.schema import SCHEMA_VERSION, RunDocument
-from gradtrace.storage.codec import StoredBlob, current_json, decompress, encode, load
+from gradtrace.storage.codec import StoredBlob, decompress, encode, load
 from gradtrace.storage.normalize import normalize
 
 router = APIRouter(prefix="/api/compare", tags=["compare"])
@@ -133,11 +134,15 @@ def _load(blob: StoredBlob) -> dict[str, Any]:
     return normalize(doc)
 
 
-def stored_json(svc: Services, side: CompareSide, name: str) -> bytes:
-    """A stored side's canonical JSON, unparsed (``codec.current_json``): the compare page
-    embeds it as it is."""
+def document_url(svc: Services, side: CompareSide, name: str) -> str:
+    """Where the compare page fetches a stored side's document: its share, else its kept run
+    (404 when neither is there). Both are served as stored (``api/responses.py``)."""
     _exactly_one(side, name)
-    return current_json(_stored(svc, side, name))
+    ident = side.share_id or side.run_id or ""
+    if side.share_id is not None and svc.store.get_share(ident) is not None:
+        return f"/api/shares/{quote(ident, safe='')}"
+    _stored(svc, side, name)  # a kept run, or the 404 that names both kinds
+    return f"/api/runs/{quote(ident, safe='')}"
 
 
 def _exactly_one(side: CompareSide, name: str) -> None:

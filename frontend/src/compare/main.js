@@ -32,8 +32,12 @@ class ComparePage {
   constructor() {
     this.marks = { script: T0 };
     this.config = readJson("gt-config");
-    this.docs = { a: readJson("gt-run-a"), b: readJson("gt-run-b") };
-    this.marks.parsed = performance.now();
+    // Both documents and the comparison are asked for at once (the documents are preloaded by
+    // the page): NOTE [comparison started with the page] in backend/gradtrace/api/compare_page.py.
+    this.docs = null;
+    this.docsReady = fetchDocs(this.config.docs).then((docs) => { this.marks.parsed = performance.now(); this.docs = docs; return docs; });
+    this.cmpReady = fetchComparison(this.config.a, this.config.b);
+    this.cmpReady.catch(() => {});  // reported by load(), which awaits it
     const workerUrl = new URL("/dist/layout-worker.js", location.href);
     const make = (side) => new EmbeddedViewer($(`pane-${side}`), { css: CSS + PANE_CSS, workerUrl, height: "100%",
       onSelect: (sel) => this._mirror(side, sel) });
@@ -71,7 +75,8 @@ class ComparePage {
    */
   async load() {
     const t0 = performance.now();
-    const cmp = fetchComparison(this.config.a, this.config.b);
+    const cmp = this.cmpReady;
+    await this.docsReady;
     this.marks.load = t0;
     await Promise.all(["a", "b"].map((side) => this.panes[side].load(this.docs[side], { step: 0 })
       .then(() => { this.marks[side] = performance.now(); })));
@@ -173,6 +178,21 @@ class ComparePage {
   }
 }
 
+/** Both run documents, fetched as stored (gzip on the wire); one fetch when both are one. */
+async function fetchDocs(urls) {
+  const text = async (url) => {
+    const res = await fetch(url);
+    if (!res.ok) {
+      const body = await res.json().catch(() => null);
+      throw new Error((body && body.error && body.error.message) || `the service answered ${res.status} for ${url}`);
+    }
+    return res.text();
+  };
+  const ta = text(urls.a);
+  const [a, b] = await Promise.all([ta, urls.b === urls.a ? ta : text(urls.b)]);
+  return { a: JSON.parse(a), b: JSON.parse(b) };
+}
+
 async function fetchComparison(a, b) {
   const res = await fetch(`/api/compare/${encodeURIComponent(a)}..${encodeURIComponent(b)}`);
   const body = await res.json().catch(() => null);
@@ -188,6 +208,7 @@ function paneName(doc, ref) {
 async function main() {
   const page = new ComparePage();
   window.gradtrace = { page };
+  await page.docsReady;
   installPresets(page);
   installWhatIf(page);
   await page.load();
