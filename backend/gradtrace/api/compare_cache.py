@@ -88,7 +88,7 @@ class BoundedCache(Generic[V]):
         return value
 
     def _keep(self, key: Hashable, value: V, cost: int) -> None:
-        if cost > self.max_cost or not self.max_entries:
+        if not self.max_cost or not self.max_entries or cost > self.max_cost:
             return
         self._items[key] = (value, cost)
         self.cost += cost
