@@ -22,6 +22,7 @@ from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from gradtrace.analysis.compare import check_document, compare_documents
+from gradtrace.analysis.compare_read import read_for_compare
 from gradtrace.analysis.comparison import Comparison
 from gradtrace.api.compare_cache import PARSED_PER_BYTE
 from gradtrace.api.errors import ERROR_RESPONSES
@@ -126,9 +127,16 @@ def _parsed(svc: Services, blob: StoredBlob) -> dict[str, Any]:
 
 
 def _load(blob: StoredBlob) -> dict[str, Any]:
-    """A stored document as a dict (``codec.load``'s steps, parsed by orjson: a GRU-200 run is
-    4 MB of JSON, and the comparison's time goal counts its parse)."""
-    doc = orjson.loads(decompress(blob.gz))
+    """A stored document as a dict: of the current schema, only what the comparison reads
+    (NOTE [what a comparison reads] in ``analysis/compare_read.py``); an older one whole, and
+    upgraded (``codec.load``'s steps, parsed by orjson)."""
+    raw = decompress(blob.gz)
+    if blob.schema_version == SCHEMA_VERSION:
+        try:
+            return read_for_compare(raw)
+        except ValueError as exc:
+            raise InvalidRequest("the stored document is not a run document") from exc
+    doc = orjson.loads(raw)
     if not isinstance(doc, dict):
         raise InvalidRequest("the stored document is not a JSON object")
     return normalize(doc)

@@ -33,7 +33,8 @@ from typing import Generic, TypeVar
 V = TypeVar("V")
 
 PARSED_PER_BYTE = 5
-"""A parsed document's memory per byte of its JSON (measured: GRU-200, 4.0 MB → 19 MB)."""
+"""A parsed document's memory per byte of its JSON, at most (measured on GRU-200, 4.0 MB of JSON: 19 MB
+parsed whole, 13 MB as the comparison reads it, ``analysis/compare_read.py``)."""
 
 
 class BoundedCache(Generic[V]):
