@@ -4,8 +4,11 @@ time; and through the real service, a kept answer is the answer of its own two r
 from __future__ import annotations
 
 import threading
+import time
+from pathlib import Path
 
 import httpx
+import orjson
 import pytest
 
 from gradtrace.api.compare_cache import BoundedCache
@@ -109,3 +112,37 @@ def test_kept_answers_belong_to_their_own_runs(api: httpx.Client) -> None:
     other = dict(runs[1], seed=7)
     c = api.post("/api/compare", json={"a": {"run_id": runs[0]["id"]}, "b": {"document": other}}).json()
     assert c["b"]["seed"] == 7
+
+
+def test_the_page_request_starts_the_comparison_its_page_then_asks_for(tmp_path: Path) -> None:
+    """NOTE [comparison started with the page]: the page's own request finds the answer made."""
+    from gradtrace.api.app import create_app
+    from gradtrace.api.compare import CompareSide, compare_answer
+    from gradtrace.api.compare_page import _context, _start_comparison
+    from gradtrace.api.services import Services
+    from gradtrace.capture import run_snippet
+    from gradtrace.settings import Settings
+    from gradtrace.storage.codec import encode
+
+    app = create_app(Settings(data_dir=tmp_path))
+    svc: Services = app.state.services
+    svc.store.migrate()
+    docs = [encode(run_snippet(NET, seed=s)) for s in (0, 1)]
+    for doc in docs:
+        svc.store.put_run(doc)
+    a, b = (doc.doc_id for doc in docs)
+    context = _context(svc, a, b)
+    assert (context["a_url"], context["b_url"]) == (f"/api/runs/{a}", f"/api/runs/{b}")
+    _start_comparison(svc, a, b)
+    key = (docs[0].content_hash, docs[1].content_hash)
+    deadline = time.monotonic() + 60
+    while key not in svc.compare_answers:
+        assert time.monotonic() < deadline, "the comparison started with the page was never made"
+        time.sleep(0.01)
+    hits = svc.compare_answers.hits
+    answer = orjson.loads(compare_answer(svc, CompareSide(share_id=a), CompareSide(share_id=b)))
+    assert svc.compare_answers.hits == hits + 1
+    assert (answer["a"]["id"], answer["b"]["id"]) == (a, b)
+    # an unknown id starts nothing and breaks nothing: the page's own request says what is wrong
+    _start_comparison(svc, a, "0000dead")
+    svc.store.close()

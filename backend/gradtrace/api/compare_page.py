@@ -63,9 +63,19 @@ def _context(svc: Services, a_id: str, b_id: str) -> dict[str, Any]:
             "config_json": script_safe_json(config), "version": __version__}
 
 
+_WARMING = threading.BoundedSemaphore(2)
+"""At most two comparisons started by pages at once: beyond that a page's own request makes it."""
+
+
 def _start_comparison(svc: Services, a_id: str, b_id: str) -> None:
     """NOTE [comparison started with the page]: its failure is the page's request's to report."""
+    if not _WARMING.acquire(blocking=False):
+        return
+
     def warm() -> None:
-        with contextlib.suppress(Exception):
-            compare_answer(svc, CompareSide(share_id=a_id), CompareSide(share_id=b_id))
+        try:
+            with contextlib.suppress(Exception):
+                compare_answer(svc, CompareSide(share_id=a_id), CompareSide(share_id=b_id))
+        finally:
+            _WARMING.release()
     threading.Thread(target=warm, name="compare-warm", daemon=True).start()
