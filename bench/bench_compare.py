@@ -52,7 +52,7 @@ from gradtrace.storage.store import Store
 from programs import GRU_200
 
 N_SERVICE = 10
-N_COLD = 5
+N_COLD = 6
 N_PAGE = 5
 N_WHATIF = 12
 READY_MS = 120_000
@@ -83,40 +83,45 @@ def process_cpu(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def service_rows(api: httpx.Client, pid: int, a: str, b: str, old: httpx.Client | None,
+def service_rows(api: httpx.Client, pids: tuple[int, int | None], a: str, b: str, old: httpx.Client | None,
                  doc_a: dict[str, Any], doc_b: dict[str, Any]) -> list[Row]:
+    """Old and new in turn, sample by sample (the machine's load drifts): wall and server CPU."""
     def fetch_both() -> None:
         api.get(f"/api/runs/{a}").raise_for_status()
         api.get(f"/api/runs/{b}").raise_for_status()
+
+    def sample(client: httpx.Client, pid: int, sa: dict[str, str], sb: dict[str, str]) -> tuple[float, float]:
+        c0, t0 = process_cpu(pid), time.perf_counter()
+        post_compare(client, sa, sb)
+        return time.perf_counter() - t0, process_cpu(pid) - c0
 
     fetch = Row("GET both GRU-200 runs (baseline)", timed(fetch_both, N_SERVICE))
     base = {"baseline": "GET both runs", "baseline_median_s": fetch.median}
     rows = [fetch]
     pairs = list(zip(fresh_shares(api, doc_a, "a", N_COLD), fresh_shares(api, doc_b, "b", N_COLD), strict=True))
-    cold, cold_cpu = [], []
-    for sa, sb in pairs:
-        c0, t0 = process_cpu(pid), time.perf_counter()
-        post_compare(api, {"share_id": sa}, {"share_id": sb})
-        cold.append(time.perf_counter() - t0)
-        cold_cpu.append(process_cpu(pid) - c0)
+    old_pair = None
     if old is not None:
-        old_a, old_b = (old.post("/api/shares", json={"document": d}).json()["id"] for d in (doc_a, doc_b))
-        post_compare(old, {"share_id": old_a}, {"share_id": old_b})  # warm
-        before = Row("old: POST /api/compare (parse and compare at every request)",
-                     timed(lambda: post_compare(old, {"share_id": old_a}, {"share_id": old_b}), N_SERVICE), **base)
-        rows.append(before)
-        base = {"baseline": "old POST", "baseline_median_s": before.median}
-    rows.append(Row("new: POST /api/compare, a pair never seen (nothing cached)", cold, **base))
-    rows.append(Row("new: the same, the server process's CPU time", cold_cpu, **base))
+        ids = [old.post("/api/shares", json={"document": d}).json()["id"] for d in (doc_a, doc_b)]
+        old_pair = ({"share_id": ids[0]}, {"share_id": ids[1]})
+        post_compare(old, *old_pair)  # warm
+    new_s, old_s = [], []
+    for sa, sb in pairs:
+        if old is not None and old_pair is not None and pids[1] is not None:
+            old_s.append(sample(old, pids[1], *old_pair))
+        new_s.append(sample(api, pids[0], {"share_id": sa}, {"share_id": sb}))
+    base_cpu = base
+    if old_s:
+        rows += [Row("old: POST /api/compare (parses and compares at every request)", [w for w, _ in old_s], **base),
+                 Row("old: the same, the server process's CPU time", [c for _, c in old_s])]
+        base = {"baseline": "old POST", "baseline_median_s": rows[-2].median}
+        base_cpu = {"baseline": "old CPU", "baseline_median_s": rows[-1].median}
+    rows += [Row("new: POST /api/compare, a pair never seen (nothing cached)", [w for w, _ in new_s], **base),
+             Row("new: the same, the server process's CPU time", [c for _, c in new_s], **base_cpu)]
     a_kept = {"run_id": a}
     post_compare(api, a_kept, {"run_id": b})
     rows.append(Row("new: POST /api/compare, the same pair again (kept answer)",
                     timed(lambda: post_compare(api, a_kept, {"run_id": b}), N_SERVICE), **base))
-    whatif = []
-    for sb in fresh_shares(api, doc_b, "what-if", N_COLD):
-        t0 = time.perf_counter()
-        post_compare(api, a_kept, {"share_id": sb})
-        whatif.append(time.perf_counter() - t0)
+    whatif = [sample(api, pids[0], a_kept, {"share_id": sb})[0] for sb in fresh_shares(api, doc_b, "what-if", N_COLD)]
     rows.append(Row("new: POST /api/compare, A kept and B never seen (what-if)", whatif, **base))
     return rows
 
@@ -179,38 +184,42 @@ def first_frame(page: Any, url: str, ready: str) -> float:
     return time.perf_counter() - t0
 
 
-def compare_page_samples(page: Any, url: str) -> tuple[list[float], list[float]]:
-    first_frame(page, url, "document.body.dataset.ready === '1'")  # warm caches
-    frames, shown = [], []
-    for _ in range(N_PAGE):
-        t0 = time.perf_counter()
-        page.goto(url)
-        page.wait_for_function("document.body.dataset.frame === '1'", timeout=READY_MS)
-        frames.append(time.perf_counter() - t0)
-        page.wait_for_function("document.body.dataset.ready === '1'", timeout=READY_MS)
-        shown.append(time.perf_counter() - t0)
-    return frames, shown
+def page_sample(page: Any, url: str) -> tuple[float, float]:
+    """Seconds from navigation to both panes' first frame, and to the comparison shown."""
+    t0 = time.perf_counter()
+    page.goto(url)
+    page.wait_for_function("document.body.dataset.frame === '1'", timeout=READY_MS)
+    frame = time.perf_counter() - t0
+    page.wait_for_function("document.body.dataset.ready === '1'", timeout=READY_MS)
+    return frame, time.perf_counter() - t0
 
 
 def page_rows(browser: Any, base: str, a: str, b: str, old: tuple[str, str, str] | None) -> list[Row]:
+    """Old and new pages measured in turn (the machine's load drifts), after a warm-up each."""
     page = browser.new_page(viewport={"width": 1280, "height": 800}, bypass_csp=True)
     single = Row("/r/{a} single run, first frame (baseline)",
                  [first_frame(page, f"{base}/r/{a}", "Number(document.body.dataset.ready || 0) > 0")
                   for _ in range(N_PAGE)])
+    urls = {"new": f"{base}/c/{a}..{b}"}
+    if old is not None:
+        urls["old"] = f"{old[0]}/c/{old[1]}..{old[2]}"
+    samples: dict[str, list[tuple[float, float]]] = {k: [] for k in urls}
+    for url in urls.values():
+        page_sample(page, url)  # warm caches
+    for _ in range(N_PAGE):
+        for key, url in urls.items():
+            samples[key].append(page_sample(page, url))
+    page.close()
     rows = [single]
     ref = {"baseline": "/r/{a}", "baseline_median_s": single.median}
     ref_shown = ref
     if old is not None:
-        old_base, old_a, old_b = old
-        frames, shown = compare_page_samples(page, f"{old_base}/c/{old_a}..{old_b}")
-        rows += [Row("old /c/{a}..{b}: first frame of both panes", frames, **ref),
-                 Row("old /c/{a}..{b}: comparison shown too", shown, **ref)]
+        rows += [Row("old /c/{a}..{b}: first frame of both panes", [f for f, _ in samples["old"]], **ref),
+                 Row("old /c/{a}..{b}: comparison shown too", [s for _, s in samples["old"]], **ref)]
         ref = {"baseline": "old first frame", "baseline_median_s": rows[-2].median}
         ref_shown = {"baseline": "old shown", "baseline_median_s": rows[-1].median}
-    frames, shown = compare_page_samples(page, f"{base}/c/{a}..{b}")
-    page.close()
-    return [*rows, Row("new /c/{a}..{b}: first frame of both panes", frames, **ref),
-            Row("new /c/{a}..{b}: comparison shown too", shown, **ref_shown)]
+    return [*rows, Row("new /c/{a}..{b}: first frame of both panes", [f for f, _ in samples["new"]], **ref),
+            Row("new /c/{a}..{b}: comparison shown too", [s for _, s in samples["new"]], **ref_shown)]
 
 
 def whatif_rows(browser: Any, api: httpx.Client, base: str) -> list[Row]:
@@ -260,7 +269,8 @@ def main() -> int:
         raw_a, raw_b = (api.get(f"/api/runs/{i}").content for i in (a, b))
         doc_a, doc_b = orjson.loads(raw_a), orjson.loads(raw_b)
         print_table("Compare GRU-200 with itself at another seed, in the service (goal ≤ 300 ms, wall)",
-                    service_rows(api, server.process.pid, a, b, old_api, doc_a, doc_b))
+                    service_rows(api, (server.process.pid, before.process.pid if before else None), a, b,
+                                 old_api, doc_a, doc_b))
         print_table("The same, in process: old path against new (thread CPU time)", cpu_rows(raw_a, raw_b))
         store = Store(f"sqlite:///{(server.data_dir / 'gradtrace.db').resolve()}")
         print_table("Where a never-seen comparison's time goes (thread CPU time)",
