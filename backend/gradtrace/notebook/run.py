@@ -29,6 +29,7 @@ from pydantic import PrivateAttr, TypeAdapter
 from gradtrace.collector import gc_paused
 from gradtrace.schema import Event, Graph, RunDocument
 from gradtrace.schema.canonical import CanonicalDocument, CanonicalText, canonical_json, canonical_with_id
+from gradtrace.schema.views import events_view, graph_view
 
 _LAZY = ("events", "graph")
 _EVENTS: TypeAdapter[list[Event]] = TypeAdapter(list[Event])
@@ -38,6 +39,8 @@ class NotebookRunDocument(RunDocument):
     """A :class:`RunDocument` that shows itself in a notebook and saves itself as a page."""
 
     _lazy: dict[str, bytes] | None = PrivateAttr(default=None)
+    _views: dict[str, Any] | None = PrivateAttr(default=None)
+    """Read-only views of the parts in ``_lazy``, once read (NOTE [a document built on first use])."""
     _written: tuple[dict[str, Any], bytes] | None = PrivateAttr(default=None)
     """The top level as dumped when built, and the canonical JSON ``body`` it was hashed into."""
 
@@ -72,6 +75,10 @@ class NotebookRunDocument(RunDocument):
                 built["graph"] = Graph.model_validate_json(lazy.pop("graph"))
             if "events" in keys and "events" in lazy:
                 built["events"] = _EVENTS.validate_json(lazy.pop("events"))
+        views = private.get("_views")
+        for key in keys:
+            if views:
+                views.pop(key, None)
         if not lazy:
             private["_lazy"] = None
         # pydantic writes fields in the order of __dict__: the order they were declared in
@@ -84,9 +91,28 @@ class NotebookRunDocument(RunDocument):
         if name in _LAZY:
             private = object.__getattribute__(self, "__pydantic_private__")
             if private and private.get("_lazy") and name in private["_lazy"]:
-                self._build((name,))
-                return self.__dict__[name]
+                return self._view(private, name)
         return super().__getattr__(name)  # type: ignore[misc]  # pydantic's (private attributes, extras)
+
+    def _view(self, private: dict[str, Any], name: str) -> Any:
+        """The read-only view of the part ``name`` still kept as JSON (NOTE [views of the
+        document's JSON] in schema/views.py), parsed once."""
+        views = private.get("_views")
+        if views is None:
+            views = private["_views"] = {}
+        if name not in views:
+            # NOTE [gc while building documents] in gradtrace/collector.py: acyclic dicts
+            with gc_paused(settle=True):
+                parsed = orjson.loads(private["_lazy"][name])
+                views[name] = graph_view(parsed) if name == "graph" else events_view(parsed)
+        return views[name]
+
+    def validated(self) -> NotebookRunDocument:
+        """This document with its graph and events validated as pydantic models (until then,
+        reading them gives read-only views of their JSON: NOTE [views of the document's JSON]
+        in schema/views.py); answers the document itself."""
+        self._build()
+        return self
 
     def __setattr__(self, name: str, value: Any) -> None:
         if name in _LAZY:
