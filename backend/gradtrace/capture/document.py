@@ -31,11 +31,9 @@ from __future__ import annotations
 
 from typing import Any
 
-import orjson
 import torch
 
-from gradtrace.analysis import analyze
-from gradtrace.analysis.docview import event_skeletons, may_hold_nonfinite
+from gradtrace.analysis.run import analyze_parts
 from gradtrace.capture.frames import NameIndex
 from gradtrace.capture.recorder import Recorder
 from gradtrace.collector import gc_paused
@@ -167,14 +165,11 @@ def _core_graph(rec: Recorder, nodes: list[dict[str, Any] | None]) -> bytes:
     return b"".join((b'{"edges":[', b",".join(edges), b'],"nodes":[', b",".join(parts), b"]}"))
 
 
-def _add_analysis(doc: dict[str, Any], events: bytes) -> None:
+def _add_analysis(doc: dict[str, Any]) -> None:
     """The document's ``analysis`` (:mod:`gradtrace.analysis`), computed once, here, from the
-    document's own parts; left out when there is nothing to say. The events are parsed with
-    their values only when they may hold a NaN or an infinity (NOTE [events without their
-    values] in gradtrace/analysis/docview.py)."""
-    graph = orjson.loads(memoryview(doc["graph"]))
-    parsed = orjson.loads(memoryview(events)) if may_hold_nonfinite(doc["graph"], events) else event_skeletons(events)
-    found = analyze({**doc, "graph": graph, "events": parsed})
+    document's own parts (:func:`~gradtrace.analysis.run.analyze_parts`); left out when there
+    is nothing to say."""
+    found = analyze_parts(doc)
     if found is not None:
         doc["analysis"] = found
 
@@ -230,5 +225,5 @@ def build_document(rec: Recorder, *, status: str, error: dict[str, Any] | None =
                 if rec.module_train_lines.get(info["path"]):
                     info["training_no_grad_lines"] = rec.module_train_lines[info["path"]]
         if analysis:
-            _add_analysis(doc, events_json)
+            _add_analysis(doc)
     return doc

@@ -204,10 +204,9 @@ class record:
         graph and events are validated from those bytes by pydantic-core when first read
         (NOTE [a document built on first use] in gradtrace/notebook/run.py), with the cyclic
         collector paused (NOTE [gc while building documents] in gradtrace/collector.py)."""
-        doc = self.document_parts()
-        doc["id"], body = canonical_with_id(doc)
+        doc = self.document_parts(analysis=False)
         with gc_paused(settle=True):
-            return NotebookRunDocument.from_parts(doc, body)
+            return NotebookRunDocument.from_capture(doc)
 
     def document_dict(self, **fields: Any) -> CanonicalDocument:
         """The run document as a JSON-able dict (what :func:`run_snippet` returns), without a

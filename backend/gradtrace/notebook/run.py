@@ -27,11 +27,14 @@ import orjson
 from pydantic import PrivateAttr, TypeAdapter
 
 from gradtrace.collector import gc_paused
+from gradtrace.analysis.run import analyze_parts
 from gradtrace.schema import Event, Graph, RunDocument
+from gradtrace.schema.analysis import Analysis
 from gradtrace.schema.canonical import CanonicalDocument, CanonicalText, canonical_json, canonical_with_id
 from gradtrace.schema.views import events_view, graph_view
 
 _LAZY = ("events", "graph")
+_PENDING = ("id", "analysis")
 _EVENTS: TypeAdapter[list[Event]] = TypeAdapter(list[Event])
 
 
@@ -43,6 +46,53 @@ class NotebookRunDocument(RunDocument):
     """Read-only views of the parts in ``_lazy``, once read (NOTE [a document built on first use])."""
     _written: tuple[dict[str, Any], bytes] | None = PrivateAttr(default=None)
     """The top level as dumped when built, and the canonical JSON ``body`` it was hashed into."""
+    _pending: dict[str, Any] | None = PrivateAttr(default=None)
+    """Capture's document without its id and analysis, until either is read (NOTE [an id and
+    an analysis on first use])."""
+
+    @classmethod
+    def from_capture(cls, doc: dict[str, Any]) -> NotebookRunDocument:
+        """The document of capture's ``doc`` without its ``id`` and ``analysis``
+        (``build_document(analysis=False)``), its graph and events their canonical JSON: those
+        two are read on first use (NOTE [a document built on first use]), and the analysis and
+        the id are computed when first read (NOTE [an id and an analysis on first use])."""
+        out = cls.from_parts({**doc, "id": ""})
+        for key in _PENDING:
+            out.__dict__.pop(key, None)
+        out._pending = doc
+        return out
+
+    def _settle(self) -> None:
+        """Compute the analysis and the id of a document made by :meth:`from_capture`, from the
+        graph and events already parsed for their views when they were read."""
+        private = object.__getattribute__(self, "__pydantic_private__")
+        doc = private.get("_pending") if private else None
+        if doc is None:
+            return
+        private["_pending"] = None
+        views = private.get("_views") or {}
+        graph, events = views.get("graph"), views.get("events")
+        with gc_paused(settle=True):  # NOTE [gc while building documents] in gradtrace/collector.py
+            found = analyze_parts(doc, None if graph is None else graph.__dict__,
+                                  None if events is None else [e.__dict__ for e in events])
+            if found is not None:
+                doc = {**doc, "analysis": found}
+            doc_id, body = canonical_with_id(doc)
+        self.__dict__["id"] = doc_id
+        self.__dict__["analysis"] = None if found is None else Analysis.model_validate(found)
+        self._in_field_order()
+        lazy = private.get("_lazy") or {}
+        if len(lazy) == len(_LAZY):
+            private["_written"] = (RunDocument.model_dump(self, mode="json", by_alias=True, exclude=set(lazy)), body)
+
+    def _in_field_order(self) -> None:
+        """pydantic writes fields in the order of ``__dict__``: put them in the order they were
+        declared in."""
+        built = self.__dict__
+        order = {name: built[name] for name in type(self).model_fields if name in built}
+        order.update((k, v) for k, v in built.items() if k not in order)
+        built.clear()
+        built.update(order)
 
     @classmethod
     def from_parts(cls, doc: dict[str, Any], body: bytes | None = None) -> NotebookRunDocument:
@@ -63,6 +113,7 @@ class NotebookRunDocument(RunDocument):
 
     def _build(self, keys: tuple[str, ...] = _LAZY) -> None:
         """Validate the parts in ``keys`` still kept as JSON, and put them in their field order."""
+        self._settle()
         private = object.__getattribute__(self, "__pydantic_private__")
         lazy = private.get("_lazy") if private else None
         if not lazy or not any(k in lazy for k in keys):
@@ -81,17 +132,18 @@ class NotebookRunDocument(RunDocument):
                 views.pop(key, None)
         if not lazy:
             private["_lazy"] = None
-        # pydantic writes fields in the order of __dict__: the order they were declared in
-        order = {name: built[name] for name in type(self).model_fields if name in built}
-        order.update((k, v) for k, v in built.items() if k not in order)
-        built.clear()
-        built.update(order)
+        self._in_field_order()
 
     def __getattr__(self, name: str) -> Any:
         if name in _LAZY:
             private = object.__getattribute__(self, "__pydantic_private__")
             if private and private.get("_lazy") and name in private["_lazy"]:
                 return self._view(private, name)
+        elif name in _PENDING:
+            private = object.__getattribute__(self, "__pydantic_private__")
+            if private and private.get("_pending") is not None:
+                self._settle()
+                return self.__dict__[name]
         return super().__getattr__(name)  # type: ignore[misc]  # pydantic's (private attributes, extras)
 
     def _view(self, private: dict[str, Any], name: str) -> Any:
@@ -117,12 +169,15 @@ class NotebookRunDocument(RunDocument):
     def __setattr__(self, name: str, value: Any) -> None:
         if name in _LAZY:
             self._build((name,))
+        elif name in _PENDING:
+            self._settle()
         super().__setattr__(name, value)
 
     def canonical_json(self) -> bytes:
         """The document's canonical JSON, with the graph's and the events' bytes as capture
         wrote them while they are still kept (NOTE [a document built on first use]); the
         bytes ``rec.document()`` hashed while the rest is unchanged (not hashed again)."""
+        self._settle()
         private = object.__getattribute__(self, "__pydantic_private__")
         lazy = dict(private.get("_lazy") or {}) if private else {}
         if not lazy:
@@ -140,6 +195,7 @@ class NotebookRunDocument(RunDocument):
         use]): showing a GRU-200 in a widget cost 80 ms more the other way. Capture writes
         them complete (NOTE [documents without pydantic on the hot path] in
         capture/document.py), so both give the same dict."""
+        self._settle()
         private = object.__getattribute__(self, "__pydantic_private__")
         lazy = dict(private.get("_lazy") or {}) if private else {}
         if not lazy:
