@@ -14,9 +14,20 @@ NOTE [a document built on first use]
     graph and events; building them cost four times the bare run, in ``rec.document()``,
     whether or not the notebook ever looked at them. :meth:`NotebookRunDocument.from_parts`
     validates the small top level at once and keeps the graph's and the events' canonical JSON
-    (which the C++ core wrote); each is validated by pydantic, from those bytes, the first time
-    anything reads it: the attribute, a dump, a comparison, a copy, a pickle. The id was
-    computed from the same bytes, so the document is the one an eager validation would give.
+    (which the C++ core wrote). Reading ``doc.graph`` or ``doc.events`` parses those bytes
+    once into read-only views (NOTE [views of the document's JSON] in schema/views.py);
+    anything that needs the models (a dump, a comparison, a copy, a pickle, an assignment,
+    ``doc.validated()``) validates them by pydantic from the same bytes, and from then on the
+    fields hold the models. Either way the values read are the ones an eager validation gives.
+
+NOTE [an id and an analysis on first use]
+    The document's ``analysis`` (:mod:`gradtrace.analysis`) reads the whole graph, and its id
+    hashes the whole canonical JSON, the analysis included: on a GRU unrolled 200 steps, 1.4
+    times the bare run between them, spent in ``rec.document()`` even when the notebook reads
+    neither. :meth:`NotebookRunDocument.from_capture` keeps capture's document and computes
+    both the first time anything reads either (or dumps, compares or writes the document),
+    from the graph and events its views already parsed when those were read first. The id is
+    the one ``canonical_with_id`` gives the document with its analysis, as before.
 """
 
 from __future__ import annotations

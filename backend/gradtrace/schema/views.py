@@ -46,10 +46,11 @@ class View:
     model_fields: ClassVar[dict[str, FieldInfo]]
 
     def __setattr__(self, name: str, value: Any) -> None:
+        self.__delattr__(name)
+
+    def __delattr__(self, name: str) -> None:
         raise AttributeError(f"{type(self).__name__} is a read-only view of the document's JSON; "
                              "call doc.validated() for pydantic models")
-
-    __delattr__ = __setattr__  # type: ignore[assignment]
 
     def validated(self) -> BaseModel:
         """The pydantic model of this view's JSON."""
