@@ -29,9 +29,9 @@ def _recorded(name: str) -> gradtrace.record:
     torch.manual_seed(0)
     ns: dict[str, Any] = {"__name__": "__main__"}
     # a lesson may end in the error it teaches; record() keeps it in the document
-    with contextlib.suppress(Exception), contextlib.redirect_stdout(io.StringIO()):
-        with gradtrace.record(_filename=f"<{name}>", _namespace=ns, _fresh=True) as rec:
-            exec(compile(PROGRAMS[name], f"<{name}>", "exec"), ns)
+    with (contextlib.suppress(Exception), contextlib.redirect_stdout(io.StringIO()),
+          gradtrace.record(_filename=f"<{name}>", _namespace=ns, _fresh=True) as rec):
+        exec(compile(PROGRAMS[name], f"<{name}>", "exec"), ns)
     return rec
 
 

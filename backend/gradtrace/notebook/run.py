@@ -37,8 +37,8 @@ from typing import Any
 import orjson
 from pydantic import PrivateAttr, TypeAdapter
 
-from gradtrace.collector import gc_paused
 from gradtrace.analysis.run import analyze_parts
+from gradtrace.collector import gc_paused
 from gradtrace.schema import Event, Graph, RunDocument
 from gradtrace.schema.analysis import Analysis
 from gradtrace.schema.canonical import CanonicalDocument, CanonicalText, canonical_json, canonical_with_id

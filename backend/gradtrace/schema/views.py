@@ -42,6 +42,7 @@ class View:
     """Base of the generated views: a model's fields over its JSON object, read-only."""
 
     __slots__ = ("__dict__", "_kept")
+    _kept: dict[str, Any]
     model: ClassVar[type[BaseModel]]
     model_fields: ClassVar[dict[str, FieldInfo]]
 
@@ -153,7 +154,8 @@ def view_class(model: type[BaseModel]) -> type[View]:
     return cls
 
 
-for _model in [models.RunDocument, *_Model.__subclasses__()]:
+_MODELS: list[type[BaseModel]] = [models.RunDocument, *_Model.__subclasses__()]
+for _model in _MODELS:
     view_class(_model)
 
 GraphView: type[View] = VIEWS[models.Graph]
