@@ -60,6 +60,8 @@ def test_views_are_the_validated_models_and_the_late_id_and_analysis_the_eager_o
     _same(graph, eager.graph, "graph")
     _same(events, eager.events, "events")
     assert (doc.id, doc.analysis) == (eager.id, eager.analysis)
+    _same(doc.graph, eager.graph, "graph after the analysis")  # which read the views' dicts
+    _same(doc.events, eager.events, "events after the analysis")
     assert doc.model_dump(mode="json", by_alias=True) == eager.model_dump(mode="json", by_alias=True)
 
     again = rec.document()  # the id first: the analysis parses the graph itself

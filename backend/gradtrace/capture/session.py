@@ -31,6 +31,7 @@ from typing import Any
 
 import orjson
 
+from gradtrace.analysis.run import analyze_parts
 from gradtrace.capture.diagnose import describe_error, describe_raise
 from gradtrace.capture.document import build_document
 from gradtrace.capture.events import LimitReached
@@ -208,7 +209,7 @@ class record:
         meanwhile (NOTE [gc while building documents] in gradtrace/collector.py)."""
         doc = self.document_parts(analysis=False)
         with gc_paused(settle=True):
-            return NotebookRunDocument.from_capture(doc)
+            return NotebookRunDocument.from_capture(doc, analyze_parts)
 
     def document_dict(self, **fields: Any) -> CanonicalDocument:
         """The run document as a JSON-able dict (what :func:`run_snippet` returns), without a

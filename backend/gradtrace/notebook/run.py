@@ -32,12 +32,12 @@ NOTE [an id and an analysis on first use]
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import orjson
 from pydantic import PrivateAttr, TypeAdapter
 
-from gradtrace.analysis.run import analyze_parts
 from gradtrace.collector import gc_paused
 from gradtrace.schema import Event, Graph, RunDocument
 from gradtrace.schema.analysis import Analysis
@@ -46,6 +46,10 @@ from gradtrace.schema.views import events_view, graph_view
 
 _LAZY = ("events", "graph")
 _PENDING = ("id", "analysis")
+Analyzer = Callable[[dict[str, Any], Any, Any], dict[str, Any] | None]
+"""``analyze(doc, graph, events)``: the ``analysis`` of capture's document whose graph and
+events are canonical JSON, given them parsed when they are (``gradtrace.analysis.run
+.analyze_parts``, handed in by capture: this layer does not import the analysis)."""
 _EVENTS: TypeAdapter[list[Event]] = TypeAdapter(list[Event])
 
 
@@ -57,12 +61,12 @@ class NotebookRunDocument(RunDocument):
     """Read-only views of the parts in ``_lazy``, once read (NOTE [a document built on first use])."""
     _written: tuple[dict[str, Any], bytes] | None = PrivateAttr(default=None)
     """The top level as dumped when built, and the canonical JSON ``body`` it was hashed into."""
-    _pending: dict[str, Any] | None = PrivateAttr(default=None)
+    _pending: tuple[dict[str, Any], Analyzer] | None = PrivateAttr(default=None)
     """Capture's document without its id and analysis, until either is read (NOTE [an id and
     an analysis on first use])."""
 
     @classmethod
-    def from_capture(cls, doc: dict[str, Any]) -> NotebookRunDocument:
+    def from_capture(cls, doc: dict[str, Any], analyze: Analyzer) -> NotebookRunDocument:
         """The document of capture's ``doc`` without its ``id`` and ``analysis``
         (``build_document(analysis=False)``), its graph and events their canonical JSON: those
         two are read on first use (NOTE [a document built on first use]), and the analysis and
@@ -70,26 +74,26 @@ class NotebookRunDocument(RunDocument):
         out = cls.from_parts({**doc, "id": ""})
         for key in _PENDING:
             out.__dict__.pop(key, None)
-        out._pending = doc
+        out._pending = (doc, analyze)
         return out
 
     def _settle(self) -> None:
         """Compute the analysis and the id of a document made by :meth:`from_capture`, from the
         graph and events already parsed for their views when they were read."""
         private = object.__getattribute__(self, "__pydantic_private__")
-        doc = private.get("_pending") if private else None
-        if doc is None:
+        pending = private.get("_pending") if private else None
+        if pending is None:
             return
         private["_pending"] = None
+        doc, analyze = pending
         views = private.get("_views") or {}
         graph, events = views.get("graph"), views.get("events")
         with gc_paused(settle=True):  # NOTE [gc while building documents] in gradtrace/collector.py
-            found = analyze_parts(doc, None if graph is None else graph.__dict__,
-                                  None if events is None else [e.__dict__ for e in events])
+            found = analyze(doc, None if graph is None else graph.__dict__,
+                      None if events is None else [e.__dict__ for e in events])
             if found is not None:
                 doc = {**doc, "analysis": found}
-            doc_id, body = canonical_with_id(doc)
-        self.__dict__["id"] = doc_id
+            self.__dict__["id"], body = canonical_with_id(doc)
         self.__dict__["analysis"] = None if found is None else Analysis.model_validate(found)
         self._in_field_order()
         lazy = private.get("_lazy") or {}
