@@ -3,7 +3,8 @@
 For a node's backward event, :func:`explain_node` writes, for each input it passes a gradient to,
 the rule (``grad_self = grad_out · other``) and one instance of it at a chosen element
 (``0.3 · 2 = 0.6``), read from the event's ``grad_outputs`` and the node's saved tensors' values;
-the rules live in :mod:`gradtrace.analysis.explain_ops`.
+the rules live in :mod:`gradtrace.analysis.explain_ops`, :mod:`~gradtrace.analysis.explain_index`
+and :mod:`~gradtrace.analysis.explain_nn` (those two read the node's ``saved_args``).
 
 NOTE [explain on request]: an instance is per element, and GRU-200 has thousands of backward
 events; writing every element's instance into every document would cost far more than the few %
@@ -16,11 +17,14 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from gradtrace.analysis.explain_ops import RULES, Ctx
+from gradtrace.analysis import explain_index, explain_nn, explain_ops
+from gradtrace.analysis.explain_ops import Ctx, NotKept, Rule
 from gradtrace.analysis.explain_tensors import Flat, flatten, fmt, numel, ravel, unravel
 from gradtrace.errors import NotFound
 
 JSON = dict[str, Any]
+RULES: dict[str, Rule] = {**explain_ops.RULES, **explain_index.RULES, **explain_nn.RULES}
+"""Every backward op with a rule, by autograd's class name."""
 
 
 def _encode(x: float) -> float | str:
@@ -66,14 +70,27 @@ def _context(node: JSON, event: JSON) -> Ctx | None:
     if g is None:
         return None
     saved = {}
+    names = set()
     for s in node.get("saved") or []:
+        names.add(str(s.get("name")))
         flat = _flat(s.get("value"))
         if flat is not None:
             saved[str(s.get("name"))] = flat
     shapes: list[tuple[int, ...] | None] = []
     for gi in event.get("grad_inputs") or []:
         shapes.append(tuple(int(x) for x in gi["shape"]) if gi and gi.get("shape") is not None else None)
-    return Ctx(g, saved, shapes)
+    return Ctx(g, saved, shapes, dict(node.get("saved_args") or {}), frozenset(names))
+
+
+def _missing(rule: Rule, ctx: Ctx, i: int) -> str | None:
+    """Why input ``i``'s rule cannot be worked out from this document, or None."""
+    values = [n for n in rule.needs[i] if n not in ctx.saved]
+    if values:
+        return f"values of {', '.join(values)} were not kept (more than 1,000 elements)"
+    args = [a for a in rule.args if a not in ctx.args]
+    if args:
+        return f"the argument{'s' if len(args) > 1 else ''} {', '.join(args)} not recorded (an older document)"
+    return None
 
 
 def evaluate(doc: JSON, node_id: str, pass_index: int | None = None) -> list[list[float] | None]:
@@ -87,10 +104,13 @@ def evaluate(doc: JSON, node_id: str, pass_index: int | None = None) -> list[lis
         return []
     out: list[list[float] | None] = []
     for i, shape in enumerate(ctx.in_shapes):
-        if shape is None or i >= len(rule.texts) or any(n not in ctx.saved for n in rule.needs[i]):
+        if shape is None or i >= len(rule.texts) or _missing(rule, ctx, i):
             out.append(None)
             continue
-        out.append([rule.elem(ctx, i, k)[1] for k in range(numel(shape))])
+        try:
+            out.append([rule.elem(ctx, i, k)[1] for k in range(numel(shape))])
+        except NotKept:
+            out.append(None)
     return out
 
 
@@ -123,15 +143,19 @@ def explain_node(doc: JSON, node_id: str, pass_index: int | None = None,
             if ctx is not None:
                 entry["note"] = "no gradient passed to this input"
             continue
-        missing = [n for n in rule.needs[i] if n not in ctx.saved]
-        if missing:
-            entry["note"] = f"values of {', '.join(missing)} were not kept (more than 1,000 elements)"
+        why = _missing(rule, ctx, i)
+        if why:
+            entry["note"] = why
             continue
         coords = tuple(index or ())
         if len(coords) != len(shape) or any(not 0 <= c < s for c, s in zip(coords, shape, strict=True)):
             coords = unravel(0, shape)
         k = ravel(coords, shape)
-        shown, value = rule.elem(ctx, i, k)
+        try:
+            shown, value = rule.elem(ctx, i, k)
+        except NotKept as e:
+            entry["note"] = f"values of {e} were not kept (more than 1,000 elements)"
+            continue
         entry.update(shape=list(shape), index=list(coords), instance=f"{shown} = {fmt(value)}", value=_encode(value))
         recorded = _flat(((event or {}).get("grad_inputs") or [])[i])
         if recorded is not None:
