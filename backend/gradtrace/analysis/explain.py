@@ -122,10 +122,18 @@ def explain_node(doc: JSON, node_id: str, pass_index: int | None = None,
     node = _node(doc, node_id)
     if node.get("kind") != "function":
         raise NotFound(f"node {node_id!r} is a tensor, not a backward node")
+    return explain_event(node, _event(doc, node_id, pass_index), index)
+
+
+def explain_event(node: JSON, event: JSON | None, index: list[int] | None = None,
+                  elements: int = 0) -> JSON:
+    """:func:`explain_node` for a function node and its backward event (None: it never ran).
+    ``elements``: also work each input's rule out at its first ``elements`` elements, as
+    ``elements: [{index, instance, value, recorded}]`` (what a saved file carries:
+    :mod:`gradtrace.analysis.explain_offline`)."""
     name = str(node.get("name"))
     rule = RULES.get(name)
-    event = _event(doc, node_id, pass_index)
-    answer: JSON = {"node": node_id, "op": name, "known": rule is not None,
+    answer: JSON = {"node": node.get("id"), "op": name, "known": rule is not None,
                     "pass": event.get("pass") if event else None, "inputs": []}
     if rule is None:
         answer["note"] = f"no rule for {name} in the catalogue"
@@ -139,7 +147,7 @@ def explain_node(doc: JSON, node_id: str, pass_index: int | None = None,
         entry: JSON = {"input_nr": i, "rule": text}
         answer["inputs"].append(entry)
         shape = ctx.in_shapes[i] if ctx and i < len(ctx.in_shapes) else None
-        if ctx is None or shape is None:
+        if ctx is None or event is None or shape is None:
             if ctx is not None:
                 entry["note"] = "no gradient passed to this input"
             continue
@@ -150,14 +158,25 @@ def explain_node(doc: JSON, node_id: str, pass_index: int | None = None,
         coords = tuple(index or ())
         if len(coords) != len(shape) or any(not 0 <= c < s for c, s in zip(coords, shape, strict=True)):
             coords = unravel(0, shape)
-        k = ravel(coords, shape)
+        recorded = _flat((event.get("grad_inputs") or [])[i])
         try:
-            shown, value = rule.elem(ctx, i, k)
+            entry.update(_at(rule, ctx, i, shape, coords, recorded))
+            if elements:
+                entry["elements"] = [_at(rule, ctx, i, shape, unravel(k, shape), recorded)
+                                     for k in range(min(elements, numel(shape)))]
         except NotKept as e:
+            entry.pop("elements", None)
             entry["note"] = f"values of {e} were not kept (more than 1,000 elements)"
-            continue
-        entry.update(shape=list(shape), index=list(coords), instance=f"{shown} = {fmt(value)}", value=_encode(value))
-        recorded = _flat(((event or {}).get("grad_inputs") or [])[i])
-        if recorded is not None:
-            entry["recorded"] = _encode(recorded.at(k))
     return answer
+
+
+def _at(rule: Rule, ctx: Ctx, i: int, shape: tuple[int, ...], coords: tuple[int, ...],
+        recorded: Flat | None) -> JSON:
+    """Input ``i``'s rule worked out at element ``coords``."""
+    k = ravel(coords, shape)
+    shown, value = rule.elem(ctx, i, k)
+    out: JSON = {"shape": list(shape), "index": list(coords), "instance": f"{shown} = {fmt(value)}",
+                 "value": _encode(value)}
+    if recorded is not None:
+        out["recorded"] = _encode(recorded.at(k))
+    return out

@@ -5,6 +5,9 @@
  * (backend/gradtrace/analysis/explain.py, GET /api/runs/{id}/explain); this panel only reads the
  * answer, so there is one copy of the rules. A tensor gradient gets an element picker.
  *
+ * Without the service, the request is another's: a saved file answers from the explanations it
+ * carries (`fromCarried`), the notebook widget asks its kernel (src/widget/index.js).
+ *
  * The pure parts (the request's URL, the lines shown) are exported for node:test; the panel is
  * built with textContent only.
  */
@@ -45,6 +48,37 @@ export function elements(shape, cap = 1000) {
     out.push(c);
   }
   return out;
+}
+
+/**
+ * A request that answers from the explanations a saved file carries (written by the analysis
+ * package when the file was saved: NOTE [explanations carried offline] in
+ * backend/gradtrace/analysis/explain_offline.py), in the service's answer's shape. An element
+ * or a node the file has no room for says so.
+ */
+export function fromCarried(bundle) {
+  return async (doc, node, index) => {
+    const slim = bundle.nodes[node.id];
+    if (!slim) {
+      const n = Object.keys(bundle.nodes).length;
+      throw new Error(bundle.skipped_nodes
+        ? `this file carries the explanations of its first ${n} nodes only (its size budget); open the run on a gradtrace service to explain this one`
+        : `this file carries no explanation of ${node.id}`);
+    }
+    const texts = bundle.rules[slim.op] || null;
+    const key = index ? index.join(",") : null;
+    const inputs = slim.inputs.map((inp) => {
+      const { elements: carried, ...first } = inp;
+      let at = first;
+      if (key !== null && inp.shape && index.length === inp.shape.length && key !== (inp.index || []).join(",")) {
+        const hit = (carried || []).find((e) => e.index.join(",") === key);
+        at = hit ? { ...first, ...hit }
+          : { input_nr: inp.input_nr, shape: inp.shape, index, note: `this file carries this gradient's first ${(carried || [first]).length} element(s) only; the service works out any` };
+      }
+      return { ...at, rule: texts ? texts[inp.input_nr] : null };
+    });
+    return { node: node.id, op: slim.op, known: !!texts, pass: slim.pass, note: slim.note, inputs };
+  };
 }
 
 function el(tag, attrs = {}, ...children) {
