@@ -137,7 +137,8 @@ def _close(rule: list[float], recorded: Any) -> bool:
     got = flatten(recorded)
     if len(got) != len(rule):
         return False
-    return all(math.isclose(a, b, rel_tol=TOL, abs_tol=TOL) for a, b in zip(rule, got, strict=True))
+    return all(a == b or (math.isnan(a) and math.isnan(b)) or math.isclose(a, b, rel_tol=TOL, abs_tol=TOL)
+               for a, b in zip(rule, got, strict=True))
 
 
 def _checked(doc: dict[str, Any]) -> dict[str, int]:
@@ -303,3 +304,14 @@ def test_select_instance_says_whether_the_element_was_selected() -> None:
     assert "· [2 = 2] = " in picked["instance"] and picked["value"] == picked["recorded"] != 0
     other = explain_node(doc, node["id"], index=[1, 0, 3])["inputs"][0]
     assert "[0 = 2]" in other["instance"] and other["value"] == other["recorded"] == 0
+
+
+def test_the_where_nan_program_is_explained_as_ieee_computes_it() -> None:
+    """1/(2·√0) is inf and 0 · inf is nan in torch: the rule says the same, never raises."""
+    doc = _record("x = torch.tensor([-1.0, 0.0, 4.0], requires_grad=True)\n"
+                  "y = torch.where(x > 0, x.sqrt(), 0.0)\ny.sum().backward()\n")
+    node = next(n for n in doc["graph"]["nodes"] if n["name"] == "SqrtBackward0")
+    for k, want in enumerate(("nan", "nan", 0.25)):
+        entry = explain_node(doc, node["id"], index=[k])["inputs"][0]
+        assert entry["value"] == entry["recorded"] == want, entry
+    assert _checked(doc).get("SqrtBackward0") == 1

@@ -23,6 +23,9 @@ from gradtrace.analysis.explain_tensors import Flat, flatten, fmt, numel, ravel,
 from gradtrace.errors import NotFound
 
 JSON = dict[str, Any]
+_ARITHMETIC = (ZeroDivisionError, OverflowError, ValueError)
+"""What Python's float arithmetic raises where IEEE gives inf or nan (the rules spell out the
+common cases IEEE's way: ``rules._div``)."""
 RULES: dict[str, Rule] = {**explain_ops.RULES, **explain_index.RULES, **explain_nn.RULES}
 """Every backward op with a rule, by autograd's class name."""
 
@@ -109,7 +112,7 @@ def evaluate(doc: JSON, node_id: str, pass_index: int | None = None) -> list[lis
             continue
         try:
             out.append([rule.elem(ctx, i, k)[1] for k in range(numel(shape))])
-        except NotKept:
+        except (NotKept, *_ARITHMETIC):
             out.append(None)
     return out
 
@@ -167,6 +170,9 @@ def explain_event(node: JSON, event: JSON | None, index: list[int] | None = None
         except NotKept as e:
             entry.pop("elements", None)
             entry["note"] = f"values of {e} were not kept (more than 1,000 elements)"
+        except _ARITHMETIC:
+            entry.pop("elements", None)
+            entry["note"] = "the rule's arithmetic overflows or divides by zero here (see the recorded value)"
     return answer
 
 

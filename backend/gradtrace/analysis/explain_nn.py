@@ -33,12 +33,17 @@ def _pow(x: float, p: float) -> float:
         return math.inf
 
 
+def _base(x: float) -> str:
+    """A power's base as written: ``(-2)^2``, not ``-2^2``."""
+    return f"({fmt(x)})" if x < 0 or fmt(x).startswith("-") else fmt(x)
+
+
 def _pow_local(ctx: Ctx, k: int) -> tuple[str, float]:
     e = _num(ctx.arg("exponent"))
     x = ctx.saved["self"].at(k)
     if e == 0:
         return "0  (exponent 0)", 0.0
-    return f"{fmt(e)} · {fmt(x)}^{fmt(e - 1)}", e * _pow(x, e - 1)
+    return f"{fmt(e)} · {_base(x)}^{fmt(e - 1)}", e * _pow(x, e - 1)
 
 
 def _pow_tensor(i: int) -> Callable[[Ctx, int], tuple[str, float]]:
@@ -46,7 +51,7 @@ def _pow_tensor(i: int) -> Callable[[Ctx, int], tuple[str, float]]:
     def f(ctx: Ctx, j: int) -> tuple[str, float]:
         x, e = _operand(ctx, "self", j), _operand(ctx, "exponent", j)
         if i == 0:
-            return (f"{fmt(e)} · {fmt(x)}^{fmt(e - 1)}", e * _pow(x, e - 1)) if e != 0 else ("0", 0.0)
+            return (f"{fmt(e)} · {_base(x)}^{fmt(e - 1)}", e * _pow(x, e - 1)) if e != 0 else ("0", 0.0)
         if x == 0 and e >= 0:
             return "0", 0.0
         r = _operand(ctx, "result", j)

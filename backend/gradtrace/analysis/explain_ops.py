@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gradtrace.analysis.explain_tensors import Flat, broadcast_index, fmt, numel, sources, unravel
-from gradtrace.analysis.rules import LOCAL
+from gradtrace.analysis.rules import LOCAL, _div
 
 
 @dataclass(frozen=True)
@@ -208,9 +208,9 @@ RULES: dict[str, Rule] = {
                             (("other",), ("self",)), (_s("other"), _s("self"))),
     "DivBackward0": _binary(("grad_self = grad_out / other", "grad_other = −grad_out · self / other²"),
                             (("other",), ("other", "self")),
-                            (lambda c, j: (f"1/{fmt(_operand(c, 'other', j))}", 1 / _operand(c, "other", j)),
+                            (lambda c, j: (f"1/{fmt(_operand(c, 'other', j))}", _div(1.0, _operand(c, "other", j))),
                              lambda c, j: (f"(−{fmt(_operand(c, 'self', j))}/{fmt(_operand(c, 'other', j))}²)",
-                                           -_operand(c, "self", j) / _operand(c, "other", j) ** 2))),
+                                           _div(-_operand(c, "self", j), _operand(c, "other", j) ** 2)))),
     "RsubBackward1": _unary("grad_self = −grad_out · alpha  (other − alpha · self, other a number)", (),
                             lambda c, k: (f"({fmt(-float(c.arg('alpha', 1)))})", -float(c.arg("alpha", 1)))),
     "NegBackward0": _unary("grad_self = −grad_out", (), lambda c, k: ("(−1)", -1.0)),
@@ -223,7 +223,7 @@ RULES: dict[str, Rule] = {
     "LogBackward0": _unary("grad_self = grad_out / self", ("self",),
                            _f("self", lambda x: f"(1/{fmt(x)})", LOCAL["LogBackward0"])),
     "SqrtBackward0": _unary("grad_self = grad_out / (2 · result)", ("result",),
-                            _f("result", lambda y: f"1/(2·{fmt(y)})", lambda y: 1 / (2 * y))),
+                            _f("result", lambda y: f"1/(2·{fmt(y)})", lambda y: _div(1.0, 2 * y))),
     "SinBackward0": _unary("grad_self = grad_out · cos(self)", ("self",),
                            _f("self", lambda x: f"cos({fmt(x)})", LOCAL["SinBackward0"])),
     "CosBackward0": _unary("grad_self = −grad_out · sin(self)", ("self",),

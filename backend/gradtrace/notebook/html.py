@@ -55,7 +55,8 @@ def with_explanations(page: str, bundle: dict[str, Any]) -> str:
     run's: gzip-compressed base64 JSON, never run, so the file's policy needs no hash for it
     (``frontend/src/export-html.js`` adds the service's the same way)."""
     data = gzip.compress(json.dumps(bundle, ensure_ascii=False, separators=(",", ":")).encode(), mtime=0)
-    element = f'<script type="application/gzip+base64" id="gt-explain">{base64.b64encode(data).decode("ascii")}</script>\n'
+    payload = base64.b64encode(data).decode("ascii")
+    element = f'<script type="application/gzip+base64" id="gt-explain">{payload}</script>\n'
     return page.replace(RUN_ELEMENT, element + RUN_ELEMENT, 1)
 
 
