@@ -315,3 +315,15 @@ def test_the_where_nan_program_is_explained_as_ieee_computes_it() -> None:
         entry = explain_node(doc, node["id"], index=[k])["inputs"][0]
         assert entry["value"] == entry["recorded"] == want, entry
     assert _checked(doc).get("SqrtBackward0") == 1
+
+
+def test_arguments_that_contradict_the_shapes_give_a_note_not_an_error() -> None:
+    """A job's result is untrusted: a saved argument past the tensor's dims is answered, not raised."""
+    doc = _record(OPS["SelectBackward0"] + TAIL)
+    node = next(n for n in doc["graph"]["nodes"] if n["name"] == "SelectBackward0")
+    node["saved_args"] = {"dim": 7, "index": 0}
+    entry = explain_node(doc, node["id"])["inputs"][0]
+    assert "instance" not in entry and "do not fit" in entry["note"]
+    assert evaluate(doc, node["id"]) == [None]
+    node["saved_args"] = {"dim": [1], "index": 0}
+    assert "do not fit" in explain_node(doc, node["id"])["inputs"][0]["note"]

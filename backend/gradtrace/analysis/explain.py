@@ -26,6 +26,9 @@ JSON = dict[str, Any]
 _ARITHMETIC = (ZeroDivisionError, OverflowError, ValueError)
 """What Python's float arithmetic raises where IEEE gives inf or nan (the rules spell out the
 common cases IEEE's way: ``rules._div``)."""
+_MISFIT = (IndexError, KeyError, TypeError)
+"""What a rule raises on a document whose shapes or saved arguments contradict each other (a
+job's result is untrusted: NOTE [fast path] in schema/fast.py), answered as a note, not a 500."""
 RULES: dict[str, Rule] = {**explain_ops.RULES, **explain_index.RULES, **explain_nn.RULES}
 """Every backward op with a rule, by autograd's class name."""
 
@@ -112,7 +115,7 @@ def evaluate(doc: JSON, node_id: str, pass_index: int | None = None) -> list[lis
             continue
         try:
             out.append([rule.elem(ctx, i, k)[1] for k in range(numel(shape))])
-        except (NotKept, *_ARITHMETIC):
+        except (NotKept, *_ARITHMETIC, *_MISFIT):
             out.append(None)
     return out
 
@@ -173,6 +176,9 @@ def explain_event(node: JSON, event: JSON | None, index: list[int] | None = None
         except _ARITHMETIC:
             entry.pop("elements", None)
             entry["note"] = "the rule's arithmetic overflows or divides by zero here (see the recorded value)"
+        except _MISFIT:
+            entry.pop("elements", None)
+            entry["note"] = "the recorded shapes or arguments do not fit this rule"
     return answer
 
 
