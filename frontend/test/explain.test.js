@@ -2,7 +2,7 @@
 // the service's (tests/analysis/test_explain.py).
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { elements, explainLines, explainUrl, fromCarried } from "../src/ui/explain.js";
+import { argsText, elements, explainLines, explainUrl, fromCarried } from "../src/ui/explain.js";
 
 test("the request names the run, the node and the element", () => {
   assert.equal(explainUrl("abc", "n3", null), "/api/runs/abc/explain?node=n3");
@@ -63,4 +63,11 @@ test("a saved file's carried explanations answer in the service's shape, and say
   assert.equal(unknown.known, false);
   assert.match(explainLines(unknown)[0].note, /no rule/);
   await assert.rejects(ask({ id: "d" }, { id: "n9" }, null), /first 2 nodes only/);
+});
+
+test("the saved arguments a rule reads are written out", () => {
+  assert.equal(argsText({ args: { exponent: 2 } }), "exponent = 2");
+  assert.equal(argsText({ args: { dims: [2, 0, 1], keepdim: false } }), "dims = (2, 0, 1) · keepdim = false");
+  assert.equal(argsText({ args: {} }), null);
+  assert.equal(argsText({}), null);
 });

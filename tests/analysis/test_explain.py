@@ -286,7 +286,9 @@ def test_pow_instance_reads_the_saved_exponent_and_an_older_document_says_it_lac
     doc = _record(VARIANTS["pow int negative base"][1] + TAIL)
     node = next(n for n in doc["graph"]["nodes"] if n["name"] == "PowBackward0")
     assert node["saved_args"] == {"exponent": 3}
-    entry = explain_node(doc, node["id"], index=[1, 2])["inputs"][0]
+    answer = explain_node(doc, node["id"], index=[1, 2])
+    assert answer["args"] == {"exponent": 3}  # what the rule read, shown with it
+    entry = answer["inputs"][0]
     assert entry["rule"] == "grad_self = grad_out · exponent · self^(exponent − 1)"
     assert " · 3 · " in entry["instance"] and "^2 = " in entry["instance"]
     assert math.isclose(entry["value"], entry["recorded"], rel_tol=TOL)

@@ -52,6 +52,7 @@ def test_lesson_05_pow_reads_its_saved_exponent(playground: Any, artifacts_dir: 
     assert node["saved_args"] == {"exponent": 2}
     panel = page.locator("#inspector [data-gt=explain]")
     expect(panel).to_contain_text("grad_self = grad_out · exponent · self^(exponent − 1)")
+    expect(panel.locator("[data-gt=explain-args]")).to_have_text("with exponent = 2")
     expect(panel.locator("[data-gt=explain-instance]").first).to_contain_text(" · 2 · ")
     expect(panel.locator(".gt-explain-recorded").first).not_to_contain_text("differs")
     page.screenshot(path=str(artifacts_dir / "explain-lesson-05-pow.png"))

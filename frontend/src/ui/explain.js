@@ -21,6 +21,13 @@ export function explainUrl(docId, nodeId, index) {
 
 /** The explanation as lines: per input its rule, the instance (or why there is none), and
  * whether the rule's number agrees with what backward recorded. */
+/** The saved arguments a rule reads, as the panel writes them: `exponent = 2 · dim = -1`. */
+export function argsText(answer) {
+  const args = answer && answer.args;
+  if (!args || !Object.keys(args).length) return null;
+  return Object.entries(args).map(([k, v]) => `${k} = ${Array.isArray(v) ? `(${v.join(", ")})` : v}`).join(" · ");
+}
+
 export function explainLines(answer) {
   if (!answer.known) return [{ rule: null, instance: null, note: answer.note || `no rule for ${answer.op}` }];
   return answer.inputs.map((inp) => {
@@ -77,7 +84,7 @@ export function fromCarried(bundle) {
       }
       return { ...at, rule: texts ? texts[inp.input_nr] : null };
     });
-    return { node: node.id, op: slim.op, known: !!texts, pass: slim.pass, note: slim.note, inputs };
+    return { node: node.id, op: slim.op, known: !!texts, pass: slim.pass, note: slim.note, args: slim.args, inputs };
   };
 }
 
@@ -131,7 +138,9 @@ export class ExplainPanel {
       return;
     }
     if (controller.signal.aborted) return;
-    body.replaceChildren(...explainLines(answer).map((line) => this.row(doc, node, line, body)));
+    const args = argsText(answer);
+    body.replaceChildren(...(args ? [el("div", { class: "gt-explain-args", "data-gt": "explain-args" }, `with ${args}`)] : []),
+      ...explainLines(answer).map((line) => this.row(doc, node, line, body)));
   }
 
   row(doc, node, line, body) {
