@@ -141,8 +141,8 @@ def explain_event(node: JSON, event: JSON | None, index: list[int] | None = None
     rule = RULES.get(name)
     answer: JSON = {"node": node.get("id"), "op": name, "known": rule is not None,
                     "pass": event.get("pass") if event else None, "inputs": []}
-    if rule is not None and rule.args and node.get("saved_args"):
-        answer["args"] = {k: v for k, v in node["saved_args"].items() if k in rule.args}
+    if rule is not None and node.get("saved_args"):
+        answer["args"] = dict(node["saved_args"])  # what the rule reads (slice's start and end too)
     if rule is None:
         answer["note"] = f"no rule for {name} in the catalogue"
         return answer

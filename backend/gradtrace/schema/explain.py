@@ -45,4 +45,4 @@ class Explanation(BaseModel):
     inputs: list[ExplainedInput] = []
     note: str | None = None
     args: dict[str, SavedArg] | None = None
-    """The saved non-tensor arguments the rule reads (``{"exponent": 2}``: the node's ``saved_args``)."""
+    """The node's saved non-tensor arguments, which its rule reads (``{"exponent": 2}``: ``saved_args``)."""
