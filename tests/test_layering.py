@@ -11,19 +11,20 @@ NOTE [the layer order]
        ``collector`` (the one home of garbage-collector control; imports only ``gc``)
     1. ``settings``
     2. ``schema``: the one run document model and its canonical JSON
-    3. ``analysis`` (reads documents; torch-free), ``jobs`` (the job seam), ``storage``,
-       ``notebook`` (how a document shows: widget, summary, saved HTML; never records)
-    4. ``capture`` (records; hands notebook documents back), ``client`` (the HTTP client;
+    3. ``analysis`` (reads documents; torch-free), ``jobs`` (the job seam), ``storage``
+    4. ``notebook`` (how a document shows: widget, summary, saved HTML with the explanations
+       analysis works out; never records)
+    5. ``capture`` (records; hands notebook documents back), ``client`` (the HTTP client;
        hands notebook documents back)
-    5. ``sandbox`` (runs jobs of every kind: capture in the child), ``magic`` (the
+    6. ``sandbox`` (runs jobs of every kind: capture in the child), ``magic`` (the
        ``%%gradtrace`` cell: records with capture, shows with notebook), ``compare_runs``
        (``gradtrace.compare``: documents, recordings or ids on a service, through the client,
        compared by analysis)
-    6. ``queue`` (carries jobs to workers, each with a sandbox pool)
-    7. ``runners`` (picks the sandbox's pool or the queue)
-    8. ``api`` (the web process)
-    9. ``cli``
-    10. ``gradtrace`` itself: the public facade (``record``, ``show``, ``Client``)
+    7. ``queue`` (carries jobs to workers, each with a sandbox pool)
+    8. ``runners`` (picks the sandbox's pool or the queue)
+    9. ``api`` (the web process)
+    10. ``cli``
+    11. ``gradtrace`` itself: the public facade (``record``, ``show``, ``Client``)
 
     Inside a package there is no order, only no circle (checked over every module).
 """
@@ -43,7 +44,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("version", "errors", "frontend", "lessons", "collector"),
     ("settings",),
     ("schema",),
-    ("analysis", "jobs", "storage", "notebook"),
+    ("analysis", "jobs", "storage"),
+    ("notebook",),
     ("capture", "client"),
     ("sandbox", "magic", "compare_runs"),
     ("queue",),

@@ -28,6 +28,10 @@ export async function toStandaloneHtml(doc, { version = "", view = "", title = n
   let html = template.replace(/@(CSP|VERSION|TITLE|PAYLOAD|SCRIPT)@/g, (_, k) => fill[k]);
   // The view travels as a query string in its own element (read by standalone.js); a text/plain
   // script is data, never run, so the file's policy needs no hash for it.
+  // The service's explanations of the run's nodes, carried as a saved file carries them
+  // (backend/gradtrace/notebook/html.py with_explanations): data, never run.
+  const bundle = doc.id ? await fetch(`/api/runs/${encodeURIComponent(doc.id)}/explanations`).then((r) => (r.ok ? r.text() : null)).catch(() => null) : null;
+  if (bundle) html = html.replace('<script type="application/gzip+base64" id="gt-run">', `<script type="application/gzip+base64" id="gt-explain">${await gzipBase64(bundle)}</script>\n<script type="application/gzip+base64" id="gt-run">`);
   if (view) html = html.replace('<script type="application/gzip+base64"', `<script type="text/plain" id="gt-view">${escapeHtml(view)}</script>\n<script type="application/gzip+base64"`);
   return new Blob([html], { type: "text/html" });
 }

@@ -7,6 +7,7 @@
 import WORKER_SOURCE from "gt:layout-worker-source";
 import CSS from "gt:viewer-css";
 import { decodeView } from "./app/link.js";
+import { fromCarried } from "./ui/explain.js";
 import { EmbeddedViewer, gunzipJson } from "./viewer.js";
 
 function base64Bytes(text) {
@@ -19,7 +20,10 @@ function base64Bytes(text) {
 async function main() {
   const host = document.getElementById("gradtrace");
   const workerUrl = URL.createObjectURL(new Blob([WORKER_SOURCE], { type: "text/javascript" }));
-  const viewer = new EmbeddedViewer(host, { css: CSS, workerUrl, height: "calc(100vh - 42px)" });
+  // The explanations the file carries (backend/gradtrace/notebook/html.py), when it has them.
+  const carried = document.getElementById("gt-explain");
+  const explain = carried ? fromCarried(await gunzipJson(base64Bytes(carried.textContent))) : undefined;
+  const viewer = new EmbeddedViewer(host, { css: CSS, workerUrl, height: "calc(100vh - 42px)", explain });
   window.gradtrace = { viewer };
   const el = document.getElementById("gt-run");
   const doc = await gunzipJson(base64Bytes(el.textContent));

@@ -43,7 +43,8 @@ export class EmbeddedViewer {
    * @param {HTMLElement} host  the element to draw in (its content is replaced by a shadow root)
    * @param {{css: string, workerUrl: string|URL, onSelect?: (sel: object|null) => void,
    *          onStep?: (k: number) => void, height?: string,
-   *          checks?: (doc: object, node: object, signal: AbortSignal) => Promise<object>}} opts
+   *          checks?: (doc: object, node: object, signal: AbortSignal) => Promise<object>,
+   *          explain?: (doc: object, node: object, index: number[]|null, signal: AbortSignal) => Promise<object>}} opts
    */
   constructor(host, opts) {
     this.host = host;
@@ -65,7 +66,7 @@ export class EmbeddedViewer {
     this.editor = new CodeEditor($("#editor"), { onRun: () => {}, onLineSelect: (line) => this.viewer.selectLine(line), onLeave: () => $("#graph").focus() });
     $("#wrap").addEventListener("click", () => { this.editor.setWrap(!this.editor.wrapped); $("#wrap").setAttribute("aria-pressed", String(this.editor.wrapped)); });
     this.editor.setReadOnly(true);
-    this.viewer = new Viewer(root, { state: this.state, code: this.editor, workerUrl: opts.workerUrl, checks: opts.checks });
+    this.viewer = new Viewer(root, { state: this.state, code: this.editor, workerUrl: opts.workerUrl, checks: opts.checks, explain: opts.explain });
     this.results = { badge: $("#status-badge"), error: $("#error-box"), stdout: $("#stdout"), stdoutWrap: $("#stdout-wrap") };
     $("#fit").addEventListener("click", () => this.canvas.fit());
     $("#zoom-in").addEventListener("click", () => this.canvas.zoomBy(1.25));

@@ -2,7 +2,7 @@
 // the service's (tests/analysis/test_explain.py).
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { elements, explainLines, explainUrl } from "../src/ui/explain.js";
+import { argsText, elements, explainLines, explainUrl, fromCarried } from "../src/ui/explain.js";
 
 test("the request names the run, the node and the element", () => {
   assert.equal(explainUrl("abc", "n3", null), "/api/runs/abc/explain?node=n3");
@@ -34,4 +34,40 @@ test("a rule that disagrees with the recording says so; an unknown op says there
 test("the element picker lists coordinates row-major", () => {
   assert.deepEqual(elements([2, 2]), [[0, 0], [0, 1], [1, 0], [1, 1]]);
   assert.equal(elements([40, 40]).length, 1000);
+});
+
+test("a saved file's carried explanations answer in the service's shape, and say what they lack", async () => {
+  const bundle = {
+    rules: { MulBackward0: ["grad_self = grad_out · other", "grad_other = grad_out · self"] },
+    nodes: {
+      n1: { op: "MulBackward0", pass: 0, inputs: [
+        { input_nr: 0, shape: [2], index: [0], instance: "1 · 2 = 2", value: 2, recorded: 2,
+          elements: [{ index: [0], instance: "1 · 2 = 2", value: 2, recorded: 2 }, { index: [1], instance: "1 · 3 = 3", value: 3, recorded: 3 }] },
+        { input_nr: 1, shape: [3], index: [0], instance: "1 · 5 = 5", value: 5, recorded: 5 }] },
+      n2: { op: "CumsumBackward0", pass: 0, note: "no rule for CumsumBackward0 in the catalogue", inputs: [] },
+    },
+    skipped_nodes: 4, budget: 100,
+  };
+  const ask = fromCarried(bundle);
+  const first = await ask({ id: "d" }, { id: "n1" }, null);
+  assert.equal(first.known, true);
+  assert.equal(first.inputs[0].rule, "grad_self = grad_out · other");
+  assert.equal(first.inputs[0].elements, undefined);
+  const lines = explainLines(first);
+  assert.match(lines[0].instance, /^at \[0\]: 1 · 2 = 2$/);
+  const second = await ask({ id: "d" }, { id: "n1" }, [1]);
+  assert.equal(second.inputs[0].instance, "1 · 3 = 3");
+  assert.match(second.inputs[1].note, /first 1 element/);
+  assert.equal(second.inputs[1].rule, "grad_other = grad_out · self");
+  const unknown = await ask({ id: "d" }, { id: "n2" }, null);
+  assert.equal(unknown.known, false);
+  assert.match(explainLines(unknown)[0].note, /no rule/);
+  await assert.rejects(ask({ id: "d" }, { id: "n9" }, null), /first 2 nodes only/);
+});
+
+test("the saved arguments a rule reads are written out", () => {
+  assert.equal(argsText({ args: { exponent: 2 } }), "exponent = 2");
+  assert.equal(argsText({ args: { dims: [2, 0, 1], keepdim: false } }), "dims = (2, 0, 1) · keepdim = false");
+  assert.equal(argsText({ args: {} }), null);
+  assert.equal(argsText({}), null);
 });

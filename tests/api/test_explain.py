@@ -43,3 +43,20 @@ def test_bad_requests_are_4xx(api: httpx.Client) -> None:
     assert api.get("/api/runs/nope/explain", params={"node": "n1"}).status_code == 404
     leaf = next(n["id"] for n in doc["graph"]["nodes"] if n["kind"] == "tensor")
     assert api.get(base, params={"node": leaf}).status_code == 404
+
+
+def test_every_nodes_explanation_as_a_saved_file_carries_them(api: httpx.Client) -> None:
+    """GET /api/runs/{id}/explanations: what the page's Export → HTML embeds."""
+    doc = _run(api, lesson("leaf_and_retain_grad").code)
+    r = api.get(f"/api/runs/{doc['id']}/explanations")
+    assert r.status_code == 200, r.text
+    bundle = r.json()
+    fns = {n["id"]: n["name"] for n in doc["graph"]["nodes"] if n["kind"] == "function"}
+    assert set(bundle["nodes"]) == set(fns) and bundle["skipped_nodes"] == 0
+    pow_id = next(i for i, name in fns.items() if name == "PowBackward0")
+    carried = bundle["nodes"][pow_id]["inputs"][0]
+    one = api.get(f"/api/runs/{doc['id']}/explain", params={"node": pow_id}).json()["inputs"][0]
+    assert carried["instance"] == one["instance"] and carried["value"] == one["value"]
+    assert bundle["rules"]["PowBackward0"] == [one["rule"]]
+    assert [e["index"] for e in carried["elements"]] == [[0], [1]]
+    assert api.get("/api/runs/nope/explanations").status_code == 404

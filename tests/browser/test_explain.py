@@ -42,3 +42,17 @@ def test_lesson_04_addmm_is_explained_per_element(playground: Any, artifacts_dir
     pick.select_option("1")
     expect(instances.first).to_contain_text("at [1]")
     page.screenshot(path=str(artifacts_dir / "explain-lesson-04-addmm.png"))
+
+
+def test_lesson_05_pow_reads_its_saved_exponent(playground: Any, artifacts_dir: Path) -> None:
+    """PowBackward0's rule needs the exponent, a non-tensor argument: capture's saved_args."""
+    page = playground
+    run_example(page, "leaf_and_retain_grad")
+    node = page.evaluate(_SELECT, "PowBackward0")
+    assert node["saved_args"] == {"exponent": 2}
+    panel = page.locator("#inspector [data-gt=explain]")
+    expect(panel).to_contain_text("grad_self = grad_out · exponent · self^(exponent − 1)")
+    expect(panel.locator("[data-gt=explain-args]")).to_have_text("with exponent = 2")
+    expect(panel.locator("[data-gt=explain-instance]").first).to_contain_text(" · 2 · ")
+    expect(panel.locator(".gt-explain-recorded").first).not_to_contain_text("differs")
+    page.screenshot(path=str(artifacts_dir / "explain-lesson-05-pow.png"))

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 import torch
 
 import gradtrace
@@ -117,3 +118,58 @@ def test_saved_values_are_absent_when_the_saved_tensors_are_unread(run: Any) -> 
     assert doc["status"] == "ok", doc["error"]
     unread = [n for n in doc["graph"]["nodes"] if n.get("saved_unread")]
     assert unread and all(n["saved"] == [] for n in unread)
+
+
+ARGS_PROGRAM = """import torch, torch.nn.functional as F
+x = torch.randn(2, 3, 4, requires_grad=True)
+a = x.pow(2).sum() + x[:, -1].sum() + x[..., 1:3].sum() + F.log_softmax(x, -1).sum()
+a = a + x.transpose(-1, 0).sum() + x.permute(2, 0, 1).sum(dim=(0, 1)).sum() + x.clamp(min=0).sum()
+a = a + F.gelu(x, approximate="tanh").sum() + x.abs().pow(float("inf")).sum()
+a = a + F.nll_loss(F.log_softmax(x[0], -1), torch.tensor([0, 1, 2]))
+a.backward()
+"""
+ARGS_EXPECTED = {  # by op: torch's own ``_saved_*`` of each, signed, None and sizes left out
+    "PowBackward0": [{"exponent": 2}, {"exponent": "inf"}],
+    "SelectBackward0": [{"dim": 1, "index": -1}, {"dim": 0, "index": 0}],
+    "SliceBackward0": [{"dim": 2, "start": 1, "end": 3, "step": 1}],
+    "LogSoftmaxBackward0": [{"dim": -1}, {"dim": -1}],
+    "TransposeBackward0": [{"dim0": -1, "dim1": 0}],
+    "PermuteBackward0": [{"dims": [2, 0, 1]}],
+    "SumBackward1": [{"dim": [0, 1], "keepdim": False}],
+    "ClampBackward1": [{"min": 0}],
+    "GeluBackward0": [{"approximate": "tanh"}],
+    "NllLossBackward0": [{"ignore_index": -100, "reduction": 1}],
+}
+
+
+@pytest.mark.parametrize("native", [True, False], ids=["core", "python"])
+def test_small_non_tensor_arguments_are_saved_args(native: bool) -> None:
+    """NOTE [saved arguments] in capture/saved.py, on both kernel sets."""
+    from gradtrace.capture import run_snippet
+
+    doc = run_snippet(ARGS_PROGRAM, seed=0, native=native)
+    assert doc["status"] == "ok", doc["error"]
+    fns = [n for n in doc["graph"]["nodes"] if n["kind"] == "function"]
+    for op, expected in ARGS_EXPECTED.items():
+        got = [n.get("saved_args") for n in fns if n["name"] == op]
+        assert sorted(map(str, got)) == sorted(str(dict(sorted(e.items()))) for e in expected), op
+    for n in fns:  # sizes, strides and None never appear; add's alpha does
+        assert not any("_sym_" in k for k in n.get("saved_args") or {}), n
+        if n["name"] == "AddBackward0":
+            assert n["saved_args"] == {"alpha": 1}
+    mul = [n for n in fns if n["name"] in ("MulBackward0", "ExpBackward0", "AccumulateGrad")]
+    assert mul and all("saved_args" not in n for n in mul)  # nothing but tensors saved: absent
+
+
+def test_a_saved_argument_is_torchs_own_value() -> None:
+    from gradtrace.capture.saved import saved_arg
+
+    x = torch.randn(3, 4, requires_grad=True)
+    node = torch.nn.functional.softmax(x, -1).grad_fn
+    assert node._saved_dim == 2**64 - 1  # autograd's binding: int64 as unsigned
+    assert saved_arg(node._saved_dim) == -1
+    assert saved_arg(2**64) is None and saved_arg(-(2**63)) == -(2**63)
+    assert saved_arg((1, 2)) == [1, 2] and saved_arg(tuple(range(9))) is None
+    assert saved_arg(True) is True and saved_arg(float("nan")) == "nan" and saved_arg(0.5) == 0.5
+    assert saved_arg("tanh") == "tanh" and saved_arg("not a name") is None and saved_arg(None) is None
+    assert saved_arg(torch.float32) is None and saved_arg((1.5,)) is None

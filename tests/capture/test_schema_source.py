@@ -119,3 +119,10 @@ def test_the_cores_events_edges_and_values_write_the_models_fields_in_canonical_
     stats = _body(value, '\\"stats\\":{', '},')
     assert _keys(value.replace(stats, '\\"stats\\":')) == _written(models.TensorValue)
     assert _keys(stats) == ["stats", *_written(models.TensorStats)]
+
+
+def test_the_cores_saved_argument_list_limit_is_saved_pys() -> None:
+    from gradtrace.capture.saved import ARG_LIST_LIMIT
+
+    prelude = (CXX / "prelude.h").read_text()
+    assert f"constexpr int64_t kArgListLimit = {ARG_LIST_LIMIT};" in prelude

@@ -35,7 +35,16 @@ def test_the_file_holds_the_document_and_no_outside_reference(tmp_path: Path, wi
     embedded = json.loads(gzip.decompress(base64.b64decode(payload.group(1))))
     assert embedded["id"] == doc.id and len(embedded["graph"]["nodes"]) == len(doc.graph.nodes)
     assert not re.search(r'(src|href)="https?:', text), "nothing is loaded from outside the file"
-    assert text.count("<script") == 2
+    assert text.count("<script") == 3  # the viewer, the run, the explanations it carries
+    carried = re.search(r'<script type="application/gzip\+base64" id="gt-explain">([^<]*)</script>', text)
+    assert carried is not None
+    bundle = json.loads(gzip.decompress(base64.b64decode(carried.group(1))))
+    ops = {n.id: n.name for n in doc.graph.nodes}
+    assert {ops[i] for i in bundle["nodes"]} == {n.name for n in doc.graph.nodes if n.kind == "function"}
+    tanh = next(e for i, e in bundle["nodes"].items() if ops[i] == "TanhBackward0")
+    assert bundle["rules"]["TanhBackward0"] == ["grad_self = grad_out · (1 − result²)"]
+    assert tanh["inputs"][0]["instance"].startswith("3 · (1 − ") and len(tanh["inputs"][0]["elements"]) == 2
+    assert bundle["skipped_nodes"] == 0
 
 
 def test_the_saved_file_opens_offline_and_plays_the_whole_run(browser: Any, tmp_path: Path,
@@ -116,5 +125,38 @@ def test_the_saved_file_shows_the_first_nan_and_its_badge(browser: Any, tmp_path
         assert "first NaN in backward: SqrtBackward0" in root.locator("#findings").inner_text()
         assert root.locator(".gt-nan-mark").count() == 1
         page.screenshot(path=str(artifacts_dir / "findings-saved-html.png"))
+    finally:
+        context.close()
+
+
+def test_the_saved_file_explains_a_node_offline(browser: Any, tmp_path: Path, widget_bundles: Path,
+                                                artifacts_dir: Path) -> None:
+    """"Explain this node" with no service: the file's carried explanations, at a chosen element."""
+    with gradtrace.record() as rec:
+        x = torch.tensor([1.5, -2.0], requires_grad=True)
+        loss = (x ** 3 * 2).sum()
+        loss.backward()
+    doc = rec.document()
+    pow_id = next(n.id for n in doc.graph.nodes if n.name == "PowBackward0")
+    path = tmp_path / "pow.html"
+    doc.save_html(str(path))
+    context = browser.new_context(offline=True, viewport={"width": 1280, "height": 800})
+    page = context.new_page()
+    try:
+        page.goto(path.as_uri())
+        page.wait_for_function("document.getElementById('gradtrace').dataset.ready === '1'", timeout=20_000)
+        page.evaluate(f"window.gradtrace.viewer.selectById('{pow_id}')")
+        root = page.locator("#gradtrace")
+        instance = root.locator("[data-gt=explain-instance]")
+        instance.first.wait_for(timeout=10_000)
+        assert root.locator(".gt-explain-rule").first.inner_text() == \
+            "grad_self = grad_out · exponent · self^(exponent − 1)"
+        assert instance.first.inner_text() == "→ at [0]: 2 · 3 · 1.5^2 = 13.5"
+        root.locator("[data-gt=explain-element]").select_option("1")
+        page.wait_for_function("document.getElementById('gradtrace').shadowRoot"
+                               ".querySelector('[data-gt=explain-instance]').textContent.includes('at [1]')")
+        assert instance.first.inner_text() == "→ at [1]: 2 · 3 · (-2)^2 = 24"
+        root.locator(".gt-explain").scroll_into_view_if_needed()
+        page.screenshot(path=str(artifacts_dir / "explain-saved-html.png"))
     finally:
         context.close()

@@ -113,6 +113,14 @@ def test_gradtrace_cell_magic_in_jupyterlab(jupyterlab: Lab, lab_page: Any) -> N
     run_cell(page, 3)
     page.wait_for_function(f"document.querySelector('{WIDGET}').gradtrace.player.k === 1")
     assert label.inner_text().startswith(f"Step 1/{n}")
+
+    # "Explain this node" asks the kernel (GradtraceWidget.explain) and shows its answer.
+    page.evaluate(f"""() => {{ const v = document.querySelector('{WIDGET}').gradtrace;
+        v.selectById(v.index.nodes.find((n) => n.name === 'MulBackward0').id); }}""")
+    instance = host.locator("[data-gt=explain-instance]").first
+    instance.wait_for()
+    assert host.locator(".gt-explain-rule").first.inner_text().startswith("grad_self = grad_out")
+    assert " = " in instance.inner_text()
     assert page.page_errors == [], page.page_errors
 
 

@@ -41,6 +41,12 @@ def test_export_html_on_the_page_writes_a_file_that_plays_offline(page: Any, liv
         saved.keyboard.press("Home")
         saved.keyboard.press("ArrowRight")
         assert saved.locator("#gradtrace #tl-label").inner_text().startswith(f"Step 1/{info2['N']}")
+        # the service's explanations travel in the file (GET /api/runs/{id}/explanations)
+        fn = next(n for n in doc["graph"]["nodes"] if n["kind"] == "function" and n["name"] != "AccumulateGrad")
+        saved.evaluate(f"window.gradtrace.viewer.selectById('{fn['id']}')")
+        instance = saved.locator("#gradtrace [data-gt=explain-instance]").first
+        instance.wait_for(timeout=10_000)
+        assert " = " in instance.inner_text()
     finally:
         offline.close()
     assert page.page_errors == []

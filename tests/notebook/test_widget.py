@@ -128,3 +128,24 @@ def test_the_widget_checks_a_node_and_its_button_asks_python(widget_bundles: Pat
     assert w._check is not None and w._check["verdict"] == "fail"
     w._on_msg(w, {"type": "check", "node": "n-none"}, [])
     assert w._check["status"] == "refused" and "no node" in w._check["message"]
+
+
+def test_the_widget_and_the_document_explain_a_node_from_python(widget_bundles: Path) -> None:
+    """The widget's explain panel asks its kernel ({type: "explain"}), which answers through
+    _explain with the request's number; w.explain() and doc.explain() answer from Python."""
+    with gradtrace.record() as rec:
+        x = torch.tensor([1.5, -2.0], requires_grad=True)
+        (x ** 3).sum().backward()
+    doc = rec.document()
+    first = doc.explain("PowBackward0")
+    assert first["inputs"][0]["instance"] == "1 · 3 · 1.5^2 = 6.75"
+    assert doc.explain("PowBackward0", index=[1])["inputs"][0]["instance"] == "1 · 3 · (-2)^2 = 12"
+    w = GradtraceWidget(doc)
+    pow_id = next(n["id"] for n in w.document["graph"]["nodes"] if n["name"] == "PowBackward0")
+    assert w.explain("PowBackward0") == first == w.explain(pow_id)
+    w._on_msg(w, {"type": "explain", "node": pow_id, "index": [1], "seq": 7}, [])
+    assert w._explain == {"seq": 7, "answer": doc.explain(pow_id, index=[1])}
+    w._on_msg(w, {"type": "explain", "node": pow_id, "index": ["bad"], "seq": 8}, [])  # bad index: the first
+    assert w._explain is not None and w._explain["answer"]["inputs"][0]["index"] == [0]
+    w._on_msg(w, {"type": "explain", "node": "n-none", "seq": 9}, [])
+    assert w._explain["seq"] == 9 and "no node" in w._explain["error"]

@@ -216,9 +216,13 @@ MUTATIONS: dict[str, Callable[[dict[str, Any]], None]] = {
     "optional additions present": lambda doc: (
         _set((*NODE, "outputs"), [{"shape": [1], "dtype": "float32", "device": "cpu"}])(doc),
         _set((*NODE, "roles"), ["leaf", "root"])(doc), _set((*NODE, "saved_unread"), True)(doc),
+        _set((*NODE, "saved_args"), {"approximate": "tanh", "dim": -1, "dims": [2, 0, 1], "exponent": 0.5,
+                                     "keepdim": False, "other": "-inf"})(doc),
         _set(("graph", "edges", 0, "cut"), True)(doc),
         _set(("recorder_errors",), {"count": 1, "first": ["boom"]})(doc)),
 }
+MUTATIONS["saved arg not a short name"] = _set((*NODE, "saved_args"), {"rounding_mode": "a b"})
+MUTATIONS["saved arg a list of floats"] = _set((*NODE, "saved_args"), {"dims": [0.5]})
 FAST = {"stale false", "tiny values", "bool values", "int values", "int beyond 64 bits in values",
         "int beyond 64 bits in a stat",
         "special values", "scalar values", "no values", "no stats", "deep values",

@@ -3,7 +3,8 @@
 For a node's backward event, :func:`explain_node` writes, for each input it passes a gradient to,
 the rule (``grad_self = grad_out · other``) and one instance of it at a chosen element
 (``0.3 · 2 = 0.6``), read from the event's ``grad_outputs`` and the node's saved tensors' values;
-the rules live in :mod:`gradtrace.analysis.explain_ops`.
+the rules live in :mod:`gradtrace.analysis.explain_ops`, :mod:`~gradtrace.analysis.explain_index`
+and :mod:`~gradtrace.analysis.explain_nn` (those two read the node's ``saved_args``).
 
 NOTE [explain on request]: an instance is per element, and GRU-200 has thousands of backward
 events; writing every element's instance into every document would cost far more than the few %
@@ -16,11 +17,20 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from gradtrace.analysis.explain_ops import RULES, Ctx
+from gradtrace.analysis import explain_index, explain_nn, explain_ops
+from gradtrace.analysis.explain_ops import Ctx, NotKept, Rule
 from gradtrace.analysis.explain_tensors import Flat, flatten, fmt, numel, ravel, unravel
 from gradtrace.errors import NotFound
 
 JSON = dict[str, Any]
+_ARITHMETIC = (ZeroDivisionError, OverflowError, ValueError)
+"""What Python's float arithmetic raises where IEEE gives inf or nan (the rules spell out the
+common cases IEEE's way: ``rules._div``)."""
+_MISFIT = (IndexError, KeyError, TypeError)
+"""What a rule raises on a document whose shapes or saved arguments contradict each other (a
+job's result is untrusted: NOTE [fast path] in schema/fast.py), answered as a note, not a 500."""
+RULES: dict[str, Rule] = {**explain_ops.RULES, **explain_index.RULES, **explain_nn.RULES}
+"""Every backward op with a rule, by autograd's class name."""
 
 
 def _encode(x: float) -> float | str:
@@ -66,14 +76,27 @@ def _context(node: JSON, event: JSON) -> Ctx | None:
     if g is None:
         return None
     saved = {}
+    names = set()
     for s in node.get("saved") or []:
+        names.add(str(s.get("name")))
         flat = _flat(s.get("value"))
         if flat is not None:
             saved[str(s.get("name"))] = flat
     shapes: list[tuple[int, ...] | None] = []
     for gi in event.get("grad_inputs") or []:
         shapes.append(tuple(int(x) for x in gi["shape"]) if gi and gi.get("shape") is not None else None)
-    return Ctx(g, saved, shapes)
+    return Ctx(g, saved, shapes, dict(node.get("saved_args") or {}), frozenset(names))
+
+
+def _missing(rule: Rule, ctx: Ctx, i: int) -> str | None:
+    """Why input ``i``'s rule cannot be worked out from this document, or None."""
+    values = [n for n in rule.needs[i] if n not in ctx.saved]
+    if values:
+        return f"values of {', '.join(values)} were not kept (more than 1,000 elements)"
+    args = [a for a in rule.args if a not in ctx.args]
+    if args:
+        return f"the argument{'s' if len(args) > 1 else ''} {', '.join(args)} not recorded (an older document)"
+    return None
 
 
 def evaluate(doc: JSON, node_id: str, pass_index: int | None = None) -> list[list[float] | None]:
@@ -87,10 +110,13 @@ def evaluate(doc: JSON, node_id: str, pass_index: int | None = None) -> list[lis
         return []
     out: list[list[float] | None] = []
     for i, shape in enumerate(ctx.in_shapes):
-        if shape is None or i >= len(rule.texts) or any(n not in ctx.saved for n in rule.needs[i]):
+        if shape is None or i >= len(rule.texts) or _missing(rule, ctx, i):
             out.append(None)
             continue
-        out.append([rule.elem(ctx, i, k)[1] for k in range(numel(shape))])
+        try:
+            out.append([rule.elem(ctx, i, k)[1] for k in range(numel(shape))])
+        except (NotKept, *_ARITHMETIC, *_MISFIT):
+            out.append(None)
     return out
 
 
@@ -102,11 +128,21 @@ def explain_node(doc: JSON, node_id: str, pass_index: int | None = None,
     node = _node(doc, node_id)
     if node.get("kind") != "function":
         raise NotFound(f"node {node_id!r} is a tensor, not a backward node")
+    return explain_event(node, _event(doc, node_id, pass_index), index)
+
+
+def explain_event(node: JSON, event: JSON | None, index: list[int] | None = None,
+                  elements: int = 0) -> JSON:
+    """:func:`explain_node` for a function node and its backward event (None: it never ran).
+    ``elements``: also work each input's rule out at its first ``elements`` elements, as
+    ``elements: [{index, instance, value, recorded}]`` (what a saved file carries:
+    :mod:`gradtrace.analysis.explain_offline`)."""
     name = str(node.get("name"))
     rule = RULES.get(name)
-    event = _event(doc, node_id, pass_index)
-    answer: JSON = {"node": node_id, "op": name, "known": rule is not None,
+    answer: JSON = {"node": node.get("id"), "op": name, "known": rule is not None,
                     "pass": event.get("pass") if event else None, "inputs": []}
+    if rule is not None and node.get("saved_args"):
+        answer["args"] = dict(node["saved_args"])  # what the rule reads (slice's start and end too)
     if rule is None:
         answer["note"] = f"no rule for {name} in the catalogue"
         return answer
@@ -119,21 +155,42 @@ def explain_node(doc: JSON, node_id: str, pass_index: int | None = None,
         entry: JSON = {"input_nr": i, "rule": text}
         answer["inputs"].append(entry)
         shape = ctx.in_shapes[i] if ctx and i < len(ctx.in_shapes) else None
-        if ctx is None or shape is None:
+        if ctx is None or event is None or shape is None:
             if ctx is not None:
                 entry["note"] = "no gradient passed to this input"
             continue
-        missing = [n for n in rule.needs[i] if n not in ctx.saved]
-        if missing:
-            entry["note"] = f"values of {', '.join(missing)} were not kept (more than 1,000 elements)"
+        why = _missing(rule, ctx, i)
+        if why:
+            entry["note"] = why
             continue
         coords = tuple(index or ())
         if len(coords) != len(shape) or any(not 0 <= c < s for c, s in zip(coords, shape, strict=True)):
             coords = unravel(0, shape)
-        k = ravel(coords, shape)
-        shown, value = rule.elem(ctx, i, k)
-        entry.update(shape=list(shape), index=list(coords), instance=f"{shown} = {fmt(value)}", value=_encode(value))
-        recorded = _flat(((event or {}).get("grad_inputs") or [])[i])
-        if recorded is not None:
-            entry["recorded"] = _encode(recorded.at(k))
+        recorded = _flat((event.get("grad_inputs") or [])[i])
+        try:
+            entry.update(_at(rule, ctx, i, shape, coords, recorded))
+            if elements:
+                entry["elements"] = [_at(rule, ctx, i, shape, unravel(k, shape), recorded)
+                                     for k in range(min(elements, numel(shape)))]
+        except NotKept as e:
+            entry.pop("elements", None)
+            entry["note"] = f"values of {e} were not kept (more than 1,000 elements)"
+        except _ARITHMETIC:
+            entry.pop("elements", None)
+            entry["note"] = "the rule's arithmetic overflows or divides by zero here (see the recorded value)"
+        except _MISFIT:
+            entry.pop("elements", None)
+            entry["note"] = "the recorded shapes or arguments do not fit this rule"
     return answer
+
+
+def _at(rule: Rule, ctx: Ctx, i: int, shape: tuple[int, ...], coords: tuple[int, ...],
+        recorded: Flat | None) -> JSON:
+    """Input ``i``'s rule worked out at element ``coords``."""
+    k = ravel(coords, shape)
+    shown, value = rule.elem(ctx, i, k)
+    out: JSON = {"shape": list(shape), "index": list(coords), "instance": f"{shown} = {fmt(value)}",
+                 "value": _encode(value)}
+    if recorded is not None:
+        out["recorded"] = _encode(recorded.at(k))
+    return out

@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from gradtrace.analysis.explain_tensors import Flat, broadcast_index, fmt, numel, sources, unravel
-from gradtrace.analysis.rules import LOCAL
+from gradtrace.analysis.rules import LOCAL, _div
 
 
 @dataclass(frozen=True)
@@ -24,6 +25,18 @@ class Ctx:
     g: Flat
     saved: dict[str, Flat]
     in_shapes: list[tuple[int, ...] | None]
+    args: dict[str, Any] = field(default_factory=dict)
+    """The node's ``saved_args`` (pow's exponent, select's dim and index)."""
+    names: frozenset[str] = frozenset()
+    """Every saved tensor's name, its values kept or not (an optional one absent was None)."""
+
+    def arg(self, name: str, default: Any = None) -> Any:
+        return self.args.get(name, default)
+
+
+class NotKept(LookupError):
+    """A rule needs a saved tensor whose values the document did not keep (a rule raises it for
+    an optional operand, ``nll_loss``'s weight; ``Rule.needs`` covers the others)."""
 
 
 Elem = Callable[[Ctx, int, int], tuple[str, float]]
@@ -36,6 +49,8 @@ class Rule:
     needs: tuple[tuple[str, ...], ...]
     """For each input, the saved tensors its rule reads."""
     elem: Elem
+    args: tuple[str, ...] = ()
+    """The saved arguments it reads (absent from documents written before ``saved_args``)."""
 
 
 def _summed(ctx: Ctx, i: int, k: int, term: Callable[[int], tuple[str, float]]) -> tuple[str, float]:
@@ -55,7 +70,8 @@ def _operand(ctx: Ctx, name: str, j: int) -> float:
     return t.at(broadcast_index(j, ctx.g.shape, t.shape) if t.shape != ctx.g.shape else j)
 
 
-def _unary(text: str, needs: tuple[str, ...], local: Callable[[Ctx, int], tuple[str, float]]) -> Rule:
+def _unary(text: str, needs: tuple[str, ...], local: Callable[[Ctx, int], tuple[str, float]],
+           args: tuple[str, ...] = ()) -> Rule:
     """One input, elementwise: ``grad_in[k] = grad_out[k] · local(k)``."""
 
     def elem(ctx: Ctx, i: int, k: int) -> tuple[str, float]:
@@ -63,11 +79,11 @@ def _unary(text: str, needs: tuple[str, ...], local: Callable[[Ctx, int], tuple[
         shown, factor = local(ctx, k)
         return f"{fmt(g)} · {shown}", g * factor
 
-    return Rule((text,), (needs,), elem)
+    return Rule((text,), (needs,), elem, args)
 
 
 def _binary(texts: tuple[str, str], needs: tuple[tuple[str, ...], ...],
-            locals_: tuple[Callable[[Ctx, int], tuple[str, float]], ...]) -> Rule:
+            locals_: tuple[Callable[[Ctx, int], tuple[str, float]], ...], args: tuple[str, ...] = ()) -> Rule:
     """Two broadcast inputs: ``grad_in_i[k] = Σ_j grad_out[j] · local_i(j)`` over ``j`` reading ``k``."""
 
     def elem(ctx: Ctx, i: int, k: int) -> tuple[str, float]:
@@ -77,7 +93,7 @@ def _binary(texts: tuple[str, str], needs: tuple[tuple[str, ...], ...],
             return (f"{fmt(g)} · {shown}" if shown else fmt(g * factor)), g * factor
         return _summed(ctx, i, k, term)
 
-    return Rule(texts, needs, elem)
+    return Rule(texts, needs, elem, args)
 
 
 def _s(name: str) -> Callable[[Ctx, int], tuple[str, float]]:
@@ -89,6 +105,14 @@ def _s(name: str) -> Callable[[Ctx, int], tuple[str, float]]:
 
 def _const(c: float) -> Callable[[Ctx, int], tuple[str, float]]:
     return lambda ctx, j: ("" if c == 1 else fmt(c), c)
+
+
+def _alpha(sign: float) -> Callable[[Ctx, int], tuple[str, float]]:
+    """``other``'s factor in ``self ± alpha · other`` (alpha 1 unless the node saved another)."""
+    def f(ctx: Ctx, j: int) -> tuple[str, float]:
+        a = sign * float(ctx.arg("alpha", 1))
+        return ("" if a == 1 else fmt(a)), a
+    return f
 
 
 def _pass_through(text: str) -> Rule:
@@ -161,17 +185,34 @@ def _gelu(x: float) -> float:
     return cdf + x * math.exp(-0.5 * x * x) / math.sqrt(2.0 * math.pi)
 
 
+def _gelu_tanh(x: float) -> float:
+    """d/dx of ``gelu(x, approximate="tanh")``."""
+    c = math.sqrt(2.0 / math.pi)
+    t = math.tanh(c * (x + 0.044715 * x ** 3))
+    return 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * c * (1.0 + 3 * 0.044715 * x * x)
+
+
+def _gelu_local(ctx: Ctx, k: int) -> tuple[str, float]:
+    x = ctx.saved["self"].at(k)
+    if ctx.arg("approximate", "none") == "tanh":
+        return f"gelu_tanh′({fmt(x)})", _gelu_tanh(x)
+    return f"gelu′({fmt(x)})", _gelu(x)
+
+
 RULES: dict[str, Rule] = {
-    "AddBackward0": _binary(("grad_self = grad_out", "grad_other = grad_out"), ((), ()), (_const(1), _const(1))),
-    "SubBackward0": _binary(("grad_self = grad_out", "grad_other = −grad_out"), ((), ()), (_const(1), _const(-1))),
+    "AddBackward0": _binary(("grad_self = grad_out", "grad_other = grad_out · alpha"), ((), ()),
+                            (_const(1), _alpha(1))),
+    "SubBackward0": _binary(("grad_self = grad_out", "grad_other = −grad_out · alpha"), ((), ()),
+                            (_const(1), _alpha(-1))),
     "MulBackward0": _binary(("grad_self = grad_out · other", "grad_other = grad_out · self"),
                             (("other",), ("self",)), (_s("other"), _s("self"))),
     "DivBackward0": _binary(("grad_self = grad_out / other", "grad_other = −grad_out · self / other²"),
                             (("other",), ("other", "self")),
-                            (lambda c, j: (f"1/{fmt(_operand(c, 'other', j))}", 1 / _operand(c, "other", j)),
+                            (lambda c, j: (f"1/{fmt(_operand(c, 'other', j))}", _div(1.0, _operand(c, "other", j))),
                              lambda c, j: (f"(−{fmt(_operand(c, 'self', j))}/{fmt(_operand(c, 'other', j))}²)",
-                                           -_operand(c, "self", j) / _operand(c, "other", j) ** 2))),
-    "RsubBackward1": _unary("grad_self = −grad_out  (other − self, other a number)", (), lambda c, k: ("(−1)", -1.0)),
+                                           _div(-_operand(c, "self", j), _operand(c, "other", j) ** 2)))),
+    "RsubBackward1": _unary("grad_self = −grad_out · alpha  (other − alpha · self, other a number)", (),
+                            lambda c, k: (f"({fmt(-float(c.arg('alpha', 1)))})", -float(c.arg("alpha", 1)))),
     "NegBackward0": _unary("grad_self = −grad_out", (), lambda c, k: ("(−1)", -1.0)),
     "ExpBackward0": _unary("grad_self = grad_out · result  (result = exp(self))", ("result",), _s("result")),
     "TanhBackward0": _unary("grad_self = grad_out · (1 − result²)", ("result",),
@@ -182,15 +223,15 @@ RULES: dict[str, Rule] = {
     "LogBackward0": _unary("grad_self = grad_out / self", ("self",),
                            _f("self", lambda x: f"(1/{fmt(x)})", LOCAL["LogBackward0"])),
     "SqrtBackward0": _unary("grad_self = grad_out / (2 · result)", ("result",),
-                            _f("result", lambda y: f"1/(2·{fmt(y)})", lambda y: 1 / (2 * y))),
+                            _f("result", lambda y: f"1/(2·{fmt(y)})", lambda y: _div(1.0, 2 * y))),
     "SinBackward0": _unary("grad_self = grad_out · cos(self)", ("self",),
                            _f("self", lambda x: f"cos({fmt(x)})", LOCAL["SinBackward0"])),
     "CosBackward0": _unary("grad_self = −grad_out · sin(self)", ("self",),
                            _f("self", lambda x: f"(−sin({fmt(x)}))", LOCAL["CosBackward0"])),
     "AbsBackward0": _unary("grad_self = grad_out · sign(self)", ("self",),
                            _f("self", lambda x: f"sign({fmt(x)})", LOCAL["AbsBackward0"])),
-    "GeluBackward0": _unary("grad_self = grad_out · (Φ(self) + self · φ(self))", ("self",),
-                            _f("self", lambda x: f"gelu′({fmt(x)})", _gelu)),
+    "GeluBackward0": _unary("grad_self = grad_out · gelu′(self)  (Φ(self) + self · φ(self); "
+                            "the tanh form's derivative when approximate='tanh')", ("self",), _gelu_local),
     "SumBackward0": Rule(("grad_self[k] = grad_out  (every element)",), ((),), lambda c, i, k: _spread(c, i, k, 1.0)),
     "MeanBackward0": Rule(("grad_self[k] = grad_out / numel(self)",), ((),), _mean),
     "ExpandBackward0": Rule(("grad_self = grad_out summed over the expanded dims",), ((),),
@@ -200,7 +241,7 @@ RULES: dict[str, Rule] = {
     "AddmmBackward0": _matmul("mat1", "mat2", True),
 }
 for _name in ("ViewBackward0", "UnsafeViewBackward0", "SqueezeBackward0",
-              "SqueezeBackward1", "UnsqueezeBackward0"):
+              "SqueezeBackward1", "UnsqueezeBackward0", "ReshapeAliasBackward0"):
     RULES[_name] = _pass_through("grad_self = grad_out reshaped to self's shape")
 RULES["CloneBackward0"] = _pass_through("grad_self = grad_out")
 RULES["ToCopyBackward0"] = _pass_through("grad_self = grad_out (cast back to self's dtype)")

@@ -6,12 +6,14 @@ Computed on request from the stored document (NOTE [explain on request] in
 
 from __future__ import annotations
 
+import json
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Query
 from fastapi.responses import Response
 
 from gradtrace.analysis.explain import explain_node
+from gradtrace.analysis.explain_offline import carried_explanations
 from gradtrace.api.errors import ERROR_RESPONSES
 from gradtrace.api.services import ServicesDep
 from gradtrace.errors import InvalidRequest
@@ -45,3 +47,13 @@ def explain(run_id: Annotated[str, Path(max_length=64)], svc: ServicesDep,
     doc = load(svc.require_kept_run(run_id, instead="run the snippet again to explain it"))
     answer = Explanation.model_validate(explain_node(doc, node, pass_, _index(index)))
     return Response(answer.model_dump_json(by_alias=True).encode(), media_type="application/json")
+
+
+@router.get("/api/runs/{run_id}/explanations", responses={**ERROR_RESPONSES, 200: {"description": "The bundle"}},
+            summary="Every backward node's explanation, as a saved HTML file carries them")
+def explanations(run_id: Annotated[str, Path(max_length=64)], svc: ServicesDep) -> Response:
+    """What Export → HTML on the page embeds (NOTE [explanations carried offline] in
+    ``analysis/explain_offline.py``): bounded by its byte budget."""
+    doc = load(svc.require_kept_run(run_id, instead="run the snippet again to explain it"))
+    body = json.dumps(carried_explanations(doc), ensure_ascii=False, separators=(",", ":")).encode()
+    return Response(body, media_type="application/json")

@@ -178,10 +178,12 @@ def describe_batch(roots: list[Node], known: dict[Node, int], *, read_saved_tens
         fid = f"n{pos[n]}"
         doc = _complete(fid, name, output_metas(n))
         attrs = saved_attrs(n) if read_saved_tensors else ()
-        saved, private, total = read_saved(n, attrs, capture) if attrs else ([], [], 0)
+        saved, private, total, args = read_saved(n, attrs, capture) if attrs else ([], [], 0, {})
         if not read_saved_tensors:
             doc["saved_unread"] = True
         doc["saved"] = saved
+        if args:
+            doc["saved_args"] = args
         doc["saved_bytes"] = total
         edges = [{"input_nr": i, "source": f"n{pos[g]}" if g in pos else f"n{known[g]}", "target": fid}
                  for i, (g, _) in enumerate(nexts[n]) if g is not None]

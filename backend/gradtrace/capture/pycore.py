@@ -190,7 +190,8 @@ class PyCore:
                 break
             cost = (self._cost_node + self._cost_saved * len(doc["saved"])
                     + self._cost_edge * len(edges)
-                    + (len(module.stack_json) + 16 if module is not None else 0))
+                    + (len(module.stack_json) + 16 if module is not None else 0)
+                    + (len(canonical_json(doc["saved_args"])) + 14 if "saved_args" in doc else 0))
             if used + cost > bytes_left:
                 stopped = self._bytes_message
                 break

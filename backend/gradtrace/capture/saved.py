@@ -21,6 +21,19 @@ NOTE [saved values]
     saved tensors get no ``value``: reducing every big activation to stats at each node's
     creation would slow the forward pass for numbers nobody asked for.
 
+NOTE [saved arguments]
+    Besides tensors, built-in nodes save the op's small non-tensor arguments: ``pow``'s
+    exponent, ``select``'s dim and index, ``slice``'s start, end and step, softmax's dim,
+    ``nll_loss``'s reduction and ignore_index, ``add``'s alpha. The explanation of a node
+    (gradtrace/analysis/explain_ops.py) needs them to write its rule with numbers, so each
+    one that is a bool, an int, a float, a short name (``approximate="tanh"``) or a list of
+    at most ``ARG_LIST_LIMIT`` ints goes into the entry's ``saved_args`` (absent when none).
+    Left out: None (an optional argument not given, or a tensor slot autograd did not fill),
+    anything else (dtypes, lists of floats), and the ``*_sym_*`` attributes (sizes, strides,
+    numels: shapes the document already has). Autograd's binding hands int64 arguments to
+    Python as unsigned (``dim=-1`` reads 18446744073709551615): they are read back as the
+    signed int64 they are. Non-finite floats are the strings ``"nan"``, ``"inf"``, ``"-inf"``.
+
 NOTE [what counts as a parameter or an input]
     ``is_parameter``: an ``nn.Parameter`` or a view of one (``W.t()`` saved by ``addmm``).
     ``is_input``: any other leaf tensor (data the snippet fed in). Neither: an activation, an
@@ -30,6 +43,8 @@ NOTE [what counts as a parameter or an input]
 from __future__ import annotations
 
 import contextlib
+import math
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -41,6 +56,10 @@ from gradtrace.capture.values import dtype_name
 from gradtrace.schema import VALUES_LIMIT
 
 _ATTRS: dict[type, tuple[str, ...]] = {}
+ARG_LIST_LIMIT = 8
+"""The longest list of ints kept as a saved argument (NOTE [saved arguments])."""
+_ARG_NAME = re.compile(r"[A-Za-z0-9_.-]{1,32}")
+"""A string argument kept as it is (``approximate="tanh"``, ``rounding_mode="floor"``)."""
 
 
 def saved_attrs(node: Node) -> tuple[str, ...]:
@@ -53,7 +72,7 @@ def saved_attrs(node: Node) -> tuple[str, ...]:
         if "saved_tensors" in names and "_raw_saved_tensors" in names:
             attrs = ("saved_tensors",)
         else:
-            attrs = tuple(a for a in names if a.startswith("_saved_"))
+            attrs = tuple(a for a in names if a.startswith("_saved_") and "_sym_" not in a)
         _ATTRS[cls] = attrs
     return attrs
 
@@ -65,6 +84,31 @@ def parameter_of(t: torch.Tensor) -> nn.Parameter | None:
         return t  # type: ignore[return-value]
     base = t._base
     return base if base is not None and issubclass(type(base), nn.Parameter) else None  # type: ignore[return-value]
+
+
+def _int(v: int) -> int | None:
+    """An int argument as the int64 it is (NOTE [saved arguments]), or None beyond 64 bits."""
+    if -(2**63) <= v < 2**63:
+        return v
+    return v - 2**64 if 2**63 <= v < 2**64 else None
+
+
+def saved_arg(value: object) -> object | None:
+    """A non-tensor saved value as ``saved_args`` writes it, or None when it is not kept
+    (NOTE [saved arguments]; ``read_saved_into`` in cxx/walk.h is its twin)."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int):
+        return _int(value)
+    if isinstance(value, float):
+        return value if math.isfinite(value) else str(value)
+    if isinstance(value, str):
+        return value if _ARG_NAME.fullmatch(value) else None
+    if isinstance(value, tuple | list) and len(value) <= ARG_LIST_LIMIT \
+            and all(isinstance(v, int) and not isinstance(v, bool) for v in value):
+        ints = [_int(v) for v in value]
+        return None if None in ints else ints
+    return None
 
 
 Private = tuple[nn.Parameter | None, int | None]
@@ -86,12 +130,13 @@ def _entry(name: str, t: torch.Tensor) -> tuple[dict[str, Any], Private]:
 
 
 def read_saved(node: Node, attrs: tuple[str, ...], capture: Callable[[torch.Tensor], int] | None = None,
-               ) -> tuple[list[dict[str, Any]], list[Private], int]:
+               ) -> tuple[list[dict[str, Any]], list[Private], int, dict[str, Any]]:
     """The saved tensors of ``node`` (in its ``attrs``: :func:`saved_attrs`) as complete entries,
-    what is kept of each privately, and their total bytes. Non-tensor saved values (sizes,
-    scalars) are skipped: they hold no graph memory worth showing. ``capture``: the core's,
-    for small ones' values (NOTE [saved values]); their entries' ``value`` is the value id
-    until the document is written. (The C++ core's ``walk`` does the same, faster.)"""
+    what is kept of each privately, their total bytes, and the node's small non-tensor saved
+    arguments by name (NOTE [saved arguments]). ``capture``: the core's, for small tensors'
+    values (NOTE [saved values]); their entries' ``value`` is the value id until the document
+    is written. (The C++ core's ``walk`` does the same, faster.)"""
+    args: dict[str, Any] = {}
     out: list[dict[str, Any]] = []
     private: list[Private] = []
     total = 0
@@ -103,9 +148,12 @@ def read_saved(node: Node, attrs: tuple[str, ...], capture: Callable[[torch.Tens
         name = attr.removeprefix("_saved_")
         if isinstance(value, torch.Tensor):
             items = [(name, value)]
-        elif isinstance(value, tuple | list):
+        elif isinstance(value, tuple | list) and any(isinstance(v, torch.Tensor) for v in value):
             items = [(f"{name}[{i}]", v) for i, v in enumerate(value) if isinstance(v, torch.Tensor)]
         else:
+            arg = saved_arg(value)
+            if arg is not None:
+                args[name] = arg
             continue
         for label, t in items:
             try:
@@ -117,7 +165,7 @@ def read_saved(node: Node, attrs: tuple[str, ...], capture: Callable[[torch.Tens
             out.append(e)
             private.append(priv)
             total += e["bytes"]
-    return out, private, total
+    return out, private, total, args
 
 
 def saved_hooks_active() -> bool:

@@ -5,6 +5,11 @@ fills too (``frontend/src/export-html.js``): the viewer's script (``dist/standal
 carries the layout worker and the CSS) inline, and the document as gzip-compressed base64 in a
 ``<script type="application/gzip+base64">`` element. It opens offline and plays the whole run.
 
+It also carries the explanations of its backward nodes ("Explain this node"), worked out by the
+torch-free analysis package when the file is written, within a size budget, in a second data
+element (``id="gt-explain"``; NOTE [explanations carried offline] in
+``analysis/explain_offline.py``): the page only reads them.
+
 It carries its own Content-Security-Policy in a ``<meta>`` tag: the hashes of its inline script
 and styles, nothing remote, no eval (NOTE [saved file policy] in ``frontend/standalone-csp.mjs``,
 which writes the policy to ``dist/standalone-csp.txt`` at build time).
@@ -13,12 +18,15 @@ which writes the policy to ``dist/standalone-csp.txt`` at build time).
 from __future__ import annotations
 
 import base64
+import gzip
 import html
+import json
 import os
 import re
 from pathlib import Path
 from typing import Any
 
+from gradtrace.analysis.explain_offline import carried_explanations
 from gradtrace.frontend import STATIC
 from gradtrace.notebook.assets import asset_text
 from gradtrace.notebook.documents import ShownDocument, shown_document
@@ -35,7 +43,21 @@ def standalone_html(document: Any, *, title: str | None = None) -> str:
             "PAYLOAD": base64.b64encode(shown.compressed()).decode("ascii"),
             "SCRIPT": asset_text("standalone.js").replace("</script", "<\\/script")}
     template = (STATIC / "standalone.html").read_text(encoding="utf-8")
-    return re.sub(r"@(CSP|VERSION|TITLE|PAYLOAD|SCRIPT)@", lambda m: fill[m.group(1)], template)
+    page = re.sub(r"@(CSP|VERSION|TITLE|PAYLOAD|SCRIPT)@", lambda m: fill[m.group(1)], template)
+    return with_explanations(page, carried_explanations(shown.doc))
+
+
+RUN_ELEMENT = '<script type="application/gzip+base64" id="gt-run">'
+
+
+def with_explanations(page: str, bundle: dict[str, Any]) -> str:
+    """``page`` with ``bundle`` (:func:`carried_explanations`) as a data element before the
+    run's: gzip-compressed base64 JSON, never run, so the file's policy needs no hash for it
+    (``frontend/src/export-html.js`` adds the service's the same way)."""
+    data = gzip.compress(json.dumps(bundle, ensure_ascii=False, separators=(",", ":")).encode(), mtime=0)
+    payload = base64.b64encode(data).decode("ascii")
+    element = f'<script type="application/gzip+base64" id="gt-explain">{payload}</script>\n'
+    return page.replace(RUN_ELEMENT, element + RUN_ELEMENT, 1)
 
 
 def _document_id(document: Any, shown: ShownDocument) -> str:

@@ -265,6 +265,18 @@ class NotebookRunDocument(RunDocument):
 
         return render_html(self)
 
+    def explain(self, node: str, index: list[int] | None = None, pass_index: int | None = None) -> dict[str, Any]:
+        """"Explain this node" from Python: the backward node ``node`` (its id, or the first
+        function node of that name: ``"PowBackward0"``), its rule per input worked out with the
+        recorded numbers at element ``index`` (``gradtrace.analysis.explain.explain_node``)."""
+        from gradtrace.analysis.explain import explain_node
+
+        doc = self.as_json_dict()
+        nodes = doc["graph"]["nodes"]
+        found = next((n for n in nodes if n["id"] == node), None) or next(
+            (n for n in nodes if n.get("name") == node and n["kind"] == "function"), None)
+        return explain_node(doc, found["id"] if found else node, pass_index, index)
+
     def save_html(self, path: str, *, title: str | None = None) -> str:
         """Write this run as one self-contained HTML file that opens offline and plays it
         (:mod:`gradtrace.notebook.html`); answers the path."""

@@ -53,6 +53,8 @@ class GradtraceWidget(anywidget.AnyWidget):  # type: ignore[misc]
     height = traitlets.Unicode("620px").tag(sync=True)
     _check = traitlets.Dict(allow_none=True, default_value=None).tag(sync=True)
     """The latest gradient check (a GradcheckResult as JSON), shown in the inspector."""
+    _explain = traitlets.Dict(allow_none=True, default_value=None).tag(sync=True)
+    """The latest "Explain this node" answer, ``{seq, answer}`` or ``{seq, error}``."""
 
     @property
     def _esm(self) -> str:  # read by AnyWidget.__init__; a missing bundle is a clear error
@@ -84,8 +86,25 @@ class GradtraceWidget(anywidget.AnyWidget):  # type: ignore[misc]
         self._check = result.model_dump(mode="json")
         return result
 
+    def explain(self, node: str | None = None, index: list[int] | None = None) -> dict[str, Any]:
+        """A backward node's rule per input worked out with the recorded numbers at element
+        ``index`` (``gradtrace.analysis.explain.explain_node``); ``node``: its id or name, or
+        None for the selected node."""
+        from gradtrace.analysis.explain import explain_node
+
+        key = node if node is not None else (self._selected or {}).get("id")
+        found = self._nodes.get(key or "") or next(
+            (n for n in self._nodes.values() if n.get("name") == key and n.get("kind") == "function"), None)
+        if found is None:
+            raise KeyError(f"no node {key!r} in this run")
+        return explain_node(self.document, found["id"], None, index)
+
     def _on_msg(self, _widget: Any, content: Any, _buffers: Any) -> None:
-        """The inspector's "Check gradient" button (frontend/src/widget/index.js)."""
+        """The inspector's "Check gradient" button and "Explain this node" panel
+        (frontend/src/widget/index.js)."""
+        if isinstance(content, dict) and content.get("type") == "explain":
+            self._answer_explain(content)
+            return
         if not isinstance(content, dict) or content.get("type") != "check":
             return
         from gradtrace.errors import GradtraceError
@@ -97,6 +116,18 @@ class GradtraceWidget(anywidget.AnyWidget):  # type: ignore[misc]
                 self.check(content.get("node"))
         except (GradtraceError, KeyError, ValueError, RuntimeError) as e:
             self._check = {"verdict": "inconclusive", "status": "refused", "message": str(e).strip("'\"")}
+
+    def _answer_explain(self, content: dict[str, Any]) -> None:
+        from gradtrace.errors import GradtraceError
+
+        index = content.get("index")
+        if not (isinstance(index, list) and len(index) <= 16 and all(type(i) is int and i >= 0 for i in index)):
+            index = None
+        try:
+            answer: dict[str, Any] = {"answer": self.explain(str(content.get("node")), index)}
+        except (GradtraceError, KeyError, ValueError) as e:
+            answer = {"error": str(e).strip("'\"")}
+        self._explain = {"seq": content.get("seq"), **answer}
 
     @property
     def document(self) -> dict[str, Any]:

@@ -102,6 +102,12 @@ class SavedTensor(_Model):
     carries stats only."""
 
 
+SavedArg = bool | int | float | str | list[int]
+"""A node's small non-tensor saved argument (NOTE [saved arguments] in capture/saved.py): a bool,
+an int (a dim, an index), a float (an exponent), a short name (``"tanh"``), a list of at most 8
+ints (dims), or ``"nan"``/``"inf"``/``"-inf"`` for a non-finite float."""
+
+
 class ModuleInfo(_Model):
     """One module called during the run."""
 
@@ -181,6 +187,9 @@ class Node(_Model):
     entry's path is ``module``."""
     grad_resets: list[GradReset] | None = _optional()
     """Tensor (leaf) nodes: where ``.grad`` was cleared between accumulations."""
+    saved_args: dict[str, SavedArg] | None = _optional()
+    """Function nodes: the op's small non-tensor arguments saved for backward, by name without
+    ``_saved_`` (``{"exponent": 2}``, ``{"dim": -1, "index": 0}``); absent when none."""
 
 
 class HookChange(_Model):

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from gradtrace.schema.document import SavedArg
+
 Number = float | str
 
 
@@ -42,3 +44,5 @@ class Explanation(BaseModel):
     """The backward pass explained (the last that ran the node unless asked)."""
     inputs: list[ExplainedInput] = []
     note: str | None = None
+    args: dict[str, SavedArg] | None = None
+    """The node's saved non-tensor arguments, which its rule reads (``{"exponent": 2}``: ``saved_args``)."""

@@ -58,8 +58,12 @@ _Scalar = bool | int | _Finite | _Special
 _Values = TypeAliasType("_Values", "_Scalar | list[_Values]")  # type: ignore[misc]
 _Number = int | _Finite | _Special
 _NAME = Annotated[str, Field(pattern=r"^[A-Za-z0-9_.]{0,64}$")]
+_ARG_NAME = Annotated[str, Field(pattern=r"^[A-Za-z0-9_.-]{1,32}$")]
+_Arg = bool | int | _Finite | _Special | _ARG_NAME | list[int]
+"""A saved argument (``models.SavedArg``) as capture writes it (NOTE [saved arguments] in capture/saved.py)."""
 _BOUNDS: dict[tuple[type[BaseModel], str], Any] = {
     (models.TensorValue, "dtype"): _NAME, (models.TensorValue, "layout"): _NAME,
+    (models.Node, "saved_args"): dict[str, _Arg],
 }
 """What the fast path bounds beyond the schema (NOTE [fast path]), by (model, key)."""
 

@@ -5,6 +5,9 @@
  * (backend/gradtrace/analysis/explain.py, GET /api/runs/{id}/explain); this panel only reads the
  * answer, so there is one copy of the rules. A tensor gradient gets an element picker.
  *
+ * Without the service, the request is another's: a saved file answers from the explanations it
+ * carries (`fromCarried`), the notebook widget asks its kernel (src/widget/index.js).
+ *
  * The pure parts (the request's URL, the lines shown) are exported for node:test; the panel is
  * built with textContent only.
  */
@@ -18,6 +21,13 @@ export function explainUrl(docId, nodeId, index) {
 
 /** The explanation as lines: per input its rule, the instance (or why there is none), and
  * whether the rule's number agrees with what backward recorded. */
+/** The saved arguments a rule reads, as the panel writes them: `exponent = 2 · dim = -1`. */
+export function argsText(answer) {
+  const args = answer && answer.args;
+  if (!args || !Object.keys(args).length) return null;
+  return Object.entries(args).map(([k, v]) => `${k} = ${Array.isArray(v) ? `(${v.join(", ")})` : v}`).join(" · ");
+}
+
 export function explainLines(answer) {
   if (!answer.known) return [{ rule: null, instance: null, note: answer.note || `no rule for ${answer.op}` }];
   return answer.inputs.map((inp) => {
@@ -45,6 +55,37 @@ export function elements(shape, cap = 1000) {
     out.push(c);
   }
   return out;
+}
+
+/**
+ * A request that answers from the explanations a saved file carries (written by the analysis
+ * package when the file was saved: NOTE [explanations carried offline] in
+ * backend/gradtrace/analysis/explain_offline.py), in the service's answer's shape. An element
+ * or a node the file has no room for says so.
+ */
+export function fromCarried(bundle) {
+  return async (doc, node, index) => {
+    const slim = bundle.nodes[node.id];
+    if (!slim) {
+      const n = Object.keys(bundle.nodes).length;
+      throw new Error(bundle.skipped_nodes
+        ? `this file carries the explanations of its first ${n} nodes only (its size budget); open the run on a gradtrace service to explain this one`
+        : `this file carries no explanation of ${node.id}`);
+    }
+    const texts = bundle.rules[slim.op] || null;
+    const key = index ? index.join(",") : null;
+    const inputs = slim.inputs.map((inp) => {
+      const { elements: carried, ...first } = inp;
+      let at = first;
+      if (key !== null && inp.shape && index.length === inp.shape.length && key !== (inp.index || []).join(",")) {
+        const hit = (carried || []).find((e) => e.index.join(",") === key);
+        at = hit ? { ...first, ...hit }
+          : { input_nr: inp.input_nr, shape: inp.shape, index, note: `this file carries this gradient's first ${(carried || [first]).length} element(s) only; the service works out any` };
+      }
+      return { ...at, rule: texts ? texts[inp.input_nr] : null };
+    });
+    return { node: node.id, op: slim.op, known: !!texts, pass: slim.pass, note: slim.note, args: slim.args, inputs };
+  };
 }
 
 function el(tag, attrs = {}, ...children) {
@@ -97,7 +138,9 @@ export class ExplainPanel {
       return;
     }
     if (controller.signal.aborted) return;
-    body.replaceChildren(...explainLines(answer).map((line) => this.row(doc, node, line, body)));
+    const args = argsText(answer);
+    body.replaceChildren(...(args ? [el("div", { class: "gt-explain-args", "data-gt": "explain-args" }, `with ${args}`)] : []),
+      ...explainLines(answer).map((line) => this.row(doc, node, line, body)));
   }
 
   row(doc, node, line, body) {

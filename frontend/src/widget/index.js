@@ -10,6 +10,8 @@
  *   height     CSS height of the viewer
  *   _check     the latest gradient check (schema/gradcheck.py's GradcheckResult), or null: the
  *              "Check gradient" button sends {type: "check", node} and Python answers here
+ *   _explain   the latest "Explain this node" answer, {seq, answer} or {seq, error}: the panel
+ *              sends {type: "explain", node, index, seq} and Python answers here
  * Everything it needs ships in this one file: the page's modules, the layout worker's source
  * (started from a blob URL) and the page's CSS. No server, no CDN.
  */
@@ -40,8 +42,24 @@ async function render({ model, el }) {
     pending = { resolve, reject };
     model.send({ type: "check", node: node.id, every: !!node.every });
   });
+  // "Explain this node" asks the kernel (GradtraceWidget._on_msg), which answers through _explain
+  // with the request's number: only the latest request's answer is taken.
+  let asked = 0;
+  let waiting = null;
+  const explain = (doc, node, index) => new Promise((resolve, reject) => {
+    asked += 1;
+    waiting = { resolve, reject, seq: asked };
+    model.send({ type: "explain", node: node.id, index: index || null, seq: asked });
+  });
+  const onExplain = () => {
+    const got = model.get("_explain");
+    if (!got || !waiting || got.seq !== waiting.seq) return;
+    const w = waiting; waiting = null;
+    if (got.error) w.reject(new Error(got.error)); else w.resolve(got.answer);
+  };
   const viewer = new EmbeddedViewer(host, {
     checks,
+    explain,
     css: CSS,
     workerUrl: layoutWorkerUrl(),
     height: model.get("height"),
@@ -75,12 +93,14 @@ async function render({ model, el }) {
   model.on("change:step", onStep);
   model.on("change:_selected", onSel);
   model.on("change:_check", onCheck);
+  model.on("change:_explain", onExplain);
   await load();
   return () => {
     model.off("change:_doc", load);
     model.off("change:step", onStep);
     model.off("change:_selected", onSel);
     model.off("change:_check", onCheck);
+    model.off("change:_explain", onExplain);
     viewer.destroy();
   };
 }

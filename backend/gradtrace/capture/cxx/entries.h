@@ -49,6 +49,7 @@ struct FnEntry {
   bool saved_unread = false;
   std::vector<SavedEntry> saved;
   int64_t saved_bytes = 0;
+  std::string args;  // ``saved_args``' JSON object, or empty (NOTE [saved arguments] in saved.py)
   c10::SmallVector<std::pair<int64_t, int64_t>, 4> edges;  // (input_nr, source node index)
 };
 
@@ -173,7 +174,12 @@ void write_entry(std::string& out, const FnEntry& e, const std::vector<Value>* v
     }
     out.push_back('}');
   }
-  out += "],\"saved_bytes\":";
+  out.push_back(']');
+  if (!e.args.empty()) {
+    out += ",\"saved_args\":";
+    out += e.args;
+  }
+  out += ",\"saved_bytes\":";
   format_int(out, e.saved_bytes);
   if (e.saved_unread) out += ",\"saved_unread\":true";
   out += ",\"seq\":";

@@ -39,6 +39,7 @@ using torch::autograd::variable_list;
 namespace gradtrace {
 
 constexpr int64_t kValuesLimit = 1000;
+constexpr int64_t kArgListLimit = 8;  // saved.ARG_LIST_LIMIT (NOTE [saved arguments] in saved.py)
 constexpr int32_t kNone = -1;          // value id of a None gradient
 constexpr int32_t kNullLine = INT32_MIN;
 // The mangled name of a custom Function's node class (``PyNode``), whose type_info

@@ -242,7 +242,8 @@ struct Recorder {
         }
       }
       int64_t cost = cost_node_ + cost_saved_ * static_cast<int64_t>(e.saved.size()) +
-                     cost_edge_ * static_cast<int64_t>(e.edges.size()) + stack_cost;
+                     cost_edge_ * static_cast<int64_t>(e.edges.size()) + stack_cost +
+                     (e.args.empty() ? 0 : static_cast<int64_t>(e.args.size()) + 14);
       if (used + cost > bytes_left) { stopped = py::str(core->bytes_message); break; }
       used += cost;
       e.line = l == Py_None ? kNullLine : static_cast<int32_t>(PyLong_AsLong(l));

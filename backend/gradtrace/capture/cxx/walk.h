@@ -215,16 +215,89 @@ struct Walker {
     } else {
       for (auto nm : names) {
         std::string a = nm.cast<std::string>();
-        if (a.rfind("_saved_", 0) == 0) attrs.push_back({a, a.substr(7), false});
+        // ``*_sym_*``: sizes, strides, numels (NOTE [saved arguments] in saved.py)
+        if (a.rfind("_saved_", 0) == 0 && a.find("_sym_") == std::string::npos) {
+          attrs.push_back({a, a.substr(7), false});
+        }
       }
     }
     return attrs;
   }
 
+  // An int argument as the int64 it is: autograd's binding hands int64s to Python as
+  // unsigned (NOTE [saved arguments] in saved.py). False beyond 64 bits.
+  static bool read_int(PyObject* o, int64_t& out) {
+    int overflow = 0;
+    long long v = PyLong_AsLongLongAndOverflow(o, &overflow);
+    if (v == -1 && PyErr_Occurred()) { PyErr_Clear(); return false; }
+    if (overflow == 0) { out = static_cast<int64_t>(v); return true; }
+    if (overflow < 0) return false;
+    unsigned long long u = PyLong_AsUnsignedLongLong(o);
+    if (PyErr_Occurred()) { PyErr_Clear(); return false; }
+    out = static_cast<int64_t>(u);  // two's complement: 2**64 - 1 is -1
+    return true;
+  }
+
+  static bool arg_name_ok(const char* p, Py_ssize_t n) {
+    if (n < 1 || n > 32) return false;
+    for (Py_ssize_t i = 0; i < n; ++i) {
+      char c = p[i];
+      if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '.' && c != '-') return false;
+      if (static_cast<unsigned char>(c) >= 0x80) return false;
+    }
+    return true;
+  }
+
+  // ``saved.saved_arg``'s twin: ``"label":value`` appended to ``out`` (an open JSON object,
+  // ``{`` written first) when the value is kept (NOTE [saved arguments] in saved.py).
+  // Returns 0 when written, 1 when not kept this time, 2 for a type never kept (a dtype, a
+  // complex: the generated node classes give each attribute one fixed type).
+  static int write_arg(std::string& out, const std::string& label, PyObject* v) {
+    size_t mark = out.size();
+    out.push_back(out.empty() ? '{' : ',');
+    write_str(out, label);
+    out.push_back(':');
+    int64_t x = 0;
+    if (PyBool_Check(v)) { out += v == Py_True ? "true" : "false"; return 0; }
+    if (PyLong_Check(v)) {
+      if (read_int(v, x)) { format_int(out, x); return 0; }
+      out.resize(mark);
+      return 1;
+    }
+    if (PyFloat_Check(v)) { format_double(out, PyFloat_AS_DOUBLE(v)); return 0; }
+    if (PyUnicode_Check(v)) {
+      Py_ssize_t n = 0;
+      const char* p = PyUnicode_AsUTF8AndSize(v, &n);
+      if (p == nullptr) PyErr_Clear();
+      if (p != nullptr && arg_name_ok(p, n)) { write_str(out, std::string_view(p, static_cast<size_t>(n))); return 0; }
+      out.resize(mark);
+      return 1;
+    }
+    if (PyTuple_Check(v) || PyList_Check(v)) {
+      bool tuple = PyTuple_Check(v);
+      Py_ssize_t n = tuple ? PyTuple_GET_SIZE(v) : PyList_GET_SIZE(v);
+      bool ok = n <= static_cast<Py_ssize_t>(kArgListLimit);
+      out.push_back('[');
+      for (Py_ssize_t k = 0; ok && k < n; ++k) {
+        PyObject* item = tuple ? PyTuple_GET_ITEM(v, k) : PyList_GET_ITEM(v, k);
+        ok = PyLong_Check(item) && !PyBool_Check(item) && read_int(item, x);
+        if (!ok) break;
+        if (k) out.push_back(',');
+        format_int(out, x);
+      }
+      if (ok) { out.push_back(']'); return 0; }
+      out.resize(mark);
+      return 1;
+    }
+    out.resize(mark);
+    return 2;
+  }
+
   // Each saved tensor of ``node`` as a complete saved-tensor entry of ``e``, with what is kept
-  // of it but never written (parameter, storage address). Non-tensor saved values are skipped.
-  // Small ones (at most ``kValuesLimit`` elements) are captured as they are now, as a value of
-  // the core (NOTE [saved values] in saved.py).
+  // of it but never written (parameter, storage address), and its small non-tensor arguments
+  // as ``e.args`` (NOTE [saved arguments] in saved.py). Small tensors (at most
+  // ``kValuesLimit`` elements) are captured as they are now, as a value of the core
+  // (NOTE [saved values] in saved.py).
   void read_saved_into(Core& core, py::handle node, std::vector<SavedAttr>& attrs,
                        py::handle parameter, FnEntry& e) {
     auto* param_type = reinterpret_cast<PyTypeObject*>(parameter.ptr());
@@ -269,22 +342,24 @@ struct Walker {
         } else if (PyTuple_Check(value) || PyList_Check(value)) {
           py::sequence seq = py::reinterpret_borrow<py::sequence>(value);
           size_t n = seq.size();
+          bool tensors = false;
+          for (size_t k = 0; k < n && !tensors; ++k) tensors = THPVariable_Check(py::object(seq[k]).ptr());
+          if (!tensors) {
+            write_arg(e.args, attr.label, value);  // a list of ints (dims), or nothing
+            continue;
+          }
           for (size_t k = 0; k < n; ++k) {
             py::object item = seq[k];
-            if (THPVariable_Check(item.ptr())) {
-              entry(attr.label + "[" + std::to_string(k) + "]", item.ptr());
-            } else if (k == 0 && !item.is_none()) {
-              attr.skip = true;  // a list of sizes, not of tensors
-              break;
-            }
+            if (THPVariable_Check(item.ptr())) entry(attr.label + "[" + std::to_string(k) + "]", item.ptr());
           }
         } else if (value != Py_None) {
-          attr.skip = true;  // a scalar, a size: never a tensor for this class
+          if (write_arg(e.args, attr.label, value) == 2) attr.skip = true;
         }
       } catch (const std::exception&) {
         // an unreadable saved value is skipped, as in Python
       }
     }
+    if (!e.args.empty()) e.args.push_back('}');
   }
 };
 

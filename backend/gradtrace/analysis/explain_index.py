@@ -1,0 +1,114 @@
+"""Rules of ops that move elements: select, slice, permute, transpose, and sum/mean over dims.
+
+Each reads the node's saved arguments (``saved_args``: NOTE [saved arguments] in
+``capture/saved.py``), and maps an element of the input's gradient to the element of the
+received gradient it comes from (or to none: a zero).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from gradtrace.analysis.explain_ops import Ctx, Rule
+from gradtrace.analysis.explain_tensors import fmt, numel, ravel, unravel
+
+
+def norm_dim(d: int, ndim: int) -> int:
+    """A dim as a non-negative index (``-1`` is the last)."""
+    return d + ndim if d < 0 else d
+
+
+def _in_shape(ctx: Ctx, i: int) -> tuple[int, ...]:
+    return ctx.in_shapes[i] or ctx.g.shape
+
+
+def _select(ctx: Ctx, i: int, k: int) -> tuple[str, float]:
+    shape = _in_shape(ctx, i)
+    c = unravel(k, shape)
+    dim = norm_dim(int(ctx.arg("dim")), len(shape))
+    index = norm_dim(int(ctx.arg("index")), shape[dim])
+    g = ctx.g.at(ravel(c[:dim] + c[dim + 1:], ctx.g.shape))
+    hit = c[dim] == index
+    return f"{fmt(g)} · [{c[dim]} = {index}]", g if hit else 0.0
+
+
+def _bounds(ctx: Ctx, size: int) -> tuple[int, int, int]:
+    """``slice``'s start, end and step as indices into a dim of ``size`` (as Python clamps them)."""
+    start, end, step = (ctx.arg("start"), ctx.arg("end"), int(ctx.arg("step", 1)))
+    start = 0 if start is None else int(start)
+    end = size if end is None else int(end)
+    start = min(max(start + size if start < 0 else start, 0), size)
+    end = min(max(end + size if end < 0 else end, 0), size)
+    return start, end, step
+
+
+def _slice(ctx: Ctx, i: int, k: int) -> tuple[str, float]:
+    shape = _in_shape(ctx, i)
+    c = unravel(k, shape)
+    dim = norm_dim(int(ctx.arg("dim")), len(shape))
+    start, end, step = _bounds(ctx, shape[dim])
+    pos = c[dim]
+    span = f"{start}:{end}" + (f":{step}" if step != 1 else "")
+    if pos < start or pos >= end or (pos - start) % step:
+        return f"0  ({pos} not in {span})", 0.0
+    j = ravel((*c[:dim], (pos - start) // step, *c[dim + 1:]), ctx.g.shape)
+    return f"{fmt(ctx.g.at(j))}  ({pos} in {span})", ctx.g.at(j)
+
+
+def _permute(ctx: Ctx, i: int, k: int) -> tuple[str, float]:
+    shape = _in_shape(ctx, i)
+    c = unravel(k, shape)
+    dims = [norm_dim(int(d), len(shape)) for d in ctx.arg("dims")]
+    j = ravel(tuple(c[d] for d in dims), ctx.g.shape)
+    return f"grad_out{list(c[d] for d in dims)} = {fmt(ctx.g.at(j))}", ctx.g.at(j)
+
+
+def _transpose(ctx: Ctx, i: int, k: int) -> tuple[str, float]:
+    shape = _in_shape(ctx, i)
+    c = list(unravel(k, shape))
+    a, b = (norm_dim(int(ctx.arg(n)), len(shape)) for n in ("dim0", "dim1"))
+    c[a], c[b] = c[b], c[a]
+    j = ravel(tuple(c), ctx.g.shape)
+    return f"grad_out{c} = {fmt(ctx.g.at(j))}", ctx.g.at(j)
+
+
+def _reduced(ctx: Ctx, i: int, k: int) -> tuple[tuple[int, ...], int]:
+    """The dims ``sum``/``mean`` reduced, and the received element input element ``k`` went to."""
+    shape = _in_shape(ctx, i)
+    dims: Any = ctx.arg("dim")
+    reduced = tuple(range(len(shape))) if not dims else tuple(sorted(norm_dim(int(d), len(shape)) for d in dims))
+    c = unravel(k, shape)
+    if ctx.arg("keepdim", False):
+        out = tuple(0 if d in reduced else x for d, x in enumerate(c))
+    else:
+        out = tuple(x for d, x in enumerate(c) if d not in reduced)
+    return reduced, ravel(out, ctx.g.shape)
+
+
+def _sum_dim(ctx: Ctx, i: int, k: int) -> tuple[str, float]:
+    _, j = _reduced(ctx, i, k)
+    return fmt(ctx.g.at(j)), ctx.g.at(j)
+
+
+def _mean_dim(ctx: Ctx, i: int, k: int) -> tuple[str, float]:
+    reduced, j = _reduced(ctx, i, k)
+    shape = _in_shape(ctx, i)
+    n = math.prod(shape[d] for d in reduced) if shape else numel(shape)
+    return f"{fmt(ctx.g.at(j))} / {n}", ctx.g.at(j) / n
+
+
+RULES: dict[str, Rule] = {
+    "SelectBackward0": Rule(("grad_self[…, i, …] = grad_out[…] · [i = index]  (i along dim)",), ((),),
+                            _select, ("dim", "index")),
+    "SliceBackward0": Rule(("grad_self[…, i, …] = grad_out[…, (i − start) / step, …] for i in start:end:step, "
+                            "else 0",), ((),), _slice, ("dim", "step")),
+    "PermuteBackward0": Rule(("grad_self = grad_out permuted back  (grad_self[c] = grad_out[c[dims]])",), ((),),
+                             _permute, ("dims",)),
+    "TransposeBackward0": Rule(("grad_self = grad_out with dim0 and dim1 swapped back",), ((),),
+                               _transpose, ("dim0", "dim1")),
+    "SumBackward1": Rule(("grad_self[k] = grad_out at k's place with the summed dims dropped",), ((),),
+                         _sum_dim, ("dim", "keepdim")),
+    "MeanBackward1": Rule(("grad_self[k] = grad_out at k's place / the number of elements averaged",), ((),),
+                          _mean_dim, ("dim", "keepdim")),
+}
