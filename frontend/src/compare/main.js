@@ -14,15 +14,13 @@ import { installPresets } from "./presets.js";
 import { installWhatIf } from "./whatif.js";
 
 // Inside each pane: no transport of its own (the page's drives both), code beside the graph. The
-// code column is narrow, so the Wrap button gets a row of its own above the code instead of
-// floating over its first line (app.css puts it over the editor's top right corner).
+// code column is narrow.
 const PANE_CSS = `
 .gt-transport, #tl-scrub, #tl-segments, .gt-keys { display: none !important; }
 .gt-viewer { border-radius: 4px; }
 .gt-viewer .gt-main { grid-template-columns: minmax(150px, 30%) minmax(0, 1fr); grid-template-rows: minmax(0, 1fr) minmax(70px, 26%);
   grid-template-areas: "code graph" "code inspector"; }
-.gt-viewer .gt-inspector { border-left: 0; border-top: 1px solid var(--border); }
-.gt-viewer .gt-code > .gt-wrap { position: static; align-self: flex-end; margin: 3px 6px; }`;
+.gt-viewer .gt-inspector { border-left: 0; border-top: 1px solid var(--border); }`;
 
 const T0 = performance.now();
 const readJson = (id) => JSON.parse(document.getElementById(id).textContent);
