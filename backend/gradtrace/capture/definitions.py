@@ -36,13 +36,10 @@ from __future__ import annotations
 
 import weakref
 from types import FrameType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 from torch import nn
-
-if TYPE_CHECKING:
-    from gradtrace.capture.recorder import Recorder
 
 _MAX_LEAVES = 100_000
 _MAX_VARS = 128
@@ -77,7 +74,7 @@ class LeafLines:
         return hit[1]
 
 
-def watch_parameters(rec: Recorder) -> Any:
+def watch_parameters(rec: Any) -> Any:
     """Note each parameter's module-registration line while the block runs (NOTE [where
     leaves are defined]); returns the hook's handle (``.remove()``)."""
 
@@ -96,9 +93,10 @@ def frozen_parameters(module: nn.Module) -> list[str]:
             if p is not None and not p.requires_grad]
 
 
-def name_results(rec: Recorder, space: dict[str, Any]) -> None:
+def name_results(rec: Any, space: dict[str, Any]) -> None:
     """Give recorded, unnamed function nodes the variable in ``space`` bound to their output
-    (NOTE [variables of intermediates])."""
+    (NOTE [variables of intermediates]); ``rec``: the
+    :class:`~gradtrace.capture.recorder.Recorder` (which imports this module)."""
     items = list(space.items())
     if len(items) > _MAX_VARS:
         items = items[-_MAX_VARS:]
