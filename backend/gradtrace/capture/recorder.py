@@ -64,6 +64,10 @@ _COST = {"function": 380, "saved": 150, "tensor": 500, "forward": 140, "backward
 class Recorder:
     """Everything recorded so far, plus the bookkeeping to keep recording."""
 
+    name_results_on = True
+    """Whether intermediates get their variables (NOTE [variables of intermediates] in
+    definitions.py); off only for ``bench/bench_capture.py``'s old-vs-new row."""
+
     def __init__(self, filename: str, *, max_nodes: int, max_events: int,
                  max_document_bytes: int = 28 << 20, use_native: bool | None = None,
                  stop_program: bool = True) -> None:
@@ -298,7 +302,7 @@ class Recorder:
         try:
             if self.pending:
                 self.flush()
-            if len(self.nodes) > self._named_upto:
+            if len(self.nodes) > self._named_upto and self.name_results_on:
                 self.name_results(definitions.frame_space(frames.snippet_frame(self.filename, 2)))
         finally:
             self._in_step = False
@@ -311,7 +315,7 @@ class Recorder:
     def name_results(self, space: dict[str, Any] | None) -> None:
         """NOTE [variables of intermediates] in definitions.py."""
         self._named_upto = len(self.nodes)
-        if space is None:
+        if space is None or not self.name_results_on:
             return
         try:
             definitions.name_results(self, space)
@@ -335,7 +339,7 @@ class Recorder:
         if n:
             self.nodes += itertools.repeat(None, n)
             self.edges.append(range(first, first + n))
-            if not self._in_step and self._name_wake not in self.wake:
+            if not self._in_step and self.name_results_on and self._name_wake not in self.wake:
                 self.wake.append(self._name_wake)  # NOTE [variables of intermediates]
         self.size_estimate += used
         if stopped is not None:
