@@ -1,0 +1,50 @@
+// The user's names and what the graph cannot show, as the page reads them from the document
+// (src/graph/names.js, src/ui/definitions.js; fixtures/definitions_*.json: run_snippet output
+// of tests/capture/test_definitions.py's TINY_LM and FINE_TUNE programs).
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { indexDocument } from "../src/graph/document.js";
+import { buildView } from "../src/graph/view.js";
+import { moduleTree } from "../src/graph/modules.js";
+import { tiedSub, varSub } from "../src/graph/names.js";
+import { frozenModules, gradOffAt, gradOffMarks, gradOffText, lineNote } from "../src/ui/definitions.js";
+
+const load = (name) => JSON.parse(readFileSync(new URL(`./fixtures/definitions_${name}.json`, import.meta.url), "utf8"));
+
+test("a function node with a variable says it under its name; without one, only its shape", () => {
+  assert.equal(varSub({ var: "h" }, "[1, 3]"), "→ h · [1, 3]");
+  assert.equal(varSub({ var: "h" }, ""), "→ h");
+  assert.equal(varSub({}, "[1, 3]"), "[1, 3]");
+});
+
+test("a tied parameter's box names its other paths", () => {
+  assert.equal(tiedSub({ name: "m.emb.weight", tied: ["m.emb.weight", "m.lm_head.weight"] }, "[11, 6]"), "tied = m.lm_head.weight · [11, 6]");
+  assert.equal(tiedSub({ name: "w" }, "[3]"), "[3]");
+});
+
+test("the tiny LM's boxes: one tied embedding, the forward's variables under their ops", () => {
+  const doc = load("tiny_lm");
+  const index = indexDocument(doc);
+  const view = buildView(index, moduleTree(index), { collapsed: new Set(), expandedRepeats: new Set() });
+  const byKey = new Map(view.vnodes.map((v) => [v.key, v]));
+  const tied = doc.graph.nodes.filter((n) => n.tied);
+  assert.equal(tied.length, 1);
+  assert.match(byKey.get(tied[0].id).sub, /^tied = model\.lm_head\.weight · 11×6$/);
+  const tanh = doc.graph.nodes.find((n) => n.name === "TanhBackward0");
+  assert.equal(tanh.var, "h");
+  assert.match(byKey.get(tanh.id).sub, /^→ h · /);
+  const leaves = doc.graph.nodes.filter((n) => n.role === "leaf");
+  assert.ok(leaves.length && leaves.every((n) => n.def_line != null));
+});
+
+test("the fine-tune's frozen backbone and its no_grad block", () => {
+  const doc = load("fine_tune");
+  assert.deepEqual(frozenModules(doc), [{ path: "backbone.0", names: ["weight", "bias"] }, { path: "backbone.2", names: ["weight", "bias"] }]);
+  const b = gradOffAt(doc, 11);
+  assert.equal(gradOffText(b), "torch.no_grad() at line 10");
+  assert.equal(gradOffAt(doc, 13), null);
+  assert.deepEqual(gradOffMarks(doc), { lines: [11, 12], heads: [{ line: 10, text: "gradients off: no graph recorded in lines 11–12" }] });
+  assert.equal(lineNote(doc, 12), "Gradients are off here (torch.no_grad() at line 10): no graph is recorded in lines 11–12.");
+  assert.equal(lineNote(doc, 13), null);
+});
