@@ -7,8 +7,8 @@ import { readFileSync } from "node:fs";
 import { indexDocument } from "../src/graph/document.js";
 import { buildView } from "../src/graph/view.js";
 import { moduleTree } from "../src/graph/modules.js";
-import { tiedSub, varSub } from "../src/graph/names.js";
-import { frozenModules, gradOffAt, gradOffMarks, gradOffText, lineNote } from "../src/ui/definitions.js";
+import { tiedLabel, tiedSub, varSub } from "../src/graph/names.js";
+import { frozenModules, gradOffAt, gradOffMarks, gradOffText, lineNote, lineNotes } from "../src/ui/definitions.js";
 
 const load = (name) => JSON.parse(readFileSync(new URL(`./fixtures/definitions_${name}.json`, import.meta.url), "utf8"));
 
@@ -19,8 +19,11 @@ test("a function node with a variable says it under its name; without one, only 
 });
 
 test("a tied parameter's box names its other paths", () => {
-  assert.equal(tiedSub({ name: "m.emb.weight", tied: ["m.emb.weight", "m.lm_head.weight"] }, "[11, 6]"), "tied = m.lm_head.weight · [11, 6]");
+  const n = { name: "m.emb.weight", tied: ["m.emb.weight", "m.lm_head.weight"] };
+  assert.equal(tiedLabel(n), "m.emb.weight = m.lm_head.weight");
+  assert.equal(tiedSub(n, "[11, 6]"), "tied · [11, 6]");
   assert.equal(tiedSub({ name: "w" }, "[3]"), "[3]");
+  assert.equal(tiedLabel({ name: "w" }), null);
 });
 
 test("the tiny LM's boxes: one tied embedding, the forward's variables under their ops", () => {
@@ -30,7 +33,8 @@ test("the tiny LM's boxes: one tied embedding, the forward's variables under the
   const byKey = new Map(view.vnodes.map((v) => [v.key, v]));
   const tied = doc.graph.nodes.filter((n) => n.tied);
   assert.equal(tied.length, 1);
-  assert.match(byKey.get(tied[0].id).sub, /^tied = model\.lm_head\.weight · 11×6$/);
+  assert.equal(byKey.get(tied[0].id).label, "model.emb.weight = model.lm_head.weight");
+  assert.equal(byKey.get(tied[0].id).sub, "tied · 11×6");
   const tanh = doc.graph.nodes.find((n) => n.name === "TanhBackward0");
   assert.equal(tanh.var, "h");
   assert.match(byKey.get(tanh.id).sub, /^→ h · /);
@@ -44,7 +48,10 @@ test("the fine-tune's frozen backbone and its no_grad block", () => {
   const b = gradOffAt(doc, 11);
   assert.equal(gradOffText(b), "torch.no_grad() at line 10");
   assert.equal(gradOffAt(doc, 13), null);
-  assert.deepEqual(gradOffMarks(doc), { lines: [11, 12], heads: [{ line: 10, text: "gradients off: no graph recorded in lines 11–12" }] });
+  assert.deepEqual(gradOffMarks(doc), { lines: [11, 12], heads: [{ line: 10, text: "no graph recorded here" }] });
   assert.equal(lineNote(doc, 12), "Gradients are off here (torch.no_grad() at line 10): no graph is recorded in lines 11–12.");
   assert.equal(lineNote(doc, 13), null);
+  assert.deepEqual(lineNotes(doc, 8), ["defines head.weight, head.bias."]);
+  assert.deepEqual(lineNotes(doc, 11), ["Gradients are off here (torch.no_grad() at line 10): no graph is recorded in lines 11–12."]);
+  assert.deepEqual(lineNotes(doc, 5), []);  // the frozen backbone: no leaf in the graph
 });

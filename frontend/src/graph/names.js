@@ -8,9 +8,13 @@ export function varSub(n, shapeText) {
   return n.var ? `→ ${n.var}${shapeText ? ` · ${shapeText}` : ""}` : shapeText;
 }
 
-/** The graph's second line for a tied parameter: "tied = model.lm_head.weight · [11, 6]". */
+/** A tied parameter's box is named by all its paths: "m.emb.weight = m.lm_head.weight"; else null. */
+export function tiedLabel(n) {
+  return n.tied && n.tied.length > 1 ? n.tied.join(" = ") : null;
+}
+
+/** The graph's second line for a tied parameter (before its gradient replaces it): "tied · 11×6". */
 export function tiedSub(n, shapeText) {
   if (!(n.tied && n.tied.length > 1)) return shapeText;
-  const others = n.tied.filter((p) => p !== n.name);
-  return `tied = ${others.join(" = ")}${shapeText ? ` · ${shapeText}` : ""}`;
+  return `tied${shapeText ? ` · ${shapeText}` : ""}`;
 }

@@ -14,7 +14,7 @@ import { foldLabel, foldOf, isOpen, isShared, unitKey, unitLabel } from "./group
 import { groupKeyFor } from "./modules.js";
 import { derivativeOrders } from "./orders.js";
 import { isCustomFunction } from "./custom.js";
-import { tiedSub, varSub } from "./names.js";
+import { tiedLabel, tiedSub, varSub } from "./names.js";
 
 export const PROXY_MIN_NODES = 150;
 const CHAR_W = 7.4;
@@ -31,7 +31,7 @@ function nodeLabels(index, i) {
   if (kind === "function" || kind === "acc") return [n.name || "?", varSub(n, fmtShape(n.shape))];
   if (kind === "cut") return [`✂ ${(n.cut && n.cut.kind) || "cut"}${n.name ? " " + n.name : ""}`, fmtShape(n.shape)];
   const fallback = kind === "output" ? "output" : kind === "retained" ? "retained" : "leaf";
-  return [n.name || fallback, tiedSub(n, fmtShape(n.shape))];
+  return [tiedLabel(n) || n.name || fallback, tiedSub(n, fmtShape(n.shape))];
 }
 
 function sizeFor(label, sub, kind) {

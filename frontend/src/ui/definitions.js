@@ -46,7 +46,7 @@ export function gradOffMarks(doc) {
   const heads = [];
   for (const b of gradOffBlocks(doc)) {
     for (let l = b.start; l <= b.end; l++) lines.push(l);
-    heads.push({ line: b.line, text: `gradients off: no graph recorded in lines ${b.start}–${b.end}` });
+    heads.push({ line: b.line, text: "no graph recorded here" });
   }
   return { lines, heads };
 }
@@ -78,6 +78,17 @@ export function definitionRows(dl, n, doc, module, onLine) {
   const cutLine = n.cut && n.cut.line;
   const block = cutLine != null ? gradOffAt(doc, cutLine) : null;
   if (block) add("gradients off", lineLink(block.line, onLine), ` ${KIND_TEXT[block.kind] || block.kind}, lines ${block.start}–${block.end}`);
+}
+
+/** What a code line says besides its nodes: the leaves it defines, and that gradients were off there. */
+export function lineNotes(doc, line) {
+  if (!doc) return [];
+  const out = [];
+  const defined = ((doc.graph && doc.graph.nodes) || []).filter((n) => n.def_line === line && n.name);
+  if (defined.length) out.push(`defines ${defined.map((n) => (n.tied && n.tied.length > 1 ? `${n.name} (tied: ${n.tied.join(" = ")})` : n.name)).join(", ")}.`);
+  const off = lineNote(doc, line);
+  if (off) out.push(off);
+  return out;
 }
 
 /** What a code line with no node says, when gradients were off there. */

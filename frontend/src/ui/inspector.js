@@ -8,7 +8,7 @@ import { KINDS } from "../graph/document.js";
 import { savedState } from "../analysis/errors.js";
 import { fmtBytes, fmtTensorLong, passNo } from "../analysis/format.js";
 import { accumulationsAt, errorSentence } from "../analysis/words.js";
-import { definitionRows, lineNote, notInGraph } from "./definitions.js";
+import { definitionRows, lineNotes, notInGraph } from "./definitions.js";
 
 function el(tag, attrs = {}, ...children) {
   const e = document.createElement(tag);
@@ -43,7 +43,7 @@ export class Inspector {
   clear(text = "Click a node to inspect it, or a code line to find the nodes it created.") {
     // what the graph cannot show (frozen parameters, blocks with gradients off): ui/definitions.js
     const extra = this.ctx.doc ? notInGraph(this.ctx.doc, (line) => this.cb.onLine(line)) : null;
-    this.body.replaceChildren(el("p", { class: "gt-hint" }, text), extra);
+    this.body.replaceChildren(...[el("p", { class: "gt-hint" }, text), extra].filter(Boolean));
   }
 
   showLine(line, vnodes, names, onPick) {
@@ -51,7 +51,7 @@ export class Inspector {
     vnodes.forEach((v, i) => list.append(el("li", {}, el("button", { type: "button", onclick: () => onPick(v) }, names[i]))));
     this.body.replaceChildren(el("h3", {}, `Line ${line}`),
       el("p", {}, vnodes.length ? `created ${vnodes.length} node${vnodes.length > 1 ? "s" : ""}:` : "created no autograd node."), list,
-      this.ctx.doc && lineNote(this.ctx.doc, line) ? el("p", { class: "gt-nograd-note" }, lineNote(this.ctx.doc, line)) : null);
+      ...lineNotes(this.ctx.doc, line).map((t) => el("p", { class: "gt-nograd-note" }, t)));  // ui/definitions.js
   }
 
   show(scene, v, k) {
