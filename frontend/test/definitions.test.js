@@ -1,6 +1,6 @@
 // The user's names and what the graph cannot show, as the page reads them from the document
 // (src/graph/names.js, src/ui/definitions.js; fixtures/definitions_*.json: run_snippet output
-// of tests/capture/test_definitions.py's TINY_LM and FINE_TUNE programs).
+// of tests/programs.py's TINY_LM and FINE_TUNE).
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";

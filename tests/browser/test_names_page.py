@@ -6,16 +6,13 @@ embedding named as tied, intermediates' variables on their boxes, a frozen backb
 from __future__ import annotations
 
 import re
-import sys
 from pathlib import Path
 from typing import Any
 
 import orjson
 
 from browser.pageutil import node_texts, pick_node, run_code, run_example
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "capture"))
-from test_definitions import FINE_TUNE, TINY_LM  # noqa: E402  (the programs held against torch)
+from programs import FINE_TUNE, TINY_LM  # held against torch in tests/capture/test_definitions.py
 
 
 def _selected_line_text(page: Any) -> str:
@@ -81,9 +78,9 @@ def test_the_saved_html_shows_the_same(browser: Any, tmp_path: Path, artifacts_d
     from gradtrace.capture import run_snippet
     from gradtrace.notebook.html import save_html
 
-    doc = run_snippet(FINE_TUNE)
-    doc = orjson.loads(orjson.dumps({k: (orjson.loads(bytes(v)) if k in ("graph", "events") and not isinstance(v, dict | list) else v)
-                                     for k, v in doc.items()}))
+    # the graph and events come as their canonical JSON text (NOTE [one document path])
+    doc = {k: orjson.loads(v) if k in ("graph", "events") and isinstance(v, str) else v
+           for k, v in run_snippet(FINE_TUNE).items()}
     path = save_html(doc, tmp_path / "fine_tune.html")
     context = browser.new_context(offline=True, viewport={"width": 1280, "height": 720})
     page = context.new_page()
