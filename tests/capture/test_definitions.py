@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import sys
+from pathlib import Path
 from types import FrameType
 from typing import Any
 
@@ -240,3 +241,37 @@ def _ran_lines(code: str) -> set[int]:
         torch.set_grad_enabled(grad)
         torch.set_default_dtype(dtype)
     return lines
+
+
+def test_record_names_intermediates_by_a_functions_real_locals(native: bool) -> None:
+    """In process, the variables are the frame's own: those of a function of this file, which
+    ``gradtrace.record()`` traces as the snippet (NOTE [the snippet's frames] in frames.py)."""
+    import gradtrace
+
+    seen: dict[str, Any] = {}
+
+    def forward(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+        a = x @ w
+        h = torch.tanh(a)
+        out = (h * h).sum()
+        seen.update(locals())  # the frame's real locals, as torch left them
+        return out
+
+    with gradtrace.record(native=native) as rec:
+        x = torch.randn(2, 3, requires_grad=True)
+        w = torch.randn(3, 3, requires_grad=True)
+        loss = forward(x, w) * 2
+        loss.backward()
+    nodes = _nodes(rec.document_dict())
+    by_var = {n["var"]: n for n in nodes if n.get("var")}
+    for name in ("a", "h", "out"):
+        assert by_var[name]["name"] == type(seen[name].grad_fn).__name__, (name, by_var.get(name))
+    assert by_var["loss"]["name"] == type(loss.grad_fn).__name__ == "MulBackward0"
+    assert {n["name"]: n.get("def_line") for n in nodes if n.get("role") == "leaf"} == {
+        "x": _line_of("x = torch.randn(2, 3, requires_grad=True)"),
+        "w": _line_of("w = torch.randn(3, 3, requires_grad=True)")}
+
+
+def _line_of(text: str) -> int:
+    lines = Path(__file__).read_text().splitlines()
+    return next(i + 1 for i, line in enumerate(lines) if line.strip() == text)

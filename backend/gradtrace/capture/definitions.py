@@ -19,12 +19,16 @@ NOTE [variables of intermediates]
     walked), the innermost snippet frame's variables are looked at: each tensor whose
     ``grad_fn`` is a recorded node not named yet gives that node its variable (``Node.var``);
     the first name seen stays. Only steps after new nodes were recorded look (a wake-up is
-    asked for when nodes were walked outside a step), and only the last ``_MAX_VARS`` variables
-    of a namespace (a notebook's globals can hold thousands; the snippet's newest are last), so
-    a GRU unrolled 200 steps pays a few microseconds per line (``bench/bench_capture.py``).
-    Reading ``grad_fn`` of a view whose base changed in place rebuilds its node (a sequence
-    number handed out): such a tensor is not named (NOTE [nodes from before the block] in
-    graph.py has the same care).
+    asked for when nodes were walked outside a step), and only the newest ``_MAX_VARS``
+    variables of a namespace in dict order (a notebook's globals can hold thousands; a name
+    bound long before and rebound now keeps its old place, and is then missed there), so a GRU
+    unrolled 200 steps pays a few microseconds per line (``bench/bench_capture.py``).
+    Reading ``grad_fn`` of a view whose base changed in place since makes autograd build a
+    new node for it (``AsStridedBackward0``): a node the program never made. So a view's
+    ``grad_fn`` is never read here: the torch-function mode keeps each view result's node as
+    the call returned it (``Recorder.fresh_views``, until the next look), and only those
+    views are named. For other tensors a sequence number handed out during the read (which
+    would mean a node was built) leaves the tensor unnamed.
 
 NOTE [frozen parameters]
     A parameter with ``requires_grad=False`` makes no autograd node, so the graph cannot show
@@ -34,6 +38,7 @@ NOTE [frozen parameters]
 
 from __future__ import annotations
 
+import itertools
 import weakref
 from types import FrameType
 from typing import Any
@@ -97,19 +102,26 @@ def name_results(rec: Any, space: dict[str, Any]) -> None:
     """Give recorded, unnamed function nodes the variable in ``space`` bound to their output
     (NOTE [variables of intermediates]); ``rec``: the
     :class:`~gradtrace.capture.recorder.Recorder` (which imports this module)."""
-    items = list(space.items())
-    if len(items) > _MAX_VARS:
-        items = items[-_MAX_VARS:]
+    # the newest _MAX_VARS variables, copied before any look-up, then in dict order (`first,
+    # second = x.max(0)`: the node of both outputs takes the first)
+    items = list(itertools.islice(reversed(space.items()), _MAX_VARS))
+    items.reverse()
     core = rec.core
     named = rec.var_names
     with torch._C.DisableTorchFunction():
         for key, value in items:
             if not isinstance(value, torch.Tensor) or key.startswith("_") or not value.requires_grad:
                 continue
-            before = _seq_nr()
-            g = value.grad_fn
-            if g is None or _seq_nr() != before:
-                continue
+            if value._is_view():  # its node as the torch call that made it returned it
+                hit = rec.fresh_views.get(id(value))
+                if hit is None or hit[0] is not value:
+                    continue
+                g = hit[1]
+            else:
+                before = _seq_nr()
+                g = value.grad_fn
+                if g is None or _seq_nr() != before:
+                    continue
             index = core.index_of(g)
             if index < 0 or index in named:
                 continue

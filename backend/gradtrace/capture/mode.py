@@ -258,6 +258,8 @@ class CaptureMode(TorchFunctionMode):
             g = t.grad_fn
             if g is not None and not rec.is_known(g):
                 roots.append(g)
+                if t._is_view() and rec.name_results_on and len(rec.fresh_views) < 4096:
+                    rec.fresh_views[id(t)] = (t, g)  # NOTE [variables of intermediates]
         if not roots or _tracing_context() is not None:
             return False
         if rec.tracer.active and rec.active_pass is None and not rec.cuts:

@@ -133,6 +133,9 @@ class Recorder:
         """Function nodes (by index) already given their variable (NOTE [variables of
         intermediates] in definitions.py)."""
         self._named_upto = 0
+        self.fresh_views: dict[int, tuple[torch.Tensor, Node]] = {}
+        """View results of the torch calls since the last look, with their nodes: NOTE
+        [variables of intermediates] in definitions.py."""
         self._in_step = False
         self._name_wake = self._wake_for_names
         self.pending: list[Node] = []
@@ -315,12 +318,13 @@ class Recorder:
     def name_results(self, space: dict[str, Any] | None) -> None:
         """NOTE [variables of intermediates] in definitions.py."""
         self._named_upto = len(self.nodes)
-        if space is None or not self.name_results_on:
-            return
         try:
-            definitions.name_results(self, space)
+            if space is not None and self.name_results_on:
+                definitions.name_results(self, space)
         except Exception as e:  # NOTE [the recorder never breaks the snippet]
             self.internal_error(e)
+        finally:
+            self.fresh_views.clear()
 
     def discover(self, roots: list[Node], *, line: int | None, seq_mark: int | None,
                  created_in_pass: int | None = None, names: frames.NameIndex | None = None,
