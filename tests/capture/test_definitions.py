@@ -264,6 +264,7 @@ def test_record_names_intermediates_by_a_functions_real_locals(native: bool) -> 
         loss.backward()
     nodes = _nodes(rec.document_dict())
     by_var = {n["var"]: n for n in nodes if n.get("var")}
+    assert {n.var for n in rec.document().graph.nodes if n.var} == set(by_var)  # in Python too
     for name in ("a", "h", "out"):
         assert by_var[name]["name"] == type(seen[name].grad_fn).__name__, (name, by_var.get(name))
     assert by_var["loss"]["name"] == type(loss.grad_fn).__name__ == "MulBackward0"
