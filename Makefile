@@ -10,7 +10,7 @@ PY     := $(VENV)/bin/python
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 PYTEST_ARGS ?=
 
-.PHONY: run install native install-test frontend system-test-deps lint test bench clean
+.PHONY: run install native install-test frontend system-test-deps lint test test-fast bench clean
 
 run: install frontend
 	$(VENV)/bin/gradtrace serve
@@ -82,12 +82,22 @@ GOLDEN_TESTS := tests/capture/test_golden.py tests/capture/test_oracle.py tests/
 # the main run uses the C++ core, this one its Python twin (NOTE [one recorder, two kernel sets]
 # in backend/gradtrace/capture/pycore.py).
 
+# The suite runs in two parts (NOTE [fast suite, then the rest] in tests/conftest.py): the fast
+# one (in-process tests and the service over HTTP) first, then the tests that drive real
+# components for long (Chromium, JupyterLab, the sandbox, the queue fleet, PostgreSQL). Each
+# part ends with a table of where its time went. `make test-fast` runs the first part alone.
+PYTEST_RUN = rc=0; $(VENV)/bin/pytest $(1) $(PYTEST_ARGS) || rc=$$?; \
+	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing"; exit 1; fi; [ $$rc -eq 0 ]
+
 test: install-test frontend system-test-deps lint
 	cd frontend && npm test --silent
 	@ATEN_CPU_CAPABILITY=default $(VENV)/bin/pytest -q -p no:cacheprovider $(GOLDEN_TESTS) || exit 1
 	@GRADTRACE_KERNELS=python $(VENV)/bin/pytest -q -p no:cacheprovider tests/capture || exit 1
-	@$(VENV)/bin/pytest $(PYTEST_ARGS); rc=$$?; \
-	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing"; exit 1; fi; exit $$rc
+	@$(call PYTEST_RUN,-m "not slow")
+	@$(call PYTEST_RUN,-m slow)
+
+test-fast: install-test frontend lint
+	@$(call PYTEST_RUN,-m "not slow")
 
 # Benchmarks compare against torchviz and Graphviz's dot, installed only for them.
 bench: install-test frontend system-test-deps

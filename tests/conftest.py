@@ -209,7 +209,56 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         fixtures = getattr(item, "fixturenames", ())
         return item.get_closest_marker("browser") is not None or "browser" in fixtures or "page" in fixtures
 
+    for item in items:
+        if _is_slow(item, uses_browser(item)):
+            item.add_marker(pytest.mark.slow)
     items.sort(key=uses_browser)
+
+
+SLOW_FOLDERS = frozenset({"browser", "notebook", "sandbox", "scale", "security"})
+"""The folders under ``tests/`` whose tests drive real components for long.
+
+NOTE [fast suite, then the rest]
+    On a loaded 2-core machine the whole suite takes about 15 minutes of pytest. ``make test``
+    runs it in two parts: ``-m "not slow"`` (in-process capture, analysis, schema, storage and
+    the service over HTTP: where most edits are checked) and then ``-m slow``: every test that
+    drives Chromium, JupyterLab, the sandbox's child processes, the queue fleet or PostgreSQL.
+    ``make test-fast`` is the first part alone. Each part ends with the table of where its time
+    went (:func:`pytest_terminal_summary`), so the split can follow the figures.
+"""
+
+
+def _is_slow(item: pytest.Item, browser: bool) -> bool:
+    if browser or item.get_closest_marker("postgres") or item.get_closest_marker("security"):
+        return True
+    parts = Path(str(item.path)).resolve().relative_to(ROOT / "tests").parts
+    return len(parts) > 1 and parts[0] in SLOW_FOLDERS
+
+
+def _where(nodeid: str) -> str:
+    """A test's folder under ``tests/`` (``tests/api``), or its file at the top."""
+    parts = nodeid.split("::", 1)[0].split("/")
+    return "/".join(parts[:2]) if len(parts) > 2 else parts[-1]
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """Where this run's time went: seconds per folder (setup, call and teardown), largest first."""
+    totals: dict[str, float] = {}
+    counts: dict[str, int] = {}
+    for reports in terminalreporter.stats.values():
+        for report in reports:
+            nodeid, duration = getattr(report, "nodeid", None), getattr(report, "duration", None)
+            if not nodeid or not isinstance(duration, float):
+                continue
+            where = _where(nodeid)
+            totals[where] = totals.get(where, 0.0) + duration
+            if getattr(report, "when", None) == "call":
+                counts[where] = counts.get(where, 0) + 1
+    if not totals:
+        return
+    terminalreporter.write_sep("-", "where the time went (seconds per folder)")
+    for where, seconds in sorted(totals.items(), key=lambda kv: -kv[1]):
+        terminalreporter.write_line(f"{seconds:8.1f} s  {counts.get(where, 0):5d} tests  {where}")
 
 
 def chromium_path() -> str | None:

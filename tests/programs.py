@@ -81,6 +81,20 @@ outer = ((x_q @ w_fast - y_q) ** 2).mean()
 outer.backward()
 """
 
+UNSEEDED_MLP = """import torch
+from torch import nn
+l1, l2, l3 = nn.Linear(4, 8), nn.Linear(8, 8), nn.Linear(8, 1)
+x = torch.randn(5, 4)
+h = torch.relu(l1(x))
+h = l2(h)
+h = torch.tanh(h)
+out = l3(h).relu().sum()
+out.backward()
+"""
+"""A small MLP without a seed of its own: the run's seed draws its weights and inputs (the
+comparison's tests: the same seed twice, another seed, a line inserted)."""
+
+
 
 # The user's names and what the graph cannot show (tests/capture/test_definitions.py, and the
 # page: tests/browser/test_names_page.py): a tiny LM with a tied embedding, a fine-tune of a

@@ -12,43 +12,16 @@ import pytest
 import torch
 
 from conftest import LESSONS
+from gradcheck.cube import IN_A_CHAIN, RIGHT_FACTOR, WRONG_FACTOR, cube
 from gradtrace.analysis.compare import compare_documents
 from gradtrace.analysis.comparison import Comparison
 from gradtrace.capture import run_snippet
+from programs import UNSEEDED_MLP as MLP
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden"
 
-# An MLP without its own seed: the run's seed draws its weights and inputs.
-MLP = """import torch
-from torch import nn
-l1, l2, l3 = nn.Linear(4, 8), nn.Linear(8, 8), nn.Linear(8, 1)
-x = torch.randn(5, 4)
-h = torch.relu(l1(x))
-h = l2(h)
-h = torch.tanh(h)
-out = l3(h).relu().sum()
-out.backward()
-"""
-
-CUSTOM = """import torch
-
-class Cube(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, v):
-        ctx.save_for_backward(v)
-        return v ** 3
-
-    @staticmethod
-    def backward(ctx, grad):
-        (v,) = ctx.saved_tensors
-        return grad * 2 * v ** 2
-
-w = torch.tensor([1.0, 2.0, -0.5], requires_grad=True)
-a = w * 2 + 1
-y = Cube.apply(a)
-y.sin().sum().backward()
-"""
-CUSTOM_FIXED = CUSTOM.replace("grad * 2 * v ** 2", "grad * 3 * v ** 2")
+CUSTOM = cube("2 * ", IN_A_CHAIN)
+CUSTOM_FIXED = CUSTOM.replace(WRONG_FACTOR, RIGHT_FACTOR)
 
 
 @pytest.fixture(autouse=True)

@@ -10,35 +10,11 @@ from typing import Any
 import httpx
 
 from conftest import Server, lesson_code
+from gradcheck.cube import IN_A_CHAIN, RIGHT_FACTOR, WRONG_FACTOR, cube
+from programs import UNSEEDED_MLP as MLP
 
 READY_MS = 60_000
-MLP = """import torch
-from torch import nn
-l1, l2, l3 = nn.Linear(4, 8), nn.Linear(8, 8), nn.Linear(8, 1)
-x = torch.randn(5, 4)
-h = torch.relu(l1(x))
-h = l2(h)
-h = torch.tanh(h)
-out = l3(h).relu().sum()
-out.backward()
-"""
-CUSTOM = """import torch
-
-class Cube(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, v):
-        ctx.save_for_backward(v)
-        return v ** 3
-
-    @staticmethod
-    def backward(ctx, grad):
-        (v,) = ctx.saved_tensors
-        return grad * 2 * v ** 2
-
-w = torch.tensor([1.0, 2.0, -0.5], requires_grad=True)
-y = Cube.apply(w * 2 + 1)
-y.sin().sum().backward()
-"""
+CUSTOM = cube("2 * ", IN_A_CHAIN)
 
 
 def _link(server: Server, code_a: str, code_b: str, seed_b: int = 0) -> str:
@@ -90,7 +66,7 @@ def test_two_panes_step_together_through_an_inserted_node(page: Any, live_server
 
 def test_jump_to_the_first_divergence_of_a_fixed_backward(page: Any, live_server: Server,
                                                          frontend_bundle: Path, artifacts_dir: Path) -> None:
-    path = _link(live_server, CUSTOM, CUSTOM.replace("grad * 2 * v ** 2", "grad * 3 * v ** 2"))
+    path = _link(live_server, CUSTOM, CUSTOM.replace(WRONG_FACTOR, RIGHT_FACTOR))
     _open(page, live_server, path)
     page.get_by_role("button", name="Jump to first divergence").click()
     got = page.evaluate("""() => { const p = window.gradtrace.page, d = p.cmp.first_divergence;

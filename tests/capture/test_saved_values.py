@@ -9,6 +9,7 @@ from typing import Any
 import torch
 
 import gradtrace
+from gradcheck.cube import cube
 from gradtrace.schema import VALUES_LIMIT
 
 
@@ -57,25 +58,8 @@ def test_builtin_nodes_saved_values_equal_what_torch_saved() -> None:
 
 
 def test_custom_function_saved_values_equal_ctx_saved_tensors(run: Any) -> None:
-    code = '''import torch
-
-
-class Cube(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, x):
-        ctx.save_for_backward(x)
-        return x ** 3
-
-    @staticmethod
-    def backward(ctx, grad):
-        (x,) = ctx.saved_tensors
-        return grad * 3 * x ** 2
-
-
-x = torch.tensor([1.0, 2.0], requires_grad=True)
-y = Cube.apply(x)
-y.sum().backward(retain_graph=True)
-'''
+    code = cube("3 * ", "x = torch.tensor([1.0, 2.0], requires_grad=True)\ny = Cube.apply(x)\n"
+                "y.sum().backward(retain_graph=True)\n")
     doc = run(code)
     assert doc["status"] == "ok", doc["error"]
     ns: dict[str, Any] = {}
