@@ -95,7 +95,6 @@ out.backward()
 comparison's tests: the same seed twice, another seed, a line inserted)."""
 
 
-
 # The user's names and what the graph cannot show (tests/capture/test_definitions.py, and the
 # page: tests/browser/test_names_page.py): a tiny LM with a tied embedding, a fine-tune of a
 # frozen backbone under no_grad, a from-scratch program defining its leaves three ways.
