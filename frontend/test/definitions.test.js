@@ -55,3 +55,10 @@ test("the fine-tune's frozen backbone and its no_grad block", () => {
   assert.deepEqual(lineNotes(doc, 11), ["Gradients are off here (torch.no_grad() at line 10): no graph is recorded in lines 11–12."]);
   assert.deepEqual(lineNotes(doc, 5), []);  // the frozen backbone: no leaf in the graph
 });
+
+test("a no_grad block with an enable_grad() cut out of it: two pieces, one note on its line", () => {
+  const doc = { analysis: { grad_off: [{ kind: "no_grad", line: 7, start: 8, end: 9 }, { kind: "no_grad", line: 7, start: 11, end: 11 }] } };
+  assert.deepEqual(gradOffMarks(doc), { lines: [8, 9, 11], heads: [{ line: 7, text: "no graph recorded here" }] });
+  assert.equal(gradOffAt(doc, 10), null);
+  assert.equal(lineNote(doc, 11), "Gradients are off here (torch.no_grad() at line 7): no graph is recorded in line 11.");
+});

@@ -276,3 +276,41 @@ def test_record_names_intermediates_by_a_functions_real_locals(native: bool) -> 
 def _line_of(text: str) -> int:
     lines = Path(__file__).read_text().splitlines()
     return next(i + 1 for i, line in enumerate(lines) if line.strip() == text)
+
+
+GRAD_OFF_FORMS = {
+    "decorator": ("@torch.no_grad()\ndef evaluate(m, x):\n    y = m(x)\n    return y.sum()\n"
+                  "net = nn.Linear(2, 1)\nevaluate(net, torch.randn(3, 2))\n", ["no_grad"]),
+    "bare_import": ("from torch import no_grad\nw = torch.randn(2, requires_grad=True)\nwith no_grad():\n"
+                    "    w.mul_(0.5)\n(w * 2).sum().backward()\n", ["no_grad"]),
+    "inference_mode": ("w = torch.randn(2, requires_grad=True)\nwith torch.inference_mode():\n"
+                       "    v = w * 2\n    u = v + 1\n(w * 3).sum().backward()\n", ["inference_mode"]),
+    "set_grad_enabled": ("w = torch.randn(2, requires_grad=True)\nwith torch.set_grad_enabled(False):\n"
+                         "    v = w * 2\nwith torch.set_grad_enabled(True):\n    u = w * 2\nu.sum().backward()\n",
+                         ["set_grad_enabled"]),
+    "nested_and_two_items": ("import contextlib\nw = torch.randn(2, requires_grad=True)\n"
+                             "with contextlib.nullcontext(), torch.no_grad():\n    v = w * 2\n"
+                             "    with torch.enable_grad():\n        u = w * 3\n    z = v + 1\n"
+                             "u.sum().backward()\n", ["no_grad", "no_grad"]),
+    "inference_mode_false": ("w = torch.randn(2, requires_grad=True)\nwith torch.inference_mode(False):\n"
+                             "    v = w * 2\nv.sum().backward()\n", []),
+}
+
+
+@pytest.mark.parametrize("form", sorted(GRAD_OFF_FORMS))
+def test_blocks_with_gradients_off_are_the_lines_torch_ran_with_gradients_off(form: str) -> None:
+    """Each form the analysis reads (NOTE [blocks with gradients off]) against torch's own
+    answer: every line torch ran with gradients off lies in a block (or is its `with` line,
+    run again on leaving), and no line a block claims ran with gradients on (an inner
+    `enable_grad` block is cut out)."""
+    code, kinds = GRAD_OFF_FORMS[form]
+    code = H + code
+    doc = _run(code, True)
+    blocks = (doc.get("analysis") or {}).get("grad_off") or []
+    assert [b["kind"] for b in blocks] == kinds
+    _, off = _truth(code)
+    covered = {line for b in blocks for line in range(b["start"], b["end"] + 1)}
+    assert off <= covered | {b["line"] for b in blocks}, (off, blocks)
+    assert covered & _ran_lines(code) <= off, (covered, off, blocks)
+    if form == "nested_and_two_items":  # the inner enable_grad's body (line 10) is cut out
+        assert [(b["start"], b["end"]) for b in blocks] == [(8, 9), (11, 11)]

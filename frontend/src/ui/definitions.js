@@ -35,6 +35,11 @@ export function gradOffAt(doc, line) {
   return best;
 }
 
+/** "lines 11–12", or "line 11" */
+function spanText(b) {
+  return b.start === b.end ? `line ${b.start}` : `lines ${b.start}–${b.end}`;
+}
+
 /** "torch.no_grad() at line 10" */
 export function gradOffText(b) {
   return `${KIND_TEXT[b.kind] || b.kind} at line ${b.line}`;
@@ -46,7 +51,8 @@ export function gradOffMarks(doc) {
   const heads = [];
   for (const b of gradOffBlocks(doc)) {
     for (let l = b.start; l <= b.end; l++) lines.push(l);
-    heads.push({ line: b.line, text: "no graph recorded here" });
+    // a block with an enable_grad() cut out of it comes in pieces: one note on its line
+    if (!heads.some((h) => h.line === b.line)) heads.push({ line: b.line, text: "no graph recorded here" });
   }
   return { lines, heads };
 }
@@ -77,7 +83,7 @@ export function definitionRows(dl, n, doc, module, onLine) {
   for (const m of frozenAround(doc, module)) add("frozen", `${m.path}: ${m.names.join(", ")} (requires_grad=False: no node, no .grad)`);
   const cutLine = n.cut && n.cut.line;
   const block = cutLine != null ? gradOffAt(doc, cutLine) : null;
-  if (block) add("gradients off", lineLink(block.line, onLine), ` ${KIND_TEXT[block.kind] || block.kind}, lines ${block.start}–${block.end}`);
+  if (block) add("gradients off", lineLink(block.line, onLine), ` ${KIND_TEXT[block.kind] || block.kind}, ${spanText(block)}`);
 }
 
 /** What a code line says besides its nodes: the leaves it defines, and that gradients were off there. */
@@ -94,7 +100,7 @@ export function lineNotes(doc, line) {
 /** What a code line with no node says, when gradients were off there. */
 export function lineNote(doc, line) {
   const b = gradOffAt(doc, line);
-  return b ? `Gradients are off here (${gradOffText(b)}): no graph is recorded in lines ${b.start}–${b.end}.` : null;
+  return b ? `Gradients are off here (${gradOffText(b)}): no graph is recorded in ${spanText(b)}.` : null;
 }
 
 /**
@@ -108,7 +114,7 @@ export function notInGraph(doc, onLine) {
   const box = el("section", { class: "gt-not-in-graph", "aria-label": "Not in the graph" }, el("h4", {}, "Not in the graph"));
   const ul = el("ul");
   for (const m of frozen) ul.append(el("li", {}, el("span", { class: "gt-frozen" }, "frozen"), ` ${m.path}: ${m.names.join(", ")} (requires_grad=False)`));
-  for (const b of blocks) ul.append(el("li", {}, el("span", { class: "gt-nograd" }, "no graph"), ` lines ${b.start}–${b.end}: ${KIND_TEXT[b.kind] || b.kind} at `, lineLink(b.line, onLine)));
+  for (const b of blocks) ul.append(el("li", {}, el("span", { class: "gt-nograd" }, "no graph"), ` ${spanText(b)}: ${KIND_TEXT[b.kind] || b.kind} at `, lineLink(b.line, onLine)));
   box.append(ul);
   return box;
 }
