@@ -103,7 +103,7 @@ def _without(block: dict[str, Any], on: list[tuple[int, int]]) -> list[dict[str,
     for a, b in sorted(on):
         nxt = []
         for p in pieces:
-            if b < p["start"] or a > p["end"] or a <= block["line"] and b >= block["end"]:
+            if b < p["start"] or a > p["end"] or (a <= block["line"] and b >= block["end"]):
                 nxt.append(p)  # apart (or around the whole block: its own kind decides)
                 continue
             if a > p["start"]:
