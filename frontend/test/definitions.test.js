@@ -8,7 +8,7 @@ import { indexDocument } from "../src/graph/document.js";
 import { buildView } from "../src/graph/view.js";
 import { moduleTree } from "../src/graph/modules.js";
 import { tiedLabel, tiedSub, varSub } from "../src/graph/names.js";
-import { frozenModules, gradOffAt, gradOffMarks, gradOffText, lineNote, lineNotes } from "../src/ui/definitions.js";
+import { frozenModules, frozenNote, gradOffAt, gradOffMarks, gradOffText, lineNote, lineNotes } from "../src/ui/definitions.js";
 
 const load = (name) => JSON.parse(readFileSync(new URL(`./fixtures/definitions_${name}.json`, import.meta.url), "utf8"));
 
@@ -61,4 +61,11 @@ test("a no_grad block with an enable_grad() cut out of it: two pieces, one note 
   assert.deepEqual(gradOffMarks(doc), { lines: [8, 9, 11], heads: [{ line: 7, text: "no graph recorded here" }] });
   assert.equal(gradOffAt(doc, 10), null);
   assert.equal(lineNote(doc, 11), "Gradients are off here (torch.no_grad() at line 7): no graph is recorded in line 11.");
+});
+
+test("a collapsed module names the frozen parameters in and around it", () => {
+  const doc = load("fine_tune");
+  assert.equal(frozenNote(doc, "backbone"), "Frozen (requires_grad=False, no node): backbone.0: weight, bias; backbone.2: weight, bias.");
+  assert.equal(frozenNote(doc, "backbone.2"), "Frozen (requires_grad=False, no node): backbone.2: weight, bias.");
+  assert.equal(frozenNote(doc, "head"), null);
 });

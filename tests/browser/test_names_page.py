@@ -97,3 +97,25 @@ def test_the_saved_html_shows_the_same(browser: Any, tmp_path: Path, artifacts_d
     finally:
         context.close()
     assert errors == []
+
+
+PARTLY_FROZEN = """import torch
+from torch import nn
+torch.manual_seed(0)
+model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
+model[0].weight.requires_grad_(False)
+x = torch.randn(3, 4, requires_grad=True)
+model(x).sum().backward()
+"""
+
+
+def test_a_node_of_a_layer_with_a_frozen_weight_says_so(playground: Any, artifacts_dir: Path) -> None:
+    page = playground
+    run_code(page, PARTLY_FROZEN)
+    texts = node_texts(page)
+    assert not any(t.startswith("model.0.weight") for t in texts), texts  # no node: frozen
+    assert any(t.startswith("model.0.bias") for t in texts), texts
+    pick_node(page, re.compile(r"^AddmmBackward0"))
+    text = page.locator("#inspector").inner_text()
+    assert "frozen" in text and "model.0: weight (requires_grad=False" in text, text
+    page.screenshot(path=str(artifacts_dir / "definitions-partly-frozen.png"))

@@ -68,6 +68,13 @@ function frozenAround(doc, module) {
   return frozenModules(doc).filter((m) => module === m.path || module.startsWith(`${m.path}.`) || m.path.startsWith(`${module}.`));
 }
 
+/** A collapsed module's note on its frozen parameters (its own and those inside it), or null. */
+export function frozenNote(doc, module) {
+  const found = frozenAround(doc, module);
+  if (!found.length) return null;
+  return `Frozen (requires_grad=False, no node): ${found.map((m) => `${m.path}: ${m.names.join(", ")}`).join("; ")}.`;
+}
+
 /**
  * The inspector's rows for node `n` (a <dl> to append to): its variable, the line that defines
  * it (a link: the code pane highlights it), the paths of a tied parameter, its module's frozen

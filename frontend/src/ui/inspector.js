@@ -8,7 +8,7 @@ import { KINDS } from "../graph/document.js";
 import { savedState } from "../analysis/errors.js";
 import { fmtBytes, fmtTensorLong, passNo } from "../analysis/format.js";
 import { accumulationsAt, errorSentence } from "../analysis/words.js";
-import { definitionRows, lineNotes, notInGraph } from "./definitions.js";
+import { definitionRows, frozenNote, lineNotes, notInGraph } from "./definitions.js";
 
 function el(tag, attrs = {}, ...children) {
   const e = document.createElement(tag);
@@ -64,7 +64,9 @@ export class Inspector {
       return;
     }
     if (vn.kind === "group") {
+      const frozen = frozenNote(index.doc, vn.module);  // ui/definitions.js
       this.body.replaceChildren(el("h3", {}, vn.label), el("p", {}, `${vn.repeat ? "Repeated blocks" : "Module"} ${vn.module}, collapsed: ${vn.refs.length} nodes.`),
+        ...(frozen ? [el("p", { class: "gt-nograd-note" }, frozen)] : []),
         el("button", { type: "button", onclick: () => this.cb.onExpand(v) }, vn.repeat ? "Show the blocks" : `Expand ${vn.module}`));
       return;
     }
