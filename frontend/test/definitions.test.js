@@ -8,6 +8,8 @@ import { indexDocument } from "../src/graph/document.js";
 import { buildView } from "../src/graph/view.js";
 import { moduleTree } from "../src/graph/modules.js";
 import { tiedLabel, tiedSub, varSub } from "../src/graph/names.js";
+import { searchNodes } from "../src/analysis/search.js";
+import { functionName, namesContext } from "../src/analysis/names.js";
 import { frozenModules, frozenNote, gradOffAt, gradOffMarks, gradOffText, lineNote, lineNotes } from "../src/ui/definitions.js";
 
 const load = (name) => JSON.parse(readFileSync(new URL(`./fixtures/definitions_${name}.json`, import.meta.url), "utf8"));
@@ -68,4 +70,15 @@ test("a collapsed module names the frozen parameters in and around it", () => {
   assert.equal(frozenNote(doc, "backbone"), "Frozen (requires_grad=False, no node): backbone.0: weight, bias; backbone.2: weight, bias.");
   assert.equal(frozenNote(doc, "backbone.2"), "Frozen (requires_grad=False, no node): backbone.2: weight, bias.");
   assert.equal(frozenNote(doc, "head"), null);
+});
+
+test("an intermediate's variable finds it in search and names it in sentences; a tied path finds its one node", () => {
+  const doc = load("tiny_lm");
+  const index = indexDocument(doc);
+  const tanh = index.idx.get(doc.graph.nodes.find((n) => n.name === "TanhBackward0").id);
+  assert.ok(searchNodes(index, "h").some((m) => m.ref === tanh && m.why === "name"));
+  const tied = searchNodes(index, "lm_head.weight").filter((m) => m.why === "name");
+  assert.equal(tied.length, 1);
+  assert.deepEqual(index.nodes[tied[0].ref].tied, ["model.emb.weight", "model.lm_head.weight"]);
+  assert.equal(functionName(namesContext(index), tanh).text, "TanhBackward0 → h");
 });
