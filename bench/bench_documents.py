@@ -4,12 +4,16 @@
 
 1. The in-process read path on the three real programs (``tests/programs.py``: GRU-200, the
    20-step Adam loop, transformer-6), one thread, thread CPU time (NOTE [clock] in
-   bench_capture.py): the program bare; inside ``gradtrace.record()`` plus ``rec.document()``;
-   and then reading every node, edge and event and every field of each (``doc.graph.nodes``,
-   ``doc.graph.edges``, ``doc.events``: what builds their models). Target (issue 21): GRU-200
-   <= 2.5x the bare run. Two rows say where the reading goes: ``orjson.loads`` of the graph's
-   and events' bytes alone (the floor of any view of them as Python objects) and pydantic's
-   validation of those bytes (what the first read does).
+   bench_capture.py): the program bare; inside ``gradtrace.record()`` alone; plus
+   ``rec.document()``; and then reading every node, edge and event and every field of each
+   (``doc.graph.nodes``, ``doc.graph.edges``, ``doc.events``: read-only views of their JSON,
+   NOTE [views of the document's JSON] in gradtrace/schema/views.py); and then ``doc.id`` and
+   ``doc.analysis`` (NOTE [an id and an analysis on first use] in gradtrace/notebook/run.py).
+   Target (issue 21): GRU-200 <= 2.5x the bare run. The old path runs in the same repetitions
+   (the analysis and id at once, pydantic models on first read). Three rows say where the
+   reading goes: the read loop alone, ``orjson.loads`` of the graph's and events' bytes alone
+   (the floor of any view of them as Python objects) and pydantic's validation of those
+   bytes (what the old first read did).
 2. ``rec.document()`` of GRU-200 to the widget's compressed bytes: the old way (the document
    as a dict: its canonical JSON hashed again and its graph and events parsed) against the
    bytes it was hashed from (NOTE [one document path] in capture/document.py).
@@ -44,7 +48,9 @@ from pydantic import TypeAdapter
 
 import gradtrace
 from gradtrace.collector import gc_paused
+from gradtrace.notebook.run import NotebookRunDocument
 from gradtrace.schema import Event, Graph
+from gradtrace.schema.canonical import canonical_with_id
 from programs import ADAM_20, GRU_200, TRANSFORMER_6
 
 _EVENTS: TypeAdapter[list[Event]] = TypeAdapter(list[Event])
@@ -74,7 +80,8 @@ def recorded(name: str, code: Any) -> gradtrace.record:
 
 
 def read_everything(doc: Any) -> int:
-    """Every node, edge and event of ``doc`` and every field of each."""
+    """Every node, edge and event of ``doc`` and every field of each (a view declares its
+    model's ``model_fields``: NOTE [views of the document's JSON] in gradtrace/schema/views.py)."""
     n = 0
     for items in (doc.graph.nodes, doc.graph.edges, doc.events):
         for item in items:
@@ -84,46 +91,79 @@ def read_everything(doc: Any) -> int:
     return n
 
 
+def old_document(rec: gradtrace.record) -> NotebookRunDocument:
+    """``rec.document()`` as it was: the analysis and the id computed at once, and the graph
+    and events validated as pydantic models when first read."""
+    doc = rec.document_parts()
+    doc["id"], body = canonical_with_id(doc)
+    with gc_paused(settle=True):
+        return NotebookRunDocument.from_parts(doc, body)
+
+
 def in_process(name: str, reps: int) -> list[Row]:
     code = compile(PROGRAMS[name], f"<{name}>", "exec")
     for _ in range(2):  # warm-up: first-use costs
         bare(name, code)
         read_everything(recorded(name, code).document())
-    t_bare: list[float] = []
-    t_doc: list[float] = []
-    t_read: list[float] = []
-    t_parse: list[float] = []
-    t_again: list[float] = []
-    t_validate: list[float] = []
+        read_everything(old_document(recorded(name, code)).validated())
+    t: dict[str, list[float]] = {k: [] for k in ("bare", "rec", "doc", "read", "late", "again", "old_doc",
+                                                 "old_read", "parse", "validate")}
     for _ in range(reps):
-        t_bare.append(timed(lambda: bare(name, code)))
+        t["bare"].append(timed(lambda: bare(name, code)))
         gc.collect()
         t0 = CLOCK()
         rec = recorded(name, code)
-        doc = rec.document()
         t1 = CLOCK()
-        read_everything(doc)
+        doc = rec.document()
         t2 = CLOCK()
         read_everything(doc)
-        t_again.append(CLOCK() - t2)
-        t_doc.append(t1 - t0)
-        t_read.append(t2 - t0)
+        t3 = CLOCK()
+        _ = doc.id, doc.analysis
+        t4 = CLOCK()
+        read_everything(doc)
+        t["again"].append(CLOCK() - t4)
+        t["rec"].append(t1 - t0)
+        t["doc"].append(t2 - t0)
+        t["read"].append(t3 - t0)
+        t["late"].append(t4 - t0)
         parts = rec.document_parts()
         graph, events = bytes(parts["graph"]), bytes(parts["events"])
         del doc, rec, parts
-        t_parse.append(timed(lambda: (orjson.loads(graph), orjson.loads(events))))  # noqa: B023
-        t_validate.append(timed(lambda: _models(graph, events)))  # noqa: B023
-    mb = statistics.median(t_bare)
-    return [Row(f"{name}: bare run", t_bare),
-            Row(f"{name}: record() + rec.document()", t_doc, "bare", mb),
-            Row(f"{name}: ... + read every node, edge, event and field", t_read, "bare", mb),
-            Row(f"{name}: (the same read again, models built: the loop alone)", t_again, "bare", mb),
-            Row(f"{name}: (orjson.loads of graph + events alone)", t_parse, "bare", mb),
-            Row(f"{name}: (pydantic models of graph + events alone, as the first read)", t_validate, "bare", mb)]
+        gc.collect()
+        t0 = CLOCK()
+        old = old_document(recorded(name, code))
+        t1 = CLOCK()
+        read_everything(old.validated())
+        t["old_doc"].append(t1 - t0)
+        t["old_read"].append(CLOCK() - t0)
+        del old
+        t["parse"].append(timed(lambda: _parsed(graph, events)))  # noqa: B023
+        t["validate"].append(timed(lambda: _models(graph, events)))  # noqa: B023
+    mb = statistics.median(t["bare"])
+    mo = statistics.median(t["old_read"])
+    rows = [("bare run", "bare", ""),
+            ("record() alone", "rec", "bare"),
+            ("record() + rec.document()", "doc", "bare"),
+            ("... + read every node, edge, event and field (views)", "read", "bare"),
+            ("... + doc.id and doc.analysis (computed on first read)", "late", "bare"),
+            ("old: record() + rec.document() (analysis and id at once)", "old_doc", "bare"),
+            ("old: ... + read every node, edge, event and field (models)", "old_read", "bare"),
+            ("(the same read again over the views: the loop alone)", "again", "bare"),
+            ("(orjson.loads of graph + events alone)", "parse", "bare"),
+            ("(pydantic models of graph + events alone, the old first read)", "validate", "bare")]
+    out = [Row(f"{name}: {label}", t[key], base, mb if base else None) for label, key, base in rows]
+    out.append(Row(f"{name}: new read path (views) against the old (models)", t["read"], "old", mo))
+    return out
+
+
+def _parsed(graph: bytes, events: bytes) -> Any:
+    """What the first read of a ``rec.document()`` parses (NOTE [a document built on first use])."""
+    with gc_paused(settle=True):
+        return orjson.loads(graph), orjson.loads(events)
 
 
 def _models(graph: bytes, events: bytes) -> Any:
-    """What the first read of a ``rec.document()`` does (NOTE [a document built on first use])."""
+    """What the old first read of a ``rec.document()`` validated."""
     with gc_paused(settle=True):
         return Graph.model_validate_json(graph), _EVENTS.validate_json(events)
 
@@ -171,13 +211,16 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--reps", type=int, default=11)
     ap.add_argument("--quick", action="store_true", help="3 repetitions (smoke test)")
+    ap.add_argument("--only", choices=sorted(PROGRAMS), help="the in-process read path of one program, nothing else")
     args = ap.parse_args()
     reps = 3 if args.quick else args.reps
     torch.set_num_threads(1)
     rows: list[Row] = []
-    for name in PROGRAMS:
+    for name in [args.only] if args.only else PROGRAMS:
         rows += in_process(name, reps)
     print_table(f"In-process read path (thread CPU time, 1 torch thread, torch {torch.__version__})", rows)
+    if args.only:
+        return
     print_table("Widget bytes of rec.document()", widget_bytes(reps))
     print_table("Share page bytes", share_page(reps))
 

@@ -75,6 +75,10 @@ class Settings(BaseSettings):
     max_body_mb: int = Field(16, ge=1, description="Largest request body accepted (413 beyond).")
     max_nodes: int = Field(50_000, ge=10, description="Graph nodes recorded before a run ends with graph_limit.")
     max_events: int = Field(200_000, ge=10, description="Events recorded before a run ends with graph_limit.")
+    compare_cache_mb: int = Field(
+        128, ge=0, description="Memory for the comparison caches, MiB: three quarters for parsed run documents "
+        "(counted at 5x their JSON), a quarter for comparison answers (NOTE [comparison caches] in "
+        "api/compare_cache.py); 0 = no cache.")
 
     client_jobs: int | None = Field(
         None, ge=0, le=64, description="Jobs one client may run at once; more wait their turn in a fair "

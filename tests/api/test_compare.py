@@ -107,8 +107,15 @@ def test_the_compare_page_answers_its_link_and_says_what_is_wrong_with_a_bad_one
     a, b = _run(api, 0), _run(api, 4)
     link = api.post("/api/compare/links", json={"a": {"run_id": a["id"]}, "b": {"run_id": b["id"]}}).json()
     page = api.get(f"/c/{link['a']}..{link['b']}", headers={"accept": "text/html"})
-    assert page.status_code == 200 and 'id="gt-run-a"' in page.text and "/dist/compare.js" in page.text
-    assert f'"id":"{a["id"]}"' in page.text and f'"id":"{b["id"]}"' in page.text
+    assert page.status_code == 200 and "/dist/compare.js" in page.text
+    # the page names both documents (its shares), which it fetches as they are stored
+    urls = [f"/api/shares/{link[side]}" for side in ("a", "b")]
+    assert all(f'<link rel="preload" href="{u}" as="fetch"' in page.text for u in urls)
+    for url, run in zip(urls, (a, b), strict=True):
+        assert api.get(url).json()["id"] == run["id"]
+    # a kept run named by its run id is fetched from /api/runs
+    by_run = api.get(f"/c/{a['id']}..{link['b']}", headers={"accept": "text/html"})
+    assert by_run.status_code == 200 and f'href="/api/runs/{a["id"]}"' in by_run.text
     missing = api.get(f"/c/{link['a']}..0000dead", headers={"accept": "text/html"})
     assert missing.status_code == 404 and "run B" in missing.text
     assert missing.headers["content-type"].startswith("text/html")

@@ -64,6 +64,28 @@ def test_two_panes_step_together_through_an_inserted_node(page: Any, live_server
     assert page.page_errors == []
 
 
+def test_the_wrap_button_covers_no_code_in_either_pane(page: Any, live_server: Server, frontend_bundle: Path,
+                                                     artifacts_dir: Path) -> None:
+    _open(page, live_server, _link(live_server, MLP, MLP, seed_b=1))
+    for side in ("a", "b"):
+        boxes = page.evaluate("""(side) => { const s = document.getElementById(`pane-${side}`).shadowRoot;
+            const box = (el) => { const r = el.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]; };
+            const line = s.querySelector('.cm-line'), text = document.createRange();
+            text.selectNodeContents(line);
+            const r = text.getBoundingClientRect();
+            return {wrap: box(s.getElementById('wrap')), text: [r.left, r.top, r.right, r.bottom],
+                    first: line.textContent}; }""", side)
+        wrap, text = boxes["wrap"], boxes["text"]
+        assert boxes["first"] == "import torch"
+        overlap = wrap[0] < text[2] and text[0] < wrap[2] and wrap[1] < text[3] and text[1] < wrap[3]
+        assert not overlap, boxes
+        page.locator(f"#pane-{side}").screenshot(path=str(artifacts_dir / f"compare-wrap-{side}.png"))
+    # the button still wraps the code
+    page.locator("#pane-a").get_by_role("button", name="Wrap").click()
+    assert page.locator("#pane-a").get_by_role("button", name="Wrap").get_attribute("aria-pressed") == "true"
+    assert page.page_errors == []
+
+
 def test_jump_to_the_first_divergence_of_a_fixed_backward(page: Any, live_server: Server,
                                                          frontend_bundle: Path, artifacts_dir: Path) -> None:
     path = _link(live_server, CUSTOM, CUSTOM.replace(WRONG_FACTOR, RIGHT_FACTOR))

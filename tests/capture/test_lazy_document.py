@@ -11,8 +11,9 @@ import torch
 
 import gradtrace
 from gradtrace.capture import native
-from gradtrace.schema import RunDocument
+from gradtrace.schema import Node, RunDocument
 from gradtrace.schema.canonical import canonical_json, canonical_with_id
+from gradtrace.schema.views import View
 
 
 def _recorded() -> gradtrace.record:
@@ -39,11 +40,16 @@ def test_the_graph_and_events_wait_until_read_and_then_are_the_eager_ones() -> N
     doc = rec.document()
     assert "graph" not in doc.__dict__ and "events" not in doc.__dict__  # not built yet
     assert doc.id == _eager(rec).id and doc.status == "ok"
-    nodes = doc.graph.nodes
-    assert "graph" in doc.__dict__ and "events" not in doc.__dict__
+    nodes = doc.graph.nodes  # read-only views of the JSON (NOTE [views of the document's JSON])
+    assert "graph" not in doc.__dict__ and "events" not in doc.__dict__
+    assert all(isinstance(n, View) for n in nodes) and doc.graph.nodes is nodes  # parsed once
     eager = _eager(rec)
     assert [n.model_dump() for n in nodes] == [n.model_dump() for n in eager.graph.nodes]
     assert doc.events == eager.events
+    with pytest.raises(AttributeError, match="read-only"):
+        nodes[0].name = "x"
+    assert doc.validated() is doc and "graph" in doc.__dict__ and "events" in doc.__dict__
+    assert isinstance(doc.graph.nodes[0], Node) and doc.graph == eager.graph
     assert doc.model_dump(mode="json", by_alias=True) == eager.model_dump(mode="json", by_alias=True)
 
 

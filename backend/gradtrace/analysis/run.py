@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from gradtrace.analysis.docview import Doc, DocView
+import orjson
+
+from gradtrace.analysis.docview import Doc, DocView, event_skeletons, may_hold_nonfinite
 from gradtrace.analysis.gradoff import grad_off_blocks
 from gradtrace.analysis.hints import find_hints
 from gradtrace.analysis.nonfinite import badge, first_nonfinite
@@ -23,3 +25,17 @@ def analyze(doc: Doc) -> dict[str, Any] | None:
     elif found["badge"] is None and not found["nonfinite"] and not found["hints"]:
         return None
     return found
+
+
+def analyze_parts(doc: Doc, graph: Any = None, events: Any = None) -> dict[str, Any] | None:
+    """:func:`analyze` of a document whose ``graph`` and ``events`` are their canonical JSON
+    (NOTE [one document path] in capture/document.py). ``graph`` and ``events``: those bytes
+    already parsed, when a reader has (NOTE [views of the document's JSON] in schema/views.py);
+    else the graph is parsed, and the events are parsed with their values only when they may
+    hold a NaN or an infinity (NOTE [events without their values] in analysis/docview.py)."""
+    if graph is None:
+        graph = orjson.loads(memoryview(doc["graph"]))
+    if events is None:
+        text = bytes(doc["events"])
+        events = orjson.loads(text) if may_hold_nonfinite(bytes(doc["graph"]), text) else event_skeletons(text)
+    return analyze({**doc, "graph": graph, "events": events})

@@ -13,6 +13,7 @@ or not a run document 422, a run too large to compare 413.
 from __future__ import annotations
 
 from typing import Annotated, Any
+from urllib.parse import quote
 
 import orjson
 from fastapi import APIRouter, Path, Request
@@ -21,13 +22,15 @@ from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from gradtrace.analysis.compare import check_document, compare_documents
+from gradtrace.analysis.compare_read import read_for_compare
 from gradtrace.analysis.comparison import Comparison
+from gradtrace.api.compare_cache import PARSED_PER_BYTE
 from gradtrace.api.errors import ERROR_RESPONSES
 from gradtrace.api.services import Services, ServicesDep, client_key
 from gradtrace.collector import gc_paused
 from gradtrace.errors import InvalidRequest, NotFound
 from gradtrace.schema import SCHEMA_VERSION, RunDocument
-from gradtrace.storage.codec import StoredBlob, current_json, decompress, encode, load
+from gradtrace.storage.codec import StoredBlob, decompress, encode, load
 from gradtrace.storage.normalize import normalize
 
 router = APIRouter(prefix="/api/compare", tags=["compare"])
@@ -65,16 +68,15 @@ class CompareLink(BaseModel):
              responses=ERROR_RESPONSES)
 async def compare_runs(body: CompareRequest, request: Request, svc: ServicesDep) -> Response:
     svc.buckets.take(client_key(request))
-    result = await run_in_threadpool(_compare, svc, body.a, body.b)
-    return _answer(result)
+    return _answer(await run_in_threadpool(compare_answer, svc, body.a, body.b))
 
 
 @router.get("/{pair}", response_model=Comparison, summary="Compare two runs by id: {a}..{b}",
             responses=ERROR_RESPONSES)
 async def compare_by_ids(pair: Annotated[str, Path(max_length=2 * MAX_ID + 2)], svc: ServicesDep) -> Response:
     a_id, b_id = split_pair(pair)
-    result = await run_in_threadpool(_compare, svc, CompareSide(share_id=a_id), CompareSide(share_id=b_id))
-    return _answer(result)
+    return _answer(await run_in_threadpool(compare_answer, svc, CompareSide(share_id=a_id),
+                                           CompareSide(share_id=b_id)))
 
 
 @router.post("/links", response_model=CompareLink, status_code=201,
@@ -86,8 +88,8 @@ async def create_link(body: CompareRequest, request: Request, svc: ServicesDep) 
     return JSONResponse(link.model_dump(), status_code=201)
 
 
-def _answer(result: Comparison) -> Response:
-    return Response(result.model_dump_json(), media_type="application/json")
+def _answer(body: bytes) -> Response:
+    return Response(body, media_type="application/json")
 
 
 def split_pair(pair: str) -> tuple[str, str]:
@@ -103,7 +105,7 @@ def side_document(svc: Services, side: CompareSide, name: str) -> dict[str, Any]
     """The run document a side names, upgraded to the current schema when it is stored."""
     _exactly_one(side, name)
     if side.document is None:
-        return _load(_stored(svc, side, name))
+        return _parsed(svc, _stored(svc, side, name))
     limits = {"max_nodes": svc.settings.max_nodes, "max_events": svc.settings.max_events}
     check_document(name, side.document, **limits)
     try:
@@ -116,20 +118,39 @@ def side_document(svc: Services, side: CompareSide, name: str) -> dict[str, Any]
     return side.document
 
 
+def _parsed(svc: Services, blob: StoredBlob) -> dict[str, Any]:
+    """A stored document parsed, kept by its content hash (NOTE [comparison caches]); the
+    comparison only reads it."""
+    def parse() -> tuple[dict[str, Any], int]:
+        return _load(blob), PARSED_PER_BYTE * blob.size
+    return svc.compare_docs.get_or_make(blob.content_hash, parse)
+
+
 def _load(blob: StoredBlob) -> dict[str, Any]:
-    """A stored document as a dict (``codec.load``'s steps, parsed by orjson: a GRU-200 run is
-    4 MB of JSON, and the comparison's time goal counts its parse)."""
-    doc = orjson.loads(decompress(blob.gz))
+    """A stored document as a dict: of the current schema, only what the comparison reads
+    (NOTE [what a comparison reads] in ``analysis/compare_read.py``); an older one whole, and
+    upgraded (``codec.load``'s steps, parsed by orjson)."""
+    raw = decompress(blob.gz)
+    if blob.schema_version == SCHEMA_VERSION:
+        try:
+            return read_for_compare(raw)
+        except ValueError as exc:
+            raise InvalidRequest("the stored document is not a run document") from exc
+    doc = orjson.loads(raw)
     if not isinstance(doc, dict):
         raise InvalidRequest("the stored document is not a JSON object")
     return normalize(doc)
 
 
-def stored_json(svc: Services, side: CompareSide, name: str) -> bytes:
-    """A stored side's canonical JSON, unparsed (``codec.current_json``): the compare page
-    embeds it as it is."""
+def document_url(svc: Services, side: CompareSide, name: str) -> str:
+    """Where the compare page fetches a stored side's document: its share, else its kept run
+    (404 when neither is there). Both are served as stored (``api/responses.py``)."""
     _exactly_one(side, name)
-    return current_json(_stored(svc, side, name))
+    ident = side.share_id or side.run_id or ""
+    if side.share_id is not None and svc.store.get_share(ident) is not None:
+        return f"/api/shares/{quote(ident, safe='')}"
+    _stored(svc, side, name)  # a kept run, or the 404 that names both kinds
+    return f"/api/runs/{quote(ident, safe='')}"
 
 
 def _exactly_one(side: CompareSide, name: str) -> None:
@@ -154,11 +175,27 @@ def _stored(svc: Services, side: CompareSide, name: str) -> StoredBlob:
     return blob
 
 
-def _compare(svc: Services, a: CompareSide, b: CompareSide) -> Comparison:
-    with gc_paused():  # two parsed documents are ~1M acyclic objects: no collection walks them
-        doc_a, doc_b = side_document(svc, a, "a"), side_document(svc, b, "b")
-        return compare_documents(doc_a, doc_b, max_nodes=svc.settings.max_nodes,
-                                 max_events=svc.settings.max_events)
+def compare_answer(svc: Services, a: CompareSide, b: CompareSide) -> bytes:
+    """The comparison of two sides as the answer's JSON. Two stored documents are known by
+    their content hashes, and their answer is kept (NOTE [comparison caches])."""
+    blobs = [_blob_of(svc, side, name) for side, name in ((a, "a"), (b, "b"))]
+    hashes = [blob.content_hash if blob is not None else None for blob in blobs]
+    key = (hashes[0], hashes[1]) if hashes[0] and hashes[1] else None
+
+    def make() -> tuple[bytes, int]:
+        with gc_paused():  # two parsed documents are ~1M acyclic objects: no collection walks them
+            doc_a, doc_b = (side_document(svc, side, name) if blob is None else _parsed(svc, blob)
+                            for side, name, blob in ((a, "a", blobs[0]), (b, "b", blobs[1])))
+            body = compare_documents(doc_a, doc_b, max_nodes=svc.settings.max_nodes,
+                                     max_events=svc.settings.max_events).model_dump_json().encode()
+        return body, len(body)
+    return svc.compare_answers.get_or_make(key, make)
+
+
+def _blob_of(svc: Services, side: CompareSide, name: str) -> StoredBlob | None:
+    """The stored document a side names, or None for a document given whole."""
+    _exactly_one(side, name)
+    return None if side.document is not None else _stored(svc, side, name)
 
 
 def _share(svc: Services, side: CompareSide, name: str) -> str:

@@ -6,7 +6,9 @@ NOTE [documents without pydantic on the hot path]
     here directly in its final form: every field of every model, defaults included, exactly
     what ``RunDocument.model_validate(doc).model_dump(by_alias=True, mode="json")`` gives
     (``tests/capture/test_document.py`` holds this to be true for every golden document).
-    ``record.document()`` still hands notebooks a validated pydantic ``RunDocument``.
+    ``record.document()`` still hands notebooks a pydantic ``RunDocument``, its graph and
+    events read as views of these bytes until the models are asked for (NOTE [a document
+    built on first use] in gradtrace/notebook/run.py).
 
 NOTE [the core's keys, written by hand]
     The C++ core (``cxx/entries.h``, ``cxx/events.h``, ``cxx/values.h``) writes each model's
@@ -31,11 +33,9 @@ from __future__ import annotations
 
 from typing import Any
 
-import orjson
 import torch
 
-from gradtrace.analysis import analyze
-from gradtrace.analysis.docview import event_skeletons, may_hold_nonfinite
+from gradtrace.analysis.run import analyze_parts
 from gradtrace.capture.frames import NameIndex
 from gradtrace.capture.recorder import Recorder
 from gradtrace.collector import gc_paused
@@ -170,14 +170,11 @@ def _core_graph(rec: Recorder, nodes: list[dict[str, Any] | None]) -> bytes:
     return b"".join((b'{"edges":[', b",".join(edges), b'],"nodes":[', b",".join(parts), b"]}"))
 
 
-def _add_analysis(doc: dict[str, Any], events: bytes) -> None:
+def _add_analysis(doc: dict[str, Any]) -> None:
     """The document's ``analysis`` (:mod:`gradtrace.analysis`), computed once, here, from the
-    document's own parts; left out when there is nothing to say. The events are parsed with
-    their values only when they may hold a NaN or an infinity (NOTE [events without their
-    values] in gradtrace/analysis/docview.py)."""
-    graph = orjson.loads(memoryview(doc["graph"]))
-    parsed = orjson.loads(memoryview(events)) if may_hold_nonfinite(doc["graph"], events) else event_skeletons(events)
-    found = analyze({**doc, "graph": graph, "events": parsed})
+    document's own parts (:func:`~gradtrace.analysis.run.analyze_parts`); left out when there
+    is nothing to say."""
+    found = analyze_parts(doc)
     if found is not None:
         doc["analysis"] = found
 
@@ -190,13 +187,14 @@ def build_document(rec: Recorder, *, status: str, error: dict[str, Any] | None =
 
     With ``analysis`` (the default) the document gets its ``analysis`` here; the sandbox child
     leaves it to the web process, which analyses what it validated (NOTE [one analysis] in
-    :mod:`gradtrace.sandbox.outcome`).
+    :mod:`gradtrace.sandbox.outcome`), and ``rec.document()`` computes it when first read
+    (NOTE [an id and an analysis on first use] in gradtrace/notebook/run.py).
 
     NOTE [one document path]
         ``doc["graph"]`` and ``doc["events"]`` are their canonical JSON as the core wrote it
         (:class:`~gradtrace.schema.canonical.CanonicalText`), never dicts and lists: every
         reader takes those bytes as they are. The sandbox child and the CLI write them out;
-        ``rec.document()`` builds its models from them on first read; ``rec.document_dict()``
+        ``rec.document()`` reads them as views or models on first read; ``rec.document_dict()``
         parses them once (NOTE [who assigns the id]). Nothing builds 30,000 dicts only to
         write them out again, and nothing reads the core's entries back a second way.
 
@@ -235,5 +233,5 @@ def build_document(rec: Recorder, *, status: str, error: dict[str, Any] | None =
                 if rec.module_frozen.get(info["path"]):
                     info["frozen"] = rec.module_frozen[info["path"]]
         if analysis:
-            _add_analysis(doc, events_json)
+            _add_analysis(doc)
     return doc

@@ -31,6 +31,7 @@ from typing import Any
 
 import orjson
 
+from gradtrace.analysis.run import analyze_parts
 from gradtrace.capture.definitions import watch_parameters
 from gradtrace.capture.diagnose import describe_error, describe_raise
 from gradtrace.capture.document import build_document
@@ -203,17 +204,18 @@ class record:
         return self._rec
 
     def document(self) -> RunDocument:
-        """The run document of what was recorded (a validated pydantic ``RunDocument``).
+        """The run document of what was recorded (a pydantic ``RunDocument``).
 
-        NOTE [documents in process]: the document is written as its canonical JSON (the C++
-        core's parts as they are, never parsed back into dicts), which gives its id; its
-        graph and events are validated from those bytes by pydantic-core when first read
-        (NOTE [a document built on first use] in gradtrace/notebook/run.py), with the cyclic
-        collector paused (NOTE [gc while building documents] in gradtrace/collector.py)."""
-        doc = self.document_parts()
-        doc["id"], body = canonical_with_id(doc)
+        NOTE [documents in process]: the graph and events are kept as their canonical JSON
+        (the C++ core's parts as they are), read as read-only views of it when first read,
+        and validated as pydantic models when something needs the models, or on
+        ``doc.validated()`` (NOTE [a document built on first use] in
+        gradtrace/notebook/run.py); the analysis and the id are computed when first read
+        (NOTE [an id and an analysis on first use] there). The cyclic collector is paused
+        meanwhile (NOTE [gc while building documents] in gradtrace/collector.py)."""
+        doc = self.document_parts(analysis=False)
         with gc_paused(settle=True):
-            return NotebookRunDocument.from_parts(doc, body)
+            return NotebookRunDocument.from_capture(doc, analyze_parts)
 
     def document_dict(self, **fields: Any) -> CanonicalDocument:
         """The run document as a JSON-able dict (what :func:`run_snippet` returns), without a

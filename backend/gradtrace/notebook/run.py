@@ -14,13 +14,25 @@ NOTE [a document built on first use]
     graph and events; building them cost four times the bare run, in ``rec.document()``,
     whether or not the notebook ever looked at them. :meth:`NotebookRunDocument.from_parts`
     validates the small top level at once and keeps the graph's and the events' canonical JSON
-    (which the C++ core wrote); each is validated by pydantic, from those bytes, the first time
-    anything reads it: the attribute, a dump, a comparison, a copy, a pickle. The id was
-    computed from the same bytes, so the document is the one an eager validation would give.
+    (which the C++ core wrote). Reading ``doc.graph`` or ``doc.events`` parses those bytes
+    once into read-only views (NOTE [views of the document's JSON] in schema/views.py);
+    anything that needs the models (a dump, a comparison, a copy, a pickle, an assignment,
+    ``doc.validated()``) validates them by pydantic from the same bytes, and from then on the
+    fields hold the models. Either way the values read are the ones an eager validation gives.
+
+NOTE [an id and an analysis on first use]
+    The document's ``analysis`` (:mod:`gradtrace.analysis`) reads the whole graph, and its id
+    hashes the whole canonical JSON, the analysis included: on a GRU unrolled 200 steps, 1.4
+    times the bare run between them, spent in ``rec.document()`` even when the notebook reads
+    neither. :meth:`NotebookRunDocument.from_capture` keeps capture's document and computes
+    both the first time anything reads either (or dumps, compares or writes the document),
+    from the graph and events its views already parsed when those were read first. The id is
+    the one ``canonical_with_id`` gives the document with its analysis, as before.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -28,9 +40,16 @@ from pydantic import PrivateAttr, TypeAdapter
 
 from gradtrace.collector import gc_paused
 from gradtrace.schema import Event, Graph, RunDocument
+from gradtrace.schema.analysis import Analysis
 from gradtrace.schema.canonical import CanonicalDocument, CanonicalText, canonical_json, canonical_with_id
+from gradtrace.schema.views import events_view, graph_view
 
 _LAZY = ("events", "graph")
+_PENDING = ("id", "analysis")
+Analyzer = Callable[[dict[str, Any], Any, Any], dict[str, Any] | None]
+"""``analyze(doc, graph, events)``: the ``analysis`` of capture's document whose graph and
+events are canonical JSON, given them parsed when they are (``gradtrace.analysis.run
+.analyze_parts``, handed in by capture: this layer does not import the analysis)."""
 _EVENTS: TypeAdapter[list[Event]] = TypeAdapter(list[Event])
 
 
@@ -38,8 +57,57 @@ class NotebookRunDocument(RunDocument):
     """A :class:`RunDocument` that shows itself in a notebook and saves itself as a page."""
 
     _lazy: dict[str, bytes] | None = PrivateAttr(default=None)
+    _views: dict[str, Any] | None = PrivateAttr(default=None)
+    """Read-only views of the parts in ``_lazy``, once read (NOTE [a document built on first use])."""
     _written: tuple[dict[str, Any], bytes] | None = PrivateAttr(default=None)
     """The top level as dumped when built, and the canonical JSON ``body`` it was hashed into."""
+    _pending: tuple[dict[str, Any], Analyzer] | None = PrivateAttr(default=None)
+    """Capture's document without its id and analysis, until either is read (NOTE [an id and
+    an analysis on first use])."""
+
+    @classmethod
+    def from_capture(cls, doc: dict[str, Any], analyze: Analyzer) -> NotebookRunDocument:
+        """The document of capture's ``doc`` without its ``id`` and ``analysis``
+        (``build_document(analysis=False)``), its graph and events their canonical JSON: those
+        two are read on first use (NOTE [a document built on first use]), and the analysis and
+        the id are computed when first read (NOTE [an id and an analysis on first use])."""
+        out = cls.from_parts({**doc, "id": ""})
+        for key in _PENDING:
+            out.__dict__.pop(key, None)
+        out._pending = (doc, analyze)
+        return out
+
+    def _settle(self) -> None:
+        """Compute the analysis and the id of a document made by :meth:`from_capture`, from the
+        graph and events already parsed for their views when they were read."""
+        private = object.__getattribute__(self, "__pydantic_private__")
+        pending = private.get("_pending") if private else None
+        if pending is None:
+            return
+        private["_pending"] = None
+        doc, analyze = pending
+        views = private.get("_views") or {}
+        graph, events = views.get("graph"), views.get("events")
+        with gc_paused(settle=True):  # NOTE [gc while building documents] in gradtrace/collector.py
+            found = analyze(doc, None if graph is None else graph.__dict__,
+                      None if events is None else [e.__dict__ for e in events])
+            if found is not None:
+                doc = {**doc, "analysis": found}
+            self.__dict__["id"], body = canonical_with_id(doc)
+        self.__dict__["analysis"] = None if found is None else Analysis.model_validate(found)
+        self._in_field_order()
+        lazy = private.get("_lazy") or {}
+        if len(lazy) == len(_LAZY):
+            private["_written"] = (RunDocument.model_dump(self, mode="json", by_alias=True, exclude=set(lazy)), body)
+
+    def _in_field_order(self) -> None:
+        """pydantic writes fields in the order of ``__dict__``: put them in the order they were
+        declared in."""
+        built = self.__dict__
+        order = {name: built[name] for name in type(self).model_fields if name in built}
+        order.update((k, v) for k, v in built.items() if k not in order)
+        built.clear()
+        built.update(order)
 
     @classmethod
     def from_parts(cls, doc: dict[str, Any], body: bytes | None = None) -> NotebookRunDocument:
@@ -60,6 +128,7 @@ class NotebookRunDocument(RunDocument):
 
     def _build(self, keys: tuple[str, ...] = _LAZY) -> None:
         """Validate the parts in ``keys`` still kept as JSON, and put them in their field order."""
+        self._settle()
         private = object.__getattribute__(self, "__pydantic_private__")
         lazy = private.get("_lazy") if private else None
         if not lazy or not any(k in lazy for k in keys):
@@ -72,31 +141,58 @@ class NotebookRunDocument(RunDocument):
                 built["graph"] = Graph.model_validate_json(lazy.pop("graph"))
             if "events" in keys and "events" in lazy:
                 built["events"] = _EVENTS.validate_json(lazy.pop("events"))
+        views = private.get("_views")
+        for key in keys:
+            if views:
+                views.pop(key, None)
         if not lazy:
             private["_lazy"] = None
-        # pydantic writes fields in the order of __dict__: the order they were declared in
-        order = {name: built[name] for name in type(self).model_fields if name in built}
-        order.update((k, v) for k, v in built.items() if k not in order)
-        built.clear()
-        built.update(order)
+        self._in_field_order()
 
     def __getattr__(self, name: str) -> Any:
         if name in _LAZY:
             private = object.__getattribute__(self, "__pydantic_private__")
             if private and private.get("_lazy") and name in private["_lazy"]:
-                self._build((name,))
+                return self._view(private, name)
+        elif name in _PENDING:
+            private = object.__getattribute__(self, "__pydantic_private__")
+            if private and private.get("_pending") is not None:
+                self._settle()
                 return self.__dict__[name]
         return super().__getattr__(name)  # type: ignore[misc]  # pydantic's (private attributes, extras)
+
+    def _view(self, private: dict[str, Any], name: str) -> Any:
+        """The read-only view of the part ``name`` still kept as JSON (NOTE [views of the
+        document's JSON] in schema/views.py), parsed once."""
+        views = private.get("_views")
+        if views is None:
+            views = private["_views"] = {}
+        if name not in views:
+            # NOTE [gc while building documents] in gradtrace/collector.py: acyclic dicts
+            with gc_paused(settle=True):
+                parsed = orjson.loads(private["_lazy"][name])
+                views[name] = graph_view(parsed) if name == "graph" else events_view(parsed)
+        return views[name]
+
+    def validated(self) -> NotebookRunDocument:
+        """This document with its graph and events validated as pydantic models (until then,
+        reading them gives read-only views of their JSON: NOTE [views of the document's JSON]
+        in schema/views.py); answers the document itself."""
+        self._build()
+        return self
 
     def __setattr__(self, name: str, value: Any) -> None:
         if name in _LAZY:
             self._build((name,))
+        elif name in _PENDING:
+            self._settle()
         super().__setattr__(name, value)
 
     def canonical_json(self) -> bytes:
         """The document's canonical JSON, with the graph's and the events' bytes as capture
         wrote them while they are still kept (NOTE [a document built on first use]); the
         bytes ``rec.document()`` hashed while the rest is unchanged (not hashed again)."""
+        self._settle()
         private = object.__getattribute__(self, "__pydantic_private__")
         lazy = dict(private.get("_lazy") or {}) if private else {}
         if not lazy:
@@ -114,6 +210,7 @@ class NotebookRunDocument(RunDocument):
         use]): showing a GRU-200 in a widget cost 80 ms more the other way. Capture writes
         them complete (NOTE [documents without pydantic on the hot path] in
         capture/document.py), so both give the same dict."""
+        self._settle()
         private = object.__getattribute__(self, "__pydantic_private__")
         lazy = dict(private.get("_lazy") or {}) if private else {}
         if not lazy:

@@ -13,21 +13,31 @@ import { MemoryStrip } from "./memory.js";
 import { installPresets } from "./presets.js";
 import { installWhatIf } from "./whatif.js";
 
-// Inside each pane: no transport of its own (the page's drives both), code beside the graph.
+// Inside each pane: no transport of its own (the page's drives both), code beside the graph. The
+// code column is narrow, so the Wrap button gets a row of its own above the code instead of
+// floating over its first line (app.css puts it over the editor's top right corner).
 const PANE_CSS = `
 .gt-transport, #tl-scrub, #tl-segments, .gt-keys { display: none !important; }
 .gt-viewer { border-radius: 4px; }
 .gt-viewer .gt-main { grid-template-columns: minmax(150px, 30%) minmax(0, 1fr); grid-template-rows: minmax(0, 1fr) minmax(70px, 26%);
   grid-template-areas: "code graph" "code inspector"; }
-.gt-viewer .gt-inspector { border-left: 0; border-top: 1px solid var(--border); }`;
+.gt-viewer .gt-inspector { border-left: 0; border-top: 1px solid var(--border); }
+.gt-viewer .gt-code > .gt-wrap { position: static; align-self: flex-end; margin: 3px 6px; }`;
 
+const T0 = performance.now();
 const readJson = (id) => JSON.parse(document.getElementById(id).textContent);
 const $ = (id) => document.getElementById(id);
 
 class ComparePage {
   constructor() {
+    this.marks = { script: T0 };
     this.config = readJson("gt-config");
-    this.docs = { a: readJson("gt-run-a"), b: readJson("gt-run-b") };
+    // Both documents and the comparison are asked for at once (the documents are preloaded by
+    // the page): NOTE [comparison started with the page] in backend/gradtrace/api/compare_page.py.
+    this.docs = null;
+    this.docsReady = fetchDocs(this.config.docs).then((docs) => { this.marks.parsed = performance.now(); this.docs = docs; return docs; });
+    this.cmpReady = fetchComparison(this.config.a, this.config.b);
+    this.cmpReady.catch(() => {});  // reported by load(), which awaits it
     const workerUrl = new URL("/dist/layout-worker.js", location.href);
     const make = (side) => new EmbeddedViewer($(`pane-${side}`), { css: CSS + PANE_CSS, workerUrl, height: "100%",
       onSelect: (sel) => this._mirror(side, sel) });
@@ -65,11 +75,16 @@ class ComparePage {
    */
   async load() {
     const t0 = performance.now();
-    const cmp = fetchComparison(this.config.a, this.config.b);
-    await Promise.all([this.panes.a.load(this.docs.a, { step: 0 }), this.panes.b.load(this.docs.b, { step: 0 })]);
+    const cmp = this.cmpReady;
+    await this.docsReady;
+    this.marks.load = t0;
+    await Promise.all(["a", "b"].map((side) => this.panes[side].load(this.docs[side], { step: 0 })
+      .then(() => { this.marks[side] = performance.now(); })));
     this.firstFrameMs = performance.now() - t0;
     document.body.dataset.frame = "1";
-    this.setComparison(await cmp);
+    const got = await cmp;
+    this.marks.cmp = performance.now();
+    this.setComparison(got);
     this.go(0);
     this.readyMs = performance.now() - t0;
     document.body.dataset.ready = "1";
@@ -163,6 +178,21 @@ class ComparePage {
   }
 }
 
+/** Both run documents, fetched as stored (gzip on the wire); one fetch when both are one. */
+async function fetchDocs(urls) {
+  const text = async (url) => {
+    const res = await fetch(url);
+    if (!res.ok) {
+      const body = await res.json().catch(() => null);
+      throw new Error((body && body.error && body.error.message) || `the service answered ${res.status} for ${url}`);
+    }
+    return res.text();
+  };
+  const ta = text(urls.a);
+  const [a, b] = await Promise.all([ta, urls.b === urls.a ? ta : text(urls.b)]);
+  return { a: JSON.parse(a), b: JSON.parse(b) };
+}
+
 async function fetchComparison(a, b) {
   const res = await fetch(`/api/compare/${encodeURIComponent(a)}..${encodeURIComponent(b)}`);
   const body = await res.json().catch(() => null);
@@ -178,6 +208,7 @@ function paneName(doc, ref) {
 async function main() {
   const page = new ComparePage();
   window.gradtrace = { page };
+  await page.docsReady;
   installPresets(page);
   installWhatIf(page);
   await page.load();

@@ -275,8 +275,9 @@ export function openAt(levels, k) {
 export function unitKey(l, u) { return `unit:${l}:${u}`; }
 export function unitsKey(l) { return `units:${l}`; }
 
-/** Whether unit u of level l is drawn open. */
-export function isOpen(active, open, l, u) { return u === active[l] || open.has(unitKey(l, u)); }
+/** Whether unit u of level l is drawn open. (No key is built while nothing is opened by hand:
+ * foldOf asks this for every unit of a fold, for every node in it.) */
+export function isOpen(active, open, l, u) { return u === active[l] || (open.size > 0 && open.has(unitKey(l, u))); }
 
 /**
  * The fold a node is drawn in, or null when it is drawn itself (its units are open).
