@@ -193,6 +193,23 @@ def timed_capture(loss_fn: Callable[[], torch.Tensor], model: nn.Module,
     return elapsed, size, nodes
 
 
+def names_off_on(loss_fn: Callable[[], torch.Tensor], model: nn.Module,
+                 reps: int) -> tuple[list[float], list[float]]:
+    """Capture+json without, then with, intermediates' variable names
+    (``Recorder.name_results_on``), alternating."""
+    off: list[float] = []
+    on: list[float] = []
+    try:
+        for _ in range(reps):
+            Recorder.name_results_on = False
+            off.append(timed_capture(loss_fn, model)[0])
+            Recorder.name_results_on = True
+            on.append(timed_capture(loss_fn, model)[0])
+    finally:
+        Recorder.name_results_on = True
+    return off, on
+
+
 def serialisers(loss_fn: Callable[[], torch.Tensor], model: nn.Module,
                 reps: int) -> tuple[list[float], list[float]]:
     """Canonical JSON of one captured document as the web process holds it (the strict
@@ -324,6 +341,13 @@ def main() -> None:
         rows.append((f"{name} bare fwd+bwd", reps, mb, pct(t_bare, 0.95), "-", None, ""))
         rows.append((f"{name} capture+json", reps, mc, pct(t_cap, 0.95), "bare", mc / mb,
                      f"{nodes} nodes, {size / 1e6:.2f} MB, {size / max(nodes, 1):.0f} B/node"))
+        if name.startswith("gru"):
+            t_off, t_on = names_off_on(loss_fn, model, reps)
+            mo, mn = statistics.median(t_off), statistics.median(t_on)
+            rows.append((f"{name} capture, no var names", reps, mo, pct(t_off, 0.95), "bare", mo / mb,
+                         "the recorder before intermediates got their variables (old)"))
+            rows.append((f"{name} capture, var names", reps, mn, pct(t_on, 0.95), "old", mn / mo,
+                         "NOTE [variables of intermediates]: alternating with the old, same run"))
         t_in: list[float] = []
         t_doc: list[float] = []
         t_read: list[float] = []

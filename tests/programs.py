@@ -93,3 +93,56 @@ out.backward()
 """
 """A small MLP without a seed of its own: the run's seed draws its weights and inputs (the
 comparison's tests: the same seed twice, another seed, a line inserted)."""
+
+
+# The user's names and what the graph cannot show (tests/capture/test_definitions.py, and the
+# page: tests/browser/test_names_page.py): a tiny LM with a tied embedding, a fine-tune of a
+# frozen backbone under no_grad, a from-scratch program defining its leaves three ways.
+_H = "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\ntorch.manual_seed(0)\n"
+
+TINY_LM = _H + """class TinyLM(nn.Module):
+    def __init__(self, vocab, dim):
+        super().__init__()
+        self.emb = nn.Embedding(vocab, dim)
+        self.mix = nn.Linear(dim, dim)
+        self.lm_head = nn.Linear(dim, vocab, bias=False)
+        self.lm_head.weight = self.emb.weight   # weight tying
+    def forward(self, ids):
+        e = self.emb(ids)
+        h = torch.tanh(self.mix(e))
+        logits = self.lm_head(h)
+        return logits
+model = TinyLM(11, 6)
+ids = torch.tensor([[1, 2, 3, 4]])
+logits = model(ids[:, :-1])
+loss = F.cross_entropy(logits.reshape(-1, 11), ids[:, 1:].reshape(-1))
+loss.backward()
+"""
+
+UNTIED_LM = TINY_LM.replace("        self.lm_head.weight = self.emb.weight   # weight tying\n", "")
+
+FINE_TUNE = _H + """backbone = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 8))
+for p in backbone.parameters():
+    p.requires_grad = False
+head = nn.Linear(8, 2)
+x = torch.randn(5, 4)
+with torch.no_grad():
+    feats = backbone(x)
+    norm = feats.norm()
+logits = head(feats / norm)
+loss = F.cross_entropy(logits, torch.tensor([0, 1, 0, 1, 1]))
+loss.backward()
+"""
+
+SCRATCH = _H + """x = torch.randn(3, requires_grad=True)
+W = torch.randn(3, 3)
+W.requires_grad_()
+b = torch.zeros(3)
+b.requires_grad = True
+a = x @ W
+h = torch.tanh(a + b)
+for step in range(3):
+    h = h * 0.5
+y = h.sum()
+y.backward()
+"""

@@ -68,3 +68,20 @@ def test_documents_travel_gzip_when_the_client_accepts_it(live_server) -> None:
 def test_an_unknown_run_id_is_a_404(api: httpx.Client) -> None:
     err = assert_error(api.get("/api/runs/0123456789abcdef"), 404, "not_found")
     assert "0123456789abcdef" in err["message"]
+
+
+def test_the_service_returns_names_definitions_and_blocks_without_a_graph(api: httpx.Client) -> None:
+    """What capture notes in the sandbox (variables, definition lines, tied paths, frozen
+    parameters) passes the web process's validation, and its analysis adds the no_grad block
+    (tests/capture/test_definitions.py holds them against torch)."""
+    from programs import FINE_TUNE, TINY_LM
+
+    lm = api.post("/api/runs", json={"code": TINY_LM}).json()
+    assert lm["status"] == "ok" and lm["id"] == document_id(lm)
+    nodes = lm["graph"]["nodes"]
+    assert [n["tied"] for n in nodes if n.get("tied")] == [["model.emb.weight", "model.lm_head.weight"]]
+    assert {"e", "h", "logits", "loss"} <= {n["var"] for n in nodes if n.get("var")}
+    assert all(n.get("def_line") for n in nodes if n.get("role") == "leaf")
+    tune = api.post("/api/runs", json={"code": FINE_TUNE}).json()
+    assert tune["analysis"]["grad_off"] == [{"kind": "no_grad", "line": 10, "start": 11, "end": 12}]
+    assert {m["path"]: m.get("frozen") for m in tune["modules"]}["backbone.0"] == ["weight", "bias"]

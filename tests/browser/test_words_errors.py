@@ -79,7 +79,8 @@ def test_inplace_error_marks_the_changer_the_saver_and_both_versions(playground:
     page.keyboard.press("Home")
     page.keyboard.press("ArrowRight")
     page.keyboard.press("ArrowRight")
-    assert "ExpBackward0 is created from x" in page.locator("#sentence").inner_text()
+    # the node is named by its op and the variable the snippet bound it to (docs/CONTRACT.md `var`)
+    assert "ExpBackward0 → y is created from x" in page.locator("#sentence").inner_text()
     page.screenshot(path=str(artifacts_dir / "words-inplace-step2.png"))
 
 

@@ -7,6 +7,7 @@ import re
 from typing import Any
 
 from gradtrace.analysis.docview import DocView, fmt, number
+from gradtrace.analysis.gradoff import block_at, describe, grad_off_blocks
 from gradtrace.analysis.hintdoc import hint
 
 
@@ -73,6 +74,8 @@ def cut_leaf(view: DocView) -> list[dict[str, Any]]:
             how = {"detach": ".detach()", "data": ".data", "no_grad": "torch.no_grad()",
                    "inference_mode": "torch.inference_mode()"}.get(c["cut"]["kind"], c["cut"]["kind"])
             name, cut_name = view.tensor_label(n), view.tensor_label(c)
+            block = block_at(grad_off_blocks(view.doc.get("code")), c["cut"].get("line"))
+            where = [("block", describe(block))] if block is not None else []
             out.append(hint(
                 "leaf-cut-off", "warning", f"{name} gets no gradient: {cut_name} was cut off by {how}",
                 f"Backward ran through {cut_name}, but {cut_name} was made with {how} at line "
@@ -80,7 +83,7 @@ def cut_leaf(view: DocView) -> list[dict[str, Any]]:
                 line=c["cut"].get("line"), nodes=[str(n["id"]), str(c["id"]), str(c["cut"]["source"])],
                 evidence=[("leaf", name),
                           ("cut", f"line {c['cut'].get('line')}: {view.line_text(c['cut'].get('line')) or how}"),
-                          (f"{name}.grad", "None")],
+                          *where, (f"{name}.grad", "None")],
                 fix=f"# keep the graph: use the tensor itself, not its {how} copy\n"
                     f"{cut_name} = ...  # without {how}",
                 lesson="07_detach_and_no_grad"))

@@ -7,6 +7,7 @@ from typing import Any
 import orjson
 
 from gradtrace.analysis.docview import Doc, DocView, event_skeletons, may_hold_nonfinite
+from gradtrace.analysis.gradoff import grad_off_blocks
 from gradtrace.analysis.hints import find_hints
 from gradtrace.analysis.nonfinite import badge, first_nonfinite
 
@@ -18,7 +19,10 @@ def analyze(doc: Doc) -> dict[str, Any] | None:
     view = DocView(doc)
     found: dict[str, Any] = {"badge": badge(view), "nonfinite": first_nonfinite(view),
                              "hints": find_hints(view)}
-    if found["badge"] is None and not found["nonfinite"] and not found["hints"]:
+    blocks = grad_off_blocks(doc.get("code"))  # NOTE [blocks with gradients off] in gradoff.py
+    if blocks:
+        found["grad_off"] = blocks
+    elif found["badge"] is None and not found["nonfinite"] and not found["hints"]:
         return None
     return found
 

@@ -70,6 +70,7 @@ PYBIND11_MODULE(_native, m) {
       .def("sync_bytes", &gradtrace::Recorder::sync_bytes)
       .def("discover", &gradtrace::Recorder::discover)
       .def("index_of", &gradtrace::Recorder::index_of)
+      .def("set_var", &gradtrace::Recorder::set_var)
       .def("infos", &gradtrace::Recorder::infos)
       .def("begin_pass", &gradtrace::Recorder::begin_pass)
       .def("set_active", &gradtrace::Recorder::set_active)

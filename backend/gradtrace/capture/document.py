@@ -86,6 +86,9 @@ def _nodes(rec: Recorder) -> list[dict[str, Any] | None]:
             t = tensors[d["id"]]
             if late is not None:
                 d["name"] = late.name_of(t) or d["name"]
+                tied = late.paths_of(t)
+                if len(tied) > 1:  # one parameter reached under several module paths
+                    d["tied"] = [d["name"], *(p for p in tied if p != d["name"])]
             d["grad"] = _final_grad(rec, t)
             d["value"] = resolve(d["value"])
             d["grad_history"] = [resolve(h) for h in d["grad_history"]]
@@ -227,6 +230,8 @@ def build_document(rec: Recorder, *, status: str, error: dict[str, Any] | None =
             for info in doc["modules"]:
                 if rec.module_train_lines.get(info["path"]):
                     info["training_no_grad_lines"] = rec.module_train_lines[info["path"]]
+                if rec.module_frozen.get(info["path"]):
+                    info["frozen"] = rec.module_frozen[info["path"]]
         if analysis:
             _add_analysis(doc)
     return doc

@@ -119,6 +119,9 @@ class NameIndex:
         self._spaces = spaces if spaces is not None else _namespaces(frame)
         self._deep = deep
         self._names: dict[int, str] | None = None
+        self._paths: dict[int, dict[int, str]] = {}
+        """Deep indexes: each parameter's first path under each module holding it (several
+        modules when tied; one module reached from two variables is one)."""
         self._keep: list[Any] = []
 
     @classmethod
@@ -156,11 +159,20 @@ class NameIndex:
                 for sub, child in subs:
                     for pname, param in child._parameters.items():
                         if param is not None:
-                            names.setdefault(id(param), f"{sub}.{pname}" if sub else pname)
+                            path = f"{sub}.{pname}" if sub else pname
+                            names.setdefault(id(param), path)
+                            self._paths.setdefault(id(param), {}).setdefault(id(child), path)
                             self._keep.append(param)
             except Exception:  # a snippet's broken module must not break the recorder
                 continue
         return names
+
+    def paths_of(self, obj: object) -> list[str]:
+        """Every module path of the parameter ``obj`` in a deep index, in walk order: several
+        when it is tied (``emb.weight`` and ``lm_head.weight``)."""
+        if self._names is None:
+            self._names = self._build()
+        return list(self._paths.get(id(obj), {}).values())
 
     def name_of(self, obj: object) -> str | None:
         if self._names is None:

@@ -45,6 +45,8 @@ _tracing_context = torch._guards.TracingContext.try_get
 _DATA = torch._C.TensorBase.__dict__["data"]
 _GRAD = torch._C.TensorBase.__dict__["grad"]
 _DETACH = torch.Tensor.detach
+_REQUIRES_GRAD = torch._C.TensorBase.__dict__["requires_grad"]
+_REQUIRES_GRAD_ = torch.Tensor.requires_grad_
 _grad_enabled = torch.is_grad_enabled
 
 
@@ -185,9 +187,13 @@ class CaptureMode(TorchFunctionMode):
                 rec.note_inplace(args[0], getattr(func, "__name__", "?"))
             if rec.resets.last and _zeroes(func):  # NOTE [grad resets] in resets.py
                 rec.resets.note_zero(args[0], rec.current_line)
-        elif (type(func) is _METHOD_WRAPPER and func.__self__ is _GRAD and rec.resets.last
-              and func.__name__ == "__set__"):  # `x.grad = None`, inside zero_grad() too
-            rec.resets.note_set(args, rec.current_line)
+        elif type(func) is _METHOD_WRAPPER:
+            if func.__self__ is _GRAD and rec.resets.last and func.__name__ == "__set__":
+                rec.resets.note_set(args, rec.current_line)  # `x.grad = None`, in zero_grad() too
+            elif func.__self__ is _REQUIRES_GRAD and func.__name__ == "__set__" and args:
+                rec.leaf_lines.note(args[0], rec.current_line())  # NOTE [where leaves are defined]
+        if (kwargs and kwargs.get("requires_grad")) or func is _REQUIRES_GRAD_:
+            rec.leaf_lines.note(out, rec.current_line())  # NOTE [where leaves are defined]
         if _seq_nr() != mark:
             work = self._after
         elif not _grad_enabled() or func is _DETACH or _is_data_get(func):
@@ -252,6 +258,8 @@ class CaptureMode(TorchFunctionMode):
             g = t.grad_fn
             if g is not None and not rec.is_known(g):
                 roots.append(g)
+                if t._is_view() and rec.name_results_on and len(rec.fresh_views) < 4096:
+                    rec.fresh_views[id(t)] = (t, g)  # NOTE [variables of intermediates]
         if not roots or _tracing_context() is not None:
             return False
         if rec.tracer.active and rec.active_pass is None and not rec.cuts:

@@ -28,6 +28,7 @@ import torch
 from torch import nn
 
 from gradtrace.capture import frames
+from gradtrace.capture.definitions import frozen_parameters
 from gradtrace.capture.events import ModulePath
 from gradtrace.capture.library import NO_SWITCH, LibraryCalls, Switch
 from gradtrace.capture.recorder import Recorder
@@ -125,6 +126,9 @@ class ModuleTracker:
         if counts is None:
             counts = self.rec.module_calls[path] = [type(module).__name__, 0]
             self._path_json[path] = canonical_json(path).decode()
+            frozen = frozen_parameters(module)  # NOTE [frozen parameters] in definitions.py
+            if frozen:
+                self.rec.module_frozen[path] = frozen
         call = counts[1]
         counts[1] += 1
         # the stack's canonical JSON, extended from the enclosing call's (sorted keys)

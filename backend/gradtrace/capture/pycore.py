@@ -234,6 +234,10 @@ class PyCore:
     def changes(self) -> int:
         return self._changes
 
+    def set_var(self, index: int, name: str) -> None:
+        """``set_var`` (``cxx/recorder.h``): the first variable given stays."""
+        self._entry_at(index).doc.setdefault("var", name)
+
     @staticmethod
     def _entry_json(e: _Entry, saved: list[dict[str, Any]] | None = None) -> bytes:
         """The entry's JSON; ``saved``: its saved tensors with their values (``nodes_json``),

@@ -46,7 +46,7 @@ import torch
 from torch import nn
 from torch.autograd.graph import Node
 
-from gradtrace.capture import frames, native, pycore
+from gradtrace.capture import definitions, frames, native, pycore
 from gradtrace.capture.events import LimitReached, ModulePath, PassInfo, RecordingStopped
 from gradtrace.capture.graph import FnInfo, before_block
 from gradtrace.capture.resets import GradResets
@@ -63,6 +63,10 @@ _COST = {"function": 380, "saved": 150, "tensor": 500, "forward": 140, "backward
 
 class Recorder:
     """Everything recorded so far, plus the bookkeeping to keep recording."""
+
+    name_results_on = True
+    """Whether intermediates get their variables (NOTE [variables of intermediates] in
+    definitions.py); off only for ``bench/bench_capture.py``'s old-vs-new row."""
 
     def __init__(self, filename: str, *, max_nodes: int, max_events: int,
                  max_document_bytes: int = 28 << 20, use_native: bool | None = None,
@@ -100,6 +104,8 @@ class Recorder:
         self.module_stack: list[ModulePath | None] = []
         self.module_calls: dict[str, list[Any]] = {}
         self.module_train_lines: dict[str, list[int]] = {}
+        self.module_frozen: dict[str, list[str]] = {}
+        """NOTE [frozen parameters] in definitions.py."""
         """NOTE [training mode under no_grad] in capture/modules.py."""
         """Named modules called so far: path -> [class name, calls] (NOTE [module calls] in
         modules.py)."""
@@ -121,6 +127,17 @@ class Recorder:
         """The snippet's globals, for naming tensors at the end (NOTE [names])."""
         self.recorder_errors: list[str] = []
         self.n_recorder_errors = 0
+        self.leaf_lines = definitions.LeafLines()
+        """NOTE [where leaves are defined] in definitions.py."""
+        self.var_names: set[int] = set()
+        """Function nodes (by index) already given their variable (NOTE [variables of
+        intermediates] in definitions.py)."""
+        self._named_upto = 0
+        self.fresh_views: dict[int, tuple[torch.Tensor, Node]] = {}
+        """View results of the torch calls since the last look, with their nodes: NOTE
+        [variables of intermediates] in definitions.py."""
+        self._in_step = False
+        self._name_wake = self._wake_for_names
         self.pending: list[Node] = []
         """Nodes made by the current line, not walked yet (NOTE [discovery in batches]); one
         list for the whole run (the C line tracer looks at it)."""
@@ -282,8 +299,32 @@ class Recorder:
     def _on_step(self) -> None:
         for wake in list(self.wake):
             wake()
-        if self.pending and self.limit is None:
-            self.flush()
+        if self.limit is not None:
+            return
+        self._in_step = True
+        try:
+            if self.pending:
+                self.flush()
+            if len(self.nodes) > self._named_upto and self.name_results_on:
+                self.name_results(definitions.frame_space(frames.snippet_frame(self.filename, 2)))
+        finally:
+            self._in_step = False
+
+    def _wake_for_names(self) -> None:
+        """Nodes were walked outside a line step: the next step names them (``_on_step``)."""
+        if self._name_wake in self.wake:
+            self.wake.remove(self._name_wake)
+
+    def name_results(self, space: dict[str, Any] | None) -> None:
+        """NOTE [variables of intermediates] in definitions.py."""
+        self._named_upto = len(self.nodes)
+        try:
+            if space is not None and self.name_results_on:
+                definitions.name_results(self, space)
+        except Exception as e:  # NOTE [the recorder never breaks the snippet]
+            self.internal_error(e)
+        finally:
+            self.fresh_views.clear()
 
     def discover(self, roots: list[Node], *, line: int | None, seq_mark: int | None,
                  created_in_pass: int | None = None, names: frames.NameIndex | None = None,
@@ -302,6 +343,8 @@ class Recorder:
         if n:
             self.nodes += itertools.repeat(None, n)
             self.edges.append(range(first, first + n))
+            if not self._in_step and self.name_results_on and self._name_wake not in self.wake:
+                self.wake.append(self._name_wake)  # NOTE [variables of intermediates]
         self.size_estimate += used
         if stopped is not None:
             self.stop(stopped)
@@ -379,6 +422,10 @@ class Recorder:
                "device": device_name(t.device), "role": role}
         if role != "leaf":
             doc["value"] = self.values.capture(t)
+        else:
+            def_line = self.leaf_lines.line_of(t)
+            if def_line is not None:  # NOTE [where leaves are defined] in definitions.py
+                doc["def_line"] = def_line
         self.nodes.append(doc)
         self.tensors[id(t)] = (t, doc)
         return tid

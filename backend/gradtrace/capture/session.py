@@ -32,6 +32,7 @@ from typing import Any
 import orjson
 
 from gradtrace.analysis.run import analyze_parts
+from gradtrace.capture.definitions import watch_parameters
 from gradtrace.capture.diagnose import describe_error, describe_raise
 from gradtrace.capture.document import build_document
 from gradtrace.capture.events import LimitReached
@@ -118,7 +119,8 @@ class record:
         self._rec = rec
         self._mode = CaptureMode(rec)
         self._library = LibraryCalls(rec, self._mode)
-        self._module_handles = ModuleTracker(rec, self._library).install() + self._library.install()
+        self._module_handles = (ModuleTracker(rec, self._library).install() + self._library.install()
+                                + [watch_parameters(rec)])
         self._collector.enter()
         try:
             self._mode.__enter__()  # type: ignore[no-untyped-call]
@@ -149,6 +151,10 @@ class record:
                 self._rec.tracer.pause()
                 with contextlib.suppress(LimitReached):
                     self._rec.flush()  # NOTE [discovery in batches]: the last line's nodes
+                # NOTE [variables of intermediates]: the last line's results, by the frame
+                # that ran the block (the snippet's globals, or a function's locals)
+                self._rec.name_results(self._namespace if self._namespace is not None
+                                       else sys._getframe(1).f_locals)
         finally:
             self._remove()
         rec = self._rec

@@ -74,6 +74,17 @@ class NonFinite(_Model):
     fix: str | None = _optional()
 
 
+class GradOffBlock(_Model):
+    """Lines of the snippet that run with gradients off: no graph is recorded there."""
+
+    kind: Literal["no_grad", "inference_mode", "set_grad_enabled"]
+    line: int
+    """The ``with`` statement (or the decorator) that turns gradients off."""
+    start: int
+    end: int
+    """The first and last line of its body."""
+
+
 class Analysis(_Model):
     """Everything the analysis says about one run."""
 
@@ -82,3 +93,6 @@ class Analysis(_Model):
     nonfinite: list[NonFinite] = Field(default_factory=list)
     """The first non-finite value forward, then backward (each when there is one)."""
     hints: list[Hint] = Field(default_factory=list)
+    grad_off: list[GradOffBlock] | None = _optional()
+    """Blocks of the code under ``torch.no_grad()`` / ``inference_mode()`` /
+    ``set_grad_enabled(False)``, in source order (the code pane marks them); absent when none."""

@@ -121,6 +121,10 @@ class ModuleInfo(_Model):
     """Dropout and batch-norm modules: the snippet lines that called it in training mode with
     gradients disabled (an evaluation block under ``no_grad`` that forgot ``model.eval()``),
     first ten; absent when none did (NOTE [training mode under no_grad] in capture/modules.py)."""
+    frozen: list[str] | None = _optional()
+    """Its own parameters (``weight``, ``bias``) that do not require grad, so autograd records
+    no node for them: a frozen layer; absent when none is (NOTE [frozen parameters] in
+    capture/definitions.py)."""
 
 
 class ModuleCall(_Model):
@@ -190,6 +194,18 @@ class Node(_Model):
     saved_args: dict[str, SavedArg] | None = _optional()
     """Function nodes: the op's small non-tensor arguments saved for backward, by name without
     ``_saved_`` (``{"exponent": 2}``, ``{"dim": -1, "index": 0}``); absent when none."""
+    def_line: int | None = _optional()
+    """Tensor (leaf) nodes: the snippet line that made the tensor a leaf requiring grad (a
+    factory call with ``requires_grad=True``, ``requires_grad_()``, the construction of a
+    parameter's module), where ``line`` is its first use; absent when not seen
+    (NOTE [where leaves are defined] in capture/definitions.py)."""
+    tied: list[str] | None = _optional()
+    """Tensor (parameter) nodes: every module path that reaches this very parameter, when
+    there are several (weight tying, ``lm_head.weight = emb.weight``), ``name`` first."""
+    var: str | None = _optional()
+    """Function nodes: the snippet variable first bound to the node's output (``h`` for
+    ``h = torch.tanh(x @ W)``), when there was one (NOTE [variables of intermediates] in
+    capture/definitions.py)."""
 
 
 class HookChange(_Model):

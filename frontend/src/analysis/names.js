@@ -76,7 +76,8 @@ export function unitWords(names, i, ref = null, place = null) {
  */
 export function functionName(names, i, ref = null, outName = null) {
   const n = names.index.nodes[i];
-  const op = n.name || "a function";
+  // its variable, when the snippet bound its output to one (docs/CONTRACT.md `var`): "TanhBackward0 → h"
+  const op = `${n.name || "a function"}${n.var && n.var !== outName ? ` → ${n.var}` : ""}`;
   const module = names.index.module[i] || "";
   const said = ref && ref.module && ref.module === module ? module : null;
   if (outName) {

@@ -1,6 +1,6 @@
 /**
  * Search the run: by op ("addmm", "AddmmBackward0"), tensor or parameter name ("x",
- * "model.0.weight"), line ("line 5", "5", ":5") or module path ("layers.1", "cell").
+ * "model.0.weight", any path of a tied one), an intermediate's variable ("h"), line ("line 5", "5", ":5") or module path ("layers.1", "cell").
  * A pure function of the indexed document (no DOM): unit-tested in frontend/test/search.test.js.
  * Matches come in the order the run made the nodes, so Enter walks through the program.
  */
@@ -30,7 +30,8 @@ export function searchNodes(index, query) {
     } else {
       const mod = (index.module[i] || "").toLowerCase();
       if (n.kind === "function" && wordMatch(n.name, q.text)) why = "op";
-      else if (n.kind === "tensor" && wordMatch(n.name, q.text)) why = "name";
+      else if (n.kind === "function" && n.var && wordMatch(n.var, q.text)) why = "name";  // its variable
+      else if (n.kind === "tensor" && (wordMatch(n.name, q.text) || (n.tied || []).some((p) => wordMatch(p, q.text)))) why = "name";
       else if (mod && (mod.includes(q.text) || (squash(q.text).length >= SUBSTRING_MIN && squash(mod).includes(squash(q.text))))) why = "module";
     }
     if (why) out.push({ ref: i, why });

@@ -30,6 +30,7 @@ import { LayoutClient } from "../layout/client.js";
 import { GraphCanvas } from "../render/canvas.js";
 import { makeScene } from "../render/scene.js";
 import { addFindingMarks, markTransport, renderFindings } from "../ui/findings.js";
+import { gradOffMarks } from "../ui/definitions.js";
 import { GradcheckPanel } from "../ui/gradcheck.js";
 import { ExplainPanel } from "../ui/explain.js";
 import { Inspector } from "../ui/inspector.js";
@@ -163,8 +164,9 @@ export class Viewer {
     this.state.bump("document");
     this._quiet = false;
     if (this.iterPicker) { this.iterPicker.setLevel(levels[0] || null); this.iterPicker.update(openUnits[0] ?? 0); }
-    this.inspector.setContext({ words: this.words, errors: this.errors });
-    this.code.mark({ error: this.errors.lines.error, cause: this.errors.lines.cause, hint: this.errors.findingLines, current: null, justDone: null, selected: null }, { scroll: true });
+    this.inspector.setContext({ words: this.words, errors: this.errors, doc });
+    this.code.mark({ error: this.errors.lines.error, cause: this.errors.lines.cause, hint: this.errors.findingLines, current: null, justDone: null, selected: null,
+      gradOff: gradOffMarks(doc) }, { scroll: true });
     if (this.els.empty) {
       this.els.empty.hidden = this.index.nodes.length > 0;
       if (!this.index.nodes.length) this.els.empty.textContent = "This run created no autograd node.";

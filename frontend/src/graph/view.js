@@ -14,6 +14,7 @@ import { foldLabel, foldOf, isOpen, isShared, unitKey, unitLabel } from "./group
 import { groupKeyFor } from "./modules.js";
 import { derivativeOrders } from "./orders.js";
 import { isCustomFunction } from "./custom.js";
+import { tiedLabel, tiedSub, varSub } from "./names.js";
 
 export const PROXY_MIN_NODES = 150;
 const CHAR_W = 7.4;
@@ -27,10 +28,10 @@ function nodeLabels(index, i) {
   const n = index.nodes[i];
   const kind = index.kind[i];
   if (isCustomFunction(n)) return [n.name, `your code · ${fmtShape(n.shape)}`]; // graph/custom.js
-  if (kind === "function" || kind === "acc") return [n.name || "?", fmtShape(n.shape)];
+  if (kind === "function" || kind === "acc") return [n.name || "?", varSub(n, fmtShape(n.shape))];
   if (kind === "cut") return [`✂ ${(n.cut && n.cut.kind) || "cut"}${n.name ? " " + n.name : ""}`, fmtShape(n.shape)];
   const fallback = kind === "output" ? "output" : kind === "retained" ? "retained" : "leaf";
-  return [n.name || fallback, fmtShape(n.shape)];
+  return [tiedLabel(n) || n.name || fallback, tiedSub(n, fmtShape(n.shape))];
 }
 
 function sizeFor(label, sub, kind) {

@@ -10,7 +10,7 @@ import { indentWithTab } from "@codemirror/commands";
 import { HighlightStyle, indentUnit, syntaxHighlighting } from "@codemirror/language";
 import { oneDarkHighlightStyle, oneDarkTheme } from "@codemirror/theme-one-dark";
 import { Compartment, EditorState, Prec, RangeSet, StateEffect, StateField } from "@codemirror/state";
-import { Decoration, GutterMarker, gutter, keymap } from "@codemirror/view";
+import { Decoration, GutterMarker, WidgetType, gutter, keymap } from "@codemirror/view";
 
 const setMarks = StateEffect.define();
 
@@ -59,6 +59,19 @@ const MARKS = {
   hint: [new Mark("gt-mark-hint", "⚑", "a hint or a NaN concerns this line (see Hints)"), Decoration.line({ class: "gt-line-hint" })],
 };
 const USER_BACKWARD = Decoration.line({ class: "gt-line-user-backward" });
+// Lines run with gradients off (analysis.grad_off, ui/definitions.js): tinted, and the `with`
+// line says so at its end.
+const GRAD_OFF = Decoration.line({ class: "gt-line-nograd", attributes: { title: "gradients off: no graph recorded here" } });
+class Note extends WidgetType {
+  constructor(text) { super(); this.text = text; }
+  eq(o) { return o.text === this.text; }
+  toDOM() {
+    const s = document.createElement("span");
+    s.className = "gt-nograd-head";
+    s.textContent = `  ⊘ ${this.text}`;
+    return s;
+  }
+}
 const ORDER = ["hint", "selected", "justDone", "current", "cause", "error"];
 
 function build(state, marks) {
@@ -79,14 +92,19 @@ function build(state, marks) {
     const kind = lines.get(line);
     if (kind) { deco.push(MARKS[kind][1].range(from)); gut.push(MARKS[kind][0].range(from)); }
   }
-  return { deco: Decoration.set(deco), gutter: RangeSet.of(gut), marks };
+  const off = marks.gradOff || { lines: [], heads: [] };
+  for (const line of new Set(off.lines)) if (line >= 1 && line <= state.doc.lines) deco.push(GRAD_OFF.range(state.doc.line(line).from));
+  for (const h of off.heads) {
+    if (h.line >= 1 && h.line <= state.doc.lines) deco.push(Decoration.widget({ widget: new Note(h.text), side: 1 }).range(state.doc.line(h.line).to));
+  }
+  return { deco: Decoration.set(deco, true), gutter: RangeSet.of(gut), marks };
 }
 
 const marksField = StateField.define({
   create: (state) => build(state, {}),
   update(value, tr) {
     for (const e of tr.effects) if (e.is(setMarks)) return build(tr.state, e.value);
-    if (tr.docChanged) return build(tr.state, { ...value.marks, current: null, justDone: null, selected: null, userBackward: null });
+    if (tr.docChanged) return build(tr.state, { ...value.marks, current: null, justDone: null, selected: null, userBackward: null, gradOff: null });
     return value;
   },
   provide: (f) => EditorView.decorations.from(f, (v) => v.deco),

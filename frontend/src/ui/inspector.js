@@ -8,6 +8,7 @@ import { KINDS } from "../graph/document.js";
 import { savedState } from "../analysis/errors.js";
 import { fmtBytes, fmtTensorLong, passNo } from "../analysis/format.js";
 import { accumulationsAt, errorSentence } from "../analysis/words.js";
+import { definitionRows, frozenNote, lineNotes, notInGraph } from "./definitions.js";
 
 function el(tag, attrs = {}, ...children) {
   const e = document.createElement(tag);
@@ -40,14 +41,17 @@ export class Inspector {
   setContext(ctx) { this.ctx = { ...this.ctx, ...ctx }; }
 
   clear(text = "Click a node to inspect it, or a code line to find the nodes it created.") {
-    this.body.replaceChildren(el("p", { class: "gt-hint" }, text));
+    // what the graph cannot show (frozen parameters, blocks with gradients off): ui/definitions.js
+    const extra = this.ctx.doc ? notInGraph(this.ctx.doc, (line) => this.cb.onLine(line)) : null;
+    this.body.replaceChildren(...[el("p", { class: "gt-hint" }, text), extra].filter(Boolean));
   }
 
   showLine(line, vnodes, names, onPick) {
     const list = el("ul", { class: "gt-line-nodes" });
     vnodes.forEach((v, i) => list.append(el("li", {}, el("button", { type: "button", onclick: () => onPick(v) }, names[i]))));
     this.body.replaceChildren(el("h3", {}, `Line ${line}`),
-      el("p", {}, vnodes.length ? `created ${vnodes.length} node${vnodes.length > 1 ? "s" : ""}:` : "created no autograd node."), list);
+      el("p", {}, vnodes.length ? `created ${vnodes.length} node${vnodes.length > 1 ? "s" : ""}:` : "created no autograd node."), list,
+      ...lineNotes(this.ctx.doc, line).map((t) => el("p", { class: "gt-nograd-note" }, t)));  // ui/definitions.js
   }
 
   show(scene, v, k) {
@@ -60,7 +64,9 @@ export class Inspector {
       return;
     }
     if (vn.kind === "group") {
+      const frozen = frozenNote(index.doc, vn.module);  // ui/definitions.js
       this.body.replaceChildren(el("h3", {}, vn.label), el("p", {}, `${vn.repeat ? "Repeated blocks" : "Module"} ${vn.module}, collapsed: ${vn.refs.length} nodes.`),
+        ...(frozen ? [el("p", { class: "gt-nograd-note" }, frozen)] : []),
         el("button", { type: "button", onclick: () => this.cb.onExpand(v) }, vn.repeat ? "Show the blocks" : `Expand ${vn.module}`));
       return;
     }
@@ -74,6 +80,7 @@ export class Inspector {
     if (n.line != null) {
       dl.append(el("dt", {}, "line"), el("dd", {}, el("button", { type: "button", class: "gt-link", onclick: () => this.cb.onLine(n.line) }, `line ${n.line}`)));
     }
+    definitionRows(dl, n, index.doc, index.module[i], (line) => this.cb.onLine(line));  // ui/definitions.js
     row(dl, n.kind === "function" ? "output" : "tensor", [n.shape ? `[${n.shape.join(", ")}]` : null, n.dtype, n.device].filter(Boolean).join(" · "));
     if (n.created_in_pass != null) row(dl, "created in", `backward ${passNo(n.created_in_pass)}, building a graph (create_graph=True)`);
     if (n.cut) row(dl, "cut", `${n.cut.kind}${n.cut.line != null ? ` at line ${n.cut.line}` : ""}`);

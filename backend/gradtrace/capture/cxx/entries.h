@@ -51,6 +51,7 @@ struct FnEntry {
   int64_t saved_bytes = 0;
   std::string args;  // ``saved_args``' JSON object, or empty (NOTE [saved arguments] in saved.py)
   c10::SmallVector<std::pair<int64_t, int64_t>, 4> edges;  // (input_nr, source node index)
+  std::string var;  // the snippet variable bound to its output, or empty (``set_var``)
 };
 
 // A string as ``json.dumps(ensure_ascii=False)`` writes it (UTF-8 passes through).
@@ -186,7 +187,12 @@ void write_entry(std::string& out, const FnEntry& e, const std::vector<Value>* v
   format_int(out, e.seq);
   out += ",\"shape\":";
   if (first != nullptr && first->known) write_ints(out, first->shape); else out += "null";
-  out += ",\"value\":null}";
+  out += ",\"value\":null";
+  if (!e.var.empty()) {
+    out += ",\"var\":";
+    write_str(out, e.var);
+  }
+  out.push_back('}');
 }
 
 }  // namespace gradtrace

@@ -168,6 +168,13 @@ struct Recorder {
     return py::bytes(out);
   }
 
+  // The snippet variable first bound to a node's output (NOTE [variables of intermediates]
+  // in definitions.py): the first one given stays.
+  void set_var(int64_t index, const std::string& name) {
+    FnEntry& e = entry_at(index);
+    if (e.var.empty()) e.var = name;
+  }
+
   FnEntry& entry_at(int64_t index) {
     if (index < 0 || index >= static_cast<int64_t>(pos_.size()) || pos_[static_cast<size_t>(index)] < 0) {
       throw py::index_error("not a function node recorded by the core: n" + std::to_string(index));
