@@ -11,6 +11,7 @@ import orjson
 import pytest
 
 from conftest import LESSONS, lesson_code
+from gradcheck.cube import IN_A_CHAIN, RIGHT_FACTOR, WRONG_FACTOR, cube
 from gradtrace.analysis.compare import compare_documents
 from gradtrace.analysis.compare_read import read_for_compare
 from gradtrace.capture import run_snippet
@@ -24,22 +25,7 @@ h = torch.relu(l1(x))
 out = l2(h).sum()
 out.backward()
 """
-CUSTOM = """import torch
-
-class Cube(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, v):
-        ctx.save_for_backward(v)
-        return v ** 3
-
-    @staticmethod
-    def backward(ctx, grad):
-        (v,) = ctx.saved_tensors
-        return grad * 2 * v ** 2
-
-w = torch.tensor([1.0, 2.0, -0.5], requires_grad=True)
-Cube.apply(w * 2 + 1).sin().sum().backward()
-"""
+CUSTOM = cube("2 * ", IN_A_CHAIN)
 CHECKPOINT = lesson_code("12_checkpoint_memory")
 
 
@@ -61,7 +47,7 @@ def test_every_lesson_against_another_seed_compares_the_same_from_the_slim_read(
 
 @pytest.mark.parametrize(("code_a", "code_b"), [
     (MLP, MLP.replace("h = torch.relu(l1(x))\n", "h = torch.relu(l1(x))\nh = h.tanh()\n")),
-    (CUSTOM, CUSTOM.replace("grad * 2 * v ** 2", "grad * 3 * v ** 2")),
+    (CUSTOM, CUSTOM.replace(WRONG_FACTOR, RIGHT_FACTOR)),
     (CHECKPOINT, CHECKPOINT.replace("checkpoint(block, h, use_reentrant=False)", "block(h)")),
 ], ids=["inserted-line", "fixed-backward", "checkpointing-off"])
 def test_edited_runs_compare_the_same_from_the_slim_read(code_a: str, code_b: str) -> None:

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -79,3 +82,31 @@ def pick_node(page: Any, name: re.Pattern[str]) -> None:
 
 def load_fixture(name: str) -> dict[str, Any]:
     return dict(json.loads((FIXTURES / name).read_text()))
+
+
+SAVED_FILE_READY = "document.getElementById('gradtrace').dataset.ready === '1'"
+
+
+@dataclass
+class SavedFilePage:
+    """A saved HTML file opened offline: its page, every URL it requested and its page errors."""
+
+    page: Any
+    requests: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+
+@contextlib.contextmanager
+def open_saved_file(browser: Any, path: Path, **context_args: Any) -> Iterator[SavedFilePage]:
+    """``path`` (a file ``save_html`` wrote) in a fresh offline context, once its viewer is ready."""
+    context = browser.new_context(offline=True, **context_args)
+    opened = SavedFilePage(page=None)
+    context.on("request", lambda r: opened.requests.append(r.url))
+    try:
+        opened.page = context.new_page()
+        opened.page.on("pageerror", lambda e: opened.errors.append(str(e)))
+        opened.page.goto(path.as_uri())
+        opened.page.wait_for_function(SAVED_FILE_READY, timeout=20_000)
+        yield opened
+    finally:
+        context.close()

@@ -11,7 +11,7 @@ from typing import Any
 
 import orjson
 
-from browser.pageutil import node_texts, pick_node, run_code, run_example
+from browser.pageutil import node_texts, open_saved_file, pick_node, run_code, run_example
 from programs import FINE_TUNE, TINY_LM  # held against torch in tests/capture/test_definitions.py
 
 
@@ -82,21 +82,14 @@ def test_the_saved_html_shows_the_same(browser: Any, tmp_path: Path, artifacts_d
     doc = {k: orjson.loads(v) if k in ("graph", "events") and isinstance(v, str) else v
            for k, v in run_snippet(FINE_TUNE).items()}
     path = save_html(doc, tmp_path / "fine_tune.html")
-    context = browser.new_context(offline=True, viewport={"width": 1280, "height": 720})
-    page = context.new_page()
-    errors: list[str] = []
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    try:
-        page.goto(path.as_uri())
-        page.wait_for_function("document.getElementById('gradtrace').dataset.ready === '1'", timeout=20_000)
+    with open_saved_file(browser, path, viewport={"width": 1280, "height": 720}) as opened:
+        page = opened.page
         root = page.locator("#gradtrace")
         text = root.locator(".gt-not-in-graph").inner_text()
         assert "frozen backbone.0: weight, bias" in text, text
         assert root.locator(".cm-editor .gt-line-nograd").count() == 2
         page.screenshot(path=str(artifacts_dir / "definitions-fine-tune-saved-html.png"))
-    finally:
-        context.close()
-    assert errors == []
+    assert opened.errors == []
 
 
 PARTLY_FROZEN = """import torch

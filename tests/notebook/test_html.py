@@ -14,6 +14,7 @@ import pytest
 import torch
 
 import gradtrace
+from browser.pageutil import open_saved_file
 
 pytestmark = pytest.mark.browser
 
@@ -52,15 +53,8 @@ def test_the_saved_file_opens_offline_and_plays_the_whole_run(browser: Any, tmp_
     doc = _recorded()
     path = tmp_path / "lesson.html"
     doc.save_html(str(path))
-    context = browser.new_context(offline=True, viewport={"width": 1280, "height": 720})
-    requests: list[str] = []
-    context.on("request", lambda r: requests.append(r.url))
-    page = context.new_page()
-    errors: list[str] = []
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    try:
-        page.goto(path.as_uri())
-        page.wait_for_function("document.getElementById('gradtrace').dataset.ready === '1'", timeout=20_000)
+    with open_saved_file(browser, path, viewport={"width": 1280, "height": 720}) as opened:
+        page = opened.page
         info = page.evaluate("() => { const v = window.gradtrace.viewer; "
                              "return { nodes: v.index.nodes.length, N: v.timeline.N, k: v.player.k }; }")
         assert info["nodes"] == len(doc.graph.nodes) and info["N"] == info["k"] > 0
@@ -82,10 +76,8 @@ def test_the_saved_file_opens_offline_and_plays_the_whole_run(browser: Any, tmp_
         page.locator("#gradtrace #search").press("Enter")
         assert page.locator("#gradtrace #search-count").inner_text().strip()
         assert page.locator("#gradtrace #examples").is_hidden()  # the page's gallery stays the page's
-    finally:
-        context.close()
-    assert errors == []
-    assert all(u.startswith(("file:", "blob:", "data:")) for u in requests), requests
+    assert opened.errors == []
+    assert all(u.startswith(("file:", "blob:", "data:")) for u in opened.requests), opened.requests
 
 
 @pytest.mark.parametrize(("scheme", "canvas"), [("light", "#ffffff"), ("dark", "#171a22")])
@@ -93,15 +85,9 @@ def test_the_viewer_follows_the_theme_around_it(browser: Any, tmp_path: Path, wi
                                                 scheme: str, canvas: str) -> None:
     path = tmp_path / "lesson.html"
     _recorded().save_html(str(path))
-    context = browser.new_context(offline=True, color_scheme=scheme)
-    try:
-        page = context.new_page()
-        page.goto(path.as_uri())
-        page.wait_for_function("document.getElementById('gradtrace').dataset.ready === '1'", timeout=20_000)
-        assert page.evaluate("document.getElementById('gradtrace').dataset.theme") == scheme
-        assert page.evaluate("window.gradtrace.viewer.canvas.pal.bg") == canvas
-    finally:
-        context.close()
+    with open_saved_file(browser, path, color_scheme=scheme) as opened:
+        assert opened.page.evaluate("document.getElementById('gradtrace').dataset.theme") == scheme
+        assert opened.page.evaluate("window.gradtrace.viewer.canvas.pal.bg") == canvas
 
 
 def test_the_saved_file_shows_the_first_nan_and_its_badge(browser: Any, tmp_path: Path,
@@ -115,18 +101,13 @@ def test_the_saved_file_shows_the_first_nan_and_its_badge(browser: Any, tmp_path
     assert doc.analysis is not None and doc.analysis.nonfinite[0].name == "SqrtBackward0"
     path = tmp_path / "where.html"
     doc.save_html(str(path))
-    context = browser.new_context(offline=True, viewport={"width": 1280, "height": 800})
-    page = context.new_page()
-    try:
-        page.goto(path.as_uri())
-        page.wait_for_function("document.getElementById('gradtrace').dataset.ready === '1'", timeout=20_000)
+    with open_saved_file(browser, path, viewport={"width": 1280, "height": 800}) as opened:
+        page = opened.page
         root = page.locator("#gradtrace")
         assert root.locator("#status-badge").inner_text() == "ok · x.grad has NaN"
         assert "first NaN in backward: SqrtBackward0" in root.locator("#findings").inner_text()
         assert root.locator(".gt-nan-mark").count() == 1
         page.screenshot(path=str(artifacts_dir / "findings-saved-html.png"))
-    finally:
-        context.close()
 
 
 def test_the_saved_file_explains_a_node_offline(browser: Any, tmp_path: Path, widget_bundles: Path,
@@ -140,11 +121,8 @@ def test_the_saved_file_explains_a_node_offline(browser: Any, tmp_path: Path, wi
     pow_id = next(n.id for n in doc.graph.nodes if n.name == "PowBackward0")
     path = tmp_path / "pow.html"
     doc.save_html(str(path))
-    context = browser.new_context(offline=True, viewport={"width": 1280, "height": 800})
-    page = context.new_page()
-    try:
-        page.goto(path.as_uri())
-        page.wait_for_function("document.getElementById('gradtrace').dataset.ready === '1'", timeout=20_000)
+    with open_saved_file(browser, path, viewport={"width": 1280, "height": 800}) as opened:
+        page = opened.page
         page.evaluate(f"window.gradtrace.viewer.selectById('{pow_id}')")
         root = page.locator("#gradtrace")
         instance = root.locator("[data-gt=explain-instance]")
@@ -158,5 +136,3 @@ def test_the_saved_file_explains_a_node_offline(browser: Any, tmp_path: Path, wi
         assert instance.first.inner_text() == "→ at [1]: 2 · 3 · (-2)^2 = 24"
         root.locator(".gt-explain").scroll_into_view_if_needed()
         page.screenshot(path=str(artifacts_dir / "explain-saved-html.png"))
-    finally:
-        context.close()

@@ -5,17 +5,9 @@
  * paths, frozen parameters and the blocks run with gradients off. Read only, never re-derived;
  * built with textContent only (the document comes from user code).
  */
+import { el } from "./dom.js";
 
 const KIND_TEXT = { no_grad: "torch.no_grad()", inference_mode: "torch.inference_mode()", set_grad_enabled: "torch.set_grad_enabled(False)" };
-
-function el(tag, attrs = {}, ...children) {
-  const e = document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs)) {
-    if (k === "onclick") e.addEventListener("click", v); else e.setAttribute(k, v);
-  }
-  for (const c of children) if (c != null) e.append(c);
-  return e;
-}
 
 function lineLink(line, onLine) {
   return el("button", { type: "button", class: "gt-link", onclick: () => onLine(line) }, `line ${line}`);

@@ -11,6 +11,7 @@
  * The pure parts (the request's URL, the lines shown) are exported for node:test; the panel is
  * built with textContent only.
  */
+import { el } from "./dom.js";
 
 /** The service's URL for one node (index: the element's coordinates, or null for the first). */
 export function explainUrl(docId, nodeId, index) {
@@ -86,13 +87,6 @@ export function fromCarried(bundle) {
     });
     return { node: node.id, op: slim.op, known: !!texts, pass: slim.pass, note: slim.note, args: slim.args, inputs };
   };
-}
-
-function el(tag, attrs = {}, ...children) {
-  const e = document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, v);
-  for (const c of children) if (c != null) e.append(c);
-  return e;
 }
 
 async function fromService(doc, node, index, signal) {

@@ -9,6 +9,7 @@
  */
 
 import { isCustomFunction } from "../graph/custom.js";
+import { el } from "./dom.js";
 
 export { isCustomFunction };
 
@@ -46,15 +47,6 @@ export function gridRows(result) {
 export function verdictLine(result) {
   const kinks = result.kinks ? `, ${result.kinks} on a kink` : "";
   return `${result.verdict} · ${result.checked} of ${result.total} element${result.total === 1 ? "" : "s"}, ${result.failed} failed${kinks} (${result.dtype})`;
-}
-
-function el(tag, attrs = {}, ...children) {
-  const e = document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs)) {
-    if (k === "onclick") e.addEventListener("click", v); else e.setAttribute(k, v);
-  }
-  for (const c of children) if (c != null) e.append(c);
-  return e;
 }
 
 const HEAD = ["element", "analytic", "numeric", "rel error"];

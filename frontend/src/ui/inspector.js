@@ -9,15 +9,7 @@ import { savedState } from "../analysis/errors.js";
 import { fmtBytes, fmtTensorLong, passNo } from "../analysis/format.js";
 import { accumulationsAt, errorSentence } from "../analysis/words.js";
 import { definitionRows, frozenNote, lineNotes, notInGraph } from "./definitions.js";
-
-function el(tag, attrs = {}, ...children) {
-  const e = document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs)) {
-    if (k === "onclick") e.addEventListener("click", v); else e.setAttribute(k, v);
-  }
-  for (const c of children) if (c != null) e.append(c);
-  return e;
-}
+import { el } from "./dom.js";
 
 function row(dl, term, value) {
   if (value == null || value === "") return;

@@ -1,0 +1,15 @@
+/**
+ * One element builder for the panels (inspector, explain, definitions, gradient check).
+ * Attributes are set as attributes and children appended as nodes or text, never parsed as HTML:
+ * everything a panel shows comes from a run document, that is from user code.
+ */
+
+/** `<tag attrs…>children…</tag>`; an `onclick` attribute becomes a click listener, null children are skipped. */
+export function el(tag, attrs = {}, ...children) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (k === "onclick") e.addEventListener("click", v); else e.setAttribute(k, v);
+  }
+  for (const c of children) if (c != null) e.append(c);
+  return e;
+}
