@@ -75,7 +75,8 @@ def test_runaway_graphs_stopped_on_a_busy_machine_keep_their_graph_and_line(load
         if doc["status"] == "timeout":
             assert doc["message"] == "Stopped: the snippet ran longer than 2 s.", (doc["message"], summary)
             assert doc["error"]["type"] == "TimeLimitExceeded" and row[3] in (3, 4, 5), summary
-    assert sum(d["status"] == "timeout" for d in docs) >= RUNS // 2, summary  # the clock stopped most
+    # NOTE: which limit stops a runaway first (the clock or the graph) depends on how much CPU
+    # the run got, so no share of either is asserted: each stopped run is checked for itself above.
 
 
 def test_a_snippet_that_catches_the_stop_says_why_nothing_was_kept(loaded_pool: PoolHarness) -> None:

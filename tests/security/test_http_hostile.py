@@ -93,8 +93,11 @@ def test_full_pool_answers_503_at_once_and_recovers(start_server: Any) -> None:
         sleeper = threading.Thread(
             target=lambda: results.append(_run(server, "import time\ntime.sleep(30)\n")))
         sleeper.start()
-        time.sleep(0.5)
         with server.client() as client:
+            deadline = time.monotonic() + 20  # wait for the sleeper to hold the one worker, not a fixed time
+            while client.get("/healthz").json()["busy"] != 1:
+                assert time.monotonic() < deadline and not results, "the sleeping run never started"
+                time.sleep(0.02)
             t0 = time.monotonic()
             r = client.post("/api/runs", json={"code": ORDINARY})
             waited = time.monotonic() - t0
