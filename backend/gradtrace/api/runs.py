@@ -18,6 +18,7 @@ from fastapi.responses import Response
 from pydantic import ConfigDict
 
 from gradtrace.api.errors import ERROR_RESPONSES
+from gradtrace.api.goals import goals_answer, plan_goals
 from gradtrace.api.jobs import CLIENT_CLOSED, ClientGone, new_job, run_unless_client_leaves
 from gradtrace.api.responses import blob_response, json_response
 from gradtrace.api.services import Services, ServicesDep
@@ -38,6 +39,7 @@ class StrictRunRequest(RunRequest):
 @router.post("", response_model=RunDocument, summary="Run a snippet and record its autograd graph",
              responses={**ERROR_RESPONSES, 200: {"description": "The run document (any run status)"}})
 async def create_run(body: StrictRunRequest, request: Request, svc: ServicesDep) -> Response:
+    plan = plan_goals(body)  # an exercise's goals (api/goals.py): a malformed one is refused before the run
     job = new_job(request, svc, code=body.code, device=body.device, seed=body.seed)
     started = time.perf_counter()
     try:
@@ -59,6 +61,9 @@ async def create_run(body: StrictRunRequest, request: Request, svc: ServicesDep)
     svc.metrics.runs.labels(encoded.status).inc()
     request.state.run_status = encoded.status
     request.state.run_id = encoded.doc_id
+    if plan is not None:
+        answer = await goals_answer(request, svc, plan, encoded.raw, seed=body.seed, device=job.device)
+        return json_response(request, raw=answer, gz=None)
     return json_response(request, raw=encoded.raw, gz=encoded.blob.gz)
 
 

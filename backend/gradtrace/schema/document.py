@@ -29,6 +29,7 @@ from pydantic import BaseModel, Field
 
 from gradtrace.schema.analysis import Analysis
 from gradtrace.schema.base import _Model, _optional
+from gradtrace.schema.goals import GoalReport
 
 SCHEMA_VERSION = 1
 VALUES_LIMIT = 1000
@@ -326,3 +327,5 @@ class RunDocument(_Model):
     """Every named module called during the run, in order of first call."""
     analysis: Analysis | None = _optional()
     """What :mod:`gradtrace.analysis` found: hints and the first non-finite values."""
+    goals: GoalReport | None = _optional()
+    """An exercise's goals checked on this run (``schema/goals.py``), when the run was asked to."""

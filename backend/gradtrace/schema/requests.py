@@ -5,6 +5,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field
 
 from gradtrace.schema.document import Device
+from gradtrace.schema.goals import Reference
 
 
 class RunRequest(BaseModel):
@@ -15,6 +16,12 @@ class RunRequest(BaseModel):
     code: str = Field(description="Python source; torch, nn and F are predefined.")
     device: Device = "cpu"
     seed: int | None = Field(default=0, ge=0, le=2**63 - 1)
+    goals: list[str | dict[str, object]] | None = Field(
+        default=None, description="Exercise goals to check on the run: goal lines ('no hint grad-accumulated') "
+                                  "or goal objects (docs/CONTRACT.md, GoalResult).")
+    reference: Reference | None = Field(default=None, description="The run the comparing goals hold this one against.")
+    exercise: str | None = Field(default=None, max_length=64,
+                                 description="A lesson's id or stem: check its exercise's goals, against its solution.")
 
 
 class ShareRequest(BaseModel):

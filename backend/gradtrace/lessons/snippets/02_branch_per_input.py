@@ -2,6 +2,12 @@
 
 Autograd records the operations that actually ran, not the code around them. The same function
 takes a different branch for each input, so the two backward passes walk two different graphs.
+
+Exercise: step() should double every input, whatever its sign; for neg it takes the other
+branch. Make both calls record the same graph.
+Goals:
+- neg.grad equals the reference
+- same graph as the reference
 """
 # Each call records only the branch it took.
 import torch

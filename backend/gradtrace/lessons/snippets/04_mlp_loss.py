@@ -2,6 +2,11 @@
 
 Two linear layers and a cross-entropy loss. Every weight and bias is a leaf of the graph, and
 each leaf's gradient is what the loss sends back to it.
+
+Exercise: The model's scores go through softmax before CrossEntropyLoss, which applies log-
+softmax itself. Give the loss the raw logits.
+Goals:
+- no hint double-softmax
 """
 # Parameters are leaves: backward fills each one's .grad from the loss.
 import torch

@@ -2,6 +2,11 @@
 
 Only leaf tensors keep their gradient in .grad. An intermediate result keeps one only when it
 asks for it with retain_grad() before backward runs.
+
+Exercise: The code reads h.grad, but h is not a leaf and gets no .grad. Make h keep its
+gradient.
+Goals:
+- no hint nonleaf-grad
 """
 # w is a leaf; h is computed from it and keeps a gradient only because it asked to.
 import torch

@@ -2,6 +2,11 @@
 
 backward() frees the tensors the graph saved as soon as it has used them. Going through the same
 graph a second time works only if the first call kept them with retain_graph=True.
+
+Exercise: The second backward walks a graph the first one freed. Keep it for the second walk.
+Goals:
+- no hint graph-freed
+- x.grad equals the reference
 """
 # The first graph is kept and walked twice; the second is freed after its first walk.
 import torch

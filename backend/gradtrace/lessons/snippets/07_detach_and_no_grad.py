@@ -2,6 +2,11 @@
 
 detach() and torch.no_grad() cut the graph: what they produce has no history, so no gradient
 flows back through it. Only y's path reaches x.
+
+Exercise: detach() and no_grad cut two of the three terms off from x. Let every term send its
+gradient back.
+Goals:
+- x.grad equals the reference
 """
 # z and s are cut off from x; only the path through y carries a gradient.
 import torch

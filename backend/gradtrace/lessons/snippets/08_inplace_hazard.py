@@ -2,6 +2,11 @@
 
 exp() keeps its output for the backward pass. Changing that output in place afterwards bumps
 its version counter, and backward refuses to use a tensor that changed since it was saved.
+
+Exercise: add_ changes the result exp() saved for backward, and backward refuses it. Add out of
+place.
+Goals:
+- x.grad equals the reference
 """
 # The saved output of exp() is changed in place, so backward stops with an error.
 import torch

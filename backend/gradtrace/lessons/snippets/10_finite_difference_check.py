@@ -2,6 +2,11 @@
 
 A central finite difference estimates the derivative without autograd. It should agree with
 x.grad to many digits in float64; torch.autograd.gradcheck runs the same comparison for you.
+
+Exercise: Cube's backward forgets a factor. Fix it until the numerical gradient check passes.
+Goals:
+- gradient check passes on Cube
+- x.grad equals the reference
 """
 # Autograd's answer next to a numerical estimate, then gradcheck.
 import torch

@@ -2,6 +2,11 @@
 
 A recursive reduction halves its input at each call. The graph it leaves behind has the shape of
 the call tree, something a graph fixed before the run could not express.
+
+Exercise: log(0) at the first leaf makes an infinity that backward turns into NaN. Keep every
+value finite.
+Goals:
+- no non-finite value
 """
 # Each call splits the tensor in two and combines the halves: the graph branches like the calls.
 import torch

@@ -3,6 +3,12 @@
 A bigger graph: two encoder layers with attention and feed-forward blocks, hundreds of nodes in
 nested modules. The layer at work at the current step is open; the other is folded into one box,
 which opens on a click. Pick a layer above the graph and the timeline goes there.
+
+Exercise: The training loop computes gradients but never takes a step, so the loss stays where
+it began. Make it go down.
+Goals:
+- loss below 0.97
+- no hint grad-accumulated
 """
 # Two encoder layers on a short batch of sequences.
 import torch

@@ -1,0 +1,9 @@
+# Five doublings: x.grad = 2⁵ = 32.
+import torch
+
+x = torch.tensor(1.0, requires_grad=True)
+y = x
+for _ in range(5):
+    y = y * 2
+y.backward()
+print(x.grad)  # 32

@@ -1,0 +1,12 @@
+# The logits go straight into CrossEntropyLoss, which applies log-softmax itself.
+import torch
+from torch import nn
+
+torch.manual_seed(0)
+model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
+x = torch.randn(3, 4)
+target = torch.randint(0, 2, (3,))
+logits = model(x)
+loss = nn.CrossEntropyLoss()(logits, target)
+loss.backward()
+print(loss.item())
