@@ -6,8 +6,8 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from gradtrace.lessons import all_lessons, lesson
 from api.helpers import assert_error
+from gradtrace.lessons import all_lessons, lesson
 
 LESSONS = [item for item in all_lessons() if item.exercise is not None]
 

@@ -21,15 +21,15 @@ from typing import Any
 import orjson
 from fastapi import Request
 
-from gradtrace.analysis.gradcheck import place_on_run
 from gradtrace.analysis.goals import check_goals, read_goals
+from gradtrace.analysis.gradcheck import place_on_run
 from gradtrace.api.jobs import new_job
 from gradtrace.api.services import Services
 from gradtrace.api.shares import find_share
 from gradtrace.errors import InvalidRequest, NotFound
 from gradtrace.lessons import Lesson, lesson
-from gradtrace.schema.gradcheck import GradcheckResult
 from gradtrace.schema.goals import NEEDS_REFERENCE, Goal, GoalReport, GradcheckPasses, Reference
+from gradtrace.schema.gradcheck import GradcheckResult
 from gradtrace.schema.requests import RunRequest
 from gradtrace.storage.codec import load
 
@@ -61,7 +61,8 @@ def plan_goals(body: RunRequest) -> GoalPlan | None:
                                  detail={"field": "exercise", "given": body.exercise}) from None
         if found.exercise is None:
             raise InvalidRequest(f"lesson {found.stem} has no exercise", detail={"field": "exercise"})
-    items: list[Any] = list(body.goals) if body.goals is not None else list(found.exercise.goals if found and found.exercise else [])
+    given = found.exercise.goals if found is not None and found.exercise is not None else ()
+    items: list[Any] = list(body.goals) if body.goals is not None else list(given)
     goals = read_goals(items)
     if not goals:
         raise InvalidRequest("goals is empty: give at least one goal", detail={"field": "goals"})

@@ -14,6 +14,7 @@ The gradient check is the one judge that needs a re-run in the sandbox: the call
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 from gradtrace.analysis.compare import compare_documents
@@ -36,6 +37,8 @@ from gradtrace.schema.goals import (
 )
 
 Doc = dict[str, Any]
+_Out = Callable[..., GoalResult]
+"""Makes one goal's result: ``out(status, why, node=None, line=None)``."""
 RTOL, ATOL = 1e-4, 1e-6
 """float32 tolerance (NOTE [goldens on any CPU] in analysis/docdiff.py): a reference recorded
 on another CPU still counts as equal."""
@@ -63,8 +66,8 @@ def check_goals(doc: Doc, goals: list[Goal], *, reference: Doc | None = None,
 def _check(doc: Doc, goal: Goal, reference: Doc | None, comparison: Comparison | None,
            gradcheck: dict[str, Any] | None) -> GoalResult:
     def out(status: str, why: str, node: str | None = None, line: int | None = None) -> GoalResult:
-        return GoalResult.model_validate({"goal": goal.model_dump(mode="json"), "text": goal_text(goal), "status": status, "why": why,
-                                          "node": node, "line": line})
+        return GoalResult.model_validate({"goal": goal.model_dump(mode="json"), "text": goal_text(goal),
+                                          "status": status, "why": why, "node": node, "line": line})
 
     if isinstance(goal, NoHint):
         for hint in (doc.get("analysis") or {}).get("hints") or []:
@@ -94,7 +97,7 @@ def _check(doc: Doc, goal: Goal, reference: Doc | None, comparison: Comparison |
     return _grad_equals(doc, reference, goal, comparison, out)
 
 
-def _peak(doc: Doc, goal: PeakSavedBelow, out: Any) -> GoalResult:
+def _peak(doc: Doc, goal: PeakSavedBelow, out: _Out) -> GoalResult:
     memory = memory_timeline(doc)
     if memory.peak < goal.bytes:
         return out("pass", f"peak saved-tensor memory {memory.peak:,} bytes, below {goal.bytes:,}")
@@ -107,7 +110,7 @@ def _peak(doc: Doc, goal: PeakSavedBelow, out: Any) -> GoalResult:
     return out("fail", why, biggest["id"], biggest.get("line"))
 
 
-def _loss(doc: Doc, goal: LossBelow, out: Any) -> GoalResult:
+def _loss(doc: Doc, goal: LossBelow, out: _Out) -> GoalResult:
     passes = doc.get("passes") or []
     roots = passes[-1].get("roots") if passes else None
     if not roots:
@@ -122,7 +125,7 @@ def _loss(doc: Doc, goal: LossBelow, out: Any) -> GoalResult:
     return out("fail", f"{name} is {value} after the last step, not below {goal.value:g}", node["id"], node.get("line"))
 
 
-def _gradcheck(goal: GradcheckPasses, answer: dict[str, Any] | None, out: Any) -> GoalResult:
+def _gradcheck(goal: GradcheckPasses, answer: dict[str, Any] | None, out: _Out) -> GoalResult:
     if answer is None:
         return out("needs_service", f"the gradient check of {goal.function} re-runs the snippet: "
                                     "it needs the gradtrace service (run it there)")
@@ -137,7 +140,7 @@ def _gradcheck(goal: GradcheckPasses, answer: dict[str, Any] | None, out: Any) -
                suspect.get("node_id"), suspect.get("line"))
 
 
-def _same_graph(doc: Doc, comparison: Comparison, out: Any) -> GoalResult:
+def _same_graph(doc: Doc, comparison: Comparison, out: _Out) -> GoalResult:
     if comparison.same_structure and not comparison.only_a and not comparison.only_b:
         return out("pass", f"the same graph as the reference: all {len(comparison.pairs)} nodes pair up")
     if comparison.only_a:
@@ -176,11 +179,12 @@ def _nearest_line(doc: Doc, line: int | None) -> int | None:
 def _tensor(doc: Doc, name: str) -> Doc | None:
     for node in doc["graph"]["nodes"]:
         if node.get("kind") == "tensor" and (node.get("name") == name or name in (node.get("tied") or ())):
-            return node
+            found: Doc = node
+            return found
     return None
 
 
-def _grad_equals(doc: Doc, reference: Doc, goal: GradEquals, comparison: Comparison, out: Any) -> GoalResult:
+def _grad_equals(doc: Doc, reference: Doc, goal: GradEquals, comparison: Comparison, out: _Out) -> GoalResult:
     mine, theirs = _tensor(doc, goal.tensor), _tensor(reference, goal.tensor)
     if theirs is None:
         return out("unknown", f"the reference run has no tensor named {goal.tensor} with a gradient")
