@@ -67,7 +67,8 @@ def plan_goals(body: RunRequest) -> GoalPlan | None:
     if not goals:
         raise InvalidRequest("goals is empty: give at least one goal", detail={"field": "goals"})
     reference = body.reference
-    if reference is not None and sum(v is not None for v in (reference.run_id, reference.share_id, reference.lesson)) != 1:
+    named = (reference.run_id, reference.share_id, reference.lesson) if reference is not None else ()
+    if reference is not None and sum(v is not None for v in named) != 1:
         raise InvalidRequest("a reference is exactly one of run_id, share_id or lesson", detail={"field": "reference"})
     if reference is None and found is not None:
         reference = Reference(lesson=found.stem)
