@@ -29,8 +29,8 @@ async function post(path, body, signal) {
   return data;
 }
 
-export function runSnippet({ code, device, seed }, signal) {
-  return post("/api/runs", { code, device, seed }, signal);
+export function runSnippet({ code, device, seed, exercise }, signal) {
+  return post("/api/runs", exercise ? { code, device, seed, exercise } : { code, device, seed }, signal);
 }
 
 /**

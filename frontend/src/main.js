@@ -13,6 +13,7 @@ import { installCompareButton } from "./compare/entry.js";
 import { ViewState } from "./app/state.js";
 import { Viewer } from "./app/viewer.js";
 import { CodeEditor } from "./ui/editor.js";
+import { Exercises } from "./ui/exercises.js";
 import { renderGallery } from "./ui/gallery.js";
 import { presentationMode } from "./ui/present.js";
 import { renderErrorExplain, renderLegend, renderResults, renderStatus } from "./ui/panels.js";
@@ -33,7 +34,8 @@ class App {
     const status = (s, text) => renderStatus(this.results.badge, s, text);
     this.runner = new RunController(
       { run: $("#run"), cancel: $("#cancel"), progress: $("#progress"), device: $("#device"), seed: $("#seed") },
-      { code: () => this.editor.code, onDocument: (doc) => this.loadDocument(doc), onStatus: status, enabled: () => this.mode === "edit" },
+      { code: () => this.editor.code, onDocument: (doc) => this.loadDocument(doc), onStatus: status, enabled: () => this.mode === "edit",
+        extra: () => (this.exercises ? this.exercises.requestFields() : {}) },
     );
     this.sharer = new ShareController(
       {
@@ -49,7 +51,14 @@ class App {
     renderLegend($("#legend-list"));
     this.lessons = readJson("gt-lessons") || []; // backend/gradtrace/lessons, embedded by the page
     $("#examples").hidden = false; // the page's own part of the shared viewer markup
+    this.exercises = new Exercises(
+      { picker: $("#exercises"), body: $("#exercise-body"), panel: $("#exercise"), task: $("#exercise-task"),
+        solution: $("#exercise-solution"), solutionText: $("#exercise-solution-text") },
+      this.lessons, { setCode: (code) => { if (this.mode === "share") this.editCopy(); this.editor.setCode(code); this.editor.focus(); } });
+    this.viewer.onGoals = () => this.exercises.onReport();
+    this.viewer.predict.fromQuery(location.search);  // a teacher's questions (ui/predict.js)
     renderGallery($("#example-list"), this.lessons, (ex) => {
+      this.exercises.close();
       if (this.mode === "share") this.editCopy();
       this.editor.setCode(ex.code);
       $("#examples").open = false;

@@ -30,6 +30,7 @@ async function main() {
   // Export → HTML on the page writes the view it was saved from (app/link.js).
   const viewEl = document.getElementById("gt-view");
   const view = viewEl ? decodeView(viewEl.textContent.trim()) : null;
+  if (viewEl && viewer.viewer.predict) viewer.viewer.predict.fromQuery(viewEl.textContent.trim());  // a teacher's questions
   window.gradtrace.timing = await viewer.load(doc, { step: view ? view.step : null, view });
 }
 

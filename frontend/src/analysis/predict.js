@@ -88,10 +88,10 @@ function inputLabels(doc, nodeId) {
   return out;
 }
 
-function inScope(spec, node, ev) {
+function inScope(spec, node) {
   if (spec.scope === "all") return true;
   if (spec.scope === "nodes") return spec.nodes.includes(node.id);
-  if (spec.scope === "line") return (ev.line ?? node.line) === spec.line || node.line === spec.line;
+  if (spec.scope === "line") return node.line === spec.line;  // the nodes that line made (a backward event's own line is the backward call's)
   return false;
 }
 
@@ -108,11 +108,11 @@ export function questionsFor(doc, spec) {
     const node = byId.get(ev.node);
     if (!node) return;
     let q = null;
-    if (ev.phase === "backward" && spec.scope && inScope(spec, node, ev)) q = backwardQuestion(doc, ev, node, ordinal);
+    if (ev.phase === "backward" && spec.scope && inScope(spec, node)) q = backwardQuestion(doc, ev, node, ordinal);
     else if (ev.phase === "forward" && spec.shapes && Array.isArray(node.shape) && node.name !== "AccumulateGrad") q = shapeQuestion(node);
     if (!q) return;
     ordinal++;
-    out.set(i + 1, { ...q, step: i + 1, node: node.id, name: node.name, line: ev.line ?? node.line ?? null, pass: ev.pass ?? null });
+    out.set(i + 1, { ...q, step: i + 1, node: node.id, name: node.name, line: node.line ?? ev.line ?? null, pass: ev.pass ?? null });
   });
   return out;
 }
@@ -181,7 +181,7 @@ export function checkAnswer(q, text) {
     const x = parseNumber(text);
     if (x == null || !Number.isFinite(x)) return { verdict: "invalid", message: "That is not a number: type one, like 0.25 or -3e-2." };
     return Math.abs(x - q.truth) <= q.tolerance ? { verdict: "right", message: `Right: ${fmt(q.truth)}.` }
-      : { verdict: "wrong", message: `Not quite: ${fmt(x)} is not within ±${fmt(q.tolerance)} of the recorded value.` };
+      : { verdict: "wrong", message: `Not quite: ${String(text).trim()} is not within ±${fmt(q.tolerance)} of the recorded value.` };
   }
   if (q.kind === "sign") {
     const t = String(text).trim().toLowerCase().replace(/−/g, "-");

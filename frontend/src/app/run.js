@@ -40,7 +40,8 @@ export class RunController {
     this.controller = new AbortController();
     this.setRunning(true);
     try {
-      const doc = await runSnippet({ code: this.cb.code(), device: this.els.device.value, seed }, this.controller.signal);
+      const extra = this.cb.extra ? this.cb.extra() : {};  // an open exercise (ui/exercises.js)
+      const doc = await runSnippet({ code: this.cb.code(), device: this.els.device.value, seed, ...extra }, this.controller.signal);
       await this.cb.onDocument(doc);
     } catch (err) {
       if (err.name === "AbortError") this.cb.onStatus("cancelled", "Cancelled: the run was abandoned.");

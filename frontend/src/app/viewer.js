@@ -33,6 +33,8 @@ import { addFindingMarks, markTransport, renderFindings } from "../ui/findings.j
 import { gradOffMarks } from "../ui/definitions.js";
 import { GradcheckPanel } from "../ui/gradcheck.js";
 import { ExplainPanel } from "../ui/explain.js";
+import { goalsPanel } from "../ui/goals.js";
+import { predictPanel } from "../ui/predict.js";
 import { Inspector } from "../ui/inspector.js";
 import { IterationPicker } from "../ui/iterations.js";
 import { compactKeyHint, graphKeyHandler } from "../ui/keys.js";
@@ -111,6 +113,9 @@ export class Viewer {
     this.nextMatch = async () => {};
     this.panels = [];
     this.addPanel(searchPanel);
+    this.checksService = opts.checks === true;  // a saved file or a widget cannot re-run a gradient check
+    this.addPanel(predictPanel);  // predict mode (ui/predict.js): sets this.predict
+    this.addPanel(goalsPanel);  // an exercise's goals beside the code (ui/goals.js)
     const pickerHost = this.els.stats ? this.els.stats.parentElement : null;
     this.iterPicker = pickerHost ? new IterationPicker(pickerHost, { onPick: (u) => pickUnit(this, u) }) : null;
     this.inspector.clear();
@@ -188,7 +193,10 @@ export class Viewer {
   _restoreView(view) { return restoreView(this, view); }
 
   /** What a share link carries of this view (app/link.js); `mode` is the page's. */
-  viewQuery(mode = null) { return viewQuery(this, mode); }
+  viewQuery(mode = null) {
+    const q = viewQuery(this, mode);
+    return this.predict ? this.predict.addTo(q) : q;
+  }
 
   /** Rebuild the visible graph (after collapse/expand or direction) and lay it out again. */
   async relayout(keepCamera = true, k = this.player.k, prebuilt = null) {
