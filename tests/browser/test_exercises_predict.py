@@ -24,7 +24,7 @@ def _open_exercise(page: Any, key: str) -> None:
     expect(page.locator("#exercise-task")).to_contain_text(lesson(key).exercise.task)  # type: ignore[union-attr]
 
 
-def test_an_exercise_fails_then_passes_after_an_edit(playground: Any, artifacts_dir: Path) -> None:
+def test_an_exercise_fails_then_passes_after_an_edit(playground: Any, artifacts_dir: Path, tmp_path: Path) -> None:
     page = playground
     item = lesson("loop")
     assert item.exercise is not None
@@ -49,6 +49,15 @@ def test_an_exercise_fails_then_passes_after_an_edit(playground: Any, artifacts_
     page.get_by_text("Exercises", exact=True).click()
     expect(page.locator("[data-gt=exercise-progress]")).to_contain_text("1 of 15 exercises done")
     page.screenshot(path=str(artifacts_dir / "exercise-03-done.png"))
+    # progress leaves the browser as a file and comes back from it
+    with page.expect_download() as info:
+        page.get_by_role("button", name="Export progress").click()
+    saved = tmp_path / "progress.json"
+    info.value.save_as(saved)
+    page.evaluate("localStorage.removeItem('gradtrace.exercises')")
+    page.get_by_label("Import progress from a file").set_input_files(str(saved))
+    expect(page.locator("[data-gt=exercise-progress]")).to_contain_text("1 of 15 exercises done")
+    expect(page.locator("[data-gt=exercise-io-status]")).to_contain_text("Imported 1 exercises' progress")
     # the reference solution stays behind its button
     expect(page.locator("#exercise-solution-text")).to_be_hidden()
     page.get_by_role("button", name="Show solution").click()
