@@ -39,8 +39,7 @@ export class Predict {
     this.questions = new Map();
     this.answers = {};
     if (!this.els.box || !this.els.toggle) return;
-    this.els.box.hidden = false;
-    this.els.toggle.addEventListener("click", () => this.setOn(!this.on));
+    this.els.toggle.addEventListener("click", () => { this.setOn(!this.on); if (this.on) this.els.next.focus(); });
     this.els.check.addEventListener("click", () => this.check());
     this.els.reveal.addEventListener("click", () => this.reveal());
     this.els.next.addEventListener("click", () => this.next());
@@ -68,7 +67,7 @@ export class Predict {
   setOn(on) {
     this.on = on;
     this.els.toggle.setAttribute("aria-pressed", String(on));
-    this.els.next.hidden = !on;
+    this.els.box.hidden = !on;
     if (on && !this.spec) this.spec = { scope: "all", nodes: [], line: null, shapes: false };
     this.syncControls();
     this.rebuild();
