@@ -168,7 +168,8 @@ def test_the_saved_html_plays_an_exercise_and_predict_mode_from_file(live_server
         answer = root.locator("[data-gt=predict-answer]")
         expect(answer).to_be_focused()
         truth = page.evaluate("""() => { const q = window.gradtrace.viewer.viewer.predict.current();
-            return q.kind === 'sign' ? (q.truth > 0 ? '+' : '-') : String(q.kind === 'none' ? q.truth[0] : q.truth); }""")
+            return q.kind === 'sign' ? (q.truth > 0 ? '+' : '-')
+                 : String(q.kind === 'none' ? q.truth[0] : q.truth); }""")
         answer.fill(str(truth))
         answer.press("Enter")
         expect(root.locator("[data-gt=predict-feedback]")).to_contain_text("Right")
