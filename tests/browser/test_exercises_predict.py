@@ -49,6 +49,14 @@ def test_an_exercise_fails_then_passes_after_an_edit(playground: Any, artifacts_
     page.get_by_text("Exercises", exact=True).click()
     expect(page.locator("[data-gt=exercise-progress]")).to_contain_text("1 of 15 exercises done")
     page.screenshot(path=str(artifacts_dir / "exercise-03-done.png"))
+    # a share keeps the checked goals
+    page.get_by_role("button", name="Share").click()
+    expect(page.locator("#share-url")).to_have_value(re.compile(r"/s/"))
+    shared = page.context.new_page()
+    shared.goto(page.locator("#share-url").input_value())
+    expect(shared.locator("#goals-status")).to_have_text("Exercise done: all 2 goals pass.")
+    shared.close()
+    page.get_by_role("button", name="Close").click()
     # progress leaves the browser as a file and comes back from it
     with page.expect_download() as info:
         page.get_by_role("button", name="Export progress").click()
