@@ -251,6 +251,27 @@ class BackwardPass(_Model):
     create_graph: bool = False
     freed_bytes: int = 0
     completed: bool = True
+    within: int | None = _optional()
+    """A backward run inside another pass (a reentrant checkpoint's inner backward): the
+    index of that pass. Absent for the snippet's own passes."""
+
+
+class FoldedCall(_Model):
+    """One of torch's own checks (``gradcheck``, ``gradgradcheck``) called on a line, folded:
+    its nodes and backward passes are torch's, not the snippet's, and are not in the graph."""
+
+    api: str
+    """``torch.autograd.gradcheck`` or ``torch.autograd.gradgradcheck``."""
+    line: int | None = None
+    calls: int = 1
+    """How many times it ran on that line with this verdict."""
+    verdict: Literal["passed", "failed", "raised"]
+    """``passed``: it returned True; ``failed``: it returned False or raised torch's
+    ``GradcheckError``; ``raised``: it raised another exception."""
+    message: str | None = None
+    """torch's message for a failure (its first line), or the exception raised."""
+    nodes: int = 0
+    """Autograd nodes the check made (and that are not shown)."""
 
 
 class RunError(_Model):
@@ -324,5 +345,8 @@ class RunDocument(_Model):
     """Problems of the recorder itself (never the snippet's): what could not be recorded."""
     modules: list[ModuleInfo] | None = _optional()
     """Every named module called during the run, in order of first call."""
+    folded: list[FoldedCall] | None = _optional()
+    """torch's own checks the snippet called, one entry per line and verdict (NOTE [torch's own
+    checks are folded] in gradtrace/capture/folded.py)."""
     analysis: Analysis | None = _optional()
     """What :mod:`gradtrace.analysis` found: hints and the first non-finite values."""
