@@ -51,6 +51,7 @@ from gradtrace.capture.events import LimitReached, ModulePath, PassInfo, Recordi
 from gradtrace.capture.graph import FnInfo, before_block
 from gradtrace.capture.resets import GradResets
 from gradtrace.capture.saved import saved_hooks_active
+from gradtrace.capture.tangents import Tangents
 from gradtrace.capture.timeline import LineTracer, SeqLog
 from gradtrace.capture.values import ValueStore, device_name, dtype_name
 
@@ -174,6 +175,8 @@ class Recorder:
         self.folded: list[dict[str, Any]] = []
         """torch's checks run in the block (NOTE [torch's own checks are folded] in folded.py)."""
         self.folding = 0
+        self.tangents = Tangents()
+        """Forward-mode AD's steps (NOTE [forward-mode AD] in tangents.py)."""
         """How deep inside such a check the block's thread is now."""
         self._pending_mark = 0
         self._pending_read = True
@@ -192,6 +195,11 @@ class Recorder:
         if self.size_estimate > self.max_document_bytes:
             self.stop(f"the document reached its size limit ({self.max_document_bytes >> 20} MB)")
         self._sync_bytes()  # tensor nodes: the core's budget stays exact (NOTE [other threads])
+
+    def grow(self, nbytes: int) -> None:
+        """The document grows by ``nbytes`` outside nodes and events (forward-mode AD's steps):
+        charged against its size limit (NOTE [limits])."""
+        self._grow(nbytes)
 
     def begin_block(self) -> None:
         """The block starts now: nodes made before it are not walked into (NOTE [nodes from
