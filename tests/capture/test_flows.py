@@ -13,6 +13,9 @@ import torch
 from gradtrace.capture import native, run_snippet
 from programs import DYNAMIC_NET_30000
 
+# forward_ad's first make_dual makes torch warn that torch.jit.script is deprecated, bare too
+pytestmark = pytest.mark.filterwarnings("ignore:`torch.jit.script` is deprecated:DeprecationWarning")
+
 KERNELS = [pytest.param(False, id="python")]
 if native.available():
     KERNELS.insert(0, pytest.param(True, id="cxx"))
@@ -217,3 +220,59 @@ def test_the_polynomial_fit_costs_what_it_writes() -> None:
     fixed = 512 << 10
     estimate = rec.recorder.size_estimate - fixed
     assert len(body) - 64_000 <= estimate <= 1.25 * len(body)
+
+
+FORWARD_AD = """import torch
+import torch.autograd.forward_ad as fwAD
+primal = torch.randn(4)
+tangent = torch.randn(4)
+w = torch.randn(4, requires_grad=True)
+def fn(x, y):
+    return x ** 2 + y.sin()
+with fwAD.dual_level():
+    dual_input = fwAD.make_dual(primal, tangent)
+    dual_output = fn(dual_input, primal)
+    scaled = dual_output * w
+    jvp = fwAD.unpack_dual(dual_output).tangent
+    jvp_scaled = fwAD.unpack_dual(scaled).tangent
+print(jvp)
+scaled.sum().backward()
+"""
+
+
+def values(tv: dict[str, Any]) -> torch.Tensor:
+    return torch.tensor(tv["values"], dtype=torch.float64)
+
+
+@pytest.mark.parametrize("native_kernels", KERNELS)
+def test_forward_ad_is_a_forward_pass_carrying_torchs_tangents(native_kernels: bool) -> None:
+    doc = run_snippet(FORWARD_AD, seed=0, native=native_kernels)
+    assert doc["status"] == "ok"
+    ns = bare(FORWARD_AD)
+    assert doc["stdout"] == f"{ns['jvp']}\n"
+    steps = doc["tangents"]
+    assert [(s["op"], s["line"], s["inputs"]) for s in steps] == [
+        ("make_dual", 9, []), ("pow", 7, [0]), ("add", 7, [1]), ("mul", 11, [2])]
+    by_name = {s["name"]: s for s in steps if s["name"]}
+    assert set(by_name) == {"dual_input", "dual_output", "scaled"}
+    # torch's own tangents (unpack_dual) and primals
+    assert torch.allclose(values(by_name["dual_input"]["tangent"]), ns["tangent"].double())
+    assert torch.allclose(values(by_name["dual_output"]["tangent"]), ns["jvp"].double(), rtol=1e-5)
+    assert torch.allclose(values(by_name["scaled"]["tangent"]), ns["jvp_scaled"].double(), rtol=1e-5)
+    assert torch.allclose(values(by_name["dual_output"]["primal"]),
+                          (ns["primal"] ** 2 + ns["primal"].sin()).double(), rtol=1e-5)
+    # the call that also made a backward node (w requires grad) names it; the others made none
+    node = by_name["scaled"]["node"]
+    assert next(n for n in doc["graph"]["nodes"] if n["id"] == node)["name"] == "MulBackward0"
+    assert [s["node"] for s in steps[:3]] == [None, None, None]
+    assert [p["line"] for p in doc["passes"]] == [15]
+
+
+def test_near_miss_no_dual_level_no_tangents_and_unpacking_makes_no_step() -> None:
+    plain = run_snippet("import torch\nx = torch.randn(3, requires_grad=True)\n(x * 2).sum().backward()\n")
+    assert "tangents" not in plain
+    code = ("import torch\nimport torch.autograd.forward_ad as fwAD\nx = torch.randn(3)\n"
+            "with fwAD.dual_level():\n    d = fwAD.make_dual(x, torch.ones(3))\n"
+            "    p, t = fwAD.unpack_dual(d)\n    q = p * 2\n")
+    doc = run_snippet(code, seed=0)
+    assert [s["op"] for s in doc["tangents"]] == ["make_dual"]  # p is the primal: no tangent
