@@ -276,3 +276,30 @@ def test_near_miss_no_dual_level_no_tangents_and_unpacking_makes_no_step() -> No
             "    p, t = fwAD.unpack_dual(d)\n    q = p * 2\n")
     doc = run_snippet(code, seed=0)
     assert [s["op"] for s in doc["tangents"]] == ["make_dual"]  # p is the primal: no tangent
+
+
+FUNC = """import torch
+from torch.func import grad, jacrev, jvp, vmap
+w = torch.randn(3, requires_grad=True)
+x = torch.randn(3)
+def f(t):
+    return (t.sin() * w).sum()
+g = grad(f)(x)
+J = jacrev(torch.sin)(x)
+out, t = jvp(torch.sin, (x,), (torch.ones(3),))
+b = vmap(torch.mul)(x, w)
+loss = (g * w).sum() + b.sum()
+loss.backward()
+print(w.grad)
+"""
+
+
+@pytest.mark.parametrize("native_kernels", KERNELS)
+def test_torch_func_transforms_name_their_leaves_and_lines(native_kernels: bool) -> None:
+    doc = run_snippet(FUNC, seed=0, native=native_kernels)
+    assert doc["status"] == "ok" and doc["stdout"] == f"{bare(FUNC)['w'].grad}\n"
+    leaves = [n for n in doc["graph"]["nodes"] if n["kind"] == "tensor" and n["role"] == "leaf"]
+    # the transforms' own leaves are functorch wrappers of x: named by what they wrap
+    assert sorted(n["name"] for n in leaves) == ["w", "x", "x"]
+    assert all(n["line"] is not None for n in doc["graph"]["nodes"] if n["kind"] == "function")
+    assert close(leaf_grads(doc)["w"], bare(FUNC)["w"].grad)
