@@ -77,26 +77,6 @@ NOTE [what a value costs]
     iteration 1,960 (``tests/api/test_full_length.py``)."""
 
 
-def _name_through_transforms(names: frames.NameIndex, t: torch.Tensor) -> str | None:
-    """NOTE [names inside torch.func transforms]: ``grad(f)(x)``, ``jacrev``, ``vjp`` and
-    ``vmap`` hand the function a functorch wrapper of the snippet's tensor, a leaf of the
-    transform's own graph that no variable holds; it is named by the tensor it wraps (``x``),
-    unwrapped level by level, before the name the transformed function gives its argument."""
-    inner = t
-    depth = 0
-    while depth < 8 and _is_wrapped(inner):
-        inner = _unwrapped(inner)
-        name = names.name_of(inner)
-        if name is not None:
-            return name
-        depth += 1
-    return names.name_of(t)
-
-
-_is_wrapped = torch._C._functorch.is_functorch_wrapped_tensor
-_unwrapped = torch._C._functorch.get_unwrapped
-
-
 class Recorder:
     """Everything recorded so far, plus the bookkeeping to keep recording."""
 
@@ -464,7 +444,7 @@ class Recorder:
         if names is None:
             names = self.names_here()
         tid = self._new_id()
-        doc = {"id": tid, "kind": "tensor", "name": _name_through_transforms(names, t), "line": line,
+        doc = {"id": tid, "kind": "tensor", "name": frames.name_through_transforms(names, t), "line": line,
                "module": None, "shape": list(t.shape), "dtype": dtype_name(t.dtype),
                "device": device_name(t.device), "role": role}
         if role != "leaf":
@@ -498,7 +478,7 @@ class Recorder:
     def _engine_pass(self, outer: int | None) -> PassInfo:
         """A backward the recorder did not start (a reentrant checkpoint's inner backward)."""
         doc = self.passes[outer].doc if outer is not None else None
-        info = {"index": len(self.passes), "api": "engine",
+        info: dict[str, Any] = {"index": len(self.passes), "api": "engine",
                 "line": doc["line"] if doc else None, "roots": [],
                 "retain_graph": bool(doc and doc["retain_graph"]),
                 "create_graph": bool(doc and doc["create_graph"]),

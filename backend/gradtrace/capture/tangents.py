@@ -74,7 +74,7 @@ class Tangents:
         for t in _tensors(out):
             if t.is_sparse or t.layout != torch.strided:
                 continue
-            primal, tangent = fwAD.unpack_dual(t, level=lvl)
+            primal, tangent = fwAD.unpack_dual(t, level=lvl)  # type: ignore[no-untyped-call]
             if tangent is None:
                 continue
             if len(self.steps) >= MAX_STEPS:
