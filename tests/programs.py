@@ -146,3 +146,65 @@ for step in range(3):
 y = h.sum()
 y.backward()
 """
+
+
+# The PyTorch tutorial's polynomial fit at its real length (2,000 iterations, manual SGD),
+# and its dynamic_net at 30,000 (its last printed line comes well after a limit stops it).
+POLY_FIT_2000 = """import math
+import torch
+x = torch.linspace(-math.pi, math.pi, 2000)
+y = torch.sin(x)
+a = torch.randn((), requires_grad=True)
+b = torch.randn((), requires_grad=True)
+c = torch.randn((), requires_grad=True)
+d = torch.randn((), requires_grad=True)
+learning_rate = 1e-6
+for t in range(2000):
+    y_pred = a + b * x + c * x ** 2 + d * x ** 3
+    loss = (y_pred - y).pow(2).sum()
+    if t % 100 == 99:
+        print(t, loss.item())
+    loss.backward()
+    with torch.no_grad():
+        a -= learning_rate * a.grad
+        b -= learning_rate * b.grad
+        c -= learning_rate * c.grad
+        d -= learning_rate * d.grad
+        a.grad = None
+        b.grad = None
+        c.grad = None
+        d.grad = None
+print(f"Result: y = {a.item()} + {b.item()} x + {c.item()} x^2 + {d.item()} x^3")
+"""
+
+DYNAMIC_NET_30000 = """import math
+import random
+import torch
+class DynamicNet(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a = torch.nn.Parameter(torch.randn(()))
+        self.b = torch.nn.Parameter(torch.randn(()))
+        self.c = torch.nn.Parameter(torch.randn(()))
+        self.d = torch.nn.Parameter(torch.randn(()))
+        self.e = torch.nn.Parameter(torch.randn(()))
+    def forward(self, x):
+        y = self.a + self.b * x + self.c * x ** 2 + self.d * x ** 3
+        for exp in range(4, random.randint(4, 6)):
+            y = y + self.e * x ** exp
+        return y
+x = torch.linspace(-math.pi, math.pi, 2000)
+y = torch.sin(x)
+model = DynamicNet()
+criterion = torch.nn.MSELoss(reduction="sum")
+optimizer = torch.optim.SGD(model.parameters(), lr=1e-8, momentum=0.9)
+for t in range(30000):
+    y_pred = model(x)
+    loss = criterion(y_pred, y)
+    if t % 20 == 19:
+        print(t, loss.item())
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+print("done")
+"""

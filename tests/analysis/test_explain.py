@@ -119,8 +119,6 @@ VARIANTS: dict[str, tuple[str, str]] = {  # more argument values through the sam
                              "x.requires_grad_()\nz = torch._safe_softmax(x, -1)"),
 }
 EXEMPT = {  # lesson ops without a rule, and why
-    "UndefinedGradBackward": "passes no gradient on: autograd's placeholder where a backward formula "
-                             "returned an undefined gradient (gradcheck's double backward, lesson 10)",
     "CompiledFunctionBackward": "the backward of a whole compiled region (lesson 15): its rule is the "
                                 "compiled graph of many ops, not one local formula",
 }
@@ -224,7 +222,6 @@ SMALLER = {  # lessons whose tensors exceed the 1,000 elements a document keeps 
 """(A document keeps 10,000 numbers in all: NOTE [document size] in capture/values.py.)"""
 UNMATCHED = {  # lesson ops with a rule that no lesson runs backward through with its values kept
     "AccumulateGrad": "a leaf receives, it passes nothing on",
-    "DivBackward0": "made inside gradcheck's own code in lesson 10, which never runs backward through it",
     "ExpBackward0": "lesson 08's backward fails (the in-place error) before reaching it",
     "TanhBackward0": "only in lesson 12, under checkpoint: reading its saved result would recompute the "
                      "block, so it is not read (saved_unread) and its rule has no numbers",

@@ -188,10 +188,32 @@ class DocView:
         return f"the result of line {n['line']}" if n.get("line") is not None else str(n["id"])
 
     def walked(self) -> set[str]:
-        """Ids of the nodes some backward pass ran."""
+        """Ids of the nodes some backward pass ran, and of those a backward cut short may have
+        run (``cut_short``): no hint concludes that a node was never walked from a run that
+        stopped before it could be."""
         if self._walked is None:
-            self._walked = {str(ev["node"]) for _, ev in self.backward_events()}
+            self._walked = {str(ev["node"]) for _, ev in self.backward_events()} | self.cut_short()
         return self._walked
+
+    def cut_short(self) -> set[str]:
+        """Nodes whose backward the run never finished recording: when the last pass did not
+        complete, or a limit stopped the run, every node made after the last one a completed
+        pass ran (the iteration that was cut, forward or backward), and whatever a pass that
+        did not complete started from."""
+        passes = self.doc.get("passes") or []
+        stopped = self.doc.get("status") in ("graph_limit", "timeout", "memory_limit", "output_limit")
+        if not stopped and (not passes or passes[-1].get("completed", True)):
+            return set()
+        done = {p.get("index") for p in passes if p.get("completed", True)}
+        position = {str(n["id"]): i for i, n in enumerate(self.nodes)}
+        last = max((position.get(str(ev["node"]), -1) for _, ev in self.backward_events()
+                    if ev.get("pass") in done), default=-1)
+        out = {str(n["id"]) for n in self.nodes[last + 1:]}
+        for p in passes:
+            if not p.get("completed", True):
+                for root in p.get("roots") or []:
+                    out |= self.upstream(str(root))
+        return out
 
     def accumulator(self, leaf: str) -> str | None:
         """The ``AccumulateGrad`` node of a leaf tensor node."""

@@ -182,8 +182,10 @@ def grad_edited(view: DocView) -> list[dict[str, Any]]:
     place outside autograd (``clip_grad_norm_``, ``.grad.mul_()``). The document's final
     ``grad`` is torch's own; the page shows it at the last step for these leaves, and the line
     that did it is the first one after the last backward that edits a ``.grad``."""
-    last_backward = max((int(p["line"]) for p in view.doc.get("passes") or [] if p.get("line") is not None),
-                        default=0)
+    passes = view.doc.get("passes") or []
+    if passes and not passes[-1].get("completed", True):
+        return []  # a backward cut short (a limit, an error): its accumulations are partly unseen
+    last_backward = max((int(p["line"]) for p in passes if p.get("line") is not None), default=0)
     edited = [n for n in view.nodes if n.get("kind") == "tensor" and n.get("grad") is not None
               and n.get("grad_history") and _differs(n["grad"], n["grad_history"][-1])]
     if not edited:

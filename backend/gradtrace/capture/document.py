@@ -222,6 +222,13 @@ def build_document(rec: Recorder, *, status: str, error: dict[str, Any] | None =
             "passes": [dict(p.doc) for p in rec.passes], "memory": _memory(rec),
             "torch_version": torch.__version__,
         }
+        if rec.tangents.steps:  # NOTE [forward-mode AD] in tangents.py
+            with torch._C.DisableTorchFunction():
+                doc["tangents"] = rec.tangents.document(rec.values, rec.namespace, rec.core.index_of)
+            if rec.tangents.more:
+                doc["tangents_more"] = rec.tangents.more
+        if rec.folded:  # NOTE [torch's own checks are folded] in folded.py
+            doc["folded"] = [dict(f) for f in rec.folded]
         if rec.n_recorder_errors:
             doc["recorder_errors"] = {"count": rec.n_recorder_errors, "first": rec.recorder_errors}
         if rec.module_calls:

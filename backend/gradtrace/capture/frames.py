@@ -181,3 +181,23 @@ class NameIndex:
         if name is None and self._local is not None:
             name = self._local.name_of(obj)
         return name
+
+
+def name_through_transforms(names: NameIndex, t: torch.Tensor) -> str | None:
+    """NOTE [names inside torch.func transforms]: ``grad(f)(x)``, ``jacrev``, ``vjp`` and
+    ``vmap`` hand the function a functorch wrapper of the snippet's tensor, a leaf of the
+    transform's own graph that no variable holds; it is named by the tensor it wraps (``x``),
+    unwrapped level by level, before the name the transformed function gives its argument."""
+    inner = t
+    depth = 0
+    while depth < 8 and _is_wrapped(inner):
+        inner = _unwrapped(inner)
+        name = names.name_of(inner)
+        if name is not None:
+            return name
+        depth += 1
+    return names.name_of(t)
+
+
+_is_wrapped = torch._C._functorch.is_functorch_wrapped_tensor
+_unwrapped = torch._C._functorch.get_unwrapped

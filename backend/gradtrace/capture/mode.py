@@ -33,6 +33,7 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
+import torch.autograd.forward_ad as _fwad
 from torch.overrides import TorchFunctionMode
 
 from gradtrace.capture import frames
@@ -180,6 +181,8 @@ class CaptureMode(TorchFunctionMode):
         except Exception as e:
             self._raised(func, args, e)
             raise
+        if _fwad._current_level >= 0:  # NOTE [forward-mode AD] in tangents.py
+            self._tangents(func, args, kwargs, out)
         # NOTE [fast path]: no sequence number handed out means no node was created, so most
         # calls (getters, ops on tensors without grad) cost one counter read.
         if mutates and args:
@@ -211,6 +214,17 @@ class CaptureMode(TorchFunctionMode):
         finally:
             tracer.resume()
         return out
+
+    def _tangents(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any) -> None:
+        rec = self.rec
+        tracer = rec.tracer
+        tracer.pause()
+        try:
+            rec.tangents.note(func, args, kwargs, out, rec.current_line(), rec.values, rec.grow)
+        except Exception as e:  # NOTE [the recorder never breaks the snippet]
+            rec.internal_error(e)
+        finally:
+            tracer.resume()
 
     def _raised(self, func: Any, args: tuple[Any, ...], exc: Exception) -> None:
         """The innermost torch call that raised ``exc``, for the run's error (``RunError.op``)."""

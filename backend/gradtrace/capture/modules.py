@@ -30,6 +30,7 @@ from torch import nn
 from gradtrace.capture import frames
 from gradtrace.capture.definitions import frozen_parameters
 from gradtrace.capture.events import ModulePath
+from gradtrace.capture.folded import inside_checkpoint_forward
 from gradtrace.capture.library import NO_SWITCH, LibraryCalls, Switch
 from gradtrace.capture.recorder import Recorder
 from gradtrace.schema.canonical import canonical_json
@@ -154,6 +155,8 @@ class ModuleTracker:
         if path is None or not module.training or torch.is_grad_enabled():
             return
         if not type(module).__name__.startswith(_MODE_SENSITIVE):
+            return
+        if self.rec.folding or inside_checkpoint_forward():  # no evaluation: NOTE in folded.py
             return
         frame = frames.snippet_frame(self.rec.filename, 3)
         # the line that called the model, not a ``forward`` of the snippet's own module class

@@ -30,6 +30,11 @@ from gradtrace.capture.values import encode
 from gradtrace.schema import VALUES_LIMIT
 from gradtrace.schema.canonical import TensorValueDict, canonical_json
 
+OUTPUT_COST = 100
+"""One of a node's several outputs' meta (``kOutputCost``, NOTE [what a node costs] in recorder.py)."""
+NARROW_VALUE_SAVING = 35
+"""``kNarrowValueSaving``: NOTE [what a value costs] in recorder.py."""
+
 NULL_LINE = -(2**31)
 """The core's ``None`` for a line number (an int32), as the C++ core passes it."""
 
@@ -188,7 +193,10 @@ class PyCore:
             if index >= self._max_nodes:
                 stopped = self._nodes_message
                 break
-            cost = (self._cost_node + self._cost_saved * len(doc["saved"])
+            outputs = doc.get("outputs") or []  # NOTE [what a node costs] in recorder.py
+            cost = (self._cost_node + len(doc["name"]) + 8 * len(doc["shape"] or [])
+                    + (OUTPUT_COST * len(outputs) if len(outputs) > 1 else 0)
+                    + self._cost_saved * len(doc["saved"])
                     + self._cost_edge * len(edges)
                     + (len(module.stack_json) + 16 if module is not None else 0)
                     + (len(canonical_json(doc["saved_args"])) + 14 if "saved_args" in doc else 0))
@@ -308,9 +316,13 @@ class PyCore:
                 return
             p = self._pass_for(torch._C._current_graph_task_id())
             line = self._passes[p].line
-            n_values = 2 * acc + sum(g is not None for g in go) + sum(g is not None for g in gi)
+            # NOTE [what a value costs] in recorder.py
+            values_cost = sum(self._value_cost(g) for g in (*go, *gi))
+            if acc:
+                values_cost += 2 * (self._value_cost(go[0]) if go and go[0] is not None
+                                    else self._cost_value)
             self._n_events += 1
-            self._bytes_used += self._cost_event + self._cost_value * n_values
+            self._bytes_used += self._cost_event + values_cost
             if self._n_events > self._max_events:
                 limit = self._events_message
             elif self._bytes_used > self._bytes_left:
@@ -334,6 +346,13 @@ class PyCore:
             self._on_limit(limit)
         if created and self._on_created is not None:
             self._on_created(p, NULL_LINE if line is None else line, created)
+
+    def _value_cost(self, g: torch.Tensor | None) -> int:
+        """``Core::value_cost``: what a value adds to the document (NOTE [what a value costs])."""
+        if g is None:
+            return 0
+        narrow = g.element_size() <= 4 and not g.is_complex()
+        return self._cost_value - NARROW_VALUE_SAVING if narrow else self._cost_value
 
     def end_backward(self) -> None:
         with self._mu:

@@ -36,6 +36,7 @@ from gradtrace.capture.definitions import watch_parameters
 from gradtrace.capture.diagnose import describe_error, describe_raise
 from gradtrace.capture.document import build_document
 from gradtrace.capture.events import LimitReached
+from gradtrace.capture.folded import Folds
 from gradtrace.capture.library import LibraryCalls
 from gradtrace.capture.mode import CaptureMode
 from gradtrace.capture.modules import ModuleTracker
@@ -102,6 +103,8 @@ class record:
         self._module_handles: list[Any] = []
         self.status = "ok"
         self.error: dict[str, Any] | None = None
+        self._stopped_at: int | None = None
+        """The snippet line a limit stopped the program at (NOTE [limits] in recorder.py)."""
         self._collector = BlockCollector()  # NOTE [gc around a recorded block] in gradtrace/collector.py
 
     def __enter__(self) -> record:
@@ -120,7 +123,7 @@ class record:
         self._mode = CaptureMode(rec)
         self._library = LibraryCalls(rec, self._mode)
         self._module_handles = (ModuleTracker(rec, self._library).install() + self._library.install()
-                                + [watch_parameters(rec)])
+                                + [watch_parameters(rec)] + Folds(rec, self._mode).install())
         self._collector.enter()
         try:
             self._mode.__enter__()  # type: ignore[no-untyped-call]
@@ -180,6 +183,8 @@ class record:
                               RuntimeWarning, stacklevel=2)
         if exc is not None and not isinstance(exc, LimitReached):
             self.note_error(exc)
+        if isinstance(exc, LimitReached):
+            self._stopped_at = error_line(exc, rec.filename)
         return isinstance(exc, LimitReached)
 
     def note_error(self, exc: BaseException) -> None:
@@ -239,6 +244,11 @@ class record:
         message = rec.limit
         if message is not None and not self._stop_program:  # NOTE [limits] in recorder.py
             message += "; recording stopped there, and the rest of the block ran unrecorded"
+        elif message is not None:  # the program was stopped: where, and what is kept
+            at = f" at line {self._stopped_at}" if self._stopped_at is not None else ""
+            done = sum(1 for p in rec.passes if p.doc["completed"] and "within" not in p.doc)
+            message += (f"; the program was stopped there{at}, after {done:,} completed backward "
+                        f"pass{'es' if done != 1 else ''}; what it printed until then is kept")
         base: dict[str, Any] = {"status": self.status, "error": self.error, "message": message,
                                 "code": source_of(rec.filename)}
         base.update(fields)

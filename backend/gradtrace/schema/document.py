@@ -252,6 +252,27 @@ class BackwardPass(_Model):
     create_graph: bool = False
     freed_bytes: int = 0
     completed: bool = True
+    within: int | None = _optional()
+    """A backward run inside another pass (a reentrant checkpoint's inner backward): the
+    index of that pass. Absent for the snippet's own passes."""
+
+
+class FoldedCall(_Model):
+    """One of torch's own checks (``gradcheck``, ``gradgradcheck``) called on a line, folded:
+    its nodes and backward passes are torch's, not the snippet's, and are not in the graph."""
+
+    api: str
+    """``torch.autograd.gradcheck`` or ``torch.autograd.gradgradcheck``."""
+    line: int | None = None
+    calls: int = 1
+    """How many times it ran on that line with this verdict."""
+    verdict: Literal["passed", "failed", "raised"]
+    """``passed``: it returned True; ``failed``: it returned False or raised torch's
+    ``GradcheckError``; ``raised``: it raised another exception."""
+    message: str | None = None
+    """torch's message for a failure (its first line), or the exception raised."""
+    nodes: int = 0
+    """Autograd nodes the check made (and that are not shown)."""
 
 
 class RunError(_Model):
@@ -300,6 +321,27 @@ class RecorderErrors(_Model):
     first: list[str] = Field(default_factory=list)
 
 
+class ForwardTangent(_Model):
+    """One torch call that carried a forward-mode tangent (NOTE [forward-mode AD] in
+    gradtrace/capture/tangents.py)."""
+
+    index: int
+    op: str
+    """The torch call (``make_dual``, ``mul``, ``sin``)."""
+    line: int | None = None
+    level: int = 0
+    """The dual level it ran at (``forward_ad.dual_level()``; nested levels count up)."""
+    inputs: list[int] = Field(default_factory=list)
+    """The earlier steps whose results it took."""
+    primal: TensorValue | None = None
+    tangent: TensorValue | None = None
+    """The tangent of its result: the directional derivative carried forward."""
+    name: str | None = None
+    """The snippet's variable that holds its result at the end (``dual_output``)."""
+    node: str | None = None
+    """The backward-graph node the same call made (when its inputs also required grad)."""
+
+
 class RunDocument(_Model):
     """The answer of ``POST /api/runs`` and the content of a share link (docs/CONTRACT.md)."""
 
@@ -325,6 +367,13 @@ class RunDocument(_Model):
     """Problems of the recorder itself (never the snippet's): what could not be recorded."""
     modules: list[ModuleInfo] | None = _optional()
     """Every named module called during the run, in order of first call."""
+    tangents: list[ForwardTangent] | None = _optional()
+    """Forward-mode AD: the torch calls that carried a tangent, in order."""
+    tangents_more: int | None = _optional()
+    """Steps past the first 2,000 that carried a tangent and are not listed."""
+    folded: list[FoldedCall] | None = _optional()
+    """torch's own checks the snippet called, one entry per line and verdict (NOTE [torch's own
+    checks are folded] in gradtrace/capture/folded.py)."""
     analysis: Analysis | None = _optional()
     """What :mod:`gradtrace.analysis` found: hints and the first non-finite values."""
     goals: GoalReport | None = _optional()

@@ -31,6 +31,7 @@ import { GraphCanvas } from "../render/canvas.js";
 import { makeScene } from "../render/scene.js";
 import { addFindingMarks, markTransport, renderFindings } from "../ui/findings.js";
 import { gradOffMarks } from "../ui/definitions.js";
+import { foldedMarks } from "../ui/folded.js";
 import { GradcheckPanel } from "../ui/gradcheck.js";
 import { ExplainPanel } from "../ui/explain.js";
 import { goalsPanel } from "../ui/goals.js";
@@ -171,7 +172,7 @@ export class Viewer {
     if (this.iterPicker) { this.iterPicker.setLevel(levels[0] || null); this.iterPicker.update(openUnits[0] ?? 0); }
     this.inspector.setContext({ words: this.words, errors: this.errors, doc });
     this.code.mark({ error: this.errors.lines.error, cause: this.errors.lines.cause, hint: this.errors.findingLines, current: null, justDone: null, selected: null,
-      gradOff: gradOffMarks(doc) }, { scroll: true });
+      gradOff: gradOffMarks(doc), folded: foldedMarks(doc) }, { scroll: true });
     if (this.els.empty) {
       this.els.empty.hidden = this.index.nodes.length > 0;
       if (!this.index.nodes.length) this.els.empty.textContent = "This run created no autograd node.";

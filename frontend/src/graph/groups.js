@@ -3,8 +3,9 @@
  * repeated units, outermost first. Pure data over an indexed document and its timeline; no DOM.
  *
  * NOTE [where units come from]
- *   1. Iterations of a training loop: one per backward pass, when there are two or more. An
- *      iteration is everything from the end of the previous pass to the end of its own pass.
+ *   1. Iterations of a training loop: one per backward pass (passes run inside another pass
+ *      excluded), when there are two or more. An iteration is everything from the end of the
+ *      previous pass to the end of its own pass.
  *   2. Calls of a module called many times (an RNN cell unrolled 200 times): from
  *      `Node.module_stack` (the capture records the call index), or, in documents without it,
  *      from the module's op sequence, which repeats once per call (period detection; a call's
@@ -59,7 +60,10 @@ export function isShared(index, i) {
 }
 
 function passIterations(index, timeline) {
-  const segs = timeline.segments.filter((s) => s.phase === "backward");
+  // A pass run inside another (`BackwardPass.within`: a reentrant checkpoint's recomputation)
+  // is part of that pass's iteration, not one of its own.
+  const inner = new Set(((index.doc && index.doc.passes) || []).filter((p) => p.within != null).map((p) => p.index));
+  const segs = timeline.segments.filter((s) => s.phase === "backward" && !inner.has(s.pass));
   const passes = [...new Set(segs.map((s) => s.pass))];
   if (passes.length < MIN_UNITS) return null;
   // Iteration j ends where pass j ends; step → iteration by binary search over the ends.
@@ -76,6 +80,7 @@ function passIterations(index, timeline) {
   // Two passes that do different things (a double backward) are no training loop.
   if (!repeats(index, unitOf, ends.length)) return null;
   const passUnit = new Map(passes.map((p, u) => [p, u]));
+  for (const p of (index.doc && index.doc.passes) || []) if (p.within != null && passUnit.has(p.within)) passUnit.set(p.index, passUnit.get(p.within));
   return { kind: "iteration", label: "iteration", count: ends.length, unitOf, passUnit, ends };
 }
 

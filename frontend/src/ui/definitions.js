@@ -6,6 +6,7 @@
  * built with textContent only (the document comes from user code).
  */
 import { el } from "./dom.js";
+import { foldedCalls, foldedNotes, foldedSentence, foldedTitle } from "./folded.js";
 
 const KIND_TEXT = { no_grad: "torch.no_grad()", inference_mode: "torch.inference_mode()", set_grad_enabled: "torch.set_grad_enabled(False)" };
 
@@ -93,6 +94,7 @@ export function lineNotes(doc, line) {
   if (defined.length) out.push(`defines ${defined.map((n) => (n.tied && n.tied.length > 1 ? `${n.name} (tied: ${n.tied.join(" = ")})` : n.name)).join(", ")}.`);
   const off = lineNote(doc, line);
   if (off) out.push(off);
+  out.push(...foldedNotes(doc, line));
   return out;
 }
 
@@ -109,11 +111,16 @@ export function lineNote(doc, line) {
 export function notInGraph(doc, onLine) {
   const frozen = frozenModules(doc);
   const blocks = gradOffBlocks(doc);
-  if (!frozen.length && !blocks.length) return null;
+  const folded = foldedCalls(doc);
+  if (!frozen.length && !blocks.length && !folded.length) return null;
   const box = el("section", { class: "gt-not-in-graph", "aria-label": "Not in the graph" }, el("h4", {}, "Not in the graph"));
   const ul = el("ul");
   for (const m of frozen) ul.append(el("li", {}, el("span", { class: "gt-frozen" }, "frozen"), ` ${m.path}: ${m.names.join(", ")} (requires_grad=False)`));
   for (const b of blocks) ul.append(el("li", {}, el("span", { class: "gt-nograd" }, "no graph"), ` ${spanText(b)}: ${KIND_TEXT[b.kind] || b.kind} at `, lineLink(b.line, onLine)));
+  for (const f of folded) {
+    ul.append(el("li", { title: foldedSentence(f) }, el("span", { class: `gt-folded-box gt-folded-${f.verdict}` }, `⊞ ${foldedTitle(f)}`),
+      " torch's own check, folded, at ", f.line != null ? lineLink(f.line, onLine) : "an unknown line", f.message ? `: ${f.message}` : ""));
+  }
   box.append(ul);
   return box;
 }

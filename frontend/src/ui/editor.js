@@ -72,6 +72,18 @@ class Note extends WidgetType {
     return s;
   }
 }
+// torch's checks folded on their line (ui/folded.js): a box with the verdict at the line's end.
+class FoldBox extends WidgetType {
+  constructor(m) { super(); this.m = m; }
+  eq(o) { return o.m.text === this.m.text && o.m.title === this.m.title; }
+  toDOM() {
+    const s = document.createElement("span");
+    s.className = `gt-folded-box gt-folded-${this.m.verdict}`;
+    s.textContent = `⊞ ${this.m.text}`;
+    s.title = this.m.title;
+    return s;
+  }
+}
 const ORDER = ["hint", "selected", "justDone", "current", "cause", "error"];
 
 function build(state, marks) {
@@ -97,6 +109,9 @@ function build(state, marks) {
   for (const h of off.heads) {
     if (h.line >= 1 && h.line <= state.doc.lines) deco.push(Decoration.widget({ widget: new Note(h.text), side: 1 }).range(state.doc.line(h.line).to));
   }
+  for (const m of marks.folded || []) {
+    if (m.line >= 1 && m.line <= state.doc.lines) deco.push(Decoration.widget({ widget: new FoldBox(m), side: 2 }).range(state.doc.line(m.line).to));
+  }
   return { deco: Decoration.set(deco, true), gutter: RangeSet.of(gut), marks };
 }
 
@@ -104,7 +119,7 @@ const marksField = StateField.define({
   create: (state) => build(state, {}),
   update(value, tr) {
     for (const e of tr.effects) if (e.is(setMarks)) return build(tr.state, e.value);
-    if (tr.docChanged) return build(tr.state, { ...value.marks, current: null, justDone: null, selected: null, userBackward: null, gradOff: null });
+    if (tr.docChanged) return build(tr.state, { ...value.marks, current: null, justDone: null, selected: null, userBackward: null, gradOff: null, folded: null });
     return value;
   },
   provide: (f) => EditorView.decorations.from(f, (v) => v.deco),

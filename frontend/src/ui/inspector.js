@@ -9,6 +9,7 @@ import { savedState } from "../analysis/errors.js";
 import { fmtBytes, fmtTensorLong, passNo } from "../analysis/format.js";
 import { accumulationsAt, errorSentence } from "../analysis/words.js";
 import { definitionRows, frozenNote, lineNotes, notInGraph } from "./definitions.js";
+import { stepOfNode, stepSentence, tangentNotes, tangentsSection } from "./tangents.js";
 import { el } from "./dom.js";
 
 function row(dl, term, value) {
@@ -35,7 +36,8 @@ export class Inspector {
   clear(text = "Click a node to inspect it, or a code line to find the nodes it created.") {
     // what the graph cannot show (frozen parameters, blocks with gradients off): ui/definitions.js
     const extra = this.ctx.doc ? notInGraph(this.ctx.doc, (line) => this.cb.onLine(line)) : null;
-    this.body.replaceChildren(...[el("p", { class: "gt-hint" }, text), extra].filter(Boolean));
+    const tangents = this.ctx.doc ? tangentsSection(this.ctx.doc, (line) => this.cb.onLine(line)) : null;  // ui/tangents.js
+    this.body.replaceChildren(...[el("p", { class: "gt-hint" }, text), extra, tangents].filter(Boolean));
   }
 
   showLine(line, vnodes, names, onPick) {
@@ -43,7 +45,8 @@ export class Inspector {
     vnodes.forEach((v, i) => list.append(el("li", {}, el("button", { type: "button", onclick: () => onPick(v) }, names[i]))));
     this.body.replaceChildren(el("h3", {}, `Line ${line}`),
       el("p", {}, vnodes.length ? `created ${vnodes.length} node${vnodes.length > 1 ? "s" : ""}:` : "created no autograd node."), list,
-      ...lineNotes(this.ctx.doc, line).map((t) => el("p", { class: "gt-nograd-note" }, t)));  // ui/definitions.js
+      ...lineNotes(this.ctx.doc, line).map((t) => el("p", { class: "gt-nograd-note" }, t)),  // ui/definitions.js
+      ...tangentNotes(this.ctx.doc, line).map((t) => el("p", { class: "gt-tangent-note" }, t)));  // ui/tangents.js
   }
 
   show(scene, v, k) {
@@ -73,6 +76,8 @@ export class Inspector {
       dl.append(el("dt", {}, "line"), el("dd", {}, el("button", { type: "button", class: "gt-link", onclick: () => this.cb.onLine(n.line) }, `line ${n.line}`)));
     }
     definitionRows(dl, n, index.doc, index.module[i], (line) => this.cb.onLine(line));  // ui/definitions.js
+    const fwStep = stepOfNode(index.doc, n.id);  // ui/tangents.js: forward-mode AD through this call
+    if (fwStep) dl.append(el("dt", {}, "tangent"), el("dd", {}, `${stepSentence(fwStep)} `, el("pre", { class: "gt-value" }, fmtTensorLong(fwStep.tangent))));
     row(dl, n.kind === "function" ? "output" : "tensor", [n.shape ? `[${n.shape.join(", ")}]` : null, n.dtype, n.device].filter(Boolean).join(" · "));
     if (n.created_in_pass != null) row(dl, "created in", `backward ${passNo(n.created_in_pass)}, building a graph (create_graph=True)`);
     if (n.cut) row(dl, "cut", `${n.cut.kind}${n.cut.line != null ? ` at line ${n.cut.line}` : ""}`);

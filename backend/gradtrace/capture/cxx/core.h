@@ -69,6 +69,14 @@ struct Core : std::enable_shared_from_this<Core> {
   int64_t max_events = 0, n_events = 0;
   int64_t bytes_left = 0, bytes_used = 0;
   int64_t cost_event = 0, cost_value = 0;
+
+  // NOTE [what a value costs] in recorder.py: a value of a dtype of at most four bytes is
+  // charged ``kNarrowValueSaving`` less than the full ``cost_value``.
+  static constexpr int64_t kNarrowValueSaving = 35;
+  int64_t value_cost(const at::Tensor& g) const {
+    if (!g.defined()) return 0;
+    return g.element_size() <= 4 && !g.is_complex() ? cost_value - kNarrowValueSaving : cost_value;
+  }
   std::string events_message, bytes_message;
   bool stopped = false, enabled = true;
   PyObject* on_limit = nullptr;    // rec.stop(message): raises LimitReached
@@ -165,11 +173,13 @@ struct Core : std::enable_shared_from_this<Core> {
       int64_t task = torch::autograd::get_current_graph_task_id();
       pass = pass_for(task);
       line = passes[static_cast<size_t>(pass)].line;
-      int64_t n_values = 2 * acc;
-      for (const auto& g : go) n_values += g.defined();
-      for (const auto& g : gi) n_values += g.defined();
+      // NOTE [what a value costs] in recorder.py: by its dtype's width
+      int64_t values_cost = 0;
+      for (const auto& g : go) values_cost += value_cost(g);
+      for (const auto& g : gi) values_cost += value_cost(g);
+      if (acc) values_cost += 2 * (go.empty() ? cost_value : value_cost(go[0]));
       ++n_events;
-      bytes_used += cost_event + cost_value * n_values;
+      bytes_used += cost_event + values_cost;
       if (n_events > max_events) limit = events_message;
       else if (bytes_used > bytes_left) limit = bytes_message;
       if (!limit.empty()) {

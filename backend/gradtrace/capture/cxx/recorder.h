@@ -20,6 +20,7 @@ struct Recorder {
   std::unordered_map<c10::TensorImpl*, int64_t> param_total;
 
   int64_t max_nodes_ = 0, cost_node_ = 0, cost_saved_ = 0, cost_edge_ = 0;
+  static constexpr int64_t kOutputCost = 100;  // one of several outputs' meta (NOTE [what a node costs])
   std::string nodes_message_;
   // nn.Parameter, and the lists of the line tracer's and module tracker's ``SeqLog.steps``
   // (appended to in place for the whole run): what ``discover`` places nodes by.
@@ -248,7 +249,11 @@ struct Recorder {
           stack_cost = static_cast<int64_t>(PyUnicode_GetLength(js.ptr())) + 16;
         }
       }
-      int64_t cost = cost_node_ + cost_saved_ * static_cast<int64_t>(e.saved.size()) +
+      // NOTE [what a node costs] in recorder.py: its name, shape and outputs by their length
+      int64_t out_cost = static_cast<int64_t>(e.name->size()) +
+          (e.outs.empty() || !e.outs[0].known ? 0 : 8 * static_cast<int64_t>(e.outs[0].shape.size())) +
+          (e.outs.size() > 1 ? kOutputCost * static_cast<int64_t>(e.outs.size()) : 0);
+      int64_t cost = cost_node_ + out_cost + cost_saved_ * static_cast<int64_t>(e.saved.size()) +
                      cost_edge_ * static_cast<int64_t>(e.edges.size()) + stack_cost +
                      (e.args.empty() ? 0 : static_cast<int64_t>(e.args.size()) + 14);
       if (used + cost > bytes_left) { stopped = py::str(core->bytes_message); break; }
