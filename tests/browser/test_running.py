@@ -12,6 +12,7 @@ from playwright.sync_api import expect
 
 from browser.pageutil import node_texts, ready_generation, run_code, set_code, wait_drawn
 from gradtrace.lessons import lesson
+from pageguard import wait_until
 
 pytestmark = pytest.mark.browser
 
@@ -147,5 +148,5 @@ def test_the_code_being_written_survives_a_reload(playground: Any) -> None:
     page = playground
     set_code(page, "import torch\n# my draft\n")
     page.reload()
-    page.wait_for_function("window.gradtrace !== undefined")
+    wait_until(page, "window.gradtrace !== undefined")
     assert page.evaluate("window.gradtrace.app.editor.code") == "import torch\n# my draft\n"

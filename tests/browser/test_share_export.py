@@ -14,6 +14,7 @@ from playwright.sync_api import expect
 
 from browser.pageutil import node_texts, run_code
 from gradtrace.lessons import lesson
+from pageguard import wait_until
 
 pytestmark = pytest.mark.browser
 
@@ -39,7 +40,7 @@ def test_share_gives_a_link_that_reopens_the_same_view_read_only(playground: Any
     page.get_by_role("button", name="Close").click()
 
     page.goto(url)
-    page.wait_for_function("Number(document.body.dataset.ready || 0) > 0")
+    wait_until(page, "Number(document.body.dataset.ready || 0) > 0")
     expect(page.get_by_text("Shared run · read-only")).to_be_visible()
     assert node_texts(page) == texts
     assert page.locator(".cm-content").get_attribute("contenteditable") == "false"
