@@ -15,7 +15,7 @@ from playwright.sync_api import expect
 
 from browser.pageutil import run_code
 from gradtrace.lessons import all_lessons
-from pageguard import wait_until
+from pageguard import expect_http_error, wait_until
 from programs import GAN_STEP, GRU_200, MAML, PINN
 
 pytestmark = pytest.mark.browser
@@ -180,6 +180,7 @@ def test_presentation_mode_gives_the_graph_most_of_the_width(playground: Any, br
 
 def test_an_unknown_share_shows_a_styled_page_that_says_what_happened(page: Any, live_server: Any,
                                                                       artifacts_dir: Path) -> None:
+    expect_http_error(page, 404, "/s/doesnotexist0000")
     resp = page.goto(live_server.url + "/s/doesnotexist0000")
     assert resp is not None and resp.status == 404
     expect(page.get_by_role("heading", name="This share link leads nowhere")).to_be_visible()
