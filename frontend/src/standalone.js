@@ -29,7 +29,8 @@ async function main() {
   const doc = await gunzipJson(base64Bytes(el.textContent));
   // Export → HTML on the page writes the view it was saved from (app/link.js).
   const viewEl = document.getElementById("gt-view");
-  const view = viewEl ? decodeView(viewEl.textContent.trim()) : null;
+  // (a file whose query was written HTML-escaped reads the same: "&amp;" is "&" there)
+  const view = viewEl ? decodeView(viewEl.textContent.trim().replaceAll("&amp;", "&")) : null;
   window.gradtrace.timing = await viewer.load(doc, { step: view ? view.step : null, view });
 }
 

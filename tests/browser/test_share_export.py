@@ -135,6 +135,11 @@ def test_a_saved_html_file_opens_at_the_step_selection_and_camera_it_was_saved_w
     pick_node(page, re.compile(r"^MulBackward0"))
     wait_until(page, "window.gradtrace.app.viewer.selectedV >= 0")
     page.get_by_role("button", name="Zoom in").click()
+    page.evaluate("""() => new Promise((resolve) => {  // the zoom's animation has ended
+        const c = window.gradtrace.app.canvas; let last = '', same = 0;
+        const tick = () => { const now = JSON.stringify(c.cam); same = now === last ? same + 1 : 0; last = now;
+            if (same >= 3) resolve(); else requestAnimationFrame(tick); };
+        tick(); })""")
     before = _view(page, "window.gradtrace.app.viewer")
     assert before["sel"] is not None and before["step"] == 4, before
     page.get_by_text("Export", exact=True).click()
