@@ -164,7 +164,8 @@ def wait_until(page: Any, expression: str, *, timeout: float = 30_000, polling: 
     """Wait until ``expression`` (a JavaScript expression; with ``arg``, a function of it) is
     truthy in ``page`` (a page or a frame), polled in the page every ``polling`` ms for at most
     ``timeout`` ms; the function is Playwright's evaluate, not ``eval`` (NOTE [every page
-    behaves]). An error thrown by the expression fails the wait, as ``wait_for_function``'s does."""
+    behaves]). An error thrown by the expression fails the wait, and a timeout raises Playwright's
+    ``TimeoutError``, as ``wait_for_function``'s do."""
     value = f"(({expression})(arg))" if arg is not None else f"({expression})"
     source = f"""async ([timeout, every, arg]) => {{
       const t0 = performance.now();
@@ -185,4 +186,6 @@ def wait_until(page: Any, expression: str, *, timeout: float = 30_000, polling: 
                 raise
             continue
         if time.monotonic() >= deadline:
-            raise AssertionError(f"still false after {timeout:.0f} ms: {expression}")
+            from playwright.sync_api import TimeoutError as PlaywrightTimeout  # as wait_for_function's
+
+            raise PlaywrightTimeout(f"still false after {timeout:.0f} ms: {expression}")

@@ -87,6 +87,12 @@ def test_gradtrace_cell_magic_in_jupyterlab(jupyterlab: Lab, lab_page: Any) -> N
     }}""")
     assert drawn["nodes"] >= 5 and "x" in drawn["names"] and "MulBackward0" in drawn["names"]
     assert drawn["ink"] > 50, "the graph canvas is blank"
+    # Styled by the viewer's CSS, adopted by its shadow root (NOTE [styles under the policy] in
+    # backend/gradtrace/api/security.py): no <style> element, the page's layout.
+    styled = page.evaluate(f"""() => {{ const root = document.querySelector('{WIDGET}').shadowRoot;
+        return [root.adoptedStyleSheets.length, root.querySelectorAll('style').length,
+                getComputedStyle(root.querySelector('.gt-viewer')).display]; }}""")
+    assert styled[0] >= 1 and styled[1] == 0 and styled[2] == "flex", styled
     label = host.locator("#tl-label")
     assert label.inner_text().startswith(f"Step {drawn['N']}/{drawn['N']}")
 
