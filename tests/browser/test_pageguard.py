@@ -23,9 +23,11 @@ PAGE = """<!doctype html><html><head><title>misbehaving</title><link rel="icon" 
 <img src="/missing.png" alt="">
 <script src="/app.js"></script></body></html>"""
 APP = """console.error("boom");
-fetch("/refused").catch(() => {});
-fetch("http://elsewhere.test/data").catch(() => {});
-setTimeout(() => { document.body.dataset.done = "1"; throw new Error("uncaught here"); }, 0);
+(async () => {
+  await fetch("/refused").catch(() => {});
+  await fetch("http://elsewhere.test/data").catch(() => {});
+  setTimeout(() => { document.body.dataset.done = "1"; throw new Error("uncaught here"); }, 0);
+})();
 """
 
 
@@ -46,16 +48,29 @@ def _serve(route: Any) -> None:
         route.fulfill(status=404, body="no", headers={"content-type": "text/plain"})
 
 
+def _all_reported(page: Any) -> list[str]:
+    """The guard's reports once the page has done everything (its last act, the uncaught error,
+    is reported too)."""
+    wait_until(page, "document.body.dataset.done === '1'")
+    guard = guard_of(page)
+    seen, still = -1, 0
+    for _ in range(500):  # until the last report is in and no other comes for 10 polls
+        done = any("uncaught here" in p for p in guard.problems)
+        still = still + 1 if len(guard.problems) == seen else 0
+        seen = len(guard.problems)
+        if done and still >= 10:
+            break
+        page.wait_for_timeout(20)
+    return guard.take()
+
+
 def test_the_guard_reports_each_kind_of_misbehaviour(browser: Any) -> None:
     context = browser.new_context()
     try:
-        guard = guard_of(context)
         page = context.new_page()
         page.route(ORIGIN + "/**", _serve)
         page.goto(ORIGIN + "/")
-        wait_until(page, "document.body.dataset.done === '1'")
-        page.evaluate("() => new Promise((r) => setTimeout(r, 50))")  # the uncaught error has been reported
-        found = guard.take()
+        found = _all_reported(page)
     finally:
         context.close()
     text = "\n".join(found)
@@ -82,3 +97,14 @@ def test_a_declared_error_answer_is_let_through_and_no_other(browser: Any) -> No
     finally:
         context.close()
     assert any("answer 404 to GET http://guard.test/other.png" in p for p in found), found
+
+
+def test_a_page_made_by_the_browser_shortcut_is_guarded_too(browser: Any) -> None:
+    page = browser.new_page()  # a context of its own, made with the page
+    try:
+        page.route(ORIGIN + "/**", _serve)
+        page.goto(ORIGIN + "/")
+        found = _all_reported(page)
+    finally:
+        page.close()
+    assert any("policy violation on http://guard.test/: style-src-elem refused inline" in p for p in found), found
