@@ -69,9 +69,26 @@ def _look(page: Any, size: tuple[int, int], scheme: str) -> None:
     page.emulate_media(color_scheme=scheme)
 
 
+SETTLED = """() => new Promise((resolve) => {
+  const g = window.gradtrace || {};
+  const views = [g.app && g.app.canvas, g.viewer && g.viewer.canvas,
+                 g.page && g.page.panes && g.page.panes.a.canvas, g.page && g.page.panes && g.page.panes.b.canvas];
+  const now = () => views.map((c) => (c ? c.frames : 0)).join() + `|${innerWidth}x${innerHeight}`;
+  let last = null, same = 0, polls = 0;
+  const tick = () => {
+    const state = now();
+    same = state === last ? same + 1 : 0;
+    last = state;
+    if (same >= 3 || ++polls > 600) resolve(); else requestAnimationFrame(tick);
+  };
+  requestAnimationFrame(tick);
+})"""
+"""Resolves once no graph has drawn a new frame for three animation frames: the resize, the
+theme, the camera and a step's moving dots are all drawn."""
+
+
 def _settle(page: Any) -> None:
-    """Two animation frames: the resize, the theme and the camera have been drawn."""
-    page.evaluate("() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)))")
+    page.evaluate(SETTLED)
 
 
 def _check(page: Any, artifacts_dir: Path, name: str, *, graphs: int, whole: bool = False) -> Seen:
