@@ -44,7 +44,7 @@ results.push(
 );
 // The saved file's own Content-Security-Policy (NOTE [saved file policy] in standalone-csp.mjs).
 writeFileSync("dist/standalone-csp.txt", standalonePolicy({ bundle: readFileSync("dist/standalone.js", "utf8"),
-  template: readFileSync("static/standalone.html", "utf8"), css: viewerCss }));
+  template: readFileSync("static/standalone.html", "utf8") }));
 
 /** static/app.css for a shadow root: `:root` becomes `:host`, and the dark palette, chosen by
  * the system on the page, is chosen by the host's theme (`data-theme="dark"`, src/viewer.js). */

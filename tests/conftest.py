@@ -24,6 +24,7 @@ import httpx
 import pytest
 
 from gradtrace.lessons import Lesson, all_lessons, lesson
+from pageguard import guard_context, unreported_problems
 
 ROOT = Path(__file__).resolve().parent.parent
 CASES = ROOT / "tests" / "capture" / "cases"
@@ -286,31 +287,44 @@ def browser() -> Iterator[Any]:
 
 
 class HelperBrowser:
-    """The browser, whose contexts let the tests' own helpers evaluate strings in the page.
+    """The browser, whose every context is watched by a guard and keeps the page's policy.
 
-    NOTE [tests bypass the page's CSP]
-        The service's pages, /docs and the saved HTML file forbid ``eval`` (NOTE [security
-        headers] in gradtrace/api/security.py), and Playwright's ``wait_for_function("...")``
-        evaluates its condition with ``eval`` inside the page. So contexts made here (and the
-        pages ``new_page`` makes in contexts of their own) set ``bypass_csp=True`` unless a test
-        says otherwise; tests/browser/test_csp.py opens every page with the policy enforced and
-        polls through ``page.evaluate`` (not governed by it).
+    NOTE [tests keep the page's CSP]
+        Contexts made here (and the pages ``new_page`` makes in contexts of their own) enforce
+        each page's Content-Security-Policy (``bypass_csp=False``) and carry a
+        :class:`pageguard.PageGuard`: a test fails on any policy violation, console error,
+        uncaught error, failed request or error answer it did not declare (NOTE [every page
+        behaves] in tests/pageguard.py). The policy forbids ``eval``, which Playwright's
+        ``wait_for_function`` uses: tests wait with ``pageguard.wait_until``.
     """
 
     def __init__(self, browser: Any) -> None:
         self._browser = browser
 
     def new_context(self, **kwargs: Any) -> Any:
-        kwargs.setdefault("bypass_csp", True)
-        return self._browser.new_context(**kwargs)
+        kwargs.setdefault("bypass_csp", False)
+        return guard_context(self._browser.new_context(**kwargs))
 
     def new_page(self, **kwargs: Any) -> Any:
-        """A page in a context of its own (Playwright's shortcut), with the same default."""
-        kwargs.setdefault("bypass_csp", True)
-        return self._browser.new_page(**kwargs)
+        """A page in a context of its own (Playwright's shortcut), guarded the same way."""
+        kwargs.setdefault("bypass_csp", False)
+        page = self._browser.new_page(**kwargs)
+        guard_context(page.context)
+        return page
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._browser, name)
+
+
+@pytest.fixture(autouse=True)
+def _pages_behave() -> Iterator[None]:
+    """Fail the test whose browser pages met a policy violation, a console error, an uncaught
+    error, a failed request or an error answer it did not declare (NOTE [every page behaves] in
+    tests/pageguard.py). Set up before, so torn down after, the fixtures that close contexts."""
+    unreported_problems()
+    yield
+    problems = unreported_problems()
+    assert not problems, "the browser pages of this test misbehaved:\n" + "\n".join(problems)
 
 
 @pytest.fixture()

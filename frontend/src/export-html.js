@@ -32,6 +32,8 @@ export async function toStandaloneHtml(doc, { version = "", view = "", title = n
   // (backend/gradtrace/notebook/html.py with_explanations): data, never run.
   const bundle = doc.id ? await fetch(`/api/runs/${encodeURIComponent(doc.id)}/explanations`).then((r) => (r.ok ? r.text() : null)).catch(() => null) : null;
   if (bundle) html = html.replace('<script type="application/gzip+base64" id="gt-run">', `<script type="application/gzip+base64" id="gt-explain">${await gzipBase64(bundle)}</script>\n<script type="application/gzip+base64" id="gt-run">`);
-  if (view) html = html.replace('<script type="application/gzip+base64"', `<script type="text/plain" id="gt-view">${escapeHtml(view)}</script>\n<script type="application/gzip+base64"`);
+  // A script element's text is raw (no entity is decoded in it), so the query goes in as it is:
+  // URLSearchParams writes no "<", and none could end the element early.
+  if (view) html = html.replace('<script type="application/gzip+base64"', `<script type="text/plain" id="gt-view">${view.replaceAll("<", "%3C")}</script>\n<script type="application/gzip+base64"`);
   return new Blob([html], { type: "text/html" });
 }

@@ -40,7 +40,7 @@ class App {
     this.sharer = new ShareController(
       {
         share: $("#share"), dialog: $("#share-dialog"), url: $("#share-url"), copy: $("#share-copy"), copied: $("#share-copied"),
-        close: $("#share-close"), menu: $("#export-menu"),
+        close: $("#share-close"), menu: $("#export-menu"), pngScale: $("#export-png-scale"),
         exports: { svg: $("#export-svg"), png: $("#export-png"), json: $("#export-json"), dot: $("#export-dot"), html: $("#export-html") },
       },
       { viewer: this.viewer, code: () => this.editor.code, onStatus: status, mode: () => (this.present && this.present.on() ? "present" : null) },

@@ -29,8 +29,10 @@ async function main() {
   const doc = await gunzipJson(base64Bytes(el.textContent));
   // Export → HTML on the page writes the view it was saved from (app/link.js).
   const viewEl = document.getElementById("gt-view");
-  const view = viewEl ? decodeView(viewEl.textContent.trim()) : null;
-  if (viewEl && viewer.viewer.predict) viewer.viewer.predict.fromQuery(viewEl.textContent.trim());  // a teacher's questions
+  // (a file whose query was written HTML-escaped reads the same: "&amp;" is "&" there)
+  const query = viewEl ? viewEl.textContent.trim().replaceAll("&amp;", "&") : "";
+  const view = viewEl ? decodeView(query) : null;
+  if (viewEl && viewer.viewer.predict) viewer.viewer.predict.fromQuery(query);  // a teacher's questions
   window.gradtrace.timing = await viewer.load(doc, { step: view ? view.step : null, view });
 }
 

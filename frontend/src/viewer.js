@@ -11,6 +11,8 @@
  *     two viewers in one notebook never share an id, the notebook's CSS does not leak in, and
  *     the page's CSS applies unchanged (its `:root` variables become `:host` in build.mjs). The theme is the host's, not the
  *     system's: the viewer sets `data-theme` on the host and the palette is read from it.
+ *     The CSS is adopted by the shadow root as a constructed style sheet, never put in a
+ *     `<style>` element: NOTE [styles under the policy] in backend/gradtrace/api/security.py.
  */
 import { Viewer } from "./app/viewer.js";
 import { ViewState } from "./app/state.js";
@@ -38,6 +40,30 @@ export function hostIsDark(el) {
   return matchMedia("(prefers-color-scheme: dark)").matches;
 }
 
+/**
+ * Style the shadow root `root` with `css` as a constructed style sheet (NOTE [styles under the
+ * policy] in backend/gradtrace/api/security.py): no `<style>` element, so no page policy has
+ * to admit one. A browser without constructable style sheets gets a `<style>` element, which
+ * works wherever no policy forbids inline styles. Answers the sheet (or the element).
+ */
+export function adoptCss(root, css) {
+  const win = (root.ownerDocument || document).defaultView || window;
+  if (!("adoptedStyleSheets" in root) || typeof win.CSSStyleSheet !== "function") {
+    const style = document.createElement("style");
+    style.textContent = css;
+    root.prepend(style);
+    return style;
+  }
+  const sheet = new win.CSSStyleSheet();
+  sheet.replaceSync(css);
+  // After the sheets already adopted (CodeMirror's own, style-mod's), as the page's app.css
+  // comes after CodeMirror's <style> in the document: on equal specificity the viewer's rules win.
+  const mine = root.__gtSheet;
+  root.adoptedStyleSheets = [...root.adoptedStyleSheets.filter((s) => s !== mine), sheet];
+  root.__gtSheet = sheet;
+  return sheet;
+}
+
 export class EmbeddedViewer {
   /**
    * @param {HTMLElement} host  the element to draw in (its content is replaced by a shadow root)
@@ -50,11 +76,10 @@ export class EmbeddedViewer {
     this.host = host;
     this.opts = opts;
     this.shadow = host.shadowRoot || host.attachShadow({ mode: "open" });
-    const style = document.createElement("style");
-    style.textContent = opts.css;
     const tpl = document.createElement("template");
     tpl.innerHTML = SKELETON;
-    this.shadow.replaceChildren(style, tpl.content.cloneNode(true));
+    this.shadow.replaceChildren(tpl.content.cloneNode(true));
+    adoptCss(this.shadow, opts.css);
     // Keys typed in the viewer are the viewer's, not the notebook's shortcuts (JupyterLab).
     host.setAttribute("data-lm-suppress-shortcuts", "true");
     if (opts.height) host.style.setProperty("--gt-viewer-height", opts.height);

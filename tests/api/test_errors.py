@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
+import re
 
 import httpx
 import pytest
@@ -128,6 +131,14 @@ def test_a_browser_gets_an_html_page_for_an_unknown_share(api: httpx.Client) -> 
     # Styled like the page and saying what happened, with the way back (api/error_page.py).
     assert "<style>" in r.text and "This share link leads nowhere" in r.text and 'href="/"' in r.text
     assert "http://" not in r.text and "https://" not in r.text  # offline: nothing from elsewhere
+    # Its one style is admitted by its hash in its own policy, with no 'unsafe-inline' (NOTE
+    # [styles under the policy] in api/security.py); API answers keep the plain policy.
+    style = re.search(r"<style>(.*?)</style>", r.text, re.S)
+    assert style is not None
+    digest = base64.b64encode(hashlib.sha256(style.group(1).encode()).digest()).decode()
+    policy = r.headers["content-security-policy"]
+    assert f"style-src 'self' 'sha256-{digest}';" in policy and "unsafe" not in policy, policy
+    assert "sha256" not in api.get("/s/doesnotexist").headers["content-security-policy"]
     assert_error(api.get("/s/doesnotexist"), 404, "not_found")
     gone = api.get("/r/doesnotexist", headers={"accept": "text/html"})
     assert gone.status_code == 404 and "This run is no longer here" in gone.text

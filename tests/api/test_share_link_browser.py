@@ -16,6 +16,7 @@ from playwright.sync_api import expect
 
 from browser.pageutil import node_texts, run_code, wait_drawn
 from conftest import launch_server, stop_server
+from pageguard import wait_until
 
 pytestmark = pytest.mark.browser
 
@@ -49,7 +50,7 @@ def test_a_link_made_in_the_page_shows_the_same_graph_in_a_new_context_even_afte
         author = browser.new_context(viewport={"width": 1280, "height": 800})
         page = author.new_page()
         page.goto(server.url + "/")
-        page.wait_for_function("window.gradtrace !== undefined")
+        wait_until(page, "window.gradtrace !== undefined")
         run_code(page, SNIPPET)
         texts = node_texts(page)
         assert texts, "the run drew a graph"

@@ -16,6 +16,8 @@ from typing import Any
 import pytest
 from gradtrace.frontend import DIST, ROOT
 
+from pageguard import wait_until
+
 
 @pytest.fixture(scope="session")
 def frontend_bundle() -> Path:
@@ -34,6 +36,6 @@ def frontend_bundle() -> Path:
 def playground(page: Any, live_server: Any, frontend_bundle: Path) -> Iterator[Any]:
     """The playground page, open and ready, failing the test on any uncaught page error."""
     page.goto(live_server.url + "/")
-    page.wait_for_function("window.gradtrace !== undefined")
+    wait_until(page, "window.gradtrace !== undefined")
     yield page
     assert page.page_errors == [], f"uncaught errors in the page: {page.page_errors}"

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from gradtrace.lessons import lesson
+from pageguard import wait_until
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 READY_TIMEOUT_MS = 60_000
@@ -23,7 +24,7 @@ def ready_generation(page: Any) -> int:
 
 def wait_drawn(page: Any, before: int) -> None:
     """Wait until the page has drawn a document after generation ``before``."""
-    page.wait_for_function(f"Number(document.body.dataset.ready || 0) > {before}", timeout=READY_TIMEOUT_MS)
+    wait_until(page, f"Number(document.body.dataset.ready || 0) > {before}", timeout=READY_TIMEOUT_MS)
 
 
 def set_code(page: Any, code: str) -> None:
@@ -106,7 +107,7 @@ def open_saved_file(browser: Any, path: Path, **context_args: Any) -> Iterator[S
         opened.page = context.new_page()
         opened.page.on("pageerror", lambda e: opened.errors.append(str(e)))
         opened.page.goto(path.as_uri())
-        opened.page.wait_for_function(SAVED_FILE_READY, timeout=20_000)
+        wait_until(opened.page, SAVED_FILE_READY, timeout=20_000)
         yield opened
     finally:
         context.close()

@@ -11,6 +11,7 @@ import pytest
 from playwright.sync_api import expect
 
 from browser.pageutil import node_texts, run_example
+from pageguard import wait_until
 
 pytestmark = pytest.mark.browser
 
@@ -55,11 +56,11 @@ def test_module_title_click_collapses_and_double_click_expands(playground: Any) 
         const r = c.overlay.getBoundingClientRect();
         return [r.left + (b.lx + 10 - c.cam.x) * c.cam.k, r.top + (b.ly + 5 - c.cam.y) * c.cam.k]; }""")
     page.mouse.click(lx, ly)
-    page.wait_for_function(f"document.querySelectorAll('#node-list li').length < {before}")
+    wait_until(page, f"document.querySelectorAll('#node-list li').length < {before}")
     assert "model.2" in [t.split(" — ")[0] for t in node_texts(page)]
     x, y = _screen_of(page, "model.2")
     page.mouse.dblclick(x, y)
-    page.wait_for_function(f"document.querySelectorAll('#node-list li').length === {before}")
+    wait_until(page, f"document.querySelectorAll('#node-list li').length === {before}")
 
 
 def test_dragging_the_minimap_moves_the_view(playground: Any) -> None:
@@ -94,7 +95,7 @@ def test_left_to_right_layout_puts_producers_left_of_consumers(playground: Any) 
     page = playground
     run_example(page, "chain_rule")
     page.get_by_label("Layout").select_option("LR")
-    page.wait_for_function("window.gradtrace.app.scene.layout.direction === 'LR'")
+    wait_until(page, "window.gradtrace.app.scene.layout.direction === 'LR'")
     ok = page.evaluate("""() => { const s = window.gradtrace.app.scene;
         return s.view.vedges.every(e => s.x[e.t] > s.x[e.s]); }""")
     assert ok

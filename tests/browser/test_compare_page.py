@@ -11,6 +11,7 @@ import httpx
 
 from conftest import Server, lesson_code
 from gradcheck.cube import IN_A_CHAIN, RIGHT_FACTOR, WRONG_FACTOR, cube
+from pageguard import wait_until
 from programs import UNSEEDED_MLP as MLP
 
 READY_MS = 60_000
@@ -28,7 +29,7 @@ def _link(server: Server, code_a: str, code_b: str, seed_b: int = 0) -> str:
 
 def _open(page: Any, server: Server, path: str) -> None:
     page.goto(server.url + path)
-    page.wait_for_function("document.body.dataset.ready === '1'", timeout=READY_MS)
+    wait_until(page, "document.body.dataset.ready === '1'", timeout=READY_MS)
 
 
 def _steps(page: Any) -> dict[str, int]:
@@ -114,7 +115,7 @@ def test_what_if_slider_on_lesson_01_x(page: Any, live_server: Server, frontend_
     slider.focus()
     for _ in range(5):  # 2.0 → 2.5: each key is an input and a change (a release)
         page.keyboard.press("ArrowRight")
-    page.wait_for_function("window.gradtrace.page.whatIf.lastMs !== null && !window.gradtrace.page.whatIf.busy"
+    wait_until(page, "window.gradtrace.page.whatIf.lastMs !== null && !window.gradtrace.page.whatIf.busy"
                            " && window.gradtrace.page.whatIf.pending === null", timeout=READY_MS)
     x_grad = page.evaluate("""() => { const p = window.gradtrace.page;
         const leaf = p.docs.b.graph.nodes.find((n) => n.name === 'x');
@@ -134,7 +135,7 @@ def test_the_playgrounds_compare_button_opens_the_run_against_itself(playground:
     doc = run_example(playground, "chain_rule")
     playground.get_by_role("button", name="Compare", exact=True).click()
     playground.wait_for_url(f"{live_server.url}/c/*..*", timeout=READY_MS)
-    playground.wait_for_function("document.body.dataset.ready === '1'", timeout=READY_MS)
+    wait_until(playground, "document.body.dataset.ready === '1'", timeout=READY_MS)
     got = playground.evaluate("[window.gradtrace.page.cmp.a.id, window.gradtrace.page.cmp.b.id]")
     assert got == [doc["id"], doc["id"]]
     assert "Same graph" in playground.locator("#summary").inner_text()

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from browser.pageutil import run_code
+from pageguard import wait_until
 
 WHERE_NAN = (Path(__file__).resolve().parents[1] / "capture" / "nan_cases" / "where_sqrt.py").read_text()
 
@@ -61,7 +62,7 @@ def test_the_where_nan_program(playground: Any, artifacts_dir: Path) -> None:
     assert any(m["text"] == "✱ first NaN made here" and "Sqrt" in m["label"] for m in marks), marks
     assert page.locator(".gt-gutter .gt-mark-hint").count() == 1
     first.get_by_role("button", name="show on graph").click()
-    page.wait_for_function("window.gradtrace.app.viewer.selectedV >= 0")
+    wait_until(page, "window.gradtrace.app.viewer.selectedV >= 0")
     assert "SqrtBackward0" in page.locator("#inspector").inner_text()
     mark = page.locator(".gt-nan-mark")
     assert mark.inner_text() == "✱ first NaN"
@@ -115,7 +116,7 @@ def test_the_clipping_program_shows_torchs_final_gradient(playground: Any, artif
     assert "line 8" in hint.inner_text()
     assert page.locator(".gt-gutter .gt-mark-hint").count() == 1
     hint.get_by_role("button", name="show on graph").click()  # model.0.weight, at the last step
-    page.wait_for_function("window.gradtrace.app.viewer.selectedV >= 0")
+    wait_until(page, "window.gradtrace.app.viewer.selectedV >= 0")
     inspector = page.locator("#inspector").inner_text()
     assert f"norm {printed}" in inspector, (printed, inspector)
     page.screenshot(path=str(artifacts_dir / "findings-clipping.png"))
@@ -148,7 +149,7 @@ def test_vanishing_gradients_and_an_eval_in_training_mode(playground: Any, artif
     assert "gradients vanish toward the first layer" in vanish.inner_text()
     assert "RMS of each weight's .grad" in vanish.inner_text()
     vanish.get_by_role("button", name="show on graph").click()
-    page.wait_for_function("window.gradtrace.app.viewer.selectedV >= 0")
+    wait_until(page, "window.gradtrace.app.viewer.selectedV >= 0")
     assert "model.0.weight" in page.locator("#inspector").inner_text()
     evaluation = page.locator("#findings .gt-finding[data-code='train-mode-in-eval']")
     evaluation.locator("summary").click()

@@ -13,6 +13,7 @@ import pytest
 
 from browser.pageutil import node_texts, run_code
 from gradtrace.lessons import all_lessons
+from pageguard import wait_until
 from programs import ADAM_20, GRU_200, TRANSFORMER_6
 
 pytestmark = pytest.mark.browser
@@ -162,7 +163,7 @@ def test_fold_titles_keep_clear_of_their_box(playground: Any, artifacts_dir: Pat
     spin = page.get_by_role("spinbutton", name="TransformerEncoderLayer number")
     spin.fill("4")
     spin.press("Enter")
-    page.wait_for_function("window.gradtrace.app.viewer.openUnits[0] === 3")
+    wait_until(page, "window.gradtrace.app.viewer.openUnits[0] === 3")
     page.wait_for_timeout(300)
     # The fold of layers 1–3 at the zoom at which text is just legible, then the whole graph.
     page.evaluate("""() => { const c = window.gradtrace.app.canvas, vs = c.scene.view.vnodes;

@@ -14,6 +14,7 @@ from playwright.sync_api import expect
 from browser.pageutil import canvas_ink, node_texts, pick_node, run_code, run_example
 from browser.synth import synthetic_document
 from gradtrace.schema import RunDocument
+from pageguard import wait_until
 
 pytestmark = pytest.mark.browser
 
@@ -32,7 +33,7 @@ def test_collapsing_a_module_draws_it_as_one_box_and_expanding_restores_it(playg
     page.get_by_text("Modules", exact=True).click()
     page.get_by_role("button", name="Collapse model.0").click()
     expect(page.get_by_role("button", name="Expand model.0")).to_be_visible()
-    page.wait_for_function(f"document.querySelectorAll('#node-list li').length < {len(full)}")
+    wait_until(page, f"document.querySelectorAll('#node-list li').length < {len(full)}")
     collapsed = _names(page)
     assert "model.0" in collapsed
     for n in in_first:
@@ -40,7 +41,7 @@ def test_collapsing_a_module_draws_it_as_one_box_and_expanding_restores_it(playg
             1 for m in in_first if m["name"] == n["name"])
     page.screenshot(path=str(artifacts_dir / "module-collapsed.png"))
     page.get_by_role("button", name="Expand model.0").click()
-    page.wait_for_function(f"document.querySelectorAll('#node-list li').length === {len(full)}")
+    wait_until(page, f"document.querySelectorAll('#node-list li').length === {len(full)}")
     assert sorted(_names(page)) == sorted(full)
 
 
@@ -98,7 +99,7 @@ def test_transformer_layers_fold_around_the_active_one_and_their_edge_sums(playg
     # A fold of one layer opens at once (a fold of several shows them one by one first).
     pick_node(page, re.compile("^TransformerEncoderLayer 2 of 2"))
     page.get_by_role("button", name="Expand it").click()
-    page.wait_for_function("window.gradtrace.app.scene.boxes.some(b => b.path === 'encoder.layers.1')")
+    wait_until(page, "window.gradtrace.app.scene.boxes.some(b => b.path === 'encoder.layers.1')")
     assert not any(n.startswith("TransformerEncoderLayer") for n in _names(page))
 
 
@@ -174,7 +175,7 @@ def test_dark_theme_follows_the_system(browser: Any, live_server: Any, frontend_
     try:
         page = ctx.new_page()
         page.goto(live_server.url + "/")
-        page.wait_for_function("window.gradtrace !== undefined")
+        wait_until(page, "window.gradtrace !== undefined")
         run_code(page, "import torch\nx = torch.ones(2, requires_grad=True)\n(x * 2).sum().backward()\n")
         bg = page.evaluate("getComputedStyle(document.body).backgroundColor")
         r, g, b = (int(v) for v in re.findall(r"\d+", bg)[:3])
@@ -192,7 +193,7 @@ def test_the_page_fits_a_laptop_screen_without_sideways_scrolling(browser: Any, 
     try:
         page = ctx.new_page()
         page.goto(live_server.url + "/")
-        page.wait_for_function("window.gradtrace !== undefined")
+        wait_until(page, "window.gradtrace !== undefined")
         assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
         for name in ("Run", "Share", "Fit", "Step forward"):
             box = page.get_by_role("button", name=name).first.bounding_box()
@@ -244,7 +245,7 @@ def test_reduced_motion_drops_the_travelling_gradient_dots(browser: Any, live_se
         try:
             page = ctx.new_page()
             page.goto(live_server.url + "/")
-            page.wait_for_function("window.gradtrace !== undefined")
+            wait_until(page, "window.gradtrace !== undefined")
             run_code(page, "import torch\nx = torch.ones(2, requires_grad=True)\n(x * 2).sum().backward()\n")
             page.locator("#graph").focus()
             page.keyboard.press("Shift+ArrowLeft")  # start of the backward pass

@@ -12,11 +12,12 @@ from typing import Any
 import orjson
 
 from browser.pageutil import node_texts, open_saved_file, pick_node, run_code, run_example
+from pageguard import wait_until
 from programs import FINE_TUNE, TINY_LM  # held against torch in tests/capture/test_definitions.py
 
 
 def _selected_line_text(page: Any) -> str:
-    page.wait_for_function("document.querySelector('.cm-editor .gt-line-sel') !== null")
+    wait_until(page, "document.querySelector('.cm-editor .gt-line-sel') !== null")
     return str(page.locator(".cm-editor .gt-line-sel").first.inner_text())
 
 
@@ -57,7 +58,7 @@ def test_a_fine_tune_with_a_frozen_backbone_under_no_grad(playground: Any, artif
     # a line of the block with no node says why
     page.locator(".cm-line").nth(10).click()
     inspector = page.locator("#inspector")
-    page.wait_for_function("document.querySelector('#inspector').innerText.includes('Line 11')")
+    wait_until(page, "document.querySelector('#inspector').innerText.includes('Line 11')")
     assert "Gradients are off here (torch.no_grad() at line 10)" in inspector.inner_text()
 
 

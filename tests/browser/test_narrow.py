@@ -16,6 +16,7 @@ from playwright.sync_api import expect
 from browser.pageutil import pick_node, run_code, run_example
 from browser.test_readable import TRANSFORMER
 from gradtrace.lessons import lesson
+from pageguard import wait_until
 
 pytestmark = pytest.mark.browser
 
@@ -45,7 +46,7 @@ def _layer4(page: Any) -> None:
     spin = page.get_by_role("spinbutton", name="TransformerEncoderLayer number")
     spin.fill("4")
     spin.press("Enter")
-    page.wait_for_function("window.gradtrace.app.viewer.openUnits[0] === 3")
+    wait_until(page, "window.gradtrace.app.viewer.openUnits[0] === 3")
     page.wait_for_timeout(300)
 
 
@@ -146,7 +147,7 @@ def test_fit_frames_a_module_call_taller_than_the_panel(playground: Any, artifac
         }
         a.player.go(steps[steps.length >> 1]);
       }""")
-    page.wait_for_function("window.gradtrace.app.viewer.openUnits[0] === 3 && window.gradtrace.app.player.k > 400")
+    wait_until(page, "window.gradtrace.app.viewer.openUnits[0] === 3 && window.gradtrace.app.player.k > 400")
     page.wait_for_timeout(200)
     page.get_by_role("button", name="Fit").click()
     page.wait_for_timeout(200)
@@ -176,5 +177,5 @@ def test_transformer_lesson_shows_what_its_introduction_says(playground: Any, ar
         const r = c.overlay.getBoundingClientRect();
         return [r.left + (s.x[v] - c.cam.x) * c.cam.k, r.top + (s.y[v] - c.cam.y) * c.cam.k]; }""")
     page.mouse.click(x, y)
-    page.wait_for_function("window.gradtrace.app.scene.boxes"
+    wait_until(page, "window.gradtrace.app.scene.boxes"
                            ".filter(b => (b.title || '').includes('TransformerEncoderLayer')).length === 2")

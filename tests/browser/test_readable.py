@@ -17,6 +17,7 @@ from playwright.sync_api import expect
 
 from browser.pageutil import pick_node, run_code
 from gradtrace.lessons import all_lessons, lesson
+from pageguard import wait_until
 from programs import ADAM_20, GRU_200, TRANSFORMER_6
 
 pytestmark = pytest.mark.browser
@@ -107,7 +108,7 @@ def test_gru_200_calls_fold_around_the_open_call(sized: Any, artifacts_dir: Path
     # The picker moves the transport, and the open call follows it.
     page.get_by_role("spinbutton", name="GRUCell call number").fill("37")
     page.get_by_role("spinbutton", name="GRUCell call number").press("Enter")
-    page.wait_for_function("window.gradtrace.app.viewer.openUnits[0] === 36")
+    wait_until(page, "window.gradtrace.app.viewer.openUnits[0] === 36")
     page.wait_for_timeout(300)
     _check_texts(page, "GRU call 37")
     assert "▾ GRUCell call 37 of 200" in _titles(page)
@@ -130,7 +131,7 @@ def test_adam_loop_shows_one_iteration_and_folds_the_others(sized: Any, artifact
     _check_texts(page, "Adam at Fit")
     assert "iterations 1–19" in _shown(page)
     page.get_by_role("button", name="Previous iteration").click()
-    page.wait_for_function("window.gradtrace.app.viewer.openUnits[0] === 18")
+    wait_until(page, "window.gradtrace.app.viewer.openUnits[0] === 18")
     page.wait_for_timeout(300)
     _fit(page)
     _check_texts(page, "Adam iteration 19")
@@ -146,18 +147,18 @@ def test_adam_loop_shows_one_iteration_and_folds_the_others(sized: Any, artifact
     # Folds open one level at a time, by a click: the run shows its iterations, one of
     # those shows its nodes. The opened set lives in the view state (search opens groups there).
     _click_box(page, "iterations 1–18")
-    page.wait_for_function("window.gradtrace.app.scene.view.vnodes.some(v => v.label === 'iteration 5 of 20')")
+    wait_until(page, "window.gradtrace.app.scene.view.vnodes.some(v => v.label === 'iteration 5 of 20')")
     assert "iterations 1–18" not in _shown(page)
     assert page.evaluate("[...window.gradtrace.app.viewer.state.get('open')]") == ["units:0"]
     before = len(_shown(page))
     _click_box(page, "iteration 5 of 20")
-    page.wait_for_function(f"window.gradtrace.app.scene.view.vnodes.length > {before}")
+    wait_until(page, f"window.gradtrace.app.scene.view.vnodes.length > {before}")
     assert "▾ iteration 5 of 20" in _titles(page) and "iteration 5 of 20" not in _shown(page)
     # A fold chosen from the keyboard's node list is summed up in the inspector; Enter opens it.
     pick_node(page, re.compile("^iteration 6 of 20"))
     expect(page.locator("#inspector")).to_contain_text("folded")
     page.locator("#inspector").get_by_role("button", name="Expand it").press("Enter")
-    page.wait_for_function("window.gradtrace.app.scene.boxes.some(b => b.title === '▾ iteration 6 of 20')")
+    wait_until(page, "window.gradtrace.app.scene.boxes.some(b => b.title === '▾ iteration 6 of 20')")
 
 
 def _click_box(page: Any, label: str) -> None:
@@ -187,7 +188,7 @@ def test_transformer_6_layers_at_fit_and_merged_edges_sum(sized: Any, artifacts_
     # Picking layer 4 moves the transport there; layers 1–3 and 5–6 fold around it.
     page.get_by_role("spinbutton", name="TransformerEncoderLayer number").fill("4")
     page.get_by_role("spinbutton", name="TransformerEncoderLayer number").press("Enter")
-    page.wait_for_function("window.gradtrace.app.viewer.openUnits[0] === 3")
+    wait_until(page, "window.gradtrace.app.viewer.openUnits[0] === 3")
     page.wait_for_timeout(300)
     assert {"TransformerEncoderLayer 1–3 of 6", "TransformerEncoderLayer 5–6 of 6"} <= set(_shown(page))
     _check_texts(page, "transformer layer 4")

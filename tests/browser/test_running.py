@@ -12,6 +12,7 @@ from playwright.sync_api import expect
 
 from browser.pageutil import node_texts, ready_generation, run_code, set_code, wait_drawn
 from gradtrace.lessons import lesson
+from pageguard import expect_http_error, wait_until
 
 pytestmark = pytest.mark.browser
 
@@ -84,6 +85,7 @@ def test_refused_request_shows_the_server_message(playground: Any) -> None:
     page = playground
     config = page.evaluate("JSON.parse(document.getElementById('gt-config').textContent)")
     limit_kb = config["limits"]["max_code_kb"]
+    expect_http_error(page, 413, "/api/runs")  # the refusal this test asks for
     page.locator(".cm-content").click()
     page.evaluate(f"window.gradtrace.app.editor.setCode('#' + 'x'.repeat({limit_kb} * 1024 + 10))")
     page.get_by_role("button", name="Run").click()
@@ -121,6 +123,7 @@ def test_cuda_is_disabled_when_the_server_has_none(playground: Any) -> None:
 
 
 def test_a_missing_bundle_is_explained_on_the_page(page: Any, live_server: Any) -> None:
+    expect_http_error(page, 404, "/dist/app.js")  # the checkout this test stands for has no bundle
     page.route("**/dist/app.js", lambda route: route.fulfill(status=404, body="not built"))
     page.goto(live_server.url + "/")
     expect(page.locator("#graph-empty")).to_contain_text("make frontend")
@@ -147,5 +150,5 @@ def test_the_code_being_written_survives_a_reload(playground: Any) -> None:
     page = playground
     set_code(page, "import torch\n# my draft\n")
     page.reload()
-    page.wait_for_function("window.gradtrace !== undefined")
+    wait_until(page, "window.gradtrace !== undefined")
     assert page.evaluate("window.gradtrace.app.editor.code") == "import torch\n# my draft\n"

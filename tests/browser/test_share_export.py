@@ -12,8 +12,9 @@ from typing import Any
 import pytest
 from playwright.sync_api import expect
 
-from browser.pageutil import node_texts, run_code
+from browser.pageutil import node_texts, open_saved_file, pick_node, run_code
 from gradtrace.lessons import lesson
+from pageguard import expect_http_error, wait_until
 
 pytestmark = pytest.mark.browser
 
@@ -39,7 +40,7 @@ def test_share_gives_a_link_that_reopens_the_same_view_read_only(playground: Any
     page.get_by_role("button", name="Close").click()
 
     page.goto(url)
-    page.wait_for_function("Number(document.body.dataset.ready || 0) > 0")
+    wait_until(page, "Number(document.body.dataset.ready || 0) > 0")
     expect(page.get_by_text("Shared run · read-only")).to_be_visible()
     assert node_texts(page) == texts
     assert page.locator(".cm-content").get_attribute("contenteditable") == "false"
@@ -56,6 +57,7 @@ def test_share_gives_a_link_that_reopens_the_same_view_read_only(playground: Any
 
 
 def test_an_unknown_share_link_answers_not_found(page: Any, live_server: Any) -> None:
+    expect_http_error(page, 404, "/s/doesnotexist0000")
     resp = page.goto(live_server.url + "/s/doesnotexist0000")
     assert resp is not None and resp.status == 404
 
@@ -93,3 +95,62 @@ def test_exports_the_document_as_json_and_dot_and_the_view_as_svg_and_png(playgr
 
     png = _download(page, "View as PNG", tmp_path)
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 2000
+    # 2× by default (sharp on slides): twice the drawing's px, the SVG's size, each way.
+    drawing = page.evaluate("window.gradtrace.app.sharer.lastExport")
+    width, height = _png_size(png)
+    assert drawing["scale"] == 2 and width >= 2 * drawing["W"] and height >= 2 * drawing["H"], (width, height, drawing)
+    assert width % 2 == 0 and height % 2 == 0
+    svg_size = (float(svg.get("width")), float(svg.get("height")))
+    assert (width, height) == (2 * svg_size[0], 2 * svg_size[1]), ((width, height), svg_size)
+    # The menu's size choice: 1× and 3×.
+    for scale in (1, 3):
+        page.get_by_text("Export", exact=True).click()
+        page.get_by_label("PNG size").select_option(f"{scale}×")
+        page.get_by_text("Export", exact=True).click()  # closed again: _download opens it
+        assert _png_size(_download(page, "View as PNG", tmp_path)) == (scale * svg_size[0], scale * svg_size[1])
+
+
+
+def _png_size(png: bytes) -> tuple[int, int]:
+    """Width and height from a PNG's IHDR chunk."""
+    return int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")
+
+
+def _view(page: Any, viewer: str) -> dict[str, Any]:
+    """The step, the selected node's id and the camera (the world point at the view's centre,
+    and the zoom) of the viewer at ``viewer`` (app/viewer.js)."""
+    return dict(page.evaluate(f"""() => {{ const v = {viewer}, sel = v.selectedV, c = v.canvas, size = c._size();
+      return {{ step: v.player.k, sel: sel >= 0 ? v.index.nodes[v.scene.view.vnodes[sel].refs[0]].id : null,
+               centre: [c.cam.x + size.w / 2 / c.cam.k, c.cam.y + size.h / 2 / c.cam.k], k: c.cam.k }}; }}"""))
+
+
+def test_a_saved_html_file_opens_at_the_step_selection_and_camera_it_was_saved_with(
+        playground: Any, browser: Any, tmp_path: Path, artifacts_dir: Path) -> None:
+    page = playground
+    _chain_rule(page)
+    page.locator("#graph").focus()
+    page.keyboard.press("Home")
+    for _ in range(4):
+        page.keyboard.press("ArrowRight")
+    pick_node(page, re.compile(r"^MulBackward0"))
+    wait_until(page, "window.gradtrace.app.viewer.selectedV >= 0")
+    page.get_by_role("button", name="Zoom in").click()
+    page.evaluate("""() => new Promise((resolve) => {  // the zoom's animation has ended
+        const c = window.gradtrace.app.canvas; let last = '', same = 0;
+        const tick = () => { const now = JSON.stringify(c.cam); same = now === last ? same + 1 : 0; last = now;
+            if (same >= 3) resolve(); else requestAnimationFrame(tick); };
+        tick(); })""")
+    before = _view(page, "window.gradtrace.app.viewer")
+    assert before["sel"] is not None and before["step"] == 4, before
+    page.get_by_text("Export", exact=True).click()
+    with page.expect_download() as info:
+        page.get_by_role("button", name=re.compile("Run as HTML")).click()
+    path = tmp_path / "saved.html"
+    info.value.save_as(path)
+    with open_saved_file(browser, path, viewport={"width": 1280, "height": 800}) as opened:
+        after = _view(opened.page, "window.gradtrace.viewer.viewer")
+        opened.page.screenshot(path=str(artifacts_dir / "saved-file-selection.png"))
+        assert (after["step"], after["sel"]) == (before["step"], before["sel"]), (after, before)
+        assert "MulBackward0" in opened.page.locator("#gradtrace #inspector").inner_text()
+        assert abs(after["k"] - before["k"]) < 0.01 * before["k"], (after, before)
+        assert all(abs(a - b) <= 2 for a, b in zip(after["centre"], before["centre"], strict=True)), (after, before)

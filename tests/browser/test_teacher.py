@@ -15,6 +15,7 @@ from playwright.sync_api import expect
 
 from browser.pageutil import run_code
 from gradtrace.lessons import all_lessons
+from pageguard import expect_http_error, wait_until
 from programs import GAN_STEP, GRU_200, MAML, PINN
 
 pytestmark = pytest.mark.browser
@@ -91,7 +92,7 @@ def test_search_finds_names_with_an_underscore(playground: Any, artifacts_dir: P
     for query in ("weight_hh", "weighthh"):
         box.fill(query)
         box.press("Enter")
-        page.wait_for_function("window.gradtrace.app.viewer.selectedV >= 0")
+        wait_until(page, "window.gradtrace.app.viewer.selectedV >= 0")
         name = page.evaluate("""(() => { const a = window.gradtrace.app, v = a.viewer.selectedV;
             return a.index.nodes[a.scene.view.vnodes[v].refs[0]].name || ''; })()""")
         assert "weight_hh" in name, (query, name)
@@ -134,7 +135,7 @@ def test_a_share_link_restores_step_selection_open_groups_and_camera(
 
     other = browser.new_page(viewport={"width": size[0], "height": size[1]})
     other.goto(url)
-    other.wait_for_function("Number(document.body.dataset.ready || 0) > 0")
+    wait_until(other, "Number(document.body.dataset.ready || 0) > 0")
     after = other.evaluate(VIEW)
     other.screenshot(path=str(artifacts_dir / f"teacher-share-restored-{size[0]}x{size[1]}.png"))
     for key in ("step", "sel", "open", "collapsed", "repeats"):
@@ -152,8 +153,8 @@ def test_presentation_mode_gives_the_graph_most_of_the_width(playground: Any, br
     run_code(page, PINN)
     normal = page.locator("#graph").bounding_box()
     page.get_by_role("button", name="Present").click()
-    page.wait_for_function("new URL(location.href).searchParams.get('mode') === 'present'")
-    page.wait_for_function(f"document.querySelector('#graph').getBoundingClientRect().width >= {0.8 * size[0]}")
+    wait_until(page, "new URL(location.href).searchParams.get('mode') === 'present'")
+    wait_until(page, f"document.querySelector('#graph').getBoundingClientRect().width >= {0.8 * size[0]}")
     graph = page.locator("#graph").bounding_box()
     assert normal is not None and graph is not None and graph["width"] > normal["width"]
     font = page.evaluate("parseFloat(getComputedStyle(document.querySelector('#sentence')).fontSize)")
@@ -167,18 +168,19 @@ def test_presentation_mode_gives_the_graph_most_of_the_width(playground: Any, br
     assert parse_qs(urlparse(url).query)["mode"] == ["present"]
     other = browser.new_page(viewport={"width": size[0], "height": size[1]})
     other.goto(url)
-    other.wait_for_function("Number(document.body.dataset.ready || 0) > 0")
+    wait_until(other, "Number(document.body.dataset.ready || 0) > 0")
     box = other.locator("#graph").bounding_box()
     assert box is not None and box["width"] >= 0.8 * size[0]
     other.close()
     page.get_by_role("button", name="Close").click()
     page.get_by_role("button", name="Show the code (leave presentation mode)").click()
-    page.wait_for_function("new URL(location.href).searchParams.get('mode') === null")
+    wait_until(page, "new URL(location.href).searchParams.get('mode') === null")
     expect(page.locator(".cm-content")).to_be_visible()
 
 
 def test_an_unknown_share_shows_a_styled_page_that_says_what_happened(page: Any, live_server: Any,
                                                                       artifacts_dir: Path) -> None:
+    expect_http_error(page, 404, "/s/doesnotexist0000")
     resp = page.goto(live_server.url + "/s/doesnotexist0000")
     assert resp is not None and resp.status == 404
     expect(page.get_by_role("heading", name="This share link leads nowhere")).to_be_visible()
@@ -245,7 +247,7 @@ def test_a_node_picked_from_the_node_list_is_brought_into_view(playground: Any, 
     label = page.evaluate(f"window.gradtrace.app.scene.view.vnodes[{target}].label")
     # The accessible node list (screen readers, keyboard) lists every drawn node as a button.
     page.locator(f'#node-list button[data-v="{target}"]').dispatch_event("click")
-    page.wait_for_function(f"window.gradtrace.app.viewer.selectedV === {target}")
+    wait_until(page, f"window.gradtrace.app.viewer.selectedV === {target}")
     assert page.evaluate(f"window.gradtrace.app.canvas.inView({target})"), label
     shoot(page, artifacts_dir, "node-list-selection", (1280, 800))
 

@@ -12,6 +12,7 @@ import pytest
 from playwright.sync_api import expect
 
 from browser.pageutil import node_texts, pick_node, run_example
+from pageguard import wait_until
 
 pytestmark = pytest.mark.browser
 
@@ -67,7 +68,7 @@ def test_space_plays_and_pauses_and_step_buttons_work(playground: Any) -> None:
     page.locator("#graph").focus()
     page.keyboard.press("Space")  # at the end, play restarts from the start
     expect(page.get_by_role("button", name="Pause")).to_be_visible()
-    page.wait_for_function("window.gradtrace.app.player.k >= 3")
+    wait_until(page, "window.gradtrace.app.player.k >= 3")
     page.keyboard.press("Space")
     expect(page.get_by_role("button", name="Play")).to_be_visible()
     k = page.evaluate("window.gradtrace.app.player.k")

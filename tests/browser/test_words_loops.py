@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from browser.pageutil import run_code
+from pageguard import wait_until
 from programs import ADAM_20, GRU_200, TRANSFORMER_6
 
 pytestmark = pytest.mark.browser
@@ -27,7 +28,7 @@ def go(page: Any, k: int) -> None:
     page.evaluate(f"window.gradtrace.app.player.go({k - 1}, {{ fromUser: true }})")
     page.locator("#graph").focus()
     page.keyboard.press("ArrowRight")
-    page.wait_for_function(f"window.gradtrace.app.player.k === {k}")
+    wait_until(page, f"window.gradtrace.app.player.k === {k}")
     page.wait_for_timeout(250)
 
 

@@ -11,6 +11,7 @@ from typing import Any
 from playwright.sync_api import expect
 
 from browser.pageutil import pick_node, run_code, run_example
+from pageguard import wait_until
 from programs import ADAM_20, GRU_200
 
 
@@ -88,7 +89,7 @@ def test_search_finds_ops_and_modules_and_opens_their_groups(playground: Any, ar
     assert re.fullmatch(r"\d+ matches", count.inner_text()), count.inner_text()
     total = int(count.inner_text().split()[0])
     box.press("Enter")
-    page.wait_for_function("document.querySelector('#search-count').textContent.startsWith('1 of')")
+    wait_until(page, "document.querySelector('#search-count').textContent.startsWith('1 of')")
     picked = page.evaluate("""() => { const a = window.gradtrace.app, v = a.state.get('selection').v;
         const vn = a.scene.view.vnodes[v]; return { kind: vn.kind, module: a.index.module[vn.refs[0]] }; }""")
     assert picked["kind"] != "group" and "self_attn" in picked["module"], picked
@@ -97,13 +98,13 @@ def test_search_finds_ops_and_modules_and_opens_their_groups(playground: Any, ar
     assert not any(picked["module"] == p or picked["module"].startswith(p + ".") for p in now), (picked, now)
     assert page.locator("#inspector h3").inner_text() != ""
     box.press("Enter")
-    page.wait_for_function("document.querySelector('#search-count').textContent.startsWith('2 of')")
+    wait_until(page, "document.querySelector('#search-count').textContent.startsWith('2 of')")
     assert count.inner_text() == f"2 of {total}"
     page.screenshot(path=str(artifacts_dir / "words-search.png"))
     # An op by name, and a line.
     box.fill("AddmmBackward0")
     box.press("Enter")
-    page.wait_for_function("document.querySelector('#search-count').textContent.startsWith('1 of')")
+    wait_until(page, "document.querySelector('#search-count').textContent.startsWith('1 of')")
     assert page.locator("#inspector h3").inner_text() == "AddmmBackward0"
     box.fill("zzz-nothing")
     assert count.inner_text() == "no match"
@@ -119,7 +120,7 @@ def test_share_link_opens_at_the_step_it_was_shared_from(playground: Any) -> Non
     url = page.locator("#share-url").input_value()
     assert "?step=4&" in url or url.endswith("?step=4"), url  # with the camera (frontend/src/app/link.js)
     page.goto(url)
-    page.wait_for_function("Number(document.body.dataset.ready || 0) > 0")
+    wait_until(page, "Number(document.body.dataset.ready || 0) > 0")
     assert page.evaluate("window.gradtrace.app.player.k") == 4
     assert sentence(page) == said
     assert page.locator("#tl-label").inner_text().startswith("Step 4/")
@@ -176,7 +177,7 @@ def test_top_speed_plays_the_gru_200_in_under_30_seconds(playground: Any, artifa
     page.wait_for_timeout(10_000)
     page.screenshot(path=str(artifacts_dir / "words-gru-playing.png"))
     assert page.evaluate("window.gradtrace.app.player.playing")
-    page.wait_for_function(f"window.gradtrace.app.player.k >= {n}", timeout=40_000, polling=100)
+    wait_until(page, f"window.gradtrace.app.player.k >= {n}", timeout=40_000, polling=100)
     elapsed = time.monotonic() - t0
     assert elapsed <= 30, f"the whole run played in {elapsed:.1f} s"
     assert not page.evaluate("window.gradtrace.app.player.playing")
@@ -193,7 +194,7 @@ def test_inspector_follows_an_expanded_group(playground: Any) -> None:
     title = page.locator("#inspector h3")
     assert title.inner_text() == group["label"]
     expand.click()
-    page.wait_for_function(f"window.gradtrace.app.scene.view.vnodes.length > 0 && "
+    wait_until(page, f"window.gradtrace.app.scene.view.vnodes.length > 0 && "
                            f"document.querySelector('#inspector h3').textContent !== {group['label']!r}")
     shown = page.evaluate("""() => { const a = window.gradtrace.app, v = a.state.get('selection').v;
         return v >= 0 ? a.scene.view.vnodes[v].label : null; }""")

@@ -28,6 +28,7 @@ from gradtrace.frontend import DIST, ROOT
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from conftest import free_port
+from pageguard import wait_until
 
 LAB_START_TIMEOUT_S = 90.0
 
@@ -182,13 +183,13 @@ def run_cell(page: Any, index: int) -> None:
         cell.locator(".jp-InputArea-editor .cm-content").first.click()
         page.keyboard.press("Shift+Enter")
         try:
-            page.wait_for_function("(el) => /\\[[0-9*]+\\]/.test(el.textContent)", arg=prompt.element_handle(),
+            wait_until(page, "(el) => /\\[[0-9*]+\\]/.test(el.textContent)", arg=prompt.element_handle(),
                                    timeout=10_000 if attempt == 0 else 60_000)
             break
         except PlaywrightTimeout:
             if attempt == 1:
                 raise
-    page.wait_for_function("(el) => /\\[[0-9]+\\]/.test(el.textContent)", arg=prompt.element_handle(),
+    wait_until(page, "(el) => /\\[[0-9]+\\]/.test(el.textContent)", arg=prompt.element_handle(),
                            timeout=90_000)
 
 

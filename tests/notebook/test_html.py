@@ -15,6 +15,7 @@ import torch
 
 import gradtrace
 from browser.pageutil import open_saved_file
+from pageguard import wait_until
 
 pytestmark = pytest.mark.browser
 
@@ -64,9 +65,9 @@ def test_the_saved_file_opens_offline_and_plays_the_whole_run(browser: Any, tmp_
         page.locator("#gradtrace #tl-speed").select_option("4")
         graph.focus()
         page.keyboard.press(" ")  # play from the start
-        page.wait_for_function("window.gradtrace.viewer.player.k > 0")
+        wait_until(page, "window.gradtrace.viewer.player.k > 0")
         done = f"window.gradtrace.viewer.player.k === {info['N']} && !window.gradtrace.viewer.player.playing"
-        page.wait_for_function(done, timeout=info["N"] * 1000 + 5000)
+        wait_until(page, done, timeout=info["N"] * 1000 + 5000)
         label = page.locator("#gradtrace #tl-label").inner_text()
         assert label.startswith(f"Step {info['N']}/{info['N']}")
         assert "backward" in label
@@ -131,7 +132,7 @@ def test_the_saved_file_explains_a_node_offline(browser: Any, tmp_path: Path, wi
             "grad_self = grad_out · exponent · self^(exponent − 1)"
         assert instance.first.inner_text() == "→ at [0]: 2 · 3 · 1.5^2 = 13.5"
         root.locator("[data-gt=explain-element]").select_option("1")
-        page.wait_for_function("document.getElementById('gradtrace').shadowRoot"
+        wait_until(page, "document.getElementById('gradtrace').shadowRoot"
                                ".querySelector('[data-gt=explain-instance]').textContent.includes('at [1]')")
         assert instance.first.inner_text() == "→ at [1]: 2 · 3 · (-2)^2 = 24"
         root.locator(".gt-explain").scroll_into_view_if_needed()

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from notebook.labutil import DIALOG, Lab, answer_lab_dialogs, cell_output, run_cell, write_notebook
+from pageguard import wait_until
 
 pytestmark = pytest.mark.browser
 
@@ -70,7 +71,7 @@ def test_gradtrace_cell_magic_in_jupyterlab(jupyterlab: Lab, lab_page: Any) -> N
     run_cell(page, 0)
     run_cell(page, 1)
     host = page.locator(WIDGET)
-    page.wait_for_function(f"document.querySelector('{WIDGET}')?.dataset.ready === '1'", timeout=30_000)
+    wait_until(page, f"document.querySelector('{WIDGET}')?.dataset.ready === '1'", timeout=30_000)
 
     # The nodes are drawn: the scene holds the recorded graph and the canvas has ink on it.
     drawn = page.evaluate(f"""() => {{
@@ -86,6 +87,12 @@ def test_gradtrace_cell_magic_in_jupyterlab(jupyterlab: Lab, lab_page: Any) -> N
     }}""")
     assert drawn["nodes"] >= 5 and "x" in drawn["names"] and "MulBackward0" in drawn["names"]
     assert drawn["ink"] > 50, "the graph canvas is blank"
+    # Styled by the viewer's CSS, adopted by its shadow root (NOTE [styles under the policy] in
+    # backend/gradtrace/api/security.py): no <style> element, the page's layout.
+    styled = page.evaluate(f"""() => {{ const root = document.querySelector('{WIDGET}').shadowRoot;
+        return [root.adoptedStyleSheets.length, root.querySelectorAll('style').length,
+                getComputedStyle(root.querySelector('.gt-viewer')).display]; }}""")
+    assert styled[0] >= 1 and styled[1] == 0 and styled[2] == "flex", styled
     label = host.locator("#tl-label")
     assert label.inner_text().startswith(f"Step {drawn['N']}/{drawn['N']}")
 
@@ -111,7 +118,7 @@ def test_gradtrace_cell_magic_in_jupyterlab(jupyterlab: Lab, lab_page: Any) -> N
 
     # Setting the step from Python moves the view.
     run_cell(page, 3)
-    page.wait_for_function(f"document.querySelector('{WIDGET}').gradtrace.player.k === 1")
+    wait_until(page, f"document.querySelector('{WIDGET}').gradtrace.player.k === 1")
     assert label.inner_text().startswith(f"Step 1/{n}")
 
     # "Explain this node" asks the kernel (GradtraceWidget.explain) and shows its answer.
@@ -166,7 +173,7 @@ def test_readme_cell_in_jupyterlab_is_legible_and_the_lab_stays_offline(jupyterl
     page.locator(".jp-SideBar.jp-mod-left .lm-TabBar-tab.lm-mod-current").click()
     run_cell(page, 0)
     run_cell(page, 1)
-    page.wait_for_function(f"document.querySelector('{WIDGET}')?.dataset.ready === '1'", timeout=30_000)
+    wait_until(page, f"document.querySelector('{WIDGET}')?.dataset.ready === '1'", timeout=30_000)
     host = page.locator(WIDGET)
     host.locator("#graph").focus()
     page.keyboard.press("Home")

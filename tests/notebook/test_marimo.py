@@ -16,6 +16,7 @@ import httpx
 import pytest
 
 from conftest import free_port
+from pageguard import wait_until
 
 pytestmark = pytest.mark.browser
 
@@ -78,7 +79,7 @@ def test_the_widget_in_a_marimo_app(page: Any, tmp_path: Path, widget_bundles: P
         host = page.locator(".gradtrace-widget")
         host.wait_for()
         handle = host.element_handle()
-        page.wait_for_function("(h) => h.dataset.ready === '1'", arg=handle)
+        wait_until(page, "(h) => h.dataset.ready === '1'", arg=handle)
         assert page.evaluate("(h) => h.gradtrace.index.nodes.length", handle) >= 5
         host.locator("#graph").focus()
         page.keyboard.press("Home")

@@ -9,6 +9,7 @@ import httpx
 import pytest
 
 from browser.pageutil import run_code
+from pageguard import wait_until
 
 pytestmark = pytest.mark.browser
 
@@ -18,7 +19,7 @@ CODE = "x = torch.tensor([1.0, 2.0], requires_grad=True)\ny = (x * x).sum()\ny.b
 def test_export_html_on_the_page_writes_a_file_that_plays_offline(page: Any, live_server: Any, browser: Any,
                                                                   widget_bundles: Path, tmp_path: Path) -> None:
     page.goto(live_server.url + "/")
-    page.wait_for_function("window.gradtrace !== undefined")
+    wait_until(page, "window.gradtrace !== undefined")
     run_code(page, CODE)
     doc = page.evaluate("window.gradtrace.app.doc")
     page.get_by_text("Export", exact=True).click()
@@ -32,7 +33,7 @@ def test_export_html_on_the_page_writes_a_file_that_plays_offline(page: Any, liv
     try:
         saved = offline.new_page()
         saved.goto(path.as_uri())
-        saved.wait_for_function("document.getElementById('gradtrace').dataset.ready === '1'", timeout=20_000)
+        wait_until(saved, "document.getElementById('gradtrace').dataset.ready === '1'", timeout=20_000)
         info2 = saved.evaluate("() => { const v = window.gradtrace.viewer; return { nodes: v.index.nodes.length, "
                                "N: v.timeline.N, code: v.editor.code }; }")
         assert info2["nodes"] == len(doc["graph"]["nodes"]) and info2["N"] > 0
@@ -58,7 +59,7 @@ def test_a_run_has_a_read_only_page_while_it_is_kept(page: Any, live_server: Any
         missing = http.get("/r/doesnotexist0000")
     assert missing.status_code == 404 and missing.json()["error"]["code"] == "not_found"
     page.goto(f"{live_server.url}/r/{doc['id']}")
-    page.wait_for_function("Number(document.body.dataset.ready || 0) > 0")
+    wait_until(page, "Number(document.body.dataset.ready || 0) > 0")
     assert page.title().endswith(f"run {doc['id']}")
     assert page.evaluate("window.gradtrace.app.mode") == "share", "read-only: it never runs anything"
     assert page.evaluate("window.gradtrace.app.doc.id") == doc["id"]

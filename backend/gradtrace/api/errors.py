@@ -23,7 +23,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 
-from gradtrace.api.error_page import error_page
+from gradtrace.api.error_page import error_page, error_page_policy
 from gradtrace.errors import GradtraceError, RateLimited, ServiceUnavailable
 from gradtrace.schema import ErrorResponse
 
@@ -57,6 +57,7 @@ def error_response(request: Request | None, status: int, code: str, message: str
             headers["Allow"] = allow
     if request is not None and _wants_html(request):
         page = error_page(status, message, request.url.path)
+        headers["Content-Security-Policy"] = error_page_policy(_frame_ancestors(request))
         return HTMLResponse(page, status_code=status, headers=headers)
     body = {"error": {"code": code, "message": message, "detail": detail}}
     return JSONResponse(body, status_code=status, headers=headers)
@@ -65,6 +66,13 @@ def error_response(request: Request | None, status: int, code: str, message: str
 def from_exception(request: Request | None, exc: GradtraceError) -> Response:
     retry = exc.retry_after if isinstance(exc, RateLimited | ServiceUnavailable) else None
     return error_response(request, exc.status_code, exc.code, exc.message, exc.detail, retry)
+
+
+def _frame_ancestors(request: Request) -> str:
+    """The sites that may embed the service's pages (Settings), ``'self'`` before start-up."""
+    app = request.scope.get("app")
+    services = getattr(getattr(app, "state", None), "services", None)
+    return str(getattr(getattr(services, "settings", None), "frame_ancestors", "'self'"))
 
 
 def _wants_html(request: Request) -> bool:

@@ -16,10 +16,33 @@ NOTE [security headers]
     * ``X-Content-Type-Options: nosniff``, ``Referrer-Policy: strict-origin-when-cross-origin``
       (a share link leaks no path to other sites), ``Cross-Origin-Opener-Policy: same-origin``.
 
-    A response that sets its own ``Content-Security-Policy`` keeps it: the pages do, for
-    NOTE [style nonce]. The saved HTML file has
-    no server, so it carries its own policy in a ``<meta>`` tag (NOTE [saved file policy] in
-    ``gradtrace.notebook.html``).
+    A response that sets its own ``Content-Security-Policy`` keeps it: the pages and the error
+    page do, for NOTE [styles under the policy]. The saved HTML file has no server, so it
+    carries its own policy in a ``<meta>`` tag (NOTE [saved file policy] in
+    ``frontend/standalone-csp.mjs``).
+
+NOTE [styles under the policy]
+    No policy here says ``'unsafe-inline'``. Every style a page shows comes one of these ways,
+    each the only one that fits its case:
+
+    * Style sheets are files of this origin (``/static/app.css``, ``/static/compare.css``):
+      ``style-src 'self'``.
+    * Styles made by script go in shadow roots as constructed style sheets
+      (``new CSSStyleSheet()``, ``shadowRoot.adoptedStyleSheets``), which the policy does not
+      govern: the embedded viewer (``frontend/src/viewer.js`` ``adoptCss``) does so on the
+      compare page, in the notebook widget and in the saved file, and CodeMirror does the same
+      by itself inside a shadow root. This needs nothing from the server, so it works under any
+      host's policy (JupyterLab, VS Code, a saved file's ``<meta>``), where a nonce could not
+      be handed over and a hash would change with every CSS edit. ``<style>`` elements in
+      shadow roots are never used.
+    * CodeMirror on a document (the playground's editor) always writes one ``<style>`` into
+      ``<head>``; a page answer admits it by a fresh nonce: NOTE [style nonce].
+    * Fixed inline text in a page that must stand alone is admitted by its SHA-256: the error
+      page's ``<style>`` (``api/error_page.py``: it also answers when the service refuses or is
+      too busy for a second request) and the saved file's script and template ``<style>``.
+
+    tests/browser's guard (``tests/pageguard.py``) fails any browser test that meets a policy
+    violation, so a new inline style shows up in the first test that opens its page.
 
 NOTE [style nonce]
     CodeMirror (the page's code editor) puts its styles in one ``<style>`` element of the
@@ -48,12 +71,15 @@ CONTENT_SECURITY_POLICY = (
 )
 
 
-def content_security_policy(frame_ancestors: str, *, style_nonce: str | None = None) -> str:
+def content_security_policy(frame_ancestors: str, *, style_nonce: str | None = None,
+                            style_hash: str | None = None) -> str:
     """The service's policy with ``frame-ancestors`` set to ``frame_ancestors`` (a source list),
-    and inline styles that carry ``style_nonce`` allowed (NOTE [style nonce])."""
+    and inline styles that carry ``style_nonce``, or whose text has the hash ``style_hash`` (a
+    ``'sha256-…'`` source), allowed (NOTE [styles under the policy])."""
     policy = CONTENT_SECURITY_POLICY.format(ancestors=frame_ancestors)
-    if style_nonce:
-        policy = policy.replace("style-src 'self'", f"style-src 'self' 'nonce-{style_nonce}'")
+    extra = [f"'nonce-{style_nonce}'" if style_nonce else "", style_hash or ""]
+    if any(extra):
+        policy = policy.replace("style-src 'self'", " ".join(["style-src 'self'", *filter(None, extra)]))
     return policy
 
 
@@ -77,14 +103,7 @@ def security_headers(frame_ancestors: str = "'self'") -> list[tuple[bytes, bytes
 
 
 class SecurityHeadersMiddleware:
-    """Adds :func:`security_headers` to every HTTP answer and answers ``HEAD`` (NOTE [style nonce]
-    CodeMirror (the page's code editor) puts its styles in one ``<style>`` element of the
-    document; ``style-src 'self'`` refuses it. Each page answer (``api/pages.py``) therefore
-    carries a fresh random nonce, in its policy (``style-src 'self' 'nonce-…'``) and in the
-    page's ``#gt-config``, and ``frontend/src/ui/editor.js`` hands it to CodeMirror
-    (``EditorView.cspNonce``). A nonce admits styles only, never a script.
-
-NOTE [HEAD])."""
+    """Adds :func:`security_headers` to every HTTP answer and answers ``HEAD`` (NOTE [HEAD])."""
 
     def __init__(self, app: ASGIApp, *, frame_ancestors: str = "'self'") -> None:
         self.app = app

@@ -11,7 +11,8 @@ element (``id="gt-explain"``; NOTE [explanations carried offline] in
 ``analysis/explain_offline.py``): the page only reads them.
 
 It carries its own Content-Security-Policy in a ``<meta>`` tag: the hashes of its inline script
-and styles, nothing remote, no eval (NOTE [saved file policy] in ``frontend/standalone-csp.mjs``,
+and the template's style (the viewer adopts its CSS as a constructed style sheet), nothing
+remote, no eval (NOTE [saved file policy] in ``frontend/standalone-csp.mjs``,
 which writes the policy to ``dist/standalone-csp.txt`` at build time).
 """
 

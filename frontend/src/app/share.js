@@ -7,7 +7,7 @@
  * a saved HTML file carries the same view inside it.
  */
 import { shareDocument } from "../api.js";
-import { download, exportDrawing, toDot, toPng, toSvg } from "../render/export.js";
+import { PNG_SCALE, download, exportDrawing, toDot, toPng, toSvg } from "../render/export.js";
 import { toStandaloneHtml } from "../export-html.js";
 
 /** The link to share: the server's share URL with the view's query (app/link.js encodeView). */
@@ -29,7 +29,8 @@ export class ShareController {
   /**
    * @param {{share: HTMLButtonElement, dialog: HTMLDialogElement, url: HTMLInputElement,
    *          copy: HTMLButtonElement, copied: HTMLElement, close: HTMLButtonElement,
-   *          menu: HTMLDetailsElement, exports: Record<string, HTMLButtonElement>}} els
+   *          menu: HTMLDetailsElement, exports: Record<string, HTMLButtonElement>,
+   *          pngScale?: HTMLSelectElement}} els
    * @param {{viewer: import("./viewer.js").Viewer, code: ()=>string,
    *          onStatus: (status:string, text:string)=>void}} cb
    */
@@ -44,6 +45,12 @@ export class ShareController {
       catch { els.copied.textContent = "Press Ctrl+C to copy."; }
     });
     els.close.addEventListener("click", () => els.dialog.close());
+  }
+
+  /** The PNG's pixels per screen px: the menu's size choice (render/export.js PNG_SCALE by default). */
+  pngScale() {
+    const n = Number(this.els.pngScale ? this.els.pngScale.value : PNG_SCALE);
+    return n >= 1 && n <= 3 ? n : PNG_SCALE;
   }
 
   /** A document is shown: sharing and exporting become possible. */
@@ -82,8 +89,9 @@ export class ShareController {
     if (kind === "dot") download(`${base}.dot`, new Blob([toDot(viewer.index, viewer.direction, viewer.timeline)], { type: "text/vnd.graphviz" }));
     if (kind === "svg" || kind === "png") {
       // One drawing at the screen's zoom for both (NOTE [exports equal the screen] in render/export.js).
-      const drawing = exportDrawing(viewer.scene, k, pal, viewer.canvas.cam.k);
-      this.lastExport = { kind, placed: drawing.placed, cam: drawing.cam };
+      const scale = kind === "png" ? this.pngScale() : 1;
+      const drawing = exportDrawing(viewer.scene, k, pal, viewer.canvas.cam.k, { scale });
+      this.lastExport = { kind, placed: drawing.placed, cam: drawing.cam, scale: drawing.scale, W: drawing.W, H: drawing.H };
       if (kind === "svg") download(`${base}.svg`, new Blob([toSvg(viewer.scene, k, pal, drawing.s, drawing)], { type: "image/svg+xml" }));
       else download(`${base}.png`, await toPng(viewer.scene, k, pal, drawing.s, drawing));
     }

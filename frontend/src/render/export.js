@@ -87,32 +87,42 @@ function pathD(p) {
 const PAD = 20;
 const LEGEND_ROW = 18;
 
+/** The PNG's pixels per drawing px unless the person picks another: 2, sharp on slides and
+ * high-density screens (the drawing's px are the screen's CSS px). */
+export const PNG_SCALE = 2;
+const MAX_SIDE = 16_000;  // px of the PNG's canvas a side: browsers refuse larger canvases
+
 /**
  * The drawing both exports come from (NOTE [exports equal the screen]): the whole graph at
- * step k drawn by render/draw.js at zoom `zoom` (the screen's), at most 8,000 px a side.
- * @returns {{canvas, placed, cam, W, H, s}}  `placed`: the texts in the drawing's px
+ * step k drawn by render/draw.js at zoom `zoom` (the screen's), at most 7,000 px a side.
+ * `scale` is the pixels per drawing px of its canvas (the PNG's; 1 unless asked): the texts,
+ * the placement and the SVG are the same at any scale, only sharper.
+ * @returns {{canvas, placed, cam, W, H, s, scale}}  `placed`: the texts in the drawing's px;
+ *          `canvas` is W·scale × H·scale pixels
  */
-export function exportDrawing(scene, k, pal, zoom = 1, { selected = new Set(), lineSel = new Set() } = {}) {
+export function exportDrawing(scene, k, pal, zoom = 1, { selected = new Set(), lineSel = new Set(), scale = 1 } = {}) {
   const s = Math.min(Math.max(zoom, 0.05), 4, 7000 / (scene.width + 2 * PAD), 7000 / (scene.height + 2 * PAD));
   // Room around the graph for the texts placed beside it (an error's words, an edge's
   // gradient), then cropped to what was drawn.
   const gw = Math.ceil((scene.width + 2 * PAD) * s), gh = Math.ceil((scene.height + 2 * PAD) * s);
+  const fw = gw + 2 * MARGIN_X, fh = gh + 2 * MARGIN_Y;
+  const r = Math.max(0.1, Math.min(scale, MAX_SIDE / fw, MAX_SIDE / fh));
   const full = document.createElement("canvas");
-  full.width = gw + 2 * MARGIN_X; full.height = gh + 2 * MARGIN_Y;
+  full.width = Math.ceil(fw * r); full.height = Math.ceil(fh * r);
   const cam0 = { x: -PAD - MARGIN_X / s, y: -PAD - MARGIN_Y / s, k: s };
-  const opts = { pal, dpr: 1, selected, lineSel };
-  drawScene(full.getContext("2d"), scene, stepState(scene, k), cam0, full.width, full.height, opts);
+  const opts = { pal, dpr: r, selected, lineSel };
+  drawScene(full.getContext("2d"), scene, stepState(scene, k), cam0, fw, fh, opts);
   const placed0 = opts.placed || [];
   let x0 = MARGIN_X, y0 = MARGIN_Y, x1 = MARGIN_X + gw, y1 = MARGIN_Y + gh;
   for (const p of placed0) { x0 = Math.min(x0, p.x - 4); y0 = Math.min(y0, p.y - 4); x1 = Math.max(x1, p.x + p.w + 4); y1 = Math.max(y1, p.y + p.h + 4); }
   x0 = Math.max(0, Math.floor(x0)); y0 = Math.max(0, Math.floor(y0));
-  const W = Math.max(1, Math.min(full.width, Math.ceil(x1)) - x0), H = Math.max(1, Math.min(full.height, Math.ceil(y1)) - y0);
+  const W = Math.max(1, Math.min(fw, Math.ceil(x1)) - x0), H = Math.max(1, Math.min(fh, Math.ceil(y1)) - y0);
   const canvas = document.createElement("canvas");
-  canvas.width = W; canvas.height = H;
-  canvas.getContext("2d").drawImage(full, -x0, -y0);
+  canvas.width = Math.round(W * r); canvas.height = Math.round(H * r);
+  canvas.getContext("2d").drawImage(full, -Math.round(x0 * r), -Math.round(y0 * r));
   const cam = { x: cam0.x + x0 / s, y: cam0.y + y0 / s, k: s };
   const placed = placed0.map((p) => ({ ...p, x: p.x - x0, y: p.y - y0 }));
-  return { canvas, placed, cam, W, H, s };
+  return { canvas, placed, cam, W, H, s, scale: r };
 }
 
 /** Screen px around the graph where the export drawing has room for texts beside it. */
@@ -234,17 +244,23 @@ function ring(scene, v, color, width, pad) {
   return `<rect class="ring" x="${scene.x[v] - n.w / 2 - pad}" y="${scene.y[v] - n.h / 2 - pad}" width="${n.w + 2 * pad}" height="${n.h + 2 * pad}" rx="8" fill="none" stroke="${color}" stroke-width="${width}"/>`;
 }
 
-/** The whole graph at step k as a PNG blob: the export drawing with the legend under it. */
-export function toPng(scene, k, pal, zoom = 1, drawing = null) {
-  const d = drawing || exportDrawing(scene, k, pal, zoom);
+/**
+ * The whole graph at step k as a PNG blob: the export drawing with the legend under it, at
+ * `scale` pixels per drawing px (PNG_SCALE unless the person picks another; a given drawing
+ * keeps its own).
+ */
+export function toPng(scene, k, pal, zoom = 1, drawing = null, scale = PNG_SCALE) {
+  const d = drawing || exportDrawing(scene, k, pal, zoom, { scale });
+  const r = d.scale || 1;
   const legend = legendEntries(scene, k, pal);
   const LH = legend.length ? legend.length * LEGEND_ROW + 12 : 0;
   const out = document.createElement("canvas");
-  out.width = Math.max(d.W, Math.ceil(legendWidth(legend))); out.height = d.H + LH;
+  out.width = Math.round(Math.max(d.W, Math.ceil(legendWidth(legend))) * r); out.height = Math.round((d.H + LH) * r);
   const ctx = out.getContext("2d");
   ctx.fillStyle = pal.bg;
   ctx.fillRect(0, 0, out.width, out.height);
   ctx.drawImage(d.canvas, 0, 0);
+  ctx.setTransform(r, 0, 0, r, 0, 0);  // the legend in drawing px, as the SVG's
   ctx.textBaseline = "middle";
   legend.forEach((e, i) => {
     const y = d.H + 6 + i * LEGEND_ROW;
