@@ -13,6 +13,7 @@ import pytest
 from playwright.sync_api import expect
 
 from browser.pageutil import open_saved_file, run_code, run_example, set_code
+from pageguard import wait_until
 from gradtrace.lessons import lesson
 
 pytestmark = pytest.mark.browser
@@ -140,7 +141,7 @@ def test_a_teachers_share_link_opens_with_its_questions(playground: Any, browser
     errors: list[str] = []
     learner.on("pageerror", lambda e: errors.append(str(e)))
     learner.goto(url)
-    learner.wait_for_function("Number(document.body.dataset.ready || 0) > 0")
+    wait_until(learner, "Number(document.body.dataset.ready || 0) > 0")
     expect(learner.locator("#predict-toggle")).to_have_attribute("aria-pressed", "true")
     asked = learner.evaluate("window.gradtrace.app.viewer.predict.questions.size")
     lines = learner.evaluate("[...window.gradtrace.app.viewer.predict.questions.values()].map(q => q.line)")
