@@ -105,7 +105,11 @@ class PyCore:
         self._values: list[_Value] = []
         self._cache: dict[int, tuple[weakref.ref[torch.Tensor], int | None, int]] = {}
         self._hook_changes: dict[Node, list[int]] = {}
-        self._acc_events: list[int] = []
+        self._acc_events: list[tuple[int, int, int]] = []
+        """(event, .grad version, .grad ``_cdata``) of AccumulateGrad events not yet taken."""
+        self._acc_early: dict[int, tuple[int, int, int]] = {}
+        """Leaf ``_cdata`` -> its .grad as the recorder's first post-accumulate hook captured
+        it (value id, version, ``_cdata``): ``Core::acc_early``."""
         self._handles: list[Any] = []
         self._changes = 0
         self._activations = 0
@@ -322,9 +326,16 @@ class PyCore:
                             [self._capture(g) for g in gi])
                 if acc:
                     leaf = leaf_of(node)
-                    if leaf is not None and leaf.grad is not None:
-                        ev.grad = self._capture(leaf.grad)
-                    self._acc_events.append(len(self._events))
+                    early = self._acc_early.pop(leaf._cdata, None) if leaf is not None else None
+                    seen = (len(self._events), -1, 0)
+                    if early is not None:
+                        ev.grad = early[0]
+                        seen = (len(self._events), early[1], early[2])
+                    elif leaf is not None and leaf.grad is not None:
+                        g = leaf.grad
+                        ev.grad = self._capture(g)
+                        seen = (len(self._events), g._version, g._cdata)
+                    self._acc_events.append(seen)
                 ev.changes = self._hook_changes.pop(node, [])
                 self._passes[p].executed.append(index)
                 self._events.append(ev)
@@ -339,12 +350,21 @@ class PyCore:
         with self._mu:
             self._cache.clear()
 
-    def take_accumulations(self) -> list[tuple[torch.Tensor | None, int]]:
+    def take_accumulations(self) -> list[tuple[torch.Tensor | None, int, int, int]]:
         with self._mu:
-            taken = [(self._by_index[self._events[e].node], self._events[e].grad)
-                     for e in self._acc_events]
+            taken = [(self._by_index[self._events[e].node], self._events[e].grad, v, c)
+                     for e, v, c in self._acc_events]
             self._acc_events.clear()
-        return [(leaf_of(node), grad) for node, grad in taken]
+        return [(leaf_of(node), grad, v, c) for node, grad, v, c in taken]
+
+    def accumulated(self, leaf: torch.Tensor) -> None:
+        """``Recorder::accumulated``: ``leaf.grad`` as accumulated, before the snippet's own
+        post-accumulate hooks run."""
+        with self._mu, torch._C.DisableTorchFunction():
+            g = leaf.grad
+            if g is None or not self._enabled or self._stopped:
+                return
+            self._acc_early[leaf._cdata] = (self._capture(g), g._version, g._cdata)
 
     def hook_change(self, before: torch.Tensor, after: torch.Tensor) -> None:
         node = torch._C._current_autograd_node()
@@ -359,6 +379,7 @@ class PyCore:
             handles, self._handles = self._handles, []
             self._cache.clear()
             self._hook_changes.clear()
+            self._acc_early.clear()
         for h in handles:
             h.remove()
         self._on_limit = self._on_created = None

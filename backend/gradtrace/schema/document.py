@@ -146,6 +146,21 @@ class GradReset(_Model):
     """The snippet line that cleared it, when known."""
 
 
+class GradEdit(_Model):
+    """A leaf's ``.grad`` changed other than by accumulation (GradScaler's unscale, clipping,
+    ``.grad.mul_()``, a post-accumulate hook): NOTE [gradient edits] in capture/gradedits.py."""
+
+    at: int
+    """``len(grad_history)`` when it happened: the edit applies on top of that accumulation."""
+    line: int | None = None
+    """The snippet line that read or changed the ``.grad`` before the change was found (the
+    backward call's line for an edit made inside a backward), when known."""
+    value: TensorValue | None = None
+    """The ``.grad`` right after the edit."""
+    in_backward: bool = False
+    """Made inside a backward call (a hook), after the leaf's accumulation in it."""
+
+
 class Cut(_Model):
     """Why a tensor has no history although it came from one (``detach()``, ``no_grad``)."""
 
@@ -191,6 +206,9 @@ class Node(_Model):
     entry's path is ``module``."""
     grad_resets: list[GradReset] | None = _optional()
     """Tensor (leaf) nodes: where ``.grad`` was cleared between accumulations."""
+    grad_edits: list[GradEdit] | None = _optional()
+    """Tensor (leaf) nodes: where ``.grad`` was changed in place other than by accumulation,
+    in order; the last one's ``value`` is what the next accumulation adds to (absent: none)."""
     saved_args: dict[str, SavedArg] | None = _optional()
     """Function nodes: the op's small non-tensor arguments saved for backward, by name without
     ``_saved_`` (``{"exponent": 2}``, ``{"dim": -1, "index": 0}``); absent when none."""

@@ -16,6 +16,14 @@ struct Event {
   int32_t hc_begin, hc_n;
 };
 
+// An AccumulateGrad event's .grad as captured: which tensor at which version (NOTE [gradient
+// edits] in gradedits.py: a change made later in the same backward is found against these).
+struct AccSeen {
+  int32_t event;
+  int64_t version;
+  intptr_t impl;
+};
+
 struct Pass {
   int64_t task = -1;
   int32_t line = kNullLine;
@@ -62,7 +70,10 @@ struct Core : std::enable_shared_from_this<Core> {
   int32_t active = -1;
   std::unordered_map<Node*, std::vector<int32_t>> hook_changes;
   std::vector<std::pair<c10::intrusive_ptr<Node>, uintptr_t>> hooks;
-  std::vector<int32_t> acc_events;  // AccumulateGrad events not yet drained
+  std::vector<AccSeen> acc_events;  // AccumulateGrad events not yet drained
+  // leaf -> its .grad captured by the recorder's first post-accumulate hook (value id in
+  // ``event``), taken by the leaf's next AccumulateGrad event (NOTE [gradient edits])
+  std::unordered_map<c10::TensorImpl*, AccSeen> acc_early;
   ska::flat_hash_map<Node*, int32_t> known;  // every recorded node -> its index ("n<index>")
   std::vector<Node*> by_index;  // index -> node (nullptr: a tensor node)
   std::vector<c10::intrusive_ptr<Node>> alive;  // NOTE [keeping nodes alive] in graph.py
@@ -188,9 +199,23 @@ struct Core : std::enable_shared_from_this<Core> {
         ev.grad = kNone;
         if (acc) {
           auto* a = static_cast<torch::autograd::AccumulateGrad*>(node);
-          const at::Tensor& grad = a->variable.grad();
-          if (grad.defined()) ev.grad = capture(grad);
-          acc_events.push_back(static_cast<int32_t>(events.size()));
+          AccSeen seen{static_cast<int32_t>(events.size()), -1, 0};
+          auto early = a->variable.defined()
+              ? acc_early.find(a->variable.unsafeGetTensorImpl()) : acc_early.end();
+          if (early != acc_early.end()) {
+            ev.grad = early->second.event;
+            seen.version = early->second.version;
+            seen.impl = early->second.impl;
+            acc_early.erase(early);
+          } else if (a->variable.defined()) {
+            const at::Tensor& grad = a->variable.grad();
+            if (grad.defined()) {
+              ev.grad = capture(grad);
+              seen.version = version_of(grad);
+              seen.impl = reinterpret_cast<intptr_t>(grad.unsafeGetTensorImpl());
+            }
+          }
+          acc_events.push_back(seen);
         }
         auto hc = hook_changes.find(node);
         ev.hc_begin = static_cast<int32_t>(refs.size());

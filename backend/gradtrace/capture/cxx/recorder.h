@@ -320,25 +320,38 @@ struct Recorder {
     core->by_data.clear();
   }
 
-  // AccumulateGrad events since the last call: [(leaf tensor, grad value id)].
+  // AccumulateGrad events since the last call: [(leaf tensor, grad value id, that grad's
+  // version, its TensorImpl address)] (NOTE [gradient edits] in gradedits.py).
   py::list take_accumulations() {
-    std::vector<std::pair<Node*, int32_t>> taken;
+    std::vector<std::pair<Node*, AccSeen>> taken;
     {
       std::lock_guard<std::mutex> lock(core->mu);
-      for (int32_t e : core->acc_events) {
-        const Event& ev = core->events[static_cast<size_t>(e)];
-        taken.emplace_back(core->by_index.at(static_cast<size_t>(ev.node)), ev.grad);
+      for (const AccSeen& seen : core->acc_events) {
+        const Event& ev = core->events[static_cast<size_t>(seen.event)];
+        AccSeen out{ev.grad, seen.version, seen.impl};
+        taken.emplace_back(core->by_index.at(static_cast<size_t>(ev.node)), out);
       }
       core->acc_events.clear();
     }
     py::list out;
-    for (auto [node, grad] : taken) {
+    for (auto [node, seen] : taken) {
       auto* a = static_cast<torch::autograd::AccumulateGrad*>(node);
       py::object leaf = a->variable.defined()
           ? py::reinterpret_steal<py::object>(THPVariable_Wrap(a->variable)) : py::none();
-      out.append(py::make_tuple(leaf, grad));
+      out.append(py::make_tuple(leaf, seen.event, seen.version, static_cast<int64_t>(seen.impl)));
     }
     return out;
+  }
+
+  // The recorder's first post-accumulate hook on ``leaf``: its .grad as accumulated, before
+  // the snippet's own post-accumulate hooks run (an optimizer step in backward clears it).
+  void accumulated(const at::Tensor& leaf) {
+    const at::Tensor& grad = leaf.grad();
+    if (!grad.defined()) return;
+    std::lock_guard<std::mutex> lock(core->mu);
+    if (!core->enabled || core->stopped) return;
+    core->acc_early[leaf.unsafeGetTensorImpl()] =
+        AccSeen{core->capture(grad), core->version_of(grad), reinterpret_cast<intptr_t>(grad.unsafeGetTensorImpl())};
   }
 
   void hook_change(const at::Tensor& before, const at::Tensor& after) {
@@ -441,6 +454,7 @@ struct Recorder {
       core->cache.clear();
       core->by_data.clear();
       core->hook_changes.clear();
+      core->acc_early.clear();
     }
     for (auto& [node, key] : hooks) node->del_post_hook(key);
     hooks.clear();
