@@ -188,9 +188,13 @@ def grad_edited(view: DocView) -> list[dict[str, Any]]:
               and n.get("grad_history") and _differs(n["grad"], n["grad_history"][-1])]
     if not edited:
         return []
+    # the recorder says where (Node.grad_edits: NOTE [gradient edits] in capture/gradedits.py);
+    # documents from before it are read for the first editing line after the last backward
+    recorded = [e for e in edited[0].get("grad_edits") or [] if e.get("line") is not None]
     code = str(view.doc.get("code") or "").splitlines()
-    line = next((i for i, text in enumerate(code, 1)
-                 if i > last_backward and _GRAD_EDIT.search(text.split("#", 1)[0])), None)
+    line = recorded[-1]["line"] if recorded else next(
+        (i for i, text in enumerate(code, 1) if i > last_backward and _GRAD_EDIT.search(text.split("#", 1)[0])),
+        None)
     names = [view.tensor_label(n) for n in edited]
     shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
     first = edited[0]

@@ -189,7 +189,7 @@ class GradEdits:
             elif id(t) in self._owner:
                 ids.append(self._owner[id(t)])
         if ids:
-            self.check(ids, deep=True, line=line)
+            self.check(ids, deep=True, line=line, keep_touched=True)
 
     def look(self) -> None:
         """The snippet's next line: the leaves touched since the last look, by value."""
@@ -199,10 +199,12 @@ class GradEdits:
             self.check(list(self._touched), deep=True, line=None)
 
     # ------------------------------------------------------------ looking
-    def check(self, ids: list[int] | None, *, deep: bool, line: int | None) -> None:
+    def check(self, ids: list[int] | None, *, deep: bool, line: int | None,
+              keep_touched: bool = False) -> None:
         """Write an edit for each remembered leaf (``ids``: those only) whose ``.grad`` changed:
         by identity and version, and by value when ``deep``. The line: the one that touched it
-        since the last look, else ``line``."""
+        since the last look, else ``line``; ``keep_touched``: a look just before a clear, which
+        leaves the next line's look its lines."""
         if not self.seen:
             self._touched.clear()
             return
@@ -219,15 +221,18 @@ class GradEdits:
                 moved = now is not hit.grad or now._version != hit.version
                 if not moved and not deep:
                     continue  # a look by value may still come (``look``)
-                where = self._touched.pop(lid, line)
                 if not moved and _same_values(hit.ref, now):
+                    if ids is not None and not keep_touched:
+                        self._touched.pop(lid, None)
                     continue
+                where = self._touched.pop(lid, line)
                 if moved and now.shape == hit.grad.shape and _same_values(hit.ref, now):
+                    self._owner.pop(id(hit.grad), None)
+                    self._owner[id(now)] = lid
                     hit.grad, hit.version = now, now._version  # written, but nothing changed
                     continue
-                handle = hit.handle
+                handle = self._capture(now)
                 if not _all_zero(now):  # all zeros: a reset (NOTE [grad resets])
-                    handle = self._capture(now)
                     hit.doc.setdefault("grad_edits", []).append(
                         {"at": len(hit.doc.get("grad_history", ())), "line": where,
                          "value": handle, "in_backward": False})

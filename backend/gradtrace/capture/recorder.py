@@ -48,8 +48,8 @@ from torch.autograd.graph import Node
 
 from gradtrace.capture import definitions, frames, native, pycore
 from gradtrace.capture.events import LimitReached, ModulePath, PassInfo, RecordingStopped
-from gradtrace.capture.graph import FnInfo, before_block
 from gradtrace.capture.gradedits import GradEdits
+from gradtrace.capture.graph import FnInfo, before_block
 from gradtrace.capture.resets import GradResets
 from gradtrace.capture.saved import saved_hooks_active
 from gradtrace.capture.timeline import LineTracer, SeqLog
