@@ -205,3 +205,36 @@ def test_an_edit_in_a_record_block_is_torchs(native: bool) -> None:
     assert w.grad is not None and leaf.grad is not None and leaf.grad.values is not None
     torch.testing.assert_close(torch.tensor(leaf.grad.values), w.grad)
     assert leaf.grad_edits is not None and len(leaf.grad_edits) == 1
+
+
+MODULE_HOOK = """\
+torch.manual_seed(0)
+model = nn.Sequential(nn.Linear(3, 4), nn.Tanh(), nn.Linear(4, 2))
+def halve(module, grad_input, grad_output):
+    return (grad_input[0] * 0.5,)
+def look(module, grad_input, grad_output):
+    return None
+model[2].register_full_backward_hook(halve)
+model[0].register_full_backward_hook(look)
+x = torch.randn(5, 3, requires_grad=True)
+model(x).sum().backward()
+"""
+
+
+@BOTH
+def test_a_module_backward_hook_that_replaces_grad_input_is_marked(run: Any, native: bool) -> None:
+    """As a tensor hook's replacement is: one event, the value before and after, which is
+    half of it; a hook that returns None (``look``) marks nothing; ``x.grad`` is torch's."""
+    doc = run(MODULE_HOOK, native=native)
+    assert doc["status"] == "ok", doc["error"]
+    bare = _bare(MODULE_HOOK)
+    changed = [e for e in doc["events"] if e["changed_by_hook"]]
+    assert len(changed) == 1
+    node = next(n for n in doc["graph"]["nodes"] if n["id"] == changed[0]["node"])
+    assert node["name"] == "BackwardHookFunctionBackward" and node["module"] == "model.2"
+    (change,) = changed[0]["hook_changes"]
+    before, after = _values(change["before"]), _values(change["after"])
+    assert before.shape == (5, 4) and before.abs().sum() > 0
+    torch.testing.assert_close(after, before * 0.5)
+    x = next(n for n in doc["graph"]["nodes"] if n.get("name") == "x")
+    torch.testing.assert_close(_values(x["grad"]), bare["x"].grad)

@@ -32,6 +32,16 @@ NOTE [gradient edits]
     own post-accumulate hook goes first on every leaf that has the snippet's (``guard``), so an
     optimizer stepping (and clearing ``.grad``) inside such hooks still leaves the gradient
     that was accumulated in the event and the history.
+
+NOTE [module backward hooks]
+    A module's full backward hook (``register_full_backward_hook``) runs as a post hook of the
+    ``BackwardHookFunctionBackward`` node torch puts on the module's inputs, a node that passes
+    its gradients on unchanged: the very tensors it got. The core's own post hook on that node
+    runs after the module's (it is registered later, when the node is discovered), so where a
+    gradient it passes on is not the tensor it got, the module's hook replaced it: the event
+    gets that pair in ``hook_changes`` and ``changed_by_hook``, as a tensor hook's replacement
+    does (both kernel sets). A ``register_full_backward_pre_hook`` that replaces the incoming
+    gradients runs before the node, so what it replaced is not seen.
 """
 
 from __future__ import annotations

@@ -206,7 +206,7 @@ class PyCore:
             doc["seq"] = n_fns + k
             doc["created_in_pass"] = created_in_pass
             doc["edges"] = edges
-            self._register(node, index, n_line, hooks, acc)
+            self._register(node, index, n_line, hooks, acc, doc["name"] == "BackwardHookFunctionBackward")
             for s, (param, _) in zip(doc["saved"], private, strict=True):
                 if param is not None:
                     self._params.setdefault(id(param), s["bytes"])
@@ -219,14 +219,15 @@ class PyCore:
             recorded += 1
         return recorded, leaves, used, stopped
 
-    def _register(self, node: Node, index: int, line: int | None, hooks: bool, acc: bool) -> None:
+    def _register(self, node: Node, index: int, line: int | None, hooks: bool, acc: bool,
+                  relay: bool) -> None:
         with self._mu:
             self._known[node] = index
             self._by_index[index] = node
             self._events.append(_Event(index, -1, line))
             if hooks:
                 def hook(grad_inputs: Any, grad_outputs: Any) -> None:
-                    self._on_done(node, index, acc, grad_inputs, grad_outputs)
+                    self._on_done(node, index, acc, relay, grad_inputs, grad_outputs)
                 self._handles.append(node.register_hook(hook))
 
     def index_of(self, node: Node) -> int:
@@ -302,7 +303,7 @@ class PyCore:
             self._reported = len(self._passes)
             return out
 
-    def _on_done(self, node: Node, index: int, acc: bool, gi: Any, go: Any) -> None:
+    def _on_done(self, node: Node, index: int, acc: bool, relay: bool, gi: Any, go: Any) -> None:
         """``Core::on_done``: one node executed in a backward pass."""
         if not self._enabled or self._stopped:
             return
@@ -337,6 +338,10 @@ class PyCore:
                         seen = (len(self._events), g._version, g._cdata)
                     self._acc_events.append(seen)
                 ev.changes = self._hook_changes.pop(node, [])
+                if relay:  # NOTE [module backward hooks] in gradedits.py
+                    for before, after in zip(go, gi, strict=False):
+                        if before is not None and after is not None and before is not after:
+                            ev.changes += [self._capture(before), self._capture(after)]
                 self._passes[p].executed.append(index)
                 self._events.append(ev)
                 if self._on_created is not None and torch.is_grad_enabled():

@@ -53,8 +53,9 @@ struct Hook : torch::autograd::FunctionPostHook {
   Node* node;
   int32_t index;
   bool acc;
-  Hook(std::shared_ptr<Core> c, Node* n, int32_t i, bool a)
-      : core(std::move(c)), node(n), index(i), acc(a) {}
+  bool relay;  // a module backward hook's node: NOTE [module backward hooks] in gradedits.py
+  Hook(std::shared_ptr<Core> c, Node* n, int32_t i, bool a, bool r)
+      : core(std::move(c)), node(n), index(i), acc(a), relay(r) {}
   variable_list operator()(const variable_list& grad_inputs,
                            const variable_list& grad_outputs) override;
 };
@@ -164,7 +165,7 @@ struct Core : std::enable_shared_from_this<Core> {
     Py_DECREF(res);
   }
 
-  void on_done(Node* node, int32_t index, bool acc, const variable_list& gi,
+  void on_done(Node* node, int32_t index, bool acc, bool relay, const variable_list& gi,
                const variable_list& go) {
     if (!enabled || stopped) return;
     std::string limit;
@@ -225,6 +226,18 @@ struct Core : std::enable_shared_from_this<Core> {
           ev.hc_n = static_cast<int32_t>(hc->second.size() / 2);
           hook_changes.erase(hc);
         }
+        if (relay) {  // passes its gradients on as they came, unless a module hook replaced them
+          for (size_t i = 0; i < std::min(gi.size(), go.size()); ++i) {
+            if (gi[i].defined() && go[i].defined() &&
+                gi[i].unsafeGetTensorImpl() != go[i].unsafeGetTensorImpl()) {
+              int32_t before = capture(go[i]);
+              int32_t after = capture(gi[i]);
+              refs.push_back(before);
+              refs.push_back(after);
+              ++ev.hc_n;
+            }
+          }
+        }
         passes[static_cast<size_t>(pass)].executed.push_back(index);
         events.push_back(ev);
         if (on_created != nullptr && c10::GradMode::is_enabled()) {
@@ -250,7 +263,7 @@ struct Core : std::enable_shared_from_this<Core> {
 
 variable_list Hook::operator()(const variable_list& grad_inputs,
                                const variable_list& grad_outputs) {
-  core->on_done(node, index, acc, grad_inputs, grad_outputs);
+  core->on_done(node, index, acc, relay, grad_inputs, grad_outputs);
   return grad_inputs;
 }
 

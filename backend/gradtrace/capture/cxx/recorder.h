@@ -68,7 +68,7 @@ struct Recorder {
   // A node found by ``walk`` becomes recorded: known by its index, kept alive, its forward
   // event noted, and its hook registered (unless ``hooks`` is off: the sweep at the end).
   void register_node(const c10::intrusive_ptr<Node>& node, int32_t index, int32_t line, bool hooks,
-                     bool acc) {
+                     bool acc, bool relay) {
     {
       std::lock_guard<std::mutex> lock(core->mu);
       core->known[node.get()] = index;
@@ -82,7 +82,7 @@ struct Recorder {
       ev.grad = kNone;
       core->events.push_back(ev);
       if (hooks) {
-        uintptr_t key = node->add_post_hook(std::make_unique<Hook>(core, node.get(), index, acc));
+        uintptr_t key = node->add_post_hook(std::make_unique<Hook>(core, node.get(), index, acc, relay));
         core->hooks.emplace_back(node, key);
       }
     }
@@ -257,7 +257,8 @@ struct Recorder {
       e.module = py::reinterpret_borrow<py::object>(mo);
       e.seq = n_fns + static_cast<int64_t>(k);
       e.created_in_pass = pass_nr;
-      register_node(e.node, static_cast<int32_t>(index), e.line, hooks, e.acc);
+      register_node(e.node, static_cast<int32_t>(index), e.line, hooks, e.acc,
+                    *e.name == "BackwardHookFunctionBackward");
       for (const SavedEntry& sv : e.saved) {
         if (sv.is_param) {
           param_total.emplace(THPVariable_Unpack(sv.param.ptr()).unsafeGetTensorImpl(), sv.bytes);
