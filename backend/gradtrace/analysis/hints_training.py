@@ -228,3 +228,28 @@ def _differs(a: Any, b: Any) -> bool:
     if a.get("values") is not None and b.get("values") is not None:
         return bool(a["values"] != b["values"])
     return bool(a.get("stats") != b.get("stats"))
+
+
+def threads_unrecorded(view: DocView) -> list[dict[str, Any]]:
+    """Threads started by the run whose autograd work the recorder did not see (the document's
+    ``threads_unrecorded``: NOTE [other threads' graphs] in capture/threads.py): the graph
+    shown is not all the program built."""
+    threads = list(view.doc.get("threads_unrecorded") or [])
+    if not threads:
+        return []
+    names = [str(t.get("name")) for t in threads]
+    shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+    nodes = sum(int(t.get("nodes") or 0) for t in threads)
+    passes = sum(int(t.get("unrecorded_backward_calls") or 0) for t in threads)
+    plural = "s" if len(names) > 1 else ""
+    return [hint(
+        "threads-unrecorded", "info", f"not recorded: the autograd work of thread{plural} {shown}",
+        f"gradtrace records the graph built on the thread that runs the snippet. Thread{plural} "
+        f"{shown} built {nodes} autograd node(s) and ran {passes} "
+        "backward call(s) on graphs gradtrace never saw, so they are missing from the graph and "
+        "the passes shown. Their results (gradients, printed values) are torch's as usual.",
+        line=None, nodes=[],
+        evidence=[("threads", shown), ("nodes made there", str(nodes)),
+                  ("backward calls not recorded", str(passes))],
+        fix="# to see such a graph, build it and call backward on the snippet's own thread")]
+

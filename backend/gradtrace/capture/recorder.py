@@ -123,6 +123,8 @@ class Recorder:
         self.resets = GradResets()
         """Accumulated leaves' ``.grad`` as last seen: NOTE [grad resets] in resets.py."""
         self._names_cache: tuple[Any, int, frames.NameIndex] | None = None
+        self.unrecorded_threads: Callable[[], list[dict[str, Any]]] | None = None
+        """NOTE [other threads' graphs] in threads.py."""
         self.namespace: dict[str, Any] | None = None
         """The snippet's globals, for naming tensors at the end (NOTE [names])."""
         self.recorder_errors: list[str] = []

@@ -317,6 +317,20 @@ class RecorderErrors(_Model):
     first: list[str] = Field(default_factory=list)
 
 
+class UnrecordedThread(_Model):
+    """A thread started during the run whose autograd work the document lacks: NOTE [other
+    threads' graphs] in capture/threads.py."""
+
+    name: str
+    """The thread's name (``threading.Thread(name=...)``, else torch's ``Thread-1 (work)``)."""
+    nodes: int = 0
+    """Autograd nodes its torch calls made."""
+    backward_calls: int = 0
+    """Backward calls it made (``backward``, ``autograd.grad``)."""
+    unrecorded_backward_calls: int = 0
+    """Of those, the ones whose graph was not recorded when they ran (no pass in ``passes``)."""
+
+
 class RunDocument(_Model):
     """The answer of ``POST /api/runs`` and the content of a share link (docs/CONTRACT.md)."""
 
@@ -342,5 +356,8 @@ class RunDocument(_Model):
     """Problems of the recorder itself (never the snippet's): what could not be recorded."""
     modules: list[ModuleInfo] | None = _optional()
     """Every named module called during the run, in order of first call."""
+    threads_unrecorded: list[UnrecordedThread] | None = _optional()
+    """Threads started during the run whose graphs or backward passes were not recorded (the
+    recorder follows the block's thread), by name; absent when there were none."""
     analysis: Analysis | None = _optional()
     """What :mod:`gradtrace.analysis` found: hints and the first non-finite values."""
