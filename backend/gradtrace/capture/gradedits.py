@@ -89,7 +89,10 @@ def _same_values(ref: torch.Tensor | None, g: torch.Tensor) -> bool:
         return True
     try:
         if g.numel() <= _CLONE_LIMIT:
-            return ref.shape == g.shape and ref.dtype == g.dtype and torch.equal(_bits(ref), _bits(g))
+            if ref.shape != g.shape or ref.dtype != g.dtype:
+                return False
+            # one dispatch when equal; the bytes decide where NaN makes ``equal`` say no
+            return torch.equal(ref, g) or torch.equal(_bits(ref), _bits(g))
         return torch.equal(_bits(ref), _bits(_fingerprint(g)))
     except Exception:  # cannot compare: no edit claimed
         return True
@@ -107,12 +110,13 @@ class _Seen:
 
     __slots__ = ("doc", "grad", "handle", "leaf", "ref", "version")
 
-    def __init__(self, leaf: torch.Tensor, doc: dict[str, Any], grad: torch.Tensor, handle: Any) -> None:
+    def __init__(self, leaf: torch.Tensor, doc: dict[str, Any], grad: torch.Tensor, handle: Any,
+                 with_values: bool = True) -> None:
         self.leaf = leaf
         self.doc = doc
         self.grad = grad
         self.version = grad._version
-        self.ref = _reference(grad)
+        self.ref = _reference(grad) if with_values else None
         self.handle = handle
         """The captured value the document shows for it (the accumulation's or the edit's)."""
 
@@ -121,8 +125,13 @@ class GradEdits:
     """Every accumulated leaf's ``.grad`` as last seen, and the looks that find edits (NOTE
     [gradient edits])."""
 
+    enabled = True
+    """Off only for ``bench/bench_capture.py``'s before-vs-after rows: then only identity and
+    version are kept (what the document's final ``grad`` needed before edits were looked for)."""
+
     def __init__(self, capture: Callable[[torch.Tensor], Any], wake: list[Callable[[], None]],
                  accumulated_hook: Callable[[torch.Tensor], None]) -> None:
+        self._on = self.enabled
         self._capture = capture
         self._wake = wake
         self._accumulated_hook = accumulated_hook
@@ -144,6 +153,10 @@ class GradEdits:
         captured as ``handle`` at ``version`` (address ``cdata``); whether it still has one."""
         now = leaf.grad
         at = len(doc.get("grad_history", ()))
+        if not self._on:
+            if now is not None:
+                self.seen[id(leaf)] = _Seen(leaf, doc, now, handle, with_values=False)
+            return now is not None
         if now is None:  # cleared inside the backward (an optimizer step in a hook)
             doc.setdefault("grad_resets", []).append({"at": at, "kind": "none", "line": line})
             self._forget(id(leaf))
@@ -172,6 +185,8 @@ class GradEdits:
     def touch(self, target: Any, line: Callable[[], int | None]) -> None:
         """A remembered ``.grad`` was read, or handed to an in-place call (``target``: a tensor
         or a list of them): look at it at the snippet's next line."""
+        if not self._on:
+            return
         tensors = target if isinstance(target, list | tuple) else (target,)
         where: int | None = None
         found = False
@@ -215,7 +230,7 @@ class GradEdits:
         by identity and version, and by value when ``deep``. The line: the one that touched it
         since the last look, else ``line``; ``keep_touched``: a look just before a clear, which
         leaves the next line's look its lines."""
-        if not self.seen:
+        if not self.seen or not self._on:
             self._touched.clear()
             return
         with torch._C.DisableTorchFunction():
@@ -264,6 +279,8 @@ class GradEdits:
     def guard(self) -> None:
         """Put the recorder's post-accumulate hook first on each leaf with the snippet's own
         (NOTE [gradient edits]); before every backward call."""
+        if not self._on:
+            return
         for leaf in self.leaves:
             hooks = leaf._post_accumulate_grad_hooks
             if not hooks or next(iter(hooks)) in self._ours:
