@@ -285,7 +285,7 @@ class GradEdits:
             hooks = leaf._post_accumulate_grad_hooks
             if not hooks or next(iter(hooks)) in self._ours:
                 continue
-            handle = leaf.register_post_accumulate_grad_hook(self._accumulated_hook)
+            handle = leaf.register_post_accumulate_grad_hook(self._accumulated_hook)  # type: ignore[no-untyped-call]
             # torch runs them in the plain dict's order (``move_to_end`` reorders only the
             # OrderedDict's own links): put ours in first, the snippet's after in theirs
             items = [(k, v) for k, v in hooks.items() if k != handle.id]

@@ -501,8 +501,9 @@ class Recorder:
         with torch._C.DisableTorchFunction():
             for leaf, doc, grad, version, cdata in last:
                 try:
-                    if self.edits.accumulated(leaf, doc, grad, version, cdata, line):
-                        self.resets.accumulated(leaf, leaf.grad, doc)
+                    now = leaf.grad if self.edits.accumulated(leaf, doc, grad, version, cdata, line) else None
+                    if now is not None:
+                        self.resets.accumulated(leaf, now, doc)
                     else:
                         self.resets.forget(leaf)
                 except Exception as e:  # NOTE [the recorder never breaks the snippet]
