@@ -130,9 +130,11 @@ class GradEdits:
     version are kept (what the document's final ``grad`` needed before edits were looked for)."""
 
     def __init__(self, capture: Callable[[torch.Tensor], Any], wake: list[Callable[[], None]],
-                 accumulated_hook: Callable[[torch.Tensor], None]) -> None:
+                 accumulated_hook: Callable[[torch.Tensor], None], cost: Callable[[], None]) -> None:
         self._on = self.enabled
         self._capture = capture
+        self._cost = cost
+        """Counts an edit's bytes into the document's size estimate (NOTE [limits] in recorder.py)."""
         self._wake = wake
         self._accumulated_hook = accumulated_hook
         self.seen: dict[int, _Seen] = {}
@@ -165,6 +167,7 @@ class GradEdits:
             handle = self._capture(now)
             doc.setdefault("grad_edits", []).append(
                 {"at": at, "line": line, "value": handle, "in_backward": True})
+            self._cost()
         self._remember(leaf, doc, now, handle)
         return True
 
@@ -261,6 +264,7 @@ class GradEdits:
                     hit.doc.setdefault("grad_edits", []).append(
                         {"at": len(hit.doc.get("grad_history", ())), "line": where,
                          "value": handle, "in_backward": False})
+                    self._cost()
                 self._remember(hit.leaf, hit.doc, now, handle)
 
     def final(self, leaf: torch.Tensor) -> Any:

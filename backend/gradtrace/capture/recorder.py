@@ -146,7 +146,7 @@ class Recorder:
         self.wake: list[Callable[[], None]] = []
         """Called at the snippet's next line (NOTE [optimizer steps] in library.py), then
         dropped: each removes itself."""
-        self.edits = GradEdits(self.values.capture, self.wake, self._accumulated_hook)
+        self.edits = GradEdits(self.values.capture, self.wake, self._accumulated_hook, self._edit_cost)
         """Accumulated leaves' ``.grad`` as last seen: NOTE [gradient edits] in gradedits.py."""
         self.tracer = LineTracer(filename, pending=self.pending, wake=self.wake,
                                  core=native.core if native.is_native(self.core) else None)
@@ -508,6 +508,11 @@ class Recorder:
                         self.resets.forget(leaf)
                 except Exception as e:  # NOTE [the recorder never breaks the snippet]
                     self.internal_error(e)
+
+    def _edit_cost(self) -> None:
+        """A gradient edit's entry and value, counted as the document grows (the next check of
+        a limit sees it; an edit never stops the program itself)."""
+        self.size_estimate += _COST["value"] + 60
 
     def _accumulated_hook(self, leaf: torch.Tensor) -> None:
         """The recorder's post-accumulate hook, first on its leaf (NOTE [gradient edits])."""
