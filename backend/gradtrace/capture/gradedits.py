@@ -78,7 +78,7 @@ def _reference(g: torch.Tensor) -> torch.Tensor | None:
         if not (g.is_floating_point() or g.is_complex()) or g.numel() == 0:
             return None
         if g.numel() <= _CLONE_LIMIT:
-            return g.detach().clone()
+            return (g.detach() if g.requires_grad else g).clone()
         return _fingerprint(g)
     except Exception:  # a tensor that cannot say: identity and version only
         return None
