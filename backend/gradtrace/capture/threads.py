@@ -35,6 +35,13 @@ _seq_nr = torch._C._autograd._get_sequence_nr
 _BACKWARDS = {torch.Tensor.backward, torch.autograd.backward, torch.autograd.grad}
 
 
+def _is_backward(func: Any) -> bool:
+    try:
+        return func in _BACKWARDS
+    except TypeError:  # an unhashable callable is no backward API
+        return False
+
+
 class _Work:
     """What one thread did with autograd."""
 
@@ -62,7 +69,7 @@ class _Watch(TorchFunctionMode):
             kwargs = {}
         if not self.owner.active or torch.compiler.is_compiling():
             return func(*args, **kwargs)
-        if func in _BACKWARDS:
+        if _is_backward(func):
             self.owner.backward(self.work, args, kwargs)
         mark = _seq_nr()
         out = func(*args, **kwargs)
