@@ -238,3 +238,17 @@ def test_a_module_backward_hook_that_replaces_grad_input_is_marked(run: Any, nat
     torch.testing.assert_close(after, before * 0.5)
     x = next(n for n in doc["graph"]["nodes"] if n.get("name") == "x")
     torch.testing.assert_close(_values(x["grad"]), bare["x"].grad)
+
+
+@BOTH
+def test_an_unversioned_write_in_a_post_accumulate_hook_leaves_torchs_final_grad(run: Any, native: bool) -> None:
+    """The unscale kernel moves no version counter: written inside the leaf's own hook, after
+    the recorder captured the accumulation, the final ``grad`` is still read as torch holds it."""
+    code = ("w = torch.tensor([2.0, -4.0], requires_grad=True)\nfound = torch.zeros(1)\n"
+            "def unscale(p):\n    torch._amp_foreach_non_finite_check_and_unscale_([p.grad], found, torch.tensor(0.25))\n"
+            "w.register_post_accumulate_grad_hook(unscale)\n(w * w).sum().backward()\nprint(w.grad.tolist())\n")
+    doc = run(code, native=native)
+    assert doc["stdout"] == "[1.0, -2.0]\n"
+    (w,) = [n for n in doc["graph"]["nodes"] if n.get("name") == "w"]
+    assert w["grad"]["values"] == [1.0, -2.0]
+    assert [h["values"] for h in w["grad_history"]] == [[4.0, -8.0]]  # as accumulated

@@ -168,6 +168,10 @@ class GradEdits:
             doc.setdefault("grad_edits", []).append(
                 {"at": at, "line": line, "value": handle, "in_backward": True})
             self._cost()
+        elif leaf._post_accumulate_grad_hooks:
+            # the snippet's post-accumulate hooks ran after the capture: one may have written
+            # without moving the version, so the final grad is read as it is then (``final``)
+            handle = None
         self._remember(leaf, doc, now, handle)
         return True
 
