@@ -245,7 +245,8 @@ def test_an_unversioned_write_in_a_post_accumulate_hook_leaves_torchs_final_grad
     """The unscale kernel moves no version counter: written inside the leaf's own hook, after
     the recorder captured the accumulation, the final ``grad`` is still read as torch holds it."""
     code = ("w = torch.tensor([2.0, -4.0], requires_grad=True)\nfound = torch.zeros(1)\n"
-            "def unscale(p):\n    torch._amp_foreach_non_finite_check_and_unscale_([p.grad], found, torch.tensor(0.25))\n"
+            "def unscale(p):\n"
+            "    torch._amp_foreach_non_finite_check_and_unscale_([p.grad], found, torch.tensor(0.25))\n"
             "w.register_post_accumulate_grad_hook(unscale)\n(w * w).sum().backward()\nprint(w.grad.tolist())\n")
     doc = run(code, native=native)
     assert doc["stdout"] == "[1.0, -2.0]\n"
