@@ -33,6 +33,7 @@ from torch import nn
 
 import gradtrace
 from gradtrace.capture.document import _core_graph, _nodes
+from gradtrace.capture.gradedits import GradEdits
 from gradtrace.capture.recorder import Recorder
 from gradtrace.schema import canonical_json
 from gradtrace.schema.fast import validate_strict_json
@@ -108,16 +109,16 @@ def make_cases() -> dict[str, tuple[Callable[[], torch.Tensor], nn.Module]]:
             "grucell-200": (gru_loss, cell)}
 
 
-def training_loop() -> Callable[[], None]:
+def training_loop(steps: int = 50) -> Callable[[], None]:
     """A lesson-style snippet, not an issue target: an MLP trained 50 steps with Adam (library
-    modules, top-level ops, 50 backward passes, optimizer steps)."""
+    modules, top-level ops, 50 backward passes, optimizer steps); ``adam-20``: 20 steps."""
     torch.manual_seed(0)
     model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 1))
     opt = torch.optim.Adam(model.parameters(), lr=0.01)
     x, y = torch.randn(32, 4), torch.randn(32, 1)
 
     def run() -> None:
-        for _ in range(50):
+        for _ in range(steps):
             opt.zero_grad()
             loss = ((model(x) - y) ** 2).mean()
             loss.backward()  # type: ignore[no-untyped-call]
@@ -207,6 +208,22 @@ def names_off_on(loss_fn: Callable[[], torch.Tensor], model: nn.Module,
             on.append(timed_capture(loss_fn, model)[0])
     finally:
         Recorder.name_results_on = True
+    return off, on
+
+
+def edits_off_on(capture: Callable[[], float], reps: int) -> tuple[list[float], list[float]]:
+    """One capture timed without, then with, the look for gradient edits
+    (``GradEdits.enabled``: NOTE [gradient edits] in capture/gradedits.py), alternating."""
+    off: list[float] = []
+    on: list[float] = []
+    try:
+        for _ in range(reps):
+            GradEdits.enabled = False
+            off.append(capture())
+            GradEdits.enabled = True
+            on.append(capture())
+    finally:
+        GradEdits.enabled = True
     return off, on
 
 
@@ -348,6 +365,12 @@ def main() -> None:
                          "the recorder before intermediates got their variables (old)"))
             rows.append((f"{name} capture, var names", reps, mn, pct(t_on, 0.95), "old", mn / mo,
                          "NOTE [variables of intermediates]: alternating with the old, same run"))
+            t_off, t_on = edits_off_on(lambda: timed_capture(loss_fn, model)[0], reps)  # noqa: B023
+            mo, mn = statistics.median(t_off), statistics.median(t_on)
+            rows.append((f"{name} capture, no edit look", reps, mo, pct(t_off, 0.95), "bare", mo / mb,
+                         "identity and version only (before gradient edits)"))
+            rows.append((f"{name} capture, edit look", reps, mn, pct(t_on, 0.95), "no look", mn / mo,
+                         "NOTE [gradient edits]: alternating with the above, same run"))
         t_in: list[float] = []
         t_doc: list[float] = []
         t_read: list[float] = []
@@ -431,6 +454,18 @@ def main() -> None:
             mp = statistics.median(t_py)
             rows.append(("mlp-adam-50 capture+json (Python)", reps, mp, pct(t_py, 0.95), "bare",
                          mp / mb, "the fallback without the C++ core"))
+    if not args.case or "adam-20" in args.case:
+        run20 = training_loop(20)
+        for _ in range(2):
+            timed_training(run20)
+        t_bare20 = [timed(run20) for _ in range(reps)]
+        t_off, t_on = edits_off_on(lambda: timed_training(run20)[0], reps)
+        mb, mo, mn = statistics.median(t_bare20), statistics.median(t_off), statistics.median(t_on)
+        rows.append(("adam-20 bare training loop", reps, mb, pct(t_bare20, 0.95), "-", None, "20 steps"))
+        rows.append(("adam-20 capture, no edit look", reps, mo, pct(t_off, 0.95), "bare", mo / mb,
+                     "identity and version only (before gradient edits)"))
+        rows.append(("adam-20 capture, edit look", reps, mn, pct(t_on, 0.95), "no look", mn / mo,
+                     "NOTE [gradient edits]: alternating with the above, same run"))
     print(f"(thread CPU time, torch threads = {torch.get_num_threads()}, torch {torch.__version__})")
     print(f"{'case':36} {'n':>3} {'median ms':>10} {'p95 ms':>9} {'baseline':>9} {'ratio':>6}  note")
     for case, n, med, p95, base, ratio, note in rows:

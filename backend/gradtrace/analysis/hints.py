@@ -33,6 +33,7 @@ from gradtrace.analysis.hints_training import (
     graph_freed,
     nonleaf_grad,
     requires_grad_after_cut,
+    threads_unrecorded,
 )
 
 Rule = Callable[[DocView], list[dict[str, Any]]]
@@ -40,7 +41,7 @@ Rule = Callable[[DocView], list[dict[str, Any]]]
 RULES: tuple[Rule, ...] = (
     accumulated, cut_leaf, requires_grad_after_cut, nonleaf_grad, graph_freed, double_softmax, sigmoid_bce,
     hand_written_math, mse_broadcast, graph_kept_alive, zero_gradient_ops, nondiff_ops, grad_flow, train_mode_in_eval,
-    grad_edited,
+    grad_edited, threads_unrecorded,
 )
 
 

@@ -190,9 +190,13 @@ def grad_edited(view: DocView) -> list[dict[str, Any]]:
               and n.get("grad_history") and _differs(n["grad"], n["grad_history"][-1])]
     if not edited:
         return []
+    # the recorder says where (Node.grad_edits: NOTE [gradient edits] in capture/gradedits.py);
+    # documents from before it are read for the first editing line after the last backward
+    recorded = [e for e in edited[0].get("grad_edits") or [] if e.get("line") is not None]
     code = str(view.doc.get("code") or "").splitlines()
-    line = next((i for i, text in enumerate(code, 1)
-                 if i > last_backward and _GRAD_EDIT.search(text.split("#", 1)[0])), None)
+    line = recorded[-1]["line"] if recorded else next(
+        (i for i, text in enumerate(code, 1) if i > last_backward and _GRAD_EDIT.search(text.split("#", 1)[0])),
+        None)
     names = [view.tensor_label(n) for n in edited]
     shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
     first = edited[0]
@@ -226,3 +230,28 @@ def _differs(a: Any, b: Any) -> bool:
     if a.get("values") is not None and b.get("values") is not None:
         return bool(a["values"] != b["values"])
     return bool(a.get("stats") != b.get("stats"))
+
+
+def threads_unrecorded(view: DocView) -> list[dict[str, Any]]:
+    """Threads started by the run whose autograd work the recorder did not see (the document's
+    ``threads_unrecorded``: NOTE [other threads' graphs] in capture/threads.py): the graph
+    shown is not all the program built."""
+    threads = list(view.doc.get("threads_unrecorded") or [])
+    if not threads:
+        return []
+    names = [str(t.get("name")) for t in threads]
+    shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+    nodes = sum(int(t.get("nodes") or 0) for t in threads)
+    passes = sum(int(t.get("unrecorded_backward_calls") or 0) for t in threads)
+    plural = "s" if len(names) > 1 else ""
+    return [hint(
+        "threads-unrecorded", "info", f"not recorded: the autograd work of thread{plural} {shown}",
+        f"gradtrace records the graph built on the thread that runs the snippet. Thread{plural} "
+        f"{shown} built {nodes} autograd node(s) and ran {passes} "
+        "backward call(s) on graphs gradtrace never saw, so they are missing from the graph and "
+        "the passes shown. Their results (gradients, printed values) are torch's as usual.",
+        line=None, nodes=[],
+        evidence=[("threads", shown), ("nodes made there", str(nodes)),
+                  ("backward calls not recorded", str(passes))],
+        fix="# to see such a graph, build it and call backward on the snippet's own thread")]
+

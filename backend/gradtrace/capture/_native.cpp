@@ -80,6 +80,7 @@ PYBIND11_MODULE(_native, m) {
       .def("end_backward", &gradtrace::Recorder::end_backward)
       .def("take_accumulations", &gradtrace::Recorder::take_accumulations)
       .def("hook_change", &gradtrace::Recorder::hook_change)
+      .def("accumulated", &gradtrace::Recorder::accumulated)
       .def("held", &gradtrace::Recorder::held)
       .def("set_encoded", &gradtrace::Recorder::set_encoded)
       .def("capture", &gradtrace::Recorder::capture)

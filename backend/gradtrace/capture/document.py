@@ -36,7 +36,7 @@ from typing import Any
 import torch
 
 from gradtrace.analysis.run import analyze_parts
-from gradtrace.capture.frames import NameIndex
+from gradtrace.capture.frames import NameIndex, loop_targets
 from gradtrace.capture.recorder import Recorder
 from gradtrace.collector import gc_paused
 from gradtrace.schema import SCHEMA_VERSION, Cut, Node, RunError
@@ -56,9 +56,9 @@ def _final_grad(rec: Recorder, t: torch.Tensor) -> dict[str, Any] | None:
     g = t.grad
     if g is None:
         return None
-    last = rec.last_grads.get(id(t))
-    if last is not None and last[0] is g and last[1] == g._version:
-        return rec.values.resolve(last[2])  # unchanged since its last accumulation
+    handle = rec.edits.final(t)
+    if handle is not None:  # unchanged since last seen (NOTE [gradient edits] in gradedits.py)
+        return rec.values.resolve(handle)
     return rec.values.encode_now(g)
 
 
@@ -75,7 +75,9 @@ def _nodes(rec: Recorder) -> list[dict[str, Any] | None]:
     # seen during the run stays when the globals no longer hold the tensor (loop variables,
     # function locals). Tensors also get their variable only after the call that made them
     # returns (`d = y.detach()`), which only this late look-up can see.
-    late = NameIndex(None, [rec.namespace]) if rec.namespace is not None else None
+    # NOTE [where a tensor lives] in frames.py: a loop's leftover variable names nothing first.
+    late = (NameIndex(None, [rec.namespace], loop_vars=loop_targets(rec.filename))
+            if rec.namespace is not None else None)
     out: list[dict[str, Any] | None] = []
     for doc in rec.nodes:
         if doc is None:  # kept by the core (NOTE [node entries in C++])
@@ -92,6 +94,8 @@ def _nodes(rec: Recorder) -> list[dict[str, Any] | None]:
             d["grad"] = _final_grad(rec, t)
             d["value"] = resolve(d["value"])
             d["grad_history"] = [resolve(h) for h in d["grad_history"]]
+            if "grad_edits" in d:  # NOTE [gradient edits] in gradedits.py
+                d["grad_edits"] = [{**e, "value": resolve(e["value"])} for e in d["grad_edits"]]
             if "grad_resets" in d:  # NOTE [grad resets]: between two accumulations only
                 resets = [r for r in d["grad_resets"] if r["at"] < len(d["grad_history"])]
                 if resets:
@@ -231,6 +235,8 @@ def build_document(rec: Recorder, *, status: str, error: dict[str, Any] | None =
             doc["folded"] = [dict(f) for f in rec.folded]
         if rec.n_recorder_errors:
             doc["recorder_errors"] = {"count": rec.n_recorder_errors, "first": rec.recorder_errors}
+        if rec.unrecorded_threads is not None and rec.unrecorded_threads():
+            doc["threads_unrecorded"] = rec.unrecorded_threads()  # NOTE [other threads' graphs]
         if rec.module_calls:
             doc["modules"] = [{"calls": calls, "path": path, "type": kind}
                               for path, (kind, calls) in rec.module_calls.items()]

@@ -14,10 +14,22 @@ NOTE [names]
     the snippet's globals, then in the innermost snippet frame's locals; else a parameter path
     ``var.sub.weight`` under an ``nn.Module`` variable. Private names (``_x``) and the
     predefined ``torch``/``nn``/``F`` are skipped.
+
+NOTE [where a tensor lives]
+    A loop's variable outlives its loop: after ``for k, p in model.named_parameters(): ...``
+    the global ``p`` is the last parameter, and after ``for w in ws: ...`` it is ``ws[-1]``.
+    Such a name says where the loop stopped, not what the tensor is, so a deep index (the one
+    that names the graph when the document is built) names a tensor first by a variable that
+    is no loop's target, then by where it lives: its module path (``model.2.bias``), else its
+    place in a list, tuple or dict variable (``ws[3]``, ``d["a"]``, one level down); a loop's
+    variable names it only when nothing else does. The loops' targets are read from the
+    snippet's source (:func:`loop_targets`).
 """
 
 from __future__ import annotations
 
+import ast
+import linecache
 import os
 import sys
 from types import FrameType
@@ -105,6 +117,35 @@ def _namespaces(frame: FrameType | None) -> list[dict[str, Any]]:
     return spaces
 
 
+def loop_targets(filename: str) -> frozenset[str]:
+    """The names bound by a ``for`` statement anywhere in the snippet's source (NOTE [where a
+    tensor lives]); empty when the source cannot be read or parsed."""
+    try:
+        tree = ast.parse("".join(linecache.getlines(filename)))
+    except (SyntaxError, ValueError):
+        return frozenset()
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.For | ast.AsyncFor):
+            found.update(n.id for n in ast.walk(node.target) if isinstance(n, ast.Name))
+    return frozenset(found)
+
+
+_CONTAINER_ITEMS = 4096
+"""At most this many items of one list, tuple or dict are named (NOTE [where a tensor lives])."""
+
+
+def _container_items(key: str, value: Any) -> list[tuple[str, Any]]:
+    """``(ws[3], item)`` for the items of a list or tuple, ``(d["a"], item)`` for a dict's
+    string keys: the places a tensor or module can live one level down."""
+    if isinstance(value, list | tuple):
+        return [(f"{key}[{i}]", item) for i, item in enumerate(value[:_CONTAINER_ITEMS])]
+    if isinstance(value, dict):
+        return [(f"{key}[{k!r}]", item) for k, item in list(value.items())[:_CONTAINER_ITEMS]
+                if isinstance(k, str | int)]
+    return []
+
+
 class NameIndex:
     """Names of the tensors and modules reachable from the snippet's variables.
 
@@ -115,9 +156,11 @@ class NameIndex:
     """
 
     def __init__(self, frame: FrameType | None, spaces: list[dict[str, Any]] | None = None, *,
-                 deep: bool = True) -> None:
+                 deep: bool = True, loop_vars: frozenset[str] = frozenset()) -> None:
         self._spaces = spaces if spaces is not None else _namespaces(frame)
         self._deep = deep
+        self._loop_vars = loop_vars if deep else frozenset()
+        """Names that come last (NOTE [where a tensor lives]); a shallow index keeps them."""
         self._names: dict[int, str] | None = None
         self._paths: dict[int, dict[int, str]] = {}
         """Deep indexes: each parameter's first path under each module holding it (several
@@ -137,17 +180,44 @@ class NameIndex:
     def _build(self) -> dict[int, str]:
         names: dict[int, str] = {}
         modules: list[tuple[str, nn.Module]] = []
+        later: list[tuple[str, Any]] = []
+        """Loop variables (NOTE [where a tensor lives]): named after everything else."""
+        containers: list[tuple[str, Any]] = []
         for space in self._spaces:
             for key, value in list(space.items()):
                 if key.startswith("_"):
                     continue
-                if isinstance(value, torch.Tensor | nn.Module):
+                if key in self._loop_vars:
+                    later.append((key, value))
+                elif isinstance(value, torch.Tensor | nn.Module):
                     names.setdefault(id(value), key)
                     self._keep.append(value)
                     if isinstance(value, nn.Module):
                         modules.append((key, value))
+                elif self._deep and isinstance(value, list | tuple | dict):
+                    containers.append((key, value))
         if not self._deep:
             return names
+        self._walk_modules(names, modules)
+        for key, value in containers:
+            inner = []
+            for path, item in _container_items(key, value):
+                if isinstance(item, torch.Tensor | nn.Module):
+                    names.setdefault(id(item), path)
+                    self._keep.append(item)
+                    if isinstance(item, nn.Module):
+                        inner.append((path, item))
+            self._walk_modules(names, inner)
+        for key, value in later:
+            if isinstance(value, torch.Tensor | nn.Module):
+                names.setdefault(id(value), key)
+                self._keep.append(value)
+                if isinstance(value, nn.Module):
+                    self._walk_modules(names, [(key, value)])
+        return names
+
+    def _walk_modules(self, names: dict[int, str], modules: list[tuple[str, nn.Module]]) -> None:
+        """Name each module's submodules and parameters by path (first path wins)."""
         for key, module in modules:
             try:
                 # one walk for modules and parameters: ``named_parameters`` would walk the
@@ -165,7 +235,6 @@ class NameIndex:
                             self._keep.append(param)
             except Exception:  # a snippet's broken module must not break the recorder
                 continue
-        return names
 
     def paths_of(self, obj: object) -> list[str]:
         """Every module path of the parameter ``obj`` in a deep index, in walk order: several

@@ -209,6 +209,12 @@ class LibraryCalls:
 
     def _step_post(self, optimizer: Any, args: Any, kwargs: Any) -> None:
         state = self._steps.pop() if self._steps else NO_SWITCH
+        if threading.get_ident() == self._thread and self.rec.limit is None:
+            try:  # NOTE [gradient edits] in gradedits.py: what the step wrote into a .grad
+                with torch._C.DisableTorchFunction():
+                    self.rec.edits.check(None, deep=False, line=self.rec.current_line())
+            except Exception as e:  # NOTE [the recorder never breaks the snippet]
+                self.rec.internal_error(e)
         if not state[0]:
             return None
         if self._woken in self.rec.wake:

@@ -82,6 +82,11 @@ def _zeroes(func: Any) -> bool:
         return False
 
 
+def _is_grad_set(func: Any) -> bool:
+    """``tensor.grad = value`` (``zero_grad()``'s ``p.grad = None`` too)."""
+    return type(func) is _METHOD_WRAPPER and func.__self__ is _GRAD and func.__name__ == "__set__"
+
+
 _NO_VALUE_TAKEN = {torch.zeros_like, torch.ones_like, torch.empty_like, torch.full_like,
                    torch.rand_like, torch.randn_like, torch.randint_like, torch.Tensor.new_zeros,
                    torch.Tensor.new_ones, torch.Tensor.new_empty, torch.Tensor.new_full}
@@ -175,6 +180,8 @@ class CaptureMode(TorchFunctionMode):
         mutates = _mutates(func)
         if rec.pending and (mutates or "out" in kwargs):
             self._flush()  # NOTE [discovery in batches]: saved tensors are read before the change
+        if rec.edits.seen and args and (_zeroes(func) if mutates else _is_grad_set(func)):
+            self._before_clear(args[0])  # NOTE [gradient edits] in gradedits.py
         mark = _seq_nr()
         try:
             out = func(*args, **kwargs)
@@ -190,8 +197,12 @@ class CaptureMode(TorchFunctionMode):
                 rec.note_inplace(args[0], getattr(func, "__name__", "?"))
             if rec.resets.last and _zeroes(func):  # NOTE [grad resets] in resets.py
                 rec.resets.note_zero(args[0], rec.current_line)
+            if rec.edits.seen:  # NOTE [gradient edits] in gradedits.py
+                rec.edits.touch(args[0], rec.current_line)
         elif type(func) is _METHOD_WRAPPER:
-            if func.__self__ is _GRAD and rec.resets.last and func.__name__ == "__set__":
+            if func.__self__ is _GRAD and rec.edits.seen and func.__name__ == "__get__":
+                rec.edits.touch(out, rec.current_line)  # NOTE [gradient edits]
+            elif func.__self__ is _GRAD and rec.resets.last and func.__name__ == "__set__":
                 rec.resets.note_set(args, rec.current_line)  # `x.grad = None`, in zero_grad() too
             elif func.__self__ is _REQUIRES_GRAD and func.__name__ == "__set__" and args:
                 rec.leaf_lines.note(args[0], rec.current_line())  # NOTE [where leaves are defined]
@@ -217,14 +228,23 @@ class CaptureMode(TorchFunctionMode):
 
     def _tangents(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any) -> None:
         rec = self.rec
-        tracer = rec.tracer
-        tracer.pause()
+        self._quietly(lambda: rec.tangents.note(func, args, kwargs, out, rec.current_line(), rec.values, rec.grow))
+
+    def _before_clear(self, target: Any) -> None:
+        """``.grad`` is about to be cleared or replaced: NOTE [gradient edits]."""
+        rec = self.rec
+        self._quietly(lambda: rec.edits.before_clear(target, rec.current_line()))
+
+    def _quietly(self, work: Callable[[], None]) -> None:
+        """Run the recorder's ``work`` with the line tracer paused; its failure is the recorder's."""
+        rec = self.rec
+        rec.tracer.pause()
         try:
-            rec.tangents.note(func, args, kwargs, out, rec.current_line(), rec.values, rec.grow)
+            work()
         except Exception as e:  # NOTE [the recorder never breaks the snippet]
             rec.internal_error(e)
         finally:
-            tracer.resume()
+            rec.tracer.resume()
 
     def _raised(self, func: Any, args: tuple[Any, ...], exc: Exception) -> None:
         """The innermost torch call that raised ``exc``, for the run's error (``RunError.op``)."""

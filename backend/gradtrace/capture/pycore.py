@@ -110,7 +110,11 @@ class PyCore:
         self._values: list[_Value] = []
         self._cache: dict[int, tuple[weakref.ref[torch.Tensor], int | None, int]] = {}
         self._hook_changes: dict[Node, list[int]] = {}
-        self._acc_events: list[int] = []
+        self._acc_events: list[tuple[int, int, int]] = []
+        """(event, .grad version, .grad ``_cdata``) of AccumulateGrad events not yet taken."""
+        self._acc_early: dict[int, tuple[int, int, int]] = {}
+        """Leaf ``_cdata`` -> its .grad as the recorder's first post-accumulate hook captured
+        it (value id, version, ``_cdata``): ``Core::acc_early``."""
         self._handles: list[Any] = []
         self._changes = 0
         self._activations = 0
@@ -210,7 +214,7 @@ class PyCore:
             doc["seq"] = n_fns + k
             doc["created_in_pass"] = created_in_pass
             doc["edges"] = edges
-            self._register(node, index, n_line, hooks, acc)
+            self._register(node, index, n_line, hooks, acc, doc["name"] == "BackwardHookFunctionBackward")
             for s, (param, _) in zip(doc["saved"], private, strict=True):
                 if param is not None:
                     self._params.setdefault(id(param), s["bytes"])
@@ -223,14 +227,15 @@ class PyCore:
             recorded += 1
         return recorded, leaves, used, stopped
 
-    def _register(self, node: Node, index: int, line: int | None, hooks: bool, acc: bool) -> None:
+    def _register(self, node: Node, index: int, line: int | None, hooks: bool, acc: bool,
+                  relay: bool) -> None:
         with self._mu:
             self._known[node] = index
             self._by_index[index] = node
             self._events.append(_Event(index, -1, line))
             if hooks:
                 def hook(grad_inputs: Any, grad_outputs: Any) -> None:
-                    self._on_done(node, index, acc, grad_inputs, grad_outputs)
+                    self._on_done(node, index, acc, relay, grad_inputs, grad_outputs)
                 self._handles.append(node.register_hook(hook))
 
     def index_of(self, node: Node) -> int:
@@ -306,7 +311,7 @@ class PyCore:
             self._reported = len(self._passes)
             return out
 
-    def _on_done(self, node: Node, index: int, acc: bool, gi: Any, go: Any) -> None:
+    def _on_done(self, node: Node, index: int, acc: bool, relay: bool, gi: Any, go: Any) -> None:
         """``Core::on_done``: one node executed in a backward pass."""
         if not self._enabled or self._stopped:
             return
@@ -334,10 +339,21 @@ class PyCore:
                             [self._capture(g) for g in gi])
                 if acc:
                     leaf = leaf_of(node)
-                    if leaf is not None and leaf.grad is not None:
-                        ev.grad = self._capture(leaf.grad)
-                    self._acc_events.append(len(self._events))
+                    early = self._acc_early.pop(leaf._cdata, None) if leaf is not None else None
+                    seen = (len(self._events), -1, 0)
+                    if early is not None:
+                        ev.grad = early[0]
+                        seen = (len(self._events), early[1], early[2])
+                    elif leaf is not None and leaf.grad is not None:
+                        g = leaf.grad
+                        ev.grad = self._capture(g)
+                        seen = (len(self._events), g._version, g._cdata)
+                    self._acc_events.append(seen)
                 ev.changes = self._hook_changes.pop(node, [])
+                if relay:  # NOTE [module backward hooks] in gradedits.py
+                    for before, after in zip(go, gi, strict=False):
+                        if before is not None and after is not None and before is not after:
+                            ev.changes += [self._capture(before), self._capture(after)]
                 self._passes[p].executed.append(index)
                 self._events.append(ev)
                 if self._on_created is not None and torch.is_grad_enabled():
@@ -358,12 +374,21 @@ class PyCore:
         with self._mu:
             self._cache.clear()
 
-    def take_accumulations(self) -> list[tuple[torch.Tensor | None, int]]:
+    def take_accumulations(self) -> list[tuple[torch.Tensor | None, int, int, int]]:
         with self._mu:
-            taken = [(self._by_index[self._events[e].node], self._events[e].grad)
-                     for e in self._acc_events]
+            taken = [(self._by_index[self._events[e].node], self._events[e].grad, v, c)
+                     for e, v, c in self._acc_events]
             self._acc_events.clear()
-        return [(leaf_of(node), grad) for node, grad in taken]
+        return [(leaf_of(node), grad, v, c) for node, grad, v, c in taken]
+
+    def accumulated(self, leaf: torch.Tensor) -> None:
+        """``Recorder::accumulated``: ``leaf.grad`` as accumulated, before the snippet's own
+        post-accumulate hooks run."""
+        with self._mu, torch._C.DisableTorchFunction():
+            g = leaf.grad
+            if g is None or not self._enabled or self._stopped:
+                return
+            self._acc_early[leaf._cdata] = (self._capture(g), g._version, g._cdata)
 
     def hook_change(self, before: torch.Tensor, after: torch.Tensor) -> None:
         node = torch._C._current_autograd_node()
@@ -378,6 +403,7 @@ class PyCore:
             handles, self._handles = self._handles, []
             self._cache.clear()
             self._hook_changes.clear()
+            self._acc_early.clear()
         for h in handles:
             h.remove()
         self._on_limit = self._on_created = None

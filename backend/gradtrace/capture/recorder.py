@@ -48,6 +48,7 @@ from torch.autograd.graph import Node
 
 from gradtrace.capture import definitions, frames, native, pycore
 from gradtrace.capture.events import LimitReached, ModulePath, PassInfo, RecordingStopped
+from gradtrace.capture.gradedits import GradEdits
 from gradtrace.capture.graph import FnInfo, before_block
 from gradtrace.capture.resets import GradResets
 from gradtrace.capture.saved import saved_hooks_active
@@ -135,10 +136,11 @@ class Recorder:
         self.inplace_log: deque[tuple[int, int | None, str, int, Node | None]] = deque(maxlen=10_000)
         """(storage address, line, op, nodes so far, the node it made) of in-place changes, the
         latest kept (a diagnosis looks for the last change after a node was made)."""
-        self.last_grads: dict[int, tuple[torch.Tensor, int, Any]] = {}
         self.resets = GradResets()
         """Accumulated leaves' ``.grad`` as last seen: NOTE [grad resets] in resets.py."""
         self._names_cache: tuple[Any, int, frames.NameIndex] | None = None
+        self.unrecorded_threads: Callable[[], list[dict[str, Any]]] | None = None
+        """NOTE [other threads' graphs] in threads.py."""
         self.namespace: dict[str, Any] | None = None
         """The snippet's globals, for naming tensors at the end (NOTE [names])."""
         self.recorder_errors: list[str] = []
@@ -160,6 +162,8 @@ class Recorder:
         self.wake: list[Callable[[], None]] = []
         """Called at the snippet's next line (NOTE [optimizer steps] in library.py), then
         dropped: each removes itself."""
+        self.edits = GradEdits(self.values.capture, self.wake, self._accumulated_hook, self._edit_cost)
+        """Accumulated leaves' ``.grad`` as last seen: NOTE [gradient edits] in gradedits.py."""
         self.tracer = LineTracer(filename, pending=self.pending, wake=self.wake,
                                  core=native.core if native.is_native(self.core) else None)
         self.tracer.on_step = self._on_step
@@ -234,6 +238,10 @@ class Recorder:
         """The block ended: take in what the core's hooks recorded since the last backward call
         of the block's thread (a backward run by another thread: NOTE [other threads])."""
         self.after_backward(outermost=True)
+        try:
+            self.edits.check(None, deep=True, line=None)  # NOTE [gradient edits]: the last look
+        except Exception as e:  # NOTE [the recorder never breaks the snippet]
+            self.internal_error(e)
 
     @property
     def active_pass(self) -> int | None:
@@ -450,6 +458,7 @@ class Recorder:
         if role != "leaf":
             doc["value"] = self.values.capture(t)
         else:
+            self.edits.leaves.append(t)  # NOTE [gradient edits] in gradedits.py
             def_line = self.leaf_lines.line_of(t)
             if def_line is not None:  # NOTE [where leaves are defined] in definitions.py
                 doc["def_line"] = def_line
@@ -461,6 +470,8 @@ class Recorder:
     def begin_pass(self, api: str, line: int | None, roots: list[str], *,
                    retain_graph: bool, create_graph: bool) -> int:
         try:
+            self.edits.check(None, deep=False, line=None)  # NOTE [gradient edits]
+            self.edits.guard()
             self.resets.check()  # NOTE [grad resets]
         except Exception as e:  # NOTE [the recorder never breaks the snippet]
             self.internal_error(e)
@@ -503,16 +514,45 @@ class Recorder:
         core = self.core
         self._sync_bytes()
         self._sync_engine_passes()
-        for leaf, grad in core.take_accumulations():
-            if grad < 0 or leaf is None or leaf.grad is None:
+        last: dict[int, tuple[torch.Tensor, dict[str, Any], int, int, int]] = {}
+        for leaf, grad, version, cdata in core.take_accumulations():
+            if grad < 0 or leaf is None:
                 continue
             hit = self.tensors.get(id(leaf))
             if hit is not None and hit[0] is leaf:
                 hit[1].setdefault("grad_history", []).append(grad)
-                self.resets.accumulated(leaf, leaf.grad, hit[1])
-            self.last_grads[id(leaf)] = (leaf.grad, leaf.grad._version, grad)
+                last[id(leaf)] = (leaf, hit[1], grad, version, cdata)
+        if last:
+            self._accumulations(list(last.values()))
         if outermost:
             core.end_backward()
+
+    def _accumulations(self, last: list[tuple[torch.Tensor, dict[str, Any], int, int, int]]) -> None:
+        """Each leaf's last accumulation of a backward call: edits and clears made within
+        that call, then what later looks compare against (NOTE [gradient edits])."""
+        line = self.current_line() if threading.get_ident() == self._thread else None
+        with torch._C.DisableTorchFunction():
+            for leaf, doc, grad, version, cdata in last:
+                try:
+                    now = leaf.grad if self.edits.accumulated(leaf, doc, grad, version, cdata, line) else None
+                    if now is not None:
+                        self.resets.accumulated(leaf, now, doc)
+                    else:
+                        self.resets.forget(leaf)
+                except Exception as e:  # NOTE [the recorder never breaks the snippet]
+                    self.internal_error(e)
+
+    def _edit_cost(self) -> None:
+        """A gradient edit's entry and value, counted as the document grows (the next check of
+        a limit sees it; an edit never stops the program itself)."""
+        self.size_estimate += _COST["value"] + 60
+
+    def _accumulated_hook(self, leaf: torch.Tensor) -> None:
+        """The recorder's post-accumulate hook, first on its leaf (NOTE [gradient edits])."""
+        try:
+            self.core.accumulated(leaf)
+        except Exception as e:  # NOTE [the recorder never breaks the snippet]
+            self.internal_error(e)
 
     def _created_in_backward(self, pass_: int, line: int, grads: list[torch.Tensor]) -> None:
         """The core's hook saw gradients with history (a ``create_graph`` pass): their nodes
@@ -567,3 +607,4 @@ class Recorder:
 
     def remove_hooks(self) -> None:
         self.core.close()
+        self.edits.remove_hooks()

@@ -47,6 +47,14 @@ class GradResets:
         self._owner[id(grad)] = id(leaf)
         self._lines.pop(id(leaf), None)
 
+    def forget(self, leaf: torch.Tensor) -> None:
+        """``leaf.grad`` was cleared where the reset was written already (inside a backward:
+        NOTE [gradient edits] in gradedits.py)."""
+        hit = self.last.pop(id(leaf), None)
+        if hit is not None:
+            self._owner.pop(id(hit[1]), None)
+        self._lines.pop(id(leaf), None)
+
     def note_set(self, args: tuple[Any, ...], line: Callable[[], int | None]) -> None:
         """``Tensor.grad.__set__(leaf, value)`` ran (``x.grad = None``, ``zero_grad()``)."""
         if len(args) == 2 and isinstance(args[0], torch.Tensor) and id(args[0]) in self.last:

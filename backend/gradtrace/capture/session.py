@@ -41,6 +41,7 @@ from gradtrace.capture.library import LibraryCalls
 from gradtrace.capture.mode import CaptureMode
 from gradtrace.capture.modules import ModuleTracker
 from gradtrace.capture.recorder import Recorder
+from gradtrace.capture.threads import OtherThreads
 from gradtrace.collector import BlockCollector, gc_paused
 from gradtrace.notebook.run import NotebookRunDocument
 from gradtrace.schema import RunDocument
@@ -122,8 +123,10 @@ class record:
         self._rec = rec
         self._mode = CaptureMode(rec)
         self._library = LibraryCalls(rec, self._mode)
+        threads = OtherThreads(rec)
+        rec.unrecorded_threads = threads.unrecorded  # NOTE [other threads' graphs] in threads.py
         self._module_handles = (ModuleTracker(rec, self._library).install() + self._library.install()
-                                + [watch_parameters(rec)] + Folds(rec, self._mode).install())
+                                + [watch_parameters(rec), threads.install()] + Folds(rec, self._mode).install())
         self._collector.enter()
         try:
             self._mode.__enter__()  # type: ignore[no-untyped-call]

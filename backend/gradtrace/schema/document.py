@@ -147,6 +147,21 @@ class GradReset(_Model):
     """The snippet line that cleared it, when known."""
 
 
+class GradEdit(_Model):
+    """A leaf's ``.grad`` changed other than by accumulation (GradScaler's unscale, clipping,
+    ``.grad.mul_()``, a post-accumulate hook): NOTE [gradient edits] in capture/gradedits.py."""
+
+    at: int
+    """``len(grad_history)`` when it happened: the edit applies on top of that accumulation."""
+    line: int | None = None
+    """The snippet line that read or changed the ``.grad`` before the change was found (the
+    backward call's line for an edit made inside a backward), when known."""
+    value: TensorValue | None = None
+    """The ``.grad`` right after the edit."""
+    in_backward: bool = False
+    """Made inside a backward call (a hook), after the leaf's accumulation in it."""
+
+
 class Cut(_Model):
     """Why a tensor has no history although it came from one (``detach()``, ``no_grad``)."""
 
@@ -192,6 +207,9 @@ class Node(_Model):
     entry's path is ``module``."""
     grad_resets: list[GradReset] | None = _optional()
     """Tensor (leaf) nodes: where ``.grad`` was cleared between accumulations."""
+    grad_edits: list[GradEdit] | None = _optional()
+    """Tensor (leaf) nodes: where ``.grad`` was changed in place other than by accumulation,
+    in order; the last one's ``value`` is what the next accumulation adds to (absent: none)."""
     saved_args: dict[str, SavedArg] | None = _optional()
     """Function nodes: the op's small non-tensor arguments saved for backward, by name without
     ``_saved_`` (``{"exponent": 2}``, ``{"dim": -1, "index": 0}``); absent when none."""
@@ -342,6 +360,20 @@ class ForwardTangent(_Model):
     """The backward-graph node the same call made (when its inputs also required grad)."""
 
 
+class UnrecordedThread(_Model):
+    """A thread started during the run whose autograd work the document lacks: NOTE [other
+    threads' graphs] in capture/threads.py."""
+
+    name: str
+    """The thread's name (``threading.Thread(name=...)``, else torch's ``Thread-1 (work)``)."""
+    nodes: int = 0
+    """Autograd nodes its torch calls made."""
+    backward_calls: int = 0
+    """Backward calls it made (``backward``, ``autograd.grad``)."""
+    unrecorded_backward_calls: int = 0
+    """Of those, the ones whose graph was not recorded when they ran (no pass in ``passes``)."""
+
+
 class RunDocument(_Model):
     """The answer of ``POST /api/runs`` and the content of a share link (docs/CONTRACT.md)."""
 
@@ -374,6 +406,11 @@ class RunDocument(_Model):
     folded: list[FoldedCall] | None = _optional()
     """torch's own checks the snippet called, one entry per line and verdict (NOTE [torch's own
     checks are folded] in gradtrace/capture/folded.py)."""
+
+
+    threads_unrecorded: list[UnrecordedThread] | None = _optional()
+    """Threads started during the run whose graphs or backward passes were not recorded (the
+    recorder follows the block's thread), by name; absent when there were none."""
     analysis: Analysis | None = _optional()
     """What :mod:`gradtrace.analysis` found: hints and the first non-finite values."""
     goals: GoalReport | None = _optional()

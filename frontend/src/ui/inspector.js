@@ -5,6 +5,7 @@
  * document comes from user code and is never parsed as HTML.
  */
 import { KINDS } from "../graph/document.js";
+import { fmtNum } from "../graph/values.js";
 import { savedState } from "../analysis/errors.js";
 import { fmtBytes, fmtTensorLong, passNo } from "../analysis/format.js";
 import { accumulationsAt, errorSentence } from "../analysis/words.js";
@@ -124,12 +125,22 @@ export class Inspector {
       const resetAt = new Map();
       if (words) for (const [ev, r] of words.resets) if (index.leafOfAcc.get(tl.evNode[ev]) === leaf) resetAt.set(r.at, r);
       const ol = el("ol", { class: "gt-history", "aria-label": ".grad history" });
+      const edits = index.nodes[leaf].grad_edits || [];
       hist.forEach((h, j) => {
         const r = resetAt.get(j);
         if (r) ol.append(el("li", { class: "gt-reset" }, `.grad ${resetText(r)}`));
-        ol.append(el("li", {}, el("pre", {}, fmtTensorLong(h))));
+        ol.append(el("li", { value: String(j + 1) }, el("pre", {}, fmtTensorLong(h))));  // notes between take no number
+        let before = h;
+        for (const e of edits) {
+          if (e.at !== j + 1) continue;
+          ol.append(el("li", { class: "gt-edit" }, `.grad ${editText(e, before)}`, e.value ? el("pre", {}, fmtTensorLong(e.value)) : ""));
+          before = e.value || before;
+        }
       });
-      const title = resetAt.size ? `.grad after each accumulation (cleared ${resetAt.size} time${resetAt.size > 1 ? "s" : ""})` : ".grad after each accumulation";
+      const counts = [];
+      if (resetAt.size) counts.push(`cleared ${resetAt.size} time${resetAt.size > 1 ? "s" : ""}`);
+      if (edits.length) counts.push(`edited ${edits.length} time${edits.length > 1 ? "s" : ""}`);
+      const title = `.grad after each accumulation${counts.length ? ` (${counts.join(", ")})` : ""}`;
       parts.push(el("h4", {}, title), ol);
     }
     this.body.replaceChildren(...parts);
@@ -141,6 +152,16 @@ export function accumulationText({ count, total, reset }) {
   const n = `${count} accumulation${count === 1 ? "" : "s"}`;
   if (!reset) return `after ${n}`;
   return `${n} since .grad was ${resetText(reset)} · ${total} in all`;
+}
+
+/** "changed in place at line 12 (norm × 1.53e-5)": a Node.grad_edits entry, its effect from
+ * the norms before and after it. */
+function editText(e, before) {
+  const a = e.value && e.value.stats ? Number(e.value.stats.norm) : NaN;
+  const b = before && before.stats ? Number(before.stats.norm) : NaN;
+  const effect = a === 0 ? "zeroed" : Number.isFinite(a) && Number.isFinite(b) && b > 0 ? `norm × ${fmtNum(a / b)}` : "";
+  const where = e.in_backward ? `inside the backward${e.line != null ? ` at line ${e.line}` : ""} (a hook)` : e.line != null ? `at line ${e.line}` : "";
+  return `changed in place${where ? ` ${where}` : ""}${effect ? ` (${effect})` : ""}`;
 }
 
 function resetText(r) {

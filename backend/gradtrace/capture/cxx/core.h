@@ -16,6 +16,14 @@ struct Event {
   int32_t hc_begin, hc_n;
 };
 
+// An AccumulateGrad event's .grad as captured: which tensor at which version (NOTE [gradient
+// edits] in gradedits.py: a change made later in the same backward is found against these).
+struct AccSeen {
+  int32_t event;
+  int64_t version;
+  intptr_t impl;
+};
+
 struct Pass {
   int64_t task = -1;
   int32_t line = kNullLine;
@@ -45,8 +53,9 @@ struct Hook : torch::autograd::FunctionPostHook {
   Node* node;
   int32_t index;
   bool acc;
-  Hook(std::shared_ptr<Core> c, Node* n, int32_t i, bool a)
-      : core(std::move(c)), node(n), index(i), acc(a) {}
+  bool relay;  // a module backward hook's node: NOTE [module backward hooks] in gradedits.py
+  Hook(std::shared_ptr<Core> c, Node* n, int32_t i, bool a, bool r)
+      : core(std::move(c)), node(n), index(i), acc(a), relay(r) {}
   variable_list operator()(const variable_list& grad_inputs,
                            const variable_list& grad_outputs) override;
 };
@@ -62,7 +71,10 @@ struct Core : std::enable_shared_from_this<Core> {
   int32_t active = -1;
   std::unordered_map<Node*, std::vector<int32_t>> hook_changes;
   std::vector<std::pair<c10::intrusive_ptr<Node>, uintptr_t>> hooks;
-  std::vector<int32_t> acc_events;  // AccumulateGrad events not yet drained
+  std::vector<AccSeen> acc_events;  // AccumulateGrad events not yet drained
+  // leaf -> its .grad captured by the recorder's first post-accumulate hook (value id in
+  // ``event``), taken by the leaf's next AccumulateGrad event (NOTE [gradient edits])
+  std::unordered_map<c10::TensorImpl*, AccSeen> acc_early;
   ska::flat_hash_map<Node*, int32_t> known;  // every recorded node -> its index ("n<index>")
   std::vector<Node*> by_index;  // index -> node (nullptr: a tensor node)
   std::vector<c10::intrusive_ptr<Node>> alive;  // NOTE [keeping nodes alive] in graph.py
@@ -161,7 +173,7 @@ struct Core : std::enable_shared_from_this<Core> {
     Py_DECREF(res);
   }
 
-  void on_done(Node* node, int32_t index, bool acc, const variable_list& gi,
+  void on_done(Node* node, int32_t index, bool acc, bool relay, const variable_list& gi,
                const variable_list& go) {
     if (!enabled || stopped) return;
     std::string limit;
@@ -198,9 +210,23 @@ struct Core : std::enable_shared_from_this<Core> {
         ev.grad = kNone;
         if (acc) {
           auto* a = static_cast<torch::autograd::AccumulateGrad*>(node);
-          const at::Tensor& grad = a->variable.grad();
-          if (grad.defined()) ev.grad = capture(grad);
-          acc_events.push_back(static_cast<int32_t>(events.size()));
+          AccSeen seen{static_cast<int32_t>(events.size()), -1, 0};
+          auto early = a->variable.defined()
+              ? acc_early.find(a->variable.unsafeGetTensorImpl()) : acc_early.end();
+          if (early != acc_early.end()) {
+            ev.grad = early->second.event;
+            seen.version = early->second.version;
+            seen.impl = early->second.impl;
+            acc_early.erase(early);
+          } else if (a->variable.defined()) {
+            const at::Tensor& grad = a->variable.grad();
+            if (grad.defined()) {
+              ev.grad = capture(grad);
+              seen.version = version_of(grad);
+              seen.impl = reinterpret_cast<intptr_t>(grad.unsafeGetTensorImpl());
+            }
+          }
+          acc_events.push_back(seen);
         }
         auto hc = hook_changes.find(node);
         ev.hc_begin = static_cast<int32_t>(refs.size());
@@ -209,6 +235,18 @@ struct Core : std::enable_shared_from_this<Core> {
           for (int32_t r : hc->second) refs.push_back(r);
           ev.hc_n = static_cast<int32_t>(hc->second.size() / 2);
           hook_changes.erase(hc);
+        }
+        if (relay) {  // passes its gradients on as they came, unless a module hook replaced them
+          for (size_t i = 0; i < std::min(gi.size(), go.size()); ++i) {
+            if (gi[i].defined() && go[i].defined() &&
+                gi[i].unsafeGetTensorImpl() != go[i].unsafeGetTensorImpl()) {
+              int32_t before = capture(go[i]);
+              int32_t after = capture(gi[i]);
+              refs.push_back(before);
+              refs.push_back(after);
+              ++ev.hc_n;
+            }
+          }
         }
         passes[static_cast<size_t>(pass)].executed.push_back(index);
         events.push_back(ev);
@@ -235,7 +273,7 @@ struct Core : std::enable_shared_from_this<Core> {
 
 variable_list Hook::operator()(const variable_list& grad_inputs,
                                const variable_list& grad_outputs) {
-  core->on_done(node, index, acc, grad_inputs, grad_outputs);
+  core->on_done(node, index, acc, relay, grad_inputs, grad_outputs);
   return grad_inputs;
 }
 

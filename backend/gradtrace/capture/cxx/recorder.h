@@ -69,7 +69,7 @@ struct Recorder {
   // A node found by ``walk`` becomes recorded: known by its index, kept alive, its forward
   // event noted, and its hook registered (unless ``hooks`` is off: the sweep at the end).
   void register_node(const c10::intrusive_ptr<Node>& node, int32_t index, int32_t line, bool hooks,
-                     bool acc) {
+                     bool acc, bool relay) {
     {
       std::lock_guard<std::mutex> lock(core->mu);
       core->known[node.get()] = index;
@@ -83,7 +83,7 @@ struct Recorder {
       ev.grad = kNone;
       core->events.push_back(ev);
       if (hooks) {
-        uintptr_t key = node->add_post_hook(std::make_unique<Hook>(core, node.get(), index, acc));
+        uintptr_t key = node->add_post_hook(std::make_unique<Hook>(core, node.get(), index, acc, relay));
         core->hooks.emplace_back(node, key);
       }
     }
@@ -262,7 +262,8 @@ struct Recorder {
       e.module = py::reinterpret_borrow<py::object>(mo);
       e.seq = n_fns + static_cast<int64_t>(k);
       e.created_in_pass = pass_nr;
-      register_node(e.node, static_cast<int32_t>(index), e.line, hooks, e.acc);
+      register_node(e.node, static_cast<int32_t>(index), e.line, hooks, e.acc,
+                    *e.name == "BackwardHookFunctionBackward");
       for (const SavedEntry& sv : e.saved) {
         if (sv.is_param) {
           param_total.emplace(THPVariable_Unpack(sv.param.ptr()).unsafeGetTensorImpl(), sv.bytes);
@@ -325,25 +326,38 @@ struct Recorder {
     core->by_data.clear();
   }
 
-  // AccumulateGrad events since the last call: [(leaf tensor, grad value id)].
+  // AccumulateGrad events since the last call: [(leaf tensor, grad value id, that grad's
+  // version, its TensorImpl address)] (NOTE [gradient edits] in gradedits.py).
   py::list take_accumulations() {
-    std::vector<std::pair<Node*, int32_t>> taken;
+    std::vector<std::pair<Node*, AccSeen>> taken;
     {
       std::lock_guard<std::mutex> lock(core->mu);
-      for (int32_t e : core->acc_events) {
-        const Event& ev = core->events[static_cast<size_t>(e)];
-        taken.emplace_back(core->by_index.at(static_cast<size_t>(ev.node)), ev.grad);
+      for (const AccSeen& seen : core->acc_events) {
+        const Event& ev = core->events[static_cast<size_t>(seen.event)];
+        AccSeen out{ev.grad, seen.version, seen.impl};
+        taken.emplace_back(core->by_index.at(static_cast<size_t>(ev.node)), out);
       }
       core->acc_events.clear();
     }
     py::list out;
-    for (auto [node, grad] : taken) {
+    for (auto [node, seen] : taken) {
       auto* a = static_cast<torch::autograd::AccumulateGrad*>(node);
       py::object leaf = a->variable.defined()
           ? py::reinterpret_steal<py::object>(THPVariable_Wrap(a->variable)) : py::none();
-      out.append(py::make_tuple(leaf, grad));
+      out.append(py::make_tuple(leaf, seen.event, seen.version, static_cast<int64_t>(seen.impl)));
     }
     return out;
+  }
+
+  // The recorder's first post-accumulate hook on ``leaf``: its .grad as accumulated, before
+  // the snippet's own post-accumulate hooks run (an optimizer step in backward clears it).
+  void accumulated(const at::Tensor& leaf) {
+    const at::Tensor& grad = leaf.grad();
+    if (!grad.defined()) return;
+    std::lock_guard<std::mutex> lock(core->mu);
+    if (!core->enabled || core->stopped) return;
+    core->acc_early[leaf.unsafeGetTensorImpl()] =
+        AccSeen{core->capture(grad), core->version_of(grad), reinterpret_cast<intptr_t>(grad.unsafeGetTensorImpl())};
   }
 
   void hook_change(const at::Tensor& before, const at::Tensor& after) {
@@ -446,6 +460,7 @@ struct Recorder {
       core->cache.clear();
       core->by_data.clear();
       core->hook_changes.clear();
+      core->acc_early.clear();
     }
     for (auto& [node, key] : hooks) node->del_post_hook(key);
     hooks.clear();
