@@ -19,11 +19,12 @@ NOTE [the recorder never breaks the snippet]
 NOTE [torch.compile]
     Dynamo traces active torch-function modes into the graph it compiles. Under tracing
     (``torch.compiler.is_compiling()``, constant-folded by dynamo) the handler is a plain call,
-    so the compiled graph holds nothing of the recorder and runs at compiled speed. While
-    dynamo compiles (a ``TracingContext`` is set) its own tensor accesses on fake tensors are
-    not recorded either. The
-    compiled region's single ``CompiledFunctionBackward`` node is then discovered like any
-    other node from the tensors the compiled call returns.
+    so the compiled graph holds nothing of the recorder and runs at compiled speed (NOTE
+    [invisible to dynamo] in compiled.py: the module and step hooks do the same, and dynamo's
+    frame hook skips the recorder's frames). While dynamo compiles (a ``TracingContext`` is
+    set) its own tensor accesses on fake tensors are not recorded either. The compiled
+    region's single ``CompiledFunctionBackward`` node is then discovered like any other node
+    from the tensors the compiled call returns.
 """
 
 from __future__ import annotations

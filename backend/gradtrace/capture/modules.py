@@ -28,6 +28,7 @@ import torch
 from torch import nn
 
 from gradtrace.capture import frames
+from gradtrace.capture.compiled import _is_compiling
 from gradtrace.capture.definitions import frozen_parameters
 from gradtrace.capture.events import ModulePath
 from gradtrace.capture.library import NO_SWITCH, LibraryCalls, Switch
@@ -183,6 +184,8 @@ class ModuleTracker:
         self.rec.module_error = (exc, path, type(module).__name__, shapes)
 
     def _pre(self, module: nn.Module, args: Any) -> None:
+        if _is_compiling():  # NOTE [invisible to dynamo] in compiled.py
+            return None
         stack = self.rec.module_stack
         path: str | None = None
         try:
@@ -209,6 +212,8 @@ class ModuleTracker:
         return None
 
     def _post(self, module: nn.Module, args: Any, output: Any) -> None:
+        if _is_compiling():  # NOTE [invisible to dynamo] in compiled.py
+            return None
         tap = self._tap.pop() if self._tap else NO_SWITCH
         if self._tracing:
             self.rec.tracer.set_suspended(self._tracing.pop())

@@ -32,6 +32,7 @@ from typing import Any
 import orjson
 
 from gradtrace.analysis.run import analyze_parts
+from gradtrace.capture.compiled import QuietGlobalHooks, hide_from_dynamo
 from gradtrace.capture.definitions import watch_parameters
 from gradtrace.capture.diagnose import describe_error, describe_raise
 from gradtrace.capture.document import build_document
@@ -105,6 +106,7 @@ class record:
         self._collector = BlockCollector()  # NOTE [gc around a recorded block] in gradtrace/collector.py
 
     def __enter__(self) -> record:
+        hide_from_dynamo()  # NOTE [invisible to dynamo] in compiled.py
         caller = sys._getframe(1)
         filename = self._filename or caller.f_code.co_filename
         rec = Recorder(filename, max_nodes=self.max_nodes, max_events=self.max_events,
@@ -119,7 +121,8 @@ class record:
         self._rec = rec
         self._mode = CaptureMode(rec)
         self._library = LibraryCalls(rec, self._mode)
-        self._module_handles = (ModuleTracker(rec, self._library).install() + self._library.install()
+        module_hooks = ModuleTracker(rec, self._library).install()
+        self._module_handles = (module_hooks + [QuietGlobalHooks(module_hooks)] + self._library.install()
                                 + [watch_parameters(rec)])
         self._collector.enter()
         try:
