@@ -9,7 +9,12 @@ NOTE [reading saved tensors]
     a whole block. The recorder therefore never reads saved tensors while such hooks are
     installed (the node is marked ``saved_unread``). The recorder itself never installs
     ``saved_tensors_hooks``, so autograd's version-counter check stays in force: an in-place
-    change of a saved tensor still raises exactly as it would without gradtrace.
+    change of a saved tensor still raises exactly as it would without gradtrace. Nor are the
+    saved tensors of a custom Function whose class sets ``clear_saved_tensors_on_access``
+    read (:func:`uses_up_saved`): its ``saved_tensors`` may be read once, and that once is
+    the user's ``backward``'s; its nodes are marked ``saved_unread`` and ``saved_once`` (which
+    is no checkpointing: gradtrace/analysis/memory.py counts no recomputation for it). (A node exposes
+    no shape of a saved tensor without unpacking it, so nothing of them is shown.)
 
 NOTE [saved values]
     A saved tensor of at most ``VALUES_LIMIT`` elements is captured as a value of the core
@@ -75,6 +80,21 @@ def saved_attrs(node: Node) -> tuple[str, ...]:
             attrs = tuple(a for a in names if a.startswith("_saved_") and "_sym_" not in a)
         _ATTRS[cls] = attrs
     return attrs
+
+
+_ONCE: dict[type, bool] = {}
+
+
+def uses_up_saved(node: Node) -> bool:
+    """Whether reading ``node``'s ``saved_tensors`` would use up the one read its Function
+    allows (``clear_saved_tensors_on_access = True`` on the class: NOTE [reading saved
+    tensors]); cached per class. The C++ core's ``saved_attrs`` in cxx/walk.h is its twin."""
+    cls = type(node)
+    once = _ONCE.get(cls)
+    if once is None:
+        forward_cls = getattr(cls, "_forward_cls", None)
+        once = _ONCE[cls] = bool(getattr(forward_cls, "clear_saved_tensors_on_access", False))
+    return once
 
 
 def parameter_of(t: torch.Tensor) -> nn.Parameter | None:
