@@ -160,3 +160,47 @@ class QuietGlobalHooks:
     def remove(self) -> None:
         if self._module._has_any_global_hook == self._any_but_ours:
             self._module._has_any_global_hook = self._previous
+
+
+# NOTE [a backend that cannot run here]
+#     torch.compile's default backend, inductor, writes C++ (or Triton) source and builds it
+#     with a compiler in processes of its own, which the sandbox forbids: the snippet failed
+#     with a bare "InductorError: PermissionError: [Errno 1] Operation not permitted". The run
+#     then says in words what happened and what to do instead: ``aot_eager`` traces the same
+#     graph with AOTAutograd and runs it eagerly, with no compiler, and autograd records it as
+#     the same one ``CompiledFunctionBackward`` per compiled region (lesson 15). The words go
+#     into the error's ``detail`` and the document's ``message`` (the page shows it beside the
+#     status); torch's own message stays as it was.
+BACKEND_UNAVAILABLE = (
+    "torch.compile's backend could not run here: the default backend, inductor, builds its "
+    "kernels with a C++ compiler in separate processes, which gradtrace's sandbox does not "
+    "allow. Compile with backend=\"aot_eager\" instead, e.g. torch.compile(model, "
+    "backend=\"aot_eager\"): it needs no compiler, and autograd records the same one "
+    "CompiledFunctionBackward node per compiled region.")
+
+
+def _chain(exc: BaseException) -> list[BaseException]:
+    seen: list[BaseException] = []
+    stack = [exc]
+    while stack and len(seen) < 20:
+        e = stack.pop()
+        if any(e is s for s in seen):
+            continue
+        seen.append(e)
+        stack += [c for c in (e.__cause__, e.__context__, getattr(e, "inner_exception", None))
+                  if isinstance(c, BaseException)]
+    return seen
+
+
+def backend_unavailable(exc: BaseException) -> str | None:
+    """NOTE [a backend that cannot run here]: the words for a compile backend's failure to
+    start a process or reach a file (a PermissionError inside dynamo's backend call), else
+    None."""
+    chain = _chain(exc)
+    from_backend = any(type(e).__name__ in ("InductorError", "BackendCompilerFailed")
+                       or type(e).__module__.startswith("torch._inductor") for e in chain)
+    if not from_backend:
+        return None
+    denied = any(isinstance(e, PermissionError) for e in chain) or any(
+        marker in str(e) for e in chain for marker in ("PermissionError", "Operation not permitted"))
+    return BACKEND_UNAVAILABLE if denied else None

@@ -39,6 +39,7 @@ from torch.overrides import TorchFunctionMode
 from gradtrace.capture import frames
 from gradtrace.capture.events import RecordingStopped
 from gradtrace.capture.recorder import Recorder
+from gradtrace.capture.values import shape_of
 
 _seq_nr = torch._C._autograd._get_sequence_nr
 _is_compiling = torch.compiler.is_compiling
@@ -158,6 +159,12 @@ class CaptureMode(TorchFunctionMode):
             torch.Tensor.retain_grad: self._retain_grad,
         }
 
+    def pass_through(self) -> set[Any]:
+        """The code objects that call the snippet's own torch functions (NOTE [warnings from
+        the tap] in warnsite.py)."""
+        return {f.__code__ for f in (CaptureMode.__torch_function__, CaptureMode._backward,
+                                     CaptureMode._register_hook, CaptureMode._retain_grad)}
+
     def __torch_function__(self, func: Any, types: Any, args: tuple[Any, ...] = (),
                            kwargs: dict[str, Any] | None = None) -> Any:
         if kwargs is None:
@@ -219,7 +226,7 @@ class CaptureMode(TorchFunctionMode):
         if rec.op_error is not None and rec.op_error[0] is exc:
             return  # an outer call that sees the same exception
         try:
-            shapes = [list(t.shape) for a in args for t in _tensors_of(a)]
+            shapes = [shape_of(t) for a in args for t in _tensors_of(a)]
             rec.op_error = (exc, getattr(func, "__name__", type(func).__name__), shapes)
         except Exception as e:  # NOTE [the recorder never breaks the snippet]
             rec.internal_error(e)

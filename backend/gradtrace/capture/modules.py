@@ -33,6 +33,7 @@ from gradtrace.capture.definitions import frozen_parameters
 from gradtrace.capture.events import ModulePath
 from gradtrace.capture.library import NO_SWITCH, LibraryCalls, Switch
 from gradtrace.capture.recorder import Recorder
+from gradtrace.capture.values import shape_of
 from gradtrace.schema.canonical import canonical_json
 
 _MODE_SENSITIVE = ("Dropout", "AlphaDropout", "FeatureAlphaDropout", "BatchNorm", "SyncBatchNorm",
@@ -180,7 +181,7 @@ class ModuleTracker:
         known = self.rec.module_error
         if not isinstance(exc, Exception) or (known is not None and known[0] is exc):
             return
-        shapes = [list(a.shape) for a in args if isinstance(a, torch.Tensor)] if isinstance(args, tuple) else []
+        shapes = [shape_of(a) for a in args if isinstance(a, torch.Tensor)] if isinstance(args, tuple) else []
         self.rec.module_error = (exc, path, type(module).__name__, shapes)
 
     def _pre(self, module: nn.Module, args: Any) -> None:

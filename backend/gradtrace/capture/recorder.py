@@ -52,7 +52,7 @@ from gradtrace.capture.graph import FnInfo, before_block
 from gradtrace.capture.resets import GradResets
 from gradtrace.capture.saved import saved_hooks_active
 from gradtrace.capture.timeline import LineTracer, SeqLog
-from gradtrace.capture.values import ValueStore, device_name, dtype_name
+from gradtrace.capture.values import ValueStore, device_name, dtype_name, shape_of
 
 _seq_nr = torch._C._autograd._get_sequence_nr
 
@@ -418,7 +418,7 @@ class Recorder:
             names = self.names_here()
         tid = self._new_id()
         doc = {"id": tid, "kind": "tensor", "name": names.name_of(t), "line": line,
-               "module": None, "shape": list(t.shape), "dtype": dtype_name(t.dtype),
+               "module": None, "shape": shape_of(t), "dtype": dtype_name(t.dtype),
                "device": device_name(t.device), "role": role}
         if role != "leaf":
             doc["value"] = self.values.capture(t)

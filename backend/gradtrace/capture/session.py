@@ -32,7 +32,7 @@ from typing import Any
 import orjson
 
 from gradtrace.analysis.run import analyze_parts
-from gradtrace.capture.compiled import QuietGlobalHooks, hide_from_dynamo
+from gradtrace.capture.compiled import QuietGlobalHooks, backend_unavailable, hide_from_dynamo
 from gradtrace.capture.definitions import watch_parameters
 from gradtrace.capture.diagnose import describe_error, describe_raise
 from gradtrace.capture.document import build_document
@@ -41,6 +41,7 @@ from gradtrace.capture.library import LibraryCalls
 from gradtrace.capture.mode import CaptureMode
 from gradtrace.capture.modules import ModuleTracker
 from gradtrace.capture.recorder import Recorder
+from gradtrace.capture.warnsite import WarningSite
 from gradtrace.collector import BlockCollector, gc_paused
 from gradtrace.notebook.run import NotebookRunDocument
 from gradtrace.schema import RunDocument
@@ -103,6 +104,9 @@ class record:
         self._module_handles: list[Any] = []
         self.status = "ok"
         self.error: dict[str, Any] | None = None
+        self._note: str | None = None
+        """What the document's ``message`` says when no limit does (NOTE [a backend that
+        cannot run here] in compiled.py)."""
         self._collector = BlockCollector()  # NOTE [gc around a recorded block] in gradtrace/collector.py
 
     def __enter__(self) -> record:
@@ -122,8 +126,8 @@ class record:
         self._mode = CaptureMode(rec)
         self._library = LibraryCalls(rec, self._mode)
         module_hooks = ModuleTracker(rec, self._library).install()
-        self._module_handles = (module_hooks + [QuietGlobalHooks(module_hooks)] + self._library.install()
-                                + [watch_parameters(rec)])
+        self._module_handles = [*module_hooks, QuietGlobalHooks(module_hooks), *self._library.install(),
+                                watch_parameters(rec), WarningSite(self._mode.pass_through())]
         self._collector.enter()
         try:
             self._mode.__enter__()  # type: ignore[no-untyped-call]
@@ -199,6 +203,10 @@ class record:
         except Exception as e:  # NOTE [the recorder never breaks the snippet]
             rec.internal_error(e)
         self.error.update(describe_error(rec, exc))
+        words = backend_unavailable(exc)  # NOTE [a backend that cannot run here] in compiled.py
+        if words is not None:
+            self.error["detail"] = words
+            self._note = words
 
     @property
     def recorder(self) -> Recorder:
@@ -242,6 +250,8 @@ class record:
         message = rec.limit
         if message is not None and not self._stop_program:  # NOTE [limits] in recorder.py
             message += "; recording stopped there, and the rest of the block ran unrecorded"
+        if message is None:
+            message = self._note
         base: dict[str, Any] = {"status": self.status, "error": self.error, "message": message,
                                 "code": source_of(rec.filename)}
         base.update(fields)

@@ -190,11 +190,24 @@ def _map_nested(values: list[Any], fn: Any) -> list[Any]:
     return out
 
 
+def shape_of(t: torch.Tensor) -> list[int]:
+    """``t``'s shape as plain ints; a nested tensor's is its number of tensors (NOTE [nested
+    tensors]): its ragged sizes are symbolic (jagged) or not sizes at all (strided)."""
+    if t.is_nested:
+        return [t.size(0)]
+    return list(t.shape)
+
+
 def _encode(t: torch.Tensor, with_values: bool) -> TensorValueDict:
-    shape = list(t.shape)
     dtype = t.dtype
+    try:
+        shape = shape_of(t)
+    except Exception:  # a subclass that has no sizes
+        shape = []
     out = TensorValueDict(shape=shape, dtype=dtype_name(dtype), values=None, stats=None)
     try:
+        if t.is_nested:
+            return _encode_nested_tensor(t, out)
         t = t.detach()
         if t._is_zerotensor():  # autograd's storage-less zeros (sgn's gradient of a real input)
             t = torch.zeros(t.shape, dtype=t.dtype, device=t.device)
@@ -236,6 +249,30 @@ def _encode(t: torch.Tensor, with_values: bool) -> TensorValueDict:
 #     large). A quantized tensor shows its dequantized numbers, a boolean one its values and
 #     the count of true elements (no stats: not a number), a meta tensor only its shape and
 #     dtype (it has no data), each with a note; complex and integer tensors need none.
+# NOTE [nested tensors]
+#     A nested tensor (``torch.nested``, jagged or strided layout) holds tensors of different
+#     sizes: it has no rectangular shape nor values. Its TensorValue's shape is its number of
+#     tensors, its ``layout`` says which kind, its stats are those of all its elements, and the
+#     note lists the tensors' shapes. A node's output of that kind has no shape (``None``).
+_NESTED_SHAPES_SHOWN = 4
+
+
+def _encode_nested_tensor(t: torch.Tensor, out: TensorValueDict) -> TensorValueDict:
+    out["layout"] = "jagged" if t.layout == torch.jagged else "nested"
+    parts = [p.detach() for p in t.unbind()]
+    shapes = ", ".join(str(list(p.shape)) for p in parts[:_NESTED_SHAPES_SHOWN])
+    more = f" and {len(parts) - _NESTED_SHAPES_SHOWN} more" if len(parts) > _NESTED_SHAPES_SHOWN else ""
+    out["note"] = (f"a nested tensor of {len(parts)} tensors ({shapes}{more}): no values, stats "
+                   "of all their elements")
+    flat = [p.reshape(-1) for p in parts if p.numel()]
+    if flat:
+        whole = torch.cat(flat)
+        if whole.device.type != "cpu":
+            whole = whole.cpu()
+        out["stats"] = _torch_stats(whole)
+    return out
+
+
 def _encode_sparse(t: torch.Tensor, out: TensorValueDict, with_values: bool) -> TensorValueDict:
     out["layout"] = str(t.layout).removeprefix("torch.")
     if t.layout == torch.sparse_coo:
