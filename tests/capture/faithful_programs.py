@@ -245,6 +245,18 @@ print(mx.grad)
 print(my.grad)
 '''
 
+PROGRAMS["masked_tensor_gradients"] = '''
+from torch.masked import masked_tensor
+
+data = torch.arange(6, dtype=torch.float).reshape(2, 3)
+mask = torch.tensor([[True, False, True], [False, True, True]])
+mt = masked_tensor(data, mask, requires_grad=True)
+y = (mt * 2).exp()
+out = y.sum()
+out.backward()
+print(mt.grad)
+'''
+
 PROGRAMS["torch_func_transforms"] = '''
 from torch.func import grad, jacrev, vmap, hessian, functional_call
 
@@ -365,7 +377,7 @@ g(b).backward()
 print(a.grad, b.grad)
 '''
 
-SERVICE = ("fn_clear_saved_tensors_on_access", "saved_tensors_hooks", "masked_tensor_where",
+SERVICE = ("fn_clear_saved_tensors_on_access", "saved_tensors_hooks", "masked_tensor_gradients",
            "kinds_nested_jagged", "kinds_nested_strided", "warnings_from_torch_calls",
            *COMPILED)
 """The programs also run through the service (its sandbox), against the same bare run."""

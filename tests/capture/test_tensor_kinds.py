@@ -153,3 +153,50 @@ def test_nested_tensor_programs_record(run: Any, native: bool) -> None:
 
 def test_both_recorders_write_nested_tensors_alike(run: Any) -> None:
     assert run(NESTED, native=False)["id"] == run(NESTED, native=True)["id"]
+
+
+class _Counting(torch.Tensor):
+    """A subclass whose every op is counted (NOTE [tensor subclasses] in capture/values.py)."""
+
+    ops = 0
+
+    @classmethod
+    def __torch_dispatch__(cls, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        cls.ops += 1
+        unwrap = lambda x: x.as_subclass(torch.Tensor) if isinstance(x, _Counting) else x  # noqa: E731
+        return func(*[unwrap(a) for a in args], **(kwargs or {}))
+
+
+def test_a_tensor_subclass_is_encoded_without_running_its_ops() -> None:
+    from torch.masked import masked_tensor
+
+    t = torch.randn(3).as_subclass(_Counting)
+    _Counting.ops = 0
+    v = encode(t)
+    assert _Counting.ops == 0 and v["values"] is None and v["shape"] == [3]
+    assert "_Counting" in v["note"]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        mt = masked_tensor(torch.tensor([1.0, -2.0, 4.0]), torch.tensor([True, False, True]))
+        made = len(caught)
+        v = encode(mt)
+    assert len(caught) == made, [str(w.message) for w in caught[made:]]  # no op ran: no warning
+    assert v["stats"]["min"] == 1.0 and v["stats"]["max"] == 4.0 and "2 unmasked elements (of 3)" in v["note"]
+
+
+MASKED = '''
+import warnings
+warnings.simplefilter("ignore")  # MaskedTensor's prototype notices (pytest makes warnings errors)
+from torch.masked import masked_tensor
+data = torch.arange(6, dtype=torch.float).reshape(2, 3)
+mask = torch.tensor([[True, False, True], [False, True, True]])
+mt = masked_tensor(data, mask, requires_grad=True)
+(mt * 2).exp().sum().backward()
+'''
+
+
+def test_both_recorders_write_masked_gradients_alike(run: Any) -> None:
+    core, python = run(MASKED, native=True), run(MASKED, native=False)
+    assert core["status"] == "ok" and core["id"] == python["id"]
+    grad = next(n for n in core["graph"]["nodes"] if n["name"] == "mt")["grad"]
+    assert "MaskedTensor" in grad["note"] and grad["stats"] is not None
