@@ -97,8 +97,6 @@ def _tensors(ns: dict[str, Any]) -> dict[str, Any]:
 
 
 def run_one(name: str, code: str, mode: str) -> dict[str, Any]:
-    import warnings
-
     if mode != "plain":
         code = "with __ctx__:\n" + textwrap.indent(code, "    ")
     linecache.cache[FILENAME] = (len(code), None, code.splitlines(True), FILENAME)
@@ -125,9 +123,8 @@ def run_one(name: str, code: str, mode: str) -> dict[str, Any]:
                               "raised": raised, "tensors": _tensors(ns)}
     if rec is not None:
         try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")  # not the program's: its output is done
-                doc = rec.document_dict()
+            # no ``catch_warnings`` here: it would make Python forget which warnings it showed
+            doc = rec.document_dict()
             result["document"] = {
                 "status": doc["status"], "error": doc["error"],
                 "recorder_errors": doc.get("recorder_errors"),

@@ -101,8 +101,10 @@ class WarningSite:
         category = _CategoryMeta("AnyWarning", (Warning,), {})
         category.site = self
         self.entry = ("ignore", _AnyText(), category, _OurModule(self), 0)
+        # not ``_filters_mutated()``: that would forget every "already shown" of the program's
+        # registries, and warnings shown once would show again (the entry acts only on warnings
+        # attributed to gradtrace, whose registries it keeps empty)
         warnings.filters.insert(0, self.entry)  # type: ignore[attr-defined]
-        warnings._filters_mutated()  # type: ignore[attr-defined]
 
     def maybe_reissue(self) -> None:
         """Once the text, category and module of a warning are known: issue it again from the
@@ -148,4 +150,3 @@ class WarningSite:
         filters: list[Any] = warnings.filters  # type: ignore[attr-defined,assignment]
         if self.entry in filters:
             filters.remove(self.entry)
-            warnings._filters_mutated()  # type: ignore[attr-defined]
