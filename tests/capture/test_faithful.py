@@ -28,6 +28,7 @@ from capture.faithful_programs import COMPILED, INDUCTOR, PROGRAMS, SERVICE
 from gradtrace.capture.compiled import BACKEND_UNAVAILABLE
 from gradtrace.capture.snippet import library_relative
 
+pytestmark = pytest.mark.slow  # four processes, dynamo compiles and the real service: minutes on two cores
 HERE = Path(__file__).resolve().parent
 NAMES = [*PROGRAMS, *COMPILED]
 RUNS = {"bare": ("bare", {}), "plain": ("plain", {}), "core": ("record", {"GRADTRACE_KERNELS": "native"}),

@@ -172,11 +172,12 @@ class QuietGlobalHooks:
 #     into the error's ``detail`` and the document's ``message`` (the page shows it beside the
 #     status); torch's own message stays as it was.
 BACKEND_UNAVAILABLE = (
-    "torch.compile's backend could not run here: the default backend, inductor, builds its "
-    "kernels with a C++ compiler in separate processes, which gradtrace's sandbox does not "
+    "The compile backend could not run here: torch.compile's default backend, inductor, builds "
+    "its kernels with a C++ compiler in separate processes, which gradtrace's sandbox does not "
     "allow. Compile with backend=\"aot_eager\" instead, e.g. torch.compile(model, "
     "backend=\"aot_eager\"): it needs no compiler, and autograd records the same one "
-    "CompiledFunctionBackward node per compiled region.")
+    "CompiledFunctionBackward node per compiled region")
+"""(No final period: the page's error sentence adds its own.)"""
 
 
 def _chain(exc: BaseException) -> list[BaseException]:
