@@ -67,7 +67,7 @@ def output_metas(node: Node) -> list[Meta]:
     for m in metas:
         try:
             dt, dv = m.dtype, m.device
-            if m.is_nested_tensor:  # no plain shape (NOTE [nested tensors] in values.py), as in cxx/walk.h
+            if m.is_nested_tensor:  # no plain shape (NOTE [nested tensors] in odd_tensors.py), as in cxx/walk.h
                 raise ValueError("nested")
             items.append((list(m.shape), dtypes.get(dt) or dtype_name(dt), devices.get(dv) or device_name(dv)))
         except Exception:  # nested tensors have no plain shape

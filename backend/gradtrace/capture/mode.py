@@ -38,8 +38,8 @@ from torch.overrides import TorchFunctionMode
 
 from gradtrace.capture import frames
 from gradtrace.capture.events import RecordingStopped
+from gradtrace.capture.odd_tensors import shape_of
 from gradtrace.capture.recorder import Recorder
-from gradtrace.capture.values import shape_of
 
 _seq_nr = torch._C._autograd._get_sequence_nr
 _is_compiling = torch.compiler.is_compiling

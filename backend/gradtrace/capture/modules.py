@@ -32,8 +32,8 @@ from gradtrace.capture.compiled import _is_compiling
 from gradtrace.capture.definitions import frozen_parameters
 from gradtrace.capture.events import ModulePath
 from gradtrace.capture.library import NO_SWITCH, LibraryCalls, Switch
+from gradtrace.capture.odd_tensors import shape_of
 from gradtrace.capture.recorder import Recorder
-from gradtrace.capture.values import shape_of
 from gradtrace.schema.canonical import canonical_json
 
 _MODE_SENSITIVE = ("Dropout", "AlphaDropout", "FeatureAlphaDropout", "BatchNorm", "SyncBatchNorm",

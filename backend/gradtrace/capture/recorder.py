@@ -49,10 +49,11 @@ from torch.autograd.graph import Node
 from gradtrace.capture import definitions, frames, native, pycore
 from gradtrace.capture.events import LimitReached, ModulePath, PassInfo, RecordingStopped
 from gradtrace.capture.graph import FnInfo, before_block
+from gradtrace.capture.odd_tensors import shape_of
 from gradtrace.capture.resets import GradResets
 from gradtrace.capture.saved import saved_hooks_active
 from gradtrace.capture.timeline import LineTracer, SeqLog
-from gradtrace.capture.values import ValueStore, device_name, dtype_name, shape_of
+from gradtrace.capture.values import ValueStore, device_name, dtype_name
 
 _seq_nr = torch._C._autograd._get_sequence_nr
 

@@ -137,7 +137,7 @@ views), to count each parameter once, and its storage address, to match in-place
 
 
 def _entry(name: str, t: torch.Tensor) -> tuple[dict[str, Any], Private]:
-    if t.is_nested:  # no plain shape: skipped, as the C++ core skips it (NOTE [nested tensors] in values.py)
+    if t.is_nested:  # no plain shape: skipped, as the C++ core skips it (NOTE [nested tensors] in odd_tensors.py)
         raise ValueError("a nested tensor")
     nbytes = t.numel() * t.element_size()
     param = parameter_of(t)

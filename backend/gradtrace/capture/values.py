@@ -26,6 +26,7 @@ import numpy as np
 import orjson
 import torch
 
+from gradtrace.capture.odd_tensors import encode_nested_tensor, encode_subclass, runs_python_ops, shape_of
 from gradtrace.schema import VALUES_LIMIT
 from gradtrace.schema.canonical import TensorValueDict, canonical_json
 
@@ -190,14 +191,6 @@ def _map_nested(values: list[Any], fn: Any) -> list[Any]:
     return out
 
 
-def shape_of(t: torch.Tensor) -> list[int]:
-    """``t``'s shape as plain ints; a nested tensor's is its number of tensors (NOTE [nested
-    tensors]): its ragged sizes are symbolic (jagged) or not sizes at all (strided)."""
-    if t.is_nested:
-        return [t.size(0)]
-    return list(t.shape)
-
-
 def _encode(t: torch.Tensor, with_values: bool) -> TensorValueDict:
     dtype = t.dtype
     try:
@@ -207,9 +200,9 @@ def _encode(t: torch.Tensor, with_values: bool) -> TensorValueDict:
     out = TensorValueDict(shape=shape, dtype=dtype_name(dtype), values=None, stats=None)
     try:
         if t.is_nested:
-            return _encode_nested_tensor(t, out)
+            return encode_nested_tensor(t, out, _torch_stats)
         if runs_python_ops(t):
-            return _encode_subclass(t, out)
+            return encode_subclass(t, out, _torch_stats)
         t = t.detach()
         if t._is_zerotensor():  # autograd's storage-less zeros (sgn's gradient of a real input)
             t = torch.zeros(t.shape, dtype=t.dtype, device=t.device)
@@ -251,64 +244,11 @@ def _encode(t: torch.Tensor, with_values: bool) -> TensorValueDict:
 #     large). A quantized tensor shows its dequantized numbers, a boolean one its values and
 #     the count of true elements (no stats: not a number), a meta tensor only its shape and
 #     dtype (it has no data), each with a note; complex and integer tensors need none.
-# NOTE [tensor subclasses]
-#     An op on a tensor subclass with its own ``__torch_dispatch__`` (``MaskedTensor``) runs
-#     the subclass's Python code, which may print (MaskedTensor warns "prototype stage" from
-#     each place that makes one) or compute: the recorder must not run any op the program did
-#     not. So such a tensor is neither copied nor reduced with torch ops: a MaskedTensor
-#     shows the stats of its unmasked elements, read from the plain tensors it holds; any
-#     other subclass its shape and dtype, with a note. The C++ core holds such tensors as
-#     they are, for this encoder (``encode`` in cxx/values.h), and so does its Python twin.
-_PYTHON_KEY = torch._C.DispatchKey.Python
-
-
-def runs_python_ops(t: torch.Tensor) -> bool:
-    """Whether ops on ``t`` run Python code of a subclass (NOTE [tensor subclasses])."""
-    return bool(torch._C._dispatch_keys(t).has(_PYTHON_KEY))
-
-
 def encode_json(t: torch.Tensor) -> tuple[bytes, bytes]:
     """``t``'s TensorValue as canonical JSON, with and without values: for the C++ core, which
-    hands tensor subclasses to Python at once (NOTE [tensor subclasses])."""
+    hands tensor subclasses to Python at once (NOTE [tensor subclasses] in odd_tensors.py)."""
     with torch._C.DisableTorchFunction():
         return canonical_json(encode(t)), canonical_json(encode(t, with_values=False))
-
-
-def _encode_subclass(t: torch.Tensor, out: TensorValueDict) -> TensorValueDict:
-    name = type(t).__name__
-    data, mask = getattr(t, "_masked_data", None), getattr(t, "_masked_mask", None)
-    if isinstance(data, torch.Tensor) and isinstance(mask, torch.Tensor) and not runs_python_ops(data):
-        kept = data.detach()[mask.bool()] if mask.shape == data.shape else data.detach().reshape(-1)
-        out["stats"] = _torch_stats(kept.cpu()) if kept.numel() and not kept.is_complex() else None
-        out["note"] = (f"a {name}: stats of its {kept.numel():,} unmasked elements (of "
-                       f"{data.numel():,}), no values")
-        return out
-    out["note"] = f"a tensor subclass ({name}): its values are not read, so that none of its ops runs"
-    return out
-
-
-# NOTE [nested tensors]
-#     A nested tensor (``torch.nested``, jagged or strided layout) holds tensors of different
-#     sizes: it has no rectangular shape nor values. Its TensorValue's shape is its number of
-#     tensors, its ``layout`` says which kind, its stats are those of all its elements, and the
-#     note lists the tensors' shapes. A node's output of that kind has no shape (``None``).
-_NESTED_SHAPES_SHOWN = 4
-
-
-def _encode_nested_tensor(t: torch.Tensor, out: TensorValueDict) -> TensorValueDict:
-    out["layout"] = "jagged" if t.layout == torch.jagged else "nested"
-    parts = [p.detach() for p in t.unbind()]
-    shapes = ", ".join(str(list(p.shape)) for p in parts[:_NESTED_SHAPES_SHOWN])
-    more = f" and {len(parts) - _NESTED_SHAPES_SHOWN} more" if len(parts) > _NESTED_SHAPES_SHOWN else ""
-    out["note"] = (f"a nested tensor of {len(parts)} tensors ({shapes}{more}): no values, stats "
-                   "of all their elements")
-    flat = [p.reshape(-1) for p in parts if p.numel()]
-    if flat:
-        whole = torch.cat(flat)
-        if whole.device.type != "cpu":
-            whole = whole.cpu()
-        out["stats"] = _torch_stats(whole)
-    return out
 
 
 def _encode_sparse(t: torch.Tensor, out: TensorValueDict, with_values: bool) -> TensorValueDict:

@@ -100,7 +100,7 @@ Value encode(const at::Tensor& t) {
     if (t.key_set().has(c10::DispatchKey::Python)) {
       // a subclass's ops run its Python code: encoded now by Python's encoder, which runs
       // none of them; neither copied (an op) nor held (autograd could no longer steal it):
-      // NOTE [tensor subclasses] in values.py
+      // NOTE [tensor subclasses] in odd_tensors.py
       v.kind = 3;
       py::gil_scoped_acquire gil;
       static py::object* encode_now = new py::object(
