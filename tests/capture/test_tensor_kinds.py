@@ -100,3 +100,103 @@ def test_sparse_embedding_gradients(run: Any, native: bool) -> None:
 
 def test_both_recorders_write_sparse_gradients_alike(run: Any) -> None:
     assert run(EMBEDDING, native=False)["id"] == run(EMBEDDING, native=True)["id"]
+
+
+def _parts_stats(parts: list[torch.Tensor]) -> dict[str, float]:
+    return _stats_of(torch.cat([p.reshape(-1) for p in parts]))
+
+
+@pytest.mark.parametrize("layout", [torch.jagged, torch.strided], ids=["jagged", "strided"])
+def test_a_nested_tensor_has_its_count_layout_stats_and_shapes(layout: torch.layout) -> None:
+    """NOTE [nested tensors] in capture/values.py: no rectangular shape (a symbolic one,
+    jagged, or none at all, strided), so its shape is its number of tensors."""
+    parts = [torch.randn(2, 3), torch.randn(4, 3)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # the strided layout's prototype notice
+        v = encode(torch.nested.as_nested_tensor(parts, layout=layout))
+    assert v["shape"] == [2] and v["values"] is None
+    assert v["layout"] == ("jagged" if layout == torch.jagged else "nested")
+    assert "2 tensors ([2, 3], [4, 3])" in v["note"]
+    for k, want in _parts_stats(parts).items():
+        assert _close(v["stats"][k], want), k
+
+
+NESTED = '''
+a = torch.randn(2, 3)
+b = torch.randn(4, 3)
+jag = torch.nested.nested_tensor([a, b], layout=torch.jagged, requires_grad=True)
+s = sum(t.sum() for t in (jag.sin() * 2).unbind())
+s.backward()
+std = torch.nested.nested_tensor([a, b], requires_grad=True)
+(std * 2).to_padded_tensor(0.0).sum().backward()
+print(s.item() != 0, jag.grad.is_nested, std.grad.is_nested)
+'''
+
+
+@BOTH
+def test_nested_tensor_programs_record(run: Any, native: bool) -> None:
+    """The program runs, its output is kept and the document holds its nested leaves with
+    their gradients: no crash of the document (SymInt sizes, or no sizes at all)."""
+    doc = run(NESTED, native=native)
+    assert doc["status"] == "ok" and doc["error"] is None and "recorder_errors" not in doc
+    assert doc["stdout"].endswith("True True True\n")
+    leaves = {n["name"]: n for n in doc["graph"]["nodes"] if n["role"] == "leaf"}
+    torch.manual_seed(0)
+    a, b = torch.randn(2, 3), torch.randn(4, 3)
+    want = {"jag": [2 * a.cos(), 2 * b.cos()], "std": [torch.full((2, 3), 2.0), torch.full((4, 3), 2.0)]}
+    for name, parts in want.items():
+        grad = leaves[name]["grad"]
+        assert leaves[name]["shape"] == [2] and grad["shape"] == [2] and "2 tensors" in grad["note"]
+        for k, value in _parts_stats(parts).items():
+            assert _close(grad["stats"][k], value), (name, k)
+
+
+def test_both_recorders_write_nested_tensors_alike(run: Any) -> None:
+    assert run(NESTED, native=False)["id"] == run(NESTED, native=True)["id"]
+
+
+class _Counting(torch.Tensor):
+    """A subclass whose every op is counted (NOTE [tensor subclasses] in capture/values.py)."""
+
+    ops = 0
+
+    @classmethod
+    def __torch_dispatch__(cls, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        cls.ops += 1
+        unwrap = lambda x: x.as_subclass(torch.Tensor) if isinstance(x, _Counting) else x  # noqa: E731
+        return func(*[unwrap(a) for a in args], **(kwargs or {}))
+
+
+def test_a_tensor_subclass_is_encoded_without_running_its_ops() -> None:
+    from torch.masked import masked_tensor
+
+    t = torch.randn(3).as_subclass(_Counting)
+    _Counting.ops = 0
+    v = encode(t)
+    assert _Counting.ops == 0 and v["values"] is None and v["shape"] == [3]
+    assert "_Counting" in v["note"]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        mt = masked_tensor(torch.tensor([1.0, -2.0, 4.0]), torch.tensor([True, False, True]))
+        made = len(caught)
+        v = encode(mt)
+    assert len(caught) == made, [str(w.message) for w in caught[made:]]  # no op ran: no warning
+    assert v["stats"]["min"] == 1.0 and v["stats"]["max"] == 4.0 and "2 unmasked elements (of 3)" in v["note"]
+
+
+MASKED = '''
+import warnings
+warnings.simplefilter("ignore")  # MaskedTensor's prototype notices (pytest makes warnings errors)
+from torch.masked import masked_tensor
+data = torch.arange(6, dtype=torch.float).reshape(2, 3)
+mask = torch.tensor([[True, False, True], [False, True, True]])
+mt = masked_tensor(data, mask, requires_grad=True)
+(mt * 2).exp().sum().backward()
+'''
+
+
+def test_both_recorders_write_masked_gradients_alike(run: Any) -> None:
+    core, python = run(MASKED, native=True), run(MASKED, native=False)
+    assert core["status"] == "ok" and core["id"] == python["id"]
+    grad = next(n for n in core["graph"]["nodes"] if n["name"] == "mt")["grad"]
+    assert "MaskedTensor" in grad["note"] and grad["stats"] is not None

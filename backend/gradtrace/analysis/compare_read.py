@@ -41,6 +41,7 @@ class _Node(TypedDict, total=False):
     grad: Any
     saved: list[_Saved] | None
     saved_unread: Any
+    saved_once: Any
 
 
 # "pass" is a keyword: the functional form names it.

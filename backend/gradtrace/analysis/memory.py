@@ -49,7 +49,7 @@ def memory_timeline(doc: dict[str, Any]) -> MemoryTimeline:
     for node in doc["graph"]["nodes"]:
         if node.get("kind") != "function":
             continue
-        if node.get("saved_unread") and node.get("name") != "AccumulateGrad":
+        if node.get("saved_unread") and not node.get("saved_once") and node.get("name") != "AccumulateGrad":
             recomputed += 1
         total = 0
         for tensor in node.get("saved") or ():

@@ -84,6 +84,8 @@ def watch_parameters(rec: Any) -> Any:
     leaves are defined]); returns the hook's handle (``.remove()``)."""
 
     def registered(module: nn.Module, name: str, param: Any) -> None:
+        if torch.compiler.is_compiling():  # NOTE [invisible to dynamo] in compiled.py
+            return
         try:
             rec.leaf_lines.note(param, rec.current_line())
         except Exception as e:  # NOTE [the recorder never breaks the snippet]

@@ -27,7 +27,7 @@ from typing import Any
 import torch
 from torch.autograd.graph import Node
 
-from gradtrace.capture.saved import Private, read_saved, saved_attrs
+from gradtrace.capture.saved import Private, read_saved, saved_attrs, uses_up_saved
 from gradtrace.capture.values import _DEVICE_NAMES, _DTYPE_NAMES, device_name, dtype_name
 
 ACC_SEQ = 2**64 - 1
@@ -67,6 +67,8 @@ def output_metas(node: Node) -> list[Meta]:
     for m in metas:
         try:
             dt, dv = m.dtype, m.device
+            if m.is_nested_tensor:  # no plain shape (NOTE [nested tensors] in odd_tensors.py), as in cxx/walk.h
+                raise ValueError("nested")
             items.append((list(m.shape), dtypes.get(dt) or dtype_name(dt), devices.get(dv) or device_name(dv)))
         except Exception:  # nested tensors have no plain shape
             items.append((None, None, None))
@@ -177,9 +179,12 @@ def describe_batch(roots: list[Node], known: dict[Node, int], *, read_saved_tens
         name = node_name(n)
         fid = f"n{pos[n]}"
         doc = _complete(fid, name, output_metas(n))
-        attrs = saved_attrs(n) if read_saved_tensors else ()
+        once = read_saved_tensors and uses_up_saved(n)  # NOTE [reading saved tensors]
+        attrs = saved_attrs(n) if read_saved_tensors and not once else ()
         saved, private, total, args = read_saved(n, attrs, capture) if attrs else ([], [], 0, {})
-        if not read_saved_tensors:
+        if once:
+            doc["saved_once"] = True
+        if once or not read_saved_tensors:
             doc["saved_unread"] = True
         doc["saved"] = saved
         if args:

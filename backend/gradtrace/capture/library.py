@@ -38,6 +38,7 @@ from typing import Any
 import torch
 from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
 
+from gradtrace.capture.compiled import _is_compiling
 from gradtrace.capture.events import LimitReached
 from gradtrace.capture.mode import CaptureMode
 from gradtrace.capture.recorder import Recorder
@@ -189,6 +190,8 @@ class LibraryCalls:
 
     def _step_pre(self, optimizer: Any, args: Any, kwargs: Any) -> None:
         """NOTE [optimizer steps]: the mode steps aside for the step (when it is on)."""
+        if _is_compiling():  # NOTE [invisible to dynamo] in compiled.py
+            return None
         state = NO_SWITCH
         try:
             if self._woken in self.rec.wake:  # an earlier step raised and nothing woke us since
@@ -208,6 +211,8 @@ class LibraryCalls:
         return None
 
     def _step_post(self, optimizer: Any, args: Any, kwargs: Any) -> None:
+        if _is_compiling():  # NOTE [invisible to dynamo] in compiled.py
+            return None
         state = self._steps.pop() if self._steps else NO_SWITCH
         if threading.get_ident() == self._thread and self.rec.limit is None:
             try:  # NOTE [gradient edits] in gradedits.py: what the step wrote into a .grad

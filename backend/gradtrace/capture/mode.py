@@ -19,11 +19,12 @@ NOTE [the recorder never breaks the snippet]
 NOTE [torch.compile]
     Dynamo traces active torch-function modes into the graph it compiles. Under tracing
     (``torch.compiler.is_compiling()``, constant-folded by dynamo) the handler is a plain call,
-    so the compiled graph holds nothing of the recorder and runs at compiled speed. While
-    dynamo compiles (a ``TracingContext`` is set) its own tensor accesses on fake tensors are
-    not recorded either. The
-    compiled region's single ``CompiledFunctionBackward`` node is then discovered like any
-    other node from the tensors the compiled call returns.
+    so the compiled graph holds nothing of the recorder and runs at compiled speed (NOTE
+    [invisible to dynamo] in compiled.py: the module and step hooks do the same, and dynamo's
+    frame hook skips the recorder's frames). While dynamo compiles (a ``TracingContext`` is
+    set) its own tensor accesses on fake tensors are not recorded either. The compiled
+    region's single ``CompiledFunctionBackward`` node is then discovered like any other node
+    from the tensors the compiled call returns.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from torch.overrides import TorchFunctionMode
 
 from gradtrace.capture import frames
 from gradtrace.capture.events import RecordingStopped
+from gradtrace.capture.odd_tensors import shape_of
 from gradtrace.capture.recorder import Recorder
 
 _seq_nr = torch._C._autograd._get_sequence_nr
@@ -163,6 +165,12 @@ class CaptureMode(TorchFunctionMode):
             torch.Tensor.retain_grad: self._retain_grad,
         }
 
+    def pass_through(self) -> set[Any]:
+        """The code objects that call the snippet's own torch functions (NOTE [warnings from
+        the tap] in warnsite.py)."""
+        return {f.__code__ for f in (CaptureMode.__torch_function__, CaptureMode._backward,
+                                     CaptureMode._register_hook, CaptureMode._retain_grad)}
+
     def __torch_function__(self, func: Any, types: Any, args: tuple[Any, ...] = (),
                            kwargs: dict[str, Any] | None = None) -> Any:
         if kwargs is None:
@@ -252,7 +260,7 @@ class CaptureMode(TorchFunctionMode):
         if rec.op_error is not None and rec.op_error[0] is exc:
             return  # an outer call that sees the same exception
         try:
-            shapes = [list(t.shape) for a in args for t in _tensors_of(a)]
+            shapes = [shape_of(t) for a in args for t in _tensors_of(a)]
             rec.op_error = (exc, getattr(func, "__name__", type(func).__name__), shapes)
         except Exception as e:  # NOTE [the recorder never breaks the snippet]
             rec.internal_error(e)

@@ -28,10 +28,12 @@ import torch
 from torch import nn
 
 from gradtrace.capture import frames
+from gradtrace.capture.compiled import _is_compiling
 from gradtrace.capture.definitions import frozen_parameters
 from gradtrace.capture.events import ModulePath
 from gradtrace.capture.folded import inside_checkpoint_forward
 from gradtrace.capture.library import NO_SWITCH, LibraryCalls, Switch
+from gradtrace.capture.odd_tensors import shape_of
 from gradtrace.capture.recorder import Recorder
 from gradtrace.schema.canonical import canonical_json
 
@@ -182,10 +184,12 @@ class ModuleTracker:
         known = self.rec.module_error
         if not isinstance(exc, Exception) or (known is not None and known[0] is exc):
             return
-        shapes = [list(a.shape) for a in args if isinstance(a, torch.Tensor)] if isinstance(args, tuple) else []
+        shapes = [shape_of(a) for a in args if isinstance(a, torch.Tensor)] if isinstance(args, tuple) else []
         self.rec.module_error = (exc, path, type(module).__name__, shapes)
 
     def _pre(self, module: nn.Module, args: Any) -> None:
+        if _is_compiling():  # NOTE [invisible to dynamo] in compiled.py
+            return None
         stack = self.rec.module_stack
         path: str | None = None
         try:
@@ -212,6 +216,8 @@ class ModuleTracker:
         return None
 
     def _post(self, module: nn.Module, args: Any, output: Any) -> None:
+        if _is_compiling():  # NOTE [invisible to dynamo] in compiled.py
+            return None
         tap = self._tap.pop() if self._tap else NO_SWITCH
         if self._tracing:
             self.rec.tracer.set_suspended(self._tracing.pop())

@@ -25,6 +25,7 @@ import torch
 from torch.autograd.graph import Node
 
 from gradtrace.capture.graph import ACC_SEQ, describe_batch, leaf_of
+from gradtrace.capture.odd_tensors import runs_python_ops
 from gradtrace.capture.saved import Private
 from gradtrace.capture.values import encode
 from gradtrace.schema import VALUES_LIMIT
@@ -77,6 +78,9 @@ class _Value:
         self.held: torch.Tensor | None = None
         self.numel = 0
         self.has = False  # values to write (an empty tensor's are [], and cost nothing)
+        if runs_python_ops(t):  # no op of a subclass runs (NOTE [tensor subclasses] in odd_tensors.py)
+            self.without = self.with_ = encode(t, with_values=False)
+            return
         if t.numel() <= VALUES_LIMIT:
             try:
                 self.held = t.detach().clone()

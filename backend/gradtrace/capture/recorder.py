@@ -50,6 +50,7 @@ from gradtrace.capture import definitions, frames, native, pycore
 from gradtrace.capture.events import LimitReached, ModulePath, PassInfo, RecordingStopped
 from gradtrace.capture.gradedits import GradEdits
 from gradtrace.capture.graph import FnInfo, before_block
+from gradtrace.capture.odd_tensors import shape_of
 from gradtrace.capture.resets import GradResets
 from gradtrace.capture.saved import saved_hooks_active
 from gradtrace.capture.tangents import Tangents
@@ -453,7 +454,7 @@ class Recorder:
             names = self.names_here()
         tid = self._new_id()
         doc = {"id": tid, "kind": "tensor", "name": frames.name_through_transforms(names, t), "line": line,
-               "module": None, "shape": list(t.shape), "dtype": dtype_name(t.dtype),
+               "module": None, "shape": shape_of(t), "dtype": dtype_name(t.dtype),
                "device": device_name(t.device), "role": role}
         if role != "leaf":
             doc["value"] = self.values.capture(t)

@@ -9,7 +9,12 @@ NOTE [reading saved tensors]
     a whole block. The recorder therefore never reads saved tensors while such hooks are
     installed (the node is marked ``saved_unread``). The recorder itself never installs
     ``saved_tensors_hooks``, so autograd's version-counter check stays in force: an in-place
-    change of a saved tensor still raises exactly as it would without gradtrace.
+    change of a saved tensor still raises exactly as it would without gradtrace. Nor are the
+    saved tensors of a custom Function whose class sets ``clear_saved_tensors_on_access``
+    read (:func:`uses_up_saved`): its ``saved_tensors`` may be read once, and that once is
+    the user's ``backward``'s; its nodes are marked ``saved_unread`` and ``saved_once`` (which
+    is no checkpointing: gradtrace/analysis/memory.py counts no recomputation for it). (A node exposes
+    no shape of a saved tensor without unpacking it, so nothing of them is shown.)
 
 NOTE [saved values]
     A saved tensor of at most ``VALUES_LIMIT`` elements is captured as a value of the core
@@ -77,6 +82,21 @@ def saved_attrs(node: Node) -> tuple[str, ...]:
     return attrs
 
 
+_ONCE: dict[type, bool] = {}
+
+
+def uses_up_saved(node: Node) -> bool:
+    """Whether reading ``node``'s ``saved_tensors`` would use up the one read its Function
+    allows (``clear_saved_tensors_on_access = True`` on the class: NOTE [reading saved
+    tensors]); cached per class. The C++ core's ``saved_attrs`` in cxx/walk.h is its twin."""
+    cls = type(node)
+    once = _ONCE.get(cls)
+    if once is None:
+        forward_cls = getattr(cls, "_forward_cls", None)
+        once = _ONCE[cls] = bool(getattr(forward_cls, "clear_saved_tensors_on_access", False))
+    return once
+
+
 def parameter_of(t: torch.Tensor) -> nn.Parameter | None:
     """The parameter ``t`` is, or is a view of."""
     # issubclass on the type: nn.Parameter's metaclass makes isinstance() slow
@@ -117,6 +137,8 @@ views), to count each parameter once, and its storage address, to match in-place
 
 
 def _entry(name: str, t: torch.Tensor) -> tuple[dict[str, Any], Private]:
+    if t.is_nested:  # no plain shape: skipped, as the C++ core skips it (NOTE [nested tensors] in odd_tensors.py)
+        raise ValueError("a nested tensor")
     nbytes = t.numel() * t.element_size()
     param = parameter_of(t)
     e = {"name": name, "shape": list(t.shape), "dtype": dtype_name(t.dtype), "bytes": nbytes,

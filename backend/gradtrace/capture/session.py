@@ -32,6 +32,7 @@ from typing import Any
 import orjson
 
 from gradtrace.analysis.run import analyze_parts
+from gradtrace.capture.compiled import QuietGlobalHooks, backend_unavailable, hide_from_dynamo
 from gradtrace.capture.definitions import watch_parameters
 from gradtrace.capture.diagnose import describe_error, describe_raise
 from gradtrace.capture.document import build_document
@@ -42,6 +43,7 @@ from gradtrace.capture.mode import CaptureMode
 from gradtrace.capture.modules import ModuleTracker
 from gradtrace.capture.recorder import Recorder
 from gradtrace.capture.threads import OtherThreads
+from gradtrace.capture.warnsite import WarningSite
 from gradtrace.collector import BlockCollector, gc_paused
 from gradtrace.notebook.run import NotebookRunDocument
 from gradtrace.schema import RunDocument
@@ -106,9 +108,13 @@ class record:
         self.error: dict[str, Any] | None = None
         self._stopped_at: int | None = None
         """The snippet line a limit stopped the program at (NOTE [limits] in recorder.py)."""
+        self._note: str | None = None
+        """What the document's ``message`` says when no limit does (NOTE [a backend that
+        cannot run here] in compiled.py)."""
         self._collector = BlockCollector()  # NOTE [gc around a recorded block] in gradtrace/collector.py
 
     def __enter__(self) -> record:
+        hide_from_dynamo()  # NOTE [invisible to dynamo] in compiled.py
         caller = sys._getframe(1)
         filename = self._filename or caller.f_code.co_filename
         rec = Recorder(filename, max_nodes=self.max_nodes, max_events=self.max_events,
@@ -125,8 +131,10 @@ class record:
         self._library = LibraryCalls(rec, self._mode)
         threads = OtherThreads(rec)
         rec.unrecorded_threads = threads.unrecorded  # NOTE [other threads' graphs] in threads.py
-        self._module_handles = (ModuleTracker(rec, self._library).install() + self._library.install()
-                                + [watch_parameters(rec), threads.install()] + Folds(rec, self._mode).install())
+        module_hooks = ModuleTracker(rec, self._library).install()
+        self._module_handles = [*module_hooks, QuietGlobalHooks(module_hooks), *self._library.install(),
+                                watch_parameters(rec), threads.install(), WarningSite(self._mode.pass_through()),
+                                *Folds(rec, self._mode).install()]
         self._collector.enter()
         try:
             self._mode.__enter__()  # type: ignore[no-untyped-call]
@@ -204,6 +212,10 @@ class record:
         except Exception as e:  # NOTE [the recorder never breaks the snippet]
             rec.internal_error(e)
         self.error.update(describe_error(rec, exc))
+        words = backend_unavailable(exc)  # NOTE [a backend that cannot run here] in compiled.py
+        if words is not None:
+            self.error["detail"] = words
+            self._note = words
 
     @property
     def recorder(self) -> Recorder:
@@ -252,6 +264,8 @@ class record:
             done = sum(1 for p in rec.passes if p.doc["completed"] and "within" not in p.doc)
             message += (f"; the program was stopped there{at}, after {done:,} completed backward "
                         f"pass{'es' if done != 1 else ''}; what it printed until then is kept")
+        if message is None:
+            message = self._note
         base: dict[str, Any] = {"status": self.status, "error": self.error, "message": message,
                                 "code": source_of(rec.filename)}
         base.update(fields)

@@ -26,6 +26,7 @@ import numpy as np
 import orjson
 import torch
 
+from gradtrace.capture.odd_tensors import encode_nested_tensor, encode_subclass, runs_python_ops, shape_of
 from gradtrace.schema import VALUES_LIMIT
 from gradtrace.schema.canonical import TensorValueDict, canonical_json
 
@@ -191,10 +192,17 @@ def _map_nested(values: list[Any], fn: Any) -> list[Any]:
 
 
 def _encode(t: torch.Tensor, with_values: bool) -> TensorValueDict:
-    shape = list(t.shape)
     dtype = t.dtype
+    try:
+        shape = shape_of(t)
+    except Exception:  # a subclass that has no sizes
+        shape = []
     out = TensorValueDict(shape=shape, dtype=dtype_name(dtype), values=None, stats=None)
     try:
+        if t.is_nested:
+            return encode_nested_tensor(t, out, _torch_stats)
+        if runs_python_ops(t):
+            return encode_subclass(t, out, _torch_stats)
         t = t.detach()
         if t._is_zerotensor():  # autograd's storage-less zeros (sgn's gradient of a real input)
             t = torch.zeros(t.shape, dtype=t.dtype, device=t.device)
@@ -236,6 +244,13 @@ def _encode(t: torch.Tensor, with_values: bool) -> TensorValueDict:
 #     large). A quantized tensor shows its dequantized numbers, a boolean one its values and
 #     the count of true elements (no stats: not a number), a meta tensor only its shape and
 #     dtype (it has no data), each with a note; complex and integer tensors need none.
+def encode_json(t: torch.Tensor) -> tuple[bytes, bytes]:
+    """``t``'s TensorValue as canonical JSON, with and without values: for the C++ core, which
+    hands tensor subclasses to Python at once (NOTE [tensor subclasses] in odd_tensors.py)."""
+    with torch._C.DisableTorchFunction():
+        return canonical_json(encode(t)), canonical_json(encode(t, with_values=False))
+
+
 def _encode_sparse(t: torch.Tensor, out: TensorValueDict, with_values: bool) -> TensorValueDict:
     out["layout"] = str(t.layout).removeprefix("torch.")
     if t.layout == torch.sparse_coo:

@@ -199,7 +199,10 @@ class Node(_Model):
     """Function nodes with several outputs (``max``, ``unbind``): each output's metadata."""
     saved_unread: bool | None = _optional()
     """True when the saved tensors were not read, because reading them would change the run
-    (checkpointed nodes recompute on access)."""
+    (checkpointed nodes recompute on access, and ``saved_once`` nodes allow one read)."""
+    saved_once: bool | None = _optional()
+    """True for a custom Function whose class sets ``clear_saved_tensors_on_access``: its saved
+    tensors may be read once, by its ``backward``, so they were not read (``saved_unread``)."""
     roles: list[str] | None = _optional()
     """Tensor nodes that play several roles (a leaf that is also a backward root)."""
     module_stack: list[ModuleCall] | None = _optional()

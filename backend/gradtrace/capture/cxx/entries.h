@@ -47,6 +47,7 @@ struct FnEntry {
   int32_t created_in_pass = -1;
   c10::SmallVector<OutMeta, 1> outs;
   bool saved_unread = false;
+  bool saved_once = false;  // NOTE [reading saved tensors] in saved.py
   std::vector<SavedEntry> saved;
   int64_t saved_bytes = 0;
   std::string args;  // ``saved_args``' JSON object, or empty (NOTE [saved arguments] in saved.py)
@@ -182,6 +183,7 @@ void write_entry(std::string& out, const FnEntry& e, const std::vector<Value>* v
   }
   out += ",\"saved_bytes\":";
   format_int(out, e.saved_bytes);
+  if (e.saved_once) out += ",\"saved_once\":true";
   if (e.saved_unread) out += ",\"saved_unread\":true";
   out += ",\"seq\":";
   format_int(out, e.seq);

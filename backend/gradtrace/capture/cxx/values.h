@@ -97,6 +97,20 @@ Value encode(const at::Tensor& t) {
   Value v;
   try {
     v.dtype = t.scalar_type();
+    if (t.key_set().has(c10::DispatchKey::Python)) {
+      // a subclass's ops run its Python code: encoded now by Python's encoder, which runs
+      // none of them; neither copied (an op) nor held (autograd could no longer steal it):
+      // NOTE [tensor subclasses] in odd_tensors.py
+      v.kind = 3;
+      py::gil_scoped_acquire gil;
+      static py::object* encode_now = new py::object(
+          py::module_::import("gradtrace.capture.values").attr("encode_json"));
+      py::object obj = py::reinterpret_steal<py::object>(THPVariable_Wrap(t));
+      py::tuple both = (*encode_now)(obj);
+      v.py_with = both[0].cast<std::string>();
+      v.py_without = both[1].cast<std::string>();
+      return v;
+    }
     v.numel = t.numel();
     bool plain = t.layout() == at::kStrided && !t.is_meta() && !t.is_quantized() &&
                  dtype_name(v.dtype) != nullptr && v.numel > 0;

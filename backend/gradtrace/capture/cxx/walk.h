@@ -125,7 +125,11 @@ struct Walker {
       if (read_saved) {
         py::object pynode;
         std::vector<SavedAttr>& attrs = attrs_for(order[i], pynode);
-        if (!attrs.empty()) read_saved_into(core, pynode, attrs, parameter, e);
+        if (!attrs.empty() && attrs[0].once) {
+          e.saved_unread = e.saved_once = true;  // NOTE [reading saved tensors] in saved.py
+        } else if (!attrs.empty()) {
+          read_saved_into(core, pynode, attrs, parameter, e);
+        }
       } else {
         e.saved_unread = true;
       }
@@ -172,6 +176,7 @@ struct Walker {
   struct SavedAttr {
     std::string attr, label;
     bool skip = false;
+    bool once = false;  // ``saved_tensors`` may be read once only: it is the user's
   };
   std::unordered_map<const std::type_info*, std::vector<SavedAttr>> attrs_by_cpp_type;
   std::unordered_map<PyTypeObject*, std::vector<SavedAttr>> attrs_by_py_type;
@@ -211,7 +216,18 @@ struct Walker {
       raw |= a == "_raw_saved_tensors";
     }
     if (ctx && raw) {
-      attrs.push_back({"saved_tensors", "saved_tensors", false});
+      // ``saved.uses_up_saved``'s twin: ``clear_saved_tensors_on_access`` on the Function
+      bool once = false;
+      py::handle cls = reinterpret_cast<PyObject*>(Py_TYPE(node));
+      if (PyObject_HasAttrString(cls.ptr(), "_forward_cls")) {
+        py::object fwd = cls.attr("_forward_cls");
+        if (PyObject_HasAttrString(fwd.ptr(), "clear_saved_tensors_on_access")) {
+          int truth = PyObject_IsTrue(fwd.attr("clear_saved_tensors_on_access").ptr());
+          if (truth < 0) PyErr_Clear();
+          once = truth > 0;
+        }
+      }
+      attrs.push_back({"saved_tensors", "saved_tensors", false, once});
     } else {
       for (auto nm : names) {
         std::string a = nm.cast<std::string>();

@@ -1,0 +1,391 @@
+"""Tutorial-style programs that recording must leave exactly as they run bare
+(tests/capture/test_faithful.py): the patterns of PyTorch's "Extending PyTorch" notes, saved
+tensor hooks, MaskedTensor, torch.func, tensors of every kind and torch.compile.
+
+Each program runs as a snippet does: ``torch``, ``nn`` and ``F`` predefined, seeded with 0. It
+prints what it computed; the test also compares every tensor and gradient it leaves in its
+namespace.
+"""
+
+from __future__ import annotations
+
+PROGRAMS: dict[str, str] = {}
+
+PROGRAMS["fn_plain_mul_constant"] = '''
+from torch.autograd import Function
+
+class MulConstant(Function):
+    @staticmethod
+    def forward(tensor, constant):
+        return tensor * constant
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        _, constant = inputs
+        ctx.constant = constant
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        return grad_output * ctx.constant, None
+
+x = torch.randn(3, requires_grad=True)
+y = MulConstant.apply(x, 5.5)
+y.sum().backward()
+print(y, x.grad)
+'''
+
+PROGRAMS["fn_save_for_backward_linear"] = '''
+from torch.autograd import Function
+
+class LinearFunction(Function):
+    @staticmethod
+    def forward(ctx, input, weight, bias=None):
+        ctx.save_for_backward(input, weight, bias)
+        output = input.mm(weight.t())
+        if bias is not None:
+            output += bias.unsqueeze(0).expand_as(output)
+        return output
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        input, weight, bias = ctx.saved_tensors
+        grad_input = grad_weight = grad_bias = None
+        if ctx.needs_input_grad[0]:
+            grad_input = grad_output.mm(weight)
+        if ctx.needs_input_grad[1]:
+            grad_weight = grad_output.t().mm(input)
+        if bias is not None and ctx.needs_input_grad[2]:
+            grad_bias = grad_output.sum(0)
+        return grad_input, grad_weight, grad_bias
+
+linear = LinearFunction.apply
+inp = torch.randn(4, 3, dtype=torch.double, requires_grad=True)
+weight = torch.randn(2, 3, dtype=torch.double, requires_grad=True)
+bias = torch.randn(2, dtype=torch.double, requires_grad=True)
+out = linear(inp, weight, bias)
+out.pow(2).sum().backward()
+print(out.grad_fn.name(), inp.grad.shape, weight.grad, bias.grad)
+'''
+
+PROGRAMS["fn_mark_dirty"] = '''
+class AddOneInplace(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        x.add_(1)
+        ctx.mark_dirty(x)
+        return x
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        return grad_output
+
+a = torch.randn(3, requires_grad=True)
+b = a.clone()
+c = AddOneInplace.apply(b)
+(c * c).sum().backward()
+print(c is b, b.grad_fn.name(), a.grad)
+'''
+
+PROGRAMS["fn_non_differentiable_once_differentiable"] = '''
+from torch.autograd.function import once_differentiable
+
+class SortFn(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        values, idx = x.sort()
+        ctx.mark_non_differentiable(idx)
+        ctx.save_for_backward(x, idx)
+        return values, idx
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, grad_values, grad_idx):
+        x, idx = ctx.saved_tensors
+        grad_input = torch.zeros_like(x)
+        grad_input.index_add_(0, idx, grad_values)
+        return grad_input
+
+x = torch.randn(5, requires_grad=True)
+values, idx = SortFn.apply(x)
+(values * torch.arange(5.0)).sum().backward()
+print(idx.requires_grad, values, x.grad)
+'''
+
+PROGRAMS["fn_set_materialize_grads"] = '''
+from torch.autograd.function import once_differentiable
+
+class SimpleFunc(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.set_materialize_grads(False)
+        ctx.save_for_backward(x)
+        return x.clone(), x.clone()
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, g1, g2):
+        x, = ctx.saved_tensors
+        grad_input = torch.zeros_like(x)
+        if g1 is not None:
+            grad_input += g1
+        if g2 is not None:
+            grad_input += g2
+        print("got", g1 is None, g2 is None)
+        return grad_input
+
+a = torch.tensor([1.0, 2.0], requires_grad=True)
+out, _ = SimpleFunc.apply(a)
+out.sum().backward()
+print(a.grad)
+'''
+
+PROGRAMS["fn_double_backward"] = '''
+class Square(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x ** 2
+
+    @staticmethod
+    def backward(ctx, grad_out):
+        x, = ctx.saved_tensors
+        return grad_out * 2 * x
+
+x = torch.rand(3, 3, requires_grad=True, dtype=torch.double)
+y = Square.apply(x)
+g, = torch.autograd.grad(y.sum(), x, create_graph=True)
+g.sum().backward()
+print(g, x.grad)
+'''
+
+PROGRAMS["fn_clear_saved_tensors_on_access"] = '''
+class TwoMatmuls(torch.autograd.Function):
+    clear_saved_tensors_on_access = True
+
+    @staticmethod
+    def forward(ctx, a, b, c):
+        ctx.save_for_backward(a, b, c)
+        return a @ b @ c
+
+    @staticmethod
+    def backward(ctx, grad):
+        a, b, c = ctx.saved_tensors
+        return grad @ (b @ c).T, a.T @ grad @ c.T, (a @ b).T @ grad
+
+a, b, c = (torch.randn(2, 2, requires_grad=True) for _ in range(3))
+y = TwoMatmuls.apply(a, b, c)
+y.sum().backward()
+print(a.grad, b.grad, c.grad)
+'''
+
+PROGRAMS["fn_setup_context_vmap"] = '''
+class MyCube(torch.autograd.Function):
+    generate_vmap_rule = True
+
+    @staticmethod
+    def forward(x):
+        result = x ** 3
+        dx = 3 * x ** 2
+        return result, dx
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        x, = inputs
+        result, dx = output
+        ctx.save_for_backward(x, dx)
+
+    @staticmethod
+    def backward(ctx, grad_output, grad_dx):
+        x, dx = ctx.saved_tensors
+        return grad_output * dx + grad_dx * 6 * x
+
+def my_cube(x):
+    result, _ = MyCube.apply(x)
+    return result
+
+x = torch.randn(3)
+print(torch.func.vmap(torch.func.grad(my_cube))(x))
+w = torch.randn(3, requires_grad=True)
+my_cube(w).sum().backward()
+print(w.grad)
+'''
+
+PROGRAMS["saved_tensors_hooks"] = '''
+def pack_hook(t):
+    print("Packing", list(t.shape))
+    return t
+
+def unpack_hook(t):
+    print("Unpacking", list(t.shape))
+    return t
+
+a = torch.ones(5, requires_grad=True)
+b = (torch.ones(5) * 2).requires_grad_()
+with torch.autograd.graph.saved_tensors_hooks(pack_hook, unpack_hook):
+    y = a * b
+y.sum().backward()
+print(a.grad)
+with torch.autograd.graph.save_on_cpu(pin_memory=False):
+    z = (a.exp() * b).sum()
+z.backward()
+print(a.grad, b.grad)
+'''
+
+PROGRAMS["masked_tensor_where"] = '''
+from torch.masked import masked_tensor
+
+x = torch.tensor([-10., -5, 0, 5, 10, 50, 60, 70, 80, 90, 100], requires_grad=True)
+mask = x < 0
+mx = masked_tensor(x, mask, requires_grad=True)
+my = masked_tensor(torch.ones_like(x), ~mask, requires_grad=True)
+y = torch.where(mask, torch.exp(mx), my)
+s = y.sum()
+s.backward()
+print(mx.grad)
+print(my.grad)
+'''
+
+PROGRAMS["masked_tensor_gradients"] = '''
+from torch.masked import masked_tensor
+
+data = torch.arange(6, dtype=torch.float).reshape(2, 3)
+mask = torch.tensor([[True, False, True], [False, True, True]])
+mt = masked_tensor(data, mask, requires_grad=True)
+y = (mt * 2).exp()
+out = y.sum()
+out.backward()
+print(mt.grad)
+'''
+
+PROGRAMS["torch_func_transforms"] = '''
+from torch.func import grad, jacrev, vmap, hessian, functional_call
+
+def f(x):
+    return (x.sin() * x).sum()
+
+x = torch.randn(4)
+print(grad(f)(x))
+print(vmap(grad(f))(torch.randn(2, 4)))
+print(jacrev(torch.sin)(x))
+print(hessian(f)(x).diagonal())
+model = nn.Linear(3, 2)
+params = dict(model.named_parameters())
+def loss(p, inp):
+    return functional_call(model, p, (inp,)).pow(2).sum()
+inp = torch.randn(3)
+g = grad(loss)(params, inp)
+print({k: v.shape for k, v in g.items()})
+loss(params, inp).backward()
+print(torch.allclose(model.weight.grad, g["weight"]))
+'''
+
+PROGRAMS["kinds_nested_jagged"] = '''
+a = torch.randn(2, 3, requires_grad=True)
+b = torch.randn(4, 3, requires_grad=True)
+nt = torch.nested.as_nested_tensor([a, b], layout=torch.jagged)
+y = nt.sin() * 2
+s = sum(t.sum() for t in y.unbind())
+s.backward()
+print(s, a.grad, b.grad)
+'''
+
+PROGRAMS["kinds_nested_strided"] = '''
+a = torch.randn(2, 3, requires_grad=True)
+b = torch.randn(4, 3, requires_grad=True)
+nt = torch.nested.as_nested_tensor([a, b])
+y = nt * 2
+p = y.to_padded_tensor(0.0)
+p.sum().backward()
+print(p.shape, a.grad, b.grad)
+'''
+
+PROGRAMS["kinds_sparse_complex_meta"] = '''
+i = torch.tensor([[0, 1, 1], [2, 0, 2]])
+v = torch.tensor([3.0, 4.0, 5.0], requires_grad=True)
+s = torch.sparse_coo_tensor(i, v, (2, 3))
+torch.sparse.mm(s, torch.ones(3, 2)).sum().backward()
+print(v.grad)
+z = torch.randn(3, dtype=torch.cfloat, requires_grad=True)
+(z * z.conj()).real.sum().backward()
+print(z.grad)
+m = torch.empty(3, device="meta", requires_grad=True)
+(m * 2).sum().backward()
+print(m.grad.shape, m.grad.device)
+'''
+
+PROGRAMS["warnings_from_torch_calls"] = '''
+x = torch.randn(2, 3, requires_grad=True)
+y = F.softmax(x)
+z = F.softmax(x * 2)
+y.sum().backward()
+print(x.grad.shape)
+'''
+
+COMPILED: dict[str, str] = {}
+
+COMPILED["compile_module"] = '''
+model = nn.Linear(2, 2)
+cm = torch.compile(model, backend="aot_eager")
+x = torch.randn(3, 2)
+y = cm(x).sum()
+y.backward()
+print(type(cm).__name__, y.grad_fn.name(), model.weight.grad)
+'''
+
+COMPILED["module_compile_method"] = '''
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(3, 2)
+
+    def forward(self, x):
+        return self.fc(x).relu().sum()
+
+net = Net()
+net.compile(backend="aot_eager")
+seq = nn.Sequential(nn.Linear(3, 2), nn.Tanh())
+seq.compile(backend="aot_eager")
+x = torch.randn(4, 3)
+out = net(x) + seq(x).sum()
+out.backward()
+print(out.grad_fn.name(), net.fc.weight.grad, seq[0].bias.grad)
+'''
+
+COMPILED["graph_break_called_twice"] = '''
+@torch.compile(backend="aot_eager")
+def f(x):
+    h = x.sin()
+    print("graph break")
+    return h.norm()
+
+x = torch.randn(3, requires_grad=True)
+a = f(x)
+b = f(x)
+(a + b).backward()
+print(a, b, x.grad)
+'''
+
+COMPILED["recompile_on_shape_change"] = '''
+@torch.compile(backend="aot_eager")
+def g(x):
+    return (x.sin() * 2).sum()
+
+a = torch.randn(3, requires_grad=True)
+b = torch.randn(5, requires_grad=True)
+g(a).backward()
+g(b).backward()
+print(a.grad, b.grad)
+'''
+
+SERVICE = ("fn_clear_saved_tensors_on_access", "saved_tensors_hooks", "masked_tensor_gradients",
+           "kinds_nested_jagged", "kinds_nested_strided", "warnings_from_torch_calls",
+           *COMPILED)
+"""The programs also run through the service (its sandbox), against the same bare run."""
+
+INDUCTOR = '''
+f = torch.compile(lambda x: (x.sin() * 2).sum())
+a = torch.randn(3, requires_grad=True)
+f(a).backward()
+print(a.grad)
+'''
+"""The default backend, which cannot run in the sandbox."""
