@@ -146,3 +146,19 @@ for step in range(3):
 y = h.sum()
 y.backward()
 """
+
+# A training loop that clips its gradients each step (the `.grad` the optimizer uses is not
+# what backward left): the page's last step, its sentence and the clipping line must agree.
+CLIP_LOOP = """import torch
+from torch import nn
+torch.manual_seed(0)
+model = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 1))
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+x = torch.randn(16, 4)
+for step in range(3):
+    opt.zero_grad()
+    loss = model(x).pow(2).mean() * 50
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 0.5)
+    opt.step()
+"""

@@ -98,6 +98,16 @@ test("a shape error names the module, the op and the shapes it got", () => {
     "RuntimeError at line 4, raised by `linear` in 2 (Linear) with inputs of shape [3, 8] and [2, 5]: mat1 and mat2 shapes cannot be multiplied (3x8 and 5x2)");
 });
 
+test("beside the error box, which prints the message, the sentence never prints it again", () => {
+  const { doc, index, timeline } = load("01_chain_rule");
+  const shape = { type: "RuntimeError", message: "mat1 and mat2 shapes cannot be multiplied (3x8 and 5x2)", line: 4,
+    module: "2", module_type: "Linear", op: "linear", shapes: [[3, 8], [2, 5]] };
+  const ctx = wordsContext({ ...index, doc: { ...doc, error: shape } }, timeline);
+  assert.equal(errorSentence(ctx, { besideMessage: true }), "Raised at line 4 by `linear` in 2 (Linear) with inputs of shape [3, 8] and [2, 5].");
+  const plain = { type: "ValueError", message: "bad value", line: 3 };
+  assert.equal(errorSentence(wordsContext({ ...index, doc: { ...doc, error: plain } }, timeline), { besideMessage: true }), "");
+});
+
 test("double backward: the pass with create_graph=True is named, and so are the nodes it builds", () => {
   const { index, timeline, ctx } = load("13_double_backward");
   const labels = timeline.segments.map((s) => segmentLabel(ctx, s));

@@ -87,8 +87,10 @@ def test_adam_20_sentences_name_the_iteration(playground: Any, artifacts_dir: Pa
     shoot(page, artifacts_dir, "adam-fwd", size)
     # The last pass starts (step lb + 1) with the iteration it belongs to.
     go(page, at["bwd"] - 3)
-    head = "backward 20 (iteration 20 of 20) starts at line 10 (`loss.backward()`). "
+    head = "backward 20 (iteration 20 of 20) starts at line 10 (loss.backward()). "
     assert sentence(page).startswith(head), sentence(page)
+    # the quoted line reads as code, not as raw backticks
+    assert page.locator("#sentence code").first.inner_text() == "loss.backward()"
     go(page, at["bwd"])
     text = sentence(page)
     assert "iteration 20 of 20" in text and not re.search(r"#\d", text), text

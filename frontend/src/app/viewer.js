@@ -35,6 +35,7 @@ import { GradcheckPanel } from "../ui/gradcheck.js";
 import { ExplainPanel } from "../ui/explain.js";
 import { Inspector } from "../ui/inspector.js";
 import { IterationPicker } from "../ui/iterations.js";
+import { withCode } from "../ui/dom.js";
 import { compactKeyHint, graphKeyHandler } from "../ui/keys.js";
 import { renderModules, renderNodeList } from "../ui/panels.js";
 import { Transport } from "../ui/transport.js";
@@ -310,7 +311,7 @@ export class Viewer {
     this.code.mark({ current: lineOf(ev, k - 1), justDone: lineOf(prev, k - 2), userBackward }, { scroll: !!ev });
     this.transport.update(k, tl.N, playing, tl.segmentAt(k));
     const el = this.els.sentence;  // announced (aria-live) only when not playing
-    if (el && this.words) { el.setAttribute("aria-live", playing ? "off" : "polite"); el.textContent = stepSentence(this.words, k); }
+    if (el && this.words) { el.setAttribute("aria-live", playing ? "off" : "polite"); el.replaceChildren(...withCode(stepSentence(this.words, k))); }
     if (this.selectedV >= 0 && !playing) this.inspector.show(this.scene, this.selectedV, k);
     clearTimeout(this._listTimer);
     this._listTimer = setTimeout(() => this.refreshNodeList(), playing ? 250 : 0);

@@ -5,6 +5,7 @@
  * paths, frozen parameters and the blocks run with gradients off. Read only, never re-derived;
  * built with textContent only (the document comes from user code).
  */
+import { lineGradNotes } from "../analysis/grad-edits.js";
 import { el } from "./dom.js";
 
 const KIND_TEXT = { no_grad: "torch.no_grad()", inference_mode: "torch.inference_mode()", set_grad_enabled: "torch.set_grad_enabled(False)" };
@@ -93,6 +94,7 @@ export function lineNotes(doc, line) {
   if (defined.length) out.push(`defines ${defined.map((n) => (n.tied && n.tied.length > 1 ? `${n.name} (tied: ${n.tied.join(" = ")})` : n.name)).join(", ")}.`);
   const off = lineNote(doc, line);
   if (off) out.push(off);
+  out.push(...lineGradNotes(doc, line));  // what it did to .grad: analysis/grad-edits.js
   return out;
 }
 

@@ -6,6 +6,7 @@
 import { KINDS } from "../graph/document.js";
 import { fmtTensorShort } from "../analysis/format.js";
 import { errorSentence } from "../analysis/words.js";
+import { withCode } from "./dom.js";
 import { statusWithFindings } from "./findings.js";
 
 const LIMIT_STATUSES = { timeout: "Time limit", memory_limit: "Memory limit", output_limit: "Output limit", graph_limit: "Graph limit", crashed: "Crashed" };
@@ -51,9 +52,11 @@ export function renderResults(els, doc, onLine) {
 export function renderErrorExplain(box, words, errors, onLine) {
   box.querySelector(".gt-error-explain")?.remove();
   if (!words || !words.doc.error) return;
+  const text = errorSentence(words, { besideMessage: true });  // the box above has the message
+  if (!text) return;
   const p = document.createElement("p");
   p.className = "gt-error-explain";
-  p.textContent = errorSentence(words);
+  p.append(...withCode(text));
   const ip = errors && errors.inplace;
   const links = [];
   if (ip && ip.line != null) links.push([`changed in place at line ${ip.line}`, ip.line]);
