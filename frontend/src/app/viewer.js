@@ -29,6 +29,7 @@ import { buildView } from "../graph/view.js";
 import { LayoutClient } from "../layout/client.js";
 import { GraphCanvas } from "../render/canvas.js";
 import { makeScene } from "../render/scene.js";
+import { wrapLayout } from "../render/wrap.js";
 import { addFindingMarks, markTransport, renderFindings } from "../ui/findings.js";
 import { gradOffMarks } from "../ui/definitions.js";
 import { GradcheckPanel } from "../ui/gradcheck.js";
@@ -207,6 +208,8 @@ export class Viewer {
     this.layoutCount = (this.layoutCount || 0) + 1;
     const layout = await this.layout.layout(input, { direction: st.direction });
     if (gen !== this._layoutGen) return null;
+    // A long strip is cut into columns shaped like the view (NOTE [wrapped layout] in render/wrap.js).
+    if (this.els.graph) wrapLayout(layout, view.vnodes, { w: this.els.graph.clientWidth, h: this.els.graph.clientHeight });
     this.scene = makeScene(this.index, view, layout, this.timeline, st.collapsed);
     this._markErrors(this.scene);
     this.scene.active = activeVNodes(view, st.levels, st.openUnits);

@@ -80,9 +80,18 @@ export function drawScene(ctx, scene, st, cam, vw, vh, opts) {
     ctx.setLineDash([]);
     // At the overview level the title speaks for the boxes inside, too small for their own
     // text: it may use the box's whole width, on a background (NOTE [overview labels]).
-    texts.push({ kind: "title", text: b.title || `▾ ${b.path}`, wx: b.lx, wy: b.ly, base: 11, min: 11, color: pal.boxText, prio: 2,
+    // Zoomed out, a module's title is placed before the short forms of the nodes inside it:
+    // the regions read as their modules first (NOTE [overview labels] in render/texts.js).
+    texts.push({ kind: "title", text: b.title || `▾ ${b.path}`, wx: b.lx, wy: b.ly, base: 11, min: 11, color: pal.boxText, prio: overview ? 1.15 : 2,
       room: overview ? Math.max(b.tw, b.x1 - b.lx) : b.tw, bg: overview ? pal.labelBg : undefined,
       clip: [b.x0, b.y0, b.x1, b.y1], alts: (b.alts ||= titleAlts(b.title || `▾ ${b.path}`)) });
+    // NOTE [modules as regions]: zoomed out, where the nodes are too small for any text, each
+    // module box big enough on screen is labelled in its middle with its own name (the tail of
+    // its path: "self_attn", "layers.0"), over the nodes it holds; inner modules first.
+    if (overview) {
+      texts.push({ kind: "region", text: regionName(b.path), full: b.title ? b.title.replace(/^▾ /, "") : b.path, wx: (b.x0 + b.x1) / 2, wy: (b.y0 + b.y1) / 2,
+        base: 12, min: 12, bold: true, color: pal.boxText, bg: pal.labelBg, prio: 1.19 - b.depth / 1000, area: [b.x0, b.y0, b.x1, b.y1] });
+    }
   }
 
   // Edges: plain ones batched, gradient-carrying ones one by one.
@@ -254,6 +263,13 @@ function ring(ctx, scene, v, color, width, pad, dash) {
   if (dash) ctx.setLineDash(dash);
   ctx.stroke();
   ctx.setLineDash([]);
+}
+
+/** A module's own name for its region: the last segment of its path, with its parent when a number ("layers.0"). */
+export function regionName(path) {
+  const parts = String(path).split(".");
+  const last = parts[parts.length - 1];
+  return /^\d+$/.test(last) && parts.length > 1 ? `${parts[parts.length - 2]}.${last}` : last;
 }
 
 /** A module box title's short forms: "▾ encoder.layers.0" → "▾ e.l.0", keeping its marker. */
