@@ -71,7 +71,7 @@ function moduleBoxes(view, x, y, reveal, dir, colOf) {
     path.forEach((p, d) => {
       const key = keyOf(p, k);
       let b = boxes.get(key);
-      if (!b) { b = { path: p, key, rows: new Map(), reveal: Infinity, depth: d + 1, below: 0 }; boxes.set(key, b); }
+      if (!b) { b = { path: p, key, col: colOf ? colOf[k] : 0, rows: new Map(), reveal: Infinity, depth: d + 1, below: 0 }; boxes.set(key, b); }
       if (d) parentOfKey.set(key, keyOf(path[d - 1], k));
       const rk = Math.round(rank);
       const row = b.rows.get(rk) || { lo: Infinity, hi: -Infinity, t0: Infinity, t1: -Infinity };
