@@ -213,3 +213,15 @@ test("a plain Python loop: iterations found from its lines; without them, which 
   const last = stepSentence(bare.ctx, bare.timeline.N - 1);
   assert.match(last, /^The 1st MulBackward0 \(line 5\) receives ∇ = .+ and passes .+ to x \(twice\)\.$/, last);
 });
+
+test("the step that made the first NaN says so", () => {
+  const doc = JSON.parse(readFileSync(new URL("./fixtures/findings_where_nan.json", import.meta.url), "utf8"));
+  const index = indexDocument(doc);
+  const timeline = new Timeline(index);
+  const ctx = wordsContext(index, timeline);
+  const f = doc.analysis.nonfinite[0];
+  const k = timeline.events.indexOf(doc.events[f.event]) + 1;
+  assert.ok(k >= 1);
+  assert.match(stepSentence(ctx, k), /✱ This is the run's first NaN: SqrtBackward0 made it here\.$/);
+  for (let j = 1; j <= timeline.N; j++) if (j !== k) assert.doesNotMatch(stepSentence(ctx, j), /first NaN/);
+});

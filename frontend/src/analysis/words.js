@@ -142,12 +142,24 @@ export function stepSentence(ctx, k) {
   const e = tl.events[i];
   const v = tl.evNode[i];
   let text = e.phase === "forward" ? forwardSentence(ctx, e, v) : backwardSentence(ctx, e, v, i);
+  text += firstNonfiniteWords(ctx, e, v);
   if (k >= tl.N) {  // NOTE [the last step after an edit] in analysis/grad-edits.js
     const leaf = index.leafOfAcc.get(v);
     text += editAfterWords(doc, leaf != null ? index.nodes[leaf].id : null);
   }
   if (k >= tl.N && doc.error) text += ` Then the run stopped: ${errorSentence(ctx, { short: true })}`;
   return text;
+}
+
+/** " ✱ The run's first NaN: made here." at the step the analysis names (`analysis.nonfinite`), else "". */
+function firstNonfiniteWords(ctx, e, v) {
+  const { doc } = ctx;
+  for (const f of (doc.analysis && doc.analysis.nonfinite) || []) {
+    if (f.event == null || (doc.events || [])[f.event] !== e) continue;
+    const what = f.kind === "nan" ? "NaN" : "inf";
+    return f.phase === "backward" ? ` ✱ This is the run's first ${what}: ${nameOf(ctx, v)} made it here.` : ` ✱ The run's first ${what} is seen here.`;
+  }
+  return "";
 }
 
 function forwardSentence(ctx, e, v) {

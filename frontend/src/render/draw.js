@@ -232,9 +232,11 @@ export function drawScene(ctx, scene, st, cam, vw, vh, opts) {
     if (!(scene.reveal[v] <= st.k)) continue;
     ring(ctx, scene, v, pal.error, 3 * px, 5);
     const err = scene.index.doc.error;
-    if (err) {
-      // The viewer may say per node what went wrong there (analysis/errors.js): the saver, the changer.
-      const text = (scene.errorLabels && scene.errorLabels.get(v)) || `⚠ ${err.type}${err.line != null ? ` (line ${err.line})` : ""}`;
+    // The viewer may say per node what went wrong there (analysis/errors.js: the saver, the
+    // changer; ui/findings.js: "✱ first NaN made here", a hint's title), with or without an error.
+    const own = scene.errorLabels && scene.errorLabels.get(v);
+    if (err || own) {
+      const text = own || `⚠ ${err.type}${err.line != null ? ` (line ${err.line})` : ""}`;
       texts.push({ kind: "error", text, wx: xs[v], wy: ys[v],
         base: 11.5, min: 11.5, bold: true, color: pal.error, bg: pal.labelBg, prio: 0, node: v, clamp: true });
     }

@@ -94,9 +94,26 @@ export function renderLegend(root) {
     li.append(sw, text);
     root.append(li);
   }
+  // The findings' marks (ui/findings.js, render/draw.js, render/nonfinite.js).
+  const marks = [["gt-swatch-error", "red outline: where the run's error was raised, or a hint's node (⚑)"],
+    ["gt-swatch-nan", "red outline and ✱: where the first NaN or inf was made"],
+    ["gt-swatch-nanedge", "dashed red edge: it carried a NaN or inf"],
+    ["gt-swatch-suspect", "dashed outline: the node a gradient check blames (✗ suspect)"]];
+  for (const [cls, text] of marks) {
+    const li = document.createElement("li");
+    const sw = document.createElement("span");
+    sw.className = `gt-swatch ${cls}`;
+    li.append(sw, text);
+    root.append(li);
+  }
   const glyphs = [["✂", "a cut: detach(), no_grad or .data; gradients stop here"], ["⚠", "where the run's error was raised"],
-    ["✎", "the in-place change that caused the error"], ["(×N)", "the leaf's .grad holds N accumulations"],
-    ["‖v‖", "the norm of a tensor's values"], ["A…", "zoomed out: a label's short form"]];
+    ["✎", "the in-place change that caused the error"], ["⚑", "a hint: a classic mistake, with its fix (see Hints)"],
+    ["✱", "the first NaN or inf of the run"], ["→ h", "the snippet's variable for a node's output"],
+    ["your code", "a node of your own autograd.Function: its backward is your code"],
+    ["tied", "one parameter reached under several names (a = b)"],
+    ["(×N)", "the leaf's .grad holds N accumulations"],
+    ["‖v‖", "the norm of a tensor's values"], ["Addm…", "zoomed out: a label's short form (the whole name on hover)"],
+    ["name", "zoomed out: a module's name over its region"]];
   for (const [glyph, text] of glyphs) {
     const li = document.createElement("li");
     const sw = document.createElement("span");
@@ -104,6 +121,18 @@ export function renderLegend(root) {
     sw.textContent = glyph;
     li.append(sw, text);
     root.append(li);
+  }
+  // NOTE [the legend stays inside the graph]: opened, it is never taller than the graph's area
+  // below it; it scrolls instead (a long legend over the timeline hid the transport).
+  const menu = root.closest("details");
+  const graph = root.getRootNode().querySelector("#graph");
+  if (menu && graph && !menu.dataset.fitsGraph) {
+    menu.dataset.fitsGraph = "1";
+    menu.addEventListener("toggle", () => {
+      if (!menu.open) return;
+      const room = graph.getBoundingClientRect().bottom - root.getBoundingClientRect().top - 8;
+      root.style.maxHeight = `${Math.max(120, Math.floor(room))}px`;
+    });
   }
 }
 
