@@ -82,7 +82,8 @@ export class Viewer {
     this.check = opts.checks && this.els.inspector ? new GradcheckPanel(this.els.inspector, { onSuspect: (id) => this.outlineSuspect(id),
       request: typeof opts.checks === "function" ? opts.checks : undefined }) : null;
     // ui/explain.js asks the service too; opts.explain: another request (a saved file's, the widget's)
-    this.explain = opts.checks === true ? new ExplainPanel() : opts.explain ? new ExplainPanel({ request: opts.explain }) : null;
+    const onLine = (line) => this.onLineCb(line, true);
+    this.explain = opts.checks === true ? new ExplainPanel({ onLine }) : opts.explain ? new ExplainPanel({ request: opts.explain, onLine }) : null;
     this.inspector = new Inspector(this.els.inspector, { onLine: (line) => this.onLineCb(line, true), onExpand: (v) => this.openGroup(v),
       extra: (node) => extras(this.check ? this.check.button(this.doc, node) : null, this.explain ? this.explain.section(this.doc, node) : null) });
     this.canvas = new GraphCanvas(this.els.graph, {
