@@ -80,17 +80,16 @@ export function drawScene(ctx, scene, st, cam, vw, vh, opts) {
     ctx.setLineDash([]);
     // At the overview level the title speaks for the boxes inside, too small for their own
     // text: it may use the box's whole width, on a background (NOTE [overview labels]).
-    // Zoomed out, a module's title is placed before the short forms of the nodes inside it:
-    // the regions read as their modules first (NOTE [overview labels] in render/texts.js).
-    texts.push({ kind: "title", text: b.title || `▾ ${b.path}`, wx: b.lx, wy: b.ly, base: 11, min: 11, color: pal.boxText, prio: overview ? 1.15 : 2,
+    texts.push({ kind: "title", text: b.title || `▾ ${b.path}`, wx: b.lx, wy: b.ly, base: 11, min: 11, color: pal.boxText, prio: 2,
       room: overview ? Math.max(b.tw, b.x1 - b.lx) : b.tw, bg: overview ? pal.labelBg : undefined,
       clip: [b.x0, b.y0, b.x1, b.y1], alts: (b.alts ||= titleAlts(b.title || `▾ ${b.path}`)) });
     // NOTE [modules as regions]: zoomed out, where the nodes are too small for any text, each
     // module box big enough on screen is labelled in its middle with its own name (the tail of
-    // its path: "self_attn", "layers.0"), over the nodes it holds; inner modules first.
+    // its path: "self_attn", "layers.0"), over the nodes it holds and their short forms (which
+    // give way), after the titles (never over one); inner modules first.
     if (overview) {
       texts.push({ kind: "region", text: regionName(b.path), full: b.title ? b.title.replace(/^▾ /, "") : b.path, wx: (b.x0 + b.x1) / 2, wy: (b.y0 + b.y1) / 2,
-        base: 12, min: 12, bold: true, color: pal.boxText, bg: pal.labelBg, prio: 1.19 - b.depth / 1000, area: [b.x0, b.y0, b.x1, b.y1] });
+        base: 12, min: 12, bold: true, color: pal.boxText, bg: pal.labelBg, prio: 2.1 - b.depth / 1000, area: [b.x0, b.y0, b.x1, b.y1] });
     }
   }
 

@@ -24,7 +24,7 @@ class Grid {
   }
   hits(r, owner, overNodes = false) {
     for (const key of this._keys(r)) {
-      for (const o of this.cells.get(key) || []) if ((owner === undefined || o.owner !== owner) && !(overNodes && o.node) && intersects(o, r)) return true;
+      for (const o of this.cells.get(key) || []) if ((owner === undefined || o.owner !== owner) && !(overNodes && (o.node || o.yields)) && intersects(o, r)) return true;
     }
     return false;
   }
@@ -63,7 +63,9 @@ export function placeLabels(items, obstacles, vw, vh) {
       const r = { x, y, w: it.w, h: it.h, owner: it.owner };
       if (x < 0 || y < 0 || x + it.w > vw || y + it.h > vh) continue;
       if (grid.hits(r, it.owner, !!it.over)) continue;  // `over`: a region's label may cover its nodes
-      grid.add({ x, y, w: it.w, h: it.h, owner: it.owner === undefined ? undefined : `label:${it.owner}` });
+      grid.add({ x, y, w: it.w, h: it.h, owner: it.owner === undefined ? undefined : `label:${it.owner}`, yields: !!it.abbrOnly });
+      // A region's label covers node short forms (`abbrOnly`): they give way (NOTE [modules as regions] in draw.js).
+      if (it.over) for (let j = placed.length - 1; j >= 0; j--) if (placed[j].abbrOnly && intersects(placed[j], r)) placed.splice(j, 1);
       placed.push({ ...it, x, y });
       break;
     }
