@@ -101,16 +101,16 @@ def test_gru_200_calls_fold_around_the_open_call(sized: Any, artifacts_dir: Path
     page.screenshot(path=str(artifacts_dir / f"readable-gru-fit-{page.size_id}.png"))
     _check_texts(page, "GRU at Fit")
     assert "calls 2–200 of GRUCell" in _shown(page)
-    assert "▾ GRUCell call 1 of 200" in _titles(page)
+    assert "▾ cell call 1 of 200" in _titles(page)
     assert page.evaluate("window.gradtrace.app.scene.view.vnodes.length") < 80
     expect(page.locator(".gt-minimap")).to_be_visible()
     # The picker moves the transport, and the open call follows it.
-    page.get_by_role("spinbutton", name="GRUCell call number").fill("37")
-    page.get_by_role("spinbutton", name="GRUCell call number").press("Enter")
+    page.get_by_role("spinbutton", name="cell call number").fill("37")
+    page.get_by_role("spinbutton", name="cell call number").press("Enter")
     page.wait_for_function("window.gradtrace.app.viewer.openUnits[0] === 36")
     page.wait_for_timeout(300)
     _check_texts(page, "GRU call 37")
-    assert "▾ GRUCell call 37 of 200" in _titles(page)
+    assert "▾ cell call 37 of 200" in _titles(page)
     assert {"calls 1–36 of GRUCell", "calls 38–200 of GRUCell"} <= set(_shown(page))
     page.screenshot(path=str(artifacts_dir / f"readable-gru-call37-{page.size_id}.png"))
     # Stepping forward through the call keeps every label legible.

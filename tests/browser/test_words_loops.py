@@ -71,7 +71,7 @@ def test_gru_200_sentences_name_the_call_the_picker_shows(playground: Any, artif
         assert not re.search(r"#\d", text), text
         # The node of this step lies in the call the picker shows, and the sentence says which.
         assert f"call {u + 1} of 200" in text, (u, text)
-        assert page.get_by_role("spinbutton", name="GRUCell call number").input_value() == str(u + 1)
+        assert page.get_by_role("spinbutton", name="cell call number").input_value() == str(u + 1)
         shoot(page, artifacts_dir, f"gru-{where}", size)
     assert re.match(r"^(The \d+(st|nd|rd|th) )?\w+Backward0 \(line 7, call \d+ of 200\) receives ∇ = ", text), text
 

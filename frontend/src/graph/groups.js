@@ -123,10 +123,11 @@ function moduleCalls(index, outer) {
   const order = [...best.calls.keys()].sort((a, b) => a - b);
   order.forEach((c, u) => { for (const i of best.calls.get(c)) unitOf[i] = u; });
   const type = info.get(best.path)?.type || best.path.slice(best.path.lastIndexOf(".") + 1);
-  // NOTE [naming the instance]: "Sequential call 2 of 3" says nothing when G and D are both
-  // Sequential: a type that names several modules of the run gives way to the instance path.
-  const shared = [...info.values()].filter((m) => m.type === type).length > 1;
-  return { kind: "call", label: shared ? best.path : type, type, path: best.path, count: order.length, unitOf };
+  // NOTE [naming the instance]: a call is named by the module's path, the snippet's own name
+  // for it ("net call 2 of 3", "D call 2 of 3", "cell call 37 of 200"), never by its type:
+  // "Sequential call 2 of 3" says nothing when G and D are both Sequential, and a run that
+  // named one module by its type and another by its variable read as two kinds of name.
+  return { kind: "call", label: best.path, type, path: best.path, count: order.length, unitOf };
 }
 
 /**

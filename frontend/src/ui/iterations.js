@@ -1,5 +1,5 @@
 /**
- * The iteration picker: "iteration 7 of 20" (or "GRUCell call 37 of 200") with previous/next
+ * The iteration picker: "iteration 7 of 20" (or "cell call 37 of 200", the module's own name) with previous/next
  * buttons and a number box, for the outermost level of repeated units (graph/groups.js).
  * Picking a unit asks `onPick(u)`; the page moves the transport there and the view follows.
  * Hidden when the run has no repeated units.
