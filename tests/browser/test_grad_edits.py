@@ -24,7 +24,8 @@ def test_after_clipping_the_last_step_agrees_with_the_box(playground: Any, artif
     pick_node(page, re.compile("^" + re.escape(leaf.group(1)) + " "))
     page.wait_for_function("window.gradtrace.app.viewer.selectedV >= 0")
     inspector = page.locator("#inspector").inner_text()
-    norm = re.search(r"\.grad at this step \(.*then norm scaled × [\d.]+ outside autograd at line 11\)\n.*\n.*\n.*norm ([\d.e+-]+)", inspector)
+    norm = re.search(r"\.grad at this step \(.*then norm scaled × [\d.]+ outside autograd at line 11\)"
+                     r"\n.*\n.*\n.*norm ([\d.e+-]+)", inspector)
     assert norm, inspector
     # the sentence names the value the inspector shows (4 significant digits, ‖v‖)
     assert f"‖{float(norm.group(1)):.4g}‖" in sentence, (norm.group(1), sentence)

@@ -178,4 +178,5 @@ def test_transformer_lesson_shows_what_its_introduction_says(playground: Any, ar
         return [r.left + (s.x[v] - c.cam.x) * c.cam.k, r.top + (s.y[v] - c.cam.y) * c.cam.k]; }""")
     page.mouse.click(x, y)
     page.wait_for_function("new Set(window.gradtrace.app.scene.boxes"
-                           ".filter(b => (b.title || '').includes('TransformerEncoderLayer')).map(b => b.path)).size === 2")
+                           ".filter(b => (b.title || '').includes('TransformerEncoderLayer'))"
+                           ".map(b => b.path)).size === 2")

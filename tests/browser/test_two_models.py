@@ -15,7 +15,8 @@ OPEN = """() => { const a = window.gradtrace.app, s = a.scene, nodes = a.index.n
   const mods = new Set();
   s.view.vnodes.forEach((n) => { if (n.fold || n.kind === 'group') return;
     // the ops drawn open (parameters are shared by every call of their model: drawn for themselves)
-    for (const r of n.refs) { const m = a.index.module[r]; if (m && nodes[r].kind === 'function' && nodes[r].name !== 'AccumulateGrad') mods.add(m.split('.')[0]); } });
+    for (const r of n.refs) { const m = a.index.module[r];
+      if (m && nodes[r].kind === 'function' && nodes[r].name !== 'AccumulateGrad') mods.add(m.split('.')[0]); } });
   return { mods: [...mods].sort(), folds: s.view.vnodes.filter((n) => n.fold).map((n) => n.label) }; }"""
 
 

@@ -36,7 +36,8 @@ def render_html(doc: RunDocument, *, run_url: str | None = None) -> str:
     rows = []
     for n in leaves[:SUMMARY_ROWS]:
         grad = "—" if n.grad is None else _value_text(n.grad.values, n.grad.stats)
-        rows.append(f"<tr><td>{e(n.name or ('the output' if n.role == 'root' else 'a tensor'))}</td><td>{e(str(n.shape))}</td><td>{e(n.dtype or '')}</td>"
+        name = n.name or ("the output" if n.role == "root" else "a tensor")
+        rows.append(f"<tr><td>{e(name)}</td><td>{e(str(n.shape))}</td><td>{e(n.dtype or '')}</td>"
                     f"<td>{e(grad)}</td></tr>")
     if len(leaves) > SUMMARY_ROWS:
         rows.append(f"<tr><td colspan=4>… {len(leaves) - SUMMARY_ROWS} more</td></tr>")
