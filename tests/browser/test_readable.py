@@ -100,7 +100,7 @@ def test_gru_200_calls_fold_around_the_open_call(sized: Any, artifacts_dir: Path
     expect(picker).to_contain_text("of 200")
     page.screenshot(path=str(artifacts_dir / f"readable-gru-fit-{page.size_id}.png"))
     _check_texts(page, "GRU at Fit")
-    assert "calls 2–200 of GRUCell" in _shown(page)
+    assert "calls 2–200 of cell" in _shown(page)
     assert "▾ cell call 1 of 200" in _titles(page)
     assert page.evaluate("window.gradtrace.app.scene.view.vnodes.length") < 80
     expect(page.locator(".gt-minimap")).to_be_visible()
@@ -111,7 +111,7 @@ def test_gru_200_calls_fold_around_the_open_call(sized: Any, artifacts_dir: Path
     page.wait_for_timeout(300)
     _check_texts(page, "GRU call 37")
     assert "▾ cell call 37 of 200" in _titles(page)
-    assert {"calls 1–36 of GRUCell", "calls 38–200 of GRUCell"} <= set(_shown(page))
+    assert {"calls 1–36 of cell", "calls 38–200 of cell"} <= set(_shown(page))
     page.screenshot(path=str(artifacts_dir / f"readable-gru-call37-{page.size_id}.png"))
     # Stepping forward through the call keeps every label legible.
     page.locator("#graph").focus()
