@@ -208,3 +208,43 @@ for t in range(30000):
     optimizer.step()
 print("done")
 """
+
+# A training loop that clips its gradients each step (the `.grad` the optimizer uses is not
+# what backward left): the page's last step, its sentence and the clipping line must agree.
+CLIP_LOOP = """import torch
+from torch import nn
+torch.manual_seed(0)
+model = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 1))
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+x = torch.randn(16, 4)
+for step in range(3):
+    opt.zero_grad()
+    loss = model(x).pow(2).mean() * 50
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 0.5)
+    opt.step()
+"""
+
+# Two models in one snippet, as in PyTorch's visualizing-gradients tutorial: the same network
+# with and without batch norm, each trained a few steps by one function.
+TWO_MODELS = """import torch
+from torch import nn
+torch.manual_seed(0)
+def net(batchnorm):
+    layers = []
+    for _ in range(3):
+        layers += [nn.Linear(8, 8)] + ([nn.BatchNorm1d(8)] if batchnorm else []) + [nn.Sigmoid()]
+    return nn.Sequential(*layers, nn.Linear(8, 1))
+model_bn = net(True)
+model_nobn = net(False)
+x, y = torch.randn(16, 8), torch.randn(16, 1)
+def fit(model, steps=3):
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for _ in range(steps):
+        opt.zero_grad()
+        loss = nn.functional.mse_loss(model(x), y)
+        loss.backward()
+        opt.step()
+fit(model_bn)
+fit(model_nobn)
+"""

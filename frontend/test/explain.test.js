@@ -71,3 +71,20 @@ test("the saved arguments a rule reads are written out", () => {
   assert.equal(argsText({ args: {} }), null);
   assert.equal(argsText({}), null);
 });
+
+test("a known rule without numbers says why first", () => {
+  const lines = explainLines({ known: true, op: "MulBackward0", note: "this node did not run backward",
+    inputs: [{ input_nr: 0, rule: "grad_self = grad · other" }, { input_nr: 1, rule: "grad_other = grad · self" }] });
+  assert.equal(lines[0].note, "this node did not run backward");
+  assert.equal(lines[0].rule, null);
+  assert.deepEqual(lines.slice(1).map((l) => l.rule), ["grad_self = grad · other", "grad_other = grad · self"]);
+  const kept = explainLines({ known: true, op: "X", note: "the received gradient's values were not kept (a large tensor)", inputs: [{ input_nr: 0, rule: "r" }] });
+  assert.match(kept[0].note, /values were not kept/);
+});
+
+test("a custom Function points to its own backward, not to the catalogue", () => {
+  const [line] = explainLines({ known: false, op: "CubeBackward", inputs: [], note: "no rule for CubeBackward in the catalogue" }, { lines: [8, 9, 10] });
+  assert.match(line.note, /^your code: .*lines 8–10 of the snippet/);
+  assert.doesNotMatch(line.note, /catalogue/);
+  assert.equal(line.line, 8);
+});

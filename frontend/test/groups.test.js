@@ -177,3 +177,11 @@ test("two backward passes that do different things (a double backward) are no lo
     { phase: "backward", node: "a", pass: 1 }];
   assert.deepEqual(prepare({ graph: { nodes, edges }, events }).levels, []);
 });
+
+test("a module's calls are named by its path, the snippet's name, not by its type", () => {
+  const doc = rnnDoc(6, { stacks: true });
+  doc.modules = [{ path: "cell", type: "GRUCell", calls: 6 }];
+  const { levels } = prepare(doc);
+  assert.equal(levels[0].kind, "call");
+  assert.equal(unitLabel(levels[0], 2), "cell call 3 of 6");
+});

@@ -98,6 +98,16 @@ test("a shape error names the module, the op and the shapes it got", () => {
     "RuntimeError at line 4, raised by `linear` in 2 (Linear) with inputs of shape [3, 8] and [2, 5]: mat1 and mat2 shapes cannot be multiplied (3x8 and 5x2)");
 });
 
+test("beside the error box, which prints the message, the sentence never prints it again", () => {
+  const { doc, index, timeline } = load("01_chain_rule");
+  const shape = { type: "RuntimeError", message: "mat1 and mat2 shapes cannot be multiplied (3x8 and 5x2)", line: 4,
+    module: "2", module_type: "Linear", op: "linear", shapes: [[3, 8], [2, 5]] };
+  const ctx = wordsContext({ ...index, doc: { ...doc, error: shape } }, timeline);
+  assert.equal(errorSentence(ctx, { besideMessage: true }), "Raised at line 4 by `linear` in 2 (Linear) with inputs of shape [3, 8] and [2, 5].");
+  const plain = { type: "ValueError", message: "bad value", line: 3 };
+  assert.equal(errorSentence(wordsContext({ ...index, doc: { ...doc, error: plain } }, timeline), { besideMessage: true }), "");
+});
+
 test("double backward: the pass with create_graph=True is named, and so are the nodes it builds", () => {
   const { index, timeline, ctx } = load("13_double_backward");
   const labels = timeline.segments.map((s) => segmentLabel(ctx, s));
@@ -202,4 +212,16 @@ test("a plain Python loop: iterations found from its lines; without them, which 
   assert.equal(b.s, "line 5, `a = y * x`: the 2nd MulBackward0 is created from the 1st MulBackward0 (line 6) and x.");
   const last = stepSentence(bare.ctx, bare.timeline.N - 1);
   assert.match(last, /^The 1st MulBackward0 \(line 5\) receives ∇ = .+ and passes .+ to x \(twice\)\.$/, last);
+});
+
+test("the step that made the first NaN says so", () => {
+  const doc = JSON.parse(readFileSync(new URL("./fixtures/findings_where_nan.json", import.meta.url), "utf8"));
+  const index = indexDocument(doc);
+  const timeline = new Timeline(index);
+  const ctx = wordsContext(index, timeline);
+  const f = doc.analysis.nonfinite[0];
+  const k = timeline.events.indexOf(doc.events[f.event]) + 1;
+  assert.ok(k >= 1);
+  assert.match(stepSentence(ctx, k), /✱ This is the run's first NaN: SqrtBackward0 made it here\.$/);
+  for (let j = 1; j <= timeline.N; j++) if (j !== k) assert.doesNotMatch(stepSentence(ctx, j), /first NaN/);
 });

@@ -164,3 +164,17 @@ def test_checkpointing_compared_and_no_serious_axe_violations(page: Any, live_se
     page.screenshot(path=str(artifacts_dir / "compare-checkpointing.png"))
     found = axe_violations(page)
     assert found == [], found
+
+
+def test_each_graph_gets_most_of_its_pane_at_1280x800(playground: Any, live_server: Server) -> None:
+    """Two panes share 1280 px: the code column and the inspector row stay small, so each graph is
+    about 500 × 310 px, not 430 × 240."""
+    from browser.pageutil import run_example
+
+    run_example(playground, "chain_rule")
+    playground.get_by_role("button", name="Compare", exact=True).click()
+    playground.wait_for_url(f"{live_server.url}/c/*..*", timeout=READY_MS)
+    wait_until(playground, "document.body.dataset.ready === '1'", timeout=READY_MS)
+    sizes = playground.evaluate("""() => [...document.querySelectorAll('.gt-pane-host')].map((h) => {
+        const g = h.shadowRoot.querySelector('#graph').getBoundingClientRect(); return [g.width, g.height]; })""")
+    assert len(sizes) == 2 and all(w >= 480 and h >= 290 for w, h in sizes), sizes

@@ -13,8 +13,8 @@ import pytest
 from playwright.sync_api import expect
 
 from browser.pageutil import open_saved_file, run_code, run_example, set_code
-from pageguard import wait_until
 from gradtrace.lessons import lesson
+from pageguard import wait_until
 
 pytestmark = pytest.mark.browser
 

@@ -56,3 +56,23 @@ def test_lesson_05_pow_reads_its_saved_exponent(playground: Any, artifacts_dir: 
     expect(panel.locator("[data-gt=explain-instance]").first).to_contain_text(" · 2 · ")
     expect(panel.locator(".gt-explain-recorded").first).not_to_contain_text("differs")
     page.screenshot(path=str(artifacts_dir / "explain-lesson-05-pow.png"))
+
+
+def test_a_custom_function_points_to_its_own_backward(playground: Any) -> None:
+    """A node of the snippet's own autograd.Function has no rule in the catalogue: the panel
+    points to its `backward` lines, and the link goes there."""
+    from browser.pageutil import run_code
+    from gradcheck.cube import WRONG_CUBE
+
+    page = playground
+    run_code(page, WRONG_CUBE)
+    page.evaluate("""() => { const app = window.gradtrace.app, nodes = app.index.nodes;
+        const v = app.scene.view.vnodes.findIndex(n => n.refs && nodes[n.refs[0]].name === 'CubeBackward');
+        app.viewer.selectNode(v); }""")
+    panel = page.locator("#inspector [data-gt=explain]")
+    expect(panel).to_contain_text("your code: this node's backward is the backward of your autograd.Function, lines")
+    assert "catalogue" not in panel.inner_text()
+    first = next(i for i, t in enumerate(WRONG_CUBE.splitlines(), 1) if "def backward" in t)
+    panel.get_by_role("button", name=f"go to line {first}").click()
+    expect(page.locator(".cm-line.gt-line-sel")).to_have_count(1)
+    assert "def backward" in page.locator(".cm-line.gt-line-sel").inner_text()

@@ -47,6 +47,17 @@ def _marks(page: Any) -> list[dict[str, Any]]:
                                             text: s.errorLabels ? s.errorLabels.get(v) : null })); }"""))
 
 
+def test_the_first_nan_has_words_on_the_graph_and_in_its_sentence(playground: Any) -> None:
+    page = playground
+    run_code(page, WHERE_NAN)
+    page.locator(".gt-nan-mark").first.click()
+    wait_until(page, "document.querySelector('#sentence').innerText.includes('first NaN')")
+    assert "This is the run's first NaN: SqrtBackward0 made it here." in page.locator("#sentence").inner_text()
+    page.evaluate("window.gradtrace.app.canvas.drawNow()")
+    placed = page.evaluate("window.gradtrace.app.canvas.placed.map(p => p.text)")
+    assert "✱ first NaN made here" in placed, placed
+
+
 def test_the_where_nan_program(playground: Any, artifacts_dir: Path) -> None:
     page = playground
     run_code(page, WHERE_NAN)

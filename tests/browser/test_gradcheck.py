@@ -43,6 +43,12 @@ def test_check_the_wrong_cube_shows_fail_the_grid_and_the_outlined_cube(playgrou
     expect(worst.locator("td").nth(2)).to_have_text("3")  # numeric: 3 x**2
     expect(page.locator('[data-gt="check-detail"]')).to_contain_text(re.compile(r"x\[\d\]: analytic 1 · numeric 3 "))
     expect(page.locator(".gt-check-suspect")).to_contain_text("Suspect: CubeBackward (your code)")
+    # the grid fits the inspector (no "rel e" cut by a sideways scroll), each reason said once
+    scroll = page.locator(".gt-check-scroll")
+    assert scroll.evaluate("e => e.scrollWidth <= e.clientWidth + 1"), "the grid overflows the inspector"
+    for reason in page.locator(".gt-check-reasons li").all_inner_texts():
+        first = reason.split()[0]
+        assert not reason.startswith(f"{first} {first}"), reason
     suspect = page.evaluate("window.gradtrace.app.scene.suspectV")
     assert suspect, "the suspect is outlined on the graph"
     assert page.evaluate(f"window.gradtrace.app.scene.view.vnodes[{suspect[0]}].refs[0]") == cube_ref

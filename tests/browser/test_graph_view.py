@@ -108,8 +108,12 @@ def test_legend_explains_every_node_kind(playground: Any) -> None:
     page.get_by_text("Legend", exact=True).click()
     legend = page.locator("#legend-list")
     for text in ("Function node", "AccumulateGrad", "Leaf tensor", "Output", "Cut: detach() / no_grad",
-                 "Module"):
+                 "Module", "first NaN or inf was made", "dashed red edge", "a hint", "your code", "suspect",
+                 "tied", "the snippet's variable"):
         expect(legend).to_contain_text(text)
+    # opened, it ends inside the graph's area (it scrolls rather than cover the timeline)
+    box, graph = legend.bounding_box(), page.locator("#graph").bounding_box()
+    assert box and graph and box["y"] + box["height"] <= graph["y"] + graph["height"] + 1, (box, graph)
 
 
 def test_detach_and_no_grad_cuts_are_drawn_as_cut_nodes(playground: Any) -> None:

@@ -164,7 +164,8 @@ def test_transformer_lesson_shows_what_its_introduction_says(playground: Any, ar
     assert "other is folded" in intro and "open" in intro, intro
     doc = run_example(page, "transformer_block")
     assert doc["status"] == "ok"
-    titles = page.evaluate("window.gradtrace.app.scene.boxes.map(b => b.title || '')")
+    # one title per module (a wrapped layout draws a module cut by a column end as a box per column)
+    titles = page.evaluate("[...new Set(window.gradtrace.app.scene.boxes.map(b => b.title || ''))]")
     open_layers = [t for t in titles if "TransformerEncoderLayer" in t]
     assert len(open_layers) == 1 and open_layers[0].startswith("▾ encoder.layers."), titles
     folds = page.evaluate("window.gradtrace.app.scene.view.vnodes.filter(v => v.fold).map(v => v.label)")
@@ -177,5 +178,6 @@ def test_transformer_lesson_shows_what_its_introduction_says(playground: Any, ar
         const r = c.overlay.getBoundingClientRect();
         return [r.left + (s.x[v] - c.cam.x) * c.cam.k, r.top + (s.y[v] - c.cam.y) * c.cam.k]; }""")
     page.mouse.click(x, y)
-    wait_until(page, "window.gradtrace.app.scene.boxes"
-                           ".filter(b => (b.title || '').includes('TransformerEncoderLayer')).length === 2")
+    wait_until(page, "new Set(window.gradtrace.app.scene.boxes"
+                     ".filter(b => (b.title || '').includes('TransformerEncoderLayer'))"
+                     ".map(b => b.path)).size === 2")

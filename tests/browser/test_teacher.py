@@ -31,7 +31,8 @@ SILENT_BOXES = """() => {
   const c = window.gradtrace.app.canvas; c.drawNow();
   const s = c.scene, cam = c.cam, { w, h } = c._size();
   const own = new Set(c.placed.filter((p) => p.node !== undefined).map((p) => p.node));
-  const titled = s.boxes.filter((b) => c.placed.some((p) => p.kind === 'title'
+  // a module's title, or zoomed out its name over its region (NOTE [modules as regions] in render/draw.js)
+  const titled = s.boxes.filter((b) => c.placed.some((p) => (p.kind === 'title' || p.kind === 'region')
       && p.x >= (b.x0 - cam.x) * cam.k - 1 && p.x <= (b.x1 - cam.x) * cam.k
       && p.y >= (b.y0 - cam.y) * cam.k - 14 && p.y <= (b.y1 - cam.y) * cam.k));
   const out = [];

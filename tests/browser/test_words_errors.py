@@ -95,7 +95,9 @@ def test_shape_error_in_sequential_marks_the_module_and_the_shapes(playground: A
     assert (err["module"], err["module_type"], err["op"]) == ("model.2", "Linear", "linear"), err
     assert [3, 8] in err["shapes"], err
     shapes = " and ".join(f"[{', '.join(map(str, s))}]" for s in err["shapes"])
-    assert f"raised by `linear` in model.2 (Linear) with inputs of shape {shapes}:" in explain, explain
+    assert explain == f"Raised at line 5 by linear in model.2 (Linear) with inputs of shape {shapes}.", explain
+    # the box prints the error's message once: the sentence under it adds where, not the message again
+    assert page.locator("#error-box").inner_text().count(err["message"]) == 1
     marks = error_marks(page)
     assert len(marks) == 1, marks
     assert marks[0]["text"].startswith("⚠ model.2 (Linear) raised next: got [3, 8]"), marks

@@ -72,7 +72,7 @@ def test_gru_200_sentences_name_the_call_the_picker_shows(playground: Any, artif
         assert not re.search(r"#\d", text), text
         # The node of this step lies in the call the picker shows, and the sentence says which.
         assert f"call {u + 1} of 200" in text, (u, text)
-        assert page.get_by_role("spinbutton", name="GRUCell call number").input_value() == str(u + 1)
+        assert page.get_by_role("spinbutton", name="cell call number").input_value() == str(u + 1)
         shoot(page, artifacts_dir, f"gru-{where}", size)
     assert re.match(r"^(The \d+(st|nd|rd|th) )?\w+Backward0 \(line 7, call \d+ of 200\) receives ∇ = ", text), text
 
@@ -88,8 +88,10 @@ def test_adam_20_sentences_name_the_iteration(playground: Any, artifacts_dir: Pa
     shoot(page, artifacts_dir, "adam-fwd", size)
     # The last pass starts (step lb + 1) with the iteration it belongs to.
     go(page, at["bwd"] - 3)
-    head = "backward 20 (iteration 20 of 20) starts at line 10 (`loss.backward()`). "
+    head = "backward 20 (iteration 20 of 20) starts at line 10 (loss.backward()). "
     assert sentence(page).startswith(head), sentence(page)
+    # the quoted line reads as code, not as raw backticks
+    assert page.locator("#sentence code").first.inner_text() == "loss.backward()"
     go(page, at["bwd"])
     text = sentence(page)
     assert "iteration 20 of 20" in text and not re.search(r"#\d", text), text

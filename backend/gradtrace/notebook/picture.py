@@ -74,11 +74,11 @@ def graph_svg(doc: dict[str, Any]) -> str:
     for i, n in enumerate(nodes):
         x, yy = pos[i]
         fill, stroke = _FILL[_kind(n)]
-        label = str(n.get("name") or n.get("id"))[:18]
+        label = _name(n)[:18]
         sub = "×".join(str(d) for d in n.get("shape") or []) or ("scalar" if n.get("shape") == [] else "")
         if n.get("line") is not None:
             sub = f"{sub} · L{n['line']}" if sub else f"line {n['line']}"
-        out.append(f'<g><title>{e(str(n.get("name") or n.get("id")))}</title>'
+        out.append(f'<g><title>{e(_name(n))}</title>'
                    f'<rect x="{x}" y="{yy}" width="{NODE_W}" height="{NODE_H}" rx="5" fill="{fill}" stroke="{stroke}"/>'
                    f'<text x="{x + NODE_W / 2}" y="{yy + 14}" text-anchor="middle" fill="#1b1e28">{e(label)}</text>'
                    f'<text x="{x + NODE_W / 2}" y="{yy + 27}" text-anchor="middle" fill="#4d5366" font-size="9.5">'
@@ -87,3 +87,13 @@ def graph_svg(doc: dict[str, Any]) -> str:
     more = len(all_nodes) - len(nodes)
     note = f"<div><small>… and {more} more nodes (the widget or the run's page shows them all)</small></div>"
     return "".join(out) + (note if more else "")
+
+
+def _name(n: dict[str, Any]) -> str:
+    """How a node reads in the picture: its name, else what it is (an unnamed root is "output",
+    as the page calls it), never its document id ("n3" means nothing to a reader)."""
+    if n.get("name"):
+        return str(n["name"])
+    if n.get("kind") == "tensor":
+        return "output" if n.get("role") == "root" else "tensor"
+    return "function"

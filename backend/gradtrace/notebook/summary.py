@@ -27,15 +27,17 @@ def render_html(doc: RunDocument, *, run_url: str | None = None) -> str:
     e = html.escape
     link = f'<a href="{e(run_url)}" target="_blank">open in gradtrace</a>' if run_url else f"run {e(doc.id)}"
     head = (f"<div><b>gradtrace</b> · status <code>{e(doc.status)}</code> · "
-            f"{len(functions)} function nodes · {len(leaves)} leaves · {len(doc.passes)} backward passes · "
-            f"{len(doc.events)} events · {link}</div>")
+            f"{_count(len(functions), 'function node')} · {_count(len(leaves), 'leaf', 'leaves')} · "
+            f"{_count(len(doc.passes), 'backward pass', 'backward passes')} · {_count(len(doc.events), 'event')} · "
+            f"{link}</div>")
     if doc.error is not None:
         where = f" (line {doc.error.line})" if doc.error.line else ""
         head += f"<div><code>{e(doc.error.type)}: {e(doc.error.message)}</code>{e(where)}</div>"
     rows = []
     for n in leaves[:SUMMARY_ROWS]:
         grad = "—" if n.grad is None else _value_text(n.grad.values, n.grad.stats)
-        rows.append(f"<tr><td>{e(n.name or n.id)}</td><td>{e(str(n.shape))}</td><td>{e(n.dtype or '')}</td>"
+        name = n.name or ("the output" if n.role == "root" else "a tensor")
+        rows.append(f"<tr><td>{e(name)}</td><td>{e(str(n.shape))}</td><td>{e(n.dtype or '')}</td>"
                     f"<td>{e(grad)}</td></tr>")
     if len(leaves) > SUMMARY_ROWS:
         rows.append(f"<tr><td colspan=4>… {len(leaves) - SUMMARY_ROWS} more</td></tr>")
@@ -52,3 +54,8 @@ def _value_text(values: object, stats: Any) -> str:
     if stats is not None:
         return f"min {stats.min} · max {stats.max} · mean {stats.mean} · norm {stats.norm}"
     return "(no values)"
+
+
+def _count(n: int, one: str, many: str | None = None) -> str:
+    """``1 leaf``, ``2 leaves``: a count with its noun in the right number."""
+    return f"{n} {one if n == 1 else (many or one + 's')}"

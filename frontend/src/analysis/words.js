@@ -11,6 +11,7 @@
  */
 import { parseInplaceOp, parseSavedName, parseShapes, parseVersions } from "./errors.js";
 import { fmtTensorShort, passNo } from "./format.js";
+import { editAfterWords } from "./grad-edits.js";
 import { capital, functionName, namesContext } from "./names.js";
 
 const MAX_CODE = 60;
@@ -141,8 +142,24 @@ export function stepSentence(ctx, k) {
   const e = tl.events[i];
   const v = tl.evNode[i];
   let text = e.phase === "forward" ? forwardSentence(ctx, e, v) : backwardSentence(ctx, e, v, i);
+  text += firstNonfiniteWords(ctx, e, v);
+  if (k >= tl.N) {  // NOTE [the last step after an edit] in analysis/grad-edits.js
+    const leaf = index.leafOfAcc.get(v);
+    text += editAfterWords(doc, leaf != null ? index.nodes[leaf].id : null);
+  }
   if (k >= tl.N && doc.error) text += ` Then the run stopped: ${errorSentence(ctx, { short: true })}`;
   return text;
+}
+
+/** " ✱ The run's first NaN: made here." at the step the analysis names (`analysis.nonfinite`), else "". */
+function firstNonfiniteWords(ctx, e, v) {
+  const { doc } = ctx;
+  for (const f of (doc.analysis && doc.analysis.nonfinite) || []) {
+    if (f.event == null || (doc.events || [])[f.event] !== e) continue;
+    const what = f.kind === "nan" ? "NaN" : "inf";
+    return f.phase === "backward" ? ` ✱ This is the run's first ${what}: ${nameOf(ctx, v)} made it here.` : ` ✱ The run's first ${what} is seen here.`;
+  }
+  return "";
 }
 
 function forwardSentence(ctx, e, v) {
@@ -275,7 +292,7 @@ export function accumulationsAt(ctx, leaf, k) {
  * The run's error in one sentence: where it happened, and for autograd errors why. `short`
  * is for under the timeline (the results panel has the long one with the API's `detail`).
  */
-export function errorSentence(ctx, { short = false } = {}) {
+export function errorSentence(ctx, { short = false, besideMessage = false } = {}) {
   const err = ctx.doc.error;
   if (!err) return "";
   const where = err.line != null ? ` at line ${err.line}` : "";
@@ -298,8 +315,11 @@ export function errorSentence(ctx, { short = false } = {}) {
     const op = err.op ? `\`${err.op}\`` : "";
     const shapes = got && got.length ? ` with inputs of shape ${got.map((s) => `[${s.join(", ")}]`).join(" and ")}` : "";
     const inside = [op, mod && `in ${mod}`].filter(Boolean).join(" ");
+    // Beside the error box, which prints the message already, the sentence adds only the where.
+    if (besideMessage) return `Raised${where}${inside ? ` by ${inside}` : ""}${shapes}.`;
     return `${err.type}${where}${inside ? `, raised by ${inside}` : ""}${shapes}: ${clip(err.message, short)}`;
   }
+  if (besideMessage && !err.detail) return "";  // it would print the message a second time
   return `${err.type}${where}: ${err.detail ? `${capital(err.detail)}.` : clip(err.message, short)}`;
 }
 

@@ -29,6 +29,7 @@ import { buildView } from "../graph/view.js";
 import { LayoutClient } from "../layout/client.js";
 import { GraphCanvas } from "../render/canvas.js";
 import { makeScene } from "../render/scene.js";
+import { wrapLayout } from "../render/wrap.js";
 import { addFindingMarks, markTransport, renderFindings } from "../ui/findings.js";
 import { gradOffMarks } from "../ui/definitions.js";
 import { foldedMarks } from "../ui/folded.js";
@@ -38,6 +39,7 @@ import { goalsPanel } from "../ui/goals.js";
 import { predictPanel } from "../ui/predict.js";
 import { Inspector } from "../ui/inspector.js";
 import { IterationPicker } from "../ui/iterations.js";
+import { withCode } from "../ui/dom.js";
 import { compactKeyHint, graphKeyHandler } from "../ui/keys.js";
 import { renderModules, renderNodeList } from "../ui/panels.js";
 import { Transport } from "../ui/transport.js";
@@ -83,7 +85,8 @@ export class Viewer {
     this.check = opts.checks && this.els.inspector ? new GradcheckPanel(this.els.inspector, { onSuspect: (id) => this.outlineSuspect(id),
       request: typeof opts.checks === "function" ? opts.checks : undefined }) : null;
     // ui/explain.js asks the service too; opts.explain: another request (a saved file's, the widget's)
-    this.explain = opts.checks === true ? new ExplainPanel() : opts.explain ? new ExplainPanel({ request: opts.explain }) : null;
+    const onLine = (line) => this.onLineCb(line, true);
+    this.explain = opts.checks === true ? new ExplainPanel({ onLine }) : opts.explain ? new ExplainPanel({ request: opts.explain, onLine }) : null;
     this.inspector = new Inspector(this.els.inspector, { onLine: (line) => this.onLineCb(line, true), onExpand: (v) => this.openGroup(v),
       extra: (node) => extras(this.check ? this.check.button(this.doc, node) : null, this.explain ? this.explain.section(this.doc, node) : null) });
     this.canvas = new GraphCanvas(this.els.graph, {
@@ -215,6 +218,8 @@ export class Viewer {
     this.layoutCount = (this.layoutCount || 0) + 1;
     const layout = await this.layout.layout(input, { direction: st.direction });
     if (gen !== this._layoutGen) return null;
+    // A long strip is cut into columns shaped like the view (NOTE [wrapped layout] in render/wrap.js).
+    if (this.els.graph) wrapLayout(layout, view.vnodes, { w: this.els.graph.clientWidth, h: this.els.graph.clientHeight });
     this.scene = makeScene(this.index, view, layout, this.timeline, st.collapsed);
     this._markErrors(this.scene);
     this.scene.active = activeVNodes(view, st.levels, st.openUnits);
@@ -319,7 +324,7 @@ export class Viewer {
     this.code.mark({ current: lineOf(ev, k - 1), justDone: lineOf(prev, k - 2), userBackward }, { scroll: !!ev });
     this.transport.update(k, tl.N, playing, tl.segmentAt(k));
     const el = this.els.sentence;  // announced (aria-live) only when not playing
-    if (el && this.words) { el.setAttribute("aria-live", playing ? "off" : "polite"); el.textContent = stepSentence(this.words, k); }
+    if (el && this.words) { el.setAttribute("aria-live", playing ? "off" : "polite"); el.replaceChildren(...withCode(stepSentence(this.words, k))); }
     if (this.selectedV >= 0 && !playing) this.inspector.show(this.scene, this.selectedV, k);
     clearTimeout(this._listTimer);
     this._listTimer = setTimeout(() => this.refreshNodeList(), playing ? 250 : 0);

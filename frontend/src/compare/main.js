@@ -14,11 +14,12 @@ import { installPresets } from "./presets.js";
 import { installWhatIf } from "./whatif.js";
 
 // Inside each pane: no transport of its own (the page's drives both), code beside the graph. The
-// code column is narrow.
+// code column is narrow and the inspector a short row: two panes share 1280 px, and the graph
+// is what is compared, so it gets most of each pane.
 const PANE_CSS = `
 .gt-transport, #tl-scrub, #tl-segments, .gt-keys { display: none !important; }
 .gt-viewer { border-radius: 4px; }
-.gt-viewer .gt-main { grid-template-columns: minmax(150px, 30%) minmax(0, 1fr); grid-template-rows: minmax(0, 1fr) minmax(70px, 26%);
+.gt-viewer .gt-main { grid-template-columns: minmax(110px, 20%) minmax(0, 1fr); grid-template-rows: minmax(0, 1fr) minmax(60px, 15%);
   grid-template-areas: "code graph" "code inspector"; }
 .gt-viewer .gt-inspector { border-left: 0; border-top: 1px solid var(--border); }`;
 

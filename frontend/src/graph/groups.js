@@ -125,13 +125,41 @@ function moduleCalls(index, outer) {
   }
   if (!best) return null;
   const unitOf = new Int32Array(index.nodes.length).fill(-1);
+  const type = info.get(best.path)?.type || best.path.slice(best.path.lastIndexOf(".") + 1);
+  // NOTE [several models, one picker]: two models of one snippet trained one after the other
+  // (the same network with and without batch norm) have as many calls each. Units of one of
+  // them only left the other's calls all open beside the picked one, while the picker named
+  // one model: their calls are one sequence of units, in the order the run made them, each
+  // named by its own model ("model_nobn call 2 of 3").
+  const peers = [best];
+  for (const [path, calls] of byPath) {
+    if (path === best.path || calls.size !== best.calls.size || path.split(".").length !== best.depth) continue;
+    if (outer && calls.size <= outer.count) continue;
+    if (!apart(calls, peers)) continue;
+    peers.push({ path, calls });
+  }
+  if (peers.length > 1) {
+    const all = [];
+    for (const p of peers) for (const [c, nodes] of p.calls) all.push({ path: p.path, call: c, of: p.calls.size, nodes, first: Math.min(...nodes) });
+    all.sort((a, b) => a.first - b.first);
+    all.forEach((x, u) => { for (const i of x.nodes) unitOf[i] = u; });
+    const names = all.map((x) => ({ path: x.path, call: [...peers.find((p) => p.path === x.path).calls.keys()].sort((a, b) => a - b).indexOf(x.call), of: x.of }));
+    return { kind: "call", label: peers.map((p) => p.path).join(" and "), names, type, path: best.path, count: all.length, unitOf };
+  }
   const order = [...best.calls.keys()].sort((a, b) => a - b);
   order.forEach((c, u) => { for (const i of best.calls.get(c)) unitOf[i] = u; });
-  const type = info.get(best.path)?.type || best.path.slice(best.path.lastIndexOf(".") + 1);
-  // NOTE [naming the instance]: "Sequential call 2 of 3" says nothing when G and D are both
-  // Sequential: a type that names several modules of the run gives way to the instance path.
-  const shared = [...info.values()].filter((m) => m.type === type).length > 1;
-  return { kind: "call", label: shared ? best.path : type, type, path: best.path, count: order.length, unitOf };
+  // NOTE [naming the instance]: a call is named by the module's path, the snippet's own name
+  // for it ("net call 2 of 3", "D call 2 of 3", "cell call 37 of 200"), never by its type:
+  // "Sequential call 2 of 3" says nothing when G and D are both Sequential, and a run that
+  // named one module by its type and another by its variable read as two kinds of name.
+  return { kind: "call", label: best.path, type, path: best.path, count: order.length, unitOf };
+}
+
+/** Whether a module's calls happen wholly before or after each of `peers`' (no interleaving). */
+function apart(calls, peers) {
+  const span = (m) => { let lo = Infinity, hi = -Infinity; for (const l of m.values()) for (const i of l) { lo = Math.min(lo, i); hi = Math.max(hi, i); } return [lo, hi]; };
+  const [a0, a1] = span(calls);
+  return peers.every((p) => { const [b0, b1] = span(p.calls); return a1 < b0 || b1 < a0; });
 }
 
 /**
@@ -321,14 +349,20 @@ export function openKeysFor(levels, active, i) {
 
 /** The text of a unit ("iteration 7 of 20", "GRUCell call 37 of 200") and of a fold. */
 export function unitLabel(lv, u) {
+  if (lv.names && lv.names[u]) return `${lv.names[u].path} call ${lv.names[u].call + 1} of ${lv.names[u].of}`;
   return lv.kind === "call" ? `${lv.label} call ${u + 1} of ${lv.count}` : `${lv.label} ${u + 1} of ${lv.count}`;
 }
 
 /** "GRUCell × 200", "calls 1–36 of GRUCell", "iteration × 20", "iterations 1–6", "iteration 20". */
 export function foldLabel(lv, lo, hi, n = lv.count) {
   const k = hi - lo + 1;
-  if (k === n && k > 1) return `${lv.label} × ${k}`;
   if (k === 1) return unitLabel(lv, lo);
+  if (lv.names) {  // NOTE [several models, one picker]: a fold says whose calls it holds
+    const a = lv.names[lo], b = lv.names[hi];
+    if (a.path === b.path) return a.call === 0 && b.call === a.of - 1 ? `${a.path} × ${a.of}` : `calls ${a.call + 1}–${b.call + 1} of ${a.path}`;
+    return `${a.path} call ${a.call + 1} … ${b.path} call ${b.call + 1}`;
+  }
+  if (k === n && k > 1) return `${lv.label} × ${k}`;
   if (lv.kind === "block") return `${lv.label} ${lo + 1}–${hi + 1} of ${lv.count}`;
   return lv.kind === "call" ? `calls ${lo + 1}–${hi + 1} of ${lv.label}` : `iterations ${lo + 1}–${hi + 1}`;
 }

@@ -75,6 +75,7 @@ export class GraphCanvas {
     const m = this._measure();
     if (!this.sz || m.w !== this.sz.w || m.h !== this.sz.h) this._resize();
     this.cam = fitCamera(this.scene, this.k, this._size(), this.reserve(), { whole, readK: READ_K * this.textScale });
+    this._fitted = { whole };  // NOTE [fit follows the view's size]
     this.redraw();
   }
 
@@ -87,6 +88,7 @@ export class GraphCanvas {
     const k = Math.min(4, Math.max(0.005, this.cam.k * f));
     const wx = this.cam.x + sx / this.cam.k, wy = this.cam.y + sy / this.cam.k;
     this.cam = { k, x: wx - sx / k, y: wy - sy / k };
+    this._fitted = null;
     this.redraw();
   }
 
@@ -97,6 +99,7 @@ export class GraphCanvas {
     const { w, h } = this._size();
     const kk = Math.min(4, Math.max(0.005, k));
     this.cam = { k: kk, x: cx - w / 2 / kk, y: cy - h / 2 / kk };
+    this._fitted = null;
     this.redraw();
   }
 
@@ -118,6 +121,7 @@ export class GraphCanvas {
     const { w, h } = this._size();
     const k = Math.max(this.cam.k, 0.6);
     this.cam = { k, x: this.scene.x[v] - w / 2 / k, y: this.scene.y[v] - h / 2 / k };
+    this._fitted = null;
     this.redraw();
   }
 
@@ -141,8 +145,18 @@ export class GraphCanvas {
 
   _measure() { return { w: this.host.clientWidth || 1, h: this.host.clientHeight || 1 }; }
 
+  /**
+   * NOTE [fit follows the view's size]: a camera Fit chose is chosen again when the view
+   * changes size (presentation mode, a panel that grew, the window), so what Fit framed stays
+   * framed instead of being cut at the new edge; once the reader moves the camera (drag, zoom,
+   * a link's camera, centring on a node) the camera is theirs and a resize keeps it.
+   */
   _resize() {
+    const before = this.sz;
     this.sz = this._measure();
+    if (this._fitted && this.scene && before && (before.w !== this.sz.w || before.h !== this.sz.h)) {
+      this.cam = fitCamera(this.scene, this.k, this.sz, this.reserve(), { whole: this._fitted.whole, readK: READ_K * this.textScale });
+    }
     const { w, h } = this.sz;
     this.dpr = Math.min(window.devicePixelRatio || 1, 2);
     for (const c of [this.base, this.overlay]) {
@@ -262,7 +276,7 @@ export class GraphCanvas {
       if (drag) {
         const dx = ev.clientX - drag.x, dy = ev.clientY - drag.y;
         if (Math.abs(dx) + Math.abs(dy) > 3) drag.moved = true;
-        if (drag.moved) { this.cam = { ...drag.cam, x: drag.cam.x - dx / this.cam.k, y: drag.cam.y - dy / this.cam.k }; this.redraw(); }
+        if (drag.moved) { this.cam = { ...drag.cam, x: drag.cam.x - dx / this.cam.k, y: drag.cam.y - dy / this.cam.k }; this._fitted = null; this.redraw(); }
         return;
       }
       this._tooltip(this.hit(ev.clientX - r.left, ev.clientY - r.top), ev.clientX - r.left, ev.clientY - r.top);

@@ -83,6 +83,14 @@ export function drawScene(ctx, scene, st, cam, vw, vh, opts) {
     texts.push({ kind: "title", text: b.title || `▾ ${b.path}`, wx: b.lx, wy: b.ly, base: 11, min: 11, color: pal.boxText, prio: 2,
       room: overview ? Math.max(b.tw, b.x1 - b.lx) : b.tw, bg: overview ? pal.labelBg : undefined,
       clip: [b.x0, b.y0, b.x1, b.y1], alts: (b.alts ||= titleAlts(b.title || `▾ ${b.path}`)) });
+    // NOTE [modules as regions]: zoomed out, where the nodes are too small for any text, each
+    // module box big enough on screen is labelled in its middle with its own name (the tail of
+    // its path: "self_attn", "layers.0"), over the nodes it holds and their short forms (which
+    // give way), after the titles (never over one); inner modules first.
+    if (overview) {
+      texts.push({ kind: "region", text: regionName(b.path), full: b.title ? b.title.replace(/^▾ /, "") : b.path, wx: (b.x0 + b.x1) / 2, wy: (b.y0 + b.y1) / 2,
+        base: 12, min: 12, bold: true, color: pal.boxText, bg: pal.labelBg, prio: 2.1 - b.depth / 1000, area: [b.x0, b.y0, b.x1, b.y1] });
+    }
   }
 
   // Edges: plain ones batched, gradient-carrying ones one by one.
@@ -223,9 +231,11 @@ export function drawScene(ctx, scene, st, cam, vw, vh, opts) {
     if (!(scene.reveal[v] <= st.k)) continue;
     ring(ctx, scene, v, pal.error, 3 * px, 5);
     const err = scene.index.doc.error;
-    if (err) {
-      // The viewer may say per node what went wrong there (analysis/errors.js): the saver, the changer.
-      const text = (scene.errorLabels && scene.errorLabels.get(v)) || `⚠ ${err.type}${err.line != null ? ` (line ${err.line})` : ""}`;
+    // The viewer may say per node what went wrong there (analysis/errors.js: the saver, the
+    // changer; ui/findings.js: "✱ first NaN made here", a hint's title), with or without an error.
+    const own = scene.errorLabels && scene.errorLabels.get(v);
+    if (err || own) {
+      const text = own || `⚠ ${err.type}${err.line != null ? ` (line ${err.line})` : ""}`;
       texts.push({ kind: "error", text, wx: xs[v], wy: ys[v],
         base: 11.5, min: 11.5, bold: true, color: pal.error, bg: pal.labelBg, prio: 0, node: v, clamp: true });
     }
@@ -254,6 +264,13 @@ function ring(ctx, scene, v, color, width, pad, dash) {
   if (dash) ctx.setLineDash(dash);
   ctx.stroke();
   ctx.setLineDash([]);
+}
+
+/** A module's own name for its region: the last segment of its path, with its parent when a number ("layers.0"). */
+export function regionName(path) {
+  const parts = String(path).split(".");
+  const last = parts[parts.length - 1];
+  return /^\d+$/.test(last) && parts.length > 1 ? `${parts[parts.length - 2]}.${last}` : last;
 }
 
 /** A module box title's short forms: "▾ encoder.layers.0" → "▾ e.l.0", keeping its marker. */

@@ -34,7 +34,9 @@ export function fitCamera(scene, k, size, reserve = [0, 0], { whole = false, rea
   const w = size.w - reserve[0], h = size.h - reserve[1];
   const gw = Math.max(s.width, 1) + 40, gh = Math.max(s.height, 1) + 40;
   const kw = Math.min(w / gw, h / gh, 1.6);
-  if (kw >= readK || whole) return { k: kw, x: -20 - (w / kw - gw) / 2, y: -20 - (h / kw - gh) / 2 };
+  // A graph legible whole at the page's own reading zoom is shown whole in presentation mode
+  // too (its larger reading zoom is for graphs too big to show whole: NOTE [fit]).
+  if (kw >= Math.min(readK, READ_K) || whole) return { k: kw, x: -20 - (w / kw - gw) / 2, y: -20 - (h / kw - gh) / 2 };
   const fits = (b) => Math.min(w / (b[2] - b[0] + 60), h / (b[3] - b[1] + 60)) >= readK;
   const withFolds = activeBox(s, k, true);
   const box = withFolds && fits(withFolds) ? withFolds : activeBox(s, k, false);
@@ -58,7 +60,10 @@ export function fitCamera(scene, k, size, reserve = [0, 0], { whole = false, rea
     }
   }
   bw = x1 - x0 + 60; bh = y1 - y0 + 60;
-  const [e0x, e0y, e1x, e1y] = drawnBox(s, k);
+  // In a wrapped layout (render/wrap.js) the graph goes on in the next column, not past the
+  // end of this one: the frame keeps to the current node's column.
+  const col = s.layout && s.layout.colOf && v !== undefined ? s.layout.colOf[v] : null;
+  const [e0x, e0y, e1x, e1y] = drawnBox(s, k, col);
   // One axis at a time: the frame's centre, kept on the drawn graph, with the current node in
   // the middle band when the frame is too big for the view.
   const place = (lo, hi, span, extent, c0, c1, at) => {
@@ -178,18 +183,19 @@ function settle(s, k, cam, size, v, bandX, bandY) {
   }
 }
 
-/** World box of what is drawn at step k: the revealed nodes and module boxes. */
-export function drawnBox(s, k) {
+/** World box of what is drawn at step k: the revealed nodes and module boxes (of column `col` only, when given). */
+export function drawnBox(s, k, col = null) {
   const { vnodes } = s.view;
+  const colOf = col == null ? null : s.layout.colOf;
   let x0 = Infinity, y0 = Infinity, x1 = -Infinity, y1 = -Infinity;
   vnodes.forEach((n, v) => {
-    if (!(s.reveal[v] <= k)) return;
+    if (!(s.reveal[v] <= k) || (colOf && colOf[v] !== col)) return;
     x0 = Math.min(x0, s.x[v] - n.w / 2); x1 = Math.max(x1, s.x[v] + n.w / 2);
     y0 = Math.min(y0, s.y[v] - n.h / 2); y1 = Math.max(y1, s.y[v] + n.h / 2);
   });
   if (x0 === Infinity) return [0, 0, s.width, s.height];
   for (const b of s.boxes || []) {
-    if (!(b.reveal <= k)) continue;
+    if (!(b.reveal <= k) || (colOf && b.col !== col)) continue;
     x0 = Math.min(x0, b.x0); x1 = Math.max(x1, b.x1); y0 = Math.min(y0, b.y0); y1 = Math.max(y1, b.y1);
   }
   return [x0, y0, x1, y1];

@@ -22,9 +22,9 @@ class Grid {
     }
     return out;
   }
-  hits(r, owner) {
+  hits(r, owner, overNodes = false) {
     for (const key of this._keys(r)) {
-      for (const o of this.cells.get(key) || []) if ((owner === undefined || o.owner !== owner) && intersects(o, r)) return true;
+      for (const o of this.cells.get(key) || []) if ((owner === undefined || o.owner !== owner) && !(overNodes && (o.node || o.yields)) && intersects(o, r)) return true;
     }
     return false;
   }
@@ -45,7 +45,8 @@ export function intersects(a, b) {
 /**
  * @param items  [{w, h, px, candidates: [[x, y], …] (top-left corners), owner?}] in priority order;
  *               `owner` names the node a label belongs to, so its own box is no obstacle
- * @param obstacles [{x, y, w, h, owner?}] node boxes in screen space
+ * @param obstacles [{x, y, w, h, owner?, node?}] node boxes in screen space (`node`: an item
+ *               marked `over`, a module region's label, may cover them)
  * @param vw, vh  the viewport
  * @param clamp  items whose every candidate leaves the viewport are moved inside it (the error badge)
  * @returns the placed items, each with {x, y} set; items below MIN_TEXT_PX are never placed
@@ -61,8 +62,10 @@ export function placeLabels(items, obstacles, vw, vh) {
     for (const [x, y] of cands) {
       const r = { x, y, w: it.w, h: it.h, owner: it.owner };
       if (x < 0 || y < 0 || x + it.w > vw || y + it.h > vh) continue;
-      if (grid.hits(r, it.owner)) continue;
-      grid.add({ x, y, w: it.w, h: it.h, owner: it.owner === undefined ? undefined : `label:${it.owner}` });
+      if (grid.hits(r, it.owner, !!it.over)) continue;  // `over`: a region's label may cover its nodes
+      grid.add({ x, y, w: it.w, h: it.h, owner: it.owner === undefined ? undefined : `label:${it.owner}`, yields: !!it.abbrOnly });
+      // A region's label covers node short forms (`abbrOnly`): they give way (NOTE [modules as regions] in draw.js).
+      if (it.over) for (let j = placed.length - 1; j >= 0; j--) if (placed[j].abbrOnly && intersects(placed[j], r)) placed.splice(j, 1);
       placed.push({ ...it, x, y });
       break;
     }

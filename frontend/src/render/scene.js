@@ -25,7 +25,7 @@ export function makeScene(index, view, layout, timeline, collapsed) {
     return list;
   });
   const edgeReveal = vedges.map((e) => Math.max(reveal[e.s], reveal[e.t]));
-  const boxes = moduleBoxes(view, x, y, reveal, layout.direction);
+  const boxes = moduleBoxes(view, x, y, reveal, layout.direction, layout.colOf || null);
   const [width, height] = includeBoxes(layout, boxes);
   const scene = { index, view, layout, timeline, x, y, reveal, bwd, flows, edgeReveal, width, height, boxes };
   scene.errorV = index.errorNode >= 0 ? view.byRef[index.errorNode] : [];
@@ -57,30 +57,33 @@ function includeBoxes(layout, boxes) {
  * layers), so the outline follows the members layer by layer: one band per layer, joined
  * to the next band, as a polygon. Nested modules get more room (`below`) for their titles.
  */
-function moduleBoxes(view, x, y, reveal, dir) {
+function moduleBoxes(view, x, y, reveal, dir, colOf) {
   const boxes = new Map();
   const tb = dir !== "LR";
   const parentOfKey = new Map();
+  // A wrapped layout (render/wrap.js) draws a module cut by a column end as one box per column.
+  const keyOf = (p, k) => (colOf ? `${p}#${colOf[k]}` : p);
   view.vnodes.forEach((v, k) => {
     const path = view.boxPaths ? view.boxPaths[k] : null;
     if (!path) return;
     const rank = tb ? y[k] : x[k], cross = tb ? x[k] : y[k];
     const half = (tb ? v.h : v.w) / 2, span = (tb ? v.w : v.h) / 2;
     path.forEach((p, d) => {
-      let b = boxes.get(p);
-      if (!b) { b = { path: p, rows: new Map(), reveal: Infinity, depth: d + 1, below: 0 }; boxes.set(p, b); }
-      if (d) parentOfKey.set(p, path[d - 1]);
-      const key = Math.round(rank);
-      const row = b.rows.get(key) || { lo: Infinity, hi: -Infinity, t0: Infinity, t1: -Infinity };
+      const key = keyOf(p, k);
+      let b = boxes.get(key);
+      if (!b) { b = { path: p, key, col: colOf ? colOf[k] : 0, rows: new Map(), reveal: Infinity, depth: d + 1, below: 0 }; boxes.set(key, b); }
+      if (d) parentOfKey.set(key, keyOf(path[d - 1], k));
+      const rk = Math.round(rank);
+      const row = b.rows.get(rk) || { lo: Infinity, hi: -Infinity, t0: Infinity, t1: -Infinity };
       row.lo = Math.min(row.lo, cross - span); row.hi = Math.max(row.hi, cross + span);
       row.t0 = Math.min(row.t0, rank - half); row.t1 = Math.max(row.t1, rank + half);
-      b.rows.set(key, row);
+      b.rows.set(rk, row);
       b.reveal = Math.min(b.reveal, reveal[k]);
     });
   });
   const list = [...boxes.values()].sort((p, q) => q.depth - p.depth);
   for (const b of list) {
-    const parent = parentOfKey.get(b.path);
+    const parent = parentOfKey.get(b.key);
     if (parent && boxes.has(parent)) boxes.get(parent).below = Math.max(boxes.get(parent).below, b.below + 1);
   }
   for (const b of list) {

@@ -64,6 +64,18 @@ export function drawTexts(ctx, scene, texts, cam, vw, vh, dpr, batches) {
     const h = size * 1.25;
     const x = sx(t.wx), y = sy(t.wy);
     let candidates;
+    if (t.kind === "region") {
+      // NOTE [modules as regions] in render/draw.js: only where the box has room for it.
+      const [a0, a1, a2, a3] = t.area, bw = (a2 - a0) * k, bh = (a3 - a1) * k;
+      if (w + 6 > bw - 8 && size > 10) {  // a narrow region: its name a little smaller
+        size = 10; font = `bold ${size}px ${t.family || MONO}`; ctx.font = font; w = ctx.measureText(text).width;
+      }
+      const h = size * 1.25;
+      if (w + 6 > bw - 8 || h * 2 > bh) continue;
+      candidates = [[x - w / 2 - 3, y - h / 2], [x - w / 2 - 3, y - bh / 4 - h / 2], [x - w / 2 - 3, y + bh / 4 - h / 2]];
+      items.push({ ...t, font, size, w: w + 6, h, px: size, candidates, over: true });
+      continue;
+    }
     if (t.kind === "node") candidates = [[x - w / 2, y - h / 2]];
     else if (t.kind === "title") candidates = t.room !== undefined && text !== t.text ? [[x, y], [x, y - h]] : [[x, y], [x + 12, y], [x, y - h]];
     else if (t.kind === "error") {
@@ -115,7 +127,7 @@ export function drawTexts(ctx, scene, texts, cam, vw, vh, dpr, batches) {
     for (const list of batches) for (const v of list) {
       const n = vnodes[v];
       const ox = sx(scene.x[v] - n.w / 2), oy = sy(scene.y[v] - n.h / 2), ow = n.w * k, oh = n.h * k;
-      if (ox < x1 && ox + ow > x0 && oy < y1 && oy + oh > y0) obstacles.push({ x: ox, y: oy, w: ow, h: oh, owner: v });
+      if (ox < x1 && ox + ow > x0 && oy < y1 && oy + oh > y0) obstacles.push({ x: ox, y: oy, w: ow, h: oh, owner: v, node: true });
     }
   }
   const placed = placeLabels(items, obstacles, vw, vh);

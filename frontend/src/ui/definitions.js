@@ -5,6 +5,7 @@
  * paths, frozen parameters and the blocks run with gradients off. Read only, never re-derived;
  * built with textContent only (the document comes from user code).
  */
+import { lineGradNotes } from "../analysis/grad-edits.js";
 import { el } from "./dom.js";
 import { foldedCalls, foldedNotes, foldedSentence, foldedTitle } from "./folded.js";
 
@@ -95,6 +96,7 @@ export function lineNotes(doc, line) {
   const off = lineNote(doc, line);
   if (off) out.push(off);
   out.push(...foldedNotes(doc, line));
+  out.push(...lineGradNotes(doc, line));  // what it did to .grad: analysis/grad-edits.js
   return out;
 }
 

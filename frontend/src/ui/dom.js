@@ -13,3 +13,11 @@ export function el(tag, attrs = {}, ...children) {
   for (const c of children) if (c != null) e.append(c);
   return e;
 }
+
+/**
+ * A sentence whose `code` spans (analysis/words.js quotes the snippet between backticks) read
+ * as code, not as raw backticks: text and `<code>` nodes, never parsed as HTML.
+ */
+export function withCode(text) {
+  return String(text).split(/`([^`\n]+)`/).map((part, i) => (i % 2 ? el("code", {}, part) : part)).filter((p) => p !== "");
+}

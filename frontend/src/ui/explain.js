@@ -11,7 +11,8 @@
  * The pure parts (the request's URL, the lines shown) are exported for node:test; the panel is
  * built with textContent only.
  */
-import { el } from "./dom.js";
+import { backwardLines, isCustomFunction } from "../graph/custom.js";
+import { el, withCode } from "./dom.js";
 
 /** The service's URL for one node (index: the element's coordinates, or null for the first). */
 export function explainUrl(docId, nodeId, index) {
@@ -29,9 +30,23 @@ export function argsText(answer) {
   return Object.entries(args).map(([k, v]) => `${k} = ${Array.isArray(v) ? `(${v.join(", ")})` : v}`).join(" · ");
 }
 
-export function explainLines(answer) {
+/**
+ * NOTE [why numbers are missing]: the service says why a known rule has no numbers ("this node
+ * did not run backward", "the received gradient's values were not kept"): that note is the
+ * first line, before the bare rules. A custom autograd.Function's node (graph/custom.js) has no
+ * rule in any catalogue: its rule is the snippet's own `backward`, and the panel points there.
+ * `own`: {lines} of that `backward` in the snippet (graph/custom.js backwardLines), or null.
+ */
+export function explainLines(answer, own = null) {
+  if (own) {
+    const span = own.lines.length ? `lines ${own.lines[0]}–${own.lines[own.lines.length - 1]}` : null;
+    return [{ rule: null, instance: null, line: own.lines.length ? own.lines[0] : null,
+      note: span ? `your code: this node's backward is the \`backward\` of your autograd.Function, ${span} of the snippet (marked in the code while it runs)`
+        : "your code: this node's backward is the `backward` of your autograd.Function (its class is not in the snippet)" }];
+  }
   if (!answer.known) return [{ rule: null, instance: null, note: answer.note || `no rule for ${answer.op}` }];
-  return answer.inputs.map((inp) => {
+  const head = answer.note ? [{ rule: null, instance: null, note: answer.note, why: true }] : [];
+  return [...head, ...answer.inputs.map((inp) => {
     const at = inp.index && inp.index.length ? `[${inp.index.join(", ")}]` : "";
     const agrees = inp.recorded == null || inp.value == null ? null
       : typeof inp.value === "string" || typeof inp.recorded === "string" ? inp.value === inp.recorded
@@ -43,7 +58,7 @@ export function explainLines(answer) {
       recorded: inp.recorded == null ? null : `recorded grad_inputs${at}: ${+Number(inp.recorded).toPrecision(6)}${agrees === false ? " (differs)" : ""}`,
       shape: inp.shape || null, index: inp.index || null, input: inp.input_nr,
     };
-  });
+  })];
 }
 
 /** Every element's coordinates of a shape, row-major (the picker's options; at most `cap`). */
@@ -100,6 +115,7 @@ export class ExplainPanel {
   /** @param {{request?: (doc: object, node: object, index: number[]|null, signal: AbortSignal) => Promise<object>}} cb */
   constructor(cb = {}) {
     this.request = cb.request || fromService;
+    this.onLine = cb.onLine || null;
     this.controller = null;
     this.cache = new Map(); // the inspector redraws on every playback step: ask once per element
   }
@@ -133,8 +149,9 @@ export class ExplainPanel {
     }
     if (controller.signal.aborted) return;
     const args = argsText(answer);
+    const own = isCustomFunction(node) && !answer.known ? { lines: backwardLines(doc.code, node.name) } : null;
     body.replaceChildren(...(args ? [el("div", { class: "gt-explain-args", "data-gt": "explain-args" }, `with ${args}`)] : []),
-      ...explainLines(answer).map((line) => this.row(doc, node, line, body)));
+      ...explainLines(answer, own).map((line) => this.row(doc, node, line, body)));
   }
 
   row(doc, node, line, body) {
@@ -142,7 +159,10 @@ export class ExplainPanel {
     if (line.rule) box.append(el("code", { class: "gt-explain-rule" }, line.rule));
     if (line.instance) box.append(el("div", { class: "gt-explain-instance", "data-gt": "explain-instance" }, `→ ${line.instance}`));
     if (line.recorded) box.append(el("div", { class: "gt-explain-recorded" }, line.recorded));
-    if (line.note) box.append(el("div", { class: "gt-explain-note" }, line.note));
+    if (line.note) box.append(el("div", { class: "gt-explain-note" }, ...withCode(line.note)));
+    if (line.line != null && this.onLine) {
+      box.append(el("button", { type: "button", class: "gt-link", onclick: () => this.onLine(line.line) }, `go to line ${line.line}`));
+    }
     if (line.shape && line.shape.length && line.shape.reduce((a, b) => a * b, 1) > 1) {
       const pick = el("select", { "aria-label": `element of input ${line.input}'s gradient`, "data-gt": "explain-element" });
       for (const c of elements(line.shape)) {

@@ -129,7 +129,8 @@ export class GradcheckPanel {
     }
     if (result.reasons.length) {
       const ul = el("ul", { class: "gt-check-reasons" });
-      for (const r of result.reasons) ul.append(el("li", {}, el("code", {}, r.code), ` ${r.message}`));
+      // the message says it in words ("upcast to float64 …"); the code is for scripts, not read twice
+      for (const r of result.reasons) ul.append(el("li", { "data-code": r.code }, r.message));
       parts.push(ul);
     }
     if (result.elements.length) {

@@ -8,6 +8,7 @@ import { KINDS } from "../graph/document.js";
 import { fmtNum } from "../graph/values.js";
 import { savedState } from "../analysis/errors.js";
 import { fmtBytes, fmtTensorLong, passNo } from "../analysis/format.js";
+import { gradEdits } from "../analysis/grad-edits.js";
 import { accumulationsAt, errorSentence } from "../analysis/words.js";
 import { definitionRows, frozenNote, lineNotes, notInGraph } from "./definitions.js";
 import { stepOfNode, stepSentence, tangentNotes, tangentsSection } from "./tangents.js";
@@ -118,7 +119,10 @@ export class Inspector {
     const words = this.ctx.words;
     if (g) {
       const acc = words ? accumulationsAt(words, leaf, k) : { count: g.count, total: g.count, reset: null };
-      parts.push(tensorBlock(`.grad at this step (${accumulationText(acc)})`, g.value));
+      const edit = g.edited ? gradEdits(index.doc) : null;  // NOTE [the last step after an edit] in analysis/grad-edits.js
+      const mine = edit ? edit.edits.find((x) => x.id === index.nodes[leaf].id) : null;
+      const then = mine ? `, then ${mine.effect} outside autograd${edit.line != null ? ` at line ${edit.line}` : ""}` : "";
+      parts.push(tensorBlock(`.grad at this step (${accumulationText(acc)}${then})`, g.value));
     } else if (n.grad && k >= tl.N) parts.push(tensorBlock(".grad at the end", n.grad));
     const hist = leaf != null ? index.nodes[leaf].grad_history || [] : [];
     if (hist.length > 1) {

@@ -1,5 +1,5 @@
 /**
- * The iteration picker: "iteration 7 of 20" (or "GRUCell call 37 of 200") with previous/next
+ * The iteration picker: "iteration 7 of 20" (or "cell call 37 of 200", the module's own name) with previous/next
  * buttons and a number box, for the outermost level of repeated units (graph/groups.js).
  * Picking a unit asks `onPick(u)`; the page moves the transport there and the view follows.
  * Hidden when the run has no repeated units.
@@ -39,10 +39,10 @@ export class IterationPicker {
     this.root.hidden = !level;
     if (!level) return;
     const call = level.kind === "call", block = level.kind === "block";
-    this.noun.textContent = call ? `${level.label} call` : block ? level.label : "iteration";
+    this.noun.textContent = level.names ? "call" : call ? `${level.label} call` : block ? level.label : "iteration";
     this.of.textContent = ` of ${level.count}`;
     this.input.max = String(level.count);
-    this.input.setAttribute("aria-label", call ? `${level.label} call number` : block ? `${level.label} number` : "Iteration number");
+    this.input.setAttribute("aria-label", level.names ? `Call number (${level.label})` : call ? `${level.label} call number` : block ? `${level.label} number` : "Iteration number");
     const what = call ? "call" : block ? "block" : "iteration";
     this.prev.setAttribute("aria-label", `Previous ${what}`);
     this.next.setAttribute("aria-label", `Next ${what}`);
@@ -52,6 +52,13 @@ export class IterationPicker {
   update(u) {
     if (!this.level) return;
     this.u = u;
+    // Calls of several models (NOTE [several models, one picker] in graph/groups.js): the
+    // picker says whose call is open.
+    const name = this.level.names && this.level.names[u];
+    if (name) {
+      this.noun.textContent = "call";
+      this.of.textContent = ` of ${this.level.count}: ${name.path} call ${name.call + 1} of ${name.of}`;
+    }
     if (document.activeElement !== this.input) this.input.value = String(u + 1);
     this.prev.disabled = u <= 0;
     this.next.disabled = u >= this.level.count - 1;

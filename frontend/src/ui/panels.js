@@ -6,6 +6,7 @@
 import { KINDS } from "../graph/document.js";
 import { fmtTensorShort } from "../analysis/format.js";
 import { errorSentence } from "../analysis/words.js";
+import { withCode } from "./dom.js";
 import { statusWithFindings } from "./findings.js";
 
 const LIMIT_STATUSES = { timeout: "Time limit", memory_limit: "Memory limit", output_limit: "Output limit", graph_limit: "Graph limit", crashed: "Crashed" };
@@ -51,9 +52,11 @@ export function renderResults(els, doc, onLine) {
 export function renderErrorExplain(box, words, errors, onLine) {
   box.querySelector(".gt-error-explain")?.remove();
   if (!words || !words.doc.error) return;
+  const text = errorSentence(words, { besideMessage: true });  // the box above has the message
+  if (!text) return;
   const p = document.createElement("p");
   p.className = "gt-error-explain";
-  p.textContent = errorSentence(words);
+  p.append(...withCode(text));
   const ip = errors && errors.inplace;
   const links = [];
   if (ip && ip.line != null) links.push([`changed in place at line ${ip.line}`, ip.line]);
@@ -91,9 +94,26 @@ export function renderLegend(root) {
     li.append(sw, text);
     root.append(li);
   }
+  // The findings' marks (ui/findings.js, render/draw.js, render/nonfinite.js).
+  const marks = [["gt-swatch-error", "red outline: where the run's error was raised, or a hint's node (⚑)"],
+    ["gt-swatch-nan", "red outline and ✱: where the first NaN or inf was made"],
+    ["gt-swatch-nanedge", "dashed red edge: it carried a NaN or inf"],
+    ["gt-swatch-suspect", "dashed outline: the node a gradient check blames (✗ suspect)"]];
+  for (const [cls, text] of marks) {
+    const li = document.createElement("li");
+    const sw = document.createElement("span");
+    sw.className = `gt-swatch ${cls}`;
+    li.append(sw, text);
+    root.append(li);
+  }
   const glyphs = [["✂", "a cut: detach(), no_grad or .data; gradients stop here"], ["⚠", "where the run's error was raised"],
-    ["✎", "the in-place change that caused the error"], ["(×N)", "the leaf's .grad holds N accumulations"],
-    ["‖v‖", "the norm of a tensor's values"], ["A…", "zoomed out: a label's short form"]];
+    ["✎", "the in-place change that caused the error"], ["⚑", "a hint: a classic mistake, with its fix (see Hints)"],
+    ["✱", "the first NaN or inf of the run"], ["→ h", "the snippet's variable for a node's output"],
+    ["your code", "a node of your own autograd.Function: its backward is your code"],
+    ["tied", "one parameter reached under several names (a = b)"],
+    ["(×N)", "the leaf's .grad holds N accumulations"],
+    ["‖v‖", "the norm of a tensor's values"], ["Addm…", "zoomed out: a label's short form (the whole name on hover)"],
+    ["name", "zoomed out: a module's name over its region"]];
   for (const [glyph, text] of glyphs) {
     const li = document.createElement("li");
     const sw = document.createElement("span");
@@ -101,6 +121,18 @@ export function renderLegend(root) {
     sw.textContent = glyph;
     li.append(sw, text);
     root.append(li);
+  }
+  // NOTE [the legend stays inside the graph]: opened, it is never taller than the graph's area
+  // below it; it scrolls instead (a long legend over the timeline hid the transport).
+  const menu = root.closest("details");
+  const graph = root.getRootNode().querySelector("#graph");
+  if (menu && graph && !menu.dataset.fitsGraph) {
+    menu.dataset.fitsGraph = "1";
+    menu.addEventListener("toggle", () => {
+      if (!menu.open) return;
+      const room = graph.getBoundingClientRect().bottom - root.getBoundingClientRect().top - 8;
+      root.style.maxHeight = `${Math.max(120, Math.floor(room))}px`;
+    });
   }
 }
 
