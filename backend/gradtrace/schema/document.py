@@ -244,7 +244,7 @@ class BackwardPass(_Model):
     """One call of ``backward`` / ``autograd.backward`` / ``autograd.grad``."""
 
     index: int
-    api: str
+    api: Literal["Tensor.backward", "torch.autograd.backward", "torch.autograd.grad"]
     line: int | None = None
     roots: list[str] = Field(default_factory=list)
     retain_graph: bool = False

@@ -13,9 +13,17 @@ NOTE [how a re-run finds the same tensor]
       returns gets a *site*: the call's ordinal and the output's position.
 
     A :class:`Nudge` says which of them to move and by how much; the probe adds it at that
-    moment, before anything has used the tensor. The scalar is what the program's first
-    backward call (``Tensor.backward``, ``torch.autograd.backward`` / ``grad``) would
-    differentiate: ``sum(root * grad_tensor)``; the execution stops there (:class:`Stop`).
+    moment, before anything has used the tensor. The scalar is what the checked backward call
+    (``Tensor.backward``, ``torch.autograd.backward`` / ``grad``) would differentiate:
+    ``sum(root * grad_tensor)``; the execution stops there (:class:`Stop`).
+
+NOTE [checking a later backward pass]
+    Backward calls are counted in call order, as the run document's ``passes[].index`` counts
+    them. To check pass ``k``, the earlier ``k`` calls run for real (an optimizer steps after
+    them as it did in the run), and every ordinal starts again after each of them: the leaves
+    and sites of pass ``k`` are those seen after backward call ``k - 1`` returned. A parameter
+    is therefore nudged at its first use after that call, that is at its value in iteration
+    ``k``, not at its initial value (which would differentiate the whole trajectory).
 
 NOTE [one probe for every execution]
     ``torch.compile`` keeps the torch-function mode that was active when it compiled and puts
@@ -35,6 +43,8 @@ NOTE [upcast in place]
 from __future__ import annotations
 
 import itertools
+import os
+import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -72,14 +82,20 @@ class Site:
     custom: bool
     inputs: list[tuple[int, torch.Tensor]] = field(default_factory=list)
     """(argument position, tensor) of the call's arguments that require grad."""
+    user: bool = False
+    """A custom Function whose class the user's code defines (not one of torch's own)."""
 
 
 class Probe(TorchFunctionMode):
     """Watches one execution (NOTE [how a re-run finds the same tensor])."""
 
     def __init__(self, *, upcast: bool, nudge: Nudge | None = None, keep_sites: bool = False,
-                 substitute: dict[int, torch.Tensor] | None = None) -> None:
+                 substitute: dict[int, torch.Tensor] | None = None, pass_index: int = 0,
+                 user_file: Callable[[str], bool] | None = None) -> None:
         super().__init__()
+        self.pass_index = pass_index
+        self.user_file = user_file or not_library
+        """Whether a source file is the user's (a cut counts only when the user's code makes it)."""
         self.reset(upcast=upcast, nudge=nudge, keep_sites=keep_sites, substitute=substitute)
 
     def reset(self, *, upcast: bool, nudge: Nudge | None = None, keep_sites: bool = False,
@@ -91,8 +107,25 @@ class Probe(TorchFunctionMode):
         as a differentiable function of those tensors (what the tests hand to
         ``torch.autograd.gradcheck``)."""
         self.upcast = upcast
-        self.nudge = nudge
-        self.keep_sites = keep_sites
+        self._nudge = nudge
+        self._keep_sites = keep_sites
+        self.backwards = 0
+        """Backward calls that ran (NOTE [checking a later backward pass])."""
+        self.draws = False
+        """The execution consumed the CPU generator after its seeding (set by the program)."""
+        self.upcast_failures: list[str] = []
+        self.upcasts = 0
+        self.outputs: list[torch.Tensor] | None = None
+        self.stopped = False
+        self._segment()
+        return self
+
+    def _segment(self) -> None:
+        """Every ordinal starts again (NOTE [checking a later backward pass]); nudges and sites
+        only in the checked pass's segment."""
+        live = self.backwards == self.pass_index
+        self.nudge = self._nudge if live else None
+        self.keep_sites = self._keep_sites and live
         self.leaves: list[torch.Tensor] = []
         self._leaf_ids: dict[int, int] = {}
         self._held: list[torch.Tensor] = []  # keeps ids unique while the execution runs
@@ -100,17 +133,12 @@ class Probe(TorchFunctionMode):
         self.calls = 0
         self.sites: list[Site] = []
         self.applies: dict[str, int] = {}
-        self.outputs: list[torch.Tensor] | None = None
-        self.stopped = False
-        self.upcast_failures: list[str] = []
-        self.upcasts = 0
         self._forward_depth = 0  # inside a custom Function's forward (no_grad there is no cut)
         self.cuts: list[str] = []
         """Calls that took a tensor requiring grad out of the graph (``detach()``, an op under
         ``no_grad``): the scalar can depend on the target in ways autograd leaves out."""
         self.overlapping: set[int] = set()
         """Ordinals of leaves whose elements share memory (an expanded tensor)."""
-        return self
 
     # -- tensors ---------------------------------------------------------------------------
 
@@ -158,14 +186,20 @@ class Probe(TorchFunctionMode):
         if self.stopped:
             raise Stop()
         if func in _BACKWARDS:
+            if self.backwards < self.pass_index:
+                result = func(*args, **kwargs)
+                self.backwards += 1
+                self._segment()
+                return result
             self.outputs = [_scalar(func, args, kwargs)]
             self.stopped = True
             raise Stop()
         grad_on = torch.is_grad_enabled()
         name = getattr(func, "__name__", "")
-        if (not grad_on or name in _DETACHES) and not self._forward_depth and not name.endswith("_") \
-                and _takes_grad(args):
-            self.cuts.append("detach()" if grad_on else f"{name} under no_grad")
+        if not self._forward_depth and not name.endswith("_") and _takes_grad(args):
+            cut = _cut(name, grad_on, func, args, kwargs)
+            if cut is not None and self._by_user():
+                self.cuts.append(cut)
         if grad_on and not name.endswith("_"):  # an initialiser (``kaiming_uniform_``) writes its argument
             for t in _tensors(args, kwargs):
                 self._see(t)
@@ -180,6 +214,20 @@ class Probe(TorchFunctionMode):
                 self._see(t)
         return self._after_call(self.calls, name, out, args, custom=False)
 
+    def _by_user(self) -> bool:
+        """Whether the call being handled was made by the user's code: its caller (past torch's
+        dispatch glue) is the user's, or is the torch function itself, called by the user."""
+        frame = sys._getframe(2)
+        while frame is not None and frame.f_code.co_filename in _GLUE:
+            frame = frame.f_back
+        if frame is None:
+            return False
+        if self.user_file(frame.f_code.co_filename):
+            return True
+        caller = frame.f_back
+        return caller is not None and self.user_file(caller.f_code.co_filename) and \
+            frame.f_code.co_filename.startswith(_TORCH_DIR)
+
     def _swap(self, a: Any) -> Any:
         if isinstance(a, torch.Tensor):
             i = self._leaf_ids.get(id(a))
@@ -188,7 +236,8 @@ class Probe(TorchFunctionMode):
             return type(a)(self._swap(b) for b in a)
         return a
 
-    def _after_call(self, call: int, name: str, out: Any, args: tuple[Any, ...], *, custom: bool) -> Any:
+    def _after_call(self, call: int, name: str, out: Any, args: tuple[Any, ...], *, custom: bool,
+                    user: bool = False) -> Any:
         """Nudge (or remember) the outputs of call ``call`` that carry history."""
         multi = isinstance(out, (tuple, list))
         outs = list(out) if multi else [out]
@@ -205,7 +254,7 @@ class Probe(TorchFunctionMode):
                 fn = t.grad_fn
                 self.sites.append(Site(call, pos, t, fn.name() if fn is not None else name, custom,
                                        [(i, a) for i, a in enumerate(args)
-                                        if isinstance(a, torch.Tensor) and a.requires_grad]))
+                                        if isinstance(a, torch.Tensor) and a.requires_grad], user))
         if not changed:
             return out
         return type(out)(outs) if multi else outs[0]
@@ -227,7 +276,10 @@ class Probe(TorchFunctionMode):
         if n is not None and n.kind == "arg" and n.key[0] == call:
             args = tuple(a + n.delta.to(a.dtype) if i == n.key[1] else a for i, a in enumerate(args))
         out = self._forward(original, args, kwargs)
-        return self._after_call(call, cls.__name__ + "Backward", out, args, custom=True)
+        forward = getattr(cls, "forward", None)
+        code = getattr(forward, "__code__", None)
+        user = code is not None and self.user_file(code.co_filename)
+        return self._after_call(call, cls.__name__ + "Backward", out, args, custom=True, user=user)
 
     def _forward(self, original: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         self._forward_depth += 1
@@ -237,7 +289,33 @@ class Probe(TorchFunctionMode):
             self._forward_depth -= 1
 
 
-_DETACHES = {"detach", "__get__"}  # ``t.detach()``, ``t.data``
+_INT_CASTS = {"long", "int", "short", "char", "byte"}
+_TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
+_HERE = os.path.dirname(__file__) + os.sep
+_GLUE = (os.path.join(_TORCH_DIR, "overrides.py"), os.path.join(_TORCH_DIR, "_tensor.py"))
+
+
+def not_library(filename: str) -> bool:
+    return not filename.startswith((_TORCH_DIR, _HERE))
+
+
+def _cut(name: str, grad_on: bool, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str | None:
+    """What takes a tensor that requires grad out of the graph: ``detach()``, ``.data``, an op
+    under ``no_grad``, an integer cast; None for anything else (``.T`` is a property too)."""
+    if not grad_on:
+        return f"{name} under no_grad"
+    if name == "detach":
+        return "detach()"
+    if name == "__get__":
+        prop = getattr(getattr(func, "__self__", None), "__name__", "")
+        return ".data" if prop == "data" else None
+    if name in _INT_CASTS:
+        return f".{name}()"
+    if name in ("to", "type"):
+        for a in (*args, *kwargs.values()):
+            if isinstance(a, torch.dtype) and not (a.is_floating_point or a.is_complex):
+                return f".{name}({str(a).removeprefix('torch.')})"
+    return None
 
 
 def _takes_grad(args: tuple[Any, ...]) -> bool:
