@@ -40,9 +40,13 @@ def _op(name: str) -> str:
     return name.removesuffix("Backward0").removesuffix("Backward1").lower()
 
 
-def trap_for(producer: str, consumers: list[str]) -> Trap | None:
+def trap_for(producer: str, consumers: list[str], near: list[str] | None = None) -> Trap | None:
     """The pattern for a non-finite gradient made by ``producer`` whose forward output was
-    consumed by ``consumers`` (node names); None when none is known."""
+    consumed by ``consumers`` (node names), ``near``: the nodes up to three steps after it in
+    forward (where an infinite slope that the producer turned into NaN comes from: a norm
+    written by hand is ``sqrt(sum(w ** 2))``, and the NaN is made by the square); None when
+    no pattern is known."""
+    near = list(consumers) + list(near or [])
     op = _op(producer)
     masking = next((MASKING[c] for c in consumers if c in MASKING), None)
     if masking is not None:
@@ -70,18 +74,18 @@ def trap_for(producer: str, consumers: list[str]) -> Trap | None:
         return Trap(cause="a division by zero: the derivative of x / d is 1 / d and −x / d², infinite at d = 0",
                     trap="a denominator that reaches exactly zero makes its gradient 0 / 0 or inf × 0." + hide,
                     fix="safe = torch.where(d != 0, d, torch.ones_like(d))\nr = torch.where(d != 0, x / safe, 0.0)")
-    if producer in _NORMS or "SqrtBackward0" in consumers or producer == "SqrtBackward0" \
-            or any(c in _NORMS for c in consumers):
+    if producer in _NORMS or "SqrtBackward0" in near or producer == "SqrtBackward0" \
+            or any(c in _NORMS for c in near):
         return Trap(cause="0 × inf: the norm's (or sqrt's) slope is infinite at zero, 0 / 0 for a norm's x / ‖x‖",
                     trap="a norm (or sqrt) of an all-zero vector has no gradient: torch computes x / ‖x‖ = "
                          "0 / 0. Keep the argument away from zero.",
                     fix="length = torch.sqrt((w ** 2).sum() + 1e-12)")
-    if producer in _LOGS or any(c in _LOGS for c in consumers):
+    if producer in _LOGS or any(c in _LOGS for c in near):
         return Trap(cause="1 / 0: log's derivative is infinite at 0",
                     trap="log of a value clamped (or rounded) to exactly 0 is −inf, and its gradient 1 / 0 "
                          "is inf: clamping to 0 does not help, clamp to a small positive number.",
                     fix="logp = torch.log(p.clamp_min(1e-12))")
-    arc = _ARCS.get(producer) or next((_ARCS[c] for c in consumers if c in _ARCS), None)
+    arc = _ARCS.get(producer) or next((_ARCS[c] for c in near if c in _ARCS), None)
     if arc is not None:
         return Trap(cause=f"inf × 0: {arc}'s derivative ∓1 / √(1 − x²) is infinite at ±1",
                     trap=f"{arc} of exactly ±1 (the cosine of identical or opposite vectors) has an infinite "

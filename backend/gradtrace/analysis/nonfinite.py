@@ -78,7 +78,10 @@ def _cause(view: DocView, ev: Mapping[str, Any], out: int, elements: list[int]) 
 
 def _trap(view: DocView, producer: str) -> tuple[str | None, str | None, str | None]:
     """``(cause, trap, fix)`` for the pattern behind it (``analysis/nantraps.py``)."""
-    found = trap_for(view.name(producer), [view.name(c) for c in view.consumers.get(producer, [])])
+    direct = list(view.consumers.get(producer, []))
+    near = [c for d in direct for c in view.consumers.get(d, [])]
+    near += [c for d in near for c in view.consumers.get(d, [])]
+    found = trap_for(view.name(producer), [view.name(c) for c in direct], [view.name(c) for c in near])
     return (None, None, None) if found is None else (found.cause, found.trap, found.fix)
 
 

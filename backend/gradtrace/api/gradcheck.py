@@ -51,9 +51,14 @@ async def check_run(run_id: Annotated[str, Path(max_length=64)], body: StrictGra
     if body.node is not None and body.target is not None:
         raise InvalidRequest("give either a node or a target, not both", detail={"field": "node"})
     if body.node is not None:
-        spec = target_for_node(doc, body.node)
+        spec = target_for_node(doc, body.node, body.pass_index)
     elif body.target is not None:
         spec = body.target
+        if body.pass_index is not None:
+            if spec.pass_index not in (None, body.pass_index):
+                raise InvalidRequest("give the pass once: pass_index and target.pass_index differ",
+                                     detail={"field": "pass_index"})
+            spec = spec.model_copy(update={"pass_index": body.pass_index})
     else:
         raise InvalidRequest("say what to check: a node of the run, or a target "
                              '({"kind": "leaf", "name": "x"}, {"kind": "parameters"}, {"kind": "function", ...})',

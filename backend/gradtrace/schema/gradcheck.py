@@ -32,6 +32,7 @@ ReasonCode = Literal[
     "upcast", "no_upcast", "kink", "nondeterministic_backward", "nondeterministic_forward",
     "step_below_resolution", "sampled", "overlapping_memory", "no_backward", "program_error",
     "backward_error", "no_gradient", "projected", "cut", "limit", "seeded", "nonfinite_gradient",
+    "ignores_grad_output",
 ]
 Number = float | str
 MAX_ELEMENTS = 512

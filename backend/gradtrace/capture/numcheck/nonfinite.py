@@ -85,7 +85,10 @@ def say(elements: list[ElementCheck], targets: list[Any], rows: torch.Tensor, re
     if node is not None:
         name = node.name()
         message += f": {name}'s backward made it"
-        trap = trap_for(name, [c.name() for c in consumers(node, row)])
+        direct = consumers(node, row)
+        near = [c for d in direct for c in consumers(d, row)]
+        near += [c for d in near for c in consumers(d, row)]
+        trap = trap_for(name, [c.name() for c in direct], [c.name() for c in near])
         if trap is not None:
             message += f" ({trap.cause}). {trap.trap} Fix: {'; '.join(trap.fix.splitlines())}."
         else:

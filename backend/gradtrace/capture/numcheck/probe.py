@@ -196,7 +196,8 @@ class Probe(TorchFunctionMode):
             raise Stop()
         grad_on = torch.is_grad_enabled()
         name = getattr(func, "__name__", "")
-        if not self._forward_depth and not name.endswith("_") and _takes_grad(args):
+        in_place = name.endswith("_") and not name.startswith("__")
+        if not self._forward_depth and not in_place and _takes_grad(args):
             cut = _cut(name, grad_on, func, args, kwargs)
             if cut is not None and self._by_user():
                 self.cuts.append(cut)

@@ -101,7 +101,7 @@ def explain(out: GradcheckResult, outputs: list[torch.Tensor], probe: Probe, tar
                     + (f"; at {n} of them the central difference matches the analytic value only by luck "
                        "(the subgradient torch picks equals the mean of the two slopes)"
                        if (n := kinks.lucky(out.elements)) else "")))
-    if out.verdict != "fail":
+    if out.verdict != "fail" or out.suspect is not None:
         return
     row = rows[worst.output or 0]
     sites = [s for s in probe.sites if s.tensor.grad_fn in path]
