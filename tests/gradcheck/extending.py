@@ -44,7 +44,7 @@ class WrongLinearFunction(LinearFunction):
 
     @staticmethod
     def backward(ctx: Any, grad_output: torch.Tensor) -> tuple[Any, ...]:
-        input, weight, bias = ctx.saved_tensors
+        input, weight, _bias = ctx.saved_tensors
         return grad_output.mm(weight), grad_output.t().mm(input), grad_output[0]
 
 
@@ -90,7 +90,7 @@ class WrongMyCube(MyCube):
 
     @staticmethod
     def backward(ctx: Any, grad_output: torch.Tensor, grad_dx: torch.Tensor) -> torch.Tensor:
-        x, dx = ctx.saved_tensors
+        _x, dx = ctx.saved_tensors
         return grad_output * dx
 
 

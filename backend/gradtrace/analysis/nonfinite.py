@@ -24,8 +24,8 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from gradtrace.analysis.nantraps import trap_for
 from gradtrace.analysis.docview import TV, DocView, flat, fmt, has, nonfinite_kind
+from gradtrace.analysis.nantraps import trap_for
 from gradtrace.analysis.rules import LOCAL, local
 
 MAX_ELEMENTS = 8

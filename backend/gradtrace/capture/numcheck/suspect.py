@@ -20,6 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
+
 from gradtrace.capture.numcheck import kinks
 from gradtrace.capture.numcheck.probe import Nudge, Probe, Site
 from gradtrace.schema.gradcheck import GradcheckResult, Reason, Suspect
