@@ -58,7 +58,7 @@ def _function_nodes(doc: dict[str, Any], name: str, segment: int | None = None) 
     nodes = [n for n in doc.get("graph", {}).get("nodes", []) if n.get("kind") == "function" and n.get("name") == name]
     if segment is not None:
         seg = _segments(doc)
-        nodes = [n for n in nodes if seg.get(str(n.get("id"))) == segment]
+        nodes = [n for n in nodes if seg.get(str(n.get("id")), 0) == segment]
     return sorted(nodes, key=lambda n: (n.get("seq") is None, n.get("seq") or 0))
 
 
@@ -90,7 +90,8 @@ def target_for_node(doc: dict[str, Any], node_id: str, pass_index: int | None = 
                        if e.get("source") == leaf_id and nodes.get(e.get("target"), {}).get("name") == "AccumulateGrad"}
         chosen = pass_index if pass_index is not None else _first_pass_reaching(doc, accumulate)
         return TargetSpec(kind="leaf", name=str(node.get("name")), pass_index=chosen or 0)
-    if is_custom_function(node, str(doc.get("code") or "")):
+    code = doc.get("code")
+    if is_custom_function(node, code if isinstance(code, str) else None):
         own = _segments(doc).get(node_id, 0)
         if pass_index is not None and pass_index != own:
             raise InvalidRequest(f"node {node_id} ({node.get('name')}) was made for backward pass {own}, not "
