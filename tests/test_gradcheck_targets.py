@@ -89,4 +89,4 @@ def test_a_function_call_belongs_to_the_pass_after_it_and_leaves_take_the_chosen
         name="CubeBackward", occurrence=0, custom=True, message="m")))
     assert r.suspect is not None and r.suspect.node_id == "c2"
     assert (r.pass_count, r.pass_line, r.iteration) == (3, 9, 3)
-    assert r.describe_pass() == "checked backward pass 2 of 3 (line 9, iteration 3)"
+    assert r.describe_pass() == "checked backward 3 of 3 (line 9, iteration 3)"

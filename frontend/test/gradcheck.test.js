@@ -73,9 +73,9 @@ test("only a Function the snippet defines is the user's code", () => {
 
 test("the pass chooser names each pass with its line and iteration, and a result says which it checked", () => {
   const doc = { passes: [{ index: 0, line: 7 }, { index: 1, line: 9 }, { index: 2, line: 7 }] };
-  assert.deepEqual(passChoices(doc).map((c) => c.label), ["pass 0 · line 7 · iteration 1", "pass 1 · line 9 · iteration 1", "pass 2 · line 7 · iteration 2"]);
-  assert.equal(passLine({ pass_index: 2, pass_count: 3, pass_line: 7, iteration: 2 }), "checked backward pass 2 of 3 (line 7, iteration 2)");
-  assert.equal(passLine({ pass_index: 0 }), "checked backward pass 0");
+  assert.deepEqual(passChoices(doc).map((c) => c.label), ["backward 1 · line 7 · iteration 1", "backward 2 · line 9 · iteration 1", "backward 3 · line 7 · iteration 2"]);
+  assert.equal(passLine({ pass_index: 2, pass_count: 3, pass_line: 7, iteration: 2 }), "checked backward 3 of 3 (line 7, iteration 2)");
+  assert.equal(passLine({ pass_index: 0 }), "checked backward 1");
 });
 
 test("a non-finite gradient is its own state in the grid, never a fail", () => {

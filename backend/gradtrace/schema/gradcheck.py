@@ -216,12 +216,13 @@ class GradcheckResult(_Model):
                 f"(relative error {_fmt(e.rel_error)})")
 
     def describe_pass(self) -> str:
-        """``backward pass 3 of 20 (line 7, iteration 4)``: which backward the check checked."""
+        """``checked backward 4 of 20 (line 7, iteration 4)``: which backward the check checked,
+        counted from 1 as the page's timeline counts them (``pass_index`` is 3)."""
         of = f" of {self.pass_count}" if self.pass_count is not None else ""
         where = [f"line {self.pass_line}"] if self.pass_line is not None else []
         if self.iteration is not None:
             where.append(f"iteration {self.iteration}")
-        return f"checked backward pass {self.pass_index}{of}" + (f" ({', '.join(where)})" if where else "")
+        return f"checked backward {self.pass_index + 1}{of}" + (f" ({', '.join(where)})" if where else "")
 
     def summary(self) -> str:
         lines = [f"gradcheck: {self.verdict} ({self.checked} of {self.total} elements checked in "

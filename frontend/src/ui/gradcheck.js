@@ -30,15 +30,15 @@ export function passChoices(doc) {
     const it = (seen.get(p.line) || 0) + 1;
     seen.set(p.line, it);
     const where = p.line != null ? ` · line ${p.line} · iteration ${it}` : "";
-    return { index: p.index, label: `pass ${p.index}${where}` };
+    return { index: p.index, label: `backward ${p.index + 1}${where}` };
   });
 }
 
-/** "checked backward pass 3 of 20 (line 7, iteration 4)": which pass the result checked. */
+/** "checked backward 4 of 20 (line 7, iteration 4)": which pass the result checked, counted from 1 as the timeline counts them. */
 export function passLine(result) {
   const of = result.pass_count != null ? ` of ${result.pass_count}` : "";
   const where = [result.pass_line != null ? `line ${result.pass_line}` : null, result.iteration != null ? `iteration ${result.iteration}` : null].filter(Boolean);
-  return `checked backward pass ${result.pass_index ?? 0}${of}${where.length ? ` (${where.join(", ")})` : ""}`;
+  return `checked backward ${(result.pass_index ?? 0) + 1}${of}${where.length ? ` (${where.join(", ")})` : ""}`;
 }
 
 /** A module's parameter, as capture names it (`model.0.weight`): "Check every parameter" too. */
