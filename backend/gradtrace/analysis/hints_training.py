@@ -9,6 +9,7 @@ from typing import Any
 from gradtrace.analysis.docview import DocView, fmt, number
 from gradtrace.analysis.gradoff import block_at, describe, grad_off_blocks
 from gradtrace.analysis.hintdoc import hint
+from gradtrace.analysis.intent import backward_intent
 
 
 def _norm(tv: Any) -> str:
@@ -17,15 +18,17 @@ def _norm(tv: Any) -> str:
 
 
 def accumulated(view: DocView) -> list[dict[str, Any]]:
-    """A leaf's ``.grad`` summed by the same ``backward`` line run again (a loop) on a new graph,
-    and never cleared in the whole run.
+    """Leaves whose ``.grad`` the same ``backward`` line (a loop) summed across new graphs with
+    nothing clearing it, while the loop updates the parameters between the passes: one hint per
+    line, naming every such leaf.
 
     NOTE [no false alarms]: backward calls on different lines that add up on purpose (two
     losses, a GAN's generator step reaching the discriminator's parameters), one graph walked
-    twice with ``retain_graph``, and accumulation over k steps with a reset every k (the leaf
-    has resets) all stay silent."""
+    twice with ``retain_graph``, accumulation over k steps with a reset every k (the leaf has
+    resets), and micro-batches summed before one step (NOTE [accumulation by design] in
+    ``analysis/intent.py``) all stay silent."""
     passes = {int(p["index"]): p for p in view.doc.get("passes") or []}
-    out: list[dict[str, Any]] = []
+    by_line: dict[int, list[tuple[dict[str, Any], str | None, list[int]]]] = {}
     for n in view.nodes:
         history = n.get("grad_history") or []
         if n.get("kind") != "tensor" or len(history) < 2 or n.get("grad_resets"):
@@ -36,20 +39,30 @@ def accumulated(view: DocView) -> list[dict[str, Any]]:
         summed = [i for i in range(1, min(len(runs), len(history)))
                   if runs[i].get("line") is not None and runs[i].get("line") == runs[i - 1].get("line")
                   and runs[i].get("roots") != runs[i - 1].get("roots")]
-        if not summed:
+        if summed:
+            by_line.setdefault(int(runs[summed[0]]["line"]), []).append((n, acc, summed))
+    out: list[dict[str, Any]] = []
+    for line, leaves in by_line.items():
+        if backward_intent(view.doc.get("code"), line) == "by-design":
             continue
-        name = view.tensor_label(n)
+        names = [view.tensor_label(n) for n, _, _ in leaves]
+        shown = ", ".join(names[:4]) + (f" and {len(names) - 4} more" if len(names) > 4 else "")
+        first, _, summed = leaves[0]
+        history = first.get("grad_history") or []
         norms = " → ".join(_norm(history[i]) for i in range(min(len(history), 6)))
-        line = runs[summed[0]].get("line")
+        grads = f"{shown}.grad" if len(names) == 1 else f"the .grad of {shown}"
+        nodes: list[str] = []
+        for n, acc, _ in leaves:
+            nodes += [str(n["id"])] + ([acc] if acc else [])
         out.append(hint(
-            "grad-accumulated", "warning", f"{name}.grad adds up across backward passes",
+            "grad-accumulated", "warning", f"{grads} add{'s' if len(names) == 1 else ''} up across backward passes",
             f"The backward on line {line} ran {len(summed) + 1} times on new graphs and nothing "
-            f"cleared {name}.grad in between, so each step also carries every earlier step's "
-            "gradient.",
-            line=line, nodes=[str(n["id"])] + ([acc] if acc else []),
-            evidence=[(f"‖{name}.grad‖ after each pass", norms), ("passes summed", str(len(summed) + 1)),
+            f"cleared {grads} in between, so each step also carries every earlier step's gradient.",
+            line=line, nodes=nodes,
+            evidence=[(f"‖{names[0]}.grad‖ after each pass", norms), ("passes summed", str(len(summed) + 1)),
+                      *([("tensors", ", ".join(names))] if len(names) > 1 else []),
                       ("line", view.line_text(line) or "?")],
-            fix=f"optimizer.zero_grad()  # or {name}.grad = None, before each backward",
+            fix=f"optimizer.zero_grad()  # or {names[0]}.grad = None, before each backward",
             lesson="09_accumulating_grads"))
     return out
 
