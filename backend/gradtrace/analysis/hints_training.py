@@ -10,6 +10,7 @@ from gradtrace.analysis.docview import DocView, fmt, number
 from gradtrace.analysis.gradoff import block_at, describe, grad_off_blocks
 from gradtrace.analysis.hintdoc import hint
 from gradtrace.analysis.intent import backward_intent
+from gradtrace.analysis.starved import item_rebuild
 
 
 def _norm(tv: Any) -> str:
@@ -110,6 +111,19 @@ def requires_grad_after_cut(view: DocView) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     walked = view.walked()
     cuts = [n for n in view.nodes if n.get("cut")]
+    rebuilt = item_rebuild(view)
+    if rebuilt is not None:
+        text = view.line_text(rebuilt) or "?"
+        name = text.split("=", 1)[0].strip()
+        return [hint(
+            "requires-grad-after-cut", "error", f"{name} was rebuilt from a number: backward reaches nothing",
+            f"Line {rebuilt} makes {name} a new tensor from a Python number (.item()), so it has no "
+            "history: backward runs without error, and no parameter gets a gradient.",
+            line=rebuilt, nodes=[],
+            evidence=[("cut", f"line {rebuilt}: {text}"), ("nodes walked back to a parameter", "0")],
+            fix=f"# keep the tensor itself: delete line {rebuilt}\n"
+                f"# ({name}.item() is for printing and logging, never for the loss)",
+            lesson="07_detach_and_no_grad")]
     for p in view.doc.get("passes") or []:
         for root in p.get("roots") or []:
             n = view.by_id.get(root)

@@ -28,7 +28,7 @@ import torch
 from torch import nn
 
 from gradtrace.capture import frames
-from gradtrace.capture.definitions import frozen_parameters
+from gradtrace.capture.definitions import frozen_parameters, trainable_parameters
 from gradtrace.capture.events import ModulePath
 from gradtrace.capture.library import NO_SWITCH, LibraryCalls, Switch
 from gradtrace.capture.recorder import Recorder
@@ -129,6 +129,7 @@ class ModuleTracker:
             frozen = frozen_parameters(module)  # NOTE [frozen parameters] in definitions.py
             if frozen:
                 self.rec.module_frozen[path] = frozen
+            self.rec.module_params[path] = trainable_parameters(module)
         call = counts[1]
         counts[1] += 1
         # the stack's canonical JSON, extended from the enclosing call's (sorted keys)

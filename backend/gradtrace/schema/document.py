@@ -125,6 +125,10 @@ class ModuleInfo(_Model):
     """Its own parameters (``weight``, ``bias``) that do not require grad, so autograd records
     no node for them: a frozen layer; absent when none is (NOTE [frozen parameters] in
     capture/definitions.py)."""
+    unreached: list[str] | None = _optional()
+    """Its own parameters that require grad but that no recorded node used (never called in
+    ``forward``, read only through ``.data`` or under ``no_grad``), in a run with a backward
+    pass; absent when none is."""
 
 
 class ModuleCall(_Model):
