@@ -14,7 +14,8 @@ CLASS = "class M(nn.Module):\n    def __init__(self):\n        super().__init__(
 
 PROGRAMS: dict[str, tuple[str, dict[str, tuple[str, int | None]]]] = {
     "unused-layer": (H + CLASS + "        self.a = nn.Linear(2, 2)\n        self.b = nn.Linear(2, 2)\n"
-                     "    def forward(self, x):\n        return self.a(x)\nm = M()\nm(torch.randn(3, 2)).sum().backward()\n",
+                     "    def forward(self, x):\n        return self.a(x)\nm = M()\n"
+                     "m(torch.randn(3, 2)).sum().backward()\n",
                      {"m.b.weight": ("unused", None), "m.b.bias": ("unused", None)}),
     "data-in-forward": (H + CLASS + "        self.w = nn.Parameter(torch.randn(2, 2))\n"
                         "        self.b = nn.Parameter(torch.zeros(2))\n    def forward(self, x):\n"
