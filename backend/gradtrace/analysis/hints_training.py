@@ -4,6 +4,7 @@ gradient, the ``requires_grad`` workaround, and a second walk of a freed graph."
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from gradtrace.analysis.docview import DocView, fmt, number
@@ -29,7 +30,7 @@ def accumulated(view: DocView) -> list[dict[str, Any]]:
     resets), and micro-batches summed before one step (NOTE [accumulation by design] in
     ``analysis/intent.py``) all stay silent."""
     passes = {int(p["index"]): p for p in view.doc.get("passes") or []}
-    by_line: dict[int, list[tuple[dict[str, Any], str | None, list[int]]]] = {}
+    by_line: dict[int, list[tuple[Mapping[str, Any], str | None, list[int]]]] = {}
     for n in view.nodes:
         history = n.get("grad_history") or []
         if n.get("kind") != "tensor" or len(history) < 2 or n.get("grad_resets"):

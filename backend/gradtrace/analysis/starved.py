@@ -19,6 +19,7 @@ pass, or one whose backward raised (the error says why), starves nothing.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from gradtrace.analysis.docview import DocView
@@ -47,7 +48,7 @@ def item_rebuild(view: DocView) -> int | None:
     return None
 
 
-def _cut_of(view: DocView, acc: str, walked: set[str]) -> dict[str, Any] | None:
+def _cut_of(view: DocView, acc: str, walked: set[str]) -> Mapping[str, Any] | None:
     for c in view.nodes:
         cut = c.get("cut")
         if not cut or not cut.get("source"):

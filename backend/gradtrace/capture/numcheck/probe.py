@@ -47,6 +47,7 @@ import os
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from types import FrameType
 from typing import Any
 
 import torch
@@ -218,7 +219,7 @@ class Probe(TorchFunctionMode):
     def _by_user(self) -> bool:
         """Whether the call being handled was made by the user's code: its caller (past torch's
         dispatch glue) is the user's, or is the torch function itself, called by the user."""
-        frame = sys._getframe(2)
+        frame: FrameType | None = sys._getframe(2)
         while frame is not None and frame.f_code.co_filename in _GLUE:
             frame = frame.f_back
         if frame is None:
