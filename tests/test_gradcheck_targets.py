@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from gradtrace.analysis.gradcheck import is_custom_function, place_on_run, target_for_node
+from gradtrace.analysis.gradcheck import is_custom_function, place_on_run, spec_for_target, target_for_node
 from gradtrace.errors import InvalidRequest, NotFound
 from gradtrace.schema.gradcheck import GradcheckResult, Reason, Suspect, TargetSpec
 
@@ -90,3 +90,14 @@ def test_a_function_call_belongs_to_the_pass_after_it_and_leaves_take_the_chosen
     assert r.suspect is not None and r.suspect.node_id == "c2"
     assert (r.pass_count, r.pass_line, r.iteration) == (3, 9, 3)
     assert r.describe_pass() == "checked backward 3 of 3 (line 9, iteration 3)"
+
+
+def test_every_parameter_is_checked_in_the_first_pass_that_reached_one() -> None:
+    doc = {**LOOP, "graph": {**LOOP["graph"], "nodes": [
+        *LOOP["graph"]["nodes"], {"id": "p", "kind": "tensor", "name": "lin.weight", "role": "leaf"},
+        {"id": "pa", "kind": "function", "name": "AccumulateGrad", "seq": 9}]},
+        "events": [*LOOP["events"], {"phase": "backward", "pass": 2, "node": "pa"}]}
+    doc["graph"]["edges"] = [*LOOP["graph"]["edges"], {"source": "p", "target": "pa", "input_nr": None}]
+    assert spec_for_target(doc, TargetSpec(kind="parameters")).pass_index == 2
+    assert spec_for_target(doc, TargetSpec(kind="parameters", pass_index=1)).pass_index == 1
+    assert spec_for_target(LOOP, TargetSpec(kind="parameters")).pass_index is None  # none reached: the first

@@ -104,6 +104,20 @@ def target_for_node(doc: dict[str, Any], node_id: str, pass_index: int | None = 
                          "custom autograd.Function node", detail={"node": node_id, "name": node.get("name")})
 
 
+def spec_for_target(doc: dict[str, Any], spec: TargetSpec) -> TargetSpec:
+    """A target spelled out for a stored run, with its default pass: "every parameter" is
+    checked in the first pass that reached a parameter (a snippet may call
+    ``torch.autograd.gradcheck`` before its training loop, whose passes reach none)."""
+    if spec.pass_index is not None or spec.kind != "parameters":
+        return spec
+    nodes = doc.get("graph", {}).get("nodes", [])
+    params = {str(n.get("id")) for n in nodes if n.get("kind") == "tensor" and n.get("role") == "leaf"
+              and "." in str(n.get("name") or "")}
+    accs = {str(e.get("target")) for e in doc.get("graph", {}).get("edges", []) if e.get("source") in params}
+    first = _first_pass_reaching(doc, accs)
+    return spec if first is None else spec.model_copy(update={"pass_index": first})
+
+
 def _check_pass(doc: dict[str, Any], pass_index: int | None) -> None:
     count = len(doc.get("passes") or [])
     if pass_index is not None and pass_index >= count:

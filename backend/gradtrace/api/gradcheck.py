@@ -17,7 +17,7 @@ from fastapi import APIRouter, Path, Request
 from fastapi.responses import Response
 from pydantic import ConfigDict
 
-from gradtrace.analysis.gradcheck import place_on_run, target_for_node
+from gradtrace.analysis.gradcheck import place_on_run, spec_for_target, target_for_node
 from gradtrace.api.errors import ERROR_RESPONSES
 from gradtrace.api.jobs import CLIENT_CLOSED, ClientGone, new_job, run_unless_client_leaves
 from gradtrace.api.services import ServicesDep
@@ -59,6 +59,7 @@ async def check_run(run_id: Annotated[str, Path(max_length=64)], body: StrictGra
                 raise InvalidRequest("give the pass once: pass_index and target.pass_index differ",
                                      detail={"field": "pass_index"})
             spec = spec.model_copy(update={"pass_index": body.pass_index})
+        spec = spec_for_target(doc, spec)
     else:
         raise InvalidRequest("say what to check: a node of the run, or a target "
                              '({"kind": "leaf", "name": "x"}, {"kind": "parameters"}, {"kind": "function", ...})',
