@@ -230,3 +230,12 @@ def test_a_function_after_torchs_own_gradcheck_is_reachable_in_its_pass() -> Non
     ours = check_snippet(AFTER_TORCH_GRADCHECK, TargetSpec(kind="function", name="Cube", pass_index=last))
     assert ours.verdict == "fail" and ours.suspect is not None and ours.suspect.name == "CubeBackward"
     assert ours.suspect.custom
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device; the CPU generator is tested above")
+def test_the_callers_cuda_random_state_is_put_back_too() -> None:
+    torch.cuda.manual_seed_all(77)
+    expected = torch.rand(4, device="cuda")
+    torch.cuda.manual_seed_all(77)
+    gradcheck(lambda t: (t * torch.rand(2, device="cuda", dtype=torch.float64).cpu()).sum(), (f64(1.0, 2.0),))
+    assert torch.equal(torch.rand(4, device="cuda"), expected)
