@@ -68,3 +68,10 @@ def test_python_reads_the_list_from_the_document(run: Any) -> None:
     doc = RunDocument.model_validate(run(PROGRAMS["frozen"][0]))
     assert doc.analysis is not None and doc.analysis.starved is not None
     assert [(s.name, s.reason) for s in doc.analysis.starved] == [("net.0.weight", "frozen"), ("net.0.bias", "frozen")]
+
+
+def test_a_parameter_read_through_data_in_forward_gets_its_hint(run: Any) -> None:
+    hints = run(PROGRAMS["data-in-forward"][0])["analysis"]["hints"]
+    assert [(h["code"], h["line"]) for h in hints] == [("leaf-cut-off", 11)]
+    assert hints[0]["title"] == "m.w gets no gradient: read through .data at line 11"
+    assert [h["code"] for h in run(PROGRAMS["unused-layer"][0]).get("analysis", {}).get("hints", [])] == []

@@ -11,7 +11,7 @@ from gradtrace.analysis.docview import DocView, fmt, number
 from gradtrace.analysis.gradoff import block_at, describe, grad_off_blocks
 from gradtrace.analysis.hintdoc import hint
 from gradtrace.analysis.intent import backward_intent
-from gradtrace.analysis.starved import item_rebuild
+from gradtrace.analysis.starved import item_rebuild, starved
 
 
 def _norm(tv: Any) -> str:
@@ -103,6 +103,29 @@ def cut_leaf(view: DocView) -> list[dict[str, Any]]:
                     f"{cut_name} = ...  # without {how}",
                 lesson="07_detach_and_no_grad"))
             break
+    return out + _never_in_graph(view)
+
+
+def _never_in_graph(view: DocView) -> list[dict[str, Any]]:
+    """A module's parameter read only through ``.data`` (or ``detach()``) in its forward: it
+    never reaches the graph, so it is no leaf of it; ``analysis/starved.py`` finds it from the
+    module's ``unreached`` list and the line that reads it."""
+    by_line: dict[int, list[str]] = {}
+    for s in starved(view):
+        if s["reason"] == "cut" and s["node"] is None and s["line"] is not None and ".data" in s["detail"]:
+            by_line.setdefault(int(s["line"]), []).append(str(s["name"]))
+    out = []
+    for line, names in sorted(by_line.items()):
+        shown = ", ".join(names)
+        out.append(hint(
+            "leaf-cut-off", "warning", f"{shown} gets no gradient: read through .data at line {line}",
+            f"Line {line} reads {shown} through .data (or detach()), which has no history: the "
+            f"parameter never enters the graph, so backward cannot reach it and its .grad stays None.",
+            line=line, nodes=[],
+            evidence=[("parameter", shown), ("cut", f"line {line}: {view.line_text(line) or '.data'}"),
+                      (f"{names[0]}.grad", "None")],
+            fix="# use the parameter itself in forward (self.w, not self.w.data)",
+            lesson="07_detach_and_no_grad"))
     return out
 
 
