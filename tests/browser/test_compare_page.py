@@ -176,6 +176,7 @@ def test_another_seed_on_a_self_seeded_snippet_says_so_and_varies_the_seed_in_th
     assert "torch.manual_seed(3), line 2" in note.inner_text()
     button = page.locator("#preset-seed")
     assert button.inner_text() == "another seed (in the code)"
+    assert "the seed (torch.manual_seed, line 2)" in page.locator("#wi-pick").inner_text()  # the what-if slider too
     page.screenshot(path=str(artifacts_dir / "compare-self-seeded.png"))
     button.click()
     page.wait_for_url(re.compile(r".*/c/.*\.\..*"), timeout=READY_MS)
