@@ -32,7 +32,6 @@ from gradtrace.schema.gradcheck import (
     ElementCheck,
     GradcheckResult,
     Reason,
-    Suspect,
     TargetSpec,
 )
 
@@ -287,22 +286,8 @@ def _check(program: Program, spec: TargetSpec | None, *, seed: int, max_elements
                  elements=elements, worst=worst, checked=len(elements), total=total,
                  failed=sum(1 for e in elements if failed(e)),
                  kinks=sum(1 for e in elements if e.kink))
-    noisy = any(r.code == "nondeterministic_backward" for r in reasons)  # that says it first
-    ignores, node = (False, None) if noisy else linearity.ignoring_node(outputs, tensors)
-    if ignores:  # no finite difference can see this (numcheck/linearity.py)
-        out.verdict = "fail"
-        name = node.name() if node is not None else None
-        out.reasons.append(Reason(code="ignores_grad_output", node=name,
-                                  occurrence=suspect.occurrence(node, every) if node is not None else None,
-                                  message=f"{name or 'the backward'} returns a non-zero gradient when it receives "
-                                          "zero: it does not multiply by grad_output (torch.autograd.gradcheck: "
-                                          "\"backward not multiplied by grad_output\")"))
-        if node is not None:
-            site = next((s for s in probe.sites if s.tensor.grad_fn is node), None)
-            out.suspect = Suspect(name=node.name(), occurrence=suspect.occurrence(node, every),
-                                  custom=site.user if site is not None else False,
-                                  message="it returns a gradient when it receives zero: its backward ignores "
-                                          "grad_output")
+    if not any(r.code == "nondeterministic_backward" for r in reasons):  # that one says it first
+        linearity.judge(out, outputs, tensors, probe.sites, lambda node: suspect.occurrence(node, every))
     suspect.explain(out, outputs, probe, targets, rows, direction, execute, upcast_ok)
     out.executions, out.seconds = runs, time.perf_counter() - started
     return out

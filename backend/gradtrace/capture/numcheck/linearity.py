@@ -10,9 +10,12 @@ naming the first node that returned something non-zero from nothing.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import torch
+
+from gradtrace.schema.gradcheck import GradcheckResult, Reason, Suspect
 
 
 def _nonzero(grads: tuple[Any, ...]) -> bool:
@@ -51,3 +54,23 @@ def ignoring_node(outputs: list[torch.Tensor], tensors: list[torch.Tensor]) -> t
     if not _nonzero(tuple(g for g in grads if g is not None)):
         return False, None
     return True, order[0] if order else None
+
+
+def judge(out: GradcheckResult, outputs: list[torch.Tensor], tensors: list[torch.Tensor], sites: list[Any],
+          occurrence: Callable[[Any], int]) -> None:
+    """Fail ``out`` with the reason and the suspect when a backward ignores ``grad_output``."""
+    ignores, node = ignoring_node(outputs, tensors)
+    if not ignores:
+        return
+    out.verdict = "fail"
+    name = node.name() if node is not None else None
+    out.reasons.append(Reason(code="ignores_grad_output", node=name,
+                              occurrence=occurrence(node) if node is not None else None,
+                              message=f"{name or 'the backward'} returns a non-zero gradient when it receives "
+                                      "zero: it does not multiply by grad_output (torch.autograd.gradcheck: "
+                                      "\"backward not multiplied by grad_output\")"))
+    if node is not None:
+        site = next((s for s in sites if s.tensor.grad_fn is node), None)
+        out.suspect = Suspect(name=node.name(), occurrence=occurrence(node),
+                              custom=site.user if site is not None else False,
+                              message="it returns a gradient when it receives zero: its backward ignores grad_output")

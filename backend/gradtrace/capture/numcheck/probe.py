@@ -43,15 +43,14 @@ NOTE [upcast in place]
 from __future__ import annotations
 
 import itertools
-import os
-import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from types import FrameType
 from typing import Any
 
 import torch
 from torch.overrides import TorchFunctionMode
+
+from gradtrace.capture.numcheck.cuts import by_user, cut_by, not_library
 
 _is_compiling = torch.compiler.is_compiling
 _BACKWARDS = {torch.Tensor.backward, torch.autograd.backward, torch.autograd.grad}
@@ -199,7 +198,7 @@ class Probe(TorchFunctionMode):
         name = getattr(func, "__name__", "")
         in_place = name.endswith("_") and not name.startswith("__")
         if not self._forward_depth and not in_place and _takes_grad(args):
-            cut = _cut(name, grad_on, func, args, kwargs)
+            cut = cut_by(name, grad_on, func, args, kwargs)
             if cut is not None and self._by_user():
                 self.cuts.append(cut)
         if grad_on and not name.endswith("_"):  # an initialiser (``kaiming_uniform_``) writes its argument
@@ -217,18 +216,7 @@ class Probe(TorchFunctionMode):
         return self._after_call(self.calls, name, out, args, custom=False)
 
     def _by_user(self) -> bool:
-        """Whether the call being handled was made by the user's code: its caller (past torch's
-        dispatch glue) is the user's, or is the torch function itself, called by the user."""
-        frame: FrameType | None = sys._getframe(2)
-        while frame is not None and frame.f_code.co_filename in _GLUE:
-            frame = frame.f_back
-        if frame is None:
-            return False
-        if self.user_file(frame.f_code.co_filename):
-            return True
-        caller = frame.f_back
-        return caller is not None and self.user_file(caller.f_code.co_filename) and \
-            frame.f_code.co_filename.startswith(_TORCH_DIR)
+        return by_user(self.user_file)
 
     def _swap(self, a: Any) -> Any:
         if isinstance(a, torch.Tensor):
@@ -291,35 +279,6 @@ class Probe(TorchFunctionMode):
             self._forward_depth -= 1
 
 
-_INT_CASTS = {"long", "int", "short", "char", "byte"}
-_TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
-_HERE = os.path.dirname(__file__) + os.sep
-_GLUE = (os.path.join(_TORCH_DIR, "overrides.py"), os.path.join(_TORCH_DIR, "_tensor.py"))
-
-
-def not_library(filename: str) -> bool:
-    return not filename.startswith((_TORCH_DIR, _HERE))
-
-
-def _cut(name: str, grad_on: bool, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str | None:
-    """What takes a tensor that requires grad out of the graph: ``detach()``, ``.data``, an op
-    under ``no_grad``, an integer cast; None for anything else (``.T`` is a property too)."""
-    if not grad_on:
-        return f"{name} under no_grad"
-    if name == "detach":
-        return "detach()"
-    if name == "__get__":
-        prop = getattr(getattr(func, "__self__", None), "__name__", "")
-        return ".data" if prop == "data" else None
-    if name in _INT_CASTS:
-        return f".{name}()"
-    if name in ("to", "type"):
-        for a in (*args, *kwargs.values()):
-            if isinstance(a, torch.dtype) and not (a.is_floating_point or a.is_complex):
-                return f".{name}({str(a).removeprefix('torch.')})"
-    return None
-
-
 def _takes_grad(args: tuple[Any, ...]) -> bool:
     return any(t.requires_grad for t in _tensors(args, {}))
 
@@ -354,33 +313,3 @@ def _tensors(args: Any, kwargs: dict[str, Any]) -> Iterator[torch.Tensor]:
             for b in a:
                 if isinstance(b, torch.Tensor):
                     yield b
-
-
-class FunctionApplyPatch:
-    """While active, ``torch.autograd.Function.apply`` reports to ``probe`` (a custom Function's
-    apply does not pass through torch-function modes)."""
-
-    def __init__(self, probe: Probe) -> None:
-        self.probe = probe
-        self._saved: Any = None
-
-    def __enter__(self) -> FunctionApplyPatch:
-        fn_cls = torch.autograd.Function
-        self._saved = fn_cls.__dict__["apply"]
-        # One wrapper per probe, kept across executions (NOTE [one probe for every execution]):
-        # compiled code guards on what it called, and a new wrapper each time would recompile.
-        wrapper = getattr(self.probe, "_apply_wrapper", None)
-        if wrapper is None:
-            original = self._saved.__func__
-            probe = self.probe
-
-            def apply(cls: type, *args: Any, **kwargs: Any) -> Any:
-                return probe.apply_function(lambda *a, **k: original(cls, *a, **k), cls, args, kwargs)
-
-            wrapper = classmethod(apply)
-            self.probe._apply_wrapper = wrapper  # type: ignore[attr-defined]
-        fn_cls.apply = wrapper  # type: ignore[method-assign,assignment]
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        torch.autograd.Function.apply = self._saved  # type: ignore[method-assign]

@@ -17,7 +17,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from gradtrace.capture.numcheck.probe import FunctionApplyPatch, Probe, Stop, not_library
+from gradtrace.capture.numcheck.apply import FunctionApplyPatch
+from gradtrace.capture.numcheck.cuts import not_library
+from gradtrace.capture.numcheck.probe import Probe, Stop
 
 _DYNAMO_GLOBALS = ("__compiled_fn", "__resume_at", "__import_", "___")
 
