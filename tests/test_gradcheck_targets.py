@@ -7,7 +7,13 @@ from typing import Any
 
 import pytest
 
-from gradtrace.analysis.gradcheck import is_custom_function, place_on_run, spec_for_target, target_for_node
+from gradtrace.analysis.gradcheck import (
+    for_the_rerun,
+    is_custom_function,
+    place_on_run,
+    spec_for_target,
+    target_for_node,
+)
 from gradtrace.errors import InvalidRequest, NotFound
 from gradtrace.schema.gradcheck import GradcheckResult, Reason, Suspect, TargetSpec
 
@@ -101,3 +107,15 @@ def test_every_parameter_is_checked_in_the_first_pass_that_reached_one() -> None
     assert spec_for_target(doc, TargetSpec(kind="parameters")).pass_index == 2
     assert spec_for_target(doc, TargetSpec(kind="parameters", pass_index=1)).pass_index == 1
     assert spec_for_target(LOOP, TargetSpec(kind="parameters")).pass_index is None  # none reached: the first
+
+
+def test_engine_passes_are_no_call_of_the_snippet() -> None:
+    doc = {**LOOP, "passes": [{"index": 0, "line": 9, "api": "Tensor.backward"},
+                              {"index": 1, "line": 9, "api": "engine"},
+                              {"index": 2, "line": 9, "api": "Tensor.backward"}]}
+    assert for_the_rerun(doc, TargetSpec(kind="leaf", name="x", pass_index=2)).pass_index == 1
+    assert for_the_rerun(doc, TargetSpec(kind="leaf", name="x")).pass_index is None
+    with pytest.raises(InvalidRequest, match="run by autograd's engine"):
+        for_the_rerun(doc, TargetSpec(kind="leaf", name="x", pass_index=1))
+    r = place_on_run(doc, GradcheckResult(verdict="pass", pass_index=1))
+    assert r.pass_index == 2

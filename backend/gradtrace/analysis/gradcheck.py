@@ -118,6 +118,34 @@ def spec_for_target(doc: dict[str, Any], spec: TargetSpec) -> TargetSpec:
     return spec if first is None else spec.model_copy(update={"pass_index": first})
 
 
+def for_the_rerun(doc: dict[str, Any], spec: TargetSpec) -> TargetSpec:
+    """``spec`` with its pass counted as the re-run counts backward calls: the document's
+    ``engine`` passes (a reentrant checkpoint's inner backward, another thread's) are no call
+    the snippet made, so the probe never counts them (NOTE [checking a later backward pass]
+    in ``capture/numcheck/probe.py``); one of them cannot be checked (a 422)."""
+    if spec.pass_index is None:
+        return spec
+    passes = doc.get("passes") or []
+    if spec.pass_index < len(passes) and passes[spec.pass_index].get("api") == "engine":
+        raise InvalidRequest(f"backward pass {spec.pass_index} was run by autograd's engine, not called by the "
+                             "snippet (a reentrant checkpoint's inner backward, or another thread's): check the "
+                             "pass that called it", detail={"pass_index": spec.pass_index})
+    calls = sum(1 for p in passes[:spec.pass_index] if p.get("api") != "engine")
+    return spec.model_copy(update={"pass_index": calls})
+
+
+def _doc_pass(doc: dict[str, Any], call: int) -> int:
+    """The document's index of the re-run's backward call ``call``."""
+    seen = 0
+    for p in doc.get("passes") or []:
+        if p.get("api") == "engine":
+            continue
+        if seen == call:
+            return int(p.get("index", call))
+        seen += 1
+    return call
+
+
 def _check_pass(doc: dict[str, Any], pass_index: int | None) -> None:
     count = len(doc.get("passes") or [])
     if pass_index is not None and pass_index >= count:
@@ -136,7 +164,7 @@ def place_on_run(doc: dict[str, Any], result: GradcheckResult) -> GradcheckResul
     """``result`` with the suspect's and the reasons' node ids in ``doc`` filled in (and only
     those: ids the sandbox wrote are never trusted), and the checked pass's line and
     iteration (which call of that line it was)."""
-    k = result.pass_index
+    k = result.pass_index = _doc_pass(doc, result.pass_index)
     if result.suspect is not None:
         result.suspect.node_id = node_id_for(doc, result.suspect.name, result.suspect.occurrence, k)
     for r in result.reasons:

@@ -17,7 +17,7 @@ from fastapi import APIRouter, Path, Request
 from fastapi.responses import Response
 from pydantic import ConfigDict
 
-from gradtrace.analysis.gradcheck import place_on_run, spec_for_target, target_for_node
+from gradtrace.analysis.gradcheck import for_the_rerun, place_on_run, spec_for_target, target_for_node
 from gradtrace.api.errors import ERROR_RESPONSES
 from gradtrace.api.jobs import CLIENT_CLOSED, ClientGone, new_job, run_unless_client_leaves
 from gradtrace.api.services import ServicesDep
@@ -64,6 +64,7 @@ async def check_run(run_id: Annotated[str, Path(max_length=64)], body: StrictGra
         raise InvalidRequest("say what to check: a node of the run, or a target "
                              '({"kind": "leaf", "name": "x"}, {"kind": "parameters"}, {"kind": "function", ...})',
                              detail={"field": "node"})
+    spec = for_the_rerun(doc, spec)
     seed = doc.get("seed")
     result = await _check(request, svc, code=str(doc.get("code") or ""), seed=seed if isinstance(seed, int) else None,
                           target=spec, max_elements=body.max_elements, sample_seed=body.seed or 0)

@@ -248,7 +248,9 @@ class BackwardPass(_Model):
     """One call of ``backward`` / ``autograd.backward`` / ``autograd.grad``."""
 
     index: int
-    api: Literal["Tensor.backward", "torch.autograd.backward", "torch.autograd.grad"]
+    api: Literal["Tensor.backward", "torch.autograd.backward", "torch.autograd.grad", "engine"]
+    """``engine``: a backward the snippet's code did not call itself (a reentrant checkpoint's
+    inner backward, a backward on another thread), seen when the engine ran it."""
     line: int | None = None
     roots: list[str] = Field(default_factory=list)
     retain_graph: bool = False

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gradtrace.analysis.gradcheck import place_on_run, target_for_node
+from gradtrace.analysis.gradcheck import for_the_rerun, place_on_run, target_for_node
 from gradtrace.capture.numcheck import check_snippet
 from gradtrace.notebook.widget import GradtraceWidget
 from gradtrace.schema.gradcheck import DEFAULT_MAX_ELEMENTS, GradcheckResult, TargetSpec
@@ -39,6 +39,7 @@ def check_widget_node(w: GradtraceWidget, target: Any, *, max_elements: int = DE
         if node is None:
             raise KeyError(f"no node with id or name {target!r} in this run")
         spec = target_for_node(doc, node["id"], pass_index)
+    spec = for_the_rerun(doc, spec)
     run_seed = doc.get("seed")
     result = check_snippet(code, spec, seed=run_seed if isinstance(run_seed, int) else None,
                            max_elements=max_elements, sample_seed=seed)
