@@ -68,3 +68,12 @@ test("checkpointing off turns checkpoint(f, x, ...) into f(x), and leaves other 
   assert.equal(withoutCheckpointing(code), "for block in blocks:\n    h = block(h)\n");
   assert.equal(withoutCheckpointing("y = f(x)\n"), null);
 });
+
+test("a self-seeded snippet is found, and its seed varied in the code", async () => {
+  const { selfSeed, withSeed } = await import("../src/compare/presets.js");
+  const code = "import torch\n# torch.manual_seed(5) in a comment\ntorch.manual_seed(0)\nx = torch.randn(3)\n";
+  assert.deepEqual(selfSeed(code), { line: 3, seed: 0 });
+  assert.equal(withSeed(code, 1), "import torch\n# torch.manual_seed(5) in a comment\ntorch.manual_seed(1)\nx = torch.randn(3)\n");
+  assert.equal(selfSeed("import torch\nx = torch.randn(3)\n"), null);
+  assert.deepEqual(selfSeed("torch.random.manual_seed(42)\n"), { line: 1, seed: 42 });
+});

@@ -1,7 +1,7 @@
 // Unit tests of the gradient check's pure parts (src/ui/gradcheck.js).
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { gridRows, isCheckable, isCustomFunction, isParameter, verdictLine } from "../src/ui/gradcheck.js";
+import { gridRows, isCheckable, isCustomFunction, isParameter, passChoices, passLine, verdictLine } from "../src/ui/gradcheck.js";
 
 test("custom Functions are told from built-in nodes by autograd's names", () => {
   assert.equal(isCustomFunction({ kind: "function", name: "CubeBackward" }), true);
@@ -61,4 +61,26 @@ test("a module's parameter also offers every parameter", () => {
   assert.equal(isParameter({ kind: "tensor", role: "leaf", name: "model.0.weight" }), true);
   assert.equal(isParameter({ kind: "tensor", role: "leaf", name: "x" }), false);
   assert.equal(isParameter({ kind: "function", name: "AccumulateGrad" }), false);
+});
+
+test("only a Function the snippet defines is the user's code", () => {
+  const code = "import torch\nclass Cube(torch.autograd.Function):\n    pass\n";
+  assert.equal(isCustomFunction({ kind: "function", name: "CubeBackward" }, code), true);
+  assert.equal(isCustomFunction({ kind: "function", name: "UndefinedGradBackward" }, code), false);
+  assert.equal(isCheckable({ kind: "function", name: "UndefinedGradBackward" }, code), false);
+  assert.equal(isCustomFunction({ kind: "function", name: "CubeBackward" }), true); // no code: the name alone
+});
+
+test("the pass chooser names each pass with its line and iteration, and a result says which it checked", () => {
+  const doc = { passes: [{ index: 0, line: 7 }, { index: 1, line: 9 }, { index: 2, line: 7 }] };
+  assert.deepEqual(passChoices(doc).map((c) => c.label), ["backward 1 · line 7 · iteration 1", "backward 2 · line 9 · iteration 1", "backward 3 · line 7 · iteration 2"]);
+  assert.equal(passLine({ pass_index: 2, pass_count: 3, pass_line: 7, iteration: 2 }), "checked backward 3 of 3 (line 7, iteration 2)");
+  assert.equal(passLine({ pass_index: 0 }), "checked backward 1");
+});
+
+test("a non-finite gradient is its own state in the grid, never a fail", () => {
+  const result = { worst: 0, tensors: [{ name: "x" }], elements: [{ tensor: 0, index: [0], analytic: "nan", numeric: 0, left: 0, right: 0, abs_error: "nan", rel_error: "nan", ok: false, kink: false, nonfinite: true }] };
+  const [row] = gridRows(result);
+  assert.equal(row.state, "nonfinite");
+  assert.match(row.detail, /non-finite gradient \(not judged\)/);
 });

@@ -112,3 +112,45 @@ def test_a_snippet_past_the_time_limit_is_inconclusive_not_an_error(api: httpx.C
     result = r.json()
     assert result["verdict"] == "inconclusive" and result["status"] == "timeout"
     assert result["reasons"][-1]["code"] == "limit"
+
+
+LOOP = '''import torch
+torch.manual_seed(0)
+w = torch.randn(3, requires_grad=True)
+opt = torch.optim.SGD([w], lr=0.1)
+for step in range(4):
+    opt.zero_grad()
+    loss = (w.sin() * w).sum()
+    loss.backward()
+    opt.step()
+'''
+
+
+def test_a_chosen_pass_of_a_loop_is_checked_and_said(api: httpx.Client) -> None:
+    doc = _run(api, LOOP)
+    leaf = _node(doc, "w")
+    r = api.post(f"/api/runs/{doc['id']}/gradcheck", json={"node": leaf, "pass_index": 3}, timeout=60)
+    assert r.status_code == 200, r.text
+    result = GradcheckResult.model_validate(r.json())
+    assert result.verdict == "pass"
+    assert (result.pass_index, result.pass_count, result.pass_line, result.iteration) == (3, 4, 8, 4)
+    final = next(n for n in doc["graph"]["nodes"] if n["id"] == leaf)["grad"]
+    assert final is not None  # the value torch holds at the end: iteration 4's gradient
+    assert [float(e.analytic) for e in result.elements] == pytest.approx(final["values"], rel=1e-4)
+    r = api.post(f"/api/runs/{doc['id']}/gradcheck", json={"node": leaf, "pass_index": 4}, timeout=60)
+    assert r.status_code == 422 and "no pass 4" in r.json()["error"]["message"]
+
+
+def test_a_function_after_torchs_gradcheck_in_the_snippet_is_checkable(api: httpx.Client) -> None:
+    code = WRONG_CUBE.split("x = torch.tensor")[0] + (
+        "t = torch.tensor([0.5, 1.5], dtype=torch.float64, requires_grad=True)\n"
+        "print(torch.autograd.gradcheck(torch.sin, (t,)))\n"
+        "x = torch.tensor([1.0, 2.0], requires_grad=True)\n"
+        "Cube.apply(x).sum().backward()\n")
+    doc = _run(api, code)
+    cube = _node(doc, "CubeBackward")
+    r = api.post(f"/api/runs/{doc['id']}/gradcheck", json={"node": cube}, timeout=60)
+    assert r.status_code == 200, r.text
+    result = GradcheckResult.model_validate(r.json())
+    assert result.verdict == "fail" and result.suspect is not None and result.suspect.node_id == cube
+    assert result.pass_index == len(doc["passes"]) - 1

@@ -92,5 +92,5 @@ def _with_events(nodes: list[dict[str, Any]], edges: list[dict[str, Any]],
         events.append(ev)
     return {"schema_version": 1, "id": f"synthetic{len(nodes)}", "status": "ok", "error": None, "stdout": "",
             "device": "cpu", "graph": {"nodes": nodes, "edges": edges}, "events": events,
-            "passes": [{"index": 0, "api": "backward", "line": 25, "roots": ["out"]}],
+            "passes": [{"index": 0, "api": "Tensor.backward", "line": 25, "roots": ["out"]}],
             "code": "# a synthetic document\n"}

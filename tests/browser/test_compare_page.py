@@ -178,3 +178,25 @@ def test_each_graph_gets_most_of_its_pane_at_1280x800(playground: Any, live_serv
     sizes = playground.evaluate("""() => [...document.querySelectorAll('.gt-pane-host')].map((h) => {
         const g = h.shadowRoot.querySelector('#graph').getBoundingClientRect(); return [g.width, g.height]; })""")
     assert len(sizes) == 2 and all(w >= 480 and h >= 290 for w, h in sizes), sizes
+
+
+SELF_SEEDED = "import torch\ntorch.manual_seed(3)\nw = torch.randn(3, requires_grad=True)\n(w * w).sum().backward()\n"
+
+
+def test_another_seed_on_a_self_seeded_snippet_says_so_and_varies_the_seed_in_the_code(
+        page: Any, live_server: Server, frontend_bundle: Path, artifacts_dir: Path) -> None:
+    path = _link(live_server, SELF_SEEDED, SELF_SEEDED)
+    _open(page, live_server, path)
+    note = page.locator('[data-gt="self-seeded"]')
+    assert "torch.manual_seed(3), line 2" in note.inner_text()
+    button = page.locator("#preset-seed")
+    assert button.inner_text() == "another seed (in the code)"
+    assert "the seed (torch.manual_seed, line 2)" in page.locator("#wi-pick").inner_text()  # the what-if slider too
+    page.screenshot(path=str(artifacts_dir / "compare-self-seeded.png"))
+    button.click()
+    page.wait_for_url(re.compile(r".*/c/.*\.\..*"), timeout=READY_MS)
+    wait_until(page, "document.body.dataset.ready === '1' && window.gradtrace.page.cmp.b.id !== "
+                           "window.gradtrace.page.cmp.a.id", timeout=READY_MS)
+    code_b = page.evaluate("window.gradtrace.page.docs.b.code")
+    assert "torch.manual_seed(4)" in code_b
+    assert "No value or gradient differs" not in page.locator("#summary").inner_text()

@@ -169,3 +169,37 @@ def test_vanishing_gradients_and_an_eval_in_training_mode(playground: Any, artif
     assert "model.eval()" in evaluation.locator(".gt-finding-fix").inner_text()
     evaluation.scroll_into_view_if_needed()
     page.screenshot(path=str(artifacts_dir / "findings-vanish-eval.png"), full_page=True)
+
+
+STARVED = """import torch
+from torch import nn
+
+torch.manual_seed(0)
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Linear(4, 4)
+        self.spare = nn.Linear(4, 4)
+        self.scale = nn.Parameter(torch.ones(4))
+        self.head = nn.Linear(4, 1)
+    def forward(self, x):
+        return self.head(self.body(x) * self.scale.data)
+
+net = Net()
+net.body.requires_grad_(False)
+net(torch.randn(8, 4)).pow(2).mean().backward()
+"""
+
+
+def test_parameters_with_no_gradient_are_listed_with_what_starved_them(playground: Any, artifacts_dir: Path) -> None:
+    page = playground
+    run_code(page, STARVED)
+    section = page.locator('#findings [data-gt="starved"]')
+    section.wait_for()
+    assert section.locator("h2").text_content() == "No gradient (5)"
+    items = [t.strip() for t in section.locator("li").all_inner_texts()]
+    assert items[0].startswith("net.scale cut off: read through .data") and "line 13" in items[0]
+    assert items[1].startswith("net.spare.weight unused") and items[2].startswith("net.spare.bias unused")
+    assert items[3].startswith("net.body.weight frozen") and items[4].startswith("net.body.bias frozen")
+    page.locator("#findings").scroll_into_view_if_needed()
+    page.screenshot(path=str(artifacts_dir / "findings-starved.png"))

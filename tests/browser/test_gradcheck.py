@@ -42,7 +42,7 @@ def test_check_the_wrong_cube_shows_fail_the_grid_and_the_outlined_cube(playgrou
     expect(worst.locator("td").nth(1)).to_have_text("1")  # analytic: x**2 at x = 1
     expect(worst.locator("td").nth(2)).to_have_text("3")  # numeric: 3 x**2
     expect(page.locator('[data-gt="check-detail"]')).to_contain_text(re.compile(r"x\[\d\]: analytic 1 · numeric 3 "))
-    expect(page.locator(".gt-check-suspect")).to_contain_text("Suspect: CubeBackward (your code)")
+    expect(page.locator(".gt-check-suspect")).to_contain_text("Suspect: CubeBackward (a Function your code defines)")
     # the grid fits the inspector (no "rel e" cut by a sideways scroll), each reason said once
     scroll = page.locator(".gt-check-scroll")
     assert scroll.evaluate("e => e.scrollWidth <= e.clientWidth + 1"), "the grid overflows the inspector"
@@ -85,3 +85,35 @@ def test_check_every_parameter_of_lesson_04_from_a_parameter(playground: Any, ar
         expect(page.locator(".gt-check-reasons")).to_contain_text(f"{rows.count() - 1} of 58 elements checked")
     assert page.evaluate("window.gradtrace.app.scene.suspectV") == []
     page.screenshot(path=str(artifacts_dir / "gradcheck-lesson-04-pass.png"))
+
+
+LOOP = """import torch
+torch.manual_seed(0)
+w = torch.randn(3, requires_grad=True)
+opt = torch.optim.SGD([w], lr=0.1)
+for step in range(4):
+    opt.zero_grad()
+    loss = (w.sin() * w).sum()
+    loss.backward()
+    opt.step()
+"""
+
+
+def test_the_check_chooses_the_pass_on_screen_and_says_which_it_checked(playground: Any, artifacts_dir: Path) -> None:
+    page = playground
+    run_code(page, LOOP)
+    k = page.evaluate("""() => { const tl = window.gradtrace.app.timeline;
+      for (let k = 1; k <= tl.N; k++) if (tl.evPass[k - 1] === 2) return k; return -1; }""")
+    assert k > 0
+    page.evaluate(f"window.gradtrace.app.player.go({k}, {{fromUser: true}})")
+    page.evaluate("""() => { const app = window.gradtrace.app;
+        const v = app.scene.view.vnodes.findIndex(n => n.label === 'w'); app.viewer.selectNode(v); }""")
+    chooser = page.locator('[data-gt="check-pass"]')
+    expect(chooser).to_have_value("2")  # the pass on screen
+    expect(chooser.locator("option")).to_have_count(4)
+    expect(chooser.locator("option").nth(3)).to_have_text("backward 4 · line 8 · iteration 4")
+    chooser.select_option("3")
+    page.locator('[data-gt="check"]').click()
+    expect(page.locator('[data-gt="verdict"]')).to_have_text("pass", timeout=30_000)
+    expect(page.locator('[data-gt="check-pass-line"]')).to_have_text("checked backward 4 of 4 (line 8, iteration 4)")
+    page.screenshot(path=str(artifacts_dir / "gradcheck-chosen-pass.png"))

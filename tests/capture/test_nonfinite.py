@@ -113,3 +113,23 @@ def test_the_service_analyses_what_it_validated_never_the_jobs_own() -> None:
         assert doc is not None
         assert doc["analysis"]["badge"] == "x.grad has NaN"
         assert _backward(doc)["name"] == "SqrtBackward0"
+
+
+_PATTERN_WORDS = {"where_sqrt": "torch.where", "masked_log": "masked_fill", "divide_then_mask": "(x / div)[div != 0]",
+                  "hand_norm_at_zero": "norm", "entropy_log_clamped": "log of a value clamped",
+                  "acos_edge": "acos", "div_zero_by_zero": "nan_to_num"}
+
+
+@pytest.mark.parametrize("path", CASES, ids=[p.stem for p in CASES])
+def test_every_named_pattern_gets_its_cause_trap_and_fix(run: Any, path: Path) -> None:
+    entry = _backward(run(path.read_text()))
+    assert entry["cause"] and entry["trap"] and entry.get("fix"), entry
+    assert _PATTERN_WORDS[path.stem] in entry["trap"], entry["trap"]
+
+
+def test_the_fix_for_divide_then_mask_leaves_no_nan(run: Any) -> None:
+    entry = _backward(run((Path(__file__).parent / "nan_cases" / "divide_then_mask.py").read_text()))
+    fixed = ("import torch\nx = torch.tensor([1.0, 1.0], requires_grad=True)\ndiv = torch.tensor([0.0, 1.0])\n"
+             f"{entry['fix']}\ny.sum().backward()\nprint(x.grad)\n")
+    after = run(fixed)
+    assert "analysis" not in after and after["stdout"].strip() == "tensor([0., 1.])"

@@ -19,6 +19,16 @@ NOTE [pairing nodes]
     lines that were added, removed or edited fall back to keys 2 and 3, and the occurrence
     there is counted among the nodes still unpaired, so an added node of an op the run
     already uses stays on its own (only in B) instead of shifting every later pair.
+
+NOTE [parameters by their place]
+    A parameter's name is its module path, and paths are positions too: inserting a layer into
+    an ``nn.Sequential`` renames every later one (``model.2.weight`` becomes
+    ``model.3.weight``, and the new layer takes ``model.2``). Before the three keys, the
+    parameters of both runs (leaves named by a module path) are aligned as two sequences in
+    creation order by what they are, their shape and their own name (``weight``, ``bias``),
+    with ``difflib``: the inserted layer's parameters fall out as only in B, and the layers
+    around it pair with their counterparts whatever they are called now, under the key
+    ``place`` (a renamed parameter) or ``line`` when the name is the same.
 """
 
 from __future__ import annotations
@@ -80,9 +90,10 @@ def pair_nodes(nodes_a: Sequence[dict[str, Any]], nodes_b: Sequence[dict[str, An
          [(*ops_b[i], calls_b[i]) for i in range(len(nodes_b))]),
         ("op", list(ops_a), list(ops_b)),
     )
-    pairs: list[tuple[int, int, PairKey]] = []
-    left_a = list(range(len(nodes_a)))
-    left_b = list(range(len(nodes_b)))
+    pairs = _pair_parameters(nodes_a, nodes_b)
+    done_a, done_b = {i for i, _, _ in pairs}, {j for _, j, _ in pairs}
+    left_a = [i for i in range(len(nodes_a)) if i not in done_a]
+    left_b = [j for j in range(len(nodes_b)) if j not in done_b]
     for key, keys_a, keys_b in tiers:
         if not left_a or not left_b:
             break
@@ -96,6 +107,38 @@ def pair_nodes(nodes_a: Sequence[dict[str, Any]], nodes_b: Sequence[dict[str, An
         left_b = [j for j in left_b if j not in done_b]
     pairs.sort()
     return pairs, left_a, left_b
+
+
+def _layers(nodes: Sequence[dict[str, Any]]) -> list[list[int]]:
+    """The parameters (leaves named by a module path), grouped by their module, in creation order."""
+    groups: dict[str, list[int]] = {}
+    for i, n in enumerate(nodes):
+        name = str(n.get("name") or "")
+        if n.get("kind") == "tensor" and n.get("role") == "leaf" and "." in name:
+            groups.setdefault(name.rpartition(".")[0], []).append(i)
+    return list(groups.values())
+
+
+def _what(nodes: Sequence[dict[str, Any]], layer: list[int]) -> Hashable:
+    """A layer as its parameters' own names, shapes and dtypes (``(("weight", (4, 3)), ...)``)."""
+    return tuple((str(nodes[i].get("name")).rpartition(".")[2], tuple(nodes[i].get("shape") or ()),
+                  nodes[i].get("dtype")) for i in layer)
+
+
+def _pair_parameters(nodes_a: Sequence[dict[str, Any]],
+                     nodes_b: Sequence[dict[str, Any]]) -> list[tuple[int, int, PairKey]]:
+    """Parameters aligned layer by layer by their place (NOTE [parameters by their place])."""
+    la, lb = _layers(nodes_a), _layers(nodes_b)
+    if not la or not lb:
+        return []
+    matcher = difflib.SequenceMatcher(None, [_what(nodes_a, g) for g in la], [_what(nodes_b, g) for g in lb],
+                                      autojunk=False)
+    out: list[tuple[int, int, PairKey]] = []
+    for block in matcher.get_matching_blocks():
+        for k in range(block.size):
+            for i, j in zip(la[block.a + k], lb[block.b + k], strict=True):
+                out.append((i, j, "line" if nodes_a[i].get("name") == nodes_b[j].get("name") else "place"))
+    return out
 
 
 def _pair_by_occurrence(left_a: list[int], left_b: list[int], keys_a: list[Hashable],

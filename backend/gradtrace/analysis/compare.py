@@ -84,6 +84,7 @@ def _compare(a: _Doc, b: _Doc) -> Comparison:
         value = dl.tensor_delta(na.get("value"), nb.get("value")) if na.get("value") or nb.get("value") else None
         grad = _node_grad_delta(na, nb, calls_a, calls_b, event_deltas)
         rows.append({"a": na["id"], "b": nb["id"], "key": key, "kind": na["kind"], "name": na.get("name"),
+                     "name_b": nb.get("name") if nb.get("name") != na.get("name") else None,
                      "line_a": na.get("line"), "line_b": nb.get("line"), "shape_a": na.get("shape"),
                      "shape_b": nb.get("shape"), "shape_changed": na.get("shape") != nb.get("shape"),
                      "value": _judged(value, floor), "grad": _judged(grad, floor)})

@@ -12,7 +12,8 @@ _WHAT = {
     "grad_inputs": "the gradient produced by",
     "grad": "the accumulated .grad of",
 }
-_KEY_WORDS = {"line": "by line", "module": "by module call", "op": "by op and order"}
+_KEY_WORDS = {"line": "by line", "module": "by module call", "op": "by op and order",
+              "place": "renamed, by their place among the parameters"}
 
 
 def number(x: float | None) -> str:
@@ -72,6 +73,11 @@ def summary(c: Comparison) -> str:
             out.append(_only_words(c.only_a, "A"))
         if c.only_b:
             out.append(_only_words(c.only_b, "B"))
+        renamed = [p for p in c.pairs if p.key == "place"]
+        if renamed:
+            shown = ", ".join(f"{p.name} → {p.name_b}" for p in renamed[:4]) + (
+                f" and {len(renamed) - 4} more" if len(renamed) > 4 else "")
+            out.append(f"{len(renamed)} parameter{'s' if len(renamed) != 1 else ''} renamed: {shown}.")
         changed = [p for p in c.pairs if p.shape_changed]
         if changed:
             out.append(f"{len(changed)} paired node{'s' if len(changed) != 1 else ''} changed shape.")

@@ -17,7 +17,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from gradtrace.analysis.memory import MemoryTimeline
 
-PairKey = Literal["line", "module", "op"]
+PairKey = Literal["line", "module", "op", "place"]
+"""How a pair was made (NOTE [pairing nodes] in ``analysis/align.py``); ``place``: a parameter
+paired by its place among the parameters, under another name (renamed)."""
 """Which key paired two nodes (NOTE [pairing nodes] in ``analysis/align.py``):
 ``line``: line, op, module call and occurrence; ``module``: op, module call and occurrence;
 ``op``: op and occurrence."""
@@ -50,6 +52,8 @@ class NodePair(_Result):
     key: PairKey
     kind: Literal["function", "tensor"]
     name: str | None = None
+    name_b: str | None = None
+    """B's name, when it differs from A's (a renamed parameter: key ``place``)."""
     line_a: int | None = None
     line_b: int | None = None
     shape_a: list[int] | None = None

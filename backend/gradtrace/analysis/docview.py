@@ -182,9 +182,18 @@ class DocView:
         return iter(self._backward)
 
     def tensor_label(self, n: Mapping[str, Any]) -> str:
-        """How a tensor node is called in a sentence: its variable name, else its role."""
+        """How a tensor node is called in a sentence: its variable name, else its role. Leaves
+        that share a name (``W`` bound in a loop to each layer in turn) are told apart by their
+        order and line: ``W#2 (line 5)``, so a sentence never reads "W … than W"."""
         if n.get("name"):
-            return str(n["name"])
+            name = str(n["name"])
+            if n.get("role") == "leaf":
+                same = [m for m in self.by_name.get(name, []) if m.get("kind") == "tensor" and m.get("role") == "leaf"]
+                if len(same) > 1:
+                    k = next(i for i, m in enumerate(same) if m is n or m.get("id") == n.get("id")) + 1
+                    line = n.get("def_line") if n.get("def_line") is not None else n.get("line")
+                    return f"{name}#{k}" + (f" (line {line})" if line is not None else "")
+            return name
         return f"the result of line {n['line']}" if n.get("line") is not None else str(n["id"])
 
     def walked(self) -> set[str]:

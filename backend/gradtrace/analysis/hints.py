@@ -46,8 +46,41 @@ RULES: tuple[Rule, ...] = (
 
 
 def find_hints(view: DocView) -> list[dict[str, Any]]:
-    """Every rule's hints, in catalogue order."""
+    """Every rule's hints, in catalogue order, each pitfall said once per line (NOTE [once per
+    pitfall and line])."""
     out: list[dict[str, Any]] = []
     for rule in RULES:
-        out += rule(view)
+        out += merged(rule(view))
+    return out
+
+
+def merged(hints: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """NOTE [once per pitfall and line]
+        A loop repeats its line's pitfall in every iteration, and a rule that looks at each
+        node finds it once per tensor; said three (or six) times it drowns the panel. Hints of
+        one code on one line become one: the first, with every node of the others and
+        evidence naming each occurrence (``iteration 2``, or the other tensors' titles)."""
+    groups: dict[tuple[str, Any], list[dict[str, Any]]] = {}
+    order: list[tuple[str, Any]] = []
+    for h in hints:
+        key = (str(h["code"]), h.get("line") if h.get("line") is not None else id(h))
+        if key not in groups:
+            order.append(key)
+        groups.setdefault(key, []).append(h)
+    out = []
+    for key in order:
+        first, *rest = groups[key]
+        if not rest:
+            out.append(first)
+            continue
+        nodes = list(first["nodes"])
+        for h in rest:
+            nodes += [n for n in h["nodes"] if n not in nodes]
+        titles = [h["title"] for h in groups[key]]
+        evidence = list(first["evidence"])
+        evidence.append({"label": "occurrences", "value": f"{len(titles)} on this line"
+                         + (f" (iterations 1–{len(titles)})" if len(set(titles)) == 1 else "")})
+        if len(set(titles)) > 1:
+            evidence.append({"label": "also", "value": "; ".join(dict.fromkeys(titles[1:]))})
+        out.append({**first, "nodes": nodes, "evidence": evidence})
     return out

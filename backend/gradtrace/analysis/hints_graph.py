@@ -73,12 +73,23 @@ def hand_written_math(view: DocView) -> list[dict[str, Any]]:
     return out
 
 
+_WHY = {
+    "log(1 + x)": "log(1 + x) loses precision where torch.log1p(x) does not: for small x, 1 + x "
+                  "rounds away x's digits before the log sees them.",
+    "exp(x) - 1": "exp(x) - 1 loses precision where torch.expm1(x) does not: for small x, exp(x) "
+                  "is so close to 1 that the subtraction cancels most of its digits.",
+    "log(sum(exp(x)))": "log(sum(exp(x))) overflows where torch.logsumexp does not: exp of a large x "
+                        "is inf (of a very negative one, 0, and the log is -inf); logsumexp subtracts "
+                        "the maximum first, so it stays finite and so does its gradient (a softmax).",
+}
+"""One sentence per pattern: each says what goes wrong for that formula, not another's."""
+
+
 def _stable(view: DocView, nodes: list[str], written: str, stable: str, text: str) -> dict[str, Any]:
     line = view.by_id[nodes[-1]].get("line")
     return hint(
         "unstable-math", "info", f"{written} written by hand: {stable.split('(')[0]} is exact",
-        f"{written} loses precision (or overflows) where {stable} does not: for small x, 1 + x "
-        "rounds away x's digits; exp overflows to inf for large x.",
+        _WHY[written],
         line=line, nodes=nodes,
         evidence=[("ops", " → ".join(view.name(n) for n in nodes)), ("line", text or "?")],
         fix=f"{stable}  # instead of {written}")

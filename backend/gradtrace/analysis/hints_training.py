@@ -4,11 +4,14 @@ gradient, the ``requires_grad`` workaround, and a second walk of a freed graph."
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from gradtrace.analysis.docview import DocView, fmt, number
 from gradtrace.analysis.gradoff import block_at, describe, grad_off_blocks
 from gradtrace.analysis.hintdoc import hint
+from gradtrace.analysis.intent import backward_intent
+from gradtrace.analysis.starved import item_rebuild, starved
 
 
 def _norm(tv: Any) -> str:
@@ -17,15 +20,17 @@ def _norm(tv: Any) -> str:
 
 
 def accumulated(view: DocView) -> list[dict[str, Any]]:
-    """A leaf's ``.grad`` summed by the same ``backward`` line run again (a loop) on a new graph,
-    and never cleared in the whole run.
+    """Leaves whose ``.grad`` the same ``backward`` line (a loop) summed across new graphs with
+    nothing clearing it, while the loop updates the parameters between the passes: one hint per
+    line, naming every such leaf.
 
     NOTE [no false alarms]: backward calls on different lines that add up on purpose (two
     losses, a GAN's generator step reaching the discriminator's parameters), one graph walked
-    twice with ``retain_graph``, and accumulation over k steps with a reset every k (the leaf
-    has resets) all stay silent."""
+    twice with ``retain_graph``, accumulation over k steps with a reset every k (the leaf has
+    resets), and micro-batches summed before one step (NOTE [accumulation by design] in
+    ``analysis/intent.py``) all stay silent."""
     passes = {int(p["index"]): p for p in view.doc.get("passes") or []}
-    out: list[dict[str, Any]] = []
+    by_line: dict[int, list[tuple[Mapping[str, Any], str | None, list[int]]]] = {}
     for n in view.nodes:
         history = n.get("grad_history") or []
         if n.get("kind") != "tensor" or len(history) < 2 or n.get("grad_resets"):
@@ -36,20 +41,30 @@ def accumulated(view: DocView) -> list[dict[str, Any]]:
         summed = [i for i in range(1, min(len(runs), len(history)))
                   if runs[i].get("line") is not None and runs[i].get("line") == runs[i - 1].get("line")
                   and runs[i].get("roots") != runs[i - 1].get("roots")]
-        if not summed:
+        if summed:
+            by_line.setdefault(int(runs[summed[0]]["line"]), []).append((n, acc, summed))
+    out: list[dict[str, Any]] = []
+    for line, leaves in by_line.items():
+        if backward_intent(view.doc.get("code"), line) == "by-design":
             continue
-        name = view.tensor_label(n)
+        names = [view.tensor_label(n) for n, _, _ in leaves]
+        shown = ", ".join(names[:4]) + (f" and {len(names) - 4} more" if len(names) > 4 else "")
+        first, _, summed = leaves[0]
+        history = first.get("grad_history") or []
         norms = " → ".join(_norm(history[i]) for i in range(min(len(history), 6)))
-        line = runs[summed[0]].get("line")
+        grads = f"{shown}.grad" if len(names) == 1 else f"the .grad of {shown}"
+        nodes: list[str] = []
+        for n, acc, _ in leaves:
+            nodes += [str(n["id"])] + ([acc] if acc else [])
         out.append(hint(
-            "grad-accumulated", "warning", f"{name}.grad adds up across backward passes",
+            "grad-accumulated", "warning", f"{grads} add{'s' if len(names) == 1 else ''} up across backward passes",
             f"The backward on line {line} ran {len(summed) + 1} times on new graphs and nothing "
-            f"cleared {name}.grad in between, so each step also carries every earlier step's "
-            "gradient.",
-            line=line, nodes=[str(n["id"])] + ([acc] if acc else []),
-            evidence=[(f"‖{name}.grad‖ after each pass", norms), ("passes summed", str(len(summed) + 1)),
+            f"cleared {grads} in between, so each step also carries every earlier step's gradient.",
+            line=line, nodes=nodes,
+            evidence=[(f"‖{names[0]}.grad‖ after each pass", norms), ("passes summed", str(len(summed) + 1)),
+                      *([("tensors", ", ".join(names))] if len(names) > 1 else []),
                       ("line", view.line_text(line) or "?")],
-            fix=f"optimizer.zero_grad()  # or {name}.grad = None, before each backward",
+            fix=f"optimizer.zero_grad()  # or {names[0]}.grad = None, before each backward",
             lesson="09_accumulating_grads"))
     return out
 
@@ -88,6 +103,29 @@ def cut_leaf(view: DocView) -> list[dict[str, Any]]:
                     f"{cut_name} = ...  # without {how}",
                 lesson="07_detach_and_no_grad"))
             break
+    return out + _never_in_graph(view)
+
+
+def _never_in_graph(view: DocView) -> list[dict[str, Any]]:
+    """A module's parameter read only through ``.data`` (or ``detach()``) in its forward: it
+    never reaches the graph, so it is no leaf of it; ``analysis/starved.py`` finds it from the
+    module's ``unreached`` list and the line that reads it."""
+    by_line: dict[int, list[str]] = {}
+    for s in starved(view):
+        if s["reason"] == "cut" and s["node"] is None and s["line"] is not None and ".data" in s["detail"]:
+            by_line.setdefault(int(s["line"]), []).append(str(s["name"]))
+    out = []
+    for line, names in sorted(by_line.items()):
+        shown = ", ".join(names)
+        out.append(hint(
+            "leaf-cut-off", "warning", f"{shown} gets no gradient: read through .data at line {line}",
+            f"Line {line} reads {shown} through .data (or detach()), which has no history: the "
+            f"parameter never enters the graph, so backward cannot reach it and its .grad stays None.",
+            line=line, nodes=[],
+            evidence=[("parameter", shown), ("cut", f"line {line}: {view.line_text(line) or '.data'}"),
+                      (f"{names[0]}.grad", "None")],
+            fix="# use the parameter itself in forward (self.w, not self.w.data)",
+            lesson="07_detach_and_no_grad"))
     return out
 
 
@@ -97,6 +135,19 @@ def requires_grad_after_cut(view: DocView) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     walked = view.walked()
     cuts = [n for n in view.nodes if n.get("cut")]
+    rebuilt = item_rebuild(view)
+    if rebuilt is not None:
+        text = view.line_text(rebuilt) or "?"
+        name = text.split("=", 1)[0].strip()
+        return [hint(
+            "requires-grad-after-cut", "error", f"{name} was rebuilt from a number: backward reaches nothing",
+            f"Line {rebuilt} makes {name} a new tensor from a Python number (.item()), so it has no "
+            "history: backward runs without error, and no parameter gets a gradient.",
+            line=rebuilt, nodes=[],
+            evidence=[("cut", f"line {rebuilt}: {text}"), ("nodes walked back to a parameter", "0")],
+            fix=f"# keep the tensor itself: delete line {rebuilt}\n"
+                f"# ({name}.item() is for printing and logging, never for the loss)",
+            lesson="07_detach_and_no_grad")]
     for p in view.doc.get("passes") or []:
         for root in p.get("roots") or []:
             n = view.by_id.get(root)

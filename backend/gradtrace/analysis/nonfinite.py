@@ -14,11 +14,8 @@ NOTE [producer, not carrier]
     forward entry names the first such value that is non-finite, made from finite recorded
     inputs, and says that it was the first *seen*.
 
-NOTE [the unselected branch]
-    ``torch.where(c, f(x), y)`` computes ``f(x)`` everywhere; its backward sends 0 to ``f``'s
-    unselected elements, and ``f``'s backward multiplies that 0 by its local derivative,
-    which is inf or nan exactly where ``f`` was undefined there: 0 × inf = nan. The fix is to
-    make the unselected inputs safe before ``f`` sees them.
+The pattern behind it (where's unselected branch, divide-then-mask, a norm at zero, ...) comes
+from ``analysis/nantraps.py``.
 """
 
 from __future__ import annotations
@@ -28,12 +25,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from gradtrace.analysis.docview import TV, DocView, flat, fmt, has, nonfinite_kind
+from gradtrace.analysis.nantraps import trap_for
 from gradtrace.analysis.rules import LOCAL, local
 
 MAX_ELEMENTS = 8
 MAX_PASSED_ON = 50
-_MASKING = {"WhereBackward0": "torch.where", "MaskedFillBackward0": "masked_fill",
-            "MaskedFillBackward1": "masked_fill", "MaskedScatterBackward0": "masked_scatter"}
 
 
 def _bad_elements(tv: TV | None, kind: str) -> tuple[list[int], int | None]:
@@ -80,26 +76,13 @@ def _cause(view: DocView, ev: Mapping[str, Any], out: int, elements: list[int]) 
     return ", ".join(causes)
 
 
-def _trap(view: DocView, producer: str) -> tuple[str | None, str | None]:
-    """``(trap, fix)`` when the producer feeds a masking op (NOTE [the unselected branch])."""
-    for consumer in view.consumers.get(producer, []):
-        masking = _MASKING.get(view.name(consumer))
-        if masking is None:
-            continue
-        op = view.name(producer).removesuffix("Backward0").removesuffix("Backward1").lower()
-        if masking == "torch.where":
-            fix = (f"# where it is not used, give {op} a value it accepts\n"
-                   "safe = torch.where(mask, x, torch.ones_like(x))\n"
-                   f"y = torch.where(mask, torch.{op}(safe), 0.0)")
-        else:
-            fix = (f"# where it is filled, give {op} a value it accepts\n"
-                   "safe = x.masked_fill(mask, 1.0)\n"
-                   f"y = torch.{op}(safe).masked_fill(mask, 0.0)")
-        trap = (f"{masking} computes both branches: its backward sends 0 to the elements of "
-                f"{op}'s result it did not select, and {op}'s backward turns 0 × inf into NaN "
-                "there. Make the unselected inputs safe before the op sees them.")
-        return trap, fix
-    return None, None
+def _trap(view: DocView, producer: str) -> tuple[str | None, str | None, str | None]:
+    """``(cause, trap, fix)`` for the pattern behind it (``analysis/nantraps.py``)."""
+    direct = list(view.consumers.get(producer, []))
+    near = [c for d in direct for c in view.consumers.get(d, [])]
+    near += [c for d in near for c in view.consumers.get(d, [])]
+    found = trap_for(view.name(producer), [view.name(c) for c in direct], [view.name(c) for c in near])
+    return (None, None, None) if found is None else (found.cause, found.trap, found.fix)
 
 
 def _backward(view: DocView) -> dict[str, Any] | None:
@@ -133,7 +116,8 @@ def _entry(view: DocView, i: int, ev: Mapping[str, Any], out: int, kind: str) ->
     where = f", line {n['line']}" if n.get("line") is not None else ""
     what = f", element{'s' if len(elements) > 1 else ''} {_span(elements)}" if elements else ""
     why = f": {cause}" if cause else ""
-    trap, fix = _trap(view, node)
+    pattern, trap, fix = _trap(view, node)
+    cause = cause or pattern
     out_doc: dict[str, Any] = {
         "phase": "backward", "kind": kind, "node": node, "name": n.get("name"),
         "line": n.get("line"), "pass": ev.get("pass"), "event": i, "output": out,

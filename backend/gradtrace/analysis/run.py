@@ -10,6 +10,7 @@ from gradtrace.analysis.docview import Doc, DocView, event_skeletons, may_hold_n
 from gradtrace.analysis.gradoff import grad_off_blocks
 from gradtrace.analysis.hints import find_hints
 from gradtrace.analysis.nonfinite import badge, first_nonfinite
+from gradtrace.analysis.starved import starved
 
 
 def analyze(doc: Doc) -> dict[str, Any] | None:
@@ -22,7 +23,10 @@ def analyze(doc: Doc) -> dict[str, Any] | None:
     blocks = grad_off_blocks(doc.get("code"))  # NOTE [blocks with gradients off] in gradoff.py
     if blocks:
         found["grad_off"] = blocks
-    elif found["badge"] is None and not found["nonfinite"] and not found["hints"]:
+    hungry = starved(view)
+    if hungry:
+        found["starved"] = hungry
+    if not blocks and not hungry and found["badge"] is None and not found["nonfinite"] and not found["hints"]:
         return None
     return found
 

@@ -17,7 +17,7 @@ from fastapi import APIRouter, Path, Request
 from fastapi.responses import Response
 from pydantic import ConfigDict
 
-from gradtrace.analysis.gradcheck import place_on_run, target_for_node
+from gradtrace.analysis.gradcheck import for_the_rerun, place_on_run, spec_for_target, target_for_node
 from gradtrace.api.errors import ERROR_RESPONSES
 from gradtrace.api.jobs import CLIENT_CLOSED, ClientGone, new_job, run_unless_client_leaves
 from gradtrace.api.services import ServicesDep
@@ -51,13 +51,20 @@ async def check_run(run_id: Annotated[str, Path(max_length=64)], body: StrictGra
     if body.node is not None and body.target is not None:
         raise InvalidRequest("give either a node or a target, not both", detail={"field": "node"})
     if body.node is not None:
-        spec = target_for_node(doc, body.node)
+        spec = target_for_node(doc, body.node, body.pass_index)
     elif body.target is not None:
         spec = body.target
+        if body.pass_index is not None:
+            if spec.pass_index not in (None, body.pass_index):
+                raise InvalidRequest("give the pass once: pass_index and target.pass_index differ",
+                                     detail={"field": "pass_index"})
+            spec = spec.model_copy(update={"pass_index": body.pass_index})
+        spec = spec_for_target(doc, spec)
     else:
         raise InvalidRequest("say what to check: a node of the run, or a target "
                              '({"kind": "leaf", "name": "x"}, {"kind": "parameters"}, {"kind": "function", ...})',
                              detail={"field": "node"})
+    spec = for_the_rerun(doc, spec)
     seed = doc.get("seed")
     result = await _check(request, svc, code=str(doc.get("code") or ""), seed=seed if isinstance(seed, int) else None,
                           target=spec, max_elements=body.max_elements, sample_seed=body.seed or 0)

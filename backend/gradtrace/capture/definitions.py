@@ -33,7 +33,10 @@ NOTE [variables of intermediates]
 NOTE [frozen parameters]
     A parameter with ``requires_grad=False`` makes no autograd node, so the graph cannot show
     it. The module that holds it says so instead: its own frozen parameters' names, noted on
-    the module path's first call (``ModuleInfo.frozen``).
+    the module path's first call (``ModuleInfo.frozen``). Its parameters that do require grad
+    but that no recorded node ever used (a layer defined and never called in ``forward``, a
+    weight read through ``.data``) are listed at the end of a run with a backward pass
+    (``ModuleInfo.unreached``): the graph cannot show them either.
 """
 
 from __future__ import annotations
@@ -92,6 +95,34 @@ def watch_parameters(rec: Any) -> Any:
             rec.internal_error(e)
 
     return nn.modules.module.register_module_parameter_registration_hook(registered)
+
+
+def trainable_parameters(module: nn.Module) -> list[tuple[str, torch.Tensor]]:
+    """``module``'s parameters that require grad, its submodules' too (``b.weight``: a layer
+    never called has no call of its own to note them), to tell at the end which of them no
+    recorded node ever used (NOTE [frozen parameters]: ``ModuleInfo.unreached``)."""
+    try:
+        return [(name, p) for name, p in module.named_parameters() if p.requires_grad]
+    except Exception:  # a module whose parameters cannot be listed: nothing to say of it
+        return []
+
+
+def unreached(path: str, params: list[tuple[str, torch.Tensor]], tensors: dict[int, Any],
+              called: Any) -> list[str]:
+    """Those of ``params`` (of the module at ``path``) that have no tensor node (``tensors``:
+    the recorder's id → (tensor, node) map) and no ``.grad`` at the end (a reentrant
+    checkpoint's inner backward fills ``.grad`` of parameters the graph does not show): read
+    only through ``.data``, under ``no_grad``, or never; a parameter of a submodule that was
+    called itself is left to that module."""
+    out = []
+    for name, p in params:
+        owner = name.rpartition(".")[0]
+        if owner and f"{path}.{owner}" in called:
+            continue
+        hit = tensors.get(id(p))
+        if (hit is None or hit[0] is not p) and p.requires_grad and p.grad is None:
+            out.append(name)
+    return out
 
 
 def frozen_parameters(module: nn.Module) -> list[str]:

@@ -36,6 +36,7 @@ from typing import Any
 import torch
 
 from gradtrace.analysis.run import analyze_parts
+from gradtrace.capture.definitions import unreached
 from gradtrace.capture.frames import NameIndex, loop_targets
 from gradtrace.capture.recorder import Recorder
 from gradtrace.collector import gc_paused
@@ -245,6 +246,10 @@ def build_document(rec: Recorder, *, status: str, error: dict[str, Any] | None =
                     info["training_no_grad_lines"] = rec.module_train_lines[info["path"]]
                 if rec.module_frozen.get(info["path"]):
                     info["frozen"] = rec.module_frozen[info["path"]]
+                missed = unreached(info["path"], rec.module_params.get(info["path"], []), rec.tensors,
+                                   rec.module_calls) if rec.passes else []
+                if missed:  # NOTE [frozen parameters] in definitions.py
+                    info["unreached"] = missed
         if analysis:
             _add_analysis(doc)
     return doc

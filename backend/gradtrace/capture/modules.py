@@ -29,7 +29,7 @@ from torch import nn
 
 from gradtrace.capture import frames
 from gradtrace.capture.compiled import _is_compiling
-from gradtrace.capture.definitions import frozen_parameters
+from gradtrace.capture.definitions import frozen_parameters, trainable_parameters
 from gradtrace.capture.events import ModulePath
 from gradtrace.capture.folded import inside_checkpoint_forward
 from gradtrace.capture.library import NO_SWITCH, LibraryCalls, Switch
@@ -132,6 +132,7 @@ class ModuleTracker:
             frozen = frozen_parameters(module)  # NOTE [frozen parameters] in definitions.py
             if frozen:
                 self.rec.module_frozen[path] = frozen
+            self.rec.module_params[path] = trainable_parameters(module)
         call = counts[1]
         counts[1] += 1
         # the stack's canonical JSON, extended from the enclosing call's (sorted keys)

@@ -123,6 +123,9 @@ class Recorder:
         self.module_calls: dict[str, list[Any]] = {}
         self.module_train_lines: dict[str, list[int]] = {}
         self.module_frozen: dict[str, list[str]] = {}
+        self.module_params: dict[str, list[tuple[str, torch.Tensor]]] = {}
+        """Each called module's own parameters that required grad at its first call
+        (NOTE [frozen parameters] in definitions.py)."""
         """NOTE [frozen parameters] in definitions.py."""
         """NOTE [training mode under no_grad] in capture/modules.py."""
         """Named modules called so far: path -> [class name, calls] (NOTE [module calls] in

@@ -85,6 +85,19 @@ class GradOffBlock(_Model):
     """The first and last line of its body."""
 
 
+class Starved(_Model):
+    """A leaf or parameter that ends the run with no gradient, and what starved it
+    (``analysis/starved.py``)."""
+
+    name: str
+    node: str | None = None
+    """Its tensor node, when the graph has one (a frozen parameter has none)."""
+    reason: Literal["unused", "cut", "frozen"]
+    line: int | None = None
+    """The cut's line, or where the leaf was defined."""
+    detail: str
+
+
 class Analysis(_Model):
     """Everything the analysis says about one run."""
 
@@ -96,3 +109,6 @@ class Analysis(_Model):
     grad_off: list[GradOffBlock] | None = _optional()
     """Blocks of the code under ``torch.no_grad()`` / ``inference_mode()`` /
     ``set_grad_enabled(False)``, in source order (the code pane marks them); absent when none."""
+    starved: list[Starved] | None = _optional()
+    """Every leaf and parameter that ends with no gradient, with what starved it (unused, cut,
+    frozen); absent when none does or no backward ran."""

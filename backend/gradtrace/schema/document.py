@@ -126,6 +126,10 @@ class ModuleInfo(_Model):
     """Its own parameters (``weight``, ``bias``) that do not require grad, so autograd records
     no node for them: a frozen layer; absent when none is (NOTE [frozen parameters] in
     capture/definitions.py)."""
+    unreached: list[str] | None = _optional()
+    """Its own parameters that require grad but that no recorded node used (never called in
+    ``forward``, read only through ``.data`` or under ``no_grad``), in a run with a backward
+    pass; absent when none is."""
 
 
 class ModuleCall(_Model):
@@ -266,7 +270,9 @@ class BackwardPass(_Model):
     """One call of ``backward`` / ``autograd.backward`` / ``autograd.grad``."""
 
     index: int
-    api: str
+    api: Literal["Tensor.backward", "torch.autograd.backward", "torch.autograd.grad", "engine"]
+    """``engine``: a backward the snippet's code did not call itself (a reentrant checkpoint's
+    inner backward, a backward on another thread), seen when the engine ran it."""
     line: int | None = None
     roots: list[str] = Field(default_factory=list)
     retain_graph: bool = False

@@ -9,10 +9,14 @@ NOTE [what a verdict means]
     ``pass``: every checked element's analytic gradient is within ``atol + rtol * |numeric|`` of
     the central difference (``torch.autograd.gradcheck``'s rule, with its float64 defaults).
     ``fail``: at least one element is outside it where the function is smooth (its left and
-    right one-sided differences agree). ``inconclusive``: no element failed where the function
-    is smooth, but the check could not decide: an element sits on a kink, the program did not
-    give the same answer twice, its backward is not deterministic, or it could not run at all.
-    Each ``reasons`` entry says which, with a code and a sentence.
+    right one-sided differences agree) and its analytic gradient is finite. ``inconclusive``:
+    no element failed where the function is smooth, but the check could not decide: an element
+    sits on a kink (found by its one-sided differences even where the central difference
+    happens to agree, as for ``abs(x - 1)`` at 1), the program did not give the same answer
+    twice, its backward is not deterministic, or it could not run at all. An element whose
+    analytic gradient is NaN or infinite is no evidence about the backward's formula: it is
+    said (``nonfinite_gradient``, with the node that made it) and the verdict is left to the
+    finite elements. Each ``reasons`` entry says which, with a code and a sentence.
 """
 
 from __future__ import annotations
@@ -27,7 +31,8 @@ Verdict = Literal["pass", "fail", "inconclusive"]
 ReasonCode = Literal[
     "upcast", "no_upcast", "kink", "nondeterministic_backward", "nondeterministic_forward",
     "step_below_resolution", "sampled", "overlapping_memory", "no_backward", "program_error",
-    "backward_error", "no_gradient", "projected", "cut", "limit",
+    "backward_error", "no_gradient", "projected", "cut", "limit", "seeded", "nonfinite_gradient",
+    "ignores_grad_output",
 ]
 Number = float | str
 MAX_ELEMENTS = 512
@@ -59,7 +64,12 @@ class TargetSpec(_Model):
     """``leaf``: the leaf's name as the run shows it (``x``, ``model.0.weight``);
     ``function``: the Function's class name (``Cube``) or its node's name (``CubeBackward``)."""
     occurrence: int = Field(default=0, ge=0, le=100_000)
-    """``function``: which call of that Function, counted from 0 in the order they ran."""
+    """``function``: which call of that Function, counted from 0 in the order they ran, within
+    the checked backward pass's forward (the calls since the previous backward call)."""
+    pass_index: int | None = Field(default=None, ge=0, le=1_000_000)
+    """Which backward call to check, counted from 0 in call order (the run document's
+    ``passes[].index``); None: the first (``0``), or for a node of a stored run the pass that
+    follows the node."""
 
 
 class GradcheckRequest(_Model):
@@ -71,6 +81,9 @@ class GradcheckRequest(_Model):
     max_elements: int = Field(default=DEFAULT_MAX_ELEMENTS, ge=1, le=MAX_ELEMENTS)
     seed: int | None = Field(default=None, ge=0, le=2**63 - 1)
     """Which elements to sample (default 0). The snippet itself re-runs under the run's seed."""
+    pass_index: int | None = Field(default=None, ge=0, le=1_000_000)
+    """With ``node``: which backward pass to check (``passes[].index``); by default the pass
+    after the node's creation (a Function) or the first pass that reached it (a leaf)."""
 
 
 class CodeGradcheckRequest(_Model):
@@ -114,6 +127,8 @@ class ElementCheck(_Model):
     """Left and right differences disagree: the function has no derivative here."""
     output: int | None = None
     """For a function with several outputs: the output element where the error is largest."""
+    nonfinite: bool = False
+    """The analytic gradient is NaN or infinite here: reported, never judged as a wrong formula."""
 
 
 class Reason(_Model):
@@ -134,7 +149,7 @@ class Suspect(_Model):
     """Which node of that name, counted from 0 in creation order."""
     node_id: str | None = None
     custom: bool
-    """A user-defined ``torch.autograd.Function``."""
+    """A ``torch.autograd.Function`` whose class the checked code defines (not one of torch's)."""
     message: str
 
 
@@ -163,6 +178,14 @@ class GradcheckResult(_Model):
     """Elements in all checked tensors (``checked`` of them were perturbed)."""
     reasons: list[Reason] = Field(default_factory=list)
     suspect: Suspect | None = None
+    pass_index: int = 0
+    """The backward call that was checked, counted from 0 (``passes[].index``)."""
+    pass_count: int | None = None
+    """How many backward passes the stored run made (set for a check of a stored run)."""
+    pass_line: int | None = None
+    """The line of the checked backward call (a check of a stored run)."""
+    iteration: int | None = None
+    """Which call of that line it was, counted from 1 (the loop's iteration)."""
     executions: int = 0
     """How many times the program ran (baseline, centre, two per element, the suspect search)."""
     seconds: float = 0.0
@@ -192,13 +215,22 @@ class GradcheckResult(_Model):
         return (f"{t.name}{e.index}: analytic {_fmt(e.analytic)}, numeric {_fmt(e.numeric)} "
                 f"(relative error {_fmt(e.rel_error)})")
 
+    def describe_pass(self) -> str:
+        """``checked backward 4 of 20 (line 7, iteration 4)``: which backward the check checked,
+        counted from 1 as the page's timeline counts them (``pass_index`` is 3)."""
+        of = f" of {self.pass_count}" if self.pass_count is not None else ""
+        where = [f"line {self.pass_line}"] if self.pass_line is not None else []
+        if self.iteration is not None:
+            where.append(f"iteration {self.iteration}")
+        return f"checked backward {self.pass_index + 1}{of}" + (f" ({', '.join(where)})" if where else "")
+
     def summary(self) -> str:
         lines = [f"gradcheck: {self.verdict} ({self.checked} of {self.total} elements checked in "
-                 f"{self.dtype}, {self.failed} failed, {self.kinks} on a kink)"]
+                 f"{self.dtype}, {self.failed} failed, {self.kinks} on a kink)", self.describe_pass()]
         if self.elements:
             lines.append("worst: " + self.describe_worst())
         if self.suspect is not None:
-            mine = ", your code" if self.suspect.custom else ""
+            mine = ", a Function your code defines" if self.suspect.custom else ""
             lines.append(f"suspect: {self.suspect.name} ({self.suspect.message}{mine})")
         lines += [f"{r.code}: {r.message}" for r in self.reasons]
         return "\n".join(lines)

@@ -83,6 +83,7 @@ export class Viewer {
     // The gradient check (ui/gradcheck.js) asks the service, so only a page with one offers it.
     // opts.checks: true (ask the service) or a function that asks for a check (the widget's).
     this.check = opts.checks && this.els.inspector ? new GradcheckPanel(this.els.inspector, { onSuspect: (id) => this.outlineSuspect(id),
+      currentPass: () => { const k = this.player.k; return this.timeline && k > 0 ? this.timeline.evPass[k - 1] : -1; },
       request: typeof opts.checks === "function" ? opts.checks : undefined }) : null;
     // ui/explain.js asks the service too; opts.explain: another request (a saved file's, the widget's)
     const onLine = (line) => this.onLineCb(line, true);
@@ -320,7 +321,7 @@ export class Viewer {
     const ev = tl.event(k), prev = tl.event(k - 1);
     const lineOf = (e, i) => (e ? e.line ?? this.index.nodes[tl.evNode[i]].line ?? null : null);
     const evNode = ev ? this.index.nodes[tl.evNode[k - 1]] : null;
-    const userBackward = ev && ev.phase === "backward" && isCustomFunction(evNode) ? backwardLines(this.doc.code ?? this.codeText(), evNode.name) : null;
+    const userBackward = ev && ev.phase === "backward" && isCustomFunction(evNode, this.doc.code) ? backwardLines(this.doc.code ?? this.codeText(), evNode.name) : null;
     this.code.mark({ current: lineOf(ev, k - 1), justDone: lineOf(prev, k - 2), userBackward }, { scroll: !!ev });
     this.transport.update(k, tl.N, playing, tl.segmentAt(k));
     const el = this.els.sentence;  // announced (aria-live) only when not playing

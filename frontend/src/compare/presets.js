@@ -8,6 +8,23 @@ import { ApiError, compareLink, runSnippet, shareDocument } from "../api.js";
 
 const CHECKPOINT_CALL = /checkpoint\(\s*([\w.]+)\s*,\s*([^,()]+?)\s*(?:,[^()]*)?\)/g;
 
+const MANUAL_SEED = /^(?!\s*#)(.*?\btorch\.(?:random\.)?manual_seed\(\s*)(\d+)(\s*\))/m;
+
+/**
+ * A snippet that seeds itself (`torch.manual_seed(0)`) makes the same numbers whatever seed the
+ * run is given: `{line, seed}` of its first such call, or null when it has none.
+ */
+export function selfSeed(code) {
+  const m = MANUAL_SEED.exec(code || "");
+  if (!m) return null;
+  return { line: code.slice(0, m.index).split("\n").length, seed: Number(m[2]) };
+}
+
+/** `code` with its first `torch.manual_seed(n)` call given `seed` instead. */
+export function withSeed(code, seed) {
+  return code.replace(MANUAL_SEED, (_all, head, _n, tail) => `${head}${seed}${tail}`);
+}
+
 /** `code` with every `checkpoint(f, x, ...)` call made a plain `f(x)`, or null if it has none. */
 export function withoutCheckpointing(code) {
   const out = code.replace(CHECKPOINT_CALL, "$1($2)");
@@ -31,7 +48,22 @@ export function installPresets(page) {
       for (const b of document.querySelectorAll(".gt-presets button")) b.disabled = false;
     }
   };
-  $("preset-seed").addEventListener("click", () => go("another seed", { code: a.code, seed: (a.seed ?? 0) + 1 }));
+  // A snippet that calls torch.manual_seed itself ignores the run's seed: say so, and vary the
+  // seed in the code instead (the preset would otherwise change nothing).
+  const own = a.code ? selfSeed(a.code) : null;
+  const seedButton = $("preset-seed");
+  if (own) {
+    seedButton.textContent = "another seed (in the code)";
+    seedButton.title = `A's code calls torch.manual_seed(${own.seed}) itself on line ${own.line}, so the run's seed changes nothing: ` +
+      `this runs B with torch.manual_seed(${own.seed + 1}) there`;
+    const note = Object.assign(document.createElement("p"), { className: "gt-muted gt-self-seeded",
+      textContent: `A's code seeds itself (torch.manual_seed(${own.seed}), line ${own.line}): another seed for the run would change nothing, so this preset changes that call.` });
+    note.dataset.gt = "self-seeded";
+    seedButton.closest(".gt-presets").after(note);
+  }
+  seedButton.addEventListener("click", () => (own
+    ? go("another seed in the code", { code: withSeed(a.code, own.seed + 1), seed: a.seed ?? 0 })
+    : go("another seed", { code: a.code, seed: (a.seed ?? 0) + 1 })));
   const cuda = $("preset-cuda");
   cuda.hidden = !page.config.cuda_available;
   cuda.addEventListener("click", () => go("CUDA", { code: a.code, device: "cuda" }));

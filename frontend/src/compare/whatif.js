@@ -6,14 +6,20 @@
  */
 import { ApiError, compareRuns, runSnippet } from "../api.js";
 import { findScalars, sliderRange, withScalar } from "./literals.js";
+import { selfSeed, withSeed } from "./presets.js";
 
 export function installWhatIf(page) {
   const a = page.docs.a;
   if (!a.code || a.status !== "ok") return;
   const scalars = findScalars(a.code);
   const box = document.getElementById("whatif");
-  const choices = [...scalars.map((s) => ({ ...s, label: `${s.name} (line ${s.line})` })),
-    { kind: "seed", name: "seed", value: a.seed ?? 0, text: "0", label: "the seed" }];
+  // A snippet that calls torch.manual_seed itself ignores the run's seed: the seed slider then
+  // moves the seed in the code (compare/presets.js says the same on its button).
+  const own = selfSeed(a.code);
+  const seed = own
+    ? { kind: "seed", own: true, name: "seed", value: own.seed, text: "0", label: `the seed (torch.manual_seed, line ${own.line})` }
+    : { kind: "seed", name: "seed", value: a.seed ?? 0, text: "0", label: "the seed" };
+  const choices = [...scalars.map((s) => ({ ...s, label: `${s.name} (line ${s.line})` })), seed];
   box.hidden = false;
   box.innerHTML = `<strong>What if</strong> <select id="wi-pick" aria-label="Scalar to change"></select>
     <input id="wi-slider" type="range" aria-label="Its value"> <output id="wi-value" for="wi-slider"></output>
@@ -32,7 +38,8 @@ export function installWhatIf(page) {
     slider.value = String(c.value);
     $("wi-value").textContent = String(c.value);
   };
-  const variant = (c, v) => (c.kind === "seed" ? { code: a.code, seed: Math.round(v) } : { code: withScalar(a.code, c, v), seed: a.seed ?? 0 });
+  const variant = (c, v) => (c.kind === "seed" && c.own ? { code: withSeed(a.code, Math.round(v)), seed: a.seed ?? 0 }
+    : c.kind === "seed" ? { code: a.code, seed: Math.round(v) } : { code: withScalar(a.code, c, v), seed: a.seed ?? 0 });
 
   const runLatest = async () => {
     if (state.busy || state.pending == null) return;

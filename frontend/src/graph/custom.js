@@ -7,10 +7,21 @@
 const BUILTIN = /Backward\d+$/;
 const NOT_USER = new Set(["CompiledFunctionBackward", "CheckpointFunctionBackward"]);
 
-/** A node of a user-defined autograd.Function. */
-export function isCustomFunction(node) {
+/**
+ * A node of a user-defined autograd.Function. With the snippet's `code`, only a Function whose
+ * class the code defines: torch makes nodes named so too (`UndefinedGradBackward` inside
+ * torch.autograd.gradcheck), and those are not the user's code.
+ */
+export function isCustomFunction(node, code) {
   const name = node && node.name ? String(node.name) : "";
-  return !!node && node.kind === "function" && name.endsWith("Backward") && !BUILTIN.test(name) && !NOT_USER.has(name);
+  const named = !!node && node.kind === "function" && name.endsWith("Backward") && !BUILTIN.test(name) && !NOT_USER.has(name);
+  return named && (typeof code !== "string" || definedIn(code, name));
+}
+
+/** Does `code` define `class <Name>` for the node `<Name>Backward`? */
+export function definedIn(code, nodeName) {
+  const cls = String(nodeName).replace(/Backward$/, "").replace(/[^\w]/g, "");
+  return new RegExp(`^\\s*class\\s+${cls}\\b`, "m").test(code);
 }
 
 const indentOf = (line) => line.length - line.trimStart().length;

@@ -27,7 +27,7 @@ function fmtShape(shape) {
 function nodeLabels(index, i) {
   const n = index.nodes[i];
   const kind = index.kind[i];
-  if (isCustomFunction(n)) return [n.name, `your code · ${fmtShape(n.shape)}`]; // graph/custom.js
+  if (isCustomFunction(n, index.doc && typeof index.doc.code === "string" ? index.doc.code : undefined)) return [n.name, `your code · ${fmtShape(n.shape)}`]; // graph/custom.js
   if (kind === "function" || kind === "acc") return [n.name || "?", varSub(n, fmtShape(n.shape))];
   if (kind === "cut") return [`✂ ${(n.cut && n.cut.kind) || "cut"}${n.name ? " " + n.name : ""}`, fmtShape(n.shape)];
   const fallback = kind === "output" ? "output" : kind === "retained" ? "retained" : "leaf";

@@ -10,7 +10,7 @@ const SEVERITY = { error: "✖", warning: "⚠", info: "ℹ" };
 /** The run's findings, empty when the document has none (or predates them). */
 export function findingsOf(doc) {
   const a = (doc && doc.analysis) || {};
-  return { badge: a.badge || null, nonfinite: a.nonfinite || [], hints: a.hints || [] };
+  return { badge: a.badge || null, nonfinite: a.nonfinite || [], hints: a.hints || [], starved: a.starved || [] };
 }
 
 /** The status badge's text: "ok · x.grad has NaN". */
@@ -68,10 +68,10 @@ function linkButton(text, onClick) {
 export function renderFindings(box, doc, cb) {
   if (!box) return;
   box.replaceChildren();
-  const { nonfinite, hints } = findingsOf(doc);
-  box.hidden = !nonfinite.length && !hints.length;
+  const { nonfinite, hints, starved } = findingsOf(doc);
+  box.hidden = !nonfinite.length && !hints.length && !starved.length;
   if (box.hidden) return;
-  box.append(el("h2", null, hints.length ? `Hints (${hints.length + nonfinite.length})` : "Non-finite values"));
+  if (hints.length || nonfinite.length) box.append(el("h2", null, hints.length ? `Hints (${hints.length + nonfinite.length})` : "Non-finite values"));
   for (const f of nonfinite) {
     const item = entry(box, "error", f.sentence, f.line, f.node, cb);
     item.classList.add("gt-finding-nonfinite");
@@ -91,6 +91,26 @@ export function renderFindings(box, doc, cb) {
     item.append(el("pre", "gt-finding-fix", h.fix));
     if (h.lesson) item.append(el("p", "gt-muted", `Lesson: ${h.lesson.replace(/^\d+_/, "").replaceAll("_", " ")}`));
   }
+  if (starved.length) renderStarved(box, starved, cb);
+}
+
+const STARVED = { unused: "unused", cut: "cut off", frozen: "frozen" };
+
+/** The leaves and parameters that end with no gradient, each with what starved it (analysis/starved.py). */
+function renderStarved(box, starved, cb) {
+  const section = el("section", "gt-starved");
+  section.dataset.gt = "starved";
+  section.append(el("h2", null, `No gradient (${starved.length})`));
+  const list = el("ul", "gt-starved-list");
+  for (const s of starved) {
+    const li = el("li", `gt-starved-${s.reason}`);
+    li.append(el("code", null, s.name), " ", el("span", "gt-starved-reason", STARVED[s.reason] || s.reason), ": ", s.detail);
+    if (s.line != null) li.append(" · ", linkButton(`line ${s.line}`, () => cb.onLine(s.line)));
+    if (s.node != null) li.append(" · ", linkButton("show on graph", () => cb.onNode(s.node)));
+    list.append(li);
+  }
+  section.append(list);
+  box.append(section);
 }
 
 function entry(box, severity, title, line, node, cb) {

@@ -14,10 +14,31 @@ import { el } from "./dom.js";
 export { isCustomFunction };
 
 /** Can a click on this node ask for a check? A leaf (or its AccumulateGrad) or a custom Function. */
-export function isCheckable(node) {
+export function isCheckable(node, code) {
   if (!node) return false;
   if (node.kind === "tensor") return node.role === "leaf";
-  return node.name === "AccumulateGrad" || isCustomFunction(node);
+  return node.name === "AccumulateGrad" || isCustomFunction(node, code);
+}
+
+/**
+ * The backward passes the check can be made on, for the pass chooser: `{index, label}` with the
+ * line and the iteration (which call of that line), as the result's own words say them.
+ */
+export function passChoices(doc) {
+  const seen = new Map();
+  return (doc.passes || []).map((p) => {
+    const it = (seen.get(p.line) || 0) + 1;
+    seen.set(p.line, it);
+    const where = p.line != null ? ` · line ${p.line} · iteration ${it}` : "";
+    return { index: p.index, label: `backward ${p.index + 1}${where}` };
+  });
+}
+
+/** "checked backward 4 of 20 (line 7, iteration 4)": which pass the result checked, counted from 1 as the timeline counts them. */
+export function passLine(result) {
+  const of = result.pass_count != null ? ` of ${result.pass_count}` : "";
+  const where = [result.pass_line != null ? `line ${result.pass_line}` : null, result.iteration != null ? `iteration ${result.iteration}` : null].filter(Boolean);
+  return `checked backward ${(result.pass_index ?? 0) + 1}${of}${where.length ? ` (${where.join(", ")})` : ""}`;
 }
 
 /** A module's parameter, as capture names it (`model.0.weight`): "Check every parameter" too. */
@@ -33,12 +54,12 @@ const short = (x) => fmt(x, 4); // the grid's cells; the detail line under it ha
 export function gridRows(result) {
   return result.elements.map((e, i) => {
     const name = `${result.tensors[e.tensor].name}[${e.index.join(", ")}]`;
-    const state = e.kink ? "kink" : e.ok ? "ok" : "fail";
+    const state = e.kink ? "kink" : e.nonfinite ? "nonfinite" : e.ok ? "ok" : "fail";
     return {
       worst: i === result.worst, state,
       cells: [name, short(e.analytic), short(e.numeric), short(e.rel_error)],
       detail: `${name}: analytic ${fmt(e.analytic)} · numeric ${fmt(e.numeric)} (left ${fmt(e.left)}, right ${fmt(e.right)}) · ` +
-        `abs error ${fmt(e.abs_error)} · rel error ${fmt(e.rel_error)} · ${state === "kink" ? "on a kink" : state}`,
+        `abs error ${fmt(e.abs_error)} · rel error ${fmt(e.rel_error)} · ${state === "kink" ? "on a kink" : state === "nonfinite" ? "non-finite gradient (not judged)" : state}`,
     };
   });
 }
@@ -55,6 +76,7 @@ const HEAD = ["element", "analytic", "numeric", "rel error"];
 export async function requestFromService(doc, node, signal) {
   if (!doc.id) throw new Error("This run is not stored on the service: run it again to check it.");
   const body = node.every ? { target: { kind: "parameters" } } : { node: node.id };
+  if (node.passIndex != null) body.pass_index = node.passIndex;
   const res = await fetch(`/api/runs/${encodeURIComponent(doc.id)}/gradcheck`, {
     method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body), signal,
   });
@@ -80,16 +102,33 @@ export class GradcheckPanel {
     this.timer = 0;
   }
 
-  /** The button the inspector shows for a checkable node (null for any other node). */
+  /**
+   * The button the inspector shows for a checkable node (null for any other node). A leaf of a
+   * run with several backward passes gets a chooser: which pass to check (the pass on screen
+   * first). A custom Function's call belongs to the pass after it (the service picks it).
+   */
   button(doc, node) {
-    if (!doc || !doc.code || !isCheckable(node)) return null;
-    const what = isCustomFunction(node) ? `${node.name.replace(/Backward$/, "")}'s inputs` : node.kind === "tensor" ? node.name : "this leaf";
-    const one = el("button", { type: "button", class: "gt-check-button", "data-gt": "check", onclick: () => this.check(doc, node) },
+    if (!doc || !doc.code || !isCheckable(node, doc.code)) return null;
+    const fn = isCustomFunction(node, doc.code);
+    const what = fn ? `${node.name.replace(/Backward$/, "")}'s inputs` : node.kind === "tensor" ? node.name : "this leaf";
+    const choices = fn ? [] : passChoices(doc);
+    let chooser = null;
+    if (choices.length > 1) {
+      const shown = this.cb.currentPass ? this.cb.currentPass() : -1;
+      const current = choices.some((c) => c.index === shown) ? shown : choices[0].index;
+      chooser = el("select", { class: "gt-check-pass", "data-gt": "check-pass", "aria-label": "Backward pass to check" },
+        ...choices.map((c) => el("option", c.index === current ? { value: String(c.index), selected: "" } : { value: String(c.index) }, c.label)));
+    }
+    const chosen = (n) => (chooser ? { ...n, passIndex: Number(chooser.value) } : n);
+    const one = el("button", { type: "button", class: "gt-check-button", "data-gt": "check", onclick: () => this.check(doc, chosen(node)) },
       `Check gradient of ${what} numerically`);
-    if (!isParameter(node)) return one;
-    const every = el("button", { type: "button", class: "gt-check-button", "data-gt": "check-every",
-      onclick: () => this.check(doc, { id: null, name: "every parameter", every: true }) }, "Check every parameter");
-    return el("div", { class: "gt-check-actions" }, one, " ", every);
+    const every = isParameter(node) ? el("button", { type: "button", class: "gt-check-button", "data-gt": "check-every",
+      onclick: () => this.check(doc, chosen({ id: null, name: "every parameter", every: true })) }, "Check every parameter") : null;
+    if (!every && !chooser) return one;
+    const row = [one];
+    if (every) row.push(" ", every);
+    if (chooser) row.push(" ", el("label", { class: "gt-check-pass-label" }, "in ", chooser));
+    return el("div", { class: "gt-check-actions" }, ...row);
   }
 
   async check(doc, node) {
@@ -122,10 +161,10 @@ export class GradcheckPanel {
     this.root.hidden = false;
     const chip = el("span", { class: `gt-verdict gt-verdict-${result.verdict}`, "data-gt": "verdict", title: verdictLine(result) }, result.verdict);
     const parts = [el("h3", {}, "Gradient check ", chip), el("p", { class: "gt-hint" }, verdictLine(result) +
-      ` · ${result.executions} runs in ${result.seconds.toFixed(2)} s`)];
+      ` · ${result.executions} runs in ${result.seconds.toFixed(2)} s`), el("p", { class: "gt-hint", "data-gt": "check-pass-line" }, passLine(result))];
     if (result.suspect) {
       parts.push(el("p", { class: "gt-check-suspect" }, el("b", {}, `Suspect: ${result.suspect.name}`),
-        result.suspect.custom ? " (your code)" : "", ` — ${result.suspect.message}`));
+        result.suspect.custom ? " (a Function your code defines)" : "", ` — ${result.suspect.message}`));
     }
     if (result.reasons.length) {
       const ul = el("ul", { class: "gt-check-reasons" });

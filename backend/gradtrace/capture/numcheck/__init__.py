@@ -23,7 +23,7 @@ from gradtrace.capture.numcheck.programs import CallableProgram, SnippetProgram
 from gradtrace.schema.gradcheck import DEFAULT_MAX_ELEMENTS, GradcheckFailed, GradcheckResult, TargetSpec
 
 
-def gradcheck(fn: Callable[..., Any], inputs: Sequence[Any] | Any, *, seed: int = 0,
+def gradcheck(fn: Callable[..., Any], inputs: Sequence[Any] | Any, *, seed: int | None = 0,
               max_elements: int = DEFAULT_MAX_ELEMENTS, upcast: bool = True, eps: float | None = None,
               atol: float | None = None, rtol: float | None = None) -> GradcheckResult:
     """Check ``fn(*inputs)``'s gradient with respect to the inputs that require grad.
@@ -31,13 +31,16 @@ def gradcheck(fn: Callable[..., Any], inputs: Sequence[Any] | Any, *, seed: int 
     Floating inputs are upcast to float64 unless ``upcast=False`` (or ``fn`` casts back, which
     the result says). At most ``max_elements`` elements (default 64, at most 512) are checked,
     chosen by ``seed``. An output of up to 64 elements is checked element by element (the
-    whole Jacobian), a larger one along a seeded random direction. The result has a notebook
-    repr (the grid) and ``.raise_if_failed()``.
+    whole Jacobian), a larger one along a seeded random direction. Before every evaluation
+    torch's generator is seeded with ``seed`` (a function that draws random numbers then sees
+    the same draws each time, and the result says so); ``seed=None`` leaves it unseeded (such
+    a function is then inconclusive). The caller's random state is put back afterwards. The
+    result has a notebook repr (the grid) and ``.raise_if_failed()``.
     """
     import torch
 
     args = [inputs] if isinstance(inputs, torch.Tensor) else list(inputs)
-    return check(CallableProgram(fn, args, seed=seed), None, seed=seed, max_elements=max_elements,
+    return check(CallableProgram(fn, args, seed=seed), None, seed=seed or 0, max_elements=max_elements,
                  upcast=upcast, eps=eps, atol=atol, rtol=rtol)
 
 
@@ -45,7 +48,8 @@ def check_snippet(code: str, target: TargetSpec | None = None, *, seed: int | No
                   max_elements: int = DEFAULT_MAX_ELEMENTS,
                   progress: Progress | None = None, filename: str = "<snippet>",
                   sample_seed: int | None = None, time_budget_s: float | None = None) -> GradcheckResult:
-    """Check a snippet's first backward with respect to ``target`` by re-running it under ``seed``
+    """Check a snippet's backward pass ``target.pass_index`` (default: the first) with respect
+    to ``target`` by re-running it under ``seed``
     (every leaf when ``target`` is None); ``sample_seed`` (default: ``seed``) chooses the
     sampled elements (NOTE [how a re-run finds the same tensor] in
     :mod:`gradtrace.capture.numcheck.probe`)."""

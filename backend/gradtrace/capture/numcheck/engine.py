@@ -20,7 +20,8 @@ from typing import Any
 import torch
 from torch import nn
 
-from gradtrace.capture.numcheck.elements import element, nudge
+from gradtrace.capture.numcheck import kinks, linearity, nonfinite, rng, suspect
+from gradtrace.capture.numcheck.elements import element, failed, nudge
 from gradtrace.capture.numcheck.elements import verdict as judge
 from gradtrace.capture.numcheck.probe import Nudge, Probe
 from gradtrace.capture.numcheck.programs import NoBackward, Program, ProgramFailed
@@ -80,18 +81,19 @@ def resolve(program: Program, probe: Probe, spec: TargetSpec | None) -> list[Tar
         found = [t for t in leaves if t.name == spec.name]
         if not found:
             known = ", ".join(t.name for t in leaves if not t.name.startswith("leaf ")) or "none"
-            raise TargetError(f"no leaf named {spec.name!r} reaches the first backward; leaves: {known}")
+            raise TargetError(f"no leaf named {spec.name!r} reaches backward pass {probe.pass_index}; "
+                              f"leaves: {known}")
         return found[:1]
     if spec.kind == "parameters":
         found = [t for t in leaves if isinstance(t.tensor, nn.Parameter)]
         if not found:
-            raise TargetError("the program has no parameter (nn.Parameter) before its first backward")
+            raise TargetError(f"the program uses no parameter (nn.Parameter) in backward pass {probe.pass_index}")
         return found
     want = (spec.name or "").removesuffix("Backward")
     calls = [s for s in probe.sites if s.custom and s.name.removesuffix("Backward") == want and s.pos == 0]
     if spec.occurrence >= len(calls):
-        raise TargetError(f"the custom Function {want!r} is called {len(calls)} time(s) before the first "
-                          f"backward; call {spec.occurrence} does not exist")
+        raise TargetError(f"the custom Function {want!r} is called {len(calls)} time(s) before backward pass "
+                          f"{probe.pass_index} (since the pass before it); call {spec.occurrence} does not exist")
     site = calls[spec.occurrence]
     if not site.inputs:
         raise TargetError(f"no input of {want} requires grad")
@@ -104,6 +106,15 @@ def check(program: Program, spec: TargetSpec | None = None, *, seed: int = 0,
           max_elements: int = DEFAULT_MAX_ELEMENTS, upcast: bool = True,
           eps: float | None = None, atol: float | None = None, rtol: float | None = None,
           progress: Progress | None = None, time_budget_s: float | None = None) -> GradcheckResult:
+    """The check, with the caller's random state put back afterwards (``numcheck/rng.py``)."""
+    with rng.kept():
+        return _check(program, spec, seed=seed, max_elements=max_elements, upcast=upcast, eps=eps, atol=atol,
+                      rtol=rtol, progress=progress, time_budget_s=time_budget_s)
+
+
+def _check(program: Program, spec: TargetSpec | None, *, seed: int, max_elements: int, upcast: bool,
+           eps: float | None, atol: float | None, rtol: float | None,
+           progress: Progress | None, time_budget_s: float | None) -> GradcheckResult:
     """Check ``program``'s gradient with respect to ``spec`` (NOTE [what a verdict means] in
     ``schema/gradcheck.py``). Raises :class:`TargetError` for a target that is not there.
 
@@ -116,7 +127,9 @@ def check(program: Program, spec: TargetSpec | None = None, *, seed: int = 0,
     reasons: list[Reason] = []
     runs = 0
 
-    shared = Probe(upcast=upcast)  # NOTE [one probe for every execution] in probe.py
+    pass_index = (spec.pass_index or 0) if spec is not None else 0
+    # NOTE [one probe for every execution] in probe.py
+    shared = Probe(upcast=upcast, pass_index=pass_index, user_file=program.user_file)
 
     def execute(nudge: Nudge | None, *, up: bool, keep: bool = False) -> tuple[Probe, list[torch.Tensor]]:
         nonlocal runs
@@ -129,7 +142,7 @@ def check(program: Program, spec: TargetSpec | None = None, *, seed: int = 0,
         e, a, r = FLOAT64 if dtype == "float64" else LOW_PRECISION
         return GradcheckResult(verdict="inconclusive", dtype=dtype, eps=e, atol=a, rtol=r, seed=seed,
                                max_elements=max_elements, reasons=reasons, executions=runs,
-                               seconds=time.perf_counter() - started)
+                               pass_index=pass_index, seconds=time.perf_counter() - started)
 
     # 1. the baseline, upcast where the program allows it
     try:
@@ -142,6 +155,8 @@ def check(program: Program, spec: TargetSpec | None = None, *, seed: int = 0,
             return stop("program_error", f"the program raised before its first backward: {e}")
         upcast_ok, why = False, f"in float64 the program raised {e}"
     except NoBackward as e:
+        if e.passes:
+            raise TargetError(str(e)) from None
         return stop("no_backward", str(e))
     if not upcast_ok:
         try:
@@ -149,6 +164,8 @@ def check(program: Program, spec: TargetSpec | None = None, *, seed: int = 0,
         except ProgramFailed as e:
             return stop("program_error", f"the program raised before its first backward: {e}")
         except NoBackward as e:
+            if e.passes:
+                raise TargetError(str(e)) from None
             return stop("no_backward", str(e))
         if upcast:
             reasons.append(Reason(code="no_upcast", message=f"not upcast to float64: {why}; checked in "
@@ -160,11 +177,16 @@ def check(program: Program, spec: TargetSpec | None = None, *, seed: int = 0,
     e0, a0, r0 = FLOAT64 if dtype == "float64" else LOW_PRECISION
     eps, atol, rtol = eps or e0, atol or a0, rtol or r0
     targets = resolve(program, probe, spec)
+    pinned = getattr(program, "seed", None)
+    if probe.draws and pinned is not None:
+        reasons.append(Reason(code="seeded", message=f"the program draws random numbers: the check seeds "
+                              f"torch's generator with {pinned} before every execution, so each sees the same "
+                              "draws (your own random state is put back afterwards)"))
 
     def result(verdict: str, **kw: Any) -> GradcheckResult:
         kw.setdefault("reasons", reasons)
         return GradcheckResult(verdict=verdict, dtype=dtype, eps=eps, atol=atol, rtol=rtol,  # type: ignore[arg-type]
-                               seed=seed, max_elements=max_elements, executions=runs,
+                               seed=seed, max_elements=max_elements, executions=runs, pass_index=pass_index,
                                seconds=time.perf_counter() - started, **kw)
 
     # 2. the analytic gradient, twice
@@ -184,7 +206,7 @@ def check(program: Program, spec: TargetSpec | None = None, *, seed: int = 0,
         first = str(exc).split("\n")[0]
         return result("inconclusive", reasons=[*reasons, Reason(code="backward_error",
                                                                 message=f"the backward raised: {first}")])
-    if any(not torch.equal(a, b) for ra, rb in zip(analytic, again, strict=True) for a, b in zip(ra, rb, strict=True)):
+    if any(not _same(a, b) for ra, rb in zip(analytic, again, strict=True) for a, b in zip(ra, rb, strict=True)):
         reasons.append(Reason(code="nondeterministic_backward", message="the backward gave a different "
                               "gradient when run twice on the same graph"))
 
@@ -217,10 +239,13 @@ def check(program: Program, spec: TargetSpec | None = None, *, seed: int = 0,
             reasons.append(Reason(code="sampled", message=f"{fit} of {total:,} elements checked (seed {seed}): "
                                   f"one run of the snippet takes {per_run * 1000:.0f} ms, and more would not fit "
                                   "in the sandbox's time limit"))
-    if not torch.allclose(centre, baseline_rows, rtol=1e-10, atol=0.0):
+    if not torch.allclose(centre, baseline_rows, rtol=1e-10, atol=0.0, equal_nan=True):
+        why = ("under the same seed" if pinned is not None else
+               "at the same input (it draws random numbers and the check was told not to seed them)"
+               if probe.draws else "at the same input")
         return result("inconclusive", total=total, reasons=[*reasons, Reason(
-            code="nondeterministic_forward", message="the program gave a different result when run again "
-            "under the same seed, so finite differences of it mean nothing")])
+            code="nondeterministic_forward", message=f"the program gave a different result when run again "
+            f"{why}, so finite differences of it mean nothing")])
     elements: list[ElementCheck] = []
     low_step = False
     for done, (ti, k) in enumerate(flat):
@@ -234,12 +259,20 @@ def check(program: Program, spec: TargetSpec | None = None, *, seed: int = 0,
         fm = _rows(execute(nudge(t, k, -hm), up=upcast_ok)[1], direction).detach()
         if progress is not None:
             progress(done + 1, len(flat))
-        elements.append(element(ti, t, k, [a[ti].reshape(-1)[k].item() for a in analytic],
-                                 fp, fm, centre, hp, hm, atol, rtol))
+        checked = element(ti, t, k, [a[ti].reshape(-1)[k].item() for a in analytic], fp, fm, centre,
+                          hp, hm, atol, rtol)
+        if checked.kink and (checked.ok or checked.nonfinite):  # a kink the central difference hides
+            wide = 10 * eps
+            fp10 = _rows(execute(nudge(t, k, wide), up=upcast_ok)[1], direction).detach()
+            fm10 = _rows(execute(nudge(t, k, -wide), up=upcast_ok)[1], direction).detach()
+            checked.kink = kinks.confirmed(checked, fp10, fm10, centre, wide)
+        elements.append(checked)
     if low_step:
         reasons.append(Reason(code="step_below_resolution", message=f"the step {eps:g} is below the "
                               f"resolution of {dtype} at some checked values: the differences are rounded"))
     verdict, worst = judge(elements)
+    every = suspect.all_nodes(outputs)
+    nonfinite.say(elements, targets, rows, reasons, lambda node: suspect.occurrence(node, every))
     if any(r.code in ("nondeterministic_backward",) for r in reasons) or overlapping:
         verdict = "inconclusive" if verdict == "pass" else verdict
     if verdict == "fail" and probe.cuts:
@@ -251,13 +284,18 @@ def check(program: Program, spec: TargetSpec | None = None, *, seed: int = 0,
                                                  numel=t.tensor.numel(), checked=sum(1 for ti, _ in flat if ti == i))
                                    for i, t in enumerate(targets)],
                  elements=elements, worst=worst, checked=len(elements), total=total,
-                 failed=sum(1 for e in elements if not e.ok and not e.kink),
+                 failed=sum(1 for e in elements if failed(e)),
                  kinks=sum(1 for e in elements if e.kink))
-    from gradtrace.capture.numcheck import suspect
-
+    if not any(r.code == "nondeterministic_backward" for r in reasons):  # that one says it first
+        linearity.judge(out, outputs, tensors, probe.sites, lambda node: suspect.occurrence(node, every))
     suspect.explain(out, outputs, probe, targets, rows, direction, execute, upcast_ok)
     out.executions, out.seconds = runs, time.perf_counter() - started
     return out
+
+
+def _same(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Equal, with NaN equal to NaN: NaN != NaN is no sign of a nondeterministic backward."""
+    return bool(torch.equal(a, b) or ((a == b) | (a.isnan() & b.isnan())).all())
 
 
 def _grads(row: torch.Tensor, tensors: list[torch.Tensor]) -> list[torch.Tensor]:

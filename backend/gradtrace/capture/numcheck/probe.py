@@ -13,9 +13,17 @@ NOTE [how a re-run finds the same tensor]
       returns gets a *site*: the call's ordinal and the output's position.
 
     A :class:`Nudge` says which of them to move and by how much; the probe adds it at that
-    moment, before anything has used the tensor. The scalar is what the program's first
-    backward call (``Tensor.backward``, ``torch.autograd.backward`` / ``grad``) would
-    differentiate: ``sum(root * grad_tensor)``; the execution stops there (:class:`Stop`).
+    moment, before anything has used the tensor. The scalar is what the checked backward call
+    (``Tensor.backward``, ``torch.autograd.backward`` / ``grad``) would differentiate:
+    ``sum(root * grad_tensor)``; the execution stops there (:class:`Stop`).
+
+NOTE [checking a later backward pass]
+    Backward calls are counted in call order, as the run document's ``passes[].index`` counts
+    them. To check pass ``k``, the earlier ``k`` calls run for real (an optimizer steps after
+    them as it did in the run), and every ordinal starts again after each of them: the leaves
+    and sites of pass ``k`` are those seen after backward call ``k - 1`` returned. A parameter
+    is therefore nudged at its first use after that call, that is at its value in iteration
+    ``k``, not at its initial value (which would differentiate the whole trajectory).
 
 NOTE [one probe for every execution]
     ``torch.compile`` keeps the torch-function mode that was active when it compiled and puts
@@ -41,6 +49,8 @@ from typing import Any
 
 import torch
 from torch.overrides import TorchFunctionMode
+
+from gradtrace.capture.numcheck.cuts import by_user, cut_by, not_library
 
 _is_compiling = torch.compiler.is_compiling
 _BACKWARDS = {torch.Tensor.backward, torch.autograd.backward, torch.autograd.grad}
@@ -72,14 +82,20 @@ class Site:
     custom: bool
     inputs: list[tuple[int, torch.Tensor]] = field(default_factory=list)
     """(argument position, tensor) of the call's arguments that require grad."""
+    user: bool = False
+    """A custom Function whose class the user's code defines (not one of torch's own)."""
 
 
 class Probe(TorchFunctionMode):
     """Watches one execution (NOTE [how a re-run finds the same tensor])."""
 
     def __init__(self, *, upcast: bool, nudge: Nudge | None = None, keep_sites: bool = False,
-                 substitute: dict[int, torch.Tensor] | None = None) -> None:
+                 substitute: dict[int, torch.Tensor] | None = None, pass_index: int = 0,
+                 user_file: Callable[[str], bool] | None = None) -> None:
         super().__init__()
+        self.pass_index = pass_index
+        self.user_file = user_file or not_library
+        """Whether a source file is the user's (a cut counts only when the user's code makes it)."""
         self.reset(upcast=upcast, nudge=nudge, keep_sites=keep_sites, substitute=substitute)
 
     def reset(self, *, upcast: bool, nudge: Nudge | None = None, keep_sites: bool = False,
@@ -91,8 +107,25 @@ class Probe(TorchFunctionMode):
         as a differentiable function of those tensors (what the tests hand to
         ``torch.autograd.gradcheck``)."""
         self.upcast = upcast
-        self.nudge = nudge
-        self.keep_sites = keep_sites
+        self._nudge = nudge
+        self._keep_sites = keep_sites
+        self.backwards = 0
+        """Backward calls that ran (NOTE [checking a later backward pass])."""
+        self.draws = False
+        """The execution consumed the CPU generator after its seeding (set by the program)."""
+        self.upcast_failures: list[str] = []
+        self.upcasts = 0
+        self.outputs: list[torch.Tensor] | None = None
+        self.stopped = False
+        self._segment()
+        return self
+
+    def _segment(self) -> None:
+        """Every ordinal starts again (NOTE [checking a later backward pass]); nudges and sites
+        only in the checked pass's segment."""
+        live = self.backwards == self.pass_index
+        self.nudge = self._nudge if live else None
+        self.keep_sites = self._keep_sites and live
         self.leaves: list[torch.Tensor] = []
         self._leaf_ids: dict[int, int] = {}
         self._held: list[torch.Tensor] = []  # keeps ids unique while the execution runs
@@ -100,17 +133,12 @@ class Probe(TorchFunctionMode):
         self.calls = 0
         self.sites: list[Site] = []
         self.applies: dict[str, int] = {}
-        self.outputs: list[torch.Tensor] | None = None
-        self.stopped = False
-        self.upcast_failures: list[str] = []
-        self.upcasts = 0
         self._forward_depth = 0  # inside a custom Function's forward (no_grad there is no cut)
         self.cuts: list[str] = []
         """Calls that took a tensor requiring grad out of the graph (``detach()``, an op under
         ``no_grad``): the scalar can depend on the target in ways autograd leaves out."""
         self.overlapping: set[int] = set()
         """Ordinals of leaves whose elements share memory (an expanded tensor)."""
-        return self
 
     # -- tensors ---------------------------------------------------------------------------
 
@@ -158,14 +186,21 @@ class Probe(TorchFunctionMode):
         if self.stopped:
             raise Stop()
         if func in _BACKWARDS:
+            if self.backwards < self.pass_index:
+                result = func(*args, **kwargs)
+                self.backwards += 1
+                self._segment()
+                return result
             self.outputs = [_scalar(func, args, kwargs)]
             self.stopped = True
             raise Stop()
         grad_on = torch.is_grad_enabled()
         name = getattr(func, "__name__", "")
-        if (not grad_on or name in _DETACHES) and not self._forward_depth and not name.endswith("_") \
-                and _takes_grad(args):
-            self.cuts.append("detach()" if grad_on else f"{name} under no_grad")
+        in_place = name.endswith("_") and not name.startswith("__")
+        if not self._forward_depth and not in_place and _takes_grad(args):
+            cut = cut_by(name, grad_on, func, args, kwargs)
+            if cut is not None and self._by_user():
+                self.cuts.append(cut)
         if grad_on and not name.endswith("_"):  # an initialiser (``kaiming_uniform_``) writes its argument
             for t in _tensors(args, kwargs):
                 self._see(t)
@@ -180,6 +215,9 @@ class Probe(TorchFunctionMode):
                 self._see(t)
         return self._after_call(self.calls, name, out, args, custom=False)
 
+    def _by_user(self) -> bool:
+        return by_user(self.user_file)
+
     def _swap(self, a: Any) -> Any:
         if isinstance(a, torch.Tensor):
             i = self._leaf_ids.get(id(a))
@@ -188,7 +226,8 @@ class Probe(TorchFunctionMode):
             return type(a)(self._swap(b) for b in a)
         return a
 
-    def _after_call(self, call: int, name: str, out: Any, args: tuple[Any, ...], *, custom: bool) -> Any:
+    def _after_call(self, call: int, name: str, out: Any, args: tuple[Any, ...], *, custom: bool,
+                    user: bool = False) -> Any:
         """Nudge (or remember) the outputs of call ``call`` that carry history."""
         multi = isinstance(out, (tuple, list))
         outs = list(out) if multi else [out]
@@ -205,7 +244,7 @@ class Probe(TorchFunctionMode):
                 fn = t.grad_fn
                 self.sites.append(Site(call, pos, t, fn.name() if fn is not None else name, custom,
                                        [(i, a) for i, a in enumerate(args)
-                                        if isinstance(a, torch.Tensor) and a.requires_grad]))
+                                        if isinstance(a, torch.Tensor) and a.requires_grad], user))
         if not changed:
             return out
         return type(out)(outs) if multi else outs[0]
@@ -227,7 +266,10 @@ class Probe(TorchFunctionMode):
         if n is not None and n.kind == "arg" and n.key[0] == call:
             args = tuple(a + n.delta.to(a.dtype) if i == n.key[1] else a for i, a in enumerate(args))
         out = self._forward(original, args, kwargs)
-        return self._after_call(call, cls.__name__ + "Backward", out, args, custom=True)
+        forward = getattr(cls, "forward", None)
+        code = getattr(forward, "__code__", None)
+        user = code is not None and self.user_file(code.co_filename)
+        return self._after_call(call, cls.__name__ + "Backward", out, args, custom=True, user=user)
 
     def _forward(self, original: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         self._forward_depth += 1
@@ -235,9 +277,6 @@ class Probe(TorchFunctionMode):
             return original(*args, **kwargs)
         finally:
             self._forward_depth -= 1
-
-
-_DETACHES = {"detach", "__get__"}  # ``t.detach()``, ``t.data``
 
 
 def _takes_grad(args: tuple[Any, ...]) -> bool:
@@ -274,33 +313,3 @@ def _tensors(args: Any, kwargs: dict[str, Any]) -> Iterator[torch.Tensor]:
             for b in a:
                 if isinstance(b, torch.Tensor):
                     yield b
-
-
-class FunctionApplyPatch:
-    """While active, ``torch.autograd.Function.apply`` reports to ``probe`` (a custom Function's
-    apply does not pass through torch-function modes)."""
-
-    def __init__(self, probe: Probe) -> None:
-        self.probe = probe
-        self._saved: Any = None
-
-    def __enter__(self) -> FunctionApplyPatch:
-        fn_cls = torch.autograd.Function
-        self._saved = fn_cls.__dict__["apply"]
-        # One wrapper per probe, kept across executions (NOTE [one probe for every execution]):
-        # compiled code guards on what it called, and a new wrapper each time would recompile.
-        wrapper = getattr(self.probe, "_apply_wrapper", None)
-        if wrapper is None:
-            original = self._saved.__func__
-            probe = self.probe
-
-            def apply(cls: type, *args: Any, **kwargs: Any) -> Any:
-                return probe.apply_function(lambda *a, **k: original(cls, *a, **k), cls, args, kwargs)
-
-            wrapper = classmethod(apply)
-            self.probe._apply_wrapper = wrapper  # type: ignore[attr-defined]
-        fn_cls.apply = wrapper  # type: ignore[method-assign,assignment]
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        torch.autograd.Function.apply = self._saved  # type: ignore[method-assign]

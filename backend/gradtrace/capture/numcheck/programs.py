@@ -17,7 +17,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from gradtrace.capture.numcheck.probe import FunctionApplyPatch, Probe, Stop
+from gradtrace.capture.numcheck.apply import FunctionApplyPatch
+from gradtrace.capture.numcheck.cuts import not_library
+from gradtrace.capture.numcheck.probe import Probe, Stop
 
 _DYNAMO_GLOBALS = ("__compiled_fn", "__resume_at", "__import_", "___")
 
@@ -32,10 +34,26 @@ class ProgramFailed(Exception):
 
 
 class NoBackward(Exception):
-    """The snippet ended without calling backward (nothing to check)."""
+    """The snippet ended without reaching the backward call to check (nothing to check)."""
+
+    def __init__(self, message: str, *, passes: int = 0) -> None:
+        super().__init__(message)
+        self.passes = passes
+        """How many backward calls it made."""
+
+
+def _no_backward(probe: Probe) -> NoBackward:
+    if probe.backwards == 0:
+        return NoBackward("the snippet never calls backward() (nor torch.autograd.grad)")
+    return NoBackward(f"the program makes {probe.backwards} backward call(s): there is no backward pass "
+                      f"{probe.pass_index} (counted from 0)", passes=probe.backwards)
 
 
 class Program(Protocol):
+    def user_file(self, filename: str) -> bool:
+        """Whether code in ``filename`` is the user's (cuts and "your code" count only there)."""
+        ...
+
     def execute(self, probe: Probe) -> list[torch.Tensor]: ...
 
     def names(self, probe: Probe) -> dict[int, str]:
@@ -89,8 +107,12 @@ class SnippetProgram:
 
     def __init__(self, code: str, *, seed: int | None, filename: str = "<snippet>") -> None:
         self.code = compile(code, filename, "exec", dont_inherit=True)
+        self.filename = filename
         self.seed = seed
         self.namespace: dict[str, Any] = {}
+
+    def user_file(self, filename: str) -> bool:
+        return filename == self.filename
 
     def execute(self, probe: Probe) -> list[torch.Tensor]:
         import builtins
@@ -104,6 +126,7 @@ class SnippetProgram:
         if self.seed is not None:
             random.seed(self.seed)
             torch.default_generator.manual_seed(self.seed)  # CPU only: the snippet runs on cpu
+        seeded = torch.get_rng_state()
         sink = _Sink()
         with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink), _cpu_seeding():
             try:
@@ -114,8 +137,9 @@ class SnippetProgram:
             except Exception as e:  # what the snippet raised: a reason, never a crash
                 if probe.outputs is None:
                     raise ProgramFailed(e) from e
+        probe.draws = not torch.equal(seeded, torch.get_rng_state())
         if probe.outputs is None:
-            raise NoBackward("the snippet never calls backward() (nor torch.autograd.grad)")
+            raise _no_backward(probe)
         return probe.outputs
 
     def names(self, probe: Probe) -> dict[int, str]:
@@ -135,9 +159,18 @@ class CallableProgram:
     """``fn(*inputs)``: the inputs that require grad are the leaves, in order."""
 
     def __init__(self, fn: Callable[..., Any], inputs: Sequence[Any], *, seed: int | None) -> None:
+        owner = getattr(fn, "__self__", None)
+        if isinstance(owner, type) and issubclass(owner, torch.autograd.Function) \
+                and getattr(fn, "__name__", "") == "apply":
+            # ``Fn.apply`` was bound before the check could watch it: look it up at each call, so
+            # the Function's forward is seen as one (its no_grad inside is no cut)
+            fn = _Apply(owner)
         self.fn = fn
         self.inputs = list(inputs)
         self.seed = seed
+
+    def user_file(self, filename: str) -> bool:
+        return not_library(filename)
 
     def execute(self, probe: Probe) -> list[torch.Tensor]:
         args: list[Any] = []
@@ -152,9 +185,11 @@ class CallableProgram:
                 args.append(a)
         if self.seed is not None:
             torch.default_generator.manual_seed(self.seed)  # CPU only: the snippet runs on cpu
+        seeded = torch.get_rng_state()
         try:
             with FunctionApplyPatch(probe), probe:
                 out = self.fn(*args)
+            probe.draws = not torch.equal(seeded, torch.get_rng_state())
         except Stop:
             raise ProgramFailed(RuntimeError("the function called backward itself")) from None
         except Exception as e:
@@ -167,3 +202,13 @@ class CallableProgram:
     def names(self, probe: Probe) -> dict[int, str]:
         return {i: f"inputs[{k}]" for i, k in enumerate(
             k for k, a in enumerate(self.inputs) if isinstance(a, torch.Tensor) and a.requires_grad)}
+
+
+class _Apply:
+    """``cls.apply``, looked up when called."""
+
+    def __init__(self, cls: type) -> None:
+        self.cls = cls
+
+    def __call__(self, *args: Any) -> Any:
+        return self.cls.apply(*args)  # type: ignore[attr-defined]

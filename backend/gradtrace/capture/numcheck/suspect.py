@@ -20,8 +20,8 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
-from torch.autograd.function import BackwardCFunction
 
+from gradtrace.capture.numcheck import kinks
 from gradtrace.capture.numcheck.probe import Nudge, Probe, Site
 from gradtrace.schema.gradcheck import GradcheckResult, Reason, Suspect
 
@@ -65,12 +65,12 @@ def _path(outputs: list[torch.Tensor], target: Any) -> set[Any]:
     return {n for n, ok in memo.items() if ok}
 
 
-def _occurrence(node: Any, nodes: set[Any]) -> int:
+def occurrence(node: Any, nodes: set[Any]) -> int:
     same = sorted((n for n in nodes if n.name() == node.name()), key=lambda n: n._sequence_nr())
     return same.index(node) if node in same else 0
 
 
-def _all_nodes(outputs: list[torch.Tensor]) -> set[Any]:
+def all_nodes(outputs: list[torch.Tensor]) -> set[Any]:
     seen: set[Any] = set()
     stack = [o.grad_fn for o in outputs if o.grad_fn is not None]
     while stack:
@@ -90,16 +90,19 @@ def explain(out: GradcheckResult, outputs: list[torch.Tensor], probe: Probe, tar
         return
     target = targets[worst.tensor]
     path = _path(outputs, _node_of(target.tensor))
-    every = _all_nodes(outputs)
+    every = all_nodes(outputs)
     if out.kinks:
         node = _kink_node(probe.sites, path)
         where = f" at {node.name()}" if node is not None else ""
         out.reasons.append(Reason(
             code="kink", node=node.name() if node is not None else None,
-            occurrence=_occurrence(node, every) if node is not None else None,
+            occurrence=occurrence(node, every) if node is not None else None,
             message=f"{out.kinks} element(s) sit on a kink{where}: the left and right differences "
-                    "disagree (an input exactly at 0, a tie or a bound), so no derivative exists there"))
-    if out.verdict != "fail":
+                    "disagree (an input exactly at 0, a tie or a bound), so no derivative exists there"
+                    + (f"; at {n} of them the central difference matches the analytic value only by luck "
+                       "(the subgradient torch picks equals the mean of the two slopes)"
+                       if (n := kinks.lucky(out.elements)) else "")))
+    if out.verdict != "fail" or out.suspect is not None:
         return
     row = rows[worst.output or 0]
     sites = [s for s in probe.sites if s.tensor.grad_fn in path]
@@ -154,8 +157,9 @@ def explain(out: GradcheckResult, outputs: list[torch.Tensor], probe: Probe, tar
         consumers = [n for n in path if any(m is wrong_node for m, _ in n.next_functions)]
         suspect = max(consumers, key=lambda n: n._sequence_nr()) if consumers else None
     if suspect is not None:
-        custom = isinstance(suspect, BackwardCFunction)
-        out.suspect = Suspect(name=suspect.name(), occurrence=_occurrence(suspect, every), custom=custom,
+        site = by_node.get(suspect)
+        custom = site.user if site is not None else False  # "your code": a Function the user defined
+        out.suspect = Suspect(name=suspect.name(), occurrence=occurrence(suspect, every), custom=custom,
                               message="the gradient reaching its output agrees with the finite differences, "
                                       "the gradient it passes to its input does not: its backward is wrong")
 

@@ -1,0 +1,120 @@
+"""Parameters and leaves that end the run with no gradient, each with what starved it.
+
+"Which parameters never get a gradient" is a long-standing question of PyTorch users (DDP's
+``find_unused_parameters`` exists because of it). The document knows the answer for every leaf
+it recorded and for every frozen parameter of a called module:
+
+* ``cut``: a backward ran through a tensor computed from the leaf through a cut (``detach``,
+  ``.data``, a ``no_grad`` block), so nothing flows back to it;
+* ``unused``: no backward pass reached it (a layer called but not on the way to any loss, a
+  leaf used only under ``no_grad``);
+* ``frozen``: the parameter does not require grad (``requires_grad_(False)``), so autograd
+  records nothing for it (NOTE [frozen parameters] in capture/definitions.py).
+
+A leaf whose gradient a ``torch.autograd.grad`` call returned (rather than accumulated), or
+that a ``backward(inputs=...)`` left out on request, is not starved; a run with no backward
+pass, or one whose backward raised (the error says why), starves nothing.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from gradtrace.analysis.docview import DocView
+
+_ITEM = re.compile(r"\.item\(\)|\.tolist\(\)|float\(")
+
+
+def item_rebuild(view: DocView) -> int | None:
+    """The line that rebuilt a backward's root from a Python number
+    (``loss = torch.tensor(loss.item(), requires_grad=True)``): a root with no history whose
+    line reads a number out of a tensor; None when there is none."""
+    code = str(view.doc.get("code") or "").splitlines()
+    for p in view.doc.get("passes") or []:
+        for root in p.get("roots") or []:
+            n = view.by_id.get(root)
+            if n is None or n.get("kind") != "tensor" or view.sources.get(root) or not n.get("name"):
+                continue
+            bound = re.compile(rf"^\s*{re.escape(str(n['name']))}\s*=(.*)")
+            end = int(p.get("line") or len(code))
+            for i in range(min(end, len(code)), 0, -1):  # the last assignment before the backward
+                m = bound.match(code[i - 1].split("#", 1)[0])
+                if m:
+                    if _ITEM.search(m[1]) and "requires_grad" in m[1]:
+                        return i
+                    break
+    return None
+
+
+def _cut_of(view: DocView, acc: str, walked: set[str]) -> Mapping[str, Any] | None:
+    for c in view.nodes:
+        cut = c.get("cut")
+        if not cut or not cut.get("source"):
+            continue
+        used = [t for t in view.consumers.get(str(c["id"]), []) + view.cut_consumers.get(str(c["id"]), [])
+                if t in walked]
+        if used and acc in view.upstream(str(cut["source"])):
+            return c
+    return None
+
+
+def _reached(view: DocView, leaf: str, acc: str | None, walked: set[str]) -> bool:
+    """A backward walked a node that takes the leaf (or its AccumulateGrad) as input: its
+    gradient was computed and returned (``torch.autograd.grad``) or left out on request
+    (``backward(inputs=...)``), not starved."""
+    targets = {leaf} | ({acc} if acc else set())
+    return any(t in walked for s in targets for t in view.consumers.get(s, []))
+
+
+def starved(view: DocView) -> list[dict[str, Any]]:
+    """Every leaf and parameter that ends with no gradient, in graph order, frozen ones last."""
+    passes = view.doc.get("passes") or []
+    if not passes or not all(p.get("completed", True) for p in passes):
+        return []
+    walked = view.walked()
+    out: list[dict[str, Any]] = []
+    for n in view.nodes:
+        is_leaf = n.get("role") == "leaf" or "leaf" in (n.get("roles") or [])
+        if n.get("kind") != "tensor" or not is_leaf or n.get("grad") is not None:
+            continue
+        node = str(n["id"])
+        acc = view.accumulator(node)
+        if (acc is not None and acc in walked) or _reached(view, node, acc, walked):
+            continue
+        name = view.tensor_label(n)
+        cut = _cut_of(view, acc, walked) if acc is not None else None
+        if cut is not None:
+            kind = cut["cut"].get("kind")
+            line = cut["cut"].get("line")
+            out.append({"name": name, "node": node, "reason": "cut", "line": line,
+                        "detail": f"cut off by {kind} at line {line}: {view.tensor_label(cut)} carries no history"})
+        else:
+            line = n.get("def_line") if n.get("def_line") is not None else n.get("line")
+            out.append({"name": name, "node": node, "reason": "unused", "line": line,
+                        "detail": "no backward pass reached it"})
+    rebuilt = item_rebuild(view)
+    if rebuilt is not None:
+        for s in out:
+            if s["reason"] == "unused":
+                s.update(reason="cut", line=rebuilt,
+                         detail=f"cut by .item() at line {rebuilt}: the loss was rebuilt from a Python number, "
+                                "which carries no history")
+    code = str(view.doc.get("code") or "").splitlines()
+    for m in view.doc.get("modules") or []:
+        for p in m.get("unreached") or []:
+            attr = p.rpartition(".")[2]
+            line = next((i for i, text in enumerate(code, 1)
+                         if re.search(rf"\.{re.escape(attr)}\.(data|detach\(\))", text.split("#", 1)[0])), None)
+            if line is not None:
+                out.append({"name": f"{m['path']}.{p}", "node": None, "reason": "cut", "line": line,
+                            "detail": f"read through .data (or detach) at line {line}: it never reaches the graph"})
+            else:
+                out.append({"name": f"{m['path']}.{p}", "node": None, "reason": "unused", "line": None,
+                            "detail": "the module's forward never used it (or only under no_grad)"})
+    for m in view.doc.get("modules") or []:
+        for p in m.get("frozen") or []:
+            out.append({"name": f"{m['path']}.{p}", "node": None, "reason": "frozen", "line": None,
+                        "detail": "requires_grad is False: autograd records nothing for it"})
+    return out
