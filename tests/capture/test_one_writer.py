@@ -14,6 +14,7 @@ SHA256_ELSEWHERE = {
     "api/services.py": "the snippet's hash in the access log",
     "sandbox/kinds/registry.py": "a unique module name for a job kind loaded from a file",
     "api/fairshare.py": "a client's API key, kept only as a hash for its fair share",
+    "api/error_page.py": "the CSP hash that admits the error page's own <style>",
 }
 
 

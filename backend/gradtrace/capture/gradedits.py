@@ -51,6 +51,8 @@ from typing import Any
 
 import torch
 
+from gradtrace.capture.odd_tensors import runs_python_ops
+
 _CLONE_LIMIT = 1 << 16
 """Gradients of at most this many elements are copied to compare; larger ones fingerprinted."""
 
@@ -73,8 +75,8 @@ def _reference(g: torch.Tensor) -> torch.Tensor | None:
     """What ``g``'s values are compared against later; None when they cannot be (sparse, meta,
     not floating point): then identity and version alone tell."""
     try:
-        if g.layout != torch.strided or g.device.type == "meta" or g.is_quantized:
-            return None
+        if g.layout != torch.strided or g.device.type == "meta" or g.is_quantized or runs_python_ops(g):
+            return None  # a subclass's ops are its Python code: NOTE [tensor subclasses] in odd_tensors.py
         if not (g.is_floating_point() or g.is_complex()) or g.numel() == 0:
             return None
         if g.numel() <= _CLONE_LIMIT:
@@ -100,7 +102,8 @@ def _same_values(ref: torch.Tensor | None, g: torch.Tensor) -> bool:
 
 def _all_zero(g: torch.Tensor) -> bool:
     try:
-        return g.layout == torch.strided and g.device.type != "meta" and not bool(g.any())
+        return (g.layout == torch.strided and g.device.type != "meta" and not runs_python_ops(g)
+                and not bool(g.any()))
     except Exception:
         return False
 
