@@ -94,6 +94,8 @@ class Probe(TorchFunctionMode):
                  user_file: Callable[[str], bool] | None = None) -> None:
         super().__init__()
         self.pass_index = pass_index
+        self.aside = 0
+        """Above 0 while one of torch's checks runs (NOTE [torch's checks inside a re-run] in apply.py)."""
         self.user_file = user_file or not_library
         """Whether a source file is the user's (a cut counts only when the user's code makes it)."""
         self.reset(upcast=upcast, nudge=nudge, keep_sites=keep_sites, substitute=substitute)
@@ -181,7 +183,7 @@ class Probe(TorchFunctionMode):
     def __torch_function__(self, func: Any, types: Any, args: tuple[Any, ...] = (),
                            kwargs: dict[str, Any] | None = None) -> Any:
         kwargs = kwargs or {}
-        if _is_compiling():
+        if _is_compiling() or self.aside:
             return func(*args, **kwargs)
         if self.stopped:
             raise Stop()
@@ -252,6 +254,8 @@ class Probe(TorchFunctionMode):
     def apply_function(self, original: Callable[..., Any], cls: type, args: tuple[Any, ...],
                        kwargs: dict[str, Any]) -> Any:
         """A custom Function's ``apply``: a site of its own, and the target of ``arg`` nudges."""
+        if self.aside:
+            return original(*args, **kwargs)
         if self.stopped:
             raise Stop()
         if not torch.is_grad_enabled() or _is_compiling():
