@@ -15,6 +15,7 @@ from typing import Any
 
 import torch
 
+from gradtrace.capture.numcheck.suspect import all_nodes
 from gradtrace.schema.gradcheck import GradcheckResult, Reason, Suspect
 
 
@@ -28,14 +29,7 @@ def ignoring_node(outputs: list[torch.Tensor], tensors: list[torch.Tensor]) -> t
     roots = [o for o in outputs if o.requires_grad and o.is_floating_point()]
     if not roots:
         return False, None
-    seen: set[Any] = set()
-    stack = [o.grad_fn for o in roots if o.grad_fn is not None]
-    while stack:
-        n = stack.pop()
-        if n in seen:
-            continue
-        seen.add(n)
-        stack.extend(m for m, _ in n.next_functions if m is not None)
+    seen = all_nodes(roots)
     order: list[Any] = []
     handles = []
     for n in seen:
