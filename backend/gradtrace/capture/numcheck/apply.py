@@ -3,19 +3,24 @@ not pass through torch-function modes, so the check patches it while it runs."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Any, Protocol
 
 import torch
 
-if TYPE_CHECKING:
-    from gradtrace.capture.numcheck.probe import Probe
+
+class Watcher(Protocol):
+    """What sees each ``apply``: the probe, or forward mode's call list (``numcheck/forward.py``)."""
+
+    def apply_function(self, original: Callable[..., Any], cls: type, args: tuple[Any, ...],
+                       kwargs: dict[str, Any]) -> Any: ...
 
 
 class FunctionApplyPatch:
     """While active, ``torch.autograd.Function.apply`` reports to ``probe`` (a custom Function's
     apply does not pass through torch-function modes)."""
 
-    def __init__(self, probe: Probe) -> None:
+    def __init__(self, probe: Watcher) -> None:
         self.probe = probe
         self._saved: Any = None
 
