@@ -40,15 +40,18 @@ def _flat(outputs: list[torch.Tensor]) -> torch.Tensor:
 
 def suspect(called: list[Call], seed: int, eps: float, atol: float, rtol: float,
              user_file: Callable[[str], bool], occurrence: dict[str, int]) -> Suspect | None:
-    """The first custom Function the code defines whose jvp disagrees with its own forward."""
+    """The first custom Function whose jvp disagrees with its own forward: those the code defines
+    first (where a wrong jvp usually is), then the others (a library's)."""
     seen: dict[str, int] = {}
+    order: list[tuple[bool, int, Call, str]] = []
     for c in called:
         name = c.cls.__name__ + "Backward"
         nth = seen[name] = seen.get(name, -1) + 1
         code = getattr(getattr(c.cls, "forward", None), "__code__", None)
-        user = code is not None and user_file(code.co_filename)
-        if user and has_jvp(c.cls) and not _jvp_agrees(c, seed + nth, eps, atol, rtol):
-            return Suspect(name=name, occurrence=occurrence.get(name, 0) + nth, custom=True,
+        order.append((code is not None and user_file(code.co_filename), nth, c, name))
+    for user, nth, c, name in sorted(order, key=lambda o: not o[0]):
+        if has_jvp(c.cls) and not _jvp_agrees(c, seed + nth, eps, atol, rtol):
+            return Suspect(name=name, occurrence=occurrence.get(name, 0) + nth, custom=user,
                            message=f"its jvp's tangent disagrees with the finite differences of its own forward "
                                    f"along the same direction: {c.cls.__name__}.jvp is wrong")
     return None
