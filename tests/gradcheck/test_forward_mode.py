@@ -243,3 +243,33 @@ def _classes(fn: Any, inputs: tuple[Any, ...]) -> list[type]:
     finally:
         Function.apply = classmethod(original)  # type: ignore[method-assign,assignment]
     return seen
+
+
+class RaisingJvp(Function):
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
+        return x * 2
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
+        return grad * 2
+
+    @staticmethod
+    def jvp(ctx: Any, t: torch.Tensor) -> torch.Tensor:
+        raise RuntimeError("my jvp is broken")
+
+
+def test_a_wrong_jvp_inside_torch_ops_is_found_and_a_raising_jvp_is_said() -> None:
+    def chain(x: torch.Tensor) -> torch.Tensor:
+        return torch.sin(Cube.apply(x.exp(), 1.0)) * 2
+
+    inputs = (_x(0.1, -0.4, 0.7),)
+    assert torch_forward_verdict(chain, inputs) == "fail"
+    ours = gradcheck(chain, inputs, mode="forward")
+    assert ours.verdict == "fail" and ours.suspect is not None and ours.suspect.name == "CubeBackward", ours.summary()
+    right = gradcheck(lambda x: torch.sin(Cube.apply(x.exp(), 3.0)) * 2, inputs, mode="forward")
+    assert right.verdict == "pass" and torch_forward_verdict(lambda x: torch.sin(Cube.apply(x.exp(), 3.0)),
+                                                             inputs) == "pass"
+    raised = gradcheck(RaisingJvp.apply, inputs, mode="forward")
+    assert raised.verdict == "inconclusive" and raised.reasons[0].code == "jvp_error", raised.summary()
+    assert "my jvp is broken" in raised.reasons[0].message
