@@ -273,3 +273,28 @@ def test_a_wrong_jvp_inside_torch_ops_is_found_and_a_raising_jvp_is_said() -> No
     raised = gradcheck(RaisingJvp.apply, inputs, mode="forward")
     assert raised.verdict == "inconclusive" and raised.reasons[0].code == "jvp_error", raised.summary()
     assert "my jvp is broken" in raised.reasons[0].message
+
+
+class CubeInFloat32(Function):
+    """Casts back to float32 (no upcast possible) and forgets the factor 3 in its jvp."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
+        ctx.save_for_forward(x)
+        return (x ** 3).float()
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
+        raise NotImplementedError("only forward mode is checked here")
+
+    @staticmethod
+    def jvp(ctx: Any, t: torch.Tensor) -> torch.Tensor:
+        (x,) = ctx.saved_tensors
+        return (t * x ** 2).float()
+
+
+def test_a_function_that_insists_on_float32_is_checked_there_and_still_blamed() -> None:
+    r = gradcheck(CubeInFloat32.apply, torch.tensor([1.0, 2.0], requires_grad=True), mode="forward")
+    assert r.verdict == "fail" and r.dtype == "float32" and (r.eps, r.atol, r.rtol) == (1e-3, 1e-2, 1e-2)
+    assert "no_upcast" in [x.code for x in r.reasons]
+    assert r.suspect is not None and r.suspect.name == "CubeInFloat32Backward", r.summary()

@@ -18,6 +18,7 @@ NOTE [checking a jvp]
 
 from __future__ import annotations
 
+import random
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -97,11 +98,16 @@ class _Fn:
         self.fn, self.args, self.watch = fn, args, Calls()
         self.runs = 0
 
-    def plain(self, replace: dict[int, torch.Tensor] | None = None) -> list[torch.Tensor]:
+    def plain(self, replace: dict[int, torch.Tensor] | None = None, *, keep: bool = False) -> list[torch.Tensor]:
+        """The outputs (``keep``: and every Function call, with its arguments, kept in ``watch``)."""
         self.runs += 1
         args = [replace.get(i, a) if replace else a for i, a in enumerate(self.args)]
-        with FunctionApplyPatch(self.watch), torch.no_grad():
-            return [o.detach() for o in _outputs(self.fn(*args))]
+        self.watch.keep = keep
+        try:
+            with FunctionApplyPatch(self.watch), torch.no_grad():
+                return [o.detach() for o in _outputs(self.fn(*args))]
+        finally:
+            self.watch.keep = False
 
     def dual(self, tangents: dict[int, torch.Tensor]) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
         """(outputs, their tangents) with ``tangents`` on the inputs (zeros where one has none)."""
@@ -166,12 +172,10 @@ def _check(fn: Callable[..., Any], inputs: list[Any], targets: list[tuple[int, s
     if not targets:
         return stop("no_gradient", "no input requires grad: nothing to give a tangent to")
     try:
-        runner.watch.keep = True
-        outputs = runner.plain()
-        runner.watch.keep = False
+        outputs = runner.plain(keep=True)
         if upcast and any(o.dtype != torch.float64 for o in outputs if o.is_floating_point()):
             runner = _Fn(fn, _inputs(inputs, targets, False))
-            outputs = runner.plain()
+            outputs = runner.plain(keep=True)
             reasons.append(Reason(code="no_upcast", message="not upcast to float64: the function computes in "
                                   f"{str(outputs[0].dtype).removeprefix('torch.')} even when its inputs are "
                                   "float64; checked with looser tolerances"))
@@ -208,8 +212,6 @@ def _check(fn: Callable[..., Any], inputs: list[Any], targets: list[tuple[int, s
     total = sum(sizes)
     flat = [(ti, k) for ti, n in enumerate(sizes) for k in range(n)]
     if len(flat) > max_elements:
-        import random
-
         picked = sorted(random.Random(seed).sample(range(len(flat)), max_elements))
         flat = [flat[k] for k in picked]
         reasons.append(Reason(code="sampled", message=f"{max_elements} of {total:,} elements checked, "
