@@ -56,6 +56,9 @@ def test_a_wrong_jvp_fails_over_http_and_names_the_function_node(api: httpx.Clie
     leaf = next(n["id"] for n in run["graph"]["nodes"] if n["name"] == "x")
     refused = api.post(f"/api/runs/{run['id']}/gradcheck", json={"node": leaf, "mode": "forward"}, timeout=60)
     assert refused.status_code == 422 and "custom autograd.Function node" in refused.text
+    with_pass = api.post(f"/api/runs/{run['id']}/gradcheck", json={"node": node, "mode": "forward", "pass_index": 0},
+                         timeout=60)
+    assert with_pass.status_code == 422 and "leave pass_index out" in with_pass.text
 
 
 def test_a_right_jvp_passes_and_a_bad_mode_is_a_422(api: httpx.Client) -> None:

@@ -58,6 +58,9 @@ async def check_run(run_id: Annotated[str, Path(max_length=64)], body: StrictGra
     if body.node is not None and body.target is not None:
         raise InvalidRequest("give either a node or a target, not both", detail={"field": "node"})
     if body.mode == "forward":
+        if body.pass_index is not None:
+            raise InvalidRequest("forward mode counts a Function's calls from the snippet's start, in no "
+                                 "backward pass: leave pass_index out", detail={"field": "pass_index"})
         spec = forward_target(doc, body.node, body.target)
     elif body.node is not None:
         spec = target_for_node(doc, body.node, body.pass_index)
