@@ -91,6 +91,12 @@ def _rows(outputs: list[torch.Tensor], direction: torch.Tensor | None) -> torch.
     return flat if direction is None else (flat * direction).sum().reshape(1)
 
 
+def _fresh(a: Any) -> Any:
+    """A copy for one evaluation: a function that writes its input in place (``mark_dirty``)
+    leaves the next evaluation's input as it was."""
+    return a.detach().clone().requires_grad_(a.requires_grad) if isinstance(a, torch.Tensor) else a
+
+
 class _Fn:
     """``fn(*args)`` evaluated plainly or with tangents, every Function call watched."""
 
@@ -101,7 +107,7 @@ class _Fn:
     def plain(self, replace: dict[int, torch.Tensor] | None = None, *, keep: bool = False) -> list[torch.Tensor]:
         """The outputs (``keep``: and every Function call, with its arguments, kept in ``watch``)."""
         self.runs += 1
-        args = [replace.get(i, a) if replace else a for i, a in enumerate(self.args)]
+        args = [_fresh(replace.get(i, a) if replace else a) for i, a in enumerate(self.args)]
         self.watch.keep = keep
         try:
             with FunctionApplyPatch(self.watch), torch.no_grad():
@@ -113,7 +119,7 @@ class _Fn:
         """(outputs, their tangents) with ``tangents`` on the inputs (zeros where one has none)."""
         self.runs += 1
         with fwAD.dual_level(), FunctionApplyPatch(self.watch):
-            args = [make_dual(a, tangents[i]) if i in tangents else a for i, a in enumerate(self.args)]
+            args = [make_dual(_fresh(a), tangents[i]) if i in tangents else _fresh(a) for i, a in enumerate(self.args)]
             outs = _outputs(self.fn(*args))
             unpacked = [unpack_dual(o) for o in outs]
             return ([u.primal.detach().clone() for u in unpacked],
