@@ -104,6 +104,30 @@ def target_for_node(doc: dict[str, Any], node_id: str, pass_index: int | None = 
                          "custom autograd.Function node", detail={"node": node_id, "name": node.get("name")})
 
 
+def forward_target(doc: dict[str, Any], node_id: str | None, target: TargetSpec | None) -> TargetSpec:
+    """The Function call a forward-mode check asks for: its calls are counted from the snippet's
+    start (a forward-mode check stops at the call, whatever backward passes came before)."""
+    if (node_id is None) == (target is None):
+        raise InvalidRequest("give either a node or a target: a custom Function's node, or "
+                             '{"kind": "function", "name": ..., "occurrence": ...}', detail={"field": "node"})
+    if target is not None:
+        if target.kind != "function":
+            raise InvalidRequest("forward mode checks a custom Function's jvp: give a target of kind 'function'",
+                                 detail={"field": "target"})
+        return target
+    nodes = {n.get("id"): n for n in doc.get("graph", {}).get("nodes", [])}
+    node = nodes.get(node_id)
+    if node is None:
+        raise NotFound(f"the run has no node {node_id!r}", detail={"node": node_id})
+    code = doc.get("code")
+    if not is_custom_function(node, code if isinstance(code, str) else None):
+        raise InvalidRequest(f"node {node_id} ({node.get('name')}) cannot be checked in forward mode: pick a "
+                             "custom autograd.Function node", detail={"node": node_id, "name": node.get("name")})
+    same = _function_nodes(doc, str(node["name"]))
+    return TargetSpec(kind="function", name=str(node["name"]),
+                      occurrence=next(i for i, n in enumerate(same) if n.get("id") == node_id))
+
+
 def spec_for_target(doc: dict[str, Any], spec: TargetSpec) -> TargetSpec:
     """A target spelled out for a stored run, with its default pass: "every parameter" is
     checked in the first pass that reached a parameter (a snippet may call
@@ -163,7 +187,14 @@ def node_id_for(doc: dict[str, Any], name: str, occurrence: int, segment: int | 
 def place_on_run(doc: dict[str, Any], result: GradcheckResult) -> GradcheckResult:
     """``result`` with the suspect's and the reasons' node ids in ``doc`` filled in (and only
     those: ids the sandbox wrote are never trusted), and the checked pass's line and
-    iteration (which call of that line it was)."""
+    iteration (which call of that line it was). A forward-mode check's calls count from the
+    snippet's start, in no pass."""
+    if result.mode == "forward":
+        if result.suspect is not None:
+            result.suspect.node_id = node_id_for(doc, result.suspect.name, result.suspect.occurrence)
+        for r in result.reasons:
+            r.node_id = None
+        return result
     k = result.pass_index = _doc_pass(doc, result.pass_index)
     if result.suspect is not None:
         result.suspect.node_id = node_id_for(doc, result.suspect.name, result.suspect.occurrence, k)

@@ -4,7 +4,8 @@
 
 The run route reads the stored run's code and seed (the snippet re-runs exactly as it ran),
 turns the clicked node into a target (``analysis/gradcheck.py``) and puts the answer's suspect
-back on the run's node ids. A node that cannot be checked, a target that is not in the
+back on the run's node ids. ``mode: forward`` checks a custom Function's ``jvp`` instead
+(the node must be one, or the target of kind ``function``). A node that cannot be checked, a target that is not in the
 program, or too many elements is a 4xx; a snippet that cannot be re-run deterministically,
 or that hits a sandbox limit, is a 200 with verdict ``inconclusive`` and the reason.
 """
@@ -17,7 +18,13 @@ from fastapi import APIRouter, Path, Request
 from fastapi.responses import Response
 from pydantic import ConfigDict
 
-from gradtrace.analysis.gradcheck import for_the_rerun, place_on_run, spec_for_target, target_for_node
+from gradtrace.analysis.gradcheck import (
+    for_the_rerun,
+    forward_target,
+    place_on_run,
+    spec_for_target,
+    target_for_node,
+)
 from gradtrace.api.errors import ERROR_RESPONSES
 from gradtrace.api.jobs import CLIENT_CLOSED, ClientGone, new_job, run_unless_client_leaves
 from gradtrace.api.services import ServicesDep
@@ -50,7 +57,12 @@ async def check_run(run_id: Annotated[str, Path(max_length=64)], body: StrictGra
     doc = load(svc.require_kept_run(run_id, instead="run the snippet again to check it"))
     if body.node is not None and body.target is not None:
         raise InvalidRequest("give either a node or a target, not both", detail={"field": "node"})
-    if body.node is not None:
+    if body.mode == "forward":
+        if body.pass_index is not None:
+            raise InvalidRequest("forward mode counts a Function's calls from the snippet's start, in no "
+                                 "backward pass: leave pass_index out", detail={"field": "pass_index"})
+        spec = forward_target(doc, body.node, body.target)
+    elif body.node is not None:
         spec = target_for_node(doc, body.node, body.pass_index)
     elif body.target is not None:
         spec = body.target
@@ -64,10 +76,12 @@ async def check_run(run_id: Annotated[str, Path(max_length=64)], body: StrictGra
         raise InvalidRequest("say what to check: a node of the run, or a target "
                              '({"kind": "leaf", "name": "x"}, {"kind": "parameters"}, {"kind": "function", ...})',
                              detail={"field": "node"})
-    spec = for_the_rerun(doc, spec)
+    if body.mode == "backward":
+        spec = for_the_rerun(doc, spec)
     seed = doc.get("seed")
     result = await _check(request, svc, code=str(doc.get("code") or ""), seed=seed if isinstance(seed, int) else None,
-                          target=spec, max_elements=body.max_elements, sample_seed=body.seed or 0)
+                          target=spec, max_elements=body.max_elements, sample_seed=body.seed or 0,
+                          mode=body.mode)
     if result is None:
         return Response(status_code=CLIENT_CLOSED)
     place_on_run(doc, result)
@@ -79,18 +93,19 @@ async def check_run(run_id: Annotated[str, Path(max_length=64)], body: StrictGra
              summary="Check a snippet's gradient numerically (no stored run needed)")
 async def check_code(body: StrictCodeGradcheckRequest, request: Request, svc: ServicesDep) -> Response:
     result = await _check(request, svc, code=body.code, seed=body.seed, target=body.target,
-                          max_elements=body.max_elements, sample_seed=body.seed)
+                          max_elements=body.max_elements, sample_seed=body.seed, mode=body.mode)
     if result is None:
         return Response(status_code=CLIENT_CLOSED)
     return Response(result.model_dump_json().encode(), media_type="application/json")
 
 
 async def _check(request: Request, svc: ServicesDep, *, code: str, seed: int | None, target: TargetSpec,
-                 max_elements: int, sample_seed: int) -> GradcheckResult | None:
+                 max_elements: int, sample_seed: int, mode: str = "backward") -> GradcheckResult | None:
     """Run the job; None when the client left (the job was killed)."""
     job = new_job(request, svc, code=code, device="cpu", seed=seed, kind="gradcheck",
                   params={"target": target.model_dump(mode="json"), "max_elements": max_elements,
-                          "sample_seed": sample_seed, "time_budget_s": TIME_SHARE * svc.limits.timeout_s})
+                          "sample_seed": sample_seed, "time_budget_s": TIME_SHARE * svc.limits.timeout_s,
+                          "mode": mode})
     try:
         answer = await run_unless_client_leaves(request, svc.require_runner().run(job))
     except ClientGone:

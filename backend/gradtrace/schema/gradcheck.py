@@ -32,8 +32,13 @@ ReasonCode = Literal[
     "upcast", "no_upcast", "kink", "nondeterministic_backward", "nondeterministic_forward",
     "step_below_resolution", "sampled", "overlapping_memory", "no_backward", "program_error",
     "backward_error", "no_gradient", "projected", "cut", "limit", "seeded", "nonfinite_gradient",
-    "ignores_grad_output",
+    "ignores_grad_output", "no_jvp", "jvp_error",
 ]
+Mode = Literal["backward", "forward"]
+"""``backward``: autograd's gradient (a vector-Jacobian product) against finite differences;
+``forward``: a custom Function's ``jvp`` (forward-mode AD, a Jacobian-vector product) against
+finite differences along the same direction (NOTE [checking a jvp] in
+``capture/numcheck/forward.py``)."""
 Number = float | str
 MAX_ELEMENTS = 512
 DEFAULT_MAX_ELEMENTS = 64
@@ -84,6 +89,9 @@ class GradcheckRequest(_Model):
     pass_index: int | None = Field(default=None, ge=0, le=1_000_000)
     """With ``node``: which backward pass to check (``passes[].index``); by default the pass
     after the node's creation (a Function) or the first pass that reached it (a leaf)."""
+    mode: Mode = "backward"
+    """``forward``: check a custom Function's ``jvp`` (the node must be one, or the target kind
+    ``function``); its call is counted from the snippet's start, not within a pass."""
 
 
 class CodeGradcheckRequest(_Model):
@@ -93,6 +101,8 @@ class CodeGradcheckRequest(_Model):
     target: TargetSpec
     seed: int = Field(default=0, ge=0, le=2**63 - 1)
     max_elements: int = Field(default=DEFAULT_MAX_ELEMENTS, ge=1, le=MAX_ELEMENTS)
+    mode: Mode = "backward"
+    """``forward``: check the target Function's ``jvp`` (target kind ``function``)."""
 
 
 class CheckedTensor(_Model):
@@ -158,6 +168,8 @@ SCHEMA_VERSION = 1
 
 class GradcheckResult(_Model):
     verdict: Verdict
+    mode: Mode = "backward"
+    """What was checked: the backward (gradients) or a Function's jvp (tangents)."""
     dtype: str = "float64"
     """The dtype the check computed in."""
     eps: float = 1e-6
@@ -225,8 +237,11 @@ class GradcheckResult(_Model):
         return f"checked backward {self.pass_index + 1}{of}" + (f" ({', '.join(where)})" if where else "")
 
     def summary(self) -> str:
-        lines = [f"gradcheck: {self.verdict} ({self.checked} of {self.total} elements checked in "
-                 f"{self.dtype}, {self.failed} failed, {self.kinks} on a kink)", self.describe_pass()]
+        what = "gradcheck" if self.mode == "backward" else "gradcheck (forward mode, jvp)"
+        lines = [f"{what}: {self.verdict} ({self.checked} of {self.total} elements checked in "
+                 f"{self.dtype}, {self.failed} failed, {self.kinks} on a kink)"]
+        if self.mode == "backward":
+            lines.append(self.describe_pass())
         if self.elements:
             lines.append("worst: " + self.describe_worst())
         if self.suspect is not None:

@@ -14,13 +14,18 @@ from __future__ import annotations
 
 import functools
 import sys
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Any, Protocol
 
 import torch
 import torch.autograd.gradcheck
 
-if TYPE_CHECKING:
-    from gradtrace.capture.numcheck.probe import Probe
+
+class Watcher(Protocol):
+    """What sees each ``apply``: the probe, or forward mode's call list (``numcheck/forward.py``)."""
+
+    def apply_function(self, original: Callable[..., Any], cls: type, args: tuple[Any, ...],
+                       kwargs: dict[str, Any]) -> Any: ...
 
 
 _gradcheck_module = sys.modules["torch.autograd.gradcheck"]
@@ -32,7 +37,7 @@ class FunctionApplyPatch:
     apply does not pass through torch-function modes), and torch's own checks run with the probe
     looking away (NOTE [torch's checks inside a re-run])."""
 
-    def __init__(self, probe: Probe) -> None:
+    def __init__(self, probe: Watcher) -> None:
         self.probe = probe
         self._saved: Any = None
         self._checks: list[tuple[Any, str, Any]] = []
@@ -53,7 +58,7 @@ class FunctionApplyPatch:
             wrapper = classmethod(apply)
             self.probe._apply_wrapper = wrapper  # type: ignore[attr-defined]
         fn_cls.apply = wrapper  # type: ignore[method-assign,assignment]
-        for name in _CHECKS:
+        for name in _CHECKS if hasattr(self.probe, "aside") else ():  # a watcher of a snippet's re-run
             check = getattr(_gradcheck_module, name)
             aside = _looking_away(self.probe, check)
             for owner in (_gradcheck_module, torch.autograd):
@@ -69,7 +74,7 @@ class FunctionApplyPatch:
             setattr(owner, name, check)
 
 
-def _looking_away(probe: Probe, check: Any) -> Any:
+def _looking_away(probe: Any, check: Any) -> Any:
     """``check`` run with ``probe.aside`` raised; one wrapper per probe and check, kept across
     executions (compiled code guards on what it called)."""
     cache: dict[Any, Any] = probe.__dict__.setdefault("_aside_wrappers", {})

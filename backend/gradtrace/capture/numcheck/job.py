@@ -1,6 +1,7 @@
 """The sandbox child's side of a ``gradcheck`` job: re-run the snippet, answer the result's JSON.
 
-The job carries the snippet, its seed, the target (a :class:`TargetSpec`) and ``max_elements``.
+The job carries the snippet, its seed, the target (a :class:`TargetSpec`), ``max_elements`` and
+``mode`` (``forward``: the target Function's ``jvp``).
 A target that is not in the program answers a result with status ``refused`` and the reason
 in ``message`` (the web process turns it into a 422); everything the snippet does is a
 verdict with reasons, never an exception.
@@ -11,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from gradtrace.capture.numcheck import TargetError, check_snippet
-from gradtrace.schema.gradcheck import DEFAULT_MAX_ELEMENTS, GradcheckResult, TargetSpec
+from gradtrace.schema.gradcheck import DEFAULT_MAX_ELEMENTS, GradcheckResult, Mode, TargetSpec
 
 
 def run_gradcheck(job: dict[str, Any], *, filename: str = "<snippet>") -> bytes:
@@ -20,10 +21,12 @@ def run_gradcheck(job: dict[str, Any], *, filename: str = "<snippet>") -> bytes:
         spec = TargetSpec.model_validate(job.get("target") or {})
         sample = job.get("sample_seed")
         budget = job.get("time_budget_s")
+        mode: Mode = "forward" if job.get("mode") == "forward" else "backward"
         result = check_snippet(str(job["code"]), spec, seed=int(job.get("seed") or 0),
                                max_elements=int(job.get("max_elements", DEFAULT_MAX_ELEMENTS)), filename=filename,
                                sample_seed=None if sample is None else int(sample),
-                               time_budget_s=float(budget) if isinstance(budget, (int, float)) else None)
+                               time_budget_s=float(budget) if isinstance(budget, (int, float)) else None,
+                               mode=mode)
     except (TargetError, ValueError) as e:
         return _refused(str(e).split("\n")[0])
     except SyntaxError as e:

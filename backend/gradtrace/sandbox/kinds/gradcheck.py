@@ -5,7 +5,8 @@ has loaded torch, and the job imports numcheck inside ``handle``). Web side: the
 :class:`gradtrace.schema.gradcheck.GradcheckResult`, validated here; the supervisor's own
 answers (a time, memory or output limit, a crash) are results too, with the verdict
 ``inconclusive`` and the limit as their reason, so the route always has one model to answer.
-``params``: ``target`` (a TargetSpec), ``max_elements``, ``sample_seed``.
+``params``: ``target`` (a TargetSpec), ``max_elements``, ``sample_seed``, ``mode`` (``backward``
+or ``forward``: a custom Function's ``jvp``).
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ def failed(job: Job, status: str, message: str, stdout: str) -> JobResult:
     max_elements = job.params.get("max_elements")
     return _result(GradcheckResult(
         verdict="inconclusive", status=status, message=message,  # type: ignore[arg-type]
+        mode="forward" if job.params.get("mode") == "forward" else "backward",
         max_elements=max_elements if isinstance(max_elements, int) else 64,
         reasons=[Reason(code="limit", message=f"the re-runs did not finish: {message}")]))
 
