@@ -19,6 +19,8 @@ export class GraphCanvas {
     this.cb = callbacks;
     /** How much larger than usual Fit makes the text (presentation mode, ui/present.js). */
     this.textScale = 1;
+    /** Whether Fit frames the whole graph unasked (a compare pane: what differs may be anywhere). */
+    this.wholeByDefault = false;
     this.base = host.querySelector("canvas.gt-base");
     this.overlay = host.querySelector("canvas.gt-overlay");
     this.minimap = new Minimap(host.querySelector("canvas.gt-minimap"), (wx, wy) => {
@@ -69,7 +71,7 @@ export class GraphCanvas {
   setLineSelection(vs) { this.lineSel = new Set(vs); this.redraw(); }
 
   /** Frame the graph (NOTE [fit] in render/fit.js); `whole` shows all of it, however small. */
-  fit({ whole = false } = {}) {
+  fit({ whole = this.wholeByDefault } = {}) {
     if (!this.scene) return;
     // Fit follows a change of the page (a new scene, a button): the size is measured afresh.
     const m = this._measure();

@@ -10,6 +10,8 @@ export const MONO = "ui-monospace, monospace";
 const TEXT_PAD = 8;
 /** The smallest size a title is set at to fit its box whole, before it is shortened. */
 const FIT_PX = 9.5;
+/** How much narrower than its text a node's label may be drawn at the overview level. */
+const SQUEEZE = 1.15;
 /** A title shortened to this many characters or fewer gives way to its short form. */
 const SHORT_TITLE = 8;
 
@@ -41,6 +43,9 @@ export function drawTexts(ctx, scene, texts, cam, vw, vh, dpr, batches) {
       // A title keeps its shortened whole text ("▾ enc.layers.0 · Transfo…") unless that is cut
       // to SHORT_TITLE characters or fewer and the short form says as much ("▾ e.l.0" over "▾ enc…").
       const alt = w > room && t.alts ? t.alts.find((a) => ctx.measureText(a).width <= room) : undefined;
+      // A label a little too wide for its box is drawn condensed (fillText's maxWidth) rather
+      // than shortened: "AccumulateGrad" reads better squeezed by a tenth than as "Acc…".
+      if (t.abbrOnly && w > room && w <= room * SQUEEZE) w = room;
       if (t.abbrOnly && w > room) {
         if (alt === undefined) continue;
         text = alt; w = ctx.measureText(text).width;
