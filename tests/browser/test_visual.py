@@ -34,11 +34,7 @@ STATES = ["fit", "stepping", "present", "whole"]
 PROGRAMS = {"lesson": "mlp_loss", "gru200": GRU_200, "transformer6": TRANSFORMER_6}
 """The lesson by its id (run from the gallery), the others as code (tests/programs.py)."""
 
-WHOLE_STRIP = ("page defect: ⤢ on the 6-layer transformer draws a narrow strip of single letters that "
-               "reaches the canvas's top and bottom edges (its ends cut)")
-KNOWN: list[tuple[str, str]] = [
-    (r"test_the_playground\[.*-whole-transformer6\]", WHOLE_STRIP),
-]
+KNOWN: list[tuple[str, str]] = []
 """(test id pattern, the page defect that makes those cases fail today): each is marked
 ``xfail(strict=False)`` with its reason; the checks stay strict everywhere else."""
 

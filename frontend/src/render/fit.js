@@ -36,11 +36,14 @@ export const BAND = 0.44;
 export function fitCamera(scene, k, size, reserve = [0, 0], { whole = false, readK = READ_K } = {}) {
   const s = scene, { vnodes } = s.view;
   const w = size.w - reserve[0], h = size.h - reserve[1];
-  const gw = Math.max(s.width, 1) + 40, gh = Math.max(s.height, 1) + 40;
+  // 20 world px around the graph, and the edges a wrapped layout runs past its columns' ends.
+  const over = (s.layout && s.layout.overhang) || 0;
+  const mx = 20 + (s.layout && s.layout.direction === "LR" ? over : 0), my = 20 + (s.layout && s.layout.direction === "LR" ? 0 : over);
+  const gw = Math.max(s.width, 1) + 2 * mx, gh = Math.max(s.height, 1) + 2 * my;
   const kw = Math.min(w / gw, h / gh, 1.6);
   // A graph legible whole at the page's own reading zoom is shown whole in presentation mode
   // too (its larger reading zoom is for graphs too big to show whole: NOTE [fit]).
-  if (kw >= Math.min(readK, READ_K) || whole || smallWhole(s, size)) return { k: kw, x: -20 - (w / kw - gw) / 2, y: -20 - (h / kw - gh) / 2 };
+  if (kw >= Math.min(readK, READ_K) || whole || smallWhole(s, size)) return { k: kw, x: -mx - (w / kw - gw) / 2, y: -my - (h / kw - gh) / 2 };
   const fits = (b) => Math.min(w / (b[2] - b[0] + 60), h / (b[3] - b[1] + 60)) >= readK;
   const withFolds = activeBox(s, k, true);
   const box = withFolds && fits(withFolds) ? withFolds : activeBox(s, k, false);
