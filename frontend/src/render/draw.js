@@ -81,7 +81,7 @@ export function drawScene(ctx, scene, st, cam, vw, vh, opts) {
     ctx.setLineDash([]);
     // At the overview level the title speaks for the boxes inside, too small for their own
     // text: it may use the box's whole width, on a background (NOTE [overview labels]).
-    texts.push({ kind: "title", text: b.title || `▾ ${b.path}`, wx: b.lx, wy: b.ly, base: 11, min: 11, color: pal.boxText, prio: 2,
+    texts.push({ kind: "title", text: b.title || `▾ ${b.path}`, wx: b.lx, wy: b.ly, base: 11, min: 11, color: pal.boxText, prio: 2, box: b, knock: pal.labelBg,
       room: overview ? Math.max(b.tw, b.x1 - b.lx) : b.tw, bg: overview ? pal.labelBg : undefined,
       clip: [b.x0, b.y0, b.x1, b.y1], alts: (b.alts ||= titleAlts(b.title || `▾ ${b.path}`)) });
     // NOTE [modules as regions]: zoomed out, where the nodes are too small for any text, each
@@ -255,7 +255,7 @@ export function drawScene(ctx, scene, st, cam, vw, vh, opts) {
     if (st.current.has(v)) ring(ctx, scene, v, pal.current, 3.5 * px, 3);
   }
   nodeTexts(scene, st, batches, pal, k, texts);
-  opts.placed = drawTexts(ctx, scene, texts, cam, vw, vh, dpr, batches);
+  opts.placed = drawTexts(ctx, scene, texts, cam, vw, vh, dpr, batches, st.k);
 }
 
 function ring(ctx, scene, v, color, width, pad, dash) {

@@ -22,9 +22,12 @@ class Grid {
     }
     return out;
   }
-  hits(r, owner, overNodes = false) {
+  hits(r, owner, overNodes = false, lines = null) {
     for (const key of this._keys(r)) {
-      for (const o of this.cells.get(key) || []) if ((owner === undefined || o.owner !== owner) && !(overNodes && (o.node || o.yields)) && intersects(o, r)) return true;
+      for (const o of this.cells.get(key) || []) {
+        if (o.line) { if (lines && o.line !== lines && intersects(o, r)) return true; continue; }
+        if ((owner === undefined || o.owner !== owner) && !(overNodes && (o.node || o.yields)) && intersects(o, r)) return true;
+      }
     }
     return false;
   }
@@ -55,11 +58,24 @@ export function placeLabels(items, obstacles, vw, vh) {
   const grid = new Grid();
   for (const o of obstacles) grid.add(o);
   const placed = [];
-  for (const it of items) {
+  for (const it0 of items) {
+    let it = it0;
     if (!(it.px >= MIN_TEXT_PX)) continue;
     let cands = it.candidates;
     if (it.clamp) cands = [...cands, ...cands.map(([x, y]) => [clampTo(x, it.w, vw), clampTo(y, it.h, vh)])];
-    for (const [x, y] of cands) {
+    // NOTE [titles clear of lines]: a module's title takes the first of its places that no edge
+    // and no other module's outline runs through (`line` obstacles: pieces of those lines, each
+    // marked with the box it outlines, which its own title may touch); where every place is
+    // crossed it is drawn on a background of its own (`knock`), so no line runs through its text.
+    let tries = cands.map(([x, y]) => [x, y, it0]);
+    if (it0.lines) {
+      const crossed = (x, y) => grid.hits({ x, y, w: it0.w, h: it0.h }, undefined, false, it0.lines);
+      const knocked = it0.bg ? it0 : { ...it0, bg: it0.knock, w: it0.w + 6 };
+      tries = [...cands.filter(([x, y]) => !crossed(x, y)).map(([x, y]) => [x, y, it0]),
+        ...cands.filter(([x, y]) => crossed(x, y)).map(([x, y]) => (it0.bg ? [x, y, it0] : [x - 3, y, knocked]))];
+    }
+    for (const [x, y, variant] of tries) {
+      it = variant;
       const r = { x, y, w: it.w, h: it.h, owner: it.owner };
       if (x < 0 || y < 0 || x + it.w > vw || y + it.h > vh) continue;
       if (grid.hits(r, it.owner, !!it.over)) continue;  // `over`: a region's label may cover its nodes
