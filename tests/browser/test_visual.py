@@ -150,6 +150,36 @@ def test_the_playground(playground_with: tuple[str, Any], state: str, scheme: st
     _check(page, artifacts_dir, f"{name}-{state}-{size[0]}x{size[1]}-{scheme}", graphs=1, whole=whole)
 
 
+def _open_layer(page: Any, layer: int) -> None:
+    spin = page.get_by_role("spinbutton", name="TransformerEncoderLayer number")
+    spin.fill(str(layer))
+    spin.press("Enter")
+    wait_until(page, f"window.gradtrace.app.viewer.openUnits[0] === {layer - 1}")
+
+
+@pytest.mark.parametrize("playground_with", ["transformer6"], indirect=True)
+@pytest.mark.parametrize("size", SIZES, ids=SIZE_IDS)
+def test_a_later_layer_of_the_transformer(playground_with: tuple[str, Any], size: tuple[int, int],
+                                          artifacts_dir: Path) -> None:
+    """Layers 2 and 4 opened from the picker, and stepped on from there: the module titles
+    (the narrow dropout boxes beside norm2) keep clear of the other boxes and of the edges."""
+    _, page = playground_with
+    _present(page, False)
+    _look(page, size, "light")
+    try:
+        for layer in (2, 4):
+            _open_layer(page, layer)
+            page.get_by_role("button", name="Fit").click()
+            _check(page, artifacts_dir, f"transformer6-layer{layer}-{size[0]}x{size[1]}", graphs=1)
+            page.locator("#graph").focus()
+            for _ in range(3):
+                page.keyboard.press("ArrowRight")
+            page.get_by_role("button", name="Fit").click()
+            _check(page, artifacts_dir, f"transformer6-layer{layer}-on-{size[0]}x{size[1]}", graphs=1)
+    finally:
+        _open_layer(page, 1)
+
+
 @pytest.fixture(scope="module")
 def stored(live_server: Any) -> dict[str, Any]:
     """Two runs kept by the service (a lesson, and the same lesson edited) and a share of the first."""
