@@ -88,9 +88,9 @@ export class Minimap {
     return tooBig || scene.view.vnodes.length > 40 || !!scene.units;
   }
 
-  /** Draw for a scene and camera; hidden for small graphs, which fit the view anyway. */
+  /** Draw for a scene and camera; hidden for small graphs, which fit the view anyway, and while the whole graph is framed (`wholeShown`). */
   draw(scene, cam, view, pal, dpr, readK) {
-    const show = this.wanted(scene, view, readK) && !this.blocked;
+    const show = this.wanted(scene, view, readK) && !this.blocked && !this.wholeShown;
     this.canvas.hidden = !show;
     if (!show) return;
     const [W, H] = minimapSize(view);

@@ -116,8 +116,17 @@ export function drawTexts(ctx, scene, texts, cam, vw, vh, dpr, batches, step) {
         if (t.kind === "title" && vx0 + w + bgw + 12 <= vx1) candidates.push([vx0, Math.min(vy0 + h, vy1 - h)]);
       }
     }
+    // A title's shorter forms, for where its whole text would run into a line (labels.js).
+    let shorter;
+    if (t.kind === "title") {
+      shorter = [];
+      for (const f of [0.7, 0.5]) {
+        const sh = ellipsize(t.text, w * f, (q) => ctx.measureText(q).width);
+        if (sh && sh !== text) shorter.push({ text: sh, w: ctx.measureText(sh).width + (t.bg ? 6 : 0) });
+      }
+    }
     items.push({ ...t, text, full: text === t.text ? undefined : t.text, font, size, w: t.bg ? w + 6 : w, h, px: size, candidates, owner: t.node,
-      lines: t.kind === "title" ? t.box || true : undefined });
+      lines: t.kind === "title" ? t.box || true : undefined, shorter });
   }
   items.sort((a, b) => a.prio - b.prio);
   // Only the nodes where some text could go are obstacles (NOTE [texts too small to show]:
