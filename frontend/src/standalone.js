@@ -17,13 +17,27 @@ function base64Bytes(text) {
   return out;
 }
 
+// NOTE [saved file in a narrow window]: the file is the whole window, as the page is, so below
+// 900 px it takes the page's narrow arrangement (static/app.css, NOTE [narrow windows]): the
+// inspector under the code and the graph the whole height of its column, with a one-row
+// toolbar that scrolls. A notebook's column keeps the widget's own (src/widget/viewer.css).
+const SAVED_CSS = `
+@container (max-width: 900px) {
+  .gt-viewer .gt-main { grid-template-columns: minmax(200px, 32%) minmax(0, 1fr); grid-template-rows: minmax(0, 1fr) minmax(120px, 40%);
+    grid-template-areas: "code graph" "inspector graph"; }
+  .gt-viewer .gt-inspector { border-top: 1px solid var(--border); border-right: 1px solid var(--border); }
+  .gt-viewer .gt-toolbar { flex-wrap: nowrap; overflow-x: auto; }
+  .gt-viewer .gt-toolbar > * { flex: none; }
+}
+.gt-keys { flex-shrink: 0; }`;
+
 async function main() {
   const host = document.getElementById("gradtrace");
   const workerUrl = URL.createObjectURL(new Blob([WORKER_SOURCE], { type: "text/javascript" }));
   // The explanations the file carries (backend/gradtrace/notebook/html.py), when it has them.
   const carried = document.getElementById("gt-explain");
   const explain = carried ? fromCarried(await gunzipJson(base64Bytes(carried.textContent))) : undefined;
-  const viewer = new EmbeddedViewer(host, { css: CSS, workerUrl, height: "calc(100vh - 42px)", explain });
+  const viewer = new EmbeddedViewer(host, { css: CSS + SAVED_CSS, workerUrl, height: "calc(100vh - 42px)", explain });
   window.gradtrace = { viewer };
   const el = document.getElementById("gt-run");
   const doc = await gunzipJson(base64Bytes(el.textContent));

@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import { indexDocument } from "../src/graph/document.js";
 import { Timeline } from "../src/graph/timeline.js";
 import { makeScene } from "../src/render/scene.js";
-import { BAND, READ_K, fitCamera } from "../src/render/fit.js";
+import { BAND, READ_K, WHOLE_K, fitCamera, smallWhole } from "../src/render/fit.js";
 
 const ROW = 70, NW = 120, NH = 36;
 
@@ -71,6 +71,22 @@ test("the minimap's reserve is left out of the frame", () => {
   const cam = fitCamera(scene, 90, VIEW, [0, 120]);
   const s = onScreen(scene, 90, cam);
   assert.ok(Math.abs(s.node - (VIEW.h - 120) / 2) <= 1, `node at ${s.node}`);
+});
+
+test("a small graph too tall to be legible whole is still shown whole at the end of its run", () => {
+  // Nine rows in a 400 px view: whole only below READ_K, as lesson 4's MLP in the page.
+  const scene = chainScene(9);
+  const end = 18;
+  assert.ok(smallWhole(scene, VIEW));
+  const cam = fitCamera(scene, end, VIEW);
+  assert.ok(cam.k < READ_K && cam.k >= WHOLE_K, `zoom ${cam.k}`);
+  const s = onScreen(scene, end, cam);
+  assert.ok(s.top >= 0 && s.bottom <= VIEW.h, `drawn ${s.top}–${s.bottom} of ${VIEW.h}`);
+  // Too tall even for WHOLE_K, or not small: framed at a legible zoom as before.
+  for (const big of [chainScene(16), chainScene(60)]) {
+    assert.ok(!smallWhole(big, VIEW));
+    assert.ok(fitCamera(big, 2 * big.view.vnodes.length, VIEW).k >= READ_K);
+  }
 });
 
 test("a graph legible whole is shown whole, centred", () => {

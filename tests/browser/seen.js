@@ -83,7 +83,7 @@
     }
     const sx = r.width / el.width, sy = r.height / el.height;
     const drawn = ink ? { x0: r.left + x0 * sx, y0: r.top + y0 * sy, x1: r.left + (x1 + 1) * sx, y1: r.top + (y1 + 1) * sy } : null;
-    const placed = (c.placed || []).map((p) => ({ text: p.text, kind: p.kind, x0: p.x, y0: p.y, x1: p.x + p.w, y1: p.y + p.h }));
+    const placed = (c.placed || []).map((p) => ({ text: p.text, kind: p.kind, clip: p.clip, bg: !!p.bg, x0: p.x, y0: p.y, x1: p.x + p.w, y1: p.y + p.h }));
     const w = r.width, h = r.height;
     const outside = placed.filter((p) => p.x0 < -0.5 || p.y0 < -0.5 || p.x1 > w + 0.5 || p.y1 > h + 0.5)
       .map((p) => `"${p.text}" (${p.kind}) at ${Math.round(p.x0)},${Math.round(p.y0)}–${Math.round(p.x1)},${Math.round(p.y1)} of ${Math.round(w)}×${Math.round(h)}`);
@@ -93,7 +93,70 @@
       if (x.x1 - x.x0 > 1 && x.y1 - x.y0 > 1) labelOverlaps.push(`"${placed[i].text}" and "${placed[j].text}"`);
     }
     const margin = ink ? Math.min(x0, y0, el.width - 1 - x1, el.height - 1 - y1) * Math.min(sx, sy) : null;
-    return { canvas: box(r), drawn, margin, ink: ink / Math.ceil(el.width / step) / Math.ceil(el.height / step), labels: placed.length, outside, labelOverlaps };
+    // What the canvas draws under its texts, in the canvas's CSS px: node boxes, module box
+    // outlines and edges drawn at this step.
+    const s = c.scene, cam = c.cam, K = cam.k, at = c.k;
+    const X = (wx) => (wx - cam.x) * K, Y = (wy) => (wy - cam.y) * K;
+    const onCanvas = (q) => q.x1 > 0 && q.y1 > 0 && q.x0 < w && q.y0 < h;
+    const nodes = [], outlines = [], edges = [];
+    if (s) {
+      s.view.vnodes.forEach((n, v) => {
+        if (!(s.reveal[v] <= at)) return;
+        const q = { v, text: n.label, x0: X(s.x[v] - n.w / 2), y0: Y(s.y[v] - n.h / 2), x1: X(s.x[v] + n.w / 2), y1: Y(s.y[v] + n.h / 2) };
+        if (onCanvas(q)) nodes.push(q);
+      });
+      for (const b of s.boxes || []) {
+        if (!(b.reveal <= at) || !b.poly) continue;
+        const pts = [];
+        for (let i = 0; i < b.poly.length; i += 2) pts.push(X(b.poly[i]), Y(b.poly[i + 1]));
+        outlines.push({ name: b.title || b.path, pts, x0: X(b.x0), y0: Y(b.y0), x1: X(b.x1), y1: Y(b.y1) });
+      }
+      s.view.vedges.forEach((e, k) => {
+        if (!(s.edgeReveal[k] <= at)) return;
+        const p = s.layout.points[k] && s.layout.points[k].length >= 4 ? s.layout.points[k] : [s.x[e.s], s.y[e.s], s.x[e.t], s.y[e.t]];
+        const pts = [];
+        for (let i = 0; i < p.length; i += 2) pts.push(X(p[i]), Y(p[i + 1]));
+        edges.push(pts);
+      });
+    }
+    // Whether a polyline (closed: a box outline) runs through a rectangle shrunk by 1 px.
+    const crosses = (pts, q, closed) => {
+      const a = { x0: q.x0 + 1, y0: q.y0 + 1, x1: q.x1 - 1, y1: q.y1 - 1 };
+      const inside = (x, y) => x > a.x0 && x < a.x1 && y > a.y0 && y < a.y1;
+      const n = pts.length / 2;
+      for (let i = 0; i < (closed ? n : n - 1); i++) {
+        let [px, py] = [pts[2 * i], pts[2 * i + 1]];
+        const j = (i + 1) % n, qx = pts[2 * j], qy = pts[2 * j + 1];
+        for (let t = 0; t <= 16; t++) if (inside(px + (qx - px) * t / 16, py + (qy - py) * t / 16)) return true;
+      }
+      return false;
+    };
+    // A module's title, an edge's label or a node's text over the drawn graph: a node box not its
+    // own, an edge (titles only: an edge's label sits on its edge, on a background), the outline of
+    // a module box other than its own.
+    const covered = [];
+    const own = (p, o) => p.clip && Math.abs(X(p.clip[0]) - o.x0) < 0.5 && Math.abs(Y(p.clip[1]) - o.y0) < 0.5
+      && Math.abs(X(p.clip[2]) - o.x1) < 0.5 && Math.abs(Y(p.clip[3]) - o.y1) < 0.5;
+    for (const p of placed) {
+      if (p.kind === "title" || p.kind === "edge") {
+        for (const q of nodes) {
+          const x = inter(p, q);
+          if (x.x1 - x.x0 > 1 && x.y1 - x.y0 > 1) { covered.push(`${p.kind} "${p.text}" covers the box of ${q.text}`); break; }
+        }
+      }
+      // (a title drawn on its own background hides the lines under it: none runs through its text)
+      if (p.kind === "title" && !p.bg) {
+        if (edges.some((pts) => crosses(pts, p, false))) covered.push(`an edge crosses the title "${p.text}"`);
+        for (const o of outlines) if (!own(p, o) && crosses(o.pts, p, true)) { covered.push(`the title "${p.text}" runs into the box of ${o.name}`); break; }
+      }
+    }
+    const boxOverlaps = [];
+    for (let i = 0; i < nodes.length; i++) for (let j = i + 1; j < nodes.length; j++) {
+      const x = inter(nodes[i], nodes[j]);
+      if (x.x1 - x.x0 > 1 && x.y1 - x.y0 > 1) boxOverlaps.push(`${nodes[i].text} and ${nodes[j].text}`);
+    }
+    return { canvas: box(r), drawn, margin, ink: ink / Math.ceil(el.width / step) / Math.ceil(el.height / step), labels: placed.length, outside, labelOverlaps,
+             covered, boxOverlaps };
   });
   return { viewport: [vw, vh], texts: texts.length, cut, overlaps, graphs };
 }

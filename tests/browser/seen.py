@@ -10,7 +10,9 @@ NOTE [what a person sees]
       the window;
     * the graph's texts: the canvas draws them itself, so their boxes come from the label
       placement the viewer keeps for tests (``canvas.placed``, render/texts.js): each lies
-      within its canvas, and no two intersect;
+      within its canvas, and no two intersect; no title or edge label covers a node box, no
+      edge crosses a module's title and no title runs into another module's outline (the
+      scene's geometry at the camera); no two node boxes overlap;
     * the page's texts: every visible element with text of its own (open shadow roots
       included), the boxes of its text lines (a Range over its text nodes), clipped to the
       window and to the ancestors that clip. A text is cut when its element hides overflow and
@@ -71,6 +73,8 @@ class Seen:
         for i, g in enumerate(self.graphs):
             out += [f"graph {i}: label beyond the canvas: {t}" for t in g["outside"]]
             out += [f"graph {i}: labels overlap: {t}" for t in g["labelOverlaps"]]
+            out += [f"graph {i}: {t}" for t in g["covered"]]
+            out += [f"graph {i}: node boxes overlap: {t}" for t in g["boxOverlaps"]]
         return out
 
 

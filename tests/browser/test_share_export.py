@@ -92,6 +92,18 @@ def test_exports_the_document_as_json_and_dot_and_the_view_as_svg_and_png(playgr
         assert name in labels
     boxes = [r for r in svg.iter(ns + "rect") if (r.get("class") or "").startswith("node ")]
     assert len(boxes) >= len(doc["graph"]["nodes"])
+    # Each text keeps to the width the page measured, so a wider font in the viewer cannot push
+    # an edge's "∇ …" out of its background.
+    group = next(g for g in svg.iter(ns + "g") if g.get("class") == "texts")
+    kids = list(group)
+    for i, t in enumerate(kids):
+        if t.tag != ns + "text":
+            continue
+        assert t.get("lengthAdjust") == "spacingAndGlyphs" and float(t.get("textLength") or 0) > 0, t.attrib
+        bg = kids[i - 1] if i and kids[i - 1].tag == ns + "rect" else None
+        if bg is not None:
+            right = float(t.get("x")) + float(t.get("textLength"))
+            assert right <= float(bg.get("x")) + float(bg.get("width")) + 0.2, (t.text, t.attrib, bg.attrib)
 
     png = _download(page, "View as PNG", tmp_path)
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 2000

@@ -21,7 +21,13 @@ const PANE_CSS = `
 .gt-viewer { border-radius: 4px; }
 .gt-viewer .gt-main { grid-template-columns: minmax(110px, 20%) minmax(0, 1fr); grid-template-rows: minmax(0, 1fr) minmax(60px, 15%);
   grid-template-areas: "code graph" "code inspector"; }
-.gt-viewer .gt-inspector { border-left: 0; border-top: 1px solid var(--border); }`;
+.gt-viewer .gt-inspector { border-left: 0; border-top: 1px solid var(--border); }
+@container (max-width: 520px) {
+  .gt-viewer .gt-main { grid-template-columns: minmax(90px, 22%) minmax(0, 1fr); grid-template-rows: minmax(0, 1fr) minmax(48px, 12%); }
+  .gt-viewer .gt-toolbar { flex-wrap: nowrap; overflow-x: auto; padding: 4px 6px; }
+  .gt-viewer .gt-toolbar > * { flex: none; }
+  .gt-viewer .gt-sentence { min-height: 0; max-height: 2.8em; font-size: 12px; }
+}`;
 
 const T0 = performance.now();
 const readJson = (id) => JSON.parse(document.getElementById(id).textContent);
@@ -41,6 +47,9 @@ class ComparePage {
     const make = (side) => new EmbeddedViewer($(`pane-${side}`), { css: CSS + PANE_CSS, workerUrl, height: "100%",
       onSelect: (sel) => this._mirror(side, sel) });
     this.panes = { a: make("a"), b: make("b") };
+    // Each pane's graph is fitted whole (a node only one run has may be anywhere in it), so a
+    // minimap would only cover a part of it.
+    for (const p of Object.values(this.panes)) { p.canvas.minimap.off = true; p.canvas.wholeByDefault = true; }
     this.cursor = 0;
     this.memory = new MemoryStrip($("c-memory"), (c) => this.go(c, { reveal: true }));
     this._bindTransport();

@@ -19,6 +19,8 @@ export class GraphCanvas {
     this.cb = callbacks;
     /** How much larger than usual Fit makes the text (presentation mode, ui/present.js). */
     this.textScale = 1;
+    /** Whether Fit frames the whole graph unasked (a compare pane: what differs may be anywhere). */
+    this.wholeByDefault = false;
     this.base = host.querySelector("canvas.gt-base");
     this.overlay = host.querySelector("canvas.gt-overlay");
     this.minimap = new Minimap(host.querySelector("canvas.gt-minimap"), (wx, wy) => {
@@ -69,18 +71,22 @@ export class GraphCanvas {
   setLineSelection(vs) { this.lineSel = new Set(vs); this.redraw(); }
 
   /** Frame the graph (NOTE [fit] in render/fit.js); `whole` shows all of it, however small. */
-  fit({ whole = false } = {}) {
+  fit({ whole = this.wholeByDefault } = {}) {
     if (!this.scene) return;
     // Fit follows a change of the page (a new scene, a button): the size is measured afresh.
     const m = this._measure();
     if (!this.sz || m.w !== this.sz.w || m.h !== this.sz.h) this._resize();
-    this.cam = fitCamera(this.scene, this.k, this._size(), this.reserve(), { whole, readK: READ_K * this.textScale });
+    this.cam = fitCamera(this.scene, this.k, this._size(), this.reserve(whole), { whole, readK: READ_K * this.textScale });
     this._fitted = { whole };  // NOTE [fit follows the view's size]
     this.redraw();
   }
 
   /** Screen pixels [right, bottom] the minimap keeps for itself at Fit ([0, 0] when hidden). */
-  reserve() { return this.scene && this.minimap.wanted(this.scene, this._size(), READ_K) ? this.minimap.reserve(this._size()) : [0, 0]; }
+  reserve(whole = false) {
+    // The whole graph in view (⤢) is its own map: the minimap hides and keeps no room.
+    if (whole) return [0, 0];
+    return this.scene && this.minimap.wanted(this.scene, this._size(), READ_K) ? this.minimap.reserve(this._size()) : [0, 0];
+  }
 
   zoomBy(f, sx, sy) {
     const { w, h } = this._size();
@@ -155,7 +161,7 @@ export class GraphCanvas {
     const before = this.sz;
     this.sz = this._measure();
     if (this._fitted && this.scene && before && (before.w !== this.sz.w || before.h !== this.sz.h)) {
-      this.cam = fitCamera(this.scene, this.k, this.sz, this.reserve(), { whole: this._fitted.whole, readK: READ_K * this.textScale });
+      this.cam = fitCamera(this.scene, this.k, this.sz, this.reserve(this._fitted.whole), { whole: this._fitted.whole, readK: READ_K * this.textScale });
     }
     const { w, h } = this.sz;
     this.dpr = Math.min(window.devicePixelRatio || 1, 2);
@@ -177,6 +183,7 @@ export class GraphCanvas {
     if (this.decorate && this.scene) this.decorate(ctx, { scene: this.scene, k: this.k, cam: this.cam, dpr: this.dpr, pal: this.pal });
     this.placed = opts.placed || [];
     this.minimap.avoid({ w, h }, this.placed);
+    this.minimap.wholeShown = !!(this._fitted && this._fitted.whole);
     this.minimap.draw(this.scene, this.cam, { w, h }, this.pal, this.dpr, READ_K);
     this._drawOverlay();
     this.lastDrawMs = performance.now() - t0;

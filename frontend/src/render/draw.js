@@ -13,6 +13,7 @@ import { fmtTensorShort, gradMagnitude } from "../graph/values.js";
 import { strokeNonfinite } from "./nonfinite.js";
 import { edgeBoxes, edgePoints, midpoint } from "./geometry.js";
 import { MIN_TEXT_PX } from "./labels.js";
+import { SMALL_NODES } from "./fit.js";
 import { LABEL_PX, SUB_PX, nodeTexts } from "./node-texts.js";
 import { drawTexts } from "./texts.js";
 
@@ -80,14 +81,16 @@ export function drawScene(ctx, scene, st, cam, vw, vh, opts) {
     ctx.setLineDash([]);
     // At the overview level the title speaks for the boxes inside, too small for their own
     // text: it may use the box's whole width, on a background (NOTE [overview labels]).
-    texts.push({ kind: "title", text: b.title || `▾ ${b.path}`, wx: b.lx, wy: b.ly, base: 11, min: 11, color: pal.boxText, prio: 2,
+    texts.push({ kind: "title", text: b.title || `▾ ${b.path}`, wx: b.lx, wy: b.ly, base: 11, min: 11, color: pal.boxText, prio: 2, box: b, knock: pal.labelBg,
       room: overview ? Math.max(b.tw, b.x1 - b.lx) : b.tw, bg: overview ? pal.labelBg : undefined,
       clip: [b.x0, b.y0, b.x1, b.y1], alts: (b.alts ||= titleAlts(b.title || `▾ ${b.path}`)) });
     // NOTE [modules as regions]: zoomed out, where the nodes are too small for any text, each
     // module box big enough on screen is labelled in its middle with its own name (the tail of
     // its path: "self_attn", "layers.0"), over the nodes it holds and their short forms (which
     // give way), after the titles (never over one); inner modules first.
-    if (overview) {
+    // A small graph's boxes keep their own labels at every zoom Fit uses (NOTE [small graphs
+    // whole] in render/fit.js): its module titles name the regions, and no name covers a box.
+    if (overview && scene.view.vnodes.length > SMALL_NODES) {
       texts.push({ kind: "region", text: regionName(b.path), full: b.title ? b.title.replace(/^▾ /, "") : b.path, wx: (b.x0 + b.x1) / 2, wy: (b.y0 + b.y1) / 2,
         base: 12, min: 12, bold: true, color: pal.boxText, bg: pal.labelBg, prio: 2.1 - b.depth / 1000, area: [b.x0, b.y0, b.x1, b.y1] });
     }
@@ -252,7 +255,7 @@ export function drawScene(ctx, scene, st, cam, vw, vh, opts) {
     if (st.current.has(v)) ring(ctx, scene, v, pal.current, 3.5 * px, 3);
   }
   nodeTexts(scene, st, batches, pal, k, texts);
-  opts.placed = drawTexts(ctx, scene, texts, cam, vw, vh, dpr, batches);
+  opts.placed = drawTexts(ctx, scene, texts, cam, vw, vh, dpr, batches, st.k);
 }
 
 function ring(ctx, scene, v, color, width, pad, dash) {

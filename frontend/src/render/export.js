@@ -222,7 +222,11 @@ export function toSvg(scene, k, pal, zoom = 1, drawing = null) {
   for (const p of placed) {
     const bg = p.bg ? `<rect x="${p.x.toFixed(1)}" y="${p.y.toFixed(1)}" width="${p.w.toFixed(1)}" height="${p.h.toFixed(1)}" fill="${p.bg}"/>` : "";
     const x = p.x + (p.bg ? 3 : 0);
+    // The text takes the width the drawing measured (textLength): a viewer whose monospace
+    // font is wider would otherwise push it out of its background or its box.
+    const len = Math.max(1, p.w - (p.bg ? 6 : 0));
     out.push(`${bg}<text class="label ${p.kind}" x="${x.toFixed(1)}" y="${(p.y + p.h / 2).toFixed(1)}" dominant-baseline="central" ` +
+      `textLength="${len.toFixed(1)}" lengthAdjust="spacingAndGlyphs" ` +
       `style="font: ${esc(p.font)}" fill="${p.color}"${p.full ? ` data-full="${esc(p.full)}"` : ""}>${esc(p.text)}</text>`);
   }
   out.push("</g>");

@@ -6,6 +6,10 @@ import { stepState } from "./scene.js";
 
 /** The zoom at which 11 px text stays at least 9 px on screen (labels.js MIN_TEXT_PX). */
 export const READ_K = 0.82;  // 11 × 0.82 = 9.02 (9 / 11 itself rounds to just under 9)
+/** A graph of at most this many boxes, none of them a fold, is small (NOTE [small graphs whole]). */
+export const SMALL_NODES = 40;
+/** The least zoom Fit shows a small graph whole at: its boxes stay about 50×15 px or more. */
+export const WHOLE_K = 0.4;
 /** How far from the view's centre Fit may put the current node, in halves of the view (28–72 %). */
 export const BAND = 0.44;
 
@@ -32,11 +36,14 @@ export const BAND = 0.44;
 export function fitCamera(scene, k, size, reserve = [0, 0], { whole = false, readK = READ_K } = {}) {
   const s = scene, { vnodes } = s.view;
   const w = size.w - reserve[0], h = size.h - reserve[1];
-  const gw = Math.max(s.width, 1) + 40, gh = Math.max(s.height, 1) + 40;
+  // 20 world px around the graph, and the edges a wrapped layout runs past its columns' ends.
+  const over = (s.layout && s.layout.overhang) || 0;
+  const mx = 20 + (s.layout && s.layout.direction === "LR" ? over : 0), my = 20 + (s.layout && s.layout.direction === "LR" ? 0 : over);
+  const gw = Math.max(s.width, 1) + 2 * mx, gh = Math.max(s.height, 1) + 2 * my;
   const kw = Math.min(w / gw, h / gh, 1.6);
   // A graph legible whole at the page's own reading zoom is shown whole in presentation mode
   // too (its larger reading zoom is for graphs too big to show whole: NOTE [fit]).
-  if (kw >= Math.min(readK, READ_K) || whole) return { k: kw, x: -20 - (w / kw - gw) / 2, y: -20 - (h / kw - gh) / 2 };
+  if (kw >= Math.min(readK, READ_K) || whole || smallWhole(s, size)) return { k: kw, x: -mx - (w / kw - gw) / 2, y: -my - (h / kw - gh) / 2 };
   const fits = (b) => Math.min(w / (b[2] - b[0] + 60), h / (b[3] - b[1] + 60)) >= readK;
   const withFolds = activeBox(s, k, true);
   const box = withFolds && fits(withFolds) ? withFolds : activeBox(s, k, false);
@@ -84,6 +91,21 @@ export function fitCamera(scene, k, size, reserve = [0, 0], { whole = false, rea
   }
   const cam = { k: ka, x: cx - w / 2 / ka, y: cy - h / 2 / ka };
   return settle(s, k, cam, size, v, big(bw * ka > w), big(bh * ka > h));
+}
+
+/**
+ * NOTE [small graphs whole]: a small graph (SMALL_NODES boxes or fewer, no folded units) is
+ * read as a whole: framing a part of it at a legible zoom cuts off its loss end (a 16-node MLP
+ * is nine rows, taller than the graph's panel at 1280×800). So Fit shows it whole down to
+ * WHOLE_K, where each box's label is still set at 9 px (the overview level of render/texts.js:
+ * the whole label, a little condensed when it needs, else a short form a reader can decode,
+ * the whole name on hover); zooming in reads the rest. Such a graph needs no minimap (the view
+ * is its map), so the test uses the whole view. test/fit.test.js and
+ * tests/browser/test_visual.py check it.
+ */
+export function smallWhole(s, size) {
+  if (!s || s.units || s.view.vnodes.length > SMALL_NODES || s.view.vnodes.some((n) => n.fold)) return false;
+  return Math.min(size.w / (Math.max(s.width, 1) + 40), size.h / (Math.max(s.height, 1) + 40)) >= WHOLE_K;
 }
 
 /** The current node's allowed place along an axis, as fractions of the view: BAND when framed big. */

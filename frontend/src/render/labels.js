@@ -22,9 +22,12 @@ class Grid {
     }
     return out;
   }
-  hits(r, owner, overNodes = false) {
+  hits(r, owner, overNodes = false, lines = null, outlinesOnly = false) {
     for (const key of this._keys(r)) {
-      for (const o of this.cells.get(key) || []) if ((owner === undefined || o.owner !== owner) && !(overNodes && (o.node || o.yields)) && intersects(o, r)) return true;
+      for (const o of this.cells.get(key) || []) {
+        if (o.line) { if (lines && o.line !== lines && !(outlinesOnly && o.line === "edge") && intersects(o, r)) return true; continue; }
+        if ((owner === undefined || o.owner !== owner) && !(overNodes && (o.node || o.yields)) && intersects(o, r)) return true;
+      }
     }
     return false;
   }
@@ -55,11 +58,37 @@ export function placeLabels(items, obstacles, vw, vh) {
   const grid = new Grid();
   for (const o of obstacles) grid.add(o);
   const placed = [];
-  for (const it of items) {
+  for (const it0 of items) {
+    let it = it0;
     if (!(it.px >= MIN_TEXT_PX)) continue;
     let cands = it.candidates;
     if (it.clamp) cands = [...cands, ...cands.map(([x, y]) => [clampTo(x, it.w, vw), clampTo(y, it.h, vh)])];
-    for (const [x, y] of cands) {
+    // NOTE [titles clear of lines]: a module's title takes the first of its places that no edge
+    // and no other module's outline runs through (`line` obstacles: pieces of those lines, each
+    // marked with the box it outlines, which its own title may touch); where every place is
+    // crossed it is drawn on a background of its own (`knock`), so no line runs through its text.
+    let tries = cands.map(([x, y]) => [x, y, it0]);
+    if (it0.lines) {
+      const crossed = (v, x, y) => grid.hits({ x, y, w: v.w, h: v.h }, undefined, false, it0.lines);
+      const knocked = it0.bg ? it0 : { ...it0, bg: it0.knock, w: it0.w + 6 };
+      // Its whole text where nothing crosses it, else a shorter form of it (`shorter`, the
+      // whole text stays its tooltip) where nothing does, else the first of them that only
+      // edges cross, on its background, else the whole text, on its background where crossed.
+      // It moves along its first row only (above its box it would land elsewhere in a view with
+      // more room, an export, than on the screen).
+      tries = [];
+      const row = cands[0][1];
+      const forms = [it0, ...(it0.shorter || []).map((sh) => ({ ...it0, ...sh, full: it0.full || it0.text }))];
+      for (const v of forms) for (const [x, y] of cands) if (y === row && !crossed(v, x, y)) tries.push([x, y, v]);
+      // Crossed by edges only: the first form clear of other modules' outlines, on its background.
+      for (const v of forms) {
+        const at = cands.find(([x, y]) => y === row && !grid.hits({ x, y, w: v.w, h: v.h }, undefined, false, it0.lines, true));
+        if (at) { tries.push([at[0], at[1], v.bg ? v : { ...v, bg: it0.knock, w: v.w + 6 }]); break; }
+      }
+      for (const [x, y] of cands) tries.push([x, y, crossed(it0, x, y) ? knocked : it0]);
+    }
+    for (const [x, y, variant] of tries) {
+      it = variant;
       const r = { x, y, w: it.w, h: it.h, owner: it.owner };
       if (x < 0 || y < 0 || x + it.w > vw || y + it.h > vh) continue;
       if (grid.hits(r, it.owner, !!it.over)) continue;  // `over`: a region's label may cover its nodes

@@ -2,6 +2,8 @@
  * The minimap: the whole graph's silhouette (drawn once per scene) with the viewport as a
  * rectangle. Pressing or dragging on it centres the main view there, through `onMove`.
  */
+import { smallWhole } from "./fit.js";
+
 /** The minimap's size for a view: 180×120 on a roomy canvas, down to 110×74 on a small one. */
 export function minimapSize(view) {
   const w = Math.round(Math.max(110, Math.min(180, view.w * 0.22, view.h * 0.33 * 1.5)));
@@ -26,6 +28,13 @@ export class Minimap {
   }
 
   invalidate() { this.cache = null; }
+
+  /**
+   * Never shown (`off`): a view that is a part of a page with its own overview (a compare
+   * pane, which Fit frames whole) spends no corner on it.
+   */
+  set off(yes) { this._off = !!yes; if (yes) this.canvas.hidden = true; }
+  get off() { return !!this._off; }
 
   /**
    * NOTE [a minimap that covers no label]: Fit keeps the minimap's corner free of nodes
@@ -74,14 +83,14 @@ export class Minimap {
    * size only (not the camera), so Fit can keep the minimap's corner free beforehand.
    */
   wanted(scene, view, readK) {
-    if (!scene) return false;
+    if (!scene || this.off || smallWhole(scene, view)) return false;
     const tooBig = (scene.width + 40) * readK > view.w || (scene.height + 40) * readK > view.h;
     return tooBig || scene.view.vnodes.length > 40 || !!scene.units;
   }
 
-  /** Draw for a scene and camera; hidden for small graphs, which fit the view anyway. */
+  /** Draw for a scene and camera; hidden for small graphs, which fit the view anyway, and while the whole graph is framed (`wholeShown`). */
   draw(scene, cam, view, pal, dpr, readK) {
-    const show = this.wanted(scene, view, readK) && !this.blocked;
+    const show = this.wanted(scene, view, readK) && !this.blocked && !this.wholeShown;
     this.canvas.hidden = !show;
     if (!show) return;
     const [W, H] = minimapSize(view);

@@ -2,7 +2,7 @@
  * The graph's texts in screen space: sized for the zoom, fitted to their boxes, placed by
  * labels.js (no overlap, none under 9 px), then drawn. Split from draw.js, which collects them.
  */
-import { midpoint } from "./geometry.js";
+import { edgeBoxes, edgePoints, midpoint } from "./geometry.js";
 import { MIN_TEXT_PX, ellipsize, placeLabels } from "./labels.js";
 
 export const MONO = "ui-monospace, monospace";
@@ -10,11 +10,13 @@ export const MONO = "ui-monospace, monospace";
 const TEXT_PAD = 8;
 /** The smallest size a title is set at to fit its box whole, before it is shortened. */
 const FIT_PX = 9.5;
+/** How much narrower than its text a node's label may be drawn at the overview level. */
+const SQUEEZE = 1.15;
 /** A title shortened to this many characters or fewer gives way to its short form. */
 const SHORT_TITLE = 8;
 
 /** Place every text in screen space (labels.js) and draw the ones that found room. */
-export function drawTexts(ctx, scene, texts, cam, vw, vh, dpr, batches) {
+export function drawTexts(ctx, scene, texts, cam, vw, vh, dpr, batches, step) {
   const k = cam.k;
   const sx = (wx) => (wx - cam.x) * k, sy = (wy) => (wy - cam.y) * k;
   const { vnodes } = scene.view;
@@ -41,6 +43,9 @@ export function drawTexts(ctx, scene, texts, cam, vw, vh, dpr, batches) {
       // A title keeps its shortened whole text ("▾ enc.layers.0 · Transfo…") unless that is cut
       // to SHORT_TITLE characters or fewer and the short form says as much ("▾ e.l.0" over "▾ enc…").
       const alt = w > room && t.alts ? t.alts.find((a) => ctx.measureText(a).width <= room) : undefined;
+      // A label a little too wide for its box is drawn condensed (fillText's maxWidth) rather
+      // than shortened: "AccumulateGrad" reads better squeezed by a tenth than as "Acc…".
+      if (t.abbrOnly && w > room && w <= room * SQUEEZE) w = room;
       if (t.abbrOnly && w > room) {
         if (alt === undefined) continue;
         text = alt; w = ctx.measureText(text).width;
@@ -111,7 +116,17 @@ export function drawTexts(ctx, scene, texts, cam, vw, vh, dpr, batches) {
         if (t.kind === "title" && vx0 + w + bgw + 12 <= vx1) candidates.push([vx0, Math.min(vy0 + h, vy1 - h)]);
       }
     }
-    items.push({ ...t, text, full: text === t.text ? undefined : t.text, font, size, w: t.bg ? w + 6 : w, h, px: size, candidates, owner: t.node });
+    // A title's shorter forms, for where its whole text would run into a line (labels.js).
+    let shorter;
+    if (t.kind === "title") {
+      shorter = [];
+      for (const f of [0.7, 0.5]) {
+        const sh = ellipsize(t.text, w * f, (q) => ctx.measureText(q).width);
+        if (sh && sh !== text) shorter.push({ text: sh, w: ctx.measureText(sh).width + (t.bg ? 6 : 0) });
+      }
+    }
+    items.push({ ...t, text, full: text === t.text ? undefined : t.text, font, size, w: t.bg ? w + 6 : w, h, px: size, candidates, owner: t.node,
+      lines: t.kind === "title" ? t.box || true : undefined, shorter });
   }
   items.sort((a, b) => a.prio - b.prio);
   // Only the nodes where some text could go are obstacles (NOTE [texts too small to show]:
@@ -129,6 +144,7 @@ export function drawTexts(ctx, scene, texts, cam, vw, vh, dpr, batches) {
       const ox = sx(scene.x[v] - n.w / 2), oy = sy(scene.y[v] - n.h / 2), ow = n.w * k, oh = n.h * k;
       if (ox < x1 && ox + ow > x0 && oy < y1 && oy + oh > y0) obstacles.push({ x: ox, y: oy, w: ow, h: oh, owner: v, node: true });
     }
+    if (items.some((it) => it.lines)) lineObstacles(scene, step, cam, [x0, y0, x1, y1], obstacles);
   }
   const placed = placeLabels(items, obstacles, vw, vh);
   ctx.textBaseline = "middle";
@@ -141,6 +157,39 @@ export function drawTexts(ctx, scene, texts, cam, vw, vh, dpr, batches) {
     ctx.fillText(it.text, it.x + pad, it.y + it.h / 2, it.w - pad * 2 + 0.5);
   }
   return placed;
+}
+
+/**
+ * The edges and module outlines drawn at `step` that pass through the screen region `r`, as
+ * short pieces (`line` obstacles of labels.js, NOTE [titles clear of lines]): an edge's are
+ * marked "edge", an outline's with its box, so that the box's own title may touch it.
+ */
+function lineObstacles(scene, step, cam, r, out) {
+  const k = cam.k, PIECE = 10;
+  const add = (pts, key, closed) => {
+    const n = pts.length / 2;
+    for (let i = 0; i < (closed ? n : n - 1); i++) {
+      const j = (i + 1) % n;
+      const ax = (pts[2 * i] - cam.x) * k, ay = (pts[2 * i + 1] - cam.y) * k, bx = (pts[2 * j] - cam.x) * k, by = (pts[2 * j + 1] - cam.y) * k;
+      if (Math.max(ax, bx) < r[0] || Math.min(ax, bx) > r[2] || Math.max(ay, by) < r[1] || Math.min(ay, by) > r[3]) continue;
+      const m = Math.max(1, Math.ceil(Math.hypot(bx - ax, by - ay) / PIECE));
+      for (let t = 0; t < m; t++) {
+        const px0 = ax + ((bx - ax) * t) / m, py0 = ay + ((by - ay) * t) / m, px1 = ax + ((bx - ax) * (t + 1)) / m, py1 = ay + ((by - ay) * (t + 1)) / m;
+        out.push({ x: Math.min(px0, px1) - 0.5, y: Math.min(py0, py1) - 0.5, w: Math.abs(px1 - px0) + 1, h: Math.abs(py1 - py0) + 1, line: key });
+      }
+    }
+  };
+  const { vedges } = scene.view;
+  const ebox = edgeBoxes(scene);
+  const X0 = r[0] / k + cam.x, Y0 = r[1] / k + cam.y, X1 = r[2] / k + cam.x, Y1 = r[3] / k + cam.y;
+  for (let e = 0; e < vedges.length; e++) {
+    if (!(scene.edgeReveal[e] <= step) || vedges[e].cut) continue;
+    if (ebox[4 * e + 2] < X0 || ebox[4 * e] > X1 || ebox[4 * e + 3] < Y0 || ebox[4 * e + 1] > Y1) continue;
+    add(edgePoints(scene, e), "edge", false);
+  }
+  for (const b of scene.boxes || []) {
+    if (b.reveal <= step && b.poly && !(b.x1 < X0 || b.x0 > X1 || b.y1 < Y0 || b.y0 > Y1)) add(b.poly, b, true);
+  }
 }
 
 /** The point a fraction f of the way along a polyline's points (by vertex count, cheap). */

@@ -116,5 +116,8 @@ export function wrapLayout(layout, sizes, size) {
   if (tb) { layout.width = crossTotal; layout.height = span; } else { layout.width = span; layout.height = crossTotal; }
   layout.columns = cols;
   layout.colOf = colOf;
+  // The edges between columns run GAP / 3 past the columns' ends: a frame of the whole graph
+  // (render/fit.js) keeps that much more room at both ends.
+  layout.overhang = GAP / 3;
   return layout;
 }

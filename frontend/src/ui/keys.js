@@ -38,9 +38,10 @@ export function graphKeyHandler(player, canvas, { jump = () => {}, search = () =
 }
 
 /**
- * The key hint under a narrow graph is one line cut with "…" (static/app.css, NOTE [narrow
- * windows]): its whole text becomes its tooltip, and its "Graph focused:" lead is marked so the
- * narrow layout hides it visually (it stays in the graph's accessible description).
+ * The key hint under a narrow graph is one line of its main keys (static/app.css, NOTE [narrow
+ * windows]): its whole text becomes its tooltip, and its "Graph focused:" lead is marked, as
+ * its secondary keys are in the template, so the narrow layout hides them visually (they stay
+ * in the graph's accessible description).
  */
 export function compactKeyHint(el) {
   if (!el || el.dataset.compact) return;
