@@ -13,6 +13,9 @@ import { edgeText } from "./draw.js";
 import { READ_K, fitCamera } from "./fit.js";
 import { fmtTensorShort } from "../graph/values.js";
 
+/** Screen pixels a pane that shows its whole graph keeps clear around it (its module titles stand above the top row). */
+const WHOLE_PAD = 14;
+
 export class GraphCanvas {
   constructor(host, callbacks = {}) {
     this.host = host;
@@ -20,7 +23,7 @@ export class GraphCanvas {
     /** How much larger than usual Fit makes the text (presentation mode, ui/present.js). */
     this.textScale = 1;
     /** Whether Fit frames the whole graph unasked (a compare pane: what differs may be anywhere). */
-    this.wholeByDefault = false;
+    this.wholeByDefault = false;  // a compare pane: Fit frames the whole graph, WHOLE_PAD px clear of its edges
     this.base = host.querySelector("canvas.gt-base");
     this.overlay = host.querySelector("canvas.gt-overlay");
     this.minimap = new Minimap(host.querySelector("canvas.gt-minimap"), (wx, wy) => {
@@ -76,9 +79,13 @@ export class GraphCanvas {
     // Fit follows a change of the page (a new scene, a button): the size is measured afresh.
     const m = this._measure();
     if (!this.sz || m.w !== this.sz.w || m.h !== this.sz.h) this._resize();
-    this.cam = fitCamera(this.scene, this.k, this._size(), this.reserve(whole), { whole, readK: READ_K * this.textScale });
+    this.cam = fitCamera(this.scene, this.k, this._size(), this.reserve(whole), this._fitOptions(whole));
     this._fitted = { whole };  // NOTE [fit follows the view's size]
     this.redraw();
+  }
+
+  _fitOptions(whole) {
+    return { whole, readK: READ_K * this.textScale, pad: this.wholeByDefault ? WHOLE_PAD : 0 };
   }
 
   /** Screen pixels [right, bottom] the minimap keeps for itself at Fit ([0, 0] when hidden). */
@@ -161,7 +168,7 @@ export class GraphCanvas {
     const before = this.sz;
     this.sz = this._measure();
     if (this._fitted && this.scene && before && (before.w !== this.sz.w || before.h !== this.sz.h)) {
-      this.cam = fitCamera(this.scene, this.k, this.sz, this.reserve(this._fitted.whole), { whole: this._fitted.whole, readK: READ_K * this.textScale });
+      this.cam = fitCamera(this.scene, this.k, this.sz, this.reserve(this._fitted.whole), this._fitOptions(this._fitted.whole));
     }
     const { w, h } = this.sz;
     this.dpr = Math.min(window.devicePixelRatio || 1, 2);

@@ -33,9 +33,10 @@ export const BAND = 0.44;
  * @param readK    the least zoom Fit reads at (READ_K; larger in presentation mode)
  * @returns {{x: number, y: number, k: number}} the camera (world top-left and zoom)
  */
-export function fitCamera(scene, k, size, reserve = [0, 0], { whole = false, readK = READ_K } = {}) {
+export function fitCamera(scene, k, size, reserve = [0, 0], { whole = false, readK = READ_K, pad = 0 } = {}) {
   const s = scene, { vnodes } = s.view;
-  const w = size.w - reserve[0], h = size.h - reserve[1];
+  // `pad`: screen pixels kept clear on each side (a compare pane's module titles sit above its top row)
+  const w = size.w - reserve[0] - 2 * pad, h = size.h - reserve[1] - 2 * pad;
   // 20 world px around the graph, and the edges a wrapped layout runs past its columns' ends.
   const over = (s.layout && s.layout.overhang) || 0;
   const mx = 20 + (s.layout && s.layout.direction === "LR" ? over : 0), my = 20 + (s.layout && s.layout.direction === "LR" ? 0 : over);
@@ -43,7 +44,9 @@ export function fitCamera(scene, k, size, reserve = [0, 0], { whole = false, rea
   const kw = Math.min(w / gw, h / gh, 1.6);
   // A graph legible whole at the page's own reading zoom is shown whole in presentation mode
   // too (its larger reading zoom is for graphs too big to show whole: NOTE [fit]).
-  if (kw >= Math.min(readK, READ_K) || whole || smallWhole(s, size)) return { k: kw, x: -mx - (w / kw - gw) / 2, y: -my - (h / kw - gh) / 2 };
+  if (kw >= Math.min(readK, READ_K) || whole || smallWhole(s, size)) {
+    return { k: kw, x: -mx - (w / kw - gw) / 2 - pad / kw, y: -my - (h / kw - gh) / 2 - pad / kw };
+  }
   const fits = (b) => Math.min(w / (b[2] - b[0] + 60), h / (b[3] - b[1] + 60)) >= readK;
   const withFolds = activeBox(s, k, true);
   const box = withFolds && fits(withFolds) ? withFolds : activeBox(s, k, false);
