@@ -1,4 +1,4 @@
-"""``analysis/gradcheck.py`` (torch-free): nodes of a stored run as check targets, and the
+"""``analysis/gradcheck/runs.py`` (torch-free): nodes of a stored run as check targets, and the
 answer's names back on the run's node ids."""
 
 from __future__ import annotations

@@ -15,7 +15,8 @@ NOTE [the layer order]
     4. ``notebook`` (how a document shows: widget, summary, saved HTML with the explanations
        analysis works out; never records)
     5. ``capture`` (records; hands notebook documents back), ``client`` (the HTTP client;
-       hands notebook documents back)
+       hands notebook documents back), ``gradcheck`` (numerical gradient checks: re-runs a
+       snippet under torch; the widget's checker; its verdict is analysis')
     6. ``sandbox`` (runs jobs of every kind: capture in the child), ``magic`` (the
        ``%%gradtrace`` cell: records with capture, shows with notebook), ``compare_runs``
        (``gradtrace.compare``: documents, recordings or ids on a service, through the client,
@@ -46,7 +47,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("schema",),
     ("analysis", "jobs", "storage"),
     ("notebook",),
-    ("capture", "client"),
+    ("capture", "client", "gradcheck"),
     ("sandbox", "magic", "compare_runs"),
     ("queue",),
     ("runners",),
@@ -185,10 +186,11 @@ def test_no_import_circle() -> None:
     assert not circles, "import circles:\n" + "\n".join(" <-> ".join(c) for c in circles)
 
 
-TORCH_IMPORTERS = ("gradtrace.capture.", "gradtrace.sandbox.", "gradtrace.lessons.snippets.",
-                   "gradtrace.notebook.widget")
-"""Where ``torch`` may be imported: capture, the sandbox's child side (the zygote and the kinds'
-handlers, inside functions), the lessons' snippets, and the widget (it hands tensors back)."""
+TORCH_IMPORTERS = ("gradtrace.capture.", "gradtrace.gradcheck", "gradtrace.sandbox.",
+                   "gradtrace.lessons.snippets.", "gradtrace.notebook.widget")
+"""Where ``torch`` may be imported: capture, the gradient check, the sandbox's child side (the
+zygote and the kinds' handlers, inside functions), the lessons' snippets, and the widget (it
+hands tensors back)."""
 
 
 def test_torch_is_imported_only_where_it_runs() -> None:

@@ -17,9 +17,9 @@ from gradtrace.version import __version__
 
 if TYPE_CHECKING:
     from gradtrace.capture import record
-    from gradtrace.capture.numcheck import gradcheck
     from gradtrace.client import Client, GradtraceAPIError
     from gradtrace.compare_runs import compare
+    from gradtrace.gradcheck import gradcheck
     from gradtrace.notebook.show import show
     from gradtrace.schema import RunDocument
 
@@ -48,10 +48,10 @@ def __getattr__(name: str) -> Any:
         from gradtrace.compare_runs import compare
 
         return compare
-    if name == "gradcheck":
-        from gradtrace.capture.numcheck import gradcheck
+    if name == "gradcheck":  # the package itself, callable: NOTE [a package you can call] in gradcheck/
+        import gradtrace.gradcheck as package
 
-        return gradcheck
+        return package
     if name == "show":
         from gradtrace.notebook.show import show
 

@@ -51,7 +51,7 @@ def gradtrace_cell(line: str, cell: str) -> Any:
     doc = rec.document_dict(code=cell)
     shown = show(doc, height=height)
     if hasattr(type(shown), "checker"):  # the widget (anywidget is installed): its "Check gradient"
-        from gradtrace.capture.numcheck.notebook import enable_checks  # re-runs the cell's code
+        from gradtrace.gradcheck.notebook import enable_checks  # re-runs the cell's code
 
         enable_checks(shown)
     if name is not None:

@@ -76,8 +76,9 @@ class Settings(BaseSettings):
     max_nodes: int = Field(50_000, ge=10, description="Graph nodes recorded before a run ends with graph_limit.")
     max_events: int = Field(200_000, ge=10, description="Events recorded before a run ends with graph_limit.")
     compare_cache_mb: int = Field(
-        128, ge=0, description="Memory for the comparison caches, MiB: three quarters for parsed run documents "
-        "(counted at 5x their JSON), a quarter for comparison answers (NOTE [comparison caches] in "
+        128, ge=0, description="Memory for the service's caches, MiB: three quarters for parsed stored "
+        "documents, which compare, explain and gradcheck read (counted at 5x their JSON; NOTE [parsed "
+        "documents] in api/documents.py), a quarter for comparison answers (NOTE [comparison caches] in "
         "api/compare_cache.py); 0 = no cache.")
 
     client_jobs: int | None = Field(

@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from gradcheck.extending import CASES, Case
-from gradtrace.capture.numcheck import gradcheck
+from gradtrace.gradcheck import gradcheck
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")  # the opinfo machinery's import-time warnings

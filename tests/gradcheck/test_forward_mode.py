@@ -13,7 +13,7 @@ import pytest
 import torch
 from torch.autograd import Function
 
-from gradtrace.capture.numcheck import check_snippet, gradcheck
+from gradtrace.gradcheck import check_snippet, gradcheck
 from gradtrace.schema.gradcheck import TargetSpec
 
 FACTOR = {"right": 3.0, "wrong": 1.0}

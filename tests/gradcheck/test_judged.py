@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from gradcheck.gradcheck_fixtures import WrongCube
-from gradtrace.capture.numcheck import TargetError, TargetSpec, check_snippet, gradcheck
+from gradtrace.gradcheck import TargetError, TargetSpec, check_snippet, gradcheck
 
 
 def f64(*values: float) -> torch.Tensor:
@@ -47,8 +47,8 @@ def test_real_cuts_in_the_users_code_still_make_a_mismatch_inconclusive() -> Non
 
 
 def test_the_probe_records_exactly_the_users_cuts() -> None:
-    from gradtrace.capture.numcheck.probe import Probe
-    from gradtrace.capture.numcheck.programs import CallableProgram
+    from gradtrace.gradcheck.probe import Probe
+    from gradtrace.gradcheck.programs import CallableProgram
 
     def program(t: torch.Tensor) -> torch.Tensor:
         a = t.detach() + t.data + t.long() + t.to(torch.int32)
@@ -218,9 +218,9 @@ Cube.apply(x).sum().backward()
 def test_a_function_after_torchs_own_gradcheck_is_reachable_in_its_pass() -> None:
     """The snippet calls torch.autograd.gradcheck first: its backward calls are folded out of the
     document (NOTE [torch's own checks are folded] in capture/folded.py), and the re-run counts
-    passes the same way (NOTE [torch's checks inside a re-run] in numcheck/apply.py)."""
-    from gradtrace.capture.numcheck.probe import Probe
-    from gradtrace.capture.numcheck.programs import SnippetProgram
+    passes the same way (NOTE [torch's checks inside a re-run] in gradcheck/apply.py)."""
+    from gradtrace.gradcheck.probe import Probe
+    from gradtrace.gradcheck.programs import SnippetProgram
 
     program = SnippetProgram(AFTER_TORCH_GRADCHECK, seed=0)
     probe = Probe(upcast=False, pass_index=10_000)

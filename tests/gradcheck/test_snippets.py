@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from gradcheck.cube import RIGHT_CUBE, WRONG_CUBE
-from gradtrace.capture.numcheck import TargetError, TargetSpec, check_snippet
-from gradtrace.capture.numcheck.job import run_gradcheck
+from gradtrace.gradcheck import TargetError, TargetSpec, check_snippet
+from gradtrace.gradcheck.job import run_gradcheck
 from gradtrace.schema.gradcheck import GradcheckResult
 
 

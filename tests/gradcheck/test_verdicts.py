@@ -16,9 +16,9 @@ import pytest
 import torch
 
 from gradcheck.gradcheck_fixtures import FIXTURES, Fixture, WrongCube
-from gradtrace.capture.numcheck import TargetSpec, check_snippet, gradcheck
-from gradtrace.capture.numcheck.probe import Probe
-from gradtrace.capture.numcheck.programs import SnippetProgram
+from gradtrace.gradcheck import TargetSpec, check_snippet, gradcheck
+from gradtrace.gradcheck.probe import Probe
+from gradtrace.gradcheck.programs import SnippetProgram
 from gradtrace.lessons import all_lessons
 
 

@@ -113,7 +113,7 @@ def test_showing_a_document_sends_what_capture_wrote_without_building_its_models
 def test_the_widget_checks_a_node_and_its_button_asks_python(widget_bundles: Path) -> None:
     from gradcheck.cube import WRONG_CUBE
     from gradtrace.capture import run_snippet
-    from gradtrace.capture.numcheck.notebook import enable_checks
+    from gradtrace.gradcheck.notebook import enable_checks
 
     w = GradtraceWidget(run_snippet(WRONG_CUBE, seed=0))
     w._on_msg(w, {"type": "check", "node": "n0"}, [])  # no checker yet: a clear answer, no crash

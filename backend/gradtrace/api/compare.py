@@ -24,7 +24,6 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from gradtrace.analysis.compare import check_document, compare_documents
 from gradtrace.analysis.compare_read import read_for_compare
 from gradtrace.analysis.comparison import Comparison
-from gradtrace.api.compare_cache import PARSED_PER_BYTE
 from gradtrace.api.errors import ERROR_RESPONSES
 from gradtrace.api.services import Services, ServicesDep, client_key
 from gradtrace.collector import gc_paused
@@ -119,11 +118,9 @@ def side_document(svc: Services, side: CompareSide, name: str) -> dict[str, Any]
 
 
 def _parsed(svc: Services, blob: StoredBlob) -> dict[str, Any]:
-    """A stored document parsed, kept by its content hash (NOTE [comparison caches]); the
-    comparison only reads it."""
-    def parse() -> tuple[dict[str, Any], int]:
-        return _load(blob), PARSED_PER_BYTE * blob.size
-    return svc.compare_docs.get_or_make(blob.content_hash, parse)
+    """A stored document as the comparison reads it, parsed once (NOTE [parsed documents] in
+    ``api/documents.py``); the comparison only reads it."""
+    return svc.documents.get(blob, "compare", _load)
 
 
 def _load(blob: StoredBlob) -> dict[str, Any]:

@@ -18,7 +18,6 @@ from gradtrace.api.errors import ERROR_RESPONSES
 from gradtrace.api.services import ServicesDep
 from gradtrace.errors import InvalidRequest
 from gradtrace.schema.explain import Explanation
-from gradtrace.storage.codec import load
 
 router = APIRouter(tags=["explain"])
 _RESPONSES: dict[int | str, dict[str, Any]] = {
@@ -44,7 +43,7 @@ def explain(run_id: Annotated[str, Path(max_length=64)], svc: ServicesDep,
             node: Annotated[str, Query(max_length=32)],
             pass_: Annotated[int | None, Query(alias="pass", ge=0)] = None,
             index: Annotated[str | None, Query(max_length=200)] = None) -> Response:
-    doc = load(svc.require_kept_run(run_id, instead="run the snippet again to explain it"))
+    doc = svc.documents.get(svc.require_kept_run(run_id, instead="run the snippet again to explain it"))
     answer = Explanation.model_validate(explain_node(doc, node, pass_, _index(index)))
     return Response(answer.model_dump_json(by_alias=True).encode(), media_type="application/json")
 
@@ -54,6 +53,6 @@ def explain(run_id: Annotated[str, Path(max_length=64)], svc: ServicesDep,
 def explanations(run_id: Annotated[str, Path(max_length=64)], svc: ServicesDep) -> Response:
     """What Export → HTML on the page embeds (NOTE [explanations carried offline] in
     ``analysis/explain_offline.py``): bounded by its byte budget."""
-    doc = load(svc.require_kept_run(run_id, instead="run the snippet again to explain it"))
+    doc = svc.documents.get(svc.require_kept_run(run_id, instead="run the snippet again to explain it"))
     body = json.dumps(carried_explanations(doc), ensure_ascii=False, separators=(",", ":")).encode()
     return Response(body, media_type="application/json")

@@ -3,8 +3,8 @@
 (``sandbox/kinds/gradcheck.py``; NOTE [adding a job kind] in ``gradtrace/jobs.py``).
 
 The run route reads the stored run's code and seed (the snippet re-runs exactly as it ran),
-turns the clicked node into a target (``analysis/gradcheck.py``) and puts the answer's suspect
-back on the run's node ids. ``mode: forward`` checks a custom Function's ``jvp`` instead
+turns the clicked node into a target (``analysis/gradcheck/runs.py``) and puts the answer's
+suspect back on the run's node ids. ``mode: forward`` checks a custom Function's ``jvp`` instead
 (the node must be one, or the target of kind ``function``). A node that cannot be checked, a target that is not in the
 program, or too many elements is a 4xx; a snippet that cannot be re-run deterministically,
 or that hits a sandbox limit, is a 200 with verdict ``inconclusive`` and the reason.
@@ -25,12 +25,12 @@ from gradtrace.analysis.gradcheck import (
     spec_for_target,
     target_for_node,
 )
+from gradtrace.analysis.gradcheck.answer import answer_bytes, read_answer
 from gradtrace.api.errors import ERROR_RESPONSES
 from gradtrace.api.jobs import CLIENT_CLOSED, ClientGone, new_job, run_unless_client_leaves
 from gradtrace.api.services import ServicesDep
 from gradtrace.errors import InvalidRequest
 from gradtrace.schema.gradcheck import CodeGradcheckRequest, GradcheckRequest, GradcheckResult, TargetSpec
-from gradtrace.storage.codec import load
 
 router = APIRouter(tags=["gradcheck"])
 TIME_SHARE = 0.6
@@ -54,7 +54,7 @@ _RESPONSES: dict[int | str, dict[str, Any]] = {
              summary="Check a leaf, every parameter or a custom Function of a stored run numerically")
 async def check_run(run_id: Annotated[str, Path(max_length=64)], body: StrictGradcheckRequest, request: Request,
                     svc: ServicesDep) -> Response:
-    doc = load(svc.require_kept_run(run_id, instead="run the snippet again to check it"))
+    doc = svc.documents.get(svc.require_kept_run(run_id, instead="run the snippet again to check it"))
     if body.node is not None and body.target is not None:
         raise InvalidRequest("give either a node or a target, not both", detail={"field": "node"})
     if body.mode == "forward":
@@ -79,29 +79,31 @@ async def check_run(run_id: Annotated[str, Path(max_length=64)], body: StrictGra
     if body.mode == "backward":
         spec = for_the_rerun(doc, spec)
     seed = doc.get("seed")
-    result = await _check(request, svc, code=str(doc.get("code") or ""), seed=seed if isinstance(seed, int) else None,
+    raw = await _check(request, svc, code=str(doc.get("code") or ""), seed=seed if isinstance(seed, int) else None,
                           target=spec, max_elements=body.max_elements, sample_seed=body.seed or 0,
                           mode=body.mode)
-    if result is None:
+    if raw is None:
         return Response(status_code=CLIENT_CLOSED)
-    place_on_run(doc, result)
-    result.run_id = run_id
-    return Response(result.model_dump_json().encode(), media_type="application/json")
+    answer = read_answer(raw)  # the one place the run's node ids and id are added: written again
+    place_on_run(doc, answer)
+    answer.run_id = run_id
+    return Response(answer_bytes(answer), media_type="application/json")
 
 
 @router.post("/api/gradcheck", response_model=GradcheckResult, responses=_RESPONSES,
              summary="Check a snippet's gradient numerically (no stored run needed)")
 async def check_code(body: StrictCodeGradcheckRequest, request: Request, svc: ServicesDep) -> Response:
-    result = await _check(request, svc, code=body.code, seed=body.seed, target=body.target,
-                          max_elements=body.max_elements, sample_seed=body.seed, mode=body.mode)
-    if result is None:
+    raw = await _check(request, svc, code=body.code, seed=body.seed, target=body.target,
+                       max_elements=body.max_elements, sample_seed=body.seed, mode=body.mode)
+    if raw is None:
         return Response(status_code=CLIENT_CLOSED)
-    return Response(result.model_dump_json().encode(), media_type="application/json")
+    return Response(raw, media_type="application/json")  # served as the kind wrote it
 
 
 async def _check(request: Request, svc: ServicesDep, *, code: str, seed: int | None, target: TargetSpec,
-                 max_elements: int, sample_seed: int, mode: str = "backward") -> GradcheckResult | None:
-    """Run the job; None when the client left (the job was killed)."""
+                 max_elements: int, sample_seed: int, mode: str = "backward") -> bytes | None:
+    """Run the job: the answer's bytes as the kind wrote them (NOTE [the answer's bytes] in
+    ``analysis/gradcheck/answer.py``), read only for a refusal; None when the client left."""
     job = new_job(request, svc, code=code, device="cpu", seed=seed, kind="gradcheck",
                   params={"target": target.model_dump(mode="json"), "max_elements": max_elements,
                           "sample_seed": sample_seed, "time_budget_s": TIME_SHARE * svc.limits.timeout_s,
@@ -111,9 +113,8 @@ async def _check(request: Request, svc: ServicesDep, *, code: str, seed: int | N
     except ClientGone:
         request.state.run_status = "cancelled"
         return None
-    result = GradcheckResult.model_validate_json(answer.canonical)
-    request.state.run_status = result.status
-    if result.status == "refused":
-        raise InvalidRequest(result.message or "the target is not in the program",
+    request.state.run_status = answer.status
+    if answer.status == "refused":
+        raise InvalidRequest(read_answer(answer.canonical).message or "the target is not in the program",
                              detail={"target": target.model_dump()})
-    return result
+    return answer.canonical

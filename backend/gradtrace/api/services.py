@@ -14,6 +14,7 @@ from typing import Annotated, Any
 from fastapi import Depends, Request
 
 from gradtrace.api.compare_cache import BoundedCache
+from gradtrace.api.documents import ParsedDocuments
 from gradtrace.api.fairshare import FairShare, client_id
 from gradtrace.api.metrics import Metrics
 from gradtrace.api.ratelimit import TokenBuckets
@@ -47,14 +48,15 @@ class Services:
     limits: Limits = field(default_factory=Limits)
     fair: FairShare | None = None
     """Turns on the workers (NOTE [fair shares] in ``fairshare.py``); made by :func:`fair_share_for`."""
-    compare_docs: BoundedCache[dict[str, Any]] = field(init=False)
-    """Parsed run documents by content hash (NOTE [comparison caches] in ``compare_cache.py``)."""
+    documents: ParsedDocuments = field(init=False)
+    """Parsed stored documents, for compare, explain and gradcheck (NOTE [parsed documents] in
+    ``api/documents.py``)."""
     compare_answers: BoundedCache[bytes] = field(init=False)
     """Comparison answers (JSON) by both documents' content hashes."""
 
     def __post_init__(self) -> None:
         budget = self.settings.compare_cache_mb << 20
-        self.compare_docs = BoundedCache(budget * 3 // 4, max_entries=64)
+        self.documents = ParsedDocuments(budget * 3 // 4, max_entries=64)
         self.compare_answers = BoundedCache(budget // 4, max_entries=256)
 
     def runner_state(self) -> RunnerState | None:

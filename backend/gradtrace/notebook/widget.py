@@ -70,7 +70,7 @@ class GradtraceWidget(anywidget.AnyWidget):  # type: ignore[misc]
 
     checker: Callable[[GradtraceWidget, Any], Any] | None = None
     """What checks a node numerically: set by a layer that records
-    (``gradtrace.capture.numcheck.notebook.enable_checks``; the ``%%gradtrace`` cell does it)."""
+    (``gradtrace.gradcheck.notebook.enable_checks``; the ``%%gradtrace`` cell does it)."""
 
     def check(self, target: Any = None, **options: Any) -> Any:
         """Check the gradient of a node numerically and show the check in the widget.
@@ -81,7 +81,7 @@ class GradtraceWidget(anywidget.AnyWidget):  # type: ignore[misc]
         """
         if self.checker is None:
             raise RuntimeError("this widget cannot check gradients: call "
-                               "gradtrace.capture.numcheck.notebook.enable_checks(w) (the %%gradtrace cell does)")
+                               "gradtrace.gradcheck.notebook.enable_checks(w) (the %%gradtrace cell does)")
         result = self.checker(self, target if target is not None else (self._selected or {}).get("id"), **options)
         self._check = result.model_dump(mode="json")
         return result

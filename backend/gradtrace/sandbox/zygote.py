@@ -62,6 +62,7 @@ def _warm_torch(warm_compile: bool) -> tuple[str, bool, int]:
     from gradtrace.capture import warm_up
 
     _import_all("gradtrace.capture")
+    _import_all("gradtrace.gradcheck")  # the gradcheck kind's child side
     warm_up()
     if warm_compile:
         _warm_compile()

@@ -38,7 +38,7 @@ Mode = Literal["backward", "forward"]
 """``backward``: autograd's gradient (a vector-Jacobian product) against finite differences;
 ``forward``: a custom Function's ``jvp`` (forward-mode AD, a Jacobian-vector product) against
 finite differences along the same direction (NOTE [checking a jvp] in
-``capture/numcheck/forward.py``)."""
+``gradcheck/forward.py``)."""
 Number = float | str
 MAX_ELEMENTS = 512
 DEFAULT_MAX_ELEMENTS = 64

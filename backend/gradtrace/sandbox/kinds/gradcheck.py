@@ -1,7 +1,7 @@
 """Kind ``gradcheck``: re-run a snippet with one element nudged at a time, answer the check.
 
-Child side: :func:`gradtrace.capture.numcheck.job.run_gradcheck` (it imports torch; the zygote
-has loaded torch, and the job imports numcheck inside ``handle``). Web side: the answer is a
+Child side: :func:`gradtrace.gradcheck.job.run_gradcheck` (it imports torch; the zygote
+has loaded torch, and the job imports the gradcheck package inside ``handle``). Web side: the answer is a
 :class:`gradtrace.schema.gradcheck.GradcheckResult`, validated here; the supervisor's own
 answers (a time, memory or output limit, a crash) are results too, with the verdict
 ``inconclusive`` and the limit as their reason, so the route always has one model to answer.
@@ -25,7 +25,7 @@ GRADCHECK = "gradcheck"
 
 def handle(job: ChildJob) -> bytes:
     """Run the check in the locked-down child (compiled as ``job.filename``, so limits stop it)."""
-    from gradtrace.capture.numcheck.job import run_gradcheck
+    from gradtrace.gradcheck.job import run_gradcheck
 
     return run_gradcheck({**job.params, "code": job.code, "seed": job.seed}, filename=job.filename)
 

@@ -1,25 +1,33 @@
 """Numerical gradient checks: per element, with the reasons, and the node to blame.
 
-It is called ``numcheck``, not ``gradcheck``, because ``gradtrace.gradcheck`` is the function
-(a subpackage of that name would replace it as soon as it is imported).
-
-This package imports torch, so it lives inside ``capture``: the sandbox's zygote imports every
-module of capture before it forks (a job cannot read the source tree after lock-down), and the
-``gradcheck`` job kind (``sandbox/kinds/gradcheck.py``) imports it in the child. The web process
-never imports it. It uses nothing of the recorder. Its answer is the torch-free
+A package at capture's layer (NOTE [the layer order] in ``tests/test_layering.py``): it imports
+torch, and nothing of capture imports it. The sandbox's zygote imports every module of it
+before it forks (a job cannot read the source tree after lock-down), and the ``gradcheck`` job
+kind (``sandbox/kinds/gradcheck.py``) calls it in the child. The web process never imports it.
+What needs no torch (tolerances, the verdict over the elements, the wording of the reasons)
+is ``analysis/gradcheck/``; the answer is the torch-free
 :class:`gradtrace.schema.gradcheck.GradcheckResult`.
 
 * :func:`gradcheck` checks a Python callable in this process;
 * :func:`check_snippet` re-runs a snippet (the service's ``gradcheck`` job).
+
+NOTE [a package you can call]
+    ``gradtrace.gradcheck(fn, inputs)`` is the public function, and ``gradtrace.gradcheck`` is
+    this package: importing a submodule sets the package as the parent's attribute, which
+    would hide the function. So the package's module is callable: calling it calls
+    :func:`gradcheck` (``from gradtrace.gradcheck import gradcheck`` is the same function).
 """
 
 from __future__ import annotations
 
+import sys
+import types
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from gradtrace.capture.numcheck.engine import Progress, TargetError, check
-from gradtrace.capture.numcheck.programs import CallableProgram, SnippetProgram
+from gradtrace.gradcheck.engine import Progress, check
+from gradtrace.gradcheck.programs import CallableProgram, SnippetProgram
+from gradtrace.gradcheck.targets import TargetError
 from gradtrace.schema.gradcheck import DEFAULT_MAX_ELEMENTS, GradcheckFailed, GradcheckResult, Mode, TargetSpec
 
 
@@ -39,13 +47,13 @@ def gradcheck(fn: Callable[..., Any], inputs: Sequence[Any] | Any, *, seed: int 
 
     ``mode="forward"`` checks forward-mode AD instead: the tangent a custom Function's ``jvp``
     gives for each one-hot input tangent against the central difference along it, with the
-    same tolerances and verdicts (NOTE [checking a jvp] in ``numcheck/forward.py``).
+    same tolerances and verdicts (NOTE [checking a jvp] in ``gradcheck/forward.py``).
     """
     import torch
 
     args = [inputs] if isinstance(inputs, torch.Tensor) else list(inputs)
     if mode == "forward":
-        from gradtrace.capture.numcheck.forward import check_forward
+        from gradtrace.gradcheck.forward import check_forward
 
         targets = [(k, f"inputs[{k}]") for k, a in enumerate(args) if isinstance(a, torch.Tensor) and a.requires_grad]
         return check_forward(CallableProgram(fn, args, seed=seed).fn, args, targets, seed=seed or 0,
@@ -65,10 +73,10 @@ def check_snippet(code: str, target: TargetSpec | None = None, *, seed: int | No
     to ``target`` by re-running it under ``seed``
     (every leaf when ``target`` is None); ``sample_seed`` (default: ``seed``) chooses the
     sampled elements (NOTE [how a re-run finds the same tensor] in
-    :mod:`gradtrace.capture.numcheck.probe`). ``mode="forward"``: the ``jvp`` of the
+    :mod:`gradtrace.gradcheck.probe`). ``mode="forward"``: the ``jvp`` of the
     Function ``target`` names, at its call ``target.occurrence`` from the snippet's start."""
     if mode == "forward":
-        from gradtrace.capture.numcheck.forward_snippet import check_snippet_forward
+        from gradtrace.gradcheck.forward_snippet import check_snippet_forward
 
         if target is None:
             raise TargetError("forward mode checks a custom Function's jvp: name the Function")
@@ -78,5 +86,14 @@ def check_snippet(code: str, target: TargetSpec | None = None, *, seed: int | No
                  seed=(seed or 0) if sample_seed is None else sample_seed, max_elements=max_elements,
                  progress=progress, time_budget_s=time_budget_s)
 
+
+class _CallableModule(types.ModuleType):
+    """NOTE [a package you can call]."""
+
+    def __call__(self, fn: Callable[..., Any], inputs: Sequence[Any] | Any, **options: Any) -> GradcheckResult:
+        return gradcheck(fn, inputs, **options)
+
+
+sys.modules[__name__].__class__ = _CallableModule
 
 __all__ = ["GradcheckFailed", "GradcheckResult", "TargetError", "TargetSpec", "check_snippet", "gradcheck"]

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from gradtrace.analysis.gradcheck import for_the_rerun, place_on_run, target_for_node
-from gradtrace.capture.numcheck import check_snippet
+from gradtrace.gradcheck import check_snippet
 from gradtrace.notebook.widget import GradtraceWidget
 from gradtrace.schema.gradcheck import DEFAULT_MAX_ELEMENTS, GradcheckResult, TargetSpec
 
@@ -21,7 +21,7 @@ def check_widget_node(w: GradtraceWidget, target: Any, *, max_elements: int = DE
                       seed: int = 0, pass_index: int | None = None) -> GradcheckResult:
     """Check ``target`` (a node id or name, ``"every parameter"``, or a TargetSpec) of ``w``'s run,
     in backward pass ``pass_index`` (``passes[].index``; by default the node's own pass, NOTE
-    [which backward pass a node belongs to] in ``analysis/gradcheck.py``)."""
+    [which backward pass a node belongs to] in ``analysis/gradcheck/runs.py``)."""
     doc = w.document
     code = doc.get("code")
     if not code:

@@ -22,7 +22,7 @@ import torch.autograd.gradcheck
 
 
 class Watcher(Protocol):
-    """What sees each ``apply``: the probe, or forward mode's call list (``numcheck/forward.py``)."""
+    """What sees each ``apply``: the probe, or forward mode's call list (``gradcheck/forward.py``)."""
 
     def apply_function(self, original: Callable[..., Any], cls: type, args: tuple[Any, ...],
                        kwargs: dict[str, Any]) -> Any: ...

@@ -6,7 +6,7 @@ The node that made it is found as the run's NaN panel finds it (NOTE [producer, 
 in ``analysis/nonfinite.py``): the first node, in the engine's order, whose returned gradient
 holds a NaN (else an infinity) while the gradient it received did not; node hooks watch one
 more backward of the baseline's graph. The pattern comes from the same table as the panel's
-(``analysis/nantraps.py``).
+(``analysis/nantraps.py``); the reason's words are ``analysis/gradcheck/verdict.py``'s.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any
 
 import torch
 
-from gradtrace.analysis.nantraps import trap_for
+from gradtrace.analysis.gradcheck.verdict import nonfinite_reason
 from gradtrace.schema.gradcheck import ElementCheck, Reason
 
 
@@ -75,25 +75,13 @@ def say(elements: list[ElementCheck], targets: list[Any], rows: torch.Tensor, re
     bad = [e for e in elements if e.nonfinite]
     if not bad:
         return
-    kind = "NaN" if any(e.analytic == "nan" for e in bad) else "infinite"
-    shown = ", ".join(f"{targets[e.tensor].name}{e.index}" for e in bad[:4])
-    more = f" and {len(bad) - 4} more" if len(bad) > 4 else ""
     row = rows[bad[0].output or 0]
     node = producer(row, [t.tensor for t in targets])
-    message = f"the analytic gradient is {kind} at {shown}{more}"
-    name = None
-    if node is not None:
-        name = node.name()
-        message += f": {name}'s backward made it"
-        direct = consumers(node, row)
-        near = [c for d in direct for c in consumers(d, row)]
-        near += [c for d in near for c in consumers(d, row)]
-        trap = trap_for(name, [c.name() for c in direct], [c.name() for c in near])
-        if trap is not None:
-            message += f" ({trap.cause}). {trap.trap} Fix: {'; '.join(trap.fix.splitlines())}."
-        else:
-            message += "."
-    message += (" That is where the function has no finite derivative, not a wrong backward formula: "
-                "the verdict rests on the finite elements")
-    reasons.append(Reason(code="nonfinite_gradient", message=message, node=name,
-                          occurrence=occurrence(node) if node is not None else None))
+    direct = consumers(node, row) if node is not None else []
+    near = [c for d in direct for c in consumers(d, row)]
+    near += [c for d in near for c in consumers(d, row)]
+    reasons.append(nonfinite_reason([f"{targets[e.tensor].name}{e.index}" for e in bad],
+                                    node.name() if node is not None else None,
+                                    occurrence(node) if node is not None else None,
+                                    [c.name() for c in direct], [c.name() for c in near],
+                                    nan=any(e.analytic == "nan" for e in bad)))

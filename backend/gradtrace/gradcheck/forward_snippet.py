@@ -20,11 +20,11 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from gradtrace.capture.numcheck.apply import FunctionApplyPatch
-from gradtrace.capture.numcheck.engine import TargetError
-from gradtrace.capture.numcheck.forward import _has_tangent, _primal, check_forward
-from gradtrace.capture.numcheck.probe import Stop
-from gradtrace.capture.numcheck.programs import _cpu_seeding, _Sink
+from gradtrace.gradcheck.apply import FunctionApplyPatch
+from gradtrace.gradcheck.forward import _has_tangent, _primal, check_forward
+from gradtrace.gradcheck.probe import Stop
+from gradtrace.gradcheck.programs import _cpu_seeding, _Sink
+from gradtrace.gradcheck.targets import TargetError
 from gradtrace.schema.gradcheck import GradcheckResult, Reason, TargetSpec
 
 

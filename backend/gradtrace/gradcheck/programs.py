@@ -1,7 +1,7 @@
 """What a check executes, again and again: a snippet (by its code) or a Python callable.
 
 Each :meth:`execute` starts from scratch (a fresh namespace, the same seed; fresh copies of the
-inputs) under a :class:`~gradtrace.capture.numcheck.probe.Probe`, and answers the output tensors with
+inputs) under a :class:`~gradtrace.gradcheck.probe.Probe`, and answers the output tensors with
 their graph alive. Failures are typed, so the engine can turn each into a reason.
 """
 
@@ -17,9 +17,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from gradtrace.capture.numcheck.apply import FunctionApplyPatch
-from gradtrace.capture.numcheck.cuts import not_library
-from gradtrace.capture.numcheck.probe import Probe, Stop
+from gradtrace.gradcheck.apply import FunctionApplyPatch
+from gradtrace.gradcheck.cuts import not_library
+from gradtrace.gradcheck.probe import Probe, Stop
 
 _DYNAMO_GLOBALS = ("__compiled_fn", "__resume_at", "__import_", "___")
 

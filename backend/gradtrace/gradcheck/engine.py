@@ -5,7 +5,7 @@ that answers differently the second time is nondeterministic); one centre execut
 the program answers the same again; then two executions per checked element, ``x + h`` and
 ``x - h``. With the centre value they give both one-sided differences too, so a kink (relu or
 abs at 0, a tie in max) is told apart from a wrong backward. That is ``2 * elements + 2``
-executions; only a failing check adds the suspect search (:mod:`gradtrace.capture.numcheck.suspect`).
+executions; only a failing check adds the suspect search (:mod:`gradtrace.gradcheck.suspect`).
 """
 
 from __future__ import annotations
@@ -18,13 +18,14 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
-from torch import nn
 
-from gradtrace.capture.numcheck import kinks, linearity, nonfinite, rng, suspect
-from gradtrace.capture.numcheck.elements import element, failed, nudge
-from gradtrace.capture.numcheck.elements import verdict as judge
-from gradtrace.capture.numcheck.probe import Nudge, Probe
-from gradtrace.capture.numcheck.programs import NoBackward, Program, ProgramFailed
+from gradtrace.analysis.gradcheck.verdict import failed, settle, tolerances
+from gradtrace.analysis.gradcheck.verdict import verdict as judge
+from gradtrace.gradcheck import kinks, linearity, nonfinite, rng, suspect
+from gradtrace.gradcheck.elements import element, nudge
+from gradtrace.gradcheck.probe import Nudge, Probe
+from gradtrace.gradcheck.programs import NoBackward, Program, ProgramFailed
+from gradtrace.gradcheck.targets import TargetError, resolve
 from gradtrace.schema.gradcheck import (
     DEFAULT_MAX_ELEMENTS,
     MAX_ELEMENTS,
@@ -35,27 +36,11 @@ from gradtrace.schema.gradcheck import (
     TargetSpec,
 )
 
-FLOAT64 = (1e-6, 1e-5, 1e-3)
-"""eps, atol, rtol in float64: ``torch.autograd.gradcheck``'s defaults, so verdicts agree."""
-LOW_PRECISION = (1e-3, 1e-2, 1e-2)
-"""The same for a program that could not be upcast (float32 and below)."""
 MAX_ROWS = 64
 """Outputs up to this many elements are checked one by one (the full Jacobian); a larger
 output is checked along one seeded random direction."""
 
 Progress = Callable[[int, int], None]
-
-
-class TargetError(ValueError):
-    """The requested target does not exist in the program (the API answers 422)."""
-
-
-@dataclass
-class Target:
-    name: str
-    kind: str  # "leaf" or "arg"
-    key: object
-    tensor: torch.Tensor
 
 
 @dataclass
@@ -71,42 +56,11 @@ def _rows(outputs: list[torch.Tensor], direction: torch.Tensor | None) -> torch.
     return flat if direction is None else (flat * direction).sum().reshape(1)
 
 
-def resolve(program: Program, probe: Probe, spec: TargetSpec | None) -> list[Target]:
-    """The tensors a spec names in this execution (all leaves when ``spec`` is None)."""
-    names = program.names(probe)
-    leaves = [Target(names.get(i, f"leaf {i}"), "leaf", i, t) for i, t in enumerate(probe.leaves)]
-    if spec is None:
-        return leaves
-    if spec.kind == "leaf":
-        found = [t for t in leaves if t.name == spec.name]
-        if not found:
-            known = ", ".join(t.name for t in leaves if not t.name.startswith("leaf ")) or "none"
-            raise TargetError(f"no leaf named {spec.name!r} reaches backward pass {probe.pass_index}; "
-                              f"leaves: {known}")
-        return found[:1]
-    if spec.kind == "parameters":
-        found = [t for t in leaves if isinstance(t.tensor, nn.Parameter)]
-        if not found:
-            raise TargetError(f"the program uses no parameter (nn.Parameter) in backward pass {probe.pass_index}")
-        return found
-    want = (spec.name or "").removesuffix("Backward")
-    calls = [s for s in probe.sites if s.custom and s.name.removesuffix("Backward") == want and s.pos == 0]
-    if spec.occurrence >= len(calls):
-        raise TargetError(f"the custom Function {want!r} is called {len(calls)} time(s) before backward pass "
-                          f"{probe.pass_index} (since the pass before it); call {spec.occurrence} does not exist")
-    site = calls[spec.occurrence]
-    if not site.inputs:
-        raise TargetError(f"no input of {want} requires grad")
-    ordinal = {id(t): i for i, t in enumerate(probe.leaves)}
-    return [Target(names.get(ordinal.get(id(t), -1), f"{want} input {pos}"), "arg", (site.call, pos), t)
-            for pos, t in site.inputs]
-
-
 def check(program: Program, spec: TargetSpec | None = None, *, seed: int = 0,
           max_elements: int = DEFAULT_MAX_ELEMENTS, upcast: bool = True,
           eps: float | None = None, atol: float | None = None, rtol: float | None = None,
           progress: Progress | None = None, time_budget_s: float | None = None) -> GradcheckResult:
-    """The check, with the caller's random state put back afterwards (``numcheck/rng.py``)."""
+    """The check, with the caller's random state put back afterwards (``gradcheck/rng.py``)."""
     with rng.kept():
         return _check(program, spec, seed=seed, max_elements=max_elements, upcast=upcast, eps=eps, atol=atol,
                       rtol=rtol, progress=progress, time_budget_s=time_budget_s)
@@ -139,7 +93,7 @@ def _check(program: Program, spec: TargetSpec | None, *, seed: int, max_elements
 
     def stop(code: str, message: str, dtype: str = "float64") -> GradcheckResult:
         reasons.append(Reason(code=code, message=message))  # type: ignore[arg-type]
-        e, a, r = FLOAT64 if dtype == "float64" else LOW_PRECISION
+        e, a, r = tolerances(dtype)
         return GradcheckResult(verdict="inconclusive", dtype=dtype, eps=e, atol=a, rtol=r, seed=seed,
                                max_elements=max_elements, reasons=reasons, executions=runs,
                                pass_index=pass_index, seconds=time.perf_counter() - started)
@@ -174,7 +128,7 @@ def _check(program: Program, spec: TargetSpec | None, *, seed: int, max_elements
         reasons.append(Reason(code="upcast", message="upcast to float64 (the program's own numbers, "
                               "converted where they first enter the computation)"))
     dtype = str(outputs[0].dtype).removeprefix("torch.") if outputs else "float64"
-    e0, a0, r0 = FLOAT64 if dtype == "float64" else LOW_PRECISION
+    e0, a0, r0 = tolerances(dtype)
     eps, atol, rtol = eps or e0, atol or a0, rtol or r0
     targets = resolve(program, probe, spec)
     pinned = getattr(program, "seed", None)
@@ -273,13 +227,7 @@ def _check(program: Program, spec: TargetSpec | None, *, seed: int, max_elements
     verdict, worst = judge(elements)
     every = suspect.all_nodes(outputs)
     nonfinite.say(elements, targets, rows, reasons, lambda node: suspect.occurrence(node, every))
-    if any(r.code in ("nondeterministic_backward",) for r in reasons) or overlapping:
-        verdict = "inconclusive" if verdict == "pass" else verdict
-    if verdict == "fail" and probe.cuts:
-        verdict = "inconclusive"
-        reasons.append(Reason(code="cut", message=f"the result also depends on the target through "
-                              f"{', '.join(sorted(set(probe.cuts)))}, which autograd leaves out by design "
-                              "while finite differences include it: the two cannot agree here"))
+    verdict = settle(verdict, reasons, overlapping=bool(overlapping), cuts=probe.cuts)
     out = result(verdict, tensors=[CheckedTensor(name=t.name, shape=list(t.tensor.shape), dtype=dtype,
                                                  numel=t.tensor.numel(), checked=sum(1 for ti, _ in flat if ti == i))
                                    for i, t in enumerate(targets)],

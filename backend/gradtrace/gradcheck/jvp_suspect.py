@@ -11,6 +11,7 @@ from typing import Any, cast
 import torch
 import torch.autograd.forward_ad as fwAD
 
+from gradtrace.analysis.gradcheck.verdict import blame_jvp
 from gradtrace.schema.gradcheck import Suspect
 
 _UPCASTABLE = {torch.float32, torch.float16, torch.bfloat16}
@@ -51,9 +52,7 @@ def suspect(called: list[Call], seed: int, eps: float, atol: float, rtol: float,
         order.append((code is not None and user_file(code.co_filename), nth, c, name))
     for user, nth, c, name in sorted(order, key=lambda o: not o[0]):
         if has_jvp(c.cls) and not _jvp_agrees(c, seed + nth, eps, atol, rtol):
-            return Suspect(name=name, occurrence=occurrence.get(name, 0) + nth, custom=user,
-                           message=f"its jvp's tangent disagrees with the finite differences of its own forward "
-                                   f"along the same direction: {c.cls.__name__}.jvp is wrong")
+            return blame_jvp(c.cls.__name__, occurrence.get(name, 0) + nth, user)
     return None
 
 

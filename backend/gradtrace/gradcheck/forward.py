@@ -8,7 +8,7 @@ NOTE [checking a jvp]
     ``torch.autograd.gradcheck(check_forward_ad=True)`` does), and the output tangents it
     carries (``unpack_dual``) are the analytic column; ``(f(x + h e_k) - f(x - h e_k)) / 2h``
     is the numeric one. Each element is judged as the backward check judges it
-    (:func:`gradtrace.capture.numcheck.elements.element`: the same tolerances, one-sided
+    (``analysis/gradcheck/verdict.py``: the same tolerances, one-sided
     differences, kinks, the same verdicts). On a fail, each custom Function the code defines
     and called is checked alone on the inputs it was called with, along a seeded random
     tangent: the first whose ``jvp`` disagrees with its own forward is the suspect. A Function
@@ -27,13 +27,15 @@ from typing import Any
 import torch
 import torch.autograd.forward_ad as fwAD
 
-from gradtrace.capture.numcheck import kinks, rng
-from gradtrace.capture.numcheck.apply import FunctionApplyPatch
-from gradtrace.capture.numcheck.cuts import not_library
-from gradtrace.capture.numcheck.elements import element, failed
-from gradtrace.capture.numcheck.elements import verdict as judge
-from gradtrace.capture.numcheck.engine import FLOAT64, LOW_PRECISION, MAX_ROWS, Target, TargetError
-from gradtrace.capture.numcheck.jvp_suspect import Call, has_jvp, make_dual, suspect, unpack_dual
+from gradtrace.analysis.gradcheck.verdict import failed, forward_kink_reason, tolerances
+from gradtrace.analysis.gradcheck.verdict import verdict as judge
+from gradtrace.gradcheck import kinks, rng
+from gradtrace.gradcheck.apply import FunctionApplyPatch
+from gradtrace.gradcheck.cuts import not_library
+from gradtrace.gradcheck.elements import element
+from gradtrace.gradcheck.engine import MAX_ROWS
+from gradtrace.gradcheck.jvp_suspect import Call, has_jvp, make_dual, suspect, unpack_dual
+from gradtrace.gradcheck.targets import Target, TargetError
 from gradtrace.schema.gradcheck import (
     MAX_ELEMENTS,
     CheckedTensor,
@@ -164,7 +166,7 @@ def _check(fn: Callable[..., Any], inputs: list[Any], targets: list[tuple[int, s
     runner = _Fn(fn, _inputs(inputs, targets, upcast))
 
     def result(verdict: str, dtype: str = "float64", **kw: Any) -> GradcheckResult:
-        e0, a0, r0 = FLOAT64 if dtype == "float64" else LOW_PRECISION
+        e0, a0, r0 = tolerances(dtype)
         kw.setdefault("reasons", reasons)
         return GradcheckResult(verdict=verdict, mode="forward", dtype=dtype,  # type: ignore[arg-type]
                                eps=eps or e0, atol=atol or a0, rtol=rtol or r0, seed=seed,
@@ -188,7 +190,7 @@ def _check(fn: Callable[..., Any], inputs: list[Any], targets: list[tuple[int, s
     except Exception as e:
         return stop("program_error", f"the function raised: {_first(e)}")
     dtype = str(outputs[0].dtype).removeprefix("torch.")
-    e0, a0, r0 = FLOAT64 if dtype == "float64" else LOW_PRECISION
+    e0, a0, r0 = tolerances(dtype)
     eps, atol, rtol = eps or e0, atol or a0, rtol or r0
     called = runner.watch.calls
     tensors = [runner.args[i] for i, _ in targets]
@@ -253,8 +255,7 @@ def _check(fn: Callable[..., Any], inputs: list[Any], targets: list[tuple[int, s
     verdict, worst = judge(elements)
     n_kinks = sum(1 for e in elements if e.kink)
     if n_kinks:
-        reasons.append(Reason(code="kink", message=f"{n_kinks} element(s) sit on a kink: the left and right "
-                              "differences disagree, so no derivative exists there"))
+        reasons.append(forward_kink_reason(n_kinks))
     out = result(verdict, dtype, tensors=[CheckedTensor(name=n, shape=list(runner.args[i].shape), dtype=dtype,
                                                         numel=runner.args[i].numel(),
                                                         checked=sum(1 for ti, _ in flat if ti == j))

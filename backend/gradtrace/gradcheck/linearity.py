@@ -15,8 +15,9 @@ from typing import Any
 
 import torch
 
-from gradtrace.capture.numcheck.suspect import all_nodes
-from gradtrace.schema.gradcheck import GradcheckResult, Reason, Suspect
+from gradtrace.analysis.gradcheck.verdict import ignores_grad_output
+from gradtrace.gradcheck.suspect import all_nodes
+from gradtrace.schema.gradcheck import GradcheckResult
 
 
 def _nonzero(grads: tuple[Any, ...]) -> bool:
@@ -56,15 +57,7 @@ def judge(out: GradcheckResult, outputs: list[torch.Tensor], tensors: list[torch
     ignores, node = ignoring_node(outputs, tensors)
     if not ignores:
         return
-    out.verdict = "fail"
-    name = node.name() if node is not None else None
-    out.reasons.append(Reason(code="ignores_grad_output", node=name,
-                              occurrence=occurrence(node) if node is not None else None,
-                              message=f"{name or 'the backward'} returns a non-zero gradient when it receives "
-                                      "zero: it does not multiply by grad_output (torch.autograd.gradcheck: "
-                                      "\"backward not multiplied by grad_output\")"))
-    if node is not None:
-        site = next((s for s in sites if s.tensor.grad_fn is node), None)
-        out.suspect = Suspect(name=node.name(), occurrence=occurrence(node),
-                              custom=site.user if site is not None else False,
-                              message="it returns a gradient when it receives zero: its backward ignores grad_output")
+    site = next((s for s in sites if s.tensor.grad_fn is node), None) if node is not None else None
+    ignores_grad_output(out, node.name() if node is not None else None,
+                        occurrence(node) if node is not None else None,
+                        site.user if site is not None else False)

@@ -3,13 +3,13 @@ check's answer names.
 
 The page asks to check a node of a run (``POST /api/runs/{id}/gradcheck`` with its node id);
 the sandbox re-runs the snippet and knows tensors by name and order, not by the document's ids
-(NOTE [how a re-run finds the same tensor] in ``capture/numcheck/probe.py``). This module
+(NOTE [how a re-run finds the same tensor] in ``gradcheck/probe.py``). This module
 turns a node into a :class:`~gradtrace.schema.gradcheck.TargetSpec` and, for the answer, the
 suspect's and reasons' (name, occurrence) back into node ids. Torch-free: the web process runs it.
 
 NOTE [which backward pass a node belongs to]
     The check re-runs the snippet up to one backward call (NOTE [checking a later backward
-    pass] in ``capture/numcheck/probe.py``) and counts Function calls since the call before
+    pass] in ``gradcheck/probe.py``) and counts Function calls since the call before
     it. A node's pass is therefore the first backward pass that began after the node was
     made: the number of passes whose first backward event comes before the node's forward
     event in ``events`` (which are in time order). A leaf is checked in the pass the page shows
@@ -146,7 +146,7 @@ def for_the_rerun(doc: dict[str, Any], spec: TargetSpec) -> TargetSpec:
     """``spec`` with its pass counted as the re-run counts backward calls: the document's
     ``engine`` passes (a reentrant checkpoint's inner backward, another thread's) are no call
     the snippet made, so the probe never counts them (NOTE [checking a later backward pass]
-    in ``capture/numcheck/probe.py``); one of them cannot be checked (a 422)."""
+    in ``gradcheck/probe.py``); one of them cannot be checked (a 422)."""
     if spec.pass_index is None:
         return spec
     passes = doc.get("passes") or []

@@ -4,7 +4,7 @@ NOTE [finding the suspect node]
     A failing check knows the gradient reaching the target (a leaf) is wrong; the loss's own
     gradient (1) is right. Along the path between them, each tensor a node produced can be
     checked the same way as the target: nudge it in the re-run along a seeded random direction
-    ``v`` (a :class:`~gradtrace.capture.numcheck.probe.Nudge` of kind ``site``) and compare
+    ``v`` (a :class:`~gradtrace.gradcheck.probe.Nudge` of kind ``site``) and compare
     ``(f(t + h v) - f(t - h v)) / 2h`` with ``<dL/dt, v>`` from the baseline's graph: a
     vector-Jacobian check costing two executions. The node to blame is the one whose output
     gradient is right while the gradient it passes to its input is wrong. Custom Functions are
@@ -21,9 +21,9 @@ from typing import Any
 
 import torch
 
-from gradtrace.capture.numcheck import kinks
-from gradtrace.capture.numcheck.probe import Nudge, Probe, Site
-from gradtrace.schema.gradcheck import GradcheckResult, Reason, Suspect
+from gradtrace.analysis.gradcheck.verdict import blame, kink_reason, search_gave_up
+from gradtrace.gradcheck.probe import Nudge, Probe, Site
+from gradtrace.schema.gradcheck import GradcheckResult
 
 MAX_SITE_CHECKS = 12
 KINK_OPS = {
@@ -93,15 +93,8 @@ def explain(out: GradcheckResult, outputs: list[torch.Tensor], probe: Probe, tar
     every = all_nodes(outputs)
     if out.kinks:
         node = _kink_node(probe.sites, path)
-        where = f" at {node.name()}" if node is not None else ""
-        out.reasons.append(Reason(
-            code="kink", node=node.name() if node is not None else None,
-            occurrence=occurrence(node, every) if node is not None else None,
-            message=f"{out.kinks} element(s) sit on a kink{where}: the left and right differences "
-                    "disagree (an input exactly at 0, a tie or a bound), so no derivative exists there"
-                    + (f"; at {n} of them the central difference matches the analytic value only by luck "
-                       "(the subgradient torch picks equals the mean of the two slopes)"
-                       if (n := kinks.lucky(out.elements)) else "")))
+        out.reasons.append(kink_reason(out, node.name() if node is not None else None,
+                                       occurrence(node, every) if node is not None else None))
     if out.verdict != "fail" or out.suspect is not None:
         return
     row = rows[worst.output or 0]
@@ -159,14 +152,11 @@ def explain(out: GradcheckResult, outputs: list[torch.Tensor], probe: Probe, tar
     if suspect is not None:
         site = by_node.get(suspect)
         custom = site.user if site is not None else False  # "your code": a Function the user defined
-        out.suspect = Suspect(name=suspect.name(), occurrence=occurrence(suspect, every), custom=custom,
-                              message="the gradient reaching its output agrees with the finite differences, "
-                                      "the gradient it passes to its input does not: its backward is wrong")
+        out.suspect = blame(suspect.name(), occurrence(suspect, every), custom)
 
 
 def _give_up(out: GradcheckResult) -> None:
-    out.reasons.append(Reason(code="program_error", message=f"the suspect search stopped after "
-                              f"{MAX_SITE_CHECKS} node checks without isolating one node"))
+    out.reasons.append(search_gave_up(MAX_SITE_CHECKS))
 
 
 def _value(outputs: list[torch.Tensor], direction: torch.Tensor | None, row: int | None) -> float:

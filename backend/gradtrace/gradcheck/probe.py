@@ -42,15 +42,16 @@ NOTE [upcast in place]
 
 from __future__ import annotations
 
-import itertools
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 from torch.overrides import TorchFunctionMode
 
-from gradtrace.capture.numcheck.cuts import by_user, cut_by, not_library
+from gradtrace.gradcheck.calls import backward_scalar as _scalar
+from gradtrace.gradcheck.calls import tensors_in as _tensors
+from gradtrace.gradcheck.cuts import by_user, cut_by, not_library
 
 _is_compiling = torch.compiler.is_compiling
 _BACKWARDS = {torch.Tensor.backward, torch.autograd.backward, torch.autograd.grad}
@@ -285,35 +286,3 @@ class Probe(TorchFunctionMode):
 
 def _takes_grad(args: tuple[Any, ...]) -> bool:
     return any(t.requires_grad for t in _tensors(args, {}))
-
-
-def _scalar(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> torch.Tensor:
-    """What a backward call differentiates, as one scalar: ``sum(root * grad_tensor)``."""
-    if func is torch.Tensor.backward:
-        roots, grads = [args[0]], [kwargs.get("gradient", args[1] if len(args) > 1 else None)]
-    else:
-        first = "tensors" if func is torch.autograd.backward else "outputs"
-        second = "grad_tensors" if func is torch.autograd.backward else "grad_outputs"
-        r = kwargs.get(first, args[0] if args else None)
-        g = kwargs.get(second, args[2] if func is torch.autograd.grad and len(args) > 2
-                       else args[1] if func is torch.autograd.backward and len(args) > 1 else None)
-        roots = [r] if isinstance(r, torch.Tensor) else list(r or [])
-        grads = [g] if isinstance(g, torch.Tensor) or g is None else list(g)
-        grads = grads + [None] * (len(roots) - len(grads))
-    total: torch.Tensor | None = None
-    for r, g in zip(roots, grads, strict=False):
-        term = r.sum() if g is None else (r * g.to(r.dtype)).sum()
-        total = term if total is None else total + term
-    if total is None:
-        raise RuntimeError("backward was called with no tensors")
-    return total
-
-
-def _tensors(args: Any, kwargs: dict[str, Any]) -> Iterator[torch.Tensor]:
-    for a in itertools.chain(args if isinstance(args, (tuple, list)) else (args,), kwargs.values()):
-        if isinstance(a, torch.Tensor):
-            yield a
-        elif isinstance(a, (tuple, list)):
-            for b in a:
-                if isinstance(b, torch.Tensor):
-                    yield b

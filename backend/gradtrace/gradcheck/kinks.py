@@ -14,19 +14,11 @@ from __future__ import annotations
 
 import torch
 
+from gradtrace.analysis.gradcheck.verdict import kink_stays
 from gradtrace.schema.gradcheck import ElementCheck
 
 
 def confirmed(e: ElementCheck, fp: torch.Tensor, fm: torch.Tensor, centre: torch.Tensor, h: float) -> bool:
     """Whether the gap between ``e``'s one-sided differences stays at step ``h`` (NOTE [confirming a kink])."""
     r = e.output or 0
-    right = float((fp[r] - centre[r]) / h)
-    left = float((centre[r] - fm[r]) / h)
-    gap = abs(float(e.left) - float(e.right))
-    wide = abs(left - right)
-    return gap > 0 and gap / 3 <= wide <= 3 * gap
-
-
-def lucky(elements: list[ElementCheck]) -> int:
-    """Elements on a kink whose central difference agreed with the analytic value anyway."""
-    return sum(1 for e in elements if e.kink and e.ok)
+    return kink_stays(e, float((centre[r] - fm[r]) / h), float((fp[r] - centre[r]) / h))

@@ -11,12 +11,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from gradtrace.capture.numcheck import TargetError, check_snippet
+from gradtrace.analysis.gradcheck.answer import answer_bytes
+from gradtrace.gradcheck import TargetError, check_snippet
 from gradtrace.schema.gradcheck import DEFAULT_MAX_ELEMENTS, GradcheckResult, Mode, TargetSpec
 
 
 def run_gradcheck(job: dict[str, Any], *, filename: str = "<snippet>") -> bytes:
-    """``job`` -> the JSON bytes of a GradcheckResult (status ``refused`` for a bad target)."""
+    """``job`` -> the answer's bytes (NOTE [the answer's bytes] in ``analysis/gradcheck/answer.py``;
+    status ``refused`` for a bad target)."""
     try:
         spec = TargetSpec.model_validate(job.get("target") or {})
         sample = job.get("sample_seed")
@@ -31,8 +33,8 @@ def run_gradcheck(job: dict[str, Any], *, filename: str = "<snippet>") -> bytes:
         return _refused(str(e).split("\n")[0])
     except SyntaxError as e:
         return _refused(f"the snippet does not compile: {e.msg} (line {e.lineno})")
-    return result.model_dump_json().encode()
+    return answer_bytes(result)
 
 
 def _refused(message: str) -> bytes:
-    return GradcheckResult(verdict="inconclusive", status="refused", message=message).model_dump_json().encode()
+    return answer_bytes(GradcheckResult(verdict="inconclusive", status="refused", message=message))
