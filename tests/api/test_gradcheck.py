@@ -11,6 +11,7 @@ import pytest
 
 from gradcheck.cube import RIGHT_CUBE, WRONG_CUBE
 from gradtrace.lessons import lesson
+from gradtrace.schema.canonical import canonical_with_id
 from gradtrace.schema.gradcheck import GradcheckResult
 
 
@@ -35,6 +36,14 @@ def test_checking_the_wrong_cube_node_fails_and_names_the_cube_node(api: httpx.C
     assert result.verdict == "fail" and result.status == "ok" and result.run_id == doc["id"]
     assert result.suspect is not None and result.suspect.node_id == cube and result.suspect.custom
     assert float(result.elements[result.worst or 0].rel_error) == pytest.approx(2 / 3, rel=1e-6)
+    _served_as_canonical_with_its_hash(r)
+
+
+def _served_as_canonical_with_its_hash(r: httpx.Response) -> None:
+    """NOTE [the answer's bytes] in ``analysis/gradcheck/answer.py``: what is served is canonical
+    JSON, and its id is the hash of the rest of it (the run's node ids and run_id included)."""
+    served = r.json()
+    assert canonical_with_id(served) == (served["id"], r.content)
 
 
 def test_checking_a_leaf_of_the_right_cube_passes(api: httpx.Client) -> None:
@@ -72,6 +81,7 @@ def test_the_code_route_checks_a_snippet_and_seeds_pick_the_same_elements(api: h
     assert a["verdict"] == "pass" and a["checked"] == 8 and a["total"] == 1600
     assert [e["index"] for e in a["elements"]] == [e["index"] for e in b["elements"]]
     assert "sampled" in [x["code"] for x in a["reasons"]]
+    _served_as_canonical_with_its_hash(api.post("/api/gradcheck", json=body, timeout=60))
 
 
 @pytest.mark.parametrize(("body", "status", "words"), [

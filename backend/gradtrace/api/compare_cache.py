@@ -1,4 +1,4 @@
-"""Bounded caches for comparisons: parsed run documents and the comparison answers.
+"""Bounded caches: the service's parsed documents (``api/documents.py``) and the comparison answers.
 
 NOTE [comparison caches]
     A stored document never changes: its bytes are the canonical JSON its content hash names
@@ -8,7 +8,8 @@ NOTE [comparison caches]
     * the parsed documents (a GRU unrolled 200 steps is 4 MB of JSON, ~40 ms of parse and
       ~19 MB of Python objects): the what-if slider compares the same run A with a new run B
       at every step, and the compare page's comparison follows the page that names the same
-      two runs;
+      two runs (explain and gradcheck read them too: NOTE [parsed documents] in
+      ``api/documents.py``);
     * the answers (the comparison's JSON bytes), keyed by both hashes in order: the page, a
       reload, the slider going back to a value it had, ``POST`` and ``GET`` of the same pair.
 
