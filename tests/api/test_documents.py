@@ -38,8 +38,9 @@ def _service(tmp_path: Path, doc: dict[str, Any], cache_mb: int) -> tuple[Any, S
 
 
 def _clicks(app: Any, run_id: str, doc: dict[str, Any]) -> list[bytes]:
-    """An explain of every backward event, and a check of a node that cannot be checked (its 422
-    comes after the route has read the run, before any sandbox)."""
+    """An explain of every backward event, the explanations a saved file carries, and a check of a
+    node that cannot be checked (its 422 comes after the route has read the run, before any
+    sandbox)."""
     async def clicks() -> list[bytes]:
         bodies = []
         async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as client:
@@ -47,6 +48,9 @@ def _clicks(app: Any, run_id: str, doc: dict[str, Any]) -> list[bytes]:
                 r = await client.get(f"/api/runs/{run_id}/explain", params={"node": e["node"], "pass": e["pass"]})
                 assert r.status_code == 200, r.text
                 bodies.append(r.content)
+            r = await client.get(f"/api/runs/{run_id}/explanations")  # a saved file's bundle
+            assert r.status_code == 200 and r.json()["nodes"], r.text[:300]
+            bodies.append(r.content)
             add = next(n["id"] for n in doc["graph"]["nodes"] if n["name"] == "AddmmBackward0")
             r = await client.post(f"/api/runs/{run_id}/gradcheck", json={"node": add})
             assert r.status_code == 422 and "cannot be checked" in r.json()["error"]["message"], r.text
