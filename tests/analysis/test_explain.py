@@ -1,4 +1,4 @@
-"""Explain this node (``analysis/explain.py``): every catalogued rule, evaluated on the document's
+"""Explain this node (``analysis/explain/node.py``): every catalogued rule, evaluated on the document's
 own numbers (float64 runs), gives the recorded ``grad_inputs`` and torch's real ``.grad``."""
 
 from __future__ import annotations
@@ -12,8 +12,9 @@ import pytest
 
 torch = pytest.importorskip("torch", reason="recording needs torch (the sandbox/capture side)")
 
-from gradtrace.analysis.explain import catalogue, evaluate, explain_node  # noqa: E402
-from gradtrace.analysis.explain_tensors import flatten  # noqa: E402
+from gradtrace.analysis.explain import explain_node  # noqa: E402
+from gradtrace.analysis.explain.node import catalogue, evaluate  # noqa: E402
+from gradtrace.analysis.numbers import flatten  # noqa: E402
 from gradtrace.capture import run_snippet  # noqa: E402
 from gradtrace.errors import NotFound  # noqa: E402
 

@@ -7,12 +7,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from gradtrace.analysis.explain import catalogue
+from gradtrace.analysis.explain.node import catalogue
 
 FIXTURE = Path(__file__).resolve().parents[2] / "frontend" / "test" / "fixtures" / "explain_catalogue.json"
 
 
 def test_the_fixture_is_the_explain_catalogue() -> None:
     assert json.loads(FIXTURE.read_text(encoding="utf-8")) == catalogue(), (
-        "regenerate: python -c \"import json; from gradtrace.analysis.explain import catalogue; "
+        "regenerate: python -c \"import json; from gradtrace.analysis.explain.node import catalogue; "
         f"json.dump(catalogue(), open('{FIXTURE}', 'w'), indent=0)\"")

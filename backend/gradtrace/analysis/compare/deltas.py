@@ -7,7 +7,7 @@ are exact; from statistics they are lower bounds (``|Δmin|``, ``|Δmax|``, ``|�
 exceed the largest element difference, and ``|‖b‖ − ‖a‖| ≤ ‖b − a‖``) and say so
 (``exact=False``).
 
-The tolerance is the golden tests' (NOTE [goldens on any CPU] in ``analysis/docdiff.py``):
+The tolerance is the golden tests' (NOTE [goldens on any CPU] in ``analysis/numbers.py``):
 an element may differ by ``REL`` of the larger tensor's largest magnitude, and never less than
 ``FLOOR`` of the largest gradient in the run, so a rerun on another CPU reads as no change.
 """
@@ -18,7 +18,7 @@ import math
 from operator import mul
 from typing import Any, NamedTuple
 
-from gradtrace.analysis.docdiff import FLOOR, REL
+from gradtrace.analysis.numbers import FLOOR, REL, number
 
 
 class RawDelta(NamedTuple):
@@ -139,9 +139,8 @@ def _flat(values: Any) -> list[Any]:
 
 
 def _element(v: Any) -> float:
-    if type(v) is str:
-        return float(v) if v in ("nan", "inf", "-inf") else math.nan
-    return float(v)
+    x = number(v)
+    return math.nan if x is None else x
 
 
 def _from_values(fa: list[Any], fb: list[Any], sq_a: float, sq_b: float, scale: float) -> RawDelta:

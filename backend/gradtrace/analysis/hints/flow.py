@@ -9,8 +9,9 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from gradtrace.analysis.docview import DocView, fmt, number
-from gradtrace.analysis.hintdoc import hint
+from gradtrace.analysis.docview import DocView
+from gradtrace.analysis.hints.write import hint
+from gradtrace.analysis.numbers import fmt, number
 
 # NOTE [ops with no gradient]: argmax, a comparison or an integer cast returns a tensor with no
 # grad_fn, so autograd records no node for them: the document shows only their consequence, a
