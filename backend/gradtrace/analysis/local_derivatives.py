@@ -4,7 +4,7 @@
 ``name`` sends to its input is ``grad_out * LOCAL_DERIVATIVES[name](x)`` element by element (what
 :mod:`gradtrace.analysis.nonfinite` uses to say *why* a gradient became NaN: ``0 × inf``).
 Python's math raises where IEEE arithmetic gives inf or nan; :func:`local_derivative` gives the IEEE answer
-as torch computes it (``tests/analysis/test_rules.py`` checks each rule against torch).
+as torch computes it (``tests/analysis/test_local_derivatives.py`` checks each one against torch).
 """
 
 from __future__ import annotations
