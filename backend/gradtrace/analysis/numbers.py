@@ -113,3 +113,8 @@ def fmt(x: float | None) -> str:
 def sig(x: float | None, digits: int) -> str:
     """``x`` to ``digits`` significant digits (``inf``, ``-inf``, ``nan`` as such; None: ``?``)."""
     return "?" if x is None else f"{x:.{digits}g}"
+
+
+def rounded(x: float, digits: int) -> float:
+    """``x`` rounded to ``digits`` significant digits (``fmt(rounded(x, 2))``: ``0.0031``)."""
+    return float(f"{x:.{digits}g}")

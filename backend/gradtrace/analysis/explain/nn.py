@@ -14,11 +14,15 @@ from collections.abc import Callable
 from gradtrace.analysis.explain.index import norm_dim
 from gradtrace.analysis.explain.ops import Ctx, NotKept, Rule, _binary, _operand, _unary
 from gradtrace.analysis.explain.tensors import Flat, fmt, ravel, unravel
+from gradtrace.analysis.numbers import number
 
 
 def _num(x: object) -> float:
-    """A saved number (``"inf"`` is how the document spells infinity)."""
-    return float(x)  # type: ignore[arg-type]
+    """A saved number (``"inf"`` is how the document spells infinity); ValueError when it is none."""
+    value = number(x)
+    if value is None:
+        raise ValueError(f"not a number: {x!r}")
+    return value
 
 
 def _pow(x: float, p: float) -> float:

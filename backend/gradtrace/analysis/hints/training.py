@@ -11,7 +11,7 @@ from gradtrace.analysis.docview import DocView
 from gradtrace.analysis.gradoff import block_at, describe, grad_off_blocks
 from gradtrace.analysis.hints.intent import backward_intent
 from gradtrace.analysis.hints.write import hint
-from gradtrace.analysis.numbers import fmt, number
+from gradtrace.analysis.numbers import fmt, number, rounded
 from gradtrace.analysis.starved import item_rebuild, starved
 
 
@@ -274,7 +274,7 @@ def _effect(before: Any, after: Any) -> str:
         return "changed"
     if a == 0:
         return "zeroed"
-    return f"norm scaled × {fmt(float(f'{a / b:.4g}'))}" if b else "changed"
+    return f"norm scaled × {fmt(rounded(a / b, 4))}" if b else "changed"
 
 
 def _differs(a: Any, b: Any) -> bool:
