@@ -118,7 +118,9 @@ def magnitude(value: dict[str, Any] | None) -> float:
 
 
 def _num(v: Any) -> float | None:
-    """A JSON number as a float (``None`` for the strings ``"nan"``/``"inf"``, and anything else)."""
+    """A JSON number as a float (``None`` for the strings ``"nan"``/``"inf"``, and anything else:
+    unlike :func:`~gradtrace.analysis.numbers.number`, a non-finite statistic is compared as
+    written, and two type checks keep this cheap on every pair of statistics)."""
     t = type(v)
     if t is float:
         return v  # type: ignore[no-any-return]
@@ -128,7 +130,10 @@ def _num(v: Any) -> float | None:
 
 
 def _flat(values: Any) -> list[Any]:
-    """A nested list of elements, flat (complex elements as their two parts)."""
+    """A nested list of elements, flat (complex elements as their two parts), as written: unlike
+    :func:`~gradtrace.analysis.numbers.flatten`, nothing is converted, so the common case of plain
+    numbers is subtracted at once and only a run with ``"nan"``/``"inf"`` strings takes the careful
+    path."""
     if not isinstance(values, list):
         return [values]
     if not values or type(values[0]) is not list:
