@@ -39,11 +39,6 @@ def _encode(x: float) -> float | str:
     return x if math.isfinite(x) else str(x)
 
 
-def catalogue() -> list[str]:
-    """The backward ops that have a rule, sorted."""
-    return sorted(BACKWARD_RULES)
-
-
 def _flat(value: JSON | None) -> Flat | None:
     if not value or value.get("values") is None:
         return None
