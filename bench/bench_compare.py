@@ -10,7 +10,7 @@
    both stored runs (``GET /api/runs/{id}`` twice).
    In process, thread CPU time (what a shared, loaded machine inflates least): the old path
    (orjson parse of both whole documents, compare, answer JSON) against the new one (the
-   comparison's read, ``analysis/compare_read.py``), and where the time goes.
+   comparison's read, ``analysis/compare/read.py``), and where the time goes.
 2. The compare page ``/c/{a}..{b}`` of the same pair: from navigation to both panes' first
    frame (goal ≤ 1.5 s), and until the comparison is shown too; the old page (two documents
    inlined in the HTML) with ``--baseline-tree``. Baseline: the single-run page ``/r/{a}``.
@@ -40,11 +40,9 @@ from common import ROOT, Row, print_table  # first: it puts tests/ on the path
 
 # isort: split
 from conftest import CHROMIUM_ARGS, Server, chromium_path, running_server
-from gradtrace.analysis.align import line_map, pair_nodes
-from gradtrace.analysis.compare import compare_documents
-from gradtrace.analysis.compare_read import read_for_compare
-from gradtrace.analysis.memory import memory_timeline
-from gradtrace.analysis.steps import merged_steps, paired_events
+from gradtrace.analysis.compare import compare_documents, memory_timeline, read_for_compare
+from gradtrace.analysis.compare.align import line_map, pair_nodes
+from gradtrace.analysis.compare.steps import merged_steps, paired_events
 from gradtrace.collector import gc_paused
 from gradtrace.lessons import lesson
 from gradtrace.storage.codec import compress, decompress

@@ -2,12 +2,12 @@
 
     .venv/bin/python bench/bench_explain.py [--reps N]
 
-Decides NOTE [explain on request] (``analysis/explain.py``). Baseline: the service's run of the
+Decides NOTE [explain on request] (``analysis/explain/node.py``). Baseline: the service's run of the
 program (``run_snippet(..., json_parts=True)`` then the web process's validation, as in
 bench/bench_analysis.py). Rows: explaining every backward event's every input at its first
 element (the least a document could carry), every element of every input (what the page's
 element picker needs), what a saved HTML file carries (``carried_explanations``: NOTE
-[explanations carried offline] in ``analysis/explain_offline.py``; its JSON and gzipped sizes
+[explanations carried offline] in ``analysis/explain/offline.py``; its JSON and gzipped sizes
 in the note), and one request (one node, one element) as ``GET /api/runs/{id}/explain``
 computes it (which includes finding the node and its event by a scan of the document, as a
 request must: the all-events rows pay that scan per event, so they are an upper bound; the
@@ -32,8 +32,8 @@ with warnings.catch_warnings():
 from common import ROOT, Row, print_table
 
 sys.path.insert(0, str(ROOT / "tests"))
-from gradtrace.analysis.explain import evaluate, explain_node
-from gradtrace.analysis.explain_offline import carried_explanations
+from gradtrace.analysis.explain import carried_explanations, explain_node
+from gradtrace.analysis.explain.node import evaluate
 from gradtrace.capture import run_snippet
 from gradtrace.jobs import Job
 from gradtrace.sandbox.outcome import validate_result

@@ -1,11 +1,11 @@
-"""The golden comparison (gradtrace/analysis/docdiff.py) accepts what CPU kernels change and nothing else."""
+"""The golden comparison (tests/docdiff.py) accepts what CPU kernels change and nothing else."""
 
 from __future__ import annotations
 
 import copy
 import math
 
-from gradtrace.analysis.docdiff import differences
+from docdiff import differences
 
 DOC = {
     "id": "abc",
@@ -73,7 +73,7 @@ def test_gradient_noise_is_judged_against_the_documents_largest_gradient() -> No
 
 
 def test_each_difference_is_typed_with_its_place_kind_and_both_values() -> None:
-    from gradtrace.analysis.docdiff import Difference, compare
+    from docdiff import Difference, compare
 
     got = _changed(["graph", "nodes", 0, "line"], 6)
     got["graph"]["edges"] = []

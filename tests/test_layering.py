@@ -246,3 +246,37 @@ def test_the_checks_fail_on_a_deliberately_bad_import(module: str, bad_line: str
         assert not upward
     else:
         assert not upward and not circles, (upward, circles)
+
+
+ANALYSIS = PACKAGE / "analysis"
+ROOMS = ("compare", "explain", "goals", "hints")
+"""The rooms of ``analysis/``, one per concept; each exports its entry points from its ``__init__``."""
+TOP_LEVEL_MODULES = 10
+
+
+def test_analysis_rooms_are_entered_through_their_package() -> None:
+    """Outside a room, a module imports the room's package (its entry points), never a module
+    inside it: the room may then rearrange itself without touching its callers. (Tests and
+    benchmarks of an inner unit import it directly; they are not in the package.)"""
+    bad = []
+    for name, targets in sorted(graph_of(read_modules()).items()):
+        for room in ROOMS:
+            inside = f"gradtrace.analysis.{room}"
+            if name == inside or name.startswith(inside + "."):
+                continue
+            bad += [f"{name} -> {t}" for t in sorted(targets) if t.startswith(inside + ".")]
+    assert not bad, "imports past a room's entry points:\n" + "\n".join(bad)
+
+
+def test_analysis_top_level_is_small_and_has_no_prefix_families() -> None:
+    """At most ``TOP_LEVEL_MODULES`` modules beside the rooms, and no family of modules named by
+    a shared prefix (``hints_flow``, ``hints_graph``): such a family is a room."""
+    names = sorted(p.stem for p in ANALYSIS.glob("*.py") if p.stem != "__init__")
+    assert len(names) <= TOP_LEVEL_MODULES, names
+    prefixes: dict[str, list[str]] = {}
+    for stem in names:
+        prefixes.setdefault(stem.split("_")[0], []).append(stem)
+    families = {p: ms for p, ms in prefixes.items() if len(ms) > 1 or p in ROOMS}
+    assert not families, f"prefix families at analysis/'s top level: {families}"
+    rooms = {p.name for p in ANALYSIS.iterdir() if (p / "__init__.py").is_file()}
+    assert set(ROOMS) <= rooms, sorted(rooms)

@@ -36,6 +36,7 @@ _PROBE = textwrap.dedent("""
     from gradtrace.api.app import create_app
     create_app()
     bad = sorted(m for m in sys.modules if m == "torch" or m.startswith("torch."))
+    print("imported:", ",".join(names))
     print(len(names), "modules;", "torch modules:", bad[:5])
     sys.exit(1 if bad else 0)
 """)
@@ -53,6 +54,11 @@ def test_the_web_process_and_the_analysis_package_never_import_torch() -> None:
     r = _probe(WEB_PACKAGES, WEB_MODULES)
     assert r.returncode == 0, f"torch was imported by the web process: {r.stdout}{r.stderr}"
     assert "torch modules: []" in r.stdout
+    imported = set(r.stdout.split("imported: ", 1)[1].split("\n", 1)[0].split(",")) | set(WEB_PACKAGES)
+    analysis = ROOT / "backend" / "gradtrace" / "analysis"
+    every = {".".join(("gradtrace", *p.relative_to(analysis.parent).with_suffix("").parts)).removesuffix(".__init__")
+             for p in analysis.rglob("*.py")}
+    assert every <= imported, f"analysis modules the probe never imported: {sorted(every - imported)}"
 
 
 def test_the_check_fails_on_a_module_that_imports_torch(tmp_path: Path) -> None:

@@ -22,10 +22,10 @@ from urllib.parse import quote
 import httpx
 from pydantic import PrivateAttr
 
-from gradtrace.analysis.comparison import Comparison
 from gradtrace.notebook.run import NotebookRunDocument
 from gradtrace.notebook.summary import render_html
 from gradtrace.schema import RunDocument, document_id
+from gradtrace.schema.compare import Comparison
 from gradtrace.version import __version__
 
 DEFAULT_TIMEOUT_S = 120.0

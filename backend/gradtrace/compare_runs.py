@@ -3,7 +3,7 @@
 Each run may be a document (a ``RunDocument``, its dict or its JSON), a recording (the
 ``with gradtrace.record() as rec:`` block's ``rec``), or the id of a share or a kept run on a
 service (``client=gradtrace.Client(url)``: the service compares, ``POST /api/compare``). The
-answer is the :class:`~gradtrace.analysis.comparison.Comparison` the API and the compare page
+answer is the :class:`~gradtrace.schema.compare.Comparison` the API and the compare page
 read; in a notebook it shows its summary, first divergence and the nodes only one run has.
 """
 
@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from gradtrace.analysis.compare import compare_documents
-from gradtrace.analysis.comparison import Comparison
 from gradtrace.schema import RunDocument
+from gradtrace.schema.compare import Comparison
 
 if TYPE_CHECKING:
     from gradtrace.client import Client

@@ -1,4 +1,4 @@
-"""Saved-tensor memory over time (``analysis/memory.py``) and checkpointing compared with
+"""Saved-tensor memory over time (``analysis/compare/memory.py``) and checkpointing compared with
 itself switched off, on the checkpoint lesson."""
 
 from __future__ import annotations
@@ -9,8 +9,7 @@ import pytest
 import torch
 
 from conftest import lesson_code
-from gradtrace.analysis.compare import compare_documents
-from gradtrace.analysis.memory import memory_timeline
+from gradtrace.analysis.compare import compare_documents, memory_timeline
 from gradtrace.capture import run_snippet
 
 CHECKPOINTED = lesson_code("12_checkpoint_memory")

@@ -10,7 +10,7 @@ import torch
 
 import gradtrace
 from conftest import Server
-from gradtrace.analysis.comparison import Comparison
+from gradtrace.schema.compare import Comparison
 
 
 def _recording(seed: int) -> object:

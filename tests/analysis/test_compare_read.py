@@ -1,4 +1,4 @@
-"""Reading only what a comparison reads (``analysis/compare_read.py``) changes no answer:
+"""Reading only what a comparison reads (``analysis/compare/read.py``) changes no answer:
 every lesson against another seed of itself, and runs with an inserted line, a fixed custom
 backward and checkpointing switched off, compared from the slim read and from the whole
 stored document."""
@@ -12,9 +12,10 @@ import pytest
 
 from conftest import LESSONS, lesson_code
 from gradcheck.cube import IN_A_CHAIN, RIGHT_FACTOR, WRONG_FACTOR, cube
-from gradtrace.analysis.compare import compare_documents
-from gradtrace.analysis.compare_read import read_for_compare
+from gradtrace.analysis.compare import compare_documents, read_for_compare
+from gradtrace.analysis.compare import read as slim_read
 from gradtrace.capture import run_snippet
+from gradtrace.schema import Event, Graph, Node, RunDocument, SavedTensor
 from gradtrace.storage.codec import encode
 
 MLP = """import torch
@@ -72,3 +73,13 @@ def test_what_is_not_a_run_document_is_a_value_error() -> None:
     for raw in (b"[1, 2]", b'{"graph": {"nodes": 3}}', b"{not json"):
         with pytest.raises(ValueError, match="not a run document"):
             read_for_compare(raw)
+
+
+@pytest.mark.parametrize(("struct", "model"), [
+    (slim_read._Document, RunDocument), (slim_read._Graph, Graph), (slim_read._Node, Node),
+    (slim_read._Event, Event), (slim_read._Saved, SavedTensor)])
+def test_the_slim_read_names_only_fields_the_schema_has(struct: Any, model: Any) -> None:
+    """NOTE [a subset named by hand] in analysis/compare/read.py: every name is the model's."""
+    fields = {f.alias or name for name, f in model.model_fields.items()}
+    named = set(struct.__annotations__)
+    assert named and named <= fields, sorted(named - fields)

@@ -1,5 +1,5 @@
 """Parameters paired by their place in the graph (NOTE [parameters by their place] in
-``analysis/align.py``): a layer inserted into an ``nn.Sequential`` renames every later one,
+``analysis/compare/align.py``): a layer inserted into an ``nn.Sequential`` renames every later one,
 and the comparison says renamed, never removed and added. Judged against torch: the paired
 parameters are the same module objects of the bare programs (same values after seeding)."""
 

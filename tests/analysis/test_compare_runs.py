@@ -1,4 +1,4 @@
-"""The comparison of two runs (``gradtrace/analysis/compare.py``) on real recorded runs, judged
+"""The comparison of two runs (``gradtrace/analysis/compare/documents.py``) on real recorded runs, judged
 against torch's own gradients."""
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ import torch
 from conftest import LESSONS
 from gradcheck.cube import IN_A_CHAIN, RIGHT_FACTOR, WRONG_FACTOR, cube
 from gradtrace.analysis.compare import compare_documents
-from gradtrace.analysis.comparison import Comparison
 from gradtrace.capture import run_snippet
+from gradtrace.schema.compare import Comparison
 from programs import UNSEEDED_MLP as MLP
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden"

@@ -1,4 +1,4 @@
-"""Tensor deltas (``analysis/deltas.py``): exact from values, lower bounds from statistics,
+"""Tensor deltas (``analysis/compare/deltas.py``): exact from values, lower bounds from statistics,
 non-finite values, and the golden tests' float32 tolerance."""
 
 from __future__ import annotations
@@ -6,8 +6,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from gradtrace.analysis import deltas as dl
-from gradtrace.analysis.docdiff import REL
+from gradtrace.analysis.compare import deltas as dl
+from gradtrace.analysis.numbers import REL
 
 
 def tv(values: Any, shape: list[int] | None = None) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""Explain this node (``analysis/explain.py``): every catalogued rule, evaluated on the document's
+"""Explain this node (``analysis/explain/node.py``): every catalogued rule, evaluated on the document's
 own numbers (float64 runs), gives the recorded ``grad_inputs`` and torch's real ``.grad``."""
 
 from __future__ import annotations
@@ -12,10 +12,14 @@ import pytest
 
 torch = pytest.importorskip("torch", reason="recording needs torch (the sandbox/capture side)")
 
-from gradtrace.analysis.explain import catalogue, evaluate, explain_node  # noqa: E402
-from gradtrace.analysis.explain_tensors import flatten  # noqa: E402
+from gradtrace.analysis.explain import explain_node  # noqa: E402
+from gradtrace.analysis.explain.node import BACKWARD_RULES, evaluate  # noqa: E402
+from gradtrace.analysis.numbers import flatten  # noqa: E402
 from gradtrace.capture import run_snippet  # noqa: E402
 from gradtrace.errors import NotFound  # noqa: E402
+
+CATALOGUE = sorted(BACKWARD_RULES)
+"""The backward ops that have a rule."""
 
 LESSONS = Path(__file__).resolve().parents[2] / "backend" / "gradtrace" / "lessons" / "snippets"
 F64 = "import torch\ntorch.set_default_dtype(torch.float64)\n"
@@ -145,7 +149,7 @@ def _checked(doc: dict[str, Any]) -> dict[str, int]:
     names = {n["id"]: n["name"] for n in doc["graph"]["nodes"]}
     matched: dict[str, int] = {}
     for event in doc["events"]:
-        if event["phase"] != "backward" or names[event["node"]] not in catalogue():
+        if event["phase"] != "backward" or names[event["node"]] not in CATALOGUE:
             continue
         grads = evaluate(doc, event["node"], event["pass"])
         for i, rule in enumerate(grads):
@@ -159,7 +163,7 @@ def _checked(doc: dict[str, Any]) -> dict[str, int]:
 
 
 def test_catalogue_has_thirty_ops() -> None:
-    assert len(catalogue()) >= 30
+    assert len(CATALOGUE) >= 30
 
 
 @pytest.mark.parametrize("case", sorted(OPS) + sorted(VARIANTS))
@@ -187,7 +191,7 @@ def test_rule_matches_recorded_and_torch(case: str) -> None:
 
 
 def test_every_catalogued_op_is_exercised() -> None:
-    assert set(catalogue()) <= set(OPS) | {"AccumulateGrad"}
+    assert set(CATALOGUE) <= set(OPS) | {"AccumulateGrad"}
 
 
 @functools.cache
@@ -208,10 +212,10 @@ def test_every_op_the_lessons_use_has_a_rule() -> None:
     used = {n["name"]: lesson[:2] for lesson in LESSON_NAMES for n in _lesson(lesson)["graph"]["nodes"]
             if n["kind"] == "function"}
     assert len(LESSON_NAMES) == 15
-    missing = {op: at for op, at in used.items() if op not in catalogue() and op not in EXEMPT}
+    missing = {op: at for op, at in used.items() if op not in CATALOGUE and op not in EXEMPT}
     assert not missing, f"lesson ops with no rule (op: lesson): {missing}"
     assert set(EXEMPT) <= set(used), "an exemption no lesson needs"
-    assert not set(EXEMPT) & set(catalogue())
+    assert not set(EXEMPT) & set(CATALOGUE)
 
 
 SMALLER = {  # lessons whose tensors exceed the 1,000 elements a document keeps values of, made small
@@ -246,7 +250,7 @@ def test_the_lessons_exercise_their_ops_rules() -> None:
         matched |= set(_checked(doc))
     used = {n["name"] for lesson in LESSON_NAMES for n in _lesson(lesson)["graph"]["nodes"]
             if n["kind"] == "function"}
-    assert sorted(used & set(catalogue()) - matched) == sorted(UNMATCHED)
+    assert sorted(used & set(CATALOGUE) - matched) == sorted(UNMATCHED)
 
 
 def test_lesson_01_mul_instance_reads_the_saved_operand() -> None:

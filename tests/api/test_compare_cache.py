@@ -117,10 +117,11 @@ def test_kept_answers_belong_to_their_own_runs(api: httpx.Client) -> None:
 def test_the_page_request_starts_the_comparison_its_page_then_asks_for(tmp_path: Path) -> None:
     """NOTE [comparison started with the page]: the page's own request finds the answer made."""
     from gradtrace.api.app import create_app
-    from gradtrace.api.compare import CompareSide, compare_answer
+    from gradtrace.api.compare import compare_answer
     from gradtrace.api.compare_page import _context, _start_comparison
     from gradtrace.api.services import Services
     from gradtrace.capture import run_snippet
+    from gradtrace.schema.compare import CompareSide
     from gradtrace.settings import Settings
     from gradtrace.storage.codec import encode
 

@@ -93,7 +93,7 @@ def test_transformer_layers_fold_around_the_active_one_and_their_edge_sums(playg
     assert drawn["parts"] >= 2 and drawn["total"], drawn
     lesson_code = page.evaluate("window.gradtrace.app.doc.code")
     # This gradient is ~1e-7, what LayerNorm's cancellation leaves (NOTE [goldens on any CPU] in
-    # gradtrace/analysis/docdiff.py): its last digits follow the kernels' and threads' summation
+    # backend/gradtrace/analysis/numbers.py): its last digits follow the kernels' and threads' summation
     # order, so it is compared to 10 %, not to float32 precision; the parts and the total are exact.
     assert drawn["norm"] == pytest.approx(_layer0_output_grad_norm(lesson_code), rel=0.1)
     # A fold of one layer opens at once (a fold of several shows them one by one first).

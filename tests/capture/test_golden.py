@@ -1,5 +1,5 @@
 """Golden run documents for every lesson and capture case, compared as NOTE [goldens on any CPU]
-(``gradtrace/analysis/docdiff.py``) says: structure exactly, floats within float32 tolerance, no id.
+(``tests/docdiff.py``) says: structure exactly, floats within float32 tolerance, no id.
 
 Regenerate after an intended change with ``GRADTRACE_REGEN_GOLDEN=1 pytest tests/capture/test_golden.py``.
 ``make test`` runs this file a second time under ``ATEN_CPU_CAPABILITY=default`` (torch's plain
@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from conftest import LESSONS, Snippet, snippets
-from gradtrace.analysis.docdiff import differences
+from docdiff import differences
 from gradtrace.capture import run_snippet
 
 GOLDEN = Path(__file__).parent.parent / "golden"

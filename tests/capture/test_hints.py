@@ -1,6 +1,6 @@
 """Hints: each fires on a program that makes its mistake and stays silent on a near miss, and
 across the 15 lessons only the hints a lesson is about are raised (NOTE [no false alarms] in
-gradtrace/analysis/hints.py)."""
+gradtrace/analysis/hints/catalogue.py)."""
 
 from __future__ import annotations
 

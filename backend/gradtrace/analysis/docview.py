@@ -12,6 +12,8 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from gradtrace.analysis.numbers import flat
+
 Doc = Mapping[str, Any]
 TV = Mapping[str, Any]
 
@@ -33,42 +35,6 @@ def event_skeletons(text: bytes) -> list[dict[str, Any]]:
     unrolled 200 steps, 10 ms instead of 40 with the values). Node ids are plain (``n12``)."""
     return [{"node": node.decode(), "pass": None if p == b"null" else int(p), "phase": phase.decode()}
             for node, p, phase in _EVENT_TAIL.findall(text)]
-
-
-def number(v: Any) -> float | None:
-    """A JSON number or ``"nan"``/``"inf"``/``"-inf"`` as a float (complex: its magnitude)."""
-    if isinstance(v, bool):
-        return float(v)
-    if isinstance(v, int | float):
-        return float(v)
-    if isinstance(v, str):
-        try:
-            return float(v)
-        except ValueError:
-            return None
-    if isinstance(v, list) and len(v) == 2:  # a complex element [real, imag]
-        re_, im = number(v[0]), number(v[1])
-        if re_ is None or im is None:
-            return None
-        return math.nan if math.isnan(re_) or math.isnan(im) else math.hypot(re_, im)
-    return None
-
-
-def flat(tv: TV | None) -> list[float] | None:
-    """The recorded values of ``tv`` in row-major order, or None when only stats were kept."""
-    if tv is None or tv.get("values") is None:
-        return None
-    out: list[float] = []
-    complex_ = str(tv.get("dtype", "")).startswith("complex")
-    stack: list[Any] = [tv["values"]]
-    while stack:
-        v = stack.pop()
-        if isinstance(v, list) and not (complex_ and len(v) == 2 and not isinstance(v[0], list)):
-            stack.extend(reversed(v))
-        else:
-            x = number(v)
-            out.append(math.nan if x is None else x)
-    return out
 
 
 def nonfinite_kind(tv: TV | None) -> str | None:
@@ -98,19 +64,6 @@ def has(tv: TV | None, kind: str) -> bool:
     """Whether ``tv`` holds a value of ``kind`` (``"nan"``; ``"inf"`` also counts NaN)."""
     found = nonfinite_kind(tv)
     return found is not None and (kind == "inf" or found == "nan")
-
-
-def fmt(x: float | None) -> str:
-    """A number as a sentence shows it: signed, short, ``inf`` and ``nan`` spelled out."""
-    if x is None:
-        return "?"
-    if math.isnan(x):
-        return "nan"
-    if math.isinf(x):
-        return "inf" if x > 0 else "-inf"
-    if x == int(x) and abs(x) < 1e6:
-        return str(int(x))
-    return f"{x:.4g}"
 
 
 class DocView:

@@ -24,9 +24,10 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from gradtrace.analysis.docview import TV, DocView, flat, fmt, has, nonfinite_kind
+from gradtrace.analysis.docview import TV, DocView, has, nonfinite_kind
+from gradtrace.analysis.local_derivatives import LOCAL_DERIVATIVES, local_derivative
 from gradtrace.analysis.nantraps import trap_for
-from gradtrace.analysis.rules import LOCAL, local
+from gradtrace.analysis.numbers import flat, fmt
 
 MAX_ELEMENTS = 8
 MAX_PASSED_ON = 50
@@ -61,7 +62,7 @@ def _cause(view: DocView, ev: Mapping[str, Any], out: int, elements: list[int]) 
     non-finite (a finite number times a finite one is finite)."""
     name = view.name(str(ev["node"]))
     gout = flat((ev.get("grad_outputs") or [None])[0])
-    if gout is None or not elements or name not in LOCAL:
+    if gout is None or not elements or name not in LOCAL_DERIVATIVES:
         return None
     xs = flat(view.input_value(str(ev["node"]), out))
     causes: list[str] = []
@@ -69,7 +70,7 @@ def _cause(view: DocView, ev: Mapping[str, Any], out: int, elements: list[int]) 
         g = gout[i] if i < len(gout) else (gout[0] if len(gout) == 1 else None)
         if g is None:
             return None
-        d = local(name, xs[i]) if xs is not None and i < len(xs) else None
+        d = local_derivative(name, xs[i]) if xs is not None and i < len(xs) else None
         text = f"{fmt(g)} × {fmt(d) if d is not None else 'inf/nan'}"
         if text not in causes:
             causes.append(text)

@@ -5,7 +5,7 @@ whole run document. ``GET`` names both sides by id, a share id or a run id (shar
 the compare page ``/c/{a}..{b}`` does. ``POST /api/compare/links`` shares both runs and
 answers the page's link, so a comparison outlives run retention: the link names two shares.
 
-The answer is :class:`gradtrace.analysis.comparison.Comparison` (``analysis/compare.py``);
+The answer is :class:`gradtrace.schema.compare.Comparison` (``analysis/compare/``);
 refusals come from the error hierarchy: an unknown id 404, a document of another schema version
 or not a run document 422, a run too large to compare 413.
 """
@@ -19,48 +19,19 @@ import orjson
 from fastapi import APIRouter, Path, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse, Response
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ValidationError
 
-from gradtrace.analysis.compare import check_document, compare_documents
-from gradtrace.analysis.compare_read import read_for_compare
-from gradtrace.analysis.comparison import Comparison
+from gradtrace.analysis.compare import check_document, compare_documents, read_for_compare
 from gradtrace.api.errors import ERROR_RESPONSES
 from gradtrace.api.services import Services, ServicesDep, client_key
 from gradtrace.collector import gc_paused
 from gradtrace.errors import InvalidRequest, NotFound
 from gradtrace.schema import SCHEMA_VERSION, RunDocument
+from gradtrace.schema.compare import MAX_ID, CompareLink, CompareRequest, CompareSide, Comparison
 from gradtrace.storage.codec import StoredBlob, decompress, encode, load
 from gradtrace.storage.normalize import normalize
 
 router = APIRouter(prefix="/api/compare", tags=["compare"])
-MAX_ID = 64
-
-
-class CompareSide(BaseModel):
-    """One run of a comparison: exactly one of ``run_id``, ``share_id`` or ``document``."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    run_id: str | None = Field(default=None, max_length=MAX_ID)
-    share_id: str | None = Field(default=None, max_length=MAX_ID)
-    document: dict[str, Any] | None = None
-
-
-class CompareRequest(BaseModel):
-    """``POST /api/compare`` and ``POST /api/compare/links``: run A and run B."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    a: CompareSide
-    b: CompareSide
-
-
-class CompareLink(BaseModel):
-    """A compare page's link: both runs are shares, kept forever."""
-
-    url: str
-    a: str
-    b: str
 
 
 @router.post("", response_model=Comparison, summary="Compare two runs (stored, shared or given whole)",
@@ -125,7 +96,7 @@ def _parsed(svc: Services, blob: StoredBlob) -> dict[str, Any]:
 
 def _load(blob: StoredBlob) -> dict[str, Any]:
     """A stored document as a dict: of the current schema, only what the comparison reads
-    (NOTE [what a comparison reads] in ``analysis/compare_read.py``); an older one whole, and
+    (NOTE [what a comparison reads] in ``analysis/compare/read.py``); an older one whole, and
     upgraded (``codec.load``'s steps, parsed by orjson)."""
     raw = decompress(blob.gz)
     if blob.schema_version == SCHEMA_VERSION:

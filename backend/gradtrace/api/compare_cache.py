@@ -3,7 +3,7 @@
 NOTE [comparison caches]
     A stored document never changes: its bytes are the canonical JSON its content hash names
     (NOTE [stored form] in ``storage/codec.py``), and a comparison is a pure function of its
-    two documents (``analysis/compare.py``). So the service keeps, keyed by content hash,
+    two documents (``analysis/compare/documents.py``). So the service keeps, keyed by content hash,
 
     * the parsed documents (a GRU unrolled 200 steps is 4 MB of JSON, ~40 ms of parse and
       ~19 MB of Python objects): the what-if slider compares the same run A with a new run B
@@ -35,7 +35,7 @@ V = TypeVar("V")
 
 PARSED_PER_BYTE = 5
 """A parsed document's memory per byte of its JSON, at most (measured on GRU-200, 4.0 MB of JSON: 19 MB
-parsed whole, 13 MB as the comparison reads it, ``analysis/compare_read.py``)."""
+parsed whole, 13 MB as the comparison reads it, ``analysis/compare/read.py``)."""
 
 
 class BoundedCache(Generic[V]):

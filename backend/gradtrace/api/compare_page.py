@@ -34,10 +34,11 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import HTMLResponse, Response
 from fastapi.templating import Jinja2Templates
 
-from gradtrace.api.compare import CompareSide, compare_answer, document_url, split_pair
+from gradtrace.api.compare import compare_answer, document_url, split_pair
 from gradtrace.api.pages import script_safe_json
 from gradtrace.api.services import Services, ServicesDep
 from gradtrace.frontend import TEMPLATES
+from gradtrace.schema.compare import CompareSide
 from gradtrace.version import __version__
 
 router = APIRouter(include_in_schema=False)

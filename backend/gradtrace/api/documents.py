@@ -11,7 +11,7 @@ NOTE [parsed documents]
 
     The key is the content hash with the form the reader wants (``whole``: ``codec.load``;
     ``compare``: only what a comparison reads, NOTE [what a comparison reads] in
-    ``analysis/compare_read.py``). The hash names the bytes: a run and a share of one document
+    ``analysis/compare/read.py``). The hash names the bytes: a run and a share of one document
     are one entry, and an id whose row changed could never hand back another row's parse.
     A blob without a content hash is parsed and not kept. Bounds, least-recently-used order,
     single flight and failures not kept: NOTE [comparison caches] in ``api/compare_cache.py``.

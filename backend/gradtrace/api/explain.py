@@ -1,7 +1,7 @@
 """``GET /api/runs/{id}/explain``: a backward node's local rule with the recorded numbers.
 
 Computed on request from the stored document (NOTE [explain on request] in
-``analysis/explain.py``): one node, one element, a few microseconds to milliseconds.
+``analysis/explain/node.py``): one node, one element, a few microseconds to milliseconds.
 """
 
 from __future__ import annotations
@@ -12,8 +12,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Path, Query
 from fastapi.responses import Response
 
-from gradtrace.analysis.explain import explain_node
-from gradtrace.analysis.explain_offline import carried_explanations
+from gradtrace.analysis.explain import carried_explanations, explain_node
 from gradtrace.api.errors import ERROR_RESPONSES
 from gradtrace.api.services import ServicesDep
 from gradtrace.errors import InvalidRequest
@@ -52,7 +51,7 @@ def explain(run_id: Annotated[str, Path(max_length=64)], svc: ServicesDep,
             summary="Every backward node's explanation, as a saved HTML file carries them")
 def explanations(run_id: Annotated[str, Path(max_length=64)], svc: ServicesDep) -> Response:
     """What Export → HTML on the page embeds (NOTE [explanations carried offline] in
-    ``analysis/explain_offline.py``): bounded by its byte budget."""
+    ``analysis/explain/offline.py``): bounded by its byte budget."""
     doc = svc.documents.get(svc.require_kept_run(run_id, instead="run the snippet again to explain it"))
     body = json.dumps(carried_explanations(doc), ensure_ascii=False, separators=(",", ":")).encode()
     return Response(body, media_type="application/json")

@@ -153,7 +153,7 @@ class ModuleTracker:
     #     disabled, they usually sit in an evaluation block that forgot ``model.eval()``; no
     #     autograd node records that call, so the call's snippet line is noted here, per module
     #     path (``ModuleInfo.training_no_grad_lines``), for the ``train-mode-in-eval`` hint
-    #     (gradtrace/analysis/hints_flow.py). Only these module types pay for the check.
+    #     (gradtrace/analysis/hints/flow.py). Only these module types pay for the check.
     def _note_train_mode(self, path: str | None, module: nn.Module) -> None:
         if path is None or not module.training or torch.is_grad_enabled():
             return

@@ -13,7 +13,7 @@ NOTE [reading saved tensors]
     saved tensors of a custom Function whose class sets ``clear_saved_tensors_on_access``
     read (:func:`uses_up_saved`): its ``saved_tensors`` may be read once, and that once is
     the user's ``backward``'s; its nodes are marked ``saved_unread`` and ``saved_once`` (which
-    is no checkpointing: gradtrace/analysis/memory.py counts no recomputation for it). (A node exposes
+    is no checkpointing: gradtrace/analysis/compare/memory.py counts no recomputation for it). (A node exposes
     no shape of a saved tensor without unpacking it, so nothing of them is shown.)
 
 NOTE [saved values]
@@ -30,7 +30,7 @@ NOTE [saved arguments]
     Besides tensors, built-in nodes save the op's small non-tensor arguments: ``pow``'s
     exponent, ``select``'s dim and index, ``slice``'s start, end and step, softmax's dim,
     ``nll_loss``'s reduction and ignore_index, ``add``'s alpha. The explanation of a node
-    (gradtrace/analysis/explain_ops.py) needs them to write its rule with numbers, so each
+    (gradtrace/analysis/explain/ops.py) needs them to write its rule with numbers, so each
     one that is a bool, an int, a float, a short name (``approximate="tanh"``) or a list of
     at most ``ARG_LIST_LIMIT`` ints goes into the entry's ``saved_args`` (absent when none).
     Left out: None (an optional argument not given, or a tensor slot autograd did not fill),

@@ -8,7 +8,7 @@ carries the layout worker and the CSS) inline, and the document as gzip-compress
 It also carries the explanations of its backward nodes ("Explain this node"), worked out by the
 torch-free analysis package when the file is written, within a size budget, in a second data
 element (``id="gt-explain"``; NOTE [explanations carried offline] in
-``analysis/explain_offline.py``): the page only reads them.
+``analysis/explain/offline.py``): the page only reads them.
 
 It carries its own Content-Security-Policy in a ``<meta>`` tag: the hashes of its inline script
 and the template's style (the viewer adopts its CSS as a constructed style sheet), nothing
@@ -27,7 +27,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from gradtrace.analysis.explain_offline import carried_explanations
+from gradtrace.analysis.explain import carried_explanations
 from gradtrace.frontend import STATIC
 from gradtrace.notebook.assets import asset_text
 from gradtrace.notebook.documents import ShownDocument, shown_document

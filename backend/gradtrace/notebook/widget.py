@@ -17,6 +17,7 @@ from typing import Any
 import anywidget
 import traitlets
 
+from gradtrace.analysis.numbers import number
 from gradtrace.notebook.assets import asset_text
 from gradtrace.notebook.documents import shown_document
 
@@ -176,9 +177,6 @@ class GradtraceWidget(anywidget.AnyWidget):  # type: ignore[misc]
         return None
 
 
-_NONFINITE = {"nan": float("nan"), "inf": float("inf"), "-inf": float("-inf")}
-
-
 def _tensor(tv: dict[str, Any] | None) -> Any:
     """A TensorValue of the document as a torch tensor, when it holds the values and is small."""
     if not tv or tv.get("values") is None:
@@ -194,7 +192,7 @@ def _tensor(tv: dict[str, Any] | None) -> Any:
     def fix(v: Any) -> Any:
         if isinstance(v, list):
             return [fix(x) for x in v]
-        return _NONFINITE.get(v, v) if isinstance(v, str) else v
+        return number(v) if isinstance(v, str) else v
 
     dtype = getattr(torch, str(tv.get("dtype", "float32")).removeprefix("torch."), None)
     values = fix(tv["values"])

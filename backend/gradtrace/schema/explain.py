@@ -1,6 +1,6 @@
 """"Explain this node": a backward node's local rule per input, worked out at one element.
 
-``analysis/explain.py`` writes it from a stored document; ``GET /api/runs/{id}/explain`` answers
+``analysis/explain/node.py`` writes it from a stored document; ``GET /api/runs/{id}/explain`` answers
 it and the page's explain panel (``frontend/src/ui/explain.js``) only reads it. Numbers follow
 the run document's encoding (NOTE [encoding of awkward values] in ``schema/document.py``).
 """
@@ -39,7 +39,7 @@ class Explanation(BaseModel):
     node: str
     op: str
     known: bool
-    """Whether the op's rule is in the catalogue (``analysis/explain_ops.py``)."""
+    """Whether the op's rule is in the catalogue (``analysis/explain/ops.py``)."""
     pass_: int | None = Field(default=None, alias="pass")
     """The backward pass explained (the last that ran the node unless asked)."""
     inputs: list[ExplainedInput] = []

@@ -1,6 +1,6 @@
 /**
  * The compare page's pure parts: one cursor over both runs, the node tints, memory at a step.
- * It only reads the comparison the service computed (backend/gradtrace/analysis/compare.py:
+ * It only reads the comparison the service computed (backend/gradtrace/analysis/compare/documents.py:
  * `steps`, `pairs`, `only_a`, `only_b`, `first_divergence`, `memory_a`, `memory_b`); no rule
  * of the comparison is restated here.
  *

@@ -2,7 +2,7 @@
  * "Explain this node": the selected backward node's local rule for each input, and that rule
  * worked out with the recorded numbers at one element (`grad_self = grad_out · other` →
  * `0.3 · 2 = 0.6`). The rules and the arithmetic live in the service
- * (backend/gradtrace/analysis/explain.py, GET /api/runs/{id}/explain); this panel only reads the
+ * (backend/gradtrace/analysis/explain/node.py, GET /api/runs/{id}/explain); this panel only reads the
  * answer, so there is one copy of the rules. A tensor gradient gets an element picker.
  *
  * Without the service, the request is another's: a saved file answers from the explanations it
@@ -76,7 +76,7 @@ export function elements(shape, cap = 1000) {
 /**
  * A request that answers from the explanations a saved file carries (written by the analysis
  * package when the file was saved: NOTE [explanations carried offline] in
- * backend/gradtrace/analysis/explain_offline.py), in the service's answer's shape. An element
+ * backend/gradtrace/analysis/explain/offline.py), in the service's answer's shape. An element
  * or a node the file has no room for says so.
  */
 export function fromCarried(bundle) {

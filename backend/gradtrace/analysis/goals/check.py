@@ -1,9 +1,9 @@
 """Check exercise goals on a run document, with gradtrace's own judges. Pure: no torch.
 
 Each goal kind reads what another part of the analysis package already found, so an exercise
-is judged by the same code that shows the run: hints (``analysis/hints.py``), the first NaN or
+is judged by the same code that shows the run: hints (``analysis/hints/catalogue.py``), the first NaN or
 infinity (``analysis/nonfinite.py``), the comparison with a reference run
-(``analysis/compare.py``) and the saved-tensor memory (``analysis/memory.py``). A failing goal
+(``analysis/compare/documents.py``) and the saved-tensor memory (``analysis/compare/memory.py``). A failing goal
 points at a node and its line and says why in the run's own names.
 
 The gradient check is the one judge that needs a re-run in the sandbox: the caller (the service,
@@ -17,11 +17,10 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from gradtrace.analysis.compare import compare_documents
-from gradtrace.analysis.comparison import Comparison
-from gradtrace.analysis.explain_tensors import flatten
+from gradtrace.analysis.compare import compare_documents, memory_timeline
 from gradtrace.analysis.goals.parse import goal_text
-from gradtrace.analysis.memory import memory_timeline
+from gradtrace.analysis.numbers import flatten
+from gradtrace.schema.compare import Comparison
 from gradtrace.schema.goals import (
     NEEDS_REFERENCE,
     Finite,
@@ -40,7 +39,7 @@ Doc = dict[str, Any]
 _Out = Callable[..., GoalResult]
 """Makes one goal's result: ``out(status, why, node=None, line=None)``."""
 RTOL, ATOL = 1e-4, 1e-6
-"""float32 tolerance (NOTE [goldens on any CPU] in analysis/docdiff.py): a reference recorded
+"""float32 tolerance (NOTE [goldens on any CPU] in analysis/numbers.py): a reference recorded
 on another CPU still counts as equal."""
 
 

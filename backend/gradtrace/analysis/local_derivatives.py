@@ -1,10 +1,10 @@
 """Local derivatives of elementwise one-input backward nodes, as plain float functions.
 
-``LOCAL[name](x)`` is d out / d x of the forward op at input ``x``, so that the gradient a node
-``name`` sends to its input is ``grad_out * LOCAL[name](x)`` element by element (what
+``LOCAL_DERIVATIVES[name](x)`` is d out / d x of the forward op at input ``x``, so that the gradient a node
+``name`` sends to its input is ``grad_out * LOCAL_DERIVATIVES[name](x)`` element by element (what
 :mod:`gradtrace.analysis.nonfinite` uses to say *why* a gradient became NaN: ``0 × inf``).
-Python's math raises where IEEE arithmetic gives inf or nan; :func:`local` gives the IEEE answer
-as torch computes it (``tests/analysis/test_rules.py`` checks each rule against torch).
+Python's math raises where IEEE arithmetic gives inf or nan; :func:`local_derivative` gives the IEEE answer
+as torch computes it (``tests/analysis/test_local_derivatives.py`` checks each one against torch).
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ def _sigmoid(x: float) -> float:
     return 1.0 / (1.0 + _exp(-x)) if x >= 0 else _exp(x) / (1.0 + _exp(x))
 
 
-LOCAL: dict[str, Callable[[float], float]] = {
+LOCAL_DERIVATIVES: dict[str, Callable[[float], float]] = {
     "SqrtBackward0": lambda x: _div(1.0, 2.0 * _sqrt(x)),
     "RsqrtBackward0": lambda x: _NAN if x < 0 else _div(-0.5, x * _sqrt(x)),
     "LogBackward0": lambda x: _div(1.0, x),
@@ -64,9 +64,9 @@ LOCAL: dict[str, Callable[[float], float]] = {
 }
 
 
-def local(name: str, x: float) -> float | None:
-    """``LOCAL[name](x)``, or None when ``name`` has no rule here."""
-    rule = LOCAL.get(name)
+def local_derivative(name: str, x: float) -> float | None:
+    """``LOCAL_DERIVATIVES[name](x)``, or None when ``name`` has no rule here."""
+    rule = LOCAL_DERIVATIVES.get(name)
     if rule is None:
         return None
     if math.isnan(x):

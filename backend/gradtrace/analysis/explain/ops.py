@@ -5,8 +5,9 @@ A rule takes the node's received gradient ``g`` (``grad_outputs[0]``), its saved
 gradients it passes on, and gives for input ``i`` and its element ``k`` the rule written with
 the recorded numbers and the value (``tests/analysis/test_explain.py`` checks every rule against
 the recorded ``grad_inputs`` and torch's real ``.grad`` in float64). Where a rule is the local
-derivative of a one-input op at its input, the number comes from :data:`gradtrace.analysis.rules.LOCAL`,
-the same function the first-NaN explanation uses, so the two can never disagree.
+derivative of a one-input op at its input, the number comes from
+:data:`gradtrace.analysis.local_derivatives.LOCAL_DERIVATIVES`, the same function the first-NaN
+explanation uses, so the two can never disagree.
 """
 
 from __future__ import annotations
@@ -16,8 +17,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from gradtrace.analysis.explain_tensors import Flat, broadcast_index, fmt, numel, sources, unravel
-from gradtrace.analysis.rules import LOCAL, _div
+from gradtrace.analysis.explain.tensors import Flat, broadcast_index, fmt, numel, sources, unravel
+from gradtrace.analysis.local_derivatives import LOCAL_DERIVATIVES, _div
 
 
 @dataclass(frozen=True)
@@ -199,7 +200,7 @@ def _gelu_local(ctx: Ctx, k: int) -> tuple[str, float]:
     return f"gelu′({fmt(x)})", _gelu(x)
 
 
-RULES: dict[str, Rule] = {
+BACKWARD_RULES: dict[str, Rule] = {
     "AddBackward0": _binary(("grad_self = grad_out", "grad_other = grad_out · alpha"), ((), ()),
                             (_const(1), _alpha(1))),
     "SubBackward0": _binary(("grad_self = grad_out", "grad_other = −grad_out · alpha"), ((), ()),
@@ -221,15 +222,15 @@ RULES: dict[str, Rule] = {
                                _f("result", lambda y: f"{fmt(y)} · (1 − {fmt(y)})", lambda y: y * (1 - y))),
     "ReluBackward0": _unary("grad_self = grad_out · [result > 0]", ("result",), _relu),
     "LogBackward0": _unary("grad_self = grad_out / self", ("self",),
-                           _f("self", lambda x: f"(1/{fmt(x)})", LOCAL["LogBackward0"])),
+                           _f("self", lambda x: f"(1/{fmt(x)})", LOCAL_DERIVATIVES["LogBackward0"])),
     "SqrtBackward0": _unary("grad_self = grad_out / (2 · result)", ("result",),
                             _f("result", lambda y: f"1/(2·{fmt(y)})", lambda y: _div(1.0, 2 * y))),
     "SinBackward0": _unary("grad_self = grad_out · cos(self)", ("self",),
-                           _f("self", lambda x: f"cos({fmt(x)})", LOCAL["SinBackward0"])),
+                           _f("self", lambda x: f"cos({fmt(x)})", LOCAL_DERIVATIVES["SinBackward0"])),
     "CosBackward0": _unary("grad_self = −grad_out · sin(self)", ("self",),
-                           _f("self", lambda x: f"(−sin({fmt(x)}))", LOCAL["CosBackward0"])),
+                           _f("self", lambda x: f"(−sin({fmt(x)}))", LOCAL_DERIVATIVES["CosBackward0"])),
     "AbsBackward0": _unary("grad_self = grad_out · sign(self)", ("self",),
-                           _f("self", lambda x: f"sign({fmt(x)})", LOCAL["AbsBackward0"])),
+                           _f("self", lambda x: f"sign({fmt(x)})", LOCAL_DERIVATIVES["AbsBackward0"])),
     "GeluBackward0": _unary("grad_self = grad_out · gelu′(self)  (Φ(self) + self · φ(self); "
                             "the tanh form's derivative when approximate='tanh')", ("self",), _gelu_local),
     "SumBackward0": Rule(("grad_self[k] = grad_out  (every element)",), ((),), lambda c, i, k: _spread(c, i, k, 1.0)),
@@ -242,7 +243,7 @@ RULES: dict[str, Rule] = {
 }
 for _name in ("ViewBackward0", "UnsafeViewBackward0", "SqueezeBackward0",
               "SqueezeBackward1", "UnsqueezeBackward0", "ReshapeAliasBackward0"):
-    RULES[_name] = _pass_through("grad_self = grad_out reshaped to self's shape")
-RULES["CloneBackward0"] = _pass_through("grad_self = grad_out")
-RULES["ToCopyBackward0"] = _pass_through("grad_self = grad_out (cast back to self's dtype)")
-RULES["AccumulateGrad"] = _pass_through("leaf.grad += grad_out")
+    BACKWARD_RULES[_name] = _pass_through("grad_self = grad_out reshaped to self's shape")
+BACKWARD_RULES["CloneBackward0"] = _pass_through("grad_self = grad_out")
+BACKWARD_RULES["ToCopyBackward0"] = _pass_through("grad_self = grad_out (cast back to self's dtype)")
+BACKWARD_RULES["AccumulateGrad"] = _pass_through("leaf.grad += grad_out")

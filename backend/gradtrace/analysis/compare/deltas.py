@@ -7,7 +7,7 @@ are exact; from statistics they are lower bounds (``|Δmin|``, ``|Δmax|``, ``|�
 exceed the largest element difference, and ``|‖b‖ − ‖a‖| ≤ ‖b − a‖``) and say so
 (``exact=False``).
 
-The tolerance is the golden tests' (NOTE [goldens on any CPU] in ``analysis/docdiff.py``):
+The tolerance is the golden tests' (NOTE [goldens on any CPU] in ``analysis/numbers.py``):
 an element may differ by ``REL`` of the larger tensor's largest magnitude, and never less than
 ``FLOOR`` of the largest gradient in the run, so a rerun on another CPU reads as no change.
 """
@@ -18,7 +18,7 @@ import math
 from operator import mul
 from typing import Any, NamedTuple
 
-from gradtrace.analysis.docdiff import FLOOR, REL
+from gradtrace.analysis.numbers import FLOOR, REL, number
 
 
 class RawDelta(NamedTuple):
@@ -118,7 +118,9 @@ def magnitude(value: dict[str, Any] | None) -> float:
 
 
 def _num(v: Any) -> float | None:
-    """A JSON number as a float (``None`` for the strings ``"nan"``/``"inf"``, and anything else)."""
+    """A JSON number as a float (``None`` for the strings ``"nan"``/``"inf"``, and anything else:
+    unlike :func:`~gradtrace.analysis.numbers.number`, a non-finite statistic is compared as
+    written, and two type checks keep this cheap on every pair of statistics)."""
     t = type(v)
     if t is float:
         return v  # type: ignore[no-any-return]
@@ -128,7 +130,10 @@ def _num(v: Any) -> float | None:
 
 
 def _flat(values: Any) -> list[Any]:
-    """A nested list of elements, flat (complex elements as their two parts)."""
+    """A nested list of elements, flat (complex elements as their two parts), as written: unlike
+    :func:`~gradtrace.analysis.numbers.flatten`, nothing is converted, so the common case of plain
+    numbers is subtracted at once and only a run with ``"nan"``/``"inf"`` strings takes the careful
+    path."""
     if not isinstance(values, list):
         return [values]
     if not values or type(values[0]) is not list:
@@ -139,9 +144,8 @@ def _flat(values: Any) -> list[Any]:
 
 
 def _element(v: Any) -> float:
-    if type(v) is str:
-        return float(v) if v in ("nan", "inf", "-inf") else math.nan
-    return float(v)
+    x = number(v)
+    return math.nan if x is None else x
 
 
 def _from_values(fa: list[Any], fb: list[Any], sq_a: float, sq_b: float, scale: float) -> RawDelta:

@@ -22,22 +22,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
-
-
-class MemoryTimeline(BaseModel):
-    """Bytes of saved tensors alive at each step of one run."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    live: list[int]
-    """``live[k]``: bytes alive after the first ``k`` events (``len(events) + 1`` values)."""
-    peak: int
-    peak_step: int
-    recomputed: int
-    """Function nodes recomputed in the backward (checkpointed: ``saved_unread``)."""
-    end: int
-    """Bytes still alive after the last event."""
+from gradtrace.schema.compare import MemoryTimeline
 
 
 def memory_timeline(doc: dict[str, Any]) -> MemoryTimeline:

@@ -1,13 +1,13 @@
 """Hints: likely mistakes in a run, each told with its evidence and its fix.
 
-Each rule is a function of the document alone (:class:`~gradtrace.analysis.docview.DocView`)
+Each check is a function of the document alone (:class:`~gradtrace.analysis.docview.DocView`)
 returning the hints it finds; :func:`find_hints` runs them all, in the catalogue's order.
 
 NOTE [no false alarms]
-    A hint that fires on a correct program teaches the wrong thing, so every rule asks for the
+    A hint that fires on a correct program teaches the wrong thing, so every check asks for the
     pattern *and* its consequence as the document shows it (the gradient that was summed, the
     leaf that got none, the chain that no backward walked), never for the pattern alone.
-    ``tests/capture/test_hints.py`` runs each rule on a program that makes the mistake and on a
+    ``tests/capture/test_hints.py`` runs each check on a program that makes the mistake and on a
     near miss that must stay silent, and states which hints each of the 15 lessons raises.
 """
 
@@ -17,8 +17,8 @@ from collections.abc import Callable
 from typing import Any
 
 from gradtrace.analysis.docview import DocView
-from gradtrace.analysis.hints_flow import grad_flow, nondiff_ops, train_mode_in_eval
-from gradtrace.analysis.hints_graph import (
+from gradtrace.analysis.hints.flow import grad_flow, nondiff_ops, train_mode_in_eval
+from gradtrace.analysis.hints.graph import (
     double_softmax,
     graph_kept_alive,
     hand_written_math,
@@ -26,7 +26,7 @@ from gradtrace.analysis.hints_graph import (
     sigmoid_bce,
     zero_gradient_ops,
 )
-from gradtrace.analysis.hints_training import (
+from gradtrace.analysis.hints.training import (
     accumulated,
     cut_leaf,
     grad_edited,
@@ -36,9 +36,9 @@ from gradtrace.analysis.hints_training import (
     threads_unrecorded,
 )
 
-Rule = Callable[[DocView], list[dict[str, Any]]]
+Check = Callable[[DocView], list[dict[str, Any]]]
 
-RULES: tuple[Rule, ...] = (
+HINT_CHECKS: tuple[Check, ...] = (
     accumulated, cut_leaf, requires_grad_after_cut, nonleaf_grad, graph_freed, double_softmax, sigmoid_bce,
     hand_written_math, mse_broadcast, graph_kept_alive, zero_gradient_ops, nondiff_ops, grad_flow, train_mode_in_eval,
     grad_edited, threads_unrecorded,
@@ -46,17 +46,17 @@ RULES: tuple[Rule, ...] = (
 
 
 def find_hints(view: DocView) -> list[dict[str, Any]]:
-    """Every rule's hints, in catalogue order, each pitfall said once per line (NOTE [once per
+    """Every check's hints, in catalogue order, each pitfall said once per line (NOTE [once per
     pitfall and line])."""
     out: list[dict[str, Any]] = []
-    for rule in RULES:
-        out += merged(rule(view))
+    for check in HINT_CHECKS:
+        out += merged(check(view))
     return out
 
 
 def merged(hints: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """NOTE [once per pitfall and line]
-        A loop repeats its line's pitfall in every iteration, and a rule that looks at each
+        A loop repeats its line's pitfall in every iteration, and a check that looks at each
         node finds it once per tensor; said three (or six) times it drowns the panel. Hints of
         one code on one line become one: the first, with every node of the others and
         evidence naming each occurrence (``iteration 2``, or the other tensors' titles)."""

@@ -7,10 +7,11 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from gradtrace.analysis.docview import DocView, fmt, number
+from gradtrace.analysis.docview import DocView
 from gradtrace.analysis.gradoff import block_at, describe, grad_off_blocks
-from gradtrace.analysis.hintdoc import hint
-from gradtrace.analysis.intent import backward_intent
+from gradtrace.analysis.hints.intent import backward_intent
+from gradtrace.analysis.hints.write import hint
+from gradtrace.analysis.numbers import fmt, number, rounded
 from gradtrace.analysis.starved import item_rebuild, starved
 
 
@@ -28,7 +29,7 @@ def accumulated(view: DocView) -> list[dict[str, Any]]:
     losses, a GAN's generator step reaching the discriminator's parameters), one graph walked
     twice with ``retain_graph``, accumulation over k steps with a reset every k (the leaf has
     resets), and micro-batches summed before one step (NOTE [accumulation by design] in
-    ``analysis/intent.py``) all stay silent."""
+    ``analysis/hints/intent.py``) all stay silent."""
     passes = {int(p["index"]): p for p in view.doc.get("passes") or []}
     by_line: dict[int, list[tuple[Mapping[str, Any], str | None, list[int]]]] = {}
     for n in view.nodes:
@@ -273,7 +274,7 @@ def _effect(before: Any, after: Any) -> str:
         return "changed"
     if a == 0:
         return "zeroed"
-    return f"norm scaled × {fmt(float(f'{a / b:.4g}'))}" if b else "changed"
+    return f"norm scaled × {fmt(rounded(a / b, 4))}" if b else "changed"
 
 
 def _differs(a: Any, b: Any) -> bool:

@@ -1,7 +1,7 @@
 """Flat float tensors for :mod:`gradtrace.analysis.explain`: the document keeps values as nested lists.
 
 NOTE [flat tensors]: the analysis package never imports torch (tests/test_torch_free.py), so the
-rules of ``explain_ops.py`` work on row-major flat lists with their shape; broadcasting is undone
+rules of ``explain/ops.py`` work on row-major flat lists with their shape; broadcasting is undone
 by mapping each output element to the one input element it reads.
 """
 
@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+
+from gradtrace.analysis.numbers import sig
 
 
 @dataclass(frozen=True)
@@ -24,22 +26,6 @@ class Flat:
 
 def numel(shape: tuple[int, ...]) -> int:
     return math.prod(shape)
-
-
-def flatten(values: object) -> list[float]:
-    """Nested lists (or one number) as one row-major list of floats."""
-    if isinstance(values, list):
-        out: list[float] = []
-        for item in values:
-            out.extend(flatten(item))
-        return out
-    if isinstance(values, bool):
-        return [1.0 if values else 0.0]
-    if isinstance(values, (int, float)):
-        return [float(values)]
-    if isinstance(values, str):  # "nan", "inf", "-inf" as the canonical writer spells them
-        return [float(values)]
-    raise ValueError(f"not a tensor value: {type(values).__name__}")
 
 
 def unravel(index: int, shape: tuple[int, ...]) -> tuple[int, ...]:
@@ -72,6 +58,4 @@ def sources(in_index: int, out_shape: tuple[int, ...], in_shape: tuple[int, ...]
 
 def fmt(x: float) -> str:
     """A number as the page shows it: four significant digits."""
-    if math.isnan(x) or math.isinf(x):
-        return str(x)
-    return f"{x:.4g}"
+    return sig(x, 4)

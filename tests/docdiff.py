@@ -4,26 +4,8 @@ Two documents are aligned item by item (dict keys by name, list items by positio
 leaf is judged by the tolerances below; :func:`compare` returns typed :class:`Difference` rows,
 :func:`differences` the same as one line each (the golden tests print those).
 
-NOTE [goldens on any CPU]
-    torch picks its CPU kernels by processor (``ATEN_CPU_CAPABILITY``: default, AVX2,
-    AVX-512), and their reductions round differently, so a gradient can differ in its last
-    bits from one machine to the next. A golden document therefore pins what must not change
-    (names, lines, modules, edges, events, order, statuses, shapes, dtypes, every integer) and
-    compares floats within a tolerance:
-
-    * inside a tensor value (``shape``/``dtype``/``stats``), a float may differ by ``REL`` of
-      the tensor's largest magnitude: a reduction's rounding error scales with its terms, not
-      with a result that cancelled to nearly zero;
-    * and never less than ``FLOOR`` of the largest gradient anywhere in the document: deep in a
-      network a gradient can be the rounding noise left by a cancellation upstream (a transformer's
-      LayerNorm leaves gradients of 1e-8 that differ by 0.5% between kernels, while its largest
-      gradients are 1e-3); noise is judged against the magnitudes that made it;
-    * any other float, by ``REL`` of itself;
-    * a number inside a string (what the snippet printed, ``tensor(0.1161)``) by one unit of
-      its last printed digit, or ``REL`` of itself when that is larger; the text around the
-      numbers must be equal.
-
-    The document ``id`` hashes the float bits, so it is not compared.
+The tolerances are NOTE [goldens on any CPU] in ``backend/gradtrace/analysis/numbers.py``, which the
+comparison of two runs shares; the document ``id`` hashes the float bits, so it is not compared.
 """
 
 from __future__ import annotations
@@ -33,11 +15,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
-REL = 1e-4
-"""Relative tolerance: float32 has 24 bits (6e-8); sums over thousands of terms and several
-layers of kernels that round differently stay well within 1e-4 of the magnitudes involved."""
-FLOOR = 1e-5
-"""Absolute floor, as a fraction of the document's largest gradient (see the NOTE)."""
+from gradtrace.analysis.numbers import FLOOR, REL
+
 IGNORED_TOP_LEVEL = frozenset({"id"})
 _GRAD_KEYS = frozenset({"grad", "grad_inputs", "grad_outputs", "grad_history", "before", "after"})
 _NUMBER = re.compile(r"-?\d+(?:\.\d*)?(?:[eE][-+]?\d+)?")

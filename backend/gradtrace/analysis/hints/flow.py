@@ -9,8 +9,9 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from gradtrace.analysis.docview import DocView, fmt, number
-from gradtrace.analysis.hintdoc import hint
+from gradtrace.analysis.docview import DocView
+from gradtrace.analysis.hints.write import hint
+from gradtrace.analysis.numbers import fmt, number, rounded
 
 # NOTE [ops with no gradient]: argmax, a comparison or an integer cast returns a tensor with no
 # grad_fn, so autograd records no node for them: the document shows only their consequence, a
@@ -133,20 +134,20 @@ def grad_flow(view: DocView) -> list[dict[str, Any]]:
     if not steady or max(per_layer, 1 / per_layer) < _PER_LAYER:
         return []
     names = [view.tensor_label(n) for _, n, _ in layers]
-    trail = " → ".join(f"{names[i]} {fmt(float(f'{rms[i]:.2g}'))}" for i in range(len(rms)))
+    trail = " → ".join(f"{names[i]} {fmt(rounded(rms[i], 2))}" for i in range(len(rms)))
     vanish = kind == "vanish"
     return [hint(
         f"gradients-{'vanish' if vanish else 'explode'}", "warning",
         f"gradients {'vanish' if vanish else 'explode'} toward the first layer: "
-        f"{names[0]} gets {fmt(float(f'{ratio if vanish else 1 / ratio:.2g}'))}x "
+        f"{names[0]} gets {fmt(rounded(ratio if vanish else 1 / ratio, 2))}x "
         f"{'less' if vanish else 'more'} than {names[-1]}",
         f"Backward {'shrinks' if vanish else 'grows'} the gradient by about "
-        f"{fmt(float(f'{per_layer if vanish else 1 / per_layer:.2g}'))}x per layer over "
+        f"{fmt(rounded(per_layer if vanish else 1 / per_layer, 2))}x per layer over "
         f"{len(rms)} weight layers, so the first layers "
         f"{'barely learn' if vanish else 'take steps far too large'} at a learning rate that suits the last.",
         line=layers[0][1].get("line"), nodes=[str(layers[0][1]["id"]), str(layers[-1][1]["id"])],
         evidence=[("RMS of each weight's .grad, first layer to last", trail),
-                  ("last / first", fmt(float(f"{ratio:.2g}")))],
+                  ("last / first", fmt(rounded(ratio, 2)))],
         fix=("# keep each layer's gain near 1: ReLU (or GELU) with Kaiming init, normalisation, "
              "residual connections\nnn.init.kaiming_normal_(layer.weight, nonlinearity='relu')"
              if vanish else

@@ -7,7 +7,7 @@ import re
 from typing import Any
 
 from gradtrace.analysis.docview import DocView
-from gradtrace.analysis.hintdoc import hint, shape
+from gradtrace.analysis.hints.write import hint, shape
 
 
 def _pairs(view: DocView, first: set[str], then: set[str]) -> list[tuple[str, str]]:

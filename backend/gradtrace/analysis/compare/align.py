@@ -38,7 +38,7 @@ from collections import defaultdict
 from collections.abc import Hashable, Sequence
 from typing import Any
 
-from gradtrace.analysis.comparison import PairKey
+from gradtrace.schema.compare import PairKey
 
 Pairing = tuple[list[tuple[int, int, PairKey]], list[int], list[int]]
 """``(pairs as (index in A, index in B, key), A's unpaired indexes, B's unpaired indexes)``."""

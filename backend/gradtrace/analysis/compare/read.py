@@ -13,6 +13,13 @@ NOTE [what a comparison reads]
     lesson and on runs with edits, seeds, checkpoints and custom functions.
     Tensor values and module stacks are taken whole (``Any``): the comparison reads most of
     them.
+
+NOTE [a subset named by hand]
+    The structs below name fields of the schema's models (``schema/document.py``) by hand
+    rather than deriving them: what they list is the comparison's choice, not the schema's,
+    and the schema is pydantic while the fast decoder needs msgspec types, so a derivation
+    would be a translator bigger than the list it replaces. A name the schema does not have
+    fails ``tests/analysis/test_compare_read.py``, so the copy cannot drift from the model.
 """
 
 from __future__ import annotations

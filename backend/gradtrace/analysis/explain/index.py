@@ -10,8 +10,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from gradtrace.analysis.explain_ops import Ctx, Rule
-from gradtrace.analysis.explain_tensors import fmt, numel, ravel, unravel
+from gradtrace.analysis.explain.ops import Ctx, Rule
+from gradtrace.analysis.explain.tensors import fmt, numel, ravel, unravel
 
 
 def norm_dim(d: int, ndim: int) -> int:
@@ -98,7 +98,7 @@ def _mean_dim(ctx: Ctx, i: int, k: int) -> tuple[str, float]:
     return f"{fmt(ctx.g.at(j))} / {n}", ctx.g.at(j) / n
 
 
-RULES: dict[str, Rule] = {
+BACKWARD_RULES: dict[str, Rule] = {
     "SelectBackward0": Rule(("grad_self[…, i, …] = grad_out[…] · [i = index]  (i along dim)",), ((),),
                             _select, ("dim", "index")),
     "SliceBackward0": Rule(("grad_self[…, i, …] = grad_out[…, (i − start) / step, …] for i in start:end:step, "

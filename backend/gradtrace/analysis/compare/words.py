@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from gradtrace.analysis.comparison import Comparison, NodePair, OnlyNode, TensorDelta
+from gradtrace.analysis.numbers import sig
+from gradtrace.schema.compare import Comparison, NodePair, OnlyNode, TensorDelta
 
 _WHAT = {
     "value": "the value of",
@@ -17,11 +18,8 @@ _KEY_WORDS = {"line": "by line", "module": "by module call", "op": "by op and or
 
 
 def number(x: float | None) -> str:
-    if x is None:
-        return "?"
-    if x == 0:
-        return "0"
-    return f"{x:.3g}"
+    """Three significant digits, and a plain ``0`` (never ``-0``)."""
+    return "0" if x == 0 else sig(x, 3)
 
 
 def delta_words(delta: TensorDelta | None) -> str:

@@ -2,7 +2,7 @@
 
 NOTE [explanations carried offline]
     The page asks ``GET /api/runs/{id}/explain`` for one node at one element (NOTE [explain on
-    request] in explain.py). A saved file has no service, and the page must never hold a second
+    request] in explain/node.py). A saved file has no service, and the page must never hold a second
     copy of the rules, so the file carries answers worked out when it is written, bounded:
     first every backward node's explanation at its first element, in node order, then more
     elements of each input (up to ``ELEMENTS``), node by node, while the JSON stays under
@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from gradtrace.analysis.explain import RULES, explain_event
+from gradtrace.analysis.explain.node import BACKWARD_RULES, explain_event
 
 JSON = dict[str, Any]
 BUDGET = 1_500_000
@@ -54,15 +54,15 @@ def carried_explanations(doc: JSON, *, budget: int = BUDGET, elements: int = ELE
         name = str(node.get("name"))
         slim = _slim(explain_event(node, last.get(str(node.get("id")))))
         size = _size(slim) + len(str(node.get("id"))) + 4
-        if name in RULES and name not in rules:
-            size += _size(RULES[name].texts) + len(name) + 4
+        if name in BACKWARD_RULES and name not in rules:
+            size += _size(BACKWARD_RULES[name].texts) + len(name) + 4
         if used + size > budget:
             skipped = len(fns) - len(out)
             break
         used += size
         out[str(node.get("id"))] = slim
-        if name in RULES:
-            rules.setdefault(name, list(RULES[name].texts))
+        if name in BACKWARD_RULES:
+            rules.setdefault(name, list(BACKWARD_RULES[name].texts))
     for node in fns:  # then more elements, while they fit
         nid = str(node.get("id"))
         if nid not in out or not out[nid]["inputs"] or used >= budget:

@@ -3,7 +3,7 @@ first diverge. Pure: reads two run documents (parsed JSON of the current schema)
 
 :func:`compare_documents` is the one engine behind ``gradtrace.compare``, ``POST
 /api/compare`` and the compare page (which reads its JSON). Nodes are paired as NOTE [pairing
-nodes] in ``analysis/align.py`` says; a paired function node's backward calls are paired in
+nodes] in ``analysis/compare/align.py`` says; a paired function node's backward calls are paired in
 order (its k-th call in A with its k-th call in B).
 
 NOTE [first divergence]
@@ -23,10 +23,15 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from gradtrace.analysis import deltas as dl
-from gradtrace.analysis.align import line_map, pair_nodes
-from gradtrace.analysis.compare_words import divergence_sentence, summary
-from gradtrace.analysis.comparison import (
+from gradtrace.analysis.compare import deltas as dl
+from gradtrace.analysis.compare.align import line_map, pair_nodes
+from gradtrace.analysis.compare.memory import memory_timeline
+from gradtrace.analysis.compare.steps import merged_steps, paired_events
+from gradtrace.analysis.compare.words import divergence_sentence, summary
+from gradtrace.collector import gc_paused
+from gradtrace.errors import InvalidRequest, PayloadTooLarge
+from gradtrace.schema import SCHEMA_VERSION
+from gradtrace.schema.compare import (
     BackwardOrder,
     Comparison,
     Divergence,
@@ -35,11 +40,6 @@ from gradtrace.analysis.comparison import (
     RunRef,
     TensorDelta,
 )
-from gradtrace.analysis.memory import memory_timeline
-from gradtrace.analysis.steps import merged_steps, paired_events
-from gradtrace.collector import gc_paused
-from gradtrace.errors import InvalidRequest, PayloadTooLarge
-from gradtrace.schema import SCHEMA_VERSION
 
 MAX_NODES = 50_000
 """Largest run (nodes) compared; as large as a run may be (``GRADTRACE_MAX_NODES``' default)."""

@@ -11,14 +11,18 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
-from gradtrace.analysis.explain_index import norm_dim
-from gradtrace.analysis.explain_ops import Ctx, NotKept, Rule, _binary, _operand, _unary
-from gradtrace.analysis.explain_tensors import Flat, fmt, ravel, unravel
+from gradtrace.analysis.explain.index import norm_dim
+from gradtrace.analysis.explain.ops import Ctx, NotKept, Rule, _binary, _operand, _unary
+from gradtrace.analysis.explain.tensors import Flat, fmt, ravel, unravel
+from gradtrace.analysis.numbers import number
 
 
 def _num(x: object) -> float:
-    """A saved number (``"inf"`` is how the document spells infinity)."""
-    return float(x)  # type: ignore[arg-type]
+    """A saved number (``"inf"`` is how the document spells infinity); ValueError when it is none."""
+    value = number(x)
+    if value is None:
+        raise ValueError(f"not a number: {x!r}")
+    return value
 
 
 def _pow(x: float, p: float) -> float:
@@ -193,7 +197,7 @@ def _where(keep: bool) -> Callable[[Ctx, int], tuple[str, float]]:
     return f
 
 
-RULES: dict[str, Rule] = {
+BACKWARD_RULES: dict[str, Rule] = {
     "PowBackward0": _unary("grad_self = grad_out · exponent · self^(exponent − 1)", ("self",), _pow_local,
                            ("exponent",)),
     "PowBackward1": _binary(("grad_self = grad_out · exponent · self^(exponent − 1)",

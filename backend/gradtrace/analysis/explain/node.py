@@ -3,8 +3,8 @@
 For a node's backward event, :func:`explain_node` writes, for each input it passes a gradient to,
 the rule (``grad_self = grad_out · other``) and one instance of it at a chosen element
 (``0.3 · 2 = 0.6``), read from the event's ``grad_outputs`` and the node's saved tensors' values;
-the rules live in :mod:`gradtrace.analysis.explain_ops`, :mod:`~gradtrace.analysis.explain_index`
-and :mod:`~gradtrace.analysis.explain_nn` (those two read the node's ``saved_args``).
+the rules live in :mod:`gradtrace.analysis.explain.ops`, :mod:`~gradtrace.analysis.explain.index`
+and :mod:`~gradtrace.analysis.explain.nn` (those two read the node's ``saved_args``).
 
 NOTE [explain on request]: an instance is per element, and GRU-200 has thousands of backward
 events; writing every element's instance into every document would cost far more than the few %
@@ -17,30 +17,26 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from gradtrace.analysis import explain_index, explain_nn, explain_ops
-from gradtrace.analysis.explain_ops import Ctx, NotKept, Rule
-from gradtrace.analysis.explain_tensors import Flat, flatten, fmt, numel, ravel, unravel
+from gradtrace.analysis.explain import index, nn, ops
+from gradtrace.analysis.explain.ops import Ctx, NotKept, Rule
+from gradtrace.analysis.explain.tensors import Flat, fmt, numel, ravel, unravel
+from gradtrace.analysis.numbers import flatten
 from gradtrace.errors import NotFound
 
 JSON = dict[str, Any]
 _ARITHMETIC = (ZeroDivisionError, OverflowError, ValueError)
 """What Python's float arithmetic raises where IEEE gives inf or nan (the rules spell out the
-common cases IEEE's way: ``rules._div``)."""
+common cases IEEE's way: ``local_derivatives._div``)."""
 _MISFIT = (IndexError, KeyError, TypeError)
 """What a rule raises on a document whose shapes or saved arguments contradict each other (a
 job's result is untrusted: NOTE [fast path] in schema/fast.py), answered as a note, not a 500."""
-RULES: dict[str, Rule] = {**explain_ops.RULES, **explain_index.RULES, **explain_nn.RULES}
+BACKWARD_RULES: dict[str, Rule] = {**ops.BACKWARD_RULES, **index.BACKWARD_RULES, **nn.BACKWARD_RULES}
 """Every backward op with a rule, by autograd's class name."""
 
 
 def _encode(x: float) -> float | str:
     """NaN and the infinities as the document spells them (schema/document.py)."""
     return x if math.isfinite(x) else str(x)
-
-
-def catalogue() -> list[str]:
-    """The backward ops that have a rule, sorted."""
-    return sorted(RULES)
 
 
 def _flat(value: JSON | None) -> Flat | None:
@@ -103,7 +99,7 @@ def evaluate(doc: JSON, node_id: str, pass_index: int | None = None) -> list[lis
     """Every input's gradient as the rule computes it from the document's numbers (None where the
     rule cannot: no gradient passed, an operand's value not kept, or no rule for the op)."""
     node = _node(doc, node_id)
-    rule = RULES.get(str(node.get("name")))
+    rule = BACKWARD_RULES.get(str(node.get("name")))
     event = _event(doc, node_id, pass_index)
     ctx = _context(node, event) if event else None
     if rule is None or ctx is None:
@@ -136,9 +132,9 @@ def explain_event(node: JSON, event: JSON | None, index: list[int] | None = None
     """:func:`explain_node` for a function node and its backward event (None: it never ran).
     ``elements``: also work each input's rule out at its first ``elements`` elements, as
     ``elements: [{index, instance, value, recorded}]`` (what a saved file carries:
-    :mod:`gradtrace.analysis.explain_offline`)."""
+    :mod:`gradtrace.analysis.explain.offline`)."""
     name = str(node.get("name"))
-    rule = RULES.get(name)
+    rule = BACKWARD_RULES.get(name)
     answer: JSON = {"node": node.get("id"), "op": name, "known": rule is not None,
                     "pass": event.get("pass") if event else None, "inputs": []}
     if rule is not None and node.get("saved_args"):
