@@ -34,7 +34,6 @@ from gradtrace.api.ranges import none_match, requested_range
 from gradtrace.api.services import Services, ServicesDep
 from gradtrace.api.shares import find_share
 from gradtrace.errors import NotFound, TensorFileDamaged
-from gradtrace.schema import ErrorResponse
 from gradtrace.schema.tensor_index import TensorIndex
 from gradtrace.storage.tensor_header import header_length, parse_index
 from gradtrace.storage.tensor_rows import TensorSource
@@ -58,11 +57,20 @@ IfRange = Annotated[str | None, Header(alias="If-Range", max_length=200,
 
 _CACHING = {"ETag": {"description": 'The file\'s SHA-256 in quotes: "<sha256>"', "schema": {"type": "string"}},
             "Cache-Control": {"description": IMMUTABLE, "schema": {"type": "string"}}}
+
+
+def _error(description: str) -> dict[str, Any]:
+    """An error answer in the OpenAPI: JSON, whatever the route's own media type (a model
+    would take the file's ``application/octet-stream``)."""
+    return {"description": description,
+            "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorResponse"}}}}
+
+
 _ERRORS: dict[int | str, dict[str, Any]] = {
-    404: {"model": ErrorResponse, "description": "Unknown id, or no tensor file was kept for it"},
-    409: {"model": ErrorResponse, "description": "The stored file is damaged or truncated "
-                                                 "(code tensor_file_damaged)"},
-    422: ERROR_RESPONSES[422], 503: ERROR_RESPONSES[503],
+    404: _error("Unknown id, or no tensor file was kept for it"),
+    409: _error("The stored file is damaged or truncated (code tensor_file_damaged)"),
+    422: _error(str(ERROR_RESPONSES[422]["description"])),
+    503: _error(str(ERROR_RESPONSES[503]["description"])),
     304: {"description": "Not modified: If-None-Match names the file's ETag", "headers": _CACHING},
 }
 _BINARY = {MEDIA_TYPE: {"schema": {"type": "string", "format": "binary"}}}
@@ -76,10 +84,8 @@ _FILE_RESPONSES: dict[int | str, dict[str, Any]] = {
     206: {"description": "One byte range of the file", "content": _BINARY,
           "headers": {**_CACHING, "Content-Range": {"description": "bytes start-end/size",
                                                     "schema": {"type": "string"}}}},
-    400: {"model": ErrorResponse, "description": "A Range header that is not a valid byte range "
-                                                 "(code invalid_range)"},
-    416: {"model": ErrorResponse, "description": "The Range asks for no byte of the file "
-                                                 "(Content-Range: bytes */size)"},
+    400: _error("A Range header that is not a valid byte range (code invalid_range)"),
+    416: _error("The Range asks for no byte of the file (Content-Range: bytes */size)"),
 }
 
 

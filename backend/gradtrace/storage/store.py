@@ -49,10 +49,10 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from gradtrace.errors import StorageUnavailable
 from gradtrace.storage import migrate, tensor_rows
+from gradtrace.storage.behind import WriteBehind
 from gradtrace.storage.codec import EncodedDocument, StoredBlob
 from gradtrace.storage.engine import ensure_directory, is_shared_file, make_engine
 from gradtrace.storage.tables import runs, shares
-from gradtrace.storage.behind import WriteBehind
 from gradtrace.storage.tensor_rows import TensorSource
 
 SHARE_ID_MIN = 8

@@ -35,8 +35,13 @@ def tensor_sha256(data: bytes | memoryview) -> str:
 class TensorSource(Protocol):
     """A tensor file to serve: its hash, its length, and its bytes by range."""
 
-    sha256: str
-    size: int
+    @property
+    def sha256(self) -> str:
+        """Hex SHA-256 of the whole file, as computed when it was stored."""
+
+    @property
+    def size(self) -> int:
+        """Bytes in the whole file."""
 
     def read(self, start: int, end: int) -> bytes:
         """Bytes ``start`` to ``end`` (exclusive); the range lies within the file."""
