@@ -10,8 +10,8 @@ gradtrace/storage/tables.py), then:
    64 KiB range at a random offset, against reading the whole file; with the peak of Python
    memory each one allocates (tracemalloc), which is what "not loading the whole file" means;
 2. the real service over HTTP (SQLite): ``GET …/tensors.safetensors`` with ``Range`` for
-   64 KiB (and ``/healthz`` for the floor of any answer), against the whole file (hashed as it streams: NOTE [checking a stored file before
-   serving it] in gradtrace/api/tensors.py).
+   64 KiB (and ``/healthz`` for the floor of any answer), against the whole file (hashed as
+   it streams: NOTE [checking a stored file before serving it] in gradtrace/api/tensors.py).
 """
 
 from __future__ import annotations

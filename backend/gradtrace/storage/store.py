@@ -43,7 +43,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from sqlalchemy import Connection, Engine, delete, func, select, text
+from sqlalchemy import Connection, Engine, delete, exists, func, select, text
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import SQLAlchemyError
 
@@ -152,13 +152,10 @@ class Store:
         waiting = self._behind.get(run_id)
         if waiting is not None and waiting.tensors is not None:  # NOTE [runs written behind]
             return waiting.tensors
+        kept = None if max_age_s is None else exists().where(
+            runs.c.id == run_id, runs.c.created_at >= time.time() - max_age_s)
         with self._connect() as conn:
-            if max_age_s is not None:
-                kept = conn.execute(select(runs.c.id).where(
-                    runs.c.id == run_id, runs.c.created_at >= time.time() - max_age_s)).first()
-                if kept is None:
-                    return None
-            return tensor_rows.find(conn, "run", run_id, self._connect)
+            return tensor_rows.find(conn, "run", run_id, self._connect, kept=kept)
 
     def share_tensors(self, share_id: str) -> TensorSource | None:
         """A share's own copy of its tensor file, or None (NOTE [tensor files go with their owner])."""

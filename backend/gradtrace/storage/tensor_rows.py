@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from sqlalchemy import Connection, Select, case, delete, func, literal, select
+from sqlalchemy import ColumnElement, Connection, Select, case, delete, func, literal, select
 from sqlalchemy.exc import DBAPIError
 
 from gradtrace.errors import TensorFileDamaged
@@ -183,18 +183,23 @@ def remove(conn: Connection, owner: str, owner_ids: Sequence[str]) -> None:
             conn.execute(delete(table).where(table.c.owner == owner, table.c.owner_id.in_(batch)))
 
 
-def find(conn: Connection, owner: str, owner_id: str, connect: Callable[[], Any]) -> StoredTensors | None:
-    """The stored file of ``owner_id``, checked to have all its chunks; None when it has none."""
-    row = conn.execute(select(tensor_files.c.sha256, tensor_files.c.size, tensor_files.c.chunk_bytes)
-                       .where(tensor_files.c.owner == owner, tensor_files.c.owner_id == owner_id)).first()
+def find(conn: Connection, owner: str, owner_id: str, connect: Callable[[], Any], *,
+         kept: ColumnElement[bool] | None = None) -> StoredTensors | None:
+    """The stored file of ``owner_id``, checked to have all its chunks; None when it has none
+    (or when ``kept``, a condition on its owner's row, does not hold). One query."""
+    f, c = tensor_files.c, tensor_chunks.c
+    count = (select(func.count()).select_from(tensor_chunks)
+             .where(c.owner == f.owner, c.owner_id == f.owner_id).scalar_subquery())
+    query = select(f.sha256, f.size, f.chunk_bytes, count).where(f.owner == owner, f.owner_id == owner_id)
+    if kept is not None:
+        query = query.where(kept)
+    row = conn.execute(query).first()
     if row is None:
         return None
-    sha256, size, chunk = str(row[0]), int(row[1]), int(row[2])
-    count = conn.execute(select(func.count()).select_from(tensor_chunks).where(
-        tensor_chunks.c.owner == owner, tensor_chunks.c.owner_id == owner_id)).scalar_one()
+    sha256, size, chunk, stored = str(row[0]), int(row[1]), int(row[2]), int(row[3])
     expected = max(1, -(-size // chunk))
-    if count != expected:
-        raise TensorFileDamaged(f"the stored tensor file is truncated: {count} of its {expected} chunks "
-                                "are stored", detail={"reason": "truncated", "chunks": count,
+    if stored != expected:
+        raise TensorFileDamaged(f"the stored tensor file is truncated: {stored} of its {expected} chunks "
+                                "are stored", detail={"reason": "truncated", "chunks": stored,
                                                       "expected": expected})
     return StoredTensors(owner, owner_id, sha256, size, chunk, connect)
