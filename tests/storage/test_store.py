@@ -181,7 +181,7 @@ def test_the_migrate_command_upgrades_a_database_by_hand(tmp_path) -> None:
     r = subprocess.run([sys.executable, "-m", "gradtrace.storage.migrate", url], capture_output=True,
                        text=True, timeout=120)
     assert r.returncode == 0, r.stderr
-    assert r.stdout.strip() == "database at revision 0001"
+    assert r.stdout.strip() == "database at revision 0002"
 
 
 def test_runs_commit_without_waiting_for_the_disk_and_shares_with(store: Store) -> None:
@@ -229,9 +229,9 @@ def test_a_run_written_behind_is_readable_at_once_and_in_the_database_after_clos
 
 
 def test_runs_written_behind_refuse_when_too_many_wait(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
-    import gradtrace.storage.store as store_module
+    import gradtrace.storage.behind as behind_module
 
-    monkeypatch.setattr(store_module, "RUNS_BEHIND_MAX", 0)
+    monkeypatch.setattr(behind_module, "RUNS_BEHIND_MAX", 0)
     doc = encode(chain_document(3))
     assert not store.put_run_behind(doc)
     assert store.get_run(doc.doc_id) is None

@@ -18,7 +18,20 @@ from fastapi import FastAPI
 from fastapi.concurrency import run_in_threadpool
 from fastapi.middleware.cors import CORSMiddleware
 
-from gradtrace.api import compare, compare_page, docs, errors, explain, gradcheck, lessons, ops, pages, runs, shares
+from gradtrace.api import (
+    compare,
+    compare_page,
+    docs,
+    errors,
+    explain,
+    gradcheck,
+    lessons,
+    ops,
+    pages,
+    runs,
+    shares,
+    tensors,
+)
 from gradtrace.api.metrics import Metrics
 from gradtrace.api.middleware import RequestContextMiddleware
 from gradtrace.api.ratelimit import TokenBuckets
@@ -65,14 +78,15 @@ def create_app(settings: Settings | None = None, *, runner: Runner | None = None
                   summary="Record PyTorch's dynamic autograd graph, share it, watch it run.")
     app.state.services = svc
     errors.install(app)
-    for module in (runs, gradcheck, explain, shares, compare, compare_page, lessons, ops, pages):
+    for module in (runs, gradcheck, explain, tensors, shares, compare, compare_page, lessons, ops, pages):
         app.include_router(module.router)
     pages.mount_static(app)
     docs.install(app)  # /docs with Swagger UI from a package, not a CDN
     if settings.cors_origins:
         app.add_middleware(CORSMiddleware, allow_origins=settings.cors_origins,
                            allow_methods=["GET", "POST", "DELETE"], allow_headers=["*"],
-                           expose_headers=["X-Request-ID", "Retry-After"])
+                           expose_headers=["X-Request-ID", "Retry-After", "ETag", "Content-Range",
+                                           "Accept-Ranges", "Content-Length"])
     app.add_middleware(RequestContextMiddleware, max_body_bytes=settings.max_body_mb * 1024 * 1024,
                        metrics=svc.metrics)
     # Outermost: every answer, the inner middlewares' refusals included (NOTE [security headers]).

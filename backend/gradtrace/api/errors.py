@@ -5,7 +5,8 @@ Every 4xx/5xx the service sends has the body ``{"error": {"code", "message", "de
 (:mod:`gradtrace.errors`, each class carries its status and code), FastAPI's validation errors
 (422 ``invalid_request``), Starlette's HTTP errors (404 for unknown routes, 405, 400 for a body
 that does not parse), and, as a last resort, anything unexpected (500 ``internal``, logged
-with its traceback; the tests treat any 500 as a bug). 429 and 503 carry ``Retry-After``.
+with its traceback; the tests treat any 500 as a bug). 429 and 503 carry ``Retry-After``, 416
+``Content-Range: bytes */size``.
 
 A browser that asks for a page (``Accept: text/html`` on a non-API path) gets the same
 message as a small HTML page, so a broken share link shows a sentence, not JSON.
@@ -24,7 +25,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 
 from gradtrace.api.error_page import error_page, error_page_policy
-from gradtrace.errors import GradtraceError, RateLimited, ServiceUnavailable
+from gradtrace.errors import GradtraceError, RangeNotSatisfiable, RateLimited, ServiceUnavailable
 from gradtrace.schema import ErrorResponse
 
 log = logging.getLogger("gradtrace.api")
@@ -65,7 +66,10 @@ def error_response(request: Request | None, status: int, code: str, message: str
 
 def from_exception(request: Request | None, exc: GradtraceError) -> Response:
     retry = exc.retry_after if isinstance(exc, RateLimited | ServiceUnavailable) else None
-    return error_response(request, exc.status_code, exc.code, exc.message, exc.detail, retry)
+    response = error_response(request, exc.status_code, exc.code, exc.message, exc.detail, retry)
+    if isinstance(exc, RangeNotSatisfiable):  # RFC 9110 section 15.5.17
+        response.headers["Content-Range"] = f"bytes */{exc.size}"
+    return response
 
 
 def _frame_ancestors(request: Request) -> str:

@@ -54,7 +54,7 @@ async def create_run(body: StrictRunRequest, request: Request, svc: ServicesDep)
     svc.metrics.run_seconds.observe(time.perf_counter() - started)
     if result.size <= SMALL_RUN_BYTES:  # NOTE [small runs stay on the loop]
         encoded = _encode(result)
-        if not svc.store.put_run_behind(encoded):  # NOTE [runs written behind] (storage)
+        if not svc.store.put_run_behind(encoded):  # NOTE [runs written behind] (storage/behind.py)
             await run_in_threadpool(svc.store.put_run, encoded)
     else:
         encoded = await run_in_threadpool(_encode_and_store, result, svc)

@@ -46,8 +46,8 @@ SHARE_CACHE = "public, max-age=3600"
 async def create_share(body: ShareRequest | RunDocument, request: Request,
                        svc: ServicesDep) -> Response:
     svc.buckets.take(client_key(request))
-    blob = await run_in_threadpool(_blob_from_body, body, svc)
-    result = await run_in_threadpool(svc.store.create_share, blob)
+    blob, run_id = await run_in_threadpool(_blob_from_body, body, svc)
+    result = await run_in_threadpool(svc.store.create_share, blob, tensors_of_run=run_id)
     if result.created:
         svc.metrics.shares.inc()
     request.state.share_id = result.id
@@ -91,29 +91,32 @@ def shared_json(svc: Services, share_id: str) -> bytes:
     return current_json(find_share(svc, share_id))
 
 
-def _blob_from_body(body: ShareRequest | RunDocument, svc: Services) -> StoredBlob:
+def _blob_from_body(body: ShareRequest | RunDocument, svc: Services) -> tuple[StoredBlob, str | None]:
+    """The document to share, and the stored run it is (whose tensor file the share copies:
+    NOTE [tensor files go with their owner] in ``storage/store.py``), if it is one."""
     if isinstance(body, RunDocument):  # validated by FastAPI already
         _check_size({"graph": {"nodes": body.graph.nodes}, "events": body.events}, svc)
         if (same := _stored_run_equal_to(svc, body.id, body)) is not None:
-            return same
+            return same, body.id
         try:
             dumped = body.model_dump(mode="json", by_alias=True)
         except ValueError as exc:  # pydantic refuses values nested beyond its own depth limit
             raise InvalidRequest(f"the document cannot be serialised: {exc}") from exc
-        return _encode_checked(dumped, validated=True)
+        return _encode_checked(dumped, validated=True), None
     if (body.run_id is None) == (body.document is None):
         raise InvalidRequest("give exactly one of run_id or document (or send a run document as the body)",
                              detail={"fields": ["run_id", "document"]})
     if body.document is not None:
         _check_size(body.document, svc)
         if (same := _stored_run_equal_to(svc, body.document.get("id"), body.document)) is not None:
-            return same
-        return _encode_checked(body.document)
+            return same, str(body.document["id"])
+        return _encode_checked(body.document), None
     assert body.run_id is not None
-    blob = svc.require_kept_run(body.run_id[:64], instead="share the document itself instead")
+    run_id = body.run_id[:64]
+    blob = svc.require_kept_run(run_id, instead="share the document itself instead")
     if blob.schema_version == SCHEMA_VERSION:
-        return blob  # stored runs are canonical already: share the very same bytes
-    return _encode_checked(load(blob))
+        return blob, run_id  # stored runs are canonical already: share the very same bytes
+    return _encode_checked(load(blob)), run_id
 
 
 def _check_size(doc: dict[str, Any], svc: Services) -> None:

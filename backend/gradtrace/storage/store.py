@@ -22,44 +22,40 @@ NOTE [runs are not fsynced]
     PostgreSQL its transaction sets ``synchronous_commit`` off. Both stay atomic and survive a
     killed server; a power cut may lose the last runs (sharing one by ``run_id`` then answers
     404, saying to share the document itself). Shares and everything else commit durably.
+    ``put_run_behind`` does not even wait for the insert: NOTE [runs written behind] in
+    ``behind.py``.
 
-NOTE [runs written behind]
-    ``put_run_behind`` hands the run to one writer thread and returns: the answer to
-    ``POST /api/runs`` no longer waits for the insert (a thread hand-over and a commit, 1-4 ms
-    of a trivial run's ~19, 10 ms in the tail). Until it is written the run stays in memory,
-    and ``get_run`` answers from there, so a run can be read or shared by id the moment its
-    answer leaves. ``close`` writes what is left before the engines go. The queue is bounded:
-    past ``RUNS_BEHIND_MAX`` waiting runs, ``put_run_behind`` refuses and the caller stores the
-    run itself (the database is slower than the runs; waiting for it is then right).
+NOTE [tensor files go with their owner]
+    A run's tensor file (``put_run(doc, tensors)``) is written in the run's transaction and
+    deleted in the transaction that purges the run; a share made from a run copies the file
+    inside the database (``INSERT … SELECT``, the bytes never pass through this process), and
+    ``delete_share`` deletes the copy with the share. A run's id is the hash of its document,
+    which records the file's SHA-256, so storing a run again never meets a different file.
 """
 
 from __future__ import annotations
 
 import hashlib
-import logging
-import queue
 import secrets
-import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from sqlalchemy import Connection, Engine, delete, func, select, text
+from sqlalchemy import Connection, Engine, delete, exists, func, select, text
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import SQLAlchemyError
 
 from gradtrace.errors import StorageUnavailable
-from gradtrace.storage import migrate
+from gradtrace.storage import migrate, tensor_rows
+from gradtrace.storage.behind import WriteBehind
 from gradtrace.storage.codec import EncodedDocument, StoredBlob
 from gradtrace.storage.engine import ensure_directory, is_shared_file, make_engine
 from gradtrace.storage.tables import runs, shares
+from gradtrace.storage.tensor_rows import TensorSource
 
 SHARE_ID_MIN = 8
-RUNS_BEHIND_MAX = 256
-"""Runs waiting for the writer thread at most (NOTE [runs written behind])."""
-log = logging.getLogger("gradtrace.storage")
 RETRY_AFTER_S = 2.0
 T = TypeVar("T")
 
@@ -89,12 +85,7 @@ class Store:
                                      else self.engine)
         self._insert: Callable[[Any], Any] = (
             postgresql.insert if self.engine.dialect.name == "postgresql" else sqlite.insert)
-        # NOTE [runs written behind]
-        self._queue: queue.SimpleQueue[EncodedDocument | None] = queue.SimpleQueue()
-        self._behind: dict[str, EncodedDocument] = {}
-        self._behind_lock = threading.Lock()
-        self._writer: threading.Thread | None = None
-        self._writer_closed = False
+        self._behind = WriteBehind(self.put_run)  # NOTE [runs written behind] in behind.py
 
     # --- life cycle -------------------------------------------------------------------------
 
@@ -111,15 +102,17 @@ class Store:
         self._guard(go)
 
     def close(self) -> None:
-        self._stop_writer()
+        self._behind.close()
         self.engine.dispose()
         if self._runs_engine is not self.engine:
             self._runs_engine.dispose()
 
     # --- runs --------------------------------------------------------------------------------
 
-    def put_run(self, doc: EncodedDocument, *, now: float | None = None) -> None:
-        """Store a run by its id; storing the same run again refreshes its retention clock."""
+    def put_run(self, doc: EncodedDocument, tensors: bytes | None = None, *, now: float | None = None) -> None:
+        """Store a run by its id, with its tensor file (safetensors bytes) if it has one;
+        storing the same run again refreshes its retention clock (NOTE [tensor files go with
+        their owner])."""
         stamp = time.time() if now is None else now
         values = {"id": doc.doc_id, "schema_version": doc.blob.schema_version, "status": doc.status,
                   "content_hash": doc.content_hash, "body": doc.blob.gz, "size": doc.blob.size,
@@ -131,49 +124,20 @@ class Store:
             if self._postgres:
                 conn.execute(text("SET LOCAL synchronous_commit TO OFF"))
             conn.execute(stmt)
+            if tensors is not None:
+                tensor_rows.write(conn, self._insert, "run", doc.doc_id, tensors,
+                                  tensor_rows.tensor_sha256(tensors))
 
-    def put_run_behind(self, doc: EncodedDocument) -> bool:
-        """Store a run from the writer thread (NOTE [runs written behind]); False, storing
-        nothing, when too many runs are waiting already."""
-        with self._behind_lock:
-            if len(self._behind) >= RUNS_BEHIND_MAX or self._writer_closed:
-                return False
-            self._behind[doc.doc_id] = doc
-            if self._writer is None:
-                self._writer = threading.Thread(target=self._write_behind, name="gradtrace-runs",
-                                                daemon=True)
-                self._writer.start()
-        self._queue.put(doc)
-        return True
-
-    def _write_behind(self) -> None:
-        while True:
-            doc = self._queue.get()
-            if doc is None:
-                return
-            try:
-                self.put_run(doc)
-            except Exception as exc:  # the run was answered; only sharing it by id is lost
-                log.warning("a run could not be stored: %s", exc)
-            finally:
-                with self._behind_lock:
-                    if self._behind.get(doc.doc_id) is doc:
-                        del self._behind[doc.doc_id]
-
-    def _stop_writer(self) -> None:
-        with self._behind_lock:
-            self._writer_closed = True
-            writer = self._writer
-        if writer is not None:
-            self._queue.put(None)
-            writer.join(timeout=30.0)
+    def put_run_behind(self, doc: EncodedDocument, tensors: bytes | None = None) -> bool:
+        """Store a run from the writer thread (NOTE [runs written behind] in ``behind.py``);
+        False, storing nothing, when too many runs (or tensor bytes) are waiting already."""
+        return self._behind.offer(doc, tensors)
 
     def get_run(self, run_id: str, *, max_age_s: float | None = None) -> StoredBlob | None:
         """A stored run, or None if unknown or older than ``max_age_s``."""
-        with self._behind_lock:
-            waiting = self._behind.get(run_id)
+        waiting = self._behind.get(run_id)
         if waiting is not None:  # NOTE [runs written behind]: just answered, not written yet
-            return waiting.blob
+            return waiting.doc.blob
         query = (select(runs.c.schema_version, runs.c.body, runs.c.size, runs.c.content_hash)
                  .where(runs.c.id == run_id))
         if max_age_s is not None:
@@ -182,17 +146,57 @@ class Store:
             row = conn.execute(query).first()
         return None if row is None else StoredBlob(int(row[0]), bytes(row[1]), int(row[2]), str(row[3]))
 
+    def run_tensors(self, run_id: str, *, max_age_s: float | None = None) -> TensorSource | None:
+        """A stored run's tensor file, or None when the run has none or is unknown or older
+        than ``max_age_s``; raises TensorFileDamaged when chunks are missing."""
+        waiting = self._behind.get(run_id)
+        if waiting is not None and waiting.tensors is not None:  # NOTE [runs written behind]
+            return waiting.tensors
+        kept = None if max_age_s is None else exists().where(
+            runs.c.id == run_id, runs.c.created_at >= time.time() - max_age_s)
+        with self._connect() as conn:
+            return tensor_rows.find(conn, "run", run_id, self._connect, kept=kept)
+
+    def share_tensors(self, share_id: str) -> TensorSource | None:
+        """A share's own copy of its tensor file, or None (NOTE [tensor files go with their owner])."""
+        with self._connect() as conn:
+            return tensor_rows.find(conn, "share", share_id, self._connect)
+
     def purge_runs(self, *, older_than_s: float) -> int:
-        """Delete runs older than the retention window; answers how many went."""
+        """Delete runs older than the retention window, with their tensor files; answers how
+        many went."""
         cutoff = time.time() - older_than_s
         with self._begin() as conn:
             gone = conn.execute(delete(runs).where(runs.c.created_at < cutoff).returning(runs.c.id))
-            return len(gone.all())
+            ids = [str(row[0]) for row in gone.all()]
+            tensor_rows.remove(conn, "run", ids)
+            return len(ids)
 
     # --- shares ------------------------------------------------------------------------------
 
-    def create_share(self, doc: StoredBlob) -> ShareResult:
-        """Store ``doc`` as a share (see NOTE [share ids]); idempotent per document."""
+    def create_share(self, doc: StoredBlob, *, tensors_of_run: str | None = None) -> ShareResult:
+        """Store ``doc`` as a share (see NOTE [share ids]); idempotent per document.
+
+        ``tensors_of_run``: the run ``doc`` is, whose tensor file the share copies (NOTE
+        [tensor files go with their owner]); a share that exists without one gets it.
+        """
+        result = self._create_share(doc)
+        if tensors_of_run is not None:
+            self._copy_run_tensors(tensors_of_run, result.id)
+        return result
+
+    def _copy_run_tensors(self, run_id: str, share_id: str) -> None:
+        waiting = self._behind.get(run_id)
+        with self._begin() as conn:
+            if conn.execute(select(shares.c.id).where(shares.c.id == share_id)).first() is None:
+                return  # deleted meanwhile: no file without its share
+            if waiting is not None and waiting.tensors is not None:  # NOTE [runs written behind]
+                tensor_rows.write(conn, self._insert, "share", share_id, waiting.tensors.data,
+                                  waiting.tensors.sha256)
+            else:
+                tensor_rows.copy(conn, self._insert, ("run", run_id), ("share", share_id))
+
+    def _create_share(self, doc: StoredBlob) -> ShareResult:
         full = doc.content_hash
         if full is None or len(full) != 64:
             raise ValueError("a share needs the SHA-256 of its canonical JSON")
@@ -232,6 +236,7 @@ class Store:
             if row[0] is None or not secrets.compare_digest(str(row[0]), _token_hash(token)):
                 return False
             conn.execute(delete(shares).where(shares.c.id == share_id))
+            tensor_rows.remove(conn, "share", [share_id])
             return True
 
     def count_shares(self) -> int:
