@@ -4,7 +4,10 @@
 
 The run route reads the stored run's code and seed (the snippet re-runs exactly as it ran),
 turns the clicked node into a target (``analysis/gradcheck.py``) and puts the answer's suspect
-back on the run's node ids. ``mode: forward`` checks a custom Function's ``jvp`` instead
+back on the run's node ids. Each route serves the answer's canonical bytes, whose ``id`` is
+their hash: the snippet route the kind's answer as the runner returned it, the run route that
+answer placed on the run and made final again (:meth:`GradcheckResult.final`), so the id
+covers the node ids and ``run_id`` it serves. ``mode: forward`` checks a custom Function's ``jvp`` instead
 (the node must be one, or the target of kind ``function``). A node that cannot be checked, a target that is not in the
 program, or too many elements is a 4xx; a snippet that cannot be re-run deterministically,
 or that hits a sandbox limit, is a 200 with verdict ``inconclusive`` and the reason.
@@ -29,7 +32,9 @@ from gradtrace.api.errors import ERROR_RESPONSES
 from gradtrace.api.jobs import CLIENT_CLOSED, ClientGone, new_job, run_unless_client_leaves
 from gradtrace.api.services import ServicesDep
 from gradtrace.errors import InvalidRequest
-from gradtrace.schema.gradcheck import CodeGradcheckRequest, GradcheckRequest, GradcheckResult, TargetSpec
+from gradtrace.jobs import GRADCHECK, JobResult
+from gradtrace.sandbox.kinds.gradcheck import GradcheckParams
+from gradtrace.schema.gradcheck import CodeGradcheckRequest, GradcheckRequest, GradcheckResult, Mode, TargetSpec
 from gradtrace.storage.codec import load
 
 router = APIRouter(tags=["gradcheck"])
@@ -84,9 +89,9 @@ async def check_run(run_id: Annotated[str, Path(max_length=64)], body: StrictGra
                           mode=body.mode)
     if result is None:
         return Response(status_code=CLIENT_CLOSED)
-    place_on_run(doc, result)
-    result.run_id = run_id
-    return Response(result.model_dump_json().encode(), media_type="application/json")
+    placed = place_on_run(doc, GradcheckResult.model_validate_json(result.canonical))
+    placed.run_id = run_id
+    return _answer(placed.final())
 
 
 @router.post("/api/gradcheck", response_model=GradcheckResult, responses=_RESPONSES,
@@ -96,24 +101,26 @@ async def check_code(body: StrictCodeGradcheckRequest, request: Request, svc: Se
                           max_elements=body.max_elements, sample_seed=body.seed, mode=body.mode)
     if result is None:
         return Response(status_code=CLIENT_CLOSED)
-    return Response(result.model_dump_json().encode(), media_type="application/json")
+    return _answer(result.canonical)
+
+
+def _answer(canonical: bytes) -> Response:
+    return Response(canonical, media_type="application/json")
 
 
 async def _check(request: Request, svc: ServicesDep, *, code: str, seed: int | None, target: TargetSpec,
-                 max_elements: int, sample_seed: int, mode: str = "backward") -> GradcheckResult | None:
-    """Run the job; None when the client left (the job was killed)."""
-    job = new_job(request, svc, code=code, device="cpu", seed=seed, kind="gradcheck",
-                  params={"target": target.model_dump(mode="json"), "max_elements": max_elements,
-                          "sample_seed": sample_seed, "time_budget_s": TIME_SHARE * svc.limits.timeout_s,
-                          "mode": mode})
+                 max_elements: int, sample_seed: int, mode: Mode = "backward") -> JobResult | None:
+    """The kind's final answer; None when the client left (the job was killed)."""
+    job = new_job(request, svc, code=code, device="cpu", seed=seed, kind=GRADCHECK,
+                  params=GradcheckParams(target=target, max_elements=max_elements, sample_seed=sample_seed,
+                                         time_budget_s=TIME_SHARE * svc.limits.timeout_s, mode=mode))
     try:
         answer = await run_unless_client_leaves(request, svc.require_runner().run(job))
     except ClientGone:
         request.state.run_status = "cancelled"
         return None
-    result = GradcheckResult.model_validate_json(answer.canonical)
-    request.state.run_status = result.status
-    if result.status == "refused":
-        raise InvalidRequest(result.message or "the target is not in the program",
-                             detail={"target": target.model_dump()})
-    return result
+    request.state.run_status = answer.status
+    if answer.status == "refused":
+        message = GradcheckResult.model_validate_json(answer.canonical).message
+        raise InvalidRequest(message or "the target is not in the program", detail={"target": target.model_dump()})
+    return answer
