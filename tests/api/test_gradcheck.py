@@ -11,6 +11,7 @@ import pytest
 
 from gradcheck.cube import RIGHT_CUBE, WRONG_CUBE
 from gradtrace.lessons import lesson
+from gradtrace.schema.canonical import canonical_with_id
 from gradtrace.schema.gradcheck import GradcheckResult
 
 
@@ -35,6 +36,14 @@ def test_checking_the_wrong_cube_node_fails_and_names_the_cube_node(api: httpx.C
     assert result.verdict == "fail" and result.status == "ok" and result.run_id == doc["id"]
     assert result.suspect is not None and result.suspect.node_id == cube and result.suspect.custom
     assert float(result.elements[result.worst or 0].rel_error) == pytest.approx(2 / 3, rel=1e-6)
+    _served_bytes_are_canonical_and_their_id_their_hash(r)
+
+
+def _served_bytes_are_canonical_and_their_id_their_hash(r: httpx.Response) -> None:
+    """The answer is final: what is served is its canonical JSON, the id the hash of the rest
+    (the run's node ids and ``run_id`` included)."""
+    served = r.json()
+    assert served["id"] and canonical_with_id({**served, "id": ""}) == (served["id"], r.content)
 
 
 def test_checking_a_leaf_of_the_right_cube_passes(api: httpx.Client) -> None:
@@ -62,14 +71,18 @@ def test_relu_at_zero_over_http_is_inconclusive_with_the_kink_on_the_relu_node(a
     assert result["verdict"] == "inconclusive"
     kink = next(x for x in result["reasons"] if x["code"] == "kink")
     assert kink["node"] == "ReluBackward0" and kink["node_id"] == _node(doc, "ReluBackward0")
+    _served_bytes_are_canonical_and_their_id_their_hash(r)
 
 
 def test_the_code_route_checks_a_snippet_and_seeds_pick_the_same_elements(api: httpx.Client) -> None:
+    """The snippet route serves the kind's final answer as the runner returned it."""
     code = "w = torch.randn(40, 40, requires_grad=True)\n(w.sin() * w).sum().backward()\n"
     body = {"code": code, "target": {"kind": "leaf", "name": "w"}, "seed": 5, "max_elements": 8}
-    a = api.post("/api/gradcheck", json=body, timeout=60).json()
+    first = api.post("/api/gradcheck", json=body, timeout=60)
+    _served_bytes_are_canonical_and_their_id_their_hash(first)
+    a = first.json()
     b = api.post("/api/gradcheck", json=body, timeout=60).json()
-    assert a["verdict"] == "pass" and a["checked"] == 8 and a["total"] == 1600
+    assert a["run_id"] is None and a["verdict"] == "pass" and a["checked"] == 8 and a["total"] == 1600
     assert [e["index"] for e in a["elements"]] == [e["index"] for e in b["elements"]]
     assert "sampled" in [x["code"] for x in a["reasons"]]
 
