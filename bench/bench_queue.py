@@ -12,7 +12,7 @@ pool measured in the same run.
    and a lesson-size snippet, and the workers a class of N students needs for p99 ≤ 2 s.
 4. The API's side of the hop on a 4 MB document (a GRU unrolled 200 steps): what it did with the
    worker's answer before (parse the whole document to read id, status and schema version) and
-   what it does now (read the frame's header: NOTE [read three fields] in gradtrace/jobs/wire.py),
+   what it does now (read the frame's header: NOTE [read three fields] in gradtrace/sandbox/wire.py),
    timed in the same run on the same text. ``--parse`` runs only this part (no fleet).
 """
 
@@ -33,8 +33,8 @@ import orjson
 from common import Row, print_table  # puts tests/ on sys.path: the tests' real launchers
 from conftest import running_server
 from gradtrace.jobs import Job, JobResult
-from gradtrace.jobs.wire import decode_result, encode_result
 from gradtrace.lessons import lesson
+from gradtrace.sandbox.wire import decode_result, encode_result
 from gradtrace.schema.canonical import CanonicalDocument
 from programs import GRU_200
 from scale.fleet import Fleet, fleet
@@ -123,8 +123,8 @@ def workers_needed(students: int, service_s: float, p99_s: float, window_s: floa
 def gru_result() -> JobResult:
     """A real 4 MB run document, recorded here and validated as the worker's pool does."""
     from gradtrace.capture import run_snippet
-    from gradtrace.jobs.wire import Answer
     from gradtrace.sandbox.kinds.run import validate
+    from gradtrace.sandbox.wire import Answer
     from gradtrace.schema.canonical import canonical_json
 
     raw = canonical_json({**run_snippet(GRU_200, seed=0, json_parts=True, max_nodes=200_000,

@@ -1,13 +1,13 @@
 """A job kind that exists only in the tests: ``echo`` runs the code and answers one of its names.
 
-It follows NOTE [adding a job kind] (``gradtrace/jobs/__init__.py``) to the letter, so the seam
+It follows NOTE [adding a job kind] (``gradtrace/jobs.py``) to the letter, so the seam
 is proved with a second kind that nothing in the package knows: the pool and the queue must
 carry it without a line of theirs changing. A runner is given it by this file (``kind_files``:
 :func:`gradtrace.sandbox.kinds.load_kind_file` reads its ``KIND``), in the test process and in
 the zygote (``ZygoteConfig.kind_files``). Params: :class:`EchoParams`; the answer is
 ``{"id", "kind", "schema_version", "status": "ok", "name", "value", "device", "seed"}`` and,
 when ``attach`` names a variable holding ``bytes``, those bytes as the answer's attachment
-(raw, beside the JSON: NOTE [answer frames] in ``gradtrace/jobs/wire.py``).
+(raw, beside the JSON: NOTE [answer frames] in ``gradtrace/sandbox/wire.py``).
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ import json
 from typing import Any
 
 from gradtrace.jobs import Job, JobResult, Params
-from gradtrace.jobs.wire import Answer
 from gradtrace.sandbox.kinds import JobKind
 from gradtrace.sandbox.protocol import SNIPPET_FILENAME
+from gradtrace.sandbox.wire import Answer
 from gradtrace.schema.canonical import canonical_with_id
 
 NAME = "echo"

@@ -1,7 +1,7 @@
 """The job seam carries kinds: ``run`` and a kind that exists only in the tests, through a real pool.
 
 ``echo_kind.py`` (next to this file) is a second kind written as NOTE [adding a job kind] in
-``gradtrace/jobs/__init__.py`` says, given to the pool (and its zygote) by its file; nothing in
+``gradtrace/jobs.py`` says, given to the pool (and its zygote) by its file; nothing in
 the pool, the zygote or the child names it. Its answer can carry an attachment, which comes
 back as raw bytes beside the document. ``tests/scale/test_queue_kinds.py`` takes the same kind
 through the queue.
@@ -134,7 +134,7 @@ def test_a_second_kind_that_dies_or_answers_nonsense_is_crashed(pool: PoolHarnes
     assert (wrong.kind, wrong.status) == ("echo", "crashed")
     assert wrong.to_dict()["message"] == "The snippet's process returned an invalid result."
     # A frame the snippet wrote itself, well formed but with an attachment nobody asked for.
-    forged = ("import os, json\nfrom gradtrace.jobs.wire import Answer, encode_answer\ny = 1\n"
+    forged = ("import os, json\nfrom gradtrace.sandbox.wire import Answer, encode_answer\ny = 1\n"
               "doc = json.dumps({'id': '', 'kind': 'echo', 'schema_version': 1, 'status': 'ok', 'name': 'y', "
               "'value': 1}).encode()\nos.write(3, encode_answer(Answer(doc, b'x')))\nos._exit(0)\n")
     spoiled = _run(pool, _echo(pool, forged))

@@ -1,4 +1,4 @@
-"""The one wire form of a job and the frames of its answer (``gradtrace/jobs/wire.py``), and the
+"""The one wire form of a job and the frames of its answer (``gradtrace/sandbox/wire.py``), and the
 bytes arq carries for them (NOTE [raw bytes through arq] in ``gradtrace/queue/keys.py``).
 
 The same frames go through a real child and a real Redis in ``test_job_kinds.py`` and
@@ -11,10 +11,10 @@ from __future__ import annotations
 import pytest
 
 from gradtrace.jobs import GRADCHECK, RUN, Job, JobResult, Limits, Params
-from gradtrace.jobs.wire import Answer, decode_answer, decode_result, encode_answer, encode_job, encode_result, pack
 from gradtrace.queue import keys
 from gradtrace.sandbox import kinds
 from gradtrace.sandbox.kinds.gradcheck import GradcheckParams
+from gradtrace.sandbox.wire import Answer, decode_answer, decode_result, encode_answer, encode_job, encode_result, pack
 from gradtrace.schema.gradcheck import TargetSpec
 
 BLOB = bytes(range(256)) * 64 + b'{"$bytes": 0}\n'

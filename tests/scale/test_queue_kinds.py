@@ -4,7 +4,7 @@ and a real ``gradtrace worker``, read by a :class:`QueueRunner` in this process.
 The worker loads ``tests/sandbox/echo_kind.py`` into its zygote (``kind_files``); the runner in
 this process is given the same file, as an API replica would list a kind. What comes back is a
 typed :class:`~gradtrace.jobs.JobResult` whose fields are read from the worker's result frame
-(NOTE [read three fields] in ``gradtrace/jobs/wire.py``), not from the document, with the
+(NOTE [read three fields] in ``gradtrace/sandbox/wire.py``), not from the document, with the
 kind's attachment as raw bytes beside it (NOTE [raw bytes through arq] in
 ``gradtrace/queue/keys.py``).
 """

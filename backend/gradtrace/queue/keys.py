@@ -1,7 +1,7 @@
 """Names in Redis, arq's serializer, and the worker registry shared by API replicas and workers.
 
 A job travels as its wire form and a worker answers a result frame (both
-:mod:`gradtrace.jobs.wire`); :func:`serialize` carries their bytes raw.
+:mod:`gradtrace.sandbox.wire`); :func:`serialize` carries their bytes raw.
 
 NOTE [why arq]
     arq is asyncio from end to end: the API enqueues and reads results on uvicorn's loop, and

@@ -45,10 +45,10 @@ from redis.exceptions import RedisError
 
 from gradtrace.errors import DeviceUnavailable, PoolSaturated, ServiceUnavailable
 from gradtrace.jobs import Job, JobResult, Runner, RunnerState
-from gradtrace.jobs.wire import decode_result, encode_job
 from gradtrace.queue import keys
 from gradtrace.queue.admission import Admission
 from gradtrace.sandbox import kinds
+from gradtrace.sandbox.wire import decode_result, encode_job
 from gradtrace.settings import Settings
 
 log = logging.getLogger("gradtrace.queue")
@@ -248,7 +248,7 @@ class QueueRunner(Runner):
                                          retry_after=2.0)
             log.warning("job %s failed on its worker: %s", arq_job.job_id, message[:200])
             return self.kinds.kind(job.kind).failed(job, "crashed", CRASHED, "")
-        try:  # NOTE [read three fields] (jobs/wire.py): the header, not the whole document
+        try:  # NOTE [read three fields] (sandbox/wire.py): the header, not the whole document
             if not isinstance(info.result, bytes):
                 raise TypeError("a worker answers a result frame")
             return decode_result(info.result)

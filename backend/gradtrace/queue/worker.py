@@ -46,9 +46,9 @@ from redis.asyncio import ConnectionPool
 from redis.exceptions import RedisError
 
 from gradtrace.jobs import Job, JobResult
-from gradtrace.jobs.wire import encode_result
 from gradtrace.queue import keys
 from gradtrace.sandbox.pool import ForkServerPool
+from gradtrace.sandbox.wire import encode_result
 from gradtrace.settings import Settings
 
 log = logging.getLogger("gradtrace.worker")
@@ -142,7 +142,7 @@ class WorkerService:
 
     # ----------------------------------------------------------------- the job
     async def run_job(self, ctx: dict[str, Any], payload: bytes) -> bytes:
-        """One job of any kind (its wire form); answers :func:`gradtrace.jobs.wire.encode_result`."""
+        """One job of any kind (its wire form); answers :func:`gradtrace.sandbox.wire.encode_result`."""
         redis: ArqRedis = ctx["redis"]
         job_id = str(ctx["job_id"])
         job = self.pool.kinds.decode(payload)

@@ -1,14 +1,14 @@
 """The job child's life after lock-down: read one job, run its kind's handler, write, ``_exit``.
 
-fd 0 carries the job (its wire form, :func:`gradtrace.jobs.wire.encode_job`, closed by the web
+fd 0 carries the job (its wire form, :func:`gradtrace.sandbox.wire.encode_job`, closed by the web
 process after writing), fds 1 and 2 are the raw output pipe the supervisor caps, fd 3 carries
 the answer. What the job does is its kind's ``handle`` (NOTE [adding a job kind] in
-``gradtrace/jobs/__init__.py``); the zygote built the table of kinds before it forked. The
+``gradtrace/jobs.py``); the zygote built the table of kinds before it forked. The
 child never returns into the zygote's code: it ends with ``os._exit`` so no user ``__del__``,
 ``atexit`` handler or thread outlives the job, and nothing is flushed twice.
 
 NOTE [result framing]
-    The answer is one frame (NOTE [answer frames] in ``gradtrace/jobs/wire.py``): the result's
+    The answer is one frame (NOTE [answer frames] in ``gradtrace/sandbox/wire.py``): the result's
     JSON and the kind's attachment, written in one go and ended by closing fd 3 (EOF). A
     snippet can write to fd 3 itself, or monkeypatch ``json``; that only ever spoils its own
     answer, which the web process size-caps, unframes, parses and schema-validates, and whose
@@ -23,7 +23,7 @@ NOTE [stop, then kill]
     ``time.process_time()`` on a busy machine: a clock cannot tell the two apart). The handler
     raises :class:`TimeLimitExceeded` in the snippet's frame, capture ends the run as it does
     for any exception, and the result carries what was recorded; the web process turns that
-    error into status ``timeout`` (``outcome.py``). The handler raises only while snippet code
+    error into status ``timeout`` (``sandbox/kinds/run.py``). The handler raises only while snippet code
     is on the stack, so it never breaks capture's own work of finishing the document; the
     supervisor waits for that while the child keeps getting CPU (NOTE [grace under load] in
     ``stopgrace.py``) and repeats the stop meanwhile. A repeated stop that finds the snippet
@@ -44,7 +44,6 @@ import time
 from types import FrameType
 
 from gradtrace.jobs import Job
-from gradtrace.jobs.wire import encode_answer
 from gradtrace.sandbox.jail import RESULT_FD
 from gradtrace.sandbox.kinds import KindTable
 from gradtrace.sandbox.protocol import (
@@ -60,6 +59,7 @@ from gradtrace.sandbox.protocol import (
     TIME_LIMIT_ERROR,
     WALL_STOP_SIGNAL,
 )
+from gradtrace.sandbox.wire import encode_answer
 
 MAX_JOB_BYTES = 64 << 20
 

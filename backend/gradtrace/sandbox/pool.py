@@ -5,7 +5,7 @@ pre-forked, already locked-down children per job, hands it the job over a pipe a
 it: wall clock, output cap, result cap, cancellation, a bounded queue. It carries every job
 kind the same way (NOTE [adding a job kind] in :mod:`gradtrace.jobs`): the job goes to the child
 in its wire form, what the job answers (a frame: NOTE [answer frames] in
-:mod:`gradtrace.jobs.wire`) is validated by its kind's ``validate`` before anyone sees it, and
+:mod:`gradtrace.sandbox.wire`) is validated by its kind's ``validate`` before anyone sees it, and
 when it leaves nothing valid the answer is its kind's ``failed``, with the status
 :mod:`gradtrace.sandbox.outcome` gives.
 
@@ -37,12 +37,12 @@ from typing import Any
 
 from gradtrace.errors import DeviceUnavailable, PoolSaturated, ServiceUnavailable
 from gradtrace.jobs import Job, JobResult, Runner, RunnerState
-from gradtrace.jobs.wire import decode_answer, encode_job
 from gradtrace.sandbox import kinds
 from gradtrace.sandbox.config import ZygoteConfig
 from gradtrace.sandbox.outcome import Ending, classify_failure, cut_output
 from gradtrace.sandbox.stopgrace import StopGrace
 from gradtrace.sandbox.streams import CappedReader, write_all
+from gradtrace.sandbox.wire import decode_answer, encode_job
 from gradtrace.sandbox.zygote_client import Child, ZygoteClient
 from gradtrace.settings import Settings
 

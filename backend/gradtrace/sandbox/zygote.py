@@ -258,7 +258,7 @@ class Zygote:
 def _prepare(cfg: ZygoteConfig) -> tuple[jail.JailPlan, CgroupFactory | None, dict[str, Any], KindTable]:
     torch_version, cuda, cuda_devices = _warm_torch(cfg.warm_compile)
     # Every job kind's module is loaded now, before the first fork: a child cannot import after
-    # lock-down (NOTE [adding a job kind] in gradtrace/jobs/__init__.py).
+    # lock-down (NOTE [adding a job kind] in gradtrace/jobs.py).
     table = kinds.table(cfg.kind_files)
     linux.mallopt(linux.M_ARENA_MAX, 2)
     layers: dict[str, str] = {"rlimits": "active", "env": "active: scrubbed zygote env, cleared per job",

@@ -203,7 +203,7 @@ class GradcheckResult(_Model):
     executions: int = 0
     """How many times the program ran (baseline, centre, two per element, the suspect search)."""
     seconds: float = 0.0
-    # -- as the service answers it (a sandbox job's result, NOTE [adding a job kind] in jobs.py)
+    # -- as the service answers it (a sandbox job's result, NOTE [adding a job kind] in gradtrace/jobs.py)
     kind: Literal["gradcheck"] = "gradcheck"
     id: str = ""
     """Content id: the hash of the answer's canonical JSON as served, everything in it but the

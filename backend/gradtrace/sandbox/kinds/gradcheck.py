@@ -14,9 +14,9 @@ from __future__ import annotations
 from pydantic import Field, ValidationError
 
 from gradtrace.jobs import GRADCHECK, Job, JobResult, Params
-from gradtrace.jobs.wire import Answer
 from gradtrace.sandbox.kinds.registry import JobKind
 from gradtrace.sandbox.protocol import SNIPPET_FILENAME
+from gradtrace.sandbox.wire import Answer
 from gradtrace.schema.gradcheck import DEFAULT_MAX_ELEMENTS, MAX_ELEMENTS, GradcheckResult, Mode, Reason, TargetSpec
 
 

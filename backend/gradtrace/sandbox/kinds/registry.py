@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from gradtrace.jobs import Job, JobResult, Params
-from gradtrace.jobs.wire import Answer, decode_job
+from gradtrace.sandbox.wire import Answer, decode_job
 from gradtrace.schema.canonical import canonical_with_id
 
 FAILURE_SCHEMA_VERSION = 1

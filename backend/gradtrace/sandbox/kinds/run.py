@@ -17,9 +17,9 @@ from typing import Any
 from gradtrace.analysis import analyze
 from gradtrace.collector import gc_paused
 from gradtrace.jobs import RUN, Job, JobResult, Params
-from gradtrace.jobs.wire import Answer
 from gradtrace.sandbox.kinds.registry import JobKind
 from gradtrace.sandbox.protocol import SNIPPET_FILENAME, TIME_LIMIT_ERROR
+from gradtrace.sandbox.wire import Answer
 from gradtrace.schema import RunDocument
 from gradtrace.schema.canonical import CanonicalDocument, canonical_with_id, check_json
 from gradtrace.schema.fast import validate_strict_json

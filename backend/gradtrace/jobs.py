@@ -7,7 +7,7 @@ Two runners carry every kind of job: the local fork-server pool
 by ``GRADTRACE_RUNNER``. What each kind *does* lives in one module of
 :mod:`gradtrace.sandbox.kinds`. The in-process runner used by capture's unit tests lives in
 ``tests/`` helpers, never here: the service never runs user code in the web process. The
-form a job and an answer take between processes is :mod:`gradtrace.jobs.wire`.
+form a job and an answer take between processes is :mod:`gradtrace.sandbox.wire`.
 
 NOTE [adding a job kind]
     A kind is a name (a constant here), one module ``gradtrace/sandbox/kinds/<name>.py`` that
@@ -18,7 +18,7 @@ NOTE [adding a job kind]
     1. ``JobKind(name, params=..., handle=..., validate=..., failed=...)``
        (:mod:`gradtrace.sandbox.kinds.registry`). ``params`` is the kind's :class:`Params`
        model: frozen, strict, every field typed. The route builds it from its validated
-       request; the wire form (:mod:`gradtrace.jobs.wire`) validates it once more where a job
+       request; the wire form (:mod:`gradtrace.sandbox.wire`) validates it once more where a job
        enters another process (the child, the queue's worker). Keep the module's top level free
        of torch (``tests/test_torch_free.py`` imports it in the web process); import torch and
        capture inside ``handle``, where the zygote has already loaded them.
@@ -65,7 +65,7 @@ NOTE [adding a job kind]
     The queue needs nothing: the job travels in its wire form, the worker's pool runs and
     validates it, and the answer comes back framed: a header line (kind, id, status, schema
     version), the canonical bytes and the attachment (NOTE [read three fields] in
-    ``jobs/wire.py``). ``tests/sandbox/echo_kind.py`` is a kind that exists only in the tests,
+    ``sandbox/wire.py``). ``tests/sandbox/echo_kind.py`` is a kind that exists only in the tests,
     written by these rules and returning an attachment; ``tests/sandbox/test_job_kinds.py``
     runs it through the pool (result, attachment, time limit, crash, nonsense) and
     ``tests/scale/test_queue_kinds.py`` through the queue (result, attachment, lost worker):
@@ -117,7 +117,7 @@ class Job:
     ``kind`` is one of the kinds' names (:data:`RUN`, :data:`GRADCHECK`, ...); ``params`` is
     what that kind reads besides the code, as that kind's :class:`Params` model (a runner
     refuses a job whose params are another kind's). Between processes a job travels in one
-    form only: :func:`gradtrace.jobs.wire.encode_job`. NOTE [adding a job kind].
+    form only: :func:`gradtrace.sandbox.wire.encode_job`. NOTE [adding a job kind].
     """
 
     code: str
