@@ -6,7 +6,7 @@ The run route reads the stored run's code and seed (the snippet re-runs exactly 
 turns the clicked node into a target (``analysis/gradcheck.py``) and puts the answer's suspect
 back on the run's node ids. Each route serves the answer's canonical bytes, whose ``id`` is
 their hash: the snippet route the kind's answer as the runner returned it, the run route that
-answer placed on the run and made final again (:meth:`GradcheckResult.final`), so the id
+answer placed on the run and written again with its id (``canonical_with_id``), so the id
 covers the node ids and ``run_id`` it serves. ``mode: forward`` checks a custom Function's ``jvp`` instead
 (the node must be one, or the target of kind ``function``). A node that cannot be checked, a target that is not in the
 program, or too many elements is a 4xx; a snippet that cannot be re-run deterministically,
@@ -34,6 +34,7 @@ from gradtrace.api.services import ServicesDep
 from gradtrace.errors import InvalidRequest
 from gradtrace.jobs import GRADCHECK, JobResult
 from gradtrace.sandbox.kinds.gradcheck import GradcheckParams
+from gradtrace.schema.canonical import canonical_with_id
 from gradtrace.schema.gradcheck import CodeGradcheckRequest, GradcheckRequest, GradcheckResult, Mode, TargetSpec
 from gradtrace.storage.codec import load
 
@@ -91,7 +92,8 @@ async def check_run(run_id: Annotated[str, Path(max_length=64)], body: StrictGra
         return Response(status_code=CLIENT_CLOSED)
     placed = place_on_run(doc, GradcheckResult.model_validate_json(result.canonical))
     placed.run_id = run_id
-    return _answer(placed.final())
+    _, canonical = canonical_with_id(placed.model_dump(mode="json"))
+    return _answer(canonical)
 
 
 @router.post("/api/gradcheck", response_model=GradcheckResult, responses=_RESPONSES,

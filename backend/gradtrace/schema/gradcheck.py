@@ -27,8 +27,6 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from gradtrace.schema.canonical import canonical_with_id
-
 Verdict = Literal["pass", "fail", "inconclusive"]
 ReasonCode = Literal[
     "upcast", "no_upcast", "kink", "nondeterministic_backward", "nondeterministic_forward",
@@ -203,11 +201,10 @@ class GradcheckResult(_Model):
     executions: int = 0
     """How many times the program ran (baseline, centre, two per element, the suspect search)."""
     seconds: float = 0.0
-    # -- as the service answers it (a sandbox job's result, NOTE [adding a job kind] in gradtrace/jobs.py)
+    # -- as the service answers it (a sandbox job's result, NOTE [adding a job kind] in jobs.py)
     kind: Literal["gradcheck"] = "gradcheck"
     id: str = ""
-    """Content id: the hash of the answer's canonical JSON as served, everything in it but the
-    id itself (the run's node ids and ``run_id`` included): :meth:`final` sets it."""
+    """Content id of the canonical JSON (set by the service)."""
     schema_version: int = SCHEMA_VERSION
     status: Literal["ok", "refused", "timeout", "memory_limit", "output_limit", "crashed"] = "ok"
     """``ok`` when the check ran to its verdict; a limit the sandbox enforced otherwise (then the
@@ -218,12 +215,6 @@ class GradcheckResult(_Model):
     """The stored run whose snippet was re-run."""
 
     # -- in Python -------------------------------------------------------------------------
-
-    def final(self) -> bytes:
-        """The answer as the service serves it: its canonical JSON, with :attr:`id` set to the
-        hash of the rest. Call it last; a field changed afterwards is not covered by the id."""
-        self.id, canonical = canonical_with_id(self.model_dump(mode="json"))
-        return canonical
 
     def worst_element(self) -> ElementCheck | None:
         return self.elements[self.worst] if self.worst is not None else None

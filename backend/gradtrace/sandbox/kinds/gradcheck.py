@@ -2,11 +2,10 @@
 
 Child side: :func:`gradtrace.capture.numcheck.job.run_gradcheck` (it imports torch; the zygote
 has loaded torch, and the job imports numcheck inside ``handle``). Web side: the answer is a
-:class:`gradtrace.schema.gradcheck.GradcheckResult`, validated here and made final by
-:meth:`~gradtrace.schema.gradcheck.GradcheckResult.final` (the served bytes, their id their
-hash); the supervisor's own answers (a time, memory or output limit, a crash) are results too,
-with the verdict ``inconclusive`` and the limit as their reason, so the route always has one
-model to answer.
+:class:`gradtrace.schema.gradcheck.GradcheckResult`, validated here and made final: its
+canonical JSON, the id their hash. The supervisor's own answers (a time, memory or output
+limit, a crash) are results too, with the verdict ``inconclusive`` and the limit as their
+reason, so the route always has one model to answer.
 """
 
 from __future__ import annotations
@@ -17,6 +16,7 @@ from gradtrace.jobs import GRADCHECK, Job, JobResult, Params
 from gradtrace.sandbox.kinds.registry import JobKind
 from gradtrace.sandbox.protocol import SNIPPET_FILENAME
 from gradtrace.sandbox.wire import Answer
+from gradtrace.schema.canonical import canonical_with_id
 from gradtrace.schema.gradcheck import DEFAULT_MAX_ELEMENTS, MAX_ELEMENTS, GradcheckResult, Mode, Reason, TargetSpec
 
 
@@ -43,8 +43,9 @@ def handle(job: Job) -> Answer:
 
 def answer(result: GradcheckResult) -> JobResult:
     """``result`` as the runner's final answer: its canonical bytes, its id their hash."""
-    canonical = result.final()
-    return JobResult(GRADCHECK, canonical, result.id, result.status, result.schema_version)
+    doc = result.model_dump(mode="json")
+    doc["id"], canonical = canonical_with_id(doc)  # the hash leaves out whatever "id" held
+    return JobResult(GRADCHECK, canonical, doc["id"], result.status, result.schema_version, doc)
 
 
 def validate(job: Job, raw: Answer) -> JobResult | None:
