@@ -27,9 +27,10 @@ NOTE [adding a job kind]
        ``params`` and the ``limits``. User code must be compiled with the file name
        :data:`~gradtrace.sandbox.protocol.SNIPPET_FILENAME` (``<snippet>``): the time-limit
        handler only raises ``TimeLimitExceeded`` while a frame of that file is on the stack
-       (NOTE [stop, then kill] in ``sandbox/child.py``). It returns an :class:`Answer`: the
-       result's JSON bytes and, beside them, an optional binary attachment (raw bytes, never
-       base64 in JSON); the child writes them framed to the result pipe, closes it and exits.
+       (NOTE [stop, then kill] in ``sandbox/child.py``). It returns a
+       :class:`~gradtrace.sandbox.wire.Answer`: the result's JSON bytes and, beside them, an
+       optional binary attachment (raw bytes, never base64 in JSON); the child writes them
+       framed to the result pipe, closes it and exits.
        Whatever the user's code prints is its ``stdout`` pipe, capped by the supervisor. If
        ``TimeLimitExceeded`` escapes ``handle`` the child exits with ``EXIT_CPU_LIMIT`` or
        ``EXIT_WALL_LIMIT`` (the supervisor answers ``timeout``); any other exception exits
