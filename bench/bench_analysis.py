@@ -4,10 +4,10 @@
 
 The service's run is the sandbox child's work: ``run_snippet(..., json_parts=True,
 analysis=False)`` (record, build the document, its canonical JSON), then the web process's
-validation of those bytes (:func:`gradtrace.sandbox.outcome.validate_result`), which is where
+validation of those bytes (:func:`gradtrace.sandbox.kinds.run.validate_result`), which is where
 the service computes the analysis, on the document it has just parsed (NOTE [one analysis] in
-gradtrace/sandbox/outcome.py). Each repetition runs the same program twice, in the same process
-and alternating: with the analysis (new), and with ``outcome._analyse`` replaced by a no-op
+gradtrace/sandbox/kinds/run.py). Each repetition runs the same program twice, in the same process
+and alternating: with the analysis (new), and with ``run_kind._analyse`` replaced by a no-op
 (the baseline). A third row times the analysis alone on the validated document, against the
 service run without it; the last two time capture's own analysis (``record()``, ``gradtrace
 run``: it parses the core's JSON for it) against ``run_snippet(..., analysis=False)``.
@@ -30,10 +30,10 @@ with warnings.catch_warnings():
 from common import ROOT, Row, print_table
 
 sys.path.insert(0, str(ROOT / "tests"))
-import gradtrace.sandbox.outcome as outcome
+import gradtrace.sandbox.kinds.run as run_kind
 from gradtrace.capture import run_snippet
 from gradtrace.jobs import Job
-from gradtrace.sandbox.outcome import validate_result
+from gradtrace.sandbox.kinds.run import validate_result
 from gradtrace.schema.canonical import canonical_json
 from programs import ADAM_20, GRU_200
 
@@ -49,7 +49,7 @@ def service_run(code: str) -> float:
 
 
 def analysis_alone(code: str, analyse: Any) -> float:
-    """Seconds of ``analyse`` (the real ``outcome._analyse``) on the document the web process
+    """Seconds of ``analyse`` (the real ``run_kind._analyse``) on the document the web process
     validated."""
     raw = canonical_json({**run_snippet(code, seed=0, json_parts=True, analysis=False), "id": ""})
     doc = validate_result(Job(code=code, seed=0, device="cpu"), raw)
@@ -65,7 +65,7 @@ def main() -> int:
     parser.add_argument("--reps", type=int, default=15)
     args = parser.parse_args()
     torch.set_num_threads(1)
-    real = outcome._analyse
+    real = run_kind._analyse
 
     def without(doc: dict[str, Any]) -> None:
         return None
@@ -82,7 +82,7 @@ def main() -> int:
         series: dict[str, list[float]] = {"base": [], "new": [], "own-base": [], "own": [], "alone": []}
         for i in range(args.reps + 2):
             for analysed in (False, True) if i % 2 else (True, False):
-                outcome._analyse = real if analysed else without  # type: ignore[assignment]
+                run_kind._analyse = real if analysed else without  # type: ignore[assignment]
                 t = service_run(code)
                 t_own = in_process(code, analysed)
                 if i >= 2:  # two warm-up rounds
@@ -90,7 +90,7 @@ def main() -> int:
                     series["own" if analysed else "own-base"].append(t_own)
             if i >= 2:
                 series["alone"].append(analysis_alone(code, real))
-        outcome._analyse = real  # type: ignore[assignment]
+        run_kind._analyse = real  # type: ignore[assignment]
         b = Row(f"{name}: service run (child + validation), no analysis", series["base"])
         c = Row(f"{name}: record() document, no analysis", series["own-base"])
         rows += [b, Row(f"{name}: service run + analysis", series["new"], baseline="no analysis",

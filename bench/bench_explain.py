@@ -36,7 +36,7 @@ from gradtrace.analysis.explain import carried_explanations, explain_node
 from gradtrace.analysis.explain.node import evaluate
 from gradtrace.capture import run_snippet
 from gradtrace.jobs import Job
-from gradtrace.sandbox.outcome import validate_result
+from gradtrace.sandbox.kinds.run import validate_result
 from gradtrace.schema.canonical import canonical_json
 from programs import ADAM_20, GRU_200
 

@@ -99,7 +99,7 @@ def stages_in_process(n: int, warmup: int) -> tuple[list[float], list[float]]:
     web process does with those bytes (``validate_result``: strict parse, id, canonical bytes)."""
     from gradtrace.capture import run_snippet
     from gradtrace.jobs import Job
-    from gradtrace.sandbox.outcome import validate_result
+    from gradtrace.sandbox.kinds.run import validate_result
     from gradtrace.schema.canonical import canonical_json
 
     job = Job(code=TRIVIAL)

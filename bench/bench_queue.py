@@ -12,7 +12,7 @@ pool measured in the same run.
    and a lesson-size snippet, and the workers a class of N students needs for p99 ≤ 2 s.
 4. The API's side of the hop on a 4 MB document (a GRU unrolled 200 steps): what it did with the
    worker's answer before (parse the whole document to read id, status and schema version) and
-   what it does now (read the header line: NOTE [read three fields] in gradtrace/queue/keys.py),
+   what it does now (read the frame's header: NOTE [read three fields] in gradtrace/sandbox/wire.py),
    timed in the same run on the same text. ``--parse`` runs only this part (no fleet).
 """
 
@@ -34,7 +34,7 @@ from common import Row, print_table  # puts tests/ on sys.path: the tests' real 
 from conftest import running_server
 from gradtrace.jobs import Job, JobResult
 from gradtrace.lessons import lesson
-from gradtrace.queue import keys
+from gradtrace.sandbox.wire import decode_result, encode_result
 from gradtrace.schema.canonical import CanonicalDocument
 from programs import GRU_200
 from scale.fleet import Fleet, fleet
@@ -124,11 +124,12 @@ def gru_result() -> JobResult:
     """A real 4 MB run document, recorded here and validated as the worker's pool does."""
     from gradtrace.capture import run_snippet
     from gradtrace.sandbox.kinds.run import validate
+    from gradtrace.sandbox.wire import Answer
     from gradtrace.schema.canonical import canonical_json
 
     raw = canonical_json({**run_snippet(GRU_200, seed=0, json_parts=True, max_nodes=200_000,
                                         max_events=800_000), "id": ""})
-    result = validate(Job(code=GRU_200, seed=0), raw)
+    result = validate(Job(code=GRU_200, seed=0), Answer(raw))
     assert result is not None and result.status == "ok"
     return result
 
@@ -136,16 +137,15 @@ def gru_result() -> JobResult:
 def hop_parse(n: int = 30) -> None:
     """Row 4 of the module docstring: old and new reading of one worker answer, same text."""
     result = gru_result()
-    old_text = result.canonical.decode()  # what a worker answered before: the document alone
-    new_text = keys.result_message(result)  # now: a header line, then the same bytes
+    old_raw = result.canonical  # what a worker answered before: the document alone
+    new_raw = encode_result(result)  # now: a frame of a header, the same bytes and the attachment
 
     def old() -> tuple[str, str, int]:
-        raw = old_text.encode()
-        doc = CanonicalDocument(orjson.loads(raw), raw)
+        doc = CanonicalDocument(orjson.loads(old_raw), old_raw)
         return str(doc["id"]), str(doc["status"]), int(doc["schema_version"])
 
     def new() -> tuple[str, str, int]:
-        got = keys.result_from_message(new_text)
+        got = decode_result(new_raw)
         return got.id, got.status, got.schema_version
 
     assert old() == new() == (result.id, result.status, result.schema_version)
@@ -158,7 +158,7 @@ def hop_parse(n: int = 30) -> None:
                 times[name].append(time.perf_counter() - t0)
     print_table(f"The API reads a worker's answer: GRU-200 document, {result.size / 1e6:.1f} MB", [
         Row("before: parse the document for id/status/schema_version", times["old"]),
-        Row("now: read the header line (NOTE [read three fields])", times["new"],
+        Row("now: read the frame's header (NOTE [read three fields])", times["new"],
             "parse the document", statistics.median(times["old"]))])
 
 

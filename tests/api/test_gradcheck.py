@@ -71,14 +71,18 @@ def test_relu_at_zero_over_http_is_inconclusive_with_the_kink_on_the_relu_node(a
     assert result["verdict"] == "inconclusive"
     kink = next(x for x in result["reasons"] if x["code"] == "kink")
     assert kink["node"] == "ReluBackward0" and kink["node_id"] == _node(doc, "ReluBackward0")
+    _served_as_canonical_with_its_hash(r)
 
 
 def test_the_code_route_checks_a_snippet_and_seeds_pick_the_same_elements(api: httpx.Client) -> None:
+    """The snippet route serves the kind's final answer as the runner returned it."""
     code = "w = torch.randn(40, 40, requires_grad=True)\n(w.sin() * w).sum().backward()\n"
     body = {"code": code, "target": {"kind": "leaf", "name": "w"}, "seed": 5, "max_elements": 8}
-    a = api.post("/api/gradcheck", json=body, timeout=60).json()
+    first = api.post("/api/gradcheck", json=body, timeout=60)
+    _served_as_canonical_with_its_hash(first)
+    a = first.json()
     b = api.post("/api/gradcheck", json=body, timeout=60).json()
-    assert a["verdict"] == "pass" and a["checked"] == 8 and a["total"] == 1600
+    assert a["run_id"] is None and a["verdict"] == "pass" and a["checked"] == 8 and a["total"] == 1600
     assert [e["index"] for e in a["elements"]] == [e["index"] for e in b["elements"]]
     assert "sampled" in [x["code"] for x in a["reasons"]]
     _served_as_canonical_with_its_hash(api.post("/api/gradcheck", json=body, timeout=60))

@@ -100,7 +100,7 @@ def test_the_service_analyses_what_it_validated_never_the_jobs_own() -> None:
     on the document it validated, and drops whatever a job claims."""
     from gradtrace.capture import run_snippet
     from gradtrace.jobs import Job
-    from gradtrace.sandbox.outcome import validate_result
+    from gradtrace.sandbox.kinds.run import validate_result
     from gradtrace.schema.canonical import canonical_json
 
     code = (Path(__file__).parent / "nan_cases" / "where_sqrt.py").read_text()

@@ -40,14 +40,17 @@ DRIVER = r"""
 import json, sys
 sys.path[:0] = [sys.argv[2]]
 from sandbox.pool_harness import PoolHarness
-from gradtrace.jobs import Job
+from gradtrace.jobs import RUN, Job
+from gradtrace.sandbox.kinds import table
 spec = json.load(open(sys.argv[1]))
+kinds = table()
 h = PoolHarness(warm_compile=spec["warm_compile"], **spec["settings"])
 try:
     out = []
     for job in spec["jobs"]:
-        r = h.call(h.pool.run(Job(code=job["code"], kind=job.get("kind", "run"), params=job.get("params", {}),
-                                  seed=0, limits=h.limits())))
+        kind = job.get("kind", RUN)
+        params = kinds.kind(kind).params.model_validate(job.get("params", {}))
+        r = h.call(h.pool.run(Job(code=job["code"], kind=kind, params=params, seed=0, limits=h.limits())))
         out.append([job["name"], r.status])
         h.settle()
     print(json.dumps(out))

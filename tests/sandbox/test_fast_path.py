@@ -22,7 +22,7 @@ import pytest
 from floats import awkward_floats, stdlib_canonical
 from gradtrace.collector import gc_paused
 from gradtrace.jobs import Job, Limits
-from gradtrace.sandbox.outcome import (
+from gradtrace.sandbox.kinds.run import (
     _analyse,
     _memory_error_is_a_limit,
     _time_limit_error_is_a_timeout,
@@ -311,7 +311,7 @@ def test_the_collector_pause_nests_across_threads_and_restores_the_state() -> No
 
 def test_what_the_real_sandbox_answers_takes_the_fast_path(pool: Any) -> None:
     """Capture writes fixed points of the schema, so ordinary results never take the slow path."""
-    from gradtrace.sandbox.outcome import VALIDATED
+    from gradtrace.sandbox.kinds.run import VALIDATED
 
     before = dict(VALIDATED)
     snippets = ["x = torch.ones(2, requires_grad=True)\n(x * 2).sum().backward()\n",

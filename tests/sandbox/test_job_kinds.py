@@ -1,9 +1,10 @@
 """The job seam carries kinds: ``run`` and a kind that exists only in the tests, through a real pool.
 
 ``echo_kind.py`` (next to this file) is a second kind written as NOTE [adding a job kind] in
-``gradtrace/jobs.py`` says, loaded from its file by the test process and by the zygote; nothing
-in the pool, the zygote or the child names it. ``tests/scale/test_queue_kinds.py`` takes the
-same kind through the queue.
+``gradtrace/jobs.py`` says, given to the pool (and its zygote) by its file; nothing in
+the pool, the zygote or the child names it. Its answer can carry an attachment, which comes
+back as raw bytes beside the document. ``tests/scale/test_queue_kinds.py`` takes the same kind
+through the queue.
 """
 
 from __future__ import annotations
@@ -14,12 +15,17 @@ from pathlib import Path
 import orjson
 import pytest
 
-from gradtrace.jobs import RUN, Job, JobResult
+from gradtrace.jobs import GRADCHECK, RUN, Job, JobResult, Params
 from gradtrace.sandbox import kinds
+from gradtrace.sandbox.kinds.gradcheck import GradcheckParams
 from gradtrace.schema.canonical import canonical_with_id
+from gradtrace.schema.gradcheck import TargetSpec
 from sandbox.pool_harness import PoolHarness, check_result
 
 ECHO_FILE = str(Path(__file__).with_name("echo_kind.py"))
+ECHO = kinds.load_kind_file(ECHO_FILE)
+BLOB = bytes(range(256)) * 4096 + b"\n{}\n"
+"""1 MiB and a few bytes, every byte value (newlines and braces too), more than a pipe holds."""
 
 
 @pytest.fixture(scope="module")
@@ -38,8 +44,9 @@ def _run(pool: PoolHarness, job: Job) -> JobResult:
     return result
 
 
-def _echo(pool: PoolHarness, code: str, name: str = "y", **limits: float) -> Job:
-    return Job(kind="echo", code=code, seed=3, params={"name": name}, limits=pool.limits(**limits))
+def _echo(pool: PoolHarness, code: str, name: str = "y", attach: str | None = None, **limits: float) -> Job:
+    return Job(kind=ECHO.name, code=code, seed=3, params=ECHO.params(name=name, attach=attach),
+               limits=pool.limits(**limits))
 
 
 def _fields_are_its_bytes(result: JobResult) -> dict[str, object]:
@@ -51,10 +58,20 @@ def _fields_are_its_bytes(result: JobResult) -> dict[str, object]:
     return doc
 
 
-def test_both_kinds_are_registered_and_an_unknown_one_is_refused_before_a_slot_is_taken(pool: PoolHarness) -> None:
-    assert {"echo", RUN} <= set(kinds.kinds())
+def test_the_kinds_are_listed_once_and_an_unknown_one_is_refused_before_a_slot_is_taken(pool: PoolHarness) -> None:
+    assert [k.name for k in kinds.BUILTIN] == [RUN, GRADCHECK]
+    assert kinds.table().names() == (GRADCHECK, RUN)  # a file loaded elsewhere adds nothing here
+    assert pool.pool.kinds.names() == ("echo", GRADCHECK, RUN)
     with pytest.raises(ValueError, match="unknown job kind 'nope'"):
         pool.call(pool.pool.run(Job(kind="nope", code="x = 1", limits=pool.limits())))
+    assert pool.pool.state().busy == 0
+
+
+def test_params_of_another_kind_are_refused_before_a_slot_is_taken(pool: PoolHarness) -> None:
+    check = GradcheckParams(target=TargetSpec(kind="parameters"))
+    for kind, params in ((RUN, check), (GRADCHECK, Params()), (ECHO.name, Params())):
+        with pytest.raises(ValueError, match=f"a {kind!r} job takes"):
+            pool.call(pool.pool.run(Job(kind=kind, code="x = 1", params=params, limits=pool.limits())))
     assert pool.pool.state().busy == 0
 
 
@@ -68,11 +85,30 @@ def test_the_run_kind_answers_a_typed_result_of_its_document(pool: PoolHarness) 
 def test_a_second_kind_runs_in_the_sandbox_with_its_params(pool: PoolHarness) -> None:
     result = _run(pool, _echo(pool, "y = [sum(range(4)), 6 * 7]\n"))
     doc = _fields_are_its_bytes(result)
-    assert result.kind == "echo" and result.status == "ok"
+    assert result.kind == "echo" and result.status == "ok" and result.attachment is None
     assert doc["name"] == "y" and doc["value"][1] == 42
     assert doc["device"] == "cpu" and doc["seed"] == 3  # set by the web side from the job
     other = _run(pool, _echo(pool, "z = 'other name'\n", name="z"))
     assert _fields_are_its_bytes(other)["value"] == "other name" and other.id != result.id
+
+
+def test_an_attachment_comes_back_as_the_childs_raw_bytes_beside_the_document(pool: PoolHarness) -> None:
+    """The child frames its JSON and its attachment on the result pipe; both come back exact."""
+    code = "y = 'with a blob'\nblob = bytes(range(256)) * 4096 + b'\\n{}\\n'\n"
+    result = _run(pool, _echo(pool, code, attach="blob"))
+    doc = _fields_are_its_bytes(result)
+    assert (result.kind, result.status, doc["value"]) == ("echo", "ok", "with a blob")
+    assert result.attachment == BLOB and len(BLOB) > 1 << 20
+    empty = _run(pool, _echo(pool, "y = 1\nblob = b''\n", attach="blob"))
+    assert (empty.status, empty.attachment) == ("ok", b"")  # empty, not absent
+
+
+def test_an_answer_over_the_result_limit_with_its_attachment_is_an_output_limit(pool: PoolHarness) -> None:
+    """``result_bytes`` caps the whole answer, the attachment included."""
+    code = "y = 1\nblob = bytes(3 << 20)\n"
+    result = _run(pool, _echo(pool, code, attach="blob", result_bytes=2 << 20))
+    assert (result.kind, result.status, result.attachment) == ("echo", "output_limit", None)
+    assert "result was larger than 2 MiB" in str(result.to_dict()["message"])
 
 
 def test_a_second_kind_that_runs_out_of_time_gets_the_supervisors_answer(pool: PoolHarness) -> None:
@@ -97,6 +133,12 @@ def test_a_second_kind_that_dies_or_answers_nonsense_is_crashed(pool: PoolHarnes
     wrong = _run(pool, _echo(pool, "y = 1\nimport os\nos.write(3, b'{\"kind\": \"echo\"}')\nos._exit(0)\n"))
     assert (wrong.kind, wrong.status) == ("echo", "crashed")
     assert wrong.to_dict()["message"] == "The snippet's process returned an invalid result."
+    # A frame the snippet wrote itself, well formed but with an attachment nobody asked for.
+    forged = ("import os, json\nfrom gradtrace.sandbox.wire import Answer, encode_answer\ny = 1\n"
+              "doc = json.dumps({'id': '', 'kind': 'echo', 'schema_version': 1, 'status': 'ok', 'name': 'y', "
+              "'value': 1}).encode()\nos.write(3, encode_answer(Answer(doc, b'x')))\nos._exit(0)\n")
+    spoiled = _run(pool, _echo(pool, forged))
+    assert (spoiled.status, spoiled.attachment) == ("crashed", None)
     unjsonable = _run(pool, _echo(pool, "y = object()\n"))
     assert (unjsonable.kind, unjsonable.status) == ("echo", "crashed")  # the handler raised
 
@@ -107,12 +149,16 @@ def test_the_kind_runs_after_the_pool_answered_other_kinds(pool: PoolHarness) ->
     assert check_result(_run(pool, Job(code=code, limits=pool.limits())), code)["stdout"] == "after\n"
 
 
-def test_the_supervisors_mirrors_of_the_childs_exit_codes_are_equal() -> None:
-    """``outcome.py`` restates the child's exit codes (the web process does not import the child)."""
-    from gradtrace.sandbox import child, outcome
+def test_each_exit_code_is_written_once_and_means_one_thing() -> None:
+    """The child, the zygote and the supervisor read their exit codes from ``protocol.py`` alone."""
+    import ast
 
-    for name in ("EXIT_INTERNAL", "EXIT_NO_MEMORY", "EXIT_CPU_LIMIT", "EXIT_WALL_LIMIT"):
-        assert getattr(outcome, name) == getattr(child, name), name
-    from gradtrace.sandbox import zygote
+    from gradtrace.sandbox import protocol
 
-    assert outcome.EXIT_SETUP_FAILED == zygote.EXIT_SETUP_FAILED
+    codes = {name: value for name, value in vars(protocol).items() if name.startswith("EXIT_")}
+    assert len(set(codes.values())) == len(codes) >= 9
+    sandbox = Path(protocol.__file__).parent
+    for path in sandbox.rglob("*.py"):
+        assigned = [t.id for node in ast.walk(ast.parse(path.read_text())) if isinstance(node, ast.Assign)
+                    for t in node.targets if isinstance(t, ast.Name) and t.id.startswith("EXIT_")]
+        assert path.name == "protocol.py" or not assigned, f"{path.name} defines {assigned}"

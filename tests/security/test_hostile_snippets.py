@@ -197,8 +197,15 @@ CASES = [
     Case("thread_writes_result_pipe", "import threading, os\ndef spam():\n    while True:\n"
          "        os.write(3, b'garbage')\nthreading.Thread(target=spam, daemon=True).start()\n"
          "import time\ntime.sleep(0.05)\n", ("crashed", "ok", "output_limit")),
-    Case("forged_result", "import os, json\nos.write(3, json.dumps({{'id': 'forged', 'status': 'ok', "
-         "'stdout': 'forged', 'code': 'other'}}).encode())\nos.close(3)\nimport time\ntime.sleep(5)\n", ("ok",)),
+    # A result frame forged by hand (NOTE [answer frames] in sandbox/wire.py): taken as the run's
+    # answer, its code and id overwritten; bytes that are not a frame are no answer at all.
+    Case("forged_result", "import os, json, struct\ndoc = json.dumps({{'id': 'forged', 'status': 'ok', "
+         "'stdout': 'forged', 'code': 'other'}}).encode()\n"
+         "os.write(3, b'GTF1' + struct.pack('<Iqq', 2, len(doc), -1) + doc)\nos.close(3)\n"
+         "import time\ntime.sleep(5)\n", ("ok",)),
+    Case("unframed_result", "import os, json\nos.write(3, json.dumps({{'id': 'forged', 'status': 'ok', "
+         "'stdout': 'forged', 'code': 'other'}}).encode())\n", ("crashed",),
+         ("The snippet's process returned an invalid result.",)),
     # --- source oddities
     Case("syntax_error", "def broken(:\n    pass\n", ("error",), error_types=("SyntaxError",)),
     Case("nul_bytes", "x = 1\0\n", ("error",), error_types=("SyntaxError", "ValueError")),

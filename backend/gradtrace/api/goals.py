@@ -27,9 +27,11 @@ from gradtrace.api.jobs import new_job
 from gradtrace.api.services import Services
 from gradtrace.api.shares import find_share
 from gradtrace.errors import InvalidRequest, NotFound
+from gradtrace.jobs import GRADCHECK
 from gradtrace.lessons import Lesson, lesson
+from gradtrace.sandbox.kinds.gradcheck import GradcheckParams
 from gradtrace.schema.goals import NEEDS_REFERENCE, Goal, GoalReport, GradcheckPasses, Reference
-from gradtrace.schema.gradcheck import GradcheckResult
+from gradtrace.schema.gradcheck import GradcheckResult, TargetSpec
 from gradtrace.schema.requests import RunRequest
 from gradtrace.storage.codec import load
 
@@ -146,10 +148,10 @@ async def _reference(request: Request, svc: Services, ref: Reference, *, seed: i
 
 async def _gradcheck(request: Request, svc: Services, doc: dict[str, Any], goal: GradcheckPasses, *,
                      seed: int | None) -> dict[str, Any]:
-    target = {"kind": goal.target, "name": goal.function, "occurrence": 0}
-    job = new_job(request, svc, code=str(doc.get("code") or ""), device="cpu", seed=seed, kind="gradcheck",
-                  params={"target": target, "max_elements": GRADCHECK_ELEMENTS, "sample_seed": 0,
-                          "time_budget_s": GRADCHECK_TIME_SHARE * svc.limits.timeout_s})
+    target = TargetSpec(kind=goal.target, name=goal.function, occurrence=0)
+    job = new_job(request, svc, code=str(doc.get("code") or ""), device="cpu", seed=seed, kind=GRADCHECK,
+                  params=GradcheckParams(target=target, max_elements=GRADCHECK_ELEMENTS, sample_seed=0,
+                                         time_budget_s=GRADCHECK_TIME_SHARE * svc.limits.timeout_s))
     answer = await svc.require_runner().run(job)
     result = GradcheckResult.model_validate_json(answer.canonical)
     if result.status == "refused":

@@ -4,8 +4,10 @@
 
 The run route reads the stored run's code and seed (the snippet re-runs exactly as it ran),
 turns the clicked node into a target (``analysis/gradcheck/runs.py``) and puts the answer's
-suspect back on the run's node ids. ``mode: forward`` checks a custom Function's ``jvp`` instead
-(the node must be one, or the target of kind ``function``). A node that cannot be checked, a target that is not in the
+suspect back on the run's node ids. Each route serves the answer's canonical bytes, whose
+``id`` is their hash (NOTE [the answer's bytes] in ``analysis/gradcheck/answer.py``).
+``mode: forward`` checks a custom Function's ``jvp`` instead (the node must be one, or the
+target of kind ``function``). A node that cannot be checked, a target that is not in the
 program, or too many elements is a 4xx; a snippet that cannot be re-run deterministically,
 or that hits a sandbox limit, is a 200 with verdict ``inconclusive`` and the reason.
 """
@@ -30,7 +32,9 @@ from gradtrace.api.errors import ERROR_RESPONSES
 from gradtrace.api.jobs import CLIENT_CLOSED, ClientGone, new_job, run_unless_client_leaves
 from gradtrace.api.services import ServicesDep
 from gradtrace.errors import InvalidRequest
-from gradtrace.schema.gradcheck import CodeGradcheckRequest, GradcheckRequest, GradcheckResult, TargetSpec
+from gradtrace.jobs import GRADCHECK
+from gradtrace.sandbox.kinds.gradcheck import GradcheckParams
+from gradtrace.schema.gradcheck import CodeGradcheckRequest, GradcheckRequest, GradcheckResult, Mode, TargetSpec
 
 router = APIRouter(tags=["gradcheck"])
 TIME_SHARE = 0.6
@@ -101,13 +105,12 @@ async def check_code(body: StrictCodeGradcheckRequest, request: Request, svc: Se
 
 
 async def _check(request: Request, svc: ServicesDep, *, code: str, seed: int | None, target: TargetSpec,
-                 max_elements: int, sample_seed: int, mode: str = "backward") -> bytes | None:
+                 max_elements: int, sample_seed: int, mode: Mode = "backward") -> bytes | None:
     """Run the job: the answer's bytes as the kind wrote them (NOTE [the answer's bytes] in
     ``analysis/gradcheck/answer.py``), read only for a refusal; None when the client left."""
-    job = new_job(request, svc, code=code, device="cpu", seed=seed, kind="gradcheck",
-                  params={"target": target.model_dump(mode="json"), "max_elements": max_elements,
-                          "sample_seed": sample_seed, "time_budget_s": TIME_SHARE * svc.limits.timeout_s,
-                          "mode": mode})
+    job = new_job(request, svc, code=code, device="cpu", seed=seed, kind=GRADCHECK,
+                  params=GradcheckParams(target=target, max_elements=max_elements, sample_seed=sample_seed,
+                                         time_budget_s=TIME_SHARE * svc.limits.timeout_s, mode=mode))
     try:
         answer = await run_unless_client_leaves(request, svc.require_runner().run(job))
     except ClientGone:

@@ -14,14 +14,14 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import Awaitable, Mapping
+from collections.abc import Awaitable
 from typing import Any
 
 from fastapi import Request
 
 from gradtrace.api.services import Services, client_key, code_hash
 from gradtrace.errors import InvalidRequest, PayloadTooLarge
-from gradtrace.jobs import RUN, Job, JobResult
+from gradtrace.jobs import RUN, Job, JobResult, Params
 
 CLIENT_CLOSED = 499
 
@@ -31,14 +31,15 @@ class ClientGone(Exception):
 
 
 def new_job(request: Request, svc: Services, *, code: str, device: str, seed: int | None, kind: str = RUN,
-            params: Mapping[str, Any] | None = None) -> Job:
-    """A job for this request: rate limit, code checks, device resolved by the runner."""
+            params: Params | None = None) -> Job:
+    """A job for this request: rate limit, code checks, device resolved by the runner;
+    ``params`` is the kind's typed model (NOTE [adding a job kind] in :mod:`gradtrace.jobs`)."""
     svc.buckets.take(client_key(request))
     check_code(code, svc.settings.max_code_kb)
     request.state.code_sha256 = code_hash(code)
     runner = svc.require_runner()
     return Job(kind=kind, code=code, device=svc.resolve_device(runner, device), seed=seed,
-               limits=svc.limits, params=dict(params or {}))
+               limits=svc.limits, params=params or Params())
 
 
 def check_code(code: str, max_code_kb: int) -> None:

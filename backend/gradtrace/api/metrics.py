@@ -24,7 +24,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from gradtrace.jobs import RunnerState
-from gradtrace.sandbox import outcome
+from gradtrace.sandbox.kinds import run as run_kind
 
 RUN_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 
@@ -57,7 +57,7 @@ class _ValidationCollector(Collector):
     def collect(self) -> Iterable[CounterMetricFamily]:
         family = CounterMetricFamily("gradtrace_results_validated",
                                      "Job results validated, by path (strict = the fast path).", labels=["path"])
-        for path, count in sorted(outcome.VALIDATED.items()):
+        for path, count in sorted(run_kind.VALIDATED.items()):
             family.add_metric([path], count)
         yield family
 

@@ -14,7 +14,6 @@ NOTE [hard queue bound]
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from arq.connections import ArqRedis
 from arq.constants import job_key_prefix, result_key_prefix
@@ -49,14 +48,15 @@ class Admitted:
 
 
 class Admission:
-    """Enqueues ``run_snippet`` jobs only while their queue is below a bound (NOTE [hard queue bound])."""
+    """Enqueues jobs only while their queue is below a bound (NOTE [hard queue bound])."""
 
     def __init__(self, redis: ArqRedis) -> None:
         self.redis = redis
         self._script = redis.register_script(ENQUEUE_IF_ROOM)
 
-    async def enqueue(self, payload: dict[str, Any], *, job_id: str, queue: str, bound: int,
+    async def enqueue(self, payload: bytes, *, job_id: str, queue: str, bound: int,
                       expires_s: float) -> Admitted:
+        """Enqueue ``payload`` (a job's wire form) unless the queue holds ``bound`` jobs."""
         now = timestamp_ms()
         raw = serialize_job(keys.FUNCTION, (payload,), {}, None, now, serializer=keys.serialize)
         got = await self._script(keys=[queue, job_key_prefix + job_id, result_key_prefix + job_id],

@@ -1,4 +1,7 @@
-"""Names in Redis, the job payload, and the worker registry shared by API replicas and workers.
+"""Names in Redis, arq's serializer, and the worker registry shared by API replicas and workers.
+
+A job travels as its wire form and a worker answers a result frame (both
+:mod:`gradtrace.sandbox.wire`); :func:`serialize` carries their bytes raw.
 
 NOTE [why arq]
     arq is asyncio from end to end: the API enqueues and reads results on uvicorn's loop, and
@@ -23,13 +26,11 @@ NOTE [worker registry]
 
 from __future__ import annotations
 
-from dataclasses import asdict
+import struct
 from typing import Any
 
 import orjson
 from redis.asyncio import Redis
-
-from gradtrace.jobs import Job, JobResult, Limits
 
 DEVICES = ("cpu", "cuda")
 FUNCTION = "run_job"
@@ -69,47 +70,67 @@ async def wait_for_push(redis: Redis, key: str, timeout_s: float) -> bool:
     return got is not None
 
 
+BLOB = "$bytes"
+"""The key of the placeholder that stands for a ``bytes`` value inside arq's JSON (NOTE [raw
+bytes through arq])."""
+_BLOBS = b"GTB1"
+_LENGTH = struct.Struct("<Q")
+
+
 def serialize(obj: Any) -> bytes:
-    """arq's serializer: JSON, never pickle (an exception in a failed result becomes its repr)."""
-    return orjson.dumps(obj, default=repr)
+    """arq's serializer: JSON, never pickle (an exception in a failed result becomes its repr).
+
+    NOTE [raw bytes through arq]
+        A job (its wire form) and a worker's answer (a frame with the document and its binary
+        attachment) are ``bytes``. JSON cannot hold bytes, and base64 would cost a third more
+        of a result of up to ``result_bytes``; so each ``bytes`` value becomes
+        ``{"$bytes": i}`` in arq's JSON and its raw bytes follow the JSON: ``GTB1``, the JSON's
+        length, the JSON, then each value's length and bytes. Without a ``bytes`` value the
+        JSON is written alone, as before. Everything a user sent is inside those bytes, so no
+        JSON object of theirs can be taken for a placeholder.
+    """
+    blobs: list[bytes] = []
+
+    def default(value: Any) -> Any:
+        if isinstance(value, (bytes, bytearray, memoryview)):
+            blobs.append(bytes(value))
+            return {BLOB: len(blobs) - 1}
+        return repr(value)
+
+    text = orjson.dumps(obj, default=default)
+    if not blobs:
+        return text
+    parts = [_BLOBS, _LENGTH.pack(len(text)), text]
+    for blob in blobs:
+        parts += [_LENGTH.pack(len(blob)), blob]
+    return b"".join(parts)
 
 
 def deserialize(raw: bytes) -> Any:
-    return orjson.loads(raw)
+    if not raw.startswith(_BLOBS):
+        return orjson.loads(raw)
+    view = memoryview(raw)
+    at = len(_BLOBS)
+    (size,) = _LENGTH.unpack_from(raw, at)
+    at += _LENGTH.size
+    obj = orjson.loads(view[at:at + size])
+    at += size
+    blobs: list[bytes] = []
+    while at < len(raw):
+        (size,) = _LENGTH.unpack_from(raw, at)
+        at += _LENGTH.size
+        if at + size > len(raw):
+            raise ValueError("arq payload: a value runs past the end")
+        blobs.append(bytes(view[at:at + size]))
+        at += size
+    return _put_back(obj, blobs)
 
 
-def job_payload(job: Job) -> dict[str, Any]:
-    return {"kind": job.kind, "code": job.code, "device": job.device, "seed": job.seed,
-            "params": dict(job.params), "limits": asdict(job.limits)}
-
-
-def job_from_payload(payload: dict[str, Any]) -> Job:
-    return Job(kind=str(payload.get("kind", "run")), code=str(payload["code"]), device=str(payload["device"]),
-               seed=payload.get("seed"), params=dict(payload.get("params") or {}),
-               limits=Limits(**payload["limits"]))
-
-
-def result_message(result: JobResult) -> str:
-    """What a worker answers through arq: one line of the fields the API reads, then the result.
-
-    NOTE [read three fields]
-        The API side stores and counts a result by its id, status and schema version. They
-        travel as a small JSON header line in front of the canonical bytes, so the API reads
-        them from ~100 bytes instead of parsing a document of up to ``result_bytes`` (a GRU
-        unrolled 200 steps is 4 MB; ``bench/bench_queue.py`` measures both). Canonical JSON
-        never holds a raw newline (JSON escapes them inside strings), so the first newline
-        ends the header.
-    """
-    head = orjson.dumps({"kind": result.kind, "id": result.id, "status": result.status,
-                         "schema_version": result.schema_version})
-    return (head + b"\n" + result.canonical).decode()
-
-
-def result_from_message(message: str) -> JobResult:
-    """The typed result from :func:`result_message`'s text; ValueError for anything else."""
-    head, sep, body = message.partition("\n")
-    fields = orjson.loads(head)
-    if not sep or not isinstance(fields, dict):
-        raise ValueError("not a worker's result message")
-    return JobResult(kind=str(fields["kind"]), canonical=body.encode(), id=str(fields["id"]),
-                     status=str(fields["status"]), schema_version=int(fields["schema_version"]))
+def _put_back(obj: Any, blobs: list[bytes]) -> Any:
+    if isinstance(obj, dict):
+        if len(obj) == 1 and isinstance(obj.get(BLOB), int):
+            return blobs[obj[BLOB]]
+        return {k: _put_back(v, blobs) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_put_back(v, blobs) for v in obj]
+    return obj

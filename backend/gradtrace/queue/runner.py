@@ -31,6 +31,7 @@ import contextlib
 import logging
 import time
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -47,6 +48,7 @@ from gradtrace.jobs import Job, JobResult, Runner, RunnerState
 from gradtrace.queue import keys
 from gradtrace.queue.admission import Admission
 from gradtrace.sandbox import kinds
+from gradtrace.sandbox.wire import decode_result, encode_job
 from gradtrace.settings import Settings
 
 log = logging.getLogger("gradtrace.queue")
@@ -88,10 +90,12 @@ class Snapshot:
 class QueueRunner(Runner):
     """Runs jobs on ``gradtrace worker`` processes through arq (see the module docstring)."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, *, kind_files: Sequence[str] = ()) -> None:
+        """``kind_files``: job kinds defined outside the package (tests), as the workers have them."""
         if not settings.redis_url:
             raise ValueError("GRADTRACE_RUNNER=queue needs GRADTRACE_REDIS_URL (redis://host:6379/0)")
         self.settings = settings
+        self.kinds = kinds.table(kind_files)
         self.redis = ArqRedis(
             connection_pool=ConnectionPool.from_url(settings.redis_url, socket_connect_timeout=2.0,
                                                     health_check_interval=5),
@@ -148,7 +152,7 @@ class QueueRunner(Runner):
 
     # ----------------------------------------------------------------- running jobs
     async def run(self, job: Job) -> JobResult:
-        kinds.kind(job.kind)  # ValueError for a kind no module registers, before enqueueing
+        self.kinds.check(job)  # ValueError for an unknown kind or wrong params, before enqueueing
         try:
             return await self._run(job)
         except (RedisError, OSError) as exc:
@@ -163,7 +167,7 @@ class QueueRunner(Runner):
         # arq keeps a job in its queue until it ends: what is beyond the running ones is waiting.
         held = snap.held(job.device)
         job_id = uuid.uuid4().hex
-        admitted = await self.admission.enqueue(keys.job_payload(job), job_id=job_id,
+        admitted = await self.admission.enqueue(encode_job(job), job_id=job_id,
                                                 queue=keys.queue_name(job.device),
                                                 bound=held + self.settings.queue_size,
                                                 expires_s=self.settings.queue_wait_s)
@@ -217,10 +221,10 @@ class QueueRunner(Runner):
                                          retry_after=2.0)
             if status == JobStatus.in_progress and await self._worker_gone(job_id, job.device):
                 await self._abort(job_id, job.device, dequeue=True)
-                return kinds.kind(job.kind).failed(job, "crashed", CRASHED, "")
+                return self.kinds.kind(job.kind).failed(job, "crashed", CRASHED, "")
             if now > give_up:
                 await self._abort(job_id, job.device, dequeue=True)
-                return kinds.kind(job.kind).failed(job, "crashed", CRASHED, "")
+                return self.kinds.kind(job.kind).failed(job, "crashed", CRASHED, "")
         return await self._result(arq_job, job)
 
     async def _worker_gone(self, job_id: str, device: str) -> bool:
@@ -243,12 +247,14 @@ class QueueRunner(Runner):
                 raise ServiceUnavailable("the worker's sandbox was not ready for this run; please retry",
                                          retry_after=2.0)
             log.warning("job %s failed on its worker: %s", arq_job.job_id, message[:200])
-            return kinds.kind(job.kind).failed(job, "crashed", CRASHED, "")
-        try:  # NOTE [read three fields] (queue/keys.py): the header line, not the whole document
-            return keys.result_from_message(str(info.result))
-        except (ValueError, KeyError, TypeError):
+            return self.kinds.kind(job.kind).failed(job, "crashed", CRASHED, "")
+        try:  # NOTE [read three fields] (sandbox/wire.py): the header, not the whole document
+            if not isinstance(info.result, bytes):
+                raise TypeError("a worker answers a result frame")
+            return decode_result(info.result)
+        except (ValueError, TypeError):
             log.warning("job %s answered something that is not a result message", arq_job.job_id)
-            return kinds.kind(job.kind).failed(job, "crashed", CRASHED, "")
+            return self.kinds.kind(job.kind).failed(job, "crashed", CRASHED, "")
 
     # ----------------------------------------------------------------- health
     def state(self) -> RunnerState:

@@ -47,8 +47,8 @@ from redis.exceptions import RedisError
 
 from gradtrace.jobs import Job, JobResult
 from gradtrace.queue import keys
-from gradtrace.sandbox import kinds
 from gradtrace.sandbox.pool import ForkServerPool
+from gradtrace.sandbox.wire import encode_result
 from gradtrace.settings import Settings
 
 log = logging.getLogger("gradtrace.worker")
@@ -141,11 +141,11 @@ class WorkerService:
             await asyncio.sleep(keys.HEARTBEAT_S)
 
     # ----------------------------------------------------------------- the job
-    async def run_job(self, ctx: dict[str, Any], payload: dict[str, Any]) -> str:
-        """One job of any kind; answers :func:`gradtrace.queue.keys.result_message`."""
+    async def run_job(self, ctx: dict[str, Any], payload: bytes) -> bytes:
+        """One job of any kind (its wire form); answers :func:`gradtrace.sandbox.wire.encode_result`."""
         redis: ArqRedis = ctx["redis"]
         job_id = str(ctx["job_id"])
-        job = keys.job_from_payload(payload)
+        job = self.pool.kinds.decode(payload)
         await redis.set(keys.running_key(job_id), self.id, px=int((job.limits.timeout_s + 60) * 1000))
         self.busy += 1
         self.started += 1
@@ -156,7 +156,7 @@ class WorkerService:
         finally:
             self.busy -= 1
             self.finished += 1
-        return keys.result_message(result)
+        return encode_result(result)
 
     async def _run_until_cutoff(self, job: Job) -> JobResult:
         """The pool's result, or ``crashed`` if the drain ends first (NOTE [drain on SIGTERM])."""
@@ -172,7 +172,8 @@ class WorkerService:
         if not (run.cancelled() and self._cutoff.is_set()):
             return run.result()
         log.warning("worker %s: drain over, a running job was stopped", self.id)
-        return kinds.kind(job.kind).failed(job, "crashed", DRAINED.format(grace=self.settings.worker_drain_s), "")
+        drained = DRAINED.format(grace=self.settings.worker_drain_s)
+        return self.pool.kinds.kind(job.kind).failed(job, "crashed", drained, "")
 
     async def _after_job(self, ctx: dict[str, Any]) -> None:
         redis: ArqRedis = ctx["redis"]

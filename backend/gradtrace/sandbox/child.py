@@ -1,16 +1,17 @@
 """The job child's life after lock-down: read one job, run its kind's handler, write, ``_exit``.
 
-fd 0 carries the job (JSON, closed by the web process after writing), fds 1 and 2 are the raw
-output pipe the supervisor caps, fd 3 carries the result (JSON). What the job does is its
-kind's ``handle`` (NOTE [adding a job kind] in ``gradtrace/jobs.py``); the zygote imported
-every kind before it forked. The child never returns into
-the zygote's code: it ends with ``os._exit`` so no user ``__del__``, ``atexit`` handler or
-thread outlives the job, and nothing is flushed twice.
+fd 0 carries the job (its wire form, :func:`gradtrace.sandbox.wire.encode_job`, closed by the web
+process after writing), fds 1 and 2 are the raw output pipe the supervisor caps, fd 3 carries
+the answer. What the job does is its kind's ``handle`` (NOTE [adding a job kind] in
+``gradtrace/jobs.py``); the zygote built the table of kinds before it forked. The
+child never returns into the zygote's code: it ends with ``os._exit`` so no user ``__del__``,
+``atexit`` handler or thread outlives the job, and nothing is flushed twice.
 
 NOTE [result framing]
-    The result is the run document as JSON, written in one go and ended by the process's exit
-    (EOF). A snippet can write to fd 3 itself, or monkeypatch ``json``; that only ever spoils
-    its own result, which the web process size-caps, parses and schema-validates, and whose
+    The answer is one frame (NOTE [answer frames] in ``gradtrace/sandbox/wire.py``): the result's
+    JSON and the kind's attachment, written in one go and ended by closing fd 3 (EOF). A
+    snippet can write to fd 3 itself, or monkeypatch ``json``; that only ever spoils its own
+    answer, which the web process size-caps, unframes, parses and schema-validates, and whose
     ``code``/``seed``/``id`` it overwrites from the job it sent.
 
 NOTE [stop, then kill]
@@ -22,7 +23,7 @@ NOTE [stop, then kill]
     ``time.process_time()`` on a busy machine: a clock cannot tell the two apart). The handler
     raises :class:`TimeLimitExceeded` in the snippet's frame, capture ends the run as it does
     for any exception, and the result carries what was recorded; the web process turns that
-    error into status ``timeout`` (``outcome.py``). The handler raises only while snippet code
+    error into status ``timeout`` (``sandbox/kinds/run.py``). The handler raises only while snippet code
     is on the stack, so it never breaks capture's own work of finishing the document; the
     supervisor waits for that while the child keeps getting CPU (NOTE [grace under load] in
     ``stopgrace.py``) and repeats the stop meanwhile. A repeated stop that finds the snippet
@@ -35,32 +36,32 @@ NOTE [stop, then kill]
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import resource
 import signal
 import sys
 import time
 from types import FrameType
-from typing import Any
 
-from gradtrace.sandbox import kinds
+from gradtrace.jobs import Job
 from gradtrace.sandbox.jail import RESULT_FD
-from gradtrace.sandbox.kinds.registry import SNIPPET_FILENAME, ChildJob
-from gradtrace.sandbox.protocol import TIME_LIMIT_ERROR, WALL_STOP_SIGNAL
+from gradtrace.sandbox.kinds import KindTable
+from gradtrace.sandbox.protocol import (
+    EXIT_BAD_JOB,
+    EXIT_CPU_LIMIT,
+    EXIT_INTERNAL,
+    EXIT_NO_MEMORY,
+    EXIT_OK,
+    EXIT_STOP_IGNORED_CPU,
+    EXIT_STOP_IGNORED_WALL,
+    EXIT_WALL_LIMIT,
+    SNIPPET_FILENAME,
+    TIME_LIMIT_ERROR,
+    WALL_STOP_SIGNAL,
+)
+from gradtrace.sandbox.wire import encode_answer
 
 MAX_JOB_BYTES = 64 << 20
-EXIT_OK = 0
-EXIT_BAD_JOB = 65
-EXIT_INTERNAL = 70
-EXIT_NO_MEMORY = 71
-EXIT_STOP_IGNORED_WALL = 73  # the snippet caught the stop at its wall-clock limit (NOTE [stop, then kill])
-EXIT_STOP_IGNORED_CPU = 74  # ... at its CPU limit
-EXIT_CPU_LIMIT = 75
-"""``TimeLimitExceeded`` at the CPU limit escaped a kind's handler (the run kind records it in
-its document instead)."""
-EXIT_WALL_LIMIT = 76
-"""... at the wall-clock limit."""
 
 # Bound before any user code runs: a snippet that replaces os._exit or os.close must not keep the
 # child from ending (it could still patch these names here; then the supervisor's kill ends it).
@@ -107,9 +108,7 @@ def _install_time_limit_handler() -> None:
     signal.signal(WALL_STOP_SIGNAL, on_limit)
 
 
-
-
-def _read_job() -> dict[str, Any]:
+def _read_job(table: KindTable) -> Job:
     chunks: list[bytes] = []
     size = 0
     while True:
@@ -120,28 +119,14 @@ def _read_job() -> dict[str, Any]:
         if size > MAX_JOB_BYTES:
             raise ValueError("job too large")
         chunks.append(chunk)
-    job = json.loads(b"".join(chunks))
-    if not isinstance(job, dict) or not isinstance(job.get("code"), str):
-        raise ValueError("job is not an object with a code string")
-    if not isinstance(job.get("params", {}), dict):
-        raise ValueError("job params are not an object")
-    return job
+    return table.decode(b"".join(chunks))
 
 
-def _child_job(job: dict[str, Any], defaults: dict[str, Any]) -> ChildJob:
-    return ChildJob(kind=str(job.get("kind", "run")), code=job["code"], device=str(job.get("device", "cpu")),
-                    seed=job.get("seed"), params=job.get("params", {}),
-                    max_nodes=int(job.get("max_nodes", defaults["max_nodes"])),
-                    max_events=int(job.get("max_events", defaults["max_events"])),
-                    output_bytes=int(job.get("output_bytes", defaults["output_bytes"])),
-                    filename=SNIPPET_FILENAME)
-
-
-def _tighten_limits(job: dict[str, Any]) -> None:
+def _tighten_limits(job: Job) -> None:
     """Lower the CPU limit when this job asks for less than the pool's (raising is impossible)."""
-    cpu = job.get("cpu_s")
+    cpu = job.limits.cpu_s
     soft, hard = resource.getrlimit(resource.RLIMIT_CPU)
-    if isinstance(cpu, int) and 0 < cpu < soft:
+    if 0 < cpu < soft:
         resource.setrlimit(resource.RLIMIT_CPU, (cpu, min(hard, cpu + 1)))
 
 
@@ -172,19 +157,19 @@ def _prefault() -> None:
         pass
 
 
-def serve(defaults: dict[str, Any], *, prefault: bool = True) -> None:
-    """Run one job and ``_exit``; ``defaults`` are the pool's capture limits."""
+def serve(table: KindTable, *, prefault: bool = True) -> None:
+    """Run one job of a kind in ``table`` and ``_exit``."""
     if prefault:
         _prefault()
     try:
-        job = _read_job()
-        handle = kinds.kind(str(job.get("kind", "run"))).handle
+        job = _read_job(table)
+        handle = table.kind(job.kind).handle
     except (OSError, ValueError):
         _exit(EXIT_BAD_JOB)
     try:
         _tighten_limits(job)
         _install_time_limit_handler()
-        payload = handle(_child_job(job, defaults))
+        payload = encode_answer(handle(job))
         signal.signal(signal.SIGXCPU, signal.SIG_IGN)  # finishing now; the hard limit still holds
         signal.signal(WALL_STOP_SIGNAL, signal.SIG_IGN)
         _flush_output()

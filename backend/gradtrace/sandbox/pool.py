@@ -3,9 +3,11 @@
 ``ForkServerPool`` starts the zygote (:mod:`gradtrace.sandbox.zygote_client`), takes one of its
 pre-forked, already locked-down children per job, hands it the job over a pipe and supervises
 it: wall clock, output cap, result cap, cancellation, a bounded queue. It carries every job
-kind the same way (NOTE [adding a job kind] in :mod:`gradtrace.jobs`): what the job returns is
-validated by its kind's ``validate`` before anyone sees it, and when it leaves nothing valid
-the answer is its kind's ``failed``, with the status :mod:`gradtrace.sandbox.outcome` gives.
+kind the same way (NOTE [adding a job kind] in :mod:`gradtrace.jobs`): the job goes to the child
+in its wire form, what the job answers (a frame: NOTE [answer frames] in
+:mod:`gradtrace.sandbox.wire`) is validated by its kind's ``validate`` before anyone sees it, and
+when it leaves nothing valid the answer is its kind's ``failed``, with the status
+:mod:`gradtrace.sandbox.outcome` gives.
 
 NOTE [cuda workers]
     CUDA cannot survive a fork, so a CUDA context must never exist in a process that forks. On
@@ -28,7 +30,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import os
 from collections.abc import Sequence
 from dataclasses import replace
@@ -41,6 +42,7 @@ from gradtrace.sandbox.config import ZygoteConfig
 from gradtrace.sandbox.outcome import Ending, classify_failure, cut_output
 from gradtrace.sandbox.stopgrace import StopGrace
 from gradtrace.sandbox.streams import CappedReader, write_all
+from gradtrace.sandbox.wire import decode_answer, encode_job
 from gradtrace.sandbox.zygote_client import Child, ZygoteClient
 from gradtrace.settings import Settings
 
@@ -53,8 +55,7 @@ class ForkServerPool(Runner):
     def __init__(self, settings: Settings, *, warm_compile: bool = True, kind_files: Sequence[str] = ()) -> None:
         """``warm_compile=False`` starts ~6 s faster; compiling snippets then risk the time limit.
         ``kind_files``: job kinds defined outside the package (tests), loaded here and by the zygote."""
-        for path in kind_files:
-            kinds.load_kind_file(path)
+        self.kinds = kinds.table(kind_files)
         self.settings = settings
         self.config = replace(ZygoteConfig.from_settings(settings, warm_compile=warm_compile),
                               kind_files=[str(p) for p in kind_files])
@@ -99,7 +100,7 @@ class ForkServerPool(Runner):
         return requested
 
     async def run(self, job: Job) -> JobResult:
-        kinds.kind(job.kind)  # ValueError for a kind no module registers, before taking a slot
+        self.kinds.check(job)  # ValueError for an unknown kind or wrong params, before taking a slot
         client, slots = self._route(job)
         if self._closing:
             raise ServiceUnavailable("the sandbox is not running")
@@ -199,19 +200,14 @@ class ForkServerPool(Runner):
                 return None
             waiters.discard(res.done)
             if res.size:
-                result = await _validate(job, res.data())
+                result = await self._validate(job, res.data())
                 if result is not None:
                     client.kill(child)
                     return result
 
     async def _send_job(self, child: Child, job: Job) -> None:
-        lim = job.limits
-        payload = json.dumps({"kind": job.kind, "code": job.code, "device": job.device, "seed": job.seed,
-                              "params": dict(job.params), "max_nodes": lim.max_nodes,
-                              "max_events": lim.max_events, "output_bytes": lim.output_bytes,
-                              "cpu_s": lim.cpu_s}).encode()
         try:
-            await write_all(child.job_w, payload)
+            await write_all(child.job_w, encode_job(job))
         except OSError:
             pass  # the child is gone; its exit report says how
         finally:
@@ -229,11 +225,23 @@ class ForkServerPool(Runner):
         ending.result_bytes = res.size
         limited = ending.wall_timeout or ending.output_flood or ending.result_too_large
         if not limited and ending.code == 0 and not res.overflowed:
-            result = await _validate(job, res.data())
+            result = await self._validate(job, res.data())
             if result is not None:
                 return result
         status, message = classify_failure(job, ending)
-        return kinds.kind(job.kind).failed(job, status, message, cut_output(raw_out, job.limits.output_bytes))
+        return self.kinds.kind(job.kind).failed(job, status, message, cut_output(raw_out, job.limits.output_bytes))
+
+    async def _validate(self, job: Job, raw: bytes) -> JobResult | None:
+        """Unframe and validate by the job's kind, off the event loop when the answer is big
+        enough to matter; None for an answer that is not a frame or not valid."""
+        try:
+            answer = decode_answer(raw)
+        except ValueError:
+            return None
+        validate = self.kinds.kind(job.kind).validate
+        if answer.size > (1 << 18):
+            return await asyncio.to_thread(validate, job, answer)
+        return validate(job, answer)
 
     # ----------------------------------------------------------------- health
     def state(self) -> RunnerState:
@@ -249,11 +257,3 @@ class ForkServerPool(Runner):
             kind="forkserver", ready=self._cpu.live, workers=self.workers, busy=self._busy,
             queued=self._waiting, queue_capacity=self.queue_capacity,
             cuda_available=bool(info.get("cuda_available")), detail=detail)
-
-
-async def _validate(job: Job, raw: bytes) -> JobResult | None:
-    """Validate by the job's kind, off the event loop when the result is big enough to matter."""
-    validate = kinds.kind(job.kind).validate
-    if len(raw) > (1 << 18):
-        return await asyncio.to_thread(validate, job, raw)
-    return validate(job, raw)

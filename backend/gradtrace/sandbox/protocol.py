@@ -15,7 +15,9 @@ Messages, web → zygote:
     ``{"op": "kill", "id"}``, ``{"op": "stop", "id"}`` (``WALL_STOP_SIGNAL``: hand in what you have),
     ``{"op": "exit"}``
 
-Only this file and the pool see the web side; nothing here imports torch.
+Only this file and the pool see the web side; nothing here imports torch. The names the job
+child, the zygote and the supervisor must agree on (exit codes, signals, the snippet's file
+name) are written here, once.
 """
 
 from __future__ import annotations
@@ -33,6 +35,26 @@ WALL_STOP_SIGNAL = signal.SIGUSR2
 """What the supervisor sends a job at its wall-clock deadline. Not SIGXCPU, which the kernel
 sends at the CPU limit: the job must tell the two apart, and its own clock cannot (the kernel's
 tick-sampled CPU time runs ahead of ``time.process_time()`` on a busy machine)."""
+SNIPPET_FILENAME = "<snippet>"
+"""The file name user code is compiled with (NOTE [stop, then kill] in ``sandbox/child.py``)."""
+
+EXIT_OK = 0
+EXIT_BAD_JOB = 65
+"""The job pipe did not hold a job of a kind the child knows."""
+EXIT_INTERNAL = 70
+EXIT_NO_MEMORY = 71
+EXIT_SETUP_FAILED = 72
+"""The zygote could not lock the child down (``zygote.py``)."""
+EXIT_STOP_IGNORED_WALL = 73
+"""The snippet caught the stop at its wall-clock limit (NOTE [stop, then kill])."""
+EXIT_STOP_IGNORED_CPU = 74
+"""... at its CPU limit."""
+EXIT_CPU_LIMIT = 75
+"""``TimeLimitExceeded`` at the CPU limit escaped a kind's handler (the run kind records it in
+its document instead)."""
+EXIT_WALL_LIMIT = 76
+"""... at the wall-clock limit."""
+
 MAX_MESSAGE = 1 << 16
 MAX_FDS = 8
 

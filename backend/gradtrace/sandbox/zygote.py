@@ -29,8 +29,9 @@ from gradtrace.collector import freeze_before_fork
 from gradtrace.sandbox import child, jail, kinds, landlock, linux, namespaces, protocol
 from gradtrace.sandbox.cgroups import CgroupFactory, JobCgroup
 from gradtrace.sandbox.config import ZygoteConfig
+from gradtrace.sandbox.kinds import KindTable
+from gradtrace.sandbox.protocol import EXIT_INTERNAL, EXIT_SETUP_FAILED
 
-EXIT_SETUP_FAILED = 72
 _hard_exit = os._exit
 ADDRESS_SLACK = 128 << 20
 """Address space beyond the memory budget: a few thread stacks of 8 MiB and one more glibc arena.
@@ -124,9 +125,11 @@ def _vm_size() -> int:
 class Zygote:
     """The fork loop: control messages in, children out, exits reported."""
 
-    def __init__(self, ctrl: socket.socket, plan: jail.JailPlan, cgroups: CgroupFactory | None) -> None:
+    def __init__(self, ctrl: socket.socket, plan: jail.JailPlan, cgroups: CgroupFactory | None,
+                 table: KindTable) -> None:
         self.ctrl = ctrl
         self.plan = plan
+        self.table = table
         self.cgroups = cgroups
         self.children: dict[int, _ChildRecord] = {}
         self.next_id = 0
@@ -176,10 +179,9 @@ class Zygote:
             finally:
                 os._exit(EXIT_SETUP_FAILED)
         try:
-            child.serve({"max_nodes": cfg.max_nodes, "max_events": cfg.max_events,
-                         "output_bytes": cfg.output_bytes}, prefault=prefault)
+            child.serve(self.table, prefault=prefault)
         finally:
-            _hard_exit(child.EXIT_INTERNAL)  # never return into the zygote's loop
+            _hard_exit(EXIT_INTERNAL)  # never return into the zygote's loop
 
     def stop(self, cid: int) -> None:
         """Ask the job to stop and hand in what it recorded (NOTE [stop, then kill] in child.py)."""
@@ -254,12 +256,11 @@ class Zygote:
                     self.stop(int(message["id"]))
 
 
-def _prepare(cfg: ZygoteConfig) -> tuple[jail.JailPlan, CgroupFactory | None, dict[str, Any]]:
+def _prepare(cfg: ZygoteConfig) -> tuple[jail.JailPlan, CgroupFactory | None, dict[str, Any], KindTable]:
     torch_version, cuda, cuda_devices = _warm_torch(cfg.warm_compile)
     # Every job kind's module is loaded now, before the first fork: a child cannot import after
-    # lock-down (NOTE [adding a job kind] in gradtrace/jobs.py). ``child`` imported the package.
-    for path in cfg.kind_files:
-        kinds.load_kind_file(path)
+    # lock-down (NOTE [adding a job kind] in gradtrace/jobs.py).
+    table = kinds.table(cfg.kind_files)
     linux.mallopt(linux.M_ARENA_MAX, 2)
     layers: dict[str, str] = {"rlimits": "active", "env": "active: scrubbed zygote env, cleared per job",
                               "fds": "active"}
@@ -300,7 +301,7 @@ def _prepare(cfg: ZygoteConfig) -> tuple[jail.JailPlan, CgroupFactory | None, di
              # NOTE [why C++] in capture/_native.cpp: without the core, capture is 2-4x slower
              "capture_core": ("C++" if capture_native.available()
                               else "Python: the C++ core is not built (make native)")}
-    return plan, cgroups, ready
+    return plan, cgroups, ready, table
 
 
 def _unmapped_job_uids(uid_base: int) -> str | None:
@@ -337,11 +338,11 @@ def main(argv: list[str]) -> None:
         return
     cfg = ZygoteConfig.from_message(message)
     try:
-        plan, cgroups, ready = _prepare(cfg)
+        plan, cgroups, ready, table = _prepare(cfg)
     except BaseException as exc:
         protocol.send(ctrl, {"type": "fatal", "message": f"zygote failed to start: {exc!r}"})
         raise
-    zygote = Zygote(ctrl, plan, cgroups)
+    zygote = Zygote(ctrl, plan, cgroups, table)
     linecache.clearcache()  # warm-up tracebacks cached service source; jobs must not see it
     freeze_before_fork()  # NOTE [gc.freeze before fork] in gradtrace/collector.py
     huge = linux.collapse_heap_to_hugepages()

@@ -1,30 +1,135 @@
 """Kind ``run``: record a snippet's autograd graph and answer its run document.
 
 Child side: :func:`gradtrace.capture.run_snippet` (the zygote has imported capture and torch).
-Web side: :func:`gradtrace.sandbox.outcome.validate_result` and
-:func:`~gradtrace.sandbox.outcome.supervisor_document`.
+Web side: :func:`validate_result` turns the child's bytes into the final run document, and
+:func:`supervisor_document` writes one when the child left none. Both run in the web process
+(or the queue's worker), so they trust nothing the job produced: the bytes are capped before
+they get here, parsed as JSON (never unpickled), validated against
+:class:`gradtrace.schema.RunDocument`, and their ``code``, ``seed``, ``device`` and ``id`` are
+overwritten from the job that was sent.
 """
 
 from __future__ import annotations
 
-from gradtrace.jobs import RUN, Job, JobResult
-from gradtrace.sandbox.kinds.registry import ChildJob, JobKind, register
-from gradtrace.sandbox.outcome import supervisor_document, validate_result
-from gradtrace.schema.canonical import CanonicalDocument
+import threading
+from typing import Any
+
+from gradtrace.analysis import analyze
+from gradtrace.collector import gc_paused
+from gradtrace.jobs import RUN, Job, JobResult, Params
+from gradtrace.sandbox.kinds.registry import JobKind
+from gradtrace.sandbox.protocol import SNIPPET_FILENAME, TIME_LIMIT_ERROR
+from gradtrace.sandbox.wire import Answer
+from gradtrace.schema import RunDocument
+from gradtrace.schema.canonical import CanonicalDocument, canonical_with_id, check_json
+from gradtrace.schema.fast import validate_strict_json
+
+MAX_DEPTH = 64
+"""Deepest nesting a job's document may have (as storage's ``MAX_DEPTH``)."""
+VALIDATED = {"strict": 0, "general": 0}
+"""Job results validated on each path since the process started (NOTE [fast path] in
+:mod:`gradtrace.schema.fast`); ``/metrics`` reports them. ``general`` growing for ordinary
+runs means capture writes something the fast path does not take: slower, never wrong."""
+_validated_lock = threading.Lock()
+
+_MEMORY_MARKERS = ("can't allocate memory", "not enough memory", "cannot allocate memory",
+                   "out of memory")
 
 
-def handle(job: ChildJob) -> bytes:
-    """Run the snippet through capture and return the document's canonical JSON."""
+def supervisor_document(job: Job, status: str, message: str, stdout: str) -> CanonicalDocument:
+    """A run document for a run that produced no usable result of its own."""
+    doc: dict[str, Any] = RunDocument(id="", status=status, message=message, stdout=stdout,  # type: ignore[arg-type]
+                                      device=job.device, code=job.code, seed=job.seed,
+                                      stdout_truncated=False).model_dump(mode="json", by_alias=True)
+    doc["id"], canonical = canonical_with_id(doc)
+    return CanonicalDocument(doc, canonical)
+
+
+def validate_result(job: Job, raw: bytes) -> CanonicalDocument | None:
+    """The validated document from the job's result bytes, or None when they are not one.
+
+    Validated once and serialised once: the answer carries its canonical JSON, which storage
+    keeps as it is. Documents as capture writes them take the fast path (NOTE [fast path] in
+    :mod:`gradtrace.schema.fast`); anything else is validated by :class:`RunDocument` itself,
+    which decides what is accepted either way. The child's ``id`` is never read: the id is
+    the hash of what was validated, with the job's fields set (NOTE [who assigns the id] in
+    :mod:`gradtrace.capture.document`).
+    """
+    try:
+        doc = validate_strict_json(raw)
+        strict = doc is not None
+        if doc is None:
+            with gc_paused():
+                # Parsed and validated in one pass by pydantic's Rust core.
+                doc = RunDocument.model_validate_json(raw).model_dump(mode="json", by_alias=True)
+                check_json(doc, MAX_DEPTH)
+        doc["code"] = job.code
+        doc["seed"] = job.seed
+        doc["device"] = job.device
+        _memory_error_is_a_limit(job, doc)
+        _time_limit_error_is_a_timeout(job, doc)
+        _analyse(doc)
+        doc["id"], canonical = canonical_with_id(doc)
+    except (ValueError, RecursionError, TypeError, UnicodeError, OverflowError):
+        return None
+    with _validated_lock:
+        VALIDATED["strict" if strict else "general"] += 1
+    return CanonicalDocument(doc, canonical)
+
+
+def _analyse(doc: dict[str, Any]) -> None:
+    """NOTE [one analysis]: a document's ``analysis`` (:mod:`gradtrace.analysis`) is computed
+    once, from the document itself, where the document becomes final: here for the service,
+    on what was validated (never the job's own, which is dropped), and in capture's
+    ``build_document`` for documents made in process (``record()``, ``gradtrace run``). Here
+    the graph and events are parsed already, so it costs only the analysis itself."""
+    doc.pop("analysis", None)
+    with gc_paused():  # NOTE [fast path]: nothing it builds is cyclic
+        found = analyze(doc)
+    if found is not None:
+        doc["analysis"] = found
+
+
+def _time_limit_error_is_a_timeout(job: Job, doc: dict[str, Any]) -> None:
+    """A snippet stopped at its time limit (NOTE [stop, then kill] in child.py) ran out of time.
+
+    The graph and events it recorded stay; the error keeps the line where it was stopped, and
+    the message is the supervisor's own, not text from the job.
+    """
+    error = doc.get("error")
+    if doc.get("status") != "error" or not isinstance(error, dict) or error.get("type") != TIME_LIMIT_ERROR:
+        return
+    doc["status"] = "timeout"
+    if str(error.get("message", "")).startswith("CPU"):
+        doc["message"] = f"Stopped: the snippet used more than {job.limits.cpu_s} s of CPU time."
+    else:
+        doc["message"] = f"Stopped: the snippet ran longer than {job.limits.timeout_s:g} s."
+
+
+def _memory_error_is_a_limit(job: Job, doc: dict[str, Any]) -> None:
+    """An allocation refused by RLIMIT_AS surfaces as the snippet's error; call it memory_limit."""
+    error = doc.get("error")
+    if doc.get("status") != "error" or not isinstance(error, dict):
+        return
+    message = str(error.get("message", "")).lower()
+    if error.get("type") == "MemoryError" or any(m in message for m in _MEMORY_MARKERS):
+        doc["status"] = "memory_limit"
+        doc["message"] = f"Stopped: the snippet used more than {job.limits.memory_mb} MiB of memory."
+
+
+def handle(job: Job) -> Answer:
+    """Run the snippet through capture and answer the document's canonical JSON (no attachment)."""
     from gradtrace.capture import run_snippet  # imported by the zygote
     from gradtrace.schema.canonical import canonical_json
 
-    doc = run_snippet(job.code, device=job.device, seed=job.seed, max_nodes=job.max_nodes,
-                      max_events=job.max_events, output_bytes=job.output_bytes, filename=job.filename,
+    lim = job.limits
+    doc = run_snippet(job.code, device=job.device, seed=job.seed, max_nodes=lim.max_nodes,
+                      max_events=lim.max_events, output_bytes=lim.output_bytes, filename=SNIPPET_FILENAME,
                       json_parts=True,  # only serialised below: graph and events stay the core's JSON
                       analysis=False)  # the web process analyses what it validated (NOTE [one analysis])
     # Data for the web process, which validates it and gives it its id (NOTE [who assigns the
     # id] in gradtrace/capture/document.py): the graph and events are the core's JSON.
-    return canonical_json({**doc, "id": ""})
+    return Answer(canonical_json({**doc, "id": ""}))
 
 
 def result(doc: CanonicalDocument) -> JobResult:
@@ -32,8 +137,10 @@ def result(doc: CanonicalDocument) -> JobResult:
     return JobResult(RUN, doc.canonical, str(doc["id"]), str(doc["status"]), int(doc["schema_version"]), doc)
 
 
-def validate(job: Job, raw: bytes) -> JobResult | None:
-    doc = validate_result(job, raw)
+def validate(job: Job, answer: Answer) -> JobResult | None:
+    if answer.attachment is not None:
+        return None  # the run kind answers no attachment yet
+    doc = validate_result(job, answer.document)
     return None if doc is None else result(doc)
 
 
@@ -41,4 +148,4 @@ def failed(job: Job, status: str, message: str, stdout: str) -> JobResult:
     return result(supervisor_document(job, status, message, stdout))
 
 
-register(JobKind(RUN, handle=handle, validate=validate, failed=failed))
+KIND = JobKind(RUN, params=Params, handle=handle, validate=validate, failed=failed)
