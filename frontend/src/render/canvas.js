@@ -303,7 +303,7 @@ export class GraphCanvas {
       if (wasDrag) return;
       const sx = ev.clientX - r.left, sy = ev.clientY - r.top;
       const v = this.hit(sx, sy);
-      // A click on a fold opens it one level (graph/groups.js); any other node is inspected.
+      // A click on a fold opens it one level (graph/units.js); any other node is inspected.
       if (v >= 0 && this.scene.view.vnodes[v].fold && this.cb.onGroupOpen) { this.cb.onGroupOpen(v); return; }
       if (v >= 0) { if (this.cb.onNodeClick) this.cb.onNodeClick(v); return; }
       const box = this.hitBox(sx, sy);

@@ -156,3 +156,21 @@ export function markTransport(timelineRoot, timeline, doc, go) {
   }
   host.hidden = !host.children.length;
 }
+
+/**
+ * The findings as a viewer panel (NOTE [one panel shape] in ui/registry.js): the list under
+ * the results, and the marks on the transport (after the transport panel in the registry,
+ * which draws the segments they sit under).
+ */
+export const findingsPanel = {
+  id: "findings",
+  mount(ctx) {
+    return {
+      update(model, st, changed) {
+        if (!changed.includes("document")) return;
+        renderFindings(ctx.part("findings"), model.doc, { onLine: (line) => ctx.onLine(line), onNode: (id) => ctx.showNode(id) });
+        markTransport(ctx.part("timeline"), model.timeline, model.doc, (k) => ctx.player.go(k, { fromUser: true }));
+      },
+    };
+  },
+};
