@@ -9,8 +9,9 @@ import { runLevels } from "../src/graph/groups.js";
 import { moduleTree } from "../src/graph/modules.js";
 import { ordinalWord } from "../src/analysis/names.js";
 import {
-  accumulationsAt, errorSentence, listWords, nameOf, segmentLabel, stepSentence, wordsContext,
+  errorSentence, listWords, nameOf, segmentLabel, stepSentence, wordsContext,
 } from "../src/analysis/words.js";
+import { accumulationsAt } from "../src/analysis/accumulations.js";
 
 // graph/timeline.js is the index of events; it lived in animate/ before.
 const { Timeline } = await import("../src/graph/timeline.js").catch(() => import("../src/animate/timeline.js"));

@@ -9,6 +9,7 @@
  * Nodes are named by analysis/names.js (see NOTE [naming repeated ops] there): in a loop by the
  * iteration or call they belong to, which the page's groups (graph/groups.js) found.
  */
+import { gradResets } from "./accumulations.js";
 import { parseShapes, parseVersions } from "./errors.js";
 import { fmtTensorShort, passNo } from "./format.js";
 import { editAfterWords } from "./grad-edits.js";
@@ -234,42 +235,6 @@ function backwardSentence(ctx, e, v, i) {
 function resetWords(r) {
   const how = r.kind === "zero" ? "zeroed" : r.kind === "none" ? "set to None" : "cleared";
   return `.grad was ${how}${r.line != null ? ` at line ${r.line}` : ""} since the last accumulation`;
-}
-
-/**
- * Where each leaf's .grad was cleared between accumulations, keyed by event index of the
- * AccumulateGrad event that starts afresh: read from Node.grad_resets (absent: never cleared).
- */
-export function gradResets(ctx) {
-  const { index, timeline: tl } = ctx;
-  const out = new Map();
-  if (!tl) return out;
-  const seen = new Map();  // leaf → accumulations so far
-  tl.events.forEach((e, i) => {
-    if (e.phase !== "backward") return;
-    const v = tl.evNode[i];
-    const leaf = index.leafOfAcc.get(v);
-    if (leaf === undefined || !e.grad) return;
-    const at = seen.get(leaf) || 0;
-    seen.set(leaf, at + 1);
-    const r = at > 0 && (index.nodes[leaf].grad_resets || []).find((x) => x.at === at);
-    if (r) out.set(i, { kind: r.kind, line: r.line ?? null, at });
-  });
-  return out;
-}
-
-/** The leaf's accumulations since .grad was last cleared, as of step k: {count, total, reset}. */
-export function accumulationsAt(ctx, leaf, k) {
-  const { timeline: tl, index } = ctx;
-  let count = 0, total = 0, reset = null;
-  for (let i = 0; i < Math.min(k, tl.N); i++) {
-    const e = tl.events[i];
-    if (e.phase !== "backward" || !e.grad || index.leafOfAcc.get(tl.evNode[i]) !== leaf) continue;
-    total++;
-    const r = ctx.resets.get(i);
-    if (r) { count = 1; reset = r; } else count++;
-  }
-  return { count, total, reset };
 }
 
 /**
