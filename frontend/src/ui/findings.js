@@ -7,7 +7,7 @@
 
 const SEVERITY = { error: "✖", warning: "⚠", info: "ℹ" };
 
-/** The run's findings, empty when the document has none (or predates them). */
+/** The run's findings, empty when the document has none. */
 export function findingsOf(doc) {
   const a = (doc && doc.analysis) || {};
   return { badge: a.badge || null, nonfinite: a.nonfinite || [], hints: a.hints || [], starved: a.starved || [] };
