@@ -115,6 +115,13 @@ export class GraphCanvas {
     this.redraw();
   }
 
+  /** Put the camera at `cam` {x, y, k} (a drag, render/pointer.js): Fit no longer holds. */
+  panTo(cam) {
+    this.cam = cam;
+    this._fitted = null;
+    this.redraw();
+  }
+
   /** Whether visible node v's box is wholly in view (a margin of `pad` CSS px inside the edges). */
   inView(v, pad = 8) {
     if (!this.scene) return false;

@@ -24,7 +24,7 @@ export function bindPointer(canvas) {
     if (drag) {
       const dx = ev.clientX - drag.x, dy = ev.clientY - drag.y;
       if (Math.abs(dx) + Math.abs(dy) > 3) drag.moved = true;
-      if (drag.moved) { canvas.cam = { ...drag.cam, x: drag.cam.x - dx / canvas.cam.k, y: drag.cam.y - dy / canvas.cam.k }; canvas._fitted = null; canvas.redraw(); }
+      if (drag.moved) canvas.panTo({ ...drag.cam, x: drag.cam.x - dx / canvas.cam.k, y: drag.cam.y - dy / canvas.cam.k });
       return;
     }
     tooltip(canvas, canvas.hit(ev.clientX - r.left, ev.clientY - r.top), ev.clientX - r.left, ev.clientY - r.top);
