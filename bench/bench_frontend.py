@@ -192,9 +192,9 @@ def nested_document(n_nodes: int) -> dict[str, Any]:
 REVEAL_JS = """async ([mode, id]) => {
     const v = window.gradtrace.app.viewer;
     // Start from every module folded (not timed): the node is then several folds deep.
-    v._setQuietly({ collapsed: new Set(v.tree.mods.keys()), expandedRepeats: new Set(), open: new Set() });
-    await v.relayout(false);
-    const ref = v.index.idx.get(id);
+    const folded = { collapsed: new Set(v.model.tree.mods.keys()), expandedRepeats: new Set(), open: new Set() };
+    await v.apply({ set: folded, layout: "fresh" });
+    const ref = v.model.index.idx.get(id);
     const before = v.layoutCount;
     const t0 = performance.now();
     let found = -1;

@@ -9,7 +9,7 @@ import { standalonePolicy } from "./standalone-csp.mjs";
 
 const common = { bundle: true, minify: true, sourcemap: "linked", metafile: true, logLevel: "warning",
   target: ["chrome110", "firefox115", "safari16"], legalComments: "none",
-  loader: { ".html": "text" } };  // templates/viewer.html: the viewer's markup (src/viewer.js)
+  loader: { ".html": "text" } };  // templates/viewer.html: the viewer's markup (src/embed.js)
 
 mkdirSync("dist", { recursive: true });
 const results = [
@@ -17,7 +17,7 @@ const results = [
   await build({ ...common, entryPoints: ["src/layout/worker.js"], outfile: "dist/layout-worker.js", format: "iife" }),
 ];
 
-// The viewer (src/viewer.js) in two self-contained bundles: the notebook widget (anywidget's
+// The viewer (src/embed.js) in two self-contained bundles: the notebook widget (anywidget's
 // ESM) and the script of the saved HTML file. Each carries the layout worker's source and the
 // page's CSS as text (virtual modules below): nothing is fetched at run time.
 const viewerCss = shadowCss(readFileSync("static/app.css", "utf8")) + "\n" + readFileSync("src/widget/viewer.css", "utf8");
@@ -47,7 +47,7 @@ writeFileSync("dist/standalone-csp.txt", standalonePolicy({ bundle: readFileSync
   template: readFileSync("static/standalone.html", "utf8") }));
 
 /** static/app.css for a shadow root: `:root` becomes `:host`, and the dark palette, chosen by
- * the system on the page, is chosen by the host's theme (`data-theme="dark"`, src/viewer.js). */
+ * the system on the page, is chosen by the host's theme (`data-theme="dark"`, src/embed.js). */
 function shadowCss(css) {
   const dark = css.match(/@media \(prefers-color-scheme: dark\) \{\s*:root \{([^}]*)\}\s*\}/);
   if (!dark) throw new Error("build.mjs: static/app.css has no `@media (prefers-color-scheme: dark) { :root {...} }` block");

@@ -3,7 +3,7 @@
 //     backend/gradtrace/notebook/html.py) opens from disk with no server, so no header can
 //     protect it: it carries its own Content-Security-Policy in a <meta> tag. Its one script
 //     and the template's <style> are inline, so the policy names each by its SHA-256 instead
-//     of allowing inline code; the viewer's CSS needs no allowance, as src/viewer.js adopts it
+//     of allowing inline code; the viewer's CSS needs no allowance, as src/embed.js adopts it
 //     in its shadow root as a constructed style sheet (NOTE [styles under the policy] in
 //     backend/gradtrace/api/security.py). Nothing else may load: no remote origin, no eval,
 //     and only blob: for the layout worker and data:/blob: for images.

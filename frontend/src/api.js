@@ -57,3 +57,48 @@ export function compareRuns(a, b, signal) {
 export function compareLink(a, b) {
   return post("/api/compare/links", { a, b });
 }
+
+/** The service's URL of one node's explanation (index: the element's coordinates, or null for the first). */
+export function explainUrl(docId, nodeId, index) {
+  const q = new URLSearchParams({ node: nodeId });
+  if (index && index.length) q.set("index", index.join(","));
+  return `/api/runs/${encodeURIComponent(docId)}/explain?${q}`;
+}
+
+/** A gradient check of the shown run by the service that ran it (POST /api/runs/{id}/gradcheck). */
+export async function checkOnService(doc, node, signal) {
+  if (!doc.id) throw new Error("This run is not stored on the service: run it again to check it.");
+  const body = node.every ? { target: { kind: "parameters" } } : { node: node.id };
+  if (node.passIndex != null) body.pass_index = node.passIndex;
+  const res = await fetch(`/api/runs/${encodeURIComponent(doc.id)}/gradcheck`, {
+    method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body), signal,
+  });
+  const data = await res.json().catch(() => null);
+  if (!res.ok) throw new Error((data && data.error && data.error.message) || `The server answered ${res.status}.`);
+  return data;
+}
+
+/** One node's explanation by the service (GET /api/runs/{id}/explain). */
+export async function explainOnService(doc, node, index, signal) {
+  const res = await fetch(explainUrl(doc.id, node.id, index), { signal });
+  const body = await res.json();
+  if (!res.ok) throw new Error((body.error && body.error.message) || `HTTP ${res.status}`);
+  return body;
+}
+
+/**
+ * The service as a viewer's panels reach it: one object per viewer, in the panels' context
+ * (NOTE [one panel shape] in ui/registry.js), so no panel imports a fetch helper. On the
+ * playground page (`checks: true`) it is this service; a notebook widget answers from its
+ * kernel (`checks` and `explain` are its functions); a saved HTML file explains from what it
+ * carries and checks nothing. `check`/`explain` are null where nothing answers.
+ * @param {{checks?: true|Function|null, explain?: Function|null}} opts
+ */
+export function service({ checks = null, explain = null } = {}) {
+  const live = checks === true;
+  return {
+    live,  // a saved file or a widget cannot re-run a gradient check (ui/goals.js says so)
+    check: live ? checkOnService : typeof checks === "function" ? checks : null,
+    explain: live ? explainOnService : explain || null,
+  };
+}

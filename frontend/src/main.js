@@ -29,7 +29,8 @@ class App {
     this.editor = new CodeEditor($("#editor"), { onRun: () => this.runner.run(), onLineSelect: (line) => this.viewer.selectLine(line),
       onLeave: () => $("#graph").focus() });
     bindWrap($("#wrap"), this.editor);
-    this.viewer = new Viewer(document.body, { state: this.state, code: this.editor, codeText: () => this.editor.code, checks: true });
+    this.viewer = new Viewer(document.body, { state: this.state, code: this.editor, codeText: () => this.editor.code, checks: true,
+      onGoals: () => this.exercises.onReport() });
     this.results = { badge: $("#status-badge"), error: $("#error-box"), stdout: $("#stdout"), stdoutWrap: $("#stdout-wrap") };
     const status = (s, text) => renderStatus(this.results.badge, s, text);
     this.runner = new RunController(
@@ -47,7 +48,7 @@ class App {
     );
     this.bindControls();
     this.present = presentationMode({ button: $("#present"), panes: { code: $(".gt-code"), inspector: $("#inspector") }, canvas: this.viewer.canvas });
-    installCompareButton($("#compare"), () => this.viewer.doc);
+    installCompareButton($("#compare"), () => this.doc);
     renderLegend($("#legend-list"));
     this.lessons = readJson("gt-lessons") || []; // backend/gradtrace/lessons, embedded by the page
     $("#examples").hidden = false; // the page's own part of the shared viewer markup
@@ -55,8 +56,7 @@ class App {
       { picker: $("#exercises"), body: $("#exercise-body"), panel: $("#exercise"), task: $("#exercise-task"),
         solution: $("#exercise-solution"), solutionText: $("#exercise-solution-text") },
       this.lessons, { setCode: (code) => { if (this.mode === "share") this.editCopy(); this.editor.setCode(code); this.editor.focus(); } });
-    this.viewer.onGoals = () => this.exercises.onReport();
-    this.viewer.predict.fromQuery(location.search);  // a teacher's questions (ui/predict.js)
+    this.viewer.panels.predict.fromQuery(location.search);  // a teacher's questions (ui/predict.js)
     renderGallery($("#example-list"), this.lessons, (ex) => {
       this.exercises.close();
       if (this.mode === "share") this.editCopy();
@@ -71,12 +71,12 @@ class App {
   }
 
   // What tests, benchmarks and the console reach through window.gradtrace.app.
-  get doc() { return this.viewer.doc; }
+  get doc() { return this.viewer.model ? this.viewer.model.doc : null; }
   get scene() { return this.viewer.scene; }
   get canvas() { return this.viewer.canvas; }
   get player() { return this.viewer.player; }
-  get timeline() { return this.viewer.timeline; }
-  get index() { return this.viewer.index; }
+  get timeline() { return this.viewer.model ? this.viewer.model.timeline : null; }
+  get index() { return this.viewer.model ? this.viewer.model.index : null; }
   get lastTiming() { return this.viewer.lastTiming; }
 
   bindControls() {
@@ -92,7 +92,7 @@ class App {
       const t = ev.target;
       if (t.closest && (t.closest(".cm-editor") || t.closest("input, select, textarea, [contenteditable]"))) return;
       ev.preventDefault();
-      this.viewer.focusSearch();
+      if (this.viewer.panels.search) this.viewer.panels.search.focus();
     });
   }
 
@@ -103,7 +103,7 @@ class App {
     this.sharer.enable(true);
     $("#compare").disabled = false;
     const loading = this.viewer.loadDocument(doc, opts);  // indexes the document before its first await
-    renderErrorExplain(this.results.error, this.viewer.words, this.viewer.errors, onLine);
+    renderErrorExplain(this.results.error, this.viewer.model.words, this.viewer.model.errors, onLine);
     const timing = await loading;
     if (timing) document.body.dataset.ready = String(this.viewer.generation);
     return timing;

@@ -1,6 +1,6 @@
 /**
  * The self-contained HTML file (`doc.save_html(...)`, Export → HTML on the page): mounts the
- * viewer of src/viewer.js on `#gradtrace` and plays the run embedded in the same file as
+ * viewer of src/embed.js on `#gradtrace` and plays the run embedded in the same file as
  * gzip-compressed, base64-encoded JSON (`<script type="application/gzip+base64" id="gt-run">`).
  * The layout worker's source and the CSS are in this bundle: the file opens offline.
  */
@@ -8,7 +8,7 @@ import WORKER_SOURCE from "gt:layout-worker-source";
 import CSS from "gt:viewer-css";
 import { decodeView } from "./app/link.js";
 import { fromCarried } from "./ui/explain.js";
-import { EmbeddedViewer, gunzipJson } from "./viewer.js";
+import { EmbeddedViewer, gunzipJson } from "./embed.js";
 
 function base64Bytes(text) {
   const bin = atob(text.replace(/\s+/g, ""));
@@ -46,7 +46,7 @@ async function main() {
   // (a file whose query was written HTML-escaped reads the same: "&amp;" is "&" there)
   const query = viewEl ? viewEl.textContent.trim().replaceAll("&amp;", "&") : "";
   const view = viewEl ? decodeView(query) : null;
-  if (viewEl && viewer.viewer.predict) viewer.viewer.predict.fromQuery(query);  // a teacher's questions
+  if (viewEl && viewer.viewer.panels.predict) viewer.viewer.panels.predict.fromQuery(query);  // a teacher's questions
   window.gradtrace.timing = await viewer.load(doc, { step: view ? view.step : null, view });
 }
 

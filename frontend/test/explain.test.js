@@ -2,7 +2,8 @@
 // the service's (tests/analysis/test_explain.py).
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { argsText, elements, explainLines, explainUrl, fromCarried } from "../src/ui/explain.js";
+import { explainUrl } from "../src/api.js";
+import { argsText, elements, explainLines, fromCarried } from "../src/ui/explain.js";
 
 test("the request names the run, the node and the element", () => {
   assert.equal(explainUrl("abc", "n3", null), "/api/runs/abc/explain?node=n3");

@@ -3,12 +3,13 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { indexDocument } from "../src/graph/document.js";
 import { Timeline } from "../src/graph/timeline.js";
-import { foldLabel, foldOf, openAt, openKeysFor, runLevels, splitByPeriod, unitLabel } from "../src/graph/groups.js";
+import { runLevels } from "../src/graph/groups.js";
+import { foldLabel, foldOf, openAt, openKeysFor, unitLabel } from "../src/graph/units.js";
 import { buildView } from "../src/graph/view.js";
 import { moduleTree } from "../src/graph/modules.js";
 
 /** An RNN-like run: a cell called `calls` times (3 ops a call), its weight shared, one backward. */
-function rnnDoc(calls, { stacks = false } = {}) {
+function rnnDoc(calls, { stacks = true } = {}) {
   const nodes = [{ id: "w", kind: "tensor", name: "cell.weight", role: "leaf" },
     { id: "a", kind: "function", name: "AccumulateGrad", module: "cell" }];
   const edges = [{ source: "w", target: "a" }];
@@ -37,15 +38,10 @@ function prepare(doc) {
   return { index, tl, levels: runLevels(index, tl) };
 }
 
-test("splitByPeriod finds the repeat and gives a longer first call its extra nodes", () => {
-  assert.deepEqual(splitByPeriod(["a", "b", "a", "b", "a", "b"]), [[0, 2], [2, 4], [4, 6]]);
-  assert.equal(splitByPeriod(["a", "b", "c", "d"]), null);
-  assert.deepEqual(splitByPeriod(["x", "a", "b", "a", "b"], 2), [[0, 3], [3, 5]]);
-});
-
-test("module calls come from the op period without module_stack, and from module_stack with it", () => {
+test("module calls come from module_stack; nodes without it make no call level", () => {
   for (const stacks of [false, true]) {
     const { index, levels } = prepare(rnnDoc(5, { stacks }));
+    if (!stacks) { assert.equal(levels.filter((l) => l.kind === "call").length, 0); continue; }
     assert.equal(levels.length, 1);
     assert.equal(levels[0].kind, "call");
     assert.equal(levels[0].count, 5);

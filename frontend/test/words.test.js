@@ -9,8 +9,9 @@ import { runLevels } from "../src/graph/groups.js";
 import { moduleTree } from "../src/graph/modules.js";
 import { ordinalWord } from "../src/analysis/names.js";
 import {
-  accumulationsAt, errorSentence, listWords, nameOf, segmentLabel, stepSentence, wordsContext,
+  errorSentence, listWords, nameOf, segmentLabel, stepSentence, wordsContext,
 } from "../src/analysis/words.js";
+import { accumulationsAt } from "../src/analysis/accumulations.js";
 
 // graph/timeline.js is the index of events; it lived in animate/ before.
 const { Timeline } = await import("../src/graph/timeline.js").catch(() => import("../src/animate/timeline.js"));
@@ -141,15 +142,17 @@ test("accumulation without zero_grad counts up; a cleared .grad starts afresh", 
   assert.ok(s.includes(".grad was zeroed since the last accumulation"), s);
 });
 
-test("older documents: a reset is inferred when an accumulation's result equals what it added", () => {
+test("a reset is read from Node.grad_resets only: .grad equal to what was added is no reset by itself", () => {
   const { doc } = load("09_accumulating_grads");
-  // Rewrite each AccumulateGrad event so .grad equals what was added (as after zero_grad()).
+  // Each AccumulateGrad event's .grad equals what was added (as after zero_grad()), but the
+  // document declares no reset: the accumulations count on.
   const events = doc.events.map((e) => (e.grad ? { ...e, grad: e.grad_outputs[0] } : e));
-  const index = indexDocument({ ...doc, events });
+  const nodes = doc.graph.nodes.map(({ grad_resets, ...n }) => n);
+  const index = indexDocument({ ...doc, events, graph: { ...doc.graph, nodes } });
   const tl = new Timeline(index);
   const ctx = wordsContext(index, tl);
   const acc = accumulationsAt(ctx, byName(index, "w"), tl.N);
-  assert.deepEqual([acc.count, acc.total, acc.reset.inferred], [1, 3, true]);
+  assert.deepEqual([acc.count, acc.total, acc.reset], [3, 3, null]);
 });
 
 test("a node made inside a module called many times says which call (Node.module_stack, RunDocument.modules)", () => {

@@ -74,7 +74,7 @@ def test_an_exercise_fails_then_passes_after_an_edit(playground: Any, artifacts_
 
 
 def _truth(page: Any) -> str:
-    return str(page.evaluate("""() => { const q = window.gradtrace.app.viewer.predict.current();
+    return str(page.evaluate("""() => { const q = window.gradtrace.app.viewer.panels.predict.current();
         return q.kind === 'sign' ? (q.truth > 0 ? '+' : '-') : q.kind === 'none' ? String(q.truth[0])
              : q.kind === 'shape' ? '[' + q.truth.join(', ') + ']' : String(q.truth); }"""))
 
@@ -89,7 +89,7 @@ def test_predict_mode_through_a_backward_pass_by_keyboard_alone(playground: Any,
     assert page.evaluate("document.activeElement.id") == "predict-next"  # turning it on moves there
     page.keyboard.press("Enter")
     assert page.evaluate("document.activeElement.id") == "predict-answer"
-    asked = int(page.evaluate("window.gradtrace.app.viewer.predict.questions.size"))
+    asked = int(page.evaluate("window.gradtrace.app.viewer.panels.predict.questions.size"))
     assert asked >= 3
     feedback = page.locator("#predict-feedback")
     expect(page.locator("#inspector")).to_have_class(re.compile("gt-predict-hidden"))
@@ -131,7 +131,7 @@ def test_a_teachers_share_link_opens_with_its_questions(playground: Any, browser
         app.viewer.selectNode(v); }""")
     page.get_by_text("What to ask", exact=True).click()
     page.locator("#predict-scope").select_option("line")
-    line = page.evaluate("window.gradtrace.app.viewer.predict.spec.line")
+    line = page.evaluate("window.gradtrace.app.viewer.panels.predict.spec.line")
     assert isinstance(line, int)
     page.get_by_role("button", name="Share").click()
     expect(page.locator("#share-url")).to_have_value(re.compile(r"/s/"))
@@ -143,8 +143,8 @@ def test_a_teachers_share_link_opens_with_its_questions(playground: Any, browser
     learner.goto(url)
     wait_until(learner, "Number(document.body.dataset.ready || 0) > 0")
     expect(learner.locator("#predict-toggle")).to_have_attribute("aria-pressed", "true")
-    asked = learner.evaluate("window.gradtrace.app.viewer.predict.questions.size")
-    lines = learner.evaluate("[...window.gradtrace.app.viewer.predict.questions.values()].map(q => q.line)")
+    asked = learner.evaluate("window.gradtrace.app.viewer.panels.predict.questions.size")
+    lines = learner.evaluate("[...window.gradtrace.app.viewer.panels.predict.questions.values()].map(q => q.line)")
     assert asked >= 1 and set(lines) == {line}, lines
     expect(learner.locator("#predict-score")).to_have_text(f"0/{asked} answered · 0 right first try")
     learner.locator("#predict-next").click()
@@ -176,7 +176,7 @@ def test_the_saved_html_plays_an_exercise_and_predict_mode_from_file(live_server
         root.locator("[data-gt=predict-next]").click()
         answer = root.locator("[data-gt=predict-answer]")
         expect(answer).to_be_focused()
-        truth = page.evaluate("""() => { const q = window.gradtrace.viewer.viewer.predict.current();
+        truth = page.evaluate("""() => { const q = window.gradtrace.viewer.viewer.panels.predict.current();
             return q.kind === 'sign' ? (q.truth > 0 ? '+' : '-')
                  : String(q.kind === 'none' ? q.truth[0] : q.truth); }""")
         answer.fill(str(truth))

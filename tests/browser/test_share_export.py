@@ -132,7 +132,7 @@ def _view(page: Any, viewer: str) -> dict[str, Any]:
     """The step, the selected node's id and the camera (the world point at the view's centre,
     and the zoom) of the viewer at ``viewer`` (app/viewer.js)."""
     return dict(page.evaluate(f"""() => {{ const v = {viewer}, sel = v.selectedV, c = v.canvas, size = c._size();
-      return {{ step: v.player.k, sel: sel >= 0 ? v.index.nodes[v.scene.view.vnodes[sel].refs[0]].id : null,
+      return {{ step: v.player.k, sel: sel >= 0 ? v.model.index.nodes[v.scene.view.vnodes[sel].refs[0]].id : null,
                centre: [c.cam.x + size.w / 2 / c.cam.k, c.cam.y + size.h / 2 / c.cam.k], k: c.cam.k }}; }}"""))
 
 

@@ -120,7 +120,7 @@ def test_a_share_link_restores_step_selection_open_groups_and_camera(
     page.evaluate("""async () => { const v = window.gradtrace.app.viewer;
         const g = v.scene.view.vnodes.findIndex((x) => x.kind === 'group' && x.fold);
         if (g >= 0) await v.openGroup(g);
-        const mod = [...v.tree.mods.keys()].find((p) => !v.state.get('collapsed').has(p));
+        const mod = [...v.model.tree.mods.keys()].find((p) => !v.state.get('collapsed').has(p));
         if (mod) await v.toggleModule(mod); }""")
     page.evaluate("""() => { const a = window.gradtrace.app, vs = a.scene.view.vnodes;
         const v = vs.findIndex((x, i) => x.kind === 'function' && a.scene.reveal[i] <= a.player.k);

@@ -29,7 +29,7 @@ NOTE [styles under the policy]
       ``style-src 'self'``.
     * Styles made by script go in shadow roots as constructed style sheets
       (``new CSSStyleSheet()``, ``shadowRoot.adoptedStyleSheets``), which the policy does not
-      govern: the embedded viewer (``frontend/src/viewer.js`` ``adoptCss``) does so on the
+      govern: the embedded viewer (``frontend/src/embed.js`` ``adoptCss``) does so on the
       compare page, in the notebook widget and in the saved file, and CodeMirror does the same
       by itself inside a shadow root. This needs nothing from the server, so it works under any
       host's policy (JupyterLab, VS Code, a saved file's ``<meta>``), where a nonce could not

@@ -1,4 +1,4 @@
-"""The anywidget behind ``gradtrace.show()``: the viewer of ``frontend/src/viewer.js`` with the
+"""The anywidget behind ``gradtrace.show()``: the viewer of ``frontend/src/embed.js`` with the
 step and the selection synced both ways.
 
 NOTE [documents through the comm]

@@ -7,9 +7,8 @@
  *   Autograd raises the error in backward, at the `backward()` line, on the node that saved
  *   the tensor; the cause is elsewhere: the in-place op that bumped the tensor's version after
  *   it was saved. The document says so with `error.node` (the saver), `inplace_line`,
- *   `inplace_op`/`inplace_node` (the changer) and both versions. Older documents have only
- *   `detail` and `inplace_line`: the changer is then the function node made at that line, and
- *   the versions come from torch's message ("is at version 1; expected version 0").
+ *   `inplace_op`/`inplace_node` (the changer) and both versions. When the changer made no
+ *   node of its own, it is the function node made at `inplace_line`.
  *
  * NOTE [errors inside modules]
  *   A shape error in `nn.Sequential` happens inside a module that made no node (it failed
@@ -28,9 +27,9 @@ export function errorMarks(index) {
   if (err.inplace_line != null || err.inplace_op || versions) {
     const saver = err.node != null && index.idx.has(err.node) ? index.idx.get(err.node) : -1;
     const changer = inplaceNode(index, err, saver);
-    const savedName = err.saved_name || parseSavedName(err.detail);
+    const savedName = err.saved_name || null;
     out.lines.cause = err.inplace_line ?? (changer >= 0 ? index.nodes[changer].line ?? null : null);
-    const opName = err.inplace_op || parseInplaceOp(err.detail);
+    const opName = err.inplace_op || null;
     out.inplace = { saver, changer, savedName, op: opName, line: out.lines.cause, ...versions };
     const v = versions ? ` (v${versions.saved} → v${versions.current})` : "";
     if (saver >= 0) out.nodes.push({ ref: saver, text: `⚠ saved ${savedName ? `'${savedName}'` : "tensor"} changed${v}` });
@@ -60,20 +59,7 @@ export function fmtShape(s) { return `[${s.join(", ")}]`; }
 
 /** Saved and current version of the tensor an in-place op changed, or null. */
 export function parseVersions(err) {
-  if (err.saved_version != null && err.current_version != null) return { saved: err.saved_version, current: err.current_version };
-  const m = /is at version (\d+); expected version (\d+)/.exec(err.message || "");
-  return m ? { saved: Number(m[2]), current: Number(m[1]) } : null;
-}
-
-export function parseSavedName(detail) {
-  const m = /saved tensor '([^']+)'/.exec(detail || "");
-  return m ? m[1] : null;
-}
-
-/** The in-place op from the API's detail ("modified in place by `add_`"), or null. */
-export function parseInplaceOp(detail) {
-  const m = /in place by `([^`]+)`/.exec(detail || "");
-  return m ? m[1] : null;
+  return err.saved_version != null && err.current_version != null ? { saved: err.saved_version, current: err.current_version } : null;
 }
 
 /** Shapes from torch's matmul message ("(3x8 and 5x2)"), for documents without `shapes`. */

@@ -9,7 +9,8 @@
  * Nodes are named by analysis/names.js (see NOTE [naming repeated ops] there): in a loop by the
  * iteration or call they belong to, which the page's groups (graph/groups.js) found.
  */
-import { parseInplaceOp, parseSavedName, parseShapes, parseVersions } from "./errors.js";
+import { gradResets } from "./accumulations.js";
+import { parseShapes, parseVersions } from "./errors.js";
 import { fmtTensorShort, passNo } from "./format.js";
 import { editAfterWords } from "./grad-edits.js";
 import { capital, functionName, namesContext } from "./names.js";
@@ -35,7 +36,7 @@ export function wordsContext(index, timeline, code = null, levels = []) {
   // The iteration each backward pass belongs to, when the run is a training loop.
   const iterLevel = (levels || []).find((lv) => lv.passUnit);
   const ctx = { index, timeline, doc, lines, names, outName, passes, calls, iterLevel };
-  ctx.resets = inferResets(ctx);
+  ctx.resets = gradResets(ctx);
   return ctx;
 }
 
@@ -237,58 +238,6 @@ function resetWords(r) {
 }
 
 /**
- * Where each leaf's .grad was cleared between accumulations, keyed by event index of the
- * AccumulateGrad event that starts afresh. Read from Node.grad_resets when the document has
- * it; for older documents, an accumulation whose result equals what it added (after a first
- * one) started from nothing, so .grad had been cleared.
- */
-export function inferResets(ctx) {
-  const { index, timeline: tl } = ctx;
-  const out = new Map();
-  if (!tl) return out;
-  const seen = new Map();  // leaf → accumulations so far
-  tl.events.forEach((e, i) => {
-    if (e.phase !== "backward") return;
-    const v = tl.evNode[i];
-    const leaf = index.leafOfAcc.get(v);
-    if (leaf === undefined || !e.grad) return;
-    const at = seen.get(leaf) || 0;
-    seen.set(leaf, at + 1);
-    if (at === 0) return;
-    const declared = index.nodes[leaf].grad_resets;
-    if (Array.isArray(declared)) {
-      const r = declared.find((x) => x.at === at);
-      if (r) out.set(i, { kind: r.kind, line: r.line ?? null, at });
-      return;
-    }
-    const add = e.grad_outputs && e.grad_outputs[0];
-    if (add && sameTensor(add, e.grad)) out.set(i, { kind: null, line: null, at, inferred: true });
-  });
-  return out;
-}
-
-function sameTensor(a, b) {
-  if (!a || !b || String(a.shape) !== String(b.shape)) return false;
-  if (a.values != null && b.values != null) return JSON.stringify(a.values) === JSON.stringify(b.values);
-  const sa = a.stats || {}, sb = b.stats || {};
-  return sa.norm != null && sa.norm === sb.norm && sa.mean === sb.mean && sa.min === sb.min && sa.max === sb.max;
-}
-
-/** The leaf's accumulations since .grad was last cleared, as of step k: {count, total, reset}. */
-export function accumulationsAt(ctx, leaf, k) {
-  const { timeline: tl, index } = ctx;
-  let count = 0, total = 0, reset = null;
-  for (let i = 0; i < Math.min(k, tl.N); i++) {
-    const e = tl.events[i];
-    if (e.phase !== "backward" || !e.grad || index.leafOfAcc.get(tl.evNode[i]) !== leaf) continue;
-    total++;
-    const r = ctx.resets.get(i);
-    if (r) { count = 1; reset = r; } else count++;
-  }
-  return { count, total, reset };
-}
-
-/**
  * The run's error in one sentence: where it happened, and for autograd errors why. `short`
  * is for under the timeline (the results panel has the long one with the API's `detail`).
  */
@@ -298,10 +247,10 @@ export function errorSentence(ctx, { short = false, besideMessage = false } = {}
   const where = err.line != null ? ` at line ${err.line}` : "";
   const ver = parseVersions(err);
   if (err.inplace_line != null || ver) {
-    const opName = err.inplace_op || parseInplaceOp(err.detail);
+    const opName = err.inplace_op || null;
     const op = opName ? `\`${opName}\`` : "an in-place operation";
     const owner = err.node != null && ctx.index.idx.has(err.node) ? nameOf(ctx, ctx.index.idx.get(err.node)) : "a node";
-    const savedName = err.saved_name || parseSavedName(err.detail);
+    const savedName = err.saved_name || null;
     const saved = savedName ? `'${savedName}'` : "a tensor";
     const versions = ver ? ` It was saved at version ${ver.saved} and is now at version ${ver.current}.` : "";
     const own = `${op}${err.inplace_line != null ? ` at line ${err.inplace_line}` : ""} changed ${saved}, which ${owner} saved for backward`;

@@ -1,37 +1,47 @@
 /**
- * Opening and closing groups: a fold of iterations or calls opens one level at a time, a
- * clicked box title closes an opened unit or folds a module. Functions of the viewer
- * (app/viewer.js) over the view state (app/state.js); each lays the graph out once.
+ * Opening and closing groups as functions of the page model and the view state (NOTE [model
+ * and state] in app/model.js): each answers a change, which the viewer applies in one place
+ * (app/viewer.js `apply`), laying the graph out once.
+ *
+ * A change is {set?: view state patch, keepSelection?: show the selected document node again
+ * after the layout, layout?: "keep" (keep the camera) | "fresh", go?: step, k?: the step to draw,
+ * view?: a view already built (graph/reveal.js)}.
  */
-import { unitKey, unitsKey } from "../graph/groups.js";
+import { unitKey, unitsKey } from "../graph/units.js";
 
-export function openGroup(viewer, v) {
-  const g = viewer.scene.view.vnodes[v];
-  if (g.fold) {
-    // One level at a time: a run of units shows its units, a unit shows what it holds.
-    // A selected fold stays selected as what now holds its first node (the inspector follows).
-    if (viewer.selectedV === v) viewer._keepSelection();
-    const next = new Set(viewer.state.get("open"));
-    next.add(g.single || g.lo === g.hi ? unitKey(g.level, g.lo) : unitsKey(g.level));
-    viewer._setQuietly({ open: next });
-    return viewer.relayout(true);
-  }
-  viewer._keepSelection();
-  viewer._quiet = true;
-  if (g.groupKey != null) viewer.state.toggle("open", g.groupKey, true);
-  else if (g.repeat) viewer.state.toggle("expandedRepeats", g.module, true);
-  else if (g.module != null) viewer.state.toggle("collapsed", g.module, false);
-  viewer._quiet = false;
-  return viewer.relayout(true);
+/** `set` with `item` in (on true), out (false) or toggled (undefined): a new Set. */
+export function toggled(set, item, on = undefined) {
+  const next = new Set(set);
+  if (on === undefined ? !next.has(item) : on) next.add(item); else next.delete(item);
+  return next;
 }
 
-/** A box's title was clicked: an opened unit closes again, a module collapses. */
-export function clickBox(viewer, key) {
-  if (key.startsWith("unit:")) {
-    const next = new Set(viewer.state.get("open"));
-    next.delete(key);
-    viewer._setQuietly({ open: next });
-    return viewer.relayout(true);
+/** Open group `v` of `view` one level (NOTE [folds open one level at a time] in graph/units.js): a run of units shows its units, a unit what it holds. */
+export function openGroup(st, view, v) {
+  const g = view.vnodes[v];
+  if (g.fold) {
+    // A selected fold stays selected as what now holds its first node (the inspector follows).
+    const key = g.single || g.lo === g.hi ? unitKey(g.level, g.lo) : unitsKey(g.level);
+    return { keepSelection: st.selection.v === v, set: { open: toggled(st.open, key, true) }, layout: "keep" };
   }
-  return viewer.toggleModule(key.replace(/@\d+$/, ""));
+  const set = g.groupKey != null ? { open: toggled(st.open, g.groupKey, true) }
+    : g.repeat ? { expandedRepeats: toggled(st.expandedRepeats, g.module, true) }
+      : g.module != null ? { collapsed: toggled(st.collapsed, g.module, false) } : null;
+  return { keepSelection: true, set, layout: "keep" };
+}
+
+/** Fold or unfold module `path`. */
+export function toggleModule(st, path) {
+  return { keepSelection: true, set: { collapsed: toggled(st.collapsed, path) }, layout: "keep" };
+}
+
+/** Show the repeated blocks of module `path` one by one, or merged again. */
+export function toggleRepeat(st, path) {
+  return { keepSelection: true, set: { expandedRepeats: toggled(st.expandedRepeats, path) }, layout: "keep" };
+}
+
+/** A box's title was clicked: an opened unit closes again, a module folds. */
+export function clickBox(st, key) {
+  if (key.startsWith("unit:")) return { set: { open: toggled(st.open, key, false) }, layout: "keep" };
+  return toggleModule(st, key.replace(/@\d+$/, ""));
 }

@@ -73,25 +73,10 @@ export function foldsOf(view, defaults, tree) {
   return { collapsed, open: new Set(view.open), expandedRepeats: new Set(view.repeats.filter((p) => tree.repeats.has(p))) };
 }
 
-/** Select the shared node (revealing it) and put the camera where the sharer had it. */
-export async function restoreView(viewer, view) {
-  const ref = view.sel != null ? viewer.index.idx.get(view.sel) : undefined;
-  if (ref !== undefined) {
-    const v = await viewer.reveal(ref);
-    if (v >= 0) viewer.selectNode(v, { pause: false });
-  }
-  if (view.cam) viewer.canvas.lookAt(view.cam.cx, view.cam.cy, view.cam.k);
-  else if (viewer.selectedV >= 0) viewer.canvas.centerOn(viewer.selectedV);
-}
-
-/** The query of a share link for what `viewer` shows now. */
-export function viewQuery(viewer, mode = null) {
-  const st = viewer.state.state;
-  const v = viewer.selectedV;
+/** The query of a share link for `model` seen as `st`, with the selected node `sel` and the canvas's camera. */
+export function linkQuery(model, st, { sel = null, cam = null, size = null, mode = null } = {}) {
   return encodeView({
-    step: st.step, N: viewer.timeline ? viewer.timeline.N : 0, mode,
-    sel: v >= 0 && viewer.scene ? viewer.index.nodes[viewer.scene.view.vnodes[v].refs[0]].id : null,
-    open: st.open, collapsed: st.collapsed, defaults: viewer.defaults, repeats: st.expandedRepeats,
-    cam: viewer.canvas.cam, size: viewer.canvas._size(),
+    step: st.step, N: model ? model.N : 0, mode, sel: sel ? sel.id : null,
+    open: st.open, collapsed: st.collapsed, defaults: model ? model.defaults : null, repeats: st.expandedRepeats, cam, size,
   });
 }

@@ -61,12 +61,12 @@ export class ShareController {
 
   async share() {
     const viewer = this.cb.viewer;
-    if (!viewer.doc) return;
+    if (!viewer.model) return;
     const btn = this.els.share;
     btn.disabled = true;
     try {
-      const stored = viewer.doc.code != null;  // the server's copy already holds the code
-      const doc = stored ? viewer.doc : { ...viewer.doc, code: this.cb.code() };
+      const stored = viewer.model.doc.code != null;  // the server's copy already holds the code
+      const doc = stored ? viewer.model.doc : { ...viewer.model.doc, code: this.cb.code() };
       const res = await shareDocument(doc, { stored });
       this.els.url.value = shareLink(res, viewer.viewQuery(this.cb.mode ? this.cb.mode() : null));
       this.els.copied.textContent = "";
@@ -82,11 +82,11 @@ export class ShareController {
   async exportAs(kind) {
     const viewer = this.cb.viewer;
     if (!viewer.scene) return;
-    const base = `gradtrace-${viewer.doc.id || "run"}`;
+    const base = `gradtrace-${viewer.model.doc.id || "run"}`;
     const pal = viewer.canvas.pal;
     const k = viewer.player.k;
-    if (kind === "json") download(`${base}.json`, new Blob([JSON.stringify(viewer.doc, null, 1)], { type: "application/json" }));
-    if (kind === "dot") download(`${base}.dot`, new Blob([toDot(viewer.index, viewer.direction, viewer.timeline)], { type: "text/vnd.graphviz" }));
+    if (kind === "json") download(`${base}.json`, new Blob([JSON.stringify(viewer.model.doc, null, 1)], { type: "application/json" }));
+    if (kind === "dot") download(`${base}.dot`, new Blob([toDot(viewer.model.index, viewer.direction, viewer.model.timeline)], { type: "text/vnd.graphviz" }));
     if (kind === "svg" || kind === "png") {
       // One drawing at the screen's zoom for both (NOTE [exports equal the screen] in render/export.js).
       const scale = kind === "png" ? this.pngScale() : 1;
@@ -96,8 +96,8 @@ export class ShareController {
       else download(`${base}.png`, await toPng(viewer.scene, k, pal, drawing.s, drawing));
     }
     if (kind === "html") {
-      const doc = { ...viewer.doc, code: viewer.doc.code ?? this.cb.code() };
-      download(`${base}.html`, await toStandaloneHtml(doc, { view: viewer.viewQuery().toString(), title: runTitle(doc, k, viewer.timeline.N) }));
+      const doc = { ...viewer.model.doc, code: viewer.model.doc.code ?? this.cb.code() };
+      download(`${base}.html`, await toStandaloneHtml(doc, { view: viewer.viewQuery().toString(), title: runTitle(doc, k, viewer.model.N) }));
     }
     this.els.menu.open = false;
   }

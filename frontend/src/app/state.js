@@ -29,11 +29,8 @@
  *   this store (its `k` is a getter), so the transport, the sentence, the inspector, a share
  *   link and a notebook's `step` trait all read one number.
  *
- * NOTE [panels]
- *   A panel is a function `(state, root, viewer) => unsubscribe` (app/viewer.js addPanel):
- *   it finds its elements in `root`, subscribes to this store for the fields it shows
- *   (`document` and `view` say when the viewer's `doc`/`index`/`scene` changed), and asks the
- *   viewer for actions (selectNode, go, reveal). It never keeps its own copy of a field here.
+ * Panels read this store through the viewer (NOTE [one panel shape] in ui/registry.js): they
+ * never keep their own copy of a field here.
  */
 export function emptyViewState() {
   return {

@@ -1,12 +1,12 @@
 /**
- * The compare page /c/{a}..{b} (templates/compare.html): two embedded viewers (src/viewer.js),
+ * The compare page /c/{a}..{b} (templates/compare.html): two embedded viewers (src/embed.js),
  * one per run, driven by one transport over the comparison's steps (compare/sync.js), tinted by
  * the comparison (compare/tints.js), with the memory strip (compare/memory.js), the presets and
  * the what-if slider (compare/presets.js, compare/whatif.js). The single-run viewer is used as
  * it is: nothing here changes how it draws one run.
  */
 import CSS from "gt:viewer-css";
-import { EmbeddedViewer } from "../viewer.js";
+import { EmbeddedViewer } from "../embed.js";
 import { cursorTable, divergenceCursor, fmtSize, memoryAt, pairedId, tintMaps } from "./sync.js";
 import { installTints } from "./tints.js";
 import { MemoryStrip } from "./memory.js";

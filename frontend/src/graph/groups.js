@@ -7,16 +7,14 @@
  *      excluded), when there are two or more. An iteration is everything from the end of the
  *      previous pass to the end of its own pass.
  *   2. Calls of a module called many times (an RNN cell unrolled 200 times): from
- *      `Node.module_stack` (the capture records the call index), or, in documents without it,
- *      from the module's op sequence, which repeats once per call (period detection; a call's
- *      count from `RunDocument.modules[].calls` fixes the period when present).
+ *      `Node.module_stack` (the capture records the call index).
  *   3. Otherwise, iterations of a loop found from lines revisited: the forward events' lines
  *      jump back to the loop's first line once per iteration.
  *   Shared nodes (parameters, their AccumulateGrad, inputs made before the loop) belong to no
  *   unit: they stay drawn while the units around them are folded.
  *
  * A level is {kind, label, count, unitOf: Int32Array (node → unit or −1), units: [{index,
- * firstStep, forwardEnd, lastStep, nodes}]}. `openAt(levels, timeline, k)` answers which unit of
+ * firstStep, forwardEnd, lastStep, nodes}]}. graph/units.js answers which unit of
  * each level is current at step k: the unit of the latest event at or before k on a node of
  * that level (the first unit before any).
  */
@@ -84,35 +82,19 @@ function passIterations(index, timeline) {
   return { kind: "iteration", label: "iteration", count: ends.length, unitOf, passUnit, ends };
 }
 
-/** Calls of the module with the most repeated calls, within each unit of `outer` when given. */
+/** Calls of the module with the most repeated calls (`Node.module_stack`), within each unit of `outer` when given. */
 function moduleCalls(index, outer) {
-  const stacks = index.nodes.some((n) => n.module_stack && n.module_stack.length);
   const info = new Map(((index.doc && index.doc.modules) || []).map((m) => [m.path, m]));
   const byPath = new Map();
   index.nodes.forEach((n, i) => {
     if (isShared(index, i) || !index.module[i]) return;
-    if (stacks && n.module_stack) {
-      for (const mc of n.module_stack) {
-        if (!byPath.has(mc.path)) byPath.set(mc.path, new Map());
-        const calls = byPath.get(mc.path);
-        if (!calls.has(mc.call)) calls.set(mc.call, []);
-        calls.get(mc.call).push(i);
-      }
-    } else if (!stacks) {
-      // Without call indices, the module's own nodes in creation order, split by period.
-      const p = index.module[i];
-      if (!byPath.has(p)) byPath.set(p, new Map([[0, []]]));
-      byPath.get(p).get(0).push(i);
+    for (const mc of n.module_stack || []) {
+      if (!byPath.has(mc.path)) byPath.set(mc.path, new Map());
+      const calls = byPath.get(mc.path);
+      if (!calls.has(mc.call)) calls.set(mc.call, []);
+      calls.get(mc.call).push(i);
     }
   });
-  if (!stacks) {
-    for (const [path, calls] of byPath) {
-      const nodes = calls.get(0);
-      const split = splitByPeriod(nodes.map((i) => index.nodes[i].name || ""), info.get(path)?.calls);
-      if (!split) { byPath.delete(path); continue; }
-      byPath.set(path, new Map(split.map((range, c) => [c, nodes.slice(range[0], range[1])])));
-    }
-  }
   // The outermost module path with the most calls (ties: the one covering more nodes).
   let best = null;
   for (const [path, calls] of byPath) {
@@ -186,33 +168,6 @@ function repeatedBlocks(index, tree) {
   const info = new Map(((index.doc && index.doc.modules) || []).map((m) => [m.path, m]));
   const type = info.get(best.blocks[0])?.type || best.parent.slice(best.parent.lastIndexOf(".") + 1);
   return { kind: "block", label: type, path: best.parent, blocks: best.blocks, count: best.blocks.length, unitOf };
-}
-
-/**
- * Split a sequence of op names into repeats of one period: [[start, end), …], or null when
- * it does not repeat. With `calls` known the period is length / calls (a first call may make
- * a few more nodes than the rest, so the remainder goes to the first unit).
- */
-export function splitByPeriod(names, calls) {
-  const n = names.length;
-  if (n < 2 * MIN_UNITS) return null;
-  const tryPeriod = (p, head) => {
-    for (let i = head; i + p < n; i++) if (names[i] !== names[i + p]) return false;
-    return (n - head) % p === 0;
-  };
-  let period = 0, head = 0;
-  if (calls && calls >= MIN_UNITS && n >= calls) {
-    const p = Math.floor(n / calls);
-    const h = n - p * calls;
-    if (tryPeriod(p, h)) { period = p; head = h; }
-  }
-  if (!period) {
-    for (let p = 1; p <= n / MIN_UNITS; p++) if (tryPeriod(p, 0)) { period = p; break; }
-  }
-  if (!period || (n - head) / period < MIN_UNITS) return null;
-  const out = [];
-  for (let s = head; s < n; s += period) out.push([out.length ? s : 0, s + period]);
-  return out;
 }
 
 function lineIterations(index, timeline) {
@@ -289,98 +244,4 @@ function finishLevel(lv, index, timeline) {
     if (!unit.forwardEnd) unit.forwardEnd = unit.lastStep;
   }
   lv.at = at;
-}
-
-/** The open unit of each level at step k. */
-export function openAt(levels, k) {
-  return levels.map((lv) => lv.at[Math.max(0, Math.min(k, lv.at.length - 1))]);
-}
-
-/**
- * NOTE [folds open one level at a time]
- *   A node is drawn for itself when, at every level it belongs to, its unit is open: the
- *   active one (`active[l]`, follows the step) or one the person (or a search) opened, named
- *   `unit:L:U` in the view state's open set. Otherwise it is drawn in a fold: the run of
- *   closed units around its own, within the same open unit of the level above (so an opened
- *   iteration shows its own calls folded: "GRUCell × 10"). Opening a run (`units:L`) shows
- *   its units one by one, each still folded; opening one of those opens the unit itself.
- */
-export function unitKey(l, u) { return `unit:${l}:${u}`; }
-export function unitsKey(l) { return `units:${l}`; }
-
-/** Whether unit u of level l is drawn open. (No key is built while nothing is opened by hand:
- * foldOf asks this for every unit of a fold, for every node in it.) */
-export function isOpen(active, open, l, u) { return u === active[l] || (open.size > 0 && open.has(unitKey(l, u))); }
-
-/**
- * The fold a node is drawn in, or null when it is drawn itself (its units are open).
- * Answers {key, level, lo, hi, single, n} with lo..hi the folded unit range (inclusive) and n
- * the number of units of that level in its scope (the open unit of the level above).
- */
-export function foldOf(levels, active, i, open = new Set()) {
-  let scope = "";
-  for (let l = 0; l < levels.length; l++) {
-    const lv = levels[l], u = lv.unitOf[i];
-    if (u < 0) continue;
-    if (isOpen(active, open, l, u)) { scope += `${l}.${u}/`; continue; }
-    const outer = lv.outer ? lv.outer[u] : -1;
-    const same = (x) => x >= 0 && x < lv.count && (!lv.outer || lv.outer[x] === outer);
-    let first = u, last = u;
-    while (same(first - 1)) first--;
-    while (same(last + 1)) last++;
-    if (open.has(unitsKey(l))) return { key: `fold:${scope}${l}:${u}-${u}`, level: l, lo: u, hi: u, single: true, n: last - first + 1 };
-    let lo = u, hi = u;
-    while (same(lo - 1) && !isOpen(active, open, l, lo - 1)) lo--;
-    while (same(hi + 1) && !isOpen(active, open, l, hi + 1)) hi++;
-    return { key: `fold:${scope}${l}:${lo}-${hi}`, level: l, lo, hi, single: false, n: last - first + 1 };
-  }
-  return null;
-}
-
-/** The open-set keys that bring node i into view (search opens a match's groups with them). */
-export function openKeysFor(levels, active, i) {
-  const keys = [];
-  levels.forEach((lv, l) => {
-    const u = lv.unitOf[i];
-    if (u >= 0 && u !== active[l]) keys.push(unitsKey(l), unitKey(l, u));
-  });
-  return keys;
-}
-
-/** The text of a unit ("iteration 7 of 20", "GRUCell call 37 of 200") and of a fold. */
-export function unitLabel(lv, u) {
-  if (lv.names && lv.names[u]) return `${lv.names[u].path} call ${lv.names[u].call + 1} of ${lv.names[u].of}`;
-  return lv.kind === "call" ? `${lv.label} call ${u + 1} of ${lv.count}` : `${lv.label} ${u + 1} of ${lv.count}`;
-}
-
-/** "GRUCell × 200", "calls 1–36 of GRUCell", "iteration × 20", "iterations 1–6", "iteration 20". */
-export function foldLabel(lv, lo, hi, n = lv.count) {
-  const k = hi - lo + 1;
-  if (k === 1) return unitLabel(lv, lo);
-  if (lv.names) {  // NOTE [several models, one picker]: a fold says whose calls it holds
-    const a = lv.names[lo], b = lv.names[hi];
-    if (a.path === b.path) return a.call === 0 && b.call === a.of - 1 ? `${a.path} × ${a.of}` : `calls ${a.call + 1}–${b.call + 1} of ${a.path}`;
-    return `${a.path} call ${a.call + 1} … ${b.path} call ${b.call + 1}`;
-  }
-  if (k === n && k > 1) return `${lv.label} × ${k}`;
-  if (lv.kind === "block") return `${lv.label} ${lo + 1}–${hi + 1} of ${lv.count}`;
-  return lv.kind === "call" ? `calls ${lo + 1}–${hi + 1} of ${lv.label}` : `iterations ${lo + 1}–${hi + 1}`;
-}
-
-/** 1 for each node drawn for itself or in a module box when `open` units are open, else 0. */
-export function shownMask(levels, active, n, open = new Set()) {
-  const mask = new Uint8Array(n).fill(1);
-  levels.forEach((lv, l) => { for (let i = 0; i < n; i++) if (lv.unitOf[i] >= 0 && !isOpen(active, open, l, lv.unitOf[i])) mask[i] = 0; });
-  return mask;
-}
-
-/** The visible nodes that belong to the open units (what Fit frames), by visible index. */
-export function activeVNodes(view, levels, open) {
-  if (!levels.length) return null;
-  const out = [];
-  view.vnodes.forEach((v, k) => {
-    if (v.fold) return;
-    if (v.refs.some((r) => levels.some((lv, l) => lv.unitOf[r] === open[l]))) out.push(k);
-  });
-  return out;
 }

@@ -10,7 +10,8 @@
  *   next to the consumer. Copies share `refs`, so inspecting or highlighting works the same.
  */
 import { prefixes } from "./document.js";
-import { foldLabel, foldOf, isOpen, isShared, unitKey, unitLabel } from "./groups.js";
+import { isShared } from "./groups.js";
+import { foldLabel, foldOf, isOpen, unitKey, unitLabel } from "./units.js";
 import { groupKeyFor } from "./modules.js";
 import { derivativeOrders } from "./orders.js";
 import { isCustomFunction } from "./custom.js";
@@ -229,4 +230,10 @@ function addProxies(vnodes, vedges) {
       }
     }
   }
+}
+
+/** The visible nodes of `view` that draw what code line `line` made. */
+export function lineNodes(index, view, line) {
+  const refs = index.byLine.get(line) || [];
+  return [...new Set(refs.flatMap((r) => view.byRef[r]))];
 }

@@ -1,7 +1,7 @@
 /**
  * The live graph view: a base canvas (the scene at step k, redrawn on change), an overlay
  * canvas (the gradient dots travelling backward along edges), a minimap, zoom/pan/fit, and
- * hit testing for clicks and tooltips. Knows nothing about the page around it: it reports
+ * hit testing (the pointer and tooltips are render/pointer.js). Knows nothing about the page around it: it reports
  * clicks through callbacks.
  */
 import { drawScene } from "./draw.js";
@@ -9,9 +9,8 @@ import { alongReversed, edgePoints } from "./geometry.js";
 import { stepState } from "./scene.js";
 import { Minimap, minimapSize } from "./minimap.js";
 import { palette } from "./palette.js";
-import { edgeText } from "./draw.js";
 import { READ_K, fitCamera } from "./fit.js";
-import { fmtTensorShort } from "../graph/values.js";
+import { bindPointer } from "./pointer.js";
 
 /** Screen pixels a pane that shows its whole graph keeps clear around it (its module titles stand above the top row). */
 const WHOLE_PAD = 14;
@@ -45,7 +44,7 @@ export class GraphCanvas {
     this.reducedMotion = matchMedia("(prefers-reduced-motion: reduce)").matches;
     new ResizeObserver(() => this._resize()).observe(host);
     matchMedia("(prefers-color-scheme: dark)").addEventListener("change", () => { this.pal = palette(); this.minimap.invalidate(); this.redraw(); });
-    this._bindPointer();
+    bindPointer(this);
     this._resize();
   }
 
@@ -112,6 +111,13 @@ export class GraphCanvas {
     const { w, h } = this._size();
     const kk = Math.min(4, Math.max(0.005, k));
     this.cam = { k: kk, x: cx - w / 2 / kk, y: cy - h / 2 / kk };
+    this._fitted = null;
+    this.redraw();
+  }
+
+  /** Put the camera at `cam` {x, y, k} (a drag, render/pointer.js): Fit no longer holds. */
+  panTo(cam) {
+    this.cam = cam;
     this._fitted = null;
     this.redraw();
   }
@@ -272,87 +278,4 @@ export class GraphCanvas {
     }
     return null;
   }
-
-  _bindPointer() {
-    let drag = null;
-    const c = this.overlay;
-    c.addEventListener("wheel", (ev) => {
-      ev.preventDefault();
-      const r = c.getBoundingClientRect();
-      this.zoomBy(Math.exp(-ev.deltaY * 0.0015), ev.clientX - r.left, ev.clientY - r.top);
-    }, { passive: false });
-    c.addEventListener("pointerdown", (ev) => {
-      drag = { x: ev.clientX, y: ev.clientY, cam: { ...this.cam }, moved: false };
-      c.setPointerCapture(ev.pointerId);
-    });
-    c.addEventListener("pointermove", (ev) => {
-      const r = c.getBoundingClientRect();
-      if (drag) {
-        const dx = ev.clientX - drag.x, dy = ev.clientY - drag.y;
-        if (Math.abs(dx) + Math.abs(dy) > 3) drag.moved = true;
-        if (drag.moved) { this.cam = { ...drag.cam, x: drag.cam.x - dx / this.cam.k, y: drag.cam.y - dy / this.cam.k }; this._fitted = null; this.redraw(); }
-        return;
-      }
-      this._tooltip(this.hit(ev.clientX - r.left, ev.clientY - r.top), ev.clientX - r.left, ev.clientY - r.top);
-    });
-    c.addEventListener("pointerleave", () => this._tooltip(-1));
-    c.addEventListener("pointerup", (ev) => {
-      const r = c.getBoundingClientRect();
-      const wasDrag = drag && drag.moved;
-      drag = null;
-      if (wasDrag) return;
-      const sx = ev.clientX - r.left, sy = ev.clientY - r.top;
-      const v = this.hit(sx, sy);
-      // A click on a fold opens it one level (graph/groups.js); any other node is inspected.
-      if (v >= 0 && this.scene.view.vnodes[v].fold && this.cb.onGroupOpen) { this.cb.onGroupOpen(v); return; }
-      if (v >= 0) { if (this.cb.onNodeClick) this.cb.onNodeClick(v); return; }
-      const box = this.hitBox(sx, sy);
-      if (box && this.cb.onBoxClick) this.cb.onBoxClick(box);
-      else if (this.cb.onNodeClick) this.cb.onNodeClick(-1);
-    });
-    c.addEventListener("dblclick", (ev) => {
-      const r = c.getBoundingClientRect();
-      const v = this.hit(ev.clientX - r.left, ev.clientY - r.top);
-      if (v >= 0 && this.scene.view.vnodes[v].kind === "group" && this.cb.onGroupOpen) this.cb.onGroupOpen(v);
-    });
-  }
-
-  _tooltip(v, sx, sy) {
-    if (v < 0 && this.scene && sx !== undefined && this._edgeTip(sx, sy)) return;
-    if (v < 0 || !this.scene) { this.tip.hidden = true; return; }
-    const n = this.scene.view.vnodes[v];
-    const ref = n.refs[0];
-    const st = stepState(this.scene, this.k);
-    let text = `${n.label}${n.sub ? ` · ${n.sub}` : ""}`;
-    const g = this.scene.timeline.leafGradAt(ref, this.k);
-    if (g) text += `\n.grad ${fmtTensorShort(g.value, 6)}`;
-    if (st.reached(v) === 2) text += "\nreached in this backward pass";
-    this.tip.textContent = text;
-    this.tip.hidden = false;
-    this.tip.style.left = `${sx + 14}px`;
-    this.tip.style.top = `${sy + 10}px`;
-    if (this.cb.onHover) this.cb.onHover(v);
-  }
-
-  /** Hovering a merged edge's label lists the gradients it adds up; a shortened title shows whole. */
-  _edgeTip(sx, sy) {
-    const it = (this.placed || []).find((p) => (p.edge !== undefined || p.full) && sx >= p.x && sx <= p.x + p.w && sy >= p.y && sy <= p.y + p.h);
-    if (!it) return false;
-    if (it.edge === undefined) {
-      this.tip.textContent = it.full;
-      this.tip.hidden = false;
-      this.tip.style.left = `${sx + 14}px`;
-      this.tip.style.top = `${sy + 10}px`;
-      return true;
-    }
-    const g = stepState(this.scene, this.k).edgeGrad(it.edge);
-    if (!g) return false;
-    const parts = g.all.map((t) => `  ${fmtTensorShort(t, 6)}`).join("\n");
-    this.tip.textContent = g.all.length > 1 ? `∇ ${edgeText(g)}\nthe sum of ${g.all.length} gradients:\n${parts}` : `∇ ${edgeText(g)}`;
-    this.tip.hidden = false;
-    this.tip.style.left = `${sx + 14}px`;
-    this.tip.style.top = `${sy + 10}px`;
-    return true;
-  }
-
 }

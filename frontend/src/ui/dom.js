@@ -21,3 +21,9 @@ export function el(tag, attrs = {}, ...children) {
 export function withCode(text) {
   return String(text).split(/`([^`\n]+)`/).map((part, i) => (i % 2 ? el("code", {}, part) : part)).filter((p) => p !== "");
 }
+
+/** The element marked `data-gt="name"` inside root (or root itself), or null (NOTE [mountable viewer] in app/viewer.js). */
+export function part(root, name) {
+  if (root.dataset && root.dataset.gt === name) return root;
+  return root.querySelector(`[data-gt="${name}"]`);
+}

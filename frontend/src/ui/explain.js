@@ -14,13 +14,6 @@
 import { backwardLines, isCustomFunction } from "../graph/custom.js";
 import { el, withCode } from "./dom.js";
 
-/** The service's URL for one node (index: the element's coordinates, or null for the first). */
-export function explainUrl(docId, nodeId, index) {
-  const q = new URLSearchParams({ node: nodeId });
-  if (index && index.length) q.set("index", index.join(","));
-  return `/api/runs/${encodeURIComponent(docId)}/explain?${q}`;
-}
-
 /** The explanation as lines: per input its rule, the instance (or why there is none), and
  * whether the rule's number agrees with what backward recorded. */
 /** The saved arguments a rule reads, as the panel writes them: `exponent = 2 · dim = -1`. */
@@ -104,17 +97,10 @@ export function fromCarried(bundle) {
   };
 }
 
-async function fromService(doc, node, index, signal) {
-  const res = await fetch(explainUrl(doc.id, node.id, index), { signal });
-  const body = await res.json();
-  if (!res.ok) throw new Error((body.error && body.error.message) || `HTTP ${res.status}`);
-  return body;
-}
-
 export class ExplainPanel {
-  /** @param {{request?: (doc: object, node: object, index: number[]|null, signal: AbortSignal) => Promise<object>}} cb */
-  constructor(cb = {}) {
-    this.request = cb.request || fromService;
+  /** @param {{request: (doc: object, node: object, index: number[]|null, signal: AbortSignal) => Promise<object>, onLine?: Function}} cb */
+  constructor(cb) {
+    this.request = cb.request;
     this.onLine = cb.onLine || null;
     this.controller = null;
     this.cache = new Map(); // the inspector redraws on every playback step: ask once per element
@@ -176,3 +162,18 @@ export class ExplainPanel {
     return box;
   }
 }
+
+/**
+ * "Explain this node" as a viewer panel (NOTE [one panel shape] in ui/registry.js): a section
+ * of the inspector, where something answers (the context's service: this service, a widget's
+ * kernel, a saved file's carried explanations).
+ */
+export const explainPanel = {
+  id: "explain",
+  mount(ctx) {
+    if (!ctx.service.explain) return null;
+    const panel = new ExplainPanel({ request: ctx.service.explain, onLine: (line) => ctx.onLine(line) });
+    panel.inspect = (model, node) => panel.section(model.doc, node);
+    return panel;
+  },
+};

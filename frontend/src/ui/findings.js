@@ -7,7 +7,7 @@
 
 const SEVERITY = { error: "✖", warning: "⚠", info: "ℹ" };
 
-/** The run's findings, empty when the document has none (or predates them). */
+/** The run's findings, empty when the document has none. */
 export function findingsOf(doc) {
   const a = (doc && doc.analysis) || {};
   return { badge: a.badge || null, nonfinite: a.nonfinite || [], hints: a.hints || [], starved: a.starved || [] };
@@ -156,3 +156,21 @@ export function markTransport(timelineRoot, timeline, doc, go) {
   }
   host.hidden = !host.children.length;
 }
+
+/**
+ * The findings as a viewer panel (NOTE [one panel shape] in ui/registry.js): the list under
+ * the results, and the marks on the transport (after the transport panel in the registry,
+ * which draws the segments they sit under).
+ */
+export const findingsPanel = {
+  id: "findings",
+  mount(ctx) {
+    return {
+      update(model, st, changed) {
+        if (!changed.includes("document")) return;
+        renderFindings(ctx.part("findings"), model.doc, { onLine: (line) => ctx.onLine(line), onNode: (id) => ctx.showNode(id) });
+        markTransport(ctx.part("timeline"), model.timeline, model.doc, (k) => ctx.player.go(k, { fromUser: true }));
+      },
+    };
+  },
+};

@@ -1,13 +1,12 @@
 /**
  * The exercise checklist beside the code: the run document's `goals` (docs/CONTRACT.md,
  * `GoalReport`), each goal ticked or crossed with why, a failing one pointing at its line and
- * node. All pass: the exercise is done. A viewer panel (NOTE [panels] in app/state.js), so the
+ * node. All pass: the exercise is done. A viewer panel (NOTE [one panel shape] in ui/registry.js), so the
  * page, the widget and a saved HTML file show the same list; a saved file cannot re-run a
  * gradient check, and says so.
  *
  * Progress across lessons is kept in this browser (`exerciseProgress`), exportable as a file.
  */
-import { part } from "../app/parts.js";
 import { el } from "./dom.js";
 
 const MARK = { pass: "✓", fail: "✗", needs_service: "…", unknown: "?" };
@@ -58,29 +57,32 @@ export function progressFile(progress) {
   return JSON.stringify({ kind: "gradtrace-exercises", version: 1, progress }, null, 2);
 }
 
-/** The viewer panel: renders the document's goals into [data-gt=goals]. */
-export function goalsPanel(state, root, viewer) {
-  const box = part(root, "goals");
-  const list = part(root, "goals-list");
-  const status = part(root, "goals-status");
-  if (!box || !list) return () => {};
-  const render = () => {
-    const report = viewer.doc && viewer.doc.goals;
-    box.hidden = !report;
-    if (!report) { list.replaceChildren(); return; }
-    const offline = !viewer.checksService;
-    list.replaceChildren(...goalItems(report, { onLine: (line) => viewer.onLineCb(line, true), onNode: (id) => viewer.showNode(id), offline }));
-    const passed = report.results.filter((r) => r.status === "pass").length;
-    const text = report.done ? `Exercise done: all ${report.results.length} goals pass.`
-      : `${passed} of ${report.results.length} goals pass${viewer.doc.status !== "ok" ? `, and the run ended with ${viewer.doc.status}` : ""}.`;
-    if (status) status.textContent = text;
-    box.classList.toggle("gt-goals-done", !!report.done);
-    if (report.done && report.exercise) {
-      const progress = exerciseProgress();
-      progress[report.exercise] = { done: true, at: new Date().toISOString() };
-      saveProgress(progress);
-    }
-    if (viewer.onGoals) viewer.onGoals(report);
-  };
-  return state.subscribe((_, changed) => { if (changed.includes("document")) render(); });
-}
+/** The goals as a viewer panel (NOTE [one panel shape] in ui/registry.js): renders the document's goals into [data-gt=goals]. */
+export const goalsPanel = {
+  id: "goals",
+  mount(ctx) {
+    const box = ctx.part("goals");
+    const list = ctx.part("goals-list");
+    const status = ctx.part("goals-status");
+    if (!box || !list) return null;
+    const render = (doc) => {
+      const report = doc.goals;
+      box.hidden = !report;
+      if (!report) { list.replaceChildren(); return; }
+      const offline = !ctx.service.live;
+      list.replaceChildren(...goalItems(report, { onLine: (line) => ctx.onLine(line), onNode: (id) => ctx.showNode(id), offline }));
+      const passed = report.results.filter((r) => r.status === "pass").length;
+      const text = report.done ? `Exercise done: all ${report.results.length} goals pass.`
+        : `${passed} of ${report.results.length} goals pass${doc.status !== "ok" ? `, and the run ended with ${doc.status}` : ""}.`;
+      if (status) status.textContent = text;
+      box.classList.toggle("gt-goals-done", !!report.done);
+      if (report.done && report.exercise) {
+        const progress = exerciseProgress();
+        progress[report.exercise] = { done: true, at: new Date().toISOString() };
+        saveProgress(progress);
+      }
+      if (ctx.onGoals) ctx.onGoals(report);
+    };
+    return { update(model, st, changed) { if (changed.includes("document")) render(model.doc); } };
+  },
+};

@@ -72,30 +72,17 @@ export function verdictLine(result) {
 
 const HEAD = ["element", "analytic", "numeric", "rel error"];
 
-/** The check from the service that ran the shown run. */
-export async function requestFromService(doc, node, signal) {
-  if (!doc.id) throw new Error("This run is not stored on the service: run it again to check it.");
-  const body = node.every ? { target: { kind: "parameters" } } : { node: node.id };
-  if (node.passIndex != null) body.pass_index = node.passIndex;
-  const res = await fetch(`/api/runs/${encodeURIComponent(doc.id)}/gradcheck`, {
-    method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body), signal,
-  });
-  const data = await res.json().catch(() => null);
-  if (!res.ok) throw new Error((data && data.error && data.error.message) || `The server answered ${res.status}.`);
-  return data;
-}
-
 export class GradcheckPanel {
   /**
    * @param {HTMLElement} host  where the panel goes (the inspector)
-   * @param {{onSuspect: (nodeId: string|null) => void,
-   *          request?: (doc: object, node: object, signal: AbortSignal) => Promise<object>}} cb
-   *   `request` asks for the check: by default the service (POST /api/runs/{id}/gradcheck);
-   *   the notebook widget asks its Python side instead (backend/gradtrace/notebook/widget.py).
+   * @param {{onSuspect: (nodeId: string|null) => void, currentPass: () => number,
+   *          request: (doc: object, node: object, signal: AbortSignal) => Promise<object>}} cb
+   *   `request` asks for the check: the service (api.js checkOnService), or the notebook
+   *   widget's Python side (backend/gradtrace/notebook/widget.py).
    */
   constructor(host, cb) {
     this.cb = cb;
-    this.request = cb.request || requestFromService;
+    this.request = cb.request;
     this.root = el("section", { class: "gt-check", "data-gt": "gradcheck", "aria-label": "Gradient check", hidden: "" });
     host.append(this.root);
     this.controller = null;
@@ -208,3 +195,30 @@ export class GradcheckPanel {
     this.cb.onSuspect(null);
   }
 }
+
+/**
+ * The gradient check as a viewer panel (NOTE [one panel shape] in ui/registry.js): in the
+ * inspector, offered where something answers a check (the context's service).
+ */
+export const gradcheckPanel = {
+  id: "gradcheck",
+  mount(ctx) {
+    const host = ctx.part("inspector");
+    if (!ctx.service.check || !host) return null;
+    let suspect = null;  // the document node the last check blames, outlined on every scene
+    const outline = () => {
+      if (!ctx.scene) return;
+      ctx.scene.suspectV = suspect != null ? ctx.scene.view.byRef[suspect] || [] : [];
+      ctx.canvas.drawNow();
+    };
+    const panel = new GradcheckPanel(host, { request: ctx.service.check,
+      onSuspect: (id) => { const ref = id == null || !ctx.model ? -1 : ctx.model.index.nodes.findIndex((n) => n.id === id); suspect = ref >= 0 ? ref : null; outline(); },
+      currentPass: () => { const k = ctx.state.get("step"); return ctx.model && k > 0 ? ctx.model.timeline.evPass[k - 1] : -1; } });
+    panel.inspect = (model, node) => panel.button(model.doc, node);
+    panel.update = (model, st, changed) => {
+      if (changed.includes("document")) panel.hide();
+      if (changed.includes("view") && suspect != null) outline();
+    };
+    return panel;
+  },
+};

@@ -5,11 +5,13 @@
  * document comes from user code and is never parsed as HTML.
  */
 import { KINDS } from "../graph/document.js";
+import { lineNodes } from "../graph/view.js";
 import { fmtNum } from "../graph/values.js";
 import { savedState } from "../analysis/errors.js";
 import { fmtBytes, fmtTensorLong, passNo } from "../analysis/format.js";
 import { gradEdits } from "../analysis/grad-edits.js";
-import { accumulationsAt, errorSentence } from "../analysis/words.js";
+import { accumulationsAt } from "../analysis/accumulations.js";
+import { errorSentence } from "../analysis/words.js";
 import { definitionRows, frozenNote, lineNotes, notInGraph } from "./definitions.js";
 import { stepOfNode, stepSentence, tangentNotes, tangentsSection } from "./tangents.js";
 import { el } from "./dom.js";
@@ -171,4 +173,42 @@ function editText(e, before) {
 function resetText(r) {
   const how = r.kind === "zero" ? "zeroed" : r.kind === "none" ? "set to None" : "cleared";
   return `${how}${r.line != null ? ` at line ${r.line}` : ""}`;
+}
+
+/**
+ * The inspector as a viewer panel (NOTE [one panel shape] in ui/registry.js): it shows the
+ * selection (a node, or the nodes a code line made) at the current step. Another panel adds a
+ * section for the selected node by answering `inspect(model, node)` (the gradient check's
+ * button, Explain), side by side in registry order.
+ */
+export const inspectorPanel = {
+  id: "inspector",
+  mount(ctx) {
+    const root = ctx.part("inspector");
+    if (!root) return null;
+    const inspector = new Inspector(root, { onLine: (line) => ctx.onLine(line), onExpand: (v) => ctx.openGroup(v),
+      extra: (node) => sideBySide(Object.values(ctx.panels).map((p) => (p.inspect ? p.inspect(ctx.model, node) : null))) });
+    inspector.clear();
+    inspector.update = (model, st, changed) => {
+      const { v, line } = st.selection;
+      if (changed.includes("document")) { inspector.setContext({ words: model.words, errors: model.errors, doc: model.doc }); inspector.clear(); return; }
+      if (changed.includes("selection")) {
+        if (v >= 0) inspector.show(ctx.scene, v, st.step);
+        else if (line != null) {
+          const vs = lineNodes(model.index, ctx.scene.view, line);
+          inspector.showLine(line, vs, vs.map((u) => ctx.scene.view.vnodes[u].label), (u) => ctx.selectNode(u));
+        } else inspector.clear();
+      } else if ((changed.includes("step") || changed.includes("playing")) && ctx.scene && v >= 0 && !st.playing) inspector.show(ctx.scene, v, st.step);
+    };
+    return inspector;
+  },
+};
+
+/** The inspector's extras side by side (each may be null). */
+function sideBySide(parts) {
+  const kept = parts.filter(Boolean);
+  if (kept.length < 2) return kept[0] || null;
+  const box = document.createElement("div");
+  box.append(...kept);
+  return box;
 }

@@ -80,3 +80,23 @@ function button(text, label) {
   b.title = label;
   return b;
 }
+
+/**
+ * The picker as a viewer panel (NOTE [one panel shape] in ui/registry.js), beside the graph's
+ * size line: it follows the open unit of the outermost level (app/navigate.js followUnits).
+ */
+export const iterationsPanel = {
+  id: "iterations",
+  mount(ctx) {
+    const stats = ctx.part("graph-stats");
+    if (!stats || !stats.parentElement) return null;
+    const picker = new IterationPicker(stats.parentElement, { onPick: (u) => ctx.pickUnit(u) });
+    return {
+      picker,
+      update(model, st, changed) {
+        if (changed.includes("document")) picker.setLevel(st.levels[0] || null);
+        if (changed.includes("document") || changed.includes("openUnits")) picker.update(st.openUnits[0] ?? 0);
+      },
+    };
+  },
+};

@@ -56,3 +56,25 @@ export function compactKeyHint(el) {
   first.data = first.data.slice(lead[0].length);
   el.insertBefore(span, first);
 }
+
+/**
+ * The graph's keys as a viewer panel (NOTE [one panel shape] in ui/registry.js): the keys
+ * above, Enter to open the selected fold one level (graph/units.js), the ⤢ button, and the
+ * key hint's compact form.
+ */
+export const keysPanel = {
+  id: "keys",
+  mount(ctx) {
+    const graph = ctx.part("graph");
+    compactKeyHint(ctx.root.querySelector("#graph-keys"));
+    graph.addEventListener("keydown", (ev) => {
+      const v = ctx.selectedV;
+      if (ev.key === "Enter" && ctx.scene && v >= 0 && ctx.scene.view.vnodes[v].kind === "group") { ev.preventDefault(); ctx.openGroup(v); }
+    });
+    graph.addEventListener("keydown", graphKeyHandler(ctx.player, ctx.canvas, {
+      jump: (unit, back) => ctx.jump(unit, back), search: () => ctx.panels.search && ctx.panels.search.focus() }));
+    const whole = ctx.part("whole");
+    if (whole) whole.addEventListener("click", () => ctx.canvas.fit({ whole: true }));
+    return null;
+  },
+};

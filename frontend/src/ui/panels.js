@@ -209,3 +209,58 @@ export function renderNodeList(root, scene, k, onPick, st) {
   }
   root.replaceChildren(...items);
 }
+
+/** The module list as a viewer panel (NOTE [one panel shape] in ui/registry.js), redrawn with each layout. */
+export const modulesPanel = {
+  id: "modules",
+  mount(ctx) {
+    const box = ctx.part("modules"), list = ctx.part("modules-list");
+    return {
+      update(model, st, changed) {
+        if (!changed.includes("view")) return;
+        if (list) renderModules(list, model.tree, st.collapsed, st.expandedRepeats, (p) => ctx.toggleModule(p), (p) => ctx.toggleRepeat(p));
+        if (box) box.hidden = model.tree.mods.size === 0;
+      },
+    };
+  },
+};
+
+/**
+ * The accessible node list as a viewer panel (NOTE [one panel shape] in ui/registry.js):
+ * redrawn with each layout, and after each step (every 250 ms at most while playing).
+ */
+export const nodeListPanel = {
+  id: "node-list",
+  mount(ctx) {
+    const root = ctx.part("node-list");
+    if (!root) return null;
+    let timer = 0;
+    const refresh = () => { if (ctx.scene) renderNodeList(root, ctx.scene, ctx.state.get("step"), (v) => ctx.selectNode(v), ctx.canvas.stepState()); };
+    return {
+      update(model, st, changed) {
+        if (changed.includes("view")) refresh();
+        else if (changed.includes("step")) { clearTimeout(timer); timer = setTimeout(refresh, st.playing ? 250 : 0); }
+      },
+    };
+  },
+};
+
+/** The graph's size line, the "simplified" note and the empty graph's words as a viewer panel (NOTE [one panel shape] in ui/registry.js). */
+export const graphStatusPanel = {
+  id: "graph-status",
+  mount(ctx) {
+    const stats = ctx.part("graph-stats"), simplified = ctx.part("simplified"), empty = ctx.part("graph-empty");
+    return {
+      update(model, st, changed) {
+        if (changed.includes("document") && empty) {
+          empty.hidden = model.index.nodes.length > 0;
+          if (!model.index.nodes.length) empty.textContent = "This run created no autograd node.";
+        }
+        if (!changed.includes("view") || !ctx.scene) return;
+        const { view, layout } = ctx.scene, n = model.index.nodes.length;
+        if (simplified) simplified.hidden = !layout.simplified;
+        if (stats) stats.textContent = `${n} nodes · ${model.index.edges.length} edges${view.vnodes.length !== n ? ` · ${view.vnodes.length} shown` : ""}`;
+      },
+    };
+  },
+};

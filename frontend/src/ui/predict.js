@@ -1,5 +1,5 @@
 /**
- * Predict mode: a panel of the viewer (NOTE [panels] in app/state.js). With the toggle on, a
+ * Predict mode: a panel of the viewer (NOTE [one panel shape] in ui/registry.js). With the toggle on, a
  * step that asks a question (analysis/predict.js) hides what the node passed on (the inspector's
  * numbers, the step's sentence) until the learner answers or reveals. A wrong answer gets "not
  * quite" and the node's local rule from Explain without its numbers; a right one reveals the
@@ -11,7 +11,6 @@
  * Everything is built with textContent and classes: no inline style (the page's CSP).
  */
 import { checkAnswer, fmt, parseSpec, questionsFor, score, specParam } from "../analysis/predict.js";
-import { part } from "../app/parts.js";
 import { el } from "./dom.js";
 
 const STORE = "gradtrace.predict";
@@ -24,10 +23,10 @@ function save(key, value) {
 }
 
 export class Predict {
-  /** @param {HTMLElement} root  the viewer's root; @param viewer app/viewer.js */
-  constructor(root, viewer) {
-    this.viewer = viewer;
-    const p = (name) => part(root, name);
+  /** @param ctx  the panels' context (NOTE [one panel shape] in ui/registry.js) */
+  constructor(ctx) {
+    this.ctx = ctx;
+    const p = ctx.part;
     this.els = {
       box: p("predict"), toggle: p("predict-toggle"), score: p("predict-score"), ask: p("predict-ask"),
       prompt: p("predict-prompt"), answer: p("predict-answer"), check: p("predict-check"), reveal: p("predict-reveal"),
@@ -62,7 +61,7 @@ export class Predict {
     return query;
   }
 
-  get key() { return `${STORE}.${this.viewer.doc ? this.viewer.doc.id : ""}.${specParam(this.spec) || ""}`; }
+  get key() { return `${STORE}.${this.ctx.doc ? this.ctx.doc.id : ""}.${specParam(this.spec) || ""}`; }
 
   setOn(on) {
     this.on = on;
@@ -81,8 +80,8 @@ export class Predict {
 
   /** The teacher picked what to ask: every backward step, the selected node, or its line. */
   chooseFromControls() {
-    const v = this.viewer.selectedV;
-    const node = v >= 0 && this.viewer.scene ? this.viewer.index.nodes[this.viewer.scene.view.vnodes[v].refs[0]] : null;
+    const v = this.ctx.selectedV;
+    const node = v >= 0 && this.ctx.scene ? this.ctx.index.nodes[this.ctx.scene.view.vnodes[v].refs[0]] : null;
     const scope = this.els.scope.value;
     const spec = { scope: scope === "none" ? null : scope, nodes: [], line: null, shapes: this.els.shapes.checked };
     if (scope === "nodes") spec.nodes = node ? [node.id] : [];
@@ -98,22 +97,22 @@ export class Predict {
 
   /** A new document or a new choice: the questions again, the answers from storage. */
   rebuild() {
-    const doc = this.viewer.doc;
+    const doc = this.ctx.doc;
     this.questions = this.on && doc ? questionsFor(doc, this.spec) : new Map();
     this.answers = this.on ? load(this.key) : {};
-    this.onStep(this.viewer.state.get("step"));
+    this.onStep(this.ctx.state.get("step"));
   }
 
-  current() { return this.on ? this.questions.get(this.viewer.state.get("step")) || null : null; }
+  current() { return this.on ? this.questions.get(this.ctx.state.get("step")) || null : null; }
 
   onStep(k, playing = false) {
     const q = this.on ? this.questions.get(k) : null;
     const a = q ? this.answers[k] || {} : null;
     const pending = !!(q && !a.done);
-    if (pending && playing) this.viewer.player.pause();
+    if (pending && playing) this.ctx.player.pause();
     // The graph draws the gradients a step passed on: while the question is open it shows the
-    // step before (the viewer draws step k right after this subscriber runs: animate/player.js).
-    if (pending) queueMicrotask(() => { if (this.current() === q && !(this.answers[k] || {}).done) this.viewer.canvas.setStep(k - 1); });
+    // step before (the viewer draws step k before its panels hear of it: app/viewer.js onStep).
+    if (pending) queueMicrotask(() => { if (this.current() === q && !(this.answers[k] || {}).done) this.ctx.canvas.setStep(k - 1); });
     if (this.els.inspector) this.els.inspector.classList.toggle("gt-predict-hidden", pending);
     if (this.els.sentence) this.els.sentence.classList.toggle("gt-predict-hidden-text", pending);
     this.els.ask.hidden = !q;
@@ -134,7 +133,7 @@ export class Predict {
   say(text) { this.els.feedback.textContent = text; }
 
   check() {
-    const k = this.viewer.state.get("step");
+    const k = this.ctx.state.get("step");
     const q = this.current();
     if (!q) return;
     const a = this.answers[k] || { tries: 0 };
@@ -158,7 +157,7 @@ export class Predict {
   }
 
   reveal() {
-    const k = this.viewer.state.get("step");
+    const k = this.ctx.state.get("step");
     const q = this.current();
     if (!q) return;
     const a = this.answers[k] || { tries: 0 };
@@ -170,11 +169,11 @@ export class Predict {
   }
 
   finish(q) {
-    this.viewer.canvas.setStep(q.step, { animate: true });  // the reveal
+    this.ctx.canvas.setStep(q.step, { animate: true });  // the reveal
     this.els.answer.disabled = true;
     this.els.check.disabled = true;
     this.els.reveal.disabled = true;
-    this.onStep(this.viewer.state.get("step"));
+    this.onStep(this.ctx.state.get("step"));
     this.showWorked(q, true);
     this.els.next.focus();
   }
@@ -199,14 +198,14 @@ export class Predict {
 
   /** Explain's local rule (worked: with its numbers) for the input the question is about. */
   async showWorked(q, worked) {
-    const explain = this.viewer.explain;
-    const node = this.viewer.doc ? this.viewer.doc.graph.nodes.find((n) => n.id === q.node) : null;
+    const explain = this.ctx.panels.explain;
+    const node = this.ctx.doc ? this.ctx.doc.graph.nodes.find((n) => n.id === q.node) : null;
     if (!explain || !node || q.kind === "shape") return;
     const box = this.els.rule;
     const ticket = (this._ticket = (this._ticket || 0) + 1);
     let answer;
     try {
-      answer = await explain.request(this.viewer.doc, node, q.index && q.index.length ? q.index : null, new AbortController().signal);
+      answer = await explain.request(this.ctx.doc, node, q.index && q.index.length ? q.index : null, new AbortController().signal);
     } catch (err) {
       if (ticket === this._ticket) box.replaceChildren(el("p", { class: "gt-muted" }, `No local rule to show: ${err.message}`));
       return;
@@ -221,22 +220,25 @@ export class Predict {
 
   /** The next step that asks a question (after the current one; wraps to the first). */
   next() {
-    const k = this.viewer.state.get("step");
+    const k = this.ctx.state.get("step");
     const steps = [...this.questions.keys()].sort((a, b) => a - b);
     const open = steps.filter((s) => !(this.answers[s] && this.answers[s].done));
     const target = open.find((s) => s > k) ?? open[0] ?? steps.find((s) => s > k);
     if (target == null) { this.say(`No more questions.${this.endNote()}`); return; }
-    this.viewer.player.go(target, { fromUser: true });
+    this.ctx.player.go(target, { fromUser: true });
     if (!this.els.answer.disabled) this.els.answer.focus();
   }
 }
 
-/** The viewer panel (app/viewer.js addPanel): follows the step and the document. */
-export function predictPanel(state, root, viewer) {
-  const predict = new Predict(root, viewer);
-  viewer.predict = predict;
-  return state.subscribe((st, changed) => {
-    if (changed.includes("document")) { predict._shown = null; predict.rebuild(); return; }
-    if (changed.includes("step") || changed.includes("playing")) predict.onStep(st.step, st.playing);
-  });
-}
+/** Predict mode as a viewer panel (NOTE [one panel shape] in ui/registry.js): follows the step and the document. */
+export const predictPanel = {
+  id: "predict",
+  mount(ctx) {
+    const predict = new Predict(ctx);
+    predict.update = (model, st, changed) => {
+      if (changed.includes("document")) { predict._shown = null; predict.rebuild(); return; }
+      if (changed.includes("step")) predict.onStep(st.step, st.playing);
+    };
+    return predict;
+  },
+};

@@ -7,6 +7,8 @@
  *   Debian's default fonts draw as tofu or emoji; SVG looks the same everywhere and follows
  *   the text colour (currentColor).
  */
+import { segmentLabel } from "../analysis/words.js";
+
 const SVG_NS = "http://www.w3.org/2000/svg";
 const ICONS = {
   start: "M5 4h2v16H5zM19 4v16L8 12z",
@@ -118,7 +120,7 @@ export class Transport {
     }
   }
 
-  update(k, N, playing, segment) {
+  showStep(k, N, playing, segment) {
     this.scrub.value = String(k);
     this.scrub.setAttribute("aria-valuetext", `step ${k} of ${N}`);
     const phase = k === 0 ? "start" : segment ? this.labelOf(segment) : "";
@@ -135,3 +137,21 @@ export class Transport {
     this.btn.play.disabled = N === 0;
   }
 }
+
+/**
+ * The transport as a viewer panel (NOTE [one panel shape] in ui/registry.js): the document's
+ * segments named in words (analysis/words.js segmentLabel), and the step as it is shown.
+ */
+export const transportPanel = {
+  id: "transport",
+  mount(ctx) {
+    const root = ctx.part("timeline");
+    if (!root) return null;
+    const transport = new Transport(root, ctx.player);
+    transport.update = (model, st, changed) => {
+      if (changed.includes("document")) transport.setSegments(model.timeline.segments, model.N, (seg) => segmentLabel(model.words, seg));
+      if (changed.includes("step")) transport.showStep(st.step, model.N, st.playing, model.timeline.segmentAt(st.step));
+    };
+    return transport;
+  },
+};

@@ -1,6 +1,6 @@
 /**
  * The notebook widget (anywidget's ESM contract: `export default { render }`): the viewer of
- * src/viewer.js over a model that carries
+ * src/embed.js over a model that carries
  *   _doc       the run document, gzip-compressed canonical JSON, sent as a binary buffer
  *              (NOTE [documents through the comm] in backend/gradtrace/notebook/widget.py)
  *   step       the timeline step, both ways
@@ -17,7 +17,7 @@
  */
 import WORKER_SOURCE from "gt:layout-worker-source";
 import CSS from "gt:viewer-css";
-import { EmbeddedViewer, gunzipJson } from "../viewer.js";
+import { EmbeddedViewer, gunzipJson } from "../embed.js";
 
 let workerUrl = null;
 function layoutWorkerUrl() {
@@ -87,7 +87,7 @@ async function render({ model, el }) {
     const result = model.get("_check");
     if (!result) return;
     if (pending) { const p = pending; pending = null; if (result.status === "refused") p.reject(new Error(result.message)); else p.resolve(result); }
-    else if (viewer.viewer.check && result.status !== "refused") viewer.viewer.check.show(result); // checked from Python
+    else if (viewer.viewer.panels.gradcheck && result.status !== "refused") viewer.viewer.panels.gradcheck.show(result); // checked from Python
   };
   model.on("change:_doc", load);
   model.on("change:step", onStep);

@@ -105,9 +105,9 @@ export class EmbeddedViewer {
   }
 
   // What the widget, tests and benchmarks reach.
-  get index() { return this.viewer.index; }
+  get index() { return this.viewer.model ? this.viewer.model.index : null; }
   get scene() { return this.viewer.scene; }
-  get timeline() { return this.viewer.timeline; }
+  get timeline() { return this.viewer.model ? this.viewer.model.timeline : null; }
   get player() { return this.viewer.player; }
   get canvas() { return this.viewer.canvas; }
   get selectedV() { return this.viewer.selectedV; }

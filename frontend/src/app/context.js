@@ -1,0 +1,51 @@
+/**
+ * The one context a viewer gives its panels (NOTE [one panel shape] in ui/registry.js): what
+ * they read (state, model, scene, player, canvas, code pane), what they may ask the viewer to
+ * do, the other panels, and the service (api.js `service`). Built once per viewer, which then
+ * mounts every panel of the registry with it.
+ */
+import { service } from "../api.js";
+import { part } from "../ui/dom.js";
+import { PANELS } from "../ui/registry.js";
+
+export { part };
+
+/**
+ * @param viewer  app/viewer.js's Viewer, its player and canvas made
+ * @param {HTMLElement} root  the viewer's root
+ * @param {{checks?: true|Function, explain?: Function, codeText?: () => string, onGoals?: Function}} opts  the viewer's
+ */
+export function mountPanels(viewer, root, opts) {
+  const ctx = {
+    root, state: viewer.state, player: viewer.player, canvas: viewer.canvas, code: viewer.code,
+    part: (name) => part(root, name),
+    service: service(opts),
+    codeText: opts.codeText || (() => ""),
+    onGoals: opts.onGoals || null,
+    panels: {},
+    get model() { return viewer.model; },
+    get doc() { return viewer.model ? viewer.model.doc : null; },
+    get index() { return viewer.model ? viewer.model.index : null; },
+    get scene() { return viewer.scene; },
+    get selectedV() { return viewer.selectedV; },
+    selectNode: (v, o) => viewer.selectNode(v, o),
+    onLine: (line) => viewer.onLine(line, true),
+    showNode: (id) => viewer.showNode(id),
+    reveal: (ref) => viewer.reveal(ref),
+    openGroup: (v) => viewer.openGroup(v),
+    toggleModule: (path) => viewer.toggleModule(path),
+    toggleRepeat: (path) => viewer.toggleRepeat(path),
+    pickUnit: (u) => viewer.pickUnit(u),
+    jump: (unit, back) => viewer.jump(unit, back),
+  };
+  for (const panel of PANELS) {
+    const mounted = panel.mount(ctx);
+    if (mounted) ctx.panels[panel.id] = mounted;
+  }
+  return ctx.panels;
+}
+
+/** Tell every mounted panel what changed (NOTE [one panel shape] in ui/registry.js); `model` is null before a document. */
+export function updatePanels(panels, model, state, changed) {
+  for (const p of Object.values(panels)) if (p.update) p.update(model, state, changed);
+}
