@@ -58,9 +58,9 @@ def test_a_new_field_needs_only_its_description_and_a_new_model_gets_a_section()
     """What a new field and a new model look like in the generated contract and header."""
     from pydantic import Field
 
-    from gradtrace.schema.base import _Model, _optional
+    from gradtrace.schema.base import _optional
 
-    class Extra(_Model):
+    class Extra(BaseModel):  # not a _Model: tests/capture/test_schema_source.py lists those
         """A model the document has just come to hold."""
 
         size: int = Field(description="how big it is")
