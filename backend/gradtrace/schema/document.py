@@ -365,8 +365,9 @@ class UnrecordedThread(_Model):
 class RunDocument(_Model):
     """The answer of ``POST /api/runs`` and the content of a share link (docs/CONTRACT.md)."""
 
-    schema_version: int = Field(SCHEMA_VERSION, ge=1, le=2**31 - 1, description="the schema this document follows (1)")
     # stored in an INTEGER column, hence the bound
+    schema_version: int = Field(SCHEMA_VERSION, ge=1, le=2**31 - 1,
+                                description=f"the schema this document follows ({SCHEMA_VERSION})")
     id: str = Field(description="stable id of the document: the same snippet, seed and machine give the same id")
     status: Status = Field(description=(
         "`ok`, `error`, `timeout` (wall clock or CPU time), `memory_limit`, `output_limit`, `graph_limit` or "
