@@ -10,7 +10,7 @@ PY     := $(VENV)/bin/python
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 PYTEST_ARGS ?=
 
-.PHONY: run install native install-test frontend system-test-deps lint test test-fast bench clean
+.PHONY: run install native contract install-test frontend system-test-deps lint test test-fast bench clean
 
 run: install frontend
 	$(VENV)/bin/gradtrace serve
@@ -39,6 +39,13 @@ $(VENV)/.stamp-native: $(VENV)/.stamp-install backend/gradtrace/capture/_native.
 	touch $@
 
 native: $(VENV)/.stamp-native
+
+# docs/CONTRACT.md's field tables and the core's keys (capture/cxx/keys.h), generated from the
+# models' fields and descriptions (NOTE [the contract's tables come from the models] in
+# schema/contract_doc.py); tests/test_contract.py fails when the committed copies differ.
+contract: $(VENV)/.stamp-install
+	$(PY) -m gradtrace.schema.contract_doc
+	$(PY) -m gradtrace.schema.cxx_keys
 
 install: $(VENV)/.stamp-install $(VENV)/.stamp-native
 

@@ -1,77 +1,81 @@
-"""docs/CONTRACT.md lists exactly the fields of the schema, model by model."""
+"""docs/CONTRACT.md's field tables and the C++ core's keys are what the models generate.
+
+A field's meaning is written once, as its ``description=`` in ``backend/gradtrace/schema/``; the
+tables (NOTE [the contract's tables come from the models] in schema/contract_doc.py) and
+``capture/cxx/keys.h`` (NOTE [the core's keys come from the models] in schema/cxx_keys.py) are
+generated from the models and committed. These tests fail when a committed copy differs.
+"""
 
 from __future__ import annotations
 
+import difflib
 import re
-from pathlib import Path
 
+import pytest
 from pydantic import BaseModel
 
-from gradtrace.schema import document
-
-CONTRACT = Path(__file__).resolve().parent.parent / "docs" / "CONTRACT.md"
-_SECTION = re.compile(r"^## `(\w+)`\s*$")
-_ROW = re.compile(r"^\| `(\w+)` \|")
+from gradtrace.schema import contract_doc, cxx_keys
+from gradtrace.schema.document import RunDocument
 
 
-def documented() -> dict[str, list[str]]:
-    """Model name → the fields its table lists, in order."""
-    tables: dict[str, list[str]] = {}
-    current: str | None = None
-    for line in CONTRACT.read_text(encoding="utf-8").splitlines():
-        if m := _SECTION.match(line):
-            current = m.group(1)
-            tables[current] = []
-        elif line.startswith("## "):
-            current = None
-        elif current and (m := _ROW.match(line)):
-            tables[current].append(m.group(1))
-    return tables
+def _diff(committed: str, generated: str, path: str) -> str:
+    return "".join(difflib.unified_diff(committed.splitlines(True), generated.splitlines(True),
+                                        f"{path} (committed)", f"{path} (generated)", n=1))
 
 
-def schema_models() -> dict[str, type[BaseModel]]:
-    """Every model reachable from RunDocument."""
-    found: dict[str, type[BaseModel]] = {}
-    todo: list[type[BaseModel]] = [document.RunDocument]
-    while todo:
-        model = todo.pop()
-        if model.__name__ in found:
-            continue
-        found[model.__name__] = model
-        for field in model.model_fields.values():
-            todo.extend(_models_in(field.annotation))
-    return found
+def test_contract_md_is_what_the_models_generate() -> None:
+    committed = contract_doc.CONTRACT.read_text(encoding="utf-8")
+    generated = contract_doc.render(committed)
+    assert generated == committed, (f"docs/CONTRACT.md is not what the models generate; regenerate it with "
+                                    f"`{contract_doc.REGENERATE}`:\n" + _diff(committed, generated, "docs/CONTRACT.md"))
 
 
-def _models_in(annotation: object) -> list[type[BaseModel]]:
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return [annotation]
-    return [m for arg in getattr(annotation, "__args__", ()) for m in _models_in(arg)]
+def test_cxx_keys_header_is_what_the_models_generate() -> None:
+    committed = cxx_keys.HEADER.read_text(encoding="utf-8")
+    generated = cxx_keys.render()
+    assert generated == committed, (f"capture/cxx/keys.h is not what the models generate; regenerate it with "
+                                    f"`{cxx_keys.REGENERATE}`:\n" + _diff(committed, generated, "keys.h"))
 
 
-def test_every_model_of_the_schema_has_a_table_and_every_table_a_model() -> None:
-    assert set(documented()) == set(schema_models())
+def test_every_model_of_the_document_has_its_table_once() -> None:
+    text = contract_doc.CONTRACT.read_text(encoding="utf-8")
+    tables = re.findall(r"^<!-- fields of (\w+) -->$", text, re.M)
+    assert sorted(tables) == sorted(contract_doc.document_models()), "a model without a table, or one twice"
+    for name in tables:
+        assert re.search(rf"^## `{name}`\n(?:(?!^## ).*\n)*?<!-- fields of {name} -->", text, re.M), \
+            f"the table of {name} is not under its heading"
 
 
-def test_each_table_lists_exactly_its_models_fields() -> None:
-    models = schema_models()
-    for name, fields in documented().items():
-        want = [f.alias or n for n, f in models[name].model_fields.items()]
-        assert sorted(fields) == sorted(want), f"docs/CONTRACT.md, `{name}`: {fields} vs the schema's {want}"
-        assert len(fields) == len(set(fields)), f"`{name}` lists a field twice"
+def test_a_field_without_a_description_is_refused_by_name() -> None:
+    class Bare(BaseModel):
+        undocumented: int = 0
+
+    with pytest.raises(ValueError, match=r"Bare\.undocumented has no description"):
+        contract_doc.table(Bare)
 
 
-def test_optional_additions_are_marked_optional() -> None:
-    text = CONTRACT.read_text(encoding="utf-8")
-    for name, model in schema_models().items():
-        for field_name, field in model.model_fields.items():
-            if field.exclude_if is None:
-                continue
-            row = re.search(rf"^\| `{field.alias or field_name}` \| \*optional\*", _section(text, name), re.M)
-            assert row, f"`{name}.{field_name}` is left out when absent: mark it *optional*"
+def test_a_new_field_needs_only_its_description_and_a_new_model_gets_a_section() -> None:
+    """What a new field and a new model look like in the generated contract and header."""
+    from pydantic import Field
 
+    from gradtrace.schema.base import _optional
 
-def _section(text: str, name: str) -> str:
-    start = text.index(f"## `{name}`")
-    end = text.find("\n## ", start + 1)
-    return text[start:end if end >= 0 else None]
+    class Extra(BaseModel):  # not a _Model: tests/capture/test_schema_source.py lists those
+        """A model the document has just come to hold."""
+
+        size: int = Field(description="how big it is")
+
+    class Grown(RunDocument):
+        extra: Extra | None = _optional("the new model, when there is one")
+
+    Grown.__name__ = "RunDocument"
+    text = contract_doc.CONTRACT.read_text(encoding="utf-8")
+    grown = contract_doc.render(text, contract_doc.document_models(Grown))
+    assert "| `extra` | *optional*: the new model, when there is one |" in grown
+    assert grown.endswith("## `Extra`\n\nA model the document has just come to hold.\n\n<!-- fields of Extra -->\n"
+                          "| field | meaning |\n| --- | --- |\n| `size` | how big it is |\n<!-- end of fields -->\n")
+    assert grown.replace("| `extra` | *optional*: the new model, when there is one |\n", "").startswith(
+        text.rstrip("\n")), "only the row and the section are new"
+    header = cxx_keys.render((Grown,))
+    keys = sorted(f.alias or n for n, f in Grown.model_fields.items())
+    assert f'inline constexpr Key extra{{"{{\\"extra\\":", ",\\"extra\\":", {keys.index("extra")}}};' in header

@@ -9,7 +9,8 @@ import re
 import typing
 from pathlib import Path
 
-from tests.test_contract import CONTRACT, schema_models
+from gradtrace.schema.contract_doc import CONTRACT
+from gradtrace.schema.contract_doc import document_models as schema_models
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
 _TOKEN = re.compile(r"`([^`]+)`")

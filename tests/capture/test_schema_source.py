@@ -1,6 +1,7 @@
 """One schema source: ``RunDocument``. What writes or checks documents elsewhere (the strict
-validator, capture's defaults, the C++ core's hand-ordered keys) is derived from it (the strict
-validator's twins: here their derivation is checked) or held equal to it here, field by field."""
+validator, capture's defaults, the C++ core's keys) is derived from it (the strict validator's
+twins and the core's ``cxx/keys.h``: here their use is checked) or held equal to it here, field
+by field."""
 
 from __future__ import annotations
 
@@ -70,55 +71,67 @@ def test_capture_fills_in_the_models_own_defaults() -> None:
     assert set(written_defaults(models.Node)) == set(_written(models.Node)) - {"id", "kind"}
 
 
-def _keys(text: str) -> list[str]:
-    """The keys a C++ writer writes, in order (each once: both arms of a ``?:`` name it)."""
-    return list(dict.fromkeys(re.findall(r'\\"(\w+)\\":', text)))
-
-
 def _body(source: str, start: str, end: str) -> str:
     a = source.index(start)
     return source[a:source.index(end, a + len(start))]
 
 
-def _without(text: str, start: str, end: str) -> tuple[str, str]:
-    """(``text`` less the part from ``start`` to ``end``, that part)."""
-    part = _body(text, start, end)
-    return text.replace(part, ""), part
+def _spelled_out(source: str) -> str:
+    """``source`` with each namespace alias of the generated keys (``namespace ek = keys::event;``)
+    written as the namespace itself (``keys::event::``)."""
+    for alias, space in re.findall(r"namespace (\w+) = keys::(\w+);", source):
+        source = re.sub(rf"(?<![\w:]){alias}::", f"keys::{space}::", source)
+    return source
 
 
-def test_the_cores_node_entries_write_the_models_fields_in_canonical_order() -> None:
-    source = (CXX / "entries.h").read_text()
-    meta = _body(source, "void write_meta(", "\n}\n").split("return;", 1)[1]  # a known output
-    meta_keys = sorted(set(_keys(meta)))
-    entry = _body(source, "void write_entry(", "\n}\n").replace("write_meta(out, first);", meta)
-    entry = entry.replace("write_meta(out, &e.outs[i]);", meta)
-    entry, outputs = _without(entry, '"outputs\\":[', "out.push_back(']');")
-    entry, saved = _without(entry, 'out += "{\\"bytes\\":', "out.push_back('}');")
-    node = _keys(entry)
-    assert node == sorted(node), f"keys out of canonical order: {node}"
-    assert set(node) - set(_written(models.Node)) <= _optional(models.Node)
-    assert set(_written(models.Node)) - set(node) == set(), "a field the core leaves out"
-    assert [*meta_keys, "shape"] == _written(models.OutputMeta) == sorted(set(_keys(outputs)) - {"outputs"})
-    saved_keys = _keys(saved)  # the written fields and, when present, the optional value
-    assert saved_keys == sorted(saved_keys), f"keys out of canonical order: {saved_keys}"
-    assert [k for k in saved_keys if k not in _optional(models.SavedTensor)] == _written(models.SavedTensor)
-    assert set(saved_keys) - set(_written(models.SavedTensor)) == _optional(models.SavedTensor)
+def _written_keys(text: str) -> dict[str, list[str]]:
+    """Namespace (model) → the keys ``text`` names from it, in order, each once."""
+    out: dict[str, list[str]] = {}
+    for space, key in re.findall(r"\bkeys::(\w+)::(\w+)", text):
+        if key not in out.setdefault(space, []):
+            out[space].append(key)
+    return out
 
 
-def test_the_cores_events_edges_and_values_write_the_models_fields_in_canonical_order() -> None:
-    events = (CXX / "events.h").read_text()
-    forward = _body(events, "if (ev.pass < 0) {", "continue;")  # a forward event
-    assert _keys(forward) == _written(models.Event)
-    backward = _body(events, "out += ev.hc_n ?", 'out += ",\\"phase\\":\\"backward\\"}";') + '\\"phase\\":'
-    backward, changes = _without(backward, '"hook_changes\\":[', "out.push_back(']');")
-    assert _keys(backward) == _written(models.Event), _keys(backward)
-    assert sorted(set(_keys(changes)) - {"hook_changes"}) == _written(models.HookChange)
-    edges = _body((CXX / "recorder.h").read_text(), "py::bytes edges_json(", "return")
-    assert _keys(edges) == _written(models.Edge)
-    value = _body((CXX / "values.h").read_text(), "void write_value(", "\n}\n")
-    stats = _body(value, '\\"stats\\":{', '},')
-    assert _keys(value.replace(stats, '\\"stats\\":')) == _written(models.TensorValue)
-    assert _keys(stats) == ["stats", *_written(models.TensorStats)]
+def _asserted(source: str) -> dict[str, list[str]]:
+    """Namespace → the keys its ``static_assert(keys::in_order({...}))`` lists, in order."""
+    out: dict[str, list[str]] = {}
+    for listed in re.findall(r"static_assert\(keys::in_order\(\{(.*?)\}\)\)", source, re.S):
+        for space, keys in _written_keys(listed).items():
+            assert space not in out, f"two orders stated for {space}"
+            out[space] = keys
+    return out
+
+
+WRITERS = {  # the C++ writers of the document's JSON: file, start and end of each
+    "entries.h": ("void write_entry(", "\n}\n"),
+    "events.h": ("std::pair<py::bytes, int64_t> events_json(", "\n}\n"),
+    "recorder.h": ("py::bytes edges_json(", "\n  }\n"),
+    "values.h": ("void write_value(", "\n}\n"),
+}
+
+
+def test_the_cores_writers_write_every_field_from_the_generated_keys_in_canonical_order() -> None:
+    """NOTE [the core's keys come from the models] in schema/cxx_keys.py: each writer names its
+    keys only through ``keys.h``, in the order its ``static_assert`` states (which the compiler
+    checks against the models' sorted keys), and leaves out no field a full dump always has."""
+    from gradtrace.schema.cxx_keys import CORE_WRITES, _snake
+
+    spaces = {_snake(m.__name__): m for m in CORE_WRITES}
+    seen: set[str] = set()
+    for name, (start, end) in WRITERS.items():
+        source = _spelled_out((CXX / name).read_text())
+        body = _body(source, start, end)
+        assert not re.search(r'\\"\w+\\":', body), f"{name}: a key spelled by hand, not from keys.h"
+        asserted = _asserted(source)
+        for space, used in _written_keys(body).items():
+            model = spaces[space]
+            assert used == sorted(used), f"{name}: {model.__name__} keys out of canonical order: {used}"
+            assert used == asserted.get(space), f"{name}: writes {used}, its static_assert states {asserted.get(space)}"
+            assert set(_written(model)) <= set(used), f"{name}: {model.__name__} fields the core leaves out: " \
+                                                      f"{sorted(set(_written(model)) - set(used))}"
+            seen.add(space)
+    assert seen == set(spaces), f"models with generated keys that no writer uses: {set(spaces) - seen}"
 
 
 def test_the_cores_saved_argument_list_limit_is_saved_pys() -> None:

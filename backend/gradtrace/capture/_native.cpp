@@ -25,11 +25,13 @@
 //     grad_output) is recognised by its TensorImpl address, version and a weak reference
 //     (which keeps the address from being reused without keeping the storage alive).
 //
-// The parts, in order (one translation unit): cxx/prelude.h, json.h, values.h, pyobjects.h,
+// The parts, in order (one translation unit): cxx/prelude.h, json.h, keys.h (generated from
+// the schema), values.h, pyobjects.h,
 // entries.h, core.h, events.h, walk.h, recorder.h, tracer.h; the Python module below.
 
 #include "cxx/prelude.h"
 #include "cxx/json.h"
+#include "cxx/keys.h"
 #include "cxx/values.h"
 #include "cxx/pyobjects.h"
 #include "cxx/entries.h"

@@ -19,27 +19,29 @@ Severity = Literal["error", "warning", "info"]
 class Evidence(_Model):
     """One fact a hint rests on, as the user would read it (``shape``, ``[3, 1]``)."""
 
-    label: str
-    value: str
+    label: str = Field(description="what the fact is (`input shape`)")
+    value: str = Field(description="its value as shown (`[3, 1]`)")
 
 
 class Hint(_Model):
     """A likely mistake, said once, with what shows it and how to fix it."""
 
-    code: str
-    """A stable identifier (``grad-accumulated``): what tests and the page key on."""
-    severity: Severity
-    title: str
-    message: str
-    """What happened, in one or two sentences with the run's own names and numbers."""
-    line: int | None = None
-    nodes: list[str] = Field(default_factory=list)
-    """Ids of the nodes it concerns, most relevant first (the page's "show on graph")."""
-    evidence: list[Evidence] = Field(default_factory=list)
-    fix: str
-    """The fix, written as code."""
-    lesson: str | None = None
-    """The lesson that teaches it (a file stem of ``gradtrace/lessons/snippets``)."""
+    code: str = Field(description=(
+        "stable identifier: `grad-accumulated`, `leaf-cut-off`, `requires-grad-after-cut`, `nonleaf-grad`, "
+        "`graph-freed`, `grad-edited` (a `.grad` changed in place after backward: clipping, GradScaler's unscale; "
+        "its line from `Node.grad_edits`), `double-softmax`, `sigmoid-bce`, `unstable-math`, `loss-broadcast`, "
+        "`graph-kept-alive`, `zero-gradient-op`, `non-differentiable-op` (argmax, a comparison or an integer cast "
+        "cut a leaf off), `gradients-vanish` / `gradients-explode` (weight gradients change by 1e4 or more from the "
+        "last layer to the first, 4x or more per layer), `train-mode-in-eval` (dropout or batch norm in training "
+        "mode under `no_grad`), `threads-unrecorded` (a thread the run started built graphs that were not recorded)"))
+    severity: Severity = Field(description="`error`, `warning` or `info`")
+    title: str = Field(description="one line")
+    message: str = Field(description="what happened, with the run's own names and numbers")
+    line: int | None = Field(None, description="the snippet line it concerns")
+    nodes: list[str] = Field(default_factory=list, description="ids of the nodes it concerns, most relevant first")
+    evidence: list[Evidence] = Field(default_factory=list, description="the facts it rests on (`Evidence`)")
+    fix: str = Field(description="the fix, as code")
+    lesson: str | None = Field(None, description="the lesson that teaches it (a lesson's file stem), or null")
 
 
 class NonFinite(_Model):
@@ -49,66 +51,61 @@ class NonFinite(_Model):
     received was finite; the nodes after it that only carried the value on are ``passed_on``.
     """
 
-    phase: Literal["forward", "backward"]
-    kind: Literal["nan", "inf"]
-    node: str
-    """The producer's id."""
-    name: str | None = None
-    line: int | None = None
-    pass_: int | None = Field(default=None, alias="pass")
-    event: int | None = None
-    """Index of the producer's event in ``events`` (the step the page jumps to)."""
-    output: int | None = None
-    """Which of the producer's outputs (backward: its ``grad_inputs``) first holds it."""
-    elements: list[int] = Field(default_factory=list)
-    """Flat indices of the non-finite elements, when the values were recorded (at most 8)."""
-    count: int | None = None
-    """How many elements are non-finite, when the values were recorded."""
-    cause: str | None = None
-    """The arithmetic that made it, when it can be told (``0 × inf``)."""
-    passed_on: list[str] = Field(default_factory=list)
-    """Ids of the nodes that only carried it on, in order (at most 50)."""
-    sentence: str
-    trap: str | None = None
-    """The pattern behind it, when known (``where``: the unselected branch's gradient)."""
-    fix: str | None = _optional()
+    phase: Literal["forward", "backward"] = Field(description="`forward` or `backward`")
+    kind: Literal["nan", "inf"] = Field(description="`nan` or `inf`")
+    node: str = Field(description=(
+        "backward: the node that produced it (the first whose returned gradient holds it while what it received did "
+        "not: the node `torch.autograd.detect_anomaly` names); forward: the first recorded tensor holding it"))
+    name: str | None = Field(None, description="that node's name")
+    line: int | None = Field(None, description="its snippet line")
+    pass_: int | None = Field(default=None, alias="pass", description="the backward pass, or null forward")
+    event: int | None = Field(None, description="index of the producer's event in `events`, or null")
+    output: int | None = Field(None, description="which of its returned gradients first holds it, or null")
+    elements: list[int] = Field(default_factory=list, description=(
+        "flat indices of the first non-finite elements (at most 8), when the values were recorded"))
+    count: int | None = Field(None, description="how many elements are non-finite, when the values were recorded")
+    cause: str | None = Field(None, description="the arithmetic that made it, when it can be told (`0 × inf/nan`)")
+    passed_on: list[str] = Field(default_factory=list, description="ids of the nodes after it that only carried it on")
+    sentence: str = Field(description="one sentence saying all of this")
+    trap: str | None = Field(None, description=(
+        "the pattern behind it, when known (`torch.where` and `masked_fill`: the unselected branch), or null"))
+    fix: str | None = _optional("the fix for that pattern, as code")
 
 
 class GradOffBlock(_Model):
     """Lines of the snippet that run with gradients off: no graph is recorded there."""
 
-    kind: Literal["no_grad", "inference_mode", "set_grad_enabled"]
-    line: int
-    """The ``with`` statement (or the decorator) that turns gradients off."""
-    start: int
-    end: int
-    """The first and last line of its body."""
+    kind: Literal["no_grad", "inference_mode", "set_grad_enabled"] = Field(description=(
+        "`no_grad`, `inference_mode` or `set_grad_enabled`"))
+    line: int = Field(description="the `with` statement or decorator that turns gradients off")
+    start: int = Field(description="the first line of its body")
+    end: int = Field(description="the last line of its body")
 
 
 class Starved(_Model):
     """A leaf or parameter that ends the run with no gradient, and what starved it
     (``analysis/starved.py``)."""
 
-    name: str
-    node: str | None = None
-    """Its tensor node, when the graph has one (a frozen parameter has none)."""
-    reason: Literal["unused", "cut", "frozen"]
-    line: int | None = None
-    """The cut's line, or where the leaf was defined."""
-    detail: str
+    name: str = Field(description="the leaf's or parameter's name (`model.0.weight`)")
+    node: str | None = Field(None, description="its tensor node, or null (a frozen parameter has none)")
+    reason: Literal["unused", "cut", "frozen"] = Field(description=(
+        "`unused` (no backward reached it), `cut` (a `detach`, `.data` or `no_grad` cut it off) or `frozen` (it does "
+        "not require grad)"))
+    line: int | None = Field(None, description="the cut's line, or where the leaf was defined")
+    detail: str = Field(description="one sentence saying it")
 
 
 class Analysis(_Model):
     """Everything the analysis says about one run."""
 
-    badge: str | None = None
-    """A short addition to the run's status ("x.grad has NaN"), when there is something to say."""
-    nonfinite: list[NonFinite] = Field(default_factory=list)
-    """The first non-finite value forward, then backward (each when there is one)."""
-    hints: list[Hint] = Field(default_factory=list)
-    grad_off: list[GradOffBlock] | None = _optional()
-    """Blocks of the code under ``torch.no_grad()`` / ``inference_mode()`` /
-    ``set_grad_enabled(False)``, in source order (the code pane marks them); absent when none."""
-    starved: list[Starved] | None = _optional()
-    """Every leaf and parameter that ends with no gradient, with what starved it (unused, cut,
-    frozen); absent when none does or no backward ran."""
+    badge: str | None = Field(None, description="a short addition to the status (\"x.grad has NaN\"), or null")
+    nonfinite: list[NonFinite] = Field(default_factory=list, description=(
+        "the first NaN (else infinity) in forward, then in backward, each when there is one (`NonFinite`)"))
+    hints: list[Hint] = Field(default_factory=list, description="likely mistakes, in catalogue order (`Hint`)")
+    grad_off: list[GradOffBlock] | None = _optional(
+        "the code's blocks under `torch.no_grad()`, `torch.inference_mode()` or `torch.set_grad_enabled(False)` (a "
+        "`with` or a decorator), in source order, where no graph is recorded (`GradOffBlock`); absent when there is "
+        "none")
+    starved: list[Starved] | None = _optional(
+        "every leaf and parameter that ends with no gradient, with what starved it (`Starved`); absent when none "
+        "does or no backward ran")

@@ -11,13 +11,13 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 
-def _optional() -> Any:
-    """An optional addition that is left out of the JSON when absent.
+def _optional(description: str) -> Any:
+    """An optional addition that is left out of the JSON when absent, with its ``description``.
 
     Additions made after v1 are omitted rather than written as null, so documents written
     before them stay fixed points of the schema (stored fixtures and goldens do not change).
     """
-    return Field(default=None, exclude_if=lambda v: v is None)
+    return Field(default=None, exclude_if=lambda v: v is None, description=description)
 
 
 class _Model(BaseModel):

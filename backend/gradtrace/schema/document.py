@@ -2,9 +2,10 @@
 
 capture produces it, the sandbox returns it as JSON, the web process validates it
 (never trusting the job), storage keeps it, share links serve it, and the browser and the
-notebook client read it. docs/CONTRACT.md describes it for users (``tests/test_contract.py``
-keeps the two in step); everything after the first version is
-an addition, never a rename. A change that renames or removes a field needs a new
+notebook client read it. Each field's ``description=`` is its meaning for users: served at
+``/openapi.json`` and made into docs/CONTRACT.md's tables (NOTE [the contract's tables come
+from the models] in schema/contract_doc.py). Everything after the first version is an
+addition, never a rename. A change that renames or removes a field needs a new
 ``SCHEMA_VERSION`` and an upgrade step in :mod:`gradtrace.storage.normalize`.
 
 NOTE [encoding of awkward values]
@@ -53,54 +54,52 @@ def written_defaults(model: type[BaseModel]) -> dict[str, Any]:
 
 
 class TensorStats(_Model):
-    min: Number | None = None
-    max: Number | None = None
-    mean: Number | None = None
-    norm: Number | None = None
+    min: Number | None = Field(None, description="smallest element")
+    max: Number | None = Field(None, description="largest element")
+    mean: Number | None = Field(None, description="mean")
+    norm: Number | None = Field(None, description="2-norm")
 
 
 class TensorValue(_Model):
     """A tensor's value as the browser shows it: full values when small, stats always."""
 
-    shape: list[int]
-    dtype: str
-    values: object | None = None
-    stats: TensorStats | None = None
-    stale: bool | None = _optional()
-    """True when the value was read after the tensor had been changed in place."""
-    layout: str | None = _optional()
-    """A tensor that is not strided: ``sparse_coo``, ``sparse_csr``, ...; ``values`` is then its
-    dense form (when small) and ``stats`` those of its dense form."""
-    nonzero: int | None = _optional()
-    """Sparse tensors: how many of its elements are nonzero; boolean ones: how many are true."""
-    note: str | None = _optional()
-    """Why ``values`` or ``stats`` are missing or what they stand for (a meta tensor has no
-    data; a quantized one shows its dequantized numbers)."""
+    shape: list[int] = Field(description="the tensor's shape")
+    dtype: str = Field(description="its dtype")
+    values: object | None = Field(None, description="the nested list of numbers, when at most 1,000 elements")
+    stats: TensorStats | None = Field(None, description="`TensorStats`")
+    stale: bool | None = _optional("read after the tensor had been changed in place")
+    layout: str | None = _optional(
+        "a tensor that is not strided (`sparse_coo`, `sparse_csr`, …): `values` is its dense form when small, "
+        "`stats` those of its dense form")
+    nonzero: int | None = _optional("sparse tensors: how many elements are nonzero; boolean ones: how many are true")
+    note: str | None = _optional(
+        "why `values` or `stats` are missing, or what they stand for (a meta tensor has no data; a quantized one "
+        "shows dequantized numbers)")
 
 
 class OutputMeta(_Model):
     """Shape, dtype and device of one output of a multi-output function node."""
 
-    shape: list[int] | None = None
-    dtype: str | None = None
-    device: str | None = None
+    shape: list[int] | None = Field(None, description="one output's shape")
+    dtype: str | None = Field(None, description="its dtype")
+    device: str | None = Field(None, description="its device")
 
 
 class SavedTensor(_Model):
     """One tensor a function node saved for its backward (``_saved_*``)."""
 
-    name: str
-    shape: list[int] | None = None
-    dtype: str | None = None
-    bytes: int = 0
-    is_parameter: bool = False
-    is_input: bool = False
-    freed_after_pass: int | None = None
-    """Index of the backward pass after which autograd freed it, or null while still held."""
-    value: TensorValue | None = _optional()
-    """Its value as saved, for tensors of at most ``VALUES_LIMIT`` elements (absent for larger
-    ones and in documents written before this addition); past the document's values budget it
-    carries stats only."""
+    name: str = Field(description="the saved attribute without `_saved_` (`self`, `result`)")
+    shape: list[int] | None = Field(None, description="its shape")
+    dtype: str | None = Field(None, description="its dtype")
+    bytes: int = Field(0, description="its size")
+    is_parameter: bool = Field(False, description="whether it is a module parameter")
+    is_input: bool = Field(False, description="whether it is one of the node's inputs")
+    freed_after_pass: int | None = Field(None, description=(
+        "the backward pass after which autograd freed it, or null while held"))
+    value: TensorValue | None = _optional(
+        "its value as saved (`TensorValue`), for saved tensors of at most 1,000 elements; custom Functions' "
+        "`ctx.saved_tensors` alike. It spends the document's values budget after the events, in node order: past it, "
+        "stats only. Absent for larger ones")
 
 
 SavedArg = bool | int | float | str | list[int]
@@ -112,315 +111,303 @@ ints (dims), or ``"nan"``/``"inf"``/``"-inf"`` for a non-finite float."""
 class ModuleInfo(_Model):
     """One module called during the run."""
 
-    path: str
-    """The module's path as ``Node.module`` writes it (``cell``, ``model.0``, ``layers.3.self_attn``)."""
-    type: str
-    """Its class name (``GRUCell``, ``Linear``)."""
-    calls: int
-    """How many times it was called during the run."""
-    training_no_grad_lines: list[int] | None = _optional()
-    """Dropout and batch-norm modules: the snippet lines that called it in training mode with
-    gradients disabled (an evaluation block under ``no_grad`` that forgot ``model.eval()``),
-    first ten; absent when none did (NOTE [training mode under no_grad] in capture/modules.py)."""
-    frozen: list[str] | None = _optional()
-    """Its own parameters (``weight``, ``bias``) that do not require grad, so autograd records
-    no node for them: a frozen layer; absent when none is (NOTE [frozen parameters] in
-    capture/definitions.py)."""
-    unreached: list[str] | None = _optional()
-    """Its own parameters that require grad but that no recorded node used (never called in
-    ``forward``, read only through ``.data`` or under ``no_grad``), in a run with a backward
-    pass; absent when none is."""
+    path: str = Field(description="the module's path, as `Node.module` writes it (`cell`, `layers.3.self_attn`)")
+    type: str = Field(description="its class name (`GRUCell`)")
+    calls: int = Field(description="how many times it was called")
+    training_no_grad_lines: list[int] | None = _optional(
+        "dropout and batch-norm modules only: the snippet lines (first ten) that called it in training mode with "
+        "gradients disabled, an evaluation that forgot `model.eval()` (the `train-mode-in-eval` hint)")
+    # NOTE [training mode under no_grad] in capture/modules.py
+    frozen: list[str] | None = _optional(
+        "its own parameters that do not require grad (`weight`, `bias`), which autograd records no node for: a "
+        "frozen layer; absent when none is")
+    # NOTE [frozen parameters] in capture/definitions.py
+    unreached: list[str] | None = _optional(
+        "its own parameters that require grad but that no recorded node used (never called in `forward`, read only "
+        "through `.data` or under `no_grad`), in a run with a backward pass; absent when none is")
 
 
 class ModuleCall(_Model):
     """A module on the call stack when a node was made."""
 
-    path: str
-    call: int
-    """0-based index of that call of that module in the run."""
+    path: str = Field(description="a module on the call stack")
+    call: int = Field(description="which call of that module this was, from 0")
 
 
 class GradReset(_Model):
     """A leaf's ``.grad`` cleared between two accumulations (``zero_grad()``, ``x.grad = None``)."""
 
-    at: int
-    """``len(grad_history)`` when the reset happened: the next accumulation starts afresh."""
-    kind: Literal["none", "zero"]
-    """``.grad`` set to None (``zero_grad()``'s default, ``x.grad = None``) or zeroed in place."""
-    line: int | None = None
-    """The snippet line that cleared it, when known."""
+    at: int = Field(description=(
+        "the length of `grad_history` when `.grad` was cleared: the next accumulation starts afresh"))
+    kind: Literal["none", "zero"] = Field(description=(
+        "`none` (set to None, as `zero_grad()` does by default) or `zero` (zeroed in place)"))
+    line: int | None = Field(None, description="the line that cleared it, when known")
 
 
 class GradEdit(_Model):
     """A leaf's ``.grad`` changed other than by accumulation (GradScaler's unscale, clipping,
     ``.grad.mul_()``, a post-accumulate hook): NOTE [gradient edits] in capture/gradedits.py."""
 
-    at: int
-    """``len(grad_history)`` when it happened: the edit applies on top of that accumulation."""
-    line: int | None = None
-    """The snippet line that read or changed the ``.grad`` before the change was found (the
-    backward call's line for an edit made inside a backward), when known."""
-    value: TensorValue | None = None
-    """The ``.grad`` right after the edit."""
-    in_backward: bool = False
-    """Made inside a backward call (a hook), after the leaf's accumulation in it."""
+    at: int = Field(description=(
+        "`len(grad_history)` when it happened: the edit applies on top of the `at`-th accumulation (a later "
+        "accumulation adds to the edited value unless a `GradReset` at the same `at` cleared it)"))
+    line: int | None = Field(None, description=(
+        "the snippet line that read or changed that `.grad` before the change was found (`scaler.step(opt)`, the "
+        "clipping line), or the backward call's line for an edit made inside a backward; null when not known"))
+    value: TensorValue | None = Field(None, description="the `.grad` right after the edit (`TensorValue`)")
+    in_backward: bool = Field(False, description=(
+        "made inside a backward call (a hook), after the leaf's accumulation in it"))
 
 
 class Cut(_Model):
     """Why a tensor has no history although it came from one (``detach()``, ``no_grad``)."""
 
-    kind: Literal["detach", "no_grad", "inference_mode", "data"]
-    line: int | None = None
-    source: str | None = None
-    """Id of the node the tensor was computed from, when known."""
+    kind: Literal["detach", "no_grad", "inference_mode", "data"] = Field(description=(
+        "`detach`, `no_grad`, `inference_mode` or `data`"))
+    line: int | None = Field(None, description="the line that cut it")
+    source: str | None = Field(None, description="the node it was computed from, when known")
 
 
 class Node(_Model):
-    id: str
-    kind: Literal["function", "tensor"]
-    name: str | None = None
-    line: int | None = None
-    module: str | None = None
-    shape: list[int] | None = None
-    dtype: str | None = None
-    device: str | None = None
-    grad: TensorValue | None = None
+    id: str = Field(description="unique in the document, deterministic for the same snippet and seed")
+    kind: Literal["function", "tensor"] = Field(description="`function` or `tensor`")
+    name: str | None = Field(None, description=(
+        "function nodes: the autograd class without namespace (`MulBackward0`); tensor nodes: how the snippet "
+        "reaches the tensor (`x`, `model.0.weight`, `ws[3]`, `d['a']`), or null; a variable that is a `for` loop's "
+        "target names a tensor only when nothing else does (after `for k, p in model.named_parameters()` the last "
+        "parameter is still `model.2.bias`, not `p`)"))
+    line: int | None = Field(None, description=(
+        "the snippet line whose execution made the node; inside library or module code, the snippet line that called "
+        "into it"))
+    module: str | None = Field(None, description="the path of the `nn.Module` whose call made it (`model.0`), or null")
+    shape: list[int] | None = Field(None, description="of the tensor, or of a function node's output")
+    dtype: str | None = Field(None, description="likewise")
+    device: str | None = Field(None, description="likewise")
+    grad: TensorValue | None = Field(None, description=(
+        "tensor nodes: `.grad` at the end of the run (`TensorValue`), or null"))
     # --- additions after the first version ---
-    seq: int | None = None
-    """Creation order of function nodes (0, 1, ...), from autograd's sequence numbers."""
-    role: str | None = None
-    """Tensor nodes: ``leaf``, ``root`` (a backward started here), ``retained`` or ``cut``."""
-    created_in_pass: int | None = None
-    """Function nodes created during a backward pass with ``create_graph=True``."""
-    saved: list[SavedTensor] = Field(default_factory=list)
-    saved_bytes: int = 0
-    value: TensorValue | None = None
-    """Tensor nodes: the tensor's value when it was recorded."""
-    grad_history: list[TensorValue] = Field(default_factory=list)
-    """Tensor nodes: ``.grad`` after each accumulation, in order, across passes."""
-    cut: Cut | None = None
-    outputs: list[OutputMeta] | None = _optional()
-    """Function nodes with several outputs (``max``, ``unbind``): each output's metadata."""
-    saved_unread: bool | None = _optional()
-    """True when the saved tensors were not read, because reading them would change the run
-    (checkpointed nodes recompute on access, and ``saved_once`` nodes allow one read)."""
-    saved_once: bool | None = _optional()
-    """True for a custom Function whose class sets ``clear_saved_tensors_on_access``: its saved
-    tensors may be read once, by its ``backward``, so they were not read (``saved_unread``)."""
-    roles: list[str] | None = _optional()
-    """Tensor nodes that play several roles (a leaf that is also a backward root)."""
-    module_stack: list[ModuleCall] | None = _optional()
-    """The called modules on the stack when the node was made, outermost first; the last
-    entry's path is ``module``."""
-    grad_resets: list[GradReset] | None = _optional()
-    """Tensor (leaf) nodes: where ``.grad`` was cleared between accumulations."""
-    grad_edits: list[GradEdit] | None = _optional()
-    """Tensor (leaf) nodes: where ``.grad`` was changed in place other than by accumulation,
-    in order; the last one's ``value`` is what the next accumulation adds to (absent: none)."""
-    saved_args: dict[str, SavedArg] | None = _optional()
-    """Function nodes: the op's small non-tensor arguments saved for backward, by name without
-    ``_saved_`` (``{"exponent": 2}``, ``{"dim": -1, "index": 0}``); absent when none."""
-    def_line: int | None = _optional()
-    """Tensor (leaf) nodes: the snippet line that made the tensor a leaf requiring grad (a
-    factory call with ``requires_grad=True``, ``requires_grad_()``, the construction of a
-    parameter's module), where ``line`` is its first use; absent when not seen
-    (NOTE [where leaves are defined] in capture/definitions.py)."""
-    tied: list[str] | None = _optional()
-    """Tensor (parameter) nodes: every module path that reaches this very parameter, when
-    there are several (weight tying, ``lm_head.weight = emb.weight``), ``name`` first."""
-    var: str | None = _optional()
-    """Function nodes: the snippet variable first bound to the node's output (``h`` for
-    ``h = torch.tanh(x @ W)``), when there was one (NOTE [variables of intermediates] in
-    capture/definitions.py)."""
+    seq: int | None = Field(None, description="function nodes: creation order, from autograd's sequence numbers")
+    role: str | None = Field(None, description="tensor nodes: `leaf`, `root`, `retained` or `cut`")
+    created_in_pass: int | None = Field(None, description=(
+        "function nodes made during backward pass N with `create_graph=True`"))
+    saved: list[SavedTensor] = Field(default_factory=list, description=(
+        "the tensors the node saved for backward (`SavedTensor`)"))
+    saved_bytes: int = Field(0, description="their total size")
+    value: TensorValue | None = Field(None, description="tensor nodes: the value when it was recorded")
+    grad_history: list[TensorValue] = Field(default_factory=list, description=(
+        "tensor nodes: `.grad` after each accumulation, in order, across passes"))
+    cut: Cut | None = Field(None, description="why a tensor has no history although it came from one (`Cut`)")
+    outputs: list[OutputMeta] | None = _optional("per-output metadata of a node with several outputs (`OutputMeta`)")
+    saved_unread: bool | None = _optional(
+        "the saved tensors were not read, since reading them would change the run (checkpointing, or `saved_once`)")
+    saved_once: bool | None = _optional(
+        "a custom Function whose class sets `clear_saved_tensors_on_access`: its saved tensors may be read once, by "
+        "its `backward`, so the recorder left them unread")
+    roles: list[str] | None = _optional("every role of a tensor that plays several")
+    module_stack: list[ModuleCall] | None = _optional(
+        "the called modules on the stack when the node was made, outermost first (`ModuleCall`); the last one is "
+        "`module`")
+    grad_resets: list[GradReset] | None = _optional(
+        "leaves: where `.grad` was cleared between accumulations (`GradReset`)")
+    grad_edits: list[GradEdit] | None = _optional(
+        "leaves: where `.grad` was changed in place other than by autograd's accumulation, in order (`GradEdit`): "
+        "GradScaler's unscale, `clip_grad_norm_`, `.grad.mul_()`, `_foreach_*` and fused kernels, an optimizer's "
+        "internals, a post-accumulate hook in a backward; found by comparing `.grad` with what was last seen "
+        "(identity, version, then values), never from a list of ops. The final `grad` is always torch's at the end")
+    saved_args: dict[str, SavedArg] | None = _optional(
+        "function nodes: the op's small non-tensor arguments saved for backward, by name without `_saved_` "
+        '(`{"exponent": 2}`, `{"dim": -1, "index": 0}`): bools, int64s, floats (`"nan"`, `"inf"`, `"-inf"` when '
+        'not finite), short names (`"tanh"`), lists of at most 8 ints; None and sizes/strides (`*_sym_*`) left out')
+    def_line: int | None = _optional(
+        "leaves: the snippet line that made the tensor a leaf requiring grad (`torch.randn(3, requires_grad=True)`, "
+        "`requires_grad_()`, `t.requires_grad = True`, or a parameter's module construction `model = nn.Linear(3, "
+        "4)`), where `line` is its first use; absent when not seen")
+    # NOTE [where leaves are defined] in capture/definitions.py
+    tied: list[str] | None = _optional(
+        "parameters reached under several module paths (weight tying, `lm_head.weight = emb.weight`): every path, "
+        "`name` first; the parameter is one node")
+    var: str | None = _optional(
+        "function nodes: the snippet variable first bound to the node's output (`h` for `h = torch.tanh(x @ W)`), "
+        "when there was one")
+    # NOTE [variables of intermediates] in capture/definitions.py
 
 
 class HookChange(_Model):
     """A tensor hook that replaced a gradient: the value before and after it."""
 
-    before: TensorValue | None = None
-    after: TensorValue | None = None
+    before: TensorValue | None = Field(None, description="the gradient the hook received")
+    after: TensorValue | None = Field(None, description="the gradient it returned")
 
 
 class Edge(_Model):
     """Forward data flow, from producer to consumer (docs/CONTRACT.md)."""
 
-    source: str
-    target: str
-    input_nr: int | None = None
-    """Index of this input in the target's ``next_functions``."""
-    cut: bool | None = _optional()
-    """True for the dashed edge from where a cut tensor came from to the cut tensor."""
+    source: str = Field(description="the producer's id")
+    target: str = Field(description="the consumer's id")
+    input_nr: int | None = Field(None, description="which entry of the target's `next_functions` this is")
+    cut: bool | None = _optional("true for the dashed edge from where a cut tensor came from to the cut tensor")
 
 
 class Event(_Model):
-    phase: Literal["forward", "backward"]
-    node: str
-    pass_: int | None = Field(default=None, alias="pass")
-    line: int | None = None
-    grad_outputs: list[TensorValue | None] | None = None
-    grad_inputs: list[TensorValue | None] | None = None
+    phase: Literal["forward", "backward"] = Field(description="`forward` or `backward`")
+    node: str = Field(description="the node concerned")
+    pass_: int | None = Field(default=None, alias="pass", description="backward events: the index of the backward pass")
+    line: int | None = Field(None, description="the snippet line running at that moment")
+    grad_outputs: list[TensorValue | None] | None = Field(None, description=(
+        "backward events: the gradients flowing into the node (`TensorValue` or null each)"))
+    grad_inputs: list[TensorValue | None] | None = Field(None, description=(
+        "backward events: the gradients it passes on"))
     # --- additions ---
-    grad: TensorValue | None = None
-    """AccumulateGrad events: the leaf's ``.grad`` after accumulation."""
-    changed_by_hook: bool = False
-    hook_changes: list[HookChange] | None = _optional()
+    grad: TensorValue | None = Field(None, description="`AccumulateGrad` events: the leaf's `.grad` after accumulation")
+    changed_by_hook: bool = Field(False, description=(
+        "whether a tensor hook replaced a gradient here, or a module's full backward hook "
+        "(`register_full_backward_hook` returning new `grad_input`), on its `BackwardHookFunctionBackward` node"))
+    hook_changes: list[HookChange] | None = _optional("each replaced gradient, before and after (`HookChange`)")
 
 
 class BackwardPass(_Model):
     """One call of ``backward`` / ``autograd.backward`` / ``autograd.grad``."""
 
-    index: int
-    api: Literal["Tensor.backward", "torch.autograd.backward", "torch.autograd.grad", "engine"]
-    """``engine``: a backward the snippet's code did not call itself (a reentrant checkpoint's
-    inner backward, a backward on another thread), seen when the engine ran it."""
-    line: int | None = None
-    roots: list[str] = Field(default_factory=list)
-    retain_graph: bool = False
-    create_graph: bool = False
-    freed_bytes: int = 0
-    completed: bool = True
-    within: int | None = _optional()
-    """A backward run inside another pass (a reentrant checkpoint's inner backward): the
-    index of that pass. Absent for the snippet's own passes."""
+    index: int = Field(description="0, 1, … in call order")
+    api: Literal["Tensor.backward", "torch.autograd.backward", "torch.autograd.grad", "engine"] = Field(description=(
+        "`Tensor.backward`, `torch.autograd.backward`, `torch.autograd.grad`, or `engine` (a backward the snippet "
+        "did not call itself: a reentrant checkpoint's inner backward, one on another thread)"))
+    line: int | None = Field(None, description="the line that called it")
+    roots: list[str] = Field(default_factory=list, description="the tensor nodes it started from")
+    retain_graph: bool = Field(False, description="as passed")
+    create_graph: bool = Field(False, description="as passed")
+    freed_bytes: int = Field(0, description="saved tensors autograd freed at its end")
+    completed: bool = Field(True, description="false when it raised, or when a limit stopped recording inside it")
+    within: int | None = _optional(
+        "a backward run inside another pass (a reentrant checkpoint's inner backward, which recomputes the "
+        "checkpointed function and gives its parameters their gradients): the index of that pass; absent for the "
+        "snippet's own passes")
 
 
 class FoldedCall(_Model):
     """One of torch's own checks (``gradcheck``, ``gradgradcheck``) called on a line, folded:
     its nodes and backward passes are torch's, not the snippet's, and are not in the graph."""
 
-    api: str
-    """``torch.autograd.gradcheck`` or ``torch.autograd.gradgradcheck``."""
-    line: int | None = None
-    calls: int = 1
-    """How many times it ran on that line with this verdict."""
-    verdict: Literal["passed", "failed", "raised"]
-    """``passed``: it returned True; ``failed``: it returned False or raised torch's
-    ``GradcheckError``; ``raised``: it raised another exception."""
-    message: str | None = None
-    """torch's message for a failure (its first line), or the exception raised."""
-    nodes: int = 0
-    """Autograd nodes the check made (and that are not shown)."""
+    api: str = Field(description="`torch.autograd.gradcheck` or `torch.autograd.gradgradcheck`")
+    line: int | None = Field(None, description="the snippet line that called it")
+    calls: int = Field(1, description="how many times it ran on that line with this verdict")
+    verdict: Literal["passed", "failed", "raised"] = Field(description=(
+        "`passed` (it returned True), `failed` (it returned False, or raised torch's `GradcheckError`), `raised` "
+        "(another exception)"))
+    message: str | None = Field(None, description=(
+        "torch's message for a failure (its first line), or the exception raised; null when it passed"))
+    nodes: int = Field(0, description="how many autograd nodes the check made (not shown)")
 
 
 class RunError(_Model):
-    type: str
-    message: str
-    line: int | None = None
-    node: str | None = None
-    """The node concerned, for autograd errors (in-place hazard, freed graph)."""
-    detail: str | None = None
-    inplace_line: int | None = _optional()
-    """In-place hazards: the snippet line of the in-place op that invalidated a saved tensor."""
-    inplace_op: str | None = _optional()
-    """In-place hazards: the op that changed the saved tensor (``add_``)."""
-    inplace_node: str | None = _optional()
-    """In-place hazards: the node that in-place op created, when it created one."""
-    saved_version: int | None = _optional()
-    """In-place hazards: the tensor's version when it was saved (torch: "expected version 0")."""
-    current_version: int | None = _optional()
-    """In-place hazards: its version when backward read it (torch: "is at version 1")."""
-    saved_name: str | None = _optional()
-    """In-place hazards: the saved tensor's name (``result``)."""
-    module: str | None = _optional()
-    """An exception raised inside a module: the innermost module path that raised."""
-    module_type: str | None = _optional()
-    """Its class name (``Linear``)."""
-    op: str | None = _optional()
-    """The torch op or function that raised, when known (``linear``)."""
-    shapes: list[list[int]] | None = _optional()
-    """Shapes of the tensor arguments the raising module got."""
+    type: str = Field(description="the exception's class name")
+    message: str = Field(description="its message")
+    line: int | None = Field(None, description="the snippet line where it was raised, or null when not in the snippet")
+    node: str | None = Field(None, description="for autograd errors (in-place change, freed graph): the node concerned")
+    detail: str | None = Field(None, description="a sentence that explains an autograd error in the snippet's terms")
+    inplace_line: int | None = _optional("the line of the in-place change that invalidated a saved tensor")
+    inplace_op: str | None = _optional("in-place hazards: the op that changed the saved tensor (`add_`)")
+    inplace_node: str | None = _optional("in-place hazards: the node that op created, when it created one")
+    saved_version: int | None = _optional("in-place hazards: the tensor's version when it was saved")
+    current_version: int | None = _optional("in-place hazards: its version when backward read it")
+    saved_name: str | None = _optional("in-place hazards: the saved tensor's name (`result`)")
+    module: str | None = _optional("an exception raised inside a module: the innermost module that raised (`model.2`)")
+    module_type: str | None = _optional("that module's class (`Linear`)")
+    op: str | None = _optional("the torch op or function that raised, when known (`linear`)")
+    shapes: list[list[int]] | None = _optional("the shapes of the tensor arguments the raising module got")
 
 
 class Graph(_Model):
-    nodes: list[Node] = Field(default_factory=list)
-    edges: list[Edge] = Field(default_factory=list)
+    nodes: list[Node] = Field(default_factory=list, description="every `Node`")
+    edges: list[Edge] = Field(default_factory=list, description="every `Edge`")
 
 
 class MemorySummary(_Model):
-    saved_bytes_total: int = 0
-    freed_bytes_total: int = 0
+    saved_bytes_total: int = Field(0, description="every tensor saved for backward, in bytes")
+    freed_bytes_total: int = Field(0, description="what backward passes freed")
 
 
 class RecorderErrors(_Model):
     """How often the recorder itself failed during a run, and the first few messages."""
 
-    count: int = 0
-    first: list[str] = Field(default_factory=list)
+    count: int = Field(0, description="how often the recorder failed during the run")
+    first: list[str] = Field(default_factory=list, description="the first few messages")
 
 
 class ForwardTangent(_Model):
     """One torch call that carried a forward-mode tangent (NOTE [forward-mode AD] in
     gradtrace/capture/tangents.py)."""
 
-    index: int
-    op: str
-    """The torch call (``make_dual``, ``mul``, ``sin``)."""
-    line: int | None = None
-    level: int = 0
-    """The dual level it ran at (``forward_ad.dual_level()``; nested levels count up)."""
-    inputs: list[int] = Field(default_factory=list)
-    """The earlier steps whose results it took."""
-    primal: TensorValue | None = None
-    tangent: TensorValue | None = None
-    """The tangent of its result: the directional derivative carried forward."""
-    name: str | None = None
-    """The snippet's variable that holds its result at the end (``dual_output``)."""
-    node: str | None = None
-    """The backward-graph node the same call made (when its inputs also required grad)."""
+    index: int = Field(description="0, 1, … in call order")
+    op: str = Field(description="the torch call (`make_dual`, `sin`, `mul`)")
+    line: int | None = Field(None, description="the snippet line that ran it")
+    level: int = Field(0, description="the dual level it ran at (nested `dual_level()` blocks count up from 0)")
+    inputs: list[int] = Field(default_factory=list, description="the earlier steps whose results it took as arguments")
+    primal: TensorValue | None = Field(None, description="its result's primal value (`TensorValue`)")
+    tangent: TensorValue | None = Field(None, description=(
+        "its result's tangent (`TensorValue`): what `forward_ad.unpack_dual(result).tangent` gives"))
+    name: str | None = Field(None, description="the snippet's variable that holds its result at the end, or null")
+    node: str | None = Field(None, description=(
+        "the backward-graph node the same call made, when one of its inputs also required grad; else null"))
 
 
 class UnrecordedThread(_Model):
     """A thread started during the run whose autograd work the document lacks: NOTE [other
     threads' graphs] in capture/threads.py."""
 
-    name: str
-    """The thread's name (``threading.Thread(name=...)``, else torch's ``Thread-1 (work)``)."""
-    nodes: int = 0
-    """Autograd nodes its torch calls made."""
-    backward_calls: int = 0
-    """Backward calls it made (``backward``, ``autograd.grad``)."""
-    unrecorded_backward_calls: int = 0
-    """Of those, the ones whose graph was not recorded when they ran (no pass in ``passes``)."""
+    name: str = Field(description="the thread's name")
+    nodes: int = Field(0, description="autograd nodes its torch calls made")
+    backward_calls: int = Field(0, description="backward calls it made")
+    unrecorded_backward_calls: int = Field(0, description=(
+        "of those, the ones on graphs that were not recorded when they ran"))
 
 
 class RunDocument(_Model):
     """The answer of ``POST /api/runs`` and the content of a share link (docs/CONTRACT.md)."""
 
-    schema_version: int = Field(SCHEMA_VERSION, ge=1, le=2**31 - 1)
-    """The schema this document follows; stored in an INTEGER column, hence the bound."""
-    id: str
-    status: Status
-    error: RunError | None = None
-    stdout: str = ""
-    device: str = "cpu"
-    graph: Graph = Field(default_factory=Graph)
-    events: list[Event] = Field(default_factory=list)
+    # stored in an INTEGER column, hence the bound
+    schema_version: int = Field(SCHEMA_VERSION, ge=1, le=2**31 - 1,
+                                description=f"the schema this document follows ({SCHEMA_VERSION})")
+    id: str = Field(description="stable id of the document: the same snippet, seed and machine give the same id")
+    status: Status = Field(description=(
+        "`ok`, `error`, `timeout` (wall clock or CPU time), `memory_limit`, `output_limit`, `graph_limit` or "
+        "`crashed` (ended without a result)"))
+    error: RunError | None = Field(None, description="the snippet's exception (`RunError`), or null")
+    stdout: str = Field("", description="what the snippet printed (capped)")
+    device: str = Field("cpu", description="the device it ran on")
+    graph: Graph = Field(default_factory=Graph, description="`{nodes, edges}`, as far as the run got")
+    events: list[Event] = Field(default_factory=list, description=(
+        "the timeline the page replays (`Event`), in time order"))
     # --- additions ---
-    message: str | None = None
-    """A sentence for the user when the run hit a limit ("ran longer than 5 s")."""
-    stdout_truncated: bool = False
-    code: str | None = None
-    seed: int | None = None
-    passes: list[BackwardPass] = Field(default_factory=list)
-    memory: MemorySummary = Field(default_factory=MemorySummary)
-    torch_version: str | None = None
-    recorder_errors: RecorderErrors | None = _optional()
-    """Problems of the recorder itself (never the snippet's): what could not be recorded."""
-    modules: list[ModuleInfo] | None = _optional()
-    """Every named module called during the run, in order of first call."""
-    tangents: list[ForwardTangent] | None = _optional()
-    """Forward-mode AD: the torch calls that carried a tangent, in order."""
-    tangents_more: int | None = _optional()
-    """Steps past the first 2,000 that carried a tangent and are not listed."""
-    folded: list[FoldedCall] | None = _optional()
-    """torch's own checks the snippet called, one entry per line and verdict (NOTE [torch's own
-    checks are folded] in gradtrace/capture/folded.py)."""
+    message: str | None = Field(None, description="a sentence for the user when the run hit a limit")
+    stdout_truncated: bool = Field(False, description="whether `stdout` was cut")
+    code: str | None = Field(None, description="the snippet")
+    seed: int | None = Field(None, description="the seed it ran with")
+    passes: list[BackwardPass] = Field(default_factory=list, description=(
+        "one `BackwardPass` per call of `backward`, `autograd.backward` or `autograd.grad`"))
+    memory: MemorySummary = Field(default_factory=MemorySummary, description="`MemorySummary`")
+    torch_version: str | None = Field(None, description="the torch that ran it")
+    recorder_errors: RecorderErrors | None = _optional("what the recorder itself could not record (`RecorderErrors`)")
+    modules: list[ModuleInfo] | None = _optional(
+        "every named module called during the run, in order of first call (`ModuleInfo`)")
+    tangents: list[ForwardTangent] | None = _optional(
+        "forward-mode AD (`torch.autograd.forward_ad`): every torch call whose result carried a tangent, in order, "
+        "one `ForwardTangent` each (the first 2,000)")
+    tangents_more: int | None = _optional("how many more calls carried a tangent past those listed")
+    folded: list[FoldedCall] | None = _optional(
+        "torch's own gradient checks the snippet called (`gradcheck`, `gradgradcheck`), one `FoldedCall` per calling "
+        "line and verdict; their nodes and passes are torch's and are not in `graph`, `events` or `passes`")
+    # NOTE [torch's own checks are folded] in capture/folded.py
 
 
-    threads_unrecorded: list[UnrecordedThread] | None = _optional()
-    """Threads started during the run whose graphs or backward passes were not recorded (the
-    recorder follows the block's thread), by name; absent when there were none."""
-    analysis: Analysis | None = _optional()
-    """What :mod:`gradtrace.analysis` found: hints and the first non-finite values."""
-    goals: GoalReport | None = _optional()
-    """An exercise's goals checked on this run (``schema/goals.py``), when the run was asked to."""
+    threads_unrecorded: list[UnrecordedThread] | None = _optional(
+        "threads started during the run whose graphs or backward calls were not recorded, because the recorder "
+        "follows the thread that runs the snippet (`UnrecordedThread`); absent when there were none. The "
+        "`threads-unrecorded` hint says so")
+    analysis: Analysis | None = _optional(
+        "what gradtrace found in the run, computed from this document alone: hints and the first NaN or infinity "
+        "(`Analysis`); absent when there is nothing to say")
+    goals: GoalReport | None = _optional(
+        "an exercise's goals checked on this run (`GoalReport`), when the request carried `goals` or `exercise`; the "
+        "stored run itself has none (its `id` is the run's)")
+    # the goal models: schema/goals.py

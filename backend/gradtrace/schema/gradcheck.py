@@ -64,155 +64,149 @@ class _Model(BaseModel):
 class TargetSpec(_Model):
     """What to check: a leaf by name, every parameter, or the inputs of a custom Function."""
 
-    kind: Literal["leaf", "parameters", "function"]
-    name: str | None = Field(default=None, max_length=200)
-    """``leaf``: the leaf's name as the run shows it (``x``, ``model.0.weight``);
-    ``function``: the Function's class name (``Cube``) or its node's name (``CubeBackward``)."""
-    occurrence: int = Field(default=0, ge=0, le=100_000)
-    """``function``: which call of that Function, counted from 0 in the order they ran, within
-    the checked backward pass's forward (the calls since the previous backward call)."""
-    pass_index: int | None = Field(default=None, ge=0, le=1_000_000)
-    """Which backward call to check, counted from 0 in call order (the run document's
-    ``passes[].index``); None: the first (``0``), or for a node of a stored run the pass that
-    follows the node."""
+    kind: Literal["leaf", "parameters", "function"] = Field(description=(
+        "`leaf`: one leaf by name; `parameters`: every parameter; `function`: the inputs of a custom Function's "
+        "call."))
+    name: str | None = Field(default=None, max_length=200, description=(
+        "`leaf`: the leaf's name as the run shows it (`x`, `model.0.weight`); `function`: the Function's class name "
+        "(`Cube`) or its node's name (`CubeBackward`)."))
+    occurrence: int = Field(default=0, ge=0, le=100_000, description=(
+        "`function`: which call of that Function, counted from 0 in the order they ran, within the checked backward "
+        "pass's forward (the calls since the previous backward call)."))
+    pass_index: int | None = Field(default=None, ge=0, le=1_000_000, description=(
+        "Which backward call to check, counted from 0 in call order (the run document's `passes[].index`); None: the "
+        "first (`0`), or for a node of a stored run the pass that follows the node."))
 
 
 class GradcheckRequest(_Model):
     """``POST /api/runs/{id}/gradcheck``: a node of the run, or a target spelled out."""
 
-    node: str | None = Field(default=None, max_length=64)
-    """A node id of the run: a leaf (or its AccumulateGrad) or a custom Function's node."""
-    target: TargetSpec | None = None
-    max_elements: int = Field(default=DEFAULT_MAX_ELEMENTS, ge=1, le=MAX_ELEMENTS)
-    seed: int | None = Field(default=None, ge=0, le=2**63 - 1)
-    """Which elements to sample (default 0). The snippet itself re-runs under the run's seed."""
-    pass_index: int | None = Field(default=None, ge=0, le=1_000_000)
-    """With ``node``: which backward pass to check (``passes[].index``); by default the pass
-    after the node's creation (a Function) or the first pass that reached it (a leaf)."""
-    mode: Mode = "backward"
-    """``forward``: check a custom Function's ``jvp`` (the node must be one, or the target kind
-    ``function``); its call is counted from the snippet's start, not within a pass."""
+    node: str | None = Field(default=None, max_length=64, description=(
+        "A node id of the run: a leaf (or its AccumulateGrad) or a custom Function's node."))
+    target: TargetSpec | None = Field(None, description=(
+        "What to check, spelled out, when `node` is not given (`TargetSpec`)."))
+    max_elements: int = Field(default=DEFAULT_MAX_ELEMENTS, ge=1, le=MAX_ELEMENTS, description=(
+        "How many elements to perturb at most, sampled when the tensors hold more."))
+    seed: int | None = Field(default=None, ge=0, le=2**63 - 1, description=(
+        "Which elements to sample (default 0). The snippet itself re-runs under the run's seed."))
+    pass_index: int | None = Field(default=None, ge=0, le=1_000_000, description=(
+        "With `node`: which backward pass to check (`passes[].index`); by default the pass after the node's creation "
+        "(a Function) or the first pass that reached it (a leaf)."))
+    mode: Mode = Field("backward", description=(
+        "`forward`: check a custom Function's `jvp` (the node must be one, or the target kind `function`); its call "
+        "is counted from the snippet's start, not within a pass."))
 
 
 class CodeGradcheckRequest(_Model):
     """``POST /api/gradcheck``: check a snippet without a stored run."""
 
-    code: str
-    target: TargetSpec
-    seed: int = Field(default=0, ge=0, le=2**63 - 1)
-    max_elements: int = Field(default=DEFAULT_MAX_ELEMENTS, ge=1, le=MAX_ELEMENTS)
-    mode: Mode = "backward"
-    """``forward``: check the target Function's ``jvp`` (target kind ``function``)."""
+    code: str = Field(description="The snippet to run and check; `torch`, `nn` and `F` are predefined.")
+    target: TargetSpec = Field(description="What to check (`TargetSpec`).")
+    seed: int = Field(default=0, ge=0, le=2**63 - 1, description=(
+        "The seed the snippet runs with, which also chooses the sampled elements."))
+    max_elements: int = Field(default=DEFAULT_MAX_ELEMENTS, ge=1, le=MAX_ELEMENTS, description=(
+        "How many elements to perturb at most, sampled when the tensors hold more."))
+    mode: Mode = Field("backward", description="`forward`: check the target Function's `jvp` (target kind `function`).")
 
 
 class CheckedTensor(_Model):
     """One tensor whose elements were perturbed."""
 
-    name: str
-    shape: list[int]
-    dtype: str
-    """The dtype it was checked in (``float64`` after an upcast)."""
-    numel: int
-    checked: int
+    name: str = Field(description="The tensor's name as the run shows it (`x`, `model.0.weight`).")
+    shape: list[int] = Field(description="Its shape.")
+    dtype: str = Field(description="The dtype it was checked in (`float64` after an upcast).")
+    numel: int = Field(description="How many elements it has.")
+    checked: int = Field(description="How many of them were perturbed.")
 
 
 class ElementCheck(_Model):
     """One perturbed element: autograd's value next to the finite differences."""
 
-    tensor: int
-    """Index into :attr:`GradcheckResult.tensors`."""
-    index: list[int]
-    analytic: Number
-    numeric: Number
-    """The central difference ``(f(x+h) - f(x-h)) / 2h``."""
-    left: Number
-    """``(f(x) - f(x-h)) / h``."""
-    right: Number
-    """``(f(x+h) - f(x)) / h``."""
-    abs_error: Number
-    rel_error: Number
-    """``abs_error / max(|numeric|, atol)``."""
-    ok: bool
-    kink: bool
-    """Left and right differences disagree: the function has no derivative here."""
-    output: int | None = None
-    """For a function with several outputs: the output element where the error is largest."""
-    nonfinite: bool = False
-    """The analytic gradient is NaN or infinite here: reported, never judged as a wrong formula."""
+    tensor: int = Field(description="Index into `GradcheckResult.tensors`.")
+    index: list[int] = Field(description="The element's index in its tensor.")
+    analytic: Number = Field(description=(
+        "What autograd computed for this element (backward) or the jvp gave (forward)."))
+    numeric: Number = Field(description="The central difference `(f(x+h) - f(x-h)) / 2h`.")
+    left: Number = Field(description="`(f(x) - f(x-h)) / h`.")
+    right: Number = Field(description="`(f(x+h) - f(x)) / h`.")
+    abs_error: Number = Field(description="`|analytic - numeric|`.")
+    rel_error: Number = Field(description="`abs_error / max(|numeric|, atol)`.")
+    ok: bool = Field(description="Whether the element is within the tolerances.")
+    kink: bool = Field(description="Left and right differences disagree: the function has no derivative here.")
+    output: int | None = Field(None, description=(
+        "For a function with several outputs: the output element where the error is largest."))
+    nonfinite: bool = Field(False, description=(
+        "The analytic gradient is NaN or infinite here: reported, never judged as a wrong formula."))
 
 
 class Reason(_Model):
-    code: ReasonCode
-    message: str
-    node: str | None = None
-    """A node's name (``ReluBackward0``) when the reason belongs to one."""
-    node_id: str | None = None
-    """That node's id in the run document, when the check was made on a stored run."""
-    occurrence: int | None = None
+    code: ReasonCode = Field(description="A stable identifier of the reason (`upcast`, `kink`, `no_jvp`, ...).")
+    message: str = Field(description="One sentence saying it.")
+    node: str | None = Field(None, description="A node's name (`ReluBackward0`) when the reason belongs to one.")
+    node_id: str | None = Field(None, description=(
+        "That node's id in the run document, when the check was made on a stored run."))
+    occurrence: int | None = Field(None, description=(
+        "Which node of that name, counted from 0 in creation order, when it belongs to one."))
 
 
 class Suspect(_Model):
     """The node whose backward disagrees with the finite differences of its own forward."""
 
-    name: str
-    occurrence: int = 0
-    """Which node of that name, counted from 0 in creation order."""
-    node_id: str | None = None
-    custom: bool
-    """A ``torch.autograd.Function`` whose class the checked code defines (not one of torch's)."""
-    message: str
+    name: str = Field(description="The node's name (`CubeBackward`).")
+    occurrence: int = Field(0, description="Which node of that name, counted from 0 in creation order.")
+    node_id: str | None = Field(None, description=(
+        "Its id in the run document, when the check was made on a stored run."))
+    custom: bool = Field(description=(
+        "A `torch.autograd.Function` whose class the checked code defines (not one of torch's)."))
+    message: str = Field(description="One sentence saying why it is suspected.")
 
 
 SCHEMA_VERSION = 1
 
 
 class GradcheckResult(_Model):
-    verdict: Verdict
-    mode: Mode = "backward"
-    """What was checked: the backward (gradients) or a Function's jvp (tangents)."""
-    dtype: str = "float64"
-    """The dtype the check computed in."""
-    eps: float = 1e-6
-    atol: float = 1e-5
-    rtol: float = 1e-3
-    seed: int = 0
-    """The seed that chose the sampled elements."""
-    max_elements: int = DEFAULT_MAX_ELEMENTS
-    tensors: list[CheckedTensor] = Field(default_factory=list)
-    elements: list[ElementCheck] = Field(default_factory=list)
-    worst: int | None = None
-    """Index into :attr:`elements` of the element with the largest relative error (failed
-    elements first)."""
-    checked: int = 0
-    failed: int = 0
-    kinks: int = 0
-    total: int = 0
-    """Elements in all checked tensors (``checked`` of them were perturbed)."""
-    reasons: list[Reason] = Field(default_factory=list)
-    suspect: Suspect | None = None
-    pass_index: int = 0
-    """The backward call that was checked, counted from 0 (``passes[].index``)."""
-    pass_count: int | None = None
-    """How many backward passes the stored run made (set for a check of a stored run)."""
-    pass_line: int | None = None
-    """The line of the checked backward call (a check of a stored run)."""
-    iteration: int | None = None
-    """Which call of that line it was, counted from 1 (the loop's iteration)."""
-    executions: int = 0
-    """How many times the program ran (baseline, centre, two per element, the suspect search)."""
-    seconds: float = 0.0
+    verdict: Verdict = Field(description="`pass`, `fail` or `inconclusive` (`reasons` say why).")
+    mode: Mode = Field("backward", description=(
+        "What was checked: the backward (gradients) or a Function's jvp (tangents)."))
+    dtype: str = Field("float64", description="The dtype the check computed in.")
+    eps: float = Field(1e-6, description="The finite-difference step.")
+    atol: float = Field(1e-5, description="The absolute tolerance.")
+    rtol: float = Field(1e-3, description="The relative tolerance.")
+    seed: int = Field(0, description="The seed that chose the sampled elements.")
+    max_elements: int = Field(DEFAULT_MAX_ELEMENTS, description="How many elements were to be perturbed at most.")
+    tensors: list[CheckedTensor] = Field(default_factory=list, description=(
+        "Every tensor whose elements were perturbed (`CheckedTensor`)."))
+    elements: list[ElementCheck] = Field(default_factory=list, description="Every perturbed element (`ElementCheck`).")
+    worst: int | None = Field(None, description=(
+        "Index into `elements` of the element with the largest relative error (failed elements first)."))
+    checked: int = Field(0, description="How many elements were perturbed.")
+    failed: int = Field(0, description="How many of them are outside the tolerances.")
+    kinks: int = Field(0, description="How many of them sit at a kink (left and right differences disagree).")
+    total: int = Field(0, description="Elements in all checked tensors (`checked` of them were perturbed).")
+    reasons: list[Reason] = Field(default_factory=list, description=(
+        "Why the verdict is what it is, and what the check did to get there (`Reason`)."))
+    suspect: Suspect | None = Field(None, description=(
+        "The node whose backward disagrees with its own forward, when the check failed (`Suspect`)."))
+    pass_index: int = Field(0, description="The backward call that was checked, counted from 0 (`passes[].index`).")
+    pass_count: int | None = Field(None, description=(
+        "How many backward passes the stored run made (set for a check of a stored run)."))
+    pass_line: int | None = Field(None, description="The line of the checked backward call (a check of a stored run).")
+    iteration: int | None = Field(None, description=(
+        "Which call of that line it was, counted from 1 (the loop's iteration)."))
+    executions: int = Field(0, description=(
+        "How many times the program ran (baseline, centre, two per element, the suspect search)."))
+    seconds: float = Field(0.0, description="How long the check took, in seconds.")
     # -- as the service answers it (a sandbox job's result, NOTE [adding a job kind] in jobs.py)
-    kind: Literal["gradcheck"] = "gradcheck"
-    id: str = ""
-    """Content id of the canonical JSON (set by the service)."""
-    schema_version: int = SCHEMA_VERSION
-    status: Literal["ok", "refused", "timeout", "memory_limit", "output_limit", "crashed"] = "ok"
-    """``ok`` when the check ran to its verdict; a limit the sandbox enforced otherwise (then the
-    verdict is ``inconclusive`` and ``message`` says which); ``refused``: the target is not in
-    the program (the API answers 422 with ``message``)."""
-    message: str | None = None
-    run_id: str | None = None
-    """The stored run whose snippet was re-run."""
+    kind: Literal["gradcheck"] = Field("gradcheck", description="The job kind: always `gradcheck`.")
+    id: str = Field("", description="Content id of the canonical JSON (set by the service).")
+    schema_version: int = Field(SCHEMA_VERSION, description="The schema this answer follows.")
+    status: Literal["ok", "refused", "timeout", "memory_limit", "output_limit", "crashed"] = Field("ok", description=(
+        "`ok` when the check ran to its verdict; a limit the sandbox enforced otherwise (then the verdict is "
+        "`inconclusive` and `message` says which); `refused`: the target is not in the program (the API answers 422 "
+        "with `message`)."))
+    message: str | None = Field(None, description=(
+        "A sentence for the user when the check was refused or hit a limit, or null."))
+    run_id: str | None = Field(None, description="The stored run whose snippet was re-run.")
 
     # -- in Python -------------------------------------------------------------------------
 

@@ -14,8 +14,9 @@ class RunRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     code: str = Field(description="Python source; torch, nn and F are predefined.")
-    device: Device = "cpu"
-    seed: int | None = Field(default=0, ge=0, le=2**63 - 1)
+    device: Device = Field("cpu", description="`cpu`, `cuda` or `auto` (cuda when the service has it).")
+    seed: int | None = Field(default=0, ge=0, le=2**63 - 1, description=(
+        "Passed to `torch.manual_seed` before the snippet runs; null for no seeding."))
     goals: list[str | dict[str, object]] | None = Field(
         default=None, description="Exercise goals to check on the run: goal lines ('no hint grad-accumulated') "
                                   "or goal objects (docs/CONTRACT.md, GoalResult).")
@@ -29,23 +30,25 @@ class ShareRequest(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    run_id: str | None = None
-    document: dict[str, object] | None = None
+    run_id: str | None = Field(None, description="A stored run's id: share that run.")
+    document: dict[str, object] | None = Field(None, description=(
+        "A whole run document: share it as it is (validated first)."))
 
 
 class ShareCreated(BaseModel):
-    id: str
-    url: str
-    delete_token: str | None = None
+    id: str = Field(description="The share's id: the same document always gets the same id.")
+    url: str = Field(description="The page that shows it (`/s/{id}`).")
+    delete_token: str | None = Field(None, description=(
+        "The token that deletes the share (`X-Delete-Token`); only the answer that created it shows it."))
 
 
 class ErrorBody(BaseModel):
-    code: str
-    message: str
-    detail: object | None = None
+    code: str = Field(description="A stable identifier of the error (`invalid_request`, `not_found`).")
+    message: str = Field(description="One sentence for the user.")
+    detail: object | None = Field(None, description="What exactly was wrong (the invalid fields), or null.")
 
 
 class ErrorResponse(BaseModel):
     """Every 4xx/5xx answer has this shape: ``{"error": {code, message, detail}}``."""
 
-    error: ErrorBody
+    error: ErrorBody = Field(description="The error (`ErrorBody`).")

@@ -104,17 +104,34 @@ void write_pystr(std::string& out, const py::object& s) {
   write_str(out, std::string_view(p, static_cast<size_t>(n)));
 }
 
-// ``{"device":..,"dtype":..,"shape":..`` of one forward output (no closing brace).
-void write_meta(std::string& out, const OutMeta* o) {
+// ``"device":..,"dtype":..`` of one forward output, ``device`` being the key with what goes
+// before it (``open`` or ``next``): a node's (after ``cut``) or an OutputMeta's (first).
+void write_meta(std::string& out, const OutMeta* o, std::string_view device, const keys::Key& dtype) {
+  out += device;
   if (o == nullptr || !o->known) {
-    out += "\"device\":null,\"dtype\":null";
+    out += "null";
+    out += dtype.next;
+    out += "null";
     return;
   }
-  out += "\"device\":";
   write_str(out, o->device.str());
-  out += ",\"dtype\":";
+  out += dtype.next;
   write_str(out, dtype_text(o->dtype));
 }
+
+// A function node's keys, a saved tensor's and an output's, in the order write_entry writes
+// them (NOTE [the core's keys come from the models] in backend/gradtrace/schema/cxx_keys.py).
+static_assert(keys::in_order({keys::node::created_in_pass, keys::node::cut, keys::node::device, keys::node::dtype,
+                              keys::node::grad, keys::node::grad_history, keys::node::id, keys::node::kind,
+                              keys::node::line, keys::node::module, keys::node::module_stack, keys::node::name,
+                              keys::node::outputs, keys::node::role, keys::node::saved, keys::node::saved_args,
+                              keys::node::saved_bytes, keys::node::saved_once, keys::node::saved_unread,
+                              keys::node::seq, keys::node::shape, keys::node::value, keys::node::var}));
+static_assert(keys::in_order({keys::saved_tensor::bytes, keys::saved_tensor::dtype,
+                              keys::saved_tensor::freed_after_pass, keys::saved_tensor::is_input,
+                              keys::saved_tensor::is_parameter, keys::saved_tensor::name,
+                              keys::saved_tensor::shape, keys::saved_tensor::value}));
+static_assert(keys::in_order({keys::output_meta::device, keys::output_meta::dtype, keys::output_meta::shape}));
 
 // One function node's entry, every field as the document writes it, keys sorted
 // (NOTE [documents without pydantic on the hot path] in document.py). ``values``: the core's
@@ -122,76 +139,93 @@ void write_meta(std::string& out, const OutMeta* o) {
 // choice, ``nodes_json``); null leaves saved values out (``infos``).
 void write_entry(std::string& out, const FnEntry& e, const std::vector<Value>* values = nullptr,
                  const uint8_t* with = nullptr) {
-  out += "{\"created_in_pass\":";
+  namespace nk = keys::node;
+  namespace sk = keys::saved_tensor;
+  namespace ok = keys::output_meta;
+  out += nk::created_in_pass.open;
   if (e.created_in_pass < 0) out += "null"; else format_int(out, e.created_in_pass);
-  out += ",\"cut\":null,";
+  out += nk::cut.next;
+  out += "null";
   const OutMeta* first = e.outs.empty() ? nullptr : &e.outs[0];
-  write_meta(out, first);
-  out += ",\"grad\":null,\"grad_history\":[],\"id\":";
+  write_meta(out, first, nk::device.next, nk::dtype);
+  out += nk::grad.next;
+  out += "null";
+  out += nk::grad_history.next;
+  out += "[]";
+  out += nk::id.next;
   write_id(out, e.index);
-  out += ",\"kind\":\"function\",\"line\":";
+  out += nk::kind.next;
+  out += "\"function\"";
+  out += nk::line.next;
   if (e.line == kNullLine) out += "null"; else format_int(out, e.line);
-  out += ",\"module\":";
+  out += nk::module.next;
   write_pystr(out, e.module);
   if (!e.module.is_none()) {  // a ModulePath: its stack's canonical JSON (NOTE [module calls])
     py::object js = e.module.attr("stack_json");
     Py_ssize_t n = 0;
     const char* p = PyUnicode_AsUTF8AndSize(js.ptr(), &n);
     if (p == nullptr) throw python_error();
-    out += ",\"module_stack\":";
+    out += nk::module_stack.next;
     out.append(p, static_cast<size_t>(n));
   }
-  out += ",\"name\":";
+  out += nk::name.next;
   write_str(out, *e.name);
   if (e.outs.size() > 1) {
-    out += ",\"outputs\":[";
+    out += nk::outputs.next;
+    out.push_back('[');
     for (size_t i = 0; i < e.outs.size(); ++i) {
       if (i) out.push_back(',');
-      out.push_back('{');
-      write_meta(out, &e.outs[i]);
-      out += ",\"shape\":";
+      write_meta(out, &e.outs[i], ok::device.open, ok::dtype);
+      out += ok::shape.next;
       if (e.outs[i].known) write_ints(out, e.outs[i].shape); else out += "null";
       out.push_back('}');
     }
     out.push_back(']');
   }
-  out += ",\"role\":null,\"saved\":[";
+  out += nk::role.next;
+  out += "null";
+  out += nk::saved.next;
+  out.push_back('[');
   for (size_t i = 0; i < e.saved.size(); ++i) {
     const SavedEntry& s = e.saved[i];
     if (i) out.push_back(',');
-    out += "{\"bytes\":";
+    out += sk::bytes.open;
     format_int(out, s.bytes);
-    out += ",\"dtype\":";
+    out += sk::dtype.next;
     write_str(out, dtype_text(s.dtype));
-    out += ",\"freed_after_pass\":";
+    out += sk::freed_after_pass.next;
     if (s.freed_after < 0) out += "null"; else format_int(out, s.freed_after);
-    out += s.is_input ? ",\"is_input\":true" : ",\"is_input\":false";
-    out += s.is_param ? ",\"is_parameter\":true,\"name\":" : ",\"is_parameter\":false,\"name\":";
+    out += sk::is_input.next;
+    out += s.is_input ? "true" : "false";
+    out += sk::is_parameter.next;
+    out += s.is_param ? "true" : "false";
+    out += sk::name.next;
     write_str(out, s.name);
-    out += ",\"shape\":";
+    out += sk::shape.next;
     write_ints(out, s.shape);
     if (values != nullptr && s.vid >= 0) {
-      out += ",\"value\":";
+      out += sk::value.next;
       write_value(out, (*values)[static_cast<size_t>(s.vid)], with[i] != 0);
     }
     out.push_back('}');
   }
   out.push_back(']');
   if (!e.args.empty()) {
-    out += ",\"saved_args\":";
+    out += nk::saved_args.next;
     out += e.args;
   }
-  out += ",\"saved_bytes\":";
+  out += nk::saved_bytes.next;
   format_int(out, e.saved_bytes);
-  if (e.saved_once) out += ",\"saved_once\":true";
-  if (e.saved_unread) out += ",\"saved_unread\":true";
-  out += ",\"seq\":";
+  if (e.saved_once) { out += nk::saved_once.next; out += "true"; }
+  if (e.saved_unread) { out += nk::saved_unread.next; out += "true"; }
+  out += nk::seq.next;
   format_int(out, e.seq);
-  out += ",\"shape\":";
+  out += nk::shape.next;
   if (first != nullptr && first->known) write_ints(out, first->shape); else out += "null";
-  out += ",\"value\":null";
+  out += nk::value.next;
+  out += "null";
   if (!e.var.empty()) {
-    out += ",\"var\":";
+    out += nk::var.next;
     write_str(out, e.var);
   }
   out.push_back('}');

@@ -5,6 +5,14 @@
 
 namespace gradtrace {
 
+namespace ek = keys::event;
+namespace hk = keys::hook_change;
+// An event's keys, in the order events_json writes them (NOTE [the core's keys come from the
+// models] in backend/gradtrace/schema/cxx_keys.py).
+static_assert(keys::in_order({ek::changed_by_hook, ek::grad, ek::grad_inputs, ek::grad_outputs, ek::hook_changes,
+                              ek::line, ek::node, ek::pass, ek::phase}));
+static_assert(keys::in_order({hk::after, hk::before}));
+
 // Called with the core's mutex held.
 // The events array as canonical JSON; values spend ``budget`` numbers in document order
 // (grad_outputs, grad_inputs, grad, hook changes: the order Python resolves them in), which
@@ -74,42 +82,40 @@ std::pair<py::bytes, int64_t> events_json(Core& c, int64_t budget) {
   out.push_back('[');
   for (size_t i = 0; i < c.events.size(); ++i) {
     const Event& ev = c.events[i];
+    bool forward = ev.pass < 0;  // a forward event: no gradients, no hook changes
     if (i) out.push_back(',');
-    if (ev.pass < 0) {
-      out += "{\"changed_by_hook\":false,\"grad\":null,\"grad_inputs\":null,"
-             "\"grad_outputs\":null,\"line\":";
-      if (ev.line == kNullLine) out += "null"; else format_int(out, ev.line);
-      out += ",\"node\":\"n";
-      format_int(out, ev.node);
-      out += "\",\"pass\":null,\"phase\":\"forward\"}";
-      continue;
-    }
-    out += ev.hc_n ? "{\"changed_by_hook\":true,\"grad\":" : "{\"changed_by_hook\":false,\"grad\":";
-    val(ev.grad, grad_with[i]);
-    out += ",\"grad_inputs\":";
-    list(ev.gi_begin, ev.gi_n);
-    out += ",\"grad_outputs\":";
-    list(ev.go_begin, ev.go_n);
+    out += ek::changed_by_hook.open;
+    out += ev.hc_n ? "true" : "false";
+    out += ek::grad.next;
+    if (forward) out += "null"; else val(ev.grad, grad_with[i]);
+    out += ek::grad_inputs.next;
+    if (forward) out += "null"; else list(ev.gi_begin, ev.gi_n);
+    out += ek::grad_outputs.next;
+    if (forward) out += "null"; else list(ev.go_begin, ev.go_n);
     if (ev.hc_n) {
-      out += ",\"hook_changes\":[";
+      out += ek::hook_changes.next;
+      out.push_back('[');
       for (int32_t k = 0; k < ev.hc_n; ++k) {
         size_t b = static_cast<size_t>(ev.hc_begin + 2 * k);
         if (k) out.push_back(',');
-        out += "{\"after\":";
+        out += hk::after.open;
         val(c.refs[b + 1], with[b + 1]);
-        out += ",\"before\":";
+        out += hk::before.next;
         val(c.refs[b], with[b]);
         out.push_back('}');
       }
       out.push_back(']');
     }
-    out += ",\"line\":";
+    out += ek::line.next;
     if (ev.line == kNullLine) out += "null"; else format_int(out, ev.line);
-    out += ",\"node\":\"n";
+    out += ek::node.next;
+    out += "\"n";
     format_int(out, ev.node);
-    out += "\",\"pass\":";
-    format_int(out, ev.pass);
-    out += ",\"phase\":\"backward\"}";
+    out.push_back('"');
+    out += ek::pass.next;
+    if (forward) out += "null"; else format_int(out, ev.pass);
+    out += ek::phase.next;
+    out += forward ? "\"forward\"}" : "\"backward\"}";
   }
   out.push_back(']');
   return {py::bytes(out), budget};

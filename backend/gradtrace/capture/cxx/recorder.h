@@ -150,6 +150,9 @@ struct Recorder {
     return {py::bytes(out), budget};
   }
 
+  // An edge's keys, in the order edges_json writes them (NOTE [the core's keys come from the
+  // models] in backend/gradtrace/schema/cxx_keys.py).
+  static_assert(keys::in_order({keys::edge::input_nr, keys::edge::source, keys::edge::target}));
   py::bytes edges_json(int64_t a, int64_t b) {
     std::string out;
     out.reserve(static_cast<size_t>(b - a) * 120);
@@ -157,11 +160,11 @@ struct Recorder {
       const FnEntry& e = entry_at(i);
       for (const auto& [input_nr, src] : e.edges) {
         if (!out.empty()) out.push_back(',');
-        out += "{\"input_nr\":";
+        out += keys::edge::input_nr.open;
         format_int(out, input_nr);
-        out += ",\"source\":";
+        out += keys::edge::source.next;
         write_id(out, src);
-        out += ",\"target\":";
+        out += keys::edge::target.next;
         write_id(out, e.index);
         out.push_back('}');
       }

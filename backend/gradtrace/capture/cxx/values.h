@@ -159,20 +159,35 @@ void write_nested(std::string& out, const Value& v, size_t dim, size_t& k) {
   out.push_back(']');
 }
 
+// A TensorValue's keys, in the order written below (NOTE [the core's keys come from the models]
+// in backend/gradtrace/schema/cxx_keys.py).
+static_assert(keys::in_order({keys::tensor_value::dtype, keys::tensor_value::shape, keys::tensor_value::stats,
+                              keys::tensor_value::values}));
+static_assert(keys::in_order({keys::tensor_stats::max, keys::tensor_stats::mean, keys::tensor_stats::min,
+                              keys::tensor_stats::norm}));
+
 void write_value(std::string& out, const Value& v, bool with_values) {
+  namespace tv = keys::tensor_value;
+  namespace ts = keys::tensor_stats;
   if (v.kind == 3) { out += with_values ? v.py_with : v.py_without; return; }
-  out += "{\"dtype\":\"";
+  out += tv::dtype.open;
+  out.push_back('"');
   out += dtype_name(v.dtype);
-  out += "\",\"shape\":[";
+  out.push_back('"');
+  out += tv::shape.next;
+  out.push_back('[');
   for (size_t i = 0; i < v.shape.size(); ++i) {
     if (i) out.push_back(',');
     format_int(out, v.shape[i]);
   }
-  out += "],\"stats\":{\"max\":"; write_number(out, v, v.mx);
-  out += ",\"mean\":"; write_number(out, v, v.mean);
-  out += ",\"min\":"; write_number(out, v, v.mn);
-  out += ",\"norm\":"; write_number(out, v, v.norm);
-  out += "},\"values\":";
+  out.push_back(']');
+  out += tv::stats.next;
+  out += ts::max.open; write_number(out, v, v.mx);
+  out += ts::mean.next; write_number(out, v, v.mean);
+  out += ts::min.next; write_number(out, v, v.mn);
+  out += ts::norm.next; write_number(out, v, v.norm);
+  out.push_back('}');
+  out += tv::values.next;
   if (v.kind == 2 && with_values) {
     size_t k = 0;
     write_nested(out, v, 0, k);
