@@ -10,7 +10,7 @@ alternating rounds so machine noise hits both alike, times for each snippet:
   one sandboxed job), of every parameter of lesson 04 (58 elements) and of the Cube's input
   (``tests/gradcheck/cube.py``, the wrong backward: the suspect search runs too).
 
-The target the issue sets is a check's p50 <= 1.5 s. Bounded loops, 127.0.0.1 only.
+Target: a check's p50 <= 1.5 s. Bounded loops, 127.0.0.1 only.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ by ``GRADTRACE_RUNNER``. What each kind *does* lives in one module of
 ``tests/`` helpers, never here: the service never runs user code in the web process.
 
 NOTE [adding a job kind]
-    A kind is a name (``run`` today) and one module, ``gradtrace/sandbox/kinds/<name>.py``,
+    A kind is a name (``run``, ``gradcheck``) and one module, ``gradtrace/sandbox/kinds/<name>.py``,
     plus one route. Nothing in the pool, the queue, the zygote or the child changes.
 
     1. The module ends with ``register(JobKind(name, handle=..., validate=..., failed=...))``

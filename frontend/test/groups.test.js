@@ -3,7 +3,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { indexDocument } from "../src/graph/document.js";
 import { Timeline } from "../src/graph/timeline.js";
-import { foldLabel, foldOf, openAt, openKeysFor, runLevels, splitByPeriod, unitLabel } from "../src/graph/groups.js";
+import { foldLabel, foldOf, openAt, runLevels, splitByPeriod, unitLabel } from "../src/graph/groups.js";
 import { buildView } from "../src/graph/view.js";
 import { moduleTree } from "../src/graph/modules.js";
 
@@ -161,8 +161,6 @@ test("folds open one level at a time: a run shows its units, a unit shows its no
   assert.equal(two.boxPaths[w], null);
   const boxes = new Set(two.boxPaths.filter(Boolean).map((p) => p.join("/")));
   assert.deepEqual([...boxes].sort(), ["cell@2", "cell@4"]);
-  // What search opens to show a node of call 6.
-  assert.deepEqual(openKeysFor(levels, [2], index.idx.get("c5o0")), ["units:0", "unit:0:5"]);
 });
 
 test("two backward passes that do different things (a double backward) are no loop", () => {

@@ -25,7 +25,7 @@ NOTE [runs are not fsynced]
 
 NOTE [runs written behind]
     ``put_run_behind`` hands the run to one writer thread and returns: the answer to
-    ``POST /api/runs`` no longer waits for the insert (a thread hand-over and a commit, 1-4 ms
+    ``POST /api/runs`` does not wait for the insert (a thread hand-over and a commit, 1-4 ms
     of a trivial run's ~19, 10 ms in the tail). Until it is written the run stays in memory,
     and ``get_run`` answers from there, so a run can be read or shared by id the moment its
     answer leaves. ``close`` writes what is left before the engines go. The queue is bounded:
