@@ -69,7 +69,8 @@ def test_runaway_graphs_stopped_on_a_busy_machine_keep_their_graph_and_line(load
     summary = [(d["status"], len(d["graph"]["nodes"]), len(d["events"]), (d.get("error") or {}).get("line"))
                for d in docs]
     for doc, row in zip(docs, summary, strict=True):
-        assert row[1] > 10 and row[2] > 10, ("an empty document", summary)
+        # how much a run builds before its stop depends on the CPU it got: only never nothing
+        assert row[1] > 1 and row[2] > 0, ("an empty document", summary)
         # a run that got more CPU may fill its document (28 MB) before the clock: kept, not empty
         assert doc["status"] in ("timeout", "graph_limit"), summary
         if doc["status"] == "timeout":
