@@ -139,7 +139,7 @@ def test_a_run_stopped_at_its_cpu_limit_keeps_the_graph_and_the_line(pool: PoolH
     doc = pool.run(GROWING_LOOP.format(pause="    sum(range(20_000))\n"), cpu_s=1, timeout_s=60.0)
     assert doc["status"] == "timeout"
     assert doc["message"] == "Stopped: the snippet used more than 1 s of CPU time.", doc.get("error")
-    assert _function_names(doc).count("MulBackward0") > 100
+    assert _function_names(doc).count("MulBackward0") >= 1  # how many: the CPU speed
     assert doc["error"]["line"] in (5, 6, 7)  # stopped inside the loop
 
 
