@@ -11,7 +11,7 @@ and alternating: with the analysis (new), and with ``run_kind._analyse`` replace
 (the baseline). A third row times the analysis alone on the validated document, against the
 service run without it; the last two time capture's own analysis (``record()``, ``gradtrace
 run``: it parses the core's JSON for it) against ``run_snippet(..., analysis=False)``.
-Target (issue 23): the service's run of GRU-200 and of the 20-step Adam loop at <= 1.10x.
+Target: the service's run of GRU-200 and of the 20-step Adam loop at <= 1.10x.
 One intra-op thread, as in the sandbox worker.
 """
 

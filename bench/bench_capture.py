@@ -110,7 +110,7 @@ def make_cases() -> dict[str, tuple[Callable[[], torch.Tensor], nn.Module]]:
 
 
 def training_loop(steps: int = 50) -> Callable[[], None]:
-    """A lesson-style snippet, not an issue target: an MLP trained 50 steps with Adam (library
+    """A lesson-style snippet, with no target of its own: an MLP trained 50 steps with Adam (library
     modules, top-level ops, 50 backward passes, optimizer steps); ``adam-20``: 20 steps."""
     torch.manual_seed(0)
     model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 1))

@@ -9,7 +9,7 @@
    (``doc.graph.nodes``, ``doc.graph.edges``, ``doc.events``: read-only views of their JSON,
    NOTE [views of the document's JSON] in gradtrace/schema/views.py); and then ``doc.id`` and
    ``doc.analysis`` (NOTE [an id and an analysis on first use] in gradtrace/notebook/run.py).
-   Target (issue 21): GRU-200 <= 2.5x the bare run. The old path runs in the same repetitions
+   Target: GRU-200 <= 2.5x the bare run. The old path runs in the same repetitions
    (the analysis and id at once, pydantic models on first read). Three rows say where the
    reading goes: the read loop alone, ``orjson.loads`` of the graph's and events' bytes alone
    (the floor of any view of them as Python objects) and pydantic's validation of those

@@ -11,7 +11,7 @@ alternating rounds so machine noise hits both alike, times for each snippet:
   one sandboxed job), of every parameter of lesson 04 (58 elements) and of the Cube's input
   (``tests/gradcheck/cube.py``, the wrong backward: the suspect search runs too).
 
-The target the issue sets is a check's p50 <= 1.5 s.
+Target: a check's p50 <= 1.5 s.
 
 Per click (:func:`clicks`): two services, one keeping no parsed document
 (``GRADTRACE_COMPARE_CACHE_MB=0``: every click decompresses and parses the stored run, as

@@ -1,4 +1,4 @@
-"""The web process and the analysis package never import torch (the developers' rule).
+"""The web process and the analysis package never import torch.
 
 Every module of ``gradtrace.analysis``, ``api/``, ``storage/``, ``schema/`` and the job kinds,
 the HTTP client, both runners and the FastAPI app (built with :func:`create_app`) are imported

@@ -27,6 +27,25 @@ def wait_drawn(page: Any, before: int) -> None:
     wait_until(page, f"Number(document.body.dataset.ready || 0) > {before}", timeout=READY_TIMEOUT_MS)
 
 
+FRAMES = """() => new Promise((done) => {
+  let n = 3;
+  const f = () => (--n ? requestAnimationFrame(f) : done());
+  requestAnimationFrame(f);
+})"""
+SETTLED = """() => document.getAnimations().every((a) => a.playState !== "running")
+  && !(window.gradtrace?.app?.viewer?.layout?.pending?.size)"""
+
+
+def settled(page: Any) -> None:
+    """Wait until the page has drawn what the test just did: counted in frames and in the work
+    still pending (a layout in the worker, a CSS transition), never in milliseconds, so a loaded
+    machine makes it later, not wrong. Frames first, so that work the action started is pending
+    by then; frames again after, so that its result is drawn."""
+    page.evaluate(FRAMES)
+    wait_until(page, SETTLED, timeout=READY_TIMEOUT_MS)
+    page.evaluate(FRAMES)
+
+
 def set_code(page: Any, code: str) -> None:
     """Replace the editor's text as a user pasting it would (no auto-indent of pasted text)."""
     page.locator(".cm-content").click()

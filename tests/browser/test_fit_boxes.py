@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from browser.pageutil import node_texts, run_code
+from browser.pageutil import node_texts, run_code, settled
 from gradtrace.lessons import all_lessons
 from pageguard import wait_until
 from programs import ADAM_20, GRU_200, TRANSFORMER_6
@@ -62,7 +62,7 @@ def shoot(page: Any, artifacts_dir: Path, name: str, size: tuple[int, int]) -> N
 
 def fit(page: Any) -> None:
     page.get_by_role("button", name="Fit").click()
-    page.wait_for_timeout(200)
+    settled(page)
 
 
 def cut_boxes(page: Any) -> list[dict[str, Any]]:
@@ -112,7 +112,7 @@ def test_fit_cuts_no_box(playground: Any, artifacts_dir: Path, name: str, size: 
         const steps = ev.map((e, j) => (e.phase === 'backward' && e.pass === last ? j + 1 : 0)).filter(Boolean);
         return steps[Math.floor(steps.length / 2)]; }""")
     page.evaluate(f"window.gradtrace.app.player.go({half}, {{ fromUser: true }})")
-    page.wait_for_timeout(300)
+    settled(page)
     fit(page)
     shoot(page, artifacts_dir, f"{name}-bwd-fit", size)
     assert cut_boxes(page) == [], f"{name} at Fit in the backward pass, {size}"
@@ -164,15 +164,15 @@ def test_fold_titles_keep_clear_of_their_box(playground: Any, artifacts_dir: Pat
     spin.fill("4")
     spin.press("Enter")
     wait_until(page, "window.gradtrace.app.viewer.openUnits[0] === 3")
-    page.wait_for_timeout(300)
+    settled(page)
     # The fold of layers 1–3 at the zoom at which text is just legible, then the whole graph.
     page.evaluate("""() => { const c = window.gradtrace.app.canvas, vs = c.scene.view.vnodes;
         const v = vs.findIndex(n => n.label === 'TransformerEncoderLayer 1–3 of 6');
         c.cam = { ...c.cam, k: 0.82 }; c.centerOn(v); }""")
-    page.wait_for_timeout(200)
+    settled(page)
     assert fold_titles(page, artifacts_dir, "transformer-fold-1-3", size) >= 1
     page.evaluate("window.gradtrace.app.canvas.fit({ whole: true })")
-    page.wait_for_timeout(200)
+    settled(page)
     fold_titles(page, artifacts_dir, "transformer-whole", size)
 
 
@@ -185,7 +185,7 @@ def test_key_hint_hides_none_of_the_graph(playground: Any, artifacts_dir: Path) 
     graph = page.locator("#graph").bounding_box()
     page.locator("#graph").focus()
     page.keyboard.press("ArrowRight")
-    page.wait_for_timeout(300)
+    settled(page)
     shoot(page, artifacts_dir, "adam-keys", size)
     keys = page.locator("#graph-keys")
     assert keys.is_visible()

@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from browser.pageutil import run_example
+from browser.pageutil import run_example, settled
 from pageguard import wait_until
 
 # Every revealed node's box on screen, against the canvas.
@@ -28,7 +28,7 @@ def _end(page: Any) -> None:
     page.locator("#graph").focus()
     page.keyboard.press("End")
     wait_until(page, "window.gradtrace.app.player.k === window.gradtrace.app.timeline.N")
-    page.wait_for_timeout(200)
+    settled(page)
 
 
 def test_lesson_1_at_the_end_shows_its_output(playground: Any, artifacts_dir: Path) -> None:
@@ -50,7 +50,7 @@ def test_present_mode_at_900x700_keeps_the_graph_most_of_the_height(playground: 
     page.get_by_role("button", name="Present").click()
     wait_until(page, "document.body.dataset.present !== undefined")
     _end(page)
-    page.wait_for_timeout(300)
+    settled(page)
     header = page.locator(".gt-header").bounding_box()
     assert header and header["height"] <= 48, f"the header wraps: {header}"
     graph = page.locator("#graph").bounding_box()

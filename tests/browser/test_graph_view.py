@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import expect
 
-from browser.pageutil import canvas_ink, node_texts, pick_node, run_code, run_example
+from browser.pageutil import canvas_ink, node_texts, pick_node, run_code, run_example, settled
 from browser.synth import synthetic_document
 from gradtrace.schema import RunDocument
 from pageguard import wait_until
@@ -165,7 +165,7 @@ def test_a_5000_node_graph_is_laid_out_in_the_worker_and_steps(playground: Any, 
     expect(page.locator("#graph-stats")).to_contain_text(f"{len(doc['graph']['nodes'])} nodes")
     expect(page.locator(".gt-minimap")).to_be_visible()
     page.get_by_role("button", name="Fit").click()
-    page.wait_for_timeout(100)
+    settled(page)
     assert canvas_ink(page) > 0.01
     page.locator("#graph").focus()
     page.keyboard.press("Home")
@@ -238,7 +238,7 @@ def test_a_20000_node_graph_is_drawn_without_stack_overflow(playground: Any) -> 
     assert timing["vnodes"] >= timing["nodes"]
     assert page.evaluate("window.gradtrace.app.scene.layout.layers") > 1000  # a deep graph, really laid out
     page.get_by_role("button", name="Fit").click()
-    page.wait_for_timeout(100)
+    settled(page)
     assert canvas_ink(page) > 0.005
 
 

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import expect
 
-from browser.pageutil import pick_node, run_code, run_example
+from browser.pageutil import pick_node, run_code, run_example, settled
 from browser.test_readable import TRANSFORMER
 from gradtrace.lessons import lesson
 from pageguard import wait_until
@@ -37,7 +37,7 @@ def _inside(b: dict[str, float], vw: int, vh: int) -> bool:
 
 def _at(page: Any, size: tuple[int, int]) -> Any:
     page.set_viewport_size({"width": size[0], "height": size[1]})
-    page.wait_for_timeout(100)
+    settled(page)
     return page
 
 
@@ -47,7 +47,7 @@ def _layer4(page: Any) -> None:
     spin.fill("4")
     spin.press("Enter")
     wait_until(page, "window.gradtrace.app.viewer.openUnits[0] === 3")
-    page.wait_for_timeout(300)
+    settled(page)
 
 
 @pytest.mark.parametrize("size", SIZES, ids=[f"{w}x{h}" for w, h in SIZES])
@@ -132,7 +132,7 @@ def test_fit_frames_a_module_call_taller_than_the_panel(playground: Any, artifac
     page = _at(playground, size)
     _layer4(page)
     page.get_by_role("button", name="Fit").click()
-    page.wait_for_timeout(200)
+    settled(page)
     m = _check_frame(page, "layer 4, end of its forward")
     assert m["above"], "layer 4 is taller than the panel: the graph should go on above the view"
     page.screenshot(path=str(artifacts_dir / f"narrow-fit-layer4-{vw}x{vh}.png"))
@@ -148,9 +148,9 @@ def test_fit_frames_a_module_call_taller_than_the_panel(playground: Any, artifac
         a.player.go(steps[steps.length >> 1]);
       }""")
     wait_until(page, "window.gradtrace.app.viewer.openUnits[0] === 3 && window.gradtrace.app.player.k > 400")
-    page.wait_for_timeout(200)
+    settled(page)
     page.get_by_role("button", name="Fit").click()
-    page.wait_for_timeout(200)
+    settled(page)
     m = _check_frame(page, "layer 4, backward")
     page.screenshot(path=str(artifacts_dir / f"narrow-fit-layer4-backward-{vw}x{vh}.png"))
 

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import expect
 
-from browser.pageutil import pick_node, run_code
+from browser.pageutil import pick_node, run_code, settled
 from gradtrace.lessons import all_lessons, lesson
 from pageguard import wait_until
 from programs import ADAM_20, GRU_200, TRANSFORMER_6
@@ -88,7 +88,7 @@ def sized(request: Any, playground: Any) -> Any:
     page = playground
     page.set_viewport_size({"width": request.param[0], "height": request.param[1]})
     page.evaluate(INSTRUMENT)
-    page.wait_for_timeout(100)
+    settled(page)
     page.size_id = f"{request.param[0]}x{request.param[1]}"
     return page
 
@@ -109,7 +109,7 @@ def test_gru_200_calls_fold_around_the_open_call(sized: Any, artifacts_dir: Path
     page.get_by_role("spinbutton", name="cell call number").fill("37")
     page.get_by_role("spinbutton", name="cell call number").press("Enter")
     wait_until(page, "window.gradtrace.app.viewer.openUnits[0] === 36")
-    page.wait_for_timeout(300)
+    settled(page)
     _check_texts(page, "GRU call 37")
     assert "▾ cell call 37 of 200" in _titles(page)
     assert {"calls 1–36 of cell", "calls 38–200 of cell"} <= set(_shown(page))
@@ -118,7 +118,7 @@ def test_gru_200_calls_fold_around_the_open_call(sized: Any, artifacts_dir: Path
     page.locator("#graph").focus()
     for _ in range(5):
         page.keyboard.press("ArrowRight")
-    page.wait_for_timeout(200)
+    settled(page)
     _check_texts(page, "GRU stepping")
     page.screenshot(path=str(artifacts_dir / f"readable-gru-step-{page.size_id}.png"))
 
@@ -132,7 +132,7 @@ def test_adam_loop_shows_one_iteration_and_folds_the_others(sized: Any, artifact
     assert "iterations 1–19" in _shown(page)
     page.get_by_role("button", name="Previous iteration").click()
     wait_until(page, "window.gradtrace.app.viewer.openUnits[0] === 18")
-    page.wait_for_timeout(300)
+    settled(page)
     _fit(page)
     _check_texts(page, "Adam iteration 19")
     assert {"iterations 1–18", "iteration 20 of 20"} <= set(_shown(page))
@@ -140,7 +140,7 @@ def test_adam_loop_shows_one_iteration_and_folds_the_others(sized: Any, artifact
     page.locator("#graph").focus()
     for _ in range(4):
         page.keyboard.press("ArrowRight")
-    page.wait_for_timeout(200)
+    settled(page)
     assert page.evaluate("window.gradtrace.app.player.k") == k + 4
     _check_texts(page, "Adam stepping through the backward pass")
     page.screenshot(path=str(artifacts_dir / f"readable-adam-step-{page.size_id}.png"))
@@ -189,7 +189,7 @@ def test_transformer_6_layers_at_fit_and_merged_edges_sum(sized: Any, artifacts_
     page.get_by_role("spinbutton", name="TransformerEncoderLayer number").fill("4")
     page.get_by_role("spinbutton", name="TransformerEncoderLayer number").press("Enter")
     wait_until(page, "window.gradtrace.app.viewer.openUnits[0] === 3")
-    page.wait_for_timeout(300)
+    settled(page)
     assert {"TransformerEncoderLayer 1–3 of 6", "TransformerEncoderLayer 5–6 of 6"} <= set(_shown(page))
     _check_texts(page, "transformer layer 4")
     page.screenshot(path=str(artifacts_dir / f"readable-transformer-layer4-{page.size_id}.png"))

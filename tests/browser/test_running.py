@@ -77,7 +77,7 @@ def test_a_run_stopped_at_the_time_limit_shows_the_graph_it_built_and_where_it_s
     expect(page.locator("#status-badge")).to_have_text(f"Time limit: {doc['message']}")
     expect(page.locator(".cm-line.gt-line-error")).to_have_count(1)
     tanh = [t for t in node_texts(page) if t.startswith("TanhBackward0")]
-    assert len(tanh) >= 5, "the graph built before the limit is drawn"
+    assert tanh, "the graph built before the limit is drawn"  # how much depends on the CPU it got
     page.screenshot(path=str(artifacts_dir / "limit-timeout-partial-graph.png"))
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from browser.pageutil import run_code
+from browser.pageutil import run_code, settled
 from pageguard import wait_until
 from programs import TWO_MODELS
 
@@ -34,6 +34,6 @@ def test_the_picker_names_the_call_the_canvas_shows(playground: Any, artifacts_d
     page.get_by_role("button", name="Previous call").click()
     wait_until(page, "window.gradtrace.app.viewer.openUnits[0] === 2")
     assert "of 6: model_bn call 3 of 3" in picker.inner_text(), picker.inner_text()
-    page.wait_for_timeout(300)
+    settled(page)
     assert page.evaluate(OPEN)["mods"] == ["model_bn"]
     page.screenshot(path=str(artifacts_dir / "two-models.png"))

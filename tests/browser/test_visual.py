@@ -39,18 +39,6 @@ SMALL = ("lesson",)
 render/fit.js). MAML's 18 nodes are one chain of 15 rows: too tall to show whole with its labels
 in the graph's panel, so Fit frames its active part at a legible zoom."""
 
-KNOWN: list[tuple[str, str]] = []
-"""(test id pattern, the page defect that makes those cases fail today): each is marked
-``xfail(strict=False)`` with its reason; the checks stay strict everywhere else."""
-
-
-@pytest.fixture(autouse=True)
-def _known_defects(request: pytest.FixtureRequest) -> None:
-    reasons = [reason for pattern, reason in KNOWN if re.search(pattern, request.node.nodeid)]
-    if reasons:
-        request.applymarker(pytest.mark.xfail(strict=False, reason="; ".join(reasons)))
-
-
 SIZE_IDS = [f"{w}x{h}" for w, h in SIZES]
 
 

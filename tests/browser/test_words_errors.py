@@ -68,7 +68,7 @@ def test_inplace_error_marks_the_changer_the_saver_and_both_versions(playground:
     assert marks["ExpBackward0"] == "⚠ saved 'result' changed (v0 → v1)"
     assert marks["AddBackward0"] == f"✎ add_ changed it (line {changed})"
     page.screenshot(path=str(artifacts_dir / "words-inplace-end.png"))
-    # The inspector no longer calls the saved tensor "held".
+    # The inspector says how the saved tensor changed (where and from which version), not "held".
     pick_node(page, re.compile("^ExpBackward0"))
     saved = page.locator("#inspector .gt-saved")
     row = saved.locator("tr", has_text="result")

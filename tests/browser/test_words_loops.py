@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from browser.pageutil import run_code
+from browser.pageutil import run_code, settled
 from pageguard import wait_until
 from programs import ADAM_20, GRU_200, TRANSFORMER_6
 
@@ -29,7 +29,7 @@ def go(page: Any, k: int) -> None:
     page.locator("#graph").focus()
     page.keyboard.press("ArrowRight")
     wait_until(page, f"window.gradtrace.app.player.k === {k}")
-    page.wait_for_timeout(250)
+    settled(page)
 
 
 def open_unit(page: Any) -> int:

@@ -1,4 +1,4 @@
-"""What the code review asked of capture and the sandbox, held by reading the source.
+"""Capture's and the sandbox's import rules, held by reading the source.
 
 The layer order of the whole package and its import circles are ``tests/test_layering.py``'s.
 """

@@ -55,7 +55,7 @@ class PoolHarness:
         self.settle()
         return doc
 
-    def settle(self, timeout: float = 5.0) -> None:
+    def settle(self, timeout: float = 60.0) -> None:
         """Run the loop until every worker slot is free again (the job's exit was reported)."""
         async def wait() -> None:
             while self.pool.state().busy:
@@ -112,7 +112,7 @@ def processes_with_uids(uids: set[int]) -> list[int]:
     return [pid for pid, uid in job_processes() if uid in uids]
 
 
-def survivors(uids: set[int], grace_s: float = 2.0) -> list[int]:
+def survivors(uids: set[int], grace_s: float = 10.0) -> list[int]:
     """Processes still running as one of ``uids`` once a killed job had ``grace_s`` to be torn down.
 
     The pool answers as soon as the result is in and the job is killed (NOTE [early result]);
@@ -132,7 +132,7 @@ def job_uids(pids: list[int] | set[int]) -> set[int]:
     return {UID_BASE + pid for pid in pids}
 
 
-def used_children(zygote: int, before: set[int], grace_s: float = 2.0) -> set[int]:
+def used_children(zygote: int, before: set[int], grace_s: float = 10.0) -> set[int]:
     """Which of the zygote's children ``before`` a run have since ended (waiting for the reap)."""
     deadline = time.monotonic() + grace_s
     while True:

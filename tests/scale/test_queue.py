@@ -51,7 +51,7 @@ def test_healthz_and_metrics_show_the_queue_per_device(f: Fleet) -> None:
         # Each replica reads the registry every 0.5 s (NOTE [worker registry] in
         # gradtrace/queue/keys.py): on a loaded machine a replica's view may trail a moment.
         wait_until(lambda api=api: health(api)["runner"]["queue"]["devices"]["cpu"]["workers"] == 2,  # type: ignore[misc]
-                   10, "a replica does not see both workers")
+                   60, "a replica does not see both workers")
         h = health(api)["runner"]
         assert h["kind"] == "queue" and h["ready"]
         assert h["queue"]["devices"]["cpu"]["workers"] == 2 and h["queue"]["devices"]["cuda"]["workers"] == 0
@@ -71,15 +71,17 @@ def test_devices_cuda_is_refused_and_auto_takes_a_cpu_worker(f: Fleet) -> None:
 
 def test_a_full_queue_answers_503_with_retry_after_at_once(f: Fleet) -> None:
     # Two slots and GRADTRACE_QUEUE_SIZE=1: two running + one waiting fill it.
-    held = [Background(f, SLEEP.format(s=2.5), api=i % 2) for i in range(3)]
+    before = started_total(f)
+    held = [Background(f, SLEEP.format(s=5), api=i % 2) for i in range(3)]
     client = redis.Redis.from_url(f.redis.url)
     try:
-        wait_until(lambda: client.zcard("gradtrace:queue:cpu") >= 3, 5, "three jobs were not queued")
+        wait_until(lambda: client.zcard("gradtrace:queue:cpu") >= 3, 60, "three jobs were not queued")
     finally:
         client.close()
-    t0 = time.monotonic()
     r = post(f, "print('one too many')\n", api=1)
-    assert time.monotonic() - t0 < 1.0
+    # "at once": answered before a slot freed (the two running jobs sleep 5 s), so nothing
+    # else started, however slow the machine
+    assert started_total(f) <= before + 2, "the answer waited for a slot"
     assert r.status_code == 503 and r.json()["error"]["code"] == "pool_saturated"
     assert float(r.headers["Retry-After"]) >= 1
     answers = [h.join() for h in held]
@@ -89,30 +91,32 @@ def test_a_full_queue_answers_503_with_retry_after_at_once(f: Fleet) -> None:
 
 
 def test_a_job_that_waited_past_its_deadline_is_dropped_never_run_late(f: Fleet) -> None:
-    wait_until(lambda: busy(f) == 0, 10, "workers still busy")
+    wait_until(lambda: busy(f) == 0, 60, "workers still busy")
     before = started_total(f)
-    held = [Background(f, SLEEP.format(s=3.5)) for _ in range(2)]
-    wait_until(lambda: busy(f) == 2, 5, "both workers did not start")
+    held = [Background(f, SLEEP.format(s=6)) for _ in range(2)]
+    wait_until(lambda: busy(f) == 2, 60, "both workers did not start")
     t0 = time.monotonic()
     late = post(f, "print('late')\n", api=1)
     waited = time.monotonic() - t0
     assert late.status_code == 503 and late.json()["error"]["code"] == "pool_saturated", late.text
-    assert 1.5 <= waited < 3.5, waited  # GRADTRACE_QUEUE_WAIT_S=2, answered before a slot freed
+    # GRADTRACE_QUEUE_WAIT_S=2: it waited its deadline (load only makes that longer) and was
+    # answered before a slot freed (the held jobs sleep 6 s): no third job started
+    assert waited >= 1.5, waited
+    assert started_total(f) <= before + 2, "the late job was answered only once a slot freed"
     assert [h.join().json()["stdout"] for h in held] == ["slept\n", "slept\n"]
-    time.sleep(1.0)  # slots are free now: a job still in the queue would start here
-    assert started_total(f) == before + 2, "the dropped job ran late"
+    # Slots are free now: a job still in the queue would start before (or beside) this one.
     assert post(f, "print('next')\n").json()["stdout"] == "next\n"
+    wait_until(lambda: started_total(f) >= before + 3, 60, "the next job's start was never counted")
+    assert started_total(f) == before + 3, "the dropped job ran late"
 
 
 def test_a_client_that_disconnects_aborts_its_job_and_frees_the_slot(f: Fleet) -> None:
-    wait_until(lambda: busy(f) == 0, 10, "workers still busy")
+    wait_until(lambda: busy(f) == 0, 60, "workers still busy")
     before = {k: v[2] for k, v in counters(f).items()}
     with pytest.raises(httpx.ReadTimeout):
         post(f, "while True:\n    pass\n", timeout=1.5)
-    # The job would run 8 s; the abort reaches its worker and the slot is free well before.
-    t0 = time.monotonic()
-    wait_until(lambda: busy(f) == 0, 3, "the abandoned job still holds its slot")
-    assert time.monotonic() - t0 < 3
+    # The job would run to its 8 s limit; the abort reaches its worker and frees the slot before.
+    wait_until(lambda: busy(f) == 0, 6, "the abandoned job still holds its slot")
     finished = {k: v[2] for k, v in counters(f).items()}
     assert sum(finished.values()) == sum(before.values()) + 1
     r = post(f, "print('after cancel')\n", timeout=5)
@@ -123,16 +127,14 @@ def test_a_worker_killed_mid_run_answers_crashed_and_the_job_never_runs_again(f:
     import os
     import signal
 
-    wait_until(lambda: busy(f) == 0, 10, "workers still busy")
+    wait_until(lambda: busy(f) == 0, 60, "workers still busy")
     victim_run = Background(f, SLEEP.format(s=6))
-    wait_until(lambda: busy(f) == 1, 5, "the job did not start")
+    wait_until(lambda: busy(f) == 1, 60, "the job did not start")
     entry = next(w for w in entries(f) if w["busy"])
     victim = next(w for w in f.workers if w.proc.pid == entry["pid"])
     survivor_id = next(k for k in counters(f) if k != entry["id"])
     os.kill(victim.proc.pid, signal.SIGKILL)
-    t0 = time.monotonic()
-    r = victim_run.join(15)
-    assert time.monotonic() - t0 < 10
+    r = victim_run.join(60)  # the status says the death was seen (a lost job would hang)
     assert r.status_code == 200 and r.json()["status"] == "crashed", r.text
     assert "stopped before it finished" in r.json()["message"]
     f.workers.remove(victim)
@@ -151,13 +153,12 @@ def test_a_worker_killed_mid_run_answers_crashed_and_the_job_never_runs_again(f:
 
 
 def test_redis_restarted_in_flight_answers_503_or_crashed_and_new_runs_work_again(f: Fleet) -> None:
-    wait_until(lambda: busy(f) == 0, 10, "workers still busy")
+    wait_until(lambda: busy(f) == 0, 60, "workers still busy")
     in_flight = Background(f, SLEEP.format(s=2))
-    wait_until(lambda: busy(f) == 1, 5, "the job did not start")
+    wait_until(lambda: busy(f) == 1, 60, "the job did not start")
     f.redis.restart()
-    r = in_flight.join(20)
+    r = in_flight.join(60)
     assert r.status_code == 503 or (r.status_code == 200 and r.json()["status"] == "crashed"), r.text
-    t0 = time.monotonic()
 
     def works(api: int) -> bool:
         try:
@@ -167,6 +168,5 @@ def test_redis_restarted_in_flight_answers_503_or_crashed_and_new_runs_work_agai
         return r.status_code == 200 and r.json()["stdout"] == "back\n"
 
     for api in (0, 1):
-        wait_until(lambda api=api: works(api), 15, f"replica {api} did not serve again", every=0.3)  # type: ignore[misc]
-    assert time.monotonic() - t0 < 15
+        wait_until(lambda api=api: works(api), 60, f"replica {api} did not serve again", every=0.3)  # type: ignore[misc]
     assert all(w.proc.poll() is None for w in f.workers), "a worker exited instead of reconnecting"

@@ -128,7 +128,7 @@ CASES = [
     Case("raw_bpf", _syscall(321, 0, 0, 0), ("ok",), stdout_has="[-1, 1]"),
     Case("raw_userfaultfd", _syscall(323, 0), ("ok",), stdout_has="[-1, 1]"),
     Case("raw_keyctl", _syscall(250, 0, 0), ("ok",), stdout_has="[-1, 1]"),
-    # --- raw syscalls the old deny-list did not name: refused by the allow-list's default (EPERM)
+    # --- raw syscalls a deny-list would not name: refused by the allow-list's default (EPERM)
     Case("raw_sysv_shmget", _syscall(29, 0, 4096, 0o1600), ("ok",), stdout_has="[-1, 1]"),
     Case("raw_sysv_msgget", _syscall(68, 0, 0o1600), ("ok",), stdout_has="[-1, 1]"),
     Case("raw_posix_mq_open", _syscall(240, 0, 0o100, 0o600, 0), ("ok",), stdout_has="[-1, 1]"),

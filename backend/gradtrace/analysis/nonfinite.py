@@ -7,7 +7,7 @@ NOTE [producer, not carrier]
     the node returns) hold one while its ``grad_outputs`` (what it received) do not. That is
     the node ``torch.autograd.detect_anomaly`` names ("Function 'X' returned nan values in its
     Nth output"), which checks each node's returned gradients as the engine runs them
-    (``tests/analysis/test_nonfinite.py`` holds the two equal). The nodes after it that
+    (``tests/capture/test_nonfinite.py`` holds the two equal). The nodes after it that
     received the NaN and passed it on are listed, not marked.
 
     Forward, the document holds only the values of leaves, roots and retained tensors, so the

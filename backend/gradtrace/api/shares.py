@@ -25,10 +25,10 @@ from gradtrace.api.responses import blob_response
 from gradtrace.api.services import Services, ServicesDep, client_key
 from gradtrace.errors import Forbidden, InvalidRequest, NotFound, PayloadTooLarge
 from gradtrace.schema import SCHEMA_VERSION, RunDocument, ShareCreated, ShareRequest
+from gradtrace.schema.canonical import check_json
 from gradtrace.storage.codec import (
     MAX_DEPTH,
     StoredBlob,
-    check_depth,
     current_json,
     decompress,
     encode,
@@ -156,7 +156,7 @@ def _stored_run_equal_to(svc: Services, run_id: object,
 def _encode_checked(doc: dict[str, Any], *, validated: bool = False) -> StoredBlob:
     try:
         if validated:  # encode() checks the depth itself
-            check_depth(doc, MAX_DEPTH)
+            check_json(doc, MAX_DEPTH)
             return encode_validated(doc).blob
         return encode(doc).blob
     except ValidationError as exc:

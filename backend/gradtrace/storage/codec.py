@@ -72,11 +72,6 @@ def encode(doc: dict[str, Any]) -> EncodedDocument:
     return encode_validated(dumped)
 
 
-def check_depth(obj: object, limit: int) -> None:
-    """Raise ValueError if containers nest deeper than ``limit`` or a float is not finite."""
-    check_json(obj, limit)
-
-
 def encode_validated(doc: dict[str, Any]) -> EncodedDocument:
     """Encode a document that is already a full model dump."""
     carried = doc.canonical_for() if isinstance(doc, CanonicalDocument) else None

@@ -1,7 +1,7 @@
 /**
  * Custom autograd.Functions: the user's own code inside the graph. Autograd names their nodes
  * after the class (`CubeBackward`), where built-in nodes end in a number (`MulBackward0`); the
- * same rule is written for the web process in backend/gradtrace/analysis/gradcheck.py.
+ * same rule is written for the web process in backend/gradtrace/analysis/gradcheck/runs.py.
  */
 
 const BUILTIN = /Backward\d+$/;

@@ -23,7 +23,7 @@ export function derivativeOrders(index) {
       if (p != null) order[v] = Math.min(255, Math.max(order[v], (passMax.get(p) ?? 0) + 1));
     }
   }
-  // Nodes built by a pass but never seen as a forward event (none today) still count as built.
+  // Nodes built by a pass but never seen as a forward event still count as built.
   index.nodes.forEach((n, v) => { if (n.created_in_pass != null && !order[v]) order[v] = 1; });
   index._orders = order;
   return order;

@@ -50,16 +50,6 @@ export function foldOf(levels, active, i, open = new Set()) {
   return null;
 }
 
-/** The open-set keys that bring node i into view (search opens a match's groups with them). */
-export function openKeysFor(levels, active, i) {
-  const keys = [];
-  levels.forEach((lv, l) => {
-    const u = lv.unitOf[i];
-    if (u >= 0 && u !== active[l]) keys.push(unitsKey(l), unitKey(l, u));
-  });
-  return keys;
-}
-
 /** The text of a unit ("iteration 7 of 20", "GRUCell call 37 of 200") and of a fold. */
 export function unitLabel(lv, u) {
   if (lv.names && lv.names[u]) return `${lv.names[u].path} call ${lv.names[u].call + 1} of ${lv.names[u].of}`;

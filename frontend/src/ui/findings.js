@@ -20,7 +20,7 @@ export function statusWithFindings(label, doc) {
 }
 
 /**
- * Graph marks for the findings, added to ui/errors.js's marks (the viewer draws both): the node
+ * Graph marks for the findings, added to analysis/errors.js's marks (the viewer draws both): the node
  * that produced the first NaN (not the ones that only passed it on), and each hint's first node.
  * Also the code lines the hints concern (the gutter's ⚑).
  */

@@ -4,8 +4,6 @@
  * and the jumps: L / Shift+L next/previous line, I / Shift+I next/previous loop iteration,
  * PageDown/PageUp (or P / Shift+P) next/previous pass, / to search.
  */
-export const KEY_HELP = "Space play/pause · ←/→ step · Shift+arrows phase · L line · I iteration · P or PgUp/PgDn pass (Shift: back) · / search · Home/End";
-
 /**
  * @param jump    (unit: "line"|"iteration"|"pass", back: boolean) => void
  * @param search  () => void, focuses the search box
