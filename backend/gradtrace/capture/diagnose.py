@@ -18,6 +18,7 @@ from collections import deque
 from typing import Any
 
 from gradtrace.capture.graph import FnInfo
+from gradtrace.capture.outputs import TAP_CODE
 from gradtrace.capture.recorder import Recorder
 from gradtrace.capture.saved import saved_attrs
 
@@ -98,8 +99,8 @@ def _op_from_source(exc: BaseException) -> str | None:
     tb = exc.__traceback__
     if tb is None:
         return None
-    while tb.tb_next is not None:
-        tb = tb.tb_next
+    while tb.tb_next is not None and tb.tb_next.tb_frame.f_code is not TAP_CODE:
+        tb = tb.tb_next  # NOTE [the tap in a traceback] in outputs.py: the caller's frame
     text = linecache.getline(tb.tb_frame.f_code.co_filename, tb.tb_lineno)
     ops = set(_CALL.findall(text))
     return ops.pop() if len(ops) == 1 else None

@@ -39,6 +39,7 @@ from gradtrace.analysis.run import analyze_parts
 from gradtrace.capture.definitions import unreached
 from gradtrace.capture.frames import NameIndex, loop_targets
 from gradtrace.capture.recorder import Recorder
+from gradtrace.capture.tensordoc import attach
 from gradtrace.collector import gc_paused
 from gradtrace.schema import SCHEMA_VERSION, Cut, Node, RunError
 from gradtrace.schema.canonical import CanonicalText, canonical_json
@@ -250,6 +251,12 @@ def build_document(rec: Recorder, *, status: str, error: dict[str, Any] | None =
                                    rec.module_calls) if rec.passes else []
                 if missed:  # NOTE [frozen parameters] in definitions.py
                     info["unreached"] = missed
+        if rec.tensor_budget is not None:  # NOTE [kept tensors] in tensorfile.py
+            try:
+                rec.tensor_file = attach(rec, doc, rec.tensor_budget)
+            except Exception as e:  # NOTE [the recorder never breaks the snippet]: no file then
+                rec.internal_error(e)
+                doc["recorder_errors"] = {"count": rec.n_recorder_errors, "first": rec.recorder_errors}
         if analysis:
             _add_analysis(doc)
     return doc

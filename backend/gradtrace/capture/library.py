@@ -41,6 +41,7 @@ from torch.optim.optimizer import register_optimizer_step_post_hook, register_op
 from gradtrace.capture.compiled import _is_compiling
 from gradtrace.capture.events import LimitReached
 from gradtrace.capture.mode import CaptureMode
+from gradtrace.capture.outputs import TAP_CODE
 from gradtrace.capture.recorder import Recorder
 
 _seq_nr = torch._C._autograd._get_sequence_nr
@@ -79,8 +80,9 @@ def _held_by(exc: BaseException | None) -> list[torch.Tensor]:
     found: list[torch.Tensor] = []
     tb = exc.__traceback__
     while tb is not None:
-        for value in list(tb.tb_frame.f_locals.values()):
-            found += tensors_within(value, 2)
+        if tb.tb_frame.f_code is not TAP_CODE:  # NOTE [the tap in a traceback] in outputs.py
+            for value in list(tb.tb_frame.f_locals.values()):
+                found += tensors_within(value, 2)
         tb = tb.tb_next
     return found
 

@@ -388,10 +388,15 @@ class CaptureMode(TorchFunctionMode):
         outer, rec.active_pass = rec.active_pass, idx
         completed = False
         rec.before_backward()
+        tap = rec.outputs
+        if tap is not None:  # a backward's ops are no forward outputs (outputs.py)
+            tap.paused += 1
         try:
             result = func(*args, **kwargs)
             completed = True
         finally:
+            if tap is not None:
+                tap.paused -= 1
             rec.active_pass = outer
             rec.after_backward(outermost=outer is None)
             rec.end_pass(idx, completed=completed)

@@ -72,9 +72,13 @@ class _Value:
     """A captured tensor (``Value`` in ``cxx/values.h``): large ones reduced to stats at once,
     small ones copied, both encoded to TensorValues only when the document asks."""
 
-    __slots__ = ("has", "held", "numel", "with_", "without")
+    __slots__ = ("has", "held", "kept", "kept_copy", "kept_version", "numel", "with_", "without")
 
     def __init__(self, t: torch.Tensor) -> None:
+        self.kept: torch.Tensor | None = None
+        """NOTE [kept tensors] in tensorfile.py: the tensor itself (``PyCore._keep``)."""
+        self.kept_version = -1
+        self.kept_copy = False
         self.held: torch.Tensor | None = None
         self.numel = 0
         self.has = False  # values to write (an empty tensor's are [], and cost nothing)
@@ -173,7 +177,7 @@ class PyCore:
         n_fns = len(self._entries)
         batch = describe_batch(roots, self._known, read_saved_tensors=read_saved,
                                first_index=first_index, boundary=self._boundary,
-                               capture=self.capture)
+                               capture=self.capture_saved)
         if not batch:
             return 0, [], 0, None
         places: list[tuple[int | None, Any]] = [(None, None)] * len(batch)
@@ -353,6 +357,8 @@ class PyCore:
                         ev.grad = self._capture(g)
                         seen = (len(self._events), g._version, g._cdata)
                     self._acc_events.append(seen)
+                    for vid in (*ev.go, ev.grad):
+                        self._keep_copy(vid)
                 ev.changes = self._hook_changes.pop(node, [])
                 if relay:  # NOTE [module backward hooks] in gradedits.py
                     for before, after in zip(go, gi, strict=False):
@@ -417,7 +423,12 @@ class PyCore:
         with self._mu, torch._C.DisableTorchFunction():
             return self._capture(t)
 
-    def _capture(self, t: torch.Tensor | None) -> int:
+    def capture_saved(self, t: torch.Tensor) -> int:
+        """A saved tensor's value (``core.capture(t, false)`` in ``cxx/walk.h``): not kept."""
+        with self._mu, torch._C.DisableTorchFunction():
+            return self._capture(t, keep=False)
+
+    def _capture(self, t: torch.Tensor | None, keep: bool = True) -> int:
         """``Core::capture``: a value id, the same one for a tensor met again unchanged."""
         if t is None:
             return -1
@@ -427,11 +438,58 @@ class PyCore:
             version = None
         hit = self._cache.get(id(t))
         if hit is not None and hit[0]() is t and hit[1] == version:
+            seen = self._values[hit[2]]
+            if keep and seen.kept is None and not seen.kept_copy:
+                self._keep(seen, t, version)
             return hit[2]
         vid = len(self._values)
         self._values.append(_Value(t))
         self._cache[id(t)] = (weakref.ref(t), version, vid)
+        if keep:
+            self._keep(self._values[vid], t, version)
         return vid
+
+    @staticmethod
+    def _keep(v: _Value, t: torch.Tensor, version: int | None) -> None:
+        """``Core::keep_alias``: NOTE [kept tensors] in tensorfile.py; a subclass or a functorch
+        transform's wrapper is not kept."""
+        if runs_python_ops(t) or torch._C._functorch.is_functorch_wrapped_tensor(t):
+            return
+        v.kept = t.detach()  # shares the version counter
+        v.kept_version = -1 if version is None else version
+
+    def _keep_copy(self, vid: int) -> None:
+        """``Core::keep_copy``: an AccumulateGrad's gradients, copied as captured."""
+        if vid < 0:
+            return
+        v = self._values[vid]
+        if v.kept is None or v.kept_copy:
+            return
+        try:
+            now = v.kept._version
+        except RuntimeError:
+            now = -1
+        if now != v.kept_version:
+            v.kept = None
+            return
+        v.kept = v.kept.clone()
+        v.kept_copy = True
+
+    def keep_copy(self, vid: int) -> None:
+        with self._mu, torch._C.DisableTorchFunction():
+            self._keep_copy(vid)
+
+    def kept(self, vid: int) -> tuple[torch.Tensor | None, int, bool]:
+        if vid < 0:
+            return None, -1, False
+        v = self._values[vid]
+        return v.kept, v.kept_version, v.kept_copy
+
+    def event_refs(self) -> list[tuple[int, list[int], list[int], int, list[int]]]:
+        """``Recorder::event_refs``: each backward event's value ids."""
+        with self._mu:
+            return [(i, list(ev.go), list(ev.gi), ev.grad, list(ev.changes))
+                    for i, ev in enumerate(self._events) if ev.pass_ >= 0]
 
     def held(self) -> list[tuple[int, torch.Tensor]]:
         return []  # the twin encodes every kind of tensor itself

@@ -51,6 +51,8 @@ from gradtrace.capture.events import LimitReached, ModulePath, PassInfo, Recordi
 from gradtrace.capture.gradedits import GradEdits
 from gradtrace.capture.graph import FnInfo, before_block
 from gradtrace.capture.odd_tensors import shape_of
+from gradtrace.capture.outputs import OutputTap
+from gradtrace.capture.tensorfile import TensorFile
 from gradtrace.capture.resets import GradResets
 from gradtrace.capture.saved import saved_hooks_active
 from gradtrace.capture.tangents import Tangents
@@ -88,8 +90,15 @@ class Recorder:
 
     def __init__(self, filename: str, *, max_nodes: int, max_events: int,
                  max_document_bytes: int = 28 << 20, use_native: bool | None = None,
-                 stop_program: bool = True) -> None:
+                 stop_program: bool = True, tensor_budget: int | None = None) -> None:
         self.filename = filename
+        self.tensor_budget = tensor_budget
+        """The tensor file's byte budget; None: no tensor file (NOTE [kept tensors] in
+        tensorfile.py)."""
+        self.outputs: OutputTap | None = OutputTap(tensor_budget) if tensor_budget is not None else None
+        """Forward outputs (NOTE [forward outputs through a dispatch mode] in outputs.py)."""
+        self.tensor_file: TensorFile | None = None
+        """The last document's tensor file (``build_document``)."""
         self.stop_program = stop_program
         """Whether a limit stops the program too, or only the recording (NOTE [limits])."""
         self.max_document_bytes = max_document_bytes
@@ -166,7 +175,7 @@ class Recorder:
         self.wake: list[Callable[[], None]] = []
         """Called at the snippet's next line (NOTE [optimizer steps] in library.py), then
         dropped: each removes itself."""
-        self.edits = GradEdits(self.values.capture, self.wake, self._accumulated_hook, self._edit_cost)
+        self.edits = GradEdits(self.values.capture_copy, self.wake, self._accumulated_hook, self._edit_cost)
         """Accumulated leaves' ``.grad`` as last seen: NOTE [gradient edits] in gradedits.py."""
         self.tracer = LineTracer(filename, pending=self.pending, wake=self.wake,
                                  core=native.core if native.is_native(self.core) else None)
@@ -462,6 +471,8 @@ class Recorder:
         if role != "leaf":
             doc["value"] = self.values.capture(t)
         else:
+            if self.tensor_budget is not None:  # its value at the start (NOTE [kept tensors])
+                doc["value"] = self.values.capture_copy(t)
             self.edits.leaves.append(t)  # NOTE [gradient edits] in gradedits.py
             def_line = self.leaf_lines.line_of(t)
             if def_line is not None:  # NOTE [where leaves are defined] in definitions.py

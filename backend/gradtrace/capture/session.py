@@ -42,6 +42,7 @@ from gradtrace.capture.library import LibraryCalls
 from gradtrace.capture.mode import CaptureMode
 from gradtrace.capture.modules import ModuleTracker
 from gradtrace.capture.recorder import Recorder
+from gradtrace.capture.tensorfile import DEFAULT_RECORD_BUDGET
 from gradtrace.capture.threads import OtherThreads
 from gradtrace.capture.warnsite import WarningSite
 from gradtrace.collector import BlockCollector, gc_paused
@@ -79,12 +80,20 @@ class record:
     def __init__(self, *, max_nodes: int = 50_000, max_events: int = 200_000,
                  max_document_bytes: int = 28 << 20, native: bool | None = None,
                  _filename: str | None = None, _namespace: dict[str, Any] | None = None,
+                 tensor_budget: int | None = DEFAULT_RECORD_BUDGET,
                  _fresh: bool = False, _stop_program: bool = False) -> None:
         for name, value in (("max_nodes", max_nodes), ("max_events", max_events),
                             ("max_document_bytes", max_document_bytes)):
             if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
                 raise ValueError(f"gradtrace.record: {name} must be a positive whole number, "
                                  f"not {value!r}")
+        if tensor_budget is not None and (isinstance(tensor_budget, bool) or not isinstance(tensor_budget, int)
+                                          or tensor_budget < 0):
+            raise ValueError("gradtrace.record: tensor_budget must be a whole number of bytes (0 or more) "
+                             f"or None for no tensor file, not {tensor_budget!r}")
+        self.tensor_budget = tensor_budget
+        """The tensor file's byte budget (NOTE [what the budget keeps first] in tensorfile.py);
+        None: no tensor file."""
         self.max_nodes = max_nodes
         self.max_events = max_events
         self.max_document_bytes = max_document_bytes
@@ -119,7 +128,7 @@ class record:
         filename = self._filename or caller.f_code.co_filename
         rec = Recorder(filename, max_nodes=self.max_nodes, max_events=self.max_events,
                        max_document_bytes=self.max_document_bytes, use_native=self.native,
-                       stop_program=self._stop_program)
+                       stop_program=self._stop_program, tensor_budget=self.tensor_budget)
         rec.namespace = self._namespace if self._namespace is not None else caller.f_globals
         if not self._fresh:
             # a block in a namespace that lived before it (a notebook cell, a script): older
@@ -138,6 +147,8 @@ class record:
         self._collector.enter()
         try:
             self._mode.__enter__()  # type: ignore[no-untyped-call]
+            if rec.outputs is not None:
+                rec.outputs.__enter__()
             rec.tracer.install()
         except BaseException:
             self._remove()
@@ -159,6 +170,8 @@ class record:
         try:
             if self._library is not None:
                 self._library.restore(exc)
+            if self._rec is not None and self._rec.outputs is not None:
+                self._rec.outputs.__exit__(exc_type, exc, tb)
             if self._mode is not None:
                 self._mode.__exit__(exc_type, exc, tb)  # type: ignore[no-untyped-call]
             if self._rec is not None and self._rec.limit is None:
@@ -235,7 +248,9 @@ class record:
         meanwhile (NOTE [gc while building documents] in gradtrace/collector.py)."""
         doc = self.document_parts(analysis=False)
         with gc_paused(settle=True):
-            return NotebookRunDocument.from_capture(doc, analyze_parts)
+            out = NotebookRunDocument.from_capture(doc, analyze_parts)
+        out._tensor_store = self.recorder.tensor_file  # NOTE [tensors by key] in notebook/run.py
+        return out
 
     def document_dict(self, **fields: Any) -> CanonicalDocument:
         """The run document as a JSON-able dict (what :func:`run_snippet` returns), without a

@@ -311,6 +311,14 @@ class ValueStore:
         vid: int = self.core.capture(t)
         return vid
 
+    def capture_copy(self, t: Any) -> Handle:
+        """``capture``, its kept tensor a copy (NOTE [kept tensors] in tensorfile.py): what the
+        program changes in place later (a leaf's value, an edited ``.grad``)."""
+        vid = self.capture(t)
+        if isinstance(vid, int) and vid >= 0:
+            self.core.keep_copy(vid)
+        return vid
+
     def encode_now(self, t: torch.Tensor) -> TensorValueDict:
         """Encode ``t`` as it is now, its values paid from the budget like every other."""
         n = t.numel()

@@ -65,6 +65,74 @@ class NotebookRunDocument(RunDocument):
     """Capture's document without its id and analysis, until either is read (NOTE [an id and
     an analysis on first use])."""
 
+    _tensor_store: Any = PrivateAttr(default=None)
+    """The run's tensors in process (capture's ``TensorFile``: ``.tensors`` by key and
+    ``.data``, the safetensors bytes), or the bytes alone (NOTE [tensors by key] below)."""
+
+    # NOTE [tensors by key]
+    #     ``rec.document()`` holds the kept tensors themselves: ``doc.tensor(key)`` hands back
+    #     the torch tensor. A document read from elsewhere carries the file's bytes
+    #     (``with_tensor_bytes``): then numpy arrays from ``safetensors.numpy`` (this layer never
+    #     imports torch).
+    def with_tensor_bytes(self, data: bytes) -> NotebookRunDocument:
+        """Attach a tensor file's bytes (the service's ``/tensors.safetensors``)."""
+        self._tensor_store = data
+        return self
+
+    def tensor_bytes(self) -> bytes | None:
+        """The run's tensor file (safetensors bytes), or None when it has none."""
+        store = self._tensor_store
+        if store is None or isinstance(store, bytes):
+            return store
+        data: bytes = store.data
+        return data
+
+    def tensor(self, key: str) -> Any:
+        """The kept tensor ``key`` (``n12.out0``, ``e3.gi1``, ``n4.gh0``: docs/CONTRACT.md,
+        "The tensor file"): a torch tensor in the process that recorded it, else a numpy
+        array. A key the file does not hold raises KeyError saying why."""
+        store = self._tensor_store
+        if store is not None and not isinstance(store, bytes):
+            hit = store.tensors.get(key)
+            if hit is not None:
+                return hit
+        elif isinstance(store, bytes):
+            from safetensors.numpy import load
+
+            arrays = load(store)
+            if key in arrays:
+                return arrays[key]
+        raise KeyError(self._why_not(key))
+
+    def _why_not(self, key: str) -> str:
+        info = self.tensors
+        if info is None:
+            return f"{key}: this document has no tensor file"
+        for left in info.left_out:
+            if left.key == key:
+                return f"{key}: left out of the tensor file ({left.reason})"
+        return f"{key}: no such tensor in this run's tensor file"
+
+    def node_output(self, node: str, k: int = 0) -> Any:
+        """Function node ``node``'s ``k``-th forward output, as the op returned it."""
+        return self.tensor(f"{node}.out{k}")
+
+    def event_tensor(self, event: int, part: str = "gi", k: int = 0) -> Any:
+        """Backward event ``event``'s gradient: ``part`` ``go``/``gi`` (``k``-th grad_output /
+        grad_input), ``grad`` (an AccumulateGrad's), ``hb``/``ha`` (hook change before/after)."""
+        if part not in ("go", "gi", "grad", "hb", "ha"):
+            raise ValueError(f"part must be one of go, gi, grad, hb, ha, not {part!r}")
+        return self.tensor(f"e{event}.grad" if part == "grad" else f"e{event}.{part}{k}")
+
+    def leaf_tensor(self, node: str, which: str = "end", h: int = 0) -> Any:
+        """A leaf's ``value`` (at the start), ``end`` (at the end), ``grad_history[h]`` (``gh``)
+        or ``grad_edits[h].value`` (``ge``)."""
+        if which in ("value", "end"):
+            return self.tensor(f"{node}.{which}")
+        if which not in ("gh", "ge"):
+            raise ValueError(f"which must be one of value, end, gh, ge, not {which!r}")
+        return self.tensor(f"{node}.{which}{h}")
+
     @classmethod
     def from_capture(cls, doc: dict[str, Any], analyze: Analyzer) -> NotebookRunDocument:
         """The document of capture's ``doc`` without its ``id`` and ``analysis``

@@ -18,6 +18,7 @@ from gradtrace.schema.document import (
     RunError,
     SavedTensor,
     Status,
+    TensorFile,
     TensorStats,
     TensorValue,
 )
@@ -26,6 +27,6 @@ from gradtrace.schema.requests import ErrorBody, ErrorResponse, RunRequest, Shar
 __all__ = [
     "SCHEMA_VERSION", "VALUES_LIMIT", "BackwardPass", "Cut", "Edge", "ErrorBody", "ErrorResponse",
     "Event", "Graph", "MemorySummary", "Node", "RunDocument", "RunError", "RunRequest",
-    "SavedTensor", "ShareCreated", "ShareRequest", "Status", "TensorStats", "TensorValue",
+    "SavedTensor", "ShareCreated", "ShareRequest", "Status", "TensorFile", "TensorStats", "TensorValue",
     "canonical_json", "content_hash", "document_id",
 ]

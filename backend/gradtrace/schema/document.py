@@ -75,6 +75,9 @@ class TensorValue(_Model):
     note: str | None = _optional(
         "why `values` or `stats` are missing, or what they stand for (a meta tensor has no data; a quantized one "
         "shows dequantized numbers)")
+    key: str | None = _optional(
+        "the tensor's key in the run's tensor file (`n12.out0`, `e3.gi1`: see \"The tensor file\"), when it was "
+        "kept there; absent when it was not (`tensors.left_out`)")
 
 
 class OutputMeta(_Model):
@@ -230,6 +233,11 @@ class Node(_Model):
         "function nodes: the snippet variable first bound to the node's output (`h` for `h = torch.tanh(x @ W)`), "
         "when there was one")
     # NOTE [variables of intermediates] in capture/definitions.py
+    output: list[TensorValue | None] | None = _optional(
+        "function nodes: each forward output as the op returned it (stats, and its `key` in the tensor file), null "
+        "for an output not seen; absent when none was kept")
+    value_end: TensorValue | None = _optional(
+        "leaves: the value at the end of the run (after an optimizer's update); absent without a tensor file")
 
 
 class HookChange(_Model):
@@ -362,6 +370,34 @@ class UnrecordedThread(_Model):
         "of those, the ones on graphs that were not recorded when they ran"))
 
 
+class LeftOutTensor(_Model):
+    """A tensor the tensor file does not hold, and why."""
+
+    key: str = Field(description="The key it would have had (``n12.out0``).")
+    bytes: int = Field(0, description="Its size in bytes.")
+    reason: str = Field(description="Why it is not in the file: ``budget`` (past the run's "
+                        "byte budget), ``dtype`` (a dtype or layout safetensors cannot hold: "
+                        "complex, sparse, quantized, a subclass), ``changed`` (changed in place "
+                        "before it could be copied), ``transform`` (a tensor of a functorch "
+                        "transform such as ``vmap``, which has no values outside it).")
+
+
+class TensorFile(_Model):
+    """The run's tensor file (docs/CONTRACT.md, "The tensor file"): a safetensors file beside
+    the document holding every kept tensor exactly, by key."""
+
+    format: Literal["safetensors"] = Field("safetensors", description="The file's format.")
+    sha256: str = Field(description="SHA-256 of the file's bytes (hex), so the document's id "
+                        "covers its tensors.")
+    bytes: int = Field(description="The file's size in bytes.")
+    count: int = Field(description="How many tensors it holds.")
+    budget_bytes: int = Field(description="The run's byte budget for tensors.")
+    left_out: list[LeftOutTensor] = Field(default_factory=list, description="Tensors not kept, "
+                                          "most important first (at most 200 listed).")
+    left_out_count: int = Field(0, description="How many tensors were not kept, all of them.")
+    left_out_bytes: int = Field(0, description="Their bytes, all of them.")
+
+
 class RunDocument(_Model):
     """The answer of ``POST /api/runs`` and the content of a share link (docs/CONTRACT.md)."""
 
@@ -407,6 +443,8 @@ class RunDocument(_Model):
     analysis: Analysis | None = _optional(
         "what gradtrace found in the run, computed from this document alone: hints and the first NaN or infinity "
         "(`Analysis`); absent when there is nothing to say")
+    tensors: TensorFile | None = _optional(
+        "the run's tensor file (`TensorFile`, see \"The tensor file\"); absent when none was written")
     goals: GoalReport | None = _optional(
         "an exercise's goals checked on this run (`GoalReport`), when the request carried `goals` or `exercise`; the "
         "stored run itself has none (its `id` is the run's)")

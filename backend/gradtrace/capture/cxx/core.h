@@ -99,12 +99,14 @@ struct Core : std::enable_shared_from_this<Core> {
     return static_cast<int64_t>(t.unsafeGetTensorImpl()->version_counter().current_version());
   }
 
-  int32_t capture(const at::Tensor& t) {
+  int32_t capture(const at::Tensor& t, bool keep = true) {
     if (!t.defined()) return kNone;
     c10::TensorImpl* impl = t.unsafeGetTensorImpl();
     int64_t ver = version_of(t);
     auto it = cache.find(impl);
     if (it != cache.end() && !it->second.weak.expired() && it->second.version == ver) {
+      Value& seen = values[static_cast<size_t>(it->second.id)];
+      if (keep && !seen.kept.defined() && !seen.kept_copy) keep_alias(seen, t, ver);
       return it->second.id;
     }
     int32_t id = static_cast<int32_t>(values.size());
@@ -124,7 +126,33 @@ struct Core : std::enable_shared_from_this<Core> {
     }
     cache.insert_or_assign(impl, Cached{c10::weak_intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>(
                                    t.getIntrusivePtr()), ver, id});
+    Value& made = values.back();
+    made.kept = at::Tensor();
+    made.kept_copy = false;
+    if (keep) keep_alias(made, t, ver);
     return id;
+  }
+
+  // NOTE [kept tensors] in capture/tensorfile.py (``PyCore._keep``): a subclass, or a
+  // functorch transform's wrapper (it has no values outside its level), is not kept
+  static void keep_alias(Value& v, const at::Tensor& t, int64_t ver) {
+    if (t.key_set().has_any(c10::DispatchKeySet({c10::DispatchKey::Python, c10::DispatchKey::FuncTorchBatched,
+                                                 c10::DispatchKey::FuncTorchGradWrapper}))) {
+      return;
+    }
+    v.kept = t.tensor_data();  // no dispatch; shares the version counter
+    v.kept_version = ver;
+  }
+
+  // A copy of value ``id``'s kept tensor, still as it was captured (``PyCore.keep_copy``):
+  // an AccumulateGrad's gradients, which autograd or the program may change in place later.
+  void keep_copy(int32_t id) {
+    if (id == kNone) return;
+    Value& v = values[static_cast<size_t>(id)];
+    if (!v.kept.defined() || v.kept_copy) return;
+    if (version_of(v.kept) != v.kept_version) { v.kept = at::Tensor(); return; }
+    v.kept = v.kept.clone();
+    v.kept_copy = true;
   }
 
   // NOTE [same elements, other shape]: a view, reshape or transpose of a big gradient (the
@@ -227,6 +255,8 @@ struct Core : std::enable_shared_from_this<Core> {
             }
           }
           acc_events.push_back(seen);
+          for (int32_t k = 0; k < ev.go_n; ++k) keep_copy(refs[static_cast<size_t>(ev.go_begin + k)]);
+          keep_copy(ev.grad);
         }
         auto hc = hook_changes.find(node);
         ev.hc_begin = static_cast<int32_t>(refs.size());

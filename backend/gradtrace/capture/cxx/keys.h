@@ -42,19 +42,21 @@ inline constexpr Key line{"{\"line\":", ",\"line\":", 11};
 inline constexpr Key module{"{\"module\":", ",\"module\":", 12};
 inline constexpr Key module_stack{"{\"module_stack\":", ",\"module_stack\":", 13};
 inline constexpr Key name{"{\"name\":", ",\"name\":", 14};
-inline constexpr Key outputs{"{\"outputs\":", ",\"outputs\":", 15};
-inline constexpr Key role{"{\"role\":", ",\"role\":", 16};
-inline constexpr Key roles{"{\"roles\":", ",\"roles\":", 17};
-inline constexpr Key saved{"{\"saved\":", ",\"saved\":", 18};
-inline constexpr Key saved_args{"{\"saved_args\":", ",\"saved_args\":", 19};
-inline constexpr Key saved_bytes{"{\"saved_bytes\":", ",\"saved_bytes\":", 20};
-inline constexpr Key saved_once{"{\"saved_once\":", ",\"saved_once\":", 21};
-inline constexpr Key saved_unread{"{\"saved_unread\":", ",\"saved_unread\":", 22};
-inline constexpr Key seq{"{\"seq\":", ",\"seq\":", 23};
-inline constexpr Key shape{"{\"shape\":", ",\"shape\":", 24};
-inline constexpr Key tied{"{\"tied\":", ",\"tied\":", 25};
-inline constexpr Key value{"{\"value\":", ",\"value\":", 26};
-inline constexpr Key var{"{\"var\":", ",\"var\":", 27};
+inline constexpr Key output{"{\"output\":", ",\"output\":", 15};
+inline constexpr Key outputs{"{\"outputs\":", ",\"outputs\":", 16};
+inline constexpr Key role{"{\"role\":", ",\"role\":", 17};
+inline constexpr Key roles{"{\"roles\":", ",\"roles\":", 18};
+inline constexpr Key saved{"{\"saved\":", ",\"saved\":", 19};
+inline constexpr Key saved_args{"{\"saved_args\":", ",\"saved_args\":", 20};
+inline constexpr Key saved_bytes{"{\"saved_bytes\":", ",\"saved_bytes\":", 21};
+inline constexpr Key saved_once{"{\"saved_once\":", ",\"saved_once\":", 22};
+inline constexpr Key saved_unread{"{\"saved_unread\":", ",\"saved_unread\":", 23};
+inline constexpr Key seq{"{\"seq\":", ",\"seq\":", 24};
+inline constexpr Key shape{"{\"shape\":", ",\"shape\":", 25};
+inline constexpr Key tied{"{\"tied\":", ",\"tied\":", 26};
+inline constexpr Key value{"{\"value\":", ",\"value\":", 27};
+inline constexpr Key value_end{"{\"value_end\":", ",\"value_end\":", 28};
+inline constexpr Key var{"{\"var\":", ",\"var\":", 29};
 }  // namespace node
 
 // SavedTensor (gradtrace.schema.document)
@@ -106,13 +108,14 @@ inline constexpr Key before{"{\"before\":", ",\"before\":", 1};
 // TensorValue (gradtrace.schema.document)
 namespace tensor_value {
 inline constexpr Key dtype{"{\"dtype\":", ",\"dtype\":", 0};
-inline constexpr Key layout{"{\"layout\":", ",\"layout\":", 1};
-inline constexpr Key nonzero{"{\"nonzero\":", ",\"nonzero\":", 2};
-inline constexpr Key note{"{\"note\":", ",\"note\":", 3};
-inline constexpr Key shape{"{\"shape\":", ",\"shape\":", 4};
-inline constexpr Key stale{"{\"stale\":", ",\"stale\":", 5};
-inline constexpr Key stats{"{\"stats\":", ",\"stats\":", 6};
-inline constexpr Key values{"{\"values\":", ",\"values\":", 7};
+inline constexpr Key key{"{\"key\":", ",\"key\":", 1};
+inline constexpr Key layout{"{\"layout\":", ",\"layout\":", 2};
+inline constexpr Key nonzero{"{\"nonzero\":", ",\"nonzero\":", 3};
+inline constexpr Key note{"{\"note\":", ",\"note\":", 4};
+inline constexpr Key shape{"{\"shape\":", ",\"shape\":", 5};
+inline constexpr Key stale{"{\"stale\":", ",\"stale\":", 6};
+inline constexpr Key stats{"{\"stats\":", ",\"stats\":", 7};
+inline constexpr Key values{"{\"values\":", ",\"values\":", 8};
 }  // namespace tensor_value
 
 // TensorStats (gradtrace.schema.document)

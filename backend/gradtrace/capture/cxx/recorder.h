@@ -406,6 +406,41 @@ struct Recorder {
     return core->capture(t);
   }
 
+  // NOTE [kept tensors] in capture/tensorfile.py: value ``id``'s kept tensor (None when not
+  // kept), the version it was kept at, and whether it is a copy.
+  py::tuple kept(int32_t id) {
+    std::lock_guard<std::mutex> lock(core->mu);
+    if (id == kNone) return py::make_tuple(py::none(), -1, false);
+    const Value& v = core->values.at(static_cast<size_t>(id));
+    if (!v.kept.defined()) return py::make_tuple(py::none(), v.kept_version, v.kept_copy);
+    return py::make_tuple(py::reinterpret_steal<py::object>(THPVariable_Wrap(v.kept)), v.kept_version,
+                          v.kept_copy);
+  }
+
+  void keep_copy(int32_t id) {
+    std::lock_guard<std::mutex> lock(core->mu);
+    core->keep_copy(id);
+  }
+
+  // Each backward event's value ids (``PyCore.event_refs``): (event index, grad_outputs,
+  // grad_inputs, grad, hook changes as before/after pairs flattened); forward events skipped.
+  py::list event_refs() {
+    std::lock_guard<std::mutex> lock(core->mu);
+    py::list out;
+    for (size_t i = 0; i < core->events.size(); ++i) {
+      const Event& ev = core->events[i];
+      if (ev.pass < 0) continue;
+      auto ids = [&](int32_t begin, int32_t n) {
+        py::list l;
+        for (int32_t k = 0; k < n; ++k) l.append(core->refs[static_cast<size_t>(begin + k)]);
+        return l;
+      };
+      out.append(py::make_tuple(static_cast<int64_t>(i), ids(ev.go_begin, ev.go_n),
+                                ids(ev.gi_begin, ev.gi_n), ev.grad, ids(ev.hc_begin, 2 * ev.hc_n)));
+    }
+    return out;
+  }
+
   // How many numbers value ``id`` would write with its values (0: it has none to write), so
   // that a value past the budget is never written with them only to be dropped.
   int64_t numel_of(int32_t id) {

@@ -20,6 +20,11 @@ struct Value {
   bool f32 = false;  // NOTE [float32 values]
   at::Tensor held;
   std::string py_with, py_without;  // kind 3, once Python has encoded it (canonical JSON)
+  // NOTE [kept tensors] in capture/tensorfile.py: the tensor itself for the tensor file (an
+  // alias sharing its version counter, or a copy), and the version it was kept at
+  at::Tensor kept;
+  int64_t kept_version = -1;
+  bool kept_copy = false;
 };
 
 // Large tensors (only stats are kept): one vectorised pass, several partial sums at once

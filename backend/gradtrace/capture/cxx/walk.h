@@ -342,7 +342,7 @@ struct Walker {
       }
       if (t.numel() <= kValuesLimit) {
         std::lock_guard<std::mutex> lock(core.mu);
-        sv.vid = core.capture(t);
+        sv.vid = core.capture(t, /*keep=*/false);  // saved tensors: not in the tensor file
       }
       e.saved_bytes += sv.bytes;
       e.saved.push_back(std::move(sv));

@@ -1,0 +1,249 @@
+"""Forward outputs as the ops returned them, for the tensor file (NOTE [kept tensors] in
+:mod:`gradtrace.capture.tensorfile`).
+
+NOTE [forward outputs through a dispatch mode]
+    The torch-function tap (:mod:`gradtrace.capture.mode`) steps aside inside library modules,
+    so it never sees what ``nn.Linear`` or an attention block computes inside. A
+    ``TorchDispatchMode`` sees every aten op below autograd, library code included. An op that
+    makes a node advances autograd's sequence counter before it reaches the mode; its outputs
+    are then noted, and at the next op (or at the end) each is matched to its node through
+    ``t.grad_fn`` and ``t.output_nr``, which autograd has set by then: the node is the tensor's
+    own, never guessed from a counter. A view whose version moved since (an in-place change
+    through it) is not asked for its ``grad_fn``: that would rebuild the view's node and shift
+    every later sequence number of the program.
+
+NOTE [copy on write]
+    An output is held by reference with its version. Before an op writes into a tensor (an
+    in-place op, an ``out=`` argument, ``.data`` writes too: the storage is what counts) every
+    output still held on that storage is copied, so the file holds the numbers as they were
+    made at the cost of a copy only where the program changes them. What changed behind the
+    mode's back (another thread) is found at the end by its version and left out (``changed``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+_seq_nr = torch._C._autograd._get_sequence_nr
+_is_compiling = torch.compiler.is_compiling
+_transforms_active = torch._C._are_functorch_transforms_active
+_WRITES: dict[Any, tuple[int, ...]] = {}
+
+
+def _written_args(func: Any) -> tuple[int, ...]:
+    """Positions of the arguments ``func`` writes into (cached per overload)."""
+    hit = _WRITES.get(func)
+    if hit is None:
+        try:
+            hit = tuple(i for i, a in enumerate(func._schema.arguments)
+                        if a.alias_info is not None and a.alias_info.is_write)
+        except AttributeError:
+            hit = ()
+        _WRITES[func] = hit
+    return hit
+
+
+def _storage_key(t: torch.Tensor) -> int | None:
+    try:
+        return int(t.untyped_storage().data_ptr())
+    except Exception:  # no storage (sparse, meta, a subclass)
+        return None
+
+
+_WRAPPED = {float: torch.float64, int: torch.int64, complex: torch.complex128, bool: torch.bool}
+
+
+def _scalars_as_tensors(func: Any, args: tuple[Any, ...]) -> tuple[Any, ...] | None:
+    """``args`` with Python numbers where ``func`` takes a Tensor made tensors again, or None.
+
+    NOTE [wrapped numbers under a dispatch mode]
+        A dispatch mode is handed autograd's wrapped numbers (the ``3`` of ``x * 3``, saved by
+        ``MulBackward0``) as Python numbers; an op that takes one as its tensor ``self``
+        (``detach`` when the recorder reads that saved value) then fails to bind. The same
+        number as a 0-dim tensor of the wrapped number's dtype (int64 / float64 / complex128)
+        is what the op was given."""
+    try:
+        schema = func._schema.arguments
+    except AttributeError:
+        return None
+    out = list(args)
+    changed = False
+    for i, a in enumerate(args):
+        if i < len(schema) and isinstance(a, bool | int | float | complex) and str(schema[i].type) == "Tensor":
+            out[i] = torch.tensor(a, dtype=_WRAPPED.get(type(a)))
+            changed = True
+    return tuple(out) if changed else None
+
+
+class Kept:
+    """One forward output: the tensor (by reference until it would change) and its version."""
+
+    __slots__ = ("copied", "tensor", "version")
+
+    def __init__(self, tensor: torch.Tensor, version: int) -> None:
+        self.tensor = tensor
+        self.version = version
+        self.copied = False
+
+    def intact(self) -> bool:
+        """Still the numbers the op made."""
+        if self.copied:
+            return True
+        try:
+            return int(self.tensor._version) == self.version
+        except RuntimeError:  # an inference tensor: no version counter to trust
+            return False
+
+
+# NOTE [the tap in a traceback]
+#     An op that raises (a shape error in a library module) raises through the tap's handler,
+#     the one Python frame between the program's call and the kernel: the op is called as the
+#     C++ builtin (``OpOverload._op``, no frame of torch/_ops.py), its arguments are let go
+#     before the error goes on (the recorder finds what a failed library call built from the
+#     tensors a traceback's frames hold, library.py), and the recorder's readers of
+#     tracebacks pass over this frame (``TAP_CODE``).
+
+
+class OutputTap(TorchDispatchMode):
+    """Notes every node-making op's outputs (NOTE [forward outputs through a dispatch mode])."""
+
+    def __init__(self, max_bytes: int) -> None:
+        super().__init__()
+        self.max_bytes = max_bytes
+        """Outputs past this many bytes are not held (forward values come last in the file's
+        priority: NOTE [what the budget keeps first] in tensorfile.py); only their sizes are."""
+        self.held_bytes = 0
+        self.by_node: dict[Any, dict[int, Kept | int]] = {}
+        """node -> output_nr -> Kept, or the bytes of an output not held (past ``max_bytes``)."""
+        self._by_storage: dict[int, list[Kept]] = {}
+        self.by_seq: dict[int, dict[int, Kept | int]] = {}
+        """Autograd sequence number -> output position -> the same, for outputs whose node is
+        known only as the one made just before their op (a view's: see ``settle``)."""
+        self._pending: list[tuple[torch.Tensor, int, int]] = []
+        self._last = _seq_nr()
+        self.paused = 0
+        """Above 0 while a backward pass runs: its ops are no forward outputs."""
+
+    @classmethod
+    def _should_skip_dynamo(cls) -> bool:
+        """No ``torch._disable_dynamo`` wrapper around the handler: its two frames would sit in
+        every traceback between the program and the op (NOTE [the tap in a traceback]), and
+        dynamo skips gradtrace's frames already (NOTE [invisible to dynamo] in compiled.py)."""
+        return False
+
+    @classmethod
+    def ignore_compile_internals(cls) -> bool:
+        """NOTE [invisible to dynamo] in compiled.py: by default ``torch.compile`` keeps eager
+        semantics for an active dispatch mode (it would not compile what the bare run
+        compiles); the tap steps aside while dynamo compiles and sees the compiled
+        artifact's ops as it runs."""
+        return True
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: tuple[Any, ...] = (),
+                           kwargs: dict[str, Any] | None = None) -> Any:
+        if kwargs is None:
+            kwargs = {}
+        if _is_compiling() or _transforms_active():
+            # dynamo's or AOT's tracing (fake tensors), or inside a functorch transform (vmap,
+            # grad): its tensors must not outlive it, and no node of the graph is made there
+            return func(*args, **kwargs)
+        if self._pending:
+            self.settle()
+        writes = _written_args(func)
+        if writes and self._by_storage:
+            self._copy_before_write(func, writes, args, kwargs)
+        call = getattr(func, "_op", func)  # NOTE [the tap in a traceback]
+        try:
+            out = call(*args, **kwargs)
+        except (RuntimeError, TypeError):
+            fixed = _scalars_as_tensors(func, args)
+            if fixed is None:
+                del args, kwargs  # NOTE [the tap in a traceback]
+                raise
+            out = call(*fixed, **kwargs)
+        seq = _seq_nr()
+        if seq != self._last:
+            self._last = seq
+            if not self.paused:
+                self._note(out, seq - 1)
+        elif writes and not self.paused:
+            # an in-place op whose autograd kernel made a helper node first (``mul_`` clones
+            # ``self`` for its backward): its node is found by ``grad_fn`` only
+            self._note(out, -1)
+        return out
+
+    def _note(self, out: Any, seq: int) -> None:
+        if isinstance(out, torch.Tensor):
+            ts: Any = (out,)
+        elif isinstance(out, tuple | list):
+            ts = out
+        else:
+            return
+        for k, t in enumerate(ts):
+            # a plain dense tensor (an inference tensor has no node; nested and sparse ones
+            # have no place in the file)
+            if type(t) is torch.Tensor and t.layout == torch.strided and not t.is_nested and not t.is_inference():
+                self._pending.append((t, seq, k))
+
+    def settle(self) -> None:
+        """Match the noted outputs to their nodes (autograd has set their ``grad_fn`` now):
+        NOTE [forward outputs through a dispatch mode]."""
+        pending, self._pending = self._pending, []
+        for t, seq, k in pending:
+            # NOTE [versions when settled]: autograd bumps an in-place op's version, and gives
+            # a view its base's counter, after the op left this mode; before the next op's
+            # own bump (after it too), the version read here is the output's as made
+            version = int(t._version)
+            if t._is_view() or t.grad_fn is None:
+                if seq < 0:
+                    continue
+                # a view's grad_fn may be rebuilt when read; a view op's result below autograd
+                # is a tensor autograd wraps anew: by the node made just before the op
+                self._hold(self.by_seq.setdefault(seq, {}), k, t, version)
+                continue
+            self._hold(self.by_node.setdefault(t.grad_fn, {}), int(t.output_nr), t, version)
+
+    def _hold(self, slots: dict[int, Kept | int], nr: int, t: torch.Tensor, version: int) -> None:
+        if nr in slots:
+            return
+        nbytes = t.numel() * t.element_size()
+        if self.held_bytes + nbytes > self.max_bytes:
+            slots[nr] = nbytes
+            return
+        kept = Kept(t, version)
+        slots[nr] = kept
+        self.held_bytes += nbytes
+        key = _storage_key(t)
+        if key is not None:
+            self._by_storage.setdefault(key, []).append(kept)
+
+    def _copy_before_write(self, func: Any, writes: tuple[int, ...], args: tuple[Any, ...],
+                           kwargs: dict[str, Any]) -> None:
+        """NOTE [copy on write]."""
+        targets: list[Any] = []
+        schema = func._schema.arguments
+        for i in writes:
+            if i < len(args):
+                targets.append(args[i])
+            else:
+                targets.append(kwargs.get(schema[i].name))
+        for a in targets:
+            for t in (a if isinstance(a, list | tuple) else (a,)):
+                if not isinstance(t, torch.Tensor):
+                    continue
+                key = _storage_key(t)
+                held = self._by_storage.pop(key, None) if key is not None else None
+                for kept in held or ():
+                    if kept.copied:
+                        continue
+                    # the write's version bump comes after this mode (NOTE [versions when settled])
+                    if int(kept.tensor._version) == kept.version:
+                        kept.tensor = kept.tensor.clone()
+                        kept.copied = True
+
+
+TAP_CODE = OutputTap.__torch_dispatch__.__code__
+"""The handler's code, which readers of a traceback pass over (NOTE [the tap in a traceback])."""

@@ -1,0 +1,178 @@
+"""The run's tensor file: every number kept, exactly, in a safetensors file beside the document
+(docs/CONTRACT.md, "The tensor file").
+
+NOTE [kept tensors]
+    What the file holds, and how capture holds it until the document is built:
+    * a function node's forward outputs (``n{id}.out{k}``): the dispatch-mode tap
+      (:mod:`gradtrace.capture.outputs`), by reference, copied only before a write;
+    * a backward event's gradients (``e{i}.go{k}``, ``e{i}.gi{k}``, ``e{i}.grad``,
+      ``e{i}.hb{k}``/``e{i}.ha{k}``): each captured value of the core keeps the tensor itself,
+      an alias that shares its version counter (no copy, and autograd may still steal it); an
+      AccumulateGrad event's gradients, which autograd and the program change in place later
+      (the next accumulation, clipping, ``zero_``), are copied when the event is recorded. The
+      two kernel sets do the same (``Core::keep_alias`` / ``Core::keep_copy`` in
+      ``cxx/core.h``, ``PyCore._keep`` / ``PyCore._keep_copy``);
+    * a leaf's ``.grad`` history and edits (``n{id}.gh{h}``, ``n{id}.ge{j}``): copies; its value
+      when first met (``n{id}.value``, a copy) and at the end (``n{id}.end``).
+    A reference whose version moved before the document was built no longer holds what was
+    recorded: it is left out with reason ``changed``, never written wrong.
+
+NOTE [what the budget keeps first]
+    Past ``budget_bytes`` the file keeps, in this order and each class in document order: the
+    leaves' gradients and values, the path to the first non-finite value (its node's inputs
+    and outputs), the other gradients, then forward values. Within the class where the budget
+    first runs short, smaller tensors after a left-out one may still fit; no later class gets
+    any (a small forward value never displaces a gradient). Everything else is listed in
+    ``tensors.left_out`` (the first ``LEFT_OUT_LISTED``, the counts whole) and has no ``key``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+import torch
+
+DEFAULT_RECORD_BUDGET = 512 << 20
+"""``gradtrace.record(tensor_budget=...)``'s default: a notebook's own machine."""
+LEFT_OUT_LISTED = 200
+
+_CODES = {torch.float64: "F64", torch.float32: "F32", torch.float16: "F16", torch.bfloat16: "BF16",
+          torch.int64: "I64", torch.int32: "I32", torch.int16: "I16", torch.int8: "I8",
+          torch.uint8: "U8", torch.bool: "BOOL", torch.uint16: "U16", torch.uint32: "U32",
+          torch.uint64: "U64", torch.float8_e4m3fn: "F8_E4M3", torch.float8_e5m2: "F8_E5M2"}
+
+LEAF, NONFINITE, GRADIENT, FORWARD = 0, 1, 2, 3
+
+
+@dataclass(slots=True)
+class Candidate:
+    """One tensor the file may hold."""
+
+    key: str
+    tensor: torch.Tensor | None
+    nbytes: int
+    rank: int
+    reason: str | None = None
+    """Why it cannot be kept whatever the budget (``dtype``, ``changed``)."""
+
+
+def storable(t: torch.Tensor) -> str | None:
+    """None when safetensors can hold ``t`` exactly, else the reason it is left out."""
+    if torch._C._functorch.is_functorch_wrapped_tensor(t):  # a vmap/grad level's, gone now
+        return "transform"
+    if t.dtype not in _CODES or t.layout != torch.strided or t.is_quantized or t.is_nested:
+        return "dtype"
+    if t.device.type == "meta" or type(t) is not torch.Tensor and not isinstance(t, torch.nn.Parameter):
+        return "dtype"
+    return None
+
+
+def candidate(key: str, t: torch.Tensor | None, rank: int, *, reason: str | None = None) -> Candidate:
+    if t is None:
+        return Candidate(key, None, 0, rank, reason or "dtype")
+    why = reason or storable(t)
+    try:
+        nbytes = t.numel() * t.element_size() if t.layout == torch.strided and not t.is_nested else 0
+    except Exception:  # a subclass without sizes
+        nbytes = 0
+    return Candidate(key, None if why else t, nbytes, rank, why)
+
+
+class TensorFile:
+    """The kept tensors of one document, in process, and their safetensors bytes."""
+
+    def __init__(self, tensors: dict[str, torch.Tensor], info: dict[str, Any], data: bytes) -> None:
+        self.tensors = tensors
+        self.info = info
+        """The document's ``tensors`` field (``schema.document.TensorFile``)."""
+        self.data = data
+
+    def __contains__(self, key: str) -> bool:
+        return key in self.tensors
+
+
+def select(cands: list[Candidate], budget: int) -> tuple[list[Candidate], list[Candidate]]:
+    """NOTE [what the budget keeps first]: (kept, left out), both in priority order."""
+    kept: list[Candidate] = []
+    out: list[Candidate] = []
+    used = 0
+    full: int | None = None  # the class where the budget first ran short: none after it
+    for c in sorted(cands, key=lambda c: c.rank):  # stable: document order within a class
+        if c.reason is not None:
+            out.append(c)
+        elif used + c.nbytes > budget or (full is not None and c.rank > full):
+            c.reason = "budget"
+            out.append(c)
+            full = c.rank if full is None else full
+        else:
+            used += c.nbytes
+            kept.append(c)
+    return kept, out
+
+
+def _raw(t: torch.Tensor) -> Any:
+    """``t``'s bytes, little-endian, row-major (a numpy view; one copy when not contiguous)."""
+    flat = t.detach().contiguous().reshape(-1)
+    if flat.numel() and flat.stride(0) != 1:  # a one-element tensor expanded (stride 0)
+        flat = torch.empty(flat.shape, dtype=flat.dtype).copy_(flat)
+    if flat.dtype == torch.uint8:
+        return flat.numpy()
+    return flat.view(torch.uint8).numpy()
+
+
+def write(kept: list[Candidate]) -> bytes:
+    """The safetensors bytes: 8-byte header length, the JSON header (padded with spaces to 8
+    bytes, as the reference writer does), then the buffers in ``kept``'s order."""
+    header: dict[str, Any] = {"__metadata__": {"format": "pt", "writer": "gradtrace"}}
+    offset = 0
+    for c in kept:
+        t = c.tensor
+        assert t is not None
+        header[c.key] = {"dtype": _CODES[t.dtype], "shape": list(t.shape),
+                         "data_offsets": [offset, offset + c.nbytes]}
+        offset += c.nbytes
+    text = orjson.dumps(header)
+    text += b" " * (-len(text) % 8)
+    start = 8 + len(text)
+    buf = bytearray(start + offset)
+    buf[:8] = len(text).to_bytes(8, "little")
+    buf[8:start] = text
+    view = memoryview(buf)
+    at = start
+    with torch._C.DisableTorchFunction():
+        for c in kept:
+            if c.nbytes:
+                assert c.tensor is not None
+                view[at:at + c.nbytes] = _raw(c.tensor).data
+            at += c.nbytes
+    return bytes(buf)
+
+
+def build(cands: list[Candidate], budget: int) -> TensorFile:
+    kept, out = select(cands, budget)
+    data = write(kept)
+    info = {"format": "safetensors", "sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data),
+            "count": len(kept), "budget_bytes": budget,
+            "left_out": [{"key": c.key, "bytes": c.nbytes, "reason": c.reason} for c in out[:LEFT_OUT_LISTED]],
+            "left_out_count": len(out), "left_out_bytes": sum(c.nbytes for c in out)}
+    with torch._C.DisableTorchFunction():
+        held = {c.key: c.tensor.detach() for c in kept if c.tensor is not None}
+    return TensorFile(held, info, data)
+
+
+def read(data: bytes) -> dict[str, Any]:
+    """Every tensor of a tensor file's bytes, as numpy arrays (``safetensors.numpy``)."""
+    from safetensors.numpy import load
+
+    return dict(load(data))
+
+
+def tensors_in(data: bytes) -> Iterator[str]:
+    """The keys of a tensor file, in file order."""
+    n = int.from_bytes(data[:8], "little")
+    header = orjson.loads(data[8:8 + n])
+    yield from (k for k in header if k != "__metadata__")

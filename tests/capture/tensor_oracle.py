@@ -1,0 +1,203 @@
+"""The tensor file's oracle: what each op returned and what flowed in each backward event, taken
+in a separate bare run (same code, same seed) by means independent of the recorder.
+
+* Forward outputs: a ``TorchDispatchMode`` of the test's own clones every output of each op that
+  made a node, at once (no reference held, no copy-on-write), by the node's autograd sequence
+  number counted from the block's start.
+* Gradients: before each backward call, a post hook (``Node.register_hook``) on every node
+  reachable from its roots clones its grad_inputs and grad_outputs, in the engine's order.
+
+The recorded run's kept tensors (``doc.tensor(key)``) must be bit-equal (same dtype, same
+bits, NaN where NaN) to these.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+import gradtrace
+
+_seq = torch._C._autograd._get_sequence_nr
+
+
+def _clone(t: Any) -> torch.Tensor | None:
+    return t.detach().clone() if isinstance(t, torch.Tensor) else None
+
+
+class _Outputs(TorchDispatchMode):
+    """Clones every op's outputs at once; at the next op (autograd has set their history by
+    then) files each clone under its tensor's node (``grad_fn``, ``output_nr``), or, for a view
+    (a new tensor above this mode), under the node made just before its op."""
+
+    @classmethod
+    def ignore_compile_internals(cls) -> bool:
+        return True  # else torch.compile keeps eager semantics for it (as for the recorder's tap)
+
+    def __init__(self, base: int) -> None:
+        super().__init__()
+        self.base = base
+        self.last = _seq()
+        self.pending: list[tuple[Any, torch.Tensor, int, int]] = []
+        self.by_seq: dict[int, dict[int, torch.Tensor]] = {}
+
+    def file(self) -> None:
+        for t, clone, seq, k in self.pending:
+            if not t._is_view() and t.grad_fn is not None:
+                self.by_seq.setdefault(int(t.grad_fn._sequence_nr()) - self.base, {}).setdefault(t.output_nr, clone)
+            elif seq >= 0:
+                self.by_seq.setdefault(seq - self.base, {}).setdefault(k, clone)
+        self.pending.clear()
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        if torch.compiler.is_compiling():  # dynamo's tracing: fake tensors
+            return func(*args, **(kwargs or {}))
+        self.file()
+        out = func(*args, **(kwargs or {}))
+        now = _seq()
+        made = now - 1 if now != self.last else -1
+        self.last = now
+        outs = out if isinstance(out, tuple | list) else (out,)
+        for k, t in enumerate(outs):
+            if type(t) is torch.Tensor:
+                self.pending.append((t, t.detach().clone(), made, k))
+        return out
+
+
+@dataclass
+class Bare:
+    outputs: dict[int, dict[int, torch.Tensor]] = field(default_factory=dict)
+    events: list[tuple[str, list[torch.Tensor | None], list[torch.Tensor | None]]] = field(default_factory=list)
+
+
+def _reachable(roots: list[Any]) -> list[Any]:
+    seen: dict[Any, None] = {}
+    stack = [r for r in roots if r is not None]
+    while stack:
+        n = stack.pop()
+        if n in seen:
+            continue
+        seen[n] = None
+        stack += [f for f, _ in n.next_functions if f is not None]
+    return list(seen)
+
+
+def bare_run(code: str, seed: int = 0) -> Bare:
+    """Run ``code`` without gradtrace, keeping the oracle's tensors."""
+    found = Bare()
+    hooked: set[Any] = set()
+    orig = torch.Tensor.backward, torch.autograd.backward, torch.autograd.grad
+
+    def hook_all(tensors: Any) -> None:
+        ts = tensors if isinstance(tensors, tuple | list) else [tensors]
+        for n in _reachable([t.grad_fn for t in ts if isinstance(t, torch.Tensor)]):
+            if n in hooked:
+                continue
+            hooked.add(n)
+            name = n.name().removeprefix("torch::autograd::")
+
+            def post(gi: Any, go: Any, name: str = name) -> None:
+                found.events.append((name, [_clone(g) for g in gi], [_clone(g) for g in go]))
+            n.register_hook(post)
+
+    def backward(self: torch.Tensor, *a: Any, **k: Any) -> Any:
+        hook_all(self)
+        return orig[0](self, *a, **k)
+
+    def autograd_backward(tensors: Any, *a: Any, **k: Any) -> Any:
+        hook_all(tensors)
+        return orig[1](tensors, *a, **k)
+
+    def autograd_grad(outputs: Any, *a: Any, **k: Any) -> Any:
+        hook_all(outputs)
+        return orig[2](outputs, *a, **k)
+
+    torch.Tensor.backward, torch.autograd.backward, torch.autograd.grad = (  # type: ignore[method-assign,assignment]
+        backward, autograd_backward, autograd_grad)
+    try:
+        torch.manual_seed(seed)
+        ns: dict[str, Any] = {"__name__": "__main__"}
+        tap = _Outputs(_seq())
+        with tap, contextlib.suppress(Exception):  # a lesson that ends in autograd's error
+            exec(compile(code, "<snippet>", "exec"), ns)
+        tap.file()
+        found.outputs = tap.by_seq
+    finally:
+        torch.Tensor.backward, torch.autograd.backward, torch.autograd.grad = orig  # type: ignore[method-assign]
+    return found
+
+
+def recorded_run(code: str, *, native: bool, seed: int = 0, **kw: Any) -> tuple[Any, Any, int]:
+    """(document, recorder, sequence number at the start) of ``code`` recorded in process."""
+    torch.manual_seed(seed)
+    ns: dict[str, Any] = {"__name__": "__main__"}
+    base = _seq()
+    with contextlib.suppress(Exception), gradtrace.record(native=native, _filename="<snippet>", _namespace=ns,
+                                                         _fresh=True, **kw) as rec:
+        exec(compile(code, "<snippet>", "exec"), ns)
+    return rec.document(), rec.recorder, base
+
+
+def same(a: Any, b: Any) -> bool:
+    """Bit-equal: same dtype and shape, equal elements, NaN where NaN."""
+    if not isinstance(a, torch.Tensor) or not isinstance(b, torch.Tensor):
+        return False
+    if a.dtype != b.dtype or a.shape != b.shape:
+        return False
+    if a.is_floating_point() or a.is_complex():
+        return bool(torch.equal(torch.isnan(a), torch.isnan(b))
+                    and torch.equal(torch.nan_to_num(a, nan=0.0), torch.nan_to_num(b, nan=0.0)))
+    return bool(torch.equal(a, b))
+
+
+def check(code: str, *, native: bool) -> dict[str, int]:
+    """Compare every kept tensor of a recorded run of ``code`` with the bare oracle; returns
+    counts (``outputs``/``grads`` compared, ``functions`` recorded, ``with_output``)."""
+    bare = bare_run(code)
+    doc, rec, base = recorded_run(code, native=native)
+    counts = {"outputs": 0, "grads": 0, "functions": 0, "with_output": 0}
+    infos = rec.fn_by_id
+    for node in doc.graph.nodes:
+        if node.kind != "function" or node.name == "AccumulateGrad" or node.created_in_pass is not None:
+            continue
+        counts["functions"] += 1
+        rel = int(infos[node.id].node._sequence_nr()) - base
+        for k, tv in enumerate(node.output or []):
+            if tv is None or tv.key is None:
+                continue
+            want = bare.outputs.get(rel)
+            assert want is not None and k in want, f"{node.id} {node.name}: no oracle output #{k}"
+            got = doc.tensor(tv.key)
+            assert same(got, want[k]), f"{tv.key} ({node.name}) differs from what the op returned"
+            counts["outputs"] += 1
+        if node.output and node.output[0] is not None and node.output[0].key:
+            counts["with_output"] += 1
+    if doc.folded:
+        # torch's own checks (gradcheck's many passes) are folded into one entry of the
+        # document (NOTE [torch's own checks are folded] in capture/folded.py): its events
+        # are not the engine's whole list, so they cannot be lined up with the bare run's
+        return counts
+    backward = [e for e in doc.events if e.phase == "backward"]
+    names = {n.id: n.name for n in doc.graph.nodes}
+    flowed = bare.events
+    if "CompiledFunctionBackward" in names.values():
+        # the bare run's hooks also fire on the nodes a compiled function's eager backward
+        # (``aot_eager``) makes and runs inside it; the recorded events are the engine's, in
+        # the same order: matched as a subsequence
+        it = iter(flowed)
+        flowed = [next(b for b in it if b[0] == names[e.node]) for e in backward]
+    assert [names[e.node] for e in backward] == [n for n, _, _ in flowed]
+    index = [i for i, e in enumerate(doc.events) if e.phase == "backward"]
+    for i, e, (_, gi, go) in zip(index, backward, flowed, strict=True):
+        for part, tvs, want in (("gi", e.grad_inputs or [], gi), ("go", e.grad_outputs or [], go)):
+            for k, tv in enumerate(tvs):
+                if tv is None or tv.key is None:
+                    continue
+                assert tv.key == f"e{i}.{part}{k}"
+                assert same(doc.tensor(tv.key), want[k]), f"{tv.key} ({names[e.node]}) differs from what flowed"
+                counts["grads"] += 1
+    return counts

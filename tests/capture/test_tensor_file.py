@@ -1,0 +1,124 @@
+"""The tensor file beside the document (docs/CONTRACT.md, "The tensor file"): keys, the
+safetensors bytes, ``doc.tensor()``, the byte budget and what it leaves out, on both kernel sets."""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+from safetensors.numpy import load
+
+import gradtrace
+from gradtrace.notebook.run import NotebookRunDocument
+
+NATIVE = [True, False]
+
+
+def _mlp(native: bool, **kw: Any) -> Any:
+    torch.manual_seed(0)
+    with gradtrace.record(native=native, **kw) as rec:
+        model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.Tanh(), torch.nn.Linear(8, 1))
+        opt = torch.optim.SGD(model.parameters(), lr=0.5)
+        x = torch.randn(16, 4)
+        for _ in range(2):
+            opt.zero_grad()
+            loss = (model(x) ** 2).mean()
+            loss.backward()
+            opt.step()
+    return rec.document(), model
+
+
+@pytest.mark.parametrize("native", NATIVE, ids=["core", "python"])
+def test_the_file_is_safetensors_and_doc_tensor_reads_it_back(native: bool) -> None:
+    doc, model = _mlp(native)
+    data = doc.tensor_bytes()
+    assert data is not None and doc.tensors is not None
+    assert doc.tensors.sha256 == hashlib.sha256(data).hexdigest() and doc.tensors.bytes == len(data)
+    arrays = load(data)  # anybody opens it without gradtrace
+    assert len(arrays) == doc.tensors.count > 0 and doc.tensors.left_out_count == 0
+    keys = [tv.key for n in doc.graph.nodes for tv in (n.output or []) if tv is not None]
+    keys += [g.key for e in doc.events for g in (e.grad_inputs or []) + (e.grad_outputs or []) if g is not None]
+    assert keys and all(k in arrays for k in keys)
+    # in process: torch tensors; from the bytes alone: the same numbers as numpy arrays
+    again = NotebookRunDocument.model_validate_json(doc.canonical_json()).with_tensor_bytes(data)
+    for key in keys:
+        mine = doc.tensor(key)
+        assert isinstance(mine, torch.Tensor)
+        assert np.array_equal(mine.numpy(), again.tensor(key), equal_nan=True)
+        assert str(mine.dtype).removeprefix("torch.") == again.tensor(key).dtype.name
+
+
+@pytest.mark.parametrize("native", NATIVE, ids=["core", "python"])
+def test_leaves_have_their_value_before_and_after_the_updates(native: bool) -> None:
+    doc, model = _mlp(native)
+    w = next(n for n in doc.graph.nodes if n.kind == "tensor" and n.name == "model.0.weight")
+    assert w.value is not None and w.value.key == f"{w.id}.value"
+    assert w.value_end is not None and w.value_end.key == f"{w.id}.end"
+    assert torch.equal(doc.tensor(f"{w.id}.end"), model[0].weight.detach())
+    start = doc.tensor(f"{w.id}.value")
+    assert not torch.equal(start, model[0].weight.detach())  # two SGD steps later
+    # .grad after each accumulation: the two steps' gradients, kept as they were
+    h0, h1 = (doc.leaf_tensor(w.id, "gh", h) for h in range(2))
+    assert [tv.key for tv in w.grad_history] == [f"{w.id}.gh0", f"{w.id}.gh1"]
+    assert not torch.equal(h0, h1)
+    assert torch.equal(h1, model[0].weight.grad)
+    # one SGD step from the start with the first gradient gives the second step's weights
+    torch.testing.assert_close(start - 0.5 * h0, doc.tensor(f"{w.id}.end") + 0.5 * h1, rtol=0, atol=1e-6)
+
+
+def test_both_kernel_sets_write_the_same_file() -> None:
+    a, _ = _mlp(True)
+    b, _ = _mlp(False)
+    assert a.tensor_bytes() == b.tensor_bytes()
+
+
+@pytest.mark.parametrize("native", NATIVE, ids=["core", "python"])
+def test_past_the_budget_leaves_first_then_gradients_then_forward_values(native: bool) -> None:
+    full, _ = _mlp(native)
+    assert full.tensors is not None
+    data = full.tensor_bytes()
+    assert data is not None
+    sizes = {k: v.nbytes for k, v in load(data).items()}
+    leaves = {n.id for n in full.graph.nodes if n.role == "leaf"}
+    leaf = {k for k in sizes if k.split(".")[0] in leaves}
+    grads = {k for k in sizes if k.startswith("e")}
+    budget = sum(sizes[k] for k in leaf) + sum(sizes[k] for k in grads) // 2
+    doc, _ = _mlp(native, tensor_budget=budget)
+    assert doc.tensors is not None and doc.tensors.budget_bytes == budget
+    kept = set(load(doc.tensor_bytes()))
+    assert leaf <= kept  # leaves first
+    assert not any(".out" in k for k in kept)  # forward values last: none fit
+    assert 0 < len(kept & grads) < len(grads)
+    left = {x.key: x for x in doc.tensors.left_out}
+    assert doc.tensors.left_out_count == len(sizes) - len(kept) == len(left)
+    assert all(x.reason == "budget" for x in left.values())
+    assert set(left) | kept == set(sizes)
+    assert doc.tensors.left_out_bytes == sum(sizes[k] for k in left)
+    # a key left out is on no TensorValue, and doc.tensor() says why
+    some = next(iter(left))
+    with pytest.raises(KeyError, match="budget"):
+        doc.tensor(some)
+    # deterministic: the same run and budget give the same file
+    again, _ = _mlp(native, tensor_budget=budget)
+    assert again.tensor_bytes() == doc.tensor_bytes()
+
+
+def test_without_a_budget_there_is_no_file() -> None:
+    torch.manual_seed(0)
+    with gradtrace.record(tensor_budget=None) as rec:
+        x = torch.randn(3, requires_grad=True)
+        (x * x).sum().backward()
+    doc = rec.document()
+    assert doc.tensors is None and doc.tensor_bytes() is None
+    assert all(tv is None or tv.key is None for e in doc.events for tv in (e.grad_inputs or []))
+    with pytest.raises(KeyError, match="no tensor file"):
+        doc.tensor("e1.gi0")
+
+
+@pytest.mark.parametrize("bad", [-1, 1.5, True, "10"])
+def test_a_bad_budget_is_a_clear_error(bad: Any) -> None:
+    with pytest.raises(ValueError, match="tensor_budget"):
+        gradtrace.record(tensor_budget=bad)
