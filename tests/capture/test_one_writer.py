@@ -15,6 +15,7 @@ SHA256_ELSEWHERE = {
     "sandbox/kinds/registry.py": "a unique module name for a job kind loaded from a file",
     "api/fairshare.py": "a client's API key, kept only as a hash for its fair share",
     "api/error_page.py": "the CSP hash that admits the error page's own <style>",
+    "capture/tensorfile.py": "the tensor file's SHA-256, which the document records (its id covers it)",
 }
 
 

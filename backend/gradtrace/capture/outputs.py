@@ -78,6 +78,19 @@ def _scalars_as_tensors(func: Any, args: tuple[Any, ...]) -> tuple[Any, ...] | N
     return tuple(out) if changed else None
 
 
+def _bump_foreach(func: Any, writes: tuple[int, ...], args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    """NOTE [foreach versions under a dispatch mode]: an in-place ``_foreach_*`` op (an
+    optimizer's ``zero_grad``, Adam's step) that reaches a dispatch mode skips the version bump
+    it has without one; autograd's checks and the recorder's (NOTE [grad resets] in resets.py)
+    read versions, so the tap makes the bump itself: recording must not change them."""
+    schema = func._schema.arguments
+    for i in writes:
+        a = args[i] if i < len(args) else kwargs.get(schema[i].name)
+        tensors = [t for t in (a if isinstance(a, list | tuple) else (a,)) if isinstance(t, torch.Tensor)]
+        if tensors:
+            torch.autograd.graph.increment_version(tensors)
+
+
 class Kept:
     """One forward output: the tensor (by reference until it would change) and its version."""
 
@@ -164,6 +177,8 @@ class OutputTap(TorchDispatchMode):
                 del args, kwargs  # NOTE [the tap in a traceback]
                 raise
             out = call(*fixed, **kwargs)
+        if writes and func.__name__.startswith("_foreach_"):
+            _bump_foreach(func, writes, args, kwargs)
         seq = _seq_nr()
         if seq != self._last:
             self._last = seq

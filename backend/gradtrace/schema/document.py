@@ -373,29 +373,27 @@ class UnrecordedThread(_Model):
 class LeftOutTensor(_Model):
     """A tensor the tensor file does not hold, and why."""
 
-    key: str = Field(description="The key it would have had (``n12.out0``).")
-    bytes: int = Field(0, description="Its size in bytes.")
-    reason: str = Field(description="Why it is not in the file: ``budget`` (past the run's "
-                        "byte budget), ``dtype`` (a dtype or layout safetensors cannot hold: "
-                        "complex, sparse, quantized, a subclass), ``changed`` (changed in place "
-                        "before it could be copied), ``transform`` (a tensor of a functorch "
-                        "transform such as ``vmap``, which has no values outside it).")
+    key: str = Field(description="the key it would have had (`n12.out0`)")
+    bytes: int = Field(0, description="its size in bytes")
+    reason: str = Field(description=(
+        "`budget` (past the run's byte budget), `dtype` (a dtype or layout safetensors cannot hold: complex, "
+        "sparse, quantized, a subclass), `changed` (changed in place before it could be copied), `transform` (a "
+        "tensor of a functorch transform such as `vmap`, which has no values outside it)"))
 
 
 class TensorFile(_Model):
-    """The run's tensor file (docs/CONTRACT.md, "The tensor file"): a safetensors file beside
-    the document holding every kept tensor exactly, by key."""
+    """The run's tensor file (see "The tensor file"): a safetensors file beside the document
+    holding every kept tensor exactly, by key."""
 
-    format: Literal["safetensors"] = Field("safetensors", description="The file's format.")
-    sha256: str = Field(description="SHA-256 of the file's bytes (hex), so the document's id "
-                        "covers its tensors.")
-    bytes: int = Field(description="The file's size in bytes.")
-    count: int = Field(description="How many tensors it holds.")
-    budget_bytes: int = Field(description="The run's byte budget for tensors.")
-    left_out: list[LeftOutTensor] = Field(default_factory=list, description="Tensors not kept, "
-                                          "most important first (at most 200 listed).")
-    left_out_count: int = Field(0, description="How many tensors were not kept, all of them.")
-    left_out_bytes: int = Field(0, description="Their bytes, all of them.")
+    format: Literal["safetensors"] = Field("safetensors", description='`"safetensors"`')
+    sha256: str = Field(description="SHA-256 of the file's bytes (hex): the document's `id` covers its tensors")
+    bytes: int = Field(description="the file's size in bytes")
+    count: int = Field(description="how many tensors it holds")
+    budget_bytes: int = Field(description="the run's byte budget for tensors")
+    left_out: list[LeftOutTensor] = Field(default_factory=list, description=(
+        "tensors not kept, most important first, at most 200 (`LeftOutTensor`)"))
+    left_out_count: int = Field(0, description="how many tensors were not kept, all of them")
+    left_out_bytes: int = Field(0, description="their bytes, all of them")
 
 
 class RunDocument(_Model):
