@@ -34,8 +34,12 @@ import { predictPanel } from "./predict.js";
 import { searchPanel } from "./search-box.js";
 import { sentencePanel } from "./sentence.js";
 import { transportPanel } from "./transport.js";
+// the inspector's tensors (after Explain: a picked element asks it)
+import { tensorsPanel } from "./tensors.js";
+import { colourByPanel } from "./colour-by.js";
 
 export const PANELS = [
-  gradcheckPanel, explainPanel, inspectorPanel, transportPanel, findingsPanel, sentencePanel, codeMarksPanel,
+  gradcheckPanel, explainPanel, tensorsPanel, inspectorPanel, transportPanel, findingsPanel, sentencePanel, codeMarksPanel,
   keysPanel, searchPanel, predictPanel, goalsPanel, iterationsPanel, graphStatusPanel, modulesPanel, nodeListPanel,
+  colourByPanel,
 ];
