@@ -47,7 +47,8 @@ function carriedTensors() {
     : "this saved file does not carry it";
   return (doc) => {
     if (!doc || !doc.tensors) return null;
-    source ??= bytesSource(base64Bytes(carried.textContent), new Map(), why);
+    source ??= carried.textContent.trim() ? bytesSource(base64Bytes(carried.textContent), new Map(), why)
+      : { where: "file", read: () => Promise.reject(new Error(why)) };  // over the budget: none carried
     return source;
   };
 }

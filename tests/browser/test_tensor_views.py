@@ -16,7 +16,6 @@ import pytest
 from playwright.sync_api import expect
 
 from browser.pageutil import open_saved_file
-from pageguard import wait_until
 
 pytestmark = pytest.mark.browser
 
@@ -26,12 +25,16 @@ SELECT = """(name, shape = null) => { const v = window.gradtrace.viewer, nodes =
   return nodes[i].id; }"""
 
 
+PIXEL_4_4 = "c => Array.from(c.getContext('2d').getImageData(4, 4, 1, 1).data.slice(0, 3))"
+
+
 def _attention_document(T: int = 16) -> Any:
     """A small GPT-like block written here (embedding, one causal attention with explicit
     softmax weights, layer norm, a tied head), one training step, recorded in process."""
-    import gradtrace
     import torch
     import torch.nn.functional as F
+
+    import gradtrace
 
     with gradtrace.record() as rec:
         torch.manual_seed(0)
@@ -137,8 +140,9 @@ def test_explain_at_an_element_picked_in_the_heatmap(browser: Any, tmp_path: Pat
 
 def test_nan_and_inf_have_their_own_colours(browser: Any, tmp_path: Path, frontend_bundle: Path,
                                             artifacts_dir: Path) -> None:
-    import gradtrace
     import torch
+
+    import gradtrace
 
     with gradtrace.record() as rec:
         x = torch.arange(-40.0, 41.0).reshape(9, 9).requires_grad_()
@@ -152,7 +156,8 @@ def test_nan_and_inf_have_their_own_colours(browser: Any, tmp_path: Path, fronte
         expect(out).to_have_attribute("data-ready", "1")
         stored = _np(doc, out.get_attribute("data-key"))
         # log(x) + 1/x: NaN below 0, -inf + inf = NaN at 0, finite above
-        colours = out.locator("[data-gt=tensor-heatmap]").evaluate("""c => { const d = c.getContext('2d').getImageData(0, 0, 9, 9).data;
+        colours = out.locator("[data-gt=tensor-heatmap]").evaluate("""c => {
+            const d = c.getContext('2d').getImageData(0, 0, 9, 9).data;
             return Array.from({length: 81}, (_, i) => [d[4 * i], d[4 * i + 1], d[4 * i + 2]]); }""")
         for i, rgb in enumerate(colours):
             x = stored.reshape(-1)[i]
@@ -165,14 +170,14 @@ def test_nan_and_inf_have_their_own_colours(browser: Any, tmp_path: Path, fronte
         page.evaluate(SELECT, "ReciprocalBackward0")
         rec_out = _root(page).locator("[data-gt=tensor]", has_text="output, as the op returned it")
         expect(rec_out).to_have_attribute("data-ready", "1")
-        pixel = rec_out.locator("[data-gt=tensor-heatmap]").evaluate("c => Array.from(c.getContext('2d').getImageData(4, 4, 1, 1).data.slice(0, 3))")
+        pixel = rec_out.locator("[data-gt=tensor-heatmap]").evaluate(PIXEL_4_4)
         assert pixel == [255, 170, 0]  # x[4, 4] = 0 → 1/0 = +inf
         _hover_cell(page, rec_out.locator("[data-gt=tensor-heatmap]"), 9, 9, 4, 4)
         expect(rec_out.locator("[data-gt=tensor-hover]")).to_have_text("[4, 4] = inf")
         page.evaluate(SELECT, "LogBackward0")
         log_out = _root(page).locator("[data-gt=tensor]", has_text="output, as the op returned it")
         expect(log_out).to_have_attribute("data-ready", "1")
-        pixel = log_out.locator("[data-gt=tensor-heatmap]").evaluate("c => Array.from(c.getContext('2d').getImageData(4, 4, 1, 1).data.slice(0, 3))")
+        pixel = log_out.locator("[data-gt=tensor-heatmap]").evaluate(PIXEL_4_4)
         assert pixel == [0, 176, 160]  # log(0) = -inf
         expect(_root(page).locator("[data-gt=tensor-legend]")).to_contain_text("NaN")
         expect(_root(page).locator("[data-gt=tensor-legend]")).to_contain_text("+Inf")

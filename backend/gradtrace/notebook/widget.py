@@ -70,11 +70,10 @@ class GradtraceWidget(anywidget.AnyWidget):  # type: ignore[misc]
         return asset_text("widget.js")
 
     def __init__(self, document: Any, *, step: int | None = None, run_url: str | None = None,
-                 height: str = "620px") -> None:
+                 height: str = "620px", tensors: bytes | None = None) -> None:
         self._shown = shown_document(document)  # NOTE [one document path]: its bytes as they are
         self._node_index: dict[str, dict[str, Any]] | None = None
-        tensor_bytes = getattr(document, "tensor_bytes", None)
-        self._tensor_file: bytes | None = tensor_bytes() if callable(tensor_bytes) else None
+        self._tensor_file: bytes | None = tensors if tensors is not None else tensor_bytes_of(document)
         super().__init__(_doc=self._shown.compressed(), step=-1 if step is None else step,
                          run_url=run_url or "", height=height)
         self.on_msg(self._on_msg)
@@ -204,6 +203,21 @@ class GradtraceWidget(anywidget.AnyWidget):  # type: ignore[misc]
                 outs = [g for g in ev.get("grad_outputs") or [] if g]
                 return outs[0] if outs else None
         return None
+
+
+def tensor_bytes_of(obj: Any) -> bytes | None:
+    """The tensor file (safetensors bytes) behind what ``show()`` was handed: a document's
+    (``doc.tensor_bytes()``) or a ``gradtrace.record`` block's, else None."""
+    tensor_bytes = getattr(obj, "tensor_bytes", None)
+    if callable(tensor_bytes):
+        data = tensor_bytes()
+        return data if isinstance(data, bytes) else None
+    try:
+        kept = obj.recorder.tensor_file
+    except (AttributeError, RuntimeError):
+        return None
+    data = getattr(kept, "data", None)
+    return data if isinstance(data, bytes) else None
 
 
 def _tensor(tv: dict[str, Any] | None) -> Any:
