@@ -79,3 +79,54 @@ test("statistics, histogram and colours set NaN and Inf apart from the scale", (
   assert.deepEqual(colourOf(0, 1), TENSOR_COLOURS.zero);
   assert.deepEqual(strides([2, 3, 4]), [12, 4, 1]);
 });
+
+// A recorded loop (fixtures/tensors_loop.json: two steps of `w -= 0.1 * w.grad` on
+// relu(x @ w).sum()), its tensors listed per node and step.
+import { readFileSync } from "node:fs";
+import { pageModel } from "../src/app/model.js";
+import { nodeTensors } from "../src/tensors/keys.js";
+import { nodeStatistic, tintOf } from "../src/ui/colour-by.js";
+
+const loop = JSON.parse(readFileSync(new URL("./fixtures/tensors_loop.json", import.meta.url), "utf8"));
+
+test("a node's tensors at a step: its output, the gradients at its last backward step, a leaf's .grad then and its values", () => {
+  const m = pageModel(loop);
+  const i = m.index.idx.get("n6"), tl = m.timeline;  // the second MmBackward0
+  const end = nodeTensors(m.index, tl, i, tl.N);
+  assert.equal(end[0].key, "n6.out0");
+  assert.match(end[0].title, /^output/);
+  const step = tl.lastBackward(i, tl.N);
+  assert.ok(end.some((t) => t.key === `e${step - 1}.go0` && /flowing in/.test(t.title)));
+  assert.ok(end.some((t) => t.key && t.key.startsWith(`e${step - 1}.gi`) && /flowing out/.test(t.title)));
+  assert.deepEqual(nodeTensors(m.index, tl, i, 0).map((t) => t.key), ["n6.out0"]);  // before any backward
+  const w = m.index.idx.get("n4");
+  const keys = (k) => nodeTensors(m.index, tl, w, k).map((t) => t.key);
+  // .grad at a step: what the AccumulateGrad event of that accumulation wrote (its key e{i}.grad)
+  const accs = tl.events.flatMap((e, j) => (e.node === "n0" && e.phase === "backward" ? [j] : []));
+  assert.equal(accs.length, 2);
+  assert.deepEqual(keys(tl.N), [`e${accs[1]}.grad`, "n4.value", "n4.end"]);
+  assert.deepEqual(keys(accs[0] + 1), [`e${accs[0]}.grad`, "n4.value", "n4.end"]);
+  assert.deepEqual(keys(0), ["n4.value", "n4.end"]);
+  // a value without a key says why
+  const bare = { ...loop, tensors: undefined };
+  const b = pageModel(bare);
+  const item = nodeTensors(b.index, b.timeline, b.index.idx.get("n6"), 0)[0];
+  assert.equal(item.key, "n6.out0");  // the key is the TensorValue's; the file's absence is the source's to say
+});
+
+test("colour by a statistic reads the document's stats: ‖value‖, ‖grad‖, and zeros from inline values", () => {
+  const m = pageModel(loop);
+  const at = (id, stat) => nodeStatistic(m.index, m.timeline, m.index.idx.get(id), stat);
+  const w = loop.graph.nodes.find((n) => n.id === "n4");
+  assert.equal(at("n4", "value"), Number(w.value.stats.norm));
+  assert.equal(at("n4", "grad"), Number(w.grad.stats.norm));
+  const mm = loop.graph.nodes.find((n) => n.id === "n6");
+  assert.equal(at("n6", "value"), Number(mm.output[0].stats.norm));
+  const flat = [w.grad.values].flat(Infinity);
+  assert.equal(at("n4", "zeros"), flat.filter((x) => x === 0).length / flat.length);
+  assert.equal(at("n4", "nothing"), null);
+  const scene = { view: { vnodes: m.index.nodes.map((_, r) => ({ refs: [r] })) } };
+  const { tint, shown } = tintOf(m, scene, "grad");
+  assert.equal(tint.size, shown);
+  assert.ok(shown >= 5);
+});
