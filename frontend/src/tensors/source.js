@@ -45,11 +45,12 @@ export function rangeSource(base) {
   let index = null;
   const entries = () => {
     index ??= fetch(`${base}/tensors`).then(async (res) => {
-      if (!res.ok) throw await failure(res, "the tensor index");
+      if (!res.ok) throw Object.assign(await failure(res, "the tensor index"), { status: res.status });
       const body = await res.json();
       return new Map(body.tensors.map((t) => [t.key, t]));
     });
-    index.catch(() => { index = null; });
+    // an answer (no file kept: 404) stands for the document's life; a failed connection is asked again
+    index.catch((err) => { if (!err.status) index = null; });
     return index;
   };
   return cached("service", async (key) => {
