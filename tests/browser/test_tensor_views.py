@@ -96,6 +96,13 @@ def test_attention_gradient_heatmap_hover_is_exact_offline(browser: Any, tmp_pat
             text = hover.get_attribute("data-value")
             assert np.float32(text) == stored[1, 1, r, c], (r, c, text, stored[1, 1, r, c])
             assert hover.inner_text() == f"[1, 1, {r}, {c}] = {text}"
+        # the keyboard reaches every element too: focus, then arrows
+        canvas.focus()
+        expect(hover).to_have_attribute("data-index", "1,1,0,0")
+        page.keyboard.press("ArrowDown")
+        page.keyboard.press("ArrowRight")
+        expect(hover).to_have_attribute("data-index", "1,1,1,1")
+        assert np.float32(hover.get_attribute("data-value")) == stored[1, 1, 1, 1]
         counts = grad.locator("[data-gt=tensor-counts]")
         expect(counts).to_contain_text("1024 finite values")
         expect(grad.locator("[data-gt=tensor-histogram]")).to_have_count(1)

@@ -26,15 +26,16 @@ export const rgb = (c) => `rgb(${c[0]}, ${c[1]}, ${c[2]})`;
 
 /**
  * Draw `rows × cols` values of `values` starting at `offset` on `canvas` (its size set to
- * the plane's), coloured on the scale of half-width `s`.
+ * the plane's), coloured on the scale of half-width `s`; only the first `cells` (a wrapped
+ * 1-D tensor's last row is short), the rest left blank.
  */
-export function drawHeatmap(canvas, values, offset, rows, cols, s) {
+export function drawHeatmap(canvas, values, offset, rows, cols, s, cells = rows * cols) {
   canvas.width = cols;
   canvas.height = rows;
   const g = canvas.getContext("2d");
   const img = g.createImageData(cols, rows);
   const px = img.data;
-  for (let i = 0, n = rows * cols; i < n; i++) {
+  for (let i = 0; i < cells; i++) {
     const c = colourOf(values[offset + i], s);
     px[4 * i] = c[0]; px[4 * i + 1] = c[1]; px[4 * i + 2] = c[2]; px[4 * i + 3] = 255;
   }

@@ -78,10 +78,13 @@ export class TensorView {
     const shape = t.shape, nd = shape.length;
     const count = t.values.length;
     const lead = nd > 2 ? shape.slice(0, nd - 2) : [];
-    const rows = nd >= 2 ? shape[nd - 2] : 1, cols = nd >= 1 ? shape[nd - 1] : 1;
+    // a long 1-D tensor is drawn wrapped into a near-square plane (its last row padded)
+    const wrap = nd === 1 && count > TABLE_MAX ? Math.ceil(Math.sqrt(count)) : 0;
+    const rows = nd >= 2 ? shape[nd - 2] : wrap ? Math.ceil(count / wrap) : 1;
+    const cols = nd >= 2 ? shape[nd - 1] : wrap || (nd === 1 ? shape[0] : 1);
     const chosen = this.slices.get(t.key) || lead.map(() => 0);
     const parts = [];
-    const hover = el("div", { class: "gt-tensor-hover", "data-gt": "tensor-hover", "aria-live": "polite" }, count ? "hover an element" : "empty tensor");
+    const hover = el("div", { class: "gt-tensor-hover", "data-gt": "tensor-hover", "aria-live": "polite" }, count ? "hover an element (or focus the heatmap: arrows, Enter)" : "empty tensor");
     const plane = el("div", { class: "gt-tensor-plane" });
     if (lead.length) parts.push(this.slicePicker(t, lead, chosen, () => this.plane(plane, hover, item, t, chosen, rows, cols)));
     parts.push(plane, hover);
@@ -132,7 +135,8 @@ export class TensorView {
     const half = Math.max(Math.abs(st.min), Math.abs(st.max));
     const canvas = el("canvas", { class: "gt-tensor-heat", "data-gt": "tensor-heatmap", role: "img",
       "aria-label": `heatmap of ${rows} × ${cols} values, blue negative, red positive, scale ±${Number.isFinite(half) ? half.toPrecision(3) : 0}` });
-    drawHeatmap(canvas, t.values, offset, rows, cols, Number.isFinite(half) ? half : 0);
+    const cells = Math.min(rows * cols, t.values.length - offset);  // a wrapped 1-D tensor's padding stays blank
+    drawHeatmap(canvas, t.values, offset, rows, cols, Number.isFinite(half) ? half : 0, cells);
     const scale = Math.min(HEAT_PX / cols, HEAT_PX / rows, 24);
     canvas.style.width = `${Math.max(1, Math.round(cols * scale))}px`;  // at most the inspector's width (static/app.css)
     if (rows * scale < 12) canvas.style.height = "12px";
@@ -140,10 +144,23 @@ export class TensorView {
       const b = canvas.getBoundingClientRect();
       const c = Math.min(cols - 1, Math.max(0, Math.floor(((e.clientX - b.left) / b.width) * cols)));
       const r = Math.min(rows - 1, Math.max(0, Math.floor(((e.clientY - b.top) / b.height) * rows)));
-      return offset + r * cols + c;
+      return Math.min(offset + r * cols + c, offset + cells - 1);
     };
     canvas.addEventListener("mousemove", (e) => show(at(e)));
     canvas.addEventListener("click", (e) => pick(at(e)));
+    // keyboard: focus the heatmap, arrows move over the elements, Enter explains the one shown
+    canvas.tabIndex = 0;
+    let cursor = offset;
+    canvas.addEventListener("focus", () => show(cursor));
+    canvas.addEventListener("keydown", (e) => {
+      const step = { ArrowLeft: -1, ArrowRight: 1, ArrowUp: -cols, ArrowDown: cols }[e.key];
+      if (step != null) {
+        const next = cursor + step;
+        if (next >= offset && next < offset + cells) cursor = next;
+        show(cursor);
+        e.preventDefault();
+      } else if (e.key === "Enter") { pick(cursor); e.preventDefault(); }
+    });
     const scaleText = el("div", { class: "gt-tensor-meta" }, `colour scale ±${Number.isFinite(half) ? +half.toPrecision(4) : 0}`);
     plane.replaceChildren(canvas, scaleText);
   }
