@@ -140,6 +140,11 @@ def test_explain_at_an_element_picked_in_the_heatmap(browser: Any, tmp_path: Pat
         explain = _root(page).locator("[data-gt=explain]")
         expect(explain.locator("[data-gt=explain-element]").first).to_have_value("0,0,3,7")
         expect(explain.locator("[data-gt=explain-instance]").first).to_contain_text("at [0, 0, 3, 7]")
+        # Explain's recorded number at that element is the kept gradient's, as torch passed it on
+        recorded = explain.locator(".gt-explain-recorded").first.inner_text()
+        assert recorded.startswith("recorded grad_inputs[0, 0, 3, 7]: "), recorded
+        kept = _np(doc, grad.get_attribute("data-key") or "")[0, 0, 3, 7]
+        assert abs(float(recorded.split(": ")[1]) - kept) <= 1e-5 * max(1.0, abs(kept)), (recorded, kept)
         explain.scroll_into_view_if_needed()
         page.screenshot(path=str(artifacts_dir / "tensors-explain-picked.png"))
         assert opened.errors == []
