@@ -10,7 +10,8 @@
  */
 import { exactText, finiteStats, strides } from "../tensors/safetensors.js";
 import { SPECIAL_WORDS, TENSOR_COLOURS, drawHeatmap, drawHistogram, histogram, rgb } from "../tensors/draw.js";
-import { nodeTensors } from "../tensors/keys.js";
+import { leftOutSummary, nodeTensors } from "../tensors/keys.js";
+import { fmtBytes } from "../analysis/format.js";
 import { el } from "./dom.js";
 
 export const TABLE_MAX = 64;
@@ -51,7 +52,7 @@ export class TensorView {
     const root = el("section", { class: "gt-tensors", "data-gt": "tensors" }, el("h4", {}, "Tensors"));
     if (file && file.left_out_count) {
       root.append(el("p", { class: "gt-hint", "data-gt": "tensors-left-out" },
-        `${file.left_out_count} of this run's tensors were not kept (${Math.round(file.left_out_bytes / 1024)} KiB past its ${Math.round(file.budget_bytes / 1048576)} MiB budget, or dtypes the file cannot hold).`));
+        `${file.left_out_count} of this run's tensors (${fmtBytes(file.left_out_bytes)}) were not kept, its budget being ${fmtBytes(file.budget_bytes)}: ${leftOutSummary(file)}.`));
     }
     for (const item of items) root.append(this.item(item));
     root.append(legend());
