@@ -243,3 +243,31 @@ def test_the_graph_is_coloured_by_a_statistic(browser: Any, tmp_path: Path, fron
         pick.select_option("")
         assert page.evaluate("window.gradtrace.viewer.viewer.canvas.tint") is None
         assert opened.errors == []
+
+
+def test_what_the_recording_left_out_is_said_in_the_inspector(browser: Any, tmp_path: Path,
+                                                              frontend_bundle: Path) -> None:
+    """A recording budget too small for every tensor: a TensorValue without a key says it was
+    not kept, and the section says how many, their bytes and why (the document's left_out)."""
+    import torch
+
+    import gradtrace
+
+    with gradtrace.record(tensor_budget=4096) as rec:
+        torch.manual_seed(0)
+        w = torch.randn(16, 16, requires_grad=True)
+        (w.tanh() @ w).sum().backward()
+    doc = rec.document()
+    assert doc.tensors is not None and doc.tensors.left_out_count > 0
+    path = Path(doc.save_html(str(tmp_path / "budget.html")))
+    with open_saved_file(browser, path, viewport={"width": 1280, "height": 1000}) as opened:
+        page = opened.page
+        node = page.evaluate(SELECT, "TanhBackward0")
+        kept = next(n for n in doc.graph.nodes if n.id == node)
+        note = _root(page).locator("[data-gt=tensors-left-out]")
+        expect(note).to_contain_text(f"{doc.tensors.left_out_count} of this run's tensors")
+        expect(note).to_contain_text("budget ×")
+        out = _root(page).locator("[data-gt=tensor]", has_text="output, as the op returned it")
+        assert kept.output and kept.output[0] and kept.output[0].key is None  # forward values go last
+        expect(out).to_contain_text("not kept")
+        assert opened.errors == []
