@@ -120,11 +120,11 @@ class Kept:
 #     tracebacks pass over this frame (``TAP_CODE``).
 
 
-class OutputTap(TorchDispatchMode):
+class OutputTap(TorchDispatchMode):  # type: ignore[no-untyped-call]
     """Notes every node-making op's outputs (NOTE [forward outputs through a dispatch mode])."""
 
     def __init__(self, max_bytes: int) -> None:
-        super().__init__()
+        super().__init__()  # type: ignore[no-untyped-call]
         self.max_bytes = max_bytes
         """Outputs past this many bytes are not held (forward values come last in the file's
         priority: NOTE [what the budget keeps first] in tensorfile.py); only their sizes are."""
