@@ -25,6 +25,7 @@ from __future__ import annotations
 from typing import Any
 
 import torch
+import torch.autograd.forward_ad as _fwad
 from torch.utils._python_dispatch import TorchDispatchMode
 
 _seq_nr = torch._C._autograd._get_sequence_nr
@@ -159,9 +160,10 @@ class OutputTap(TorchDispatchMode):  # type: ignore[no-untyped-call]
                            kwargs: dict[str, Any] | None = None) -> Any:
         if kwargs is None:
             kwargs = {}
-        if _is_compiling() or _transforms_active():
-            # dynamo's or AOT's tracing (fake tensors), or inside a functorch transform (vmap,
-            # grad): its tensors must not outlive it, and no node of the graph is made there
+        if _is_compiling() or _transforms_active() or _fwad._current_level >= 0:
+            # dynamo's or AOT's tracing (fake tensors), inside a functorch transform (vmap,
+            # grad) or forward-mode AD (dual tensors): their tensors must not outlive them, and
+            # the tap's own reads of a dual tensor reach kernels meant for inference only
             return func(*args, **kwargs)
         if self._pending:
             self.settle()
