@@ -26,6 +26,7 @@ from common import ROOT, Row, print_table  # first: it puts tests/ on the path
 from bench_frontend import first_frame_seconds, open_page
 from browser.synth import synthetic_document
 from conftest import CHROMIUM_ARGS, chromium_path, running_server
+from pageguard import wait_until
 
 HEATMAP = """import torch
 torch.manual_seed(0)
@@ -60,6 +61,34 @@ def heatmap_samples(browser: Any, url: str, run_id: str, runs: int) -> list[floa
     return out
 
 
+def saved_file_samples(browser: Any, runs: int) -> list[float]:
+    """The same program recorded in process and saved as HTML (its tensors embedded), each
+    sample in a fresh offline context: decoding and drawing without the network."""
+    import tempfile
+
+    from gradtrace.capture import record
+
+    namespace: dict[str, Any] = {}
+    with record() as rec:
+        exec(compile(HEATMAP, "<bench>", "exec"), namespace)
+    out = []
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(rec.document().save_html(f"{tmp}/heatmap.html"))
+        for _ in range(runs):
+            context = browser.new_context(viewport={"width": 1280, "height": 800}, offline=True)
+            page = context.new_page()
+            page.goto(path.as_uri())
+            wait_until(page, "document.getElementById('gradtrace').dataset.ready === '1'")  # the file's policy: no eval
+            ready, ms = page.evaluate(SELECT_AND_TIME.replace("window.gradtrace.app", "window.gradtrace.viewer")
+                                      .replace("document.querySelector('#inspector",
+                                               "document.getElementById('gradtrace').shadowRoot.querySelector('#inspector"))
+            if ready != "1":
+                raise SystemExit(f"the heatmap was not drawn: {ready}")
+            out.append(ms / 1000)
+            context.close()
+    return out
+
+
 def main() -> int:
     import httpx
     from playwright.sync_api import sync_playwright
@@ -84,11 +113,14 @@ def main() -> int:
         print_table("Playground: document → first frame, 3,000 nodes", [Row(name, s) for name, s in samples_by.items()])
         doc = httpx.post(f"{server.url}/api/runs", json={"code": HEATMAP}, timeout=300).json()
         if not doc.get("tensors") or httpx.get(f"{server.url}/api/runs/{doc['id']}/tensors").status_code != 200:
-            print("the service kept no tensor file for the run: no heatmap to measure", file=sys.stderr)
-            return 1
-        samples = heatmap_samples(browser, server.url, doc["id"], args.runs)
-        print_table("Inspector: fetch (index + one Range request) and draw a 256×256 float32 heatmap", [
-            Row("select → heatmap and histogram drawn (goal ≤ 100 ms)", samples)])
+            print("the service kept no tensor file for the run: measured on a saved file instead", file=sys.stderr)
+            saved = saved_file_samples(browser, args.runs)
+            print_table("Inspector: read (the saved file's embedded tensors) and draw a 256×256 float32 heatmap", [
+                Row("select → heatmap and histogram drawn, saved file (goal ≤ 100 ms)", saved)])
+        else:
+            samples = heatmap_samples(browser, server.url, doc["id"], args.runs)
+            print_table("Inspector: fetch (index + one Range request) and draw a 256×256 float32 heatmap", [
+                Row("select → heatmap and histogram drawn (goal ≤ 100 ms)", samples)])
         browser.close()
     return 0
 
