@@ -85,7 +85,7 @@ export class TensorView {
     const cols = nd >= 2 ? shape[nd - 1] : wrap || (nd === 1 ? shape[0] : 1);
     const chosen = this.slices.get(t.key) || lead.map(() => 0);
     const parts = [];
-    const hover = el("div", { class: "gt-tensor-hover", "data-gt": "tensor-hover", "aria-live": "polite" }, count ? "hover an element (or focus the heatmap: arrows, Enter)" : "empty tensor");
+    const hover = el("div", { class: "gt-tensor-hover", "data-gt": "tensor-hover", "aria-live": "polite" }, !count ? "empty tensor" : count > TABLE_MAX ? "hover an element (or focus the heatmap: arrows, Enter)" : "hover an element");
     const plane = el("div", { class: "gt-tensor-plane" });
     if (lead.length) parts.push(this.slicePicker(t, lead, chosen, () => this.plane(plane, hover, item, t, chosen, rows, cols)));
     parts.push(plane, hover);
