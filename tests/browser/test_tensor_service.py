@@ -101,3 +101,63 @@ def test_tensors_are_fetched_by_range_only_when_looked_at(playground: Any, live_
     expect(again).to_have_attribute("data-ready", "1")
     assert len(asked) == before, asked[before:]
     page.screenshot(path=str(artifacts_dir / "tensors-service-attention.png"))
+
+
+def _stored_attention_run(server: Any) -> tuple[str, bytes]:
+    """The attention program recorded in process, its document and tensor file stored on the
+    live server's own database in the one call the run path makes (``put_run``; as
+    tests/api/tensor_runs.py does)."""
+    import gradtrace
+    from api.tensor_runs import server_store
+    from gradtrace.storage.codec import encode
+
+    namespace: dict[str, Any] = {}
+    with gradtrace.record() as rec:
+        exec(compile(ATTENTION, "<snippet>", "exec"), namespace)
+    doc = rec.document()
+    data = doc.tensor_bytes()
+    assert data is not None
+    body = doc.as_json_dict()
+    body["code"] = ATTENTION
+    encoded = encode(body)  # its id: the hash of what is stored
+    with server_store(server) as store:
+        store.put_run(encoded, data)
+    return encoded.doc_id, data
+
+
+def test_a_stored_runs_page_reads_each_tensor_by_one_range_request(page: Any, live_server: Any,
+                                                                    frontend_bundle: Path,
+                                                                    artifacts_dir: Path) -> None:
+    run_id, data = _stored_attention_run(live_server)
+    asked: list[tuple[str, str | None]] = []
+    page.on("request", lambda r: asked.append((r.url, r.headers.get("range")))
+            if "/tensors" in r.url else None)
+    page.goto(f"{live_server.url}/r/{run_id}")
+    wait_until(page, "window.gradtrace && window.gradtrace.app.scene")
+    assert asked == [], asked  # the first frame asks nothing of the tensor file
+    page.evaluate("""() => { const app = window.gradtrace.app, nodes = app.index.nodes;
+        const i = nodes.findIndex(n => n.name === 'SoftmaxBackward0');
+        app.viewer.selectNode(app.scene.view.vnodes.findIndex(n => n.refs && n.refs.length === 1 && n.refs[0] === i));
+        }""")
+    grad = page.locator("#inspector [data-gt=tensor]", has_text="grad_outputs[0] (flowing in)")
+    expect(grad).to_have_attribute("data-ready", "1")
+    wait_until(page, "document.querySelectorAll('#inspector [data-gt=tensor][data-ready]').length >= 3")
+    base = f"{live_server.url}/api/runs/{run_id}"
+    assert [u for u, _ in asked if u.endswith("/tensors")] == [f"{base}/tensors"], asked
+    file_calls = [(u, r) for u, r in asked if u.endswith("/tensors.safetensors")]
+    assert len(file_calls) == 3 and all(r and r.startswith("bytes=") for _, r in file_calls), file_calls
+    from safetensors.numpy import load
+
+    stored = load(data)[grad.get_attribute("data-key") or ""]
+    assert stored.shape == (2, 2, 16, 16)
+    grad.locator("[data-gt=tensor-slice] select").nth(0).select_option("1")
+    canvas = grad.locator("[data-gt=tensor-heatmap]")
+    canvas.scroll_into_view_if_needed()
+    box = canvas.bounding_box()
+    hover = grad.locator("[data-gt=tensor-hover]")
+    for r, c in [(2, 11), (9, 4)]:
+        page.mouse.move(box["x"] + (c + 0.5) * box["width"] / 16, box["y"] + (r + 0.5) * box["height"] / 16)
+        expect(hover).to_have_attribute("data-index", f"1,0,{r},{c}")
+        assert np.float32(hover.get_attribute("data-value")) == stored[1, 0, r, c]
+    assert float(grad.get_attribute("data-ms") or "nan") >= 0
+    page.screenshot(path=str(artifacts_dir / "tensors-service-attention.png"))
