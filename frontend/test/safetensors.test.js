@@ -130,3 +130,12 @@ test("colour by a statistic reads the document's stats: ‖value‖, ‖grad‖,
   assert.equal(tint.size, shown);
   assert.ok(shown >= 5);
 });
+
+test("the heatmap's fast painter gives colourOf's colours", async () => {
+  const { paint } = await import("../src/tensors/draw.js");
+  const v = new Float64Array([0, 0.3, -0.7, 2, -5, NaN, Infinity, -Infinity, 1e-9]);
+  const px = new Uint8ClampedArray(v.length * 4);
+  paint(px, v, 0, v.length, 1);
+  v.forEach((x, i) => assert.deepEqual([...px.subarray(4 * i, 4 * i + 3)], colourOf(x, 1), String(x)));
+  assert.ok([...px].every((c, i) => i % 4 !== 3 || c === 255));
+});

@@ -35,11 +35,32 @@ export function drawHeatmap(canvas, values, offset, rows, cols, s, cells = rows 
   const g = canvas.getContext("2d");
   const img = g.createImageData(cols, rows);
   const px = img.data;
-  for (let i = 0; i < cells; i++) {
-    const c = colourOf(values[offset + i], s);
-    px[4 * i] = c[0]; px[4 * i + 1] = c[1]; px[4 * i + 2] = c[2]; px[4 * i + 3] = 255;
-  }
+  paint(px, values, offset, cells, s);
   g.putImageData(img, 0, 0);
+}
+
+/**
+ * The pixels of `cells` values from `offset` into `px` (RGBA): colourOf's colours, written
+ * without an array per element (a 256×256 plane in a few ms).
+ */
+export function paint(px, values, offset, cells, s) {
+  const { neg, zero, pos, nan, pinf, ninf } = TENSOR_COLOURS;
+  const inv = s > 0 ? 1 / s : 0;
+  for (let i = 0, o = 0; i < cells; i++, o += 4) {
+    const x = values[offset + i];
+    let c = null;
+    if (x !== x) c = nan;
+    else if (x === Infinity) c = pinf;
+    else if (x === -Infinity) c = ninf;
+    if (c) { px[o] = c[0]; px[o + 1] = c[1]; px[o + 2] = c[2]; px[o + 3] = 255; continue; }
+    let t = x * inv;
+    if (t > 1) t = 1; else if (t < -1) t = -1;
+    const end = t < 0 ? neg : pos, a = t < 0 ? -t : t;
+    px[o] = (zero[0] + (end[0] - zero[0]) * a + 0.5) | 0;  // Math.round of a positive number
+    px[o + 1] = (zero[1] + (end[1] - zero[1]) * a + 0.5) | 0;  // Math.round of a positive number
+    px[o + 2] = (zero[2] + (end[2] - zero[2]) * a + 0.5) | 0;  // Math.round of a positive number
+    px[o + 3] = 255;
+  }
 }
 
 /** Counts of the finite values in `bins` equal bins over [min, max]. */

@@ -90,6 +90,7 @@ export class TensorView {
     if (lead.length) parts.push(this.slicePicker(t, lead, chosen, () => this.plane(plane, hover, item, t, chosen, rows, cols)));
     parts.push(plane, hover);
     const st = finiteStats(t.values);
+    t.stats ??= st;  // the plane's colour scale reads it (once per tensor)
     if (count > TABLE_MAX) parts.push(this.histogramOf(t, st));
     body.replaceChildren(...parts);
     this.plane(plane, hover, item, t, chosen, rows, cols);
@@ -132,7 +133,7 @@ export class TensorView {
       plane.replaceChildren(table);
       return;
     }
-    const st = finiteStats(t.values);
+    const st = t.stats || finiteStats(t.values);
     const half = Math.max(Math.abs(st.min), Math.abs(st.max));
     const canvas = el("canvas", { class: "gt-tensor-heat", "data-gt": "tensor-heatmap", role: "img",
       "aria-label": `heatmap of ${rows} × ${cols} values, blue negative, red positive, scale ±${Number.isFinite(half) ? half.toPrecision(3) : 0}` });
