@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from gradtrace.analysis.explain import index, nn, ops
+from gradtrace.analysis.explain import index, lookup, nn, ops
 from gradtrace.analysis.explain.operands import Numbers
 from gradtrace.analysis.explain.ops import Ctx, NotKept, Rule
 from gradtrace.analysis.explain.tensors import Flat, fmt, numel, ravel, unravel
@@ -32,7 +32,8 @@ _MISFIT = (IndexError, KeyError, TypeError)
 """What a rule raises on a document whose shapes or saved arguments contradict each other (a
 job's result is untrusted: NOTE [fast path] in schema/fast.py), answered as a note, not a 500."""
 _NOT_KEPT = "neither in the document nor in the run's tensor file"
-BACKWARD_RULES: dict[str, Rule] = {**ops.BACKWARD_RULES, **index.BACKWARD_RULES, **nn.BACKWARD_RULES}
+BACKWARD_RULES: dict[str, Rule] = {**ops.BACKWARD_RULES, **index.BACKWARD_RULES, **nn.BACKWARD_RULES,
+                                   **lookup.BACKWARD_RULES}
 """Every backward op with a rule, by autograd's class name."""
 
 
@@ -78,6 +79,14 @@ def _context(node: JSON, event: JSON, numbers: Numbers | None = None) -> Ctx | N
         flat = numbers.saved(node, s, rule) if rule is not None else numbers.flat(s.get("value"))
         if flat is not None:
             saved[str(s.get("name"))] = flat
+    if rule is not None and node.get("saved_unread"):
+        # checkpointed: nothing was read when the node was made; its backward reads the same
+        # values recomputed, which are the forward values the tensor file keeps
+        for name in {n for needs in rule.needs for n in needs} - names:
+            flat = numbers.saved(node, {"name": name}, rule)
+            if flat is not None:
+                saved[name] = flat
+                names.add(name)
     shapes: list[tuple[int, ...] | None] = []
     for gi in event.get("grad_inputs") or []:
         shapes.append(tuple(int(x) for x in gi["shape"]) if gi and gi.get("shape") is not None else None)

@@ -27,6 +27,7 @@ import numpy as np
 
 from gradtrace.analysis.explain.ops import Rule
 from gradtrace.analysis.explain.tensors import Flat, numel
+from gradtrace.analysis.explain.worked import worked_out
 from gradtrace.analysis.kept import KeptTensors
 from gradtrace.analysis.numbers import flatten
 
@@ -90,12 +91,19 @@ class Numbers:
         if inline is not None or self.kept is None:
             return inline
         name = str(entry.get("name"))
-        shape = tuple(int(s) for s in entry.get("shape") or [])
+        shape = tuple(int(s) for s in entry["shape"]) if entry.get("shape") is not None else None
         m = _RESULT.fullmatch(name)
+        found = None
         if m:
             outs = node.get("output") or []
             k = int(m.group(1) or 0)
-            return self._fits(outs[k] if k < len(outs) else None, shape)
+            found = self._fits(outs[k] if k < len(outs) else None, shape)
+        elif name in input_names(rule):
+            found = self.operand(node, rule, name, shape)
+        return found if found is not None else worked_out(self, node, rule, name, shape)
+
+    def operand(self, node: JSON, rule: Rule, name: str, shape: tuple[int, ...] | None) -> Flat | None:
+        """The forward value of ``node``'s input ``name`` (its rule's name for it), of ``shape``."""
         names = input_names(rule)
         if name not in names:
             return None
@@ -103,9 +111,14 @@ class Numbers:
         source = self._source(str(node.get("id")), nr)
         return None if source is None else self._producer_value(source, str(node.get("id")), nr, shape)
 
-    def _fits(self, tv: JSON | None, shape: tuple[int, ...]) -> Flat | None:
+    def embedding_weight(self, node: JSON) -> Flat | None:
+        """The weight an embedding node read: its input 0, whatever its shape."""
+        source = self._source(str(node.get("id")), 0)
+        return None if source is None else self._producer_value(source, str(node.get("id")), 0, None)
+
+    def _fits(self, tv: JSON | None, shape: tuple[int, ...] | None) -> Flat | None:
         f = self.flat(tv)
-        return f if f is not None and f.shape == shape else None
+        return f if f is not None and (shape is None or f.shape == shape) else None
 
     def _source(self, node_id: str, input_nr: int) -> str | None:
         if self._inputs is None:
@@ -119,7 +132,7 @@ class Numbers:
                     self._inputs.setdefault(str(e.get("target")), {})[int(e["input_nr"])] = str(e.get("source"))
         return self._inputs.get(node_id, {}).get(input_nr)
 
-    def _producer_value(self, source: str, consumer: str, nr: int, shape: tuple[int, ...]) -> Flat | None:
+    def _producer_value(self, source: str, consumer: str, nr: int, shape: tuple[int, ...] | None) -> Flat | None:
         producer = self.node(source)
         if producer is None:
             return None
@@ -127,7 +140,7 @@ class Numbers:
             leaf = self.node(self._behind.get(source, ""))
             return None if leaf is None else self._leaf_value(leaf, consumer, shape)
         outs = producer.get("output") or []
-        fits = [k for k, o in enumerate(outs) if o and _shape(o) == shape]
+        fits = [k for k, o in enumerate(outs) if o and (shape is None or _shape(o) == shape)]
         if len(fits) > 1:
             fits = self._by_gradient(source, consumer, nr, fits)
         return self._fits(outs[fits[0]], shape) if len(fits) == 1 else None
@@ -160,7 +173,7 @@ class Numbers:
                     self._events[str(ev.get("node"))] = ev
         return self._events.get(node_id)
 
-    def _leaf_value(self, leaf: JSON, consumer: str, shape: tuple[int, ...]) -> Flat | None:
+    def _leaf_value(self, leaf: JSON, consumer: str, shape: tuple[int, ...] | None) -> Flat | None:
         start = self._fits(leaf.get("value"), shape)
         if start is None:
             return None
