@@ -12,6 +12,9 @@ NOTE [saved tensors worked out from the forward values]
     * a mask: true where the output differs from the input; where the two agree at every
       element the mask covers, false unless the output there is the fill value seen elsewhere
       (then undecidable, and not worked out);
+    * a factor of ``mul`` or the divisor of ``div`` (a dropout mask, a scale): ``out / self``
+      or ``self / out``, to float32's rounding, when it has the output's shape or is one
+      number; undecidable where the known operand or the output is zero or not finite;
     * indices: the row of the weight that each output row equals bit for bit (a row that
       equals several weight rows, or none, is undecidable).
 """
@@ -77,3 +80,24 @@ def indices_from(weight: np.ndarray, out: np.ndarray, width: int) -> np.ndarray 
             return None
         found[n] = hits[0]
     return found
+
+
+def factor_from(known: np.ndarray, out: np.ndarray, shape: tuple[int, ...], divisor: bool) -> np.ndarray | None:
+    """The other operand of ``out = known * x`` (``divisor``: ``out = known / x``), of ``shape``
+    (the output's, or one number)."""
+    if known.size != out.size:
+        return None
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        x = known / out if divisor else out / known
+    fine = np.isfinite(x) & (known != 0) & np.isfinite(known) & np.isfinite(out) & (out != 0)
+    if int(np.prod(shape)) == 1:
+        return x[fine][:1] if fine.any() else None
+    if int(np.prod(shape)) != out.size:
+        return None
+    if divisor and not fine.all():
+        return None
+    # a factor of zero: the output is zero where the known operand is finite and nonzero
+    zero = (out == 0) & (known != 0) & np.isfinite(known)
+    if not np.all(fine | zero):
+        return None
+    return np.where(zero, 0.0, x)

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from gradtrace.analysis.explain.ops import Rule
-from gradtrace.analysis.explain.recover import indices_from, layer_norm_stats, mask_from
+from gradtrace.analysis.explain.recover import factor_from, indices_from, layer_norm_stats, mask_from
 from gradtrace.analysis.explain.tensors import Flat
 
 if TYPE_CHECKING:
@@ -46,8 +46,9 @@ def worked_out(numbers: Numbers, node: JSON, rule: Rule, name: str, shape: tuple
         if x is None or not isinstance(dims, list):
             return None
         m = math.prod(int(d) for d in dims)
-        w = _arr(numbers.operand(node, rule, "weight", tuple(int(d) for d in dims))) if _shape_of(node, "weight") else None
-        b = _arr(numbers.operand(node, rule, "bias", tuple(int(d) for d in dims))) if _shape_of(node, "bias") else None
+        row = tuple(int(d) for d in dims)
+        w = _arr(numbers.operand(node, rule, "weight", row)) if _shape_of(node, "weight") else None
+        b = _arr(numbers.operand(node, rule, "bias", row)) if _shape_of(node, "bias") else None
         if (_shape_of(node, "weight") and w is None) or (_shape_of(node, "bias") and b is None):
             return None
         stats = layer_norm_stats(x, _arr(out), m, w, b)  # type: ignore[arg-type]
@@ -58,6 +59,11 @@ def worked_out(numbers: Numbers, node: JSON, rule: Rule, name: str, shape: tuple
         x = _arr(numbers.operand(node, rule, "self", out.shape))
         mask = None if x is None else mask_from(x, _arr(out), out.shape, shape)  # type: ignore[arg-type]
         return None if mask is None else Flat(mask.reshape(-1), shape)
+    if op in ("MulBackward0", "DivBackward0") and name in ("self", "other") and not (op == "DivBackward0"
+                                                                                     and name == "self"):
+        known = _arr(numbers.operand(node, rule, "self" if name == "other" else "other", out.shape))
+        x = None if known is None else factor_from(known, _arr(out), shape, op == "DivBackward0")  # type: ignore[arg-type]
+        return None if x is None else Flat(x.reshape(-1), shape)
     if op == "EmbeddingBackward0" and name == "indices":
         width = out.shape[-1] if out.shape else 0
         weight = numbers.embedding_weight(node)
