@@ -12,9 +12,9 @@ from capture.tensor_oracle import recorded_run
 from capture.test_tensor_oracle import GPT_LIKE
 from conftest import Server
 from gradtrace.lessons import lesson
+from gradtrace.schema.explain import Explanation
 from gradtrace.storage.codec import encode
 from storage.sample_docs import variant
-from gradtrace.schema.explain import Explanation
 
 
 def _run(api: httpx.Client, code: str) -> dict[str, Any]:
