@@ -64,7 +64,8 @@ def mask_from(x: np.ndarray, out: np.ndarray, out_shape: tuple[int, ...],
         maybe = same.all(axis=axes, keepdims=True).reshape(mask_shape) if axes else same.reshape(mask_shape)
         if np.any(maybe & ~known):
             return None
-    return known.astype(np.float64)
+    found: np.ndarray = np.asarray(known, dtype=np.float64)
+    return found
 
 
 def indices_from(weight: np.ndarray, out: np.ndarray, width: int) -> np.ndarray | None:
