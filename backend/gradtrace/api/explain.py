@@ -47,7 +47,8 @@ def explain(run_id: Annotated[str, Path(max_length=64)], svc: ServicesDep,
             pass_: Annotated[int | None, Query(alias="pass", ge=0)] = None,
             index: Annotated[str | None, Query(max_length=200)] = None) -> Response:
     doc = svc.documents.get(svc.require_kept_run(run_id, instead="run the snippet again to explain it"))
-    answer = Explanation.model_validate(explain_node(doc, node, pass_, _index(index), run_tensors(svc, run_id)))
+    found = explain_node(doc, node, pass_, _index(index), run_tensors(svc, run_id))
+    answer = Explanation.model_validate(found)
     return Response(answer.model_dump_json(by_alias=True).encode(), media_type="application/json")
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -13,10 +13,17 @@ from gradtrace.analysis.explain.ops import Rule
 from gradtrace.analysis.explain.recover import factor_from, indices_from, layer_norm_stats, mask_from
 from gradtrace.analysis.explain.tensors import Flat
 
-if TYPE_CHECKING:
-    from gradtrace.analysis.explain.operands import Numbers
-
 JSON = Mapping[str, Any]
+
+
+class Numbers(Protocol):
+    """What this module reads through (``operands.Numbers``, which calls it: no import back)."""
+
+    def flat(self, tv: JSON | None) -> Flat | None: ...
+
+    def operand(self, node: JSON, rule: Rule, name: str, shape: tuple[int, ...] | None) -> Flat | None: ...
+
+    def embedding_weight(self, node: JSON) -> Flat | None: ...
 
 
 def _shape_of(node: JSON, name: str) -> tuple[int, ...] | None:
