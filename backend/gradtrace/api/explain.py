@@ -58,7 +58,8 @@ def explanations(run_id: Annotated[str, Path(max_length=64)], svc: ServicesDep) 
     """What Export → HTML on the page embeds (NOTE [explanations carried offline] in
     ``analysis/explain/offline.py``): bounded by its byte budget."""
     doc = svc.documents.get(svc.require_kept_run(run_id, instead="run the snippet again to explain it"))
-    body = json.dumps(carried_explanations(doc, tensors=run_tensors(svc, run_id)), ensure_ascii=False, separators=(",", ":")).encode()
+    carried = carried_explanations(doc, tensors=run_tensors(svc, run_id))
+    body = json.dumps(carried, ensure_ascii=False, separators=(",", ":")).encode()
     return Response(body, media_type="application/json")
 
 
