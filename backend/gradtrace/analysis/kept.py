@@ -29,11 +29,14 @@ _NUMPY = {"F64": "<f8", "F32": "<f4", "F16": "<f2", "I64": "<i8", "I32": "<i4", 
 class KeptTensors:
     """A tensor file read through ``read(start, end) -> bytes`` (end exclusive) of ``size`` bytes."""
 
-    def __init__(self, read: Callable[[int, int], bytes], size: int) -> None:
+    def __init__(self, read: Callable[[int, int], bytes], size: int,
+                 parsed: tuple[dict[str, Any], int] | None = None) -> None:
+        """``parsed``: the header and the buffers' offset as :meth:`parsed` gave them for this
+        same file (a caller that keeps them across requests reads the header once)."""
         self._read = read
         self.size = size
-        self._header: dict[str, Any] | None = None
-        self._base = 0
+        self._header: dict[str, Any] | None = parsed[0] if parsed else None
+        self._base = parsed[1] if parsed else 0
         self._cache: dict[str, np.ndarray] = {}
         self._cached = 0
 
@@ -57,6 +60,10 @@ class KeptTensors:
                         parsed.pop("__metadata__", None)
                         self._header, self._base = parsed, 8 + n
         return self._header
+
+    def parsed(self) -> tuple[dict[str, Any], int]:
+        """The header and the offset of the buffers, for a later reader of the same file."""
+        return self.header(), self._base
 
     def __contains__(self, key: object) -> bool:
         return isinstance(key, str) and key in self.header()

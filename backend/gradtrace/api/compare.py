@@ -24,6 +24,7 @@ from pydantic import ValidationError
 from gradtrace.analysis.compare import check_document, compare_documents, read_for_compare
 from gradtrace.analysis.kept import KeptTensors
 from gradtrace.api.errors import ERROR_RESPONSES
+from gradtrace.api.kept_files import kept_tensors
 from gradtrace.api.services import Services, ServicesDep, client_key
 from gradtrace.collector import gc_paused
 from gradtrace.errors import InvalidRequest, NotFound
@@ -170,7 +171,7 @@ def _tensors(svc: Services, side: CompareSide) -> KeptTensors | None:
     source = svc.store.share_tensors(side.share_id) if side.share_id is not None else None
     if source is None:
         source = svc.store.run_tensors(side.share_id or side.run_id or "", max_age_s=svc.run_retention_s)
-    return None if source is None else KeptTensors(source.read, source.size)
+    return kept_tensors(source)
 
 
 def _blob_of(svc: Services, side: CompareSide, name: str) -> StoredBlob | None:

@@ -18,6 +18,7 @@ from fastapi.responses import Response
 from gradtrace.analysis.explain import carried_explanations, explain_node
 from gradtrace.analysis.kept import KeptTensors
 from gradtrace.api.errors import ERROR_RESPONSES
+from gradtrace.api.kept_files import kept_tensors
 from gradtrace.api.services import Services, ServicesDep
 from gradtrace.errors import InvalidRequest
 from gradtrace.schema.explain import Explanation
@@ -65,5 +66,4 @@ def explanations(run_id: Annotated[str, Path(max_length=64)], svc: ServicesDep) 
 
 def run_tensors(svc: Services, run_id: str) -> KeptTensors | None:
     """The stored run's tensor file, read by range (None when it kept none)."""
-    source = svc.store.run_tensors(run_id, max_age_s=svc.run_retention_s)
-    return None if source is None else KeptTensors(source.read, source.size)
+    return kept_tensors(svc.store.run_tensors(run_id, max_age_s=svc.run_retention_s))
