@@ -44,7 +44,7 @@ def test_a_damaged_file_gives_no_numbers_and_no_error() -> None:
     data, _ = _file()
     for bad in (b"", data[:5], data[:40], b"\xff" * 8 + data[8:], data[:-3]):
         kept = KeptTensors.from_bytes(bad)
-        assert kept.array("m") is None or bad == data[:-3] and kept.array("e0.gi0") is not None
+        assert kept.array("m") is None or (bad == data[:-3] and kept.array("e0.gi0") is not None)
 
 
 def test_the_service_parses_a_files_header_once() -> None:
