@@ -94,7 +94,8 @@ def test_a_transformer_node_is_explained_at_a_picked_element_from_the_tensor_fil
     with server_store(live_server) as store:
         store.put_run(encoded, doc.tensor_bytes())
     page.goto(f"{live_server.url}/r/{encoded.doc_id}")
-    wait_until(page, "window.gradtrace !== undefined && window.gradtrace.app && window.gradtrace.app.index")
+    wait_until(page, "window.gradtrace !== undefined && !!window.gradtrace.app && !!window.gradtrace.app.scene "
+                     "&& window.gradtrace.app.scene.view.vnodes.length > 0")
     page.evaluate("""() => { const app = window.gradtrace.app, nodes = app.index.nodes;
         const v = app.scene.view.vnodes.findIndex(n => n.refs && n.refs.length === 1 &&
           nodes[n.refs[0]].name === 'BmmBackward0');
