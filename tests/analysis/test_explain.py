@@ -70,6 +70,12 @@ OPS: dict[str, str] = {
     "SubBackward1": "x = torch.randn(2, 3, requires_grad=True)\nz = torch.ops.aten.sub.Scalar(x, 2.0)",
     "SelectBackward0": "x = torch.randn(2, 3, 4, requires_grad=True)\nz = x[:, -1]",
     "SliceBackward0": "x = torch.randn(2, 7, requires_grad=True)\nz = x[:, -5::2]",
+    "SplitBackward0": "x = torch.randn(2, 7, requires_grad=True)\na, b, c, d = x.split(2, dim=1)\nz = a * 3 + d[:, :1]",
+    "UnsafeSplitBackward0": "x = torch.randn(3, 4, requires_grad=True)\na, b = x.unsafe_split(2, 0)\nz = a.exp()",
+    "EmbeddingBackward0": "x = torch.randn(5, 3, requires_grad=True)\ni = torch.tensor([[0, 2], [4, 2]])\n"
+                          "z = torch.nn.functional.embedding(i, x)",
+    "MaskedFillBackward0": "x = torch.randn(2, 3, requires_grad=True)\nm = torch.tensor([True, False, True])\n"
+                           "z = x.masked_fill(m, float('-inf'))",
     "PermuteBackward0": "x = torch.randn(2, 3, 4, requires_grad=True)\nz = x.permute(2, 0, 1)",
     "TransposeBackward0": "x = torch.randn(2, 3, 4, requires_grad=True)\nz = x.transpose(-1, 0)",
     "SumBackward1": "x = torch.randn(2, 3, 4, requires_grad=True)\nz = x.sum(dim=(0, -1))",
