@@ -102,30 +102,8 @@ def _missing(rule: Rule, ctx: Ctx, i: int) -> str | None:
         return f"values of {', '.join(values)} were not kept ({_NOT_KEPT})"
     args = [a for a in rule.args if a not in ctx.args]
     if args:
-        return f"the argument{'s' if len(args) > 1 else ''} {', '.join(args)} not recorded (an older document)"
+        return f"the argument{'s' if len(args) > 1 else ''} {', '.join(args)} not recorded"
     return None
-
-
-def evaluate(doc: JSON, node_id: str, pass_index: int | None = None,
-             tensors: KeptTensors | None = None) -> list[list[float] | None]:
-    """Every input's gradient as the rule computes it from the document's numbers (None where the
-    rule cannot: no gradient passed, an operand's value not kept, or no rule for the op)."""
-    node = _node(doc, node_id)
-    rule = BACKWARD_RULES.get(str(node.get("name")))
-    event = _event(doc, node_id, pass_index)
-    ctx = _context(node, event, Numbers(doc, tensors)) if event else None
-    if rule is None or ctx is None:
-        return []
-    out: list[list[float] | None] = []
-    for i, shape in enumerate(ctx.in_shapes[:len(event.get("grad_inputs") or [])] if event else []):
-        if shape is None or i >= len(rule.texts) or _missing(rule, ctx, i):
-            out.append(None)
-            continue
-        try:
-            out.append([rule.elem(ctx, i, k)[1] for k in range(numel(shape))])
-        except (NotKept, *_ARITHMETIC, *_MISFIT):
-            out.append(None)
-    return out
 
 
 def explain_node(doc: JSON, node_id: str, pass_index: int | None = None,
