@@ -57,6 +57,7 @@ from gradtrace.capture.resets import GradResets
 from gradtrace.capture.saved import saved_hooks_active
 from gradtrace.capture.tangents import Tangents
 from gradtrace.capture.timeline import LineTracer, SeqLog
+from gradtrace.capture.valuesteps import ValueSteps
 from gradtrace.capture.values import ValueStore, device_name, dtype_name
 
 _seq_nr = torch._C._autograd._get_sequence_nr
@@ -177,6 +178,8 @@ class Recorder:
         dropped: each removes itself."""
         self.edits = GradEdits(self.values.capture_copy, self.wake, self._accumulated_hook, self._edit_cost)
         """Accumulated leaves' ``.grad`` as last seen: NOTE [gradient edits] in gradedits.py."""
+        self.steps = ValueSteps()
+        """Leaves' values after their last backward: NOTE [a leaf's value around each step] in valuesteps.py."""
         self.tracer = LineTracer(filename, pending=self.pending, wake=self.wake,
                                  core=native.core if native.is_native(self.core) else None)
         self.tracer.on_step = self._on_step
@@ -554,6 +557,8 @@ class Recorder:
                         self.resets.accumulated(leaf, now, doc)
                     else:
                         self.resets.forget(leaf)
+                    if self.tensor_budget is not None:  # NOTE [a leaf's value around each step]
+                        self.steps.accumulated(leaf, doc)
                 except Exception as e:  # NOTE [the recorder never breaks the snippet]
                     self.internal_error(e)
 
