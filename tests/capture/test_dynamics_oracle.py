@@ -140,3 +140,17 @@ def test_both_kernel_sets_write_the_same_value_steps() -> None:
     assert steps == [[s.model_dump() for s in (n.value_steps or [])] for n in b.graph.nodes]
     assert sum(map(len, steps)) == 4 * 20
     np.testing.assert_equal(a.analysis.dynamics.model_dump(), b.analysis.dynamics.model_dump())
+
+
+def test_the_tensor_files_bytes_alone_give_the_same_series() -> None:
+    """The web process has the file's bytes, not the tensors (analysis/dynamics/read.py)."""
+    from gradtrace.analysis import analyze
+    from gradtrace.analysis.dynamics import file_reader
+
+    doc, _ = tanh_by_hand(True)
+    data = doc.tensor_bytes()
+    found = analyze(doc.as_json_dict(), file_reader(data))
+    assert found is not None and found["dynamics"] == doc.analysis.dynamics.model_dump(mode="json")
+    assert file_reader(b"\x08\x00\x00\x00\x00\x00\x00\x00not json") is None
+    without = analyze(doc.as_json_dict())
+    assert without is not None and without["dynamics"]["layers"] == []  # no file: the shares are not guessed

@@ -125,7 +125,7 @@ def _network_order(view: DocView, leaves: list[Mapping[str, Any]]) -> list[Mappi
 
 def dynamics(view: DocView, tensors: Tensors | None = None) -> dict[str, Any] | None:
     """The run's series by iteration (NOTE [dynamics from the recorded numbers]), or None when
-    it has fewer than two backward passes."""
+    it has fewer than two backward passes or no leaf got a gradient in two of them."""
     passes = [p for p in (view.doc.get("passes") or []) if p.get("within") is None]
     if len(passes) < 2:
         return None
@@ -141,9 +141,11 @@ def dynamics(view: DocView, tensors: Tensors | None = None) -> dict[str, Any] | 
         pass_of.setdefault(node, p)
         if view.name(node) == "AccumulateGrad":
             acc_passes.setdefault(node, []).append(p)
-    read = _reader(tensors)
     leaves = [t for t in view.nodes if t.get("kind") == "tensor" and t.get("role") == "leaf"
               and t.get("grad_history")]
+    if not any(len(t["grad_history"]) >= 2 for t in leaves):
+        return None  # no leaf was trained over iterations (a double backward, two losses once)
+    read = _reader(tensors)
     params = [_param(view, t, acc_passes.get(view.accumulator(str(t["id"])) or "", []), n, read)
               for t in _network_order(view, leaves)]
     layers = []
