@@ -112,7 +112,8 @@ def test_adam_loop_series_equal_torchs(native: bool) -> None:
     rows = rows.to_dict("records") if hasattr(rows, "to_dict") else rows
     assert len(rows) == 20 * (1 + 4 + 1)
     w = [r for r in rows if r["series"] == "param" and r["name"] == "model.0.weight"]
-    assert [r["iteration"] for r in w] == list(range(20)) and _close(w[7]["grad_norm"], truth["grad"]["model.0.weight"][7])
+    assert [r["iteration"] for r in w] == list(range(20))
+    assert _close(w[7]["grad_norm"], truth["grad"]["model.0.weight"][7])
 
 
 @pytest.mark.parametrize("native", NATIVE, ids=["core", "python"])

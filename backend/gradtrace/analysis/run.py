@@ -32,7 +32,8 @@ def analyze(doc: Doc, tensors: Tensors | None = None) -> dict[str, Any] | None:
         found["starved"] = hungry
     if moves is not None:
         found["dynamics"] = moves
-    if not blocks and not hungry and moves is None and found["badge"] is None and not found["nonfinite"] and not found["hints"]:
+    if (not blocks and not hungry and moves is None and found["badge"] is None and not found["nonfinite"]
+            and not found["hints"]):
         return None
     return found
 

@@ -9,7 +9,9 @@ _NAN = {"nan": float("nan"), "inf": float("inf"), "-inf": float("-inf")}
 
 
 def _num(v: Any) -> float | None:
-    return None if v is None else _NAN.get(v, v) if isinstance(v, str) else float(v)
+    if v is None:
+        return None
+    return _NAN.get(v, float("nan")) if isinstance(v, str) else float(v)
 
 
 def rows(dynamics: Any) -> list[dict[str, Any]]:

@@ -32,7 +32,8 @@ class Hint(_Model):
         "its line from `Node.grad_edits`), `double-softmax`, `sigmoid-bce`, `unstable-math`, `loss-broadcast`, "
         "`graph-kept-alive`, `zero-gradient-op`, `non-differentiable-op` (argmax, a comparison or an integer cast "
         "cut a leaf off), `gradients-vanish` / `gradients-explode` (weight gradients change by 1e4 or more from the "
-        "last layer to the first over three or more weight layers, 1e2 or more over five or more, 4x or more per layer), `update-ratio-high` / `update-ratio-low` (a weight's "
+        "last layer to the first over three or more weight layers, 1e2 or more over five or more, 4x or more per "
+        "layer), `update-ratio-high` / `update-ratio-low` (a weight's "
         "update:data ratio far from 1e-3), `relu-dead` (a ReLU layer mostly 0), `activation-saturated` (a tanh or "
         "sigmoid layer mostly saturated), `train-mode-in-eval` (dropout or batch norm in training "
         "mode under `no_grad`), `threads-unrecorded` (a thread the run started built graphs that were not recorded)"))

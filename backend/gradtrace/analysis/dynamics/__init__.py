@@ -4,6 +4,7 @@ saturated or dead share; the loss), computed once per run from the document and 
 file (``series.py``, ``layers.py``). Callers import from here (``tests/test_layering.py``)."""
 
 from gradtrace.analysis.dynamics.read import file_reader
-from gradtrace.analysis.dynamics.series import SATURATION, Tensors, dynamics
+from gradtrace.analysis.dynamics.layers import SATURATION
+from gradtrace.analysis.dynamics.series import Tensors, dynamics
 
 __all__ = ["SATURATION", "Tensors", "dynamics", "file_reader"]

@@ -38,7 +38,8 @@ def file_reader(data: bytes | memoryview | None) -> Callable[[str], np.ndarray |
             shape = [int(d) for d in info["shape"]]
             if dtype is None or not 0 <= begin <= end <= len(view) - start:
                 return None
-            return np.frombuffer(view[start + begin:start + end], dtype=np.dtype(dtype).newbyteorder("<")).reshape(shape)
+            little = np.dtype(dtype).newbyteorder("<")
+            return np.frombuffer(view[start + begin:start + end], dtype=little).reshape(shape)
         except (KeyError, TypeError, ValueError):
             return None
     return read

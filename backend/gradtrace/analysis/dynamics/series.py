@@ -68,8 +68,9 @@ def _loss(view: DocView, passes: list[Mapping[str, Any]]) -> list[Any]:
         tv = view.by_id.get(str(roots[0]), {}).get("value") if roots else None
         vals = flat(tv) if tv else None
         if vals is None and tv and math.prod(tv.get("shape") or []) == 1:  # its values past the budget:
-            vals = [number((tv.get("stats") or {}).get("mean"))]  # a scalar's mean is itself
-        out.append(_out(vals[0]) if vals is not None and len(vals) == 1 and vals[0] is not None else None)
+            mean = number((tv.get("stats") or {}).get("mean"))  # a scalar's mean is itself
+            vals = None if mean is None else [mean]
+        out.append(_out(vals[0]) if vals is not None and len(vals) == 1 else None)
     return out
 
 

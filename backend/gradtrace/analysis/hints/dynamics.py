@@ -77,13 +77,14 @@ def update_ratio(view: DocView) -> list[dict[str, Any]]:
         out.append(hint(
             code, "warning", f"updates are too {word}: ‖Δw‖/‖w‖ of {found[0][1]['name']} is "
             f"1e{fmt(rounded(found[0][0], 2))}, far from 1e-3",
-            f"Each optimizer step moves {'these weights by a large part of themselves' if word == 'large' else 'these weights by almost nothing'}"
-            f" (the update:data ratio ‖Δw‖/‖w‖ over the last iterations; about 1e-3 is the usual working range). "
+            f"Each optimizer step moves these weights by "
+            f"{'a large part of themselves' if word == 'large' else 'almost nothing'} (the update:data ratio "
+            "‖Δw‖/‖w‖ over the last iterations; about 1e-3 is the usual working range). "
             f"{'Lower the learning rate' if word == 'large' else 'Raise the learning rate'}, or check the init's scale.",
             line=first.get("def_line") or first.get("line"), nodes=[p["node"] for _, p in found],
             evidence=[("median log10 ‖Δw‖/‖w‖, last iterations", names)],
-            fix=("optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)   # a smaller step"
-                 if word == "large" else "optimizer = torch.optim.SGD(model.parameters(), lr=0.1)   # a larger step")))
+            fix=("optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)   # a smaller step" if word == "large"
+                 else "optimizer = torch.optim.SGD(model.parameters(), lr=0.1)   # a larger step")))
     return out
 
 
