@@ -1,0 +1,98 @@
+"""Dynamics overhead: what the series by iteration (``analysis/dynamics/``) and the leaves'
+``value_steps`` (``capture/valuesteps.py``) add to a run.
+
+    .venv/bin/python bench/bench_dynamics.py [--reps N]
+
+Each repetition runs the same program twice in the same process, alternating: as it is (capture
+follows each leaf's value around its steps, the analysis computes the series from the document
+and the kept tensors), and with both replaced by no-ops (the baseline). The run is
+``run_snippet`` with its tensor file and its analysis (``record()``'s path, where the tensors
+are at hand). A third row times the series alone on the finished document.
+Target: GRU-200 and the 20-step Adam loop at <= 1.05x. One intra-op thread, as in the sandbox
+worker.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+import warnings
+from typing import Any
+
+with warnings.catch_warnings():
+    warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
+    import torch
+
+from common import ROOT, Row, print_table
+
+sys.path.insert(0, str(ROOT / "tests"))
+import gradtrace.analysis.run as analysis_run
+from gradtrace import record
+from gradtrace.analysis.docview import DocView
+from gradtrace.analysis.dynamics import dynamics
+from gradtrace.capture import run_snippet
+from gradtrace.capture.valuesteps import ValueSteps
+from programs import ADAM_20, GRU_200
+
+
+def one_run(code: str) -> float:
+    t0 = time.perf_counter()
+    doc = run_snippet(code, seed=0, json_parts=True)
+    elapsed = time.perf_counter() - t0
+    assert doc["status"] == "ok"
+    return elapsed
+
+
+def series_alone(code: str) -> float:
+    """Seconds of the series on the finished document, its tensors in process."""
+    namespace: dict[str, Any] = {"torch": torch, "nn": torch.nn}
+    torch.manual_seed(0)
+    with record() as rec:
+        exec(compile(code, "<bench>", "exec"), namespace)
+    doc = rec.document().as_json_dict()
+    held = rec.recorder.tensor_file.tensors if rec.recorder.tensor_file is not None else {}
+    view = DocView(doc)
+    t0 = time.perf_counter()
+    dynamics(view, held.get)
+    return time.perf_counter() - t0
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--reps", type=int, default=15)
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    real = (analysis_run.dynamics, ValueSteps.accumulated, ValueSteps.final)
+
+    def off(on: bool) -> None:
+        if on:
+            analysis_run.dynamics, ValueSteps.accumulated, ValueSteps.final = real  # type: ignore[method-assign]
+        else:
+            analysis_run.dynamics = lambda view, tensors=None: None  # type: ignore[assignment]
+            ValueSteps.accumulated = lambda self, leaf, doc: None  # type: ignore[method-assign]
+            ValueSteps.final = lambda self: None  # type: ignore[method-assign]
+
+    rows = []
+    for name, code in (("GRU-200", GRU_200), ("Adam 20 steps", ADAM_20)):
+        series: dict[str, list[float]] = {"base": [], "new": [], "alone": []}
+        for i in range(args.reps + 2):
+            for on in (False, True) if i % 2 else (True, False):
+                off(on)
+                t = one_run(code)
+                if i >= 2:  # two warm-up rounds
+                    series["new" if on else "base"].append(t)
+            off(True)
+            if i >= 2:
+                series["alone"].append(series_alone(code))
+        b = Row(f"{name}: run_snippet with tensors + analysis, no dynamics", series["base"])
+        rows += [b, Row(f"{name}: the same + value steps + dynamics", series["new"], baseline="no dynamics",
+                        baseline_median_s=b.median),
+                 Row(f"{name}: the series alone, on the finished document", series["alone"],
+                     baseline="run, no dynamics", baseline_median_s=b.median)]
+    print_table("Dynamics overhead (one thread, same process)", rows)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
