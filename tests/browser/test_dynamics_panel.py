@@ -5,10 +5,12 @@ series draws within 100 ms. Screenshots are written to the artifacts folder."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
-from browser.pageutil import run_code
+from browser.pageutil import open_saved_file, run_code
+from playwright.sync_api import expect
 from pageguard import wait_until
 
 ADAM = """import torch
@@ -92,3 +94,42 @@ def test_a_500_iteration_series_draws_within_100_ms(playground: Any) -> None:
     }""")
     print(f"500-iteration dynamics panel draw: {ms:.1f} ms")
     assert ms <= 100
+
+
+def test_the_saved_html_of_a_recorded_loop_has_the_panel_with_its_activation_shares(
+        browser: Any, tmp_path: Path, artifacts_dir: Path) -> None:
+    """``record()`` keeps the tensors in process, so its document has every series, the ReLU's
+    dead share and the tanh's saturation included; the saved file draws them offline."""
+    import torch
+
+    import gradtrace
+
+    import torch.nn.functional as F
+    from torch import nn
+
+    torch.manual_seed(0)
+    with gradtrace.record() as rec:
+        model = nn.Sequential(nn.Linear(6, 16), nn.ReLU(), nn.Linear(16, 8), nn.Tanh(), nn.Linear(8, 1))
+        opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+        x, y = torch.randn(32, 6), torch.randn(32, 1)
+        for _ in range(20):
+            opt.zero_grad()
+            loss = F.mse_loss(model(x), y)
+            loss.backward()
+            opt.step()
+    doc = rec.document()
+    assert [layer.kind for layer in doc.analysis.dynamics.layers] == ["relu", "tanh"]
+    path = doc.save_html(str(tmp_path / "dynamics.html"))
+    with open_saved_file(browser, Path(path)) as saved:
+        page = saved.page
+        root = page.locator("#gradtrace")
+        root.locator("[data-gt=dynamics] summary").click()
+        expect(root.locator("[data-gt=dynamics]")).to_have_attribute("data-draw-ms", re.compile(r"^\d"))
+        legend = root.locator("[data-gt-dyn=legend] .gt-dyn-key").all_inner_texts()
+        assert legend[-2:] == ["relu model.1", "tanh model.3"]
+        root.locator("[data-gt=dynamics]").screenshot(path=str(artifacts_dir / "dynamics-saved-html.png"))
+        for chart in ("act", "flow"):  # below the fold of the panel: each chart on its own
+            root.locator(f"canvas[data-gt-dyn={chart}]").screenshot(
+                path=str(artifacts_dir / f"dynamics-saved-html-{chart}.png"))
+        assert saved.errors == []
+    assert torch.is_grad_enabled()
