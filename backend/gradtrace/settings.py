@@ -71,6 +71,9 @@ class Settings(BaseSettings):
     memory_mb: int = Field(1024, ge=64, description="Memory a run may use beyond the worker's baseline, MiB.")
     output_kb: int = Field(64, ge=1, description="Cap on what a snippet prints, KiB.")
     result_mb: int = Field(32, ge=1, description="Cap on a run document's JSON size, MiB.")
+    tensor_budget_mb: int = Field(256, ge=0, description="Byte budget of a run's tensor file (every "
+                                  "node's value and every gradient, docs/CONTRACT.md), MiB; past it "
+                                  "the most important tensors are kept first.")
     max_code_kb: int = Field(64, ge=1, description="Largest snippet accepted (413 beyond).")
     max_body_mb: int = Field(16, ge=1, description="Largest request body accepted (413 beyond).")
     max_nodes: int = Field(50_000, ge=10, description="Graph nodes recorded before a run ends with graph_limit.")

@@ -16,6 +16,8 @@ SHA256_ELSEWHERE = {
     "api/fairshare.py": "a client's API key, kept only as a hash for its fair share",
     "api/error_page.py": "the CSP hash that admits the error page's own <style>",
     "capture/tensorfile.py": "the tensor file's SHA-256, which the document records (its id covers it)",
+    "api/tensors.py": "the tensor file's SHA-256 checked while it streams (a damaged stored file is cut short)",
+    "storage/tensor_rows.py": "the tensor file's SHA-256 checked against what the run recorded",
 }
 
 

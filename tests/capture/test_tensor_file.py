@@ -33,7 +33,7 @@ def _mlp(native: bool, **kw: Any) -> Any:
 
 @pytest.mark.parametrize("native", NATIVE, ids=["core", "python"])
 def test_the_file_is_safetensors_and_doc_tensor_reads_it_back(native: bool) -> None:
-    doc, model = _mlp(native)
+    doc, _model = _mlp(native)
     data = doc.tensor_bytes()
     assert data is not None and doc.tensors is not None
     assert doc.tensors.sha256 == hashlib.sha256(data).hexdigest() and doc.tensors.bytes == len(data)
@@ -122,3 +122,15 @@ def test_without_a_budget_there_is_no_file() -> None:
 def test_a_bad_budget_is_a_clear_error(bad: Any) -> None:
     with pytest.raises(ValueError, match="tensor_budget"):
         gradtrace.record(tensor_budget=bad)
+
+
+def test_run_snippet_hands_the_file_to_its_sink_and_writes_none_without_one() -> None:
+    from gradtrace.capture import run_snippet
+
+    code = "x = torch.randn(3, requires_grad=True)\n(x.exp() * 2).sum().backward()\n"
+    sink: list[bytes] = []
+    doc = run_snippet(code, tensor_budget=1 << 20, tensor_sink=sink)
+    assert len(sink) == 1 and doc["tensors"]["sha256"] == hashlib.sha256(sink[0]).hexdigest()
+    assert len(load(sink[0])) == doc["tensors"]["count"] > 0
+    plain = run_snippet(code)  # the service's path until it carries the bytes: no file named
+    assert "tensors" not in plain

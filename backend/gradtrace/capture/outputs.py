@@ -25,6 +25,7 @@ from __future__ import annotations
 from typing import Any
 
 import torch
+import torch.autograd.forward_ad as _fwad
 from torch.utils._python_dispatch import TorchDispatchMode
 
 _seq_nr = torch._C._autograd._get_sequence_nr
@@ -120,11 +121,11 @@ class Kept:
 #     tracebacks pass over this frame (``TAP_CODE``).
 
 
-class OutputTap(TorchDispatchMode):
+class OutputTap(TorchDispatchMode):  # type: ignore[no-untyped-call]
     """Notes every node-making op's outputs (NOTE [forward outputs through a dispatch mode])."""
 
     def __init__(self, max_bytes: int) -> None:
-        super().__init__()
+        super().__init__()  # type: ignore[no-untyped-call]
         self.max_bytes = max_bytes
         """Outputs past this many bytes are not held (forward values come last in the file's
         priority: NOTE [what the budget keeps first] in tensorfile.py); only their sizes are."""
@@ -159,9 +160,10 @@ class OutputTap(TorchDispatchMode):
                            kwargs: dict[str, Any] | None = None) -> Any:
         if kwargs is None:
             kwargs = {}
-        if _is_compiling() or _transforms_active():
-            # dynamo's or AOT's tracing (fake tensors), or inside a functorch transform (vmap,
-            # grad): its tensors must not outlive it, and no node of the graph is made there
+        if _is_compiling() or _transforms_active() or _fwad._current_level >= 0:
+            # dynamo's or AOT's tracing (fake tensors), inside a functorch transform (vmap,
+            # grad) or forward-mode AD (dual tensors): their tensors must not outlive them, and
+            # the tap's own reads of a dual tensor reach kernels meant for inference only
             return func(*args, **kwargs)
         if self._pending:
             self.settle()

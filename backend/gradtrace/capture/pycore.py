@@ -455,7 +455,10 @@ class PyCore:
         transform's wrapper is not kept."""
         if runs_python_ops(t) or torch._C._functorch.is_functorch_wrapped_tensor(t):
             return
-        v.kept = t.detach()  # shares the version counter
+        try:
+            v.kept = t.detach()  # shares the version counter
+        except RuntimeError:  # a tensor that cannot be aliased (forward-AD's): not kept
+            return
         v.kept_version = -1 if version is None else version
 
     def _keep_copy(self, vid: int) -> None:
@@ -472,7 +475,11 @@ class PyCore:
         if now != v.kept_version:
             v.kept = None
             return
-        v.kept = v.kept.clone()
+        try:
+            v.kept = v.kept.clone()
+        except RuntimeError:
+            v.kept = None
+            return
         v.kept_copy = True
 
     def keep_copy(self, vid: int) -> None:

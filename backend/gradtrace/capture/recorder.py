@@ -52,10 +52,10 @@ from gradtrace.capture.gradedits import GradEdits
 from gradtrace.capture.graph import FnInfo, before_block
 from gradtrace.capture.odd_tensors import shape_of
 from gradtrace.capture.outputs import OutputTap
-from gradtrace.capture.tensorfile import TensorFile
 from gradtrace.capture.resets import GradResets
 from gradtrace.capture.saved import saved_hooks_active
 from gradtrace.capture.tangents import Tangents
+from gradtrace.capture.tensorfile import TensorFile
 from gradtrace.capture.timeline import LineTracer, SeqLog
 from gradtrace.capture.valuesteps import ValueSteps
 from gradtrace.capture.values import ValueStore, device_name, dtype_name

@@ -149,7 +149,7 @@ class record:
         try:
             self._mode.__enter__()  # type: ignore[no-untyped-call]
             if rec.outputs is not None:
-                rec.outputs.__enter__()
+                rec.outputs.__enter__()  # type: ignore[no-untyped-call]
             rec.tracer.install()
         except BaseException:
             self._remove()
@@ -172,7 +172,7 @@ class record:
             if self._library is not None:
                 self._library.restore(exc)
             if self._rec is not None and self._rec.outputs is not None:
-                self._rec.outputs.__exit__(exc_type, exc, tb)
+                self._rec.outputs.__exit__(exc_type, exc, tb)  # type: ignore[no-untyped-call]
             if self._mode is not None:
                 self._mode.__exit__(exc_type, exc, tb)  # type: ignore[no-untyped-call]
             if self._rec is not None and self._rec.limit is None:

@@ -137,7 +137,8 @@ def run_snippet(code: str, *, device: str = "cpu", seed: int | None = 0,
                 max_nodes: int = 50_000, max_events: int = 200_000,
                 output_bytes: int = 64 * 1024, filename: str = "<snippet>",
                 max_document_bytes: int = 28 << 20, native: bool | None = None,
-                json_parts: bool = False, analysis: bool = True) -> dict[str, Any]:
+                json_parts: bool = False, analysis: bool = True, tensor_budget: int | None = None,
+                tensor_sink: list[bytes] | None = None) -> dict[str, Any]:
     """Execute ``code`` while recording, and return its run document as a JSON-able dict.
 
     ``torch``, ``nn`` and ``F`` are predefined. The document validates as
@@ -151,13 +152,19 @@ def run_snippet(code: str, *, device: str = "cpu", seed: int | None = 0,
     :class:`~gradtrace.schema.canonical.CanonicalDocument` parsed once from those bytes, which
     it carries (NOTE [one document path] in capture/document.py). Without ``analysis`` the
     document has no ``analysis`` (the sandbox child's: the web process adds it).
+    ``tensor_budget`` (bytes; None: none) keeps the run's tensors in a safetensors file whose
+    bytes are appended to ``tensor_sink`` (docs/CONTRACT.md, "The tensor file"): the caller
+    carries them beside the document's JSON. Without a sink no file is written, so no document
+    names a file nobody keeps.
     """
+    if tensor_sink is None:
+        tensor_budget = None
     out = CappedOutput(output_bytes)
     fields: dict[str, Any] = {"device": device, "code": code, "seed": seed, "analysis": analysis}
     namespace = _namespace()
     rec = record(max_nodes=max_nodes, max_events=max_events, max_document_bytes=max_document_bytes,
                  native=native, _filename=filename, _namespace=namespace, _fresh=True,
-                 _stop_program=True)
+                 _stop_program=True, tensor_budget=tensor_budget)
     try:
         compiled = compile(code, filename, "exec", dont_inherit=True)
     except (SyntaxError, ValueError) as e:
@@ -167,7 +174,7 @@ def run_snippet(code: str, *, device: str = "cpu", seed: int | None = 0,
             pass
         rec.status = "error"
         rec.error = {"type": type(e).__name__, "message": msg, "line": line}
-        return _finish(rec, fields, out, json_parts)
+        return _finish(rec, fields, out, json_parts, tensor_sink)
     linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
     _seed(seed, device)
     # torch.device(...) as a context restores the previous default device afterwards; on cpu
@@ -184,7 +191,7 @@ def run_snippet(code: str, *, device: str = "cpu", seed: int | None = 0,
             rec.status = "graph_limit"
         except BaseException:
             pass  # already recorded by record.__exit__
-    return _finish(rec, fields, out, json_parts)
+    return _finish(rec, fields, out, json_parts, tensor_sink)
 
 
 def _utf8(text: str) -> str:
@@ -200,13 +207,17 @@ def _utf8(text: str) -> str:
     return text
 
 
-def _finish(rec: record, fields: dict[str, Any], out: CappedOutput, json_parts: bool) -> dict[str, Any]:
+def _finish(rec: record, fields: dict[str, Any], out: CappedOutput, json_parts: bool,
+            tensor_sink: list[bytes] | None = None) -> dict[str, Any]:
     fields = dict(fields, stdout=_utf8(out.text()), stdout_truncated=out.truncated, code=_utf8(fields["code"]))
     if rec.error is not None:
         rec.error = {k: _utf8(library_relative(v)) if isinstance(v, str) else v for k, v in rec.error.items()}
     if rec.status == "output_limit" and rec.error is not None and rec.error["type"] == "OutputLimit":
         rec.error = None
-    return rec.document_parts(**fields) if json_parts else rec.document_dict(**fields)
+    doc = rec.document_parts(**fields) if json_parts else rec.document_dict(**fields)
+    if tensor_sink is not None and rec.recorder.tensor_file is not None:
+        tensor_sink.append(rec.recorder.tensor_file.data)
+    return doc
 
 
 __all__ = ["error_line", "run_snippet"]

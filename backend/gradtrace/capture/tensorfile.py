@@ -66,7 +66,7 @@ def storable(t: torch.Tensor) -> str | None:
         return "transform"
     if t.dtype not in _CODES or t.layout != torch.strided or t.is_quantized or t.is_nested:
         return "dtype"
-    if t.device.type == "meta" or type(t) is not torch.Tensor and not isinstance(t, torch.nn.Parameter):
+    if t.device.type == "meta" or (type(t) is not torch.Tensor and not isinstance(t, torch.nn.Parameter)):
         return "dtype"
     return None
 

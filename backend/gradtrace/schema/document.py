@@ -398,7 +398,7 @@ class TensorFile(_Model):
     """The run's tensor file (see "The tensor file"): a safetensors file beside the document
     holding every kept tensor exactly, by key."""
 
-    format: Literal["safetensors"] = Field("safetensors", description='`"safetensors"`')
+    format: Literal["safetensors"] = Field("safetensors", description="always `safetensors`")
     sha256: str = Field(description="SHA-256 of the file's bytes (hex): the document's `id` covers its tensors")
     bytes: int = Field(description="the file's size in bytes")
     count: int = Field(description="how many tensors it holds")

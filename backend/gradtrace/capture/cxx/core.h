@@ -140,8 +140,12 @@ struct Core : std::enable_shared_from_this<Core> {
                                                  c10::DispatchKey::FuncTorchGradWrapper}))) {
       return;
     }
-    v.kept = t.tensor_data();  // no dispatch; shares the version counter
-    v.kept_version = ver;
+    try {
+      v.kept = t.tensor_data();  // no dispatch; shares the version counter
+      v.kept_version = ver;
+    } catch (const std::exception&) {  // a tensor that cannot be aliased (forward-AD's): not kept
+      v.kept = at::Tensor();
+    }
   }
 
   // A copy of value ``id``'s kept tensor, still as it was captured (``PyCore.keep_copy``):
@@ -151,8 +155,12 @@ struct Core : std::enable_shared_from_this<Core> {
     Value& v = values[static_cast<size_t>(id)];
     if (!v.kept.defined() || v.kept_copy) return;
     if (version_of(v.kept) != v.kept_version) { v.kept = at::Tensor(); return; }
-    v.kept = v.kept.clone();
-    v.kept_copy = true;
+    try {
+      v.kept = v.kept.clone();
+      v.kept_copy = true;
+    } catch (const std::exception&) {
+      v.kept = at::Tensor();
+    }
   }
 
   // NOTE [same elements, other shape]: a view, reshape or transpose of a big gradient (the

@@ -1,0 +1,89 @@
+"""The tensor file's cost: record + document with tensors against without (the same run, the
+same machine), on GRU-200, the 6-layer transformer and the GPT-like model of
+tests/capture/test_tensor_oracle.py; the file's size; the peak resident memory of each (a fresh
+process per row); and GRU-200 record + document without tensors against the bare run.
+
+    .venv/bin/python bench/bench_tensors.py [repeats]
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "tests" / "capture")]
+
+
+def _programs() -> dict[str, str]:
+    from test_tensor_oracle import GPT_LIKE
+
+    from programs import GRU_200, TRANSFORMER_6
+
+    return {"GRU-200": GRU_200, "transformer-6": TRANSFORMER_6, "GPT-like": GPT_LIKE}
+
+
+def _run(code: str, budget: int | None, record: bool = True) -> tuple[float, Any]:
+    import torch
+
+    import gradtrace
+
+    torch.manual_seed(0)
+    ns: dict[str, Any] = {"__name__": "__main__"}
+    start = time.perf_counter()
+    if not record:
+        exec(compile(code, "<snippet>", "exec"), ns)
+        return time.perf_counter() - start, None
+    with gradtrace.record(tensor_budget=budget, _filename="<snippet>", _namespace=ns, _fresh=True) as rec:
+        exec(compile(code, "<snippet>", "exec"), ns)
+    doc = rec.document()
+    doc.canonical_json()
+    return time.perf_counter() - start, doc
+
+
+def _median(code: str, budget: int | None, repeats: int, record: bool = True) -> float:
+    _run(code, budget, record)  # warm
+    return statistics.median(_run(code, budget, record)[0] for _ in range(repeats))
+
+
+def _peak(name: str, budget: str) -> int:
+    """Peak RSS (MiB) of a fresh process that records ``name`` once."""
+    out = subprocess.run([sys.executable, __file__, "--peak", name, budget], capture_output=True, text=True,
+                         check=True, env={**os.environ})
+    return int(out.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    repeats = int(sys.argv[1]) if len(sys.argv) > 1 else 5
+    from gradtrace.capture.tensorfile import DEFAULT_RECORD_BUDGET
+
+    print(f"{'program':<14} {'without ms':>10} {'with ms':>8} {'ratio':>6} {'file MB':>8} "
+          f"{'peak MiB w/o':>12} {'peak MiB with':>13}")
+    for name, code in _programs().items():
+        without = _median(code, None, repeats)
+        with_ = _median(code, DEFAULT_RECORD_BUDGET, repeats)
+        _, doc = _run(code, DEFAULT_RECORD_BUDGET)
+        size = (doc.tensors.bytes if doc.tensors else 0) / 1e6
+        print(f"{name:<14} {without * 1e3:>10.1f} {with_ * 1e3:>8.1f} {with_ / without:>6.2f} {size:>8.2f} "
+              f"{_peak(name, 'none'):>12} {_peak(name, 'default'):>13}")
+    gru = _programs()["GRU-200"]
+    bare = _median(gru, None, repeats, record=False)
+    rec = _median(gru, None, repeats)
+    print(f"GRU-200 record + document without tensors vs bare: {rec / bare:.2f}x "
+          f"({rec * 1e3:.1f} ms vs {bare * 1e3:.1f} ms)")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1] == "--peak":
+        from gradtrace.capture.tensorfile import DEFAULT_RECORD_BUDGET
+
+        _run(_programs()[sys.argv[2]], None if sys.argv[3] == "none" else DEFAULT_RECORD_BUDGET)
+        print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)
+    else:
+        main()
