@@ -8,6 +8,8 @@ from typing import Any
 
 import pytest
 
+from gradtrace.lessons import all_lessons
+
 H = "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\ntorch.manual_seed(0)\n"
 LOOP = ("x, y = torch.randn(64, 8), torch.randn(64, 1)\nfor step in range(12):\n    opt.zero_grad()\n"
         "    loss = F.mse_loss(model(x), y)\n    loss.backward()\n    opt.step()\n")
@@ -66,6 +68,14 @@ CODES = {"update-ratio-high", "update-ratio-low", "relu-dead", "activation-satur
          "gradients-explode"}
 
 
+def _with_file(run: Any, code: str) -> dict[str, Any]:
+    """The run with its tensor file (the activation shares read it), as the service keeps one."""
+    sink: list[bytes] = []
+    doc = run(code, tensor_budget=64 << 20, tensor_sink=sink)
+    assert sink and doc.get("tensors")
+    return dict(doc)
+
+
 def _codes(doc: dict[str, Any]) -> list[str]:
     return [h["code"] for h in (doc.get("analysis") or {}).get("hints", []) if h["code"] in CODES]
 
@@ -73,7 +83,7 @@ def _codes(doc: dict[str, Any]) -> list[str]:
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_the_mistake_raises_its_hint(run: Any, name: str) -> None:
     code, want = CASES[name]
-    doc = run(code)
+    doc = _with_file(run, code)
     assert doc["status"] == "ok", doc.get("error")
     assert _codes(doc) == [want] or (name == "sigmoid-bias-8" and _codes(doc) == ["gradients-vanish", want])
     (h,) = [h for h in doc["analysis"]["hints"] if h["code"] == want]
@@ -82,13 +92,25 @@ def test_the_mistake_raises_its_hint(run: Any, name: str) -> None:
 
 @pytest.mark.parametrize("name", sorted(NEAR_MISSES))
 def test_the_near_miss_stays_silent(run: Any, name: str) -> None:
-    doc = run(NEAR_MISSES[name])
+    doc = _with_file(run, NEAR_MISSES[name])
     assert doc["status"] == "ok", doc.get("error")
     assert _codes(doc) == []
 
 
 def test_the_tutorials_fall_without_batch_norm_is_said_with_its_numbers(run: Any) -> None:
-    doc = run(TUTORIAL.replace("{bn}", "False"))
+    doc = _with_file(run, TUTORIAL.replace("{bn}", "False"))
     (h,) = [h for h in doc["analysis"]["hints"] if h["code"] == "gradients-vanish"]
     ratio = float(next(e["value"] for e in h["evidence"] if e["label"] == "last / first"))
     assert 100 <= ratio < 1e4  # the size the old 1e4 bound kept silent
+
+
+@pytest.mark.parametrize("lesson", all_lessons(), ids=lambda lesson: lesson.stem)
+def test_no_lesson_raises_a_dynamics_hint(run: Any, lesson: Any) -> None:
+    """The 15 lessons with their tensor file (tests/capture/test_hints.py runs them without)."""
+    assert _codes(_with_file(run, lesson.code)) == []
+
+
+def test_without_a_tensor_file_the_update_ratio_still_speaks(run: Any) -> None:
+    """‖Δw‖/‖w‖ comes from the document's value_steps (two norms per step), not from the file."""
+    doc = run(CASES["sgd-lr-10"][0])
+    assert not doc.get("tensors") and _codes(doc) == ["update-ratio-high"]

@@ -222,8 +222,7 @@ def build_document(rec: Recorder, *, status: str, error: dict[str, Any] | None =
     # thousands of acyclic dicts (and serialising, a few big buffers)
     with gc_paused(settle=True):
         with torch._C.DisableTorchFunction():
-            if rec.tensor_budget is not None:
-                rec.steps.final()  # NOTE [a leaf's value around each step] in valuesteps.py
+            rec.steps.final()  # NOTE [a leaf's value around each step] in valuesteps.py
             rec.values.begin_document()
             rec.values.encode_held()
             nodes = _nodes(rec)

@@ -557,8 +557,7 @@ class Recorder:
                         self.resets.accumulated(leaf, now, doc)
                     else:
                         self.resets.forget(leaf)
-                    if self.tensor_budget is not None:  # NOTE [a leaf's value around each step]
-                        self.steps.accumulated(leaf, doc)
+                    self.steps.accumulated(leaf, doc)  # NOTE [a leaf's value around each step]
                 except Exception as e:  # NOTE [the recorder never breaks the snippet]
                     self.internal_error(e)
 

@@ -12,8 +12,8 @@ NOTE [a leaf's value around each step]
     it and ``delta`` ‖w_after − w_before‖, both in the leaf's own dtype as torch computes
     them. Values are compared, not versions: ``p.data -= lr * p.grad`` writes without moving
     ``p``'s version counter. Only floating-point strided leaves are followed; the copies cost
-    the leaves' own size once. This runs in Python for both kernel sets, so both write the
-    same documents.
+    the leaves' own size once. It runs with or without a tensor file (two norms per step are
+    what the series need), in Python for both kernel sets, so both write the same documents.
 """
 
 from __future__ import annotations

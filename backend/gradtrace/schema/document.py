@@ -247,7 +247,7 @@ class Node(_Model):
         "function nodes: each forward output as the op returned it (stats, and its `key` in the tensor file), null "
         "for an output not seen; absent when none was kept")
     value_steps: list[ValueStep] | None = _optional(
-        "leaves with a tensor file: each change of the leaf's data between backward calls (an optimizer's step), in "
+        "leaves: each change of the leaf's data between backward calls (an optimizer's step), in "
         "order, as two norms (`ValueStep`); absent when it never changed")
     value_end: TensorValue | None = _optional(
         "leaves: the value at the end of the run (after an optimizer's update); absent without a tensor file")
