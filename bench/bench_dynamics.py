@@ -6,8 +6,8 @@
 Each repetition runs the same program twice in the same process, alternating: as it is (capture
 follows each leaf's value around its steps, the analysis computes the series from the document
 and the kept tensors), and with both replaced by no-ops (the baseline). The run is
-``run_snippet`` with its tensor file and its analysis (``record()``'s path, where the tensors
-are at hand). A third row times the series alone on the finished document.
+``run_snippet`` with a tensor file (``tensor_sink``) and its analysis, so the series read the
+kept tensors (mean |grad|, the activation shares): the dearest case. A third row times the series alone on the finished document.
 Target: GRU-200 and the 20-step Adam loop at <= 1.05x. One intra-op thread, as in the sandbox
 worker.
 """
@@ -38,7 +38,7 @@ from programs import ADAM_20, GRU_200
 
 def one_run(code: str) -> float:
     t0 = time.perf_counter()
-    doc = run_snippet(code, seed=0, json_parts=True)
+    doc = run_snippet(code, seed=0, json_parts=True, tensor_budget=64 << 20, tensor_sink=[])
     elapsed = time.perf_counter() - t0
     assert doc["status"] == "ok"
     return elapsed
