@@ -7,7 +7,9 @@ Each repetition runs the same program twice in the same process, alternating: as
 follows each leaf's value around its steps, the analysis computes the series from the document
 and the kept tensors), and with both replaced by no-ops (the baseline). The run is
 ``run_snippet`` with a tensor file (``tensor_sink``) and its analysis, so the series read the
-kept tensors (mean |grad|, the activation shares): the dearest case. A third row times the series alone on the finished document.
+kept tensors (mean |grad|, the activation shares): the dearest case. A third row times the
+series alone on the finished document; a fourth, the value steps and the series as they ran
+inside the run (the direct cost, which the noise of a shared machine cannot hide).
 Target: GRU-200 and the 20-step Adam loop at <= 1.05x. One intra-op thread, as in the sandbox
 worker.
 """
@@ -64,10 +66,21 @@ def main() -> int:
     args = parser.parse_args()
     torch.set_num_threads(1)
     real = (analysis_run.dynamics, ValueSteps.accumulated, ValueSteps.final)
+    spent = [0.0]
+
+    def timed(fn: Any) -> Any:
+        def wrapper(*a: Any, **k: Any) -> Any:
+            t0 = time.perf_counter()
+            try:
+                return fn(*a, **k)
+            finally:
+                spent[0] += time.perf_counter() - t0
+        return wrapper
 
     def off(on: bool) -> None:
-        if on:
-            analysis_run.dynamics, ValueSteps.accumulated, ValueSteps.final = real  # type: ignore[method-assign]
+        if on:  # the real ones, their time summed into `spent`
+            analysis_run.dynamics, ValueSteps.accumulated, ValueSteps.final = (  # type: ignore[method-assign]
+                timed(f) for f in real)
         else:
             analysis_run.dynamics = lambda view, tensors=None: None  # type: ignore[assignment]
             ValueSteps.accumulated = lambda self, leaf, doc: None  # type: ignore[method-assign]
@@ -75,13 +88,16 @@ def main() -> int:
 
     rows = []
     for name, code in (("GRU-200", GRU_200), ("Adam 20 steps", ADAM_20)):
-        series: dict[str, list[float]] = {"base": [], "new": [], "alone": []}
+        series: dict[str, list[float]] = {"base": [], "new": [], "alone": [], "inside": []}
         for i in range(args.reps + 2):
             for on in (False, True) if i % 2 else (True, False):
                 off(on)
+                spent[0] = 0.0
                 t = one_run(code)
                 if i >= 2:  # two warm-up rounds
                     series["new" if on else "base"].append(t)
+                    if on:
+                        series["inside"].append(spent[0])
             off(True)
             if i >= 2:
                 series["alone"].append(series_alone(code))
@@ -89,6 +105,8 @@ def main() -> int:
         rows += [b, Row(f"{name}: the same + value steps + dynamics", series["new"], baseline="no dynamics",
                         baseline_median_s=b.median),
                  Row(f"{name}: the series alone, on the finished document", series["alone"],
+                     baseline="run, no dynamics", baseline_median_s=b.median),
+                 Row(f"{name}: value steps + series, timed inside the run", series["inside"],
                      baseline="run, no dynamics", baseline_median_s=b.median)]
     print_table("Dynamics overhead (one thread, same process)", rows)
     return 0
