@@ -9,8 +9,9 @@ import re
 from pathlib import Path
 from typing import Any
 
-from browser.pageutil import open_saved_file, run_code
 from playwright.sync_api import expect
+
+from browser.pageutil import open_saved_file, run_code
 from pageguard import wait_until
 
 ADAM = """import torch
@@ -101,11 +102,10 @@ def test_the_saved_html_of_a_recorded_loop_has_the_panel_with_its_activation_sha
     """``record()`` keeps the tensors in process, so its document has every series, the ReLU's
     dead share and the tanh's saturation included; the saved file draws them offline."""
     import torch
-
-    import gradtrace
-
     import torch.nn.functional as F
     from torch import nn
+
+    import gradtrace
 
     torch.manual_seed(0)
     with gradtrace.record() as rec:

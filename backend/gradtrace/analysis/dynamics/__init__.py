@@ -3,8 +3,8 @@ parameter's gradient norm, mean and max |grad|, update:data ratio; each activati
 saturated or dead share; the loss), computed once per run from the document and its tensor
 file (``series.py``, ``layers.py``). Callers import from here (``tests/test_layering.py``)."""
 
-from gradtrace.analysis.dynamics.read import file_reader
 from gradtrace.analysis.dynamics.layers import SATURATION
+from gradtrace.analysis.dynamics.read import file_reader
 from gradtrace.analysis.dynamics.series import Tensors, dynamics
 
 __all__ = ["SATURATION", "Tensors", "dynamics", "file_reader"]

@@ -80,7 +80,8 @@ def update_ratio(view: DocView) -> list[dict[str, Any]]:
             f"Each optimizer step moves these weights by "
             f"{'a large part of themselves' if word == 'large' else 'almost nothing'} (the update:data ratio "
             "‖Δw‖/‖w‖ over the last iterations; about 1e-3 is the usual working range). "
-            f"{'Lower the learning rate' if word == 'large' else 'Raise the learning rate'}, or check the init's scale.",
+            f"{'Lower the learning rate' if word == 'large' else 'Raise the learning rate'}, "
+            "or check the init's scale.",
             line=first.get("def_line") or first.get("line"), nodes=[p["node"] for _, p in found],
             evidence=[("median log10 ‖Δw‖/‖w‖, last iterations", names)],
             fix=("optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)   # a smaller step" if word == "large"
