@@ -57,8 +57,8 @@ from gradtrace.capture.saved import saved_hooks_active
 from gradtrace.capture.tangents import Tangents
 from gradtrace.capture.tensorfile import TensorFile
 from gradtrace.capture.timeline import LineTracer, SeqLog
-from gradtrace.capture.valuesteps import ValueSteps
 from gradtrace.capture.values import ValueStore, device_name, dtype_name
+from gradtrace.capture.valuesteps import ValueSteps
 
 _seq_nr = torch._C._autograd._get_sequence_nr
 
