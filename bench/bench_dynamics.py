@@ -83,7 +83,7 @@ def main() -> int:
                 timed(f) for f in real)
         else:
             analysis_run.dynamics = lambda view, tensors=None: None  # type: ignore[assignment]
-            ValueSteps.accumulated = lambda self, leaf, doc: None  # type: ignore[method-assign]
+            ValueSteps.accumulated = lambda self, leaves: None  # type: ignore[method-assign]
             ValueSteps.final = lambda self: None  # type: ignore[method-assign]
 
     rows = []

@@ -550,6 +550,11 @@ class Recorder:
         that call, then what later looks compare against (NOTE [gradient edits])."""
         line = self.current_line() if threading.get_ident() == self._thread else None
         with torch._C.DisableTorchFunction():
+            try:
+                # NOTE [a leaf's value around each step] in valuesteps.py
+                self.steps.accumulated([(leaf, doc) for leaf, doc, *_ in last])
+            except Exception as e:  # NOTE [the recorder never breaks the snippet]
+                self.internal_error(e)
             for leaf, doc, grad, version, cdata in last:
                 try:
                     now = leaf.grad if self.edits.accumulated(leaf, doc, grad, version, cdata, line) else None
@@ -557,7 +562,6 @@ class Recorder:
                         self.resets.accumulated(leaf, now, doc)
                     else:
                         self.resets.forget(leaf)
-                    self.steps.accumulated(leaf, doc)  # NOTE [a leaf's value around each step]
                 except Exception as e:  # NOTE [the recorder never breaks the snippet]
                     self.internal_error(e)
 

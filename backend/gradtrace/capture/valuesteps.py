@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 import torch
+from torch.utils._python_dispatch import _disable_current_modes
 
 from gradtrace.capture.odd_tensors import runs_python_ops
 
@@ -51,29 +52,37 @@ class ValueSteps:
     def __init__(self) -> None:
         self.seen: dict[int, tuple[torch.Tensor, dict[str, Any], torch.Tensor]] = {}
 
-    def accumulated(self, leaf: torch.Tensor, doc: dict[str, Any]) -> None:
-        """``leaf`` got a gradient in the backward call that just returned: a step since the
-        last one is written, then its value is remembered."""
-        if not _followed(leaf):
-            return
-        history = doc.get("grad_history") or []
-        self._compare(leaf, doc, max(len(history) - 1, 0))
+    def accumulated(self, leaves: list[tuple[torch.Tensor, dict[str, Any]]]) -> None:
+        """``leaves`` got a gradient in the backward call that just returned: a step since the
+        last one is written for each, then their values are remembered."""
+        self._compare([(leaf, doc, max(len(doc.get("grad_history") or []) - 1, 0))
+                       for leaf, doc in leaves if _followed(leaf)])
 
     def final(self) -> None:
         """The last look, when the document is built: the step after the last backward."""
-        for leaf, doc, _ in list(self.seen.values()):
-            self._compare(leaf, doc, len(doc.get("grad_history") or []))
+        self._compare([(leaf, doc, len(doc.get("grad_history") or [])) for leaf, doc, _ in self.seen.values()])
 
-    def _compare(self, leaf: torch.Tensor, doc: dict[str, Any], at: int) -> None:
-        with torch.no_grad():
-            now = leaf.detach()
-            hit = self.seen.get(id(leaf))
-            if hit is not None and hit[0] is leaf and hit[2].shape == now.shape:
-                before = hit[2]
-                if not torch.equal(before, now):
-                    doc.setdefault("value_steps", []).append({
-                        "at": at, "delta": _f32(float((now - before).norm())),
-                        "norm": _f32(float(before.norm()))})
+    def _compare(self, looks: list[tuple[torch.Tensor, dict[str, Any], int]]) -> None:
+        """All of one backward's leaves at once: one subtraction, one norm and one read for
+        all of them (this runs after every backward), past the output tap's dispatch mode
+        (outputs.py), which would otherwise see the recorder's own arithmetic."""
+        with torch.no_grad(), _disable_current_modes():
+            old: list[tuple[torch.Tensor, dict[str, Any], int, torch.Tensor, torch.Tensor]] = []
+            for leaf, doc, at in looks:
+                now = leaf.detach()
+                hit = self.seen.get(id(leaf))
+                if hit is not None and hit[0] is leaf and hit[2].shape == now.shape and hit[2].dtype == now.dtype:
+                    old.append((leaf, doc, at, now, hit[2]))
                 else:
-                    return
-            self.seen[id(leaf)] = (leaf, doc, now.clone())
+                    self.seen[id(leaf)] = (leaf, doc, now.clone())
+            if not old:
+                return
+            befores = [b for *_, b in old]
+            nows = [n for _, _, _, n, _ in old]
+            norms = torch.stack([x.to(torch.float64) for x in torch._foreach_norm(
+                [*torch._foreach_sub(nows, befores), *befores])]).tolist()
+            for k, (_, doc, at, _, _) in enumerate(old):
+                delta, norm = norms[k], norms[len(old) + k]
+                if delta != 0:  # a change too small for its norm to tell is no step
+                    doc.setdefault("value_steps", []).append({"at": at, "delta": _f32(delta), "norm": _f32(norm)})
+            torch._foreach_copy_(befores, nows)
