@@ -335,6 +335,16 @@ class NotebookRunDocument(RunDocument):
         self._build()
         return super().__getstate__()
 
+    @property
+    def dynamics(self) -> Any:
+        """The series by iteration (``analysis.dynamics``) as rows, one per iteration and series
+        (:func:`gradtrace.notebook.dynamics.rows`); a pandas DataFrame when pandas is
+        installed; empty with fewer than two backward passes."""
+        from gradtrace.notebook.dynamics import table
+
+        found = self.analysis
+        return table(None if found is None else found.dynamics)
+
     def _repr_html_(self) -> str:
         """In a notebook, a document shows a link to its page and a summary of its graph."""
         from gradtrace.notebook.summary import render_html

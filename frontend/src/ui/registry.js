@@ -22,6 +22,7 @@
  *   ui/ exporting such a record, and one line here.
  */
 import { codeMarksPanel } from "./code-marks.js";
+import { dynamicsPanel } from "./dynamics.js";
 import { explainPanel } from "./explain.js";
 import { findingsPanel } from "./findings.js";
 import { goalsPanel } from "./goals.js";
@@ -43,3 +44,5 @@ export const PANELS = [
   keysPanel, searchPanel, predictPanel, goalsPanel, iterationsPanel, graphStatusPanel, modulesPanel, nodeListPanel,
   colourByPanel,
 ];
+// The training-dynamics charts (ui/dynamics.js): their own line, apart from the list above.
+PANELS.push(dynamicsPanel);
