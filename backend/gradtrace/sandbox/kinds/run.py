@@ -15,6 +15,7 @@ import threading
 from typing import Any
 
 from gradtrace.analysis import analyze
+from gradtrace.analysis.dynamics import file_reader
 from gradtrace.collector import gc_paused
 from gradtrace.errors import TensorFileDamaged
 from gradtrace.jobs import RUN, Job, JobResult, Params
@@ -48,8 +49,9 @@ def supervisor_document(job: Job, status: str, message: str, stdout: str) -> Can
     return CanonicalDocument(doc, canonical)
 
 
-def validate_result(job: Job, raw: bytes) -> CanonicalDocument | None:
-    """The validated document from the job's result bytes, or None when they are not one.
+def validate_result(job: Job, raw: bytes, tensors: bytes | None = None) -> CanonicalDocument | None:
+    """The validated document from the job's result bytes, or None when they are not one (or
+    when ``tensors``, the tensor file that came with them, is not the file the document names).
 
     Validated once and serialised once: the answer carries its canonical JSON, which storage
     keeps as it is. Documents as capture writes them take the fast path (NOTE [fast path] in
@@ -71,7 +73,9 @@ def validate_result(job: Job, raw: bytes) -> CanonicalDocument | None:
         doc["device"] = job.device
         _memory_error_is_a_limit(job, doc)
         _time_limit_error_is_a_timeout(job, doc)
-        _analyse(doc)
+        if not _tensor_file_matches(doc, tensors):
+            return None
+        _analyse(doc, tensors)
         doc["id"], canonical = canonical_with_id(doc)
     except (ValueError, RecursionError, TypeError, UnicodeError, OverflowError):
         return None
@@ -80,15 +84,16 @@ def validate_result(job: Job, raw: bytes) -> CanonicalDocument | None:
     return CanonicalDocument(doc, canonical)
 
 
-def _analyse(doc: dict[str, Any]) -> None:
+def _analyse(doc: dict[str, Any], tensors: bytes | None = None) -> None:
     """NOTE [one analysis]: a document's ``analysis`` (:mod:`gradtrace.analysis`) is computed
     once, from the document itself, where the document becomes final: here for the service,
     on what was validated (never the job's own, which is dropped), and in capture's
     ``build_document`` for documents made in process (``record()``, ``gradtrace run``). Here
-    the graph and events are parsed already, so it costs only the analysis itself."""
+    the graph and events are parsed already, so it costs only the analysis itself. ``tensors``:
+    the run's validated tensor file, which the dynamics read by key."""
     doc.pop("analysis", None)
     with gc_paused():  # NOTE [fast path]: nothing it builds is cyclic
-        found = analyze(doc)
+        found = analyze(doc, file_reader(tensors))
     if found is not None:
         doc["analysis"] = found
 
@@ -161,13 +166,11 @@ def validate(job: Job, answer: Answer) -> JobResult | None:
     """
     if len(answer.document) > job.limits.result_bytes:
         return None  # NOTE [answer cap] in jobs.py: the document alone stays within its own cap
-    doc = validate_result(job, answer.document)
-    if doc is None or not _tensor_file_matches(doc, answer.attachment):
-        return None
-    return result(doc, answer.attachment)
+    doc = validate_result(job, answer.document, answer.attachment)
+    return None if doc is None else result(doc, answer.attachment)
 
 
-def _tensor_file_matches(doc: CanonicalDocument, data: bytes | None) -> bool:
+def _tensor_file_matches(doc: dict[str, Any], data: bytes | None) -> bool:
     named = doc.get("tensors")
     if data is None or named is None:
         return data is None and named is None
