@@ -16,7 +16,17 @@ from torch.autograd.function import BackwardCFunction
 
 from gradtrace.capture.outputs import Kept
 from gradtrace.capture.recorder import Recorder
-from gradtrace.capture.tensorfile import FORWARD, GRADIENT, LEAF, NONFINITE, Candidate, TensorFile, build, candidate, storable
+from gradtrace.capture.tensorfile import (
+    FORWARD,
+    GRADIENT,
+    LEAF,
+    NONFINITE,
+    Candidate,
+    TensorFile,
+    build,
+    candidate,
+    storable,
+)
 from gradtrace.capture.values import dtype_name, encode
 from gradtrace.schema.canonical import CanonicalText, canonical_json
 

@@ -33,7 +33,10 @@ NOTE [held within the budget]
     core holds gradients (``Core::keep_alias`` / ``PyCore._keep``) until their bytes would pass
     ``budget_bytes``, the tap holds forward outputs likewise (``OutputTap.max_bytes``); past
     that a tensor is not held and is listed with reason ``budget``. Both go in the order things
-    happen in the run, so the same snippet and seed leave out the same tensors. Held here
+    happen in the run, so the same snippet and seed leave out the same tensors. The order of
+    NOTE [what the budget keeps first] then chooses among what was held: where the gradients
+    of a run alone pass the budget, those met first are held, a leaf's included or not (the
+    recorder cannot know a gradient's class when it meets it). Held here
     means counted at ``numel * element_size`` (an alias counts though its storage may live on
     anyway), so peak memory is at most the bare run's plus twice the budget (the two holders)
     plus the file itself when written; ``bench/bench_tensors.py`` measures it. A run without
