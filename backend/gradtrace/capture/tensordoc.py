@@ -28,7 +28,7 @@ from gradtrace.capture.tensorfile import (
     storable,
 )
 from gradtrace.capture.values import dtype_name, encode
-from gradtrace.schema.canonical import CanonicalText, canonical_json
+from gradtrace.schema.canonical import CanonicalText, TensorValueDict, canonical_json
 
 
 def _version(t: torch.Tensor) -> int:
@@ -98,7 +98,7 @@ def _tensor_nodes(c: _Collect, by_id: dict[str, dict[str, Any]]) -> None:
             why = storable(t)
             with torch._C.DisableTorchFunction(), torch.no_grad():
                 end = t.detach().clone() if why is None else t
-                tv = dict(encode(end, with_values=False))
+                tv = TensorValueDict(encode(end, with_values=False))
             node["value_end"] = tv
             c.add(f"{nid}.end", tv, end, LEAF, why)
 
@@ -151,7 +151,7 @@ def _outputs(c: _Collect, by_id: dict[str, dict[str, Any]]) -> None:
                 continue
             t = kept.tensor
             text = core.value(core.capture(t), False)[0]  # odd tensors: Python's encoder
-            tv = orjson.loads(text) if text else dict(encode(t, with_values=False))
+            tv = TensorValueDict(orjson.loads(text)) if text else TensorValueDict(encode(t, with_values=False))
             output.append(tv)
             c.add(f"{node['id']}.out{k}", tv, t, FORWARD, None if kept.intact() else "changed")
         if any(o is not None for o in output):
@@ -185,11 +185,35 @@ def _first_nonfinite(graph: dict[str, Any], events: list[dict[str, Any]]) -> set
     return keys
 
 
+_TV_KEYS = frozenset(("shape", "dtype", "values", "stats", "stale", "layout", "nonzero", "key"))
+
+
+def _marked(o: Any) -> Any:
+    """``o`` (parsed canonical JSON) with its TensorValues as ``TensorValueDict``.
+
+    NOTE [re-writing the graph without re-spelling it]: the canonical writer re-spells the
+    floats of plain dicts by searching the whole text, strings skipped (slow on megabytes of
+    graph); those of a ``TensorValueDict`` in one pass over the TensorValues alone (NOTE
+    [canonical JSON with orjson] in schema/canonical.py). A dict is marked only when it has
+    a TensorValue's keys and no free text (``note``); the bytes are the same either way."""
+    if isinstance(o, dict):
+        if "dtype" in o and "shape" in o and o.keys() <= _TV_KEYS:
+            return TensorValueDict(o)
+        for k, v in o.items():
+            if isinstance(v, dict | list):
+                o[k] = _marked(v)
+    elif isinstance(o, list):
+        for i, v in enumerate(o):
+            if isinstance(v, dict | list):
+                o[i] = _marked(v)
+    return o
+
+
 def attach(rec: Recorder, doc: dict[str, Any], budget: int) -> TensorFile:
     """Key the document's TensorValues, add ``output`` / ``value_end`` and ``tensors``, and
     build the file (``doc``'s graph and events are rewritten as canonical JSON)."""
-    graph = orjson.loads(memoryview(doc["graph"]))
-    events = orjson.loads(memoryview(doc["events"]))
+    graph = _marked(orjson.loads(memoryview(doc["graph"])))
+    events = _marked(orjson.loads(memoryview(doc["events"])))
     by_id = {n["id"]: n for n in graph["nodes"]}
     names = {n["id"]: n.get("name") for n in graph["nodes"]}
     c = _Collect(rec)
