@@ -109,6 +109,21 @@ class Limits:
     result_bytes: int = 32 * 1024 * 1024
     max_nodes: int = 50_000
     max_events: int = 200_000
+    tensor_bytes: int = 0
+    """Budget of the run's tensor file (its buffers' bytes; 0: none kept), from
+    ``Settings.tensor_budget_mb``."""
+
+    @property
+    def answer_bytes(self) -> int:
+        """Cap on a child's whole answer: the document, and its tensor file beside it.
+
+        NOTE [answer cap]
+            The tensor file is its buffers (at most ``tensor_bytes``) behind a JSON header
+            that names each kept tensor once. The document names each of them too, with its
+            statistics, so the header is smaller than the document and ``result_bytes``
+            bounds it as well.
+        """
+        return self.result_bytes + (self.tensor_bytes + self.result_bytes if self.tensor_bytes else 0)
 
 
 @dataclass(frozen=True)

@@ -49,7 +49,8 @@ def gradtrace_cell(line: str, cell: str) -> Any:
             rec.note_error(exc)   # Exception: the block ends the recording and notes graph_limit)
             error = exc
     doc = rec.document_dict(code=cell)
-    shown = show(doc, height=height)
+    kept = rec.recorder.tensor_file  # the inspector's numbers, asked for by key (notebook/widget.py)
+    shown = show(doc, height=height, tensors=kept.data if kept is not None else None)
     if hasattr(type(shown), "checker"):  # the widget (anywidget is installed): its "Check gradient"
         from gradtrace.gradcheck.notebook import enable_checks  # re-runs the cell's code
 

@@ -92,13 +92,16 @@ export async function explainOnService(doc, node, index, signal) {
  * playground page (`checks: true`) it is this service; a notebook widget answers from its
  * kernel (`checks` and `explain` are its functions); a saved HTML file explains from what it
  * carries and checks nothing. `check`/`explain` are null where nothing answers.
- * @param {{checks?: true|Function|null, explain?: Function|null}} opts
+ * `tensors(doc)`: the document's tensor source (NOTE [tensor sources] in tensors/source.js),
+ * or null; the page reads the run's or share's file, a saved file its own, a widget its kernel.
+ * @param {{checks?: true|Function|null, explain?: Function|null, tensors?: Function|null}} opts
  */
-export function service({ checks = null, explain = null } = {}) {
+export function service({ checks = null, explain = null, tensors = null } = {}) {
   const live = checks === true;
   return {
     live,  // a saved file or a widget cannot re-run a gradient check (ui/goals.js says so)
     check: live ? checkOnService : typeof checks === "function" ? checks : null,
     explain: live ? explainOnService : explain || null,
+    tensors: tensors || null,
   };
 }

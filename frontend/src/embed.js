@@ -70,7 +70,8 @@ export class EmbeddedViewer {
    * @param {{css: string, workerUrl: string|URL, onSelect?: (sel: object|null) => void,
    *          onStep?: (k: number) => void, height?: string,
    *          checks?: (doc: object, node: object, signal: AbortSignal) => Promise<object>,
-   *          explain?: (doc: object, node: object, index: number[]|null, signal: AbortSignal) => Promise<object>}} opts
+   *          explain?: (doc: object, node: object, index: number[]|null, signal: AbortSignal) => Promise<object>,
+   *          tensors?: (doc: object) => object|null}} opts  tensors: NOTE [tensor sources] in tensors/source.js
    */
   constructor(host, opts) {
     this.host = host;
@@ -91,7 +92,7 @@ export class EmbeddedViewer {
     this.editor = new CodeEditor($("#editor"), { onRun: () => {}, onLineSelect: (line) => this.viewer.selectLine(line), onLeave: () => $("#graph").focus() });
     $("#wrap").addEventListener("click", () => { this.editor.setWrap(!this.editor.wrapped); $("#wrap").setAttribute("aria-pressed", String(this.editor.wrapped)); });
     this.editor.setReadOnly(true);
-    this.viewer = new Viewer(root, { state: this.state, code: this.editor, workerUrl: opts.workerUrl, checks: opts.checks, explain: opts.explain });
+    this.viewer = new Viewer(root, { state: this.state, code: this.editor, workerUrl: opts.workerUrl, checks: opts.checks, explain: opts.explain, tensors: opts.tensors });
     this.results = { badge: $("#status-badge"), error: $("#error-box"), stdout: $("#stdout"), stdoutWrap: $("#stdout-wrap") };
     $("#fit").addEventListener("click", () => this.canvas.fit());
     $("#zoom-in").addEventListener("click", () => this.canvas.zoomBy(1.25));

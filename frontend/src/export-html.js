@@ -12,6 +12,29 @@ async function gzipBase64(text) {
   return btoa(bin);
 }
 
+/** Bytes of tensors a saved file carries at most (carried_tensors.py TENSOR_BUDGET). */
+export const TENSOR_BUDGET = 8 << 20;
+
+function base64(bytes) {
+  let bin = "";
+  for (let i = 0; i < bytes.length; i += 0x8000) bin += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
+  return btoa(bin);
+}
+
+/** The saved file's `gt-tensors` element with the run's whole tensor file, or null. */
+async function carriedTensorFile(doc) {
+  const file = doc.tensors;
+  if (!doc.id || !file || !file.bytes) return null;
+  const info = { budget_bytes: TENSOR_BUDGET, count: file.count, bytes: file.bytes, left_out_count: 0, left_out_bytes: 0 };
+  if (file.bytes > TENSOR_BUDGET) {
+    return `<script type="application/octet-stream+base64" id="gt-tensors" data-info="${escapeHtml(JSON.stringify({ ...info, count: 0, bytes: 0, left_out_count: file.count, left_out_bytes: file.bytes }))}"></script>`;
+  }
+  const res = await fetch(`/api/runs/${encodeURIComponent(doc.id)}/tensors.safetensors`).catch(() => null);
+  if (!res || !res.ok) return null;
+  const bytes = new Uint8Array(await res.arrayBuffer());
+  return `<script type="application/octet-stream+base64" id="gt-tensors" data-info="${escapeHtml(JSON.stringify(info))}">${base64(bytes)}</script>`;
+}
+
 const escapeHtml = (s) => String(s).replace(/[&<>"]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" })[c]);
 
 /**
@@ -32,6 +55,11 @@ export async function toStandaloneHtml(doc, { version = "", view = "", title = n
   // (backend/gradtrace/notebook/html.py with_explanations): data, never run.
   const bundle = doc.id ? await fetch(`/api/runs/${encodeURIComponent(doc.id)}/explanations`).then((r) => (r.ok ? r.text() : null)).catch(() => null) : null;
   if (bundle) html = html.replace('<script type="application/gzip+base64" id="gt-run">', `<script type="application/gzip+base64" id="gt-explain">${await gzipBase64(bundle)}</script>\n<script type="application/gzip+base64" id="gt-run">`);
+  // The run's tensor file, whole, when it is within the saved file's budget (NOTE [tensors
+  // carried offline] in backend/gradtrace/notebook/carried_tensors.py; doc.save_html cuts a
+  // larger one down, the page carries none and its inspector says so).
+  const tensors = await carriedTensorFile(doc);
+  if (tensors) html = html.replace('<script type="application/gzip+base64" id="gt-run">', `${tensors}\n<script type="application/gzip+base64" id="gt-run">`);
   // A script element's text is raw (no entity is decoded in it), so the query goes in as it is:
   // URLSearchParams writes no "<", and none could end the element early.
   if (view) html = html.replace('<script type="application/gzip+base64"', `<script type="text/plain" id="gt-view">${view.replaceAll("<", "%3C")}</script>\n<script type="application/gzip+base64"`);

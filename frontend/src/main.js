@@ -12,6 +12,7 @@ import { ShareController } from "./app/share.js";
 import { installCompareButton } from "./compare/entry.js";
 import { ViewState } from "./app/state.js";
 import { Viewer } from "./app/viewer.js";
+import { serviceTensors } from "./tensors/source.js";
 import { CodeEditor } from "./ui/editor.js";
 import { Exercises } from "./ui/exercises.js";
 import { renderGallery } from "./ui/gallery.js";
@@ -30,6 +31,7 @@ class App {
       onLeave: () => $("#graph").focus() });
     bindWrap($("#wrap"), this.editor);
     this.viewer = new Viewer(document.body, { state: this.state, code: this.editor, codeText: () => this.editor.code, checks: true,
+      tensors: serviceTensors((doc) => (this.config.share_id && doc.id === this.sharedId ? this.config.share_id : null)),
       onGoals: () => this.exercises.onReport() });
     this.results = { badge: $("#status-badge"), error: $("#error-box"), stdout: $("#stdout"), stdoutWrap: $("#stdout-wrap") };
     const status = (s, text) => renderStatus(this.results.badge, s, text);
@@ -65,6 +67,7 @@ class App {
       this.editor.focus();
     });
     const doc = readJson("gt-document");
+    this.sharedId = doc ? doc.id : null;  // its tensors are the share's (tensors/source.js)
     if (this.mode === "share") this.enterShareMode(doc);
     else this.editor.setCode(loadDraft() ?? this.lessons[0]?.code ?? "");
     window.addEventListener("pagehide", () => { if (this.mode === "edit") saveDraft(this.editor.code); });

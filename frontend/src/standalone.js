@@ -8,6 +8,7 @@ import WORKER_SOURCE from "gt:layout-worker-source";
 import CSS from "gt:viewer-css";
 import { decodeView } from "./app/link.js";
 import { fromCarried } from "./ui/explain.js";
+import { bytesSource } from "./tensors/source.js";
 import { EmbeddedViewer, gunzipJson } from "./embed.js";
 
 function base64Bytes(text) {
@@ -31,13 +32,34 @@ const SAVED_CSS = `
 }
 .gt-keys { flex-shrink: 0; }`;
 
+/**
+ * The tensors the file carries (NOTE [tensors carried offline] in
+ * backend/gradtrace/notebook/carried_tensors.py), read when a node is inspected; a tensor left
+ * out says the file's budget.
+ */
+function carriedTensors() {
+  const carried = document.getElementById("gt-tensors");
+  if (!carried) return null;
+  let source = null;
+  const info = JSON.parse(carried.dataset.info || "{}");
+  const why = info.left_out_count
+    ? `this saved file left it out: it carries ${info.count} tensors within its ${Math.round(info.budget_bytes / 1048576 * 10) / 10} MiB budget, ${info.left_out_count} left out; open the run on a gradtrace service for every number`
+    : "this saved file does not carry it";
+  return (doc) => {
+    if (!doc || !doc.tensors) return null;
+    source ??= carried.textContent.trim() ? bytesSource(base64Bytes(carried.textContent), new Map(), why)
+      : { where: "file", read: () => Promise.reject(new Error(why)) };  // over the budget: none carried
+    return source;
+  };
+}
+
 async function main() {
   const host = document.getElementById("gradtrace");
   const workerUrl = URL.createObjectURL(new Blob([WORKER_SOURCE], { type: "text/javascript" }));
   // The explanations the file carries (backend/gradtrace/notebook/html.py), when it has them.
   const carried = document.getElementById("gt-explain");
   const explain = carried ? fromCarried(await gunzipJson(base64Bytes(carried.textContent))) : undefined;
-  const viewer = new EmbeddedViewer(host, { css: CSS + SAVED_CSS, workerUrl, height: "calc(100vh - 42px)", explain });
+  const viewer = new EmbeddedViewer(host, { css: CSS + SAVED_CSS, workerUrl, height: "calc(100vh - 42px)", explain, tensors: carriedTensors() });
   window.gradtrace = { viewer };
   const el = document.getElementById("gt-run");
   const doc = await gunzipJson(base64Bytes(el.textContent));

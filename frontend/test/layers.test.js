@@ -1,5 +1,5 @@
-// The page's layer order, beside the purity test (analysis.test.js): app → ui/render → analysis
-// → graph/layout/animate. A module imports its own layer or a lower one, never a higher one, so
+// The page's layer order, beside the purity test (analysis.test.js): app → ui/render →
+// analysis/tensors (reading a tensor file, drawing one tensor) → graph/layout/animate. A module imports its own layer or a lower one, never a higher one, so
 // a panel never reaches into the viewer and the pure model never into a panel. The entry
 // points (src/*.js: the page, the embedded viewer, the saved file's script, the service calls)
 // and the pages built on the viewer (compare/, widget/) sit with app/.
@@ -10,7 +10,7 @@ import { dirname, join, normalize } from "node:path";
 import { fileURLToPath } from "node:url";
 
 const SRC = fileURLToPath(new URL("../src/", import.meta.url));
-const LAYERS = [["graph", "layout", "animate"], ["analysis"], ["ui", "render"], ["app", "compare", "widget", "."]];
+const LAYERS = [["graph", "layout", "animate"], ["analysis", "tensors"], ["ui", "render"], ["app", "compare", "widget", "."]];
 
 /** The layer of a module path relative to src/ (its top folder; "." for src/ itself), or −1. */
 export function layerOf(path) {

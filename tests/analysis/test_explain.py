@@ -13,7 +13,8 @@ import pytest
 torch = pytest.importorskip("torch", reason="recording needs torch (the sandbox/capture side)")
 
 from gradtrace.analysis.explain import explain_node  # noqa: E402
-from gradtrace.analysis.explain.node import BACKWARD_RULES, evaluate  # noqa: E402
+from gradtrace.analysis.explain import node as explain_node_module  # noqa: E402
+from gradtrace.analysis.explain.node import BACKWARD_RULES  # noqa: E402
 from gradtrace.analysis.numbers import flatten  # noqa: E402
 from gradtrace.capture import run_snippet  # noqa: E402
 from gradtrace.errors import NotFound  # noqa: E402
@@ -24,6 +25,29 @@ CATALOGUE = sorted(BACKWARD_RULES)
 LESSONS = Path(__file__).resolve().parents[2] / "backend" / "gradtrace" / "lessons" / "snippets"
 F64 = "import torch\ntorch.set_default_dtype(torch.float64)\n"
 TOL = 1e-6
+
+
+def evaluate(doc: dict[str, Any], node_id: str, pass_index: int | None = None) -> list[list[float] | None]:
+    """Every input's gradient, whole, as the rule computes it from the document's numbers (None
+    where the rule cannot: no gradient passed, an operand's value not kept, or no rule for the
+    op): the page asks one element at a time, this test every element."""
+    m = explain_node_module
+    node = m._node(doc, node_id)
+    rule = BACKWARD_RULES.get(str(node.get("name")))
+    event = m._event(doc, node_id, pass_index)
+    ctx = m._context(node, event, m.Numbers(doc, None)) if event else None
+    if rule is None or ctx is None or event is None:
+        return []
+    out: list[list[float] | None] = []
+    for i, shape in enumerate(ctx.in_shapes[:len(event.get("grad_inputs") or [])]):
+        if shape is None or i >= len(rule.texts) or m._missing(rule, ctx, i):
+            out.append(None)
+            continue
+        try:
+            out.append([rule.elem(ctx, i, k)[1] for k in range(m.numel(shape))])
+        except (m.NotKept, *m._ARITHMETIC, *m._MISFIT):
+            out.append(None)
+    return out
 
 # One small program per op: ``x`` (and ``y``) are leaves feeding the op directly, so the rule's
 # gradient for that input is exactly torch's x.grad (y.grad).
@@ -70,6 +94,12 @@ OPS: dict[str, str] = {
     "SubBackward1": "x = torch.randn(2, 3, requires_grad=True)\nz = torch.ops.aten.sub.Scalar(x, 2.0)",
     "SelectBackward0": "x = torch.randn(2, 3, 4, requires_grad=True)\nz = x[:, -1]",
     "SliceBackward0": "x = torch.randn(2, 7, requires_grad=True)\nz = x[:, -5::2]",
+    "SplitBackward0": "x = torch.randn(2, 7, requires_grad=True)\na, b, c, d = x.split(2, dim=1)\nz = a * 3 + d[:, :1]",
+    "UnsafeSplitBackward0": "x = torch.randn(3, 4, requires_grad=True)\na, b = x.unsafe_split(2, 0)\nz = a.exp()",
+    "EmbeddingBackward0": "x = torch.randn(5, 3, requires_grad=True)\ni = torch.tensor([[0, 2], [4, 2]])\n"
+                          "z = torch.nn.functional.embedding(i, x)",
+    "MaskedFillBackward0": "x = torch.randn(2, 3, requires_grad=True)\nm = torch.tensor([True, False, True])\n"
+                           "z = x.masked_fill(m, float('-inf'))",
     "PermuteBackward0": "x = torch.randn(2, 3, 4, requires_grad=True)\nz = x.permute(2, 0, 1)",
     "TransposeBackward0": "x = torch.randn(2, 3, 4, requires_grad=True)\nz = x.transpose(-1, 0)",
     "SumBackward1": "x = torch.randn(2, 3, 4, requires_grad=True)\nz = x.sum(dim=(0, -1))",

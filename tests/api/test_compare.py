@@ -121,3 +121,27 @@ def test_the_compare_page_answers_its_link_and_says_what_is_wrong_with_a_bad_one
     assert missing.headers["content-type"].startswith("text/html")
     bad = api.get("/c/only-one-id", headers={"accept": "text/html"})
     assert bad.status_code == 422 and "a..b" in bad.text
+
+
+def test_stored_tensor_files_give_the_exact_first_divergence(api: httpx.Client, live_server: Server) -> None:
+    """Two runs stored with their tensor files, where swapping two input elements keeps every
+    statistic: the service reads both files by range and names the multiplication that read
+    the swapped values (the documents alone would name the next op)."""
+    from api.tensor_runs import server_store
+    from capture.tensor_oracle import recorded_run
+    from gradtrace.storage.codec import encode
+
+    code = ("import torch\nx = torch.tensor({xs})\nw = torch.ones(2, requires_grad=True)\ny = x * w\n"
+            "loss = (y * torch.tensor([1.0, 3.0])).sum()\nloss.backward()\n")
+    ids = []
+    for xs in ([1.0, 2.0], [2.0, 1.0]):
+        doc, _, _ = recorded_run(code.format(xs=xs), native=True)
+        encoded = encode(doc.model_dump(mode="json", by_alias=True))
+        with server_store(live_server) as store:
+            store.put_run(encoded, doc.tensor_bytes())
+        ids.append(encoded.doc_id)
+    r = api.post("/api/compare", json={"a": {"run_id": ids[0]}, "b": {"run_id": ids[1]}})
+    assert r.status_code == 200, r.text
+    first = r.json()["first_divergence"]
+    assert (first["name"], first["line_a"], first["what"]) == ("MulBackward0", 4, "value"), first
+    assert first["delta"]["exact"] and abs(first["delta"]["max_abs"] - 1.0) < 1e-6

@@ -7,8 +7,14 @@ from typing import Any
 
 import httpx
 
+from api.tensor_runs import server_store
+from capture.tensor_oracle import recorded_run
+from capture.test_tensor_oracle import GPT_LIKE
+from conftest import Server
 from gradtrace.lessons import lesson
 from gradtrace.schema.explain import Explanation
+from gradtrace.storage.codec import encode
+from storage.sample_docs import variant
 
 
 def _run(api: httpx.Client, code: str) -> dict[str, Any]:
@@ -60,3 +66,30 @@ def test_every_nodes_explanation_as_a_saved_file_carries_them(api: httpx.Client)
     assert bundle["rules"]["PowBackward0"] == [one["rule"]]
     assert [e["index"] for e in carried["elements"]] == [[0], [1]]
     assert api.get("/api/runs/nope/explanations").status_code == 404
+
+
+def test_a_stored_runs_tensor_file_gives_explain_its_numbers(api: httpx.Client, live_server: Server) -> None:
+    """A GPT-like model's attention node, whose operands are far past the document's inline
+    values: explained at a picked element from the stored tensor file (read by range), equal
+    to the gradient that flowed there."""
+    doc, _, _ = recorded_run(GPT_LIKE, native=True)
+    data = doc.tensor_bytes()
+    assert data
+    encoded = encode(doc.model_dump(mode="json", by_alias=True))
+    with server_store(live_server) as store:
+        store.put_run(encoded, data)
+    stored = api.get(f"/api/runs/{encoded.doc_id}").json()
+    bmm = next(n["id"] for n in stored["graph"]["nodes"] if n["name"] == "BmmBackward0")
+    r = api.get(f"/api/runs/{encoded.doc_id}/explain", params={"node": bmm, "index": "3,5,2"})
+    assert r.status_code == 200, r.text
+    answer = Explanation.model_validate(r.json())
+    for entry in answer.inputs:
+        assert entry.index == [3, 5, 2] and entry.note is None, entry
+        assert isinstance(entry.value, float) and isinstance(entry.recorded, float)
+        assert abs(entry.value - entry.recorded) <= 1e-4 * max(1e-3, abs(entry.recorded))
+    # without the tensor file, the same node says which values were not kept
+    bare = encode(variant(doc.model_dump(mode="json", by_alias=True), "no tensors"))
+    with server_store(live_server) as store:
+        store.put_run(bare, None)
+    r = api.get(f"/api/runs/{bare.doc_id}/explain", params={"node": bmm, "index": "3,5,2"})
+    assert r.status_code == 200 and "not kept" in r.text, r.text

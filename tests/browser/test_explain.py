@@ -76,3 +76,38 @@ def test_a_custom_function_points_to_its_own_backward(playground: Any) -> None:
     panel.get_by_role("button", name=f"go to line {first}").click()
     expect(page.locator(".cm-line.gt-line-sel")).to_have_count(1)
     assert "def backward" in page.locator(".cm-line.gt-line-sel").inner_text()
+
+
+def test_a_transformer_node_is_explained_at_a_picked_element_from_the_tensor_file(
+        page: Any, live_server: Any, frontend_bundle: Path, artifacts_dir: Path) -> None:
+    """A GPT-like model's attention matmul (BmmBackward0: operands of 512 elements, far past the
+    document's inline values) stored with its tensor file: its page explains it at a picked
+    element with the numbers read from the file, as recorded."""
+    from api.tensor_runs import server_store
+    from capture.tensor_oracle import recorded_run
+    from capture.test_tensor_oracle import GPT_LIKE
+    from gradtrace.storage.codec import encode
+    from pageguard import wait_until
+
+    doc, _, _ = recorded_run(GPT_LIKE, native=True)
+    encoded = encode(doc.model_dump(mode="json", by_alias=True))
+    with server_store(live_server) as store:
+        store.put_run(encoded, doc.tensor_bytes())
+    page.goto(f"{live_server.url}/r/{encoded.doc_id}")
+    wait_until(page, "window.gradtrace !== undefined && !!window.gradtrace.app && !!window.gradtrace.app.scene "
+                     "&& window.gradtrace.app.scene.view.vnodes.length > 0")
+    page.evaluate("""() => { const app = window.gradtrace.app, nodes = app.index.nodes;
+        const v = app.scene.view.vnodes.findIndex(n => n.refs && n.refs.length === 1 &&
+          nodes[n.refs[0]].name === 'BmmBackward0');
+        app.viewer.selectNode(v); }""")
+    panel = page.locator("#inspector [data-gt=explain]")
+    expect(panel).to_contain_text("grad_self = grad_out @ mat2ᵀ  (per batch)")
+    panel.locator("[data-gt=explain-element]").first.select_option("3,5,2")
+    instances = panel.locator("[data-gt=explain-instance]")
+    expect(instances.first).to_contain_text("at [3, 5, 2]")
+    expect(instances).to_have_count(2)
+    assert "not kept" not in panel.inner_text()
+    expect(panel.locator(".gt-explain-recorded").first).not_to_contain_text("differs")
+    panel.scroll_into_view_if_needed()
+    page.screenshot(path=str(artifacts_dir / "explain-gpt-bmm-picked-element.png"))
+    assert page.page_errors == [], page.page_errors

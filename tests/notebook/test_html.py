@@ -37,7 +37,10 @@ def test_the_file_holds_the_document_and_no_outside_reference(tmp_path: Path, wi
     embedded = json.loads(gzip.decompress(base64.b64decode(payload.group(1))))
     assert embedded["id"] == doc.id and len(embedded["graph"]["nodes"]) == len(doc.graph.nodes)
     assert not re.search(r'(src|href)="https?:', text), "nothing is loaded from outside the file"
-    assert text.count("<script") == 3  # the viewer, the run, the explanations it carries
+    assert text.count("<script") == 4  # the viewer, the run, the explanations and the tensors it carries
+    element = r'<script type="application/octet-stream\+base64" id="gt-tensors" data-info="[^"]*">([^<]*)</script>'
+    tensors = re.search(element, text)
+    assert tensors is not None and base64.b64decode(tensors.group(1)) == doc.tensor_bytes()
     carried = re.search(r'<script type="application/gzip\+base64" id="gt-explain">([^<]*)</script>', text)
     assert carried is not None
     bundle = json.loads(gzip.decompress(base64.b64decode(carried.group(1))))

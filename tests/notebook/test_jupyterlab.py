@@ -224,3 +224,52 @@ def test_a_dialog_the_lab_still_shows_is_answered_and_the_cell_runs(jupyterlab: 
     run_cell(page, 0)
     assert "ran 42" in cell_output(page, 0, "ran")
     assert any("kernel" in t.lower() for t in page.answered_dialogs), page.answered_dialogs
+
+
+CELL_TENSORS = """%%gradtrace w
+import torch
+torch.manual_seed(0)
+a = torch.randn(12, 12, requires_grad=True)
+(a.sin() * 3).sum().backward()
+"""
+
+
+def test_the_widget_asks_its_kernel_for_a_tensor(jupyterlab: Lab, lab_page: Any) -> None:
+    """The widget's inspector shows SinBackward0's output as a heatmap: the numbers come from
+    the kernel (one message per tensor, its bytes in the buffer), and the hovered element is
+    the one the kernel computes. Leaves tests/artifacts/notebook-widget-tensor.png."""
+    page = lab_page
+    page.set_viewport_size({"width": 1500, "height": 1100})
+    write_notebook(jupyterlab.root / "tensors.ipynb",
+                   ["%load_ext gradtrace", CELL_TENSORS, "print('VAL', repr(a.detach().sin()[7, 3].item()))"])
+    page.set_default_timeout(60_000)
+    page.goto(f"{jupyterlab.url}/lab/workspaces/tensors/tree/tensors.ipynb?token={jupyterlab.token}")
+    page.locator(".jp-Notebook .jp-Cell .cm-content").first.wait_for()
+    page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']").wait_for(timeout=90_000)
+    run_cell(page, 0)
+    run_cell(page, 1)
+    wait_until(page, f"document.querySelector('{WIDGET}')?.dataset.ready === '1'", timeout=30_000)
+    page.evaluate(f"""() => {{ const v = document.querySelector('{WIDGET}').gradtrace;
+        v.selectById(v.index.nodes.find((n) => n.name === 'SinBackward0').id); }}""")
+    host = page.locator(WIDGET)
+    item = host.locator("[data-gt=tensor]", has_text="output, as the op returned it")
+    item.wait_for()
+    wait_until(page, f"""document.querySelector('{WIDGET}').shadowRoot
+        .querySelector('[data-gt=tensor][data-key$=".out0"]')?.dataset.ready === '1'""", timeout=30_000)
+    canvas = item.locator("[data-gt=tensor-heatmap]")
+    canvas.scroll_into_view_if_needed()
+    box = canvas.bounding_box()
+    page.mouse.move(box["x"] + 3.5 * box["width"] / 12, box["y"] + 7.5 * box["height"] / 12)
+    hover = item.locator("[data-gt=tensor-hover]")
+    wait_until(page, f"""document.querySelector('{WIDGET}').shadowRoot
+        .querySelector('[data-gt=tensor][data-key$=".out0"] [data-gt=tensor-hover]').dataset.index === '7,3'""")
+    run_cell(page, 2)
+    import re
+
+    import numpy as np
+
+    value = float(re.search(r"VAL ([-+\d.e]+)", cell_output(page, 2, "VAL")).group(1))  # type: ignore[union-attr]
+    assert np.float32(hover.get_attribute("data-value")) == np.float32(value)
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "notebook-widget-tensor.png"))
+    assert page.page_errors == [], page.page_errors

@@ -149,3 +149,36 @@ def test_the_widget_and_the_document_explain_a_node_from_python(widget_bundles: 
     assert w._explain is not None and w._explain["answer"]["inputs"][0]["index"] == [0]
     w._on_msg(w, {"type": "explain", "node": "n-none", "seq": 9}, [])
     assert w._explain["seq"] == 9 and "no node" in w._explain["error"]
+
+
+def test_the_widget_answers_a_tensor_by_key_with_its_raw_bytes(widget_bundles: Path) -> None:
+    """The inspector asks the kernel for one tensor ({type: "tensor", key, seq}); the answer is
+    its dtype and shape with the tensor's bytes as the message's one buffer (NOTE [tensors
+    through the comm] in notebook/widget.py). What goes out is taken where the comm would send
+    it; the JupyterLab test (test_jupyterlab.py) sees it drawn."""
+    sent: list[tuple[dict, list]] = []
+
+    class Seen(GradtraceWidget):  # type: ignore[misc]
+        def send(self, content: dict, buffers: list | None = None) -> None:
+            sent.append((content, buffers or []))
+
+    with gradtrace.record() as rec:
+        x = torch.randn(5, 7, requires_grad=True)
+        (x.to(torch.bfloat16).tanh().float() * 2).sum().backward()
+    doc = rec.document()
+    for w in (Seen(doc), Seen(rec)):  # a document, or the record block itself
+        sent.clear()
+        node = next(n for n in w.document["graph"]["nodes"] if n["name"] == "TanhBackward0")
+        key = node["output"][0]["key"]
+        w._on_msg(w, {"type": "tensor", "key": key, "seq": 3}, [])
+        (content, buffers), = sent
+        assert content == {"type": "tensor", "seq": 3, "key": key, "dtype": "BF16", "shape": [5, 7]}
+        assert bytes(buffers[0]) == doc.tensor(key).contiguous().view(torch.int16).numpy().tobytes()
+        w._on_msg(w, {"type": "tensor", "key": "n999.out0", "seq": 4}, [])
+        assert sent[-1][0]["seq"] == 4 and "no such tensor" in sent[-1][0]["error"]
+        w._on_msg(w, {"type": "tensor", "key": 5, "seq": 5}, [])
+        assert "by its key" in sent[-1][0]["error"]
+    bare = Seen(doc.as_json_dict())  # a dict alone: no tensor file
+    sent.clear()
+    bare._on_msg(bare, {"type": "tensor", "key": "n1.out0", "seq": 1}, [])
+    assert "no tensor file" in sent[-1][0]["error"]

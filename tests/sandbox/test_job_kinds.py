@@ -14,12 +14,16 @@ from pathlib import Path
 
 import orjson
 import pytest
+from safetensors.numpy import load
 
 from gradtrace.jobs import GRADCHECK, RUN, Job, JobResult, Params
 from gradtrace.sandbox import kinds
+from gradtrace.sandbox.kinds import run as run_kind
 from gradtrace.sandbox.kinds.gradcheck import GradcheckParams
+from gradtrace.sandbox.wire import Answer
 from gradtrace.schema.canonical import canonical_with_id
 from gradtrace.schema.gradcheck import TargetSpec
+from gradtrace.storage.tensor_rows import tensor_sha256
 from sandbox.pool_harness import PoolHarness, check_result
 
 ECHO_FILE = str(Path(__file__).with_name("echo_kind.py"))
@@ -80,6 +84,35 @@ def test_the_run_kind_answers_a_typed_result_of_its_document(pool: PoolHarness) 
     result = _run(pool, Job(code=code, seed=1, limits=pool.limits()))
     doc = check_result(result, code)
     assert result.status == "ok" and "tensor([3., 3.])" in doc["stdout"]
+
+
+def test_the_run_kind_answers_its_tensor_file_and_accepts_only_the_file_its_document_names(
+        pool: PoolHarness) -> None:
+    """The run kind's attachment is the tensor file; the web side checks it as it checks the
+    document (NOTE [adding a job kind], step 3): a file whose hash or length is not the one the
+    document names, a damaged header, or a file missing or unnamed, is no valid answer."""
+    code = "w = torch.ones(3, requires_grad=True)\n(w * torch.arange(3.0)).sum().backward()\n"
+    job = Job(code=code, seed=1, limits=pool.limits(tensor_bytes=1 << 20))
+    result = _run(pool, job)
+    doc = check_result(result, code)
+    assert result.attachment is not None and doc["tensors"]["bytes"] == len(result.attachment)
+    (leaf,) = (n for n in doc["graph"]["nodes"] if n.get("name") == "w")
+    assert load(result.attachment)[leaf["grad_history"][0]["key"]].tolist() == [0.0, 1.0, 2.0]
+    again = run_kind.validate(job, Answer(result.canonical, result.attachment))
+    assert again is not None and again.id == result.id and again.attachment == result.attachment
+    flipped = result.attachment[:-1] + bytes([result.attachment[-1] ^ 1])
+    n = int.from_bytes(result.attachment[:8], "little")
+    bad_header = result.attachment[:8] + b"[" + result.attachment[9:]
+    named_bad = orjson.loads(result.canonical)
+    named_bad["tensors"] = {**named_bad["tensors"], "sha256": tensor_sha256(bad_header)}
+    assert n > 2
+    for attachment, canonical in ((flipped, result.canonical), (None, result.canonical),
+                                  (result.attachment[:-4], result.canonical),
+                                  (bad_header, orjson.dumps(named_bad))):
+        assert run_kind.validate(job, Answer(canonical, attachment)) is None
+    bare = _run(pool, Job(code=code, seed=1, limits=pool.limits()))  # no budget: no file
+    assert bare.attachment is None and "tensors" not in check_result(bare, code)
+    assert run_kind.validate(job, Answer(bare.canonical, result.attachment)) is None
 
 
 def test_a_second_kind_runs_in_the_sandbox_with_its_params(pool: PoolHarness) -> None:

@@ -13,7 +13,9 @@ from collections.abc import Iterator
 import httpx
 import pytest
 import redis
+import torch
 
+from api.test_run_tensors import MLP, SEED, a_weight_gradient, check_run_tensors, in_process, read_range
 from scale.fleet import Background, Fleet, busy, counters, entries, fleet, health, post, started_total, wait_until
 from security.bait import ORDINARY
 from storage.conftest import new_pg_database, pg_cluster
@@ -44,6 +46,23 @@ def test_a_run_goes_through_the_queue_and_a_share_resolves_on_the_other_replica(
     assert share.status_code == 201, share.text
     got = httpx.get(f"{f.apis[1].url}/api/shares/{share.json()['id']}", timeout=10)
     assert got.status_code == 200 and got.json()["stdout"] == doc["stdout"]
+
+
+def test_a_run_through_the_queue_keeps_its_tensor_file_and_every_replica_serves_it(f: Fleet) -> None:
+    """The worker sends the tensor file back as raw bytes beside the document (NOTE [raw bytes
+    through arq] in gradtrace/queue/keys.py); the replica stores it in PostgreSQL with the run."""
+    r = post(f, MLP, seed=SEED)
+    assert r.status_code == 200, r.text
+    doc = r.json()
+    assert doc["status"] == "ok" and doc["tensors"]["count"] > 0
+    with httpx.Client(base_url=f.apis[1].url, timeout=10) as other:
+        entries = check_run_tensors(other, f"/api/runs/{doc['id']}", doc)
+        key = a_weight_gradient(doc)
+        served = read_range(other, f"/api/runs/{doc['id']}/tensors.safetensors", entries[key])
+        assert torch.equal(torch.from_numpy(served.copy()), in_process(MLP, SEED).tensor(key))
+        share = httpx.post(f.apis[0].url + "/api/shares", json={"run_id": doc["id"]}, timeout=10)
+        assert share.status_code == 201, share.text
+        assert check_run_tensors(other, f"/api/shares/{share.json()['id']}", doc) == entries
 
 
 def test_healthz_and_metrics_show_the_queue_per_device(f: Fleet) -> None:

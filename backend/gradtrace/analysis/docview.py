@@ -80,6 +80,8 @@ class DocView:
         for n in self.nodes:
             self.by_name.setdefault(str(n.get("name")), []).append(n)
         self._backward: list[tuple[int, Mapping[str, Any]]] | None = None
+        self.dynamics: Mapping[str, Any] | None = None
+        """The run's series by iteration, set before the hints run (``analysis/run.py``)."""
         self._walked: set[str] | None = None
         self.inputs: dict[str, dict[int, str]] = {}
         self.sources: dict[str, list[str]] = {}

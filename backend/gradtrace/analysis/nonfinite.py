@@ -10,9 +10,10 @@ NOTE [producer, not carrier]
     (``tests/capture/test_nonfinite.py`` holds the two equal). The nodes after it that
     received the NaN and passed it on are listed, not marked.
 
-    Forward, the document holds only the values of leaves, roots and retained tensors, so the
-    forward entry names the first such value that is non-finite, made from finite recorded
-    inputs, and says that it was the first *seen*.
+    Forward, a document with a tensor file has every op's output (NOTE [forward producer from
+    the kept outputs] in ``analysis/forward_origin.py``); one without holds only the values of
+    leaves, roots and retained tensors, so the forward entry then names the first such value
+    that is non-finite, and says that it was the first *seen*.
 
 The pattern behind it (where's unselected branch, divide-then-mask, a norm at zero, ...) comes
 from ``analysis/nantraps.py``.
@@ -25,6 +26,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from gradtrace.analysis.docview import TV, DocView, has, nonfinite_kind
+from gradtrace.analysis.forward_origin import forward_producer
 from gradtrace.analysis.local_derivatives import LOCAL_DERIVATIVES, local_derivative
 from gradtrace.analysis.nantraps import trap_for
 from gradtrace.analysis.numbers import flat, fmt
@@ -133,7 +135,11 @@ def _entry(view: DocView, i: int, ev: Mapping[str, Any], out: int, kind: str) ->
 
 
 def _forward(view: DocView) -> dict[str, Any] | None:
-    """The first recorded tensor value that is non-finite (NOTE [producer, not carrier])."""
+    """The producer of the first non-finite forward value that surfaces, where the nodes'
+    outputs were kept; else the first recorded tensor value that is non-finite (NOTE
+    [producer, not carrier])."""
+    if any(n.get("output") for n in view.nodes):
+        return forward_producer(view)
     for kind in ("nan", "inf"):
         for n in view.nodes:
             if n.get("kind") != "tensor" or not has(n.get("value"), kind):

@@ -7,17 +7,21 @@ from typing import Any
 import orjson
 
 from gradtrace.analysis.docview import Doc, DocView, event_skeletons, may_hold_nonfinite
+from gradtrace.analysis.dynamics import Tensors, dynamics
 from gradtrace.analysis.gradoff import grad_off_blocks
 from gradtrace.analysis.hints import find_hints
 from gradtrace.analysis.nonfinite import badge, first_nonfinite
 from gradtrace.analysis.starved import starved
 
 
-def analyze(doc: Doc) -> dict[str, Any] | None:
+def analyze(doc: Doc, tensors: Tensors | None = None) -> dict[str, Any] | None:
     """The ``analysis`` field of ``doc`` as JSON (what the schema writes), or None when there
     is nothing to say (the field is then left out, and documents without findings do not
-    change)."""
+    change). ``tensors``: the run's tensor file by key, when at hand (the dynamics' mean |grad|
+    and activation shares read it: NOTE [dynamics from the recorded numbers] in
+    analysis/dynamics/series.py)."""
     view = DocView(doc)
+    view.dynamics = moves = dynamics(view, tensors)  # the hints read it (analysis/hints/dynamics.py)
     found: dict[str, Any] = {"badge": badge(view), "nonfinite": first_nonfinite(view),
                              "hints": find_hints(view)}
     blocks = grad_off_blocks(doc.get("code"))  # NOTE [blocks with gradients off] in gradoff.py
@@ -26,12 +30,16 @@ def analyze(doc: Doc) -> dict[str, Any] | None:
     hungry = starved(view)
     if hungry:
         found["starved"] = hungry
-    if not blocks and not hungry and found["badge"] is None and not found["nonfinite"] and not found["hints"]:
+    if moves is not None:
+        found["dynamics"] = moves
+    if (not blocks and not hungry and moves is None and found["badge"] is None and not found["nonfinite"]
+            and not found["hints"]):
         return None
     return found
 
 
-def analyze_parts(doc: Doc, graph: Any = None, events: Any = None) -> dict[str, Any] | None:
+def analyze_parts(doc: Doc, graph: Any = None, events: Any = None,
+                  tensors: Tensors | None = None) -> dict[str, Any] | None:
     """:func:`analyze` of a document whose ``graph`` and ``events`` are their canonical JSON
     (NOTE [one document path] in capture/document.py). ``graph`` and ``events``: those bytes
     already parsed, when a reader has (NOTE [views of the document's JSON] in schema/views.py);
@@ -42,4 +50,4 @@ def analyze_parts(doc: Doc, graph: Any = None, events: Any = None) -> dict[str, 
     if events is None:
         text = bytes(doc["events"])
         events = orjson.loads(text) if may_hold_nonfinite(bytes(doc["graph"]), text) else event_skeletons(text)
-    return analyze({**doc, "graph": graph, "events": events})
+    return analyze({**doc, "graph": graph, "events": events}, tensors)

@@ -22,7 +22,9 @@ from fastapi.responses import JSONResponse, Response
 from pydantic import ValidationError
 
 from gradtrace.analysis.compare import check_document, compare_documents, read_for_compare
+from gradtrace.analysis.kept import KeptTensors
 from gradtrace.api.errors import ERROR_RESPONSES
+from gradtrace.api.kept_files import kept_tensors
 from gradtrace.api.services import Services, ServicesDep, client_key
 from gradtrace.collector import gc_paused
 from gradtrace.errors import InvalidRequest, NotFound
@@ -154,10 +156,22 @@ def compare_answer(svc: Services, a: CompareSide, b: CompareSide) -> bytes:
         with gc_paused():  # two parsed documents are ~1M acyclic objects: no collection walks them
             doc_a, doc_b = (side_document(svc, side, name) if blob is None else _parsed(svc, blob)
                             for side, name, blob in ((a, "a", blobs[0]), (b, "b", blobs[1])))
+            ta, tb = (None if blob is None else _tensors(svc, side) for side, blob in ((a, blobs[0]), (b, blobs[1])))
             body = compare_documents(doc_a, doc_b, max_nodes=svc.settings.max_nodes,
-                                     max_events=svc.settings.max_events).model_dump_json().encode()
+                                     max_events=svc.settings.max_events, tensors_a=ta,
+                                     tensors_b=tb).model_dump_json().encode()
         return body, len(body)
     return svc.compare_answers.get_or_make(key, make)
+
+
+def _tensors(svc: Services, side: CompareSide) -> KeptTensors | None:
+    """A stored side's tensor file, read by range (NOTE [exact deltas from the tensor files] in
+    ``analysis/compare/exact.py``); its document's id covers the file's hash, so the answer
+    kept by the documents' hashes stays right."""
+    source = svc.store.share_tensors(side.share_id) if side.share_id is not None else None
+    if source is None:
+        source = svc.store.run_tensors(side.share_id or side.run_id or "", max_age_s=svc.run_retention_s)
+    return kept_tensors(source)
 
 
 def _blob_of(svc: Services, side: CompareSide, name: str) -> StoredBlob | None:

@@ -52,10 +52,10 @@ async def create_run(body: StrictRunRequest, request: Request, svc: ServicesDep)
         svc.metrics.runs.labels("saturated").inc()
         raise
     svc.metrics.run_seconds.observe(time.perf_counter() - started)
-    if result.size <= SMALL_RUN_BYTES:  # NOTE [small runs stay on the loop]
+    if result.size + len(result.attachment or b"") <= SMALL_RUN_BYTES:  # NOTE [small runs stay on the loop]
         encoded = _encode(result)
-        if not svc.store.put_run_behind(encoded):  # NOTE [runs written behind] (storage/behind.py)
-            await run_in_threadpool(svc.store.put_run, encoded)
+        if not svc.store.put_run_behind(encoded, result.attachment):  # NOTE [runs written behind] (storage/behind.py)
+            await run_in_threadpool(svc.store.put_run, encoded, result.attachment)
     else:
         encoded = await run_in_threadpool(_encode_and_store, result, svc)
     svc.metrics.runs.labels(encoded.status).inc()
@@ -77,15 +77,16 @@ def get_run(request: Request, run_id: Annotated[str, Path(max_length=64)],
 SMALL_RUN_BYTES = 64 << 10
 """NOTE [small runs stay on the loop]: a result of up to 64 KiB (the trivial run's is 4 KiB)
 is gzip'd on the event loop (well under a millisecond) and written behind: a trip to the
-thread pool costs more than the work. Bigger ones go to the pool as before."""
+thread pool costs more than the work; the tensor file counts in the size (it is hashed when
+it is queued). Bigger ones go to the pool as before."""
 
 
 def _encode_and_store(result: JobResult, svc: Services) -> EncodedDocument:
     """One trip to the thread pool for both (each trip is a GIL hand-over on the request path);
     the insert itself is written behind when it can be (NOTE [runs written behind])."""
     encoded = _encode(result)
-    if not svc.store.put_run_behind(encoded):
-        svc.store.put_run(encoded)
+    if not svc.store.put_run_behind(encoded, result.attachment):
+        svc.store.put_run(encoded, result.attachment)
     return encoded
 
 

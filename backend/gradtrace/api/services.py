@@ -35,7 +35,8 @@ def make_default_runner(settings: Settings) -> Runner:
 def limits_from(settings: Settings) -> Limits:
     return Limits(timeout_s=settings.timeout_s, cpu_s=settings.cpu_s, memory_mb=settings.memory_mb,
                   output_bytes=settings.output_kb * 1024, result_bytes=settings.result_mb * 1024 * 1024,
-                  max_nodes=settings.max_nodes, max_events=settings.max_events)
+                  max_nodes=settings.max_nodes, max_events=settings.max_events,
+                  tensor_bytes=settings.tensor_budget_mb << 20)
 
 
 @dataclass

@@ -35,10 +35,15 @@ print(x.grad)
 """
 
 
+WARM_UP_TENSOR_BUDGET = 1 << 20
+"""The warm-up keeps its tensors as a service run does (the file's code paths are warmed too)."""
+
+
 def warm_up() -> None:
     """Run a tiny snippet through the whole recorder (mode, module hooks, node hooks, values,
-    validation), so a fork server pays first-use costs once, before forking."""
-    canonical_with_id(run_snippet(WARM_UP_SNIPPET, seed=0, json_parts=True))  # as the sandbox child writes it
+    validation, the tensor file), so a fork server pays first-use costs once, before forking."""
+    canonical_with_id(run_snippet(WARM_UP_SNIPPET, seed=0, json_parts=True,  # as the sandbox child writes it
+                                  tensor_budget=WARM_UP_TENSOR_BUDGET, tensor_sink=[]))
 
 
-__all__ = ["WARM_UP_SNIPPET", "record", "run_snippet", "warm_up"]
+__all__ = ["WARM_UP_SNIPPET", "WARM_UP_TENSOR_BUDGET", "record", "run_snippet", "warm_up"]

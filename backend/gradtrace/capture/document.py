@@ -31,6 +31,7 @@ way on every identical run.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -176,11 +177,18 @@ def _core_graph(rec: Recorder, nodes: list[dict[str, Any] | None]) -> bytes:
     return b"".join((b'{"edges":[', b",".join(edges), b'],"nodes":[', b",".join(parts), b"]}"))
 
 
-def _add_analysis(doc: dict[str, Any]) -> None:
+def tensor_reader(rec: Recorder) -> Callable[[str], Any] | None:
+    """The run's kept tensors by key, for the analysis (NOTE [dynamics from the recorded numbers]
+    in analysis/dynamics/series.py), or None without a tensor file."""
+    held = rec.tensor_file.tensors if rec.tensor_file is not None else None
+    return None if held is None else held.get
+
+
+def _add_analysis(doc: dict[str, Any], rec: Recorder) -> None:
     """The document's ``analysis`` (:mod:`gradtrace.analysis`), computed once, here, from the
     document's own parts (:func:`~gradtrace.analysis.run.analyze_parts`); left out when there
     is nothing to say."""
-    found = analyze_parts(doc)
+    found = analyze_parts(doc, tensors=tensor_reader(rec))
     if found is not None:
         doc["analysis"] = found
 
@@ -214,6 +222,7 @@ def build_document(rec: Recorder, *, status: str, error: dict[str, Any] | None =
     # thousands of acyclic dicts (and serialising, a few big buffers)
     with gc_paused(settle=True):
         with torch._C.DisableTorchFunction():
+            rec.steps.final()  # NOTE [a leaf's value around each step] in valuesteps.py
             rec.values.begin_document()
             rec.values.encode_held()
             nodes = _nodes(rec)
@@ -258,5 +267,5 @@ def build_document(rec: Recorder, *, status: str, error: dict[str, Any] | None =
                 rec.internal_error(e)
                 doc["recorder_errors"] = {"count": rec.n_recorder_errors, "first": rec.recorder_errors}
         if analysis:
-            _add_analysis(doc)
+            _add_analysis(doc, rec)
     return doc

@@ -58,6 +58,7 @@ from gradtrace.capture.tangents import Tangents
 from gradtrace.capture.tensorfile import TensorFile
 from gradtrace.capture.timeline import LineTracer, SeqLog
 from gradtrace.capture.values import ValueStore, device_name, dtype_name
+from gradtrace.capture.valuesteps import ValueSteps
 
 _seq_nr = torch._C._autograd._get_sequence_nr
 
@@ -178,6 +179,8 @@ class Recorder:
         dropped: each removes itself."""
         self.edits = GradEdits(self.values.capture_copy, self.wake, self._accumulated_hook, self._edit_cost)
         """Accumulated leaves' ``.grad`` as last seen: NOTE [gradient edits] in gradedits.py."""
+        self.steps = ValueSteps()
+        """Leaves' values after their last backward: NOTE [a leaf's value around each step] in valuesteps.py."""
         self.tracer = LineTracer(filename, pending=self.pending, wake=self.wake,
                                  core=native.core if native.is_native(self.core) else None)
         self.tracer.on_step = self._on_step
@@ -548,6 +551,11 @@ class Recorder:
         that call, then what later looks compare against (NOTE [gradient edits])."""
         line = self.current_line() if threading.get_ident() == self._thread else None
         with torch._C.DisableTorchFunction():
+            try:
+                # NOTE [a leaf's value around each step] in valuesteps.py
+                self.steps.accumulated([(leaf, doc) for leaf, doc, *_ in last])
+            except Exception as e:  # NOTE [the recorder never breaks the snippet]
+                self.internal_error(e)
             for leaf, doc, grad, version, cdata in last:
                 try:
                     now = leaf.grad if self.edits.accumulated(leaf, doc, grad, version, cdata, line) else None

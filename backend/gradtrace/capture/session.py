@@ -22,6 +22,7 @@ after being recorded in the document.
 from __future__ import annotations
 
 import contextlib
+import functools
 import linecache
 import sys
 import traceback
@@ -35,7 +36,7 @@ from gradtrace.analysis.run import analyze_parts
 from gradtrace.capture.compiled import QuietGlobalHooks, backend_unavailable, hide_from_dynamo
 from gradtrace.capture.definitions import watch_parameters
 from gradtrace.capture.diagnose import describe_error, describe_raise
-from gradtrace.capture.document import build_document
+from gradtrace.capture.document import build_document, tensor_reader
 from gradtrace.capture.events import LimitReached
 from gradtrace.capture.folded import Folds
 from gradtrace.capture.library import LibraryCalls
@@ -248,7 +249,8 @@ class record:
         meanwhile (NOTE [gc while building documents] in gradtrace/collector.py)."""
         doc = self.document_parts(analysis=False)
         with gc_paused(settle=True):
-            out = NotebookRunDocument.from_capture(doc, analyze_parts)
+            out = NotebookRunDocument.from_capture(  # the dynamics read the kept tensors
+                doc, functools.partial(analyze_parts, tensors=tensor_reader(self.recorder)))
         out._tensor_store = self.recorder.tensor_file  # NOTE [tensors by key] in notebook/run.py
         return out
 

@@ -16,6 +16,7 @@ from typing import Any
 import torch
 
 from gradtrace.analysis.gradcheck.verdict import nonfinite_reason
+from gradtrace.gradcheck.suspect import all_nodes
 from gradtrace.schema.gradcheck import ElementCheck, Reason
 
 
@@ -27,14 +28,7 @@ def producer(row: torch.Tensor, tensors: list[torch.Tensor]) -> Any:
     """The node whose backward made the first NaN (else inf) of ``d row / d tensors``."""
     if row.grad_fn is None:
         return None
-    seen: set[Any] = set()
-    stack = [row.grad_fn]
-    while stack:
-        n = stack.pop()
-        if n in seen:
-            continue
-        seen.add(n)
-        stack.extend(m for m, _ in n.next_functions if m is not None)
+    seen = all_nodes([row])
     order: list[tuple[Any, tuple[Any, ...], tuple[Any, ...]]] = []
     handles = []
     for n in seen:

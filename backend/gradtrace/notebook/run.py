@@ -335,6 +335,16 @@ class NotebookRunDocument(RunDocument):
         self._build()
         return super().__getstate__()
 
+    @property
+    def dynamics(self) -> Any:
+        """The series by iteration (``analysis.dynamics``) as rows, one per iteration and series
+        (:func:`gradtrace.notebook.dynamics.rows`); a pandas DataFrame when pandas is
+        installed; empty with fewer than two backward passes."""
+        from gradtrace.notebook.dynamics import table
+
+        found = self.analysis
+        return table(None if found is None else found.dynamics)
+
     def _repr_html_(self) -> str:
         """In a notebook, a document shows a link to its page and a summary of its graph."""
         from gradtrace.notebook.summary import render_html
@@ -353,12 +363,16 @@ class NotebookRunDocument(RunDocument):
             (n for n in nodes if n.get("name") == node and n["kind"] == "function"), None)
         return explain_node(doc, found["id"] if found else node, pass_index, index)
 
-    def save_html(self, path: str, *, title: str | None = None) -> str:
+    def save_html(self, path: str, *, title: str | None = None, tensor_budget: int | None = None) -> str:
         """Write this run as one self-contained HTML file that opens offline and plays it
-        (:mod:`gradtrace.notebook.html`); answers the path."""
+        (:mod:`gradtrace.notebook.html`); answers the path. It carries at most
+        ``tensor_budget`` bytes of the run's tensors (default ``TENSOR_BUDGET``, 8 MiB: NOTE
+        [tensors carried offline] in ``notebook/carried_tensors.py``)."""
+        from gradtrace.notebook.carried_tensors import TENSOR_BUDGET
         from gradtrace.notebook.html import save_html
 
-        return str(save_html(self, path, title=title))
+        budget = TENSOR_BUDGET if tensor_budget is None else tensor_budget
+        return str(save_html(self, path, title=title, tensor_budget=budget))
 
 
 __all__ = ["NotebookRunDocument"]

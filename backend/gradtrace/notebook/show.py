@@ -33,10 +33,12 @@ class StaticRun:
         return render_html(RunDocument.model_validate(self.document), run_url=self.run_url)
 
 
-def show(obj: Any, *, step: int | None = None, height: str = "620px", run_url: str | None = None) -> Any:
+def show(obj: Any, *, step: int | None = None, height: str = "620px", run_url: str | None = None,
+         tensors: bytes | None = None) -> Any:
     """Show a run in the notebook: a ``RunDocument``, a ``gradtrace.record`` block that has run,
     a document dict or its JSON. Answers the widget (``w.step``, ``w.selected``), or without
-    anywidget a static picture (said once, on stderr)."""
+    anywidget a static picture (said once, on stderr). The widget's inspector asks the kernel
+    for the run's tensors: ``obj``'s tensor file, or ``tensors`` (safetensors bytes)."""
     global _said_no_anywidget
     run_url = run_url or getattr(obj, "_run_url", None)
     if not widget_available():
@@ -47,4 +49,4 @@ def show(obj: Any, *, step: int | None = None, height: str = "620px", run_url: s
         return StaticRun(as_document(obj), run_url)
     from gradtrace.notebook.widget import GradtraceWidget
 
-    return GradtraceWidget(obj, step=step, run_url=run_url, height=height)
+    return GradtraceWidget(obj, step=step, run_url=run_url, height=height, tensors=tensors)

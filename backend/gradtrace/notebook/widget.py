@@ -1,6 +1,13 @@
 """The anywidget behind ``gradtrace.show()``: the viewer of ``frontend/src/embed.js`` with the
 step and the selection synced both ways.
 
+NOTE [tensors through the comm]
+    The inspector's tensors (``frontend/src/tensors/source.js`` ``kernelSource``) are asked
+    for one at a time, ``{type: "tensor", key, seq}``; the kernel answers with a custom message
+    ``{type: "tensor", seq, dtype, shape}`` (or ``error``) and the tensor's raw bytes as its one
+    binary buffer, sliced from the run's tensor file (``doc.tensor_bytes()``): never base64,
+    never the whole file.
+
 NOTE [documents through the comm]
     The document travels once, as a binary buffer holding its gzip-compressed canonical JSON
     (``_doc``), not as a JSON string trait: a GRU-200 document is ≈4 MB of JSON and ≈0.5 MB
@@ -19,6 +26,7 @@ import traitlets
 
 from gradtrace.analysis.numbers import number
 from gradtrace.notebook.assets import asset_text
+from gradtrace.notebook.carried_tensors import tensor_slice
 from gradtrace.notebook.documents import shown_document
 
 SMALL_TENSOR = 10_000
@@ -62,9 +70,10 @@ class GradtraceWidget(anywidget.AnyWidget):  # type: ignore[misc]
         return asset_text("widget.js")
 
     def __init__(self, document: Any, *, step: int | None = None, run_url: str | None = None,
-                 height: str = "620px") -> None:
+                 height: str = "620px", tensors: bytes | None = None) -> None:
         self._shown = shown_document(document)  # NOTE [one document path]: its bytes as they are
         self._node_index: dict[str, dict[str, Any]] | None = None
+        self._tensor_file: bytes | None = tensors if tensors is not None else tensor_bytes_of(document)
         super().__init__(_doc=self._shown.compressed(), step=-1 if step is None else step,
                          run_url=run_url or "", height=height)
         self.on_msg(self._on_msg)
@@ -106,6 +115,9 @@ class GradtraceWidget(anywidget.AnyWidget):  # type: ignore[misc]
         if isinstance(content, dict) and content.get("type") == "explain":
             self._answer_explain(content)
             return
+        if isinstance(content, dict) and content.get("type") == "tensor":
+            self._answer_tensor(content)
+            return
         if not isinstance(content, dict) or content.get("type") != "check":
             return
         from gradtrace.errors import GradtraceError
@@ -129,6 +141,22 @@ class GradtraceWidget(anywidget.AnyWidget):  # type: ignore[misc]
         except (GradtraceError, KeyError, ValueError) as e:
             answer = {"error": str(e).strip("'\"")}
         self._explain = {"seq": content.get("seq"), **answer}
+
+    def _answer_tensor(self, content: dict[str, Any]) -> None:
+        """NOTE [tensors through the comm]."""
+        key, seq = content.get("key"), content.get("seq")
+        if not isinstance(key, str) or len(key) > 200:
+            self.send({"type": "tensor", "seq": seq, "error": "a tensor is asked for by its key"})
+            return
+        if self._tensor_file is None:
+            self.send({"type": "tensor", "seq": seq, "error": "this run's document carries no tensor file"})
+            return
+        try:
+            dtype, shape, raw = tensor_slice(self._tensor_file, key)
+        except (KeyError, ValueError) as e:
+            self.send({"type": "tensor", "seq": seq, "error": str(e).strip("'\"")})
+            return
+        self.send({"type": "tensor", "seq": seq, "key": key, "dtype": dtype, "shape": shape}, buffers=[raw])
 
     @property
     def document(self) -> dict[str, Any]:
@@ -175,6 +203,21 @@ class GradtraceWidget(anywidget.AnyWidget):  # type: ignore[misc]
                 outs = [g for g in ev.get("grad_outputs") or [] if g]
                 return outs[0] if outs else None
         return None
+
+
+def tensor_bytes_of(obj: Any) -> bytes | None:
+    """The tensor file (safetensors bytes) behind what ``show()`` was handed: a document's
+    (``doc.tensor_bytes()``) or a ``gradtrace.record`` block's, else None."""
+    tensor_bytes = getattr(obj, "tensor_bytes", None)
+    if callable(tensor_bytes):
+        data = tensor_bytes()
+        return data if isinstance(data, bytes) else None
+    try:
+        kept = obj.recorder.tensor_file
+    except (AttributeError, RuntimeError):
+        return None
+    data = getattr(kept, "data", None)
+    return data if isinstance(data, bytes) else None
 
 
 def _tensor(tv: dict[str, Any] | None) -> Any:

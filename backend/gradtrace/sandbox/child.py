@@ -149,10 +149,11 @@ def _prefault() -> None:
         only delay that job (and cost CPU the queue needs).
     """
     try:
-        from gradtrace.capture import WARM_UP_SNIPPET, run_snippet
+        from gradtrace.capture import WARM_UP_SNIPPET, WARM_UP_TENSOR_BUDGET, run_snippet
         from gradtrace.schema.canonical import canonical_json
 
-        canonical_json(run_snippet(WARM_UP_SNIPPET, seed=0, json_parts=True))
+        canonical_json(run_snippet(WARM_UP_SNIPPET, seed=0, json_parts=True,
+                                   tensor_budget=WARM_UP_TENSOR_BUDGET, tensor_sink=[]))
     except Exception:
         pass
 

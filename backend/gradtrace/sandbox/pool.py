@@ -139,7 +139,7 @@ class ForkServerPool(Runner):
 
     async def _execute(self, client: ZygoteClient, child: Child, job: Job) -> JobResult:
         out = CappedReader(child.out_r, job.limits.output_bytes)
-        res = CappedReader(child.res_r, job.limits.result_bytes)
+        res = CappedReader(child.res_r, job.limits.answer_bytes)  # NOTE [answer cap] in jobs.py
         ending = Ending()
         try:
             await self._send_job(child, job)

@@ -32,7 +32,10 @@ class Hint(_Model):
         "its line from `Node.grad_edits`), `double-softmax`, `sigmoid-bce`, `unstable-math`, `loss-broadcast`, "
         "`graph-kept-alive`, `zero-gradient-op`, `non-differentiable-op` (argmax, a comparison or an integer cast "
         "cut a leaf off), `gradients-vanish` / `gradients-explode` (weight gradients change by 1e4 or more from the "
-        "last layer to the first, 4x or more per layer), `train-mode-in-eval` (dropout or batch norm in training "
+        "last layer to the first over three or more weight layers, 1e2 or more over five or more, 4x or more per "
+        "layer), `update-ratio-high` / `update-ratio-low` (a weight's "
+        "update:data ratio far from 1e-3), `relu-dead` (a ReLU layer mostly 0), `activation-saturated` (a tanh or "
+        "sigmoid layer mostly saturated), `train-mode-in-eval` (dropout or batch norm in training "
         "mode under `no_grad`), `threads-unrecorded` (a thread the run started built graphs that were not recorded)"))
     severity: Severity = Field(description="`error`, `warning` or `info`")
     title: str = Field(description="one line")
@@ -95,6 +98,49 @@ class Starved(_Model):
     detail: str = Field(description="one sentence saying it")
 
 
+# --- training dynamics (analysis/dynamics/) -------------------------------------------------
+
+Series = list[int | float | str | None]
+
+
+class ParamSeries(_Model):
+    """One parameter's series by iteration (NOTE [dynamics from the recorded numbers] in
+    analysis/dynamics/series.py)."""
+
+    node: str = Field(description="its tensor node")
+    name: str | None = Field(None, description="its name (`model.0.weight`)")
+    module: str | None = Field(None, description="the module path it belongs to (`model.0`), or null")
+    grad_norm: Series = Field(description="‖grad‖ (of `.grad` after the iteration's backward) per iteration, or null")
+    grad_mean: Series = Field(description="mean |grad| per iteration, from the tensor file, or null")
+    grad_max: Series = Field(description="max |grad| per iteration, or null")
+    update: Series = Field(description=(
+        "log10 of the update:data ratio ‖Δw‖/‖w‖ of the step that applied this iteration's gradient, or null"))
+
+
+class LayerSeries(_Model):
+    """One activation layer's saturated (tanh, sigmoid) or dead (ReLU) share by iteration
+    (NOTE [saturated and dead] in analysis/dynamics/layers.py)."""
+
+    module: str | None = Field(None, description="the module that ran it, or null")
+    kind: Literal["tanh", "sigmoid", "relu"] = Field(description="`tanh`, `sigmoid` or `relu`")
+    line: int | None = Field(None, description="its snippet line")
+    nodes: list[str | None] = Field(description="its function node per iteration (the first call), or null")
+    share: Series = Field(description=(
+        "per iteration: the share of outputs with |y| > threshold (tanh), |2y − 1| > threshold (sigmoid) or exactly "
+        "0 (relu), over all its calls in that iteration; null when not kept"))
+
+
+class Dynamics(_Model):
+    """Series by iteration of a run with two or more backward passes, each list one entry per
+    iteration (`iterations`)."""
+
+    threshold: float = Field(description="the saturation threshold (0.97, Karpathy's makemore lecture)")
+    iterations: list[int] = Field(description="the backward pass (`passes[].index`) of each iteration")
+    loss: Series = Field(description="the value of each pass's (scalar) root, or null")
+    params: list[ParamSeries] = Field(description="each parameter that got a gradient, in network order")
+    layers: list[LayerSeries] = Field(description="each tanh, sigmoid or ReLU layer, in network order")
+
+
 class Analysis(_Model):
     """Everything the analysis says about one run."""
 
@@ -106,6 +152,8 @@ class Analysis(_Model):
         "the code's blocks under `torch.no_grad()`, `torch.inference_mode()` or `torch.set_grad_enabled(False)` (a "
         "`with` or a decorator), in source order, where no graph is recorded (`GradOffBlock`); absent when there is "
         "none")
+    dynamics: Dynamics | None = _optional(
+        "series by iteration for the dynamics panel (`Dynamics`); absent with fewer than two backward passes")
     starved: list[Starved] | None = _optional(
         "every leaf and parameter that ends with no gradient, with what starved it (`Starved`); absent when none "
         "does or no backward ran")

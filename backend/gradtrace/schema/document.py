@@ -162,6 +162,16 @@ class GradEdit(_Model):
         "made inside a backward call (a hook), after the leaf's accumulation in it"))
 
 
+class ValueStep(_Model):
+    """A leaf's data changed between two looks (an optimizer's step): NOTE [a leaf's value around
+    each step] in capture/valuesteps.py."""
+
+    at: int = Field(description=(
+        "`len(grad_history)` before the change: the step follows the `at`-th accumulation"))
+    norm: Number = Field(description="‖w‖ before the change")
+    delta: Number = Field(description="‖w_after − w_before‖")
+
+
 class Cut(_Model):
     """Why a tensor has no history although it came from one (``detach()``, ``no_grad``)."""
 
@@ -236,6 +246,9 @@ class Node(_Model):
     output: list[TensorValue | None] | None = _optional(
         "function nodes: each forward output as the op returned it (stats, and its `key` in the tensor file), null "
         "for an output not seen; absent when none was kept")
+    value_steps: list[ValueStep] | None = _optional(
+        "leaves: each change of the leaf's data between backward calls (an optimizer's step), in "
+        "order, as two norms (`ValueStep`); absent when it never changed")
     value_end: TensorValue | None = _optional(
         "leaves: the value at the end of the run (after an optimizer's update); absent without a tensor file")
 

@@ -37,6 +37,7 @@ export function mountPanels(viewer, root, opts) {
     toggleRepeat: (path) => viewer.toggleRepeat(path),
     pickUnit: (u) => viewer.pickUnit(u),
     jump: (unit, back) => viewer.jump(unit, back),
+    go: (k) => viewer.apply({ go: k }),  // a step, as the user picked it (ui/dynamics.js)
   };
   for (const panel of PANELS) {
     const mounted = panel.mount(ctx);

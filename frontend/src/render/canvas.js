@@ -70,6 +70,8 @@ export class GraphCanvas {
   }
 
   setSelection(vs) { this.selected = new Set(vs); this.redraw(); }
+  /** Fill colours by visible node (a Map v → CSS colour; ui/colour-by.js), or null for the kinds' own. */
+  setTint(tint) { this.tint = tint; this.redraw(); }
   setLineSelection(vs) { this.lineSel = new Set(vs); this.redraw(); }
 
   /** Frame the graph (NOTE [fit] in render/fit.js); `whole` shows all of it, however small. */
@@ -190,7 +192,7 @@ export class GraphCanvas {
     const { w, h } = this._size();
     const ctx = this.base.getContext("2d");
     const st = this.scene ? stepState(this.scene, this.k) : null;
-    const opts = { pal: this.pal, dpr: this.dpr, selected: this.selected, lineSel: this.lineSel };
+    const opts = { pal: this.pal, dpr: this.dpr, selected: this.selected, lineSel: this.lineSel, tint: this.tint || null };
     drawScene(ctx, this.scene, st, this.cam, w, h, opts);
     // A host's own marks over the frame (the compare page's tints: src/compare/tints.js).
     if (this.decorate && this.scene) this.decorate(ctx, { scene: this.scene, k: this.k, cam: this.cam, dpr: this.dpr, pal: this.pal });

@@ -188,6 +188,24 @@ export function drawScene(ctx, scene, st, cam, vw, vh, opts) {
     }
     ctx.fillStyle = style.fill;
     ctx.fill();
+    if (opts.tint) {  // coloured by a statistic (ui/colour-by.js): the node's own fill, the kind's outline
+      for (const v of list) {
+        const c = opts.tint.get(v);
+        if (!c) continue;
+        const n = vnodes[v];
+        ctx.fillStyle = c;
+        ctx.beginPath();
+        if (round) ctx.roundRect(xs[v] - n.w / 2, ys[v] - n.h / 2, n.w, n.h, kind === "acc" || kind === "output" ? n.h / 2 : 6);
+        else ctx.rect(xs[v] - n.w / 2, ys[v] - n.h / 2, n.w, n.h);
+        ctx.fill();
+      }
+      ctx.beginPath();
+      for (const v of list) {
+        const n = vnodes[v];
+        if (round) ctx.roundRect(xs[v] - n.w / 2, ys[v] - n.h / 2, n.w, n.h, kind === "acc" || kind === "output" ? n.h / 2 : 6);
+        else ctx.rect(xs[v] - n.w / 2, ys[v] - n.h / 2, n.w, n.h);
+      }
+    }
     if (k > 0.15) {
       ctx.lineWidth = (kind === "group" ? 1.5 : 1.2) * px;
       ctx.strokeStyle = style.stroke;

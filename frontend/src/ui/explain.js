@@ -112,8 +112,14 @@ export class ExplainPanel {
     const root = el("section", { class: "gt-explain", "data-gt": "explain" }, el("h4", {}, "Explain this node"));
     const body = el("div", { class: "gt-explain-body" }, "Working out the rule…");
     root.append(body);
+    this.last = { doc, node, body };
     this.load(doc, node, null, body);
     return root;
+  }
+
+  /** Explain the shown node at `index` (an element picked in a gradient's heatmap: ui/tensors.js). */
+  pickElement(index) {
+    if (this.last && this.last.body.isConnected) this.load(this.last.doc, this.last.node, index, this.last.body);
   }
 
   async load(doc, node, index, body) {

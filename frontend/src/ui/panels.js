@@ -72,7 +72,8 @@ export function renderErrorExplain(box, words, errors, onLine) {
 }
 
 export function renderLegend(root) {
-  root.replaceChildren();
+  const colourBy = root.querySelector('[data-gt="colour-by"]');  // its own panel's (ui/colour-by.js)
+  root.replaceChildren(...(colourBy ? [colourBy] : []));
   for (const [kind, text] of Object.entries(KINDS)) {
     const li = document.createElement("li");
     const sw = document.createElement("span");

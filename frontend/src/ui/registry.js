@@ -22,6 +22,7 @@
  *   ui/ exporting such a record, and one line here.
  */
 import { codeMarksPanel } from "./code-marks.js";
+import { dynamicsPanel } from "./dynamics.js";
 import { explainPanel } from "./explain.js";
 import { findingsPanel } from "./findings.js";
 import { goalsPanel } from "./goals.js";
@@ -34,8 +35,14 @@ import { predictPanel } from "./predict.js";
 import { searchPanel } from "./search-box.js";
 import { sentencePanel } from "./sentence.js";
 import { transportPanel } from "./transport.js";
+// the inspector's tensors (after Explain: a picked element asks it)
+import { tensorsPanel } from "./tensors.js";
+import { colourByPanel } from "./colour-by.js";
 
 export const PANELS = [
-  gradcheckPanel, explainPanel, inspectorPanel, transportPanel, findingsPanel, sentencePanel, codeMarksPanel,
+  gradcheckPanel, explainPanel, tensorsPanel, inspectorPanel, transportPanel, findingsPanel, sentencePanel, codeMarksPanel,
   keysPanel, searchPanel, predictPanel, goalsPanel, iterationsPanel, graphStatusPanel, modulesPanel, nodeListPanel,
+  colourByPanel,
 ];
+// The training-dynamics charts (ui/dynamics.js): their own line, apart from the list above.
+PANELS.push(dynamicsPanel);

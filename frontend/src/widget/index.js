@@ -12,12 +12,16 @@
  *              "Check gradient" button sends {type: "check", node} and Python answers here
  *   _explain   the latest "Explain this node" answer, {seq, answer} or {seq, error}: the panel
  *              sends {type: "explain", node, index, seq} and Python answers here
+ * and the inspector's tensors, one by key: {type: "tensor", key, seq} to the kernel, answered
+ * by a custom message with the tensor's raw bytes as its buffer (NOTE [tensors through the
+ * comm] in backend/gradtrace/notebook/widget.py; tensors/source.js kernelSource).
  * Everything it needs ships in this one file: the page's modules, the layout worker's source
  * (started from a blob URL) and the page's CSS. No server, no CDN.
  */
 import WORKER_SOURCE from "gt:layout-worker-source";
 import CSS from "gt:viewer-css";
 import { EmbeddedViewer, gunzipJson } from "../embed.js";
+import { kernelSource } from "../tensors/source.js";
 
 let workerUrl = null;
 function layoutWorkerUrl() {
@@ -57,9 +61,29 @@ async function render({ model, el }) {
     const w = waiting; waiting = null;
     if (got.error) w.reject(new Error(got.error)); else w.resolve(got.answer);
   };
+  // The inspector's tensors: each request has its number, every answer is taken by its number.
+  const asking = new Map();
+  let tensorSeq = 0;
+  const onCustom = (msg, buffers) => {
+    if (!msg || msg.type !== "tensor" || !asking.has(msg.seq)) return;
+    const w = asking.get(msg.seq); asking.delete(msg.seq);
+    if (msg.error) w.reject(new Error(msg.error));
+    else w.resolve({ dtype: msg.dtype, shape: msg.shape, bytes: bytesOf(buffers && buffers[0]) || new Uint8Array(0) });
+  };
+  let source = null;
+  const tensors = (doc) => {
+    if (!doc || !doc.tensors) return null;
+    source ??= kernelSource((key) => new Promise((resolve, reject) => {
+      tensorSeq += 1;
+      asking.set(tensorSeq, { resolve, reject });
+      model.send({ type: "tensor", key, seq: tensorSeq });
+    }));
+    return source;
+  };
   const viewer = new EmbeddedViewer(host, {
     checks,
     explain,
+    tensors,
     css: CSS,
     workerUrl: layoutWorkerUrl(),
     height: model.get("height"),
@@ -73,6 +97,7 @@ async function render({ model, el }) {
     if (!bytes || !bytes.byteLength) return;
     const t0 = performance.now();
     const doc = await gunzipJson(bytes);
+    source = null;  // a new document: its own tensors
     const timing = await viewer.load(doc, { step: model.get("step") >= 0 ? model.get("step") : null, runUrl: model.get("run_url") || null });
     if (timing) Object.assign(host.dataset, { loadMs: String(Math.round(performance.now() - t0)), drawnAt: String(Date.now()) });
     const sel = model.get("_selected");
@@ -94,6 +119,7 @@ async function render({ model, el }) {
   model.on("change:_selected", onSel);
   model.on("change:_check", onCheck);
   model.on("change:_explain", onExplain);
+  model.on("msg:custom", onCustom);
   await load();
   return () => {
     model.off("change:_doc", load);
@@ -101,6 +127,7 @@ async function render({ model, el }) {
     model.off("change:_selected", onSel);
     model.off("change:_check", onCheck);
     model.off("change:_explain", onExplain);
+    model.off("msg:custom", onCustom);
     viewer.destroy();
   };
 }

@@ -15,7 +15,11 @@ NOTE [first divergence]
     backward call the gradient received is checked before the gradient produced, so a node
     that only passes on a difference made upstream is never named in its place; the node
     named is the one whose own backward made the difference. Nodes only one run has are
-    reported as such, not as divergences.
+    reported as such, not as divergences. At a function node's forward event its outputs
+    (``output``, kept with a tensor file) are compared too, so the first op whose result
+    differs is named, not the loss that carried the difference; with both runs' tensor files,
+    outputs and gradients are compared element by element (NOTE [exact deltas from the
+    tensor files] in ``analysis/compare/exact.py``).
 """
 
 from __future__ import annotations
@@ -25,9 +29,11 @@ from typing import Any
 
 from gradtrace.analysis.compare import deltas as dl
 from gradtrace.analysis.compare.align import line_map, pair_nodes
+from gradtrace.analysis.compare.exact import Measure
 from gradtrace.analysis.compare.memory import memory_timeline
 from gradtrace.analysis.compare.steps import merged_steps, paired_events
 from gradtrace.analysis.compare.words import divergence_sentence, summary
+from gradtrace.analysis.kept import KeptTensors
 from gradtrace.collector import gc_paused
 from gradtrace.errors import InvalidRequest, PayloadTooLarge
 from gradtrace.schema import SCHEMA_VERSION
@@ -53,17 +59,18 @@ gradients a call received are the ones its consumers produced; they are measured
 way to the first divergence (NOTE [first divergence])."""
 
 
-def compare_documents(a: _Doc, b: _Doc, *, max_nodes: int = MAX_NODES,
-                      max_events: int = MAX_EVENTS) -> Comparison:
-    """What changed from run A to run B (:class:`Comparison`)."""
+def compare_documents(a: _Doc, b: _Doc, *, max_nodes: int = MAX_NODES, max_events: int = MAX_EVENTS,
+                      tensors_a: KeptTensors | None = None, tensors_b: KeptTensors | None = None) -> Comparison:
+    """What changed from run A to run B (:class:`Comparison`); ``tensors_a``/``tensors_b``: their
+    tensor files, read for exact deltas on the way to the first divergence."""
     for side, doc in (("a", a), ("b", b)):
         check_document(side, doc, max_nodes=max_nodes, max_events=max_events)
     # Nothing built here is cyclic: collections would only walk the two documents again and again.
     with gc_paused():
-        return _compare(a, b)
+        return _compare(a, b, Measure(tensors_a, tensors_b))
 
 
-def _compare(a: _Doc, b: _Doc) -> Comparison:
+def _compare(a: _Doc, b: _Doc, measure: Measure) -> Comparison:
     nodes_a, nodes_b = a["graph"]["nodes"], b["graph"]["nodes"]
     events_a, events_b = a.get("events") or [], b.get("events") or []
     made, left_a, left_b = pair_nodes(nodes_a, nodes_b, line_map(a.get("code"), b.get("code")))
@@ -96,7 +103,7 @@ def _compare(a: _Doc, b: _Doc) -> Comparison:
         "steps": merged_steps(len(events_a), len(events_b), paired_events(events_a, events_b, b_of)),
         "same_structure": not left_a and not left_b and order.same and not any(r["shape_changed"] for r in rows),
         "summary": ""})
-    divergence = _first_divergence(a, b, b_of, event_deltas, floor, {p.a: p for p in result.pairs})
+    divergence = _first_divergence(a, b, b_of, event_deltas, floor, {p.a: p for p in result.pairs}, measure)
     result = result.model_copy(update={"first_divergence": divergence})
     return result.model_copy(update={"summary": summary(result)})
 
@@ -211,9 +218,11 @@ def _backward_order(events_a: list[_Doc], events_b: list[_Doc], a_of: dict[str, 
 
 
 def _first_divergence(a: _Doc, b: _Doc, b_of: dict[str, str], event_deltas: dict[int, tuple[int, _EventDeltas]],
-                      floor: float, pairs: dict[str, NodePair]) -> Divergence | None:
+                      floor: float, pairs: dict[str, NodePair], measure: Measure) -> Divergence | None:
     """NOTE [first divergence]."""
     nodes_a = a["graph"]["nodes"]
+    by_id_a = {n["id"]: n for n in nodes_a}
+    by_id_b = {n["id"]: n for n in b["graph"]["nodes"]}
     events_a = a.get("events") or []
     events_b = b.get("events") or []
     forward_b = {e["node"]: k for k, e in enumerate(events_b) if e.get("phase") == "forward"}
@@ -246,13 +255,20 @@ def _first_divergence(a: _Doc, b: _Doc, b_of: dict[str, str], event_deltas: dict
             pair = pairs.get(node_id)
             if pair is not None and pair.shape_changed:
                 return _divergence("forward", pair, "shape", k, forward_b.get(pair.b), None)
+            if pair is not None and by_id_a[node_id].get("output") and by_id_b[pair.b].get("output"):
+                out = measure.many(by_id_a[node_id]["output"], by_id_b[pair.b]["output"])
+                if out is not None and dl.beyond(out, floor):
+                    return _divergence("forward", pair, "value", k, forward_b.get(pair.b),
+                                       TensorDelta.model_validate(_judged(out, floor)))
             if (found := forward_check(after.get(node_id, []), k)) is not None:
                 return found
             continue
         if k not in event_deltas or node_id not in pairs:
             continue
         b_event, (produced, accumulated) = event_deltas[k]
-        received = _tensor_list_delta(event.get("grad_outputs"), events_b[b_event].get("grad_outputs"))
+        received = measure.many(event.get("grad_outputs"), events_b[b_event].get("grad_outputs"))
+        if produced is not None and not produced.exact:
+            produced = measure.many(event.get("grad_inputs"), events_b[b_event].get("grad_inputs"))
         for what, delta in (("grad_outputs", received), ("grad_inputs", produced), ("grad", accumulated)):
             if delta is not None and dl.beyond(delta, floor):
                 return _divergence("backward", pairs[node_id], what, k, b_event,

@@ -2,8 +2,8 @@
 
 NOTE [what a comparison reads]
     :func:`gradtrace.analysis.compare.compare_documents` reads plain dicts. A stored document
-    (canonical JSON of the current schema) holds much it never reads: each node's outputs,
-    gradient history, dtype and device, the values of its saved tensors; each event's line
+    (canonical JSON of the current schema) holds much it never reads: each node's output
+    metadata, gradient history, dtype and device, the values of its saved tensors; each event's line
     and hook flag. :func:`read_for_compare` decodes the JSON straight into dicts that hold only
     the fields below (msgspec skips the rest without building them): on a GRU unrolled 200
     steps, about half the parse time, and a smaller document kept in the service's cache
@@ -49,6 +49,7 @@ class _Node(TypedDict, total=False):
     saved: list[_Saved] | None
     saved_unread: Any
     saved_once: Any
+    output: Any
 
 
 # "pass" is a keyword: the functional form names it.

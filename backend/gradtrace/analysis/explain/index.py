@@ -98,7 +98,25 @@ def _mean_dim(ctx: Ctx, i: int, k: int) -> tuple[str, float]:
     return f"{fmt(ctx.g.at(j))} / {n}", ctx.g.at(j) / n
 
 
+def _split(ctx: Ctx, i: int, k: int) -> tuple[str, float]:
+    """Input element ``k`` went to output ``c // split_size`` at ``c % split_size`` along dim."""
+    shape = _in_shape(ctx, i)
+    c = list(unravel(k, shape))
+    dim = norm_dim(int(ctx.arg("dim")), len(shape))
+    size = int(ctx.arg("split_size"))
+    part, c[dim] = divmod(c[dim], size) if size > 0 else (0, c[dim])
+    g = ctx.gs[part] if part < len(ctx.gs) else None
+    if g is None:
+        return f"0  (output {part} received no gradient)", 0.0
+    value = g.at(ravel(tuple(c), g.shape))
+    return f"grad_out{part}{c} = {fmt(value)}", value
+
+
 BACKWARD_RULES: dict[str, Rule] = {
+    "SplitBackward0": Rule(("grad_self = the outputs' gradients joined along dim (an output that got none: 0)",),
+                           ((),), _split, ("dim", "split_size")),
+    "UnsafeSplitBackward0": Rule(("grad_self = the outputs' gradients joined along dim (an output that got none: 0)",),
+                                 ((),), _split, ("dim", "split_size")),
     "SelectBackward0": Rule(("grad_self[…, i, …] = grad_out[…] · [i = index]  (i along dim)",), ((),),
                             _select, ("dim", "index")),
     "SliceBackward0": Rule(("grad_self[…, i, …] = grad_out[…, (i − start) / step, …] for i in start:end:step, "

@@ -17,10 +17,11 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from gradtrace.analysis.explain import index, nn, ops
+from gradtrace.analysis.explain import index, lookup, nn, ops
+from gradtrace.analysis.explain.operands import Numbers
 from gradtrace.analysis.explain.ops import Ctx, NotKept, Rule
 from gradtrace.analysis.explain.tensors import Flat, fmt, numel, ravel, unravel
-from gradtrace.analysis.numbers import flatten
+from gradtrace.analysis.kept import KeptTensors
 from gradtrace.errors import NotFound
 
 JSON = dict[str, Any]
@@ -30,7 +31,9 @@ common cases IEEE's way: ``local_derivatives._div``)."""
 _MISFIT = (IndexError, KeyError, TypeError)
 """What a rule raises on a document whose shapes or saved arguments contradict each other (a
 job's result is untrusted: NOTE [fast path] in schema/fast.py), answered as a note, not a 500."""
-BACKWARD_RULES: dict[str, Rule] = {**ops.BACKWARD_RULES, **index.BACKWARD_RULES, **nn.BACKWARD_RULES}
+_NOT_KEPT = "neither in the document nor in the run's tensor file"
+BACKWARD_RULES: dict[str, Rule] = {**ops.BACKWARD_RULES, **index.BACKWARD_RULES, **nn.BACKWARD_RULES,
+                                   **lookup.BACKWARD_RULES}
 """Every backward op with a rule, by autograd's class name."""
 
 
@@ -39,14 +42,9 @@ def _encode(x: float) -> float | str:
     return x if math.isfinite(x) else str(x)
 
 
-def _flat(value: JSON | None) -> Flat | None:
-    if not value or value.get("values") is None:
-        return None
-    shape = tuple(int(s) for s in value.get("shape") or [])
-    values = flatten(value["values"])
-    if len(values) != numel(shape):  # a summary (large tensor), not every element
-        return None
-    return Flat(values, shape)
+def _flat(value: JSON | None, numbers: Numbers | None = None) -> Flat | None:
+    """Every element of TensorValue ``value``: inline, else from the tensor file through ``numbers``."""
+    return (numbers or Numbers({}, None)).flat(value)
 
 
 def _event(doc: JSON, node_id: str, pass_index: int | None) -> JSON | None:
@@ -66,69 +64,63 @@ def _node(doc: JSON, node_id: str) -> JSON:
     raise NotFound(f"no node {node_id!r} in this run")
 
 
-def _context(node: JSON, event: JSON) -> Ctx | None:
+def _context(node: JSON, event: JSON, numbers: Numbers | None = None) -> Ctx | None:
+    numbers = numbers or Numbers({}, None)
     outs = event.get("grad_outputs") or []
-    g = _flat(outs[0] if outs else None)
-    if g is None:
+    gs = tuple(numbers.flat(o) for o in outs)
+    g = next((x for x in gs if x is not None), None) if len(gs) > 1 else (gs[0] if gs else None)
+    if g is None or (len(gs) > 1 and any(o is not None and x is None for o, x in zip(outs, gs, strict=True))):
         return None
+    rule = BACKWARD_RULES.get(str(node.get("name")))
     saved = {}
     names = set()
     for s in node.get("saved") or []:
         names.add(str(s.get("name")))
-        flat = _flat(s.get("value"))
+        flat = numbers.saved(node, s, rule) if rule is not None else numbers.flat(s.get("value"))
         if flat is not None:
             saved[str(s.get("name"))] = flat
+    if rule is not None and node.get("saved_unread"):
+        # checkpointed: nothing was read when the node was made; its backward reads the same
+        # values recomputed, which are the forward values the tensor file keeps
+        for name in {n for needs in rule.needs for n in needs} - names:
+            flat = numbers.saved(node, {"name": name}, rule)
+            if flat is not None:
+                saved[name] = flat
+                names.add(name)
     shapes: list[tuple[int, ...] | None] = []
     for gi in event.get("grad_inputs") or []:
         shapes.append(tuple(int(x) for x in gi["shape"]) if gi and gi.get("shape") is not None else None)
-    return Ctx(g, saved, shapes, dict(node.get("saved_args") or {}), frozenset(names))
+    if not shapes and node.get("name") == "AccumulateGrad":
+        shapes = [g.shape]  # what it adds to the leaf's .grad: the received gradient, element by element
+    return Ctx(g, saved, shapes, dict(node.get("saved_args") or {}), frozenset(names), gs)
 
 
 def _missing(rule: Rule, ctx: Ctx, i: int) -> str | None:
     """Why input ``i``'s rule cannot be worked out from this document, or None."""
     values = [n for n in rule.needs[i] if n not in ctx.saved]
     if values:
-        return f"values of {', '.join(values)} were not kept (more than 1,000 elements)"
+        return f"values of {', '.join(values)} were not kept ({_NOT_KEPT})"
     args = [a for a in rule.args if a not in ctx.args]
     if args:
-        return f"the argument{'s' if len(args) > 1 else ''} {', '.join(args)} not recorded (an older document)"
+        return f"the argument{'s' if len(args) > 1 else ''} {', '.join(args)} not recorded"
     return None
 
 
-def evaluate(doc: JSON, node_id: str, pass_index: int | None = None) -> list[list[float] | None]:
-    """Every input's gradient as the rule computes it from the document's numbers (None where the
-    rule cannot: no gradient passed, an operand's value not kept, or no rule for the op)."""
-    node = _node(doc, node_id)
-    rule = BACKWARD_RULES.get(str(node.get("name")))
-    event = _event(doc, node_id, pass_index)
-    ctx = _context(node, event) if event else None
-    if rule is None or ctx is None:
-        return []
-    out: list[list[float] | None] = []
-    for i, shape in enumerate(ctx.in_shapes):
-        if shape is None or i >= len(rule.texts) or _missing(rule, ctx, i):
-            out.append(None)
-            continue
-        try:
-            out.append([rule.elem(ctx, i, k)[1] for k in range(numel(shape))])
-        except (NotKept, *_ARITHMETIC, *_MISFIT):
-            out.append(None)
-    return out
-
-
 def explain_node(doc: JSON, node_id: str, pass_index: int | None = None,
-                 index: list[int] | None = None) -> JSON:
+                 index: list[int] | None = None, tensors: KeptTensors | None = None) -> JSON:
     """The rule of ``node_id``'s backward for each input, worked out at element ``index`` (of
     that input's gradient; the first element when absent or out of range) in pass ``pass_index``
-    (the last pass that ran the node when absent)."""
+    (the last pass that ran the node when absent). ``tensors``: the run's tensor file, where
+    the numbers the document does not carry inline are read (NOTE [operands from the tensor
+    file] in ``analysis/explain/operands.py``)."""
     node = _node(doc, node_id)
     if node.get("kind") != "function":
         raise NotFound(f"node {node_id!r} is a tensor, not a backward node")
-    return explain_event(node, _event(doc, node_id, pass_index), index)
+    return explain_event(node, _event(doc, node_id, pass_index), index, numbers=Numbers(doc, tensors))
 
 
 def explain_event(node: JSON, event: JSON | None, index: list[int] | None = None,
-                  elements: int = 0) -> JSON:
+                  elements: int = 0, numbers: Numbers | None = None) -> JSON:
     """:func:`explain_node` for a function node and its backward event (None: it never ran).
     ``elements``: also work each input's rule out at its first ``elements`` elements, as
     ``elements: [{index, instance, value, recorded}]`` (what a saved file carries:
@@ -142,11 +134,11 @@ def explain_event(node: JSON, event: JSON | None, index: list[int] | None = None
     if rule is None:
         answer["note"] = f"no rule for {name} in the catalogue"
         return answer
-    ctx = _context(node, event) if event else None
+    ctx = _context(node, event, numbers) if event else None
     if event is None:
         answer["note"] = "this node did not run backward"
     elif ctx is None:
-        answer["note"] = "the received gradient's values were not kept (a large tensor)"
+        answer["note"] = f"the received gradient's values were not kept ({_NOT_KEPT})"
     for i, text in enumerate(rule.texts):
         entry: JSON = {"input_nr": i, "rule": text}
         answer["inputs"].append(entry)
@@ -162,7 +154,8 @@ def explain_event(node: JSON, event: JSON | None, index: list[int] | None = None
         coords = tuple(index or ())
         if len(coords) != len(shape) or any(not 0 <= c < s for c, s in zip(coords, shape, strict=True)):
             coords = unravel(0, shape)
-        recorded = _flat((event.get("grad_inputs") or [])[i])
+        given = event.get("grad_inputs") or []
+        recorded = _flat(given[i], numbers) if i < len(given) else None
         try:
             entry.update(_at(rule, ctx, i, shape, coords, recorded))
             if elements:
@@ -170,7 +163,7 @@ def explain_event(node: JSON, event: JSON | None, index: list[int] | None = None
                                      for k in range(min(elements, numel(shape)))]
         except NotKept as e:
             entry.pop("elements", None)
-            entry["note"] = f"values of {e} were not kept (more than 1,000 elements)"
+            entry["note"] = f"values of {e} were not kept ({_NOT_KEPT})"
         except _ARITHMETIC:
             entry.pop("elements", None)
             entry["note"] = "the rule's arithmetic overflows or divides by zero here (see the recorded value)"

@@ -18,6 +18,8 @@ import json
 from typing import Any
 
 from gradtrace.analysis.explain.node import BACKWARD_RULES, explain_event
+from gradtrace.analysis.explain.operands import Numbers
+from gradtrace.analysis.kept import KeptTensors
 
 JSON = dict[str, Any]
 BUDGET = 1_500_000
@@ -37,11 +39,14 @@ def _slim(answer: JSON) -> JSON:
     return out
 
 
-def carried_explanations(doc: JSON, *, budget: int = BUDGET, elements: int = ELEMENTS) -> JSON:
+def carried_explanations(doc: JSON, *, budget: int = BUDGET, elements: int = ELEMENTS,
+                         tensors: KeptTensors | None = None) -> JSON:
     """``{"rules": {op: [rule per input]}, "nodes": {id: explanation}, "skipped_nodes": n,
     "budget": budget}`` for the backward nodes of ``doc`` (NOTE [explanations carried offline]).
     An explanation is :func:`~gradtrace.analysis.explain.explain_node`'s answer at the first
-    element, less its rule texts, its inputs carrying ``elements`` where more fitted."""
+    element, less its rule texts, its inputs carrying ``elements`` where more fitted; ``tensors``:
+    the run's tensor file, for the numbers the document does not carry inline."""
+    numbers = Numbers(doc, tensors)
     last: dict[str, JSON] = {}
     for event in doc.get("events") or []:
         if event.get("phase") == "backward":
@@ -52,7 +57,7 @@ def carried_explanations(doc: JSON, *, budget: int = BUDGET, elements: int = ELE
     used, skipped = 0, 0
     for node in fns:
         name = str(node.get("name"))
-        slim = _slim(explain_event(node, last.get(str(node.get("id")))))
+        slim = _slim(explain_event(node, last.get(str(node.get("id"))), numbers=numbers))
         size = _size(slim) + len(str(node.get("id"))) + 4
         if name in BACKWARD_RULES and name not in rules:
             size += _size(BACKWARD_RULES[name].texts) + len(name) + 4
@@ -67,7 +72,7 @@ def carried_explanations(doc: JSON, *, budget: int = BUDGET, elements: int = ELE
         nid = str(node.get("id"))
         if nid not in out or not out[nid]["inputs"] or used >= budget:
             continue
-        more = explain_event(node, last.get(nid), None, elements)
+        more = explain_event(node, last.get(nid), None, elements, numbers)
         for inp, full in zip(out[nid]["inputs"], more["inputs"], strict=True):
             extra = full.get("elements")
             if not extra or len(extra) < 2:

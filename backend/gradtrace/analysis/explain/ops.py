@@ -30,6 +30,8 @@ class Ctx:
     """The node's ``saved_args`` (pow's exponent, select's dim and index)."""
     names: frozenset[str] = frozenset()
     """Every saved tensor's name, its values kept or not (an optional one absent was None)."""
+    gs: tuple[Flat | None, ...] = ()
+    """Every received gradient (``grad_outputs``), for the ops with several outputs (split)."""
 
     def arg(self, name: str, default: Any = None) -> Any:
         return self.args.get(name, default)

@@ -8,20 +8,24 @@ by mapping each output element to the one input element it reads.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
+
+import numpy as np
 
 from gradtrace.analysis.numbers import sig
 
 
 @dataclass(frozen=True)
 class Flat:
-    """A tensor's values, row-major, with its shape."""
+    """A tensor's values, row-major, with its shape: a document's inline list, or a flat array
+    read from the tensor file (``analysis/explain/operands.py``)."""
 
-    values: list[float]
+    values: Sequence[float] | np.ndarray
     shape: tuple[int, ...]
 
     def at(self, index: int) -> float:
-        return self.values[index]
+        return float(self.values[index])
 
 
 def numel(shape: tuple[int, ...]) -> int:

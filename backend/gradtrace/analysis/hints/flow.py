@@ -81,17 +81,22 @@ def nondiff_ops(view: DocView) -> list[dict[str, Any]]:
 # forward order (the autograd sequence number of the op that first used the weight). Two
 # conditions, both needed:
 # - the first and last weight layers differ by 1e4 or more (four orders of magnitude: one
-#   learning rate can then not serve both ends), over at least three weight layers;
+#   learning rate can then not serve both ends) over at least three weight layers, or by 1e2
+#   or more over at least five (four falls in a row: PyTorch's "visualizing gradients"
+#   tutorial shows a 567x fall over four sigmoid layers without batch norm; a three-layer
+#   sigmoid MLP with the default init falls about 100x, the slope of two sigmoids, and
+#   trains);
 # - the change per layer (the geometric mean of the ratio) is 4x or more, and no single layer
 #   reverses the trend by more than 10x. 4x is a sigmoid's best case (its slope is at most 1/4),
 #   the textbook vanishing chain; torch's default Linear init with ReLU shrinks the gradient by
 #   about 2-3x per layer (a 9-layer ReLU MLP: 3.7e3 overall, 2.8x per layer), which a deep
-#   enough healthy MLP would push past 1e4 alone. The steadiness keeps a single odd layer (an
+#   enough healthy MLP would push past the overall bound alone. The steadiness keeps a single odd layer (an
 #   embedding, a zero-initialised head) from passing for a trend.
 # tests/capture/test_hints.py: a small-init sigmoid MLP (25x per layer) and a SIREN with the
 # default init (14x per layer, growing toward the input) fire; a default-init ReLU MLP, a SIREN
 # with its own init and the 15 lessons stay silent.
 _RATIO = 1e4
+_DEEP_RATIO, _DEEP_LAYERS = 1e2, 5
 _PER_LAYER = 4.0
 _MIN_LAYERS = 3
 
@@ -105,9 +110,22 @@ def _rms(n: Mapping[str, Any]) -> float | None:
 
 def grad_flow(view: DocView) -> list[dict[str, Any]]:
     """Weight gradients that vanish (or explode) from the last layer back to the first
-    (NOTE [vanishing and exploding thresholds])."""
-    layers: list[tuple[int, Mapping[str, Any], float]] = []
+    (NOTE [vanishing and exploding thresholds]), in each model of the run on its own (the
+    first part of a parameter's name: a GAN's ``G`` and ``D`` are two chains, not one)."""
+    models: dict[str, list[Mapping[str, Any]]] = {}
     for n in view.nodes:
+        if n.get("role") == "leaf":
+            models.setdefault(str(n.get("name") or "").split(".", 1)[0] if "." in str(n.get("name") or "")
+                              else "", []).append(n)
+    out: list[dict[str, Any]] = []
+    for leaves in models.values():
+        out += _chain_flow(view, leaves)
+    return out
+
+
+def _chain_flow(view: DocView, leaves: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    layers: list[tuple[int, Mapping[str, Any], float]] = []
+    for n in leaves:
         if n.get("role") != "leaf" or len(n.get("shape") or []) < 2 or n.get("grad") is None:
             continue
         acc = view.accumulator(str(n["id"]))
@@ -124,9 +142,10 @@ def grad_flow(view: DocView) -> list[dict[str, Any]]:
     if first == 0 or last == 0:
         return []
     ratio = last / first
-    if ratio >= _RATIO:
+    bound = _DEEP_RATIO if len(rms) >= _DEEP_LAYERS else _RATIO
+    if ratio >= bound:
         kind, steady = "vanish", all(rms[i + 1] >= rms[i] / 10 for i in range(len(rms) - 1))
-    elif ratio <= 1 / _RATIO:
+    elif ratio <= 1 / bound:
         kind, steady = "explode", all(rms[i + 1] <= rms[i] * 10 for i in range(len(rms) - 1))
     else:
         return []

@@ -56,7 +56,8 @@ inline constexpr Key shape{"{\"shape\":", ",\"shape\":", 25};
 inline constexpr Key tied{"{\"tied\":", ",\"tied\":", 26};
 inline constexpr Key value{"{\"value\":", ",\"value\":", 27};
 inline constexpr Key value_end{"{\"value_end\":", ",\"value_end\":", 28};
-inline constexpr Key var{"{\"var\":", ",\"var\":", 29};
+inline constexpr Key value_steps{"{\"value_steps\":", ",\"value_steps\":", 29};
+inline constexpr Key var{"{\"var\":", ",\"var\":", 30};
 }  // namespace node
 
 // SavedTensor (gradtrace.schema.document)

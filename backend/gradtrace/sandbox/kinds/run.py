@@ -16,6 +16,7 @@ from typing import Any
 
 from gradtrace.analysis import analyze
 from gradtrace.collector import gc_paused
+from gradtrace.errors import TensorFileDamaged
 from gradtrace.jobs import RUN, Job, JobResult, Params
 from gradtrace.sandbox.kinds.registry import JobKind
 from gradtrace.sandbox.protocol import SNIPPET_FILENAME, TIME_LIMIT_ERROR
@@ -23,6 +24,8 @@ from gradtrace.sandbox.wire import Answer
 from gradtrace.schema import RunDocument
 from gradtrace.schema.canonical import CanonicalDocument, canonical_with_id, check_json
 from gradtrace.schema.fast import validate_strict_json
+from gradtrace.storage.tensor_header import header_length, parse_index
+from gradtrace.storage.tensor_rows import tensor_sha256
 
 MAX_DEPTH = 64
 """Deepest nesting a job's document may have (as storage's ``MAX_DEPTH``)."""
@@ -118,30 +121,64 @@ def _memory_error_is_a_limit(job: Job, doc: dict[str, Any]) -> None:
 
 
 def handle(job: Job) -> Answer:
-    """Run the snippet through capture and answer the document's canonical JSON (no attachment)."""
+    """Run the snippet through capture; answer the document's JSON and its tensor file.
+
+    NOTE [a stopped run keeps its tensors]
+        A run stopped at a limit it can answer (its time, the graph, the output, an allocation
+        refused inside the snippet) still hands in what it recorded, and its tensor file holds
+        what had been kept by then: a partial file, named by the partial document's
+        ``tensors``, is sent and stored like any other. A run killed before it could answer
+        (no memory left to write it, the CPU limit's kill) has neither.
+    """
     from gradtrace.capture import run_snippet  # imported by the zygote
     from gradtrace.schema.canonical import canonical_json
 
     lim = job.limits
+    sink: list[bytes] = []
     doc = run_snippet(job.code, device=job.device, seed=job.seed, max_nodes=lim.max_nodes,
                       max_events=lim.max_events, output_bytes=lim.output_bytes, filename=SNIPPET_FILENAME,
                       json_parts=True,  # only serialised below: graph and events stay the core's JSON
-                      analysis=False)  # the web process analyses what it validated (NOTE [one analysis])
+                      analysis=False,  # the web process analyses what it validated (NOTE [one analysis])
+                      tensor_budget=lim.tensor_bytes or None, tensor_sink=sink)
     # Data for the web process, which validates it and gives it its id (NOTE [who assigns the
     # id] in gradtrace/capture/document.py): the graph and events are the core's JSON.
-    return Answer(canonical_json({**doc, "id": ""}))
+    return Answer(canonical_json({**doc, "id": ""}), attachment=sink[0] if sink else None)
 
 
-def result(doc: CanonicalDocument) -> JobResult:
-    """A validated run document as the runner's typed result."""
-    return JobResult(RUN, doc.canonical, str(doc["id"]), str(doc["status"]), int(doc["schema_version"]), doc)
+def result(doc: CanonicalDocument, tensors: bytes | None = None) -> JobResult:
+    """A validated run document (and the tensor file it names) as the runner's typed result."""
+    return JobResult(RUN, doc.canonical, str(doc["id"]), str(doc["status"]), int(doc["schema_version"]), doc,
+                     attachment=tensors)
 
 
 def validate(job: Job, answer: Answer) -> JobResult | None:
-    if answer.attachment is not None:
-        return None  # the run kind answers no attachment yet
+    """The final result, or None (``crashed``) for an answer that is not one.
+
+    The tensor file is the child's too, so it is trusted no more than the document: it is
+    accepted only when the validated document names it (``tensors.sha256`` and ``bytes``) and
+    its safetensors header parses; a file the document does not name, or a document naming
+    a file that did not come, is not a valid answer.
+    """
+    if len(answer.document) > job.limits.result_bytes:
+        return None  # NOTE [answer cap] in jobs.py: the document alone stays within its own cap
     doc = validate_result(job, answer.document)
-    return None if doc is None else result(doc)
+    if doc is None or not _tensor_file_matches(doc, answer.attachment):
+        return None
+    return result(doc, answer.attachment)
+
+
+def _tensor_file_matches(doc: CanonicalDocument, data: bytes | None) -> bool:
+    named = doc.get("tensors")
+    if data is None or named is None:
+        return data is None and named is None
+    if not isinstance(named, dict) or named.get("bytes") != len(data) or named.get("sha256") != tensor_sha256(data):
+        return False
+    try:
+        n = header_length(data[:8], len(data))
+        parse_index(data[8:8 + n], size=len(data), sha256=str(named["sha256"]))
+    except TensorFileDamaged:
+        return False
+    return True
 
 
 def failed(job: Job, status: str, message: str, stdout: str) -> JobResult:

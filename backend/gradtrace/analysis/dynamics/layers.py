@@ -1,0 +1,71 @@
+"""Activation layers' shares by iteration: saturated tanh/sigmoid outputs and dead ReLUs, read
+from the kept forward outputs (``n{id}.out0`` in the tensor file).
+
+NOTE [saturated and dead]
+    A tanh output is saturated when ``|y| > 0.97`` (the threshold of Karpathy's makemore
+    lecture: past it tanh's local gradient ``1 − y²`` is below 0.06); a sigmoid output when it
+    is within 0.015 of 0 or 1 (the same distance from its ends on its half-as-wide range, so
+    ``|2y − 1| > 0.97``). A ReLU output is dead when it is exactly 0: no gradient flows back
+    through that element. A layer is one op at one place of the network (its module, its
+    name and its line): its occurrences are its iterations, each at the backward pass that
+    walked it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+
+SATURATION = 0.97
+_KINDS = {"TanhBackward0": "tanh", "SigmoidBackward0": "sigmoid", "ReluBackward0": "relu",
+          "GeluBackward0": None}
+
+
+def hits(kind: str, y: np.ndarray) -> int:
+    """How many of ``y``'s elements are saturated (tanh, sigmoid) or dead (relu)."""
+    y = y.astype(np.float64, copy=False)
+    if kind == "tanh":
+        hit = np.abs(y) > SATURATION
+    elif kind == "sigmoid":
+        hit = np.abs(2.0 * y - 1.0) > SATURATION
+    else:
+        hit = y == 0
+    return int(np.count_nonzero(hit))
+
+
+def activation_layers(nodes: list[Mapping[str, Any]], pass_of: Mapping[str, int],
+                      read: Callable[[str], np.ndarray | None]) -> list[dict[str, Any]]:
+    """Each activation layer with its share at each iteration it was walked (NOTE [saturated and
+    dead]), in network order (its first occurrence)."""
+    layers: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for n in nodes:
+        kind = _KINDS.get(str(n.get("name")))
+        if kind is None or n.get("kind") != "function":
+            continue
+        p = pass_of.get(str(n["id"]))
+        out = n.get("output") or []
+        key = out[0].get("key") if out and isinstance(out[0], Mapping) else None
+        if p is None or key is None:
+            continue
+        y = read(str(key))
+        if y is None:
+            continue
+        ident = (n.get("module"), kind, n.get("line"))
+        layer = layers.setdefault(ident, {"module": n.get("module"), "kind": kind, "line": n.get("line"),
+                                          "passes": [], "nodes": [], "acc": []})
+        y = np.asarray(y)
+        if layer["passes"] and layer["passes"][-1] == p:  # more calls in one iteration (an RNN's
+            layer["acc"][-1][0] += hits(kind, y)         # steps): one share over all of them
+            layer["acc"][-1][1] += int(y.size)
+            continue
+        layer["passes"].append(p)
+        layer["nodes"].append(str(n["id"]))
+        layer["acc"].append([hits(kind, y), int(y.size)])
+    out = []
+    for layer in layers.values():
+        acc = layer.pop("acc")
+        layer["share"] = [h / size if size else None for h, size in acc]
+        out.append(layer)
+    return out

@@ -1,0 +1,161 @@
+"""The series by iteration of one run (``Analysis.dynamics``): per parameter its gradient's
+norm, mean and max |grad| and the log10 of its update:data ratio; per activation layer its
+saturated or dead share; the loss. One value per backward pass (an iteration), null where a
+series has none.
+
+NOTE [dynamics from the recorded numbers]
+    Everything here is read, never recomputed from a model: ‖grad‖ is the norm of the leaf's
+    ``grad_history`` entry (the ``.grad`` after that pass's accumulation, what ``p.grad``
+    holds when the optimizer steps); mean and max |grad| come from that entry's tensor in the
+    tensor file (max from the stats when it was not kept); the update ratio from the leaf's
+    ``value_steps`` (NOTE [a leaf's value around each step] in capture/valuesteps.py), each
+    step placed at the iteration whose gradient it applied; the shares from the activations'
+    kept outputs (NOTE [saturated and dead] in ``layers.py``). A run with fewer than two
+    backward passes has no series (there is no trend to draw); its gradient-flow hints read
+    the document directly (``analysis/hints/dynamics.py``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+
+from gradtrace.analysis.docview import DocView
+from gradtrace.analysis.dynamics.layers import SATURATION, activation_layers
+from gradtrace.analysis.numbers import flat, number
+
+Tensors = Callable[[str], Any]
+"""A tensor of the run's tensor file by key (an array-like numpy reads), or None."""
+
+
+def _out(x: float | None) -> Any:
+    """A number as the document writes it (NaN and ±inf as strings), 7 significant digits."""
+    if x is None:
+        return None
+    if math.isnan(x):
+        return "nan"
+    if math.isinf(x):
+        return "inf" if x > 0 else "-inf"
+    return float(f"{x:.7g}")
+
+
+def _reader(tensors: Tensors | None) -> Callable[[str], np.ndarray | None]:
+    def read(key: str) -> np.ndarray | None:
+        if tensors is None:
+            return None
+        try:
+            t = tensors(key)
+            return None if t is None else np.asarray(t)
+        except Exception:  # a dtype numpy has no code for (bfloat16): the stats stand
+            return None
+    return read
+
+
+def module_of(name: str | None) -> str | None:
+    """The module path of a parameter's name (`model.0` of `model.0.weight`), or None."""
+    if not name or "." not in name:
+        return None
+    return name.rsplit(".", 1)[0]
+
+
+def _loss(view: DocView, passes: list[Mapping[str, Any]]) -> list[Any]:
+    out: list[Any] = []
+    for p in passes:
+        roots = p.get("roots") or []
+        tv = view.by_id.get(str(roots[0]), {}).get("value") if roots else None
+        vals = flat(tv) if tv else None
+        if vals is None and tv and math.prod(tv.get("shape") or []) == 1:  # its values past the budget:
+            mean = number((tv.get("stats") or {}).get("mean"))  # a scalar's mean is itself
+            vals = None if mean is None else [mean]
+        out.append(_out(vals[0]) if vals is not None and len(vals) == 1 else None)
+    return out
+
+
+def _param(view: DocView, leaf: Mapping[str, Any], acc_passes: list[int], n: int,
+           read: Callable[[str], np.ndarray | None]) -> dict[str, Any]:
+    norm: list[Any] = [None] * n
+    mean: list[Any] = [None] * n
+    top: list[Any] = [None] * n
+    upd: list[Any] = [None] * n
+    history = leaf.get("grad_history") or []
+    at_pass = [acc_passes[h] if h < len(acc_passes) else h for h in range(len(history))]
+    for h, tv in enumerate(history):
+        i = at_pass[h]
+        if not 0 <= i < n or not tv:
+            continue
+        stats = tv.get("stats") or {}
+        norm[i] = _out(number(stats.get("norm")))
+        y = read(str(tv["key"])) if tv.get("key") else None
+        if y is not None and y.size:
+            a = np.abs(y.astype(np.float64, copy=False))
+            mean[i], top[i] = _out(float(a.mean())), _out(float(a.max()))
+        else:
+            lo, hi = number(stats.get("min")), number(stats.get("max"))
+            top[i] = _out(max(abs(lo), abs(hi))) if lo is not None and hi is not None else None
+    for s in leaf.get("value_steps") or []:
+        h = int(s["at"]) - 1
+        if not 0 <= h < len(at_pass) or not 0 <= at_pass[h] < n:
+            continue
+        w, d = number(s.get("norm")), number(s.get("delta"))
+        if w is None or d is None:
+            continue
+        ratio = d / w if w else math.inf
+        upd[at_pass[h]] = _out(math.log10(ratio) if ratio > 0 else -math.inf)
+    name = leaf.get("name")
+    return {"node": str(leaf["id"]), "name": name, "module": module_of(name), "grad_norm": norm,
+            "grad_mean": mean, "grad_max": top, "update": upd}
+
+
+def _network_order(view: DocView, leaves: list[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """Leaves in the order the forward pass used them: their first consumer's place among the
+    nodes (the graph's nodes are in creation order)."""
+    place = {str(n["id"]): i for i, n in enumerate(view.nodes)}
+
+    def rank(leaf: Mapping[str, Any]) -> int:
+        users = [place.get(c, len(place)) for c in view.consumers.get(str(leaf["id"]), [])
+                 if view.name(c) != "AccumulateGrad"]
+        acc = view.accumulator(str(leaf["id"]))
+        if acc is not None:
+            users += [place.get(c, len(place)) for c in view.consumers.get(acc, [])]
+        return min(users, default=place.get(str(leaf["id"]), len(place)))
+    return sorted(leaves, key=rank)
+
+
+def dynamics(view: DocView, tensors: Tensors | None = None) -> dict[str, Any] | None:
+    """The run's series by iteration (NOTE [dynamics from the recorded numbers]), or None when
+    it has fewer than two backward passes or no leaf got a gradient in two of them."""
+    passes = [p for p in (view.doc.get("passes") or []) if p.get("within") is None]
+    if len(passes) < 2:
+        return None
+    n = len(passes)
+    index = {int(p["index"]): i for i, p in enumerate(passes)}
+    pass_of: dict[str, int] = {}
+    acc_passes: dict[str, list[int]] = {}
+    for _, ev in view.backward_events():
+        p = index.get(ev.get("pass"))  # type: ignore[arg-type]
+        if p is None:
+            continue
+        node = str(ev["node"])
+        pass_of.setdefault(node, p)
+        if view.name(node) == "AccumulateGrad":
+            acc_passes.setdefault(node, []).append(p)
+    leaves = [t for t in view.nodes if t.get("kind") == "tensor" and t.get("role") == "leaf"
+              and t.get("grad_history")]
+    if not any(len(t["grad_history"]) >= 2 for t in leaves):
+        return None  # no leaf was trained over iterations (a double backward, two losses once)
+    read = _reader(tensors)
+    params = [_param(view, t, acc_passes.get(view.accumulator(str(t["id"])) or "", []), n, read)
+              for t in _network_order(view, leaves)]
+    layers = []
+    for layer in activation_layers(view.nodes, pass_of, read):
+        share: list[Any] = [None] * n
+        nodes: list[str | None] = [None] * n
+        for p, nid, s in zip(layer["passes"], layer["nodes"], layer["share"], strict=True):
+            share[p], nodes[p] = _out(s), nid
+        layers.append({"module": layer["module"], "kind": layer["kind"], "line": layer["line"],
+                       "nodes": nodes, "share": share})
+    return {"threshold": SATURATION, "iterations": [int(p["index"]) for p in passes],
+            "loss": _loss(view, passes), "params": params, "layers": layers}

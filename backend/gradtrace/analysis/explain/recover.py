@@ -1,0 +1,104 @@
+"""Saved tensors the tensor file does not hold, worked out from the forward values it does.
+
+NOTE [saved tensors worked out from the forward values]
+    Some tensors a node saves are neither a recorded node's output nor a leaf: layer norm's
+    per-row ``mean`` and ``rstd`` (outputs autograd does not track), ``masked_fill``'s mask and
+    an embedding's indices (data without gradient). Where the document has no inline values
+    for them, they follow from the node's input and output, which the file keeps:
+
+    * layer norm: ``mean`` is the row's mean of the input; ``rstd`` is the least-squares factor
+      with ``(output − bias) / weight = (input − mean) · rstd`` over the row (float32 rounding
+      of the forward, no more: ``eps`` is not saved, so it is not recomputed from the variance);
+    * a mask: true where the output differs from the input; where the two agree at every
+      element the mask covers, false unless the output there is the fill value seen elsewhere
+      (then undecidable, and not worked out);
+    * a factor of ``mul`` or the divisor of ``div`` (a dropout mask, a scale): ``out / self``
+      or ``self / out``, to float32's rounding, when it has the output's shape or is one
+      number; undecidable where the known operand or the output is zero or not finite;
+    * indices: the row of the weight that each output row equals bit for bit (a row that
+      equals several weight rows, or none, is undecidable).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def layer_norm_stats(x: np.ndarray, out: np.ndarray, m: int, weight: np.ndarray | None,
+                     bias: np.ndarray | None) -> tuple[np.ndarray, np.ndarray] | None:
+    """Per-row ``(mean, rstd)`` of a layer norm over the last ``m`` elements."""
+    if m <= 0 or x.size % m or x.size != out.size:
+        return None
+    rows = x.reshape(-1, m)
+    y = out.reshape(-1, m)
+    if bias is not None:
+        y = y - bias.reshape(1, m)
+    if weight is not None:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            y = np.where(weight.reshape(1, m) != 0, y / weight.reshape(1, m), 0.0)
+    mean = rows.mean(axis=1)
+    centred = rows - mean[:, None]
+    denom = (centred * centred).sum(axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rstd = (y * centred).sum(axis=1) / denom
+    if not np.all(np.isfinite(rstd)):
+        return None
+    return mean, rstd
+
+
+def mask_from(x: np.ndarray, out: np.ndarray, out_shape: tuple[int, ...],
+              mask_shape: tuple[int, ...]) -> np.ndarray | None:
+    """The mask ``masked_fill`` read, broadcast from ``mask_shape`` to ``out_shape``."""
+    if x.size != out.size or out.size != int(np.prod(out_shape)) or len(mask_shape) > len(out_shape):
+        return None
+    full_x = x.reshape(out_shape)
+    o = out.reshape(out_shape)
+    differs = ~((o == full_x) | (np.isnan(o) & np.isnan(full_x)))
+    lead = len(out_shape) - len(mask_shape)
+    axes = tuple(range(lead)) + tuple(lead + d for d, s in enumerate(mask_shape) if s == 1 and out_shape[lead + d] != 1)
+    known = differs.any(axis=axes, keepdims=True).reshape(mask_shape) if axes else differs.reshape(mask_shape)
+    filled = o[differs]
+    if filled.size and not known.all():
+        fill = filled.reshape(-1)[0]
+        same = (o == fill) | (np.isnan(o) & np.isnan(fill))
+        maybe = same.all(axis=axes, keepdims=True).reshape(mask_shape) if axes else same.reshape(mask_shape)
+        if np.any(maybe & ~known):
+            return None
+    found: np.ndarray = np.asarray(known, dtype=np.float64)
+    return found
+
+
+def indices_from(weight: np.ndarray, out: np.ndarray, width: int) -> np.ndarray | None:
+    """For each output row of ``width`` numbers, the one weight row it equals."""
+    if width <= 0 or weight.size % width or out.size % width:
+        return None
+    table = weight.reshape(-1, width)
+    rows = out.reshape(-1, width)
+    found = np.empty(rows.shape[0])
+    for n, row in enumerate(rows):
+        hits = np.flatnonzero((table == row).all(axis=1))
+        if hits.size != 1:
+            return None
+        found[n] = hits[0]
+    return found
+
+
+def factor_from(known: np.ndarray, out: np.ndarray, shape: tuple[int, ...], divisor: bool) -> np.ndarray | None:
+    """The other operand of ``out = known * x`` (``divisor``: ``out = known / x``), of ``shape``
+    (the output's, or one number)."""
+    if known.size != out.size:
+        return None
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        x = known / out if divisor else out / known
+    fine = np.isfinite(x) & (known != 0) & np.isfinite(known) & np.isfinite(out) & (out != 0)
+    if int(np.prod(shape)) == 1:
+        return x[fine][:1] if fine.any() else None
+    if int(np.prod(shape)) != out.size:
+        return None
+    if divisor and not fine.all():
+        return None
+    # a factor of zero: the output is zero where the known operand is finite and nonzero
+    zero = (out == 0) & (known != 0) & np.isfinite(known)
+    if not np.all(fine | zero):
+        return None
+    return np.where(zero, 0.0, x)

@@ -1,0 +1,101 @@
+"""The first non-finite value of the forward pass, blamed on the op that made it.
+
+NOTE [forward producer from the kept outputs]
+    A document with a tensor file gives every function node's forward ``output`` its stats
+    (docs/CONTRACT.md, "The tensor file"), so the forward pass is judged as the backward one
+    is (NOTE [producer, not carrier] in ``analysis/nonfinite.py``): the producer of a NaN is a
+    node whose output holds one while none of its inputs (the producers' outputs, the leaves'
+    values) does; of an infinity, one whose inputs are all finite. ``exp`` overflowing to inf,
+    then ``a - a`` making NaN, blames the subtraction for the NaN, where ``detect_anomaly``
+    names the backward node that meets it (``ExpBackward0``: 0 × inf).
+
+    Only a value that *surfaces* is blamed: one carried, through outputs of the same kind,
+    to the end of the graph (a node nothing consumes, the loss). A ``-inf`` fill in attention
+    that softmax turns into zeros, or an inf that ``torch.where`` drops, stops there: standard
+    practice, no alarm. Inputs that are no node's output (data without gradient) are not in
+    the graph and count as finite: the sentence says the inputs *recorded* were.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from gradtrace.analysis.docview import DocView, has
+from gradtrace.analysis.numbers import flat
+
+MAX_ELEMENTS = 8
+
+
+def _carries(view: DocView, node_id: str, kind: str) -> bool:
+    """Whether ``node_id``'s forward value holds ``kind`` (a leaf behind its AccumulateGrad)."""
+    n = view.by_id.get(node_id)
+    if n is None:
+        return False
+    if n.get("kind") == "tensor":
+        return has(n.get("value"), kind)
+    if n.get("name") == "AccumulateGrad":
+        leaf = view.leaf_of(node_id)
+        return leaf is not None and has(leaf.get("value"), kind)
+    return any(has(o, kind) for o in n.get("output") or [])
+
+
+def _elements(n: Mapping[str, Any], kind: str) -> tuple[list[int], int | None]:
+    for tv in n.get("output") or []:
+        values = flat(tv) if tv else None
+        if values is None:
+            continue
+        bad = [i for i, x in enumerate(values) if math.isnan(x) or (kind == "inf" and math.isinf(x))]
+        if bad:
+            return bad[:MAX_ELEMENTS], len(bad)
+    return [], None
+
+
+def forward_producer(view: DocView) -> dict[str, Any] | None:
+    """The forward entry of ``first_nonfinite`` from the nodes' kept outputs, or None when no
+    non-finite value surfaces (or the document kept no outputs)."""
+    if not any(n.get("output") for n in view.nodes):
+        return None
+    order = {str(n["id"]): i for i, n in enumerate(view.nodes)}
+    for kind in ("nan", "inf"):
+        bad = {nid for nid in order if _carries(view, nid, kind)}
+        if not bad:
+            continue
+        sinks = [nid for nid in bad if not view.consumers.get(nid)]
+        reached = set(sinks)
+        stack = list(sinks)
+        while stack:
+            for s in view.sources.get(stack.pop(), []):
+                if s in bad and s not in reached:
+                    reached.add(s)
+                    stack.append(s)
+        heads = [nid for nid in reached if view.name(nid) != "AccumulateGrad"
+                 and not any(s in bad for s in view.sources.get(nid, []))]
+        if heads:
+            return _entry(view, min(heads, key=order.__getitem__), kind)
+    return None
+
+
+def _entry(view: DocView, node: str, kind: str) -> dict[str, Any]:
+    n = view.by_id[node]
+    word = "NaN" if kind == "nan" else "inf"
+    if n.get("kind") == "tensor":  # the program's own data held it: no op made it
+        return {"phase": "forward", "kind": kind, "node": node, "name": n.get("name"), "line": n.get("line"),
+                "pass": None, "event": None, "output": None, "elements": [], "count": None, "cause": None,
+                "passed_on": [], "trap": None,
+                "sentence": f"first {word} in forward: {view.tensor_label(n)} held it when first recorded"}
+    elements, count = _elements(n, kind)
+    inputs = "no NaN" if kind == "nan" else "only finite values"
+    where = f", line {n['line']}" if n.get("line") is not None else ""
+    what = f", element{'s' if len(elements) > 1 else ''} {', '.join(map(str, elements))}" if elements else ""
+    text = view.line_text(n.get("line"))
+    return {
+        "phase": "forward", "kind": kind, "node": node, "name": n.get("name"), "line": n.get("line"),
+        "pass": None, "event": None, "output": None, "elements": elements, "count": count,
+        "cause": f"{n.get('name')} made it from inputs recorded with {inputs}",
+        "passed_on": [],
+        "sentence": f"first {word} in forward: {n.get('name') or node}{where}{what}"
+                    + (f" ({text})" if text else "") + f", from inputs with {inputs}",
+        "trap": None,
+    }

@@ -1,0 +1,150 @@
+"""The inspector's tensors in headless Chromium, on a real served run (uvicorn, the sandbox).
+
+1. Fetching and drawing a 256×256 heatmap (goal ≤ 100 ms): a run whose TanhBackward0 output is
+   256×256 float32; each sample opens the run's page (``/r/{id}``) in a fresh browser context
+   (no cache), selects the node and reads the time from the inspector asking for the tensor
+   (its index, then one Range request) to the heatmap and histogram drawn (the item's
+   ``data-ms``, frontend/src/ui/tensors.js). Where the service does not keep the sandbox's
+   tensor file, the run is recorded here and stored with its file through the store's
+   ``put_run``, as the run path does; the table says which. The same, read from a saved file.
+2. The page's first frame, unchanged: document → first frame for a synthetic 3,000-node graph,
+   this build against another build of ``frontend/dist`` (``--baseline-dist``, e.g. main's), in
+   two tabs of one browser, interleaved. The first frame also makes no request to the tensor
+   file (tests/browser/test_tensor_service.py checks that).
+
+Run: ``python bench/bench_tensor_page.py [--baseline-dist DIR]`` (needs ``frontend/dist``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from common import ROOT, Row, print_table  # first: it puts tests/ on the path
+
+# isort: split
+from bench_frontend import first_frame_seconds, open_page
+from browser.synth import synthetic_document
+from conftest import CHROMIUM_ARGS, chromium_path, running_server
+from pageguard import wait_until
+
+HEATMAP = """import torch
+torch.manual_seed(0)
+w = torch.randn(256, 256, requires_grad=True)
+(w.tanh() * 2).sum().backward()
+"""
+
+SELECT_AND_TIME = """async () => {
+  const app = window.gradtrace.app, nodes = app.index.nodes;
+  const i = nodes.findIndex((n) => n.name === 'TanhBackward0');
+  app.viewer.selectNode(app.scene.view.vnodes.findIndex((n) => n.refs && n.refs.length === 1 && n.refs[0] === i));
+  for (;;) {
+    const box = document.querySelector('#inspector [data-gt=tensor][data-key$=".out0"]');
+    if (box && box.dataset.ready) return [box.dataset.ready, Number(box.dataset.ms)];
+    await new Promise((r) => requestAnimationFrame(r));
+  }
+}"""
+
+
+def heatmap_samples(browser: Any, url: str, run_id: str, runs: int) -> list[float]:
+    out = []
+    for _ in range(runs):
+        context = browser.new_context(viewport={"width": 1280, "height": 800})
+        page = context.new_page()
+        page.goto(f"{url}/r/{run_id}")
+        wait_until(page, "window.gradtrace && window.gradtrace.app.scene")
+        ready, ms = page.evaluate(SELECT_AND_TIME)
+        if ready != "1":
+            raise SystemExit(f"the heatmap was not drawn: {ready}")
+        out.append(ms / 1000)
+        context.close()
+    return out
+
+
+def stored_run(server: Any) -> str:
+    """The program recorded in process, its document and tensor file stored on the server's
+    database in the one ``put_run`` call the run path makes (tests/api/tensor_runs.py): a real
+    served run where the service does not store the sandbox's file itself."""
+    from api.tensor_runs import server_store
+    from gradtrace.capture import record
+    from gradtrace.storage.codec import encode
+
+    namespace: dict[str, Any] = {}
+    with record() as rec:
+        exec(compile(HEATMAP, "<snippet>", "exec"), namespace)
+    doc = rec.document()
+    body = doc.as_json_dict()
+    body["code"] = HEATMAP
+    encoded = encode(body)
+    with server_store(server) as store:
+        store.put_run(encoded, doc.tensor_bytes())
+    return encoded.doc_id
+
+
+def saved_file_samples(browser: Any, runs: int) -> list[float]:
+    """The same program recorded in process and saved as HTML (its tensors embedded), each
+    sample in a fresh offline context: decoding and drawing without the network."""
+    import tempfile
+
+    from gradtrace.capture import record
+
+    namespace: dict[str, Any] = {}
+    with record() as rec:
+        exec(compile(HEATMAP, "<bench>", "exec"), namespace)
+    out = []
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(rec.document().save_html(f"{tmp}/heatmap.html"))
+        for _ in range(runs):
+            context = browser.new_context(viewport={"width": 1280, "height": 800}, offline=True)
+            page = context.new_page()
+            page.goto(path.as_uri())
+            wait_until(page, "document.getElementById('gradtrace').dataset.ready === '1'")  # the file's policy: no eval
+            ready, ms = page.evaluate(SELECT_AND_TIME.replace("window.gradtrace.app", "window.gradtrace.viewer")
+                                      .replace("document.querySelector('#inspector",
+                                               "document.getElementById('gradtrace').shadowRoot.querySelector('#inspector"))
+            if ready != "1":
+                raise SystemExit(f"the heatmap was not drawn: {ready}")
+            out.append(ms / 1000)
+            context.close()
+    return out
+
+
+def main() -> int:
+    import httpx
+    from playwright.sync_api import sync_playwright
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--baseline-dist", type=Path, help="another build of frontend/dist for the first frame")
+    parser.add_argument("--runs", type=int, default=9)
+    args = parser.parse_args()
+    if not (ROOT / "frontend" / "dist" / "app.js").exists():
+        print("frontend/dist is not built: run `make frontend` first", file=sys.stderr)
+        return 1
+    with running_server({"GRADTRACE_TIMEOUT_S": "120", "GRADTRACE_CPU_S": "120"}) as server, sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
+        pages = [("this build", open_page(browser, server.url))]
+        if args.baseline_dist:
+            pages.insert(0, ("baseline build", open_page(browser, server.url, args.baseline_dist)))
+        synth = synthetic_document(3000)
+        samples_by: dict[str, list[float]] = {name: [] for name, _ in pages}
+        for _ in range(5):  # interleaved: both builds see the same machine load
+            for name, page in pages:
+                samples_by[name] += first_frame_seconds(page, synth, 1)
+        print_table("Playground: document → first frame, 3,000 nodes", [Row(name, s) for name, s in samples_by.items()])
+        doc = httpx.post(f"{server.url}/api/runs", json={"code": HEATMAP}, timeout=300).json()
+        served = bool(doc.get("tensors")) and httpx.get(f"{server.url}/api/runs/{doc['id']}/tensors").status_code == 200
+        run_id = doc["id"] if served else stored_run(server)
+        how = "run by the service" if served else "recorded here, stored with put_run as the run path does"
+        samples = heatmap_samples(browser, server.url, run_id, args.runs)
+        print_table(f"Inspector: fetch (index + one Range request) and draw a 256×256 float32 heatmap ({how})", [
+            Row("select → heatmap and histogram drawn (goal ≤ 100 ms)", samples)])
+        print_table("Inspector: the same from a saved file's embedded tensors (no network)", [
+            Row("select → heatmap and histogram drawn, saved file", saved_file_samples(browser, args.runs))])
+        browser.close()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,52 @@
+/**
+ * Every tensor of a node at a step, as the inspector lists them: the document's TensorValues
+ * (docs/CONTRACT.md) with a title, each with its `key` in the tensor file, or why it has none.
+ * Pure: node:test checks it (test/tensors.test.js).
+ */
+
+/**
+ * @param {object} index  graph/document.js indexDocument's
+ * @param {object} timeline  graph/timeline.js Timeline
+ * @param {number} i  the node's index
+ * @param {number} k  the current step
+ * @returns {{title: string, tv: object, key: string|null, why: string|null}[]}
+ */
+export function nodeTensors(index, timeline, i, k) {
+  const n = index.nodes[i];
+  const out = [];
+  const add = (title, tv) => { if (tv) out.push({ title, tv, key: tv.key || null, why: tv.key ? null : leftOutWhy(index.doc, tv) }); };
+  (n.output || []).forEach((tv, j) => add(n.output.length > 1 ? `output[${j}], as the op returned it` : "output, as the op returned it", tv));
+  const step = timeline.lastBackward(i, k);
+  if (step != null) {
+    const ev = timeline.event(step);
+    (ev.grad_outputs || []).forEach((g, j) => add(`grad_outputs[${j}] (flowing in) · step ${step}`, g));
+    (ev.grad_inputs || []).forEach((g, j) => add(`grad_inputs[${j}] (flowing out) · step ${step}`, g));
+    add(`grad accumulated · step ${step}`, ev.grad);
+  }
+  const leaf = index.kind[i] === "acc" ? index.leafOfAcc.get(i) : n.kind === "tensor" ? i : null;
+  if (leaf != null) {
+    const ln = index.nodes[leaf];
+    const g = timeline.leafGradAt(leaf, k);
+    if (g) add(`.grad at this step (after ${g.count} accumulation${g.count === 1 ? "" : "s"})`, g.value);
+    if (leaf === i) {
+      add("value at the start", ln.value);
+      add("value at the end of the run", ln.value_end);
+    }
+  }
+  return out;
+}
+
+/** Why a TensorValue has no key: the tensor file's left-out entry, or that no file was kept. */
+export function leftOutWhy(doc, tv) {
+  const file = doc && doc.tensors;
+  if (!file) return "this run kept no tensor file";
+  if (!file.left_out_count) return "not kept";
+  return `not kept: ${file.left_out_count} tensors were left out of this run's file (${leftOutSummary(file)})`;
+}
+
+/** "budget ×12, dtype ×1": the reasons the file gives. */
+export function leftOutSummary(file) {
+  const counts = new Map();
+  for (const e of file.left_out || []) counts.set(e.reason, (counts.get(e.reason) || 0) + 1);
+  return [...counts].map(([r, c]) => `${r} ×${c}`).join(", ") || "reasons not listed";
+}

@@ -1,0 +1,96 @@
+/**
+ * Where a viewer's tensors come from: one interface, three sources.
+ *
+ * NOTE [tensor sources]
+ *   A source is `{where, read(key) -> Promise<tensor>}` (tensor: safetensors.js decodeTensor's
+ *   `{dtype, shape, values, big}` plus its `key`). Reads are cached by key, a failed one is not.
+ *   - `rangeSource(base)`: the service. The index (`GET {base}/tensors`) once, then one HTTP
+ *     Range request per tensor on `{base}/tensors.safetensors` (docs/CONTRACT.md, "The tensor
+ *     file"): only what is looked at is fetched, and nothing before the first look, so the
+ *     page's first frame never waits for the tensor file.
+ *   - `bytesSource(bytes, leftOut)`: a saved HTML file carries a safetensors file of its own
+ *     (backend/gradtrace/notebook/html.py, within the size budget it states); a key it left
+ *     out answers why.
+ *   - `kernelSource(ask)`: the notebook widget asks its kernel for one tensor by key
+ *     (src/widget/index.js, backend/gradtrace/notebook/widget.py) and gets the tensor's raw
+ *     bytes in the message's buffer.
+ */
+import { decodeTensor, parseHeader } from "./safetensors.js";
+
+function cached(where, load) {
+  const memo = new Map();
+  return {
+    where,
+    read(key) {
+      let p = memo.get(key);
+      if (!p) {
+        p = load(key).then((t) => ({ key, ...t }));
+        memo.set(key, p);
+        p.catch(() => memo.delete(key));
+        if (memo.size > 256) memo.delete(memo.keys().next().value);  // the oldest look
+      }
+      return p;
+    },
+  };
+}
+
+async function failure(res, what) {
+  let msg = `${what}: the server answered ${res.status}`;
+  try { const e = (await res.json()).error; if (e && e.message) msg = e.message; } catch { /* not JSON */ }
+  return new Error(msg);
+}
+
+/** The service's tensor file of a run (`/api/runs/{id}`) or a share (`/api/shares/{id}`). */
+export function rangeSource(base) {
+  let index = null;
+  const entries = () => {
+    index ??= fetch(`${base}/tensors`).then(async (res) => {
+      if (!res.ok) throw Object.assign(await failure(res, "the tensor index"), { status: res.status });
+      const body = await res.json();
+      return new Map(body.tensors.map((t) => [t.key, t]));
+    });
+    // an answer (no file kept: 404) stands for the document's life; a failed connection is asked again
+    index.catch((err) => { if (!err.status) index = null; });
+    return index;
+  };
+  return cached("service", async (key) => {
+    const t = (await entries()).get(key);
+    if (!t) throw new Error(`the run's tensor file has no ${key}`);
+    if (t.end === t.start) return decodeTensor(t.dtype, t.shape, new Uint8Array(0));
+    const res = await fetch(`${base}/tensors.safetensors`, { headers: { Range: `bytes=${t.start}-${t.end - 1}` } });
+    if (res.status !== 206 && !res.ok) throw await failure(res, `tensor ${key}`);
+    let bytes = new Uint8Array(await res.arrayBuffer());
+    if (res.status === 200) bytes = bytes.subarray(t.start, t.end);  // a server that ignored the Range
+    return decodeTensor(t.dtype, t.shape, bytes);
+  });
+}
+
+/** A whole safetensors file in memory (a saved HTML file's). `leftOut`: key → why it is not there. */
+export function bytesSource(bytes, leftOut = new Map(), why = "this file does not carry it") {
+  const { tensors } = parseHeader(bytes);
+  return cached("file", async (key) => {
+    const t = tensors.get(key);
+    if (!t) throw new Error(leftOut.get(key) || why);
+    return decodeTensor(t.dtype, t.shape, bytes.subarray(t.start, t.end));
+  });
+}
+
+/** The notebook kernel: `ask(key)` answers `{dtype, shape, bytes}` (the tensor's raw bytes). */
+export function kernelSource(ask) {
+  return cached("kernel", async (key) => {
+    const t = await ask(key);
+    return decodeTensor(t.dtype, t.shape, t.bytes);
+  });
+}
+
+/** The playground's sources: a run's file, or a share's (`shareOf(doc)`: the share's id when the page shows that share's document). */
+export function serviceTensors(shareOf = () => null) {
+  const sources = new Map();
+  return (doc) => {
+    if (!doc || !doc.id || !doc.tensors) return null;
+    const share = shareOf(doc);
+    const base = share ? `/api/shares/${encodeURIComponent(share)}` : `/api/runs/${encodeURIComponent(doc.id)}`;
+    if (!sources.has(base)) sources.set(base, rangeSource(base));
+    return sources.get(base);
+  };
+}

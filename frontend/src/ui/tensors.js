@@ -1,0 +1,208 @@
+/**
+ * The inspector's tensors: every tensor of the selected node at the current step (its
+ * output(s), the gradients flowing in and out at this backward step, a leaf's `.grad` and its
+ * value at the start and the end), read from the viewer's tensor source (NOTE [tensor sources]
+ * in tensors/source.js) when the node is selected, never before. A tensor of at most
+ * TABLE_MAX elements is a table of numbers; a larger one a heatmap of a 2-D plane (a slice
+ * picker chooses the plane of a 3-D or larger one) and a histogram. Hover or focus gives the
+ * element's index and its number as stored (tensors/safetensors.js exactText); a click on a
+ * gradient's element asks Explain about that element. Built with textContent only.
+ */
+import { exactText, finiteStats, strides } from "../tensors/safetensors.js";
+import { SPECIAL_WORDS, TENSOR_COLOURS, drawHeatmap, drawHistogram, histogram, rgb } from "../tensors/draw.js";
+import { leftOutSummary, nodeTensors } from "../tensors/keys.js";
+import { fmtBytes } from "../analysis/format.js";
+import { el } from "./dom.js";
+
+export const TABLE_MAX = 64;
+const HEAT_PX = 240;  // the heatmap's longer side on the page, in CSS pixels
+
+/** The legend of the heatmap's colours. */
+function legend() {
+  const c = TENSOR_COLOURS;
+  const sw = (colour, text) => {
+    const box = el("span", { class: "gt-swatch" });
+    box.style.background = colour;  // CSSOM, not a style attribute: the saved file's policy allows only this
+    return el("span", { class: "gt-tensor-key" }, box, text);
+  };
+  return el("div", { class: "gt-tensor-legend", "data-gt": "tensor-legend" },
+    sw(`linear-gradient(90deg, ${rgb(c.neg)}, ${rgb(c.zero)}, ${rgb(c.pos)})`, "− 0 +"),
+    ...SPECIAL_WORDS.map(([k, w]) => sw(rgb(c[k]), w)));
+}
+
+/** `[2, 0, 5]`: coordinates of flat index `f` of `shape`. */
+function coords(shape, f) {
+  const s = strides(shape);
+  return shape.map((_, d) => Math.floor(f / s[d]) % shape[d]);
+}
+
+export class TensorView {
+  /** @param {{source: object, onPick?: (item: object, index: number[]) => void}} cb */
+  constructor(cb) {
+    this.source = cb.source;
+    this.onPick = cb.onPick || null;
+    this.slices = new Map();  // key → the chosen leading coordinates, kept across redraws
+  }
+
+  /** The inspector's section for the tensors of node `i` at step `k`, or null when it has none. */
+  section(model, i, k) {
+    const items = nodeTensors(model.index, model.timeline, i, k);
+    if (!items.length) return null;
+    const file = model.doc.tensors;
+    const root = el("section", { class: "gt-tensors", "data-gt": "tensors" }, el("h4", {}, "Tensors"));
+    if (file && file.left_out_count) {
+      root.append(el("p", { class: "gt-hint", "data-gt": "tensors-left-out" },
+        `${file.left_out_count} of this run's tensors (${fmtBytes(file.left_out_bytes)}) were not kept, its budget being ${fmtBytes(file.budget_bytes)}: ${leftOutSummary(file)}.`));
+    }
+    for (const item of items) root.append(this.item(item));
+    root.append(legend());
+    return root;
+  }
+
+  item(item) {
+    const box = el("div", { class: "gt-tensor-item", "data-gt": "tensor", "data-key": item.key || "" });
+    const shape = item.tv.shape ? `[${item.tv.shape.join(", ")}]` : "";
+    box.append(el("div", { class: "gt-tensor-title" }, `${item.title} `, el("span", { class: "gt-tensor-meta" }, `${shape} ${item.tv.dtype || ""}`.trim())));
+    if (!item.key) { box.append(el("p", { class: "gt-hint" }, item.why)); return box; }
+    const body = el("div", { class: "gt-tensor-body" }, "reading the numbers…");
+    box.append(body);
+    const t0 = performance.now();
+    this.source.read(item.key).then((t) => {
+      this.draw(body, item, t);
+      box.dataset.ms = String(Math.round((performance.now() - t0) * 10) / 10);
+      box.dataset.ready = "1";
+    }, (err) => { body.replaceChildren(el("p", { class: "gt-hint" }, `numbers not available: ${err.message}`)); box.dataset.ready = "error"; });
+    return box;
+  }
+
+  draw(body, item, t) {
+    const shape = t.shape, nd = shape.length;
+    const count = t.values.length;
+    const lead = nd > 2 ? shape.slice(0, nd - 2) : [];
+    // a long 1-D tensor is drawn wrapped into a near-square plane (its last row padded)
+    const wrap = nd === 1 && count > TABLE_MAX ? Math.ceil(Math.sqrt(count)) : 0;
+    const rows = nd >= 2 ? shape[nd - 2] : wrap ? Math.ceil(count / wrap) : 1;
+    const cols = nd >= 2 ? shape[nd - 1] : wrap || (nd === 1 ? shape[0] : 1);
+    const chosen = this.slices.get(t.key) || lead.map(() => 0);
+    const parts = [];
+    const hover = el("div", { class: "gt-tensor-hover", "data-gt": "tensor-hover", "aria-live": "polite" }, !count ? "empty tensor" : count > TABLE_MAX ? "hover an element (or focus the heatmap: arrows, Enter)" : "hover an element");
+    const plane = el("div", { class: "gt-tensor-plane" });
+    if (lead.length) parts.push(this.slicePicker(t, lead, chosen, () => this.plane(plane, hover, item, t, chosen, rows, cols)));
+    parts.push(plane, hover);
+    const st = finiteStats(t.values);
+    t.stats ??= st;  // the plane's colour scale reads it (once per tensor)
+    if (count > TABLE_MAX) parts.push(this.histogramOf(t, st));
+    body.replaceChildren(...parts);
+    this.plane(plane, hover, item, t, chosen, rows, cols);
+  }
+
+  slicePicker(t, lead, chosen, redraw) {
+    const box = el("div", { class: "gt-tensor-slice", "data-gt": "tensor-slice" }, "slice ");
+    lead.forEach((n, d) => {
+      const pick = el("select", { "aria-label": `index of dimension ${d}`, "data-dim": String(d) });
+      for (let j = 0; j < n; j++) pick.append(el("option", { value: String(j) }, String(j)));
+      pick.value = String(chosen[d]);
+      pick.addEventListener("change", () => { chosen[d] = Number(pick.value); this.slices.set(t.key, chosen); redraw(); });
+      box.append("[", pick, "] ");
+    });
+    box.append(`[:, :]`);
+    return box;
+  }
+
+  plane(plane, hover, item, t, chosen, rows, cols) {
+    const s = strides(t.shape);
+    const offset = chosen.reduce((a, c, d) => a + c * s[d], 0);
+    const show = (f) => { hover.textContent = `[${coords(t.shape, f).join(", ")}] = ${exactText(t, f)}`; hover.dataset.index = coords(t.shape, f).join(","); hover.dataset.value = exactText(t, f); };
+    const pick = (f) => { if (this.onPick) this.onPick(item, coords(t.shape, f)); };
+    if (t.values.length <= TABLE_MAX) {
+      const table = el("table", { class: "gt-tensor-table", "data-gt": "tensor-table" });
+      for (let r = 0; r < rows; r++) {
+        const tr = el("tr");
+        for (let c = 0; c < cols; c++) {
+          const f = offset + r * cols + c;
+          const x = t.values[f];
+          const td = el("td", { tabindex: "0", "data-index": coords(t.shape, f).join(",") }, exactText(t, f));
+          if (!Number.isFinite(x) && t.dtype !== "BOOL" && !t.big) td.style.background = rgb(TENSOR_COLOURS[Number.isNaN(x) ? "nan" : x > 0 ? "pinf" : "ninf"]);
+          td.addEventListener("mouseenter", () => show(f));
+          td.addEventListener("focus", () => show(f));
+          td.addEventListener("click", () => pick(f));
+          tr.append(td);
+        }
+        table.append(tr);
+      }
+      plane.replaceChildren(table);
+      return;
+    }
+    const st = t.stats || finiteStats(t.values);
+    const half = Math.max(Math.abs(st.min), Math.abs(st.max));
+    const canvas = el("canvas", { class: "gt-tensor-heat", "data-gt": "tensor-heatmap", role: "img",
+      "aria-label": `heatmap of ${rows} × ${cols} values, blue negative, red positive, scale ±${Number.isFinite(half) ? half.toPrecision(3) : 0}` });
+    const cells = Math.min(rows * cols, t.values.length - offset);  // a wrapped 1-D tensor's padding stays blank
+    drawHeatmap(canvas, t.values, offset, rows, cols, Number.isFinite(half) ? half : 0, cells);
+    const scale = Math.min(HEAT_PX / cols, HEAT_PX / rows, 24);
+    canvas.style.width = `${Math.max(1, Math.round(cols * scale))}px`;  // at most the inspector's width (static/app.css)
+    if (rows * scale < 12) canvas.style.height = "12px";
+    const at = (e) => {
+      const b = canvas.getBoundingClientRect();
+      const c = Math.min(cols - 1, Math.max(0, Math.floor(((e.clientX - b.left) / b.width) * cols)));
+      const r = Math.min(rows - 1, Math.max(0, Math.floor(((e.clientY - b.top) / b.height) * rows)));
+      return Math.min(offset + r * cols + c, offset + cells - 1);
+    };
+    canvas.addEventListener("mousemove", (e) => show(at(e)));
+    canvas.addEventListener("click", (e) => pick(at(e)));
+    // keyboard: focus the heatmap, arrows move over the elements, Enter explains the one shown
+    canvas.tabIndex = 0;
+    let cursor = offset;
+    canvas.addEventListener("focus", () => show(cursor));
+    canvas.addEventListener("keydown", (e) => {
+      const step = { ArrowLeft: -1, ArrowRight: 1, ArrowUp: -cols, ArrowDown: cols }[e.key];
+      if (step != null) {
+        const next = cursor + step;
+        if (next >= offset && next < offset + cells) cursor = next;
+        show(cursor);
+        e.preventDefault();
+      } else if (e.key === "Enter") { pick(cursor); e.preventDefault(); }
+    });
+    const scaleText = el("div", { class: "gt-tensor-meta" }, `colour scale ±${Number.isFinite(half) ? +half.toPrecision(4) : 0}`);
+    plane.replaceChildren(canvas, scaleText);
+  }
+
+  histogramOf(t, st) {
+    const canvas = el("canvas", { class: "gt-tensor-hist", "data-gt": "tensor-histogram", role: "img", "aria-label": "histogram of the finite values" });
+    const box = el("div", { class: "gt-tensor-histbox" }, canvas);
+    const words = [];
+    if (st.finite) words.push(`${st.finite} finite values from ${+st.min.toPrecision(4)} to ${+st.max.toPrecision(4)}`);
+    if (st.zeros) words.push(`${st.zeros} zeros`);
+    for (const [k, w] of SPECIAL_WORDS) if (st[k]) words.push(`${st[k]} ${w}`);
+    box.append(el("div", { class: "gt-tensor-meta", "data-gt": "tensor-counts" }, words.join(" · ")));
+    drawHistogram(canvas, st.finite ? histogram(t.values, st.min, st.max) : []);
+    return box;
+  }
+}
+
+/**
+ * The tensors as a viewer panel (NOTE [one panel shape] in ui/registry.js): a section of the
+ * inspector wherever the viewer has a tensor source (`ctx.service.tensors`) for the document.
+ */
+export const tensorsPanel = {
+  id: "tensors",
+  mount(ctx) {
+    if (!ctx.service.tensors) return null;
+    const views = new Map();
+    return {
+      inspect(model, node) {
+        const source = ctx.service.tensors(model.doc);
+        if (!source) return null;
+        if (!views.has(source)) {
+          views.clear();  // one document's source at a time
+          views.set(source, new TensorView({ source, onPick: (item, index) => {
+            const explain = ctx.panels.explain;
+            if (explain && explain.pickElement && /^grad_/.test(item.title)) explain.pickElement(index);
+          } }));
+        }
+        const i = model.index.idx.get(node.id);
+        return i == null ? null : views.get(source).section(model, i, ctx.state.get("step"));
+      },
+    };
+  },
+};

@@ -1,0 +1,79 @@
+"""The first divergence is the earliest op whose output (or gradient) differs beyond float32
+tolerance, read from the kept outputs and, with both tensor files, element by element (NOTE
+[first divergence] in ``analysis/compare/documents.py``): one changed input value, or another
+seed, names the first op that used the changed value, not the loss."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from capture.tensor_oracle import recorded_run
+from capture.test_tensor_oracle import GPT_LIKE
+from gradtrace.analysis.compare import compare_documents
+from gradtrace.analysis.kept import KeptTensors
+
+CHANGED_INPUT = """import torch
+from torch import nn
+torch.manual_seed(0)
+model = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 1))
+x = torch.ones(3, 4)
+x[1, 2] = {v}
+h = model(x)
+loss = h.pow(2).mean()
+loss.backward()
+"""
+SWAPPED = """import torch
+x = torch.tensor({xs})
+w = torch.ones(2, requires_grad=True)
+y = x * w
+loss = (y * torch.tensor([1.0, 3.0])).sum()
+loss.backward()
+"""
+
+
+def _rec(code: str, seed: int = 0) -> tuple[dict[str, Any], KeptTensors]:
+    doc, _, _ = recorded_run(code, native=True, seed=seed)
+    data = doc.tensor_bytes()
+    assert data
+    return doc.model_dump(mode="json", by_alias=True), KeptTensors.from_bytes(data)
+
+
+def test_one_changed_input_value_names_the_first_op_that_read_it() -> None:
+    (a, ta), (b, tb) = _rec(CHANGED_INPUT.format(v=0.5)), _rec(CHANGED_INPUT.format(v=0.7))
+    # torch's own values: the first Linear's output is the first that differs
+    torch.manual_seed(0)
+    lin = torch.nn.Linear(4, 8)
+    x = torch.ones(3, 4)
+    x[1, 2] = 0.5
+    first = lin(x).detach()
+    x[1, 2] = 0.7
+    assert not torch.allclose(first, lin(x).detach(), rtol=1e-4, atol=0)
+    for tensors in ({}, {"tensors_a": ta, "tensors_b": tb}):
+        d = compare_documents(a, b, **tensors).first_divergence
+        assert d is not None and (d.phase, d.name, d.what, d.line_a) == ("forward", "AddmmBackward0", "value", 7), d
+    exact = compare_documents(a, b, tensors_a=ta, tensors_b=tb).first_divergence
+    assert exact is not None and exact.delta is not None and exact.delta.exact
+    assert abs(exact.delta.max_abs - float((first - lin(x).detach()).abs().max())) < 1e-5
+
+
+def test_another_seed_names_the_models_first_op_not_the_loss() -> None:
+    (a, ta), (b, tb) = _rec(GPT_LIKE, 0), _rec(GPT_LIKE, 1)
+    d = compare_documents(a, b, tensors_a=ta, tensors_b=tb).first_divergence
+    assert d is not None and (d.phase, d.name, d.what) == ("forward", "EmbeddingBackward0", "value"), d
+
+
+def test_the_same_run_twice_does_not_diverge() -> None:
+    (a, ta), (b, tb) = _rec(GPT_LIKE, 0), _rec(GPT_LIKE, 0)
+    assert compare_documents(a, b, tensors_a=ta, tensors_b=tb).first_divergence is None
+
+
+def test_a_change_the_statistics_cannot_see_is_found_in_the_tensor_files() -> None:
+    """Swapping two elements keeps min, max, mean and norm: the documents alone name the next
+    op; the tensor files name the multiplication that read the swapped values."""
+    (a, ta), (b, tb) = _rec(SWAPPED.format(xs=[1.0, 2.0])), _rec(SWAPPED.format(xs=[2.0, 1.0]))
+    exact = compare_documents(a, b, tensors_a=ta, tensors_b=tb).first_divergence
+    assert exact is not None and (exact.name, exact.line_a, exact.what) == ("MulBackward0", 4, "value"), exact
+    rough = compare_documents(a, b).first_divergence
+    assert rough is not None and rough.line_a == 5, rough

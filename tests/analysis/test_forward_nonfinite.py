@@ -1,0 +1,116 @@
+"""The first NaN of the forward pass is blamed on the op that made it from NaN-free inputs
+(NOTE [forward producer from the kept outputs] in ``analysis/forward_origin.py``), checked
+against torch's own values in a bare run, not against ``detect_anomaly``, which names the
+backward node where the NaN shows; and nothing is blamed on the lessons or on standard
+practice (an attention mask of ``-inf``, an inf that ``torch.where`` drops)."""
+
+from __future__ import annotations
+
+import re
+import warnings
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from capture.tensor_oracle import recorded_run
+from capture.test_tensor_oracle import GPT_LIKE, LESSONS
+from gradtrace.analysis.run import analyze
+
+INF_MINUS_INF = """import torch
+x = torch.tensor([1000.0, 1.0], requires_grad=True)
+a = torch.exp(x)
+b = a - a
+c = b * 2 + 1
+loss = c.sum()
+loss.backward()
+"""
+PROGRAMS = {
+    "inf minus inf": INF_MINUS_INF,
+    "zero over zero": "import torch\nx = torch.tensor([0.0, 2.0], requires_grad=True)\ny = x * 1\n"
+                      "r = (y / x).tanh()\nr.sum().backward()\n",
+    "log of a negative": "import torch\nw = torch.tensor([1.0, -3.0], requires_grad=True)\nh = w * 2\n"
+                         "loss = torch.log(h).mean()\nloss.backward()\n",
+}
+
+
+class _FirstNaN(TorchDispatchMode):
+    """The first op, in execution order, whose output holds a NaN while its inputs hold none."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.first: str | None = None
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        out = func(*args, **(kwargs or {}))
+        if self.first is None:
+            ins = [a for a in list(args) + list((kwargs or {}).values()) if isinstance(a, torch.Tensor)]
+            outs = out if isinstance(out, tuple | list) else (out,)
+
+            def nan(t: Any) -> bool:
+                return isinstance(t, torch.Tensor) and t.is_floating_point() and bool(torch.isnan(t).any())
+            if any(nan(t) for t in outs) and not any(nan(t) for t in ins):
+                self.first = func.overloadpacket.__name__
+        return out
+
+
+def _bare_first_nan(code: str) -> str | None:
+    torch.manual_seed(0)
+    mode = _FirstNaN()
+    with mode:
+        exec(compile(code, "<bare>", "exec"), {"__name__": "__main__"})
+    return mode.first
+
+
+def _forward(code: str) -> dict[str, Any] | None:
+    doc, _, _ = recorded_run(code, native=True)
+    found = analyze(doc.model_dump(mode="json", by_alias=True)) or {}
+    return next((e for e in found.get("nonfinite") or [] if e["phase"] == "forward"), None)
+
+
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
+def test_the_forward_nan_is_blamed_on_the_op_torch_made_it_in(name: str) -> None:
+    code = PROGRAMS[name]
+    op = _bare_first_nan(code)
+    assert op is not None
+    entry = _forward(code)
+    assert entry is not None and entry["kind"] == "nan", entry
+    assert re.sub(r"Backward\d+$", "", entry["name"]).lower() == op, (entry, op)
+    line = next(i for i, text in enumerate(code.splitlines(), 1) if f"{op}(" in text or
+                {"sub": " - ", "div": " / ", "mul": " * "}.get(op, "\0") in text)
+    assert entry["line"] == line, entry
+
+
+def test_detect_anomaly_blames_the_backward_node_where_the_subtraction_is_the_producer() -> None:
+    entry = _forward(INF_MINUS_INF)
+    assert entry is not None and entry["name"] == "SubBackward0" and entry["line"] == 4
+    x = torch.tensor([1000.0, 1.0], requires_grad=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # anomaly mode's own "enabled" warning and its traceback
+        with pytest.raises(RuntimeError, match="ExpBackward0"), torch.autograd.detect_anomaly():
+            a = torch.exp(x)
+            (((a - a) * 2 + 1).sum()).backward()
+
+
+@pytest.mark.parametrize("lesson", LESSONS, ids=[p.stem for p in LESSONS])
+def test_no_forward_alarm_on_a_lesson(lesson: Path) -> None:
+    code = lesson.read_text()
+    entry = _forward(code)
+    assert entry is None or _bare_first_nan(code) is not None, entry
+
+
+def test_an_attention_mask_of_minus_inf_is_no_alarm() -> None:
+    doc, _, _ = recorded_run(GPT_LIKE, native=True)
+    d = doc.model_dump(mode="json", by_alias=True)
+    assert any(n["name"] == "MaskedFillBackward0" and any(o["stats"]["min"] == "-inf" for o in n["output"])
+               for n in d["graph"]["nodes"])  # the mask did put -inf in
+    assert not (analyze(d) or {}).get("nonfinite")
+
+
+def test_an_inf_dropped_by_where_is_no_forward_alarm() -> None:
+    code = ("import torch\nx = torch.tensor([0.0, 2.0], requires_grad=True)\n"
+            "y = torch.where(x != 0, 1 / x, torch.zeros_like(x))\nz = torch.where(y > 0, y, y * 0)\n"
+            "z.sum().backward()\n")
+    assert _forward(code) is None

@@ -1,0 +1,163 @@
+"""The inspector's tensors on the playground: a run through the real service and sandbox, its
+tensor file read one tensor per HTTP Range request when a node is selected, never before (the
+page's first frame makes no request to the tensor file), and the hovered number exactly the one
+in the file the service stores (read here with ``safetensors.numpy``). Screenshot:
+tests/artifacts/tensors-service-attention.png.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import httpx
+import numpy as np
+import pytest
+from playwright.sync_api import expect
+
+from browser.pageutil import run_code
+from pageguard import wait_until
+
+pytestmark = pytest.mark.browser
+
+NOT_KEPT = "this service keeps no tensor file for a run yet (the sandbox → storage wiring): nothing to fetch"
+ATTENTION = """import torch
+import torch.nn.functional as F
+torch.manual_seed(0)
+B, H, T, D, vocab = 2, 2, 16, 4, 11
+emb = torch.nn.Embedding(vocab, H * D)
+qkv = torch.nn.Linear(H * D, 3 * H * D)
+tokens = torch.randint(0, vocab, (B, T))
+q, k, v = qkv(emb(tokens)).view(B, T, 3, H, D).permute(2, 0, 3, 1, 4)
+att = (q @ k.transpose(-2, -1) / D ** 0.5).softmax(-1)
+y = (att @ v).transpose(1, 2).reshape(B, T, H * D)
+F.cross_entropy((y @ emb.weight.t()).reshape(-1, vocab), tokens.reshape(-1)).backward()
+"""
+
+
+def test_the_first_frame_asks_nothing_of_the_tensor_file(playground: Any) -> None:
+    """Run, draw, step through the whole run: the tensor file is not asked for until a node is
+    inspected."""
+    page = playground
+    asked: list[str] = []
+    page.on("request", lambda r: asked.append(r.url) if "/tensors" in r.url else None)
+    run_code(page, ATTENTION)
+    if page.evaluate("window.gradtrace.app.doc.tensors") is None:
+        pytest.skip(NOT_KEPT)
+    page.evaluate("window.gradtrace.app.player.go(0)")
+    page.evaluate("window.gradtrace.app.player.go(window.gradtrace.app.timeline.N)")
+    wait_until(page, "window.gradtrace.app.player.k === window.gradtrace.app.timeline.N")
+    assert asked == [], asked
+
+
+def test_tensors_are_fetched_by_range_only_when_looked_at(playground: Any, live_server: Any,
+                                                           artifacts_dir: Path) -> None:
+    page = playground
+    asked: list[tuple[str, str | None]] = []
+    page.on("request", lambda r: asked.append((r.url, r.headers.get("range"))) if "/tensors" in r.url else None)
+    run_code(page, ATTENTION)
+    doc = page.evaluate("window.gradtrace.app.doc")
+    if not doc.get("tensors"):
+        pytest.skip(NOT_KEPT)
+    # the first frame (and everything up to now) asked nothing of the tensor file
+    assert asked == [], asked
+    node = page.evaluate("""() => { const app = window.gradtrace.app, nodes = app.index.nodes;
+        const i = nodes.findIndex(n => n.name === 'SoftmaxBackward0');
+        app.viewer.selectNode(app.scene.view.vnodes.findIndex(n => n.refs && n.refs.length === 1 && n.refs[0] === i));
+        return nodes[i]; }""")
+    grad = page.locator("#inspector [data-gt=tensor]", has_text="grad_outputs[0] (flowing in)")
+    expect(grad).to_have_attribute("data-ready", "1")
+    key = grad.get_attribute("data-key")
+    wait_until(page, "document.querySelectorAll('#inspector [data-gt=tensor][data-ready]').length >= 3")
+    base = f"{live_server.url}/api/runs/{doc['id']}"
+    index_calls = [u for u, _ in asked if u.endswith("/tensors")]
+    file_calls = [(u, r) for u, r in asked if u.endswith("/tensors.safetensors")]
+    assert index_calls == [f"{base}/tensors"], asked
+    # one Range request per tensor shown: the output, the gradient in, the gradient out
+    assert len(file_calls) == 3 and all(r and r.startswith("bytes=") for _, r in file_calls), file_calls
+    data = httpx.get(f"{base}/tensors.safetensors", timeout=30).content
+    from safetensors.numpy import load
+
+    stored = load(data)[key]
+    assert stored.shape == (2, 2, 16, 16) and stored.dtype == np.float32
+    assert key in {g.get("key") for e in doc["events"] for g in (e.get("grad_outputs") or []) if g}
+    picks = grad.locator("[data-gt=tensor-slice] select")
+    picks.nth(0).select_option("1")
+    canvas = grad.locator("[data-gt=tensor-heatmap]")
+    canvas.scroll_into_view_if_needed()
+    box = canvas.bounding_box()
+    hover = grad.locator("[data-gt=tensor-hover]")
+    for r, c in [(2, 11), (9, 4)]:
+        page.mouse.move(box["x"] + (c + 0.5) * box["width"] / 16, box["y"] + (r + 0.5) * box["height"] / 16)
+        expect(hover).to_have_attribute("data-index", f"1,0,{r},{c}")
+        assert np.float32(hover.get_attribute("data-value")) == stored[1, 0, r, c]
+    # looked at again (another step, the same node): nothing fetched twice
+    before = len(asked)
+    page.evaluate("window.gradtrace.app.viewer.selectNode(-1)")
+    page.evaluate("""(id) => { const app = window.gradtrace.app, i = app.index.idx.get(id);
+        app.viewer.selectNode(app.scene.view.vnodes.findIndex(n => n.refs && n.refs.length === 1 && n.refs[0] === i));
+        }""", node["id"])
+    again = page.locator("#inspector [data-gt=tensor]", has_text="grad_outputs[0] (flowing in)")
+    expect(again).to_have_attribute("data-ready", "1")
+    assert len(asked) == before, asked[before:]
+    page.screenshot(path=str(artifacts_dir / "tensors-service-attention.png"))
+
+
+def _stored_attention_run(server: Any) -> tuple[str, bytes]:
+    """The attention program recorded in process, its document and tensor file stored on the
+    live server's own database in the one call the run path makes (``put_run``; as
+    tests/api/tensor_runs.py does)."""
+    import gradtrace
+    from api.tensor_runs import server_store
+    from gradtrace.storage.codec import encode
+
+    namespace: dict[str, Any] = {}
+    with gradtrace.record() as rec:
+        exec(compile(ATTENTION, "<snippet>", "exec"), namespace)
+    doc = rec.document()
+    data = doc.tensor_bytes()
+    assert data is not None
+    body = doc.as_json_dict()
+    body["code"] = ATTENTION
+    encoded = encode(body)  # its id: the hash of what is stored
+    with server_store(server) as store:
+        store.put_run(encoded, data)
+    return encoded.doc_id, data
+
+
+def test_a_stored_runs_page_reads_each_tensor_by_one_range_request(page: Any, live_server: Any,
+                                                                    frontend_bundle: Path,
+                                                                    artifacts_dir: Path) -> None:
+    run_id, data = _stored_attention_run(live_server)
+    asked: list[tuple[str, str | None]] = []
+    page.on("request", lambda r: asked.append((r.url, r.headers.get("range")))
+            if "/tensors" in r.url else None)
+    page.goto(f"{live_server.url}/r/{run_id}")
+    wait_until(page, "window.gradtrace && window.gradtrace.app.scene")
+    assert asked == [], asked  # the first frame asks nothing of the tensor file
+    page.evaluate("""() => { const app = window.gradtrace.app, nodes = app.index.nodes;
+        const i = nodes.findIndex(n => n.name === 'SoftmaxBackward0');
+        app.viewer.selectNode(app.scene.view.vnodes.findIndex(n => n.refs && n.refs.length === 1 && n.refs[0] === i));
+        }""")
+    grad = page.locator("#inspector [data-gt=tensor]", has_text="grad_outputs[0] (flowing in)")
+    expect(grad).to_have_attribute("data-ready", "1")
+    wait_until(page, "document.querySelectorAll('#inspector [data-gt=tensor][data-ready]').length >= 3")
+    base = f"{live_server.url}/api/runs/{run_id}"
+    assert [u for u, _ in asked if u.endswith("/tensors")] == [f"{base}/tensors"], asked
+    file_calls = [(u, r) for u, r in asked if u.endswith("/tensors.safetensors")]
+    assert len(file_calls) == 3 and all(r and r.startswith("bytes=") for _, r in file_calls), file_calls
+    from safetensors.numpy import load
+
+    stored = load(data)[grad.get_attribute("data-key") or ""]
+    assert stored.shape == (2, 2, 16, 16)
+    grad.locator("[data-gt=tensor-slice] select").nth(0).select_option("1")
+    canvas = grad.locator("[data-gt=tensor-heatmap]")
+    canvas.scroll_into_view_if_needed()
+    box = canvas.bounding_box()
+    hover = grad.locator("[data-gt=tensor-hover]")
+    for r, c in [(2, 11), (9, 4)]:
+        page.mouse.move(box["x"] + (c + 0.5) * box["width"] / 16, box["y"] + (r + 0.5) * box["height"] / 16)
+        expect(hover).to_have_attribute("data-index", f"1,0,{r},{c}")
+        assert np.float32(hover.get_attribute("data-value")) == stored[1, 0, r, c]
+    assert float(grad.get_attribute("data-ms") or "nan") >= 0
+    page.screenshot(path=str(artifacts_dir / "tensors-service-attention.png"))
