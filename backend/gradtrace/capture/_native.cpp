@@ -88,6 +88,7 @@ PYBIND11_MODULE(_native, m) {
       .def("capture", &gradtrace::Recorder::capture)
       .def("kept", &gradtrace::Recorder::kept)
       .def("keep_copy", &gradtrace::Recorder::keep_copy)
+      .def("set_keep_budget", &gradtrace::Recorder::set_keep_budget)
       .def("event_refs", &gradtrace::Recorder::event_refs)
       .def("value", &gradtrace::Recorder::value)
       .def("numel_of", &gradtrace::Recorder::numel_of)

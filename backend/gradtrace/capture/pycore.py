@@ -72,13 +72,16 @@ class _Value:
     """A captured tensor (``Value`` in ``cxx/values.h``): large ones reduced to stats at once,
     small ones copied, both encoded to TensorValues only when the document asks."""
 
-    __slots__ = ("has", "held", "kept", "kept_copy", "kept_version", "numel", "with_", "without")
+    __slots__ = ("has", "held", "kept", "kept_copy", "kept_dropped", "kept_version", "numel", "with_",
+                 "without")
 
     def __init__(self, t: torch.Tensor) -> None:
         self.kept: torch.Tensor | None = None
         """NOTE [kept tensors] in tensorfile.py: the tensor itself (``PyCore._keep``)."""
         self.kept_version = -1
         self.kept_copy = False
+        self.kept_dropped = 0
+        """Bytes not held: the keep budget was spent (NOTE [held within the budget] in tensorfile.py)."""
         self.held: torch.Tensor | None = None
         self.numel = 0
         self.has = False  # values to write (an empty tensor's are [], and cost nothing)
@@ -439,7 +442,7 @@ class PyCore:
         hit = self._cache.get(id(t))
         if hit is not None and hit[0]() is t and hit[1] == version:
             seen = self._values[hit[2]]
-            if keep and seen.kept is None and not seen.kept_copy:
+            if keep and seen.kept is None and not seen.kept_copy and not seen.kept_dropped:
                 self._keep(seen, t, version)
             return hit[2]
         vid = len(self._values)
@@ -449,17 +452,31 @@ class PyCore:
             self._keep(self._values[vid], t, version)
         return vid
 
-    @staticmethod
-    def _keep(v: _Value, t: torch.Tensor, version: int | None) -> None:
+    def set_keep_budget(self, nbytes: int) -> None:
+        """``Recorder::set_keep_budget``: NOTE [held within the budget] in tensorfile.py."""
+        self._keep_budget = nbytes
+
+    _keep_budget = 0
+    _kept_bytes = 0
+
+    def _keep(self, v: _Value, t: torch.Tensor, version: int | None) -> None:
         """``Core::keep_alias``: NOTE [kept tensors] in tensorfile.py; a subclass or a functorch
-        transform's wrapper is not kept."""
+        transform's wrapper is not kept; past the keep budget nothing is held (NOTE [held
+        within the budget])."""
         if runs_python_ops(t) or torch._C._functorch.is_functorch_wrapped_tensor(t):
+            return
+        if self._keep_budget <= 0:
+            return
+        nbytes = t.numel() * t.element_size() if t.layout == torch.strided and not t.is_nested else 0
+        if self._kept_bytes + nbytes > self._keep_budget:
+            v.kept_dropped = nbytes if nbytes > 0 else 1
             return
         try:
             v.kept = t.detach()  # shares the version counter
         except RuntimeError:  # a tensor that cannot be aliased (forward-AD's): not kept
             return
         v.kept_version = -1 if version is None else version
+        self._kept_bytes += nbytes
 
     def _keep_copy(self, vid: int) -> None:
         """``Core::keep_copy``: an AccumulateGrad's gradients, copied as captured."""
@@ -486,11 +503,11 @@ class PyCore:
         with self._mu, torch._C.DisableTorchFunction():
             self._keep_copy(vid)
 
-    def kept(self, vid: int) -> tuple[torch.Tensor | None, int, bool]:
+    def kept(self, vid: int) -> tuple[torch.Tensor | None, int, bool, int]:
         if vid < 0:
-            return None, -1, False
+            return None, -1, False, 0
         v = self._values[vid]
-        return v.kept, v.kept_version, v.kept_copy
+        return v.kept, v.kept_version, v.kept_copy, v.kept_dropped
 
     def event_refs(self) -> list[tuple[int, list[int], list[int], int, list[int]]]:
         """``Recorder::event_refs``: each backward event's value ids."""

@@ -122,6 +122,7 @@ class Recorder:
         self._active_pass: int | None = None
         self.core: Any = native.make_core(use_native)
         """The kernels (NOTE [one recorder, two kernel sets] in pycore.py)."""
+        self.core.set_keep_budget(tensor_budget or 0)  # NOTE [held within the budget] in tensorfile.py
         self.values = ValueStore(self.core)
         self.boundary = 0
         """Autograd's sequence number when the block began: NOTE [nodes from before the block]

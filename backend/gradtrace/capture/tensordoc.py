@@ -16,9 +16,19 @@ from torch.autograd.function import BackwardCFunction
 
 from gradtrace.capture.outputs import Kept
 from gradtrace.capture.recorder import Recorder
-from gradtrace.capture.tensorfile import FORWARD, GRADIENT, LEAF, Candidate, TensorFile, build, candidate, storable
+from gradtrace.capture.tensorfile import (
+    FORWARD,
+    GRADIENT,
+    LEAF,
+    NONFINITE,
+    Candidate,
+    TensorFile,
+    build,
+    candidate,
+    storable,
+)
 from gradtrace.capture.values import dtype_name, encode
-from gradtrace.schema.canonical import CanonicalText, canonical_json
+from gradtrace.schema.canonical import CanonicalText, TensorValueDict, canonical_json
 
 
 def _version(t: torch.Tensor) -> int:
@@ -45,7 +55,11 @@ class _Collect:
         """A value the core captured (a value id), with its kept tensor."""
         if tv is None or not isinstance(handle, int) or handle < 0:
             return
-        t, version, copied = self.rec.core.kept(handle)
+        t, version, copied, dropped = self.rec.core.kept(handle)
+        if t is None and dropped:  # NOTE [held within the budget] in tensorfile.py
+            self.cands.append(Candidate(key, None, dropped, rank, "budget"))
+            self.slots[key] = tv
+            return
         reason = None
         if t is not None and not copied and _version(t) != version:
             reason = "changed"
@@ -84,7 +98,7 @@ def _tensor_nodes(c: _Collect, by_id: dict[str, dict[str, Any]]) -> None:
             why = storable(t)
             with torch._C.DisableTorchFunction(), torch.no_grad():
                 end = t.detach().clone() if why is None else t
-                tv = dict(encode(end, with_values=False))
+                tv = TensorValueDict(encode(end, with_values=False))
             node["value_end"] = tv
             c.add(f"{nid}.end", tv, end, LEAF, why)
 
@@ -137,18 +151,69 @@ def _outputs(c: _Collect, by_id: dict[str, dict[str, Any]]) -> None:
                 continue
             t = kept.tensor
             text = core.value(core.capture(t), False)[0]  # odd tensors: Python's encoder
-            tv = orjson.loads(text) if text else dict(encode(t, with_values=False))
+            tv = TensorValueDict(orjson.loads(text)) if text else TensorValueDict(encode(t, with_values=False))
             output.append(tv)
             c.add(f"{node['id']}.out{k}", tv, t, FORWARD, None if kept.intact() else "changed")
         if any(o is not None for o in output):
             node["output"] = output
 
 
+def _finite(tv: dict[str, Any] | None) -> bool:
+    stats = tv.get("stats") if tv else None
+    norm = stats.get("norm") if isinstance(stats, dict) else None
+    return not isinstance(norm, str) and (norm is None or norm - norm == 0)
+
+
+def _first_nonfinite(graph: dict[str, Any], events: list[dict[str, Any]]) -> set[str]:
+    """NOTE [what the budget keeps first]: the keys on the path to the first non-finite value:
+    the first function node (in creation order) whose output is not finite, with its inputs'
+    values, and the first backward event with a gradient that is not finite."""
+    keys: set[str] = set()
+    nodes = sorted((n for n in graph["nodes"] if n.get("output")), key=lambda n: int(n["id"][1:]))
+    first = next((n for n in nodes if not all(_finite(o) for o in n["output"])), None)
+    if first is not None:
+        keys.update(f"{first['id']}.out{k}" for k in range(len(first["output"])))
+        for e in graph.get("edges", []):
+            if e.get("target") == first["id"]:
+                keys.update((f"{e['source']}.value", f"{e['source']}.out0"))
+    for i, ev in enumerate(events):
+        go, gi = ev.get("grad_outputs") or [], ev.get("grad_inputs") or []
+        if not all(_finite(v) for v in (*go, *gi)):
+            keys.update(f"e{i}.go{k}" for k in range(len(go)))
+            keys.update(f"e{i}.gi{k}" for k in range(len(gi)))
+            break
+    return keys
+
+
+_TV_KEYS = frozenset(("shape", "dtype", "values", "stats", "stale", "layout", "nonzero", "key"))
+
+
+def _marked(o: Any) -> Any:
+    """``o`` (parsed canonical JSON) with its TensorValues as ``TensorValueDict``.
+
+    NOTE [re-writing the graph without re-spelling it]: the canonical writer re-spells the
+    floats of plain dicts by searching the whole text, strings skipped (slow on megabytes of
+    graph); those of a ``TensorValueDict`` in one pass over the TensorValues alone (NOTE
+    [canonical JSON with orjson] in schema/canonical.py). A dict is marked only when it has
+    a TensorValue's keys and no free text (``note``); the bytes are the same either way."""
+    if isinstance(o, dict):
+        if "dtype" in o and "shape" in o and o.keys() <= _TV_KEYS:
+            return TensorValueDict(o)
+        for k, v in o.items():
+            if isinstance(v, dict | list):
+                o[k] = _marked(v)
+    elif isinstance(o, list):
+        for i, v in enumerate(o):
+            if isinstance(v, dict | list):
+                o[i] = _marked(v)
+    return o
+
+
 def attach(rec: Recorder, doc: dict[str, Any], budget: int) -> TensorFile:
     """Key the document's TensorValues, add ``output`` / ``value_end`` and ``tensors``, and
     build the file (``doc``'s graph and events are rewritten as canonical JSON)."""
-    graph = orjson.loads(memoryview(doc["graph"]))
-    events = orjson.loads(memoryview(doc["events"]))
+    graph = _marked(orjson.loads(memoryview(doc["graph"])))
+    events = _marked(orjson.loads(memoryview(doc["events"])))
     by_id = {n["id"]: n for n in graph["nodes"]}
     names = {n["id"]: n.get("name") for n in graph["nodes"]}
     c = _Collect(rec)
@@ -156,6 +221,10 @@ def attach(rec: Recorder, doc: dict[str, Any], budget: int) -> TensorFile:
         _tensor_nodes(c, by_id)
         _events(c, events, names)
         _outputs(c, by_id)
+        path = _first_nonfinite(graph, events)
+        for cand in c.cands:
+            if cand.key in path and cand.rank > NONFINITE:
+                cand.rank = NONFINITE
         tf = build(c.cands, budget)
     for key in tf.tensors:
         c.slots[key]["key"] = key

@@ -24,6 +24,23 @@ NOTE [what the budget keeps first]
     first runs short, smaller tensors after a left-out one may still fit; no later class gets
     any (a small forward value never displaces a gradient). Everything else is listed in
     ``tensors.left_out`` (the first ``LEFT_OUT_LISTED``, the counts whole) and has no ``key``.
+    The path to the first non-finite value is the first function node (creation order) whose
+    output is not finite, with the values on its incoming edges, and the first backward event
+    with a gradient that is not finite (``tensordoc._first_nonfinite``).
+
+NOTE [held within the budget]
+    While recording, what is held is capped too, so memory stays bounded by the budget: the
+    core holds gradients (``Core::keep_alias`` / ``PyCore._keep``) until their bytes would pass
+    ``budget_bytes``, the tap holds forward outputs likewise (``OutputTap.max_bytes``); past
+    that a tensor is not held and is listed with reason ``budget``. Both go in the order things
+    happen in the run, so the same snippet and seed leave out the same tensors. The order of
+    NOTE [what the budget keeps first] then chooses among what was held: where the gradients
+    of a run alone pass the budget, those met first are held, a leaf's included or not (the
+    recorder cannot know a gradient's class when it meets it). Held here
+    means counted at ``numel * element_size`` (an alias counts though its storage may live on
+    anyway), so peak memory is at most the bare run's plus twice the budget (the two holders)
+    plus the file itself when written; ``bench/bench_tensors.py`` measures it. A run without
+    a tensor file holds nothing.
 """
 
 from __future__ import annotations
@@ -114,19 +131,24 @@ def select(cands: list[Candidate], budget: int) -> tuple[list[Candidate], list[C
     return kept, out
 
 
-def _raw(t: torch.Tensor) -> Any:
-    """``t``'s bytes, little-endian, row-major (a numpy view; one copy when not contiguous)."""
-    flat = t.detach().contiguous().reshape(-1)
-    if flat.numel() and flat.stride(0) != 1:  # a one-element tensor expanded (stride 0)
-        flat = torch.empty(flat.shape, dtype=flat.dtype).copy_(flat)
-    if flat.dtype == torch.uint8:
-        return flat.numpy()
-    return flat.view(torch.uint8).numpy()
+def _flat_bytes(t: torch.Tensor) -> torch.Tensor:
+    """``t``'s bytes, row-major, as a flat uint8 tensor (a view; one copy when not contiguous)."""
+    flat = t.detach().cpu().contiguous().view(-1)
+    if flat.numel() > 1 and flat.stride(0) != 1:  # a one-element tensor expanded (stride 0)
+        flat = flat.clone(memory_format=torch.contiguous_format)
+    return flat if flat.dtype == torch.uint8 else flat.view(torch.uint8)
 
 
 def write(kept: list[Candidate]) -> bytes:
     """The safetensors bytes: 8-byte header length, the JSON header (padded with spaces to 8
-    bytes, as the reference writer does), then the buffers in ``kept``'s order."""
+    bytes, as the reference writer does), then the buffers in ``kept``'s order.
+
+    NOTE [one pass]: the whole file is one buffer, sized from the header, and every buffer is
+    written into it by a single ``torch.cat(..., out=)`` over flat byte views of the tensors
+    (no per-tensor numpy array or Python-level copy): thousands of small gradients cost one
+    kernel call. ``safetensors.torch.save`` would build a dict, sort it by dtype and copy each
+    tensor through Python; its output is the same format, which ``read`` (``safetensors``
+    itself) checks in the tests."""
     header: dict[str, Any] = {"__metadata__": {"format": "pt", "writer": "gradtrace"}}
     offset = 0
     for c in kept:
@@ -141,14 +163,10 @@ def write(kept: list[Candidate]) -> bytes:
     buf = bytearray(start + offset)
     buf[:8] = len(text).to_bytes(8, "little")
     buf[8:start] = text
-    view = memoryview(buf)
-    at = start
-    with torch._C.DisableTorchFunction():
-        for c in kept:
-            if c.nbytes:
-                assert c.tensor is not None
-                view[at:at + c.nbytes] = _raw(c.tensor).data
-            at += c.nbytes
+    if offset:
+        with torch._C.DisableTorchFunction():
+            parts = [_flat_bytes(c.tensor) for c in kept if c.nbytes and c.tensor is not None]
+            torch.cat(parts, out=torch.frombuffer(buf, dtype=torch.uint8, offset=start, count=offset))
     return bytes(buf)
 
 

@@ -106,7 +106,7 @@ struct Core : std::enable_shared_from_this<Core> {
     auto it = cache.find(impl);
     if (it != cache.end() && !it->second.weak.expired() && it->second.version == ver) {
       Value& seen = values[static_cast<size_t>(it->second.id)];
-      if (keep && !seen.kept.defined() && !seen.kept_copy) keep_alias(seen, t, ver);
+      if (keep && !seen.kept.defined() && !seen.kept_copy && seen.kept_dropped == 0) keep_alias(seen, t, ver);
       return it->second.id;
     }
     int32_t id = static_cast<int32_t>(values.size());
@@ -129,20 +129,37 @@ struct Core : std::enable_shared_from_this<Core> {
     Value& made = values.back();
     made.kept = at::Tensor();
     made.kept_copy = false;
+    made.kept_dropped = 0;
     if (keep) keep_alias(made, t, ver);
     return id;
   }
 
   // NOTE [kept tensors] in capture/tensorfile.py (``PyCore._keep``): a subclass, or a
   // functorch transform's wrapper (it has no values outside its level), is not kept
-  static void keep_alias(Value& v, const at::Tensor& t, int64_t ver) {
+  //
+  // NOTE [held within the budget] in capture/tensorfile.py: once the bytes held reach
+  // ``keep_budget`` nothing more is held (``kept_dropped`` says how many bytes were not), so
+  // the gradients held while recording never pass the run's budget; in capture order, so
+  // the same snippet and seed leave out the same ones.
+  int64_t keep_budget = 0;
+  int64_t kept_bytes = 0;
+
+  void keep_alias(Value& v, const at::Tensor& t, int64_t ver) {
     if (t.key_set().has_any(c10::DispatchKeySet({c10::DispatchKey::Python, c10::DispatchKey::FuncTorchBatched,
                                                  c10::DispatchKey::FuncTorchGradWrapper}))) {
+      return;
+    }
+    if (keep_budget <= 0) return;  // no tensor file: nothing held
+    int64_t nbytes = t.layout() == at::kStrided && !t.is_nested()
+                         ? static_cast<int64_t>(t.numel()) * static_cast<int64_t>(t.element_size()) : 0;
+    if (kept_bytes + nbytes > keep_budget) {
+      v.kept_dropped = nbytes > 0 ? nbytes : 1;
       return;
     }
     try {
       v.kept = t.tensor_data();  // no dispatch; shares the version counter
       v.kept_version = ver;
+      kept_bytes += nbytes;
     } catch (const std::exception&) {  // a tensor that cannot be aliased (forward-AD's): not kept
       v.kept = at::Tensor();
     }

@@ -407,14 +407,20 @@ struct Recorder {
   }
 
   // NOTE [kept tensors] in capture/tensorfile.py: value ``id``'s kept tensor (None when not
-  // kept), the version it was kept at, and whether it is a copy.
+  // kept), the version it was kept at, whether it is a copy, and the bytes not held (budget).
   py::tuple kept(int32_t id) {
     std::lock_guard<std::mutex> lock(core->mu);
-    if (id == kNone) return py::make_tuple(py::none(), -1, false);
+    if (id == kNone) return py::make_tuple(py::none(), -1, false, 0);
     const Value& v = core->values.at(static_cast<size_t>(id));
-    if (!v.kept.defined()) return py::make_tuple(py::none(), v.kept_version, v.kept_copy);
+    if (!v.kept.defined()) return py::make_tuple(py::none(), v.kept_version, v.kept_copy, v.kept_dropped);
     return py::make_tuple(py::reinterpret_steal<py::object>(THPVariable_Wrap(v.kept)), v.kept_version,
-                          v.kept_copy);
+                          v.kept_copy, v.kept_dropped);
+  }
+
+  // NOTE [held within the budget] in capture/tensorfile.py (``PyCore.set_keep_budget``).
+  void set_keep_budget(int64_t bytes) {
+    std::lock_guard<std::mutex> lock(core->mu);
+    core->keep_budget = bytes;
   }
 
   void keep_copy(int32_t id) {

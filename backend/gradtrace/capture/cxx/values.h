@@ -25,6 +25,7 @@ struct Value {
   at::Tensor kept;
   int64_t kept_version = -1;
   bool kept_copy = false;
+  int64_t kept_dropped = 0;  // bytes not held: the keep budget was spent (reason ``budget``)
 };
 
 // Large tensors (only stats are kept): one vectorised pass, several partial sums at once
