@@ -6,12 +6,15 @@ import html
 import json
 import re
 import threading
+from pathlib import Path
 
 import httpx
 
 from api.helpers import CHAIN_RULE, assert_error
+from api.tensor_runs import server_store
 from conftest import Server
-from gradtrace.schema import RunDocument, content_hash
+from gradtrace.schema import SCHEMA_VERSION, RunDocument, canonical_json, content_hash
+from gradtrace.storage.codec import StoredBlob, compress
 from storage.sample_docs import chain_document, variant
 
 
@@ -131,3 +134,23 @@ def test_links_survive_a_restart_of_the_service(start_server) -> None:
         assert _embedded_document(c.get(f"/s/{share['id']}").text) == run.json()
         assert c.get(f"/api/runs/{run.json()['id']}").status_code == 200
         RunDocument.model_validate(got.json())
+
+
+def test_a_share_stored_as_schema_version_1_still_opens_as_the_current_version(
+        api: httpx.Client, live_server: Server) -> None:
+    """A link made before the tensor file (schema version 1, as stored then) opens, upgraded on
+    read (gradtrace/storage/normalize.py), as JSON and as its page."""
+    stored = json.loads((Path(__file__).parents[1] / "fixtures" / "stored" / "v1_01_chain_rule.json").read_bytes())
+    assert stored["schema_version"] == 1
+    raw = canonical_json(stored)
+    blob = StoredBlob(schema_version=1, gz=compress(raw), size=len(raw), content_hash=content_hash(raw))
+    with server_store(live_server) as store:
+        share_id = store.create_share(blob).id
+    got = api.get(f"/api/shares/{share_id}")
+    assert got.status_code == 200, got.text
+    doc = got.json()
+    assert doc["schema_version"] == SCHEMA_VERSION == 2 and "tensors" not in doc
+    assert doc["graph"] == stored["graph"] and doc["events"] == stored["events"]
+    RunDocument.model_validate(doc)
+    page = api.get(f"/s/{share_id}")
+    assert page.status_code == 200 and _embedded_document(page.text)["schema_version"] == SCHEMA_VERSION

@@ -12,6 +12,8 @@ from __future__ import annotations
 import random
 from typing import Any
 
+from gradtrace.schema import SCHEMA_VERSION
+
 
 def _tv(value: float, shape: list[int] | None = None) -> dict[str, Any]:
     shape = shape if shape is not None else []
@@ -90,7 +92,8 @@ def _with_events(nodes: list[dict[str, Any]], edges: list[dict[str, Any]],
         if n["name"] == "AccumulateGrad":
             ev["grad"] = _tv(round(rng.uniform(-1, 1), 3))
         events.append(ev)
-    return {"schema_version": 1, "id": f"synthetic{len(nodes)}", "status": "ok", "error": None, "stdout": "",
+    return {"schema_version": SCHEMA_VERSION, "id": f"synthetic{len(nodes)}", "status": "ok", "error": None,
+            "stdout": "",
             "device": "cpu", "graph": {"nodes": nodes, "edges": edges}, "events": events,
             "passes": [{"index": 0, "api": "Tensor.backward", "line": 25, "roots": ["out"]}],
             "code": "# a synthetic document\n"}

@@ -12,6 +12,7 @@ from playwright.sync_api import expect
 
 from browser.pageutil import node_texts, ready_generation, run_code, set_code, wait_drawn
 from gradtrace.lessons import lesson
+from gradtrace.schema import SCHEMA_VERSION
 from pageguard import expect_http_error, wait_until
 
 pytestmark = pytest.mark.browser
@@ -135,7 +136,7 @@ def test_every_limit_status_gets_a_badge_with_the_server_message(playground: Any
               "crashed": "Crashed"}
     for status, label in labels.items():
         message = f"the run stopped: {status} (test message)"
-        doc = {"schema_version": 1, "id": f"t-{status}", "status": status, "error": None,
+        doc = {"schema_version": SCHEMA_VERSION, "id": f"t-{status}", "status": status, "error": None,
                "stdout": "partial\n", "device": "cpu", "graph": {"nodes": [], "edges": []}, "events": [],
                "message": message}
         page.evaluate("doc => window.gradtrace.loadDocument(doc)", doc)

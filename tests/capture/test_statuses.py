@@ -7,7 +7,7 @@ from typing import Any
 
 import torch
 
-from gradtrace.schema import canonical_json
+from gradtrace.schema import SCHEMA_VERSION, canonical_json
 
 
 def test_syntax_error_gives_its_line(run: Any) -> None:
@@ -123,5 +123,5 @@ def test_nothing_of_the_recorder_is_left_installed_after_a_run(run: Any) -> None
 def test_document_carries_the_run_fields(run: Any) -> None:
     code = "x = torch.ones(1)\n"
     doc = run(code, seed=3)
-    assert (doc["schema_version"], doc["code"], doc["seed"], doc["device"]) == (1, code, 3, "cpu")
+    assert (doc["schema_version"], doc["code"], doc["seed"], doc["device"]) == (SCHEMA_VERSION, code, 3, "cpu")
     assert doc["torch_version"] == torch.__version__

@@ -12,7 +12,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from gradtrace.schema import document_id
+from gradtrace.schema import SCHEMA_VERSION, document_id
 
 
 def tensor_value(values: list[float]) -> dict[str, Any]:
@@ -45,7 +45,7 @@ def chain_document(n: int = 3, *, seed: int = 0, code: str | None = None) -> dic
         events.append({"phase": "backward", "node": f"f{i}", "pass": 0, "line": 3 + n % 7,
                        "grad_outputs": [tensor_value(g)], "grad_inputs": [tensor_value(g[::-1])]})
     doc: dict[str, Any] = {
-        "schema_version": 1, "id": "", "status": "ok", "error": None, "stdout": f"seed {seed}\n",
+        "schema_version": SCHEMA_VERSION, "id": "", "status": "ok", "error": None, "stdout": f"seed {seed}\n",
         "device": "cpu", "graph": {"nodes": nodes, "edges": edges}, "events": events,
         "code": code if code is not None else f"# synthetic chain of {n}\n", "seed": seed,
         "passes": [{"index": 0, "api": "Tensor.backward", "line": 3 + n % 7, "roots": ["t1"]}],

@@ -5,8 +5,9 @@ capture produces it, the sandbox returns it as JSON, the web process validates i
 notebook client read it. Each field's ``description=`` is its meaning for users: served at
 ``/openapi.json`` and made into docs/CONTRACT.md's tables (NOTE [the contract's tables come
 from the models] in schema/contract_doc.py). Everything after the first version is an
-addition, never a rename. A change that renames or removes a field needs a new
-``SCHEMA_VERSION`` and an upgrade step in :mod:`gradtrace.storage.normalize`.
+addition, never a rename. A change that adds, renames or removes a field needs a new
+``SCHEMA_VERSION`` and an upgrade step in :mod:`gradtrace.storage.normalize`, so a reader
+can tell from the version which fields a document may have.
 
 NOTE [encoding of awkward values]
     * Tensor values are :class:`TensorValue`. ``values`` is the nested list of numbers when the
@@ -32,7 +33,10 @@ from gradtrace.schema.analysis import Analysis
 from gradtrace.schema.base import _Model, _optional
 from gradtrace.schema.goals import GoalReport
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+"""1: the first published schema. 2: the tensor file (``TensorValue.key``, ``Node.output``,
+``Node.value_end``, ``RunDocument.tensors``), all optional, so a version-1 document is a
+version-2 document without a tensor file."""
 VALUES_LIMIT = 1000
 
 Status = Literal["ok", "error", "timeout", "memory_limit", "output_limit", "graph_limit", "crashed"]

@@ -23,9 +23,15 @@ from gradtrace.schema import SCHEMA_VERSION
 
 Document = dict[str, Any]
 
+def _v1_to_v2(doc: Document) -> Document:
+    """Version 2 added the tensor file's fields (``SCHEMA_VERSION``'s docstring), all optional:
+    a version-1 document has no tensor file and none of them, so only its version changes."""
+    return doc
+
+
 # Version 1 is the first published schema; documents saved before ``schema_version`` existed
 # (drafts of the walking skeleton) carry no version and are read as version 1.
-_UPGRADES: dict[int, Callable[[Document], Document]] = {}
+_UPGRADES: dict[int, Callable[[Document], Document]] = {1: _v1_to_v2}
 
 
 def stored_version(doc: Document) -> int:
