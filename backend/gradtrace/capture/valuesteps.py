@@ -79,8 +79,11 @@ class ValueSteps:
                 return
             befores = [b for *_, b in old]
             nows = [n for _, _, _, n, _ in old]
-            norms = torch.stack([x.to(torch.float64) for x in torch._foreach_norm(
-                [*torch._foreach_sub(nows, befores), *befores])]).tolist()
+            found = torch._foreach_norm([*torch._foreach_sub(nows, befores), *befores])
+            if len({x.dtype for x in found}) == 1:  # one stack and one read (the usual case)
+                norms = torch.stack(found).tolist()
+            else:
+                norms = torch.stack([x.to(torch.float64) for x in found]).tolist()
             for k, (_, doc, at, _, _) in enumerate(old):
                 delta, norm = norms[k], norms[len(old) + k]
                 if delta != 0:  # a change too small for its norm to tell is no step
