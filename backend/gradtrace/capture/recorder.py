@@ -63,7 +63,7 @@ from gradtrace.capture.valuesteps import ValueSteps
 _seq_nr = torch._C._autograd._get_sequence_nr
 
 _COST = {"function": 290, "saved": 150, "tensor": 500, "forward": 140, "backward": 140,
-         "value": 185, "edge": 65}
+         "value": 185, "edge": 65, "step": 60, "series": 50}
 """Upper estimates of the canonical JSON bytes of each part (NOTE [limits]).
 
 NOTE [what a node costs]
@@ -79,7 +79,14 @@ NOTE [what a value costs]
     are at most 15 characters each). With the node costs above, a 2,000-iteration tutorial
     loop (``y = a + b x + c x² + d x³`` over 2,000 points, manual SGD) is estimated at 25 MB
     and writes 23 MB, within the default 28 MB; before, it was estimated at 28 MB by
-    iteration 1,960 (``tests/api/test_full_length.py``)."""
+    iteration 1,960 (``tests/api/test_full_length.py``).
+
+NOTE [what a step costs]
+    A leaf's ``value_steps`` entry (``{"at", "delta", "norm"}``, two float32 norms) writes at
+    most ``step`` bytes, and each backward adds one row per leaf to the dynamics' series in
+    the analysis (‖grad‖, mean and max |grad|, an update ratio) of at most ``series`` bytes:
+    charged after each backward call, so a long training loop's estimate stays an upper bound
+    (``tests/capture/test_flows.py``)."""
 
 
 class Recorder:
@@ -553,7 +560,10 @@ class Recorder:
         with torch._C.DisableTorchFunction():
             try:
                 # NOTE [a leaf's value around each step] in valuesteps.py
-                self.steps.accumulated([(leaf, doc) for leaf, doc, *_ in last])
+                steps = self.steps.accumulated([(leaf, doc) for leaf, doc, *_ in last])
+                # NOTE [what a step costs]: each step's entry, and each leaf's row of the
+                # dynamics' series (analysis/dynamics/) for this backward
+                self.size_estimate += steps * _COST["step"] + len(last) * _COST["series"]
             except Exception as e:  # NOTE [the recorder never breaks the snippet]
                 self.internal_error(e)
             for leaf, doc, grad, version, cdata in last:

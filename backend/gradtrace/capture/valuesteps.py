@@ -39,7 +39,7 @@ def _f32(x: float) -> Any:
 
 def _followed(t: torch.Tensor) -> bool:
     try:
-        return (t.layout == torch.strided and t.is_floating_point() and t.device.type != "meta"
+        return (t.layout == torch.strided and not t.is_nested and t.is_floating_point() and t.device.type != "meta"
                 and t.numel() > 0 and not runs_python_ops(t))
     except Exception:
         return False
@@ -52,17 +52,18 @@ class ValueSteps:
     def __init__(self) -> None:
         self.seen: dict[int, tuple[torch.Tensor, dict[str, Any], torch.Tensor]] = {}
 
-    def accumulated(self, leaves: list[tuple[torch.Tensor, dict[str, Any]]]) -> None:
+    def accumulated(self, leaves: list[tuple[torch.Tensor, dict[str, Any]]]) -> int:
         """``leaves`` got a gradient in the backward call that just returned: a step since the
-        last one is written for each, then their values are remembered."""
-        self._compare([(leaf, doc, max(len(doc.get("grad_history") or []) - 1, 0))
+        last one is written for each, then their values are remembered. Answers how many
+        steps were written (the recorder charges them to the document's size)."""
+        return self._compare([(leaf, doc, max(len(doc.get("grad_history") or []) - 1, 0))
                        for leaf, doc in leaves if _followed(leaf)])
 
     def final(self) -> None:
         """The last look, when the document is built: the step after the last backward."""
         self._compare([(leaf, doc, len(doc.get("grad_history") or [])) for leaf, doc, _ in self.seen.values()])
 
-    def _compare(self, looks: list[tuple[torch.Tensor, dict[str, Any], int]]) -> None:
+    def _compare(self, looks: list[tuple[torch.Tensor, dict[str, Any], int]]) -> int:
         """All of one backward's leaves at once: one subtraction, one norm and one read for
         all of them (this runs after every backward), past the output tap's dispatch mode
         (outputs.py), which would otherwise see the recorder's own arithmetic."""
@@ -76,7 +77,7 @@ class ValueSteps:
                 else:
                     self.seen[id(leaf)] = (leaf, doc, now.clone())
             if not old:
-                return
+                return 0
             befores = [b for *_, b in old]
             nows = [n for _, _, _, n, _ in old]
             found = torch._foreach_norm([*torch._foreach_sub(nows, befores), *befores])
@@ -84,8 +85,11 @@ class ValueSteps:
                 norms = torch.stack(found).tolist()
             else:
                 norms = torch.stack([x.to(torch.float64) for x in found]).tolist()
+            written = 0
             for k, (_, doc, at, _, _) in enumerate(old):
                 delta, norm = norms[k], norms[len(old) + k]
                 if delta != 0:  # a change too small for its norm to tell is no step
                     doc.setdefault("value_steps", []).append({"at": at, "delta": _f32(delta), "norm": _f32(norm)})
+                    written += 1
             torch._foreach_copy_(befores, nows)
+            return written
