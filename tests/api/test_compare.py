@@ -9,6 +9,7 @@ import httpx
 
 from api.helpers import assert_error
 from conftest import Server
+from gradtrace.schema import SCHEMA_VERSION
 
 # No seed of its own: the request's seed draws the weights.
 NET = """import torch
@@ -82,10 +83,10 @@ def test_bad_ids_and_bad_pairs_are_clear_4xx(api: httpx.Client) -> None:
 
 def test_documents_of_another_schema_version_or_not_documents_are_refused(api: httpx.Client) -> None:
     a = _run(api, 0)
-    future = {**a, "schema_version": 2}
+    future = {**a, "schema_version": SCHEMA_VERSION + 1}
     r = api.post("/api/compare", json={"a": {"run_id": a["id"]}, "b": {"document": future}})
     err = assert_error(r, 422, "invalid_request")
-    assert "schema version 2" in err["message"] and err["detail"]["side"] == "b"
+    assert f"schema version {SCHEMA_VERSION + 1}" in err["message"] and err["detail"]["side"] == "b"
     broken = {**a, "graph": {"nodes": [{"kind": "function"}]}}
     r = api.post("/api/compare", json={"a": {"document": broken}, "b": {"run_id": a["id"]}})
     assert "not a valid run document" in assert_error(r, 422, "invalid_request")["message"]
