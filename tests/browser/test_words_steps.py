@@ -155,7 +155,7 @@ def test_keys_jump_by_line_iteration_and_pass_and_grads_tell_the_truth(playgroun
     # zero_grad() cleared .grad every turn: the inspector says 1 accumulation since, not 20.
     page.keyboard.press("End")
     pick_node(page, re.compile("^model\\.0\\.weight"))
-    head = page.locator("#inspector .gt-tensor h4").first.inner_text()
+    head = page.locator("#inspector .gt-tensor h4", has_text=".grad at this step").first.inner_text()  # after its value
     since = r"\(1 accumulation since \.grad was (cleared|set to None|zeroed)( at line \d+)? · 20 in all\)"
     assert re.search(since, head), head
     assert "20 accumulations" not in page.locator("#inspector").inner_text()

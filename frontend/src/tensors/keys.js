@@ -27,7 +27,7 @@ export function nodeTensors(index, timeline, i, k) {
   if (leaf != null) {
     const ln = index.nodes[leaf];
     const g = timeline.leafGradAt(leaf, k);
-    if (g) add(`.grad at this step (after ${g.count} accumulation${g.count === 1 ? "" : "s"})`, g.value);
+    if (g) add(".grad at this step", g.value);  // how many accumulations: the inspector's own line (resets counted)
     if (leaf === i) {
       add("value at the start", ln.value);
       add("value at the end of the run", ln.value_end);

@@ -73,8 +73,8 @@ def validate_result(job: Job, raw: bytes, tensors: bytes | None = None) -> Canon
         doc["device"] = job.device
         _memory_error_is_a_limit(job, doc)
         _time_limit_error_is_a_timeout(job, doc)
-        if not _tensor_file_matches(doc, tensors):
-            return None
+        if tensors is not None and not _tensor_file_matches(doc, tensors):
+            return None  # a file the document does not name, or not the one it names
         _analyse(doc, tensors)
         doc["id"], canonical = canonical_with_id(doc)
     except (ValueError, RecursionError, TypeError, UnicodeError, OverflowError):
@@ -167,7 +167,9 @@ def validate(job: Job, answer: Answer) -> JobResult | None:
     if len(answer.document) > job.limits.result_bytes:
         return None  # NOTE [answer cap] in jobs.py: the document alone stays within its own cap
     doc = validate_result(job, answer.document, answer.attachment)
-    return None if doc is None else result(doc, answer.attachment)
+    if doc is None or (answer.attachment is None and doc.get("tensors") is not None):
+        return None  # the document names a file that did not come
+    return result(doc, answer.attachment)
 
 
 def _tensor_file_matches(doc: dict[str, Any], data: bytes | None) -> bool:
