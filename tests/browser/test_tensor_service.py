@@ -20,7 +20,6 @@ from pageguard import wait_until
 
 pytestmark = pytest.mark.browser
 
-NOT_KEPT = "this service keeps no tensor file for a run yet (the sandbox → storage wiring): nothing to fetch"
 ATTENTION = """import torch
 import torch.nn.functional as F
 torch.manual_seed(0)
@@ -42,8 +41,7 @@ def test_the_first_frame_asks_nothing_of_the_tensor_file(playground: Any) -> Non
     asked: list[str] = []
     page.on("request", lambda r: asked.append(r.url) if "/tensors" in r.url else None)
     run_code(page, ATTENTION)
-    if page.evaluate("window.gradtrace.app.doc.tensors") is None:
-        pytest.skip(NOT_KEPT)
+    assert page.evaluate("window.gradtrace.app.doc.tensors") is not None, "the service kept no tensor file"
     page.evaluate("window.gradtrace.app.player.go(0)")
     page.evaluate("window.gradtrace.app.player.go(window.gradtrace.app.timeline.N)")
     wait_until(page, "window.gradtrace.app.player.k === window.gradtrace.app.timeline.N")
@@ -57,8 +55,7 @@ def test_tensors_are_fetched_by_range_only_when_looked_at(playground: Any, live_
     page.on("request", lambda r: asked.append((r.url, r.headers.get("range"))) if "/tensors" in r.url else None)
     run_code(page, ATTENTION)
     doc = page.evaluate("window.gradtrace.app.doc")
-    if not doc.get("tensors"):
-        pytest.skip(NOT_KEPT)
+    assert doc.get("tensors"), "the service kept no tensor file"
     # the first frame (and everything up to now) asked nothing of the tensor file
     assert asked == [], asked
     node = page.evaluate("""() => { const app = window.gradtrace.app, nodes = app.index.nodes;
