@@ -24,7 +24,8 @@ NOTE [stop, then kill]
     raises :class:`TimeLimitExceeded` in the snippet's frame, capture ends the run as it does
     for any exception, and the result carries what was recorded; the web process turns that
     error into status ``timeout`` (``sandbox/kinds/run.py``). The handler raises only while snippet code
-    is on the stack, so it never breaks capture's own work of finishing the document; the
+    is on the stack (and waits for capture's hook between two ops to finish: NOTE [a stop
+    between two ops]), so it never breaks capture's own work of finishing the document; the
     supervisor waits for that while the child keeps getting CPU (NOTE [grace under load] in
     ``stopgrace.py``) and repeats the stop meanwhile. A repeated stop that finds the snippet
     still running means it caught the exception and went on: the child ends at once with
@@ -78,26 +79,56 @@ class TimeLimitExceeded(BaseException):
 assert TimeLimitExceeded.__name__ == TIME_LIMIT_ERROR
 
 
-def _snippet_on_stack(frame: FrameType | None) -> bool:
+_GRADTRACE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+_RETRY_S = 0.002
+_MAX_DEFERRALS = 250  # ~0.5 s of retries: capture's bookkeeping between two ops takes microseconds
+
+
+def _where_stopped(frame: FrameType | None) -> str:
+    """``"snippet"`` where the snippet's code runs, ``"capture"`` where gradtrace's own code runs
+    on its behalf (a hook half way through recording a node), ``"outside"`` with no snippet on
+    the stack (capture finishing the document)."""
+    inside_gradtrace = False
     while frame is not None:
-        if frame.f_code.co_filename == SNIPPET_FILENAME:
-            return True
+        filename = frame.f_code.co_filename
+        if filename == SNIPPET_FILENAME:
+            return "capture" if inside_gradtrace else "snippet"
+        if filename.startswith(_GRADTRACE_DIR):
+            inside_gradtrace = True
         frame = frame.f_back
-    return False
+    return "outside"
 
 
 def _install_time_limit_handler() -> None:
+    """NOTE [a stop between two ops]
+        The stop lands between two bytecodes of whatever Python code runs. If that is capture's
+        hook recording an op the snippet called (its frame above the snippet's), raising there
+        would leave the record half written (an event without its node). So the handler
+        defers: it asks for itself again in ``_RETRY_S`` (``SIGALRM``; the kernel sends SIGXCPU
+        only once before the hard limit) and raises at the first signal that finds the snippet's
+        own code, or gradtrace code outside capture's hooks, running. Work that stays inside
+        gradtrace for long (a backward pass the engine runs) is stopped after ``_MAX_DEFERRALS``
+        retries wherever it is: a half-recorded pass is better than no graph at all."""
     started = time.monotonic()
     stopped = False
+    deferred = 0
+    pending_cpu = False
 
     def on_limit(signum: int, frame: FrameType | None) -> None:
-        nonlocal stopped
-        if not _snippet_on_stack(frame):
+        nonlocal stopped, deferred, pending_cpu
+        where = _where_stopped(frame)
+        if where == "outside":
             return  # capture is finishing the document (NOTE [stop, then kill])
-        cpu = signum == signal.SIGXCPU
+        cpu = signum == signal.SIGXCPU or (signum == signal.SIGALRM and pending_cpu)
         if stopped:  # the snippet caught the stop and went on: end it, there is no graph to keep
             _exit(EXIT_STOP_IGNORED_CPU if cpu else EXIT_STOP_IGNORED_WALL)
+        if where == "capture" and deferred < _MAX_DEFERRALS:
+            deferred += 1
+            pending_cpu = cpu
+            signal.setitimer(signal.ITIMER_REAL, _RETRY_S)
+            return
         stopped = True
+        signal.setitimer(signal.ITIMER_REAL, 0)
         if cpu:
             raise TimeLimitExceeded(f"CPU time limit reached: stopped here after {time.process_time():.2f} s "
                                     "of CPU time")
@@ -106,6 +137,7 @@ def _install_time_limit_handler() -> None:
 
     signal.signal(signal.SIGXCPU, on_limit)
     signal.signal(WALL_STOP_SIGNAL, on_limit)
+    signal.signal(signal.SIGALRM, on_limit)
 
 
 def _read_job(table: KindTable) -> Job:
@@ -173,6 +205,7 @@ def serve(table: KindTable, *, prefault: bool = True) -> None:
         payload = encode_answer(handle(job))
         signal.signal(signal.SIGXCPU, signal.SIG_IGN)  # finishing now; the hard limit still holds
         signal.signal(WALL_STOP_SIGNAL, signal.SIG_IGN)
+        signal.signal(signal.SIGALRM, signal.SIG_IGN)
         _flush_output()
         _write_all(RESULT_FD, payload)
         _close(RESULT_FD)  # EOF now: the web process answers without waiting for our teardown
