@@ -262,7 +262,7 @@ def build_document(rec: Recorder, *, status: str, error: dict[str, Any] | None =
                     info["unreached"] = missed
         if rec.tensor_budget is not None:  # NOTE [kept tensors] in tensorfile.py
             try:
-                rec.tensor_file = attach(rec, doc, rec.tensor_budget)
+                rec.tensor_file = attach(rec, doc, rec.tensor_budget, nodes)
             except Exception as e:  # NOTE [the recorder never breaks the snippet]: no file then
                 rec.internal_error(e)
                 doc["recorder_errors"] = {"count": rec.n_recorder_errors, "first": rec.recorder_errors}

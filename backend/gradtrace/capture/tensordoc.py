@@ -2,8 +2,9 @@
 ``key``), function nodes' ``output``, leaves' ``value_end``, and the ``tensors`` field
 (docs/CONTRACT.md, "The tensor file"; NOTE [kept tensors] in tensorfile.py).
 
-The keys are added to the graph and events after the kernels wrote them, the same way for both
-kernel sets, so both give the same document and the same file.
+The keys are spliced into the graph and events after the kernels wrote them, without parsing
+them (NOTE [keys spliced into the core's JSON] in keysplice.py), the same way for both kernel
+sets, so both give the same document and the same file.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import orjson
 import torch
 from torch.autograd.function import BackwardCFunction
 
+from gradtrace.capture.keysplice import EventsText, GraphText, Refs, keyed, nonfinite, spliced
 from gradtrace.capture.outputs import Kept
 from gradtrace.capture.recorder import Recorder
 from gradtrace.capture.tensorfile import (
@@ -38,20 +40,28 @@ def _version(t: torch.Tensor) -> int:
         return -1
 
 
+Slot = dict[str, Any] | int | tuple[list[bytes | None], int]
+"""Where a key goes: a TensorValue dict of Python's, an offset in the events' text, or an
+output's TensorValue text."""
+
+
 class _Collect:
+    """The candidates for the file, and where each one's ``key`` goes: a TensorValue dict of
+    Python's, or an offset in the core's events text (NOTE [keys spliced into the core's JSON])."""
+
     def __init__(self, rec: Recorder) -> None:
         self.rec = rec
         self.cands: list[Candidate] = []
-        self.slots: dict[str, dict[str, Any]] = {}
+        self.slots: dict[str, Slot] = {}
 
-    def add(self, key: str, tv: dict[str, Any] | None, t: torch.Tensor | None, rank: int,
+    def add(self, key: str, tv: Slot | None, t: torch.Tensor | None, rank: int,
             reason: str | None = None) -> None:
         if tv is None:
             return
         self.cands.append(candidate(key, t, rank, reason=reason))
         self.slots[key] = tv
 
-    def handle(self, key: str, tv: dict[str, Any] | None, handle: Any, rank: int) -> None:
+    def handle(self, key: str, tv: Slot | None, handle: Any, rank: int) -> None:
         """A value the core captured (a value id), with its kept tensor."""
         if tv is None or not isinstance(handle, int) or handle < 0:
             return
@@ -66,34 +76,33 @@ class _Collect:
         self.add(key, tv, t, rank, reason)
 
 
-def _events(c: _Collect, events: list[dict[str, Any]], names: dict[str, str | None]) -> None:
-    for i, go, gi, grad, hc in c.rec.core.event_refs():
-        ev = events[i]
-        acc = names.get(ev["node"]) == "AccumulateGrad"
-        rank = LEAF if acc else GRADIENT
-        for k, vid in enumerate(go):
-            c.handle(f"e{i}.go{k}", ev["grad_outputs"][k], vid, rank)
-        for k, vid in enumerate(gi):
-            c.handle(f"e{i}.gi{k}", ev["grad_inputs"][k], vid, GRADIENT)
-        c.handle(f"e{i}.grad", ev["grad"], grad, LEAF)
-        for k in range(len(hc) // 2):
-            change = ev["hook_changes"][k]
-            c.handle(f"e{i}.hb{k}", change["before"], hc[2 * k], GRADIENT)
-            c.handle(f"e{i}.ha{k}", change["after"], hc[2 * k + 1], GRADIENT)
+def _own(holder: dict[str, Any] | list[Any], at: Any) -> dict[str, Any] | None:
+    """``holder[at]``, a TensorValue of Python's, as a dict of its own (a resolved value may be
+    shared: only this place gets the key)."""
+    tv = holder[at]  # type: ignore[index]
+    if tv is None:
+        return None
+    own = TensorValueDict(tv)
+    native = getattr(tv, "native", None)
+    if native is not None:
+        own.native = native
+    holder[at] = own  # type: ignore[index]
+    return own
 
 
-def _tensor_nodes(c: _Collect, by_id: dict[str, dict[str, Any]]) -> None:
+def _tensor_nodes(c: _Collect, graph: GraphText) -> None:
     for t, src in c.rec.tensors.values():
-        node = by_id.get(src["id"])
+        node = graph.node(src["id"])
         if node is None:
             continue
         nid = node["id"]
         leaf = src.get("role") == "leaf"
-        c.handle(f"{nid}.value", node.get("value"), src.get("value"), LEAF if leaf else FORWARD)
+        c.handle(f"{nid}.value", _own(node, "value"), src.get("value"), LEAF if leaf else FORWARD)
         for h, handle in enumerate(src.get("grad_history", [])):
-            c.handle(f"{nid}.gh{h}", node["grad_history"][h], handle, LEAF)
+            c.handle(f"{nid}.gh{h}", _own(node["grad_history"], h), handle, LEAF)
         for j, edit in enumerate(src.get("grad_edits", [])):
-            c.handle(f"{nid}.ge{j}", node["grad_edits"][j]["value"], edit["value"], LEAF)
+            node["grad_edits"][j] = dict(node["grad_edits"][j])
+            c.handle(f"{nid}.ge{j}", _own(node["grad_edits"][j], "value"), edit["value"], LEAF)
         if leaf:
             why = storable(t)
             with torch._C.DisableTorchFunction(), torch.no_grad():
@@ -103,8 +112,21 @@ def _tensor_nodes(c: _Collect, by_id: dict[str, dict[str, Any]]) -> None:
             c.add(f"{nid}.end", tv, end, LEAF, why)
 
 
-def _by_seq(c: _Collect, by_id: dict[str, dict[str, Any]], matched: set[str],
-            found: list[tuple[int, dict[str, Any], dict[int, Any]]]) -> None:
+def _events(c: _Collect, events: EventsText, refs: Refs, acc: set[str]) -> None:
+    for i, go, gi, grad, hc in refs:
+        rank = LEAF if events.node[i] in acc else GRADIENT
+        for k, vid in enumerate(go):
+            c.handle(f"e{i}.go{k}", events.slot(i, f"go{k}"), vid, rank)
+        for k, vid in enumerate(gi):
+            c.handle(f"e{i}.gi{k}", events.slot(i, f"gi{k}"), vid, GRADIENT)
+        c.handle(f"e{i}.grad", events.slot(i, "grad"), grad, LEAF)
+        for k in range(len(hc) // 2):
+            c.handle(f"e{i}.hb{k}", events.slot(i, f"hb{k}"), hc[2 * k], GRADIENT)
+            c.handle(f"e{i}.ha{k}", events.slot(i, f"ha{k}"), hc[2 * k + 1], GRADIENT)
+
+
+def _by_seq(c: _Collect, graph: GraphText, matched: set[str],
+            found: list[tuple[int, str, dict[int, Any]]]) -> None:
     """Nodes whose outputs the tap knows by sequence number only (views): matched where the
     node is no custom Function's (its own forward's first op follows it) and the output's
     shape and dtype are the node's."""
@@ -112,123 +134,129 @@ def _by_seq(c: _Collect, by_id: dict[str, dict[str, Any]], matched: set[str],
     if not by_seq:
         return
     for fid, info in c.rec.fn_by_id.items():
-        node = by_id.get(fid)
-        if node is None or fid in matched or isinstance(info.node, BackwardCFunction):
+        if fid in matched or fid not in graph.pos or isinstance(info.node, BackwardCFunction):
             continue
         slots = by_seq.get(int(info.node._sequence_nr()))
         first = slots.get(0) if slots else None
         if slots is None or first is None:
             continue
-        if isinstance(first, Kept) and (list(first.tensor.shape) != node.get("shape")
-                                        or dtype_name(first.tensor.dtype) != node.get("dtype")):
-            continue
-        found.append((int(fid[1:]), node, slots))
+        if isinstance(first, Kept):
+            node = graph.node(fid)
+            assert node is not None
+            if (list(first.tensor.shape) != node.get("shape")
+                    or dtype_name(first.tensor.dtype) != node.get("dtype")):
+                continue
+        found.append((int(fid[1:]), fid, slots))
 
 
-def _outputs(c: _Collect, by_id: dict[str, dict[str, Any]]) -> None:
+class _Output:
+    """A function node's ``output``: each TensorValue's canonical JSON (None for none)."""
+
+    def __init__(self, nid: str, n: int) -> None:
+        self.nid = nid
+        self.texts: list[bytes | None] = [None] * n
+
+    def json(self) -> bytes:
+        return b"[" + b",".join(b"null" if t is None else t for t in self.texts) + b"]"
+
+    def finite(self) -> bool:
+        return not any(t is not None and nonfinite(t) for t in self.texts)
+
+
+def _outputs(c: _Collect, graph: GraphText) -> list[_Output]:
     tap = c.rec.outputs
     if tap is None:
-        return
+        return []
     tap.settle()
     core = c.rec.core
-    found: list[tuple[int, dict[str, Any], dict[int, Any]]] = []
+    found: list[tuple[int, str, dict[int, Any]]] = []
     for g, slots in tap.by_node.items():
         index = core.index_of(g)
-        node = by_id.get(f"n{index}") if index >= 0 else None
-        if node is not None and node["kind"] == "function":
-            found.append((index, node, slots))
-    _by_seq(c, by_id, {node["id"] for _, node, _ in found}, found)
+        nid = f"n{index}"
+        if index >= 0 and graph.kind.get(nid) == "function":
+            found.append((index, nid, slots))
+    _by_seq(c, graph, {nid for _, nid, _ in found}, found)
     found.sort(key=lambda f: f[0])
-    for _, node, slots in found:
-        n_out = len(node["outputs"]) if node.get("outputs") else 1
-        output: list[dict[str, Any] | None] = []
+    out: list[_Output] = []
+    for _, nid, slots in found:
+        n_out = graph.n_outputs(nid)
+        output = _Output(nid, n_out)
         for k in range(n_out):
             kept = slots.get(k)
             if kept is None or isinstance(kept, int):
-                output.append(None)
                 if isinstance(kept, int):
-                    c.cands.append(Candidate(f"{node['id']}.out{k}", None, kept, FORWARD, "budget"))
+                    c.cands.append(Candidate(f"{nid}.out{k}", None, kept, FORWARD, "budget"))
                 continue
             t = kept.tensor
             text = core.value(core.capture(t), False)[0]  # odd tensors: Python's encoder
-            tv = TensorValueDict(orjson.loads(text)) if text else TensorValueDict(encode(t, with_values=False))
-            output.append(tv)
-            c.add(f"{node['id']}.out{k}", tv, t, FORWARD, None if kept.intact() else "changed")
-        if any(o is not None for o in output):
-            node["output"] = output
+            output.texts[k] = bytes(text) if text else canonical_json(TensorValueDict(encode(t, with_values=False)))
+            c.add(f"{nid}.out{k}", (output.texts, k), t, FORWARD, None if kept.intact() else "changed")
+        if any(t is not None for t in output.texts):
+            out.append(output)
+    return out
 
 
-def _finite(tv: dict[str, Any] | None) -> bool:
-    stats = tv.get("stats") if tv else None
-    norm = stats.get("norm") if isinstance(stats, dict) else None
-    return not isinstance(norm, str) and (norm is None or norm - norm == 0)
-
-
-def _first_nonfinite(graph: dict[str, Any], events: list[dict[str, Any]]) -> set[str]:
+def _first_nonfinite(graph: GraphText, outputs: list[_Output], events: EventsText, refs: Refs) -> set[str]:
     """NOTE [what the budget keeps first]: the keys on the path to the first non-finite value:
     the first function node (in creation order) whose output is not finite, with its inputs'
     values, and the first backward event with a gradient that is not finite."""
     keys: set[str] = set()
-    nodes = sorted((n for n in graph["nodes"] if n.get("output")), key=lambda n: int(n["id"][1:]))
-    first = next((n for n in nodes if not all(_finite(o) for o in n["output"])), None)
+    first = next((o for o in outputs if not o.finite()), None)
     if first is not None:
-        keys.update(f"{first['id']}.out{k}" for k in range(len(first["output"])))
-        for e in graph.get("edges", []):
-            if e.get("target") == first["id"]:
-                keys.update((f"{e['source']}.value", f"{e['source']}.out0"))
-    for i, ev in enumerate(events):
-        go, gi = ev.get("grad_outputs") or [], ev.get("grad_inputs") or []
-        if not all(_finite(v) for v in (*go, *gi)):
-            keys.update(f"e{i}.go{k}" for k in range(len(go)))
-            keys.update(f"e{i}.gi{k}" for k in range(len(gi)))
-            break
+        keys.update(f"{first.nid}.out{k}" for k in range(len(first.texts)))
+        for source in graph.sources_of(first.nid):
+            keys.update((f"{source}.value", f"{source}.out0"))
+    i = events.first_nonfinite()
+    if i is not None:
+        _, go, gi, _, _ = next(r for r in refs if r[0] == i)
+        keys.update(f"e{i}.go{k}" for k in range(len(go)))
+        keys.update(f"e{i}.gi{k}" for k in range(len(gi)))
     return keys
 
 
-_TV_KEYS = frozenset(("shape", "dtype", "values", "stats", "stale", "layout", "nonzero", "key"))
-
-
-def _marked(o: Any) -> Any:
-    """``o`` (parsed canonical JSON) with its TensorValues as ``TensorValueDict``.
-
-    NOTE [re-writing the graph without re-spelling it]: the canonical writer re-spells the
-    floats of plain dicts by searching the whole text, strings skipped (slow on megabytes of
-    graph); those of a ``TensorValueDict`` in one pass over the TensorValues alone (NOTE
-    [canonical JSON with orjson] in schema/canonical.py). A dict is marked only when it has
-    a TensorValue's keys and no free text (``note``); the bytes are the same either way."""
-    if isinstance(o, dict):
-        if "dtype" in o and "shape" in o and o.keys() <= _TV_KEYS:
-            return TensorValueDict(o)
-        for k, v in o.items():
-            if isinstance(v, dict | list):
-                o[k] = _marked(v)
-    elif isinstance(o, list):
-        for i, v in enumerate(o):
-            if isinstance(v, dict | list):
-                o[i] = _marked(v)
-    return o
-
-
-def attach(rec: Recorder, doc: dict[str, Any], budget: int) -> TensorFile:
+def attach(rec: Recorder, doc: dict[str, Any], budget: int,
+           nodes: list[dict[str, Any] | None]) -> TensorFile:
     """Key the document's TensorValues, add ``output`` / ``value_end`` and ``tensors``, and
-    build the file (``doc``'s graph and events are rewritten as canonical JSON)."""
-    graph = _marked(orjson.loads(memoryview(doc["graph"])))
-    events = _marked(orjson.loads(memoryview(doc["events"])))
-    by_id = {n["id"]: n for n in graph["nodes"]}
-    names = {n["id"]: n.get("name") for n in graph["nodes"]}
+    build the file. ``nodes``: the graph's nodes as the document wrote them (None for the
+    core's); the keys are spliced into the core's JSON (NOTE [keys spliced into the core's
+    JSON] in keysplice.py)."""
+    refs = rec.core.event_refs()
+    events = EventsText(bytes(doc["events"]), refs)
+    graph = GraphText(bytes(doc["graph"]), nodes)
     c = _Collect(rec)
     with torch._C.DisableTorchFunction():
-        _tensor_nodes(c, by_id)
-        _events(c, events, names)
-        _outputs(c, by_id)
-        path = _first_nonfinite(graph, events)
+        _tensor_nodes(c, graph)
+        _events(c, events, refs, graph.acc)
+        outputs = _outputs(c, graph)
+        path = _first_nonfinite(graph, outputs, events, refs)
         for cand in c.cands:
             if cand.key in path and cand.rank > NONFINITE:
                 cand.rank = NONFINITE
         tf = build(c.cands, budget)
+    inserted: list[tuple[int, int, bytes]] = []
     for key in tf.tensors:
-        c.slots[key]["key"] = key
-    doc["graph"] = CanonicalText(canonical_json(graph))
-    doc["events"] = CanonicalText(canonical_json(events))
+        slot = c.slots[key]
+        if isinstance(slot, dict):
+            native = getattr(slot, "native", None)
+            if native is not None:  # the core's JSON for it (NOTE [canonical JSON with orjson])
+                slot.native = keyed(native, key)  # type: ignore[attr-defined]
+            else:
+                slot["key"] = key
+        elif isinstance(slot, int):
+            inserted.append((slot, slot, b'"key":"' + key.encode() + b'",'))
+        else:
+            texts, k = slot
+            text = texts[k]
+            assert text is not None
+            texts[k] = keyed(text, key)
+    for o in outputs:
+        own = graph.own[graph.pos[o.nid]]
+        if own is not None:
+            own["output"] = [None if t is None else TensorValueDict(orjson.loads(t)) for t in o.texts]
+            graph.touched.add(graph.pos[o.nid])
+    doc["graph"] = CanonicalText(graph.rewritten(
+        [(graph.output_at(o.nid), b',"output":' + o.json()) for o in outputs
+         if graph.own[graph.pos[o.nid]] is None], canonical_json))
+    doc["events"] = CanonicalText(spliced(events.text, inserted))
     doc["tensors"] = tf.info
     return tf
