@@ -76,11 +76,10 @@ def test_gpt_like_has_numbers_at_95_percent_of_its_backward_nodes() -> None:
 
 
 def test_gru_200_has_numbers_at_95_percent_of_its_backward_nodes() -> None:
-    # ``xs[t]`` (data without gradient, read by addmm) is kept inline only within the
-    # document's values budget: its weight's gradient is worked out where it is
+    # ``xs[t]`` (data without gradient, read by addmm) is in the tensor file as itself
+    # (NOTE [saved tensors from no node] in capture/saved.py): every input a gradient reached
     c = coverage(GRU_200, sample=600)
-    assert c["any"] >= 0.95 * c["nodes"], c
-    assert c["strict"] >= 0.9 * c["nodes"], c
+    assert c["strict"] >= 0.95 * c["nodes"], c
 
 
 @pytest.mark.parametrize("lesson", LESSONS, ids=[p.stem for p in LESSONS])

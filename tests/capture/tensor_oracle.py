@@ -4,6 +4,8 @@ in a separate bare run (same code, same seed) by means independent of the record
 * Forward outputs: a ``TorchDispatchMode`` of the test's own clones every output of each op that
   made a node, at once (no reference held, no copy-on-write), by the node's autograd sequence
   number counted from the block's start.
+* Saved tensors no node made: the same mode reads each new node's ``_saved_*`` attributes
+  (autograd's own unpacking) when it files its outputs, and clones those without gradient.
 * Gradients: before each backward call, a post hook (``Node.register_hook``) on every node
   reachable from its roots clones its grad_inputs and grad_outputs, in the engine's order.
 
@@ -21,6 +23,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 import gradtrace
+from gradtrace.analysis.kept import saved_key
 
 _seq = torch._C._autograd._get_sequence_nr
 
@@ -42,13 +45,39 @@ class _Outputs(TorchDispatchMode):
         super().__init__()
         self.base = base
         self.last = _seq()
-        self.pending: list[tuple[Any, torch.Tensor, int, int]] = []
+        self.pending: list[tuple[Any, torch.Tensor, int, int, bool]] = []
         self.by_seq: dict[int, dict[int, torch.Tensor]] = {}
+        self.saved: dict[tuple[int, str], torch.Tensor] = {}
+        self._read: set[int] = set()
+        self.backward = 0
+        """How many backward calls are running now."""
+
+    def _saved(self, node: Any, rel: int) -> None:
+        """``node``'s saved tensors that need no gradient, by (sequence number, name)."""
+        if rel in self._read:
+            return
+        self._read.add(rel)
+        for attr in dir(node):
+            if not attr.startswith("_saved_") or "_sym_" in attr:
+                continue
+            try:
+                value = getattr(node, attr)
+            except Exception:
+                continue
+            name = attr.removeprefix("_saved_")
+            items = [(name, value)] if isinstance(value, torch.Tensor) else (
+                [(f"{name}[{i}]", v) for i, v in enumerate(value)] if isinstance(value, tuple | list) else [])
+            for label, v in items:
+                if type(v) is torch.Tensor and not v.requires_grad:
+                    self.saved[(rel, label)] = v.detach().clone()
 
     def file(self) -> None:
-        for t, clone, seq, k in self.pending:
+        for t, clone, seq, k, hooked in self.pending:
             if not t._is_view() and t.grad_fn is not None:
-                self.by_seq.setdefault(int(t.grad_fn._sequence_nr()) - self.base, {}).setdefault(t.output_nr, clone)
+                rel = int(t.grad_fn._sequence_nr()) - self.base
+                self.by_seq.setdefault(rel, {}).setdefault(t.output_nr, clone)
+                if not hooked:
+                    self._saved(t.grad_fn, rel)
             elif seq >= 0:
                 self.by_seq.setdefault(seq - self.base, {}).setdefault(k, clone)
         self.pending.clear()
@@ -62,15 +91,19 @@ class _Outputs(TorchDispatchMode):
         made = now - 1 if now != self.last else -1
         self.last = now
         outs = out if isinstance(out, tuple | list) else (out,)
+        # unpacking would run a checkpoint's (or the user's) unpack hook; a backward pass's
+        # recomputation is no node the document compares
+        hooked = self.backward > 0 or torch._C._autograd._top_saved_tensors_default_hooks(False) is not None
         for k, t in enumerate(outs):
             if type(t) is torch.Tensor:
-                self.pending.append((t, t.detach().clone(), made, k))
+                self.pending.append((t, t.detach().clone(), made, k, hooked))
         return out
 
 
 @dataclass
 class Bare:
     outputs: dict[int, dict[int, torch.Tensor]] = field(default_factory=dict)
+    saved: dict[tuple[int, str], torch.Tensor] = field(default_factory=dict)
     events: list[tuple[str, list[torch.Tensor | None], list[torch.Tensor | None]]] = field(default_factory=list)
 
 
@@ -104,28 +137,36 @@ def bare_run(code: str, seed: int = 0) -> Bare:
                 found.events.append((name, [_clone(g) for g in gi], [_clone(g) for g in go]))
             n.register_hook(post)
 
+    def inside(call: Any, *a: Any, **k: Any) -> Any:
+        tap.backward += 1
+        try:
+            return call(*a, **k)
+        finally:
+            tap.backward -= 1
+
     def backward(self: torch.Tensor, *a: Any, **k: Any) -> Any:
         hook_all(self)
-        return orig[0](self, *a, **k)
+        return inside(orig[0], self, *a, **k)
 
     def autograd_backward(tensors: Any, *a: Any, **k: Any) -> Any:
         hook_all(tensors)
-        return orig[1](tensors, *a, **k)
+        return inside(orig[1], tensors, *a, **k)
 
     def autograd_grad(outputs: Any, *a: Any, **k: Any) -> Any:
         hook_all(outputs)
-        return orig[2](outputs, *a, **k)
+        return inside(orig[2], outputs, *a, **k)
 
     torch.Tensor.backward, torch.autograd.backward, torch.autograd.grad = (  # type: ignore[method-assign,assignment]
         backward, autograd_backward, autograd_grad)
+    tap = _Outputs(_seq())
     try:
         torch.manual_seed(seed)
         ns: dict[str, Any] = {"__name__": "__main__"}
-        tap = _Outputs(_seq())
         with tap, contextlib.suppress(Exception):  # a lesson that ends in autograd's error
             exec(compile(code, "<snippet>", "exec"), ns)
         tap.file()
         found.outputs = tap.by_seq
+        found.saved = tap.saved
     finally:
         torch.Tensor.backward, torch.autograd.backward, torch.autograd.grad = orig  # type: ignore[method-assign]
     return found
@@ -156,10 +197,11 @@ def same(a: Any, b: Any) -> bool:
 
 def check(code: str, *, native: bool) -> dict[str, int]:
     """Compare every kept tensor of a recorded run of ``code`` with the bare oracle; returns
-    counts (``outputs``/``grads`` compared, ``functions`` recorded, ``with_output``)."""
+    counts (``outputs``/``grads``/``saved`` compared, ``functions`` recorded, ``with_output``)."""
     bare = bare_run(code)
     doc, rec, base = recorded_run(code, native=native)
-    counts = {"outputs": 0, "grads": 0, "functions": 0, "with_output": 0}
+    counts = {"outputs": 0, "grads": 0, "saved": 0, "functions": 0, "with_output": 0}
+    held = rec.tensor_file.tensors if rec.tensor_file is not None else {}
     infos = rec.fn_by_id
     for node in doc.graph.nodes:
         if node.kind != "function" or node.name == "AccumulateGrad" or node.created_in_pass is not None:
@@ -176,6 +218,14 @@ def check(code: str, *, native: bool) -> dict[str, int]:
             counts["outputs"] += 1
         if node.output and node.output[0] is not None and node.output[0].key:
             counts["with_output"] += 1
+        for entry in node.saved:  # NOTE [saved tensors from no node] in capture/saved.py
+            key = saved_key(node.id, entry.name)
+            if key not in held:
+                continue
+            want = bare.saved.get((rel, entry.name))
+            assert want is not None, f"{key} ({node.name}): the bare run's node saved no such tensor without gradient"
+            assert same(doc.tensor(key), want), f"{key} ({node.name}) differs from what autograd saved"
+            counts["saved"] += 1
     if doc.folded:
         # torch's own checks (gradcheck's many passes) are folded into one entry of the
         # document (NOTE [torch's own checks are folded] in capture/folded.py): its events

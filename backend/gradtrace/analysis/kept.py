@@ -26,6 +26,12 @@ _NUMPY = {"F64": "<f8", "F32": "<f4", "F16": "<f2", "I64": "<i8", "I32": "<i4", 
 """safetensors dtype codes numpy reads directly; BF16 is widened by hand; the float8 codes are not read."""
 
 
+def saved_key(node_id: str, name: str) -> str:
+    """The key of saved tensor ``name`` of node ``node_id`` in a tensor file (kept only for a
+    saved tensor that no node made: NOTE [saved tensors from no node] in capture/saved.py)."""
+    return f"{node_id}.s{name}"
+
+
 class KeptTensors:
     """A tensor file read through ``read(start, end) -> bytes`` (end exclusive) of ``size`` bytes."""
 

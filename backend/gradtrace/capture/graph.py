@@ -167,10 +167,10 @@ def _creation_order(nexts: dict[Node, Any]) -> list[Node]:
 
 def describe_batch(roots: list[Node], known: dict[Node, int], *, read_saved_tensors: bool,
                    first_index: int, boundary: int = 0,
-                   capture: Callable[[torch.Tensor], int] | None = None) -> list[Found]:
+                   capture: Callable[[torch.Tensor], tuple[int, Any]] | None = None) -> list[Found]:
     """The new nodes reachable from ``roots``, in creation order, described, the k-th with id
     ``n<first_index + k>``; ``known``: recorded nodes by index; ``capture``: the core's, for
-    saved values (the Python twin of the C++ core's ``walk``: NOTE [discovery in C++] in
+    saved values (``read_saved``'s; the Python twin of the C++ core's ``walk``: NOTE [discovery in C++] in
     ``cxx/walk.h``)."""
     new, nexts = walk_new(roots, known, boundary)
     pos = {n: first_index + k for k, n in enumerate(new)}

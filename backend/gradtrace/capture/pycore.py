@@ -26,7 +26,7 @@ from torch.autograd.graph import Node
 
 from gradtrace.capture.graph import ACC_SEQ, describe_batch, leaf_of
 from gradtrace.capture.odd_tensors import runs_python_ops
-from gradtrace.capture.saved import Private
+from gradtrace.capture.saved import KEPT, Private
 from gradtrace.capture.values import encode
 from gradtrace.schema import VALUES_LIMIT
 from gradtrace.schema.canonical import TensorValueDict, canonical_json
@@ -268,6 +268,7 @@ class PyCore:
         else without them (``infos``, as ``write_entry`` in ``cxx/entries.h``)."""
         if saved is None:
             saved = [{k: v for k, v in s.items() if k != "value"} for s in e.doc["saved"]]
+        saved = [{k: v for k, v in s.items() if k != KEPT} if KEPT in s else s for s in saved]
         return canonical_json({k: v for k, v in e.doc.items() if k != "edges"} | {"saved": saved})
 
     def _entry_at(self, index: int) -> _Entry:
@@ -426,10 +427,43 @@ class PyCore:
         with self._mu, torch._C.DisableTorchFunction():
             return self._capture(t)
 
-    def capture_saved(self, t: torch.Tensor) -> int:
-        """A saved tensor's value (``core.capture(t, false)`` in ``cxx/walk.h``): not kept."""
+    def capture_saved(self, t: torch.Tensor) -> tuple[int, Any]:
+        """A saved tensor's value id when it is small (NOTE [saved values] in saved.py), -1
+        otherwise, and what is held of it for the tensor file (NOTE [saved tensors from no
+        node]), None for nothing (``read_saved_into`` in ``cxx/walk.h``)."""
+        held = self._hold_saved(t) if not t.requires_grad and self._keep_budget > 0 else None
+        if t.numel() > VALUES_LIMIT:
+            return -1, held
         with self._mu, torch._C.DisableTorchFunction():
-            return self._capture(t, keep=False)
+            return self._capture(t, keep=False), held
+
+    _saved_held = 0
+
+    def _hold_saved(self, t: torch.Tensor) -> tuple[torch.Tensor | None, int, int] | None:
+        """``Walker::hold_saved``: (the alias or None, its version, bytes not held)."""
+        if runs_python_ops(t) or torch._C._functorch.is_functorch_wrapped_tensor(t):
+            return None
+        if t.layout != torch.strided or t.is_nested:
+            return None
+        nbytes = t.numel() * t.element_size()
+        if self._saved_held + nbytes > self._keep_budget:
+            return None, -1, nbytes if nbytes > 0 else 1
+        try:
+            alias = t.detach()  # shares the version counter
+        except RuntimeError:  # a tensor that cannot be aliased: not held
+            return None
+        try:
+            version = int(t._version)
+        except RuntimeError:  # an inference tensor has no version counter
+            version = -1
+        self._saved_held += nbytes
+        return alias, version, 0
+
+    def saved_kept(self) -> list[tuple[int, str, torch.Tensor | None, int, int]]:
+        """``Recorder::saved_kept``: (node index, saved name, alias, version, bytes not held)."""
+        with self._mu:
+            return [(int(e.doc["id"][1:]), s["name"], *s[KEPT]) for e in self._entries
+                    for s in e.doc["saved"] if KEPT in s]
 
     def _capture(self, t: torch.Tensor | None, keep: bool = True) -> int:
         """``Core::capture``: a value id, the same one for a tensor met again unchanged."""

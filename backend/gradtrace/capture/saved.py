@@ -26,6 +26,20 @@ NOTE [saved values]
     saved tensors get no ``value``: reducing every big activation to stats at each node's
     creation would slow the forward pass for numbers nobody asked for.
 
+NOTE [saved tensors from no node]
+    The tensor file keeps every node's output, so a saved tensor that some node made is there
+    already (a leaf's as its value). One that no node made, data without gradient such as
+    ``xs[t]`` read by ``addmm`` or ``nll_loss``'s target, is held when its node is made (an
+    alias sharing its version counter, like a gradient: NOTE [kept tensors] in tensorfile.py;
+    one changed in place since is left out as ``changed``), only when the run keeps a tensor
+    file, and written as ``n{id}.s{name}`` (its saved entry's ``name``), ranked with the
+    forward values (NOTE [what the budget keeps first] in tensorfile.py). It is held within a
+    cap of its own, the run's tensor budget, in the order nodes are made (past it: left out as
+    ``budget``), so it never takes a gradient's place while recording; what is held then is
+    at most the bare run's plus three times the budget (NOTE [held within the budget]). Explain reads it there
+    (analysis/explain/operands.py). Its document entry is unchanged: the key is the reader's
+    to form, found in the file's header or not.
+
 NOTE [saved arguments]
     Besides tensors, built-in nodes save the op's small non-tensor arguments: ``pow``'s
     exponent, ``select``'s dim and index, ``slice``'s start, end and step, softmax's dim,
@@ -58,7 +72,6 @@ from torch import nn
 from torch.autograd.graph import Node
 
 from gradtrace.capture.values import dtype_name
-from gradtrace.schema import VALUES_LIMIT
 
 _ATTRS: dict[type, tuple[str, ...]] = {}
 ARG_LIST_LIMIT = 8
@@ -151,13 +164,19 @@ def _entry(name: str, t: torch.Tensor) -> tuple[dict[str, Any], Private]:
     return e, (param, ptr)
 
 
-def read_saved(node: Node, attrs: tuple[str, ...], capture: Callable[[torch.Tensor], int] | None = None,
+KEPT = "_kept"
+"""What a saved entry holds for the tensor file (Python's kernels; never written)."""
+
+
+def read_saved(node: Node, attrs: tuple[str, ...],
+               capture: Callable[[torch.Tensor], tuple[int, Any]] | None = None,
                ) -> tuple[list[dict[str, Any]], list[Private], int, dict[str, Any]]:
     """The saved tensors of ``node`` (in its ``attrs``: :func:`saved_attrs`) as complete entries,
     what is kept of each privately, their total bytes, and the node's small non-tensor saved
-    arguments by name (NOTE [saved arguments]). ``capture``: the core's, for small tensors'
-    values (NOTE [saved values]); their entries' ``value`` is the value id until the document
-    is written. (The C++ core's ``walk`` does the same, faster.)"""
+    arguments by name (NOTE [saved arguments]). ``capture``: the core's, giving a small
+    tensor's value id (NOTE [saved values]; their entries' ``value`` is the value id until the
+    document is written; -1 for none) and what is held of it for the tensor file (NOTE [saved
+    tensors from no node]; None for nothing). (The C++ core's ``walk`` does the same, faster.)"""
     args: dict[str, Any] = {}
     out: list[dict[str, Any]] = []
     private: list[Private] = []
@@ -182,8 +201,12 @@ def read_saved(node: Node, attrs: tuple[str, ...], capture: Callable[[torch.Tens
                 e, priv = _entry(label, t)
             except Exception:
                 continue
-            if capture is not None and t.numel() <= VALUES_LIMIT:
-                e["value"] = capture(t)
+            if capture is not None:
+                vid, held = capture(t)
+                if vid >= 0:
+                    e["value"] = vid
+                if held is not None:  # NOTE [saved tensors from no node]
+                    e[KEPT] = held
             out.append(e)
             private.append(priv)
             total += e["bytes"]

@@ -15,6 +15,7 @@ import orjson
 import torch
 from torch.autograd.function import BackwardCFunction
 
+from gradtrace.analysis.kept import saved_key
 from gradtrace.capture.keysplice import EventsText, GraphText, Refs, keyed, nonfinite, spliced
 from gradtrace.capture.outputs import Kept
 from gradtrace.capture.recorder import Recorder
@@ -40,9 +41,10 @@ def _version(t: torch.Tensor) -> int:
         return -1
 
 
-Slot = dict[str, Any] | int | tuple[list[bytes | None], int]
-"""Where a key goes: a TensorValue dict of Python's, an offset in the events' text, or an
-output's TensorValue text."""
+Slot = dict[str, Any] | int | tuple[list[bytes | None], int] | None
+"""Where a key goes: a TensorValue dict of Python's, an offset in the events' text, an
+output's TensorValue text, or nowhere (a saved tensor: NOTE [saved tensors from no node] in
+saved.py)."""
 
 
 class _Collect:
@@ -55,8 +57,9 @@ class _Collect:
         self.slots: dict[str, Slot] = {}
 
     def add(self, key: str, tv: Slot | None, t: torch.Tensor | None, rank: int,
-            reason: str | None = None) -> None:
-        if tv is None:
+            reason: str | None = None, *, placed: bool = True) -> None:
+        """``placed``: whether the document has a TensorValue for it (``tv``)."""
+        if tv is None and placed:
             return
         self.cands.append(candidate(key, t, rank, reason=reason))
         self.slots[key] = tv
@@ -196,6 +199,18 @@ def _outputs(c: _Collect, graph: GraphText) -> list[_Output]:
     return out
 
 
+def _saved(c: _Collect) -> None:
+    """NOTE [saved tensors from no node] in saved.py: ``n{id}.s{name}``, with no place in the
+    document."""
+    for index, name, t, version, dropped in c.rec.core.saved_kept():
+        key = saved_key(f"n{index}", name)
+        if t is None:  # past its cap while recording
+            c.cands.append(Candidate(key, None, dropped, FORWARD, "budget"))
+            c.slots[key] = None
+            continue
+        c.add(key, None, t, FORWARD, "changed" if _version(t) != version else None, placed=False)
+
+
 def _first_nonfinite(graph: GraphText, outputs: list[_Output], events: EventsText, refs: Refs) -> set[str]:
     """NOTE [what the budget keeps first]: the keys on the path to the first non-finite value:
     the first function node (in creation order) whose output is not finite, with its inputs'
@@ -228,6 +243,7 @@ def attach(rec: Recorder, doc: dict[str, Any], budget: int,
         _tensor_nodes(c, graph)
         _events(c, events, refs, graph.acc)
         outputs = _outputs(c, graph)
+        _saved(c)
         path = _first_nonfinite(graph, outputs, events, refs)
         for cand in c.cands:
             if cand.key in path and cand.rank > NONFINITE:
@@ -236,6 +252,8 @@ def attach(rec: Recorder, doc: dict[str, Any], budget: int,
     inserted: list[tuple[int, int, bytes]] = []
     for key in tf.tensors:
         slot = c.slots[key]
+        if slot is None:
+            continue
         if isinstance(slot, dict):
             native = getattr(slot, "native", None)
             if native is not None:  # the core's JSON for it (NOTE [canonical JSON with orjson])

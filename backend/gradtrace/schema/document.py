@@ -390,7 +390,7 @@ class UnrecordedThread(_Model):
 class LeftOutTensor(_Model):
     """A tensor the tensor file does not hold, and why."""
 
-    key: str = Field(description="the key it would have had (`n12.out0`)")
+    key: str = Field(description="the key it would have had (`n12.out0`, `n7.sself`)")
     bytes: int = Field(0, description="its size in bytes")
     reason: str = Field(description=(
         "`budget` (past the run's byte budget), `dtype` (a dtype or layout safetensors cannot hold: complex, "
@@ -405,7 +405,9 @@ class TensorFile(_Model):
     format: Literal["safetensors"] = Field("safetensors", description="always `safetensors`")
     sha256: str = Field(description="SHA-256 of the file's bytes (hex): the document's `id` covers its tensors")
     bytes: int = Field(description="the file's size in bytes")
-    count: int = Field(description="how many tensors it holds")
+    count: int = Field(description=(
+        "how many tensors it holds: those named by a TensorValue's `key`, and the saved tensors no node "
+        "made (data without gradient), as `n{id}.s{name}` (function node `n{id}`'s `saved` entry `name`)"))
     budget_bytes: int = Field(description="the run's byte budget for tensors")
     left_out: list[LeftOutTensor] = Field(default_factory=list, description=(
         "tensors not kept, most important first, at most 200 (`LeftOutTensor`)"))

@@ -4,8 +4,9 @@ NOTE [operands from the tensor file]
     A rule reads the node's received gradient, the tensors the node saved (``self``,
     ``other``, ``result``) and compares with the gradients it passed on. The document carries
     values inline only for small tensors; the tensor file keeps every forward output and every
-    gradient (docs/CONTRACT.md, "The tensor file"), but not the saved tensors as such. A saved
-    tensor is found as what it is:
+    gradient (docs/CONTRACT.md, "The tensor file"), and the saved tensors that no node made
+    (``n{id}.s{name}``: NOTE [saved tensors from no node] in capture/saved.py), read first. Any
+    other saved tensor is found as what it is:
 
     * ``result`` (``result0``, ``result1``…): the node's own forward output ``n{id}.out{k}``;
     * an input, named as the rule names its gradient (``grad_self`` reads ``self``, input 0;
@@ -28,7 +29,7 @@ import numpy as np
 from gradtrace.analysis.explain.ops import Rule
 from gradtrace.analysis.explain.tensors import Flat, numel
 from gradtrace.analysis.explain.worked import worked_out
-from gradtrace.analysis.kept import KeptTensors
+from gradtrace.analysis.kept import KeptTensors, saved_key
 from gradtrace.analysis.numbers import flatten
 
 JSON = Mapping[str, Any]
@@ -92,6 +93,10 @@ class Numbers:
             return inline
         name = str(entry.get("name"))
         shape = tuple(int(s) for s in entry["shape"]) if entry.get("shape") is not None else None
+        if shape is not None:  # one no node made, kept as itself
+            own = self._fits({"shape": list(shape), "key": saved_key(str(node.get("id")), name)}, shape)
+            if own is not None:
+                return own
         m = _RESULT.fullmatch(name)
         found = None
         if m:

@@ -32,6 +32,10 @@ struct SavedEntry {
   int32_t freed_after = -1;
   uintptr_t ptr = 0;  // storage address: to match an in-place change (never written)
   int32_t vid = -1;   // its value as saved (small tensors: NOTE [saved values] in saved.py)
+  // held for the tensor file, with its version then, or the bytes not held past the cap
+  // (NOTE [saved tensors from no node] in saved.py)
+  at::Tensor kept;
+  int64_t kept_version = -1, kept_dropped = 0;
   py::object param;   // the parameter, or None: to count it once (never written)
 };
 

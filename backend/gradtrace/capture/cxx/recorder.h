@@ -428,6 +428,22 @@ struct Recorder {
     core->keep_copy(id);
   }
 
+  // The saved tensors held for the tensor file (``PyCore.saved_kept``): (node index, saved
+  // name, the alias or None, its version when held, bytes not held), in node order
+  // (NOTE [saved tensors from no node] in saved.py).
+  py::list saved_kept() {
+    py::list out;
+    for (const FnEntry& e : entries_) {
+      for (const SavedEntry& s : e.saved) {
+        if (!s.kept.defined() && s.kept_dropped == 0) continue;
+        py::object t = s.kept.defined() ? py::reinterpret_steal<py::object>(THPVariable_Wrap(s.kept))
+                                        : py::none();
+        out.append(py::make_tuple(e.index, s.name, t, s.kept_version, s.kept_dropped));
+      }
+    }
+    return out;
+  }
+
   // Each backward event's value ids (``PyCore.event_refs``): (event index, grad_outputs,
   // grad_inputs, grad, hook changes as before/after pairs flattened); forward events skipped.
   py::list event_refs() {

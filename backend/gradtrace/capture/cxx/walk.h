@@ -309,6 +309,31 @@ struct Walker {
     return 2;
   }
 
+  // NOTE [saved tensors from no node] in saved.py (``PyCore._hold_saved``): an alias of a
+  // saved tensor no node made, held within a cap of its own (the run's tensor budget), so it
+  // never takes a gradient's place; a subclass, a transform's wrapper or a tensor that is not
+  // strided is not held.
+  int64_t saved_held = 0;
+  void hold_saved(Core& core, const at::Tensor& t, SavedEntry& sv) {
+    if (t.key_set().has_any(c10::DispatchKeySet({c10::DispatchKey::Python, c10::DispatchKey::FuncTorchBatched,
+                                                 c10::DispatchKey::FuncTorchGradWrapper}))) {
+      return;
+    }
+    if (t.layout() != at::kStrided || t.is_nested()) return;
+    int64_t nbytes = static_cast<int64_t>(t.numel()) * static_cast<int64_t>(t.element_size());
+    if (saved_held + nbytes > core.keep_budget) {
+      sv.kept_dropped = nbytes > 0 ? nbytes : 1;
+      return;
+    }
+    try {
+      sv.kept = t.tensor_data();  // no dispatch; shares the version counter
+      sv.kept_version = core.version_of(t);
+      saved_held += nbytes;
+    } catch (const std::exception&) {  // a tensor that cannot be aliased: not held
+      sv.kept = at::Tensor();
+    }
+  }
+
   // Each saved tensor of ``node`` as a complete saved-tensor entry of ``e``, with what is kept
   // of it but never written (parameter, storage address), and its small non-tensor arguments
   // as ``e.args`` (NOTE [saved arguments] in saved.py). Small tensors (at most
@@ -340,9 +365,10 @@ struct Walker {
         }
       } catch (const std::exception&) {
       }
+      if (!t.requires_grad() && core.keep_budget > 0) hold_saved(core, t, sv);
       if (t.numel() <= kValuesLimit) {
         std::lock_guard<std::mutex> lock(core.mu);
-        sv.vid = core.capture(t, /*keep=*/false);  // saved tensors: not in the tensor file
+        sv.vid = core.capture(t, /*keep=*/false);  // its value for the document only
       }
       e.saved_bytes += sv.bytes;
       e.saved.push_back(std::move(sv));
