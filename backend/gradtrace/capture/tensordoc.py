@@ -55,6 +55,7 @@ class _Collect:
         self.rec = rec
         self.cands: list[Candidate] = []
         self.slots: dict[str, Slot] = {}
+        self._seen: dict[int, tuple[torch.Tensor | None, int, str | None]] = {}
 
     def add(self, key: str, tv: Slot | None, t: torch.Tensor | None, rank: int,
             reason: str | None = None, *, placed: bool = True) -> None:
@@ -65,18 +66,23 @@ class _Collect:
         self.slots[key] = tv
 
     def handle(self, key: str, tv: Slot | None, handle: Any, rank: int) -> None:
-        """A value the core captured (a value id), with its kept tensor."""
+        """A value the core captured (a value id), with its kept tensor. A gradient is met
+        twice as a rule (one node's grad_input, the next one's grad_output): what its value
+        id holds is looked at once."""
         if tv is None or not isinstance(handle, int) or handle < 0:
             return
-        t, version, copied, dropped = self.rec.core.kept(handle)
-        if t is None and dropped:  # NOTE [held within the budget] in tensorfile.py
-            self.cands.append(Candidate(key, None, dropped, rank, "budget"))
-            self.slots[key] = tv
-            return
-        reason = None
-        if t is not None and not copied and _version(t) != version:
-            reason = "changed"
-        self.add(key, tv, t, rank, reason)
+        seen = self._seen.get(handle)
+        if seen is None:
+            t, version, copied, dropped = self.rec.core.kept(handle)
+            if t is None and dropped:  # NOTE [held within the budget] in tensorfile.py
+                seen = (None, dropped, "budget")
+            else:
+                changed = t is not None and not copied and _version(t) != version
+                c = candidate(key, t, rank, reason="changed" if changed else None)
+                seen = (c.tensor, c.nbytes, c.reason)
+            self._seen[handle] = seen
+        self.cands.append(Candidate(key, seen[0], seen[1], rank, seen[2]))
+        self.slots[key] = tv
 
 
 def _own(holder: dict[str, Any] | list[Any], at: Any) -> dict[str, Any] | None:
