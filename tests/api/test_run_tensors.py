@@ -12,6 +12,7 @@ import numpy as np
 import torch
 
 import gradtrace
+from gradtrace.analysis.kept import saved_key
 from gradtrace.storage.tensor_rows import tensor_sha256
 
 SEED = 11
@@ -69,12 +70,16 @@ def read_range(client: httpx.Client, url: str, entry: dict[str, Any]) -> np.ndar
 
 
 def check_run_tensors(client: httpx.Client, base: str, doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """The index under ``base`` lists exactly the keys ``doc`` names, in a file ``doc`` names."""
+    """The index under ``base`` lists exactly the keys ``doc`` names, and saved tensors no node
+    made (``n{id}.s{name}``: NOTE [saved tensors from no node] in capture/saved.py), in a file
+    ``doc`` names."""
     index = client.get(f"{base}/tensors")
     assert index.status_code == 200, index.text
     got = index.json()
     assert (got["sha256"], got["bytes"]) == (doc["tensors"]["sha256"], doc["tensors"]["bytes"])
-    assert {t["key"] for t in got["tensors"]} == named_keys(doc)
+    keys, named = {t["key"] for t in got["tensors"]}, named_keys(doc)
+    saved = {saved_key(n["id"], s["name"]) for n in doc["graph"]["nodes"] for s in n.get("saved") or []}
+    assert named <= keys and keys - named <= saved, sorted(keys ^ named)[:5]
     assert len(got["tensors"]) == doc["tensors"]["count"]
     return {t["key"]: t for t in got["tensors"]}
 
