@@ -74,6 +74,21 @@ def _loss(view: DocView, passes: list[Mapping[str, Any]]) -> list[Any]:
     return out
 
 
+def _abs_mean_max(kept: list[tuple[int, np.ndarray]]) -> list[tuple[int, float, float]]:
+    """Mean and max |grad| of each kept ``.grad`` (mean summed in float64): the entries of one
+    shape and dtype (a parameter's, the usual case) in one stack and two reductions."""
+    out: list[tuple[int, float, float]] = []
+    groups: dict[tuple[Any, ...], list[tuple[int, np.ndarray]]] = {}
+    for i, y in kept:
+        groups.setdefault((y.shape, y.dtype), []).append((i, y))
+    for group in groups.values():
+        a = np.abs(np.stack([y for _, y in group]).reshape(len(group), -1))
+        means = (np.add.reduce(a, axis=1, dtype=np.float64) / a.shape[1]).tolist()
+        tops = a.max(axis=1).astype(np.float64).tolist()
+        out += [(i, m, t) for (i, _), m, t in zip(group, means, tops, strict=True)]
+    return out
+
+
 def _param(view: DocView, leaf: Mapping[str, Any], acc_passes: list[int], n: int,
            read: Callable[[str], np.ndarray | None]) -> dict[str, Any]:
     norm: list[Any] = [None] * n
@@ -82,6 +97,7 @@ def _param(view: DocView, leaf: Mapping[str, Any], acc_passes: list[int], n: int
     upd: list[Any] = [None] * n
     history = leaf.get("grad_history") or []
     at_pass = [acc_passes[h] if h < len(acc_passes) else h for h in range(len(history))]
+    kept: list[tuple[int, np.ndarray]] = []
     for h, tv in enumerate(history):
         i = at_pass[h]
         if not 0 <= i < n or not tv:
@@ -90,11 +106,12 @@ def _param(view: DocView, leaf: Mapping[str, Any], acc_passes: list[int], n: int
         norm[i] = _out(number(stats.get("norm")))
         y = read(str(tv["key"])) if tv.get("key") else None
         if y is not None and y.size:
-            a = np.abs(y.astype(np.float64, copy=False))
-            mean[i], top[i] = _out(float(a.mean())), _out(float(a.max()))
+            kept.append((i, y))
         else:
             lo, hi = number(stats.get("min")), number(stats.get("max"))
             top[i] = _out(max(abs(lo), abs(hi))) if lo is not None and hi is not None else None
+    for i, m, t in _abs_mean_max(kept):
+        mean[i], top[i] = _out(m), _out(t)
     for s in leaf.get("value_steps") or []:
         h = int(s["at"]) - 1
         if not 0 <= h < len(at_pass) or not 0 <= at_pass[h] < n:
