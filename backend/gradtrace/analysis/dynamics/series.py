@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from gradtrace.analysis.docview import DocView
+from gradtrace.analysis.dynamics.calls import call_series
 from gradtrace.analysis.dynamics.layers import SATURATION, activation_layers
 from gradtrace.analysis.numbers import flat, number
 
@@ -142,11 +143,27 @@ def _network_order(view: DocView, leaves: list[Mapping[str, Any]]) -> list[Mappi
 
 
 def dynamics(view: DocView, tensors: Tensors | None = None) -> dict[str, Any] | None:
-    """The run's series by iteration (NOTE [dynamics from the recorded numbers]), or None when
-    it has fewer than two backward passes or no leaf got a gradient in two of them."""
+    """The run's series by iteration (NOTE [dynamics from the recorded numbers]) and by call
+    (NOTE [the gradient at each call] in ``calls.py``), or None when it has neither: fewer than
+    two backward passes, or no leaf got a gradient in two of them, and no module walked many
+    times in one pass. With one pass, the series by iteration are left empty."""
     passes = [p for p in (view.doc.get("passes") or []) if p.get("within") is None]
-    if len(passes) < 2:
+    if not passes:
         return None
+    read = _reader(tensors)
+    calls = call_series(view, passes, read) if tensors is not None else []
+    by_iteration = _by_iteration(view, passes, read) if len(passes) >= 2 else None
+    if by_iteration is None and not calls:
+        return None
+    out = by_iteration or {"threshold": SATURATION, "iterations": [int(p["index"]) for p in passes],
+                           "loss": _loss(view, passes), "params": [], "layers": []}
+    if calls:
+        out["calls"] = calls
+    return out
+
+
+def _by_iteration(view: DocView, passes: list[Mapping[str, Any]],
+                  read: Callable[[str], np.ndarray | None]) -> dict[str, Any] | None:
     n = len(passes)
     index = {int(p["index"]): i for i, p in enumerate(passes)}
     pass_of: dict[str, int] = {}
@@ -163,7 +180,6 @@ def dynamics(view: DocView, tensors: Tensors | None = None) -> dict[str, Any] | 
               and t.get("grad_history")]
     if not any(len(t["grad_history"]) >= 2 for t in leaves):
         return None  # no leaf was trained over iterations (a double backward, two losses once)
-    read = _reader(tensors)
     params = [_param(view, t, acc_passes.get(view.accumulator(str(t["id"])) or "", []), n, read)
               for t in _network_order(view, leaves)]
     layers = []
