@@ -6,8 +6,9 @@
 Each repetition runs the same program twice in the same process, alternating: as it is (capture
 follows each leaf's value around its steps, the analysis computes the series from the document
 and the kept tensors), and with both replaced by no-ops (the baseline). The run is
-``run_snippet`` with a tensor file (``tensor_sink``) and its analysis, so the series read the
-kept tensors (mean |grad|, the activation shares): the dearest case. A third row times the
+``run_doc`` (tests/rundoc.py, capture's exit as the tests read it) with a tensor file
+(``tensor_sink``) and its analysis, so the series read the kept tensors (mean |grad|, the
+activation shares, GRU-200's ‖grad‖ by call): the dearest case. A third row times the
 series alone on the finished document; a fourth, the value steps and the series as they ran
 inside the run (the direct cost, which the noise of a shared machine cannot hide).
 Target: GRU-200 and the 20-step Adam loop at <= 1.05x. One intra-op thread, as in the sandbox
@@ -33,14 +34,14 @@ import gradtrace.analysis.run as analysis_run
 from gradtrace import record
 from gradtrace.analysis.docview import DocView
 from gradtrace.analysis.dynamics import dynamics
-from gradtrace.capture import run_snippet
 from gradtrace.capture.valuesteps import ValueSteps
 from programs import ADAM_20, GRU_200
+from rundoc import run_doc
 
 
 def one_run(code: str) -> float:
     t0 = time.perf_counter()
-    doc = run_snippet(code, seed=0, json_parts=True, tensor_budget=64 << 20, tensor_sink=[])
+    doc = run_doc(code, seed=0, tensor_budget=64 << 20, tensor_sink=[])
     elapsed = time.perf_counter() - t0
     assert doc["status"] == "ok"
     return elapsed
@@ -83,7 +84,7 @@ def main() -> int:
                 timed(f) for f in real)
         else:
             analysis_run.dynamics = lambda view, tensors=None: None  # type: ignore[assignment]
-            ValueSteps.accumulated = lambda self, leaves: None  # type: ignore[method-assign]
+            ValueSteps.accumulated = lambda self, leaves: 0  # type: ignore[method-assign]
             ValueSteps.final = lambda self: None  # type: ignore[method-assign]
 
     rows = []
@@ -101,7 +102,7 @@ def main() -> int:
             off(True)
             if i >= 2:
                 series["alone"].append(series_alone(code))
-        b = Row(f"{name}: run_snippet with tensors + analysis, no dynamics", series["base"])
+        b = Row(f"{name}: run with tensors + analysis, no dynamics", series["base"])
         rows += [b, Row(f"{name}: the same + value steps + dynamics", series["new"], baseline="no dynamics",
                         baseline_median_s=b.median),
                  Row(f"{name}: the series alone, on the finished document", series["alone"],

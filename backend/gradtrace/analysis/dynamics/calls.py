@@ -87,35 +87,35 @@ def call_series(view: DocView, passes: list[Mapping[str, Any]],
             event_of.setdefault((str(ev["node"]), int(p)), i)  # type: ignore[arg-type]
     roots = {str(r) for p in passes for r in p.get("roots") or []}
     whole = not ((view.doc.get("tensors") or {}).get("left_out_count"))  # a key absent: no gradient
-    walked: dict[tuple[str, int], list[tuple[int, list[str]]]] = {}  # (path, pass) -> [(call, outputs)]
+    # (path, pass) -> [(call, its nodes, its outputs)]
+    walked: dict[tuple[str, int], list[tuple[int, list[str], list[str]]]] = {}
     for (path, call), nodes in members.items():
         outs = _outputs(view, nodes, roots)
         for p in sorted({p for o in outs for p in wanted if (o, p) in event_of}):
-            walked.setdefault((path, p), []).append((call, nodes))
+            walked.setdefault((path, p), []).append((call, nodes, outs))
     kept = {key for key, calls in walked.items() if len(calls) >= MIN_CALLS}
     types = {str(m.get("path")): m.get("type") for m in view.doc.get("modules") or []}
     series = []
-    for path, p in sorted(kept, key=lambda k: (k[1], min(c for c, _ in walked[k]))):
+    for path, p in sorted(kept, key=lambda k: (k[1], min(c for c, *_ in walked[k]))):
         if any((outer, p) in kept for outer in around.get(path, ())):
             continue  # a module around it has the series of these steps
-        calls = [(c, outs) for c, outs in _alike(view, sorted(walked[(path, p)]), roots) if outs]
+        calls = [(c, outs) for c, outs in _alike(view, sorted(walked[(path, p)])) if outs]
         series.append({"module": path, "type": types.get(path), "pass": p, "calls": [c for c, _ in calls],
                        "nodes": [outs[0] for _, outs in calls],
                        "grad_norm": [_norm(view, outs, p, event_of, read, whole) for _, outs in calls]})
     return series
 
 
-def _alike(view: DocView, calls: list[tuple[int, list[str]]], roots: set[str]) -> list[tuple[int, list[str]]]:
+def _alike(view: DocView, calls: list[tuple[int, list[str], list[str]]]) -> list[tuple[int, list[str]]]:
     """Each call with its outputs, the same places in calls made of the same ops: the last
     call's cell state ``c`` is an output though no later op used it, as every other call's
     is (NOTE [the gradient at each call])."""
-    outs = [_outputs(view, nodes, roots) for _, nodes in calls]
     places: dict[tuple[str, ...], set[int]] = {}
-    shapes = [tuple(view.name(n) for n in nodes) for _, nodes in calls]
-    for (_, nodes), found, shape in zip(calls, outs, shapes, strict=True):
+    shapes = [tuple(view.name(n) for n in nodes) for _, nodes, _ in calls]
+    for (_, nodes, found), shape in zip(calls, shapes, strict=True):
         where = {n: k for k, n in enumerate(nodes)}
         places.setdefault(shape, set()).update(where[o] for o in found)
-    return [(c, [nodes[k] for k in sorted(places[shape])]) for (c, nodes), shape in zip(calls, shapes, strict=True)]
+    return [(c, [nodes[k] for k in sorted(places[shape])]) for (c, nodes, _), shape in zip(calls, shapes, strict=True)]
 
 
 def _norm(view: DocView, outs: list[str], p: int, event_of: Mapping[tuple[str, int], int],
