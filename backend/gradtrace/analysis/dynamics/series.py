@@ -1,7 +1,7 @@
 """The series by iteration of one run (``Analysis.dynamics``): per parameter its gradient's
 norm, mean and max |grad| and the log10 of its update:data ratio; per activation layer its
 saturated or dead share; the loss. One value per backward pass (an iteration), null where a
-series has none.
+series has none. The series by call (``calls.py``) join them.
 
 NOTE [dynamics from the recorded numbers]
     Everything here is read, never recomputed from a model: ‖grad‖ is the norm of the leaf's
@@ -11,8 +11,9 @@ NOTE [dynamics from the recorded numbers]
     ``value_steps`` (NOTE [a leaf's value around each step] in capture/valuesteps.py), each
     step placed at the iteration whose gradient it applied; the shares from the activations'
     kept outputs (NOTE [saturated and dead] in ``layers.py``). A run with fewer than two
-    backward passes has no series (there is no trend to draw); its gradient-flow hints read
-    the document directly (``analysis/hints/dynamics.py``).
+    backward passes has no series by iteration (there is no trend to draw), only its series
+    by call where it has some (NOTE [the gradient at each call] in ``calls.py``); its
+    layer-to-layer gradient-flow hint reads the document directly (``analysis/hints/flow.py``).
 """
 
 from __future__ import annotations
