@@ -6,11 +6,11 @@
 Each repetition runs the same program twice in the same process, alternating: as it is (capture
 follows each leaf's value around its steps, the analysis computes the series from the document
 and the kept tensors), and with both replaced by no-ops (the baseline). The run is
-``run_doc`` (tests/rundoc.py, capture's exit as the tests read it) with a tensor file
-(``tensor_sink``) and its analysis, so the series read the kept tensors (mean |grad|, the
-activation shares, GRU-200's ‖grad‖ by call): the dearest case. A third row times the
-series alone on the finished document; a fourth, the value steps and the series as they ran
-inside the run (the direct cost, which the noise of a shared machine cannot hide); a fifth, the
+``run_snippet`` with a tensor file (``tensor_budget``) and its analysis, so the series read the
+kept tensors (mean |grad|, the activation shares, GRU-200's ‖grad‖ by call): the dearest case.
+A third row times the series alone on the finished document; a fourth, the value steps and the
+series as they ran inside the run (the direct cost, which the noise of a shared machine cannot
+hide); a fifth, the
 same as CPU time of the running thread against the run's (``time.thread_time``: a loaded
 machine's preemptions, which wall clocks count, count in neither).
 Target: GRU-200 and the 20-step Adam loop at <= 1.05x. One intra-op thread, as in the sandbox
@@ -37,17 +37,17 @@ import gradtrace.analysis.run as analysis_run
 from gradtrace import record
 from gradtrace.analysis.docview import DocView
 from gradtrace.analysis.dynamics import dynamics
+from gradtrace.capture import run_snippet
 from gradtrace.capture.valuesteps import ValueSteps
 from programs import ADAM_20, GRU_200
-from rundoc import run_doc
 
 
 def one_run(code: str) -> tuple[float, float]:
     """Wall and thread CPU seconds of one run."""
     t0, c0 = time.perf_counter(), time.thread_time()
-    doc = run_doc(code, seed=0, tensor_budget=64 << 20, tensor_sink=[])
+    doc = run_snippet(code, seed=0, tensor_budget=64 << 20)
     elapsed, cpu = time.perf_counter() - t0, time.thread_time() - c0
-    assert doc["status"] == "ok"
+    assert doc.status == "ok"
     return elapsed, cpu
 
 

@@ -15,6 +15,7 @@ import torch
 from gradtrace.analysis import analyze
 from gradtrace.analysis.dynamics import file_reader
 from gradtrace.notebook.dynamics import rows
+from rundoc import parsed, run_captured
 
 NATIVE = [True, False]
 BUDGET = 64 << 20
@@ -116,7 +117,7 @@ def bare_lstm() -> list[list[float]]:
 
 @pytest.mark.parametrize("native", NATIVE, ids=["core", "python"])
 def test_gru_200s_gradient_by_call_equals_the_hidden_states_grads(run: Any, native: bool) -> None:
-    doc = run(GRU, native=native, tensor_budget=BUDGET, tensor_sink=[])
+    doc = run(GRU, native=native, tensor_budget=BUDGET)
     dyn = doc["analysis"]["dynamics"]
     assert dyn["params"] == [] and dyn["layers"] == [] and len(dyn["iterations"]) == 1  # one pass
     (calls,) = dyn["calls"]
@@ -135,12 +136,12 @@ def test_gru_200s_gradient_by_call_equals_the_hidden_states_grads(run: Any, nati
 
 
 @pytest.mark.parametrize("native", NATIVE, ids=["core", "python"])
-def test_an_lstm_cells_calls_in_each_iteration_equal_its_states_grads(run: Any, native: bool) -> None:
-    sink: list[bytes] = []
-    doc = run(LSTM, native=native, tensor_budget=BUDGET, tensor_sink=sink)
+def test_an_lstm_cells_calls_in_each_iteration_equal_its_states_grads(native: bool) -> None:
+    captured = run_captured(LSTM, native=native, tensor_budget=BUDGET)
+    doc = parsed(captured)
     dyn = doc["analysis"]["dynamics"]
     # the web process, with the events' values and the file's bytes alone, finds the same
-    assert analyze(doc, file_reader(sink[0]))["dynamics"] == dyn  # type: ignore[index]
+    assert analyze(doc, file_reader(captured.tensors))["dynamics"] == dyn  # type: ignore[index]
     assert len(dyn["iterations"]) == 3 and len(dyn["params"]) == 6
     series = dyn["calls"]
     # the outer module's calls are the steps; its own Linear layers have no series of their own

@@ -137,7 +137,7 @@ def test_standard_practice_raises_nothing(run: Any, name: str) -> None:
 @pytest.mark.parametrize("name", sorted(NEAR_MISSES))
 def test_standard_practice_raises_nothing_with_every_number_kept(run: Any, name: str) -> None:
     # the dynamics' hints (dead ReLUs, saturation) read the kept outputs: the service keeps them
-    doc = run(NEAR_MISSES[name], tensor_budget=256 << 20, tensor_sink=[])
+    doc = run(NEAR_MISSES[name], tensor_budget=256 << 20)
     assert doc["status"] == "ok", doc.get("error")
     assert doc["tensors"] is not None
     assert [h["code"] for h in _hints(doc) if h["code"] not in NOTES] == []
