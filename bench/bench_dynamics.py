@@ -7,9 +7,12 @@ Each repetition runs the same program twice in the same process, alternating: as
 follows each leaf's value around its steps, the analysis computes the series from the document
 and the kept tensors), and with both replaced by no-ops (the baseline). The run is
 ``run_snippet`` with a tensor file (``tensor_budget``) and its analysis, so the series read the
-kept tensors (mean |grad|, the activation shares): the dearest case. A third row times the
-series alone on the finished document; a fourth, the value steps and the series as they ran
-inside the run (the direct cost, which the noise of a shared machine cannot hide).
+kept tensors (mean |grad|, the activation shares, GRU-200's ‖grad‖ by call): the dearest case.
+A third row times the series alone on the finished document; a fourth, the value steps and the
+series as they ran inside the run (the direct cost, which the noise of a shared machine cannot
+hide); a fifth, the
+same as CPU time of the running thread against the run's (``time.thread_time``: a loaded
+machine's preemptions, which wall clocks count, count in neither).
 Target: GRU-200 and the 20-step Adam loop at <= 1.05x. One intra-op thread, as in the sandbox
 worker.
 """
@@ -17,6 +20,7 @@ worker.
 from __future__ import annotations
 
 import argparse
+import statistics
 import sys
 import time
 import warnings
@@ -38,12 +42,13 @@ from gradtrace.capture.valuesteps import ValueSteps
 from programs import ADAM_20, GRU_200
 
 
-def one_run(code: str) -> float:
-    t0 = time.perf_counter()
+def one_run(code: str) -> tuple[float, float]:
+    """Wall and thread CPU seconds of one run."""
+    t0, c0 = time.perf_counter(), time.thread_time()
     doc = run_snippet(code, seed=0, tensor_budget=64 << 20)
-    elapsed = time.perf_counter() - t0
+    elapsed, cpu = time.perf_counter() - t0, time.thread_time() - c0
     assert doc.status == "ok"
-    return elapsed
+    return elapsed, cpu
 
 
 def series_alone(code: str) -> float:
@@ -66,15 +71,16 @@ def main() -> int:
     args = parser.parse_args()
     torch.set_num_threads(1)
     real = (analysis_run.dynamics, ValueSteps.accumulated, ValueSteps.final)
-    spent = [0.0]
+    spent = [0.0, 0.0]
 
     def timed(fn: Any) -> Any:
         def wrapper(*a: Any, **k: Any) -> Any:
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.thread_time()
             try:
                 return fn(*a, **k)
             finally:
                 spent[0] += time.perf_counter() - t0
+                spent[1] += time.thread_time() - c0
         return wrapper
 
     def off(on: bool) -> None:
@@ -83,31 +89,36 @@ def main() -> int:
                 timed(f) for f in real)
         else:
             analysis_run.dynamics = lambda view, tensors=None: None  # type: ignore[assignment]
-            ValueSteps.accumulated = lambda self, leaves: None  # type: ignore[method-assign]
+            ValueSteps.accumulated = lambda self, leaves: 0  # type: ignore[method-assign]
             ValueSteps.final = lambda self: None  # type: ignore[method-assign]
 
     rows = []
     for name, code in (("GRU-200", GRU_200), ("Adam 20 steps", ADAM_20)):
-        series: dict[str, list[float]] = {"base": [], "new": [], "alone": [], "inside": []}
+        series: dict[str, list[float]] = {"base": [], "new": [], "alone": [], "inside": [], "cpu": [], "cpu_share": []}
         for i in range(args.reps + 2):
             for on in (False, True) if i % 2 else (True, False):
                 off(on)
-                spent[0] = 0.0
-                t = one_run(code)
+                spent[0] = spent[1] = 0.0
+                t, cpu = one_run(code)
                 if i >= 2:  # two warm-up rounds
                     series["new" if on else "base"].append(t)
                     if on:
                         series["inside"].append(spent[0])
+                        series["cpu"].append(cpu)
+                        series["cpu_share"].append(spent[1])
             off(True)
             if i >= 2:
                 series["alone"].append(series_alone(code))
-        b = Row(f"{name}: run_snippet with tensors + analysis, no dynamics", series["base"])
+        b = Row(f"{name}: run with tensors + analysis, no dynamics", series["base"])
         rows += [b, Row(f"{name}: the same + value steps + dynamics", series["new"], baseline="no dynamics",
                         baseline_median_s=b.median),
                  Row(f"{name}: the series alone, on the finished document", series["alone"],
                      baseline="run, no dynamics", baseline_median_s=b.median),
                  Row(f"{name}: value steps + series, timed inside the run", series["inside"],
-                     baseline="run, no dynamics", baseline_median_s=b.median)]
+                     baseline="run, no dynamics", baseline_median_s=b.median),
+                 Row(f"{name}: the same, thread CPU time", series["cpu_share"],
+                     baseline="that run's thread CPU time", baseline_median_s=statistics.median(
+                         c - d for c, d in zip(series["cpu"], series["cpu_share"], strict=True)))]
     print_table("Dynamics overhead (one thread, same process)", rows)
     return 0
 

@@ -3,7 +3,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { iterAt, num, rangeOf, xOf } from "../src/ui/dynamics-draw.js";
-import { iterationAt, modulesOf, within } from "../src/ui/dynamics.js";
+import { iterationAt, modulesOf, summaryOf, within } from "../src/ui/dynamics.js";
 
 const DYN = {
   params: [{ module: "model.0" }, { module: "model.2" }, { module: null }],
@@ -30,4 +30,17 @@ test("NaN and Inf strings are numbers for the charts; ranges skip them", () => {
 
 test("a chart's x position and the iteration under it agree", () => {
   for (const i of [0, 6, 19]) assert.equal(iterAt(xOf(i, 20, 400), 20, 400), i);
+});
+
+test("the closed panel's line says what it holds: steps, the last update ratios, calls, its hints", () => {
+  const dyn = {
+    iterations: [0, 1, 2], threshold: 0.97, layers: [],
+    params: [{ update: [-1.2, -2.6, -2.9] }, { update: [null, "-inf", -2.2] }, { update: ["nan", -1.1, null] }],
+  };
+  const hints = [{ code: "update-ratio-high" }, { code: "grad-accumulated" }];
+  assert.equal(summaryOf(dyn, hints), "Dynamics: 3 steps, update ratio 1e-3..1e-1, 1 hint");
+  const gru = { iterations: [0], threshold: 0.97, params: [], layers: [],
+    calls: [{ module: "cell", pass: 0, calls: [0, 1, 2], grad_norm: [1.03e-42, 0, 4] }] };
+  assert.equal(summaryOf(gru, [{ code: "gradients-vanish" }, { code: "gradients-vanish" }]),
+    "Dynamics: 3 calls of cell, ‖grad‖ 1e-42..4, 2 hints");
 });

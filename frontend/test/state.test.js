@@ -32,8 +32,11 @@ test("playing lives in the state too; a new document resets it", () => {
   player.pause();
   assert.equal(state.get("playing"), false);
   state.set({ direction: "LR" });
+  assert.equal(state.get("dynamicsOpen"), false, "the dynamics panel opens closed");
+  state.set({ dynamicsOpen: true });
   state.reset({ step: 2 });
   assert.equal(state.get("direction"), "LR", "the direction survives a new document");
+  assert.equal(state.get("dynamicsOpen"), true, "so does the person's choice to open the dynamics panel");
   assert.equal(state.get("step"), 2);
   assert.throws(() => state.set({ nosuch: 1 }), /unknown view state field/);
 });

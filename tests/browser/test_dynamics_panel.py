@@ -1,7 +1,9 @@
 """The training-dynamics panel as a user meets it (frontend/src/ui/dynamics.js): a 20-step Adam
-loop run through the real service; clicking iteration 7 on a chart opens iteration 7's graph;
-the module filter narrows the charts; hovering the timeline marks an iteration; a 500-iteration
-series draws within 100 ms. Screenshots are written to the artifacts folder."""
+loop run through the real service; the panel opens closed, one line that leaves the graph its
+height at 1280x800, and remembers being opened for the next run; clicking iteration 7 on a chart
+opens iteration 7's graph; the module filter narrows the charts; hovering the timeline marks an
+iteration; GRU-200's one backward pass shows ‖grad‖ by call; a 500-iteration series draws within
+100 ms. Screenshots are written to the artifacts folder."""
 
 from __future__ import annotations
 
@@ -13,6 +15,10 @@ from playwright.sync_api import expect
 
 from browser.pageutil import open_saved_file, run_code
 from pageguard import wait_until
+from programs import GRU_200
+
+GRAPH_HEIGHT = "document.querySelector('[data-gt=graph]').clientHeight"
+PANEL_HEIGHT = "document.querySelector('#dynamics').getBoundingClientRect().height"
 
 ADAM = """import torch
 import torch.nn as nn
@@ -46,8 +52,15 @@ def _click_iteration(page: Any, i: int, n: int) -> None:
 def test_clicking_iteration_7_opens_its_graph_and_the_filter_narrows(playground: Any, artifacts_dir: Path) -> None:
     page = playground
     run_code(page, ADAM)
+    wait_until(page, "!document.querySelector('#dynamics').hidden")
+    # closed at first: one line that says what the panel holds, the graph keeping its height
+    assert page.locator("#dynamics details").get_attribute("open") is None
+    assert page.locator("#dynamics summary").inner_text().startswith("Dynamics: 20 steps, update ratio 1e-")
+    closed_graph, closed_panel = page.evaluate(GRAPH_HEIGHT), page.evaluate(PANEL_HEIGHT)
+    assert closed_panel <= 30 and closed_graph >= 300, (closed_graph, closed_panel)
+    page.screenshot(path=str(artifacts_dir / "dynamics-adam-closed.png"))
     _open(page)
-    assert "20 iterations, 6 parameters" in page.locator("#dynamics summary").inner_text()
+    assert page.evaluate(GRAPH_HEIGHT) < closed_graph  # opened, it takes its room from the graph
     page.screenshot(path=str(artifacts_dir / "dynamics-adam.png"), full_page=True)
     before = page.evaluate("window.gradtrace.app.player.k")
     _click_iteration(page, 6, 20)
@@ -74,6 +87,33 @@ def test_clicking_iteration_7_opens_its_graph_and_the_filter_narrows(playground:
     scrub = page.locator("#tl-scrub").bounding_box()
     page.mouse.move(scrub["x"] + scrub["width"] * 0.02, scrub["y"] + scrub["height"] / 2)
     wait_until(page, "document.querySelector('[data-gt-dyn=info]').innerText.includes('iteration 1 of 20')")
+
+
+def test_gru_200s_one_pass_shows_its_gradient_by_call_and_the_open_panel_is_remembered(
+        playground: Any, artifacts_dir: Path) -> None:
+    page = playground
+    run_code(page, ADAM)
+    _open(page)  # the person opens the panel once ...
+    run_code(page, GRU_200)  # ... and the next run's panel is open too (the view state's dynamicsOpen)
+    wait_until(page, "document.querySelector('#dynamics summary').innerText.includes('200 calls of cell')")
+    assert page.locator("#dynamics details").get_attribute("open") is not None
+    summary = page.locator("#dynamics summary").inner_text()
+    assert summary.startswith("Dynamics: 200 calls of cell, ‖grad‖ 1e-42..4") and summary.endswith("1 hint"), summary
+    assert page.locator("canvas[data-gt-dyn=calls]").is_visible()
+    for chart in ("grad", "update", "act", "loss", "flow"):  # one backward pass: no series by iteration
+        assert page.locator(f"canvas[data-gt-dyn={chart}]").is_hidden()
+    calls = page.evaluate("window.gradtrace.app.doc.analysis.dynamics.calls")
+    assert [(c["module"], len(c["grad_norm"])) for c in calls] == [("cell", 200)]
+    page.locator("canvas[data-gt-dyn=calls]").scroll_into_view_if_needed()
+    box = page.locator("canvas[data-gt-dyn=calls]").bounding_box()
+    page.mouse.move(box["x"] + 46 + 50 / 199 * (box["width"] - 46 - 8), box["y"] + box["height"] / 2)  # call 51
+    wait_until(page, "document.querySelector('[data-gt-dyn=info]').innerText.includes('call 51')")
+    hint = page.locator("#findings .gt-finding[data-code='gradients-vanish']")
+    assert "200 calls of cell" in hint.inner_text()
+    page.screenshot(path=str(artifacts_dir / "dynamics-gru-200-calls.png"))
+    page.locator("#dynamics").screenshot(path=str(artifacts_dir / "dynamics-gru-200-panel.png"))
+    page.locator("#dynamics summary").click()  # closed again: one line, and the graph has its room back
+    wait_until(page, "document.querySelector('#dynamics').getBoundingClientRect().height <= 30")
 
 
 def test_a_500_iteration_series_draws_within_100_ms(playground: Any) -> None:

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from gradtrace.lessons import all_lessons
+from programs import ADAM_20, GRU_200
 
 H = "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\ntorch.manual_seed(0)\n"
 LOOP = ("x, y = torch.randn(64, 8), torch.randn(64, 1)\nfor step in range(12):\n    opt.zero_grad()\n"
@@ -42,6 +43,27 @@ loss = F.cross_entropy(model(x), y)
 loss.backward()
 """
 
+def rnn_loop(cell: str, steps: int, state: str = "h") -> str:
+    """A recurrent cell unrolled ``steps`` steps, trained three iterations with its gradients
+    clipped before each step (the near misses of an unrolled module: NOTE [vanishing across
+    calls] in analysis/hints/dynamics.py)."""
+    update, init = (("h, c = cell(xs[t], (h, c))", "h = c = torch.zeros(4, 16)") if state == "hc"
+                    else ("h = cell(xs[t], h)", "h = torch.zeros(4, 16)"))
+    return (H + f"cell = nn.{cell}(8, 16)\nhead = nn.Linear(16, 1)\n"
+            "params = list(cell.parameters()) + list(head.parameters())\nopt = torch.optim.SGD(params, lr=0.1)\n"
+            f"xs, y = torch.randn({steps}, 4, 8), torch.randn(4, 1)\nfor step in range(3):\n    {init}\n"
+            f"    for t in range({steps}):\n        {update}\n    loss = F.mse_loss(head(h), y)\n"
+            "    opt.zero_grad()\n    loss.backward()\n    torch.nn.utils.clip_grad_norm_(params, 1.0)\n"
+            "    opt.step()\n")
+
+
+# a ReLU RNN whose recurrent weight is 2.5 I, its inputs positive: backward grows the
+# gradient 2.5x per step going back over 60 steps
+RNN_GAIN = H + ("cell = nn.RNNCell(8, 16, nonlinearity='relu')\nwith torch.no_grad():\n"
+                "    cell.weight_hh.copy_(2.5 * torch.eye(16))\n    cell.weight_ih.abs_()\n    cell.bias_ih.abs_()\n"
+                "h = torch.zeros(1, 16)\nxs = torch.rand(60, 1, 8)\nfor t in range(60):\n    h = cell(xs[t], h)\n"
+                "h.mean().backward()\n")
+
 CASES: dict[str, tuple[str, str]] = {
     # name: (program, the hint it raises; a saturated sigmoid also makes the gradient vanish)
     "sgd-lr-10": (mlp(opt="torch.optim.SGD(model.parameters(), lr=10.0)"), "update-ratio-high"),
@@ -52,6 +74,8 @@ CASES: dict[str, tuple[str, str]] = {
     "sigmoid-bias-8": (mlp("Sigmoid()", setup="with torch.no_grad():\n    model[0].bias.fill_(8.0)\n"),
                        "activation-saturated"),
     "tutorial-without-batchnorm": (TUTORIAL.replace("{bn}", "False"), "gradients-vanish"),
+    "gru-200": (GRU_200, "gradients-vanish"),  # across its calls: one pass, one module
+    "rnn-relu-gain-2.5": (RNN_GAIN, "gradients-explode"),
 }
 
 NEAR_MISSES: dict[str, str] = {
@@ -62,6 +86,11 @@ NEAR_MISSES: dict[str, str] = {
     "sigmoid-default-init": mlp("Sigmoid()"),
     "relu-default-init": mlp("ReLU()", opt="torch.optim.SGD(model.parameters(), lr=0.1)"),
     "tutorial-with-batchnorm": TUTORIAL.replace("{bn}", "True"),
+    "adam-20-steps": ADAM_20,
+    # unrolled cells over sequences of the usual lengths, clipped: each call keeps its gradient
+    "gru-cell-35-clipped": rnn_loop("GRUCell", 35),
+    "gru-cell-50-clipped": rnn_loop("GRUCell", 50),
+    "lstm-cell-20-clipped": rnn_loop("LSTMCell", 20, "hc"),
 }
 
 CODES = {"update-ratio-high", "update-ratio-low", "relu-dead", "activation-saturated", "gradients-vanish",

@@ -1,5 +1,6 @@
-"""``doc.dynamics``: the document's series by iteration (``Analysis.dynamics``) as plain rows,
-one per iteration and series, or a pandas DataFrame of them when pandas is installed."""
+"""``doc.dynamics``: the document's series by iteration and by call (``Analysis.dynamics``) as
+plain rows, one per iteration (or call) and series, or a pandas DataFrame of them when pandas
+is installed."""
 
 from __future__ import annotations
 
@@ -17,10 +18,12 @@ def _num(v: Any) -> float | None:
 def rows(dynamics: Any) -> list[dict[str, Any]]:
     """One row per iteration of each series: ``{"iteration", "pass", "series", "name",
     "module", ...}``: ``series`` is ``param`` (``grad_norm``, ``grad_mean``, ``grad_max``,
-    ``update_log10``), ``layer`` (``kind``, ``share``) or ``loss`` (``loss``)."""
+    ``update_log10``), ``layer`` (``kind``, ``share``), ``loss`` (``loss``) or ``call`` (one row
+    per call of an unrolled module: ``call``, from 0 as ``Node.module_stack`` counts, and
+    ``grad_norm`` at its output)."""
     if dynamics is None:
         return []
-    d = dynamics if isinstance(dynamics, dict) else dynamics.model_dump(mode="json")
+    d = dynamics if isinstance(dynamics, dict) else dynamics.model_dump(mode="json", by_alias=True)
     out: list[dict[str, Any]] = []
     passes = d["iterations"]
     for i, p in enumerate(passes):
@@ -37,6 +40,11 @@ def rows(dynamics: Any) -> list[dict[str, Any]]:
             out.append({"iteration": i, "pass": p, "series": "layer", "name": f"{layer['kind']}@{layer['line']}",
                         "module": layer["module"], "node": layer["nodes"][i], "kind": layer["kind"],
                         "share": _num(layer["share"][i])})
+    position = {p: i for i, p in enumerate(passes)}
+    for c in d.get("calls") or []:
+        for call, node, g in zip(c["calls"], c["nodes"], c["grad_norm"], strict=True):
+            out.append({"iteration": position.get(c["pass"]), "pass": c["pass"], "series": "call", "name": c["module"],
+                        "module": c["module"], "node": node, "call": call, "grad_norm": _num(g)})
     return out
 
 

@@ -33,9 +33,10 @@ class Hint(_Model):
         "`graph-kept-alive`, `zero-gradient-op`, `non-differentiable-op` (argmax, a comparison or an integer cast "
         "cut a leaf off), `gradients-vanish` / `gradients-explode` (weight gradients change by 1e4 or more from the "
         "last layer to the first over three or more weight layers, 1e2 or more over five or more, 4x or more per "
-        "layer), `update-ratio-high` / `update-ratio-low` (a weight's "
-        "update:data ratio far from 1e-3), `relu-dead` (a ReLU layer mostly 0), `activation-saturated` (a tanh or "
-        "sigmoid layer mostly saturated), `train-mode-in-eval` (dropout or batch norm in training "
+        "layer; or half or more of the 8 or more calls of a module one backward pass walks get less than 2⁻²⁴ of "
+        "the largest gradient at a call's output, `Dynamics.calls`), `update-ratio-high` / `update-ratio-low` (a "
+        "weight's update:data ratio far from 1e-3), `relu-dead` (a ReLU layer mostly 0), `activation-saturated` "
+        "(a tanh or sigmoid layer mostly saturated), `train-mode-in-eval` (dropout or batch norm in training "
         "mode under `no_grad`), `threads-unrecorded` (a thread the run started built graphs that were not recorded)"))
     severity: Severity = Field(description="`error`, `warning` or `info`")
     title: str = Field(description="one line")
@@ -130,15 +131,35 @@ class LayerSeries(_Model):
         "0 (relu), over all its calls in that iteration; null when not kept"))
 
 
+class CallSeries(_Model):
+    """‖grad‖ at the output of each call of a module that one backward pass walked through
+    many times: an RNN cell unrolled over a sequence (NOTE [the gradient at each call] in
+    analysis/dynamics/calls.py)."""
+
+    module: str = Field(description="the module's path (`cell`, `model.rnn`)")
+    type: str | None = Field(None, description="its class (`GRUCell`), or null")
+    pass_: int = Field(alias="pass", description="the backward pass (`passes[].index`)")
+    calls: list[int] = Field(description="the calls it walked, in order (`Node.module_stack[].call`, from 0)")
+    nodes: list[str] = Field(description="per call: its first output's function node")
+    grad_norm: Series = Field(description=(
+        "per call: ‖grad‖ (float64) over the call's outputs, of the gradient this pass brought there (`h_t.grad` for "
+        "`h = cell(x[t], h)`), from the tensor file; null where it was left out"))
+
+
 class Dynamics(_Model):
     """Series by iteration of a run with two or more backward passes, each list one entry per
-    iteration (`iterations`)."""
+    iteration (`iterations`); and series by call of any run whose backward pass walked a
+    module many times (`calls`): a run with one pass has those alone, its `params` and
+    `layers` empty."""
 
     threshold: float = Field(description="the saturation threshold (0.97, Karpathy's makemore lecture)")
     iterations: list[int] = Field(description="the backward pass (`passes[].index`) of each iteration")
     loss: Series = Field(description="the value of each pass's (scalar) root, or null")
     params: list[ParamSeries] = Field(description="each parameter that got a gradient, in network order")
     layers: list[LayerSeries] = Field(description="each tanh, sigmoid or ReLU layer, in network order")
+    calls: list[CallSeries] | None = _optional(
+        "‖grad‖ by call of each module a backward pass walked 3 or more times (`CallSeries`), outermost modules "
+        "only; absent when none did or the run has no tensor file")
 
 
 class Analysis(_Model):
@@ -153,7 +174,8 @@ class Analysis(_Model):
         "`with` or a decorator), in source order, where no graph is recorded (`GradOffBlock`); absent when there is "
         "none")
     dynamics: Dynamics | None = _optional(
-        "series by iteration for the dynamics panel (`Dynamics`); absent with fewer than two backward passes")
+        "series by iteration and by call for the dynamics panel (`Dynamics`); absent with fewer than two backward "
+        "passes and no module walked 3 or more times in one")
     starved: list[Starved] | None = _optional(
         "every leaf and parameter that ends with no gradient, with what starved it (`Starved`); absent when none "
         "does or no backward ran")

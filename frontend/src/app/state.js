@@ -21,6 +21,9 @@
  *   levels          the run's repeated units (graph/groups.js runLevels), per document
  *   openUnits       per level, the unit drawn in full (the others are folded); follows the step
  *   playing         whether autoplay runs (animate/player.js keeps the clock, not the step)
+ *   dynamicsOpen    whether the training-dynamics panel (ui/dynamics.js) is expanded: closed
+ *                   at first, a one-line summary that leaves the graph its height; the person's
+ *                   choice survives a new document, as the direction does
  *   document        a counter bumped when a new document is shown (panels rebuild their index)
  *   view            a counter bumped when a new scene is drawn (relayout: panels re-read it)
  *
@@ -44,6 +47,7 @@ export function emptyViewState() {
     levels: [],
     openUnits: [],
     playing: false,
+    dynamicsOpen: false,
     document: 0,
     view: 0,
   };
@@ -89,12 +93,12 @@ export class ViewState {
   }
 
   /**
-   * Reset everything but the direction and the counters for a new document. (The camera is the
+   * Reset everything but the direction, the dynamics panel's fold and the counters for a new document. (The camera is the
    * canvas's own, render/canvas.js `cam`: a share link reads it there, app/link.js.)
    */
   reset(fields = {}) {
-    const { direction, document, view } = this.state;
-    this.set({ ...emptyViewState(), direction, document, view, ...fields });
+    const { direction, dynamicsOpen, document, view } = this.state;
+    this.set({ ...emptyViewState(), direction, dynamicsOpen, document, view, ...fields });
   }
 
   /** Bump a counter field (`document`, `view`). */

@@ -50,8 +50,9 @@ export const xOf = (i, n, w) => PAD.l + (n <= 1 ? 0 : (i / (n - 1)) * (w - PAD.l
 export const iterAt = (x, n, w) => Math.max(0, Math.min(n - 1, Math.round(((x - PAD.l) / Math.max(1, w - PAD.l - PAD.r)) * (n - 1))));
 
 /**
- * Lines by iteration. `lines`: [{series, colour}]; `opts`: {log, title, n, from, to (the y range's
- * iterations), band: [lo, hi] (a shaded band in data units), marks: {hover, current}}.
+ * Lines by iteration (or by call). `lines`: [{series, colour}]; `opts`: {log, title, n, from, to (the y
+ * range's iterations), band: [lo, hi] (a shaded band in data units), marks: {hover, current}, word: what
+ * the x axis counts, "iteration" unless said}.
  */
 export function drawSeries(canvas, lines, opts) {
   const { g, w, h } = sized(canvas);
@@ -106,10 +107,10 @@ export function drawSeries(canvas, lines, opts) {
     const px = xOf(i, n, w);
     g.beginPath(); g.moveTo(px - 3, PAD.t - 3); g.lineTo(px + 3, PAD.t + 3); g.moveTo(px + 3, PAD.t - 3); g.lineTo(px - 3, PAD.t + 3); g.stroke();
   }
-  mark(g, opts.marks, n, w, h);
+  mark(g, opts.marks, n, w, h, opts.word || "iteration");
 }
 
-function mark(g, marks, n, w, h) {
+function mark(g, marks, n, w, h, word) {
   if (!marks) return;
   for (const [i, colour, dash] of [[marks.current, "rgba(120,120,120,0.9)", []], [marks.hover, "#e15759", [3, 3]]]) {
     if (i == null || i < 0) continue;
@@ -120,7 +121,7 @@ function mark(g, marks, n, w, h) {
   }
   if (marks.hover != null && marks.hover >= 0) {
     g.fillStyle = "#e15759";
-    g.fillText(`iteration ${marks.hover + 1}`, Math.min(xOf(marks.hover, n, w) + 4, w - 90), h - 4);
+    g.fillText(`${word} ${marks.hover + 1}`, Math.min(xOf(marks.hover, n, w) + 4, w - 90), h - 4);
   }
 }
 

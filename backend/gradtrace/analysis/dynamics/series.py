@@ -1,7 +1,7 @@
 """The series by iteration of one run (``Analysis.dynamics``): per parameter its gradient's
 norm, mean and max |grad| and the log10 of its update:data ratio; per activation layer its
 saturated or dead share; the loss. One value per backward pass (an iteration), null where a
-series has none.
+series has none. The series by call (``calls.py``) join them.
 
 NOTE [dynamics from the recorded numbers]
     Everything here is read, never recomputed from a model: ‖grad‖ is the norm of the leaf's
@@ -11,8 +11,9 @@ NOTE [dynamics from the recorded numbers]
     ``value_steps`` (NOTE [a leaf's value around each step] in capture/valuesteps.py), each
     step placed at the iteration whose gradient it applied; the shares from the activations'
     kept outputs (NOTE [saturated and dead] in ``layers.py``). A run with fewer than two
-    backward passes has no series (there is no trend to draw); its gradient-flow hints read
-    the document directly (``analysis/hints/dynamics.py``).
+    backward passes has no series by iteration (there is no trend to draw), only its series
+    by call where it has some (NOTE [the gradient at each call] in ``calls.py``); its
+    layer-to-layer gradient-flow hint reads the document directly (``analysis/hints/flow.py``).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from gradtrace.analysis.docview import DocView
+from gradtrace.analysis.dynamics.calls import call_series
 from gradtrace.analysis.dynamics.layers import SATURATION, activation_layers
 from gradtrace.analysis.numbers import flat, number
 
@@ -74,6 +76,21 @@ def _loss(view: DocView, passes: list[Mapping[str, Any]]) -> list[Any]:
     return out
 
 
+def _abs_mean_max(kept: list[tuple[int, np.ndarray]]) -> list[tuple[int, float, float]]:
+    """Mean and max |grad| of each kept ``.grad`` (mean summed in float64): the entries of one
+    shape and dtype (a parameter's, the usual case) in one stack and two reductions."""
+    out: list[tuple[int, float, float]] = []
+    groups: dict[tuple[Any, ...], list[tuple[int, np.ndarray]]] = {}
+    for i, y in kept:
+        groups.setdefault((y.shape, y.dtype), []).append((i, y))
+    for group in groups.values():
+        a = np.abs(np.stack([y for _, y in group]).reshape(len(group), -1))
+        means = (np.add.reduce(a, axis=1, dtype=np.float64) / a.shape[1]).tolist()
+        tops = a.max(axis=1).astype(np.float64).tolist()
+        out += [(i, m, t) for (i, _), m, t in zip(group, means, tops, strict=True)]
+    return out
+
+
 def _param(view: DocView, leaf: Mapping[str, Any], acc_passes: list[int], n: int,
            read: Callable[[str], np.ndarray | None]) -> dict[str, Any]:
     norm: list[Any] = [None] * n
@@ -82,6 +99,7 @@ def _param(view: DocView, leaf: Mapping[str, Any], acc_passes: list[int], n: int
     upd: list[Any] = [None] * n
     history = leaf.get("grad_history") or []
     at_pass = [acc_passes[h] if h < len(acc_passes) else h for h in range(len(history))]
+    kept: list[tuple[int, np.ndarray]] = []
     for h, tv in enumerate(history):
         i = at_pass[h]
         if not 0 <= i < n or not tv:
@@ -90,11 +108,12 @@ def _param(view: DocView, leaf: Mapping[str, Any], acc_passes: list[int], n: int
         norm[i] = _out(number(stats.get("norm")))
         y = read(str(tv["key"])) if tv.get("key") else None
         if y is not None and y.size:
-            a = np.abs(y.astype(np.float64, copy=False))
-            mean[i], top[i] = _out(float(a.mean())), _out(float(a.max()))
+            kept.append((i, y))
         else:
             lo, hi = number(stats.get("min")), number(stats.get("max"))
             top[i] = _out(max(abs(lo), abs(hi))) if lo is not None and hi is not None else None
+    for i, m, t in _abs_mean_max(kept):
+        mean[i], top[i] = _out(m), _out(t)
     for s in leaf.get("value_steps") or []:
         h = int(s["at"]) - 1
         if not 0 <= h < len(at_pass) or not 0 <= at_pass[h] < n:
@@ -125,11 +144,27 @@ def _network_order(view: DocView, leaves: list[Mapping[str, Any]]) -> list[Mappi
 
 
 def dynamics(view: DocView, tensors: Tensors | None = None) -> dict[str, Any] | None:
-    """The run's series by iteration (NOTE [dynamics from the recorded numbers]), or None when
-    it has fewer than two backward passes or no leaf got a gradient in two of them."""
+    """The run's series by iteration (NOTE [dynamics from the recorded numbers]) and by call
+    (NOTE [the gradient at each call] in ``calls.py``), or None when it has neither: fewer than
+    two backward passes, or no leaf got a gradient in two of them, and no module walked many
+    times in one pass. With one pass, the series by iteration are left empty."""
     passes = [p for p in (view.doc.get("passes") or []) if p.get("within") is None]
-    if len(passes) < 2:
+    if not passes:
         return None
+    read = _reader(tensors)
+    calls = call_series(view, passes, read) if tensors is not None else []
+    by_iteration = _by_iteration(view, passes, read) if len(passes) >= 2 else None
+    if by_iteration is None and not calls:
+        return None
+    out = by_iteration or {"threshold": SATURATION, "iterations": [int(p["index"]) for p in passes],
+                           "loss": _loss(view, passes), "params": [], "layers": []}
+    if calls:
+        out["calls"] = calls
+    return out
+
+
+def _by_iteration(view: DocView, passes: list[Mapping[str, Any]],
+                  read: Callable[[str], np.ndarray | None]) -> dict[str, Any] | None:
     n = len(passes)
     index = {int(p["index"]): i for i, p in enumerate(passes)}
     pass_of: dict[str, int] = {}
@@ -146,7 +181,6 @@ def dynamics(view: DocView, tensors: Tensors | None = None) -> dict[str, Any] | 
               and t.get("grad_history")]
     if not any(len(t["grad_history"]) >= 2 for t in leaves):
         return None  # no leaf was trained over iterations (a double backward, two losses once)
-    read = _reader(tensors)
     params = [_param(view, t, acc_passes.get(view.accumulator(str(t["id"])) or "", []), n, read)
               for t in _network_order(view, leaves)]
     layers = []

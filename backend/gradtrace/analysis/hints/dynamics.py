@@ -1,6 +1,7 @@
 """Hints from the series by iteration (``Analysis.dynamics``, computed by
 ``analysis/dynamics/`` before the hints run): update:data ratios far from 1e-3, ReLU layers
-mostly dead, tanh or sigmoid layers mostly saturated.
+mostly dead, tanh or sigmoid layers mostly saturated; and from the series by call, gradients
+that vanish or explode across an unrolled module's calls.
 
 NOTE [dynamics thresholds]
     Each rule reads the settled part of the run, the last quarter of its iterations (at least
@@ -125,3 +126,73 @@ def activations(view: DocView) -> list[dict[str, Any]]:
                 fix="# scale the layer before it down at init (Kaiming's gain for tanh is 5/3), or normalise:\n"
                     "nn.init.kaiming_normal_(layer.weight, nonlinearity='tanh'); nn.BatchNorm1d(hidden)"))
     return out
+
+
+# NOTE [vanishing across calls]: a module that one backward pass walks through N times (an RNN
+# cell over a sequence) has the gradient at each call's output (NOTE [the gradient at each
+# call] in analysis/dynamics/calls.py). Its weights' gradient is a sum over the calls, and in
+# float32 a part under 2^-24 (the unit roundoff) of the largest is lost in the rounding: those
+# calls teach the weights nothing. The rule fires when half or more of 8 or more calls are that
+# small, all known and finite: vanishing when the largest comes after them (the gradient shrinks
+# going back to call 1), exploding when before. Default-init GRU and LSTM cells lose about
+# 1.5-2x a call, so 35 steps (truncated BPTT's usual length) lose a tenth of the calls or none,
+# 50 about a third, 100 two thirds and 200 more than four fifths: 200 fire, 50 and less stay
+# silent (tests/capture/test_dynamics_hints.py), whatever clipping does to the weights' gradient
+# afterwards, which does not change what reached each call.
+_LOST = 2.0 ** -24
+_MIN_CALLS = 8
+
+
+def call_flow(view: DocView) -> list[dict[str, Any]]:
+    """Gradients that vanish or explode across the calls of an unrolled module (NOTE
+    [vanishing across calls])."""
+    dyn = _dyn(view)
+    out: list[dict[str, Any]] = []
+    for series in (dyn or {}).get("calls") or []:
+        g = [number(v) for v in series["grad_norm"]]
+        if len(g) < _MIN_CALLS or any(v is None or not math.isfinite(v) for v in g):
+            continue
+        vals = [float(v) for v in g if v is not None]
+        top = max(vals)
+        lost = [k for k, v in enumerate(vals) if v < top * _LOST]
+        if top <= 0 or 2 * len(lost) < len(vals):
+            continue
+        peak = vals.index(top)
+        out.append(_call_hint(view, series, vals, lost, peak, vanish=peak > statistics.median(lost)))
+    return out
+
+
+def _call_hint(view: DocView, series: Mapping[str, Any], g: list[float], lost: list[int], peak: int, *,
+               vanish: bool) -> dict[str, Any]:
+    n, module = len(g), series["module"]
+    kind = "vanish" if vanish else "explode"
+    far = min(lost) if vanish else max(lost)  # the call farthest from the peak on the lost side
+    live = [k for k in range(min(far, peak), max(far, peak) + 1) if g[k] > 0]
+    end = live[0] if vanish else live[-1]  # the farthest call whose gradient is not 0
+    per_call = (g[peak] / g[end]) ** (1 / max(1, abs(peak - end)))
+    picks = sorted({0, n // 4, n // 2, 3 * n // 4, peak, n - 1})
+    trail = " → ".join(f"call {k + 1} {fmt(rounded(g[k], 3))}" for k in picks)
+    what = f"{module} ({series['type']})" if series.get("type") else module
+    first = view.by_id.get(series["nodes"][0]) or {}
+    return hint(
+        f"gradients-{kind}", "warning",
+        f"gradients {kind} across the {n} calls of {module}: ‖grad‖ at call {far + 1} is {fmt(rounded(g[far], 3))}, "
+        f"at call {peak + 1} {fmt(rounded(g[peak], 3))}",
+        f"Going back through the calls of {what}, backward {'shrinks' if vanish else 'grows'} the gradient "
+        f"about {fmt(rounded(per_call, 2))}x per call, so {len(lost)} of its {n} calls get less than 2⁻²⁴ of the "
+        f"largest. Its weights' gradient is a sum over the calls, and in float32 a part that small is lost in the "
+        f"rounding: the {'first' if vanish else 'last'} {len(lost)} steps teach the weights nothing. The dynamics "
+        "panel's chart ‖grad‖ by call shows it.",
+        line=first.get("line"), nodes=[series["nodes"][far], series["nodes"][peak]],
+        evidence=[("‖grad‖ at each call's output (dynamics: ‖grad‖ by call)", trail),
+                  ("calls under 2⁻²⁴ of the largest", f"{len(lost)} of {n}"),
+                  (f"{'shrink' if vanish else 'growth'} per call, going back", f"{fmt(rounded(per_call, 2))}x")],
+        fix=("# let the gradient through more steps: an LSTM whose forget gate starts open\n"
+             "cell = nn.LSTMCell(n_in, n_hidden)\n"
+             "with torch.no_grad():\n    cell.bias_ih[n_hidden:2 * n_hidden].fill_(1.0)   # forget-gate bias 1\n"
+             "# or attention over the hidden states; or backpropagate only as far as it reaches:\n"
+             "# h = h.detach() every k steps (truncated BPTT)"
+             if vanish else
+             "# keep the recurrent gain below 1 and clip what still grows:\n"
+             "nn.init.orthogonal_(cell.weight_hh)\n"
+             "torch.nn.utils.clip_grad_norm_(cell.parameters(), max_norm=1.0)"))

@@ -1,0 +1,88 @@
+"""The leaves' value steps (capture/valuesteps.py) compared later, in one go (NOTE [comparing
+later, in one go]): the same steps as comparing at every look, against torch's own numbers,
+whatever waits; a leaf whose data changes dtype starts again without losing what it did."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pytest
+import torch
+
+import gradtrace
+from gradtrace.capture import valuesteps
+
+
+def _steps(doc: Any) -> dict[str, list[dict[str, Any]]]:
+    return {str(n.name): [s.model_dump() for s in n.value_steps] for n in doc.graph.nodes if n.value_steps}
+
+
+def sgd_by_hand(width: int) -> tuple[Any, dict[str, list[tuple[float, float]]]]:
+    """Six steps of ``p -= lr * p.grad`` (no version bump) on two leaves; torch's ‖w‖ and ‖Δw‖."""
+    torch.manual_seed(3)
+    truth: dict[str, list[tuple[float, float]]] = {"W": [], "b": []}
+    with gradtrace.record(tensor_budget=0) as rec:
+        W = torch.randn(width, width, requires_grad=True)
+        b = torch.zeros(width, requires_grad=True)
+        x = torch.randn(4, width)
+        for _ in range(6):
+            loss = torch.tanh(x @ W + b).pow(2).mean()
+            W.grad = b.grad = None
+            loss.backward()
+            with torch.no_grad():
+                for name, p in (("W", W), ("b", b)):
+                    before = p.detach().clone()
+                    p.data -= 0.3 * p.grad
+                    truth[name].append((float(before.norm()), float((p - before).norm())))
+    return rec.document(), truth
+
+
+@pytest.mark.parametrize("pending", [valuesteps.PENDING_BYTES, 0], ids=["waiting", "at-every-look"])
+def test_steps_equal_torchs_whether_they_wait_or_not(monkeypatch: pytest.MonkeyPatch, pending: int) -> None:
+    monkeypatch.setattr(valuesteps, "PENDING_BYTES", pending)
+    doc, truth = sgd_by_hand(8)
+    steps = _steps(doc)
+    assert [s["at"] for s in steps["W"]] == [1, 2, 3, 4, 5, 6]
+    for name in ("W", "b"):
+        for s, (norm, delta) in zip(steps[name], truth[name], strict=True):
+            assert math.isclose(s["norm"], norm, rel_tol=1e-6, abs_tol=1e-12)
+            assert math.isclose(s["delta"], delta, rel_tol=1e-6)
+
+
+def test_waiting_and_comparing_at_every_look_write_the_same_documents(monkeypatch: pytest.MonkeyPatch) -> None:
+    waiting, _ = sgd_by_hand(8)
+    monkeypatch.setattr(valuesteps, "PENDING_BYTES", 0)
+    every, _ = sgd_by_hand(8)
+    assert _steps(waiting) == _steps(every)  # the same norms of the same values, bit for bit
+    assert waiting.analysis.dynamics.model_dump() == every.analysis.dynamics.model_dump()
+
+
+def test_leaves_past_the_bound_are_compared_at_every_look(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(valuesteps, "PENDING_BYTES", 4 * 48 * 48 + 100)  # W's copy waits once, not twice
+    doc, truth = sgd_by_hand(48)
+    steps = _steps(doc)
+    assert len(steps["W"]) == 6
+    for s, (norm, delta) in zip(steps["W"], truth["W"], strict=True):
+        assert math.isclose(s["norm"], norm, rel_tol=1e-6) and math.isclose(s["delta"], delta, rel_tol=1e-6)
+
+
+def test_a_leaf_whose_data_changes_dtype_keeps_its_steps_and_starts_again() -> None:
+    torch.manual_seed(0)
+    with gradtrace.record(tensor_budget=0) as rec:
+        w = torch.randn(3, requires_grad=True)
+        for _ in range(2):
+            (w * w).sum().backward()
+            with torch.no_grad():
+                w -= 0.1 * w.grad
+            w.grad = None
+        w.data = w.data.double()  # another dtype (``model.double()``): the steps so far stay
+        for _ in range(2):
+            (w * w).sum().backward()
+            with torch.no_grad():
+                w -= 0.1 * w.grad
+            w.grad = None
+    (steps,) = [s for s in _steps(rec.document()).values()]
+    # the float64 copy's own first step is seen after its second backward
+    assert [s["at"] for s in steps] == [1, 3, 4]
+    assert all(s["delta"] > 0 for s in steps)
