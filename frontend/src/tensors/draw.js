@@ -63,6 +63,28 @@ export function paint(px, values, offset, cells, s) {
   }
 }
 
+/**
+ * NOTE [warm drawing]
+ *   The first tensor a page draws ran its loops (finiteStats, histogram, paint) in V8's
+ *   interpreter and made the page's first image canvas: 13-23 ms for a 256×256 plane on a
+ *   loaded 2-core machine, against 3-5 ms for every later one (bench/bench_tensor_page.py).
+ *   `warmDrawing` runs the same code once on a small made-up plane while the first tensor's
+ *   bytes are still on the network (ui/tensors.js calls it as it asks for them), so that wait
+ *   is not spent on the page's first draw. `stats` is safetensors.js finiteStats (passed in:
+ *   this module draws, it does not decode).
+ */
+let warmed = false;
+export function warmDrawing(stats, side = 128) {
+  if (warmed || typeof document === "undefined") return;
+  warmed = true;
+  const v = new Float64Array(side * side);
+  for (let i = 0; i < v.length; i++) v[i] = ((i * 7919) % 257) / 128 - 1;
+  v[1] = NaN; v[2] = Infinity; v[3] = -Infinity;  // the special colours' branches too
+  const st = stats(v);
+  histogram(v, st.min, st.max);
+  drawHeatmap(document.createElement("canvas"), v, 0, side, side, 1);
+}
+
 /** Counts of the finite values in `bins` equal bins over [min, max]. */
 export function histogram(values, min, max, bins = 40) {
   const counts = new Array(bins).fill(0);
