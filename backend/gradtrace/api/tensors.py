@@ -35,7 +35,7 @@ from gradtrace.api.services import Services, ServicesDep
 from gradtrace.api.shares import find_share
 from gradtrace.errors import NotFound, TensorFileDamaged
 from gradtrace.schema.tensor_index import TensorIndex
-from gradtrace.storage.tensor_header import header_length, parse_index
+from gradtrace.storage.tensor_header import header_length, index_json
 from gradtrace.storage.tensor_rows import TensorSource
 
 router = APIRouter(tags=["tensors"])
@@ -142,18 +142,18 @@ def _caching(source: TensorSource) -> dict[str, str]:
     return {"ETag": f'"{source.sha256}"', "Cache-Control": IMMUTABLE}
 
 
-def read_index(source: TensorSource) -> TensorIndex:
-    """Parse and check the file's header (TensorFileDamaged when it does not hold together)."""
+def read_index(source: TensorSource) -> bytes:
+    """The file's index as JSON, its header parsed and checked (TensorFileDamaged when it does
+    not hold together)."""
     n = header_length(source.read(0, min(8, source.size)), source.size)
-    return parse_index(source.read(8, 8 + n), size=source.size, sha256=source.sha256)
+    return index_json(source.read(8, 8 + n), size=source.size, sha256=source.sha256)
 
 
 def index_response(source: TensorSource, if_none_match: str | None) -> Response:
     headers = _caching(source)
     if none_match(if_none_match, headers["ETag"]):
         return Response(status_code=304, headers=headers)
-    body = read_index(source).model_dump_json().encode()
-    return Response(body, media_type="application/json", headers=headers)
+    return Response(read_index(source), media_type="application/json", headers=headers)
 
 
 def file_response(source: TensorSource, name: str, range_header: str | None, if_none_match: str | None,
