@@ -157,7 +157,7 @@ def read_index(source: TensorSource) -> bytes:
 def index_response(request: Request, source: TensorSource, if_none_match: str | None) -> Response:
     """The index, gzip'd when it is big and the client takes gzip: a page asks for it once the
     graph is drawn (NOTE [tensor sources] in frontend/src/tensors/source.js), whether or not a
-    tensor is looked at, and a GRU-200's is 1.2 MB of JSON (13,223 tensors)."""
+    tensor is looked at, and a GRU-200's is 1.05 MB of JSON (13,223 tensors; 126 KB gzip'd)."""
     headers = _caching(source)
     if none_match(if_none_match, headers["ETag"]):
         return Response(status_code=304, headers=headers)
