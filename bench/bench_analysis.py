@@ -2,8 +2,8 @@
 
     .venv/bin/python bench/bench_analysis.py [--reps N]
 
-The service's run is the sandbox child's work: ``run_snippet(..., json_parts=True,
-analysis=False)`` (record, build the document, its canonical JSON), then the web process's
+The service's run is the sandbox child's work: ``run_snippet(...,
+analysis=False).json_without_id()`` (record, build the document, its canonical JSON), then the web process's
 validation of those bytes (:func:`gradtrace.sandbox.kinds.run.validate_result`), which is where
 the service computes the analysis, on the document it has just parsed (NOTE [one analysis] in
 gradtrace/sandbox/kinds/run.py). Each repetition runs the same program twice, in the same process
@@ -34,14 +34,13 @@ import gradtrace.sandbox.kinds.run as run_kind
 from gradtrace.capture import run_snippet
 from gradtrace.jobs import Job
 from gradtrace.sandbox.kinds.run import validate_result
-from gradtrace.schema.canonical import canonical_json
 from programs import ADAM_20, GRU_200
 
 
 def service_run(code: str) -> float:
     """Seconds for the child's run and the web process's validation of its bytes."""
     t0 = time.perf_counter()
-    raw = canonical_json({**run_snippet(code, seed=0, json_parts=True, analysis=False), "id": ""})  # the child
+    raw = run_snippet(code, seed=0, analysis=False).json_without_id()  # the child
     doc = validate_result(Job(code=code, seed=0, device="cpu"), raw)
     elapsed = time.perf_counter() - t0
     assert doc is not None and doc["status"] == "ok"
@@ -51,7 +50,7 @@ def service_run(code: str) -> float:
 def analysis_alone(code: str, analyse: Any) -> float:
     """Seconds of ``analyse`` (the real ``run_kind._analyse``) on the document the web process
     validated."""
-    raw = canonical_json({**run_snippet(code, seed=0, json_parts=True, analysis=False), "id": ""})
+    raw = run_snippet(code, seed=0, analysis=False).json_without_id()
     doc = validate_result(Job(code=code, seed=0, device="cpu"), raw)
     assert doc is not None
     plain = dict(doc)
@@ -72,9 +71,9 @@ def main() -> int:
 
     def in_process(code: str, analysis: bool) -> float:
         t0 = time.perf_counter()
-        doc = run_snippet(code, seed=0, json_parts=True, analysis=analysis)
+        doc = run_snippet(code, seed=0, analysis=analysis)
         elapsed = time.perf_counter() - t0
-        assert doc["status"] == "ok"
+        assert doc.status == "ok"
         return elapsed
 
     rows = []

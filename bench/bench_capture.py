@@ -138,7 +138,7 @@ def timed_training(run: Callable[[], None], native: bool | None = None,
         warnings.simplefilter("ignore")  # the limit's RuntimeWarning
         with gradtrace.record(native=native, max_nodes=max_nodes) as rec:
             run()
-    body = canonical_json({**rec.document_parts(), "id": ""})
+    body = rec._captured().json_without_id()  # capture's one exit, as the sandbox child writes it
     elapsed = CLOCK() - t0
     nodes = len(rec.recorder.nodes)
     del rec
@@ -157,8 +157,8 @@ def captured(loss_fn: Callable[[], torch.Tensor], model: nn.Module,
     model.zero_grad(set_to_none=True)
     with gradtrace.record(native=native) as rec:
         loss_fn().backward()  # type: ignore[no-untyped-call]
-    doc = rec.document_parts()
-    body = canonical_json({**doc, "id": ""})  # as the sandbox child writes it
+    doc = rec._captured()  # capture's one exit
+    body = doc.json_without_id()  # as the sandbox child writes it
     return len(body), len(rec.recorder.nodes), (rec, doc, body)
 
 
@@ -235,7 +235,7 @@ def serialisers(loss_fn: Callable[[], torch.Tensor], model: nn.Module,
     model.zero_grad(set_to_none=True)
     with gradtrace.record() as rec:
         loss_fn().backward()  # type: ignore[no-untyped-call]
-    doc = validate_strict_json(rec.document_dict().canonical)
+    doc = validate_strict_json(rec._captured().canonical_with_id()[1])
     assert doc is not None
     assert stdlib_canonical(doc) == canonical_json(doc)
     t_json: list[float] = []

@@ -52,6 +52,7 @@ from gradtrace.notebook.run import NotebookRunDocument
 from gradtrace.schema import Event, Graph
 from gradtrace.schema.canonical import canonical_with_id
 from programs import ADAM_20, GRU_200, TRANSFORMER_6
+from rundoc import captured_of, record_doc
 
 _EVENTS: TypeAdapter[list[Event]] = TypeAdapter(list[Event])
 
@@ -94,7 +95,7 @@ def read_everything(doc: Any) -> int:
 def old_document(rec: gradtrace.record) -> NotebookRunDocument:
     """``rec.document()`` as it was: the analysis and the id computed at once, and the graph
     and events validated as pydantic models when first read."""
-    doc = rec.document_parts()
+    doc = dict(captured_of(rec).fields)
     doc["id"], body = canonical_with_id(doc)
     with gc_paused(settle=True):
         return NotebookRunDocument.from_parts(doc, body)
@@ -126,8 +127,8 @@ def in_process(name: str, reps: int) -> list[Row]:
         t["doc"].append(t2 - t0)
         t["read"].append(t3 - t0)
         t["late"].append(t4 - t0)
-        parts = rec.document_parts()
-        graph, events = bytes(parts["graph"]), bytes(parts["events"])
+        parts = captured_of(rec)
+        graph, events = parts.graph, parts.events
         del doc, rec, parts
         gc.collect()
         t0 = CLOCK()
@@ -192,7 +193,7 @@ def share_page(reps: int) -> list[Row]:
     from gradtrace.storage.codec import current_json, encode_validated, load
 
     rec = recorded("gru-200", compile(GRU_200, "<gru-200>", "exec"))
-    blob = encode_validated(rec.document_dict()).blob
+    blob = encode_validated(record_doc(rec)).blob
 
     def old() -> str:
         return str(script_safe_json(load(blob)))

@@ -6,7 +6,7 @@
 Each repetition runs the same program twice in the same process, alternating: as it is (capture
 follows each leaf's value around its steps, the analysis computes the series from the document
 and the kept tensors), and with both replaced by no-ops (the baseline). The run is
-``run_snippet`` with a tensor file (``tensor_sink``) and its analysis, so the series read the
+``run_snippet`` with a tensor file (``tensor_budget``) and its analysis, so the series read the
 kept tensors (mean |grad|, the activation shares): the dearest case. A third row times the
 series alone on the finished document; a fourth, the value steps and the series as they ran
 inside the run (the direct cost, which the noise of a shared machine cannot hide).
@@ -40,9 +40,9 @@ from programs import ADAM_20, GRU_200
 
 def one_run(code: str) -> float:
     t0 = time.perf_counter()
-    doc = run_snippet(code, seed=0, json_parts=True, tensor_budget=64 << 20, tensor_sink=[])
+    doc = run_snippet(code, seed=0, tensor_budget=64 << 20)
     elapsed = time.perf_counter() - t0
-    assert doc["status"] == "ok"
+    assert doc.status == "ok"
     return elapsed
 
 

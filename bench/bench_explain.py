@@ -3,7 +3,7 @@
     .venv/bin/python bench/bench_explain.py [--reps N]
 
 Decides NOTE [explain on request] (``analysis/explain/node.py``). Baseline: the service's run of the
-program (``run_snippet(..., json_parts=True)`` then the web process's validation, as in
+program (``run_snippet(...).json_without_id()`` then the web process's validation, as in
 bench/bench_analysis.py). Rows: explaining every backward event's every input at its first
 element (the least a document could carry), every element of every input (what the page's
 element picker needs), what a saved HTML file carries (``carried_explanations``: NOTE
@@ -37,13 +37,12 @@ from gradtrace.analysis.explain.node import evaluate
 from gradtrace.capture import run_snippet
 from gradtrace.jobs import Job
 from gradtrace.sandbox.kinds.run import validate_result
-from gradtrace.schema.canonical import canonical_json
 from programs import ADAM_20, GRU_200
 
 
 def service_doc(code: str) -> tuple[float, dict[str, Any]]:
     t0 = time.perf_counter()
-    raw = canonical_json({**run_snippet(code, seed=0, json_parts=True), "id": ""})
+    raw = run_snippet(code, seed=0).json_without_id()
     doc = validate_result(Job(code=code, seed=0, device="cpu"), raw)
     elapsed = time.perf_counter() - t0
     assert doc is not None and doc["status"] == "ok"

@@ -100,14 +100,13 @@ def stages_in_process(n: int, warmup: int) -> tuple[list[float], list[float]]:
     from gradtrace.capture import run_snippet
     from gradtrace.jobs import Job
     from gradtrace.sandbox.kinds.run import validate_result
-    from gradtrace.schema.canonical import canonical_json
 
     job = Job(code=TRIVIAL)
     child: list[float] = []
     parent: list[float] = []
     for i in range(warmup + n):
         t0 = time.perf_counter()
-        raw = canonical_json({**run_snippet(TRIVIAL, seed=0, json_parts=True), "id": ""})
+        raw = run_snippet(TRIVIAL, seed=0).json_without_id()
         t1 = time.perf_counter()
         doc = validate_result(job, raw)
         t2 = time.perf_counter()

@@ -125,10 +125,8 @@ def gru_result() -> JobResult:
     from gradtrace.capture import run_snippet
     from gradtrace.sandbox.kinds.run import validate
     from gradtrace.sandbox.wire import Answer
-    from gradtrace.schema.canonical import canonical_json
 
-    raw = canonical_json({**run_snippet(GRU_200, seed=0, json_parts=True, max_nodes=200_000,
-                                        max_events=800_000), "id": ""})
+    raw = run_snippet(GRU_200, seed=0, max_nodes=200_000, max_events=800_000).json_without_id()
     result = validate(Job(code=GRU_200, seed=0), Answer(raw))
     assert result is not None and result.status == "ok"
     return result

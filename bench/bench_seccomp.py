@@ -67,11 +67,11 @@ def in_child(flt: Any, runs: int) -> dict[str, Any]:
             if flt is not None:
                 flt.load()
             load = time.perf_counter() - t0
-            run_snippet(TRIVIAL, seed=0, json_parts=True)  # pre-fault, as the pool's child does
+            run_snippet(TRIVIAL, seed=0)  # pre-fault, as the pool's child does
             trivial = []
             for _ in range(runs):
                 t0 = time.perf_counter()
-                run_snippet(TRIVIAL, seed=0, json_parts=True)
+                run_snippet(TRIVIAL, seed=0)
                 trivial.append(time.perf_counter() - t0)
             t0 = time.perf_counter()
             for _ in range(20000 // 3):
@@ -97,7 +97,7 @@ def main() -> int:
     from gradtrace.capture import run_snippet
     from gradtrace.sandbox.seccomp_filter import ALLOWED, build_filter
 
-    run_snippet(TRIVIAL, seed=0, json_parts=True)
+    run_snippet(TRIVIAL, seed=0)
     t0 = time.perf_counter()
     new = build_filter()
     build_new = time.perf_counter() - t0

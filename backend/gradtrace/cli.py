@@ -70,7 +70,6 @@ def _worker(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     from gradtrace.capture import run_snippet
-    from gradtrace.schema.canonical import canonical_with_id
 
     path = Path(args.file)
     try:
@@ -78,16 +77,16 @@ def _run(args: argparse.Namespace) -> int:
     except (OSError, UnicodeDecodeError) as exc:
         print(f"gradtrace: cannot read {path}: {exc}", file=sys.stderr)
         return 2
-    # the core's bytes as they are (NOTE [one document path] in capture/document.py)
-    doc = run_snippet(code, device=args.device, seed=args.seed, filename=str(path), json_parts=True)
-    _, body = canonical_with_id(doc)
+    # the core's bytes as they are (NOTE [capture's one exit] in capture/captured.py)
+    captured = run_snippet(code, device=args.device, seed=args.seed, filename=str(path))
+    _, body = captured.canonical_with_id()
     if args.pretty:
         sys.stdout.write(json.dumps(json.loads(body), indent=2, sort_keys=True))
     else:
         sys.stdout.flush()
         sys.stdout.buffer.write(body)
     sys.stdout.write("\n")
-    return 0 if doc["status"] == "ok" else 1
+    return 0 if captured.status == "ok" else 1
 
 
 def settings_table() -> str:

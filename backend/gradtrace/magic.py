@@ -48,7 +48,7 @@ def gradtrace_cell(line: str, cell: str) -> Any:
         except Exception as exc:  # the run's error, shown after the widget (a LimitReached is no
             rec.note_error(exc)   # Exception: the block ends the recording and notes graph_limit)
             error = exc
-    doc = rec.document_dict(code=cell)
+    doc = rec.document(code=cell)
     kept = rec.recorder.tensor_file  # the inspector's numbers, asked for by key (notebook/widget.py)
     shown = show(doc, height=height, tensors=kept.data if kept is not None else None)
     if hasattr(type(shown), "checker"):  # the widget (anywidget is installed): its "Check gradient"

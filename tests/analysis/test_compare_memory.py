@@ -10,7 +10,7 @@ import torch
 
 from conftest import lesson_code
 from gradtrace.analysis.compare import compare_documents, memory_timeline
-from gradtrace.capture import run_snippet
+from rundoc import run_doc
 
 CHECKPOINTED = lesson_code("12_checkpoint_memory")
 PLAIN = CHECKPOINTED.replace("checkpoint(block, h, use_reentrant=False)", "block(h)")
@@ -26,7 +26,7 @@ def one_thread() -> Any:
 
 def test_checkpointing_lowers_the_peak_and_only_the_checkpointed_run_recomputes() -> None:
     assert PLAIN != CHECKPOINTED
-    a, b = run_snippet(CHECKPOINTED, seed=0), run_snippet(PLAIN, seed=0)
+    a, b = run_doc(CHECKPOINTED, seed=0), run_doc(PLAIN, seed=0)
     c = compare_documents(a, b)
     assert c.memory_a.peak < c.memory_b.peak
     assert c.memory_a.recomputed > 0 and c.memory_b.recomputed == 0
@@ -41,7 +41,7 @@ def test_checkpointing_lowers_the_peak_and_only_the_checkpointed_run_recomputes(
 @pytest.mark.parametrize("code", [CHECKPOINTED, PLAIN, lesson_code("04_mlp_loss")],
                          ids=["checkpointed", "plain", "mlp"])
 def test_live_saved_bytes_are_zero_after_a_backward_without_retain_graph(code: str) -> None:
-    doc = run_snippet(code, seed=0)
+    doc = run_doc(code, seed=0)
     m = memory_timeline(doc)
     assert len(m.live) == len(doc["events"]) + 1 and m.live[0] == 0
     assert m.end == 0 and m.peak > 0
@@ -51,5 +51,5 @@ def test_live_saved_bytes_are_zero_after_a_backward_without_retain_graph(code: s
 
 def test_retained_graph_keeps_its_saved_tensors_alive() -> None:
     code = "x = torch.randn(8, requires_grad=True)\ny = (x.exp() * x).sum()\ny.backward(retain_graph=True)\n"
-    m = memory_timeline(run_snippet(code, seed=0))
+    m = memory_timeline(run_doc(code, seed=0))
     assert m.end == m.peak > 0

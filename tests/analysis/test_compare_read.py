@@ -14,9 +14,9 @@ from conftest import LESSONS, lesson_code
 from gradcheck.cube import IN_A_CHAIN, RIGHT_FACTOR, WRONG_FACTOR, cube
 from gradtrace.analysis.compare import compare_documents, read_for_compare
 from gradtrace.analysis.compare import read as slim_read
-from gradtrace.capture import run_snippet
 from gradtrace.schema import Event, Graph, Node, RunDocument, SavedTensor
 from gradtrace.storage.codec import encode
+from rundoc import run_doc
 
 MLP = """import torch
 from torch import nn
@@ -31,7 +31,7 @@ CHECKPOINT = lesson_code("12_checkpoint_memory")
 
 
 def _stored(code: str, seed: int) -> bytes:
-    return encode(run_snippet(code, seed=seed)).raw
+    return encode(run_doc(code, seed=seed)).raw
 
 
 def _both_ways(raw_a: bytes, raw_b: bytes) -> tuple[str, str]:

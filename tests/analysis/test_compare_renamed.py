@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from gradtrace.analysis.compare import compare_documents
-from gradtrace.capture import run_snippet
+from rundoc import run_doc
 
 A = ("import torch\nfrom torch import nn\ntorch.manual_seed(0)\n"
      "model = nn.Sequential(nn.Linear(3, 4), nn.Tanh(), nn.Linear(4, 2), nn.Tanh(), nn.Linear(2, 1))\n"
@@ -23,7 +23,7 @@ def _shapes(code: str) -> dict[str, tuple[int, ...]]:
 
 
 def test_an_inserted_layer_renames_the_later_ones_and_adds_only_its_own() -> None:
-    c = compare_documents(run_snippet(A), run_snippet(B))
+    c = compare_documents(run_doc(A), run_doc(B))
     renamed = {(p.name, p.name_b) for p in c.pairs if p.key == "place"}
     assert renamed == {("model.2.weight", "model.3.weight"), ("model.2.bias", "model.3.bias"),
                        ("model.4.weight", "model.5.weight"), ("model.4.bias", "model.5.bias")}
@@ -38,13 +38,13 @@ def test_an_inserted_layer_renames_the_later_ones_and_adds_only_its_own() -> Non
 
 
 def test_unchanged_names_pair_as_before() -> None:
-    c = compare_documents(run_snippet(A), run_snippet(A.replace("5, 3", "6, 3")))
+    c = compare_documents(run_doc(A), run_doc(A.replace("5, 3", "6, 3")))
     assert not [p for p in c.pairs if p.key == "place"] and not c.only_a and not c.only_b
     assert "renamed" not in c.summary
 
 
 def test_a_changed_layer_width_keeps_its_name_and_says_the_shape_changed() -> None:
-    c = compare_documents(run_snippet(A), run_snippet(A.replace("nn.Linear(4, 2), nn.Tanh(), nn.Linear(2, 1)",
+    c = compare_documents(run_doc(A), run_doc(A.replace("nn.Linear(4, 2), nn.Tanh(), nn.Linear(2, 1)",
                                                                   "nn.Linear(4, 3), nn.Tanh(), nn.Linear(3, 1)")))
     assert not [p for p in c.pairs if p.key == "place"]
     changed = {p.name for p in c.pairs if p.kind == "tensor" and p.shape_changed}

@@ -14,9 +14,9 @@ import torch
 from conftest import LESSONS
 from gradcheck.cube import IN_A_CHAIN, RIGHT_FACTOR, WRONG_FACTOR, cube
 from gradtrace.analysis.compare import compare_documents
-from gradtrace.capture import run_snippet
 from gradtrace.schema.compare import Comparison
 from programs import UNSEEDED_MLP as MLP
+from rundoc import run_doc
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden"
 
@@ -37,7 +37,7 @@ def _every_delta(c: Comparison) -> list[float | None]:
 
 
 def test_the_same_code_and_seed_pair_every_node_with_all_deltas_zero() -> None:
-    a, b = run_snippet(MLP, seed=3), run_snippet(MLP, seed=3)
+    a, b = run_doc(MLP, seed=3), run_doc(MLP, seed=3)
     c = compare_documents(a, b)
     assert c.same_structure and not c.only_a and not c.only_b
     assert len(c.pairs) == len(a["graph"]["nodes"]) and c.keys_used == {"line": len(c.pairs)}
@@ -50,7 +50,7 @@ def test_the_same_code_and_seed_pair_every_node_with_all_deltas_zero() -> None:
 @pytest.mark.parametrize("item", LESSONS, ids=lambda item: item.stem)
 def test_no_lesson_diverges_from_a_rerun_of_itself(item: Any) -> None:
     """No false alarm: every lesson, run twice, compares as the same run."""
-    a, b = run_snippet(item.code, seed=0), run_snippet(item.code, seed=0)
+    a, b = run_doc(item.code, seed=0), run_doc(item.code, seed=0)
     c = compare_documents(a, b)
     assert c.same_structure and not c.only_a and not c.only_b, c.summary
     assert c.first_divergence is None, c.summary
@@ -58,7 +58,7 @@ def test_no_lesson_diverges_from_a_rerun_of_itself(item: Any) -> None:
 
 
 def test_another_seed_keeps_the_structure_and_moves_the_gradients() -> None:
-    a, b = run_snippet(MLP, seed=0), run_snippet(MLP, seed=1)
+    a, b = run_doc(MLP, seed=0), run_doc(MLP, seed=1)
     c = compare_documents(a, b)
     assert c.same_structure and not c.only_a and not c.only_b
     leaves = [p for p in c.pairs if p.kind == "tensor" and p.grad is not None]
@@ -72,7 +72,7 @@ def test_another_seed_keeps_the_structure_and_moves_the_gradients() -> None:
 
 def test_an_inserted_relu_is_the_one_node_only_in_b_and_every_other_node_stays_paired() -> None:
     b_code = MLP.replace("h = l2(h)\n", "h = l2(h)\nh = h.relu()\n")
-    a, b = run_snippet(MLP, seed=0), run_snippet(b_code, seed=0)
+    a, b = run_doc(MLP, seed=0), run_doc(b_code, seed=0)
     c = compare_documents(a, b)
     assert not c.only_a
     assert [n.name for n in c.only_b] == ["ReluBackward0"]
@@ -91,7 +91,7 @@ def test_an_inserted_relu_is_the_one_node_only_in_b_and_every_other_node_stays_p
 
 
 def test_a_fixed_custom_function_is_the_first_divergence_in_the_backward() -> None:
-    a, b = run_snippet(CUSTOM, seed=0), run_snippet(CUSTOM_FIXED, seed=0)
+    a, b = run_doc(CUSTOM, seed=0), run_doc(CUSTOM_FIXED, seed=0)
     c = compare_documents(a, b)
     assert c.same_structure
     div = c.first_divergence
@@ -123,7 +123,7 @@ def test_leaf_gradient_deltas_are_torchs_own(code_a: str, code_b: str, seed_b: i
     # the MLP's parameters are module attributes: compare the leaves the snippet names
     code_a2 = code_a.replace("x = torch.randn(5, 4)", "x = torch.randn(5, 4, requires_grad=True)")
     code_b2 = code_b.replace("x = torch.randn(5, 4)", "x = torch.randn(5, 4, requires_grad=True)")
-    c = compare_documents(run_snippet(code_a2, seed=0), run_snippet(code_b2, seed=seed_b))
+    c = compare_documents(run_doc(code_a2, seed=0), run_doc(code_b2, seed=seed_b))
     want_a, want_b = _grads_by_torch(code_a2, 0, names), _grads_by_torch(code_b2, seed_b, names)
     for name in names:
         pair = next(p for p in c.pairs if p.kind == "tensor" and p.name == name)
@@ -140,5 +140,5 @@ def test_no_lesson_diverges_from_its_golden_document(item: Any) -> None:
     """Across CPUs and kernels: the golden document (written on another machine, perhaps) and
     a fresh run compare as the same run, within the golden tests' own tolerance."""
     golden = json.loads((GOLDEN / f"lesson_{item.stem}.json").read_text())
-    c = compare_documents(golden, run_snippet(item.code, seed=0))
+    c = compare_documents(golden, run_doc(item.code, seed=0))
     assert c.same_structure and c.first_divergence is None, c.summary

@@ -16,8 +16,8 @@ from gradtrace.analysis.explain import explain_node  # noqa: E402
 from gradtrace.analysis.explain import node as explain_node_module  # noqa: E402
 from gradtrace.analysis.explain.node import BACKWARD_RULES  # noqa: E402
 from gradtrace.analysis.numbers import flatten  # noqa: E402
-from gradtrace.capture import run_snippet  # noqa: E402
 from gradtrace.errors import NotFound  # noqa: E402
+from rundoc import run_doc  # noqa: E402
 
 CATALOGUE = sorted(BACKWARD_RULES)
 """The backward ops that have a rule."""
@@ -160,7 +160,7 @@ TAIL = "\ng = torch.randn(z.shape, dtype=z.dtype)\nz.backward(g)\n"
 
 
 def _record(code: str) -> dict[str, Any]:
-    doc = run_snippet(F64 + code, seed=0)
+    doc = run_doc(F64 + code, seed=0)
     assert doc["status"] == "ok", doc.get("error")
     return doc
 
@@ -226,7 +226,7 @@ def test_every_catalogued_op_is_exercised() -> None:
 
 @functools.cache
 def _lesson(name: str) -> dict[str, Any]:
-    doc: dict[str, Any] = run_snippet(F64 + (LESSONS / name).read_text(), seed=0)
+    doc: dict[str, Any] = run_doc(F64 + (LESSONS / name).read_text(), seed=0)
     return doc  # 06 and 08 end in an error by design: their events up to it
 
 

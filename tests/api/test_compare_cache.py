@@ -120,15 +120,15 @@ def test_the_page_request_starts_the_comparison_its_page_then_asks_for(tmp_path:
     from gradtrace.api.compare import compare_answer
     from gradtrace.api.compare_page import _context, _start_comparison
     from gradtrace.api.services import Services
-    from gradtrace.capture import run_snippet
     from gradtrace.schema.compare import CompareSide
     from gradtrace.settings import Settings
     from gradtrace.storage.codec import encode
+    from rundoc import run_doc
 
     app = create_app(Settings(data_dir=tmp_path))
     svc: Services = app.state.services
     svc.store.migrate()
-    docs = [encode(run_snippet(NET, seed=s)) for s in (0, 1)]
+    docs = [encode(run_doc(NET, seed=s)) for s in (0, 1)]
     for doc in docs:
         svc.store.put_run(doc)
     a, b = (doc.doc_id for doc in docs)

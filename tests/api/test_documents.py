@@ -22,9 +22,9 @@ NET = lesson("mlp_loss").code
 
 @pytest.fixture(scope="module")
 def stored() -> dict[str, Any]:
-    from gradtrace.capture import run_snippet
+    from rundoc import run_doc
 
-    return run_snippet(NET, seed=0)
+    return run_doc(NET, seed=0)
 
 
 def _service(tmp_path: Path, doc: dict[str, Any], cache_mb: int) -> tuple[Any, Services, str]:

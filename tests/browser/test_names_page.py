@@ -76,12 +76,12 @@ def test_lesson_04_leaves_link_to_the_model_line(playground: Any, artifacts_dir:
 
 def test_the_saved_html_shows_the_same(browser: Any, tmp_path: Path, artifacts_dir: Path,
                                        frontend_bundle: Path) -> None:
-    from gradtrace.capture import run_snippet
     from gradtrace.notebook.html import save_html
+    from rundoc import run_doc
 
     # the graph and events come as their canonical JSON text (NOTE [one document path])
     doc = {k: orjson.loads(v) if k in ("graph", "events") and isinstance(v, str) else v
-           for k, v in run_snippet(FINE_TUNE).items()}
+           for k, v in run_doc(FINE_TUNE).items()}
     path = save_html(doc, tmp_path / "fine_tune.html")
     with open_saved_file(browser, path, viewport={"width": 1280, "height": 720}) as opened:
         page = opened.page

@@ -15,7 +15,8 @@ with warnings.catch_warnings():
     warnings.filterwarnings("ignore", message="Failed to initialize NumPy", category=UserWarning)
     import torch
 
-from gradtrace.capture import native, run_snippet
+from gradtrace.capture import native
+from rundoc import run_doc
 
 
 def pytest_report_header() -> str:
@@ -39,7 +40,7 @@ def run() -> Any:
     from gradtrace.schema import RunDocument, document_id
 
     def _run(code: str, **kw: Any) -> dict[str, Any]:
-        doc = run_snippet(code, **kw)
+        doc = run_doc(code, **kw)
         RunDocument.model_validate(doc)
         assert doc["id"] == document_id(doc)
         return doc

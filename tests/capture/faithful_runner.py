@@ -27,6 +27,7 @@ import torch.nn.functional as F
 from torch import nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(1, str(Path(__file__).resolve().parent.parent))  # tests/: rundoc, imported with gradtrace
 from faithful_programs import COMPILED, PROGRAMS
 
 FILENAME = "<snippet>"
@@ -124,7 +125,9 @@ def run_one(name: str, code: str, mode: str) -> dict[str, Any]:
     if rec is not None:
         try:
             # no ``catch_warnings`` here: it would make Python forget which warnings it showed
-            doc = rec.document_dict()
+            from rundoc import record_doc
+
+            doc = record_doc(rec)
             result["document"] = {
                 "status": doc["status"], "error": doc["error"],
                 "recorder_errors": doc.get("recorder_errors"),

@@ -19,10 +19,10 @@ import pytest
 import torch
 from torch import nn
 
-from gradtrace.capture import run_snippet
 from gradtrace.lessons import all_lessons
 from gradtrace.schema import RunDocument, document_id
 from programs import FINE_TUNE, SCRATCH, TINY_LM, UNTIED_LM
+from rundoc import record_doc, run_doc
 
 H = "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\ntorch.manual_seed(0)\n"
 
@@ -30,7 +30,7 @@ PROGRAMS = {"tiny_lm": TINY_LM, "untied_lm": UNTIED_LM, "fine_tune": FINE_TUNE, 
 
 
 def _run(code: str, native: bool) -> dict[str, Any]:
-    doc = run_snippet(code, native=native)
+    doc = run_doc(code, native=native)
     RunDocument.model_validate(doc)
     assert doc["id"] == document_id(doc)
     assert doc["status"] == "ok", doc.get("error")
@@ -187,7 +187,7 @@ def test_lessons_say_only_what_is_true(lesson: str) -> None:
     defined before their first use, nothing is tied or frozen that torch does not say is, and
     the blocks with gradients off are exactly the lines torch ran with gradients off."""
     code = next(lesson_.code for lesson_ in all_lessons() if lesson_.stem == lesson)
-    doc = run_snippet(code)
+    doc = run_doc(code)
     nodes = _nodes(doc)
     ns, off = _truth(code)
     lines = code.splitlines()
@@ -262,7 +262,7 @@ def test_record_names_intermediates_by_a_functions_real_locals(native: bool) -> 
         w = torch.randn(3, 3, requires_grad=True)
         loss = forward(x, w) * 2
         loss.backward()
-    nodes = _nodes(rec.document_dict())
+    nodes = _nodes(record_doc(rec))
     by_var = {n["var"]: n for n in nodes if n.get("var")}
     assert {n.var for n in rec.document().graph.nodes if n.var} == set(by_var)  # in Python too
     for name in ("a", "h", "out"):

@@ -9,7 +9,6 @@ from typing import Any
 import pytest
 
 from gradtrace.schema import RunDocument, canonical_json, document_id
-from gradtrace.schema.canonical import canonical_with_id
 
 GOLDEN = sorted((Path(__file__).parent.parent / "golden").glob("*.json"))
 
@@ -25,14 +24,14 @@ def test_golden_document_is_a_fixed_point_of_the_schema(path: Path) -> None:
 def test_capture_returns_data_and_the_schema_gives_the_id(run: Any) -> None:
     """NOTE [who assigns the id]: a document to be written out carries no id of capture's; the
     id of a dict handed to Python is the schema's, of exactly its canonical JSON."""
-    from gradtrace.capture import run_snippet
+    from rundoc import run_captured
 
     code = "x = torch.ones(2, requires_grad=True)\n(x * 3).sum().backward()\nprint('ok')\n"
     doc = run(code)
     assert json.loads(canonical_json(doc)) == doc
-    parts = run_snippet(code, seed=0, json_parts=True)
-    assert "id" not in parts
-    assert canonical_with_id(parts) == (doc["id"], canonical_json(doc))
+    captured = run_captured(code, seed=0)
+    assert "id" not in captured.fields
+    assert captured.canonical_with_id() == (doc["id"], canonical_json(doc))
 
 
 @pytest.mark.parametrize("native", [True, False], ids=["core", "python"])
@@ -43,6 +42,7 @@ def test_every_document_of_one_run_is_the_same_document(native: bool) -> None:
     import torch
 
     import gradtrace
+    from rundoc import captured_of, record_doc
 
     if native:  # the core is part of the install (test_native.test_the_core_is_built)
         from gradtrace.capture import native as core
@@ -51,8 +51,8 @@ def test_every_document_of_one_run_is_the_same_document(native: bool) -> None:
         w = torch.linspace(-1, 1, 900).requires_grad_()
         for _ in range(15):  # 15 x 900 x 2 numbers: past the 10,000-value budget
             (w * 2).sum().backward()
-    _, first = canonical_with_id(rec.document_parts())
-    second = rec.document_dict()
+    _, first = captured_of(rec).canonical_with_id()
+    second = record_doc(rec)
     third = rec.document()
     assert canonical_json(second) == first
     assert third.id == second["id"] == json.loads(first)["id"]

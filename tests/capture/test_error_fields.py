@@ -91,9 +91,9 @@ def test_the_additions_take_the_fast_path(case: str) -> None:
     schema/fast.py): the web process validates them the fast way."""
     from pathlib import Path
 
-    from gradtrace.capture import run_snippet
     from gradtrace.schema import canonical_json
     from gradtrace.schema.fast import validate_strict_json
+    from rundoc import run_doc
 
-    doc = run_snippet((Path(__file__).parent / "cases" / f"{case}.py").read_text())
+    doc = run_doc((Path(__file__).parent / "cases" / f"{case}.py").read_text())
     assert validate_strict_json(canonical_json(doc)) is not None

@@ -10,8 +10,9 @@ from typing import Any
 import pytest
 import torch
 
-from gradtrace.capture import native, run_snippet
+from gradtrace.capture import native
 from programs import DYNAMIC_NET_30000
+from rundoc import run_doc
 
 # forward_ad's first make_dual makes torch warn that torch.jit.script is deprecated, bare too
 pytestmark = pytest.mark.filterwarnings("ignore:`torch.jit.script` is deprecated:DeprecationWarning")
@@ -69,8 +70,8 @@ def hint_codes(doc: dict[str, Any]) -> list[str]:
 @pytest.mark.parametrize("native_kernels", KERNELS)
 def test_gradcheck_is_one_entry_with_its_verdict_and_the_snippets_graph_stays_its_own(
         native_kernels: bool) -> None:
-    with_checks = run_snippet(EXP.format(wrong="", checks=CHECKS), seed=0, native=native_kernels)
-    without = run_snippet(EXP.format(wrong="", checks=""), seed=0, native=native_kernels)
+    with_checks = run_doc(EXP.format(wrong="", checks=CHECKS), seed=0, native=native_kernels)
+    without = run_doc(EXP.format(wrong="", checks=""), seed=0, native=native_kernels)
     assert with_checks["status"] == "ok"
     folded = with_checks["folded"]
     assert [(f["api"], f["line"], f["verdict"], f["calls"]) for f in folded] == [
@@ -95,7 +96,7 @@ def test_a_failing_gradcheck_says_failed_with_torchs_message(native_kernels: boo
     ns = bare(code.replace("w.grad)", "w.grad); verdict = torch.autograd.gradcheck("
                            "MyExp.apply, (x,), raise_exception=False)"))
     assert ns["verdict"] is False  # torch's own verdict
-    doc = run_snippet(code, seed=0, native=native_kernels)
+    doc = run_doc(code, seed=0, native=native_kernels)
     assert doc["status"] == "ok" and doc["stdout"].startswith("GradcheckError\nFalse\n")
     raised, returned = doc["folded"]
     assert (raised["line"], raised["verdict"]) == (14, "failed")
@@ -106,7 +107,7 @@ def test_a_failing_gradcheck_says_failed_with_torchs_message(native_kernels: boo
 def test_an_exception_inside_a_check_is_raised_and_the_run_says_where() -> None:
     code = ("import torch\nx = torch.randn(3, dtype=torch.double, requires_grad=True)\n"
             "torch.autograd.gradcheck(lambda t: t.reshape(7), (x,))\n")
-    doc = run_snippet(code, seed=0)
+    doc = run_doc(code, seed=0)
     assert doc["status"] == "error" and doc["error"]["line"] == 3
     (entry,) = doc["folded"]
     assert entry["verdict"] == "raised" and entry["message"].startswith("RuntimeError")
@@ -115,7 +116,7 @@ def test_an_exception_inside_a_check_is_raised_and_the_run_says_where() -> None:
 def test_a_check_in_a_loop_is_one_entry_counting_its_calls() -> None:
     code = ("import torch\nfor i in range(3):\n    x = torch.randn(2, dtype=torch.double, "
             "requires_grad=True)\n    torch.autograd.gradcheck(torch.sin, (x,))\n")
-    doc = run_snippet(code, seed=0)
+    doc = run_doc(code, seed=0)
     assert [(f["line"], f["calls"]) for f in doc["folded"]] == [(4, 3)]
     assert doc["passes"] == [] and doc["graph"]["nodes"] == []
 
@@ -126,7 +127,7 @@ def test_near_miss_the_snippets_own_jacobian_is_not_folded() -> None:
     code = ("import torch\nx = torch.randn(3, requires_grad=True)\n"
             "J = torch.autograd.functional.jacobian(torch.sin, x)\n"
             "y = x * x\nrows = [torch.autograd.grad(y[i], x, retain_graph=True)[0] for i in range(3)]\n")
-    doc = run_snippet(code, seed=0)
+    doc = run_doc(code, seed=0)
     assert "folded" not in doc
     assert sum(p["line"] == 5 for p in doc["passes"]) == 3
     assert any(p["line"] == 3 for p in doc["passes"])
@@ -150,7 +151,7 @@ for step in range(2):
 def test_every_parameter_of_a_checkpointed_net_is_in_the_document_with_torchs_grad(
         native_kernels: bool, reentrant: bool) -> None:
     code = CHECKPOINT.format(reentrant=reentrant)
-    doc = run_snippet(code, seed=0, native=native_kernels)
+    doc = run_doc(code, seed=0, native=native_kernels)
     assert doc["status"] == "ok", doc["error"]
     ns = bare(code)
     grads = leaf_grads(doc)
@@ -176,7 +177,7 @@ def test_every_parameter_of_a_checkpointed_net_is_in_the_document_with_torchs_gr
 
 def test_near_miss_an_evaluation_beside_a_checkpoint_still_gets_the_train_mode_hint() -> None:
     code = CHECKPOINT.format(reentrant=True) + "with torch.no_grad():\n    print(net(x).shape)\n"
-    doc = run_snippet(code, seed=0)
+    doc = run_doc(code, seed=0)
     hints = [h for h in doc["analysis"]["hints"] if h["code"] == "train-mode-in-eval"]
     assert [h["line"] for h in hints] == [12]
 
@@ -184,7 +185,7 @@ def test_near_miss_an_evaluation_beside_a_checkpoint_still_gets_the_train_mode_h
 @pytest.mark.parametrize("native_kernels", KERNELS)
 def test_a_run_stopped_in_a_backward_keeps_its_output_says_where_and_no_hint_reads_the_cut(
         native_kernels: bool) -> None:
-    doc = run_snippet(DYNAMIC_NET_30000, seed=0, max_events=3000, native=native_kernels)
+    doc = run_doc(DYNAMIC_NET_30000, seed=0, max_events=3000, native=native_kernels)
     assert doc["status"] == "graph_limit"
     printed = doc["stdout"].splitlines()
     assert printed and printed[0].startswith("19 ")  # the output up to the stop
@@ -196,14 +197,14 @@ def test_a_run_stopped_in_a_backward_keeps_its_output_says_where_and_no_hint_rea
 def test_near_miss_a_graph_kept_alive_in_a_finished_run_is_still_found() -> None:
     code = ("import torch\nw = torch.randn(3, requires_grad=True)\ntotal = 0\n"
             "for i in range(5):\n    total = total + (w * i).sum()\nprint(total.item())\n")
-    assert "graph-kept-alive" in hint_codes(run_snippet(code, seed=0))
+    assert "graph-kept-alive" in hint_codes(run_doc(code, seed=0))
 
 
 def test_the_polynomial_fit_costs_what_it_writes() -> None:
     """NOTE [what a node costs]: 200 iterations of the tutorial's fit are estimated within a
     quarter of what the document writes (the estimate stays an upper bound)."""
     from gradtrace.capture.session import record
-    from gradtrace.schema.canonical import canonical_with_id
+    from rundoc import captured_of
 
     namespace: dict[str, Any] = {"torch": torch, "math": math}
     code = ("x = torch.linspace(-math.pi, math.pi, 2000)\ny = torch.sin(x)\n"
@@ -216,7 +217,7 @@ def test_the_polynomial_fit_costs_what_it_writes() -> None:
     linecache.cache["<fit>"] = (len(code), None, code.splitlines(True), "<fit>")
     with rec:
         exec(compile(code, "<fit>", "exec"), namespace)
-    _, body = canonical_with_id(rec.document_parts())
+    _, body = captured_of(rec).canonical_with_id()
     fixed = 512 << 10
     estimate = rec.recorder.size_estimate - fixed
     assert len(body) - 64_000 <= estimate <= 1.25 * len(body)
@@ -246,7 +247,7 @@ def values(tv: dict[str, Any]) -> torch.Tensor:
 
 @pytest.mark.parametrize("native_kernels", KERNELS)
 def test_forward_ad_is_a_forward_pass_carrying_torchs_tangents(native_kernels: bool) -> None:
-    doc = run_snippet(FORWARD_AD, seed=0, native=native_kernels)
+    doc = run_doc(FORWARD_AD, seed=0, native=native_kernels)
     assert doc["status"] == "ok"
     ns = bare(FORWARD_AD)
     assert doc["stdout"] == f"{ns['jvp']}\n"
@@ -269,12 +270,12 @@ def test_forward_ad_is_a_forward_pass_carrying_torchs_tangents(native_kernels: b
 
 
 def test_near_miss_no_dual_level_no_tangents_and_unpacking_makes_no_step() -> None:
-    plain = run_snippet("import torch\nx = torch.randn(3, requires_grad=True)\n(x * 2).sum().backward()\n")
+    plain = run_doc("import torch\nx = torch.randn(3, requires_grad=True)\n(x * 2).sum().backward()\n")
     assert "tangents" not in plain
     code = ("import torch\nimport torch.autograd.forward_ad as fwAD\nx = torch.randn(3)\n"
             "with fwAD.dual_level():\n    d = fwAD.make_dual(x, torch.ones(3))\n"
             "    p, t = fwAD.unpack_dual(d)\n    q = p * 2\n")
-    doc = run_snippet(code, seed=0)
+    doc = run_doc(code, seed=0)
     assert [s["op"] for s in doc["tangents"]] == ["make_dual"]  # p is the primal: no tangent
 
 
@@ -296,7 +297,7 @@ print(w.grad)
 
 @pytest.mark.parametrize("native_kernels", KERNELS)
 def test_torch_func_transforms_name_their_leaves_and_lines(native_kernels: bool) -> None:
-    doc = run_snippet(FUNC, seed=0, native=native_kernels)
+    doc = run_doc(FUNC, seed=0, native=native_kernels)
     assert doc["status"] == "ok" and doc["stdout"] == f"{bare(FUNC)['w'].grad}\n"
     leaves = [n for n in doc["graph"]["nodes"] if n["kind"] == "tensor" and n["role"] == "leaf"]
     # the transforms' own leaves are functorch wrappers of x: named by what they wrap

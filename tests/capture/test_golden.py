@@ -17,7 +17,7 @@ import pytest
 
 from conftest import LESSONS, Snippet, snippets
 from docdiff import differences
-from gradtrace.capture import run_snippet
+from rundoc import run_doc
 
 GOLDEN = Path(__file__).parent.parent / "golden"
 REGEN = os.environ.get("GRADTRACE_REGEN_GOLDEN") == "1"
@@ -40,7 +40,7 @@ def test_every_lesson_and_case_has_a_golden_and_no_golden_is_stale() -> None:
 
 @pytest.mark.parametrize("snippet", SNIPPETS, ids=lambda s: s.name)
 def test_document_matches_golden(snippet: Snippet) -> None:
-    doc = run_snippet(snippet.code, seed=0, filename="<snippet>")
+    doc = run_doc(snippet.code, seed=0, filename="<snippet>")
     target = golden_path(snippet)
     if REGEN:
         target.write_text(pretty(doc))

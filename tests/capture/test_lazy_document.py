@@ -14,6 +14,7 @@ from gradtrace.capture import native
 from gradtrace.schema import Node, RunDocument
 from gradtrace.schema.canonical import canonical_json, canonical_with_id
 from gradtrace.schema.views import View
+from rundoc import captured_of
 
 
 def _recorded() -> gradtrace.record:
@@ -26,7 +27,7 @@ def _recorded() -> gradtrace.record:
 
 
 def _eager(rec: gradtrace.record) -> RunDocument:
-    _, body = canonical_with_id(rec.document_parts())
+    _, body = captured_of(rec).canonical_with_id()
     return RunDocument.model_validate_json(body)
 
 

@@ -12,6 +12,7 @@ from torch import nn
 from torch.overrides import TorchFunctionMode
 
 import gradtrace
+from rundoc import record_doc
 
 from .oracle import graph_names, run_bare
 
@@ -102,7 +103,7 @@ def test_the_mode_stack_is_left_as_found_when_a_library_module_raises() -> None:
         h = torch.randn(3, 4, requires_grad=True) * 2
         lin(torch.randn(3, 5))  # wrong width: raises inside the module
     assert torch._C._len_torch_function_stack() == 0
-    doc = rec.document_dict()
+    doc = record_doc(rec)
     assert doc["status"] == "error" and doc["error"]["type"] == "RuntimeError"
     assert [n["name"] for n in _functions(doc)] == ["AccumulateGrad", "MulBackward0"]
     del h
@@ -139,7 +140,7 @@ def test_a_library_module_stopped_by_a_base_exception_still_shows_what_it_built(
     with pytest.raises(_Stop), gradtrace.record() as rec:
         model(torch.randn(2, 4))
     assert torch._C._len_torch_function_stack() == 0
-    doc = rec.document_dict()
+    doc = record_doc(rec)
     assert doc["error"]["type"] == "_Stop"
     placed = Counter((n["name"], n["module"]) for n in _functions(doc))
     assert placed == Counter({("AccumulateGrad", "model.0"): 2, ("TBackward0", "model.0"): 1,
@@ -168,7 +169,7 @@ def test_a_mode_of_the_snippet_above_ours_keeps_both_working() -> None:
         loss.backward()
     assert torch._C._len_torch_function_stack() == 0
     assert counting.calls >= 3  # linear, tanh, linear (and sum) reached the snippet's mode
-    names = Counter(n["name"] for n in _functions(rec.document_dict()))
+    names = Counter(n["name"] for n in _functions(record_doc(rec)))
     assert names == graph_names([loss]) + Counter()  # AccumulateGrads included by both
 
 
@@ -191,7 +192,7 @@ def test_without_the_line_tracer_modules_are_still_named_call_by_call() -> None:
     finally:
         sys.settrace(None)
     assert not rec.recorder.tracer.active
-    placed = Counter((n["name"], n["module"]) for n in _functions(rec.document_dict())
+    placed = Counter((n["name"], n["module"]) for n in _functions(record_doc(rec))
                      if n["name"] != "AccumulateGrad")
     assert placed == Counter({("AddmmBackward0", "model.0"): 1, ("TBackward0", "model.0"): 1,
                               ("TanhBackward0", "model.1"): 1, ("AddmmBackward0", "model.2"): 1,

@@ -18,9 +18,9 @@ import pytest
 import torch
 
 from conftest import Snippet, snippets
-from gradtrace.capture import native, run_snippet
+from gradtrace.capture import native
 from gradtrace.schema import canonical_json, document_id
-from gradtrace.schema.canonical import canonical_with_id
+from rundoc import record_doc, run_captured, run_doc
 
 core = native.core
 SNIPPETS = snippets()
@@ -115,27 +115,27 @@ def _same(a: Any, b: Any, where: str, *, big: bool = False) -> None:
 @pytest.mark.parametrize("snippet", SNIPPETS, ids=lambda s: s.name)
 def test_the_core_records_what_the_python_hooks_record(snippet: Snippet) -> None:
     code = snippet.code
-    fast = run_snippet(code, seed=0, native=True)
-    slow = run_snippet(code, seed=0, native=False)
+    fast = run_doc(code, seed=0, native=True)
+    slow = run_doc(code, seed=0, native=False)
     _same(fast, slow, "doc")
 
 
 @pytest.mark.parametrize("snippet", SNIPPETS[::4], ids=lambda s: s.name)
-def test_json_parts_give_the_same_document(snippet: Snippet) -> None:
-    """The sandbox's path (events kept as the core's JSON) writes the bytes the schema's
+def test_the_captured_bytes_are_the_canonical_json_of_the_document(snippet: Snippet) -> None:
+    """Capture's exit (graph and events kept as the core's JSON) writes the bytes the schema's
     canonical JSON gives for the materialised document, and the same id."""
     code = snippet.code
-    lazy = run_snippet(code, seed=0, json_parts=True)
-    assert "id" not in lazy  # NOTE [who assigns the id]: whoever writes it out
-    _, body = canonical_with_id(lazy)
-    full = run_snippet(code, seed=0)
+    captured = run_captured(code, seed=0)
+    assert "id" not in captured.fields  # NOTE [who assigns the id]: whoever writes it out
+    _, body = captured.canonical_with_id()
+    full = run_doc(code, seed=0)
     assert body == canonical_json(full)
     assert json.loads(body)["id"] == document_id(full) == full["id"]
 
 
 def test_event_limit_in_the_core_stops_the_run() -> None:
     code = "x = torch.ones(3, requires_grad=True)\nfor _ in range(50):\n    (x * 2).sum().backward()\n"
-    doc = run_snippet(code, max_events=20)
+    doc = run_doc(code, max_events=20)
     assert doc["status"] == "graph_limit"
     assert "event limit (20 events)" in doc["message"]
     assert sum(e["phase"] == "backward" for e in doc["events"]) == 20
@@ -150,10 +150,10 @@ def test_the_hooks_are_gone_after_the_block(use_core: bool) -> None:
         x = torch.ones(3, requires_grad=True)
         y = (x * x).sum()
     assert native.is_native(rec.recorder.core) == use_core
-    n_events = len(rec.document_dict()["events"])
+    n_events = len(record_doc(rec)["events"])
     y.backward()
     assert torch.equal(x.grad, 2 * torch.ones(3))
-    assert len(rec.document_dict()["events"]) == n_events
+    assert len(record_doc(rec)["events"]) == n_events
 
 
 AWKWARD_NAMES = '''
@@ -182,10 +182,10 @@ h.sum().backward()
 def test_the_cores_json_escapes_names_like_json_dumps() -> None:
     """NOTE [node entries in C++]: module paths and node names with quotes, backslashes,
     control characters and non-ASCII letters are written as ``json.dumps`` writes them."""
-    lazy = run_snippet(AWKWARD_NAMES, seed=0, json_parts=True)
-    assert lazy["status"] == "ok", lazy["error"]
-    _, body = canonical_with_id(lazy)
-    full = run_snippet(AWKWARD_NAMES, seed=0, native=False)
+    captured = run_captured(AWKWARD_NAMES, seed=0)
+    assert captured.status == "ok", captured.fields["error"]
+    _, body = captured.canonical_with_id()
+    full = run_doc(AWKWARD_NAMES, seed=0, native=False)
     assert body == canonical_json(full)
     modules = {n["module"] for n in json.loads(body)["graph"]["nodes"] if n["kind"] == "function"}
     assert {'layers.quote"back\\slash', "layers.tab\tnew\nline\x01", "layers.ünï"} <= modules
@@ -198,8 +198,8 @@ def test_a_diagnosis_reads_the_cores_entries_back() -> None:
     saved tensors the first backward freed (a second backward through a freed graph)."""
     code = ("x = torch.ones(3, requires_grad=True)\ny = (x.exp() * x).sum()\ny.backward()\n"
             "y.backward()\n")
-    fast = run_snippet(code, seed=0, native=True)
-    slow = run_snippet(code, seed=0, native=False)
+    fast = run_doc(code, seed=0, native=True)
+    slow = run_doc(code, seed=0, native=False)
     assert fast["status"] == "error" and fast["error"]["line"] == 4
     assert fast["error"] == slow["error"]
     freed = [s for n in fast["graph"]["nodes"] for s in n["saved"] if s["freed_after_pass"] == 0]
@@ -212,8 +212,8 @@ def test_a_view_of_a_big_gradient_has_its_own_shape_and_the_same_stats() -> None
     are reused from the gradient whose memory it views; its shape is its own."""
     code = ("x = torch.randn(40, 60, requires_grad=True)\n"
             "y = (x.t().reshape(60, 40) * 3).sum()\ny.backward()\n")
-    fast = run_snippet(code, seed=0, native=True)
-    slow = run_snippet(code, seed=0, native=False)
+    fast = run_doc(code, seed=0, native=True)
+    slow = run_doc(code, seed=0, native=False)
     _same(fast, slow, "doc")
     grads = [v for e in fast["events"] if e["phase"] == "backward" for v in e["grad_inputs"]
              if v is not None and v["values"] is None and v["stats"]["max"] == 3.0]
@@ -239,9 +239,9 @@ def test_the_line_tracer_is_the_cores_and_is_removed_after_the_block() -> None:
             y, y_line = (x * 3).sum(), sys._getframe().f_lineno
         z, z_line = (x * 2).sum(), sys._getframe().f_lineno
     assert sys.gettrace() is None
-    muls = [n["line"] for n in outer.document_dict()["graph"]["nodes"] if n["name"] == "MulBackward0"]
+    muls = [n["line"] for n in record_doc(outer)["graph"]["nodes"] if n["name"] == "MulBackward0"]
     assert muls == [y_line, z_line]
-    assert [n["name"] for n in inner.document_dict()["graph"]["nodes"]].count("MulBackward0") == 1
+    assert [n["name"] for n in record_doc(inner)["graph"]["nodes"]].count("MulBackward0") == 1
     assert y.grad_fn is not None and z.grad_fn is not None
 
 

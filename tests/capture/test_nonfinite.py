@@ -98,13 +98,13 @@ def test_the_strict_validator_takes_documents_with_an_analysis(run: Any) -> None
 def test_the_service_analyses_what_it_validated_never_the_jobs_own() -> None:
     """NOTE [one analysis]: the sandbox child writes no analysis; the web process computes it
     on the document it validated, and drops whatever a job claims."""
-    from gradtrace.capture import run_snippet
     from gradtrace.jobs import Job
     from gradtrace.sandbox.kinds.run import validate_result
     from gradtrace.schema.canonical import canonical_json
+    from rundoc import run_captured
 
     code = (Path(__file__).parent / "nan_cases" / "where_sqrt.py").read_text()
-    child = run_snippet(code, json_parts=True, analysis=False)
+    child = run_captured(code, analysis=False).fields  # what the sandbox child writes
     assert "analysis" not in child
     forged = {"badge": "all fine", "nonfinite": [], "hints": []}
     for claimed in (None, forged):

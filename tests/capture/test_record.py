@@ -13,6 +13,7 @@ from torch import nn
 import gradtrace
 from gradtrace.capture import warm_up
 from gradtrace.schema import RunDocument
+from rundoc import run_doc
 
 
 def _installed() -> tuple[int, int, int, object]:
@@ -140,7 +141,7 @@ def test_a_limit_inside_a_backward_in_process_lets_that_backward_finish() -> Non
 def test_a_snippet_in_the_sandbox_is_still_stopped_at_a_limit() -> None:
     """``run_snippet`` keeps stopping the program (a runaway loop must not run on unrecorded
     in the service)."""
-    doc = gradtrace.capture.run_snippet(
+    doc = run_doc(
         "import torch\nx = torch.ones(1, requires_grad=True)\nfor i in range(100):\n"
         "    x = x * 1.01\nprint('never')\n", max_nodes=10)
     assert doc["status"] == "graph_limit" and "never" not in doc["stdout"]

@@ -115,7 +115,7 @@ def test_inside_a_function_too(native: bool) -> None:
 @BOTH
 def test_document_equals_the_validated_dict(native: bool) -> None:
     """NOTE [documents in process]: ``rec.document()`` (validated from the canonical bytes, the
-    collector paused) is the document ``document_dict()`` gives, validated the plain way."""
+    collector paused) is the document capture's exit gives, parsed and validated the plain way."""
     import gc
 
     import torch
@@ -123,6 +123,7 @@ def test_document_equals_the_validated_dict(native: bool) -> None:
 
     import gradtrace
     from gradtrace.schema import RunDocument
+    from rundoc import record_doc
 
     def record() -> Any:
         torch.manual_seed(0)
@@ -137,7 +138,7 @@ def test_document_equals_the_validated_dict(native: bool) -> None:
     was = gc.isenabled()
     fast = record().document()
     assert gc.isenabled() == was
-    plain = RunDocument.model_validate(record().document_dict())
+    plain = RunDocument.model_validate(record_doc(record()))
     assert fast.id == plain.id
     assert fast.model_dump(by_alias=True, mode="json") == plain.model_dump(by_alias=True, mode="json")
 

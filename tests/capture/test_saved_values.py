@@ -145,9 +145,9 @@ ARGS_EXPECTED = {  # by op: torch's own ``_saved_*`` of each, signed, None and s
 @pytest.mark.parametrize("native", [True, False], ids=["core", "python"])
 def test_small_non_tensor_arguments_are_saved_args(native: bool) -> None:
     """NOTE [saved arguments] in capture/saved.py, on both kernel sets."""
-    from gradtrace.capture import run_snippet
+    from rundoc import run_doc
 
-    doc = run_snippet(ARGS_PROGRAM, seed=0, native=native)
+    doc = run_doc(ARGS_PROGRAM, seed=0, native=native)
     assert doc["status"] == "ok", doc["error"]
     fns = [n for n in doc["graph"]["nodes"] if n["kind"] == "function"]
     for op, expected in ARGS_EXPECTED.items():

@@ -124,13 +124,14 @@ def test_a_bad_budget_is_a_clear_error(bad: Any) -> None:
         gradtrace.record(tensor_budget=bad)
 
 
-def test_run_snippet_hands_the_file_to_its_sink_and_writes_none_without_one() -> None:
-    from gradtrace.capture import run_snippet
+def test_a_snippet_hands_out_its_file_with_its_document_and_none_without_a_budget() -> None:
+    from rundoc import parsed, run_captured
 
     code = "x = torch.randn(3, requires_grad=True)\n(x.exp() * 2).sum().backward()\n"
-    sink: list[bytes] = []
-    doc = run_snippet(code, tensor_budget=1 << 20, tensor_sink=sink)
-    assert len(sink) == 1 and doc["tensors"]["sha256"] == hashlib.sha256(sink[0]).hexdigest()
-    assert len(load(sink[0])) == doc["tensors"]["count"] > 0
-    plain = run_snippet(code)  # the service's path until it carries the bytes: no file named
-    assert "tensors" not in plain
+    captured = run_captured(code, tensor_budget=1 << 20)
+    doc = parsed(captured)
+    assert captured.tensors is not None
+    assert doc["tensors"]["sha256"] == hashlib.sha256(captured.tensors).hexdigest()
+    assert len(load(captured.tensors)) == doc["tensors"]["count"] > 0
+    plain = run_captured(code)  # no budget: no file kept, and none named
+    assert plain.tensors is None and "tensors" not in parsed(plain)

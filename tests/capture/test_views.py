@@ -20,6 +20,7 @@ from gradtrace.schema import RunDocument, TensorValue
 from gradtrace.schema.canonical import canonical_with_id
 from gradtrace.schema.views import VIEWS, View, view, view_class
 from programs import ADAM_20, GRU_200, TRANSFORMER_6
+from rundoc import captured_of
 
 PROGRAMS = {**{lesson.stem: lesson.code for lesson in all_lessons()},
             "gru-200": GRU_200, "adam-20": ADAM_20, "transformer-6": TRANSFORMER_6}
@@ -56,7 +57,7 @@ def test_views_are_the_validated_models_and_the_late_id_and_analysis_the_eager_o
     doc = rec.document()
     assert "graph" not in doc.__dict__ and "id" not in doc.__dict__  # nothing built or hashed yet
     graph, events = doc.graph, doc.events  # views first, then the analysis reads their dicts
-    eager = RunDocument.model_validate_json(canonical_with_id(rec.document_parts())[1])
+    eager = RunDocument.model_validate_json(captured_of(rec).canonical_with_id()[1])
     _same(graph, eager.graph, "graph")
     _same(events, eager.events, "events")
     assert (doc.id, doc.analysis) == (eager.id, eager.analysis)

@@ -15,6 +15,7 @@ import gradtrace
 from gradtrace.notebook.picture import MAX_NODES, graph_svg
 from gradtrace.notebook.widget import GradtraceWidget
 from gradtrace.schema import canonical_json
+from rundoc import record_doc
 
 
 def _recorded() -> gradtrace.record:
@@ -51,7 +52,7 @@ def test_show_sends_the_document_compressed_and_answers_tensors(widget_bundles: 
 def test_documents_from_the_client_show_as_the_widget(widget_bundles: Path) -> None:
     from gradtrace.client import ClientRunDocument
 
-    doc = ClientRunDocument.model_validate(_recorded().document_dict())
+    doc = ClientRunDocument.model_validate(record_doc(_recorded()))
     doc._base_url = "http://127.0.0.1:8000"
     bundle = doc._repr_mimebundle_()
     assert "application/vnd.jupyter.widget-view+json" in bundle
@@ -64,7 +65,7 @@ def test_show_refuses_what_is_not_a_run() -> None:
 
 
 def test_the_picture_draws_every_node_and_edge() -> None:
-    doc = _recorded().document_dict()
+    doc = record_doc(_recorded())
     svg = graph_svg(doc)
     assert svg.count("<rect") == len(doc["graph"]["nodes"])
     assert svg.count("<line") == len(doc["graph"]["edges"])
@@ -112,10 +113,10 @@ def test_showing_a_document_sends_what_capture_wrote_without_building_its_models
 
 def test_the_widget_checks_a_node_and_its_button_asks_python(widget_bundles: Path) -> None:
     from gradcheck.cube import WRONG_CUBE
-    from gradtrace.capture import run_snippet
     from gradtrace.gradcheck.notebook import enable_checks
+    from rundoc import run_doc
 
-    w = GradtraceWidget(run_snippet(WRONG_CUBE, seed=0))
+    w = GradtraceWidget(run_doc(WRONG_CUBE, seed=0))
     w._on_msg(w, {"type": "check", "node": "n0"}, [])  # no checker yet: a clear answer, no crash
     assert w._check is not None and w._check["status"] == "refused" and "enable_checks" in w._check["message"]
     enable_checks(w)

@@ -339,3 +339,20 @@ def test_every_lesson_snippet_runs_inside_the_sandbox(pool: PoolHarness, lesson:
     if doc["status"] == "error":
         assert doc["error"]["type"] == "RuntimeError", doc["error"]
         assert "Permission" not in doc["error"]["message"]
+
+
+MODULE_LOOP = ("lin = nn.Linear(4, 4)\n"
+               "y = torch.ones(1, 4, requires_grad=True)\n"
+               "while True:\n"
+               "    y = torch.tanh(lin(y))\n")
+
+
+@pytest.mark.parametrize("attempt", range(3))
+def test_a_stop_landing_inside_captures_hooks_keeps_a_whole_record(pool: PoolHarness, attempt: int) -> None:
+    # most of this loop's time is capture's own hooks (module pre/post, the function mode), so the
+    # stop mostly lands inside them; whatever the timing, no op is recorded by halves
+    doc = pool.run(MODULE_LOOP, timeout_s=0.5 + 0.25 * attempt, cpu_s=30)
+    assert doc["status"] in ("timeout", "graph_limit"), doc["message"]  # which: the machine's speed
+    names = _function_names(doc)
+    assert len(doc["events"]) == len(names)  # one forward event per recorded node
+    assert not doc.get("recorder_errors"), doc.get("recorder_errors")

@@ -1,11 +1,15 @@
 """Capture: run PyTorch code while recording every autograd node and every backward pass.
 
-Two ways in:
+Two ways in, one way out:
 
-* :func:`run_snippet` (the sandbox worker): execute a snippet, answer with its run document
-  as a JSON-able dict.
+* :func:`run_snippet` (the sandbox worker, ``gradtrace run``): execute a snippet, answer with
+  its :class:`CapturedDocument`.
 * :class:`record` (notebooks, public as ``gradtrace.record``): a ``with`` block around your own
-  code; ``rec.document()`` gives the pydantic ``RunDocument``.
+  code; ``rec.document()`` gives the pydantic ``RunDocument``, built from that same object.
+
+Every recording leaves as one :class:`CapturedDocument` (NOTE [capture's one exit] in
+captured.py): the document without its id, its graph and events the core's canonical JSON,
+and the tensor file's bytes. Its readers parse it, or write it out, at their own edge.
 
 Pipeline inside this package::
 
@@ -15,16 +19,17 @@ Pipeline inside this package::
     recorder, graph     nodes in creation order, edges, saved tensors, node hooks, passes
     events, values      backward events; tensors encoded as TensorValues (lazily when small)
     diagnose            in-place / freed-graph errors as data (node, saved tensors, line)
-    document            the run document dict, its id, and its canonical JSON
+    document            the run document dict (graph and events as the core's JSON)
+    captured            capture's one exit: that dict, its id and canonical JSON, the tensor file
 
 This package imports torch; the web process must never import it.
 """
 
 from __future__ import annotations
 
+from gradtrace.capture.captured import CapturedDocument
 from gradtrace.capture.session import record
 from gradtrace.capture.snippet import run_snippet
-from gradtrace.schema.canonical import canonical_with_id
 
 WARM_UP_SNIPPET = """\
 x = torch.tensor([1.0, 2.0], requires_grad=True)
@@ -42,8 +47,7 @@ WARM_UP_TENSOR_BUDGET = 1 << 20
 def warm_up() -> None:
     """Run a tiny snippet through the whole recorder (mode, module hooks, node hooks, values,
     validation, the tensor file), so a fork server pays first-use costs once, before forking."""
-    canonical_with_id(run_snippet(WARM_UP_SNIPPET, seed=0, json_parts=True,  # as the sandbox child writes it
-                                  tensor_budget=WARM_UP_TENSOR_BUDGET, tensor_sink=[]))
+    run_snippet(WARM_UP_SNIPPET, seed=0, tensor_budget=WARM_UP_TENSOR_BUDGET).canonical_with_id()
 
 
-__all__ = ["WARM_UP_SNIPPET", "WARM_UP_TENSOR_BUDGET", "record", "run_snippet", "warm_up"]
+__all__ = ["WARM_UP_SNIPPET", "WARM_UP_TENSOR_BUDGET", "CapturedDocument", "record", "run_snippet", "warm_up"]

@@ -207,16 +207,18 @@ def build_document(rec: Recorder, *, status: str, error: dict[str, Any] | None =
     NOTE [one document path]
         ``doc["graph"]`` and ``doc["events"]`` are their canonical JSON as the core wrote it
         (:class:`~gradtrace.schema.canonical.CanonicalText`), never dicts and lists: every
-        reader takes those bytes as they are. The sandbox child and the CLI write them out;
-        ``rec.document()`` reads them as views or models on first read; ``rec.document_dict()``
-        parses them once (NOTE [who assigns the id]). Nothing builds 30,000 dicts only to
-        write them out again, and nothing reads the core's entries back a second way.
+        reader takes those bytes as they are (NOTE [capture's one exit] in captured.py). The
+        sandbox child and the CLI write them out; ``rec.document()`` reads them as views or
+        models on first read; the tests parse them once, at their own edge. Nothing builds
+        30,000 dicts only to write them out again, and nothing reads the core's entries back
+        a second way.
 
     NOTE [who assigns the id]
         An id is the schema's (:func:`gradtrace.schema.canonical.canonical_with_id`), never
         capture's. A document written out gets it from whoever serialises it: the web process,
-        once it has validated the sandbox child's JSON and set the job's fields;
-        ``rec.document()`` and ``rec.document_dict()``, from the bytes they hash.
+        once it has validated the sandbox child's JSON and set the job's fields; the CLI and
+        ``rec.document()``, from the bytes they hash
+        (:meth:`~gradtrace.capture.captured.CapturedDocument.canonical_with_id`).
     """
     # NOTE [gc while building documents] in gradtrace/collector.py: building allocates tens of
     # thousands of acyclic dicts (and serialising, a few big buffers)

@@ -30,9 +30,8 @@ import warnings
 from types import TracebackType
 from typing import Any
 
-import orjson
-
 from gradtrace.analysis.run import analyze_parts
+from gradtrace.capture.captured import CapturedDocument
 from gradtrace.capture.compiled import QuietGlobalHooks, backend_unavailable, hide_from_dynamo
 from gradtrace.capture.definitions import watch_parameters
 from gradtrace.capture.diagnose import describe_error, describe_raise
@@ -49,7 +48,6 @@ from gradtrace.capture.warnsite import WarningSite
 from gradtrace.collector import BlockCollector, gc_paused
 from gradtrace.notebook.run import NotebookRunDocument
 from gradtrace.schema import RunDocument
-from gradtrace.schema.canonical import CanonicalDocument, canonical_with_id
 
 MAX_SOURCE_CHARS = 512 * 1024
 """A block's file larger than this is not put in the document (its lines still are)."""
@@ -237,8 +235,11 @@ class record:
             raise RuntimeError("gradtrace.record: use it as a `with` block first")
         return self._rec
 
-    def document(self) -> RunDocument:
-        """The run document of what was recorded (a pydantic ``RunDocument``).
+    def document(self, *, code: str | None = None) -> RunDocument:
+        """The run document of what was recorded (a pydantic ``RunDocument``), built from
+        capture's one exit (NOTE [capture's one exit] in capture/captured.py). ``code``: the
+        text the document shows as the run's code (the cell magic's cell); by default the
+        file the block ran in.
 
         NOTE [documents in process]: the graph and events are kept as their canonical JSON
         (the C++ core's parts as they are), read as read-only views of it when first read,
@@ -247,31 +248,22 @@ class record:
         gradtrace/notebook/run.py); the analysis and the id are computed when first read
         (NOTE [an id and an analysis on first use] there). The cyclic collector is paused
         meanwhile (NOTE [gc while building documents] in gradtrace/collector.py)."""
-        doc = self.document_parts(analysis=False)
+        fields: dict[str, Any] = {"analysis": False}
+        if code is not None:
+            fields["code"] = code
+        captured = self._captured(**fields)
         with gc_paused(settle=True):
             out = NotebookRunDocument.from_capture(  # the dynamics read the kept tensors
-                doc, functools.partial(analyze_parts, tensors=tensor_reader(self.recorder)))
+                captured.fields, functools.partial(analyze_parts, tensors=tensor_reader(self.recorder)))
         out._tensor_store = self.recorder.tensor_file  # NOTE [tensors by key] in notebook/run.py
         return out
 
-    def document_dict(self, **fields: Any) -> CanonicalDocument:
-        """The run document as a JSON-able dict (what :func:`run_snippet` returns), without a
-        pydantic round trip (NOTE [documents without pydantic on the hot path]): the core's
-        graph and events parsed once from their canonical JSON, which the dict carries
-        (:class:`~gradtrace.schema.canonical.CanonicalDocument`: a writer sends those bytes as
-        they are, NOTE [one document path] in capture/document.py)."""
-        doc = self.document_parts(**fields)
-        doc_id, body = canonical_with_id(doc)
-        with gc_paused(settle=True):
-            parsed = {**doc, "graph": orjson.loads(memoryview(doc["graph"])),
-                      "events": orjson.loads(memoryview(doc["events"])),
-                      "id": doc_id}
-        return CanonicalDocument(parsed, body)
-
-    def document_parts(self, **fields: Any) -> dict[str, Any]:
-        """The run document without its id, its graph and events their canonical JSON as the
-        core wrote them (:func:`~gradtrace.capture.document.build_document`): for a caller
-        that writes it out (NOTE [who assigns the id])."""
+    def _captured(self, **fields: Any) -> CapturedDocument:
+        """What was recorded as capture's one exit (NOTE [capture's one exit] in
+        capture/captured.py): the document without its id, built once by
+        :func:`~gradtrace.capture.document.build_document` (``fields`` override its top-level
+        fields), and the tensor file's bytes when one was kept. :func:`run_snippet` answers it;
+        :meth:`document` reads it."""
         rec = self.recorder
         message = rec.limit
         if message is not None and not self._stop_program:  # NOTE [limits] in recorder.py
@@ -286,4 +278,6 @@ class record:
         base: dict[str, Any] = {"status": self.status, "error": self.error, "message": message,
                                 "code": source_of(rec.filename)}
         base.update(fields)
-        return build_document(rec, **base)
+        doc = build_document(rec, **base)
+        kept = rec.tensor_file
+        return CapturedDocument(doc, kept.data if kept is not None else None)

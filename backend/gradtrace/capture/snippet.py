@@ -22,6 +22,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from gradtrace.capture.captured import CapturedDocument
 from gradtrace.capture.events import LimitReached
 from gradtrace.capture.session import error_line, record
 
@@ -137,28 +138,22 @@ def run_snippet(code: str, *, device: str = "cpu", seed: int | None = 0,
                 max_nodes: int = 50_000, max_events: int = 200_000,
                 output_bytes: int = 64 * 1024, filename: str = "<snippet>",
                 max_document_bytes: int = 28 << 20, native: bool | None = None,
-                json_parts: bool = False, analysis: bool = True, tensor_budget: int | None = None,
-                tensor_sink: list[bytes] | None = None) -> dict[str, Any]:
-    """Execute ``code`` while recording, and return its run document as a JSON-able dict.
+                analysis: bool = True, tensor_budget: int | None = None) -> CapturedDocument:
+    """Execute ``code`` while recording, and answer with its run document as capture's one
+    exit (NOTE [capture's one exit] in capture/captured.py).
 
-    ``torch``, ``nn`` and ``F`` are predefined. The document validates as
-    :class:`gradtrace.schema.RunDocument` (dumped by alias: events carry ``"pass"``) and its
-    ``id`` is :func:`gradtrace.schema.document_id` of it. Statuses: ``ok``, ``error`` (also
-    SyntaxError, with its line), ``graph_limit`` (nodes, events, or the document's estimated
-    size past ``max_document_bytes``: keep it under the sandbox's result cap), ``output_limit``.
-    ``native`` chooses the kernel set: the C++ core or its Python twin (default: the core when built);
-    ``json_parts`` answers the document without its id, the graph and the events their JSON as
-    the core wrote it, for a caller that writes it out (``record.document_parts``); without, a
-    :class:`~gradtrace.schema.canonical.CanonicalDocument` parsed once from those bytes, which
-    it carries (NOTE [one document path] in capture/document.py). Without ``analysis`` the
-    document has no ``analysis`` (the sandbox child's: the web process adds it).
-    ``tensor_budget`` (bytes; None: none) keeps the run's tensors in a safetensors file whose
-    bytes are appended to ``tensor_sink`` (docs/CONTRACT.md, "The tensor file"): the caller
-    carries them beside the document's JSON. Without a sink no file is written, so no document
-    names a file nobody keeps.
+    ``torch``, ``nn`` and ``F`` are predefined. The document (``.fields``: without its id, the
+    graph and the events their JSON as the core wrote it) validates as
+    :class:`gradtrace.schema.RunDocument` (dumped by alias: events carry ``"pass"``) once given
+    its id (``.canonical_with_id()``: :func:`gradtrace.schema.document_id`). Statuses: ``ok``,
+    ``error`` (also SyntaxError, with its line), ``graph_limit`` (nodes, events, or the
+    document's estimated size past ``max_document_bytes``: keep it under the sandbox's result
+    cap), ``output_limit``. ``native`` chooses the kernel set: the C++ core or its Python twin
+    (default: the core when built). Without ``analysis`` the document has no ``analysis`` (the
+    sandbox child's: the web process adds it). ``tensor_budget`` (bytes; None: none) keeps the
+    run's tensors in a safetensors file (docs/CONTRACT.md, "The tensor file"), whose bytes the
+    answer carries (``.tensors``) beside the document that names them.
     """
-    if tensor_sink is None:
-        tensor_budget = None
     out = CappedOutput(output_bytes)
     fields: dict[str, Any] = {"device": device, "code": code, "seed": seed, "analysis": analysis}
     namespace = _namespace()
@@ -174,7 +169,7 @@ def run_snippet(code: str, *, device: str = "cpu", seed: int | None = 0,
             pass
         rec.status = "error"
         rec.error = {"type": type(e).__name__, "message": msg, "line": line}
-        return _finish(rec, fields, out, json_parts, tensor_sink)
+        return _finish(rec, fields, out)
     linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
     _seed(seed, device)
     # torch.device(...) as a context restores the previous default device afterwards; on cpu
@@ -191,7 +186,7 @@ def run_snippet(code: str, *, device: str = "cpu", seed: int | None = 0,
             rec.status = "graph_limit"
         except BaseException:
             pass  # already recorded by record.__exit__
-    return _finish(rec, fields, out, json_parts, tensor_sink)
+    return _finish(rec, fields, out)
 
 
 def _utf8(text: str) -> str:
@@ -207,17 +202,13 @@ def _utf8(text: str) -> str:
     return text
 
 
-def _finish(rec: record, fields: dict[str, Any], out: CappedOutput, json_parts: bool,
-            tensor_sink: list[bytes] | None = None) -> dict[str, Any]:
+def _finish(rec: record, fields: dict[str, Any], out: CappedOutput) -> CapturedDocument:
     fields = dict(fields, stdout=_utf8(out.text()), stdout_truncated=out.truncated, code=_utf8(fields["code"]))
     if rec.error is not None:
         rec.error = {k: _utf8(library_relative(v)) if isinstance(v, str) else v for k, v in rec.error.items()}
     if rec.status == "output_limit" and rec.error is not None and rec.error["type"] == "OutputLimit":
         rec.error = None
-    doc = rec.document_parts(**fields) if json_parts else rec.document_dict(**fields)
-    if tensor_sink is not None and rec.recorder.tensor_file is not None:
-        tensor_sink.append(rec.recorder.tensor_file.data)
-    return doc
+    return rec._captured(**fields)
 
 
 __all__ = ["error_line", "run_snippet"]

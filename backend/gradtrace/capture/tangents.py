@@ -47,7 +47,8 @@ def _tensors(out: Any) -> list[torch.Tensor]:
 
 def _full(value: Any) -> Any:
     """A lazy TensorValue (NOTE [lazy TensorValues] in values.py) with its keys too: this part
-    of the document is a plain dict, read as it is by ``document_dict``."""
+    of the document is a plain dict, written and read as it is (NOTE [capture's one exit] in
+    captured.py)."""
     native = getattr(value, "native", None)
     if native is None:
         return value

@@ -21,8 +21,19 @@ GZIP_LEVEL = 6
 JSON) about sevenfold in ≈60 ms; the browser inflates it with its native DecompressionStream."""
 
 
+def _recorded(obj: Any) -> Any:
+    """``obj``, or for a ``gradtrace.record`` block that has run, its ``document()`` (capture
+    imports torch: found by its method, not its class), showing the code of the file or cell
+    it ran in."""
+    if isinstance(obj, RunDocument | dict | str | bytes | bytearray | memoryview):
+        return obj
+    document = getattr(obj, "document", None)
+    return document(code=_source_of(obj)) if callable(document) else obj
+
+
 def as_document(obj: Any) -> dict[str, Any]:
     """The run document behind ``obj`` as a JSON-able dict (see the module docstring)."""
+    obj = _recorded(obj)
     if isinstance(obj, RunDocument):
         as_json_dict = getattr(obj, "as_json_dict", None)  # NotebookRunDocument: no models built
         return as_json_dict() if callable(as_json_dict) else obj.model_dump(mode="json", by_alias=True)
@@ -33,14 +44,6 @@ def as_document(obj: Any) -> dict[str, Any]:
         if not isinstance(data, dict):
             raise TypeError("a run document's JSON must be an object")
         return data
-    document_dict = getattr(obj, "document_dict", None)
-    if callable(document_dict):  # a gradtrace.record block (capture imports torch: not here)
-        doc = document_dict()
-        if doc.get("code") is None:
-            code = _source_of(obj)
-            if code is not None:
-                doc["code"] = code
-        return dict(doc)
     raise TypeError(f"gradtrace shows a RunDocument, a gradtrace.record block, a document dict or "
                     f"its JSON, not {type(obj).__name__}")
 
@@ -60,9 +63,10 @@ class ShownDocument:
     """A document as the widget and the saved page send it: its canonical JSON, and the dict
     parsed from those bytes only when Python reads it (the widget's ``selected``).
 
-    NOTE [one document path] (in capture/document.py): a ``rec.document()`` is sent as the
-    bytes it was hashed from, and a ``document_dict()`` (the cell magic) as the bytes it
-    carries; neither is hashed, parsed or written again to be shown."""
+    NOTE [one document path] (in capture/document.py): a ``rec.document()`` (also the cell
+    magic's, and a record block's own) is sent as the bytes it was hashed from, and a
+    :class:`~gradtrace.schema.canonical.CanonicalDocument` as the bytes it carries; neither is
+    hashed, parsed or written again to be shown."""
 
     def __init__(self, body: bytes, doc: dict[str, Any] | None = None) -> None:
         self.body = body
@@ -80,6 +84,7 @@ class ShownDocument:
 
 def shown_document(obj: Any) -> ShownDocument:
     """What ``obj`` (anything :func:`as_document` takes) shows, as its canonical JSON."""
+    obj = _recorded(obj)
     if isinstance(obj, RunDocument):
         written = getattr(obj, "canonical_json", None)  # NotebookRunDocument: no models built
         if callable(written):

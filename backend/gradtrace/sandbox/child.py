@@ -182,10 +182,8 @@ def _prefault() -> None:
     """
     try:
         from gradtrace.capture import WARM_UP_SNIPPET, WARM_UP_TENSOR_BUDGET, run_snippet
-        from gradtrace.schema.canonical import canonical_json
 
-        canonical_json(run_snippet(WARM_UP_SNIPPET, seed=0, json_parts=True,
-                                   tensor_budget=WARM_UP_TENSOR_BUDGET, tensor_sink=[]))
+        run_snippet(WARM_UP_SNIPPET, seed=0, tensor_budget=WARM_UP_TENSOR_BUDGET).json_without_id()
     except Exception:
         pass
 

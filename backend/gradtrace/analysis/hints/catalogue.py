@@ -19,6 +19,7 @@ from typing import Any
 from gradtrace.analysis.docview import DocView
 from gradtrace.analysis.hints.dynamics import activations, update_ratio
 from gradtrace.analysis.hints.flow import grad_flow, nondiff_ops, train_mode_in_eval
+from gradtrace.analysis.hints.grads import grad_edited, nonleaf_grad
 from gradtrace.analysis.hints.graph import (
     double_softmax,
     graph_kept_alive,
@@ -30,9 +31,7 @@ from gradtrace.analysis.hints.graph import (
 from gradtrace.analysis.hints.training import (
     accumulated,
     cut_leaf,
-    grad_edited,
     graph_freed,
-    nonleaf_grad,
     requires_grad_after_cut,
     threads_unrecorded,
 )

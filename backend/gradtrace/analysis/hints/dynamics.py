@@ -76,7 +76,7 @@ def update_ratio(view: DocView) -> list[dict[str, Any]]:
         first = view.by_id.get(found[0][1]["node"]) or {}
         out.append(hint(
             code, "warning", f"updates are too {word}: ‖Δw‖/‖w‖ of {found[0][1]['name']} is "
-            f"1e{fmt(rounded(found[0][0], 2))}, far from 1e-3",
+            f"{fmt(rounded(10 ** found[0][0], 2))} per step, far from 1e-3",
             f"Each optimizer step moves these weights by "
             f"{'a large part of themselves' if word == 'large' else 'almost nothing'} (the update:data ratio "
             "‖Δw‖/‖w‖ over the last iterations; about 1e-3 is the usual working range). "

@@ -136,18 +136,15 @@ def handle(job: Job) -> Answer:
         (no memory left to write it, the CPU limit's kill) has neither.
     """
     from gradtrace.capture import run_snippet  # imported by the zygote
-    from gradtrace.schema.canonical import canonical_json
 
     lim = job.limits
-    sink: list[bytes] = []
-    doc = run_snippet(job.code, device=job.device, seed=job.seed, max_nodes=lim.max_nodes,
-                      max_events=lim.max_events, output_bytes=lim.output_bytes, filename=SNIPPET_FILENAME,
-                      json_parts=True,  # only serialised below: graph and events stay the core's JSON
-                      analysis=False,  # the web process analyses what it validated (NOTE [one analysis])
-                      tensor_budget=lim.tensor_bytes or None, tensor_sink=sink)
+    captured = run_snippet(job.code, device=job.device, seed=job.seed, max_nodes=lim.max_nodes,
+                           max_events=lim.max_events, output_bytes=lim.output_bytes, filename=SNIPPET_FILENAME,
+                           analysis=False,  # the web process analyses what it validated (NOTE [one analysis])
+                           tensor_budget=lim.tensor_bytes or None)
     # Data for the web process, which validates it and gives it its id (NOTE [who assigns the
     # id] in gradtrace/capture/document.py): the graph and events are the core's JSON.
-    return Answer(canonical_json({**doc, "id": ""}), attachment=sink[0] if sink else None)
+    return Answer(captured.json_without_id(), attachment=captured.tensors)
 
 
 def result(doc: CanonicalDocument, tensors: bytes | None = None) -> JobResult:
