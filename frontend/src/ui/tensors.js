@@ -199,14 +199,22 @@ export const tensorsPanel = {
     const views = new Map(), prepared = new WeakSet();
     const whenIdle = globalThis.requestIdleCallback || ((f) => setTimeout(f, 50));
     return {
-      // once a run's graph is drawn, in idle time: the source's index (never a tensor's bytes:
-      // NOTE [tensor sources] in tensors/source.js) and the drawing code (NOTE [warm drawing])
+      // once a run's first frame is drawn (the viewer's generation moved on), in idle time:
+      // the source's index (never a tensor's bytes: NOTE [tensor sources] in
+      // tensors/source.js) and the drawing code (NOTE [warm drawing] in tensors/draw.js)
       update(model, state, changed) {
         if (!changed.includes("view")) return;
         const source = ctx.service.tensors(model.doc);
         if (!source || prepared.has(source)) return;
         prepared.add(source);
-        whenIdle(() => { source.prepare(); warmDrawing(finiteStats); });
+        const before = ctx.generation;
+        const when = () => {
+          if (ctx.doc !== model.doc) return;  // another document came first
+          if (ctx.generation === before) { whenIdle(when); return; }
+          source.prepare();
+          warmDrawing(finiteStats);
+        };
+        whenIdle(when);
       },
       inspect(model, node) {
         const source = ctx.service.tensors(model.doc);
