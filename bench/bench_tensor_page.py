@@ -2,9 +2,9 @@
 
 1. Fetching and drawing a 256×256 heatmap (goal ≤ 100 ms): a run whose TanhBackward0 output is
    256×256 float32; each sample opens the run's page (``/r/{id}``) in a fresh browser context
-   (no cache), waits until the page is first idle after drawing the graph (a person clicks a
-   node after seeing it; the index asked for in that idle time may still be on its way, and
-   is not waited for), selects the node and reads the time from the inspector asking for the
+   (no cache), waits until the graph's first frame is drawn and the page is next idle (a
+   person clicks a node after seeing it; the index asked for in idle time may still be on its
+   way, and is not waited for), selects the node and reads the time from the inspector asking for the
    tensor (one Range request, after the index) to the heatmap and histogram drawn (the item's
    ``data-ms``, frontend/src/ui/tensors.js), split into fetch (index and bytes), decode and
    draw (its ``data-fetch-ms``, ``data-decode-ms``, ``data-draw-ms``); the rest is the page's
@@ -71,7 +71,7 @@ def heatmap_samples(browser: Any, url: str, run_id: str, runs: int) -> Split:
         context = browser.new_context(viewport={"width": 1280, "height": 800})
         page = context.new_page()
         page.goto(f"{url}/r/{run_id}")
-        wait_until(page, "window.gradtrace && window.gradtrace.app.scene")
+        wait_until(page, "window.gradtrace && window.gradtrace.app.scene && document.body.dataset.ready")
         sample(page, SELECT_AND_TIME, out)
         context.close()
     return out
