@@ -68,9 +68,9 @@ export function paint(px, values, offset, cells, s) {
  *   The first tensor a page draws ran its loops (finiteStats, histogram, paint) in V8's
  *   interpreter and made the page's first image canvas: 13-23 ms for a 256×256 plane on a
  *   loaded 2-core machine, against 3-5 ms for every later one (bench/bench_tensor_page.py).
- *   `warmDrawing` runs the same code once on a small made-up plane while the first tensor's
- *   bytes are still on the network (ui/tensors.js calls it as it asks for them), so that wait
- *   is not spent on the page's first draw. `stats` is safetensors.js finiteStats (passed in:
+ *   `warmDrawing` runs the same code once on a small made-up plane before the first draw:
+ *   ui/tensors.js calls it in idle time once a run's graph is drawn, or at the latest while
+ *   the first tensor's bytes are on the network, so that the first look draws like the later ones. `stats` is safetensors.js finiteStats (passed in:
  *   this module draws, it does not decode).
  */
 let warmed = false;
