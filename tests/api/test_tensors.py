@@ -16,7 +16,7 @@ from sqlalchemy import update
 from api.helpers import assert_error
 from api.tensor_runs import server_store, store_run
 from conftest import Server
-from gradtrace.api.tensors import VERIFIED_IN_MEMORY
+from gradtrace.api.tensors import GZIP_INDEX_BYTES, VERIFIED_IN_MEMORY
 from gradtrace.storage.tables import tensor_chunks
 from gradtrace.storage.tensor_rows import CHUNK_BYTES
 from storage.tensor_files import BF16_BITS, BF16_KEY, assert_same_tensors, make_file, sample_arrays
@@ -191,3 +191,22 @@ def test_a_large_file_whose_bytes_changed_is_never_received_whole(api: httpx.Cli
         received = sum(len(piece) for piece in r.iter_bytes())
         assert received < len(data)
     assert live_server.alive()
+
+
+def test_a_big_index_comes_gzip_to_a_client_that_takes_it_and_is_the_same_json(live_server: Server) -> None:
+    """A run's index is asked for by every page that draws the run (NOTE [tensor sources] in
+    frontend/src/tensors/source.js): past GZIP_INDEX_BYTES it is gzip'd for a client that takes
+    gzip, plain for one that does not, the same JSON either way; a small one is never gzip'd."""
+    rng = np.random.default_rng(3)
+    many = {f"n{i}.out0": rng.standard_normal((2,)).astype(np.float32) for i in range(2000)}
+    big, small = store_run(live_server, make_file(many)), store_run(live_server, make_file(sample_arrays()))
+    with httpx.Client(base_url=live_server.url, timeout=30) as client:
+        zipped = client.get(f"/api/runs/{big.doc_id}/tensors", headers={"Accept-Encoding": "gzip"})
+        plain = client.get(f"/api/runs/{big.doc_id}/tensors", headers={"Accept-Encoding": "identity"})
+        tiny = client.get(f"/api/runs/{small.doc_id}/tensors", headers={"Accept-Encoding": "gzip"})
+    assert zipped.status_code == plain.status_code == tiny.status_code == 200
+    assert zipped.headers["content-encoding"] == "gzip" and "content-encoding" not in plain.headers
+    assert len(plain.content) > GZIP_INDEX_BYTES > int(zipped.headers["content-length"])
+    assert zipped.json() == plain.json() and {t["key"] for t in plain.json()["tensors"]} == set(many) | {BF16_KEY}
+    assert zipped.headers["etag"] == plain.headers["etag"] and zipped.headers["cache-control"] == IMMUTABLE
+    assert "content-encoding" not in tiny.headers

@@ -1,8 +1,9 @@
 """The inspector's tensors on the playground: a run through the real service and sandbox, its
 tensor file read one tensor per HTTP Range request when a node is selected, never before (the
-page's first frame makes no request to the tensor file), and the hovered number exactly the one
-in the file the service stores (read here with ``safetensors.numpy``). Screenshot:
-tests/artifacts/tensors-service-attention.png.
+page's first frame makes no request to the tensor file; the index alone is asked for once the
+graph is drawn, NOTE [tensor sources] in frontend/src/tensors/source.js), and the hovered
+number exactly the one in the file the service stores (read here with ``safetensors.numpy``).
+Screenshot: tests/artifacts/tensors-service-attention.png.
 """
 
 from __future__ import annotations
@@ -34,18 +35,30 @@ F.cross_entropy((y @ emb.weight.t()).reshape(-1, vocab), tokens.reshape(-1)).bac
 """
 
 
+FIRST_FRAME_AT = """() => { window.__firstFrameAt = null;
+    new MutationObserver((_, obs) => { window.__firstFrameAt = performance.now(); obs.disconnect(); })
+      .observe(document.body, { attributes: true, attributeFilter: ["data-ready"] }); }"""
+INDEX_ASKED_AT = """() => performance.getEntriesByType('resource').filter((e) => /\\/tensors$/.test(e.name))
+    .map((e) => e.startTime)"""
+
+
 def test_the_first_frame_asks_nothing_of_the_tensor_file(playground: Any) -> None:
-    """Run, draw, step through the whole run: the tensor file is not asked for until a node is
-    inspected."""
+    """Run, draw, step through the whole run: no byte of the tensor file is asked for until a
+    node is inspected, and its index only once the first frame is drawn (in idle time), once."""
     page = playground
     asked: list[str] = []
     page.on("request", lambda r: asked.append(r.url) if "/tensors" in r.url else None)
+    page.evaluate(FIRST_FRAME_AT)
     run_code(page, ATTENTION)
     assert page.evaluate("window.gradtrace.app.doc.tensors") is not None, "the service kept no tensor file"
     page.evaluate("window.gradtrace.app.player.go(0)")
     page.evaluate("window.gradtrace.app.player.go(window.gradtrace.app.timeline.N)")
     wait_until(page, "window.gradtrace.app.player.k === window.gradtrace.app.timeline.N")
-    assert asked == [], asked
+    wait_until(page, f"({INDEX_ASKED_AT})().length > 0")
+    first_frame_at = page.evaluate("window.__firstFrameAt")
+    assert first_frame_at is not None
+    assert all(t >= first_frame_at for t in page.evaluate(INDEX_ASKED_AT)), "the index was asked before the first frame"
+    assert [u for u in asked if u.endswith("/tensors")] == [asked[0]] and len(asked) == 1, asked
 
 
 def test_tensors_are_fetched_by_range_only_when_looked_at(playground: Any, live_server: Any,
@@ -56,8 +69,8 @@ def test_tensors_are_fetched_by_range_only_when_looked_at(playground: Any, live_
     run_code(page, ATTENTION)
     doc = page.evaluate("window.gradtrace.app.doc")
     assert doc.get("tensors"), "the service kept no tensor file"
-    # the first frame (and everything up to now) asked nothing of the tensor file
-    assert asked == [], asked
+    # the first frame (and everything up to now) asked no byte of the tensor file
+    assert not [u for u, _ in asked if u.endswith(".safetensors")], asked
     node = page.evaluate("""() => { const app = window.gradtrace.app, nodes = app.index.nodes;
         const i = nodes.findIndex(n => n.name === 'SoftmaxBackward0');
         app.viewer.selectNode(app.scene.view.vnodes.findIndex(n => n.refs && n.refs.length === 1 && n.refs[0] === i));
@@ -131,7 +144,7 @@ def test_a_stored_runs_page_reads_each_tensor_by_one_range_request(page: Any, li
             if "/tensors" in r.url else None)
     page.goto(f"{live_server.url}/r/{run_id}")
     wait_until(page, "window.gradtrace && window.gradtrace.app.scene")
-    assert asked == [], asked  # the first frame asks nothing of the tensor file
+    assert not [u for u, _ in asked if u.endswith(".safetensors")], asked  # no byte before a look
     page.evaluate("""() => { const app = window.gradtrace.app, nodes = app.index.nodes;
         const i = nodes.findIndex(n => n.name === 'SoftmaxBackward0');
         app.viewer.selectNode(app.scene.view.vnodes.findIndex(n => n.refs && n.refs.length === 1 && n.refs[0] === i));

@@ -12,13 +12,14 @@ import safetensors
 
 from gradtrace.errors import TensorFileDamaged
 from gradtrace.schema.tensor_index import TensorIndex
-from gradtrace.storage.tensor_header import header_length, parse_index
+from gradtrace.storage.tensor_header import header_length, index_json
 from storage.tensor_files import make_file, read_back, sample_arrays
 
 
 def _index(data: bytes) -> TensorIndex:
+    """The index as the API serves it, validated by its model."""
     n = header_length(data[:8], len(data))
-    return parse_index(data[8:8 + n], size=len(data), sha256="0" * 64)
+    return TensorIndex.model_validate_json(index_json(data[8:8 + n], size=len(data), sha256="0" * 64))
 
 
 def _with_header(header: dict, body: bytes) -> bytes:

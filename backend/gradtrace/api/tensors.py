@@ -26,16 +26,18 @@ import re
 from collections.abc import Iterator
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Header, Path
+from fastapi import APIRouter, Header, Path, Request
 from fastapi.responses import Response, StreamingResponse
 
 from gradtrace.api.errors import ERROR_RESPONSES
 from gradtrace.api.ranges import none_match, requested_range
+from gradtrace.api.responses import json_response
 from gradtrace.api.services import Services, ServicesDep
 from gradtrace.api.shares import find_share
 from gradtrace.errors import NotFound, TensorFileDamaged
 from gradtrace.schema.tensor_index import TensorIndex
-from gradtrace.storage.tensor_header import header_length, parse_index
+from gradtrace.storage.codec import compress
+from gradtrace.storage.tensor_header import header_length, index_json
 from gradtrace.storage.tensor_rows import TensorSource
 
 router = APIRouter(tags=["tensors"])
@@ -45,6 +47,8 @@ MEDIA_TYPE = "application/octet-stream"
 VERIFIED_IN_MEMORY = 32 << 20
 """Whole files up to this size are hashed before they are sent (NOTE [checking a stored file
 before serving it]); ranges up to it are read in one piece."""
+GZIP_INDEX_BYTES = 64 << 10
+"""An index longer than this is gzip'd for a client that takes it (index_response)."""
 
 RunId = Annotated[str, Path(max_length=64)]
 ShareId = Annotated[str, Path(max_length=64)]
@@ -95,8 +99,8 @@ class SafetensorsResponse(Response):
 
 @router.get("/api/runs/{run_id}/tensors", response_model=TensorIndex, responses=_INDEX_RESPONSES,
             summary="The index of a run's tensor file: each tensor's key, dtype, shape, byte range")
-def run_tensor_index(run_id: RunId, svc: ServicesDep, if_none_match: IfNoneMatch = None) -> Response:
-    return index_response(_run_file(svc, run_id), if_none_match)
+def run_tensor_index(request: Request, run_id: RunId, svc: ServicesDep, if_none_match: IfNoneMatch = None) -> Response:
+    return index_response(request, _run_file(svc, run_id), if_none_match)
 
 
 @router.get("/api/runs/{run_id}/tensors.safetensors", response_class=SafetensorsResponse,
@@ -108,8 +112,9 @@ def run_tensor_file(run_id: RunId, svc: ServicesDep, range_header: RangeHeader =
 
 @router.get("/api/shares/{share_id}/tensors", response_model=TensorIndex, responses=_INDEX_RESPONSES,
             summary="The index of a share's tensor file")
-def share_tensor_index(share_id: ShareId, svc: ServicesDep, if_none_match: IfNoneMatch = None) -> Response:
-    return index_response(_share_file(svc, share_id), if_none_match)
+def share_tensor_index(request: Request, share_id: ShareId, svc: ServicesDep,
+                       if_none_match: IfNoneMatch = None) -> Response:
+    return index_response(request, _share_file(svc, share_id), if_none_match)
 
 
 @router.get("/api/shares/{share_id}/tensors.safetensors", response_class=SafetensorsResponse,
@@ -142,17 +147,23 @@ def _caching(source: TensorSource) -> dict[str, str]:
     return {"ETag": f'"{source.sha256}"', "Cache-Control": IMMUTABLE}
 
 
-def read_index(source: TensorSource) -> TensorIndex:
-    """Parse and check the file's header (TensorFileDamaged when it does not hold together)."""
+def read_index(source: TensorSource) -> bytes:
+    """The file's index as JSON, its header parsed and checked (TensorFileDamaged when it does
+    not hold together)."""
     n = header_length(source.read(0, min(8, source.size)), source.size)
-    return parse_index(source.read(8, 8 + n), size=source.size, sha256=source.sha256)
+    return index_json(source.read(8, 8 + n), size=source.size, sha256=source.sha256)
 
 
-def index_response(source: TensorSource, if_none_match: str | None) -> Response:
+def index_response(request: Request, source: TensorSource, if_none_match: str | None) -> Response:
+    """The index, gzip'd when it is big and the client takes gzip: a page asks for it once the
+    graph is drawn (NOTE [tensor sources] in frontend/src/tensors/source.js), whether or not a
+    tensor is looked at, and a GRU-200's is 1.05 MB of JSON (13,223 tensors; 126 KB gzip'd)."""
     headers = _caching(source)
     if none_match(if_none_match, headers["ETag"]):
         return Response(status_code=304, headers=headers)
-    body = read_index(source).model_dump_json().encode()
+    body = read_index(source)
+    if len(body) > GZIP_INDEX_BYTES:
+        return json_response(request, raw=body, gz=compress(body), headers=headers)
     return Response(body, media_type="application/json", headers=headers)
 
 

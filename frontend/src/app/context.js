@@ -28,6 +28,7 @@ export function mountPanels(viewer, root, opts) {
     get index() { return viewer.model ? viewer.model.index : null; },
     get scene() { return viewer.scene; },
     get selectedV() { return viewer.selectedV; },
+    get generation() { return viewer.generation; },  // documents whose first frame is drawn (app/viewer.js)
     selectNode: (v, o) => viewer.selectNode(v, o),
     onLine: (line) => viewer.onLine(line, true),
     showNode: (id) => viewer.showNode(id),

@@ -63,6 +63,28 @@ export function paint(px, values, offset, cells, s) {
   }
 }
 
+/**
+ * NOTE [warm drawing]
+ *   The first tensor a page draws ran its loops (finiteStats, histogram, paint) in V8's
+ *   interpreter and made the page's first image canvas: 13-23 ms for a 256×256 plane on a
+ *   loaded 2-core machine, against 3-5 ms for every later one (bench/bench_tensor_page.py).
+ *   `warmDrawing` runs the same code once on a small made-up plane before the first draw:
+ *   ui/tensors.js calls it in idle time once a run's graph is drawn, or at the latest while
+ *   the first tensor's bytes are on the network, so that the first look draws like the later ones. `stats` is safetensors.js finiteStats (passed in:
+ *   this module draws, it does not decode).
+ */
+let warmed = false;
+export function warmDrawing(stats, side = 128) {
+  if (warmed || typeof document === "undefined") return;
+  warmed = true;
+  const v = new Float64Array(side * side);
+  for (let i = 0; i < v.length; i++) v[i] = ((i * 7919) % 257) / 128 - 1;
+  v[1] = NaN; v[2] = Infinity; v[3] = -Infinity;  // the special colours' branches too
+  const st = stats(v);
+  histogram(v, st.min, st.max);
+  drawHeatmap(document.createElement("canvas"), v, 0, side, side, 1);
+}
+
 /** Counts of the finite values in `bins` equal bins over [min, max]. */
 export function histogram(values, min, max, bins = 40) {
   const counts = new Array(bins).fill(0);

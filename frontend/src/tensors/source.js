@@ -2,25 +2,39 @@
  * Where a viewer's tensors come from: one interface, three sources.
  *
  * NOTE [tensor sources]
- *   A source is `{where, read(key) -> Promise<tensor>}` (tensor: safetensors.js decodeTensor's
+ *   A source is `{where, read(key) -> Promise<tensor>, prepare()}` (tensor: safetensors.js decodeTensor's
  *   `{dtype, shape, values, big}` plus its `key`). Reads are cached by key, a failed one is not.
  *   - `rangeSource(base)`: the service. The index (`GET {base}/tensors`) once, then one HTTP
  *     Range request per tensor on `{base}/tensors.safetensors` (docs/CONTRACT.md, "The tensor
- *     file"): only what is looked at is fetched, and nothing before the first look, so the
- *     page's first frame never waits for the tensor file.
+ *     file"): only the tensors looked at are fetched, so the page's first frame never waits
+ *     for the tensor file. `prepare()` asks for the index alone: the inspector calls it when
+ *     the page is idle after drawing a run's graph (ui/tensors.js), so that the first look
+ *     makes one round trip (its Range request), not two in a row.
  *   - `bytesSource(bytes, leftOut)`: a saved HTML file carries a safetensors file of its own
  *     (backend/gradtrace/notebook/html.py, within the size budget it states); a key it left
  *     out answers why.
  *   - `kernelSource(ask)`: the notebook widget asks its kernel for one tensor by key
  *     (src/widget/index.js, backend/gradtrace/notebook/widget.py) and gets the tensor's raw
  *     bytes in the message's buffer.
+ *   Each tensor read carries `timing` (ms): `fetch` (the index and its bytes arriving, 0 for
+ *   bytes in memory) and `decode`; the inspector adds its drawing (ui/tensors.js, data-*-ms),
+ *   which bench/bench_tensor_page.py reports split.
  */
 import { decodeTensor, parseHeader } from "./safetensors.js";
 
-function cached(where, load) {
+/** `decode()`'s tensor with its `timing`: fetched from `t0` until now, then decoded. */
+function timed(t0, decode) {
+  const t1 = performance.now();
+  const t = decode();
+  t.timing = { fetch: t1 - t0, decode: performance.now() - t1 };
+  return t;
+}
+
+function cached(where, load, prepare = () => {}) {
   const memo = new Map();
   return {
     where,
+    prepare,
     read(key) {
       let p = memo.get(key);
       if (!p) {
@@ -53,16 +67,20 @@ export function rangeSource(base) {
     index.catch((err) => { if (!err.status) index = null; });
     return index;
   };
+  const prepare = () => { entries().catch(() => { /* asked again, and answered, at the first look */ }); };
   return cached("service", async (key) => {
+    const t0 = performance.now();
     const t = (await entries()).get(key);
     if (!t) throw new Error(`the run's tensor file has no ${key}`);
-    if (t.end === t.start) return decodeTensor(t.dtype, t.shape, new Uint8Array(0));
-    const res = await fetch(`${base}/tensors.safetensors`, { headers: { Range: `bytes=${t.start}-${t.end - 1}` } });
-    if (res.status !== 206 && !res.ok) throw await failure(res, `tensor ${key}`);
-    let bytes = new Uint8Array(await res.arrayBuffer());
-    if (res.status === 200) bytes = bytes.subarray(t.start, t.end);  // a server that ignored the Range
-    return decodeTensor(t.dtype, t.shape, bytes);
-  });
+    let bytes = new Uint8Array(0);
+    if (t.end > t.start) {
+      const res = await fetch(`${base}/tensors.safetensors`, { headers: { Range: `bytes=${t.start}-${t.end - 1}` } });
+      if (res.status !== 206 && !res.ok) throw await failure(res, `tensor ${key}`);
+      bytes = new Uint8Array(await res.arrayBuffer());
+      if (res.status === 200) bytes = bytes.subarray(t.start, t.end);  // a server that ignored the Range
+    }
+    return timed(t0, () => decodeTensor(t.dtype, t.shape, bytes));
+  }, prepare);
 }
 
 /** A whole safetensors file in memory (a saved HTML file's). `leftOut`: key → why it is not there. */
@@ -71,15 +89,16 @@ export function bytesSource(bytes, leftOut = new Map(), why = "this file does no
   return cached("file", async (key) => {
     const t = tensors.get(key);
     if (!t) throw new Error(leftOut.get(key) || why);
-    return decodeTensor(t.dtype, t.shape, bytes.subarray(t.start, t.end));
+    return timed(performance.now(), () => decodeTensor(t.dtype, t.shape, bytes.subarray(t.start, t.end)));
   });
 }
 
 /** The notebook kernel: `ask(key)` answers `{dtype, shape, bytes}` (the tensor's raw bytes). */
 export function kernelSource(ask) {
   return cached("kernel", async (key) => {
+    const t0 = performance.now();
     const t = await ask(key);
-    return decodeTensor(t.dtype, t.shape, t.bytes);
+    return timed(t0, () => decodeTensor(t.dtype, t.shape, t.bytes));
   });
 }
 

@@ -25,7 +25,7 @@ from gradtrace.sandbox.wire import Answer
 from gradtrace.schema import RunDocument
 from gradtrace.schema.canonical import CanonicalDocument, canonical_with_id, check_json
 from gradtrace.schema.fast import validate_strict_json
-from gradtrace.storage.tensor_header import header_length, parse_index
+from gradtrace.storage.tensor_header import check_header, header_length
 from gradtrace.storage.tensor_rows import tensor_sha256
 
 MAX_DEPTH = 64
@@ -177,7 +177,8 @@ def _tensor_file_matches(doc: dict[str, Any], data: bytes | None) -> bool:
         return False
     try:
         n = header_length(data[:8], len(data))
-        parse_index(data[8:8 + n], size=len(data), sha256=str(named["sha256"]))
+        with gc_paused():  # NOTE [gc while building documents]: a tuple per tensor, nothing cyclic
+            check_header(data[8:8 + n], size=len(data))
     except TensorFileDamaged:
         return False
     return True
