@@ -53,6 +53,8 @@ from typing import Any
 import orjson
 import torch
 
+from gradtrace.capture import native
+
 DEFAULT_RECORD_BUDGET = 512 << 20
 """``gradtrace.record(tensor_budget=...)``'s default: a notebook's own machine."""
 LEFT_OUT_LISTED = 200
@@ -77,13 +79,16 @@ class Candidate:
     """Why it cannot be kept whatever the budget (``dtype``, ``changed``)."""
 
 
+_wrapped = torch._C._functorch.is_functorch_wrapped_tensor
+_STRIDED = torch.strided
+
+
 def storable(t: torch.Tensor) -> str | None:
     """None when safetensors can hold ``t`` exactly, else the reason it is left out."""
-    if torch._C._functorch.is_functorch_wrapped_tensor(t):  # a vmap/grad level's, gone now
+    if _wrapped(t):  # a vmap/grad level's, gone now
         return "transform"
-    if t.dtype not in _CODES or t.layout != torch.strided or t.is_quantized or t.is_nested:
-        return "dtype"
-    if t.device.type == "meta" or (type(t) is not torch.Tensor and not isinstance(t, torch.nn.Parameter)):
+    if (t.dtype not in _CODES or t.layout is not _STRIDED or t.is_quantized or t.is_nested or t.is_meta
+            or (type(t) is not torch.Tensor and not isinstance(t, torch.nn.Parameter))):
         return "dtype"
     return None
 
@@ -92,6 +97,8 @@ def candidate(key: str, t: torch.Tensor | None, rank: int, *, reason: str | None
     if t is None:
         return Candidate(key, None, 0, rank, reason or "dtype")
     why = reason or storable(t)
+    if why is None:  # plain strided memory: ``numel * element_size``
+        return Candidate(key, t, t.nbytes, rank, None)
     try:
         nbytes = t.numel() * t.element_size() if t.layout == torch.strided and not t.is_nested else 0
     except Exception:  # a subclass without sizes
@@ -159,6 +166,10 @@ def write(kept: list[Candidate]) -> bytes:
         offset += c.nbytes
     text = orjson.dumps(header)
     text += b" " * (-len(text) % 8)
+    if native.default_native() and native.core is not None:  # NOTE [the file written once] (cxx/tensorfile.h)
+        with torch._C.DisableTorchFunction():
+            parts = [c.tensor for c in kept if c.nbytes and c.tensor is not None]
+        return bytes(native.core.write_tensor_file(len(text).to_bytes(8, "little") + text, parts, offset))
     start = 8 + len(text)
     buf = bytearray(start + offset)
     buf[:8] = len(text).to_bytes(8, "little")
