@@ -57,6 +57,7 @@ PYBIND11_MODULE(_native, m) {
     return out;
   });
   m.def("write_tensor_file", &gradtrace::write_tensor_file);
+  m.def("tap_key", []() { return static_cast<int>(gradtrace::kTapKey); });
   m.def("encode_json", [](const at::Tensor& t) {
     gradtrace::Value v = gradtrace::encode(t);
     std::string out;

@@ -1,6 +1,11 @@
 """Forward outputs as the ops returned them, for the tensor file (NOTE [kept tensors] in
 :mod:`gradtrace.capture.tensorfile`).
 
+The C++ core's kernel set taps them in C++ (``NativeTap``, NOTE [the tap in C++] in
+``cxx/tap.h``: a Python dispatch mode costs ~11 us per op and changes what some programs run,
+``reshape`` becoming ``view``); ``OutputTap`` below is its Python twin, the Python kernel
+set's, and both give the same file.
+
 NOTE [forward outputs through a dispatch mode]
     The torch-function tap (:mod:`gradtrace.capture.mode`) steps aside inside library modules,
     so it never sees what ``nn.Linear`` or an attention block computes inside. A
@@ -290,6 +295,23 @@ class OutputTap(TorchDispatchMode):  # type: ignore[no-untyped-call]
         return not torch._C._len_torch_dispatch_stack()
 
 
+def _higher_order_ops_pass_by(key: int) -> None:
+    """NOTE [higher-order ops and the tap's key]: a higher-order operator (``torch.func`` on
+    an ``autograd.Function``, ``cond``, checkpointing's ``tag_activation_checkpoint``, ...)
+    is dispatched in Python from the highest key of the thread's included set, where it has
+    no kernel for the tap's key (``cxx/tap.h``); like the Autocast and ADInplaceOrView keys,
+    the key is a fall-through for them (every one made so far, and by default every one made
+    later). The ops a higher-order operator runs reach the tap as any other ops."""
+    from torch import _ops
+
+    k = torch._C.DispatchKey(key)
+    if k not in _ops._HIGHER_ORDER_OP_DEFAULT_FALLTHROUGH_DISPATCH_KEYS:
+        _ops._HIGHER_ORDER_OP_DEFAULT_FALLTHROUGH_DISPATCH_KEYS.append(k)
+    for op in list(_ops._higher_order_ops.values()):
+        if op.non_fallthrough_keys.has(k):
+            op.fallthrough(k)
+
+
 class NativeTap:
     """``OutputTap`` in the C++ core (NOTE [the tap in C++] in ``cxx/tap.h``): the same
     ``by_node`` / ``by_seq`` / ``settle`` / ``paused`` for the document, with no Python on the
@@ -310,6 +332,10 @@ class NativeTap:
         self.core.tap_pause(value - self.core.tap_paused())
 
     def __enter__(self) -> NativeTap:
+        from gradtrace.capture import native
+
+        assert native.core is not None
+        _higher_order_ops_pass_by(native.core.tap_key())
         self.core.tap_start()
         return self
 
