@@ -309,7 +309,7 @@ def _higher_order_ops_pass_by(key: int) -> None:
         _ops._HIGHER_ORDER_OP_DEFAULT_FALLTHROUGH_DISPATCH_KEYS.append(k)
     for op in list(_ops._higher_order_ops.values()):
         if op.non_fallthrough_keys.has(k):
-            op.fallthrough(k)
+            op.fallthrough(k)  # type: ignore[no-untyped-call]
 
 
 class NativeTap:
