@@ -5,7 +5,7 @@ process per row, with the default budget and with ``SMALL_BUDGET``: what is held
 stays within the budget, NOTE [held within the budget] in capture/tensorfile.py); and GRU-200
 record + document without tensors against the bare run.
 
-    .venv/bin/python bench/bench_tensors.py [repeats]
+    .venv/bin/python bench/bench_tensors.py [repeats] [--cpu]
 """
 
 from __future__ import annotations
@@ -31,6 +31,15 @@ def _programs() -> dict[str, str]:
     return {"GRU-200": GRU_200, "transformer-6": TRANSFORMER_6, "GPT-like": GPT_LIKE}
 
 
+CPU = "--cpu" in sys.argv
+"""Time the process's CPU (all its threads) instead of the wall clock: on a machine that other
+work shares, the wall clock measures the neighbours too."""
+
+
+def _clock() -> float:
+    return time.process_time() if CPU else time.perf_counter()
+
+
 def _run(code: str, budget: int | None, record: bool = True) -> tuple[float, Any]:
     import torch
 
@@ -38,58 +47,104 @@ def _run(code: str, budget: int | None, record: bool = True) -> tuple[float, Any
 
     torch.manual_seed(0)
     ns: dict[str, Any] = {"__name__": "__main__"}
-    start = time.perf_counter()
+    start = _clock()
     if not record:
         exec(compile(code, "<snippet>", "exec"), ns)
-        return time.perf_counter() - start, None
+        return _clock() - start, None
     with gradtrace.record(tensor_budget=budget, _filename="<snippet>", _namespace=ns, _fresh=True) as rec:
         exec(compile(code, "<snippet>", "exec"), ns)
     doc = rec.document()
     doc.canonical_json()
-    return time.perf_counter() - start, doc
+    return _clock() - start, doc
 
 
-def _median(code: str, budget: int | None, repeats: int, record: bool = True) -> float:
-    _run(code, budget, record)  # warm
-    return statistics.median(_run(code, budget, record)[0] for _ in range(repeats))
+def _medians(code: str, budgets: list[int | None], repeats: int, record: bool = True) -> list[float]:
+    """The median time of each budget's run, the runs alternated (each repeat runs every
+    budget once) so that all of them see the same machine load."""
+    for b in budgets:
+        _run(code, b, record)  # warm
+    times: list[list[float]] = [[] for _ in budgets]
+    for _ in range(repeats):
+        for i, b in enumerate(budgets):
+            times[i].append(_run(code, b, record)[0])
+    return [statistics.median(t) for t in times]
 
 
 SMALL_BUDGET = 8 << 20
 _BUDGETS = {"none": None, "small": SMALL_BUDGET}
+# A program whose tensors pass the budget many times over (8 MiB activations, 16 of them, and
+# as many gradients): its peak shows what is held while recording against the budget.
+WIDE = """import torch
+from torch import nn
+net = nn.Sequential(*[nn.Sequential(nn.Linear(1024, 1024), nn.Tanh()) for _ in range(8)])
+x = torch.randn(2048, 1024)
+net(x).sum().backward()
+"""
+WIDE_BUDGETS = {"none": None, "32 MiB": 32 << 20, "128 MiB": 128 << 20}
 
 
 def _peak(name: str, budget: str) -> int:
-    """Peak RSS (MiB) of a fresh process that records ``name`` once."""
+    """Peak RSS (MiB) of a fresh process that records ``name`` once (``bare``: runs it only)."""
     out = subprocess.run([sys.executable, __file__, "--peak", name, budget], capture_output=True, text=True,
                          check=True, env={**os.environ})
     return int(out.stdout.strip().splitlines()[-1])
 
 
+def _own_peak_mib() -> int:
+    """This process's peak resident memory. ``VmHWM`` (/proc), which starts afresh at exec;
+    ``ru_maxrss`` where there is no /proc, though it keeps the parent's peak across fork and
+    exec (a bench that has run the wide MLP would pass its own peak to every child)."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) // 1024
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
+
+
 def main() -> None:
-    repeats = int(sys.argv[1]) if len(sys.argv) > 1 else 5
+    args = [a for a in sys.argv[1:] if a != "--cpu"]
+    repeats = int(args[0]) if args else 5
+    print("times: process CPU seconds" if CPU else "times: wall clock")
     from gradtrace.capture.tensorfile import DEFAULT_RECORD_BUDGET
 
     print(f"{'program':<14} {'without ms':>10} {'with ms':>8} {'ratio':>6} {'file MB':>8} "
           f"{'peak MiB w/o':>12} {'peak MiB with':>13} {'peak MiB 8 MiB budget':>21}")
     for name, code in _programs().items():
-        without = _median(code, None, repeats)
-        with_ = _median(code, DEFAULT_RECORD_BUDGET, repeats)
+        without, with_ = _medians(code, [None, DEFAULT_RECORD_BUDGET], repeats)
         _, doc = _run(code, DEFAULT_RECORD_BUDGET)
         size = (doc.tensors.bytes if doc.tensors else 0) / 1e6
         print(f"{name:<14} {without * 1e3:>10.1f} {with_ * 1e3:>8.1f} {with_ / without:>6.2f} {size:>8.2f} "
               f"{_peak(name, 'none'):>12} {_peak(name, 'default'):>13} {_peak(name, 'small'):>21}")
     gru = _programs()["GRU-200"]
-    bare = _median(gru, None, repeats, record=False)
-    rec = _median(gru, None, repeats)
+    (bare,) = _medians(gru, [None], repeats, record=False)
+    (rec,) = _medians(gru, [None], repeats)
     print(f"GRU-200 record + document without tensors vs bare: {rec / bare:.2f}x "
           f"({rec * 1e3:.1f} ms vs {bare * 1e3:.1f} ms)")
+    # NOTE [held within the budget] in capture/tensorfile.py: peak = the run without tensors
+    # + budget + a constant (the file, made once, and the document's own overhead)
+    base = _peak("wide", "none")
+    print(f"wide MLP (tensors {2 * 16 * 8} MiB and more): peak without tensors {base} MiB, "
+          f"bare {_peak('wide', 'bare')} MiB")
+    for label, budget in WIDE_BUDGETS.items():
+        if budget is None:
+            continue
+        peak = _peak("wide", label)
+        mib = budget >> 20
+        print(f"  budget {label:>8}: peak {peak} MiB = without + {peak - base} MiB "
+              f"= without + budget + {peak - base - mib} MiB")
 
 
 if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == "--peak":
         from gradtrace.capture.tensorfile import DEFAULT_RECORD_BUDGET
 
-        _run(_programs()[sys.argv[2]], _BUDGETS.get(sys.argv[3], DEFAULT_RECORD_BUDGET))
-        print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)
+        name, label = sys.argv[2], sys.argv[3]
+        code = WIDE if name == "wide" else _programs()[name]
+        budget = WIDE_BUDGETS.get(label) if name == "wide" else _BUDGETS.get(label, DEFAULT_RECORD_BUDGET)
+        _run(code, budget, record=label != "bare")
+        print(_own_peak_mib())
     else:
         main()

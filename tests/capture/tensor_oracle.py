@@ -24,6 +24,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 import gradtrace
 from gradtrace.analysis.kept import saved_key
+from gradtrace.capture.outputs import _scalars_as_tensors
 
 _seq = torch._C._autograd._get_sequence_nr
 
@@ -172,13 +173,42 @@ def bare_run(code: str, seed: int = 0) -> Bare:
     return found
 
 
+class _PassThrough(TorchDispatchMode):
+    """A dispatch mode that changes nothing but being there.
+
+    NOTE [the oracle's own mode]: any Python dispatch mode changes which ops some programs
+    run (``reshape`` becomes ``view`` instead of ``_reshape_alias`` while one is active, so the
+    graph has ``ViewBackward0`` where the plain program has ``ReshapeAliasBackward0``). The
+    oracle's bare run has one (``_Outputs``); the recorded run gets this one, so both run the
+    same ops. The C++ core's tap is no Python mode (NOTE [the tap in C++] in
+    capture/cxx/tap.h): without this, the recorded run would be the plain program and the
+    oracle's would not."""
+
+    @classmethod
+    def ignore_compile_internals(cls) -> bool:
+        return True
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        try:
+            return func(*args, **(kwargs or {}))
+        except (RuntimeError, TypeError):
+            # a dispatch mode is handed autograd's wrapped numbers (the 3 of ``3 * x``) as
+            # Python numbers; an op that takes one as its tensor (``detach``, when the
+            # recorder reads that saved value) is given it as the 0-dim tensor it was
+            fixed = _scalars_as_tensors(func, args)
+            if fixed is None:
+                raise
+            return func(*fixed, **(kwargs or {}))
+
+
 def recorded_run(code: str, *, native: bool, seed: int = 0, **kw: Any) -> tuple[Any, Any, int]:
-    """(document, recorder, sequence number at the start) of ``code`` recorded in process."""
+    """(document, recorder, sequence number at the start) of ``code`` recorded in process,
+    under NOTE [the oracle's own mode]."""
     torch.manual_seed(seed)
     ns: dict[str, Any] = {"__name__": "__main__"}
     base = _seq()
     with contextlib.suppress(Exception), gradtrace.record(native=native, _filename="<snippet>", _namespace=ns,
-                                                         _fresh=True, **kw) as rec:
+                                                         _fresh=True, **kw) as rec, _PassThrough():
         exec(compile(code, "<snippet>", "exec"), ns)
     return rec.document(), rec.recorder, base
 

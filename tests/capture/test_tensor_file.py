@@ -10,8 +10,10 @@ import numpy as np
 import pytest
 import torch
 from safetensors.numpy import load
+from safetensors.torch import load as load_torch
 
 import gradtrace
+from gradtrace.capture import native, tensorfile
 from gradtrace.notebook.run import NotebookRunDocument
 
 NATIVE = [True, False]
@@ -73,6 +75,26 @@ def test_both_kernel_sets_write_the_same_file() -> None:
     a, _ = _mlp(True)
     b, _ = _mlp(False)
     assert a.tensor_bytes() == b.tensor_bytes()
+
+
+@pytest.mark.skipif(not native.available(), reason="the C++ core is not built here: no second writer")
+def test_the_core_and_python_writers_give_the_same_bytes_for_every_layout() -> None:
+    """NOTE [the file written once] in capture/cxx/tensorfile.h: each element's value, whatever
+    the tensor's memory (a transpose, an expanded scalar, a lazily negated view, autograd's
+    zero tensor, a slice with an offset, an empty tensor), as ``torch.cat`` writes it."""
+    torch.manual_seed(0)
+    base = torch.randn(6, 5)
+    tensors = {"plain": base, "transposed": base.t(), "expanded": torch.tensor(2.5).expand(3, 4),
+               "negated": torch._neg_view(base), "zeros": torch._efficientzerotensor(3, 2),
+               "slice": base[2:, 1:4], "empty": torch.empty(0, 3), "bf16": base.to(torch.bfloat16),
+               "bool": base > 0, "int": torch.arange(7), "scalar": torch.tensor(1.5, dtype=torch.float64)}
+    cands = [tensorfile.candidate(k, t, tensorfile.FORWARD) for k, t in tensors.items()]
+    core = tensorfile.write(cands, in_core=True)
+    assert core == tensorfile.write(cands, in_core=False)
+    back = load_torch(core)
+    for k, t in tensors.items():
+        want = torch.zeros(t.shape, dtype=t.dtype) if t._is_zerotensor() else t.resolve_neg()
+        assert back[k].dtype == t.dtype and torch.equal(back[k], want), k
 
 
 @pytest.mark.parametrize("native", NATIVE, ids=["core", "python"])

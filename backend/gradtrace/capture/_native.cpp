@@ -27,7 +27,7 @@
 //
 // The parts, in order (one translation unit): cxx/prelude.h, json.h, keys.h (generated from
 // the schema), values.h, pyobjects.h,
-// entries.h, core.h, events.h, walk.h, recorder.h, tracer.h; the Python module below.
+// entries.h, core.h, events.h, walk.h, tap.h, tensorfile.h, recorder.h, tracer.h; the Python module below.
 
 #include "cxx/prelude.h"
 #include "cxx/json.h"
@@ -38,6 +38,8 @@
 #include "cxx/core.h"
 #include "cxx/events.h"
 #include "cxx/walk.h"
+#include "cxx/tap.h"
+#include "cxx/tensorfile.h"
 #include "cxx/recorder.h"
 #include "cxx/tracer.h"
 
@@ -54,6 +56,8 @@ PYBIND11_MODULE(_native, m) {
     gradtrace::format_float32(out, x);
     return out;
   });
+  m.def("write_tensor_file", &gradtrace::write_tensor_file);
+  m.def("tap_key", []() { return static_cast<int>(gradtrace::kTapKey); });
   m.def("encode_json", [](const at::Tensor& t) {
     gradtrace::Value v = gradtrace::encode(t);
     std::string out;
@@ -88,6 +92,12 @@ PYBIND11_MODULE(_native, m) {
       .def("capture", &gradtrace::Recorder::capture)
       .def("kept", &gradtrace::Recorder::kept)
       .def("keep_copy", &gradtrace::Recorder::keep_copy)
+      .def("tap_start", &gradtrace::Recorder::tap_start)
+      .def("tap_stop", &gradtrace::Recorder::tap_stop)
+      .def("tap_pause", &gradtrace::Recorder::tap_pause)
+      .def("tap_paused", &gradtrace::Recorder::tap_paused)
+      .def("tap_entries", &gradtrace::Recorder::tap_entries)
+      .def("tap_clear", &gradtrace::Recorder::tap_clear)
       .def("set_keep_budget", &gradtrace::Recorder::set_keep_budget)
       .def("event_refs", &gradtrace::Recorder::event_refs)
       .def("saved_kept", &gradtrace::Recorder::saved_kept)

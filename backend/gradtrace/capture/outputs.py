@@ -1,6 +1,11 @@
 """Forward outputs as the ops returned them, for the tensor file (NOTE [kept tensors] in
 :mod:`gradtrace.capture.tensorfile`).
 
+The C++ core's kernel set taps them in C++ (``NativeTap``, NOTE [the tap in C++] in
+``cxx/tap.h``: a Python dispatch mode costs ~11 us per op and changes what some programs run,
+``reshape`` becoming ``view``); ``OutputTap`` below is its Python twin, the Python kernel
+set's, and both give the same file.
+
 NOTE [forward outputs through a dispatch mode]
     The torch-function tap (:mod:`gradtrace.capture.mode`) steps aside inside library modules,
     so it never sees what ``nn.Linear`` or an attention block computes inside. A
@@ -124,12 +129,12 @@ class Kept:
 class OutputTap(TorchDispatchMode):  # type: ignore[no-untyped-call]
     """Notes every node-making op's outputs (NOTE [forward outputs through a dispatch mode])."""
 
-    def __init__(self, max_bytes: int) -> None:
+    def __init__(self, core: Any) -> None:
         super().__init__()  # type: ignore[no-untyped-call]
-        self.max_bytes = max_bytes
-        """Outputs past this many bytes are not held (forward values come last in the file's
-        priority: NOTE [what the budget keeps first] in tensorfile.py); only their sizes are."""
-        self.held_bytes = 0
+        self.core = core
+        """The Python kernels (``PyCore``): what is held is charged to their keep budget, the
+        one budget of everything held (NOTE [held within the budget] in tensorfile.py); an
+        output past it is not held, only its size is."""
         self.by_node: dict[Any, dict[int, Kept | int]] = {}
         """node -> output_nr -> Kept, or the bytes of an output not held (past ``max_bytes``)."""
         self._by_storage: dict[int, list[Kept]] = {}
@@ -137,6 +142,9 @@ class OutputTap(TorchDispatchMode):  # type: ignore[no-untyped-call]
         """Autograd sequence number -> output position -> the same, for outputs whose node is
         known only as the one made just before their op (a view's: see ``settle``)."""
         self._pending: list[tuple[torch.Tensor, int, int]] = []
+        self._held: list[tuple[dict[int, Kept | int], int, Kept, int]] = []
+        """What is held, in the order it was: the last let go first (``evict``)."""
+        core.tap = self
         self._last = _seq_nr()
         self.paused = 0
         """Above 0 while a backward pass runs: its ops are no forward outputs."""
@@ -227,15 +235,30 @@ class OutputTap(TorchDispatchMode):  # type: ignore[no-untyped-call]
         if nr in slots:
             return
         nbytes = t.numel() * t.element_size()
-        if self.held_bytes + nbytes > self.max_bytes:
-            slots[nr] = nbytes
+        core = self.core
+        if core._kept_bytes + nbytes > core._keep_budget:
+            slots[nr] = nbytes if nbytes > 0 else 1
             return
         kept = Kept(t, version)
         slots[nr] = kept
-        self.held_bytes += nbytes
+        core._kept_bytes += nbytes
+        self._held.append((slots, nr, kept, nbytes))
         key = _storage_key(t)
         if key is not None:
             self._by_storage.setdefault(key, []).append(kept)
+
+    def evict(self, need: int) -> int:
+        """Let go of the forward outputs held last until ``need`` bytes are free (a gradient
+        comes before any forward value: NOTE [held within the budget] in tensorfile.py);
+        the bytes let go (``Tap::evict`` in ``cxx/tap.h``)."""
+        freed = 0
+        while freed < need and self._held:
+            slots, nr, kept, nbytes = self._held.pop()
+            slots[nr] = nbytes if nbytes > 0 else 1
+            kept.tensor = None  # type: ignore[assignment]
+            kept.copied = True  # nothing left to copy before a write
+            freed += nbytes
+        return freed
 
     def _copy_before_write(self, func: Any, writes: tuple[int, ...], args: tuple[Any, ...],
                            kwargs: dict[str, Any]) -> None:
@@ -254,12 +277,88 @@ class OutputTap(TorchDispatchMode):  # type: ignore[no-untyped-call]
                 key = _storage_key(t)
                 held = self._by_storage.pop(key, None) if key is not None else None
                 for kept in held or ():
-                    if kept.copied:
+                    if kept.copied:  # a copy already, or let go (``evict``)
                         continue
                     # the write's version bump comes after this mode (NOTE [versions when settled])
                     if int(kept.tensor._version) == kept.version:
                         kept.tensor = kept.tensor.clone()
                         kept.copied = True
+
+
+    def __exit__(self, *exc: Any) -> None:
+        super().__exit__(*exc)  # type: ignore[no-untyped-call]
+        self.core.tap = None  # the block is over: nothing left to yield to a gradient
+
+    def off_stack(self) -> bool:
+        """Whether a torch call now runs inside the tap's handler (the mode is off the stack
+        then): NOTE [the recorder's own read of a tangent] in mode.py."""
+        return not torch._C._len_torch_dispatch_stack()
+
+
+def _higher_order_ops_pass_by(key: int) -> None:
+    """NOTE [higher-order ops and the tap's key]: a higher-order operator (``torch.func`` on
+    an ``autograd.Function``, ``cond``, checkpointing's ``tag_activation_checkpoint``, ...)
+    is dispatched in Python from the highest key of the thread's included set, where it has
+    no kernel for the tap's key (``cxx/tap.h``); like the Autocast and ADInplaceOrView keys,
+    the key is a fall-through for them (every one made so far, and by default every one made
+    later). The ops a higher-order operator runs reach the tap as any other ops."""
+    from torch import _ops
+
+    k = torch._C.DispatchKey(key)
+    if k not in _ops._HIGHER_ORDER_OP_DEFAULT_FALLTHROUGH_DISPATCH_KEYS:
+        _ops._HIGHER_ORDER_OP_DEFAULT_FALLTHROUGH_DISPATCH_KEYS.append(k)
+    for op in list(_ops._higher_order_ops.values()):
+        if op.non_fallthrough_keys.has(k):
+            op.fallthrough(k)  # type: ignore[no-untyped-call]
+
+
+class NativeTap:
+    """``OutputTap`` in the C++ core (NOTE [the tap in C++] in ``cxx/tap.h``): the same
+    ``by_node`` / ``by_seq`` / ``settle`` / ``paused`` for the document, with no Python on the
+    ops' path. Views need no ``by_seq``: above autograd each output comes back with its node."""
+
+    def __init__(self, core: Any) -> None:
+        self.core = core
+        self.by_node: dict[Any, dict[int, Kept | int]] = {}
+        self.by_seq: dict[int, dict[int, Kept | int]] = {}
+        self._settled = False
+
+    @property
+    def paused(self) -> int:
+        return int(self.core.tap_paused())
+
+    @paused.setter
+    def paused(self, value: int) -> None:
+        self.core.tap_pause(value - self.core.tap_paused())
+
+    def __enter__(self) -> NativeTap:
+        from gradtrace.capture import native
+
+        assert native.core is not None
+        _higher_order_ops_pass_by(native.core.tap_key())
+        self.core.tap_start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.core.tap_stop()
+
+    def off_stack(self) -> bool:
+        return False  # no handler of the tap's ever runs Python
+
+    def settle(self) -> None:
+        """What the core holds, as ``OutputTap.by_node`` holds it (once)."""
+        if self._settled:
+            return
+        self._settled = True
+        for fn, nr, t, version, copied, dropped in self.core.tap_entries():
+            slots = self.by_node.setdefault(fn, {})
+            if t is None:
+                slots[nr] = dropped
+                continue
+            kept = Kept(t, version)
+            kept.copied = copied
+            slots[nr] = kept
+        self.core.tap_clear()  # the entries' tensors are the ones by_node now holds
 
 
 TAP_CODE = OutputTap.__torch_dispatch__.__code__

@@ -492,6 +492,9 @@ class PyCore:
 
     _keep_budget = 0
     _kept_bytes = 0
+    tap: Any = None
+    """The output tap (``outputs.OutputTap``) charging the same budget: NOTE [held within the
+    budget] in tensorfile.py."""
 
     def _keep(self, v: _Value, t: torch.Tensor, version: int | None) -> None:
         """``Core::keep_alias``: NOTE [kept tensors] in tensorfile.py; a subclass or a functorch
@@ -502,7 +505,13 @@ class PyCore:
         if self._keep_budget <= 0:
             return
         nbytes = t.numel() * t.element_size() if t.layout == torch.strided and not t.is_nested else 0
-        if self._kept_bytes + nbytes > self._keep_budget:
+        if self.tap is not None and self.tap._pending:  # outputs made before it: the native tap
+            self.tap.settle()  # charged them when made (NOTE [the tap in C++] in cxx/tap.h)
+        over = self._kept_bytes + nbytes - self._keep_budget
+        if over > 0 and self.tap is not None:  # forward values yield to gradients (``Tap::evict``)
+            self._kept_bytes -= self.tap.evict(over)
+            over = self._kept_bytes + nbytes - self._keep_budget
+        if over > 0:
             v.kept_dropped = nbytes if nbytes > 0 else 1
             return
         try:

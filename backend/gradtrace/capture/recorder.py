@@ -51,7 +51,7 @@ from gradtrace.capture.events import LimitReached, ModulePath, PassInfo, Recordi
 from gradtrace.capture.gradedits import GradEdits
 from gradtrace.capture.graph import FnInfo, before_block
 from gradtrace.capture.odd_tensors import shape_of
-from gradtrace.capture.outputs import OutputTap
+from gradtrace.capture.outputs import NativeTap, OutputTap
 from gradtrace.capture.resets import GradResets
 from gradtrace.capture.saved import saved_hooks_active
 from gradtrace.capture.tangents import Tangents
@@ -103,8 +103,9 @@ class Recorder:
         self.tensor_budget = tensor_budget
         """The tensor file's byte budget; None: no tensor file (NOTE [kept tensors] in
         tensorfile.py)."""
-        self.outputs: OutputTap | None = OutputTap(tensor_budget) if tensor_budget is not None else None
-        """Forward outputs (NOTE [forward outputs through a dispatch mode] in outputs.py)."""
+        self.outputs: OutputTap | NativeTap | None = None
+        """Forward outputs (NOTE [forward outputs through a dispatch mode] in outputs.py), set
+        with the kernels below."""
         self.tensor_file: TensorFile | None = None
         """The last document's tensor file (``build_document``)."""
         self.stop_program = stop_program
@@ -130,6 +131,8 @@ class Recorder:
         self.core: Any = native.make_core(use_native)
         """The kernels (NOTE [one recorder, two kernel sets] in pycore.py)."""
         self.core.set_keep_budget(tensor_budget or 0)  # NOTE [held within the budget] in tensorfile.py
+        if tensor_budget is not None:  # the tap charges the same budget (NOTE [the tap in C++])
+            self.outputs = NativeTap(self.core) if native.is_native(self.core) else OutputTap(self.core)
         self.values = ValueStore(self.core)
         self.boundary = 0
         """Autograd's sequence number when the block began: NOTE [nodes from before the block]

@@ -3,8 +3,8 @@
 
 NOTE [kept tensors]
     What the file holds, and how capture holds it until the document is built:
-    * a function node's forward outputs (``n{id}.out{k}``): the dispatch-mode tap
-      (:mod:`gradtrace.capture.outputs`), by reference, copied only before a write;
+    * a function node's forward outputs (``n{id}.out{k}``): the tap (``cxx/tap.h``, its twin
+      :mod:`gradtrace.capture.outputs`), by reference, copied only before a write;
     * a backward event's gradients (``e{i}.go{k}``, ``e{i}.gi{k}``, ``e{i}.grad``,
       ``e{i}.hb{k}``/``e{i}.ha{k}``): each captured value of the core keeps the tensor itself,
       an alias that shares its version counter (no copy, and autograd may still steal it); an
@@ -29,18 +29,21 @@ NOTE [what the budget keeps first]
     with a gradient that is not finite (``tensordoc._first_nonfinite``).
 
 NOTE [held within the budget]
-    While recording, what is held is capped too, so memory stays bounded by the budget: the
-    core holds gradients (``Core::keep_alias`` / ``PyCore._keep``) until their bytes would pass
-    ``budget_bytes``, the tap holds forward outputs likewise (``OutputTap.max_bytes``); past
-    that a tensor is not held and is listed with reason ``budget``. Both go in the order things
-    happen in the run, so the same snippet and seed leave out the same tensors. The order of
-    NOTE [what the budget keeps first] then chooses among what was held: where the gradients
-    of a run alone pass the budget, those met first are held, a leaf's included or not (the
-    recorder cannot know a gradient's class when it meets it). Held here
-    means counted at ``numel * element_size`` (an alias counts though its storage may live on
-    anyway), so peak memory is at most the bare run's plus twice the budget (the two holders)
-    plus the file itself when written; ``bench/bench_tensors.py`` measures it. A run without
-    a tensor file holds nothing.
+    While recording, what is held is capped by one budget for everything: the core holds
+    gradients (``Core::keep_alias`` / ``PyCore._keep``) and the tap forward outputs
+    (``cxx/tap.h`` / ``OutputTap``), both charged to the core's ``keep_budget``
+    (``budget_bytes``). A gradient that would pass it first lets go of the forward outputs held
+    last (a forward value never keeps a gradient out: ``Tap::evict`` / ``OutputTap.evict``);
+    past that a tensor is not held and is listed with reason ``budget``. Everything goes in
+    the order things happen in the run, so the same snippet and seed leave out the same
+    tensors on both kernel sets. The order of NOTE [what the budget keeps first] then chooses
+    among what was held: where the gradients of a run alone pass the budget, those met first
+    are held, a leaf's included or not (the recorder cannot know a gradient's class when it
+    meets it). Held here means counted at ``numel * element_size`` (an alias counts though its
+    storage may live on anyway), so peak memory is at most the run's without a tensor file
+    plus the budget (what is held) plus the file itself, made once (NOTE [the file written
+    once] in ``cxx/tensorfile.h``), so at most twice the budget plus a constant;
+    ``bench/bench_tensors.py`` measures it. A run without a tensor file holds nothing.
 """
 
 from __future__ import annotations
@@ -52,6 +55,8 @@ from typing import Any
 
 import orjson
 import torch
+
+from gradtrace.capture import native
 
 DEFAULT_RECORD_BUDGET = 512 << 20
 """``gradtrace.record(tensor_budget=...)``'s default: a notebook's own machine."""
@@ -77,13 +82,16 @@ class Candidate:
     """Why it cannot be kept whatever the budget (``dtype``, ``changed``)."""
 
 
+_wrapped = torch._C._functorch.is_functorch_wrapped_tensor
+_STRIDED = torch.strided
+
+
 def storable(t: torch.Tensor) -> str | None:
     """None when safetensors can hold ``t`` exactly, else the reason it is left out."""
-    if torch._C._functorch.is_functorch_wrapped_tensor(t):  # a vmap/grad level's, gone now
+    if _wrapped(t):  # a vmap/grad level's, gone now
         return "transform"
-    if t.dtype not in _CODES or t.layout != torch.strided or t.is_quantized or t.is_nested:
-        return "dtype"
-    if t.device.type == "meta" or (type(t) is not torch.Tensor and not isinstance(t, torch.nn.Parameter)):
+    if (t.dtype not in _CODES or t.layout is not _STRIDED or t.is_quantized or t.is_nested or t.is_meta
+            or (type(t) is not torch.Tensor and not isinstance(t, torch.nn.Parameter))):
         return "dtype"
     return None
 
@@ -92,6 +100,8 @@ def candidate(key: str, t: torch.Tensor | None, rank: int, *, reason: str | None
     if t is None:
         return Candidate(key, None, 0, rank, reason or "dtype")
     why = reason or storable(t)
+    if why is None:  # plain strided memory: ``numel * element_size``
+        return Candidate(key, t, t.nbytes, rank, None)
     try:
         nbytes = t.numel() * t.element_size() if t.layout == torch.strided and not t.is_nested else 0
     except Exception:  # a subclass without sizes
@@ -133,22 +143,26 @@ def select(cands: list[Candidate], budget: int) -> tuple[list[Candidate], list[C
 
 def _flat_bytes(t: torch.Tensor) -> torch.Tensor:
     """``t``'s bytes, row-major, as a flat uint8 tensor (a view; one copy when not contiguous)."""
-    flat = t.detach().cpu().contiguous().view(-1)
+    flat = t.detach().cpu().resolve_neg().contiguous().view(-1)
     if flat.numel() > 1 and flat.stride(0) != 1:  # a one-element tensor expanded (stride 0)
         flat = flat.clone(memory_format=torch.contiguous_format)
     return flat if flat.dtype == torch.uint8 else flat.view(torch.uint8)
 
 
-def write(kept: list[Candidate]) -> bytes:
+def write(kept: list[Candidate], *, in_core: bool | None = None) -> bytes:
     """The safetensors bytes: 8-byte header length, the JSON header (padded with spaces to 8
     bytes, as the reference writer does), then the buffers in ``kept``'s order.
 
-    NOTE [one pass]: the whole file is one buffer, sized from the header, and every buffer is
-    written into it by a single ``torch.cat(..., out=)`` over flat byte views of the tensors
-    (no per-tensor numpy array or Python-level copy): thousands of small gradients cost one
-    kernel call. ``safetensors.torch.save`` would build a dict, sort it by dtype and copy each
+    NOTE [one pass]: with the C++ core the file is written straight into its final bytes
+    (NOTE [the file written once] in ``cxx/tensorfile.h``). Without it the whole file is one
+    buffer, sized from the header, and every buffer is written into it by a single
+    ``torch.cat(..., out=)`` over flat byte views of the tensors (no per-tensor numpy array or
+    Python-level copy): thousands of small gradients cost one kernel call; then it is copied
+    once more into ``bytes``. Both give the same bytes (``tests/capture/test_tensor_held.py``
+    compares the kernel sets' files). ``safetensors.torch.save`` would build a dict, sort it by dtype and copy each
     tensor through Python; its output is the same format, which ``read`` (``safetensors``
-    itself) checks in the tests."""
+    itself) checks in the tests. ``in_core``: the C++ core's writer (default: where the
+    kernels are the core's)."""
     header: dict[str, Any] = {"__metadata__": {"format": "pt", "writer": "gradtrace"}}
     offset = 0
     for c in kept:
@@ -159,6 +173,12 @@ def write(kept: list[Candidate]) -> bytes:
         offset += c.nbytes
     text = orjson.dumps(header)
     text += b" " * (-len(text) % 8)
+    if in_core is None:
+        in_core = native.default_native()
+    if in_core and native.core is not None:  # NOTE [the file written once] (cxx/tensorfile.h)
+        with torch._C.DisableTorchFunction():
+            parts = [c.tensor for c in kept if c.nbytes and c.tensor is not None]
+        return bytes(native.core.write_tensor_file(len(text).to_bytes(8, "little") + text, parts, offset))
     start = 8 + len(text)
     buf = bytearray(start + offset)
     buf[:8] = len(text).to_bytes(8, "little")

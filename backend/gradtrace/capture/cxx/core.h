@@ -46,6 +46,11 @@ struct SameData {
   int32_t id;
 };
 
+struct Tap;
+// Lets go of the forward outputs the tap held last until ``need`` bytes are free; the bytes let
+// go (cxx/tap.h; called with ``Core::mu`` held).
+int64_t evict_outputs(Tap* tap, int64_t need);
+
 struct Core;
 
 struct Hook : torch::autograd::FunctionPostHook {
@@ -143,6 +148,7 @@ struct Core : std::enable_shared_from_this<Core> {
   // the same snippet and seed leave out the same ones.
   int64_t keep_budget = 0;
   int64_t kept_bytes = 0;
+  Tap* tap = nullptr;  // the output tap charging the same budget (NOTE [the tap in C++], cxx/tap.h)
 
   void keep_alias(Value& v, const at::Tensor& t, int64_t ver) {
     if (t.key_set().has_any(c10::DispatchKeySet({c10::DispatchKey::Python, c10::DispatchKey::FuncTorchBatched,
@@ -152,6 +158,9 @@ struct Core : std::enable_shared_from_this<Core> {
     if (keep_budget <= 0) return;  // no tensor file: nothing held
     int64_t nbytes = t.layout() == at::kStrided && !t.is_nested()
                          ? static_cast<int64_t>(t.numel()) * static_cast<int64_t>(t.element_size()) : 0;
+    if (kept_bytes + nbytes > keep_budget && tap != nullptr) {  // forward values yield to gradients
+      kept_bytes -= evict_outputs(tap, kept_bytes + nbytes - keep_budget);
+    }
     if (kept_bytes + nbytes > keep_budget) {
       v.kept_dropped = nbytes > 0 ? nbytes : 1;
       return;

@@ -423,6 +423,68 @@ struct Recorder {
     core->keep_budget = bytes;
   }
 
+  // NOTE [the tap in C++] (cxx/tap.h): ``OutputTap``'s native twin, started and stopped
+  // around the block on its thread; ``tap_entries`` hands what it holds to the document.
+  std::unique_ptr<Tap> tap_;
+  c10::impl::IncludeDispatchKeyGuard* tap_on_ = nullptr;
+  Tap* tap_before_ = nullptr;
+
+  void tap_start() {
+    if (!tap_) {
+      tap_ = std::make_unique<Tap>();
+      tap_->core = core.get();
+    }
+    {
+      std::lock_guard<std::mutex> lock(core->mu);
+      core->tap = tap_.get();
+    }
+    tap_->thread = std::this_thread::get_id();
+    tap_before_ = active_tap();
+    active_tap() = tap_.get();
+    if (tap_on_ == nullptr) tap_on_ = new c10::impl::IncludeDispatchKeyGuard(kTapKey);
+  }
+
+  void tap_stop() {
+    {
+      std::lock_guard<std::mutex> lock(core->mu);
+      core->tap = nullptr;  // the block is over: nothing left to yield to a gradient
+    }
+    if (tap_on_ != nullptr) {
+      delete tap_on_;
+      tap_on_ = nullptr;
+    }
+    if (tap_ && active_tap() == tap_.get()) active_tap() = tap_before_;
+  }
+
+  void tap_pause(int delta) {
+    if (tap_) tap_->paused += delta;
+  }
+
+  int tap_paused() { return tap_ ? tap_->paused : 0; }
+
+  ~Recorder() {
+    if (tap_) tap_clear();
+  }
+
+  // (grad_fn, output_nr, tensor or None, version, copied, bytes not held) of every output held.
+  py::list tap_entries() {
+    py::list out;
+    if (!tap_) return out;
+    for (const TapEntry& e : tap_->entries) {
+      py::object fn = py::reinterpret_steal<py::object>(torch::autograd::functionToPyObject(e.node));
+      py::object t = e.tensor.defined() ? py::reinterpret_steal<py::object>(THPVariable_Wrap(e.tensor)) : py::none();
+      out.append(py::make_tuple(fn, e.nr, t, e.version, e.copied, e.dropped));
+    }
+    return out;
+  }
+
+  void tap_clear() {
+    tap_stop();
+    std::lock_guard<std::mutex> lock(core->mu);
+    core->tap = nullptr;
+    tap_.reset();
+  }
+
   void keep_copy(int32_t id) {
     std::lock_guard<std::mutex> lock(core->mu);
     core->keep_copy(id);

@@ -1,0 +1,170 @@
+// gradtrace capture core: the forward-output tap (``OutputTap`` in capture/outputs.py is its
+// Python twin; NOTE [forward outputs through a dispatch mode] there).
+//
+// NOTE [the tap in C++]
+//     A Python dispatch mode costs ~11 us per aten op before it does anything (GRU-200 runs
+//     11,000 ops: 0.12 s, four times the bare program), so the tap is a boxed C++ fallback on
+//     a dispatch key of its own, included in the recording thread's local key set while a
+//     block records. The key (``TESTING_ONLY_GenericMode``: the one key torch leaves free for
+//     a process-wide mode) sits above autograd, so an op's outputs come back with their node
+//     already set: each is held under ``(grad_fn, output_nr)`` at once, nothing waits for the
+//     next op. An op that made no node (autograd's sequence number did not move) and writes
+//     nothing costs one redispatch. Before an op writes into a tensor (``alias_info`` says
+//     so), every output still held on that storage with its version unchanged is copied
+//     (NOTE [copy on write] in outputs.py). What is held is charged to the core's keep budget
+//     (one budget for gradients and forward values: NOTE [held within the budget] in
+//     capture/tensorfile.py). No Python object is touched here: ops run with the GIL released.
+#pragma once
+
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <c10/core/impl/LocalDispatchKeySet.h>
+#include <torch/library.h>
+
+#include <thread>
+
+namespace gradtrace {
+
+struct TapEntry {
+  c10::intrusive_ptr<Node> node;
+  int32_t nr = 0;
+  at::Tensor tensor;     // the output (an alias until a write would change it, then a copy)
+  int64_t version = 0;
+  bool copied = false;
+  int64_t dropped = 0;   // bytes not held: the budget was spent
+};
+
+struct PairHash {
+  size_t operator()(const std::pair<const Node*, int32_t>& p) const noexcept {
+    return std::hash<const void*>()(p.first) * 31u + static_cast<size_t>(p.second);
+  }
+};
+
+constexpr c10::DispatchKey kTapKey = c10::DispatchKey::TESTING_ONLY_GenericMode;
+
+struct Tap {
+  Core* core = nullptr;
+  std::thread::id thread;
+  int paused = 0;
+  std::vector<TapEntry> entries;
+  std::unordered_map<std::pair<const Node*, int32_t>, int32_t, PairHash> seen;
+  std::unordered_map<const void*, std::vector<int32_t>> by_storage;
+  std::vector<int32_t> held;  // entries holding a tensor, in the order they were held
+
+  static int64_t version_of(const at::Tensor& t) {
+    return static_cast<int64_t>(t.unsafeGetTensorImpl()->version_counter().current_version());
+  }
+
+  void note(const at::Tensor& t) {
+    if (!t.defined() || t.layout() != at::kStrided || t.is_nested() || t.is_inference()) return;
+    if (t.key_set().has_any(c10::DispatchKeySet({c10::DispatchKey::Python, c10::DispatchKey::FuncTorchBatched,
+                                                 c10::DispatchKey::FuncTorchGradWrapper}))) {
+      return;  // a subclass, a fake tensor (dynamo tracing), a transform's wrapper
+    }
+    const auto& fn = t.grad_fn();
+    if (!fn) return;
+    if (t._fw_grad(0).defined()) return;  // forward AD's dual tensors: the twin leaves dual levels alone
+    auto key = std::make_pair(static_cast<const Node*>(fn.get()), static_cast<int32_t>(t.output_nr()));
+    if (seen.count(key)) return;
+    TapEntry e;
+    e.node = fn;
+    e.nr = key.second;
+    int64_t nbytes = static_cast<int64_t>(t.numel()) * static_cast<int64_t>(t.element_size());
+    std::lock_guard<std::mutex> lock(core->mu);
+    int32_t idx = static_cast<int32_t>(entries.size());
+    if (core->kept_bytes + nbytes > core->keep_budget) {
+      e.dropped = nbytes > 0 ? nbytes : 1;
+    } else {
+      core->kept_bytes += nbytes;
+      e.tensor = t;
+      e.version = version_of(t);
+      if (t.has_storage()) by_storage[t.storage().data()].push_back(idx);
+      held.push_back(idx);
+    }
+    seen.emplace(key, idx);
+    entries.push_back(std::move(e));
+  }
+
+  // ``OutputTap.evict``: the last held let go first, so the same run lets go of the same ones.
+  int64_t evict(int64_t need) {
+    int64_t freed = 0;
+    while (freed < need && !held.empty()) {
+      TapEntry& e = entries[static_cast<size_t>(held.back())];
+      held.pop_back();
+      int64_t nbytes = e.tensor.defined() ? static_cast<int64_t>(e.tensor.numel()) * e.tensor.element_size() : 0;
+      e.tensor = at::Tensor();
+      e.dropped = nbytes > 0 ? nbytes : 1;
+      freed += nbytes;
+    }
+    return freed;
+  }
+
+  void copy_before_write(const c10::FunctionSchema& schema, const torch::jit::Stack& stack, size_t base) {
+    const auto& args = schema.arguments();
+    for (size_t i = 0; i < args.size(); ++i) {
+      const auto* alias = args[i].alias_info();
+      if (alias == nullptr || !alias->isWrite()) continue;
+      const c10::IValue& v = stack[base + i];
+      if (v.isTensor()) {
+        copy_held(v.toTensor());
+      } else if (v.isTensorList()) {
+        for (const at::Tensor& t : v.toTensorVector()) copy_held(t);
+      }
+    }
+  }
+
+  void copy_held(const at::Tensor& t) {
+    if (!t.defined() || !t.has_storage()) return;
+    auto it = by_storage.find(t.storage().data());
+    if (it == by_storage.end()) return;
+    std::vector<int32_t> held = std::move(it->second);
+    by_storage.erase(it);
+    c10::impl::ExcludeDispatchKeyGuard off(kTapKey);
+    at::AutoDispatchBelowADInplaceOrView below;  // a plain copy: no node, no version bump
+    for (int32_t idx : held) {
+      TapEntry& e = entries[static_cast<size_t>(idx)];
+      if (e.copied || !e.tensor.defined() || version_of(e.tensor) != e.version) continue;
+      e.tensor = e.tensor.clone();
+      e.copied = true;
+    }
+  }
+};
+
+int64_t evict_outputs(Tap* tap, int64_t need) { return tap->evict(need); }
+
+inline Tap*& active_tap() {
+  static Tap* tap = nullptr;
+  return tap;
+}
+
+inline void tap_fallback(const c10::OperatorHandle& op, c10::DispatchKeySet ks, torch::jit::Stack* stack) {
+  auto rest = ks & c10::DispatchKeySet(c10::DispatchKeySet::FULL_AFTER, kTapKey);
+  Tap* tap = active_tap();
+  if (tap == nullptr || tap->paused > 0 || tap->thread != std::this_thread::get_id() ||
+      c10::impl::tls_is_dispatch_key_included(c10::DispatchKey::FuncTorchDynamicLayerFrontMode)) {
+    // a functorch transform (vmap, grad) is active: its levels' tensors are no forward outputs
+    op.redispatchBoxed(rest, stack);
+    return;
+  }
+  const auto& schema = op.schema();
+  size_t nargs = schema.arguments().size();
+  size_t base = stack->size() - nargs;
+  if (!tap->by_storage.empty() && schema.is_mutable()) tap->copy_before_write(schema, *stack, base);
+  uint64_t mark = at::sequence_number::peek();
+  op.redispatchBoxed(rest, stack);
+  if (at::sequence_number::peek() == mark && !schema.is_mutable()) return;  // no node made, nothing written
+  size_t nret = schema.returns().size();
+  for (size_t i = stack->size() - nret; i < stack->size(); ++i) {
+    const c10::IValue& v = (*stack)[i];
+    if (v.isTensor()) {
+      tap->note(v.toTensor());
+    } else if (v.isTensorList()) {
+      for (const at::Tensor& t : v.toTensorVector()) tap->note(t);
+    }
+  }
+}
+
+}  // namespace gradtrace
+
+TORCH_LIBRARY_IMPL(_, TESTING_ONLY_GenericMode, m) {
+  m.fallback(torch::CppFunction::makeFromBoxedFunction<&gradtrace::tap_fallback>());
+}
