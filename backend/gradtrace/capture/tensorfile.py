@@ -41,9 +41,12 @@ NOTE [held within the budget]
     are held, a leaf's included or not (the recorder cannot know a gradient's class when it
     meets it). Held here means counted at ``numel * element_size`` (an alias counts though its
     storage may live on anyway), so peak memory is at most the run's without a tensor file
-    plus the budget (what is held) plus the file itself, made once (NOTE [the file written
-    once] in ``cxx/tensorfile.h``), so at most twice the budget plus a constant;
-    ``bench/bench_tensors.py`` measures it. A run without a tensor file holds nothing.
+    plus the budget (what is held), plus the saved tensors no node made, held within a cap of
+    their own of the same size (NOTE [saved tensors from no node] in ``capture/saved.py``),
+    plus the file itself, made once (NOTE [the file written once] in ``cxx/tensorfile.h``): at
+    most three times the budget plus a constant, and in practice near the budget (a file holds
+    what was held); ``bench/bench_tensors.py`` measures it. A run without a tensor file holds
+    nothing.
 """
 
 from __future__ import annotations
