@@ -112,6 +112,14 @@ test("a node's tensors at a step: its output, the gradients at its last backward
   const b = pageModel(bare);
   const item = nodeTensors(b.index, b.timeline, b.index.idx.get("n6"), 0)[0];
   assert.equal(item.key, "n6.out0");  // the key is the TensorValue's; the file's absence is the source's to say
+  // an output the recording let go of (the budget): no TensorValue, the file's left_out names it
+  const nodes = loop.graph.nodes.map((n) => (n.id === "n6" ? { ...n, output: null } : n));
+  const gone = pageModel({ ...loop, graph: { ...loop.graph, nodes },
+    tensors: { ...loop.tensors, left_out: [{ key: "n6.out0", reason: "budget", bytes: 64 }], left_out_count: 1 } });
+  const first = nodeTensors(gone.index, gone.timeline, gone.index.idx.get("n6"), 0)[0];
+  assert.match(first.title, /^output/);
+  assert.equal(first.key, null);
+  assert.equal(first.why, "not kept (budget)");
 });
 
 test("colour by a statistic reads the document's stats: ‖value‖, ‖grad‖, and zeros from inline values", () => {

@@ -16,6 +16,12 @@ export function nodeTensors(index, timeline, i, k) {
   const out = [];
   const add = (title, tv) => { if (tv) out.push({ title, tv, key: tv.key || null, why: tv.key ? null : leftOutWhy(index.doc, tv) }); };
   (n.output || []).forEach((tv, j) => add(n.output.length > 1 ? `output[${j}], as the op returned it` : "output, as the op returned it", tv));
+  if (!n.output) {  // a forward value the recording let go of (the budget) is named by its key alone
+    const gone = leftOutputs(index.doc, n.id);
+    gone.forEach(({ j, reason }) => out.push({
+      title: gone.length > 1 ? `output[${j}], as the op returned it` : "output, as the op returned it",
+      tv: { shape: n.shape, dtype: n.dtype }, key: null, why: `not kept (${reason})` }));
+  }
   const step = timeline.lastBackward(i, k);
   if (step != null) {
     const ev = timeline.event(step);
@@ -34,6 +40,14 @@ export function nodeTensors(index, timeline, i, k) {
     }
   }
   return out;
+}
+
+/** A function node's forward outputs the tensor file lists as left out (`n{id}.out{j}`). */
+function leftOutputs(doc, id) {
+  const prefix = `${id}.out`;
+  const left = (doc && doc.tensors && doc.tensors.left_out) || [];
+  return left.filter((e) => e.key.startsWith(prefix) && /^\d+$/.test(e.key.slice(prefix.length)))
+    .map((e) => ({ j: Number(e.key.slice(prefix.length)), reason: e.reason })).sort((a, b) => a.j - b.j);
 }
 
 /** Why a TensorValue has no key: the tensor file's left-out entry, or that no file was kept. */
