@@ -107,6 +107,19 @@ def test_a_run_keeps_its_tensor_file_and_a_kept_gradient_is_what_record_keeps(ap
     again = api.get(f"{base}/tensors.safetensors")
     assert again.status_code == 200 and again.content == whole.content
 
+    # a copy of the document the page changed (a checked exercise adds its goals) is posted
+    # whole: the share keeps the file the document names, the run's
+    edited = {**doc, "message": "shared with an edit"}
+    posted = api.post("/api/shares", json={"document": edited})
+    assert posted.status_code == 201, posted.text
+    copy = api.get(f"/api/shares/{posted.json()['id']}/tensors.safetensors")
+    assert copy.status_code == 200 and copy.content == whole.content
+    # a document naming a file the service never stored keeps no file, and says so
+    other = {**edited, "tensors": {**doc["tensors"], "sha256": "0" * 64}}
+    alone = api.post("/api/shares", json={"document": other})
+    assert alone.status_code == 201, alone.text
+    assert api.get(f"/api/shares/{alone.json()['id']}/tensors").status_code == 404
+
 
 def test_a_run_stopped_by_its_time_limit_keeps_what_it_recorded(start_server: Any) -> None:
     """NOTE [a stopped run keeps its tensors] in gradtrace/sandbox/kinds/run.py."""

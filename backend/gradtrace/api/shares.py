@@ -102,7 +102,7 @@ def _blob_from_body(body: ShareRequest | RunDocument, svc: Services) -> tuple[St
             dumped = body.model_dump(mode="json", by_alias=True)
         except ValueError as exc:  # pydantic refuses values nested beyond its own depth limit
             raise InvalidRequest(f"the document cannot be serialised: {exc}") from exc
-        return _encode_checked(dumped, validated=True), None
+        return _encode_checked(dumped, validated=True), _tensor_file_owner(svc, dumped)
     if (body.run_id is None) == (body.document is None):
         raise InvalidRequest("give exactly one of run_id or document (or send a run document as the body)",
                              detail={"fields": ["run_id", "document"]})
@@ -110,7 +110,7 @@ def _blob_from_body(body: ShareRequest | RunDocument, svc: Services) -> tuple[St
         _check_size(body.document, svc)
         if (same := _stored_run_equal_to(svc, body.document.get("id"), body.document)) is not None:
             return same, str(body.document["id"])
-        return _encode_checked(body.document), None
+        return _encode_checked(body.document), _tensor_file_owner(svc, body.document)
     assert body.run_id is not None
     run_id = body.run_id[:64]
     blob = svc.require_kept_run(run_id, instead="share the document itself instead")
@@ -130,6 +130,17 @@ def _check_size(doc: dict[str, Any], svc: Services) -> None:
         if count > limit:
             raise PayloadTooLarge(f"the document has {count} {what}, over the limit of {limit}",
                                   detail={"field": what, "count": count, "limit": limit})
+
+
+def _tensor_file_owner(svc: Services, doc: dict[str, Any]) -> str | None:
+    """The kept run whose tensor file ``doc`` names, for a document that is no longer equal
+    to it (a checked exercise adds its goals): its ``id`` names the run and the file's hash is
+    the one that run stored, so the share keeps the numbers the document points to."""
+    run_id, named = doc.get("id"), doc.get("tensors")
+    if not isinstance(run_id, str) or not 0 < len(run_id) <= 64 or not isinstance(named, dict):
+        return None
+    source = svc.store.run_tensors(run_id, max_age_s=svc.run_retention_s)
+    return run_id if source is not None and source.sha256 == named.get("sha256") else None
 
 
 def _stored_run_equal_to(svc: Services, run_id: object,

@@ -133,4 +133,7 @@ export function ellipsize(text, maxW, measure, minChars = 4) {
   return keep >= minChars && measure(cut(keep)) <= maxW ? cut(keep) : null;
 }
 
-function clampTo(v, size, max) { return Math.max(0, Math.min(max - size, v)); }
+// A clamped label keeps EDGE px from the view's sides: a glyph taller than its line box (⚑, ‖)
+// would otherwise be cut at the top.
+const EDGE = 2;
+function clampTo(v, size, max) { return Math.max(EDGE, Math.min(max - size - EDGE, v)); }
