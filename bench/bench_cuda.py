@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import contextlib
 import io
-import math
 import re
 import statistics
 import sys
@@ -38,28 +37,11 @@ sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "tests" / "capture"), str(ROOT /
 
 
 DEVICE = "cuda"
-_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
 
 
 def _sync(torch: Any) -> None:
     if DEVICE == "cuda":
         torch.cuda.synchronize()
-
-
-def _close(a: Any, b: Any, where: str = "") -> list[str]:
-    """Where ``a`` and ``b`` differ: structure exactly, floats to float32 tolerance."""
-    if isinstance(a, dict) and isinstance(b, dict):
-        if a.keys() != b.keys():
-            return [f"{where}: keys {sorted(a)} != {sorted(b)}"]
-        return [d for k in a for d in _close(a[k], b[k], f"{where}.{k}")]
-    if isinstance(a, list) and isinstance(b, list):
-        if len(a) != len(b):
-            return [f"{where}: length {len(a)} != {len(b)}"]
-        return [d for i, (x, y) in enumerate(zip(a, b, strict=True)) for d in _close(x, y, f"{where}[{i}]")]
-    if isinstance(a, float) and isinstance(b, float):
-        same = (math.isnan(a) and math.isnan(b)) or math.isclose(a, b, rel_tol=1e-5, abs_tol=1e-6)
-        return [] if same else [f"{where}: {a} != {b}"]
-    return [] if a == b else [f"{where}: {a!r} != {b!r}"]
 
 
 AMP_FP16 = """import torch
@@ -110,6 +92,7 @@ def _programs() -> dict[str, str]:
 
 def faithful(torch: Any) -> None:
     from faithful_runner import run_one
+    from test_faithful import _ADDRESS, _close  # compared as the CPU test compares them
 
     programs = _programs()
     print(f"\n### faithful on {DEVICE} (bare against gradtrace.record(), default device {DEVICE})\n")
