@@ -27,7 +27,7 @@
 //
 // The parts, in order (one translation unit): cxx/prelude.h, json.h, keys.h (generated from
 // the schema), values.h, pyobjects.h,
-// entries.h, core.h, events.h, walk.h, tap.h, tensorfile.h, recorder.h, tracer.h; the Python module below.
+// entries.h, core.h, events.h, stats.h, walk.h, tap.h, tensorfile.h, recorder.h, tracer.h; the Python module below.
 
 #include "cxx/prelude.h"
 #include "cxx/json.h"
@@ -37,6 +37,7 @@
 #include "cxx/entries.h"
 #include "cxx/core.h"
 #include "cxx/events.h"
+#include "cxx/stats.h"
 #include "cxx/walk.h"
 #include "cxx/tap.h"
 #include "cxx/tensorfile.h"
@@ -104,6 +105,13 @@ PYBIND11_MODULE(_native, m) {
       .def("value", &gradtrace::Recorder::value)
       .def("numel_of", &gradtrace::Recorder::numel_of)
       .def("events_json", &gradtrace::Recorder::events_json)
+      // NOTE [the tensor file's side in bulk] (cxx/stats.h)
+      .def("stats_json", [](gradtrace::Recorder&, const std::vector<at::Tensor>& ts) {
+        return gradtrace::stats_json(ts);
+      })
+      .def("event_candidates", [](gradtrace::Recorder& r, const py::bytes&, const std::vector<int32_t>& acc) {
+        return gradtrace::event_candidates(*r.core, acc);
+      })
       .def("nodes_json", &gradtrace::Recorder::nodes_json)
       .def("edges_json", &gradtrace::Recorder::edges_json)
       .def("changes", &gradtrace::Recorder::changes)

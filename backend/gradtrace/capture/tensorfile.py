@@ -52,7 +52,7 @@ NOTE [held within the budget]
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -115,7 +115,7 @@ def candidate(key: str, t: torch.Tensor | None, rank: int, *, reason: str | None
 class TensorFile:
     """The kept tensors of one document, in process, and their safetensors bytes."""
 
-    def __init__(self, tensors: dict[str, torch.Tensor], info: dict[str, Any], data: bytes) -> None:
+    def __init__(self, tensors: Mapping[str, torch.Tensor], info: dict[str, Any], data: bytes) -> None:
         self.tensors = tensors
         self.info = info
         """The document's ``tensors`` field (``schema.document.TensorFile``)."""
@@ -200,9 +200,32 @@ def build(cands: list[Candidate], budget: int) -> TensorFile:
             "count": len(kept), "budget_bytes": budget,
             "left_out": [{"key": c.key, "bytes": c.nbytes, "reason": c.reason} for c in out[:LEFT_OUT_LISTED]],
             "left_out_count": len(out), "left_out_bytes": sum(c.nbytes for c in out)}
-    with torch._C.DisableTorchFunction():
-        held = {c.key: c.tensor.detach() for c in kept if c.tensor is not None}
-    return TensorFile(held, info, data)
+    return TensorFile(Held({c.key: c.tensor for c in kept if c.tensor is not None}), info, data)
+
+
+class Held(Mapping[str, torch.Tensor]):
+    """The kept tensors by key, each detached when it is asked for: a file holds thousands,
+    and a run's analysis or a person reads a few (detaching all of them up front cost more
+    than writing the file)."""
+
+    __slots__ = ("_raw",)
+
+    def __init__(self, raw: dict[str, torch.Tensor]) -> None:
+        self._raw = raw
+
+    def __getitem__(self, key: str) -> torch.Tensor:
+        t = self._raw[key]
+        with torch._C.DisableTorchFunction():
+            return t.detach()
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._raw
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._raw)
+
+    def __len__(self) -> int:
+        return len(self._raw)
 
 
 def read(data: bytes) -> dict[str, Any]:

@@ -94,6 +94,9 @@ struct Core : std::enable_shared_from_this<Core> {
     if (!g.defined()) return 0;
     return g.element_size() <= 4 && !g.is_complex() ? cost_value - kNarrowValueSaving : cost_value;
   }
+  // Where each reference's (and each event's ``grad``) ``key`` goes in the events' JSON as
+  // ``events_json`` last wrote it, -1 for none (cxx/events.h, cxx/stats.h).
+  std::vector<int64_t> ref_at, grad_at;
   std::string events_message, bytes_message;
   bool stopped = false, enabled = true;
   PyObject* on_limit = nullptr;    // rec.stop(message): raises LimitReached
