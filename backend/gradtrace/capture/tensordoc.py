@@ -17,7 +17,7 @@ from torch.autograd.function import BackwardCFunction
 
 from gradtrace.analysis.kept import saved_key
 from gradtrace.capture.keysplice import GraphText, keyed, nonfinite, spliced
-from gradtrace.capture.outputs import Kept
+from gradtrace.capture.outputs import Kept, NativeTap
 from gradtrace.capture.recorder import Recorder
 from gradtrace.capture.tensorfile import (
     FORWARD,
@@ -40,15 +40,15 @@ def _version(t: torch.Tensor) -> int:
         return -1
 
 
-Slot = dict[str, Any] | int | tuple[list[bytes | None], int] | None
-"""Where a key goes: a TensorValue dict of Python's, an offset in the events' text, an
-output's TensorValue text, or nowhere (a saved tensor: NOTE [saved tensors from no node] in
-saved.py)."""
+Slot = dict[str, Any] | tuple[list[bytes | None], int] | None
+"""Where a key goes: a TensorValue dict of Python's, an output's TensorValue text, or nowhere
+(a saved tensor: NOTE [saved tensors from no node] in saved.py). The events' keys go at the
+offsets of their rows (``_events``)."""
 
 
 class _Collect:
-    """The candidates for the file, and where each one's ``key`` goes: a TensorValue dict of
-    Python's, or an offset in the core's events text (NOTE [keys spliced into the core's JSON])."""
+    """The candidates for the file, and where each one's ``key`` goes (``Slot``; the events'
+    keys at offsets in the core's events text: NOTE [keys spliced into the core's JSON])."""
 
     def __init__(self, rec: Recorder) -> None:
         self.rec = rec
@@ -126,7 +126,6 @@ def _events(c: _Collect, text: bytes, acc: set[str]) -> tuple[list[tuple[Any, ..
     is not finite (-1: none)."""
     rows, first = c.rec.core.event_candidates(text, [int(nid[1:]) for nid in acc])
     c.cands.extend([Candidate(key, t, nbytes, rank, why) for key, _, t, nbytes, rank, why in rows])
-    c.slots.update([(row[0], row[1]) for row in rows])
     return rows, first
 
 
@@ -168,10 +167,42 @@ class _Output:
         return not any(t is not None and nonfinite(t) for t in self.texts)
 
 
+def _native_outputs(c: _Collect, graph: GraphText, tap: NativeTap) -> list[_Output]:
+    """``_outputs`` from the C++ tap: every node's outputs, their stats and their candidates'
+    fields in one call (NOTE [the tensor file's side in bulk] in ``cxx/stats.h``)."""
+    core = c.rec.core
+    rows = core.tap_outputs()
+    tap._settled = True  # what the core held is handed over here, then let go
+    core.tap_clear()
+    out: list[_Output] = []
+    cands = c.cands
+    for index, n_out, outs in rows:
+        nid = f"n{index}"
+        if graph.kind.get(nid) != "function":
+            continue
+        output = _Output(nid, n_out)
+        for k, o in enumerate(outs):
+            if o is None:
+                continue
+            key = f"{nid}.out{k}"
+            if o.__class__ is int:
+                cands.append(Candidate(key, None, o, FORWARD, "budget"))
+                continue
+            text, t, nbytes, why, odd = o
+            output.texts[k] = text or canonical_json(TensorValueDict(encode(odd, with_values=False)))
+            cands.append(Candidate(key, t, nbytes, FORWARD, why))
+            c.slots[key] = (output.texts, k)
+        if any(t is not None for t in output.texts):
+            out.append(output)
+    return out
+
+
 def _outputs(c: _Collect, graph: GraphText) -> list[_Output]:
     tap = c.rec.outputs
     if tap is None:
         return []
+    if isinstance(tap, NativeTap):
+        return _native_outputs(c, graph, tap)
     tap.settle()
     core = c.rec.core
     found: list[tuple[int, str, dict[int, Any]]] = []
@@ -254,10 +285,10 @@ def attach(rec: Recorder, doc: dict[str, Any], budget: int,
                 if cand.key in path and cand.rank > NONFINITE:
                     cand.rank = NONFINITE
         tf = build(c.cands, budget)
-    inserted: list[tuple[int, int, bytes]] = []
-    for key in tf.tensors:
-        slot = c.slots[key]
-        if slot is None:
+    kept = tf.tensors
+    inserted = [(at, at, b'"key":"' + key.encode() + b'",') for key, at, *_ in rows if key in kept]
+    for key, slot in c.slots.items():  # the events' are in ``rows``
+        if slot is None or key not in kept:
             continue
         if isinstance(slot, dict):
             native = getattr(slot, "native", None)
@@ -265,8 +296,6 @@ def attach(rec: Recorder, doc: dict[str, Any], budget: int,
                 slot.native = keyed(native, key)  # type: ignore[attr-defined]
             else:
                 slot["key"] = key
-        elif isinstance(slot, int):
-            inserted.append((slot, slot, b'"key":"' + key.encode() + b'",'))
         else:
             texts, k = slot
             text = texts[k]

@@ -156,8 +156,9 @@ def write(kept: list[Candidate], *, in_core: bool | None = None) -> bytes:
     """The safetensors bytes: 8-byte header length, the JSON header (padded with spaces to 8
     bytes, as the reference writer does), then the buffers in ``kept``'s order.
 
-    NOTE [one pass]: with the C++ core the file is written straight into its final bytes
-    (NOTE [the file written once] in ``cxx/tensorfile.h``). Without it the whole file is one
+    NOTE [one pass]: with the C++ core the file, its header too, is written straight into its
+    final bytes (NOTE [the file written once] in ``cxx/tensorfile.h``; ``write_keyed_file`` in
+    ``cxx/stats.h``). Without it the whole file is one
     buffer, sized from the header, and every buffer is written into it by a single
     ``torch.cat(..., out=)`` over flat byte views of the tensors (no per-tensor numpy array or
     Python-level copy): thousands of small gradients cost one kernel call; then it is copied
@@ -166,6 +167,13 @@ def write(kept: list[Candidate], *, in_core: bool | None = None) -> bytes:
     tensor through Python; its output is the same format, which ``read`` (``safetensors``
     itself) checks in the tests. ``in_core``: the C++ core's writer (default: where the
     kernels are the core's)."""
+    if in_core is None:
+        in_core = native.default_native()
+    if in_core and native.core is not None:
+        # NOTE [the tensor file's side in bulk] in cxx/stats.h: the header written there too
+        with torch._C.DisableTorchFunction():
+            return bytes(native.core.write_keyed_file([c.key for c in kept], [c.tensor for c in kept],
+                                                      [c.nbytes for c in kept]))
     header: dict[str, Any] = {"__metadata__": {"format": "pt", "writer": "gradtrace"}}
     offset = 0
     for c in kept:
@@ -176,12 +184,6 @@ def write(kept: list[Candidate], *, in_core: bool | None = None) -> bytes:
         offset += c.nbytes
     text = orjson.dumps(header)
     text += b" " * (-len(text) % 8)
-    if in_core is None:
-        in_core = native.default_native()
-    if in_core and native.core is not None:  # NOTE [the file written once] (cxx/tensorfile.h)
-        with torch._C.DisableTorchFunction():
-            parts = [c.tensor for c in kept if c.nbytes and c.tensor is not None]
-        return bytes(native.core.write_tensor_file(len(text).to_bytes(8, "little") + text, parts, offset))
     start = 8 + len(text)
     buf = bytearray(start + offset)
     buf[:8] = len(text).to_bytes(8, "little")

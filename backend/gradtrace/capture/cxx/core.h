@@ -201,7 +201,7 @@ struct Core : std::enable_shared_from_this<Core> {
   std::unordered_map<const void*, SameData> by_data;
 
   static const void* same_elements_key(const at::Tensor& t, int64_t ver) {
-    if (ver < 0 || t.numel() <= kValuesLimit || !t.is_cpu() || t.layout() != at::kStrided ||
+    if (ver < 0 || t.numel() <= kValuesLimit || t.is_neg() || !t.is_cpu() || t.layout() != at::kStrided ||
         t.is_quantized() || !t.has_storage() || !t.is_non_overlapping_and_dense()) {
       return nullptr;
     }

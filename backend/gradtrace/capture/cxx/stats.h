@@ -13,6 +13,7 @@
 #pragma once
 #include "prelude.h"
 
+#include <map>
 #include <unordered_set>
 
 namespace gradtrace {
@@ -135,6 +136,116 @@ py::tuple event_candidates(Core& c, const std::vector<int32_t>& acc) {
     }
   }
   return py::make_tuple(rows, first);
+}
+
+// The safetensors code of a kept tensor's dtype (``tensorfile._CODES``).
+const char* safetensors_code(at::ScalarType t) {
+  switch (t) {
+    case at::kDouble: return "F64";
+    case at::kFloat: return "F32";
+    case at::kHalf: return "F16";
+    case at::kBFloat16: return "BF16";
+    case at::kLong: return "I64";
+    case at::kInt: return "I32";
+    case at::kShort: return "I16";
+    case at::kChar: return "I8";
+    case at::kByte: return "U8";
+    case at::kBool: return "BOOL";
+    case at::kUInt16: return "U16";
+    case at::kUInt32: return "U32";
+    case at::kUInt64: return "U64";
+    case at::kFloat8_e4m3fn: return "F8_E4M3";
+    case at::kFloat8_e5m2: return "F8_E5M2";
+    default: throw std::runtime_error("tensor file: a dtype safetensors has no code for");
+  }
+}
+
+// ``tensorfile.write`` with its header written here (NOTE [the tensor file's side in bulk]):
+// the same bytes as ``orjson.dumps`` of the header dict (the metadata, then each key in
+// ``keys``' order), padded with spaces to 8 bytes, then the buffers (NOTE [the file written
+// once] in tensorfile.h). ``nbytes``: each tensor's bytes.
+py::object write_keyed_file(const std::vector<std::string>& keys, const std::vector<at::Tensor>& ts,
+                            const std::vector<int64_t>& nbytes) {
+  if (keys.size() != ts.size() || ts.size() != nbytes.size()) throw std::runtime_error("tensor file: lengths differ");
+  std::string head(8, '\0');
+  head.reserve(64 + keys.size() * 80);
+  head += "{\"__metadata__\":{\"format\":\"pt\",\"writer\":\"gradtrace\"}";
+  int64_t offset = 0;
+  std::vector<at::Tensor> parts;
+  parts.reserve(ts.size());
+  for (size_t i = 0; i < ts.size(); ++i) {
+    const at::Tensor& t = ts[i];
+    head.push_back(',');
+    write_str(head, keys[i]);
+    head += ":{\"dtype\":\"";
+    head += safetensors_code(t.scalar_type());
+    head += "\",\"shape\":[";
+    for (int64_t d = 0; d < t.dim(); ++d) {
+      if (d) head.push_back(',');
+      format_int(head, t.size(d));
+    }
+    head += "],\"data_offsets\":[";
+    format_int(head, offset);
+    head.push_back(',');
+    format_int(head, offset + nbytes[i]);
+    head += "]}";
+    offset += nbytes[i];
+    if (nbytes[i]) parts.push_back(t);
+  }
+  head.push_back('}');
+  head.append((8 - (head.size() - 8) % 8) % 8, ' ');
+  uint64_t n = head.size() - 8;
+  for (int b = 0; b < 8; ++b) head[static_cast<size_t>(b)] = static_cast<char>((n >> (8 * b)) & 0xff);
+  return write_tensor_file(py::bytes(head), parts, offset);
+}
+
+// The forward outputs the tap holds, by node (``tensordoc._outputs`` on the core's kernels):
+// [(node index, its number of outputs, [per output: None, the bytes not held (an int: the
+// budget), or (stats JSON, tensor or None, bytes, reason or None, the tensor for Python's
+// encoder where only it writes the stats (b"" for the JSON) or None)])] in node order; ``entries`` / ``pos``: the recorder's entries and where each index
+// is among them (``Recorder::entries_``, ``pos_``).
+py::list tap_outputs(Core& c, Tap* tap, const std::vector<FnEntry>& entries, const std::vector<int64_t>& pos) {
+  py::list out;
+  if (tap == nullptr) return out;
+  std::map<int32_t, std::vector<const TapEntry*>> by_index;
+  {
+    std::lock_guard<std::mutex> lock(c.mu);
+    for (const TapEntry& e : tap->entries) {
+      auto it = c.known.find(e.node.get());
+      if (it != c.known.end()) by_index[it->second].push_back(&e);
+    }
+  }
+  py::object none = py::none();
+  std::string text;
+  for (const auto& [index, held] : by_index) {
+    if (index < 0 || index >= static_cast<int32_t>(pos.size()) || pos[static_cast<size_t>(index)] < 0) continue;
+    size_t n_out = std::max<size_t>(1, entries[static_cast<size_t>(pos[static_cast<size_t>(index)])].outs.size());
+    py::list outs;
+    for (size_t k = 0; k < n_out; ++k) outs.append(none);
+    for (const TapEntry* e : held) {
+      if (e->nr < 0 || static_cast<size_t>(e->nr) >= n_out || !outs[static_cast<size_t>(e->nr)].is_none()) continue;
+      py::object slot;
+      if (!e->tensor.defined()) {
+        slot = py::int_(e->dropped);
+      } else {
+        const at::Tensor& t = e->tensor;
+        bool intact = e->copied || Tap::version_of(t) == e->version;
+        int64_t raw = static_cast<int64_t>(t.numel()) * static_cast<int64_t>(t.element_size());
+        Value v = encode(t);
+        text.clear();
+        if (v.kind != 3) write_value(text, v, false);
+        py::object tensor = none, reason = none;
+        if (!intact) reason = py::str("changed");
+        else if (!storable(t)) reason = py::str("dtype");
+        else tensor = py::reinterpret_steal<py::object>(THPVariable_Wrap(t));
+        py::object odd = v.kind == 3 ? py::reinterpret_steal<py::object>(THPVariable_Wrap(t)) : none;
+        slot = py::make_tuple(py::bytes(text), tensor, raw, reason, odd);
+      }
+      outs[static_cast<size_t>(e->nr)] = slot;
+    }
+    out.append(py::make_tuple(index, n_out, outs));
+  }
+  return out;
 }
 
 }  // namespace gradtrace
