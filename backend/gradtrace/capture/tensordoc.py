@@ -167,13 +167,11 @@ class _Output:
         return not any(t is not None and nonfinite(t) for t in self.texts)
 
 
-def _native_outputs(c: _Collect, graph: GraphText, tap: NativeTap) -> list[_Output]:
+def _native_outputs(c: _Collect, graph: GraphText) -> list[_Output]:
     """``_outputs`` from the C++ tap: every node's outputs, their stats and their candidates'
     fields in one call (NOTE [the tensor file's side in bulk] in ``cxx/stats.h``)."""
     core = c.rec.core
-    rows = core.tap_outputs()
-    tap._settled = True  # what the core held is handed over here, then let go
-    core.tap_clear()
+    rows = core.tap_outputs()  # the core keeps holding them: a document may be built again
     out: list[_Output] = []
     cands = c.cands
     for index, n_out, outs in rows:
@@ -202,7 +200,7 @@ def _outputs(c: _Collect, graph: GraphText) -> list[_Output]:
     if tap is None:
         return []
     if isinstance(tap, NativeTap):
-        return _native_outputs(c, graph, tap)
+        return _native_outputs(c, graph)
     tap.settle()
     core = c.rec.core
     found: list[tuple[int, str, dict[int, Any]]] = []
