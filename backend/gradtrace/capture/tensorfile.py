@@ -51,8 +51,10 @@ NOTE [held within the budget]
 
 from __future__ import annotations
 
+import ctypes
 import hashlib
-from collections.abc import Iterator
+import warnings
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -115,11 +117,14 @@ def candidate(key: str, t: torch.Tensor | None, rank: int, *, reason: str | None
 class TensorFile:
     """The kept tensors of one document, in process, and their safetensors bytes."""
 
-    def __init__(self, tensors: dict[str, torch.Tensor], info: dict[str, Any], data: bytes) -> None:
+    def __init__(self, tensors: Mapping[str, torch.Tensor], info: dict[str, Any], data: bytes) -> None:
         self.tensors = tensors
         self.info = info
         """The document's ``tensors`` field (``schema.document.TensorFile``)."""
         self.data = data
+        self.made: tuple[Any, ...] | None = None
+        """What ``tensordoc.attach`` made of the document with it (a second document of the
+        same run reuses it: NOTE [each tensor let go once written])."""
 
     def __contains__(self, key: str) -> bool:
         return key in self.tensors
@@ -152,20 +157,51 @@ def _flat_bytes(t: torch.Tensor) -> torch.Tensor:
     return flat if flat.dtype == torch.uint8 else flat.view(torch.uint8)
 
 
+WRITE_BATCH = 4 << 20
+"""The Python writer's batch: tensors are copied into the file by one ``torch.cat`` per this
+many bytes, then let go (NOTE [each tensor let go once written])."""
+
+
+def _trim() -> Callable[[], object]:
+    """glibc's ``malloc_trim(0)``: freed memory back to the system (``cxx/tensorfile.h`` does the
+    same every ``WRITE_BATCH * 4`` bytes written), or nothing where there is no glibc."""
+    try:
+        trim = ctypes.CDLL(None).malloc_trim
+    except (OSError, AttributeError):
+        return lambda: None
+    trim.argtypes = [ctypes.c_size_t]
+    return lambda: trim(0)
+
+
+_malloc_trim = _trim()
+
+
+def _filled(size: int) -> tuple[bytes, torch.Tensor]:
+    """A new ``bytes`` of ``size`` and a uint8 tensor over its memory, to fill it before anyone
+    else sees it (NOTE [each tensor let go once written]: the C++ writer's
+    ``PyBytes_FromStringAndSize(nullptr, n)``; ``bytes(n)`` is ``calloc``'d, so its pages are
+    touched only as they are written)."""
+    data = bytes(size)
+    with warnings.catch_warnings():  # read-only to Python; this is its only writer, before it is seen
+        warnings.simplefilter("ignore")
+        return data, torch.frombuffer(data, dtype=torch.uint8)
+
+
 def write(kept: list[Candidate], *, in_core: bool | None = None) -> bytes:
     """The safetensors bytes: 8-byte header length, the JSON header (padded with spaces to 8
-    bytes, as the reference writer does), then the buffers in ``kept``'s order.
+    bytes, as the reference writer does), then the buffers in ``kept``'s order. Each
+    candidate's tensor is let go (``tensor`` set to None) once its bytes are in the file.
 
     NOTE [one pass]: with the C++ core the file is written straight into its final bytes
-    (NOTE [the file written once] in ``cxx/tensorfile.h``). Without it the whole file is one
-    buffer, sized from the header, and every buffer is written into it by a single
-    ``torch.cat(..., out=)`` over flat byte views of the tensors (no per-tensor numpy array or
-    Python-level copy): thousands of small gradients cost one kernel call; then it is copied
-    once more into ``bytes``. Both give the same bytes (``tests/capture/test_tensor_held.py``
-    compares the kernel sets' files). ``safetensors.torch.save`` would build a dict, sort it by dtype and copy each
-    tensor through Python; its output is the same format, which ``read`` (``safetensors``
-    itself) checks in the tests. ``in_core``: the C++ core's writer (default: where the
-    kernels are the core's)."""
+    (NOTE [the file written once] in ``cxx/tensorfile.h``). Without it the file is one
+    ``bytes`` sized from the header, filled through a tensor over its memory by one
+    ``torch.cat(..., out=)`` per ``WRITE_BATCH`` bytes of flat byte views of the tensors (no
+    per-tensor numpy array or Python-level copy: thousands of small gradients cost a few
+    kernel calls). Both give the same bytes (``tests/capture/test_tensor_held.py``
+    compares the kernel sets' files). ``safetensors.torch.save`` would build a dict, sort it by
+    dtype and copy each tensor through Python; its output is the same format, which ``read``
+    (``safetensors`` itself) checks in the tests. ``in_core``: the C++ core's writer (default:
+    where the kernels are the core's)."""
     header: dict[str, Any] = {"__metadata__": {"format": "pt", "writer": "gradtrace"}}
     offset = 0
     for c in kept:
@@ -176,33 +212,95 @@ def write(kept: list[Candidate], *, in_core: bool | None = None) -> bytes:
         offset += c.nbytes
     text = orjson.dumps(header)
     text += b" " * (-len(text) % 8)
+    head = len(text).to_bytes(8, "little") + text
+    parts: list[Any] = [c.tensor for c in kept if c.nbytes and c.tensor is not None]
+    for c in kept:  # ``parts`` is their one holder now: each is let go once written
+        c.tensor = None
     if in_core is None:
         in_core = native.default_native()
     if in_core and native.core is not None:  # NOTE [the file written once] (cxx/tensorfile.h)
         with torch._C.DisableTorchFunction():
-            parts = [c.tensor for c in kept if c.nbytes and c.tensor is not None]
-        return bytes(native.core.write_tensor_file(len(text).to_bytes(8, "little") + text, parts, offset))
-    start = 8 + len(text)
-    buf = bytearray(start + offset)
-    buf[:8] = len(text).to_bytes(8, "little")
-    buf[8:start] = text
-    if offset:
-        with torch._C.DisableTorchFunction():
-            parts = [_flat_bytes(c.tensor) for c in kept if c.nbytes and c.tensor is not None]
-            torch.cat(parts, out=torch.frombuffer(buf, dtype=torch.uint8, offset=start, count=offset))
-    return bytes(buf)
+            return bytes(native.core.write_tensor_file(head, parts, offset))
+    data, dst = _filled(len(head) + offset)
+    dst[:len(head)].copy_(torch.frombuffer(bytearray(head), dtype=torch.uint8))
+    at = trimmed = len(head)
+    with torch._C.DisableTorchFunction():
+        i = 0
+        while i < len(parts):
+            batch: list[torch.Tensor] = []
+            size = 0
+            while i < len(parts) and (not batch or size < WRITE_BATCH):
+                flat = _flat_bytes(parts[i])
+                parts[i] = None
+                batch.append(flat)
+                size += flat.numel()
+                i += 1
+            torch.cat(batch, out=dst[at:at + size])
+            at += size
+            del batch, flat
+            if at - trimmed >= 4 * WRITE_BATCH:  # what was let go goes back to the system
+                _malloc_trim()
+                trimmed = at
+    if at != len(data):
+        raise RuntimeError("tensor file: the tensors fall short of the header's sizes")
+    return data
 
 
-def build(cands: list[Candidate], budget: int) -> TensorFile:
+class FileTensors(Mapping[str, torch.Tensor]):
+    """The kept tensors by key, read from the file's bytes when asked (each a tensor of its
+    own: a copy of its bytes), so that nothing but the file is held once it is written."""
+
+    def __init__(self, data: bytes, index: dict[str, tuple[torch.dtype, list[int], int, int]]) -> None:
+        self._data = data
+        self._index = index
+
+    def __getitem__(self, key: str) -> torch.Tensor:
+        dtype, shape, begin, end = self._index[key]
+        if begin == end:
+            return torch.empty(shape, dtype=dtype)
+        raw = bytearray(memoryview(self._data)[begin:end])
+        return torch.frombuffer(raw, dtype=dtype).view(shape)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._index)
+
+    def __len__(self) -> int:
+        return len(self._index)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._index
+
+
+_DTYPES = {code: dtype for dtype, code in _CODES.items()}
+
+
+def file_tensors(data: bytes) -> FileTensors:
+    """The tensors of a file this module wrote (its header read once)."""
+    n = int.from_bytes(data[:8], "little")
+    header = orjson.loads(data[8:8 + n])
+    start = 8 + n
+    return FileTensors(data, {k: (_DTYPES[v["dtype"]], v["shape"], start + v["data_offsets"][0],
+                                  start + v["data_offsets"][1])
+                              for k, v in header.items() if k != "__metadata__"})
+
+
+def build(cands: list[Candidate], budget: int, release: Callable[[], None] | None = None) -> TensorFile:
+    """The file of what ``select`` keeps. ``release``: lets go of every other holder of the
+    kept tensors (the core's, the tap's), so that each is let go once written (NOTE [each
+    tensor let go once written])."""
     kept, out = select(cands, budget)
-    data = write(kept)
-    info = {"format": "safetensors", "sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data),
-            "count": len(kept), "budget_bytes": budget,
+    for c in out:
+        c.tensor = None
+    if release is not None:
+        release()
+    left = {"budget_bytes": budget,
             "left_out": [{"key": c.key, "bytes": c.nbytes, "reason": c.reason} for c in out[:LEFT_OUT_LISTED]],
             "left_out_count": len(out), "left_out_bytes": sum(c.nbytes for c in out)}
-    with torch._C.DisableTorchFunction():
-        held = {c.key: c.tensor.detach() for c in kept if c.tensor is not None}
-    return TensorFile(held, info, data)
+    count = len(kept)
+    data = write(kept)
+    info = {"format": "safetensors", "sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data),
+            "count": count, **left}
+    return TensorFile(file_tensors(data), info, data)
 
 
 def read(data: bytes) -> dict[str, Any]:
