@@ -31,22 +31,41 @@ NOTE [what the budget keeps first]
 NOTE [held within the budget]
     While recording, what is held is capped by one budget for everything: the core holds
     gradients (``Core::keep_alias`` / ``PyCore._keep``) and the tap forward outputs
-    (``cxx/tap.h`` / ``OutputTap``), both charged to the core's ``keep_budget``
-    (``budget_bytes``). A gradient that would pass it first lets go of the forward outputs held
-    last (a forward value never keeps a gradient out: ``Tap::evict`` / ``OutputTap.evict``);
-    past that a tensor is not held and is listed with reason ``budget``. Everything goes in
-    the order things happen in the run, so the same snippet and seed leave out the same
-    tensors on both kernel sets. The order of NOTE [what the budget keeps first] then chooses
-    among what was held: where the gradients of a run alone pass the budget, those met first
-    are held, a leaf's included or not (the recorder cannot know a gradient's class when it
-    meets it). Held here means counted at ``numel * element_size`` (an alias counts though its
-    storage may live on anyway), so peak memory is at most the run's without a tensor file
-    plus the budget (what is held), plus the saved tensors no node made, held within a cap of
-    their own of the same size (NOTE [saved tensors from no node] in ``capture/saved.py``),
-    plus the file itself, made once (NOTE [the file written once] in ``cxx/tensorfile.h``): at
-    most three times the budget plus a constant, and in practice near the budget (a file holds
-    what was held); ``bench/bench_tensors.py`` measures it. A run without a tensor file holds
-    nothing.
+    (``cxx/tap.h`` / ``OutputTap``) and the saved tensors no node made (``Tap::hold_saved`` /
+    ``OutputTap.hold_saved``: NOTE [saved tensors from no node] in ``capture/saved.py``), all
+    charged to the core's ``keep_budget`` (``budget_bytes``). A gradient that would pass it
+    first lets go of the forward values held last, saved tensors among them (a forward value
+    never keeps a gradient out: ``Tap::evict`` / ``OutputTap.evict``); past that a tensor is
+    not held and is listed with reason ``budget``. Everything goes in the order things happen
+    in the run, so the same snippet and seed leave out the same tensors on both kernel sets.
+    The order of NOTE [what the budget keeps first] then chooses among what was held: where
+    the gradients of a run alone pass the budget, those met first are held, a leaf's included
+    or not (the recorder cannot know a gradient's class when it meets it). Held here means
+    counted at ``numel * element_size`` (an alias counts though its storage may live on
+    anyway); ``held_peak()`` is the most ever held (never above the budget). The file is then
+    written as what is held is let go (NOTE [each tensor let go once written]), so peak memory
+    is at most the run's without a tensor file plus the budget plus ``PEAK_CONSTANT`` (64 MiB):
+    the memory let go but not yet given back between two trims (``4 * WRITE_BATCH``, and a
+    tensor the allocator keeps for itself), the file's header (about 100 bytes a tensor) and
+    the document's keys. Nothing is copied on the way: a tensor that is not row-major is
+    written element by element into its place, and the leaves' values at the end are aliases
+    (the run is over). A run
+    without a tensor file holds nothing. ``tests/capture/test_peak_memory.py`` checks it on
+    both kernel sets (the high-water mark, and a fresh process's peak resident memory against
+    the same run without tensors); ``bench/bench_peak_memory.py`` measures it.
+
+NOTE [each tensor let go once written]
+    Once ``select`` has chosen, every other holder of a kept tensor lets go (the core's values
+    and saved entries, the tap's outputs: ``Recorder::release_kept`` / ``PyCore.release_kept``,
+    ``OutputTap.release`` / ``NativeTap.release``), and the writer lets go of each tensor as
+    soon as its bytes are in the file (``write_tensor_file`` in ``cxx/tensorfile.h``, ``write``
+    here, a batch at a time): the file grows as the held set shrinks. The file's ``bytes`` is
+    allocated at once, but its pages become memory only as they are written; the memory let go
+    goes back to the system (glibc's ``malloc_trim`` every ``4 * WRITE_BATCH`` bytes written:
+    small tensors' memory would otherwise stay with the allocator, beside the file). In
+    process the kept tensors are then read from the file's bytes (``FileTensors``: each a copy
+    of its own bytes; the analysis reads them in place with numpy). A second document of the
+    same run reuses what the first made of it (``TensorFile.made``: the tensors are gone).
 """
 
 from __future__ import annotations
@@ -66,6 +85,8 @@ from gradtrace.capture import native
 DEFAULT_RECORD_BUDGET = 512 << 20
 """``gradtrace.record(tensor_budget=...)``'s default: a notebook's own machine."""
 LEFT_OUT_LISTED = 200
+PEAK_CONSTANT = 64 << 20
+"""NOTE [held within the budget]: what peak memory may pass the run's own plus the budget by."""
 
 _CODES = {torch.float64: "F64", torch.float32: "F32", torch.float16: "F16", torch.bfloat16: "BF16",
           torch.int64: "I64", torch.int32: "I32", torch.int16: "I16", torch.int8: "I8",
@@ -157,6 +178,14 @@ def _flat_bytes(t: torch.Tensor) -> torch.Tensor:
     return flat if flat.dtype == torch.uint8 else flat.view(torch.uint8)
 
 
+def _in_place(t: torch.Tensor, at: int) -> bool:
+    """Whether ``t`` is copied element by element into its place in the file (``at``): one that
+    is not plain row-major memory and whose dtype can be read there, as ``cxx/tensorfile.h``
+    does (no contiguous copy of it first)."""
+    return (not t.is_contiguous() and not t._is_zerotensor() and t.numel() > 0
+            and at % t.element_size() == 0)
+
+
 WRITE_BATCH = 4 << 20
 """The Python writer's batch: tensors are copied into the file by one ``torch.cat`` per this
 many bytes, then let go (NOTE [each tensor let go once written])."""
@@ -230,14 +259,23 @@ def write(kept: list[Candidate], *, in_core: bool | None = None) -> bytes:
             batch: list[torch.Tensor] = []
             size = 0
             while i < len(parts) and (not batch or size < WRITE_BATCH):
-                flat = _flat_bytes(parts[i])
-                parts[i] = None
-                batch.append(flat)
-                size += flat.numel()
+                t = parts[i]
+                if _in_place(t, at + size):  # its elements straight into the file
+                    break
+                batch.append(_flat_bytes(t))
+                parts[i] = t = None
+                size += batch[-1].numel()
                 i += 1
-            torch.cat(batch, out=dst[at:at + size])
-            at += size
-            del batch, flat
+            if batch:
+                torch.cat(batch, out=dst[at:at + size])
+                at += size
+                del batch
+            else:
+                n = t.numel() * t.element_size()
+                dst[at:at + n].view(t.dtype).view(t.shape).copy_(t)
+                parts[i] = t = None
+                at += n
+                i += 1
             if at - trimmed >= 4 * WRITE_BATCH:  # what was let go goes back to the system
                 _malloc_trim()
                 trimmed = at

@@ -48,10 +48,13 @@ inline py::object write_tensor_file(const py::bytes& head, const py::list& tenso
         if (n == 0) {
         } else if (t._is_zerotensor()) {
           std::memset(at_, 0, static_cast<size_t>(n));
-        } else {
-          at::Tensor c = t.device().is_cpu() ? t : t.cpu();
-          if (c.is_neg()) c = c.resolve_neg();
-          if (!c.is_contiguous()) c = c.contiguous();
+        } else if (t.device().is_cpu() && !t.is_neg() && t.is_contiguous()) {
+          std::memcpy(at_, t.const_data_ptr(), static_cast<size_t>(n));
+        } else if (reinterpret_cast<uintptr_t>(at_) % static_cast<uintptr_t>(t.element_size()) == 0) {
+          // its elements straight into the file, row-major: no contiguous copy of it first
+          at::from_blob(at_, t.sizes(), at::TensorOptions().dtype(t.scalar_type())).copy_(t);
+        } else {  // an offset its dtype cannot be read at (after an odd-sized tensor)
+          at::Tensor c = t.cpu().resolve_neg().contiguous();
           std::memcpy(at_, c.const_data_ptr(), static_cast<size_t>(n));
         }
         off += n;
