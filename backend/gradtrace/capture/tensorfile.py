@@ -258,22 +258,21 @@ def write(kept: list[Candidate], *, in_core: bool | None = None) -> bytes:
         while i < len(parts):
             batch: list[torch.Tensor] = []
             size = 0
-            while i < len(parts) and (not batch or size < WRITE_BATCH):
-                t = parts[i]
-                if _in_place(t, at + size):  # its elements straight into the file
-                    break
-                batch.append(_flat_bytes(t))
-                parts[i] = t = None
+            while i < len(parts) and (not batch or size < WRITE_BATCH) and not _in_place(parts[i], at + size):
+                batch.append(_flat_bytes(parts[i]))
+                parts[i] = None
                 size += batch[-1].numel()
                 i += 1
             if batch:
                 torch.cat(batch, out=dst[at:at + size])
                 at += size
                 del batch
-            else:
-                n = t.numel() * t.element_size()
-                dst[at:at + n].view(t.dtype).view(t.shape).copy_(t)
-                parts[i] = t = None
+            else:  # its elements straight into the file
+                one: torch.Tensor = parts[i]
+                n = one.numel() * one.element_size()
+                dst[at:at + n].view(one.dtype).view(one.shape).copy_(one)
+                parts[i] = None
+                del one
                 at += n
                 i += 1
             if at - trimmed >= 4 * WRITE_BATCH:  # what was let go goes back to the system
