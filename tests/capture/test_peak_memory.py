@@ -93,10 +93,10 @@ def test_a_second_document_is_the_first_though_the_tensors_were_let_go() -> None
 
 
 BUDGET = 128 << 20
-CONSTANT_MIB = PEAK_CONSTANT >> 20
-"""The tolerance of the peak resident memory beyond the budget: the writer's batch, the largest
-tensor made contiguous, the document, and the allocator's own slack; runs of the same program
-differ by tens of MiB."""
+NOISE_MIB = 32
+"""Runs of the same program in fresh processes differ in peak resident memory by tens of MiB
+(the allocator's layout, when the collector runs): the check allows that beyond the stated
+``PEAK_CONSTANT``. Holding the file beside what is held would pass it by the budget."""
 
 
 @pytest.mark.slow
@@ -109,4 +109,4 @@ def test_peak_resident_memory_stays_within_the_budget_plus_a_constant(kernels: s
     without = peak("wide", "none", kernels)
     assert with_["held_peak"] <= BUDGET and with_["file_bytes"] > BUDGET // 2
     extra = with_["peak_mib"] - without["peak_mib"]
-    assert extra <= (BUDGET >> 20) + CONSTANT_MIB, (with_, without)
+    assert extra <= (BUDGET >> 20) + (PEAK_CONSTANT >> 20) + NOISE_MIB, (with_, without)

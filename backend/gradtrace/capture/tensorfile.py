@@ -46,10 +46,13 @@ NOTE [held within the budget]
     written as what is held is let go (NOTE [each tensor let go once written]), so peak memory
     is at most the run's without a tensor file plus the budget plus ``PEAK_CONSTANT`` (64 MiB):
     the memory let go but not yet given back between two trims (``4 * WRITE_BATCH``, and a
-    tensor the allocator keeps for itself), the file's header (about 100 bytes a tensor) and
-    the document's keys. Nothing is copied on the way: a tensor that is not row-major is
+    tensor the allocator keeps for itself), the file's header and the document's own entries
+    for the tensors (keys, outputs' stats, the tap's and the file's bookkeeping: these grow with
+    the number of tensors, not their size; about 45 MiB on GRU-200's 11,000 ops, so a run of
+    many more small ops may pass the constant by them). Nothing is copied on the way: a tensor that is not row-major is
     written element by element into its place, and the leaves' values at the end are aliases
-    (the run is over). A run
+    (the run is over). So the peak comes while recording (what is held, beside the run's own);
+    writing the file lowers resident memory, as what it holds is let go and given back. A run
     without a tensor file holds nothing. ``tests/capture/test_peak_memory.py`` checks it on
     both kernel sets (the high-water mark, and a fresh process's peak resident memory against
     the same run without tensors); ``bench/bench_peak_memory.py`` measures it.
