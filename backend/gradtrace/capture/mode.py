@@ -45,6 +45,7 @@ from gradtrace.capture.recorder import Recorder
 _seq_nr = torch._C._autograd._get_sequence_nr
 _is_compiling = torch.compiler.is_compiling
 _tracing_context = torch._guards.TracingContext.try_get
+_GUARDS_TLS = torch._guards._TLS
 _DATA = torch._C.TensorBase.__dict__["data"]
 _GRAD = torch._C.TensorBase.__dict__["grad"]
 _DETACH = torch.Tensor.detach
@@ -176,7 +177,10 @@ def _cut_possible(args: tuple[Any, ...], out: Any) -> bool:
     """Whether a call without history could be a cut (NOTE in ``_maybe_cut``): an argument
     with history and a result without. Asked before anything else is done for the call: an
     optimizer's step makes dozens of such calls per parameter, none of them a cut."""
-    if not any(isinstance(a, torch.Tensor) and a.requires_grad for a in args):
+    for a in args:  # a loop, not ``any`` over a generator: this runs for most no_grad calls
+        if isinstance(a, torch.Tensor) and a.requires_grad:
+            break
+    else:
         return False
     return any(not t.requires_grad for t in _tensors_of(out))
 
@@ -260,8 +264,8 @@ class CaptureMode(TorchFunctionMode):
         nothing done, when the call needs ``_after``'s general handling."""
         rec = self.rec
         g = out.grad_fn
-        if g is None or rec.is_known(g) or _tracing_context() is not None:
-            return False
+        if g is None or rec.is_known(g) or getattr(_GUARDS_TLS, "tracing_context", None) is not None:
+            return False  # (``_tracing_context()``'s own look, without its call)
         try:
             if out._is_view() and rec.name_results_on and len(rec.fresh_views) < 4096:
                 rec.fresh_views[id(out)] = (out, g)  # NOTE [variables of intermediates]
@@ -343,8 +347,11 @@ class CaptureMode(TorchFunctionMode):
         self._quietly(lambda: rec.tangents.note(func, args, kwargs, out, rec.current_line(), rec.values, rec.grow))
 
     def _before_clear(self, target: Any) -> None:
-        """``.grad`` is about to be cleared or replaced: NOTE [gradient edits]."""
+        """``.grad`` is about to be cleared or replaced: NOTE [gradient edits]. Nothing to do
+        (and no pause of the line tracer) when ``target`` is no remembered leaf or gradient."""
         rec = self.rec
+        if not rec.edits.remembers(target):
+            return
         self._quietly(lambda: rec.edits.before_clear(target, rec.current_line()))
 
     def _quietly(self, work: Callable[[], None]) -> None:
