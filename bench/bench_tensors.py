@@ -6,6 +6,13 @@ stays within the budget, NOTE [held within the budget] in capture/tensorfile.py)
 record + document without tensors against the bare run.
 
     .venv/bin/python bench/bench_tensors.py [repeats] [--cpu]
+    .venv/bin/python bench/bench_tensors.py --table [repeats] [--baseline DIR]
+
+``--table``: only the with/without table, thread CPU and wall clock, each repeat a fresh
+process running every program without and with tensors alternated (``_one_round``); ``--baseline DIR``
+alternates each repeat with the same table measured by another checkout (``DIR/.venv``'s
+Python with ``DIR/backend`` first on the path, e.g. the main branch), so before and after come
+from the same run of the machine.
 """
 
 from __future__ import annotations
@@ -137,8 +144,89 @@ def main() -> None:
               f"= without + budget + {peak - base - mib} MiB")
 
 
+def _both(code: str, budget: int | None) -> tuple[float, float]:
+    """(CPU, wall) seconds of one record + document."""
+    cpu, wall = time.thread_time(), time.perf_counter()
+    _run(code, budget)
+    return time.thread_time() - cpu, time.perf_counter() - wall
+
+
+PAIRS = 5
+"""Runs without and with tensors, alternated, per program in one round: its medians."""
+
+
+def _one_round() -> dict[str, dict[str, list[float]]]:
+    """Every program without and with tensors, ``PAIRS`` times alternated after a warm run of
+    each: the medians. One intra-op thread and the thread's own CPU time: on a machine that
+    others share, idle OpenMP workers spinning for the CPU made process time swing 5x."""
+    import torch
+
+    from gradtrace.capture.tensorfile import DEFAULT_RECORD_BUDGET
+
+    torch.set_num_threads(1)
+    out: dict[str, dict[str, list[float]]] = {}
+    for name, code in _programs().items():
+        _both(code, None)
+        _both(code, DEFAULT_RECORD_BUDGET)
+        runs: dict[str, list[tuple[float, float]]] = {"without": [], "with": []}
+        for _ in range(PAIRS):
+            runs["without"].append(_both(code, None))
+            runs["with"].append(_both(code, DEFAULT_RECORD_BUDGET))
+        out[name] = {k: [statistics.median(r[i] for r in v) for i in range(2)] for k, v in runs.items()}
+    return out
+
+
+def _round_in(checkout: Path | None) -> dict[str, dict[str, list[float]]]:
+    """``_one_round`` in a fresh process of ``checkout`` (None: this one)."""
+    import json
+
+    root = checkout or ROOT
+    python = root / ".venv" / "bin" / "python"
+    env = {**os.environ, "PYTHONPATH": str(root / "backend")}
+    out = subprocess.run([str(python), __file__, "--round"], capture_output=True, text=True, check=True, env=env)
+    found: dict[str, dict[str, list[float]]] = json.loads(out.stdout.strip().splitlines()[-1])
+    return found
+
+
+def _span(xs: list[float]) -> str:
+    return f"{min(xs):.2f}-{max(xs):.2f}" if len(xs) > 1 else f"{xs[0]:.2f}"
+
+
+def table(repeats: int, baseline: Path | None) -> None:
+    """The with/without table: per program and clock, the median of each and the ratio of the
+    medians, with the range of the per-repeat ratios."""
+    rows: dict[str, list[dict[str, dict[str, list[float]]]]] = {"this": []}
+    if baseline is not None:
+        rows["baseline"] = []
+    for _ in range(repeats):
+        for label in rows:
+            rows[label].append(_round_in(baseline if label == "baseline" else None))
+    print(f"{repeats} repeats; each a fresh process, its medians of {PAIRS} runs without and with tensors alternated"
+          + (f", {baseline} and this checkout alternated" if baseline else ""))
+    print(f"{'checkout':<9} {'program':<14} {'clock':<5} {'without ms':>10} {'with ms':>8} {'ratio':>6} "
+          f"{'ratio range':>11}")
+    for label, rounds in rows.items():
+        for name in rounds[0]:
+            for i, clock in enumerate(("cpu", "wall")):
+                wo = [r[name]["without"][i] for r in rounds]
+                wi = [r[name]["with"][i] for r in rounds]
+                ratios = [b / a for a, b in zip(wo, wi, strict=True)]
+                print(f"{label:<9} {name:<14} {clock:<5} {statistics.median(wo) * 1e3:>10.1f} "
+                      f"{statistics.median(wi) * 1e3:>8.1f} {statistics.median(wi) / statistics.median(wo):>6.2f} "
+                      f"{_span(ratios):>11}")
+
+
 if __name__ == "__main__":
-    if len(sys.argv) > 1 and sys.argv[1] == "--peak":
+    if len(sys.argv) > 1 and sys.argv[1] == "--round":
+        import json
+
+        print(json.dumps(_one_round()))
+    elif "--table" in sys.argv:
+        rest = [a for a in sys.argv[1:] if a != "--table"]
+        base = Path(rest[rest.index("--baseline") + 1]) if "--baseline" in rest else None
+        nums = [a for a in rest if a.isdigit()]
+        table(int(nums[0]) if nums else 3, base)
+    elif len(sys.argv) > 1 and sys.argv[1] == "--peak":
         from gradtrace.capture.tensorfile import DEFAULT_RECORD_BUDGET
 
         name, label = sys.argv[2], sys.argv[3]

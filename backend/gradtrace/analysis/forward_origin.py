@@ -22,23 +22,35 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from gradtrace.analysis.docview import DocView, has
+from gradtrace.analysis.docview import DocView, nonfinite_kind
 from gradtrace.analysis.numbers import flat
 
 MAX_ELEMENTS = 8
 
 
-def _carries(view: DocView, node_id: str, kind: str) -> bool:
-    """Whether ``node_id``'s forward value holds ``kind`` (a leaf behind its AccumulateGrad)."""
-    n = view.by_id.get(node_id)
-    if n is None:
-        return False
-    if n.get("kind") == "tensor":
-        return has(n.get("value"), kind)
-    if n.get("name") == "AccumulateGrad":
-        leaf = view.leaf_of(node_id)
-        return leaf is not None and has(leaf.get("value"), kind)
-    return any(has(o, kind) for o in n.get("output") or [])
+def _kinds(view: DocView) -> dict[str, str]:
+    """Each node whose forward value holds a NaN (``"nan"``) or only infinities (``"inf"``),
+    one pass over the nodes (a leaf counts behind its AccumulateGrad)."""
+    found: dict[str, str] = {}
+    for n in view.nodes:
+        nid = str(n["id"])
+        if n.get("kind") == "tensor":
+            tvs: Any = (n.get("value"),)
+        elif n.get("name") == "AccumulateGrad":
+            leaf = view.leaf_of(nid)
+            tvs = (leaf.get("value"),) if leaf is not None else ()
+        else:
+            tvs = n.get("output") or ()
+        kind = None
+        for tv in tvs:
+            k = nonfinite_kind(tv)
+            if k == "nan":
+                kind = k
+                break
+            kind = kind or k
+        if kind is not None:
+            found[nid] = kind
+    return found
 
 
 def _elements(n: Mapping[str, Any], kind: str) -> tuple[list[int], int | None]:
@@ -57,9 +69,12 @@ def forward_producer(view: DocView) -> dict[str, Any] | None:
     non-finite value surfaces (or the document kept no outputs)."""
     if not any(n.get("output") for n in view.nodes):
         return None
+    kinds = _kinds(view)
+    if not kinds:
+        return None
     order = {str(n["id"]): i for i, n in enumerate(view.nodes)}
-    for kind in ("nan", "inf"):
-        bad = {nid for nid in order if _carries(view, nid, kind)}
+    for kind in ("nan", "inf"):  # "inf" counts a NaN too (docview.has)
+        bad = {nid for nid, k in kinds.items() if kind == "inf" or k == "nan"}
         if not bad:
             continue
         sinks = [nid for nid in bad if not view.consumers.get(nid)]

@@ -27,7 +27,7 @@
 //
 // The parts, in order (one translation unit): cxx/prelude.h, json.h, keys.h (generated from
 // the schema), values.h, pyobjects.h,
-// entries.h, core.h, events.h, walk.h, tap.h, tensorfile.h, recorder.h, tracer.h; the Python module below.
+// entries.h, core.h, events.h, walk.h, tap.h, tensorfile.h, stats.h, recorder.h, tracer.h; the Python module below.
 
 #include "cxx/prelude.h"
 #include "cxx/json.h"
@@ -40,6 +40,7 @@
 #include "cxx/walk.h"
 #include "cxx/tap.h"
 #include "cxx/tensorfile.h"
+#include "cxx/stats.h"
 #include "cxx/recorder.h"
 #include "cxx/tracer.h"
 
@@ -57,6 +58,7 @@ PYBIND11_MODULE(_native, m) {
     return out;
   });
   m.def("write_tensor_file", &gradtrace::write_tensor_file);
+  m.def("write_keyed_file", &gradtrace::write_keyed_file);  // NOTE [the tensor file's side in bulk]
   m.def("tap_key", []() { return static_cast<int>(gradtrace::kTapKey); });
   m.def("encode_json", [](const at::Tensor& t) {
     gradtrace::Value v = gradtrace::encode(t);
@@ -104,6 +106,16 @@ PYBIND11_MODULE(_native, m) {
       .def("value", &gradtrace::Recorder::value)
       .def("numel_of", &gradtrace::Recorder::numel_of)
       .def("events_json", &gradtrace::Recorder::events_json)
+      // NOTE [the tensor file's side in bulk] (cxx/stats.h)
+      .def("stats_json", [](gradtrace::Recorder&, const std::vector<at::Tensor>& ts) {
+        return gradtrace::stats_json(ts);
+      })
+      .def("tap_outputs", [](gradtrace::Recorder& r) {
+        return gradtrace::tap_outputs(*r.core, r.tap_.get(), r.entries_, r.pos_);
+      })
+      .def("event_candidates", [](gradtrace::Recorder& r, const py::bytes&, const std::vector<int32_t>& acc) {
+        return gradtrace::event_candidates(*r.core, acc);
+      })
       .def("nodes_json", &gradtrace::Recorder::nodes_json)
       .def("edges_json", &gradtrace::Recorder::edges_json)
       .def("changes", &gradtrace::Recorder::changes)

@@ -105,6 +105,13 @@ class _Value:
             self.held = None
 
 
+def _version(t: torch.Tensor) -> int:
+    try:
+        return int(t._version)
+    except RuntimeError:  # an inference tensor
+        return -1
+
+
 class PyCore:
     """``gradtrace::Recorder`` (``cxx/recorder.h``) in Python."""
 
@@ -615,6 +622,62 @@ class PyCore:
                     d["hook_changes"] = [{"before": b, "after": a} for b, a in pairs]
                 out.append(d)
         return canonical_json(out), budget
+
+    # ------------------------------------------- the tensor file's side in bulk (stats.h)
+    def stats_json(self, ts: list[torch.Tensor]) -> list[bytes]:
+        """``stats_json`` (``cxx/stats.h``): each tensor's TensorValue without values, as a
+        captured value writes it (NOTE [the tensor file's side in bulk])."""
+        out: list[bytes] = []
+        with torch._C.DisableTorchFunction():
+            for t in ts:
+                v = _Value(t)
+                v.encoded()
+                out.append(canonical_json(v.without))
+        return out
+
+    def event_candidates(self, text: bytes, acc: list[int]) -> tuple[list[tuple[Any, ...]], int]:
+        """``event_candidates`` (``cxx/stats.h``): each backward value's row for the tensor
+        file, ``(key, offset of its key in text, tensor or None, bytes, class, reason)``, and
+        the first event whose gradient in or out is not finite (-1: none). The offsets are
+        found in ``text`` (NOTE [keys spliced into the core's JSON] in keysplice.py)."""
+        from gradtrace.capture.keysplice import EventsText
+        from gradtrace.capture.tensorfile import GRADIENT, LEAF, candidate
+
+        refs = self.event_refs()
+        events = EventsText(text, refs)
+        accs = {f"n{a}" for a in acc}
+        seen: dict[int, tuple[torch.Tensor | None, int, str | None]] = {}
+        rows: list[tuple[Any, ...]] = []
+
+        def row(i: int, name: str, vid: int, rank: int) -> None:
+            at = events.slot(i, name)
+            if at is None or vid < 0:
+                return
+            hit = seen.get(vid)
+            if hit is None:
+                v = self._values[vid]
+                t = v.kept
+                if t is None and v.kept_dropped:  # NOTE [held within the budget] in tensorfile.py
+                    hit = (None, v.kept_dropped, "budget")
+                else:
+                    changed = t is not None and not v.kept_copy and _version(t) != v.kept_version
+                    c = candidate("", t, rank, reason="changed" if changed else None)
+                    hit = (c.tensor, c.nbytes, c.reason)
+                seen[vid] = hit
+            rows.append((f"e{i}.{name}", at, *hit[:2], rank, hit[2]))
+
+        for i, go, gi, grad, hc in refs:
+            rank = LEAF if events.node[i] in accs else GRADIENT
+            for k, vid in enumerate(go):
+                row(i, f"go{k}", vid, rank)
+            for k, vid in enumerate(gi):
+                row(i, f"gi{k}", vid, GRADIENT)
+            row(i, "grad", grad, LEAF)
+            for k in range(len(hc) // 2):
+                row(i, f"hb{k}", hc[2 * k], GRADIENT)
+                row(i, f"ha{k}", hc[2 * k + 1], GRADIENT)
+        first = events.first_nonfinite()
+        return rows, -1 if first is None else first
 
     # ---------------------------------------------------------------- memory (recorder.h)
     def mark_freed(self, index: int) -> int:

@@ -16,12 +16,11 @@ import torch
 from torch.autograd.function import BackwardCFunction
 
 from gradtrace.analysis.kept import saved_key
-from gradtrace.capture.keysplice import EventsText, GraphText, Refs, keyed, nonfinite, spliced
-from gradtrace.capture.outputs import Kept
+from gradtrace.capture.keysplice import GraphText, keyed, nonfinite, spliced
+from gradtrace.capture.outputs import Kept, NativeTap
 from gradtrace.capture.recorder import Recorder
 from gradtrace.capture.tensorfile import (
     FORWARD,
-    GRADIENT,
     LEAF,
     NONFINITE,
     Candidate,
@@ -41,15 +40,15 @@ def _version(t: torch.Tensor) -> int:
         return -1
 
 
-Slot = dict[str, Any] | int | tuple[list[bytes | None], int] | None
-"""Where a key goes: a TensorValue dict of Python's, an offset in the events' text, an
-output's TensorValue text, or nowhere (a saved tensor: NOTE [saved tensors from no node] in
-saved.py)."""
+Slot = dict[str, Any] | tuple[list[bytes | None], int] | None
+"""Where a key goes: a TensorValue dict of Python's, an output's TensorValue text, or nowhere
+(a saved tensor: NOTE [saved tensors from no node] in saved.py). The events' keys go at the
+offsets of their rows (``_events``)."""
 
 
 class _Collect:
-    """The candidates for the file, and where each one's ``key`` goes: a TensorValue dict of
-    Python's, or an offset in the core's events text (NOTE [keys spliced into the core's JSON])."""
+    """The candidates for the file, and where each one's ``key`` goes (``Slot``; the events'
+    keys at offsets in the core's events text: NOTE [keys spliced into the core's JSON])."""
 
     def __init__(self, rec: Recorder) -> None:
         self.rec = rec
@@ -121,17 +120,13 @@ def _tensor_nodes(c: _Collect, graph: GraphText) -> None:
             c.add(f"{nid}.end", tv, end, LEAF, why)
 
 
-def _events(c: _Collect, events: EventsText, refs: Refs, acc: set[str]) -> None:
-    for i, go, gi, grad, hc in refs:
-        rank = LEAF if events.node[i] in acc else GRADIENT
-        for k, vid in enumerate(go):
-            c.handle(f"e{i}.go{k}", events.slot(i, f"go{k}"), vid, rank)
-        for k, vid in enumerate(gi):
-            c.handle(f"e{i}.gi{k}", events.slot(i, f"gi{k}"), vid, GRADIENT)
-        c.handle(f"e{i}.grad", events.slot(i, "grad"), grad, LEAF)
-        for k in range(len(hc) // 2):
-            c.handle(f"e{i}.hb{k}", events.slot(i, f"hb{k}"), hc[2 * k], GRADIENT)
-            c.handle(f"e{i}.ha{k}", events.slot(i, f"ha{k}"), hc[2 * k + 1], GRADIENT)
+def _events(c: _Collect, text: bytes, acc: set[str]) -> tuple[list[tuple[Any, ...]], int]:
+    """Every backward value's candidate, from the core in one call (NOTE [the tensor file's
+    side in bulk] in ``cxx/stats.h``); the rows and the first event whose gradient in or out
+    is not finite (-1: none)."""
+    rows, first = c.rec.core.event_candidates(text, [int(nid[1:]) for nid in acc])
+    c.cands.extend([Candidate(key, t, nbytes, rank, why) for key, _, t, nbytes, rank, why in rows])
+    return rows, first
 
 
 def _by_seq(c: _Collect, graph: GraphText, matched: set[str],
@@ -172,10 +167,40 @@ class _Output:
         return not any(t is not None and nonfinite(t) for t in self.texts)
 
 
+def _native_outputs(c: _Collect, graph: GraphText) -> list[_Output]:
+    """``_outputs`` from the C++ tap: every node's outputs, their stats and their candidates'
+    fields in one call (NOTE [the tensor file's side in bulk] in ``cxx/stats.h``)."""
+    core = c.rec.core
+    rows = core.tap_outputs()  # the core keeps holding them: a document may be built again
+    out: list[_Output] = []
+    cands = c.cands
+    for index, n_out, outs in rows:
+        nid = f"n{index}"
+        if graph.kind.get(nid) != "function":
+            continue
+        output = _Output(nid, n_out)
+        for k, o in enumerate(outs):
+            if o is None:
+                continue
+            key = f"{nid}.out{k}"
+            if o.__class__ is int:
+                cands.append(Candidate(key, None, o, FORWARD, "budget"))
+                continue
+            text, t, nbytes, why, odd = o
+            output.texts[k] = text or canonical_json(TensorValueDict(encode(odd, with_values=False)))
+            cands.append(Candidate(key, t, nbytes, FORWARD, why))
+            c.slots[key] = (output.texts, k)
+        if any(t is not None for t in output.texts):
+            out.append(output)
+    return out
+
+
 def _outputs(c: _Collect, graph: GraphText) -> list[_Output]:
     tap = c.rec.outputs
     if tap is None:
         return []
+    if isinstance(tap, NativeTap):
+        return _native_outputs(c, graph)
     tap.settle()
     core = c.rec.core
     found: list[tuple[int, str, dict[int, Any]]] = []
@@ -187,6 +212,7 @@ def _outputs(c: _Collect, graph: GraphText) -> list[_Output]:
     _by_seq(c, graph, {nid for _, nid, _ in found}, found)
     found.sort(key=lambda f: f[0])
     out: list[_Output] = []
+    held: list[tuple[_Output, int, Kept]] = []
     for _, nid, slots in found:
         n_out = graph.n_outputs(nid)
         output = _Output(nid, n_out)
@@ -196,12 +222,15 @@ def _outputs(c: _Collect, graph: GraphText) -> list[_Output]:
                 if isinstance(kept, int):
                     c.cands.append(Candidate(f"{nid}.out{k}", None, kept, FORWARD, "budget"))
                 continue
-            t = kept.tensor
-            text = core.value(core.capture(t), False)[0]  # odd tensors: Python's encoder
-            output.texts[k] = bytes(text) if text else canonical_json(TensorValueDict(encode(t, with_values=False)))
-            c.add(f"{nid}.out{k}", (output.texts, k), t, FORWARD, None if kept.intact() else "changed")
-        if any(t is not None for t in output.texts):
+            held.append((output, k, kept))
+            c.add(f"{nid}.out{k}", (output.texts, k), kept.tensor, FORWARD, None if kept.intact() else "changed")
+        if held and held[-1][0] is output:
             out.append(output)
+    # NOTE [the tensor file's side in bulk] in cxx/stats.h: the stats in one call
+    texts = core.stats_json([kept.tensor for _, _, kept in held])
+    for (output, k, kept), text in zip(held, texts, strict=True):  # odd tensors: Python's encoder
+        output.texts[k] = bytes(text) if text else canonical_json(TensorValueDict(encode(kept.tensor,
+                                                                                         with_values=False)))
     return out
 
 
@@ -217,7 +246,8 @@ def _saved(c: _Collect) -> None:
         c.add(key, None, t, FORWARD, "changed" if _version(t) != version else None, placed=False)
 
 
-def _first_nonfinite(graph: GraphText, outputs: list[_Output], events: EventsText, refs: Refs) -> set[str]:
+def _first_nonfinite(graph: GraphText, outputs: list[_Output], rows: list[tuple[Any, ...]],
+                     first_event: int) -> set[str]:
     """NOTE [what the budget keeps first]: the keys on the path to the first non-finite value:
     the first function node (in creation order) whose output is not finite, with its inputs'
     values, and the first backward event with a gradient that is not finite."""
@@ -227,11 +257,9 @@ def _first_nonfinite(graph: GraphText, outputs: list[_Output], events: EventsTex
         keys.update(f"{first.nid}.out{k}" for k in range(len(first.texts)))
         for source in graph.sources_of(first.nid):
             keys.update((f"{source}.value", f"{source}.out0"))
-    i = events.first_nonfinite()
-    if i is not None:
-        _, go, gi, _, _ = next(r for r in refs if r[0] == i)
-        keys.update(f"e{i}.go{k}" for k in range(len(go)))
-        keys.update(f"e{i}.gi{k}" for k in range(len(gi)))
+    if first_event >= 0:
+        flows = (f"e{first_event}.go", f"e{first_event}.gi")
+        keys.update(row[0] for row in rows if row[0].startswith(flows))
     return keys
 
 
@@ -241,24 +269,24 @@ def attach(rec: Recorder, doc: dict[str, Any], budget: int,
     build the file. ``nodes``: the graph's nodes as the document wrote them (None for the
     core's); the keys are spliced into the core's JSON (NOTE [keys spliced into the core's
     JSON] in keysplice.py)."""
-    refs = rec.core.event_refs()
-    events = EventsText(bytes(doc["events"]), refs)
+    events = bytes(doc["events"])
     graph = GraphText(bytes(doc["graph"]), nodes)
     c = _Collect(rec)
     with torch._C.DisableTorchFunction():
         _tensor_nodes(c, graph)
-        _events(c, events, refs, graph.acc)
+        rows, first_event = _events(c, events, graph.acc)
         outputs = _outputs(c, graph)
         _saved(c)
-        path = _first_nonfinite(graph, outputs, events, refs)
-        for cand in c.cands:
-            if cand.key in path and cand.rank > NONFINITE:
-                cand.rank = NONFINITE
+        path = _first_nonfinite(graph, outputs, rows, first_event)
+        if path:
+            for cand in c.cands:
+                if cand.key in path and cand.rank > NONFINITE:
+                    cand.rank = NONFINITE
         tf = build(c.cands, budget)
-    inserted: list[tuple[int, int, bytes]] = []
-    for key in tf.tensors:
-        slot = c.slots[key]
-        if slot is None:
+    kept = tf.tensors
+    inserted = [(at, at, b'"key":"' + key.encode() + b'",') for key, at, *_ in rows if key in kept]
+    for key, slot in c.slots.items():  # the events' are in ``rows``
+        if slot is None or key not in kept:
             continue
         if isinstance(slot, dict):
             native = getattr(slot, "native", None)
@@ -266,8 +294,6 @@ def attach(rec: Recorder, doc: dict[str, Any], budget: int,
                 slot.native = keyed(native, key)  # type: ignore[attr-defined]
             else:
                 slot["key"] = key
-        elif isinstance(slot, int):
-            inserted.append((slot, slot, b'"key":"' + key.encode() + b'",'))
         else:
             texts, k = slot
             text = texts[k]
@@ -281,6 +307,6 @@ def attach(rec: Recorder, doc: dict[str, Any], budget: int,
     doc["graph"] = CanonicalText(graph.rewritten(
         [(graph.output_at(o.nid), b',"output":' + o.json()) for o in outputs
          if graph.own[graph.pos[o.nid]] is None], canonical_json))
-    doc["events"] = CanonicalText(spliced(events.text, inserted))
+    doc["events"] = CanonicalText(spliced(events, inserted))
     doc["tensors"] = tf.info
     return tf

@@ -52,7 +52,7 @@ NOTE [held within the budget]
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -115,7 +115,7 @@ def candidate(key: str, t: torch.Tensor | None, rank: int, *, reason: str | None
 class TensorFile:
     """The kept tensors of one document, in process, and their safetensors bytes."""
 
-    def __init__(self, tensors: dict[str, torch.Tensor], info: dict[str, Any], data: bytes) -> None:
+    def __init__(self, tensors: Mapping[str, torch.Tensor], info: dict[str, Any], data: bytes) -> None:
         self.tensors = tensors
         self.info = info
         """The document's ``tensors`` field (``schema.document.TensorFile``)."""
@@ -156,8 +156,9 @@ def write(kept: list[Candidate], *, in_core: bool | None = None) -> bytes:
     """The safetensors bytes: 8-byte header length, the JSON header (padded with spaces to 8
     bytes, as the reference writer does), then the buffers in ``kept``'s order.
 
-    NOTE [one pass]: with the C++ core the file is written straight into its final bytes
-    (NOTE [the file written once] in ``cxx/tensorfile.h``). Without it the whole file is one
+    NOTE [one pass]: with the C++ core the file, its header too, is written straight into its
+    final bytes (NOTE [the file written once] in ``cxx/tensorfile.h``; ``write_keyed_file`` in
+    ``cxx/stats.h``). Without it the whole file is one
     buffer, sized from the header, and every buffer is written into it by a single
     ``torch.cat(..., out=)`` over flat byte views of the tensors (no per-tensor numpy array or
     Python-level copy): thousands of small gradients cost one kernel call; then it is copied
@@ -166,6 +167,13 @@ def write(kept: list[Candidate], *, in_core: bool | None = None) -> bytes:
     tensor through Python; its output is the same format, which ``read`` (``safetensors``
     itself) checks in the tests. ``in_core``: the C++ core's writer (default: where the
     kernels are the core's)."""
+    if in_core is None:
+        in_core = native.default_native()
+    if in_core and native.core is not None:
+        # NOTE [the tensor file's side in bulk] in cxx/stats.h: the header written there too
+        with torch._C.DisableTorchFunction():
+            return bytes(native.core.write_keyed_file([c.key for c in kept], [c.tensor for c in kept],
+                                                      [c.nbytes for c in kept]))
     header: dict[str, Any] = {"__metadata__": {"format": "pt", "writer": "gradtrace"}}
     offset = 0
     for c in kept:
@@ -176,12 +184,6 @@ def write(kept: list[Candidate], *, in_core: bool | None = None) -> bytes:
         offset += c.nbytes
     text = orjson.dumps(header)
     text += b" " * (-len(text) % 8)
-    if in_core is None:
-        in_core = native.default_native()
-    if in_core and native.core is not None:  # NOTE [the file written once] (cxx/tensorfile.h)
-        with torch._C.DisableTorchFunction():
-            parts = [c.tensor for c in kept if c.nbytes and c.tensor is not None]
-        return bytes(native.core.write_tensor_file(len(text).to_bytes(8, "little") + text, parts, offset))
     start = 8 + len(text)
     buf = bytearray(start + offset)
     buf[:8] = len(text).to_bytes(8, "little")
@@ -200,9 +202,32 @@ def build(cands: list[Candidate], budget: int) -> TensorFile:
             "count": len(kept), "budget_bytes": budget,
             "left_out": [{"key": c.key, "bytes": c.nbytes, "reason": c.reason} for c in out[:LEFT_OUT_LISTED]],
             "left_out_count": len(out), "left_out_bytes": sum(c.nbytes for c in out)}
-    with torch._C.DisableTorchFunction():
-        held = {c.key: c.tensor.detach() for c in kept if c.tensor is not None}
-    return TensorFile(held, info, data)
+    return TensorFile(Held({c.key: c.tensor for c in kept if c.tensor is not None}), info, data)
+
+
+class Held(Mapping[str, torch.Tensor]):
+    """The kept tensors by key, each detached when it is asked for: a file holds thousands,
+    and a run's analysis or a person reads a few (detaching all of them up front cost more
+    than writing the file)."""
+
+    __slots__ = ("_raw",)
+
+    def __init__(self, raw: dict[str, torch.Tensor]) -> None:
+        self._raw = raw
+
+    def __getitem__(self, key: str) -> torch.Tensor:
+        t = self._raw[key]
+        with torch._C.DisableTorchFunction():
+            return t.detach()
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._raw
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._raw)
+
+    def __len__(self) -> int:
+        return len(self._raw)
 
 
 def read(data: bytes) -> dict[str, Any]:

@@ -94,6 +94,9 @@ struct Core : std::enable_shared_from_this<Core> {
     if (!g.defined()) return 0;
     return g.element_size() <= 4 && !g.is_complex() ? cost_value - kNarrowValueSaving : cost_value;
   }
+  // Where each reference's (and each event's ``grad``) ``key`` goes in the events' JSON as
+  // ``events_json`` last wrote it, -1 for none (cxx/events.h, cxx/stats.h).
+  std::vector<int64_t> ref_at, grad_at;
   std::string events_message, bytes_message;
   bool stopped = false, enabled = true;
   PyObject* on_limit = nullptr;    // rec.stop(message): raises LimitReached
@@ -198,7 +201,7 @@ struct Core : std::enable_shared_from_this<Core> {
   std::unordered_map<const void*, SameData> by_data;
 
   static const void* same_elements_key(const at::Tensor& t, int64_t ver) {
-    if (ver < 0 || t.numel() <= kValuesLimit || !t.is_cpu() || t.layout() != at::kStrided ||
+    if (ver < 0 || t.numel() <= kValuesLimit || t.is_neg() || !t.is_cpu() || t.layout() != at::kStrided ||
         t.is_quantized() || !t.has_storage() || !t.is_non_overlapping_and_dense()) {
       return nullptr;
     }

@@ -58,24 +58,41 @@ std::pair<py::bytes, int64_t> events_json(Core& c, int64_t budget) {
   // a gradient is met twice as a rule (one node's grad_input, the next one's grad_output):
   // its JSON without values is written once and copied the second time
   std::vector<std::pair<size_t, size_t>> written(c.values.size(), {0, 0});
-  auto val = [&](int32_t id, bool w) {
+  // NOTE [keys spliced into the core's JSON] in capture/keysplice.py: where each value's
+  // ``key`` would go, found as it is written (``stats.h``'s ``event_candidates`` reads them)
+  c.ref_at.assign(c.refs.size(), -1);
+  c.grad_at.assign(c.events.size(), -1);
+  auto key_at = [&](size_t begin) -> int64_t {
+    if (out.compare(begin, 10, "{\"dtype\":\"") != 0) return -1;
+    size_t q = out.find('"', begin + 10);
+    if (q == std::string::npos || q + 1 >= out.size() || out[q + 1] != ',') return -1;
+    return static_cast<int64_t>(q + 2);
+  };
+  auto val = [&](int32_t id, bool w, int64_t& at_key) {
     if (id == kNone) { out += "null"; return; }
-    if (w) { write_value(out, c.values[static_cast<size_t>(id)], true); return; }
+    size_t begin = out.size();
+    if (w) {
+      write_value(out, c.values[static_cast<size_t>(id)], true);
+      at_key = key_at(begin);
+      return;
+    }
     auto [at, n] = written[static_cast<size_t>(id)];
     if (n != 0) {
       if (out.size() + n > out.capacity()) out.reserve(2 * (out.size() + n));
       out.append(out.data() + at, n);  // no reallocation now: the source stays valid
+      at_key = key_at(begin);
       return;
     }
-    size_t begin = out.size();
     write_value(out, c.values[static_cast<size_t>(id)], false);
     written[static_cast<size_t>(id)] = {begin, out.size() - begin};
+    at_key = key_at(begin);
   };
   auto list = [&](int32_t begin, int32_t n) {
     out.push_back('[');
     for (int32_t k = 0; k < n; ++k) {
       if (k) out.push_back(',');
-      val(c.refs[static_cast<size_t>(begin + k)], with[static_cast<size_t>(begin + k)]);
+      size_t r = static_cast<size_t>(begin + k);
+      val(c.refs[r], with[r], c.ref_at[r]);
     }
     out.push_back(']');
   };
@@ -87,7 +104,7 @@ std::pair<py::bytes, int64_t> events_json(Core& c, int64_t budget) {
     out += ek::changed_by_hook.open;
     out += ev.hc_n ? "true" : "false";
     out += ek::grad.next;
-    if (forward) out += "null"; else val(ev.grad, grad_with[i]);
+    if (forward) out += "null"; else val(ev.grad, grad_with[i], c.grad_at[i]);
     out += ek::grad_inputs.next;
     if (forward) out += "null"; else list(ev.gi_begin, ev.gi_n);
     out += ek::grad_outputs.next;
@@ -99,9 +116,9 @@ std::pair<py::bytes, int64_t> events_json(Core& c, int64_t budget) {
         size_t b = static_cast<size_t>(ev.hc_begin + 2 * k);
         if (k) out.push_back(',');
         out += hk::after.open;
-        val(c.refs[b + 1], with[b + 1]);
+        val(c.refs[b + 1], with[b + 1], c.ref_at[b + 1]);
         out += hk::before.next;
-        val(c.refs[b], with[b]);
+        val(c.refs[b], with[b], c.ref_at[b]);
         out.push_back('}');
       }
       out.push_back(']');

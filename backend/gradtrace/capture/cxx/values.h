@@ -133,9 +133,12 @@ Value encode(const at::Tensor& t) {
     // Stats alone do not depend on the order of the elements: a permuted dense tensor (the
     // transposes of a linear layer's backward) is reduced where it lies, without a copy.
     bool in_place = t.is_contiguous() || (!keep && t.is_non_overlapping_and_dense());
-    if (!t.is_cpu() || !in_place || v.dtype == at::kHalf || v.dtype == at::kBFloat16) {
+    // a lazily negated view (``_neg_view``, the imaginary part of a conjugate) holds its
+    // elements' negations in memory: read as the values it stands for
+    if (!t.is_cpu() || !in_place || t.is_neg() || v.dtype == at::kHalf || v.dtype == at::kBFloat16) {
       c = t.detach();
       if (!c.is_cpu()) c = c.to(at::kCPU);
+      if (c.is_neg()) c = c.resolve_neg();
       if (v.dtype == at::kHalf || v.dtype == at::kBFloat16) c = c.to(at::kDouble);
       c = c.contiguous();
       src = &c;

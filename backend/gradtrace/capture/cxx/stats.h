@@ -1,0 +1,251 @@
+// gradtrace capture core: the tensor file's side of the document, in bulk
+// (capture/tensordoc.py; ``PyCore.stats_json`` and ``PyCore.event_candidates`` are the twins).
+// (one translation unit: ``_native.cpp`` includes every part in order)
+//
+// NOTE [the tensor file's side in bulk]
+//     A run keeps thousands of tensors (GRU-200: ~4,000 forward outputs, ~12,000 gradient
+//     references). Asking the core for each one's stats, then for each kept gradient's tensor
+//     and version, one Python call at a time, cost more than the file itself. Here the forward
+//     outputs' stats are written in one call, and every backward value's candidate row for the
+//     file (its key, where the key goes in the events' JSON as ``events_json`` wrote it, the
+//     tensor, its bytes, its class and why it cannot be kept) comes back from one call, with
+//     the first backward event whose flowing gradient is not finite.
+#pragma once
+#include "prelude.h"
+
+#include <map>
+#include <unordered_set>
+
+namespace gradtrace {
+
+// Each tensor's TensorValue without values, as capture writes one (``encode``, ``write_value``);
+// b"" for a tensor only Python's encoder writes (``Value::kind`` 3).
+py::list stats_json(const std::vector<at::Tensor>& ts) {
+  py::list out;
+  std::string text;
+  for (const at::Tensor& t : ts) {
+    Value v = encode(t);
+    if (v.kind == 3) {
+      out.append(py::bytes(""));
+      continue;
+    }
+    text.clear();
+    write_value(text, v, false);
+    out.append(py::bytes(text));
+  }
+  return out;
+}
+
+// The file's classes (``tensorfile.LEAF``, ``GRADIENT``: NOTE [what the budget keeps first]).
+constexpr int kRankLeaf = 0, kRankGradient = 2;
+
+// ``tensorfile.storable`` for a kept alias (never a subclass or a transform's wrapper:
+// ``Core::keep_alias`` holds none): whether safetensors has a code for it.
+bool storable(const at::Tensor& t) {
+  switch (t.scalar_type()) {
+    case at::kDouble: case at::kFloat: case at::kHalf: case at::kBFloat16: case at::kLong: case at::kInt:
+    case at::kShort: case at::kChar: case at::kByte: case at::kBool: case at::kUInt16: case at::kUInt32:
+    case at::kUInt64: case at::kFloat8_e4m3fn: case at::kFloat8_e5m2:
+      break;
+    default:
+      return false;
+  }
+  return t.layout() == at::kStrided && !t.is_quantized() && !t.is_nested() && !t.is_meta();
+}
+
+// Whether value ``v``'s TensorValue writes its norm as a string (NaN or an infinity),
+// what ``keysplice.nonfinite`` finds in the text.
+bool nonfinite_norm(const Value& v) {
+  if (v.kind == 3) return v.py_without.find("\"norm\":\"") != std::string::npos;
+  return v.f32 ? !std::isfinite(static_cast<float>(v.norm)) : !std::isfinite(v.norm);
+}
+
+// ([(key, offset, tensor or None, bytes, class, reason or None)], first event index whose
+// gradient in or out is not finite, or -1): ``PyCore.event_candidates``, from the offsets the
+// last ``events_json`` wrote. ``acc``: the AccumulateGrad nodes' indices (their grad_outputs
+// are the leaves' gradients).
+py::tuple event_candidates(Core& c, const std::vector<int32_t>& acc) {
+  std::lock_guard<std::mutex> lock(c.mu);
+  if (c.ref_at.size() != c.refs.size() || c.grad_at.size() != c.events.size()) {
+    throw std::runtime_error("tensor keys: the events were not written");
+  }
+  std::unordered_set<int32_t> accs(acc.begin(), acc.end());
+  struct Seen { py::object tensor; int64_t nbytes; const char* reason; bool done = false; };
+  std::vector<Seen> seen(c.values.size());
+  py::list rows;
+  py::object none = py::none();
+  auto row = [&](const std::string& key, int64_t at, int32_t id, int rank) {
+    if (id == kNone) return;
+    if (at < 0) throw std::runtime_error("tensor keys: a value of the events has no place for its key");
+    Seen& s = seen[static_cast<size_t>(id)];
+    if (!s.done) {
+      s.done = true;
+      const Value& v = c.values[static_cast<size_t>(id)];
+      const at::Tensor& t = v.kept;
+      s.tensor = none;
+      if (!t.defined()) {
+        s.nbytes = v.kept_dropped;
+        s.reason = v.kept_dropped ? "budget" : "dtype";  // NOTE [held within the budget]
+      } else {
+        int64_t raw = t.layout() == at::kStrided && !t.is_nested()
+                          ? static_cast<int64_t>(t.numel()) * static_cast<int64_t>(t.element_size()) : 0;
+        s.nbytes = raw;
+        if (!v.kept_copy && c.version_of(t) != v.kept_version) {
+          s.reason = "changed";
+        } else if (!storable(t)) {
+          s.reason = "dtype";
+        } else {
+          s.reason = nullptr;
+          s.tensor = py::reinterpret_steal<py::object>(THPVariable_Wrap(t));
+        }
+      }
+    }
+    rows.append(py::make_tuple(key, at, s.tensor, s.nbytes, rank,
+                               s.reason ? py::object(py::str(s.reason)) : none));
+  };
+  int64_t first = -1;
+  std::string e, key;
+  for (size_t i = 0; i < c.events.size(); ++i) {
+    const Event& ev = c.events[i];
+    if (ev.pass < 0) continue;
+    e = "e" + std::to_string(i) + ".";
+    int go_rank = accs.count(ev.node) ? kRankLeaf : kRankGradient;
+    for (int32_t k = 0; k < ev.go_n; ++k) {
+      size_t r = static_cast<size_t>(ev.go_begin + k);
+      row(e + "go" + std::to_string(k), c.ref_at[r], c.refs[r], go_rank);
+    }
+    for (int32_t k = 0; k < ev.gi_n; ++k) {
+      size_t r = static_cast<size_t>(ev.gi_begin + k);
+      row(e + "gi" + std::to_string(k), c.ref_at[r], c.refs[r], kRankGradient);
+    }
+    row(e + "grad", c.grad_at[i], ev.grad, kRankLeaf);
+    for (int32_t k = 0; k < ev.hc_n; ++k) {
+      size_t b = static_cast<size_t>(ev.hc_begin + 2 * k);
+      row(e + "hb" + std::to_string(k), c.ref_at[b], c.refs[b], kRankGradient);
+      row(e + "ha" + std::to_string(k), c.ref_at[b + 1], c.refs[b + 1], kRankGradient);
+    }
+    if (first < 0) {
+      auto bad = [&](int32_t begin, int32_t n) {
+        for (int32_t k = 0; k < n; ++k) {
+          int32_t id = c.refs[static_cast<size_t>(begin + k)];
+          if (id != kNone && nonfinite_norm(c.values[static_cast<size_t>(id)])) return true;
+        }
+        return false;
+      };
+      if (bad(ev.go_begin, ev.go_n) || bad(ev.gi_begin, ev.gi_n)) first = static_cast<int64_t>(i);
+    }
+  }
+  return py::make_tuple(rows, first);
+}
+
+// The safetensors code of a kept tensor's dtype (``tensorfile._CODES``).
+const char* safetensors_code(at::ScalarType t) {
+  switch (t) {
+    case at::kDouble: return "F64";
+    case at::kFloat: return "F32";
+    case at::kHalf: return "F16";
+    case at::kBFloat16: return "BF16";
+    case at::kLong: return "I64";
+    case at::kInt: return "I32";
+    case at::kShort: return "I16";
+    case at::kChar: return "I8";
+    case at::kByte: return "U8";
+    case at::kBool: return "BOOL";
+    case at::kUInt16: return "U16";
+    case at::kUInt32: return "U32";
+    case at::kUInt64: return "U64";
+    case at::kFloat8_e4m3fn: return "F8_E4M3";
+    case at::kFloat8_e5m2: return "F8_E5M2";
+    default: throw std::runtime_error("tensor file: a dtype safetensors has no code for");
+  }
+}
+
+// ``tensorfile.write`` with its header written here (NOTE [the tensor file's side in bulk]):
+// the same bytes as ``orjson.dumps`` of the header dict (the metadata, then each key in
+// ``keys``' order), padded with spaces to 8 bytes, then the buffers (NOTE [the file written
+// once] in tensorfile.h). ``nbytes``: each tensor's bytes.
+py::object write_keyed_file(const std::vector<std::string>& keys, const std::vector<at::Tensor>& ts,
+                            const std::vector<int64_t>& nbytes) {
+  if (keys.size() != ts.size() || ts.size() != nbytes.size()) throw std::runtime_error("tensor file: lengths differ");
+  std::string head(8, '\0');
+  head.reserve(64 + keys.size() * 80);
+  head += "{\"__metadata__\":{\"format\":\"pt\",\"writer\":\"gradtrace\"}";
+  int64_t offset = 0;
+  std::vector<at::Tensor> parts;
+  parts.reserve(ts.size());
+  for (size_t i = 0; i < ts.size(); ++i) {
+    const at::Tensor& t = ts[i];
+    head.push_back(',');
+    write_str(head, keys[i]);
+    head += ":{\"dtype\":\"";
+    head += safetensors_code(t.scalar_type());
+    head += "\",\"shape\":[";
+    for (int64_t d = 0; d < t.dim(); ++d) {
+      if (d) head.push_back(',');
+      format_int(head, t.size(d));
+    }
+    head += "],\"data_offsets\":[";
+    format_int(head, offset);
+    head.push_back(',');
+    format_int(head, offset + nbytes[i]);
+    head += "]}";
+    offset += nbytes[i];
+    if (nbytes[i]) parts.push_back(t);
+  }
+  head.push_back('}');
+  head.append((8 - (head.size() - 8) % 8) % 8, ' ');
+  uint64_t n = head.size() - 8;
+  for (int b = 0; b < 8; ++b) head[static_cast<size_t>(b)] = static_cast<char>((n >> (8 * b)) & 0xff);
+  return write_tensor_file(py::bytes(head), parts, offset);
+}
+
+// The forward outputs the tap holds, by node (``tensordoc._outputs`` on the core's kernels):
+// [(node index, its number of outputs, [per output: None, the bytes not held (an int: the
+// budget), or (stats JSON, tensor or None, bytes, reason or None, the tensor for Python's
+// encoder where only it writes the stats (b"" for the JSON) or None)])] in node order; ``entries`` / ``pos``: the recorder's entries and where each index
+// is among them (``Recorder::entries_``, ``pos_``).
+py::list tap_outputs(Core& c, Tap* tap, const std::vector<FnEntry>& entries, const std::vector<int64_t>& pos) {
+  py::list out;
+  if (tap == nullptr) return out;
+  std::map<int32_t, std::vector<const TapEntry*>> by_index;
+  {
+    std::lock_guard<std::mutex> lock(c.mu);
+    for (const TapEntry& e : tap->entries) {
+      auto it = c.known.find(e.node.get());
+      if (it != c.known.end()) by_index[it->second].push_back(&e);
+    }
+  }
+  py::object none = py::none();
+  std::string text;
+  for (const auto& [index, held] : by_index) {
+    if (index < 0 || index >= static_cast<int32_t>(pos.size()) || pos[static_cast<size_t>(index)] < 0) continue;
+    size_t n_out = std::max<size_t>(1, entries[static_cast<size_t>(pos[static_cast<size_t>(index)])].outs.size());
+    py::list outs;
+    for (size_t k = 0; k < n_out; ++k) outs.append(none);
+    for (const TapEntry* e : held) {
+      if (e->nr < 0 || static_cast<size_t>(e->nr) >= n_out || !outs[static_cast<size_t>(e->nr)].is_none()) continue;
+      py::object slot;
+      if (!e->tensor.defined()) {
+        slot = py::int_(e->dropped);
+      } else {
+        const at::Tensor& t = e->tensor;
+        bool intact = e->copied || Tap::version_of(t) == e->version;
+        int64_t raw = static_cast<int64_t>(t.numel()) * static_cast<int64_t>(t.element_size());
+        Value v = encode(t);
+        text.clear();
+        if (v.kind != 3) write_value(text, v, false);
+        py::object tensor = none, reason = none;
+        if (!intact) reason = py::str("changed");
+        else if (!storable(t)) reason = py::str("dtype");
+        else tensor = py::reinterpret_steal<py::object>(THPVariable_Wrap(t));
+        py::object odd = v.kind == 3 ? py::reinterpret_steal<py::object>(THPVariable_Wrap(t)) : none;
+        slot = py::make_tuple(py::bytes(text), tensor, raw, reason, odd);
+      }
+      outs[static_cast<size_t>(e->nr)] = slot;
+    }
+    out.append(py::make_tuple(index, n_out, outs));
+  }
+  return out;
+}
+
+}  // namespace gradtrace

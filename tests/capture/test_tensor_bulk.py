@@ -1,0 +1,121 @@
+"""The tensor file's side of the document in bulk (NOTE [the tensor file's side in bulk] in
+capture/cxx/stats.h): the core's one-call kernels give what their Python twins give, and a run
+gives the same document and file bytes on both kernel sets, where a gradient is not finite too."""
+
+from __future__ import annotations
+
+import hashlib
+import math
+
+import pytest
+import torch
+from safetensors.torch import load
+
+from gradtrace.capture import native
+from gradtrace.capture.pycore import PyCore
+from gradtrace.capture.tensorfile import FORWARD, Candidate, write
+from rundoc import run_captured
+
+pytestmark = pytest.mark.skipif(native.core is None, reason="the C++ core is not built on this machine")
+
+
+def _odd_tensors() -> list[torch.Tensor]:
+    """Tensors of every kind the file and the stats meet: dtypes, a scalar, an empty one, a
+    transpose, an expanded scalar, a lazily negated view, NaN and infinities."""
+    torch.manual_seed(0)
+    base = torch.randn(3, 5)
+    return [
+        base, base.t(), torch.tensor(2.5), torch.empty(0, 4), torch.tensor(1.0).expand(4, 3),
+        torch.randn(6)._neg_view(), base.double(), base.half(), base.bfloat16(),
+        torch.arange(12, dtype=torch.int64).view(3, 4), torch.tensor([True, False]),
+        torch.randint(0, 200, (7,), dtype=torch.uint8), torch.tensor([1.0, float("nan"), 3.0]),
+        torch.tensor([float("inf"), -1.0]),
+        torch.randn(40, 30),  # large: stats only
+    ]
+
+
+def test_the_core_writes_the_file_the_python_writer_writes() -> None:
+    ts = _odd_tensors()
+    kept = [Candidate(f"n{i}.out0" if i % 2 else f"e{i}.gi0", t, t.numel() * t.element_size(), FORWARD)
+            for i, t in enumerate(ts)]
+    core, twin = write(kept, in_core=True), write(kept, in_core=False)
+    assert core == twin
+    back = load(core)  # safetensors itself reads it back
+    assert set(back) == {c.key for c in kept}
+    for c in kept:
+        assert c.tensor is not None
+        want = c.tensor.resolve_neg()
+        assert back[c.key].dtype == want.dtype and back[c.key].shape == want.shape
+        bits = [x.contiguous().reshape(-1).view(torch.uint8) for x in (back[c.key], want)]
+        assert torch.equal(*bits), c.key  # the same bits (NaN included)
+
+
+def test_the_core_writes_the_stats_its_twin_writes_for_small_tensors() -> None:
+    """Small tensors' stats are the same bytes on both paths (NOTE [same stats on both paths]
+    in capture/values.py); large ones agree within float32 tolerance."""
+    assert native.core is not None
+    ts = _odd_tensors()
+    core = native.core.Recorder().stats_json(ts)
+    twin = PyCore().stats_json(ts)
+    assert len(core) == len(twin) == len(ts)
+    for t, a, b in zip(ts, core, twin, strict=True):
+        if not a:  # only Python's encoder writes it (integer, bool, empty: Value::kind 3)
+            continue
+        if t.numel() <= native.core.VALUES_LIMIT:
+            assert a == b, (t, a, b)
+        else:
+            assert a.split(b'"stats"')[0] == b.split(b'"stats"')[0]
+    assert b'"norm":"inf"' in core[len(ts) - 2]
+    assert b'"norm":"nan"' in core[len(ts) - 3]
+
+
+GRAD_NAN = """import torch
+w = torch.nn.Parameter(torch.randn(4, 4))
+x = torch.randn(3, 4)
+y = (x @ w).relu()
+z = y.sqrt()          # sqrt at 0: an infinite gradient, then NaN through relu's zeros
+z.sum().backward()
+h = torch.randn(4, requires_grad=True)
+h.register_hook(lambda g: g * 2)
+(h * h).sum().backward()
+"""
+
+GRU = """import torch
+from torch import nn
+cell = nn.GRUCell(4, 8)
+h = torch.zeros(1, 8)
+for t in range(6):
+    h = cell(torch.randn(1, 4), h)
+h.pow(2).sum().backward()
+"""
+
+
+@pytest.mark.parametrize("code", [GRAD_NAN, GRU], ids=["grad-nan", "gru"])
+def test_both_kernel_sets_give_the_same_document_and_file(code: str) -> None:
+    core = run_captured(code, native=True, tensor_budget=64 << 20, seed=0)
+    twin = run_captured(code, native=False, tensor_budget=64 << 20, seed=0)
+    assert core.tensors is not None and twin.tensors is not None
+    assert core.events == twin.events
+    assert core.graph == twin.graph
+    assert core.tensors == twin.tensors
+    assert core.fields["tensors"]["sha256"] == hashlib.sha256(core.tensors).hexdigest()
+    assert b'"key":"e' in core.events  # the events' keys are spliced in
+
+
+def test_the_first_non_finite_gradient_is_found_on_both_kernel_sets() -> None:
+    """``event_candidates``' first event whose gradient is not finite is the events' own:
+    its gradients are in the file whatever the budget leaves out after them."""
+    import orjson
+
+    for is_native in (True, False):
+        cap = run_captured(GRAD_NAN, native=is_native, tensor_budget=64 << 20, seed=0)
+        events = orjson.loads(cap.events)
+        first = next(i for i, e in enumerate(events) if e["phase"] == "backward" and any(
+            tv is not None and isinstance(tv["stats"]["norm"], str)
+            for tv in (e["grad_inputs"] or []) + (e["grad_outputs"] or [])))
+        keys = {tv["key"] for tv in (events[first]["grad_inputs"] or []) + (events[first]["grad_outputs"] or [])
+                if tv is not None and "key" in tv}
+        assert keys, "the first non-finite gradient kept"
+        norms = [tv["stats"]["norm"] for tv in events[first]["grad_inputs"] + events[first]["grad_outputs"]
+                 if tv is not None]
+        assert any(isinstance(n, str) or math.isinf(n) for n in norms)
