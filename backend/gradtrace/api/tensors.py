@@ -16,6 +16,18 @@ NOTE [checking a stored file before serving it]
     answer with wrong bytes (a mismatch cuts the connection short of ``Content-Length``).
     Damage found before the answer starts is a 409 (NOTE [damaged tensor files answer 409]
     in ``errors.py``).
+
+NOTE [cheap reads on the event loop]
+    A page asks for each tensor it shows with its own Range request, and on a busy machine
+    the hop to the thread pool and back (two thread switches, the GIL passed twice) cost more
+    than the read. So a request whose file the store already knows (``Store.known_tensors``:
+    no query) and whose bytes are local (SQLite, or a run in memory) is answered on the event
+    loop when it reads at most ``ON_LOOP_BYTES`` (a SQLite read of that much takes well under
+    a millisecond), or answers a 304, a 400 or a 416. Anything else (a first look, the
+    index, PostgreSQL, a whole file, a long range) goes to the thread pool as before. The
+    index is built once per stored file and kept (``INDEX_CACHE_BYTES``): every page that
+    draws a run asks for it, and building it parses and checks the whole header; the file is
+    still looked up for each, so a deleted one is a 404.
 """
 
 from __future__ import annotations
@@ -23,10 +35,13 @@ from __future__ import annotations
 import hashlib
 import logging
 import re
-from collections.abc import Iterator
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Iterator
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Header, Path, Request
+from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import Response, StreamingResponse
 
 from gradtrace.api.errors import ERROR_RESPONSES
@@ -34,7 +49,7 @@ from gradtrace.api.ranges import none_match, requested_range
 from gradtrace.api.responses import json_response
 from gradtrace.api.services import Services, ServicesDep
 from gradtrace.api.shares import find_share
-from gradtrace.errors import NotFound, TensorFileDamaged
+from gradtrace.errors import InvalidRange, NotFound, RangeNotSatisfiable, TensorFileDamaged
 from gradtrace.schema.tensor_index import TensorIndex
 from gradtrace.storage.codec import compress
 from gradtrace.storage.tensor_header import header_length, index_json
@@ -49,6 +64,10 @@ VERIFIED_IN_MEMORY = 32 << 20
 before serving it]); ranges up to it are read in one piece."""
 GZIP_INDEX_BYTES = 64 << 10
 """An index longer than this is gzip'd for a client that takes it (index_response)."""
+ON_LOOP_BYTES = 4 << 20
+"""Longest Range read answered on the event loop (NOTE [cheap reads on the event loop])."""
+INDEX_CACHE_BYTES = 32 << 20
+"""Bytes of built indexes kept (plain and gzip'd), the oldest dropped first."""
 
 RunId = Annotated[str, Path(max_length=64)]
 ShareId = Annotated[str, Path(max_length=64)]
@@ -99,30 +118,64 @@ class SafetensorsResponse(Response):
 
 @router.get("/api/runs/{run_id}/tensors", response_model=TensorIndex, responses=_INDEX_RESPONSES,
             summary="The index of a run's tensor file: each tensor's key, dtype, shape, byte range")
-def run_tensor_index(request: Request, run_id: RunId, svc: ServicesDep, if_none_match: IfNoneMatch = None) -> Response:
-    return index_response(request, _run_file(svc, run_id), if_none_match)
+async def run_tensor_index(request: Request, run_id: RunId, svc: ServicesDep,
+                           if_none_match: IfNoneMatch = None) -> Response:
+    known = svc.store.known_tensors("run", run_id, max_age_s=svc.run_retention_s)
+    return await _index(request, known, lambda: _run_file(svc, run_id), if_none_match)
 
 
 @router.get("/api/runs/{run_id}/tensors.safetensors", response_class=SafetensorsResponse,
             responses=_FILE_RESPONSES, summary="A run's tensor file (safetensors), whole or by Range")
-def run_tensor_file(run_id: RunId, svc: ServicesDep, range_header: RangeHeader = None,
-                    if_none_match: IfNoneMatch = None, if_range: IfRange = None) -> Response:
-    return file_response(_run_file(svc, run_id), f"run-{run_id}", range_header, if_none_match, if_range)
+async def run_tensor_file(run_id: RunId, svc: ServicesDep, range_header: RangeHeader = None,
+                          if_none_match: IfNoneMatch = None, if_range: IfRange = None) -> Response:
+    known = svc.store.known_tensors("run", run_id, max_age_s=svc.run_retention_s)
+    return await _file(known, lambda: _run_file(svc, run_id), f"run-{run_id}", range_header, if_none_match,
+                       if_range)
 
 
 @router.get("/api/shares/{share_id}/tensors", response_model=TensorIndex, responses=_INDEX_RESPONSES,
             summary="The index of a share's tensor file")
-def share_tensor_index(request: Request, share_id: ShareId, svc: ServicesDep,
-                       if_none_match: IfNoneMatch = None) -> Response:
-    return index_response(request, _share_file(svc, share_id), if_none_match)
+async def share_tensor_index(request: Request, share_id: ShareId, svc: ServicesDep,
+                             if_none_match: IfNoneMatch = None) -> Response:
+    known = svc.store.known_tensors("share", share_id)
+    return await _index(request, known, lambda: _share_file(svc, share_id), if_none_match)
 
 
 @router.get("/api/shares/{share_id}/tensors.safetensors", response_class=SafetensorsResponse,
             responses=_FILE_RESPONSES, summary="A share's tensor file (safetensors), whole or by Range")
-def share_tensor_file(share_id: ShareId, svc: ServicesDep, range_header: RangeHeader = None,
-                      if_none_match: IfNoneMatch = None, if_range: IfRange = None) -> Response:
-    return file_response(_share_file(svc, share_id), f"share-{share_id}", range_header, if_none_match,
-                         if_range)
+async def share_tensor_file(share_id: ShareId, svc: ServicesDep, range_header: RangeHeader = None,
+                            if_none_match: IfNoneMatch = None, if_range: IfRange = None) -> Response:
+    known = svc.store.known_tensors("share", share_id)
+    return await _file(known, lambda: _share_file(svc, share_id), f"share-{share_id}", range_header,
+                       if_none_match, if_range)
+
+
+async def _index(request: Request, known: TensorSource | None, find: Callable[[], TensorSource],
+                 if_none_match: str | None) -> Response:
+    """A 304 on the loop; otherwise the file is looked up (so a file deleted since, maybe by
+    another replica, is a 404) and its index built once (NOTE [cheap reads on the event loop])."""
+    if known is not None and none_match(if_none_match, _etag(known)):
+        return index_response(request, known, if_none_match)
+    return await run_in_threadpool(lambda: index_response(request, find(), if_none_match))
+
+
+async def _file(known: TensorSource | None, find: Callable[[], TensorSource], name: str, range_header: str | None,
+                if_none_match: str | None, if_range: str | None) -> Response:
+    """The file or a range of it, on the loop when that is cheap (NOTE [cheap reads on the event loop])."""
+    if known is not None and known.local and _cheap(known, range_header, if_none_match, if_range):
+        return file_response(known, name, range_header, if_none_match, if_range)
+    return await run_in_threadpool(lambda: file_response(find(), name, range_header, if_none_match, if_range))
+
+
+def _cheap(source: TensorSource, range_header: str | None, if_none_match: str | None, if_range: str | None) -> bool:
+    """A 304, a refused Range, or one range of at most ON_LOOP_BYTES."""
+    if none_match(if_none_match, _etag(source)):
+        return True
+    try:
+        wanted = requested_range(range_header, source.size, if_range=if_range, etag=_etag(source))
+    except (InvalidRange, RangeNotSatisfiable):
+        return True
+    return wanted is not None and wanted.end - wanted.start <= ON_LOOP_BYTES
 
 
 def _run_file(svc: Services, run_id: str) -> TensorSource:
@@ -143,8 +196,46 @@ def _share_file(svc: Services, share_id: str) -> TensorSource:
     return source
 
 
+def _etag(source: TensorSource) -> str:
+    return f'"{source.sha256}"'
+
+
 def _caching(source: TensorSource) -> dict[str, str]:
-    return {"ETag": f'"{source.sha256}"', "Cache-Control": IMMUTABLE}
+    return {"ETag": _etag(source), "Cache-Control": IMMUTABLE}
+
+
+_indexes: OrderedDict[tuple[str, str, str], tuple[bytes, bytes | None]] = OrderedDict()
+_indexes_lock = threading.Lock()
+
+
+def _index_key(source: TensorSource) -> tuple[str, str, str]:
+    """One stored file: its owner and its hash, never the hash alone, since two owners' copies
+    of one file are damaged, or not, each on its own (a run still in memory: its hash)."""
+    return str(getattr(source, "owner", "")), str(getattr(source, "owner_id", "")), source.sha256
+
+
+def _cached_index(source: TensorSource) -> tuple[bytes, bytes | None] | None:
+    with _indexes_lock:
+        found = _indexes.get(_index_key(source))
+        if found is not None:
+            _indexes.move_to_end(_index_key(source))
+        return found
+
+
+def _built_index(source: TensorSource) -> tuple[bytes, bytes | None]:
+    """The index as JSON and, when long, gzip'd; built and checked once per stored file."""
+    found = _cached_index(source)
+    if found is not None:
+        return found
+    body = read_index(source)
+    built = body, (compress(body) if len(body) > GZIP_INDEX_BYTES else None)
+    with _indexes_lock:
+        _indexes[_index_key(source)] = built
+        total = sum(len(b) + len(g or b"") for b, g in _indexes.values())
+        while total > INDEX_CACHE_BYTES and len(_indexes) > 1:
+            _key, (b, g) = _indexes.popitem(last=False)
+            total -= len(b) + len(g or b"")
+    return built
 
 
 def read_index(source: TensorSource) -> bytes:
@@ -161,9 +252,9 @@ def index_response(request: Request, source: TensorSource, if_none_match: str | 
     headers = _caching(source)
     if none_match(if_none_match, headers["ETag"]):
         return Response(status_code=304, headers=headers)
-    body = read_index(source)
-    if len(body) > GZIP_INDEX_BYTES:
-        return json_response(request, raw=body, gz=compress(body), headers=headers)
+    body, gz = _built_index(source)
+    if gz is not None:
+        return json_response(request, raw=body, gz=gz, headers=headers)
     return Response(body, media_type="application/json", headers=headers)
 
 
@@ -176,7 +267,7 @@ def file_response(source: TensorSource, name: str, range_header: str | None, if_
     if wanted is not None:
         headers["Content-Range"] = wanted.content_range
         return _bytes(source, wanted.start, wanted.end, 206, headers)
-    read_index(source)  # a damaged header is a 409 before any byte goes out
+    _built_index(source)  # a damaged header is a 409 before any byte goes out
     headers["Content-Disposition"] = f'attachment; filename="{re.sub(r"[^A-Za-z0-9_-]", "", name)}.safetensors"'
     if source.size <= VERIFIED_IN_MEMORY:
         data = source.read(0, source.size)

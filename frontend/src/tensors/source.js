@@ -16,6 +16,9 @@
  *   - `kernelSource(ask)`: the notebook widget asks its kernel for one tensor by key
  *     (src/widget/index.js, backend/gradtrace/notebook/widget.py) and gets the tensor's raw
  *     bytes in the message's buffer.
+ *   `prefetch(keys)` starts reading tensors that are likely to be looked at next (NOTE [fetched
+ *   on hover] in ui/tensors.js); only the service's source does anything, and only for keys
+ *   of at most PREFETCH_BYTES in all: the first look then finds its bytes on their way.
  *   Each tensor read carries `timing` (ms): `fetch` (the index and its bytes arriving, 0 for
  *   bytes in memory) and `decode`; the inspector adds its drawing (ui/tensors.js, data-*-ms),
  *   which bench/bench_tensor_page.py reports split.
@@ -30,11 +33,19 @@ function timed(t0, decode) {
   return t;
 }
 
-function cached(where, load, prepare = () => {}) {
+/** Bytes one prefetch asks for at most (four 256×256 float32 tensors). */
+export const PREFETCH_BYTES = 1 << 20;
+
+function cached(where, load, prepare = () => {}, plan = null) {
   const memo = new Map();
   return {
     where,
     prepare,
+    prefetch(keys) {
+      if (!plan) return;
+      const todo = keys.filter((k) => !memo.has(k));
+      if (todo.length) plan(todo).then((ok) => { for (const k of ok) this.read(k).catch(() => { /* said at the look */ }); }, () => {});
+    },
     read(key) {
       let p = memo.get(key);
       if (!p) {
@@ -80,7 +91,12 @@ export function rangeSource(base) {
       if (res.status === 200) bytes = bytes.subarray(t.start, t.end);  // a server that ignored the Range
     }
     return timed(t0, () => decodeTensor(t.dtype, t.shape, bytes));
-  }, prepare);
+  }, prepare, async (keys) => {
+    const all = await entries();
+    const found = keys.filter((k) => all.has(k));
+    const bytes = found.reduce((a, k) => a + all.get(k).end - all.get(k).start, 0);
+    return bytes <= PREFETCH_BYTES ? found : [];
+  });
 }
 
 /** A whole safetensors file in memory (a saved HTML file's). `leftOut`: key → why it is not there. */
