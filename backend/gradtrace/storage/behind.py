@@ -42,9 +42,10 @@ class Waiting:
 
 
 class WriteBehind:
-    """Runs waiting to be written by ``write(doc, tensors)`` on one thread of its own."""
+    """Runs waiting to be written by ``write(doc, tensors, sha256)`` on one thread of its own
+    (the file is hashed once, when it is offered)."""
 
-    def __init__(self, write: Callable[[EncodedDocument, bytes | None], None]) -> None:
+    def __init__(self, write: Callable[[EncodedDocument, bytes | None, str | None], None]) -> None:
         self._write = write
         self._queue: queue.SimpleQueue[Waiting | None] = queue.SimpleQueue()
         self._waiting: dict[str, Waiting] = {}
@@ -88,7 +89,8 @@ class WriteBehind:
                 return
             doc = waiting.doc
             try:
-                self._write(doc, None if waiting.tensors is None else waiting.tensors.data)
+                tensors = waiting.tensors
+                self._write(doc, None if tensors is None else tensors.data, None if tensors is None else tensors.sha256)
             except Exception as exc:  # the run was answered; only sharing it by id is lost
                 log.warning("a run could not be stored: %s", exc)
             finally:

@@ -128,10 +128,11 @@ class Store:
 
     # --- runs --------------------------------------------------------------------------------
 
-    def put_run(self, doc: EncodedDocument, tensors: bytes | None = None, *, now: float | None = None) -> None:
-        """Store a run by its id, with its tensor file (safetensors bytes) if it has one;
-        storing the same run again refreshes its retention clock (NOTE [tensor files go with
-        their owner])."""
+    def put_run(self, doc: EncodedDocument, tensors: bytes | None = None, tensors_sha256: str | None = None, *,
+                now: float | None = None) -> None:
+        """Store a run by its id, with its tensor file (safetensors bytes) if it has one (and
+        its SHA-256, when the caller has it already); storing the same run again refreshes its
+        retention clock (NOTE [tensor files go with their owner])."""
         stamp = time.time() if now is None else now
         values = {"id": doc.doc_id, "schema_version": doc.blob.schema_version, "status": doc.status,
                   "content_hash": doc.content_hash, "body": doc.blob.gz, "size": doc.blob.size,
@@ -145,7 +146,7 @@ class Store:
             conn.execute(stmt)
             if tensors is not None:
                 tensor_rows.write(conn, self._insert, "run", doc.doc_id, tensors,
-                                  tensor_rows.tensor_sha256(tensors))
+                                  tensors_sha256 or tensor_rows.tensor_sha256(tensors))
 
     def put_run_behind(self, doc: EncodedDocument, tensors: bytes | None = None) -> bool:
         """Store a run from the writer thread (NOTE [runs written behind] in ``behind.py``);
