@@ -114,11 +114,16 @@ def main() -> int:
         print("| program | mode | round | without p50 / p90 | with p50 / p90 | ratio p50 | "
               "CPU per run without: web + sandbox | with: web + sandbox |")
         print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+        only = os.environ.get("BENCH_ONLY", "")  # a part of a program's name, to run that one alone
         for name, code in PROGRAMS.items():
+            if only not in name:
+                continue
             for label in servers:  # warm-up
                 for _ in range(3):
                     post(label, code)
             for mode, before in modes.items():
+                if os.environ.get("BENCH_MODE", mode) != mode:
+                    continue
                 for round_ in range(1, repeats + 1):
                     wait_quiet(every, tick_s)
                     cpu0 = {k: (ticks(web[k]), ticks(zygote[k])) for k in servers}

@@ -148,10 +148,15 @@ class Store:
                 tensor_rows.write(conn, self._insert, "run", doc.doc_id, tensors,
                                   tensors_sha256 or tensor_rows.tensor_sha256(tensors))
 
-    def put_run_behind(self, doc: EncodedDocument, tensors: bytes | None = None) -> bool:
+    def put_run_behind(self, doc: EncodedDocument, tensors: bytes | None = None, *, hold: bool = False) -> bool:
         """Store a run from the writer thread (NOTE [runs written behind] in ``behind.py``);
-        False, storing nothing, when too many runs (or tensor bytes) are waiting already."""
-        return self._behind.offer(doc, tensors)
+        False, storing nothing, when too many runs (or tensor bytes) are waiting already.
+        ``hold``: not before ``release_run`` (NOTE [written after the answer])."""
+        return self._behind.offer(doc, tensors, hold=hold)
+
+    def release_run(self, run_id: str) -> None:
+        """Write a run put behind with ``hold`` (NOTE [written after the answer] in ``behind.py``)."""
+        self._behind.release(run_id)
 
     def get_run(self, run_id: str, *, max_age_s: float | None = None) -> StoredBlob | None:
         """A stored run, or None if unknown or older than ``max_age_s``."""
