@@ -67,30 +67,37 @@ async function failure(res, what) {
 
 /** The service's tensor file of a run (`/api/runs/{id}`) or a share (`/api/shares/{id}`). */
 export function rangeSource(base) {
-  let index = null;
+  let index = null, known = null;
   const entries = () => {
     index ??= fetch(`${base}/tensors`).then(async (res) => {
       if (!res.ok) throw Object.assign(await failure(res, "the tensor index"), { status: res.status });
       const body = await res.json();
-      return new Map(body.tensors.map((t) => [t.key, t]));
+      return (known = new Map(body.tensors.map((t) => [t.key, t])));
     });
     // an answer (no file kept: 404) stands for the document's life; a failed connection is asked again
     index.catch((err) => { if (!err.status) index = null; });
     return index;
   };
   const prepare = () => { entries().catch(() => { /* asked again, and answered, at the first look */ }); };
-  return cached("service", async (key) => {
+  const ask = (t) => fetch(`${base}/tensors.safetensors`, { headers: { Range: `bytes=${t.start}-${t.end - 1}` } });
+  return cached("service", (key) => {
     const t0 = performance.now();
-    const t = (await entries()).get(key);
-    if (!t) throw new Error(`the run's tensor file has no ${key}`);
-    let bytes = new Uint8Array(0);
-    if (t.end > t.start) {
-      const res = await fetch(`${base}/tensors.safetensors`, { headers: { Range: `bytes=${t.start}-${t.end - 1}` } });
-      if (res.status !== 206 && !res.ok) throw await failure(res, `tensor ${key}`);
-      bytes = new Uint8Array(await res.arrayBuffer());
-      if (res.status === 200) bytes = bytes.subarray(t.start, t.end);  // a server that ignored the Range
-    }
-    return timed(t0, () => decodeTensor(t.dtype, t.shape, bytes));
+    // With the index in hand the request goes out now, not once the task that asked (a
+    // selection building the whole inspector) has ended: its answer travels meanwhile.
+    const early = known && known.get(key);
+    const asked = early && early.end > early.start ? ask(early) : null;
+    return (async () => {
+      const t = early || (await entries()).get(key);
+      if (!t) throw new Error(`the run's tensor file has no ${key}`);
+      let bytes = new Uint8Array(0);
+      if (t.end > t.start) {
+        const res = await (asked || ask(t));
+        if (res.status !== 206 && !res.ok) throw await failure(res, `tensor ${key}`);
+        bytes = new Uint8Array(await res.arrayBuffer());
+        if (res.status === 200) bytes = bytes.subarray(t.start, t.end);  // a server that ignored the Range
+      }
+      return timed(t0, () => decodeTensor(t.dtype, t.shape, bytes));
+    })();
   }, prepare, async (keys) => {
     const all = await entries();
     const found = keys.filter((k) => all.has(k));
