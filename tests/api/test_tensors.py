@@ -16,7 +16,8 @@ from sqlalchemy import update
 from api.helpers import assert_error
 from api.tensor_runs import server_store, store_run
 from conftest import Server
-from gradtrace.api.tensors import GZIP_INDEX_BYTES, VERIFIED_IN_MEMORY
+from gradtrace.api.tensor_indexes import GZIP_INDEX_BYTES
+from gradtrace.api.tensors import VERIFIED_IN_MEMORY
 from gradtrace.storage import tensor_rows
 from gradtrace.storage.tables import tensor_chunks
 from gradtrace.storage.tensor_rows import CHUNK_BYTES

@@ -25,7 +25,7 @@ NOTE [cheap reads on the event loop]
     loop when it reads at most ``ON_LOOP_BYTES`` (a SQLite read of that much takes well under
     a millisecond), or answers a 304, a 400 or a 416. Anything else (a first look, the
     index, PostgreSQL, a whole file, a long range) goes to the thread pool as before. The
-    index is built once per stored file and kept (``INDEX_CACHE_BYTES``): every page that
+    index is built once per stored file and kept (``tensor_indexes.py``): every page that
     draws a run asks for it, and building it parses and checks the whole header; the file is
     still looked up for each, so a deleted one is a 404.
 """
@@ -35,8 +35,6 @@ from __future__ import annotations
 import hashlib
 import logging
 import re
-import threading
-from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from typing import Annotated, Any
 
@@ -49,10 +47,9 @@ from gradtrace.api.ranges import none_match, requested_range
 from gradtrace.api.responses import json_response
 from gradtrace.api.services import Services, ServicesDep
 from gradtrace.api.shares import find_share
+from gradtrace.api.tensor_indexes import built_index
 from gradtrace.errors import InvalidRange, NotFound, RangeNotSatisfiable, TensorFileDamaged
 from gradtrace.schema.tensor_index import TensorIndex
-from gradtrace.storage.codec import compress
-from gradtrace.storage.tensor_header import header_length, index_json
 from gradtrace.storage.tensor_rows import TensorSource
 
 router = APIRouter(tags=["tensors"])
@@ -62,12 +59,8 @@ MEDIA_TYPE = "application/octet-stream"
 VERIFIED_IN_MEMORY = 32 << 20
 """Whole files up to this size are hashed before they are sent (NOTE [checking a stored file
 before serving it]); ranges up to it are read in one piece."""
-GZIP_INDEX_BYTES = 64 << 10
-"""An index longer than this is gzip'd for a client that takes it (index_response)."""
 ON_LOOP_BYTES = 4 << 20
 """Longest Range read answered on the event loop (NOTE [cheap reads on the event loop])."""
-INDEX_CACHE_BYTES = 32 << 20
-"""Bytes of built indexes kept (plain and gzip'd), the oldest dropped first."""
 
 RunId = Annotated[str, Path(max_length=64)]
 ShareId = Annotated[str, Path(max_length=64)]
@@ -204,47 +197,6 @@ def _caching(source: TensorSource) -> dict[str, str]:
     return {"ETag": _etag(source), "Cache-Control": IMMUTABLE}
 
 
-_indexes: OrderedDict[tuple[str, str, str], tuple[bytes, bytes | None]] = OrderedDict()
-_indexes_lock = threading.Lock()
-
-
-def _index_key(source: TensorSource) -> tuple[str, str, str]:
-    """One stored file: its owner and its hash, never the hash alone, since two owners' copies
-    of one file are damaged, or not, each on its own (a run still in memory: its hash)."""
-    return str(getattr(source, "owner", "")), str(getattr(source, "owner_id", "")), source.sha256
-
-
-def _cached_index(source: TensorSource) -> tuple[bytes, bytes | None] | None:
-    with _indexes_lock:
-        found = _indexes.get(_index_key(source))
-        if found is not None:
-            _indexes.move_to_end(_index_key(source))
-        return found
-
-
-def _built_index(source: TensorSource) -> tuple[bytes, bytes | None]:
-    """The index as JSON and, when long, gzip'd; built and checked once per stored file."""
-    found = _cached_index(source)
-    if found is not None:
-        return found
-    body = read_index(source)
-    built = body, (compress(body) if len(body) > GZIP_INDEX_BYTES else None)
-    with _indexes_lock:
-        _indexes[_index_key(source)] = built
-        total = sum(len(b) + len(g or b"") for b, g in _indexes.values())
-        while total > INDEX_CACHE_BYTES and len(_indexes) > 1:
-            _key, (b, g) = _indexes.popitem(last=False)
-            total -= len(b) + len(g or b"")
-    return built
-
-
-def read_index(source: TensorSource) -> bytes:
-    """The file's index as JSON, its header parsed and checked (TensorFileDamaged when it does
-    not hold together)."""
-    n = header_length(source.read(0, min(8, source.size)), source.size)
-    return index_json(source.read(8, 8 + n), size=source.size, sha256=source.sha256)
-
-
 def index_response(request: Request, source: TensorSource, if_none_match: str | None) -> Response:
     """The index, gzip'd when it is big and the client takes gzip: a page asks for it once the
     graph is drawn (NOTE [tensor sources] in frontend/src/tensors/source.js), whether or not a
@@ -252,7 +204,7 @@ def index_response(request: Request, source: TensorSource, if_none_match: str | 
     headers = _caching(source)
     if none_match(if_none_match, headers["ETag"]):
         return Response(status_code=304, headers=headers)
-    body, gz = _built_index(source)
+    body, gz = built_index(source)
     if gz is not None:
         return json_response(request, raw=body, gz=gz, headers=headers)
     return Response(body, media_type="application/json", headers=headers)
@@ -267,7 +219,7 @@ def file_response(source: TensorSource, name: str, range_header: str | None, if_
     if wanted is not None:
         headers["Content-Range"] = wanted.content_range
         return _bytes(source, wanted.start, wanted.end, 206, headers)
-    _built_index(source)  # a damaged header is a 409 before any byte goes out
+    built_index(source)  # a damaged header is a 409 before any byte goes out
     headers["Content-Disposition"] = f'attachment; filename="{re.sub(r"[^A-Za-z0-9_-]", "", name)}.safetensors"'
     if source.size <= VERIFIED_IN_MEMORY:
         data = source.read(0, source.size)

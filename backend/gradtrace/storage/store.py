@@ -32,25 +32,16 @@ NOTE [tensor files go with their owner]
     ``delete_share`` deletes the copy with the share. A run's id is the hash of its document,
     which records the file's SHA-256, so storing a run again never meets a different file.
 
-NOTE [files the store has found]
-    A page reads a run's tensors one Range request at a time, and finding the file (its hash,
-    size and chunk count) was a query of its own before each read. Since a stored file never
-    changes under its owner, the store remembers the last ``KNOWN_FILES`` it found, and
-    ``known_tensors`` answers from them with no query. What could have changed since is
-    still caught: each read checks the length of every chunk it touches (a damaged file is
-    still a 409), a read that finds the owner's file gone answers 404 (a purge or a delete,
-    maybe by another replica), and a run's retention is checked against the time it was
-    stored, which only ever moves later. ``run_tensors`` and ``share_tensors`` always ask
-    the database, so their full check (every chunk there) runs on each first look.
+
+NOTE [files the store has found] in ``known_files.py``: the files ``run_tensors`` and
+``share_tensors`` found are remembered; ``known_tensors`` answers from them without a query.
 """
 
 from __future__ import annotations
 
 import hashlib
 import secrets
-import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -65,13 +56,12 @@ from gradtrace.storage import migrate, tensor_rows
 from gradtrace.storage.behind import WriteBehind
 from gradtrace.storage.codec import EncodedDocument, StoredBlob
 from gradtrace.storage.engine import ensure_directory, is_shared_file, make_engine
+from gradtrace.storage.known_files import KnownFiles
 from gradtrace.storage.tables import runs, shares
 from gradtrace.storage.tensor_rows import TensorSource
 
 SHARE_ID_MIN = 8
 RETRY_AFTER_S = 2.0
-KNOWN_FILES = 512
-"""Stored tensor files remembered (NOTE [files the store has found]): a few hundred bytes each."""
 T = TypeVar("T")
 
 
@@ -102,9 +92,7 @@ class Store:
             postgresql.insert if self.engine.dialect.name == "postgresql" else sqlite.insert)
         self._behind = WriteBehind(self.put_run)  # NOTE [runs written behind] in behind.py
         self._local = self.engine.dialect.name == "sqlite"
-        # NOTE [files the store has found]: (owner, id) -> (file, when its owner was stored)
-        self._known: OrderedDict[tuple[str, str], tuple[TensorSource, float | None]] = OrderedDict()
-        self._known_lock = threading.Lock()
+        self._known = KnownFiles()  # NOTE [files the store has found] in known_files.py
 
     # --- life cycle -------------------------------------------------------------------------
 
@@ -180,19 +168,19 @@ class Store:
         with self._connect() as conn:
             stored = conn.execute(select(runs.c.created_at).where(runs.c.id == run_id)).scalar()
             if stored is None:
-                self._remember(("run", run_id), None, None)
+                self._known.remember("run", run_id, None)
                 return None
             if max_age_s is not None and float(stored) < time.time() - max_age_s:
                 return None
             source = tensor_rows.find(conn, "run", run_id, self._connect, local=self._local)
-        self._remember(("run", run_id), source, float(stored))
+        self._known.remember("run", run_id, source, float(stored))
         return source
 
     def share_tensors(self, share_id: str) -> TensorSource | None:
         """A share's own copy of its tensor file, or None (NOTE [tensor files go with their owner])."""
         with self._connect() as conn:
             source = tensor_rows.find(conn, "share", share_id, self._connect, local=self._local)
-        self._remember(("share", share_id), source, None)
+        self._known.remember("share", share_id, source)
         return source
 
     def known_tensors(self, owner: str, owner_id: str, *, max_age_s: float | None = None) -> TensorSource | None:
@@ -204,30 +192,7 @@ class Store:
             waiting = self._behind.get(owner_id)
             if waiting is not None and waiting.tensors is not None:
                 return waiting.tensors
-        with self._known_lock:
-            known = self._known.get((owner, owner_id))
-            if known is None:
-                return None
-            self._known.move_to_end((owner, owner_id))
-        source, stored = known
-        if max_age_s is not None and stored is not None and stored < time.time() - max_age_s:
-            return None
-        return source
-
-    def _remember(self, key: tuple[str, str], source: TensorSource | None, stored: float | None) -> None:
-        with self._known_lock:
-            if source is None:
-                self._known.pop(key, None)
-                return
-            self._known[key] = (source, stored)
-            self._known.move_to_end(key)
-            while len(self._known) > KNOWN_FILES:
-                self._known.popitem(last=False)
-
-    def _forget(self, owner: str, ids: list[str]) -> None:
-        with self._known_lock:
-            for owner_id in ids:
-                self._known.pop((owner, owner_id), None)
+        return self._known.get(owner, owner_id, max_age_s=max_age_s)
 
     def purge_runs(self, *, older_than_s: float) -> int:
         """Delete runs older than the retention window, with their tensor files; answers how
@@ -237,7 +202,7 @@ class Store:
             gone = conn.execute(delete(runs).where(runs.c.created_at < cutoff).returning(runs.c.id))
             ids = [str(row[0]) for row in gone.all()]
             tensor_rows.remove(conn, "run", ids)
-        self._forget("run", ids)
+        self._known.forget("run", ids)
         return len(ids)
 
     # --- shares ------------------------------------------------------------------------------
@@ -305,7 +270,7 @@ class Store:
                 return False
             conn.execute(delete(shares).where(shares.c.id == share_id))
             tensor_rows.remove(conn, "share", [share_id])
-        self._forget("share", [share_id])
+        self._known.forget("share", [share_id])
         return True
 
     def count_shares(self) -> int:
