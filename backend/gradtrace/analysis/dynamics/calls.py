@@ -38,11 +38,11 @@ Call = tuple[str, int]
 """(module path, call number from 0), as ``Node.module_stack`` names it."""
 
 
-def _members(view: DocView) -> tuple[dict[Call, list[str]], dict[str, set[str]], dict[str, tuple[Call, ...]]]:
-    """The function nodes of each call of each module called ``MIN_CALLS`` times or more (a
-    path ``modules`` lacks counts as one), each module path's enclosing paths, and each of
-    those nodes' calls."""
-    counts = {str(m.get("path")): int(m.get("calls") or 0) for m in view.doc.get("modules") or []}
+def _members(view: DocView, counts: Mapping[str, int],
+             default: int) -> tuple[dict[Call, list[str]], dict[str, set[str]], dict[str, tuple[Call, ...]]]:
+    """The function nodes of each call of each module counted ``MIN_CALLS`` times or more in
+    ``counts`` (a path it lacks counts ``default``), each such module path's enclosing paths,
+    and each of those nodes' calls."""
     members: dict[Call, list[str]] = {}
     around: dict[str, set[str]] = {}
     calls_of: dict[str, tuple[Call, ...]] = {}
@@ -54,7 +54,7 @@ def _members(view: DocView) -> tuple[dict[Call, list[str]], dict[str, set[str]],
         nid = str(n["id"])
         if len(stack) == 1:  # the usual case, with nothing around it
             path = str(stack[0]["path"])
-            if counts.get(path, MIN_CALLS) >= MIN_CALLS:
+            if counts.get(path, default) >= MIN_CALLS:
                 call = (path, int(stack[0]["call"]))
                 calls_of[nid] = (call,)
                 nodes = members.get(call)
@@ -67,10 +67,10 @@ def _members(view: DocView) -> tuple[dict[Call, list[str]], dict[str, set[str]],
         if paths not in nested:
             nested.add(paths)
             for k in range(1, len(paths)):
-                if counts.get(paths[k], MIN_CALLS) >= MIN_CALLS:
+                if counts.get(paths[k], default) >= MIN_CALLS:
                     around.setdefault(paths[k], set()).update(paths[:k])
         mine = tuple([(path, int(e["call"])) for path, e in zip(paths, stack, strict=True)
-                      if counts.get(path, MIN_CALLS) >= MIN_CALLS])
+                      if counts.get(path, default) >= MIN_CALLS])
         if mine:
             calls_of[nid] = mine
             for call in mine:
@@ -111,8 +111,23 @@ def call_series(view: DocView, passes: list[Mapping[str, Any]],
         forward edges, and the passes that reached each output from one over the backward
         events (only an output's are kept): the cost grows with the graph, never with the
         number of calls times the number of passes (a 500-step loop calls each layer 500
-        times, in 500 passes)."""
-    members, around, calls_of = _members(view)
+        times, in 500 passes).
+
+    NOTE [a module that no pass walks many times]
+        A training loop calls each layer once per iteration: its modules are called many
+        times in all, but each pass walks one call of each. With more than one pass, one look
+        at the backward events first counts, for each pass, the calls of each module it
+        walked any node of (an upper bound of the calls whose outputs it walked); only the
+        modules some pass walked ``MIN_CALLS`` times are looked at further, and a loop whose
+        passes walk none pays that one look."""
+    counts = {str(m.get("path")): int(m.get("calls") or 0) for m in view.doc.get("modules") or []}
+    wanted = {int(p["index"]) for p in passes}
+    if len(wanted) > 1:  # NOTE [a module that no pass walks many times]
+        busy = _busy(view, wanted)
+        counts = {path: MIN_CALLS for path in busy if counts.get(path, MIN_CALLS) >= MIN_CALLS}
+        members, around, calls_of = _members(view, counts, 0)
+    else:
+        members, around, calls_of = _members(view, counts, MIN_CALLS)
     if not members:
         return []
     roots = {str(r) for p in passes for r in p.get("roots") or []}
@@ -124,7 +139,6 @@ def call_series(view: DocView, passes: list[Mapping[str, Any]],
         outs = [nid for nid in nodes if nid in roots or (found is not None and nid in found)]
         outs_of[one] = outs
         wanted_nodes.update(outs)
-    wanted = {int(p["index"]) for p in passes}
     event_of: dict[tuple[str, int], int] = {}
     passes_of: dict[str, set[int]] = {}
     _first_events(view, wanted_nodes, wanted, event_of)
@@ -158,6 +172,29 @@ def call_series(view: DocView, passes: list[Mapping[str, Any]],
                        "nodes": [outs[0] for _, outs in calls],
                        "grad_norm": [_norm(view, outs, p, event_of, read, whole) for _, outs in calls]})
     return series
+
+
+def _busy(view: DocView, passes: set[int]) -> set[str]:
+    """The module paths some one of ``passes`` walked nodes of ``MIN_CALLS`` calls of or more
+    (NOTE [a module that no pass walks many times])."""
+    seen: dict[tuple[str, int], set[int]] = {}
+    by_id = view.by_id
+    for _, ev in view.backward_events():
+        p = ev.get("pass")
+        if p not in passes:
+            continue
+        n = by_id.get(ev["node"])
+        stack = n.get("module_stack") if n is not None else None
+        if not stack:
+            continue
+        for e in stack:
+            key = (str(e["path"]), int(p))  # type: ignore[arg-type]
+            calls = seen.get(key)
+            if calls is None:
+                seen[key] = {e["call"]}
+            else:
+                calls.add(e["call"])
+    return {path for (path, _), calls in seen.items() if len(calls) >= MIN_CALLS}
 
 
 def _first_events(view: DocView, nodes: set[str], passes: set[int], event_of: dict[tuple[str, int], int]) -> None:
