@@ -152,3 +152,13 @@ def test_the_dynamics_switched_off_leave_no_steps_no_series_and_the_same_graph()
     assert graph(docs[True]) == graph(docs[False])
     with pytest.raises(ValueError, match="dynamics must be True or False"):
         gradtrace.record(dynamics="no")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("setup", ["joined", "moved"])
+def test_a_loops_looks_compared_as_one_grid_write_the_same_steps_bit_for_bit(
+        monkeypatch: pytest.MonkeyPatch, setup: str) -> None:
+    grid, _ = _by_hand(setup)  # NOTE [the looks of a loop as one grid]
+    monkeypatch.setattr(valuesteps, "GRID_MAX", 0)  # every leaf too wide: one pair at a time
+    pairs, _ = _by_hand(setup)
+    assert _steps(grid) == _steps(pairs)
+    assert grid.analysis.dynamics.model_dump() == pairs.analysis.dynamics.model_dump()

@@ -38,6 +38,17 @@ NOTE [one copy per look]
     norms are those of the same values in the same order (a contiguous leaf's norm reads its
     elements in their flat order either way). The norms become the document's float32 numbers
     in one conversion (``_f32``), the same as ``str(np.float32(x))`` of each.
+
+NOTE [the looks of a loop as one grid]
+    A loop's looks copy the same leaves each time, so its waiting copies form a grid: one row
+    per look (a joined copy), one column of elements per leaf. Compared, the grid is stacked
+    once, its rows' differences taken in one subtraction, and each leaf's column reduced in
+    one ``vector_norm`` over its rows: two reductions per leaf, not two per leaf and step.
+    Each row of a column holds the same values in the same order as the flat copies compared
+    one pair at a time, and a column at most ``GRID_MAX`` wide is reduced as those are (one
+    thread, the same order), so the numbers are the same (``tests/capture/test_value_steps.py``
+    compares both ways). Anything else waiting (leaves that joined other looks, a leaf seen
+    alone, a look copied leaf by leaf) is compared one pair at a time.
 """
 
 from __future__ import annotations
@@ -52,6 +63,11 @@ from gradtrace.capture.odd_tensors import runs_python_ops
 
 PENDING_BYTES = 8 << 20
 """Copies of the leaves that may wait to be compared (NOTE [comparing later, in one go])."""
+
+GRID_MAX = 32768
+"""The most elements of one leaf compared as a column of a grid (NOTE [the looks of a loop as
+one grid]): torch reduces a row that long on one thread, in the order it reduces the same
+values alone, so the norms are the same either way."""
 
 
 def _f32(xs: list[float]) -> list[Any]:
@@ -191,6 +207,8 @@ class ValueSteps:
     def _compare(self, waiting: list[_Leaf], live: list[tuple[_Leaf, int]]) -> None:
         """Every waiting pair of ``waiting``'s copies, then each of ``live`` against its value
         now, all at once (NOTE [comparing later, in one go]); each leaf keeps its last value."""
+        if self._grid(waiting, live):
+            return
         for whole, owners, sizes in self.joined:
             for (s, k), part in zip(owners, whole.split_with_sizes(sizes), strict=True):
                 s.values[k] = part
@@ -226,3 +244,60 @@ class ValueSteps:
         if live:  # each one's last copy takes its live value
             torch._foreach_copy_([s.values[0] for s, _ in live], [s.leaf.reshape(-1) for s, _ in live])  # type: ignore[misc]
         self.pending = 0
+
+    def _grid(self, waiting: list[_Leaf], live: list[tuple[_Leaf, int]]) -> bool:
+        """NOTE [the looks of a loop as one grid]: True when every waiting copy is a part of a
+        look's one copy of the same leaves (and ``live`` is those leaves, or none), and they
+        were compared so."""
+        if not self.joined:
+            return False
+        _, owners, sizes = self.joined[0]
+        if max(sizes) > GRID_MAX:
+            return False
+        group = [s for s, _ in owners]
+        for _, theirs, their_sizes in self.joined[1:]:
+            if their_sizes != sizes:
+                return False
+            for (a, _), b in zip(theirs, group, strict=True):
+                if a is not b:
+                    return False
+        looks = len(self.joined)
+        mine = {id(s) for s in group}
+        for s in waiting:
+            if (len(s.ats) != looks or len(s.values) != looks + 1) if id(s) in mine else bool(s.ats):
+                return False
+        if live:
+            if len(live) != len(group):
+                return False
+            for (a, _), b in zip(live, group, strict=True):
+                if a is not b:
+                    return False
+        rows = [torch.cat([s.values[0] for s in group]), *(whole for whole, _, _ in self.joined)]  # type: ignore[misc]
+        if live:
+            rows.append(torch.cat([s.leaf.reshape(-1) for s in group]))
+        values = torch.stack(rows)
+        deltas, befores = values[1:] - values[:-1], values[:-1]
+        columns: list[torch.Tensor] = []
+        start = 0
+        for n in sizes:
+            columns.append(torch.linalg.vector_norm(deltas[:, start:start + n], dim=1))
+            start += n
+        start = 0
+        for n in sizes:
+            columns.append(torch.linalg.vector_norm(befores[:, start:start + n], dim=1))
+            start += n
+        found = torch.stack(columns)
+        raw: list[float] = found.reshape(-1).tolist()
+        norms = _f32(raw)
+        width, half = len(rows) - 1, len(group) * (len(rows) - 1)
+        for j, s in enumerate(group):
+            ats = [*s.ats, live[j][1]] if live else s.ats
+            for k, at in enumerate(ats):
+                i = j * width + k
+                if raw[i] != 0:  # a change too small for its norm to tell is no step
+                    s.doc.setdefault("value_steps", []).append({"at": at, "delta": norms[i], "norm": norms[half + i]})
+        for s, part in zip(group, rows[-1].split_with_sizes(sizes), strict=True):
+            s.values, s.ats = [part], []
+        self.joined = []
+        self.pending = 0
+        return True
