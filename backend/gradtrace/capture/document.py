@@ -190,7 +190,7 @@ def _add_analysis(doc: dict[str, Any], rec: Recorder) -> None:
     """The document's ``analysis`` (:mod:`gradtrace.analysis`), computed once, here, from the
     document's own parts (:func:`~gradtrace.analysis.run.analyze_parts`); left out when there
     is nothing to say."""
-    found = analyze_parts(doc, tensors=tensor_reader(rec))
+    found = analyze_parts(doc, tensors=tensor_reader(rec), dynamics=rec.steps.on)
     if found is not None:
         doc["analysis"] = found
 
