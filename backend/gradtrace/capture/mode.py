@@ -210,7 +210,7 @@ class CaptureMode(TorchFunctionMode):
     def pass_through(self) -> set[Any]:
         """The code objects that call the snippet's own torch functions (NOTE [warnings from
         the tap] in warnsite.py)."""
-        return {f.__code__ for f in (CaptureMode.__torch_function__, CaptureMode._backward,
+        return {f.__code__ for f in (CaptureMode.__torch_function__, CaptureMode._marked, CaptureMode._backward,
                                      CaptureMode._register_hook, CaptureMode._retain_grad)}
 
     def __torch_function__(self, func: Any, types: Any, args: tuple[Any, ...] = (),
