@@ -13,6 +13,17 @@ static_assert(keys::in_order({ek::changed_by_hook, ek::grad, ek::grad_inputs, ek
                               ek::line, ek::node, ek::pass, ek::phase}));
 static_assert(keys::in_order({hk::after, hk::before}));
 
+// Where the ``key`` of the TensorValue written at ``begin`` of ``out`` goes: right after its
+// ``dtype`` (a TensorValue's first key: ``write_value`` in values.h), or -1 when none is there.
+inline int64_t value_key_at(const std::string& out, size_t begin) {
+  constexpr std::string_view open = keys::tensor_value::dtype.open;
+  size_t s = begin + open.size();  // its string value opens there
+  if (out.compare(begin, open.size(), open) != 0 || s >= out.size() || out[s] != '"') return -1;
+  size_t q = out.find('"', s + 1);
+  if (q == std::string::npos || q + 1 >= out.size() || out[q + 1] != ',') return -1;
+  return static_cast<int64_t>(q + 2);
+}
+
 // Called with the core's mutex held.
 // The events array as canonical JSON; values spend ``budget`` numbers in document order
 // (grad_outputs, grad_inputs, grad, hook changes: the order Python resolves them in), which
@@ -62,12 +73,7 @@ std::pair<py::bytes, int64_t> events_json(Core& c, int64_t budget) {
   // ``key`` would go, found as it is written (``stats.h``'s ``event_candidates`` reads them)
   c.ref_at.assign(c.refs.size(), -1);
   c.grad_at.assign(c.events.size(), -1);
-  auto key_at = [&](size_t begin) -> int64_t {
-    if (out.compare(begin, 10, "{\"dtype\":\"") != 0) return -1;
-    size_t q = out.find('"', begin + 10);
-    if (q == std::string::npos || q + 1 >= out.size() || out[q + 1] != ',') return -1;
-    return static_cast<int64_t>(q + 2);
-  };
+  auto key_at = [&](size_t begin) { return value_key_at(out, begin); };
   auto val = [&](int32_t id, bool w, int64_t& at_key) {
     if (id == kNone) { out += "null"; return; }
     size_t begin = out.size();
