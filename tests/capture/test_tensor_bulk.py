@@ -119,3 +119,81 @@ def test_the_first_non_finite_gradient_is_found_on_both_kernel_sets() -> None:
         norms = [tv["stats"]["norm"] for tv in events[first]["grad_inputs"] + events[first]["grad_outputs"]
                  if tv is not None]
         assert any(isinstance(n, str) or math.isinf(n) for n in norms)
+
+
+def _beyond_range() -> list[torch.Tensor]:
+    """Tensors whose stats leave their dtype's range: a float32 norm beyond float32 (small and
+    large, either sign), one that overflows only on the way (1e30 over a million elements:
+    norm 1e33), float16 ones whose norm is beyond float16 (the stats are float32: NOTE [float32
+    values] in capture/values.py), a float64 norm beyond float64, and float32's largest number."""
+    big32 = torch.finfo(torch.float32).max
+    return [
+        torch.full((4,), 3e38), torch.full((3, 2), -3e38), torch.full((2000,), 3e38),
+        torch.full((1_000_000,), 1e30), torch.tensor([big32, -big32]),
+        torch.full((4,), 60000.0, dtype=torch.float16), torch.full((2000,), 65504.0, dtype=torch.float16),
+        torch.full((4,), 1e200, dtype=torch.float64), torch.full((4,), 3e38, dtype=torch.bfloat16),
+    ]
+
+
+def _stats(text: bytes) -> dict[str, object]:
+    import orjson
+
+    stats = orjson.loads(text)["stats"]
+    assert isinstance(stats, dict)
+    return stats
+
+
+def test_stats_beyond_the_dtypes_range_are_the_same_on_both_kernel_sets() -> None:
+    """NOTE [stats beyond the dtype's range] in capture/values.py: a norm beyond float32 is
+    "inf" on both kernel sets, as ``torch.linalg.vector_norm`` gives it in float32; one that
+    overflows only on the way is the finite norm, as float64 gives it."""
+    assert native.core is not None
+    ts = _beyond_range()
+    core = native.core.Recorder().stats_json(ts)
+    twin = PyCore().stats_json(ts)
+    for t, a, b in zip(ts, core, twin, strict=True):
+        assert a, t.dtype  # the core writes every one of them itself
+        if t.numel() <= native.core.VALUES_LIMIT:
+            assert a == b, (t.shape, t.dtype, a, b)
+        sa, sb = _stats(a), _stats(b)
+        for name in ("min", "max", "mean", "norm"):
+            x, y = sa[name], sb[name]
+            if isinstance(x, str) or isinstance(y, str):
+                assert x == y, (t.shape, t.dtype, name, x, y)
+            else:
+                assert isinstance(x, float) and isinstance(y, float)
+                assert math.isclose(x, y, rel_tol=1e-6), (t.shape, t.dtype, name, x, y)
+        truth = torch.linalg.vector_norm(t.double()).item()
+        if t.dtype in (torch.float32, torch.bfloat16) and truth > torch.finfo(torch.float32).max:
+            assert sa["norm"] == "inf" and torch.linalg.vector_norm(t).isinf()  # torch's own
+        elif math.isinf(truth):
+            assert sa["norm"] == "inf"
+        else:
+            assert isinstance(sa["norm"], float) and math.isclose(sa["norm"], truth, rel_tol=1e-6)
+    assert _stats(core[3])["norm"] == 1e33 and torch.linalg.vector_norm(ts[3]).isinf()
+    assert _stats(core[1])["min"] == -3e38 and _stats(core[1])["norm"] == "inf"
+
+
+BEYOND = """import torch
+w = torch.full((4,), 3e38, requires_grad=True)
+y = w * 1.0                      # a forward output whose norm is beyond float32
+(y * torch.full((4,), 3e38)).sum().backward()   # w's gradient: 3e38 each, norm beyond float32
+v = torch.ones(1_000_000, requires_grad=True)
+(v * 1e30).sum().backward()      # a large gradient whose norm (1e33) overflows only on the way
+h = torch.full((4,), 60000.0, dtype=torch.float16, requires_grad=True)
+(h * 1.0).sum().backward()
+"""
+
+
+def test_a_run_with_norms_beyond_float32_gives_the_same_document_on_both_kernel_sets() -> None:
+    import orjson
+
+    core = run_captured(BEYOND, native=True, tensor_budget=64 << 20, seed=0)
+    twin = run_captured(BEYOND, native=False, tensor_budget=64 << 20, seed=0)
+    assert core.events == twin.events
+    assert core.graph == twin.graph
+    assert core.tensors == twin.tensors
+    norms = [tv["stats"]["norm"] for e in orjson.loads(core.events) if e["phase"] == "backward"
+             for tv in (e["grad_inputs"] or []) + (e["grad_outputs"] or []) if tv is not None]
+    assert "inf" in norms  # w's gradient
+    assert any(isinstance(n, float) and math.isclose(n, 1e33, rel_tol=1e-6) for n in norms)  # v's
