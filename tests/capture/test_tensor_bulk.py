@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+from typing import Any
 
 import pytest
 import torch
@@ -132,6 +133,26 @@ def _beyond_range() -> list[torch.Tensor]:
         torch.full((1_000_000,), 1e30), torch.tensor([big32, -big32]),
         torch.full((4,), 60000.0, dtype=torch.float16), torch.full((2000,), 65504.0, dtype=torch.float16),
         torch.full((4,), 1e200, dtype=torch.float64), torch.full((4,), 3e38, dtype=torch.bfloat16),
+        torch.full((2000,), -3e38), torch.full((2000,), 3e38, dtype=torch.bfloat16),
+        torch.tensor([3e38, -3e38]).repeat(1000),  # a mean of 0 whose float32 sum overflows
+    ]
+
+
+def _odd_values() -> list[torch.Tensor]:
+    """Small and large tensors of odd values the core writes itself: subnormals, norms that
+    underflow on the way, signed zeros, NaN payloads, infinities of both signs, float16 and
+    bfloat16 at their ends."""
+    payloads = torch.tensor([0x7FC00001, -4194304, 0x7F800001], dtype=torch.int32).view(torch.float32)
+    return [
+        torch.tensor([1e-45, -1e-45, 1e-40]), torch.full((2000,), 1e-40), torch.full((2000,), 1e-30),
+        torch.full((4,), 1e-30), torch.tensor([0.0, -0.0]), torch.tensor([-0.0, 0.0]),
+        torch.full((3,), -0.0), torch.full((2000,), -0.0), torch.tensor(-0.0), payloads,
+        payloads.repeat(700), torch.tensor([math.inf, -math.inf]), torch.tensor([math.inf, -math.inf]).repeat(600),
+        torch.tensor([1e308, 1e308], dtype=torch.float64), torch.full((2000,), 1e308, dtype=torch.float64),
+        torch.tensor([5e-324, -5e-324], dtype=torch.float64), torch.tensor([6e-8, -6e-8], dtype=torch.float16),
+        torch.full((2000,), 6e-8, dtype=torch.float16), torch.full((2000,), -65504.0, dtype=torch.float16),
+        torch.full((2000,), 1e-38, dtype=torch.bfloat16), torch.tensor([math.nan, 1.0], dtype=torch.float16),
+        torch.cat([torch.tensor([3e38]), torch.full((1999,), 1e-30)]),
     ]
 
 
@@ -143,12 +164,13 @@ def _stats(text: bytes) -> dict[str, object]:
     return stats
 
 
-def test_stats_beyond_the_dtypes_range_are_the_same_on_both_kernel_sets() -> None:
+@pytest.mark.parametrize("make", [_beyond_range, _odd_values], ids=["beyond-range", "odd-values"])
+def test_stats_of_odd_values_are_the_same_on_both_kernel_sets(make: Any) -> None:
     """NOTE [stats beyond the dtype's range] in capture/values.py: a norm beyond float32 is
     "inf" on both kernel sets, as ``torch.linalg.vector_norm`` gives it in float32; one that
-    overflows only on the way is the finite norm, as float64 gives it."""
+    overflows or underflows only on the way is the norm, as float64 gives it."""
     assert native.core is not None
-    ts = _beyond_range()
+    ts = make()
     core = native.core.Recorder().stats_json(ts)
     twin = PyCore().stats_json(ts)
     for t, a, b in zip(ts, core, twin, strict=True):
@@ -164,14 +186,21 @@ def test_stats_beyond_the_dtypes_range_are_the_same_on_both_kernel_sets() -> Non
                 assert isinstance(x, float) and isinstance(y, float)
                 assert math.isclose(x, y, rel_tol=1e-6), (t.shape, t.dtype, name, x, y)
         truth = torch.linalg.vector_norm(t.double()).item()
-        if t.dtype in (torch.float32, torch.bfloat16) and truth > torch.finfo(torch.float32).max:
+        if t.isnan().any():
+            assert sa["norm"] == "nan"
+        elif t.dtype == torch.float64 and 0 < truth < 1e-150:
+            assert sa["norm"] == 0.0  # float64's own squares underflow, on both kernel sets
+        elif t.dtype in (torch.float32, torch.bfloat16) and truth > torch.finfo(torch.float32).max:
             assert sa["norm"] == "inf" and torch.linalg.vector_norm(t).isinf()  # torch's own
         elif math.isinf(truth):
             assert sa["norm"] == "inf"
         else:
-            assert isinstance(sa["norm"], float) and math.isclose(sa["norm"], truth, rel_tol=1e-6)
-    assert _stats(core[3])["norm"] == 1e33 and torch.linalg.vector_norm(ts[3]).isinf()
-    assert _stats(core[1])["min"] == -3e38 and _stats(core[1])["norm"] == "inf"
+            tol = 0.0 if t.dtype == torch.float64 else 2e-45  # float32 subnormals have fewer digits
+            assert isinstance(sa["norm"], float) and math.isclose(sa["norm"], truth, rel_tol=1e-6, abs_tol=tol)
+    if make is _beyond_range:
+        assert _stats(core[3])["norm"] == 1e33 and torch.linalg.vector_norm(ts[3]).isinf()
+        assert _stats(core[1])["min"] == -3e38 and _stats(core[1])["norm"] == "inf"
+        assert _stats(core[-1])["mean"] == 0.0 and _stats(core[-3])["mean"] == -3e38
 
 
 BEYOND = """import torch
@@ -182,6 +211,8 @@ v = torch.ones(1_000_000, requires_grad=True)
 (v * 1e30).sum().backward()      # a large gradient whose norm (1e33) overflows only on the way
 h = torch.full((4,), 60000.0, dtype=torch.float16, requires_grad=True)
 (h * 1.0).sum().backward()
+u = torch.ones(2000, requires_grad=True)
+(u * 1e-30).sum().backward()     # a gradient whose norm (4.5e-29) underflows only on the way
 """
 
 
@@ -197,3 +228,4 @@ def test_a_run_with_norms_beyond_float32_gives_the_same_document_on_both_kernel_
              for tv in (e["grad_inputs"] or []) + (e["grad_outputs"] or []) if tv is not None]
     assert "inf" in norms  # w's gradient
     assert any(isinstance(n, float) and math.isclose(n, 1e33, rel_tol=1e-6) for n in norms)  # v's
+    assert any(isinstance(n, float) and math.isclose(n, 2000 ** 0.5 * 1e-30, rel_tol=1e-6) for n in norms)

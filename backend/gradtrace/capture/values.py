@@ -76,19 +76,28 @@ def _torch_stats(t: torch.Tensor) -> dict[str, Any] | None:
     if t.dtype in (torch.float32, torch.float64):
         # five dispatches in all: these stats are taken for every large gradient in a hook
         mn, mx, total, norm = torch.stack((lo, hi, t.sum(), torch.linalg.vector_norm(t))).tolist()
-        if t.dtype == torch.float32 and math.isinf(total + norm) and math.isfinite(mn + mx):
-            # overflowed on the way, not in its value (NOTE [stats beyond the dtype's range])
-            d = t.to(torch.float64)
-            total, norm = d.sum().item(), torch.linalg.vector_norm(d).item()
-        return {"min": _num(mn), "max": _num(mx), "mean": _num(total / t.numel()), "norm": _num(norm)}
-    if t.is_floating_point():
+        mean = total / t.numel()
+    elif t.is_floating_point():
         f = t.to(torch.float32)
         mn, mx, mean, norm = torch.stack((lo.to(f.dtype), hi.to(f.dtype), f.mean(),
                                           torch.linalg.vector_norm(f))).tolist()
+    if t.is_floating_point():
+        if t.dtype != torch.float64 and _out_of_range_on_the_way(mn, mx, mean, norm):
+            d = t.to(torch.float64)  # NOTE [stats beyond the dtype's range]
+            mean, norm = d.sum().item() / t.numel(), torch.linalg.vector_norm(d).item()
         return {"min": _num(mn), "max": _num(mx), "mean": _num(mean), "norm": _num(norm)}
     f = t.to(torch.float64)
     return {"min": _num(lo.item()), "max": _num(hi.item()), "mean": _num(float(f.mean().item())),
             "norm": _num(float(torch.linalg.vector_norm(f).item()))}
+
+
+def _out_of_range_on_the_way(mn: float, mx: float, mean: float, norm: float) -> bool:
+    """Whether a float32 reduction of finite elements overflowed (a mean or norm that is not
+    finite: an infinite partial sum, or two of opposite signs) or underflowed (a zero norm
+    with an element not zero) on the way."""
+    if not math.isfinite(mn + mx):
+        return False  # NaN or an infinity among the elements: the stats say so
+    return not (math.isfinite(mean) and math.isfinite(norm)) or (norm == 0 and (mn != 0 or mx != 0))
 
 
 def _nest(flat: list[Any], shape: list[int]) -> Any:
@@ -175,7 +184,9 @@ def _f32(x: Any) -> Any:
 #     value is beyond that range is written "inf", what ``torch.linalg.vector_norm`` gives in
 #     the tensor's dtype (``torch.full((4,), 3e38)``); a norm or sum that overflows only on the
 #     way (1e30 over a million elements: norm 1e33) is not: the statistic is finite, and both
-#     kernel sets write it. ``_torch_stats`` redoes such a float32 reduction in float64.
+#     kernel sets write it. ``_torch_stats`` redoes such a float32 reduction in float64, and
+#     one that underflowed on the way too (2,000 elements of 1e-30: norm 4.5e-29, not 0: a
+#     gradient that is not zero never reads as one).
 _F32_OVERFLOW = 2.0**128 - 2.0**103  # float32's largest finite number plus half its last step
 
 
