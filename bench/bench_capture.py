@@ -1,6 +1,6 @@
 """Capture overhead: forward+backward bare vs recorded by gradtrace (+ JSON), one thread.
 
-    .venv/bin/python bench/bench_capture.py [--reps N] [--quick]
+    .venv/bin/python bench/bench_capture.py [--reps N] [--quick] [--gru-bare]
 
 Cases: a ResNet-18-like CNN, a 6-layer transformer encoder, a GRUCell unrolled 200
 steps. Each case builds its model once; every repetition then runs forward+backward either
@@ -13,7 +13,9 @@ capture (what it does while the forward runs, plus the graph's JSON); and its wh
 overhead (backward hooks and gradient values included). Targets: ratio <= 2 (CNN,
 transformer), <= 3 (GRU), capture no slower than make_dot. ``--python`` adds the Python
 recorder (no C++ core). A lesson-style training loop (``mlp-adam-50``: an MLP, Adam, 50 steps)
-is timed the same way, without a target.
+is timed the same way, without a target. ``--gru-bare`` prints only the GRU-200 program of
+tests/programs.py recorded without tensors, its document built (``rec.document()`` and its
+JSON), against the same program bare: three rounds, process CPU and wall (target <= 2.5x).
 """
 
 from __future__ import annotations
@@ -308,6 +310,65 @@ def extract_only(loss_fn: Callable[[], torch.Tensor], model: nn.Module) -> Calla
     return run
 
 
+def _gru_program() -> str:
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+    from programs import GRU_200
+
+    return str(GRU_200)
+
+
+def _gru_once(code: str, record: bool) -> tuple[float, float, float]:
+    """One run of the GRU-200 program (``tests/programs.py``): bare (``exec`` alone), or
+    recorded without tensors with its document built and written (``rec.document()``, its
+    canonical JSON, the analysis included, as a notebook has it): the issue's "record +
+    document". (process CPU, wall, process CPU of the recording alone) seconds."""
+    torch.manual_seed(0)
+    ns: dict[str, Any] = {"__name__": "__main__"}
+    compiled = compile(code, "<snippet>", "exec")
+    gc.collect()  # NOTE [collections between repetitions]
+    c0, w0 = time.process_time(), time.perf_counter()
+    if record:
+        with gradtrace.record(tensor_budget=None, _filename="<snippet>", _namespace=ns, _fresh=True) as rec:
+            exec(compiled, ns)
+        c1 = time.process_time()
+        rec.document().canonical_json()
+    else:
+        exec(compiled, ns)
+        c1 = time.process_time()
+    return time.process_time() - c0, time.perf_counter() - w0, c1 - c0
+
+
+def gru_against_bare(rounds: int = 3, runs: int = 5) -> None:
+    """GRU-200 record + document (no tensors) against the same program run bare: ``rounds``
+    repeats in this process, each the median of ``runs`` alternating runs of both (NOTE
+    [clock]: process CPU, where the neighbours' load counts less, and wall)."""
+    code = _gru_program()
+    for _ in range(2):  # warm-up: allocator, first-use costs
+        _gru_once(code, False)
+        _gru_once(code, True)
+    cpu_ratios: list[float] = []
+    wall_ratios: list[float] = []
+    print("GRU-200 record + document (no tensors) vs bare, process CPU and wall:")
+    for i in range(rounds):
+        bare_t = [_gru_once(code, False) for _ in range(runs)]
+        rec_t = [_gru_once(code, True) for _ in range(runs)]
+        for _ in range(runs):  # interleaved too, so both see the same load
+            bare_t.append(_gru_once(code, False))
+            rec_t.append(_gru_once(code, True))
+        bc, bw = (statistics.median(x[k] for x in bare_t) for k in (0, 1))
+        rc, rw, ro = (statistics.median(x[k] for x in rec_t) for k in (0, 1, 2))
+        cpu_ratios.append(rc / bc)
+        wall_ratios.append(rw / bw)
+        print(f"  round {i + 1}: bare {bc * 1e3:.1f} ms CPU / {bw * 1e3:.1f} ms wall; record+document "
+              f"{rc * 1e3:.1f} ms CPU / {rw * 1e3:.1f} ms wall; {rc / bc:.2f}x CPU, {rw / bw:.2f}x wall "
+              f"(the recording alone {ro * 1e3:.1f} ms CPU, {ro / bc:.2f}x)")
+    print(f"  range: {min(cpu_ratios):.2f}-{max(cpu_ratios):.2f}x CPU, "
+          f"{min(wall_ratios):.2f}-{max(wall_ratios):.2f}x wall (target <= 2.5x)")
+
+
 CLOCK = time.thread_time
 """NOTE [clock]: CPU time of this thread. With one intra-op thread, the forward, the engine's
 CPU backward and the recorder all run on it; other processes competing for the two cores
@@ -336,9 +397,14 @@ def main() -> None:
     ap.add_argument("--case", action="append", help="only these cases (repeatable)")
     ap.add_argument("--python", action="store_true",
                     help="also time the Python recorder (the fallback without the C++ core)")
+    ap.add_argument("--gru-bare", action="store_true",
+                    help="only GRU-200 record + document against bare: 3 rounds, process CPU and wall")
     args = ap.parse_args()
     reps = 3 if args.quick else args.reps
     torch.set_num_threads(1)
+    if args.gru_bare:
+        gru_against_bare()
+        return
     rows: list[tuple[str, int, float, float, str, float | None, str]] = []
     for name, (loss_fn, model) in make_cases().items():
         if args.case and name not in args.case:
@@ -466,6 +532,8 @@ def main() -> None:
                      "identity and version only (before gradient edits)"))
         rows.append(("adam-20 capture, edit look", reps, mn, pct(t_on, 0.95), "no look", mn / mo,
                      "NOTE [gradient edits]: alternating with the above, same run"))
+    if not args.case or "grucell-200" in args.case:
+        gru_against_bare()
     print(f"(thread CPU time, torch threads = {torch.get_num_threads()}, torch {torch.__version__})")
     print(f"{'case':36} {'n':>3} {'median ms':>10} {'p95 ms':>9} {'baseline':>9} {'ratio':>6}  note")
     for case, n, med, p95, base, ratio, note in rows:

@@ -10,18 +10,29 @@
    draw (its ``data-fetch-ms``, ``data-decode-ms``, ``data-draw-ms``); the rest is the page's
    main thread busy with the selection. Where the service does not keep the sandbox's tensor
    file, the run is recorded here and stored with its file through the store's ``put_run``, as
-   the run path does; the table says which. The same, read from a saved file.
+   the run path does; the table says which. The same, read from a saved file. And the way a
+   person selects it with the mouse: the pointer comes to rest on the node, ``DWELL_MS`` later
+   it clicks (NOTE [fetched on hover] in frontend/src/ui/tensors.js: the tensors are asked
+   for while it rests); timed from the inspector asking (after the click) to drawn, as above
+   (its "fetch" column is then the prefetch's own, begun before the click).
 2. The page's first frame, unchanged: document → first frame for a synthetic 3,000-node graph,
    this build against another build of ``frontend/dist`` (``--baseline-dist``, e.g. main's), in
    two tabs of one browser, interleaved. The first frame also makes no request to the tensor
    file (tests/browser/test_tensor_service.py checks that).
 
-Run: ``python bench/bench_tensor_page.py [--baseline-dist DIR]`` (needs ``frontend/dist``).
+3. With ``--baseline-src DIR`` (another checkout, its ``frontend/dist`` built and
+   ``backend/gradtrace/frontend`` linking to its ``frontend``), the served cases of 1 also run
+   on a second service started from that checkout's ``backend`` (``PYTHONPATH``), interleaved
+   with this build's, sample by sample: a before/after on the same machine load.
+
+Run: ``python bench/bench_tensor_page.py [--baseline-dist DIR] [--baseline-src DIR]`` (needs
+``frontend/dist``).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import statistics
 import sys
 from pathlib import Path
@@ -53,6 +64,27 @@ SELECT_AND_TIME = """async () => {
     await new Promise((r) => requestAnimationFrame(r));
   }
 }"""
+POINT_AT = """async () => {
+  await new Promise((r) => (window.requestIdleCallback || setTimeout)(r));  // the page idle once
+  const app = window.gradtrace.app, c = app.canvas, s = app.scene, nodes = app.index.nodes;
+  const i = nodes.findIndex((n) => n.name === 'TanhBackward0');
+  const v = s.view.vnodes.findIndex((n) => n.refs && n.refs.length === 1 && n.refs[0] === i);
+  c.centerOn(v);
+  await new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)));
+  const b = c.overlay.getBoundingClientRect();
+  return [b.left + (s.x[v] - c.cam.x) * c.cam.k, b.top + (s.y[v] - c.cam.y) * c.cam.k];
+}"""
+WAIT_DRAWN = """async () => {
+  for (;;) {
+    const box = document.querySelector('#inspector [data-gt=tensor][data-key$=".out0"]');
+    const d = box && box.dataset;
+    if (d && d.ready) return [d.ready, ...['ms', 'fetchMs', 'decodeMs', 'drawMs'].map((k) => Number(d[k]))];
+    await new Promise((r) => requestAnimationFrame(r));
+  }
+}"""
+DWELL_MS = 100
+"""From the pointer coming to rest on the node to the click: a person checks what they point
+at before clicking (a few hundred ms is usual); 100 ms is a quick one."""
 PARTS = ("select → drawn", "fetch", "decode", "draw")
 Split = dict[str, list[float]]
 
@@ -65,14 +97,23 @@ def sample(page: Any, script: str, out: Split) -> None:
         out.setdefault(part, []).append(x / 1000)
 
 
-def heatmap_samples(browser: Any, url: str, run_id: str, runs: int) -> Split:
+def heatmap_samples(browser: Any, url: str, run_id: str, runs: int, *, pointed: bool = False) -> Split:
+    """``pointed``: selected with the mouse (rest on the node ``DWELL_MS``, click), else at once."""
     out: Split = {}
     for _ in range(runs):
         context = browser.new_context(viewport={"width": 1280, "height": 800})
         page = context.new_page()
         page.goto(f"{url}/r/{run_id}")
         wait_until(page, "window.gradtrace && window.gradtrace.app.scene && document.body.dataset.ready")
-        sample(page, SELECT_AND_TIME, out)
+        if pointed:
+            x, y = page.evaluate(POINT_AT)
+            page.mouse.move(x - 3, y)
+            page.mouse.move(x, y)
+            page.wait_for_timeout(DWELL_MS)
+            page.mouse.click(x, y)
+            sample(page, WAIT_DRAWN, out)
+        else:
+            sample(page, SELECT_AND_TIME, out)
         context.close()
     return out
 
@@ -89,6 +130,20 @@ def print_split(title: str, rows: dict[str, Split]) -> None:
         cells = [f"{fmt_s(statistics.median(split[p]))} / {fmt_s(p90(split[p]))}" for p in PARTS]
         print(f"| {case} | {len(split[PARTS[0]])} | " + " | ".join(cells) + " |")
     sys.stdout.flush()
+
+
+LIMITS = {"GRADTRACE_TIMEOUT_S": "120", "GRADTRACE_CPU_S": "120"}
+
+
+def heatmap_run(server: Any) -> tuple[str, str]:
+    """The heatmap program's run on ``server`` and how it got there."""
+    import httpx
+
+    doc = httpx.post(f"{server.url}/api/runs", json={"code": HEATMAP}, timeout=300).json()
+    served = bool(doc.get("tensors")) and httpx.get(f"{server.url}/api/runs/{doc['id']}/tensors").status_code == 200
+    if served:
+        return doc["id"], "run by the service"
+    return stored_run(server), "recorded here, stored with put_run as the run path does"
 
 
 def stored_run(server: Any) -> str:
@@ -137,17 +192,17 @@ def saved_file_samples(browser: Any, runs: int) -> Split:
 
 
 def main() -> int:
-    import httpx
     from playwright.sync_api import sync_playwright
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--baseline-dist", type=Path, help="another build of frontend/dist for the first frame")
+    parser.add_argument("--baseline-src", type=Path, help="another checkout: its service and page, served cases only")
     parser.add_argument("--runs", type=int, default=9)
     args = parser.parse_args()
     if not (ROOT / "frontend" / "dist" / "app.js").exists():
         print("frontend/dist is not built: run `make frontend` first", file=sys.stderr)
         return 1
-    with running_server({"GRADTRACE_TIMEOUT_S": "120", "GRADTRACE_CPU_S": "120"}) as server, sync_playwright() as p:
+    with running_server(LIMITS) as server, sync_playwright() as p:
         browser = p.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
         pages = [("this build", open_page(browser, server.url))]
         if args.baseline_dist:
@@ -158,13 +213,27 @@ def main() -> int:
             for name, page in pages:
                 samples_by[name] += first_frame_seconds(page, synth, 1)
         print_table("Playground: document → first frame, 3,000 nodes", [Row(name, s) for name, s in samples_by.items()])
-        doc = httpx.post(f"{server.url}/api/runs", json={"code": HEATMAP}, timeout=300).json()
-        served = bool(doc.get("tensors")) and httpx.get(f"{server.url}/api/runs/{doc['id']}/tensors").status_code == 200
-        run_id = doc["id"] if served else stored_run(server)
-        how = "run by the service" if served else "recorded here, stored with put_run as the run path does"
+        builds = [("this build", server)]
+        with contextlib.ExitStack() as stack:
+            if args.baseline_src:
+                env = {**LIMITS, "PYTHONPATH": str(args.baseline_src.resolve() / "backend")}
+                builds.append(("baseline", stack.enter_context(running_server(env))))
+            cases: dict[str, Split] = {}
+            runs = []
+            for build, srv in builds:
+                run_id, how = heatmap_run(srv)
+                runs.append((srv, run_id))
+                cases[f"{build}: served, selected at once ({how})"] = {}
+                cases[f"{build}: served, pointed at {DWELL_MS} ms, then clicked"] = {}
+            names = list(cases)
+            for _ in range(args.runs):  # interleaved: every case sees the same machine load
+                for at, (srv, run_id) in enumerate(runs):
+                    for pointed in (False, True):
+                        split = cases[names[2 * at + pointed]]
+                        for part, xs in heatmap_samples(browser, srv.url, run_id, 1, pointed=pointed).items():
+                            split.setdefault(part, []).extend(xs)
         print_split("Inspector: select → a 256×256 float32 heatmap and its histogram drawn (goal ≤ 100 ms)", {
-            f"served ({how})": heatmap_samples(browser, server.url, run_id, args.runs),
-            "saved file (its embedded tensors, no network)": saved_file_samples(browser, args.runs)})
+            **cases, "saved file (its embedded tensors, no network)": saved_file_samples(browser, args.runs)})
         browser.close()
     return 0
 

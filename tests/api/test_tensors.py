@@ -16,7 +16,9 @@ from sqlalchemy import update
 from api.helpers import assert_error
 from api.tensor_runs import server_store, store_run
 from conftest import Server
-from gradtrace.api.tensors import GZIP_INDEX_BYTES, VERIFIED_IN_MEMORY
+from gradtrace.api.tensor_indexes import GZIP_INDEX_BYTES
+from gradtrace.api.tensors import VERIFIED_IN_MEMORY
+from gradtrace.storage import tensor_rows
 from gradtrace.storage.tables import tensor_chunks
 from gradtrace.storage.tensor_rows import CHUNK_BYTES
 from storage.tensor_files import BF16_BITS, BF16_KEY, assert_same_tensors, make_file, sample_arrays
@@ -210,3 +212,25 @@ def test_a_big_index_comes_gzip_to_a_client_that_takes_it_and_is_the_same_json(l
     assert zipped.json() == plain.json() and {t["key"] for t in plain.json()["tensors"]} == set(many) | {BF16_KEY}
     assert zipped.headers["etag"] == plain.headers["etag"] and zipped.headers["cache-control"] == IMMUTABLE
     assert "content-encoding" not in tiny.headers
+
+
+def test_a_file_deleted_after_it_was_read_is_a_404_and_reads_before_it_stay_exact(api: httpx.Client,
+                                                                                  live_server: Server) -> None:
+    """The service remembers a file it found (NOTE [files the store has found]) and answers a
+    small Range of it on the event loop (NOTE [cheap reads on the event loop]): the bytes are
+    the stored ones, repeated reads agree, and once the file is deleted from the database by
+    someone else (another replica's retention purge) its next read is a 404, never a 409 or
+    a 500, and so are its index and a 304 check."""
+    data = make_file(sample_arrays(seed=14, big=3 * CHUNK_BYTES // 8))
+    run = store_run(live_server, data)
+    for _ in range(3):  # the first finds the file, the others read what the service remembers
+        part = api.get(_file_url(run.doc_id), headers={"Range": f"bytes={CHUNK_BYTES - 5}-{CHUNK_BYTES + 4}"})
+        assert part.status_code == 206 and part.content == data[CHUNK_BYTES - 5:CHUNK_BYTES + 5]
+        assert part.headers["etag"] == f'"{hashlib.sha256(data).hexdigest()}"'
+    assert_error(api.get(_file_url(run.doc_id), headers={"Range": f"bytes={len(data)}-"}), 416,
+                 "range_not_satisfiable")
+    with server_store(live_server) as store, store.engine.begin() as conn:
+        tensor_rows.remove(conn, "run", [run.doc_id])
+    error = assert_error(api.get(_file_url(run.doc_id), headers={"Range": "bytes=8-15"}), 404, "not_found")
+    assert "no longer stored" in error["message"]
+    assert_error(api.get(f"/api/runs/{run.doc_id}/tensors"), 404, "not_found")

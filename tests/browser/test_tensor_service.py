@@ -171,3 +171,49 @@ def test_a_stored_runs_page_reads_each_tensor_by_one_range_request(page: Any, li
         assert np.float32(hover.get_attribute("data-value")) == stored[1, 0, r, c]
     assert float(grad.get_attribute("data-ms") or "nan") >= 0
     page.screenshot(path=str(artifacts_dir / "tensors-service-attention.png"))
+
+
+RANGES_DONE = "performance.getEntriesByType('resource').filter((e) => e.name.endsWith('/tensors.safetensors')).length"
+
+
+def test_pointing_at_a_node_fetches_its_tensors_before_the_click(page: Any, live_server: Any,
+                                                                   frontend_bundle: Path) -> None:
+    """NOTE [fetched on hover] in frontend/src/ui/tensors.js: the pointer resting on a node asks
+    for the tensors its selection shows, one Range request each, before any click; the click
+    then draws them from those answers and asks for nothing more; the bytes are the stored ones."""
+    run_id, data = _stored_attention_run(live_server)
+    asked: list[tuple[str, str | None]] = []
+    page.on("request", lambda r: asked.append((r.url, r.headers.get("range")))
+            if r.url.endswith("/tensors.safetensors") else None)
+    page.goto(f"{live_server.url}/r/{run_id}")
+    wait_until(page, "window.gradtrace && window.gradtrace.app.scene && document.body.dataset.ready")
+    assert not asked, asked  # nothing yet
+    x, y = page.evaluate("""async () => {
+        const app = window.gradtrace.app, c = app.canvas, s = app.scene, nodes = app.index.nodes;
+        const i = nodes.findIndex(n => n.name === 'SoftmaxBackward0');
+        const v = s.view.vnodes.findIndex(n => n.refs && n.refs.length === 1 && n.refs[0] === i);
+        c.centerOn(v);
+        await new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)));
+        const r = c.overlay.getBoundingClientRect();
+        return [r.left + (s.x[v] - c.cam.x) * c.cam.k, r.top + (s.y[v] - c.cam.y) * c.cam.k]; }""")
+    page.mouse.move(x - 3, y)
+    page.mouse.move(x, y)
+    wait_until(page, f"{RANGES_DONE} >= 3")  # the output, the gradient in, the gradient out
+    assert page.locator("#inspector [data-gt=tensor]").count() == 0, "hovering selected the node"
+    page.mouse.click(x, y)
+    expect(page.locator("#inspector h3")).to_contain_text("Softmax")
+    grad = page.locator("#inspector [data-gt=tensor]", has_text="grad_outputs[0] (flowing in)")
+    expect(grad).to_have_attribute("data-ready", "1")
+    wait_until(page, "document.querySelectorAll('#inspector [data-gt=tensor][data-ready]').length >= 3")
+    assert len(asked) == 3 and all(r and r.startswith("bytes=") for _, r in asked), asked
+    from safetensors.numpy import load
+
+    stored = load(data)[grad.get_attribute("data-key") or ""]
+    grad.locator("[data-gt=tensor-slice] select").nth(0).select_option("1")
+    canvas = grad.locator("[data-gt=tensor-heatmap]")
+    canvas.scroll_into_view_if_needed()
+    box = canvas.bounding_box()
+    hover = grad.locator("[data-gt=tensor-hover]")
+    page.mouse.move(box["x"] + 11.5 * box["width"] / 16, box["y"] + 2.5 * box["height"] / 16)
+    expect(hover).to_have_attribute("data-index", "1,0,2,11")
+    assert np.float32(hover.get_attribute("data-value")) == stored[1, 0, 2, 11]

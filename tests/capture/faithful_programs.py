@@ -321,6 +321,16 @@ y.sum().backward()
 print(x.grad.shape)
 '''
 
+PROGRAMS["warnings_from_grad_reads"] = '''
+x = torch.tensor([1.0, 2.0], requires_grad=True)
+h = x * 3
+(h ** 2).sum().backward()
+print(h.grad, x.grad)  # torch warns: h is not a leaf
+w = torch.randn(3, requires_grad=True)
+w.backward(torch.ones(3))
+print(w.grad)
+'''
+
 COMPILED: dict[str, str] = {}
 
 COMPILED["compile_module"] = '''
@@ -378,7 +388,7 @@ print(a.grad, b.grad)
 '''
 
 SERVICE = ("fn_clear_saved_tensors_on_access", "saved_tensors_hooks", "masked_tensor_gradients",
-           "kinds_nested_jagged", "kinds_nested_strided", "warnings_from_torch_calls",
+           "kinds_nested_jagged", "kinds_nested_strided", "warnings_from_torch_calls", "warnings_from_grad_reads",
            *COMPILED)
 """The programs also run through the service (its sandbox), against the same bare run."""
 

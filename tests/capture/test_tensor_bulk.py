@@ -37,15 +37,19 @@ def _odd_tensors() -> list[torch.Tensor]:
 
 def test_the_core_writes_the_file_the_python_writer_writes() -> None:
     ts = _odd_tensors()
-    kept = [Candidate(f"n{i}.out0" if i % 2 else f"e{i}.gi0", t, t.numel() * t.element_size(), FORWARD)
-            for i, t in enumerate(ts)]
-    core, twin = write(kept, in_core=True), write(kept, in_core=False)
+
+    def kept() -> list[Candidate]:  # each write lets go of its candidates' tensors
+        return [Candidate(f"n{i}.out0" if i % 2 else f"e{i}.gi0", t, t.numel() * t.element_size(), FORWARD)
+                for i, t in enumerate(ts)]
+
+    by_core, by_twin = kept(), kept()
+    core, twin = write(by_core, in_core=True), write(by_twin, in_core=False)
     assert core == twin
+    assert all(c.tensor is None for c in by_core + by_twin)
     back = load(core)  # safetensors itself reads it back
-    assert set(back) == {c.key for c in kept}
-    for c in kept:
-        assert c.tensor is not None
-        want = c.tensor.resolve_neg()
+    assert set(back) == {c.key for c in by_core}
+    for c, t in zip(by_core, ts, strict=True):
+        want = t.resolve_neg()
         assert back[c.key].dtype == want.dtype and back[c.key].shape == want.shape
         bits = [x.contiguous().reshape(-1).view(torch.uint8) for x in (back[c.key], want)]
         assert torch.equal(*bits), c.key  # the same bits (NaN included)

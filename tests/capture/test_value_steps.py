@@ -86,3 +86,79 @@ def test_a_leaf_whose_data_changes_dtype_keeps_its_steps_and_starts_again() -> N
     # the float64 copy's own first step is seen after its second backward
     assert [s["at"] for s in steps] == [1, 3, 4]
     assert all(s["delta"] > 0 for s in steps)
+
+
+def _by_hand(setup: str) -> tuple[Any, dict[str, list[tuple[float, float]]]]:
+    """Five SGD steps on leaves that each take another path of NOTE [one copy per look]:
+    ``joined``: two float32 leaves, one copy for both; ``mixed``: a float64 leaf beside them,
+    a copy each; ``strided``: a transposed (non-contiguous) leaf, a copy each; ``moved``: a
+    leaf whose data is replaced (``p.data = ...``) at every step, so its view is taken again."""
+    torch.manual_seed(5)
+    truth: dict[str, list[tuple[float, float]]] = {}
+    with gradtrace.record(tensor_budget=0) as rec:
+        W = torch.randn(6, 6, requires_grad=True)
+        b = torch.randn(6, requires_grad=True)
+        if setup == "mixed":
+            b = torch.randn(6, dtype=torch.float64, requires_grad=True)
+        if setup == "strided":
+            W = torch.randn(6, 5).t().requires_grad_()
+        x = torch.randn(4, W.shape[0])
+        named = {"W": W, "b": b}
+        for _ in range(5):
+            loss = torch.tanh(x @ W + b.float()).pow(2).mean()
+            W.grad = b.grad = None
+            loss.backward()
+            with torch.no_grad():
+                for name, p in named.items():
+                    before = p.detach().clone()
+                    if setup == "moved" and name == "W":
+                        p.data = p.data - 0.3 * p.grad  # new storage, same shape
+                    else:
+                        p.data -= 0.3 * p.grad
+                    truth.setdefault(name, []).append((float(before.norm()), float((p - before).norm())))
+    return rec.document(), truth
+
+
+@pytest.mark.parametrize("setup", ["joined", "mixed", "strided", "moved"])
+def test_one_copy_per_look_gives_torchs_steps_whatever_the_leaves(setup: str) -> None:
+    doc, truth = _by_hand(setup)
+    steps = _steps(doc)
+    for name in ("W", "b"):
+        assert [s["at"] for s in steps[name]] == [1, 2, 3, 4, 5]
+        for s, (norm, delta) in zip(steps[name], truth[name], strict=True):
+            assert math.isclose(s["norm"], norm, rel_tol=1e-6)
+            assert math.isclose(s["delta"], delta, rel_tol=1e-6)
+
+
+def test_the_dynamics_switched_off_leave_no_steps_no_series_and_the_same_graph() -> None:
+    docs = {}
+    for on in (True, False):
+        torch.manual_seed(3)
+        with gradtrace.record(tensor_budget=1 << 20, dynamics=on) as rec:
+            model = torch.nn.Sequential(torch.nn.Linear(3, 8), torch.nn.Tanh(), torch.nn.Linear(8, 1))
+            opt = torch.optim.SGD(model.parameters(), lr=0.1)
+            x = torch.randn(16, 3)
+            for _ in range(4):
+                opt.zero_grad()
+                model(x).pow(2).mean().backward()
+                opt.step()
+        docs[on] = rec.document()
+    assert _steps(docs[True]) and not _steps(docs[False])
+    assert docs[True].analysis.dynamics is not None
+    assert docs[False].analysis is None or docs[False].analysis.dynamics is None
+
+    def graph(doc: Any) -> list[dict[str, Any]]:
+        return [n.model_dump(exclude={"value_steps"}) for n in doc.graph.nodes]
+    assert graph(docs[True]) == graph(docs[False])
+    with pytest.raises(ValueError, match="dynamics must be True or False"):
+        gradtrace.record(dynamics="no")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("setup", ["joined", "moved"])
+def test_a_loops_looks_compared_as_one_grid_write_the_same_steps_bit_for_bit(
+        monkeypatch: pytest.MonkeyPatch, setup: str) -> None:
+    grid, _ = _by_hand(setup)  # NOTE [the looks of a loop as one grid]
+    monkeypatch.setattr(valuesteps, "GRID_MAX", 0)  # every leaf too wide: one pair at a time
+    pairs, _ = _by_hand(setup)
+    assert _steps(grid) == _steps(pairs)
+    assert grid.analysis.dynamics.model_dump() == pairs.analysis.dynamics.model_dump()

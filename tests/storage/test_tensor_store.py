@@ -10,7 +10,7 @@ import time
 import pytest
 from sqlalchemy import delete, func, select, update
 
-from gradtrace.errors import TensorFileDamaged
+from gradtrace.errors import NotFound, TensorFileDamaged
 from gradtrace.storage.codec import encode
 from gradtrace.storage.store import Store
 from gradtrace.storage.tables import tensor_chunks, tensor_files
@@ -140,3 +140,44 @@ def test_missing_or_short_chunks_are_refused_as_damaged(store: Store) -> None:
         conn.execute(delete(tensor_chunks).where(mine & (tensor_chunks.c.seq == 1)))
     with pytest.raises(TensorFileDamaged, match="3 of its 4 chunks"):
         store.run_tensors(doc.doc_id)
+
+
+def test_a_file_found_once_is_known_without_a_query_and_a_deletion_anywhere_is_a_404(store: Store) -> None:
+    """NOTE [files the store has found]: the second look at a file is answered from memory, a
+    run's retention still holds, and a file deleted since (here by another store on the same
+    database, as another replica would) reads as gone, not as damaged."""
+    data = make_file(sample_arrays(seed=5, big=BIG))
+    doc = encode(chain_document(9))
+    store.put_run(doc, data, now=time.time() - 100)
+    assert store.known_tensors("run", doc.doc_id) is None  # never looked up yet
+    found = store.run_tensors(doc.doc_id)
+    known = store.known_tensors("run", doc.doc_id)
+    assert known is found and known is not None and known.read(0, known.size) == data
+    assert known.local == (store.engine.dialect.name == "sqlite")
+    assert store.known_tensors("run", doc.doc_id, max_age_s=50) is None  # stored 100 s ago
+    share = store.create_share(doc.blob, tensors_of_run=doc.doc_id)
+    copy = store.share_tensors(share.id)
+    assert copy is not None and store.known_tensors("share", share.id) is copy
+
+    replica = Store(store.engine.url.render_as_string(hide_password=False))
+    try:
+        assert replica.purge_runs(older_than_s=50) == 1
+        assert replica.delete_share(share.id, share.delete_token or "") is True
+    finally:
+        replica.close()
+    for gone in (known, copy):
+        with pytest.raises(NotFound, match="no longer stored"):
+            gone.read(CHUNK_BYTES, CHUNK_BYTES + 10)
+    assert store.run_tensors(doc.doc_id) is None and store.known_tensors("run", doc.doc_id) is None
+    assert store.share_tensors(share.id) is None and store.known_tensors("share", share.id) is None
+
+
+def test_purging_or_deleting_here_forgets_the_known_file(store: Store) -> None:
+    data = make_file(sample_arrays(seed=6))
+    doc = encode(chain_document(10))
+    store.put_run(doc, data, now=time.time() - 100)
+    share = store.create_share(doc.blob, tensors_of_run=doc.doc_id)
+    assert store.run_tensors(doc.doc_id) is not None and store.share_tensors(share.id) is not None
+    assert store.purge_runs(older_than_s=50) == 1
+    assert store.delete_share(share.id, share.delete_token or "") is True
+    assert store.known_tensors("run", doc.doc_id) is None and store.known_tensors("share", share.id) is None

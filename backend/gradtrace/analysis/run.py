@@ -7,21 +7,24 @@ from typing import Any
 import orjson
 
 from gradtrace.analysis.docview import Doc, DocView, event_skeletons, may_hold_nonfinite
-from gradtrace.analysis.dynamics import Tensors, dynamics
+from gradtrace.analysis.dynamics import Tensors
+from gradtrace.analysis.dynamics import dynamics as series_of
 from gradtrace.analysis.gradoff import grad_off_blocks
 from gradtrace.analysis.hints import find_hints
 from gradtrace.analysis.nonfinite import badge, first_nonfinite
 from gradtrace.analysis.starved import starved
 
 
-def analyze(doc: Doc, tensors: Tensors | None = None) -> dict[str, Any] | None:
+def analyze(doc: Doc, tensors: Tensors | None = None, *, dynamics: bool = True) -> dict[str, Any] | None:
     """The ``analysis`` field of ``doc`` as JSON (what the schema writes), or None when there
     is nothing to say (the field is then left out, and documents without findings do not
     change). ``tensors``: the run's tensor file by key, when at hand (the dynamics' mean |grad|
     and activation shares read it: NOTE [dynamics from the recorded numbers] in
-    analysis/dynamics/series.py)."""
+    analysis/dynamics/series.py). Without ``dynamics`` (``gradtrace.record(dynamics=False)``)
+    the series and the hints they give are left out."""
     view = DocView(doc)
-    view.dynamics = moves = dynamics(view, tensors)  # the hints read it (analysis/hints/dynamics.py)
+    # the hints read it (analysis/hints/dynamics.py)
+    view.dynamics = moves = series_of(view, tensors) if dynamics else None
     found: dict[str, Any] = {"badge": badge(view), "nonfinite": first_nonfinite(view),
                              "hints": find_hints(view)}
     blocks = grad_off_blocks(doc.get("code"))  # NOTE [blocks with gradients off] in gradoff.py
@@ -39,7 +42,7 @@ def analyze(doc: Doc, tensors: Tensors | None = None) -> dict[str, Any] | None:
 
 
 def analyze_parts(doc: Doc, graph: Any = None, events: Any = None,
-                  tensors: Tensors | None = None) -> dict[str, Any] | None:
+                  tensors: Tensors | None = None, *, dynamics: bool = True) -> dict[str, Any] | None:
     """:func:`analyze` of a document whose ``graph`` and ``events`` are their canonical JSON
     (NOTE [one document path] in capture/document.py). ``graph`` and ``events``: those bytes
     already parsed, when a reader has (NOTE [views of the document's JSON] in schema/views.py);
@@ -50,4 +53,4 @@ def analyze_parts(doc: Doc, graph: Any = None, events: Any = None,
     if events is None:
         text = bytes(doc["events"])
         events = orjson.loads(text) if may_hold_nonfinite(bytes(doc["graph"]), text) else event_skeletons(text)
-    return analyze({**doc, "graph": graph, "events": events}, tensors)
+    return analyze({**doc, "graph": graph, "events": events}, tensors, dynamics=dynamics)

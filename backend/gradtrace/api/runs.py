@@ -9,6 +9,7 @@ parsed here. Cancellation: NOTE [cancellation] in :mod:`gradtrace.api.jobs`.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import Annotated
 
@@ -16,6 +17,7 @@ from fastapi import APIRouter, Path, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import Response
 from pydantic import ConfigDict
+from starlette.background import BackgroundTask
 
 from gradtrace.api.errors import ERROR_RESPONSES
 from gradtrace.api.goals import goals_answer, plan_goals
@@ -52,9 +54,13 @@ async def create_run(body: StrictRunRequest, request: Request, svc: ServicesDep)
         svc.metrics.runs.labels("saturated").inc()
         raise
     svc.metrics.run_seconds.observe(time.perf_counter() - started)
+    held = None
     if result.size + len(result.attachment or b"") <= SMALL_RUN_BYTES:  # NOTE [small runs stay on the loop]
         encoded = _encode(result)
-        if not svc.store.put_run_behind(encoded, result.attachment):  # NOTE [runs written behind] (storage/behind.py)
+        # NOTE [runs written behind] and [written after the answer] (storage/behind.py)
+        if svc.store.put_run_behind(encoded, result.attachment, hold=True):
+            held = _release_after_answer(svc, encoded.doc_id)
+        else:
             await run_in_threadpool(svc.store.put_run, encoded, result.attachment)
     else:
         encoded = await run_in_threadpool(_encode_and_store, result, svc)
@@ -63,8 +69,27 @@ async def create_run(body: StrictRunRequest, request: Request, svc: ServicesDep)
     request.state.run_id = encoded.doc_id
     if plan is not None:
         answer = await goals_answer(request, svc, plan, encoded.raw, seed=body.seed, device=job.device)
-        return json_response(request, raw=answer, gz=None)
-    return json_response(request, raw=encoded.raw, gz=encoded.blob.gz)
+        response = json_response(request, raw=answer, gz=None)
+    else:
+        response = json_response(request, raw=encoded.raw, gz=encoded.blob.gz)
+    response.background = held
+    return response
+
+
+RELEASE_ANYWAY_S = 1.0
+"""A held run is written this long after its answer was made even if the answer was never
+sent (the client left): it is not kept in memory forever."""
+
+
+def _release_after_answer(svc: Services, run_id: str) -> BackgroundTask:
+    """Write the held run once the answer is sent (Starlette runs a response's background task
+    after its last byte), or after RELEASE_ANYWAY_S whatever happens."""
+    asyncio.get_running_loop().call_later(RELEASE_ANYWAY_S, svc.store.release_run, run_id)
+
+    async def release() -> None:
+        svc.store.release_run(run_id)
+
+    return BackgroundTask(release)
 
 
 @router.get("/{run_id}", response_model=RunDocument, summary="A stored run, while runs are kept",

@@ -16,6 +16,18 @@ NOTE [checking a stored file before serving it]
     answer with wrong bytes (a mismatch cuts the connection short of ``Content-Length``).
     Damage found before the answer starts is a 409 (NOTE [damaged tensor files answer 409]
     in ``errors.py``).
+
+NOTE [cheap reads on the event loop]
+    A page asks for each tensor it shows with its own Range request, and on a busy machine
+    the hop to the thread pool and back (two thread switches, the GIL passed twice) cost more
+    than the read. So a request whose file the store already knows (``Store.known_tensors``:
+    no query) and whose bytes are local (SQLite, or a run in memory) is answered on the event
+    loop when it reads at most ``ON_LOOP_BYTES`` (a SQLite read of that much takes well under
+    a millisecond), or answers a 304, a 400 or a 416. Anything else (a first look, the
+    index, PostgreSQL, a whole file, a long range) goes to the thread pool as before. The
+    index is built once per stored file and kept (``tensor_indexes.py``): every page that
+    draws a run asks for it, and building it parses and checks the whole header; the file is
+    still looked up for each, so a deleted one is a 404.
 """
 
 from __future__ import annotations
@@ -23,10 +35,11 @@ from __future__ import annotations
 import hashlib
 import logging
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Header, Path, Request
+from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import Response, StreamingResponse
 
 from gradtrace.api.errors import ERROR_RESPONSES
@@ -34,10 +47,9 @@ from gradtrace.api.ranges import none_match, requested_range
 from gradtrace.api.responses import json_response
 from gradtrace.api.services import Services, ServicesDep
 from gradtrace.api.shares import find_share
-from gradtrace.errors import NotFound, TensorFileDamaged
+from gradtrace.api.tensor_indexes import built_index
+from gradtrace.errors import InvalidRange, NotFound, RangeNotSatisfiable, TensorFileDamaged
 from gradtrace.schema.tensor_index import TensorIndex
-from gradtrace.storage.codec import compress
-from gradtrace.storage.tensor_header import header_length, index_json
 from gradtrace.storage.tensor_rows import TensorSource
 
 router = APIRouter(tags=["tensors"])
@@ -47,8 +59,8 @@ MEDIA_TYPE = "application/octet-stream"
 VERIFIED_IN_MEMORY = 32 << 20
 """Whole files up to this size are hashed before they are sent (NOTE [checking a stored file
 before serving it]); ranges up to it are read in one piece."""
-GZIP_INDEX_BYTES = 64 << 10
-"""An index longer than this is gzip'd for a client that takes it (index_response)."""
+ON_LOOP_BYTES = 4 << 20
+"""Longest Range read answered on the event loop (NOTE [cheap reads on the event loop])."""
 
 RunId = Annotated[str, Path(max_length=64)]
 ShareId = Annotated[str, Path(max_length=64)]
@@ -99,30 +111,64 @@ class SafetensorsResponse(Response):
 
 @router.get("/api/runs/{run_id}/tensors", response_model=TensorIndex, responses=_INDEX_RESPONSES,
             summary="The index of a run's tensor file: each tensor's key, dtype, shape, byte range")
-def run_tensor_index(request: Request, run_id: RunId, svc: ServicesDep, if_none_match: IfNoneMatch = None) -> Response:
-    return index_response(request, _run_file(svc, run_id), if_none_match)
+async def run_tensor_index(request: Request, run_id: RunId, svc: ServicesDep,
+                           if_none_match: IfNoneMatch = None) -> Response:
+    known = svc.store.known_tensors("run", run_id, max_age_s=svc.run_retention_s)
+    return await _index(request, known, lambda: _run_file(svc, run_id), if_none_match)
 
 
 @router.get("/api/runs/{run_id}/tensors.safetensors", response_class=SafetensorsResponse,
             responses=_FILE_RESPONSES, summary="A run's tensor file (safetensors), whole or by Range")
-def run_tensor_file(run_id: RunId, svc: ServicesDep, range_header: RangeHeader = None,
-                    if_none_match: IfNoneMatch = None, if_range: IfRange = None) -> Response:
-    return file_response(_run_file(svc, run_id), f"run-{run_id}", range_header, if_none_match, if_range)
+async def run_tensor_file(run_id: RunId, svc: ServicesDep, range_header: RangeHeader = None,
+                          if_none_match: IfNoneMatch = None, if_range: IfRange = None) -> Response:
+    known = svc.store.known_tensors("run", run_id, max_age_s=svc.run_retention_s)
+    return await _file(known, lambda: _run_file(svc, run_id), f"run-{run_id}", range_header, if_none_match,
+                       if_range)
 
 
 @router.get("/api/shares/{share_id}/tensors", response_model=TensorIndex, responses=_INDEX_RESPONSES,
             summary="The index of a share's tensor file")
-def share_tensor_index(request: Request, share_id: ShareId, svc: ServicesDep,
-                       if_none_match: IfNoneMatch = None) -> Response:
-    return index_response(request, _share_file(svc, share_id), if_none_match)
+async def share_tensor_index(request: Request, share_id: ShareId, svc: ServicesDep,
+                             if_none_match: IfNoneMatch = None) -> Response:
+    known = svc.store.known_tensors("share", share_id)
+    return await _index(request, known, lambda: _share_file(svc, share_id), if_none_match)
 
 
 @router.get("/api/shares/{share_id}/tensors.safetensors", response_class=SafetensorsResponse,
             responses=_FILE_RESPONSES, summary="A share's tensor file (safetensors), whole or by Range")
-def share_tensor_file(share_id: ShareId, svc: ServicesDep, range_header: RangeHeader = None,
-                      if_none_match: IfNoneMatch = None, if_range: IfRange = None) -> Response:
-    return file_response(_share_file(svc, share_id), f"share-{share_id}", range_header, if_none_match,
-                         if_range)
+async def share_tensor_file(share_id: ShareId, svc: ServicesDep, range_header: RangeHeader = None,
+                            if_none_match: IfNoneMatch = None, if_range: IfRange = None) -> Response:
+    known = svc.store.known_tensors("share", share_id)
+    return await _file(known, lambda: _share_file(svc, share_id), f"share-{share_id}", range_header,
+                       if_none_match, if_range)
+
+
+async def _index(request: Request, known: TensorSource | None, find: Callable[[], TensorSource],
+                 if_none_match: str | None) -> Response:
+    """A 304 on the loop; otherwise the file is looked up (so a file deleted since, maybe by
+    another replica, is a 404) and its index built once (NOTE [cheap reads on the event loop])."""
+    if known is not None and none_match(if_none_match, _etag(known)):
+        return index_response(request, known, if_none_match)
+    return await run_in_threadpool(lambda: index_response(request, find(), if_none_match))
+
+
+async def _file(known: TensorSource | None, find: Callable[[], TensorSource], name: str, range_header: str | None,
+                if_none_match: str | None, if_range: str | None) -> Response:
+    """The file or a range of it, on the loop when that is cheap (NOTE [cheap reads on the event loop])."""
+    if known is not None and known.local and _cheap(known, range_header, if_none_match, if_range):
+        return file_response(known, name, range_header, if_none_match, if_range)
+    return await run_in_threadpool(lambda: file_response(find(), name, range_header, if_none_match, if_range))
+
+
+def _cheap(source: TensorSource, range_header: str | None, if_none_match: str | None, if_range: str | None) -> bool:
+    """A 304, a refused Range, or one range of at most ON_LOOP_BYTES."""
+    if none_match(if_none_match, _etag(source)):
+        return True
+    try:
+        wanted = requested_range(range_header, source.size, if_range=if_range, etag=_etag(source))
+    except (InvalidRange, RangeNotSatisfiable):
+        return True
+    return wanted is not None and wanted.end - wanted.start <= ON_LOOP_BYTES
 
 
 def _run_file(svc: Services, run_id: str) -> TensorSource:
@@ -143,15 +189,12 @@ def _share_file(svc: Services, share_id: str) -> TensorSource:
     return source
 
 
+def _etag(source: TensorSource) -> str:
+    return f'"{source.sha256}"'
+
+
 def _caching(source: TensorSource) -> dict[str, str]:
-    return {"ETag": f'"{source.sha256}"', "Cache-Control": IMMUTABLE}
-
-
-def read_index(source: TensorSource) -> bytes:
-    """The file's index as JSON, its header parsed and checked (TensorFileDamaged when it does
-    not hold together)."""
-    n = header_length(source.read(0, min(8, source.size)), source.size)
-    return index_json(source.read(8, 8 + n), size=source.size, sha256=source.sha256)
+    return {"ETag": _etag(source), "Cache-Control": IMMUTABLE}
 
 
 def index_response(request: Request, source: TensorSource, if_none_match: str | None) -> Response:
@@ -161,9 +204,9 @@ def index_response(request: Request, source: TensorSource, if_none_match: str | 
     headers = _caching(source)
     if none_match(if_none_match, headers["ETag"]):
         return Response(status_code=304, headers=headers)
-    body = read_index(source)
-    if len(body) > GZIP_INDEX_BYTES:
-        return json_response(request, raw=body, gz=compress(body), headers=headers)
+    body, gz = built_index(source)
+    if gz is not None:
+        return json_response(request, raw=body, gz=gz, headers=headers)
     return Response(body, media_type="application/json", headers=headers)
 
 
@@ -176,7 +219,7 @@ def file_response(source: TensorSource, name: str, range_header: str | None, if_
     if wanted is not None:
         headers["Content-Range"] = wanted.content_range
         return _bytes(source, wanted.start, wanted.end, 206, headers)
-    read_index(source)  # a damaged header is a 409 before any byte goes out
+    built_index(source)  # a damaged header is a 409 before any byte goes out
     headers["Content-Disposition"] = f'attachment; filename="{re.sub(r"[^A-Za-z0-9_-]", "", name)}.safetensors"'
     if source.size <= VERIFIED_IN_MEMORY:
         data = source.read(0, source.size)

@@ -103,6 +103,8 @@ PYBIND11_MODULE(_native, m) {
       .def("set_keep_budget", &gradtrace::Recorder::set_keep_budget)
       .def("event_refs", &gradtrace::Recorder::event_refs)
       .def("saved_kept", &gradtrace::Recorder::saved_kept)
+      .def("held_peak", &gradtrace::Recorder::held_peak)
+      .def("release_kept", &gradtrace::Recorder::release_kept)
       .def("value", &gradtrace::Recorder::value)
       .def("numel_of", &gradtrace::Recorder::numel_of)
       .def("events_json", &gradtrace::Recorder::events_json)

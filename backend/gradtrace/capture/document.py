@@ -36,6 +36,7 @@ from typing import Any
 
 import torch
 
+from gradtrace.analysis.dynamics.read import file_reader
 from gradtrace.analysis.run import analyze_parts
 from gradtrace.capture.definitions import unreached
 from gradtrace.capture.frames import NameIndex, loop_targets
@@ -180,15 +181,16 @@ def _core_graph(rec: Recorder, nodes: list[dict[str, Any] | None]) -> bytes:
 def tensor_reader(rec: Recorder) -> Callable[[str], Any] | None:
     """The run's kept tensors by key, for the analysis (NOTE [dynamics from the recorded numbers]
     in analysis/dynamics/series.py), or None without a tensor file."""
-    held = rec.tensor_file.tensors if rec.tensor_file is not None else None
-    return None if held is None else held.get
+    # the file's own bytes, read in place (the tensors were let go once written: NOTE [each
+    # tensor let go once written] in tensorfile.py)
+    return file_reader(rec.tensor_file.data) if rec.tensor_file is not None else None
 
 
 def _add_analysis(doc: dict[str, Any], rec: Recorder) -> None:
     """The document's ``analysis`` (:mod:`gradtrace.analysis`), computed once, here, from the
     document's own parts (:func:`~gradtrace.analysis.run.analyze_parts`); left out when there
     is nothing to say."""
-    found = analyze_parts(doc, tensors=tensor_reader(rec))
+    found = analyze_parts(doc, tensors=tensor_reader(rec), dynamics=rec.steps.on)
     if found is not None:
         doc["analysis"] = found
 

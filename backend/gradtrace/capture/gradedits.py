@@ -213,6 +213,12 @@ class GradEdits:
         if found and self.look not in self._wake:
             self._wake.append(self.look)
 
+    def remembers(self, target: Any) -> bool:
+        """Whether ``target`` (as for ``before_clear``) holds a remembered leaf or ``.grad``:
+        when not, ``before_clear`` has nothing to do."""
+        tensors = target if isinstance(target, list | tuple) else (target,)
+        return any(id(t) in self.seen or id(t) in self._owner for t in tensors)
+
     def before_clear(self, target: Any, line: int | None) -> None:
         """``.grad`` is about to be cleared (``target``: the leaf for ``x.grad = ...``, or the
         gradient(s) for ``zero_``): an edit made since the last look is written first."""

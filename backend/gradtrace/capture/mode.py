@@ -45,6 +45,7 @@ from gradtrace.capture.recorder import Recorder
 _seq_nr = torch._C._autograd._get_sequence_nr
 _is_compiling = torch.compiler.is_compiling
 _tracing_context = torch._guards.TracingContext.try_get
+_GUARDS_TLS = torch._guards._TLS
 _DATA = torch._C.TensorBase.__dict__["data"]
 _GRAD = torch._C.TensorBase.__dict__["grad"]
 _DETACH = torch.Tensor.detach
@@ -126,6 +127,44 @@ _DUNDER_INPLACE = {"__setitem__", "__iadd__", "__isub__", "__imul__", "__itruedi
                    "__ixor__", "__ilshift__", "__irshift__"}
 
 
+_NO_KWARGS: dict[str, Any] = {}
+"""The keyword arguments of a call that has none (read only: a special handler gets a copy)."""
+
+_K_MUT, _K_ZERO, _K_GGET, _K_GSET, _K_RGSET, _K_RG_, _K_CUT, _K_NOVAL, _K_SPECIAL = (1 << i for i in range(9))
+_SPECIAL = {torch.Tensor.backward, torch.autograd.backward, torch.autograd.grad,
+            torch.Tensor.register_hook, torch.Tensor.retain_grad}
+"""The calls ``CaptureMode`` hands to a handler of its own (``_special``)."""
+_KINDS: dict[Any, int] = {}
+"""NOTE [a call's kind]: what the recorder watches about each callable, worked out at its
+first call (``_kind_of``) and then one dictionary look-up per call; 0 for most (the fast
+path). Bits: ``_K_MUT`` changes its first argument in place, ``_K_ZERO`` zeroes a ``.grad``,
+``_K_GGET`` / ``_K_GSET`` reads / sets ``.grad``, ``_K_RGSET`` sets ``requires_grad``, ``_K_RG_`` is
+``requires_grad_``, ``_K_CUT`` is ``detach`` or ``.data``, ``_K_NOVAL`` takes no value from
+its tensor, ``_K_SPECIAL`` is a backward or hook API. A bound descriptor method
+(``t.grad``'s ``__get__``) is a new object at each access but equal to the last, so it is
+found too."""
+
+
+def _kind_of(func: Any) -> int:
+    """``func``'s kind (NOTE [a call's kind]), remembered when ``func`` can be a key."""
+    try:
+        special = func in _SPECIAL
+    except TypeError:  # unhashable callable
+        special = False
+    kind = ((_K_SPECIAL if special else 0) | (_K_MUT if _mutates(func) else 0)
+            | (_K_ZERO if _zeroes(func) else 0)
+            | (_K_GGET if _is_grad_get(func) and func.__name__ == "__get__" else 0)
+            | (_K_GSET if _is_grad_set(func) else 0)
+            | (_K_RGSET if type(func) is _METHOD_WRAPPER and func.__self__ is _REQUIRES_GRAD
+               and func.__name__ == "__set__" else 0)
+            | (_K_RG_ if func is _REQUIRES_GRAD_ else 0)
+            | (_K_CUT if func is _DETACH or _is_data_get(func) else 0)
+            | (_K_NOVAL if _takes_no_value(func) else 0))
+    with contextlib.suppress(TypeError):
+        _KINDS[func] = kind
+    return kind
+
+
 def _tensors_of(out: Any) -> list[torch.Tensor]:
     if isinstance(out, torch.Tensor):
         return [out]
@@ -138,7 +177,10 @@ def _cut_possible(args: tuple[Any, ...], out: Any) -> bool:
     """Whether a call without history could be a cut (NOTE in ``_maybe_cut``): an argument
     with history and a result without. Asked before anything else is done for the call: an
     optimizer's step makes dozens of such calls per parameter, none of them a cut."""
-    if not any(isinstance(a, torch.Tensor) and a.requires_grad for a in args):
+    for a in args:  # a loop, not ``any`` over a generator: this runs for most no_grad calls
+        if isinstance(a, torch.Tensor) and a.requires_grad:
+            break
+    else:
         return False
     return any(not t.requires_grad for t in _tensors_of(out))
 
@@ -168,27 +210,95 @@ class CaptureMode(TorchFunctionMode):
     def pass_through(self) -> set[Any]:
         """The code objects that call the snippet's own torch functions (NOTE [warnings from
         the tap] in warnsite.py)."""
-        return {f.__code__ for f in (CaptureMode.__torch_function__, CaptureMode._backward,
+        return {f.__code__ for f in (CaptureMode.__torch_function__, CaptureMode._marked, CaptureMode._backward,
                                      CaptureMode._register_hook, CaptureMode._retain_grad)}
 
     def __torch_function__(self, func: Any, types: Any, args: tuple[Any, ...] = (),
                            kwargs: dict[str, Any] | None = None) -> Any:
         if kwargs is None:
-            kwargs = {}
+            kwargs = _NO_KWARGS
         if _is_compiling():  # NOTE [torch.compile]
             return func(*args, **kwargs)
         rec = self.rec
         if rec.limit is not None:
             return func(*args, **kwargs)
-        special = self._special.get(func)
-        if special is not None:
+        try:
+            kind = _KINDS[func]
+        except (KeyError, TypeError):
+            kind = _kind_of(func)
+        if kind:
+            return self._marked(func, kind, args, kwargs)
+        # NOTE [fast path]: a call that is no backward, changes nothing in place and is none
+        # of the attribute accesses the recorder watches (most calls: ``x * w``, ``sum``).
+        if rec.pending and "out" in kwargs:
+            self._flush()  # NOTE [discovery in batches]: saved tensors are read before the change
+        mark = _seq_nr()
+        try:
+            out = func(*args, **kwargs)
+        except Exception as e:
+            self._raised(func, args, e)
+            raise
+        if _fwad._current_level >= 0:  # NOTE [forward-mode AD] in tangents.py
+            self._tangents(func, args, kwargs, out)
+        if kwargs and kwargs.get("requires_grad"):
+            rec.leaf_lines.note(out, rec.current_line())  # NOTE [where leaves are defined]
+        if _seq_nr() != mark:
+            # no sequence number handed out means no node was created: one counter read
+            if (rec.tracer.active and rec.active_pass is None and not rec.cuts and not kwargs
+                    and type(out) is torch.Tensor and self._deferred(out)):
+                return out  # NOTE [one new result, deferred]
+            work = self._after
+        elif _grad_enabled() or rec.module_stack or not _cut_possible(args, out):
+            return out  # an optimizer's update under no_grad, say: nothing to record
+        else:
+            work = self._cuts_only
+        self._work(work, func, args, kwargs, out, mark)
+        return out
+
+    def _deferred(self, out: torch.Tensor) -> bool:
+        """NOTE [one new result, deferred]: the commonest recorded call, one plain tensor with
+        a new node made by a snippet line outside a backward pass and before any cut, only
+        notes that node for its line's walk (NOTE [discovery in batches]) as ``note_roots``
+        would, without pausing the line tracer: the note runs no torch call, and a pause and
+        resume cost more than the tracer's look at the few frames it runs. False, with
+        nothing done, when the call needs ``_after``'s general handling."""
+        rec = self.rec
+        g = out.grad_fn
+        if g is None or rec.is_known(g) or getattr(_GUARDS_TLS, "tracing_context", None) is not None:
+            return False  # (``_tracing_context()``'s own look, without its call)
+        try:
+            if out._is_view() and rec.name_results_on and len(rec.fresh_views) < 4096:
+                rec.fresh_views[id(out)] = (out, g)  # NOTE [variables of intermediates]
+            rec.defer([g])
+        except Exception as e:  # NOTE [the recorder never breaks the snippet]
+            rec.internal_error(e)
+        return True
+
+    def _work(self, work: Callable[..., None], func: Any, args: tuple[Any, ...],
+              kwargs: dict[str, Any], out: Any, mark: int) -> None:
+        """The recorder's ``work`` after a call, with the line tracer paused."""
+        rec = self.rec
+        tracer = rec.tracer
+        tracer.pause()
+        try:
+            work(func, args, kwargs, out, mark)
+        except Exception as e:  # NOTE [the recorder never breaks the snippet]
+            rec.internal_error(e)
+        finally:
+            tracer.resume()
+
+    def _marked(self, func: Any, kind: int, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """A call the recorder watches (``_kind_of``): a backward or hook API, an in-place
+        change, or an access to ``.grad``, ``.data`` or ``requires_grad``."""
+        rec = self.rec
+        if kind & _K_SPECIAL:
             if rec.pending:
                 self._flush()
-            return special(func, args, kwargs)
-        mutates = _mutates(func)
+            return self._special[func](func, args, dict(kwargs))
+        mutates = kind & _K_MUT
         if rec.pending and (mutates or "out" in kwargs):
             self._flush()  # NOTE [discovery in batches]: saved tensors are read before the change
-        if rec.edits.seen and args and (_zeroes(func) if mutates else _is_grad_set(func)):
+        if rec.edits.seen and args and kind & (_K_ZERO | _K_GSET):
             self._before_clear(args[0])  # NOTE [gradient edits] in gradedits.py
         mark = _seq_nr()
         try:
@@ -198,40 +308,32 @@ class CaptureMode(TorchFunctionMode):
             raise
         if _fwad._current_level >= 0:  # NOTE [forward-mode AD] in tangents.py
             self._tangents(func, args, kwargs, out)
-        # NOTE [fast path]: no sequence number handed out means no node was created, so most
-        # calls (getters, ops on tensors without grad) cost one counter read.
         if mutates and args:
             if isinstance(args[0], torch.Tensor):
                 rec.note_inplace(args[0], getattr(func, "__name__", "?"))
-            if rec.resets.last and _zeroes(func):  # NOTE [grad resets] in resets.py
+            if rec.resets.last and kind & _K_ZERO:  # NOTE [grad resets] in resets.py
                 rec.resets.note_zero(args[0], rec.current_line)
             if rec.edits.seen:  # NOTE [gradient edits] in gradedits.py
                 rec.edits.touch(args[0], rec.current_line)
-        elif type(func) is _METHOD_WRAPPER:
-            if func.__self__ is _GRAD and rec.edits.seen and func.__name__ == "__get__":
+        elif kind & _K_GGET:
+            if rec.edits.seen:
                 rec.edits.touch(out, rec.current_line)  # NOTE [gradient edits]
-            elif func.__self__ is _GRAD and rec.resets.last and func.__name__ == "__set__":
+        elif kind & _K_GSET:
+            if rec.resets.last:
                 rec.resets.note_set(args, rec.current_line)  # `x.grad = None`, in zero_grad() too
-            elif func.__self__ is _REQUIRES_GRAD and func.__name__ == "__set__" and args:
-                rec.leaf_lines.note(args[0], rec.current_line())  # NOTE [where leaves are defined]
-        if (kwargs and kwargs.get("requires_grad")) or func is _REQUIRES_GRAD_:
+        elif kind & _K_RGSET and args:
+            rec.leaf_lines.note(args[0], rec.current_line())  # NOTE [where leaves are defined]
+        if (kwargs and kwargs.get("requires_grad")) or kind & _K_RG_:
             rec.leaf_lines.note(out, rec.current_line())  # NOTE [where leaves are defined]
         if _seq_nr() != mark:
             work = self._after
-        elif not _grad_enabled() or func is _DETACH or _is_data_get(func):
-            if rec.module_stack or not _cut_possible(args, out) or _takes_no_value(func):
+        elif not _grad_enabled() or kind & _K_CUT:
+            if rec.module_stack or not _cut_possible(args, out) or kind & _K_NOVAL:
                 return out  # an optimizer's update under no_grad, say: nothing to record
             work = self._cuts_only
         else:
             return out
-        tracer = rec.tracer
-        tracer.pause()
-        try:
-            work(func, args, kwargs, out, mark)
-        except Exception as e:  # NOTE [the recorder never breaks the snippet]
-            rec.internal_error(e)
-        finally:
-            tracer.resume()
+        self._work(work, func, args, kwargs, out, mark)
         return out
 
     def _tangents(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any) -> None:
@@ -245,8 +347,11 @@ class CaptureMode(TorchFunctionMode):
         self._quietly(lambda: rec.tangents.note(func, args, kwargs, out, rec.current_line(), rec.values, rec.grow))
 
     def _before_clear(self, target: Any) -> None:
-        """``.grad`` is about to be cleared or replaced: NOTE [gradient edits]."""
+        """``.grad`` is about to be cleared or replaced: NOTE [gradient edits]. Nothing to do
+        (and no pause of the line tracer) when ``target`` is no remembered leaf or gradient."""
         rec = self.rec
+        if not rec.edits.remembers(target):
+            return
         self._quietly(lambda: rec.edits.before_clear(target, rec.current_line()))
 
     def _quietly(self, work: Callable[[], None]) -> None:
@@ -438,9 +543,10 @@ class CaptureMode(TorchFunctionMode):
                     rec.discover([t.grad_fn], line=line, seq_mark=None, names=names)
                 tid = rec.tensor_node(t, role="root", line=line, names=names)
                 if t.grad_fn is not None:
-                    edge = {"source": rec.fn_id(t.grad_fn), "target": tid, "input_nr": None}
-                    if edge not in rec.edges:
-                        rec.edges.append(edge)
+                    source = rec.fn_id(t.grad_fn)
+                    if (source, tid) not in rec.tensor_edges:
+                        rec.tensor_edges.add((source, tid))
+                        rec.edges.append({"source": source, "target": tid, "input_nr": None})
                 root_ids.append(tid)
         idx = rec.begin_pass(api, line, root_ids, retain_graph=retain_graph, create_graph=create_graph)
         return idx, line, create_graph
@@ -470,5 +576,7 @@ class CaptureMode(TorchFunctionMode):
                 rec.discover([t.grad_fn], line=line, seq_mark=None)
                 tid = rec.tensor_node(t, role="retained", line=line,
                                       names=frames.NameIndex.during_run(frame))
-                rec.edges.append({"source": rec.fn_id(t.grad_fn), "target": tid, "input_nr": None})
+                source = rec.fn_id(t.grad_fn)
+                rec.tensor_edges.add((source, tid))
+                rec.edges.append({"source": source, "target": tid, "input_nr": None})
         return out

@@ -97,6 +97,15 @@ def _bump_foreach(func: Any, writes: tuple[int, ...], args: tuple[Any, ...], kwa
             torch.autograd.graph.increment_version(tensors)
 
 
+def _release(*maps: dict[Any, dict[int, Kept | int]]) -> None:
+    for m in maps:
+        for slots in m.values():
+            for kept in slots.values():
+                if isinstance(kept, Kept):
+                    kept.tensor = None  # type: ignore[assignment]
+                    kept.copied = True
+
+
 class Kept:
     """One forward output: the tensor (by reference until it would change) and its version."""
 
@@ -241,11 +250,35 @@ class OutputTap(TorchDispatchMode):  # type: ignore[no-untyped-call]
             return
         kept = Kept(t, version)
         slots[nr] = kept
-        core._kept_bytes += nbytes
+        core._charge(nbytes)
         self._held.append((slots, nr, kept, nbytes))
         key = _storage_key(t)
         if key is not None:
             self._by_storage.setdefault(key, []).append(kept)
+
+    def hold_saved(self, t: torch.Tensor, nbytes: int, version: int) -> dict[int, Kept | int]:
+        """``Tap::hold_saved``: a saved tensor no node made (NOTE [saved tensors from no node] in
+        saved.py), held as a forward output is, in the run's order (the outputs noted before it
+        first, as the C++ tap holds them when made), but never copied before a write; its slot."""
+        if self._pending:
+            self.settle()
+        slot: dict[int, Kept | int] = {}
+        core = self.core
+        if core._kept_bytes + nbytes > core._keep_budget:
+            slot[0] = nbytes if nbytes > 0 else 1
+            return slot
+        kept = Kept(t.detach(), version)  # shares the version counter
+        slot[0] = kept
+        core._charge(nbytes)
+        self._held.append((slot, 0, kept, nbytes))
+        return slot
+
+    def release(self) -> None:
+        """Let go of every output held: NOTE [each tensor let go once written] in tensorfile.py."""
+        _release(self.by_node, self.by_seq)
+        self._held.clear()
+        self._by_storage.clear()
+        self._pending.clear()
 
     def evict(self, need: int) -> int:
         """Let go of the forward outputs held last until ``need`` bytes are free (a gradient
@@ -344,6 +377,10 @@ class NativeTap:
 
     def off_stack(self) -> bool:
         return False  # no handler of the tap's ever runs Python
+
+    def release(self) -> None:
+        """``OutputTap.release``; the core lets go of its own (``Recorder::release_kept``)."""
+        _release(self.by_node, self.by_seq)
 
     def settle(self) -> None:
         """What the core holds, as ``OutputTap.by_node`` holds it (once)."""

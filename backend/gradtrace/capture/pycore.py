@@ -68,6 +68,17 @@ class _Entry:
     acc: bool
 
 
+def _saved_held(held: Any) -> tuple[torch.Tensor | None, int, int]:
+    """What is held of a saved tensor no node made (``PyCore._hold_saved``): (the alias or
+    None, its version when held, bytes not held), from the tap's slot or the tuple itself."""
+    if isinstance(held, dict):  # ``OutputTap.hold_saved``'s slot: a Kept, or the bytes let go
+        kept = held[0]
+        if isinstance(kept, int):
+            return None, -1, kept
+        return kept.tensor, kept.version, 0
+    return held  # type: ignore[no-any-return]
+
+
 class _Value:
     """A captured tensor (``Value`` in ``cxx/values.h``): large ones reduced to stats at once,
     small ones copied, both encoded to TensorValues only when the document asks."""
@@ -444,33 +455,59 @@ class PyCore:
         with self._mu, torch._C.DisableTorchFunction():
             return self._capture(t, keep=False), held
 
-    _saved_held = 0
-
-    def _hold_saved(self, t: torch.Tensor) -> tuple[torch.Tensor | None, int, int] | None:
-        """``Walker::hold_saved``: (the alias or None, its version, bytes not held)."""
+    def _hold_saved(self, t: torch.Tensor) -> Any:
+        """``Walker::hold_saved``: NOTE [saved tensors from no node] in saved.py. With the tap,
+        what it holds of ``t`` (``OutputTap.hold_saved``: a slot a gradient may let go of);
+        without, (the alias or None, its version, bytes not held); None for nothing."""
         if runs_python_ops(t) or torch._C._functorch.is_functorch_wrapped_tensor(t):
             return None
         if t.layout != torch.strided or t.is_nested:
             return None
         nbytes = t.numel() * t.element_size()
-        if self._saved_held + nbytes > self._keep_budget:
-            return None, -1, nbytes if nbytes > 0 else 1
-        try:
-            alias = t.detach()  # shares the version counter
-        except RuntimeError:  # a tensor that cannot be aliased: not held
-            return None
         try:
             version = int(t._version)
         except RuntimeError:  # an inference tensor has no version counter
             version = -1
-        self._saved_held += nbytes
-        return alias, version, 0
+        with self._mu, torch._C.DisableTorchFunction():
+            try:
+                if self.tap is not None:
+                    return self.tap.hold_saved(t, nbytes, version)
+                if self._kept_bytes + nbytes > self._keep_budget:
+                    return None, -1, nbytes if nbytes > 0 else 1
+                alias = t.detach()  # shares the version counter
+            except RuntimeError:  # a tensor that cannot be aliased: not held
+                return None
+            self._charge(nbytes)
+            return alias, version, 0
 
     def saved_kept(self) -> list[tuple[int, str, torch.Tensor | None, int, int]]:
         """``Recorder::saved_kept``: (node index, saved name, alias, version, bytes not held)."""
         with self._mu:
-            return [(int(e.doc["id"][1:]), s["name"], *s[KEPT]) for e in self._entries
-                    for s in e.doc["saved"] if KEPT in s]
+            out = [(int(e.doc["id"][1:]), s["name"], *_saved_held(s[KEPT])) for e in self._entries
+                   for s in e.doc["saved"] if KEPT in s]
+        return [x for x in out if x[2] is not None or x[4]]  # let go once written: none
+
+    def held_peak(self) -> int:
+        """``Recorder::held_peak``: the most bytes held at once while recording."""
+        return self._kept_peak
+
+    def release_kept(self) -> None:
+        """``Recorder::release_kept``: NOTE [each tensor let go once written] in tensorfile.py."""
+        with self._mu:
+            for e in self._entries:
+                for s in e.doc["saved"]:
+                    if KEPT in s:
+                        _, version, dropped = _saved_held(s[KEPT])
+                        s[KEPT] = (None, version, dropped)
+            for v in self._values:
+                v.kept = None
+            self._kept_bytes = 0
+
+    def _charge(self, nbytes: int) -> None:
+        """``Core::charge``."""
+        self._kept_bytes += nbytes
+        if self._kept_bytes > self._kept_peak:
+            self._kept_peak = self._kept_bytes
 
     def _capture(self, t: torch.Tensor | None, keep: bool = True) -> int:
         """``Core::capture``: a value id, the same one for a tensor met again unchanged."""
@@ -499,6 +536,7 @@ class PyCore:
 
     _keep_budget = 0
     _kept_bytes = 0
+    _kept_peak = 0
     tap: Any = None
     """The output tap (``outputs.OutputTap``) charging the same budget: NOTE [held within the
     budget] in tensorfile.py."""
@@ -526,7 +564,7 @@ class PyCore:
         except RuntimeError:  # a tensor that cannot be aliased (forward-AD's): not kept
             return
         v.kept_version = -1 if version is None else version
-        self._kept_bytes += nbytes
+        self._charge(nbytes)
 
     def _keep_copy(self, vid: int) -> None:
         """``Core::keep_copy``: an AccumulateGrad's gradients, copied as captured."""

@@ -158,6 +158,10 @@ class Recorder:
         """The innermost torch call the tap saw raise: (exception, its name, shapes of its tensor
         arguments)."""
         self.cuts: dict[int, tuple[torch.Tensor, str]] = {}
+        self.tensor_edges: set[tuple[str, str]] = set()
+        """(source, target) of the edges from a function node to a root's or a retained
+        tensor's node, so that a pass's root edge is added once without a scan of ``edges``
+        (a 2,000-pass loop's look through every edge each pass was quadratic)."""
         self.inplace_log: deque[tuple[int, int | None, str, int, Node | None]] = deque(maxlen=10_000)
         """(storage address, line, op, nodes so far, the node it made) of in-place changes, the
         latest kept (a diagnosis looks for the last change after a node was made)."""

@@ -33,10 +33,11 @@ NOTE [saved tensors from no node]
     alias sharing its version counter, like a gradient: NOTE [kept tensors] in tensorfile.py;
     one changed in place since is left out as ``changed``), only when the run keeps a tensor
     file, and written as ``n{id}.s{name}`` (its saved entry's ``name``), ranked with the
-    forward values (NOTE [what the budget keeps first] in tensorfile.py). It is held within a
-    cap of its own, the run's tensor budget, in the order nodes are made (past it: left out as
-    ``budget``), so it never takes a gradient's place while recording; what is held then is
-    at most the bare run's plus three times the budget (NOTE [held within the budget]). Explain reads it there
+    forward values (NOTE [what the budget keeps first] in tensorfile.py). It is held as a
+    forward output is, by the output tap (``Tap::hold_saved`` in cxx/tap.h,
+    ``OutputTap.hold_saved``), charged to the run's one keep budget in the order things
+    happen (past it: left out as ``budget``), and a gradient lets go of it as of the forward
+    outputs held last (NOTE [held within the budget]). Explain reads it there
     (analysis/explain/operands.py). Its document entry is unchanged: the key is the reader's
     to form, found in the file's header or not.
 

@@ -79,7 +79,7 @@ class record:
     def __init__(self, *, max_nodes: int = 50_000, max_events: int = 200_000,
                  max_document_bytes: int = 28 << 20, native: bool | None = None,
                  _filename: str | None = None, _namespace: dict[str, Any] | None = None,
-                 tensor_budget: int | None = DEFAULT_RECORD_BUDGET,
+                 tensor_budget: int | None = DEFAULT_RECORD_BUDGET, dynamics: bool = True,
                  _fresh: bool = False, _stop_program: bool = False) -> None:
         for name, value in (("max_nodes", max_nodes), ("max_events", max_events),
                             ("max_document_bytes", max_document_bytes)):
@@ -90,7 +90,13 @@ class record:
                                           or tensor_budget < 0):
             raise ValueError("gradtrace.record: tensor_budget must be a whole number of bytes (0 or more) "
                              f"or None for no tensor file, not {tensor_budget!r}")
+        if not isinstance(dynamics, bool):
+            raise ValueError(f"gradtrace.record: dynamics must be True or False, not {dynamics!r}")
         self.tensor_budget = tensor_budget
+        self.dynamics = dynamics
+        """Follow the leaves' values around each step and compute the training dynamics
+        (NOTE [a leaf's value around each step] in valuesteps.py, analysis/dynamics/); False:
+        the document has no ``value_steps``, no ``analysis.dynamics`` and no hint from them."""
         """The tensor file's byte budget (NOTE [what the budget keeps first] in tensorfile.py);
         None: no tensor file."""
         self.max_nodes = max_nodes
@@ -129,6 +135,7 @@ class record:
                        max_document_bytes=self.max_document_bytes, use_native=self.native,
                        stop_program=self._stop_program, tensor_budget=self.tensor_budget)
         rec.namespace = self._namespace if self._namespace is not None else caller.f_globals
+        rec.steps.on = self.dynamics
         if not self._fresh:
             # a block in a namespace that lived before it (a notebook cell, a script): older
             # graphs live there; a snippet's fresh namespace holds none (NOTE [nodes from
@@ -254,7 +261,8 @@ class record:
         captured = self._captured(**fields)
         with gc_paused(settle=True):
             out = NotebookRunDocument.from_capture(  # the dynamics read the kept tensors
-                captured.fields, functools.partial(analyze_parts, tensors=tensor_reader(self.recorder)))
+                captured.fields, functools.partial(analyze_parts, tensors=tensor_reader(self.recorder),
+                                                   dynamics=self.dynamics))
         out._tensor_store = self.recorder.tensor_file  # NOTE [tensors by key] in notebook/run.py
         return out
 

@@ -138,7 +138,8 @@ def run_snippet(code: str, *, device: str = "cpu", seed: int | None = 0,
                 max_nodes: int = 50_000, max_events: int = 200_000,
                 output_bytes: int = 64 * 1024, filename: str = "<snippet>",
                 max_document_bytes: int = 28 << 20, native: bool | None = None,
-                analysis: bool = True, tensor_budget: int | None = None) -> CapturedDocument:
+                analysis: bool = True, tensor_budget: int | None = None,
+                dynamics: bool = True) -> CapturedDocument:
     """Execute ``code`` while recording, and answer with its run document as capture's one
     exit (NOTE [capture's one exit] in capture/captured.py).
 
@@ -152,14 +153,15 @@ def run_snippet(code: str, *, device: str = "cpu", seed: int | None = 0,
     (default: the core when built). Without ``analysis`` the document has no ``analysis`` (the
     sandbox child's: the web process adds it). ``tensor_budget`` (bytes; None: none) keeps the
     run's tensors in a safetensors file (docs/CONTRACT.md, "The tensor file"), whose bytes the
-    answer carries (``.tensors``) beside the document that names them.
+    answer carries (``.tensors``) beside the document that names them. ``dynamics``: as
+    :class:`~gradtrace.capture.session.record`'s.
     """
     out = CappedOutput(output_bytes)
     fields: dict[str, Any] = {"device": device, "code": code, "seed": seed, "analysis": analysis}
     namespace = _namespace()
     rec = record(max_nodes=max_nodes, max_events=max_events, max_document_bytes=max_document_bytes,
                  native=native, _filename=filename, _namespace=namespace, _fresh=True,
-                 _stop_program=True, tensor_budget=tensor_budget)
+                 _stop_program=True, tensor_budget=tensor_budget, dynamics=dynamics)
     try:
         compiled = compile(code, filename, "exec", dont_inherit=True)
     except (SyntaxError, ValueError) as e:

@@ -114,7 +114,7 @@ def _tensor_nodes(c: _Collect, graph: GraphText) -> None:
         if leaf:
             why = storable(t)
             with torch._C.DisableTorchFunction(), torch.no_grad():
-                end = t.detach().clone() if why is None else t
+                end = t.detach() if why is None else t  # the run is over: an alias, copied into the file
                 tv = TensorValueDict(encode(end, with_values=False))
             node["value_end"] = tv
             c.add(f"{nid}.end", tv, end, LEAF, why)
@@ -269,6 +269,10 @@ def attach(rec: Recorder, doc: dict[str, Any], budget: int,
     build the file. ``nodes``: the graph's nodes as the document wrote them (None for the
     core's); the keys are spliced into the core's JSON (NOTE [keys spliced into the core's
     JSON] in keysplice.py)."""
+    made = _made_before(rec, doc)  # NOTE [each tensor let go once written] in tensorfile.py
+    if made is not None:
+        return made
+    mark = _mark(doc)
     events = bytes(doc["events"])
     graph = GraphText(bytes(doc["graph"]), nodes)
     c = _Collect(rec)
@@ -282,7 +286,7 @@ def attach(rec: Recorder, doc: dict[str, Any], budget: int,
             for cand in c.cands:
                 if cand.key in path and cand.rank > NONFINITE:
                     cand.rank = NONFINITE
-        tf = build(c.cands, budget)
+        tf = build(c.cands, budget, release=lambda: _release(c))
     kept = tf.tensors
     inserted = [(at, at, b'"key":"' + key.encode() + b'",') for key, at, *_ in rows if key in kept]
     for key, slot in c.slots.items():  # the events' are in ``rows``
@@ -308,5 +312,31 @@ def attach(rec: Recorder, doc: dict[str, Any], budget: int,
         [(graph.output_at(o.nid), b',"output":' + o.json()) for o in outputs
          if graph.own[graph.pos[o.nid]] is None], canonical_json))
     doc["events"] = CanonicalText(spliced(events, inserted))
+    doc["tensors"] = tf.info
+    tf.made = (mark, doc["graph"], doc["events"])
+    return tf
+
+
+def _release(c: _Collect) -> None:
+    """Every holder of the kept tensors but the file's candidates lets go (NOTE [each tensor let
+    go once written] in tensorfile.py)."""
+    c._seen.clear()
+    c.rec.core.release_kept()
+    if c.rec.outputs is not None:
+        c.rec.outputs.release()
+
+
+def _mark(doc: dict[str, Any]) -> tuple[int, int, int, int]:
+    g, e = bytes(doc["graph"]), bytes(doc["events"])
+    return len(g), hash(g), len(e), hash(e)
+
+
+def _made_before(rec: Recorder, doc: dict[str, Any]) -> TensorFile | None:
+    """The file already made for this document (a second ``rec.document()``): the tensors were
+    let go once written, so the keyed parts made then are reused; None when there is none."""
+    tf = rec.tensor_file
+    if tf is None or tf.made is None or tf.made[0] != _mark(doc):
+        return None
+    _, doc["graph"], doc["events"] = tf.made
     doc["tensors"] = tf.info
     return tf

@@ -31,28 +31,52 @@ NOTE [what the budget keeps first]
 NOTE [held within the budget]
     While recording, what is held is capped by one budget for everything: the core holds
     gradients (``Core::keep_alias`` / ``PyCore._keep``) and the tap forward outputs
-    (``cxx/tap.h`` / ``OutputTap``), both charged to the core's ``keep_budget``
-    (``budget_bytes``). A gradient that would pass it first lets go of the forward outputs held
-    last (a forward value never keeps a gradient out: ``Tap::evict`` / ``OutputTap.evict``);
-    past that a tensor is not held and is listed with reason ``budget``. Everything goes in
-    the order things happen in the run, so the same snippet and seed leave out the same
-    tensors on both kernel sets. The order of NOTE [what the budget keeps first] then chooses
-    among what was held: where the gradients of a run alone pass the budget, those met first
-    are held, a leaf's included or not (the recorder cannot know a gradient's class when it
-    meets it). Held here means counted at ``numel * element_size`` (an alias counts though its
-    storage may live on anyway), so peak memory is at most the run's without a tensor file
-    plus the budget (what is held), plus the saved tensors no node made, held within a cap of
-    their own of the same size (NOTE [saved tensors from no node] in ``capture/saved.py``),
-    plus the file itself, made once (NOTE [the file written once] in ``cxx/tensorfile.h``): at
-    most three times the budget plus a constant, and in practice near the budget (a file holds
-    what was held); ``bench/bench_tensors.py`` measures it. A run without a tensor file holds
-    nothing.
+    (``cxx/tap.h`` / ``OutputTap``) and the saved tensors no node made (``Tap::hold_saved`` /
+    ``OutputTap.hold_saved``: NOTE [saved tensors from no node] in ``capture/saved.py``), all
+    charged to the core's ``keep_budget`` (``budget_bytes``). A gradient that would pass it
+    first lets go of the forward values held last, saved tensors among them (a forward value
+    never keeps a gradient out: ``Tap::evict`` / ``OutputTap.evict``); past that a tensor is
+    not held and is listed with reason ``budget``. Everything goes in the order things happen
+    in the run, so the same snippet and seed leave out the same tensors on both kernel sets.
+    The order of NOTE [what the budget keeps first] then chooses among what was held: where
+    the gradients of a run alone pass the budget, those met first are held, a leaf's included
+    or not (the recorder cannot know a gradient's class when it meets it). Held here means
+    counted at ``numel * element_size`` (an alias counts though its storage may live on
+    anyway); ``held_peak()`` is the most ever held (never above the budget). The file is then
+    written as what is held is let go (NOTE [each tensor let go once written]), so peak memory
+    is at most the run's without a tensor file plus the budget plus ``PEAK_CONSTANT`` (64 MiB):
+    the memory let go but not yet given back between two trims (``4 * WRITE_BATCH``, and a
+    tensor the allocator keeps for itself), the file's header and the document's own entries
+    for the tensors (keys, outputs' stats, the tap's and the file's bookkeeping: these grow with
+    the number of tensors, not their size; about 45 MiB on GRU-200's 11,000 ops, so a run of
+    many more small ops may pass the constant by them). Nothing is copied on the way: a tensor that is not row-major is
+    written element by element into its place, and the leaves' values at the end are aliases
+    (the run is over). So the peak comes while recording (what is held, beside the run's own);
+    writing the file lowers resident memory, as what it holds is let go and given back. A run
+    without a tensor file holds nothing. ``tests/capture/test_peak_memory.py`` checks it on
+    both kernel sets (the high-water mark, and a fresh process's peak resident memory against
+    the same run without tensors); ``bench/bench_peak_memory.py`` measures it.
+
+NOTE [each tensor let go once written]
+    Once ``select`` has chosen, every other holder of a kept tensor lets go (the core's values
+    and saved entries, the tap's outputs: ``Recorder::release_kept`` / ``PyCore.release_kept``,
+    ``OutputTap.release`` / ``NativeTap.release``), and the writer lets go of each tensor as
+    soon as its bytes are in the file (``write_tensor_file`` in ``cxx/tensorfile.h``, ``write``
+    here, a batch at a time): the file grows as the held set shrinks. The file's ``bytes`` is
+    allocated at once, but its pages become memory only as they are written; the memory let go
+    goes back to the system (glibc's ``malloc_trim`` every ``4 * WRITE_BATCH`` bytes written:
+    small tensors' memory would otherwise stay with the allocator, beside the file). In
+    process the kept tensors are then read from the file's bytes (``FileTensors``: each a copy
+    of its own bytes; the analysis reads them in place with numpy). A second document of the
+    same run reuses what the first made of it (``TensorFile.made``: the tensors are gone).
 """
 
 from __future__ import annotations
 
+import ctypes
 import hashlib
-from collections.abc import Iterator, Mapping
+import warnings
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -64,6 +88,8 @@ from gradtrace.capture import native
 DEFAULT_RECORD_BUDGET = 512 << 20
 """``gradtrace.record(tensor_budget=...)``'s default: a notebook's own machine."""
 LEFT_OUT_LISTED = 200
+PEAK_CONSTANT = 64 << 20
+"""NOTE [held within the budget]: what peak memory may pass the run's own plus the budget by."""
 
 _CODES = {torch.float64: "F64", torch.float32: "F32", torch.float16: "F16", torch.bfloat16: "BF16",
           torch.int64: "I64", torch.int32: "I32", torch.int16: "I16", torch.int8: "I8",
@@ -120,6 +146,9 @@ class TensorFile:
         self.info = info
         """The document's ``tensors`` field (``schema.document.TensorFile``)."""
         self.data = data
+        self.made: tuple[Any, ...] | None = None
+        """What ``tensordoc.attach`` made of the document with it (a second document of the
+        same run reuses it: NOTE [each tensor let go once written])."""
 
     def __contains__(self, key: str) -> bool:
         return key in self.tensors
@@ -152,28 +181,69 @@ def _flat_bytes(t: torch.Tensor) -> torch.Tensor:
     return flat if flat.dtype == torch.uint8 else flat.view(torch.uint8)
 
 
+def _in_place(t: torch.Tensor, at: int) -> bool:
+    """Whether ``t`` is copied element by element into its place in the file (``at``): one that
+    is not plain row-major memory and whose dtype can be read there, as ``cxx/tensorfile.h``
+    does (no contiguous copy of it first)."""
+    return (not t.is_contiguous() and not t._is_zerotensor() and t.numel() > 0
+            and at % t.element_size() == 0)
+
+
+WRITE_BATCH = 4 << 20
+"""The Python writer's batch: tensors are copied into the file by one ``torch.cat`` per this
+many bytes, then let go (NOTE [each tensor let go once written])."""
+
+
+def _trim() -> Callable[[], object]:
+    """glibc's ``malloc_trim(0)``: freed memory back to the system (``cxx/tensorfile.h`` does the
+    same every ``WRITE_BATCH * 4`` bytes written), or nothing where there is no glibc."""
+    try:
+        trim = ctypes.CDLL(None).malloc_trim
+    except (OSError, AttributeError):
+        return lambda: None
+    trim.argtypes = [ctypes.c_size_t]
+    return lambda: trim(0)
+
+
+_malloc_trim = _trim()
+
+
+def _filled(size: int) -> tuple[bytes, torch.Tensor]:
+    """A new ``bytes`` of ``size`` and a uint8 tensor over its memory, to fill it before anyone
+    else sees it (NOTE [each tensor let go once written]: the C++ writer's
+    ``PyBytes_FromStringAndSize(nullptr, n)``; ``bytes(n)`` is ``calloc``'d, so its pages are
+    touched only as they are written)."""
+    data = bytes(size)
+    with warnings.catch_warnings():  # read-only to Python; this is its only writer, before it is seen
+        warnings.simplefilter("ignore")
+        return data, torch.frombuffer(data, dtype=torch.uint8)
+
+
 def write(kept: list[Candidate], *, in_core: bool | None = None) -> bytes:
     """The safetensors bytes: 8-byte header length, the JSON header (padded with spaces to 8
-    bytes, as the reference writer does), then the buffers in ``kept``'s order.
+    bytes, as the reference writer does), then the buffers in ``kept``'s order. Each
+    candidate's tensor is let go (``tensor`` set to None) once its bytes are in the file.
 
     NOTE [one pass]: with the C++ core the file, its header too, is written straight into its
     final bytes (NOTE [the file written once] in ``cxx/tensorfile.h``; ``write_keyed_file`` in
-    ``cxx/stats.h``). Without it the whole file is one
-    buffer, sized from the header, and every buffer is written into it by a single
-    ``torch.cat(..., out=)`` over flat byte views of the tensors (no per-tensor numpy array or
-    Python-level copy): thousands of small gradients cost one kernel call; then it is copied
-    once more into ``bytes``. Both give the same bytes (``tests/capture/test_tensor_held.py``
-    compares the kernel sets' files). ``safetensors.torch.save`` would build a dict, sort it by dtype and copy each
-    tensor through Python; its output is the same format, which ``read`` (``safetensors``
-    itself) checks in the tests. ``in_core``: the C++ core's writer (default: where the
-    kernels are the core's)."""
+    ``cxx/stats.h``). Without it the file is one ``bytes`` sized from the header, filled
+    through a tensor over its memory by one ``torch.cat(..., out=)`` per ``WRITE_BATCH`` bytes
+    of flat byte views of the tensors (no per-tensor numpy array or Python-level copy:
+    thousands of small gradients cost a few kernel calls). Both give the same bytes
+    (``tests/capture/test_tensor_held.py`` compares the kernel sets' files).
+    ``safetensors.torch.save`` would build a dict, sort it by dtype and copy each tensor
+    through Python; its output is the same format, which ``read`` (``safetensors`` itself)
+    checks in the tests. ``in_core``: the C++ core's writer (default: where the kernels are
+    the core's)."""
     if in_core is None:
         in_core = native.default_native()
     if in_core and native.core is not None:
         # NOTE [the tensor file's side in bulk] in cxx/stats.h: the header written there too
+        keys, sizes, tensors = [c.key for c in kept], [c.nbytes for c in kept], [c.tensor for c in kept]
+        for c in kept:  # ``tensors`` is their one holder now: each is let go once written
+            c.tensor = None
         with torch._C.DisableTorchFunction():
-            return bytes(native.core.write_keyed_file([c.key for c in kept], [c.tensor for c in kept],
-                                                      [c.nbytes for c in kept]))
+            return bytes(native.core.write_keyed_file(keys, tensors, sizes))
     header: dict[str, Any] = {"__metadata__": {"format": "pt", "writer": "gradtrace"}}
     offset = 0
     for c in kept:
@@ -184,50 +254,98 @@ def write(kept: list[Candidate], *, in_core: bool | None = None) -> bytes:
         offset += c.nbytes
     text = orjson.dumps(header)
     text += b" " * (-len(text) % 8)
-    start = 8 + len(text)
-    buf = bytearray(start + offset)
-    buf[:8] = len(text).to_bytes(8, "little")
-    buf[8:start] = text
-    if offset:
-        with torch._C.DisableTorchFunction():
-            parts = [_flat_bytes(c.tensor) for c in kept if c.nbytes and c.tensor is not None]
-            torch.cat(parts, out=torch.frombuffer(buf, dtype=torch.uint8, offset=start, count=offset))
-    return bytes(buf)
+    head = len(text).to_bytes(8, "little") + text
+    parts: list[Any] = [c.tensor for c in kept if c.nbytes and c.tensor is not None]
+    for c in kept:  # ``parts`` is their one holder now: each is let go once written
+        c.tensor = None
+    data, dst = _filled(len(head) + offset)
+    dst[:len(head)].copy_(torch.frombuffer(bytearray(head), dtype=torch.uint8))
+    at = trimmed = len(head)
+    with torch._C.DisableTorchFunction():
+        i = 0
+        while i < len(parts):
+            batch: list[torch.Tensor] = []
+            size = 0
+            while i < len(parts) and (not batch or size < WRITE_BATCH) and not _in_place(parts[i], at + size):
+                batch.append(_flat_bytes(parts[i]))
+                parts[i] = None
+                size += batch[-1].numel()
+                i += 1
+            if batch:
+                torch.cat(batch, out=dst[at:at + size])
+                at += size
+                del batch
+            else:  # its elements straight into the file
+                one: torch.Tensor = parts[i]
+                n = one.numel() * one.element_size()
+                dst[at:at + n].view(one.dtype).view(one.shape).copy_(one)
+                parts[i] = None
+                del one
+                at += n
+                i += 1
+            if at - trimmed >= 4 * WRITE_BATCH:  # what was let go goes back to the system
+                _malloc_trim()
+                trimmed = at
+    if at != len(data):
+        raise RuntimeError("tensor file: the tensors fall short of the header's sizes")
+    return data
 
 
-def build(cands: list[Candidate], budget: int) -> TensorFile:
-    kept, out = select(cands, budget)
-    data = write(kept)
-    info = {"format": "safetensors", "sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data),
-            "count": len(kept), "budget_bytes": budget,
-            "left_out": [{"key": c.key, "bytes": c.nbytes, "reason": c.reason} for c in out[:LEFT_OUT_LISTED]],
-            "left_out_count": len(out), "left_out_bytes": sum(c.nbytes for c in out)}
-    return TensorFile(Held({c.key: c.tensor for c in kept if c.tensor is not None}), info, data)
+class FileTensors(Mapping[str, torch.Tensor]):
+    """The kept tensors by key, read from the file's bytes when asked (each a tensor of its
+    own: a copy of its bytes), so that nothing but the file is held once it is written."""
 
-
-class Held(Mapping[str, torch.Tensor]):
-    """The kept tensors by key, each detached when it is asked for: a file holds thousands,
-    and a run's analysis or a person reads a few (detaching all of them up front cost more
-    than writing the file)."""
-
-    __slots__ = ("_raw",)
-
-    def __init__(self, raw: dict[str, torch.Tensor]) -> None:
-        self._raw = raw
+    def __init__(self, data: bytes, index: dict[str, tuple[torch.dtype, list[int], int, int]]) -> None:
+        self._data = data
+        self._index = index
 
     def __getitem__(self, key: str) -> torch.Tensor:
-        t = self._raw[key]
-        with torch._C.DisableTorchFunction():
-            return t.detach()
-
-    def __contains__(self, key: object) -> bool:
-        return key in self._raw
+        dtype, shape, begin, end = self._index[key]
+        if begin == end:
+            return torch.empty(shape, dtype=dtype)
+        raw = bytearray(memoryview(self._data)[begin:end])
+        return torch.frombuffer(raw, dtype=dtype).view(shape)
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._raw)
+        return iter(self._index)
 
     def __len__(self) -> int:
-        return len(self._raw)
+        return len(self._index)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._index
+
+
+_DTYPES = {code: dtype for dtype, code in _CODES.items()}
+
+
+def file_tensors(data: bytes) -> FileTensors:
+    """The tensors of a file this module wrote (its header read once)."""
+    n = int.from_bytes(data[:8], "little")
+    header = orjson.loads(data[8:8 + n])
+    start = 8 + n
+    return FileTensors(data, {k: (_DTYPES[v["dtype"]], v["shape"], start + v["data_offsets"][0],
+                                  start + v["data_offsets"][1])
+                              for k, v in header.items() if k != "__metadata__"})
+
+
+def build(cands: list[Candidate], budget: int, release: Callable[[], None] | None = None) -> TensorFile:
+    """The file of what ``select`` keeps. ``release``: lets go of every other holder of the
+    kept tensors (the core's, the tap's), so that each is let go once written (NOTE [each
+    tensor let go once written])."""
+    kept, out = select(cands, budget)
+    for c in out:
+        c.tensor = None
+    if release is not None:
+        release()
+    left = {"budget_bytes": budget,
+            "left_out": [{"key": c.key, "bytes": c.nbytes, "reason": c.reason} for c in out[:LEFT_OUT_LISTED]],
+            "left_out_count": len(out), "left_out_bytes": sum(c.nbytes for c in out)}
+    count = len(kept)
+    data = write(kept)
+    info = {"format": "safetensors", "sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data),
+            "count": count, **left}
+    return TensorFile(file_tensors(data), info, data)
 
 
 def read(data: bytes) -> dict[str, Any]:

@@ -26,6 +26,29 @@ NOTE [comparing later, in one go]
     values, as before. The numbers are the same either way: the same ``_foreach_norm`` of the
     same values. Memory: one copy of the followed leaves, plus at most ``PENDING_BYTES`` of
     copies waiting (and their differences while they are compared).
+
+NOTE [one copy per look]
+    A look takes one copy of all its leaves, not one per leaf: each contiguous leaf is seen
+    through a flat view of its data (taken again only when its ``data_ptr()`` moves: ``p.data
+    = ...``), and the views of leaves of one dtype and device are joined by one ``torch.cat``;
+    when compared, the joined copy is split back into its leaves' parts (one
+    ``split_with_sizes``), and a part a leaf keeps as its last value is cloned on its own, so
+    it holds no more than itself. A look whose leaves differ in dtype or device, or that holds
+    a non-contiguous leaf, copies each leaf (``clone``). Every copy is flat: the differences and
+    norms are those of the same values in the same order (a contiguous leaf's norm reads its
+    elements in their flat order either way). The norms become the document's float32 numbers
+    in one conversion (``_f32``), the same as ``str(np.float32(x))`` of each.
+
+NOTE [the looks of a loop as one grid]
+    A loop's looks copy the same leaves each time, so its waiting copies form a grid: one row
+    per look (a joined copy), one column of elements per leaf. Compared, the grid is stacked
+    once, its rows' differences taken in one subtraction, and each leaf's column reduced in
+    one ``vector_norm`` over its rows: two reductions per leaf, not two per leaf and step.
+    Each row of a column holds the same values in the same order as the flat copies compared
+    one pair at a time, and a column at most ``GRID_MAX`` wide is reduced as those are (one
+    thread, the same order), so the numbers are the same (``tests/capture/test_value_steps.py``
+    compares both ways). Anything else waiting (leaves that joined other looks, a leaf seen
+    alone, a look copied leaf by leaf) is compared one pair at a time.
 """
 
 from __future__ import annotations
@@ -41,14 +64,21 @@ from gradtrace.capture.odd_tensors import runs_python_ops
 PENDING_BYTES = 8 << 20
 """Copies of the leaves that may wait to be compared (NOTE [comparing later, in one go])."""
 
+GRID_MAX = 32768
+"""The most elements of one leaf compared as a column of a grid (NOTE [the looks of a loop as
+one grid]): torch reduces a row that long on one thread, in the order it reduces the same
+values alone, so the norms are the same either way."""
 
-def _f32(x: float) -> Any:
-    """A norm as the document writes it: float32 precision, NaN and ±inf as strings."""
-    if math.isnan(x):
-        return "nan"
-    if math.isinf(x):
-        return "inf" if x > 0 else "-inf"
-    return float(str(np.float32(x)))
+
+def _f32(xs: list[float]) -> list[Any]:
+    """Norms as the document writes them: float32 precision (the shortest text that reads back
+    as the same float32, ``str(np.float32(x))``, here for all of them in one conversion), NaN
+    and ±inf as strings."""
+    out: list[Any] = np.asarray(xs, dtype=np.float32).astype(str).astype(np.float64).tolist()
+    for k, x in enumerate(out):
+        if not math.isfinite(x):
+            out[k] = "nan" if math.isnan(x) else "inf" if x > 0 else "-inf"
+    return out
 
 
 def _followed(t: torch.Tensor) -> bool:
@@ -59,40 +89,60 @@ def _followed(t: torch.Tensor) -> bool:
         return False
 
 
+def _copy(leaf: torch.Tensor) -> torch.Tensor:
+    """A copy of ``leaf``'s value, flat and contiguous (NOTE [one copy per look])."""
+    return leaf.clone(memory_format=torch.contiguous_format).view(-1)
+
+
 class _Leaf:
     """One followed leaf: its value at the last look compared (``values[0]``), then the copies
-    taken at later looks, not yet compared, each with its ``at``."""
+    taken at later looks, not yet compared, each with its ``at``; every copy flat. A copy that
+    is a part of a look's one copy is None until it is compared (``ValueSteps.joined``)."""
 
-    __slots__ = ("ats", "doc", "leaf", "nbytes", "values")
+    __slots__ = ("ats", "doc", "flat", "kind", "leaf", "nbytes", "ptr", "shape", "values")
 
     def __init__(self, leaf: torch.Tensor, doc: dict[str, Any]) -> None:
         self.leaf, self.doc = leaf, doc
-        self.values = [leaf.clone()]
+        self.values: list[torch.Tensor | None] = [_copy(leaf)]
         self.ats: list[int] = []
         self.nbytes = leaf.numel() * leaf.element_size()
+        self.shape, self.kind = leaf.shape, (leaf.dtype, leaf.device)
+        self.ptr = -1
+        """``data_ptr()`` of the leaf when ``flat`` was taken: the view holds while it holds."""
+        self.flat: torch.Tensor | None = None
+        """A flat view of the leaf's data, when it is contiguous (NOTE [one copy per look])."""
 
 
 class ValueSteps:
     """The followed leaves and their copies (NOTE [a leaf's value around each step], NOTE
-    [comparing later, in one go])."""
+    [comparing later, in one go], NOTE [one copy per look])."""
 
     def __init__(self) -> None:
         self.seen: dict[int, _Leaf] = {}
         self.pending = 0
         """Bytes of copies waiting to be compared."""
+        self.joined: list[tuple[torch.Tensor, list[tuple[_Leaf, int]], list[int]]] = []
+        """Each look's one copy of its leaves, with where each leaf's part goes (the leaf, the
+        index in its ``values``) and the parts' sizes."""
+        self.on = True
+        """False: no leaf is followed (``gradtrace.record(dynamics=False)``)."""
 
     def accumulated(self, leaves: list[tuple[torch.Tensor, dict[str, Any]]]) -> int:
         """``leaves`` got a gradient in the backward call that just returned: each is looked
         at. Answers how many steps this look may write, at most (one per leaf looked at and
         seen before; the recorder charges them to the document's size as they are seen, an
         upper bound, before they are counted)."""
+        if not self.on:
+            return 0
         return self._look([(leaf, doc, max(len(doc.get("grad_history") or []) - 1, 0)) for leaf, doc in leaves],
                           now=False)
 
     def final(self) -> None:
         """The last look, when the document is built: the step after the last backward, and
         every comparison still waiting."""
-        self._look([(s.leaf, s.doc, len(s.doc.get("grad_history") or [])) for s in self.seen.values()], now=True)
+        if self.on:
+            self._look([(s.leaf, s.doc, len(s.doc.get("grad_history") or [])) for s in self.seen.values()],
+                       now=True)
 
     def _look(self, looks: list[tuple[torch.Tensor, dict[str, Any], int]], *, now: bool) -> int:
         """NOTE [comparing later, in one go]. One function, with no generator: it runs after
@@ -107,8 +157,15 @@ class ValueSteps:
                 for leaf, doc, at in looks:
                     s = self.seen.get(id(leaf))
                     if s is not None and s.leaf is leaf:
-                        last = s.values[-1]
-                        if last.shape == leaf.shape and last.dtype == leaf.dtype and last.device == leaf.device:
+                        ptr = leaf.data_ptr()
+                        if ptr == s.ptr and leaf.shape == s.shape and (s.flat is None or leaf.is_contiguous()):
+                            # its data where it was, laid out as it was
+                            known.append((s, at))
+                            grow += s.nbytes
+                            continue
+                        if leaf.shape == s.shape and (leaf.dtype, leaf.device) == s.kind:
+                            s.ptr = ptr
+                            s.flat = leaf.view(-1) if leaf.is_contiguous() else None
                             known.append((s, at))
                             grow += s.nbytes
                             continue
@@ -118,42 +175,129 @@ class ValueSteps:
                         self.seen[id(leaf)] = _Leaf(leaf, doc)
                 if now or self.pending + grow > PENDING_BYTES:
                     self._compare(list(self.seen.values()), known)
-                else:
-                    for s, at in known:
-                        s.values.append(s.leaf.clone())
-                        s.ats.append(at)
+                elif known:
+                    self._keep(known)
                     self.pending += grow
                 return len(known)
         finally:
             torch._C._set_grad_enabled(grad_was)
 
+    def _keep(self, known: list[tuple[_Leaf, int]]) -> None:
+        """A copy of each of ``known`` (NOTE [one copy per look])."""
+        kind = known[0][0].kind
+        flats: list[torch.Tensor] = []
+        for s, _ in known:
+            if s.flat is None or s.kind != kind:
+                break
+            flats.append(s.flat)
+        if len(flats) < len(known) or len(known) == 1:
+            for s, at in known:
+                s.values.append(_copy(s.leaf))
+                s.ats.append(at)
+            return
+        owners: list[tuple[_Leaf, int]] = []
+        sizes: list[int] = []
+        for s, at in known:
+            owners.append((s, len(s.values)))
+            sizes.append(s.flat.numel())  # type: ignore[union-attr]
+            s.values.append(None)
+            s.ats.append(at)
+        self.joined.append((torch.cat(flats), owners, sizes))
+
     def _compare(self, waiting: list[_Leaf], live: list[tuple[_Leaf, int]]) -> None:
         """Every waiting pair of ``waiting``'s copies, then each of ``live`` against its value
         now, all at once (NOTE [comparing later, in one go]); each leaf keeps its last value."""
+        if self._grid(waiting, live):
+            return
+        for whole, owners, sizes in self.joined:
+            for (s, k), part in zip(owners, whole.split_with_sizes(sizes), strict=True):
+                s.values[k] = part
+        self.joined = []
         befores: list[torch.Tensor] = []
         afters: list[torch.Tensor] = []
-        owners: list[tuple[_Leaf, int]] = []
+        owned: list[tuple[_Leaf, int]] = []
         for s in waiting:
             for k, at in enumerate(s.ats):
-                befores.append(s.values[k])
-                afters.append(s.values[k + 1])
-                owners.append((s, at))
+                befores.append(s.values[k])  # type: ignore[arg-type]
+                afters.append(s.values[k + 1])  # type: ignore[arg-type]
+                owned.append((s, at))
         for s, at in live:
-            befores.append(s.values[-1])
-            afters.append(s.leaf)
-            owners.append((s, at))
-        if owners:
+            befores.append(s.values[-1])  # type: ignore[arg-type]
+            afters.append(s.leaf.reshape(-1))
+            owned.append((s, at))
+        if owned:
             found = torch._foreach_norm([*torch._foreach_sub(afters, befores), *befores])
             if len({(x.dtype, x.device) for x in found}) == 1:  # one stack and one read (the usual case)
-                norms = torch.stack(found).tolist()
+                raw = torch.stack(found).tolist()
             else:
-                norms = torch.stack([x.to("cpu", torch.float64) for x in found]).tolist()
-            for k, (s, at) in enumerate(owners):
-                delta, norm = norms[k], norms[len(owners) + k]
-                if delta != 0:  # a change too small for its norm to tell is no step
-                    s.doc.setdefault("value_steps", []).append({"at": at, "delta": _f32(delta), "norm": _f32(norm)})
+                raw = torch.stack([x.to("cpu", torch.float64) for x in found]).tolist()
+            norms = _f32(raw)
+            n = len(owned)
+            for k, (s, at) in enumerate(owned):
+                if raw[k] != 0:  # a change too small for its norm to tell is no step
+                    s.doc.setdefault("value_steps", []).append({"at": at, "delta": norms[k], "norm": norms[n + k]})
         for s in waiting:
             s.values, s.ats = s.values[-1:], []
+            last = s.values[0]
+            if last is not None and last._base is not None:  # a part of a look's copy: it keeps no
+                s.values[0] = last.clone()                     # more than itself
         if live:  # each one's last copy takes its live value
-            torch._foreach_copy_([s.values[0] for s, _ in live], [s.leaf for s, _ in live])
+            torch._foreach_copy_([s.values[0] for s, _ in live], [s.leaf.reshape(-1) for s, _ in live])  # type: ignore[misc]
         self.pending = 0
+
+    def _grid(self, waiting: list[_Leaf], live: list[tuple[_Leaf, int]]) -> bool:
+        """NOTE [the looks of a loop as one grid]: True when every waiting copy is a part of a
+        look's one copy of the same leaves (and ``live`` is those leaves, or none), and they
+        were compared so."""
+        if not self.joined:
+            return False
+        _, owners, sizes = self.joined[0]
+        if max(sizes) > GRID_MAX:
+            return False
+        group = [s for s, _ in owners]
+        for _, theirs, their_sizes in self.joined[1:]:
+            if their_sizes != sizes:
+                return False
+            for (a, _), b in zip(theirs, group, strict=True):
+                if a is not b:
+                    return False
+        looks = len(self.joined)
+        mine = {id(s) for s in group}
+        for s in waiting:
+            if (len(s.ats) != looks or len(s.values) != looks + 1) if id(s) in mine else bool(s.ats):
+                return False
+        if live:
+            if len(live) != len(group):
+                return False
+            for (a, _), b in zip(live, group, strict=True):
+                if a is not b:
+                    return False
+        rows = [torch.cat([s.values[0] for s in group]), *(whole for whole, _, _ in self.joined)]  # type: ignore[misc]
+        if live:
+            rows.append(torch.cat([s.leaf.reshape(-1) for s in group]))
+        values = torch.stack(rows)
+        deltas, befores = values[1:] - values[:-1], values[:-1]
+        columns: list[torch.Tensor] = []
+        start = 0
+        for n in sizes:
+            columns.append(torch.linalg.vector_norm(deltas[:, start:start + n], dim=1))
+            start += n
+        start = 0
+        for n in sizes:
+            columns.append(torch.linalg.vector_norm(befores[:, start:start + n], dim=1))
+            start += n
+        found = torch.stack(columns)
+        raw: list[float] = found.reshape(-1).tolist()
+        norms = _f32(raw)
+        width, half = len(rows) - 1, len(group) * (len(rows) - 1)
+        for j, s in enumerate(group):
+            ats = [*s.ats, live[j][1]] if live else s.ats
+            for k, at in enumerate(ats):
+                i = j * width + k
+                if raw[i] != 0:  # a change too small for its norm to tell is no step
+                    s.doc.setdefault("value_steps", []).append({"at": at, "delta": norms[i], "norm": norms[half + i]})
+        for s, part in zip(group, rows[-1].split_with_sizes(sizes), strict=True):
+            s.values, s.ats = [part], []
+        self.joined = []
+        self.pending = 0
+        return True

@@ -134,7 +134,8 @@ class WarningSite:
             f = f.f_back  # the frame the warning was attributed to: innermost of that module
         if f is None or f.f_code not in self.pass_through:
             return None
-        f = f.f_back
+        while f is not None and f.f_code in self.pass_through:
+            f = f.f_back  # a handler called by another (``_marked`` calls ``_backward``)
         if f is not None and f.f_code.co_filename in _DISPATCH_FILES:
             # torch's Python dispatch: skip it, the torch function that dispatched and any
             # wrapper that only dispatches, to the caller of that function

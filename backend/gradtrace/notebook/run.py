@@ -66,12 +66,13 @@ class NotebookRunDocument(RunDocument):
     an analysis on first use])."""
 
     _tensor_store: Any = PrivateAttr(default=None)
-    """The run's tensors in process (capture's ``TensorFile``: ``.tensors`` by key and
+    """The run's tensors in process (capture's ``TensorFile``: ``.tensors`` by key, read from
     ``.data``, the safetensors bytes), or the bytes alone (NOTE [tensors by key] below)."""
 
     # NOTE [tensors by key]
-    #     ``rec.document()`` holds the kept tensors themselves: ``doc.tensor(key)`` hands back
-    #     the torch tensor. A document read from elsewhere carries the file's bytes
+    #     ``rec.document()`` holds the run's tensor file: ``doc.tensor(key)`` hands back a torch
+    #     tensor read from its bytes (NOTE [each tensor let go once written] in
+    #     capture/tensorfile.py). A document read from elsewhere carries the file's bytes
     #     (``with_tensor_bytes``): then numpy arrays from ``safetensors.numpy`` (this layer never
     #     imports torch).
     def with_tensor_bytes(self, data: bytes) -> NotebookRunDocument:

@@ -42,11 +42,29 @@ from gradtrace.sandbox.config import ZygoteConfig
 from gradtrace.sandbox.outcome import Ending, classify_failure, cut_output
 from gradtrace.sandbox.stopgrace import StopGrace
 from gradtrace.sandbox.streams import CappedReader, write_all
-from gradtrace.sandbox.wire import decode_answer, encode_job
+from gradtrace.sandbox.wire import Answer, decode_answer, encode_job
 from gradtrace.sandbox.zygote_client import Child, ZygoteClient
 from gradtrace.settings import Settings
 
 KILL_GRACE_S = 5.0
+ON_LOOP_VALIDATION = 1 << 18
+"""An answer that costs more to validate than a 256 KiB document is validated off the event
+loop (NOTE [validated on the loop or not])."""
+ATTACHMENT_WEIGHT = 16
+"""An attachment's bytes per document byte of validation cost."""
+
+
+def validation_cost(answer: Answer) -> int:
+    """NOTE [validated on the loop or not]
+        The thread hop costs a GIL hand-over each way, which a busy loop makes wait (its
+        switch interval, 5 ms). So a small answer is validated on the loop, and the measure
+        of small is what validation costs: parsing and validating the document's JSON is
+        about 45 ns a byte, while its attachment (a tensor file) is only hashed (about 2 ns
+        a byte) and its header checked. Counting the file at full weight sent a training
+        step's answer (180 KB of document, 150 KB of tensors) to a thread that the same
+        answer without tensors did not take; a 4 MiB file now weighs as much as a 256 KiB
+        document, both a few milliseconds of the loop."""
+    return len(answer.document) + len(answer.attachment or b"") // ATTACHMENT_WEIGHT
 
 
 class ForkServerPool(Runner):
@@ -239,7 +257,7 @@ class ForkServerPool(Runner):
         except ValueError:
             return None
         validate = self.kinds.kind(job.kind).validate
-        if answer.size > (1 << 18):
+        if validation_cost(answer) > ON_LOOP_VALIDATION:
             return await asyncio.to_thread(validate, job, answer)
         return validate(job, answer)
 

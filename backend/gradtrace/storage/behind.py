@@ -9,6 +9,14 @@ NOTE [runs written behind]
     queue is bounded: past ``RUNS_BEHIND_MAX`` waiting runs, or ``RUNS_BEHIND_TENSOR_BYTES`` of
     waiting tensor files, ``offer`` refuses and the caller stores the run itself (the database
     is slower than the runs; waiting for it is then right).
+
+NOTE [written after the answer]
+    The writer's insert is mostly Python (building statements, a row per chunk of a tensor
+    file), and a thread running Python keeps the GIL until the loop's thread has waited a
+    switch interval (5 ms) for it. Started at once, it held the run's answer back by up to
+    that much: a trivial run with a tensor file answered ~5 ms later than without. So the
+    API offers a run with ``hold`` (readable by id from that moment) and releases it once
+    its answer has been sent (``release``); ``close`` writes held runs too.
 """
 
 from __future__ import annotations
@@ -42,18 +50,21 @@ class Waiting:
 
 
 class WriteBehind:
-    """Runs waiting to be written by ``write(doc, tensors)`` on one thread of its own."""
+    """Runs waiting to be written by ``write(doc, tensors, sha256)`` on one thread of its own
+    (the file is hashed once, when it is offered)."""
 
-    def __init__(self, write: Callable[[EncodedDocument, bytes | None], None]) -> None:
+    def __init__(self, write: Callable[[EncodedDocument, bytes | None, str | None], None]) -> None:
         self._write = write
         self._queue: queue.SimpleQueue[Waiting | None] = queue.SimpleQueue()
         self._waiting: dict[str, Waiting] = {}
+        self._held: dict[str, Waiting] = {}
         self._lock = threading.Lock()
         self._writer: threading.Thread | None = None
         self._closed = False
 
-    def offer(self, doc: EncodedDocument, tensors: bytes | None = None) -> bool:
-        """Queue a run; False, queueing nothing, when too much is waiting already or closed."""
+    def offer(self, doc: EncodedDocument, tensors: bytes | None = None, *, hold: bool = False) -> bool:
+        """Queue a run; False, queueing nothing, when too much is waiting already or closed.
+        ``hold``: readable at once, written once released (NOTE [written after the answer])."""
         waiting = Waiting(doc, None if tensors is None else MemoryTensors(tensors, tensor_sha256(tensors)))
         with self._lock:
             queued = sum(w.tensor_bytes for w in self._waiting.values())
@@ -64,8 +75,18 @@ class WriteBehind:
             if self._writer is None:
                 self._writer = threading.Thread(target=self._run, name="gradtrace-runs", daemon=True)
                 self._writer.start()
+            if hold:
+                self._held[doc.doc_id] = waiting
+                return True
         self._queue.put(waiting)
         return True
+
+    def release(self, run_id: str) -> None:
+        """Write a run offered with ``hold`` (a second call, or one for a run not held, does nothing)."""
+        with self._lock:
+            waiting = self._held.pop(run_id, None)
+        if waiting is not None:
+            self._queue.put(waiting)
 
     def get(self, run_id: str) -> Waiting | None:
         """The run ``run_id`` if it is still waiting to be written."""
@@ -77,6 +98,9 @@ class WriteBehind:
         with self._lock:
             self._closed = True
             writer = self._writer
+            held, self._held = list(self._held.values()), {}
+        for waiting in held:
+            self._queue.put(waiting)
         if writer is not None:
             self._queue.put(None)
             writer.join(timeout=30.0)
@@ -88,7 +112,8 @@ class WriteBehind:
                 return
             doc = waiting.doc
             try:
-                self._write(doc, None if waiting.tensors is None else waiting.tensors.data)
+                tensors = waiting.tensors
+                self._write(doc, None if tensors is None else tensors.data, None if tensors is None else tensors.sha256)
             except Exception as exc:  # the run was answered; only sharing it by id is lost
                 log.warning("a run could not be stored: %s", exc)
             finally:

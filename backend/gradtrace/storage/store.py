@@ -31,6 +31,10 @@ NOTE [tensor files go with their owner]
     inside the database (``INSERT … SELECT``, the bytes never pass through this process), and
     ``delete_share`` deletes the copy with the share. A run's id is the hash of its document,
     which records the file's SHA-256, so storing a run again never meets a different file.
+
+
+NOTE [files the store has found] in ``known_files.py``: the files ``run_tensors`` and
+``share_tensors`` found are remembered; ``known_tensors`` answers from them without a query.
 """
 
 from __future__ import annotations
@@ -43,7 +47,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from sqlalchemy import Connection, Engine, delete, exists, func, select, text
+from sqlalchemy import Connection, Engine, delete, func, select, text
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import SQLAlchemyError
 
@@ -52,6 +56,7 @@ from gradtrace.storage import migrate, tensor_rows
 from gradtrace.storage.behind import WriteBehind
 from gradtrace.storage.codec import EncodedDocument, StoredBlob
 from gradtrace.storage.engine import ensure_directory, is_shared_file, make_engine
+from gradtrace.storage.known_files import KnownFiles
 from gradtrace.storage.tables import runs, shares
 from gradtrace.storage.tensor_rows import TensorSource
 
@@ -86,6 +91,8 @@ class Store:
         self._insert: Callable[[Any], Any] = (
             postgresql.insert if self.engine.dialect.name == "postgresql" else sqlite.insert)
         self._behind = WriteBehind(self.put_run)  # NOTE [runs written behind] in behind.py
+        self._local = self.engine.dialect.name == "sqlite"
+        self._known = KnownFiles()  # NOTE [files the store has found] in known_files.py
 
     # --- life cycle -------------------------------------------------------------------------
 
@@ -109,10 +116,11 @@ class Store:
 
     # --- runs --------------------------------------------------------------------------------
 
-    def put_run(self, doc: EncodedDocument, tensors: bytes | None = None, *, now: float | None = None) -> None:
-        """Store a run by its id, with its tensor file (safetensors bytes) if it has one;
-        storing the same run again refreshes its retention clock (NOTE [tensor files go with
-        their owner])."""
+    def put_run(self, doc: EncodedDocument, tensors: bytes | None = None, tensors_sha256: str | None = None, *,
+                now: float | None = None) -> None:
+        """Store a run by its id, with its tensor file (safetensors bytes) if it has one (and
+        its SHA-256, when the caller has it already); storing the same run again refreshes its
+        retention clock (NOTE [tensor files go with their owner])."""
         stamp = time.time() if now is None else now
         values = {"id": doc.doc_id, "schema_version": doc.blob.schema_version, "status": doc.status,
                   "content_hash": doc.content_hash, "body": doc.blob.gz, "size": doc.blob.size,
@@ -126,12 +134,17 @@ class Store:
             conn.execute(stmt)
             if tensors is not None:
                 tensor_rows.write(conn, self._insert, "run", doc.doc_id, tensors,
-                                  tensor_rows.tensor_sha256(tensors))
+                                  tensors_sha256 or tensor_rows.tensor_sha256(tensors))
 
-    def put_run_behind(self, doc: EncodedDocument, tensors: bytes | None = None) -> bool:
+    def put_run_behind(self, doc: EncodedDocument, tensors: bytes | None = None, *, hold: bool = False) -> bool:
         """Store a run from the writer thread (NOTE [runs written behind] in ``behind.py``);
-        False, storing nothing, when too many runs (or tensor bytes) are waiting already."""
-        return self._behind.offer(doc, tensors)
+        False, storing nothing, when too many runs (or tensor bytes) are waiting already.
+        ``hold``: not before ``release_run`` (NOTE [written after the answer])."""
+        return self._behind.offer(doc, tensors, hold=hold)
+
+    def release_run(self, run_id: str) -> None:
+        """Write a run put behind with ``hold`` (NOTE [written after the answer] in ``behind.py``)."""
+        self._behind.release(run_id)
 
     def get_run(self, run_id: str, *, max_age_s: float | None = None) -> StoredBlob | None:
         """A stored run, or None if unknown or older than ``max_age_s``."""
@@ -152,15 +165,34 @@ class Store:
         waiting = self._behind.get(run_id)
         if waiting is not None and waiting.tensors is not None:  # NOTE [runs written behind]
             return waiting.tensors
-        kept = None if max_age_s is None else exists().where(
-            runs.c.id == run_id, runs.c.created_at >= time.time() - max_age_s)
         with self._connect() as conn:
-            return tensor_rows.find(conn, "run", run_id, self._connect, kept=kept)
+            stored = conn.execute(select(runs.c.created_at).where(runs.c.id == run_id)).scalar()
+            if stored is None:
+                self._known.remember("run", run_id, None)
+                return None
+            if max_age_s is not None and float(stored) < time.time() - max_age_s:
+                return None
+            source = tensor_rows.find(conn, "run", run_id, self._connect, local=self._local)
+        self._known.remember("run", run_id, source, float(stored))
+        return source
 
     def share_tensors(self, share_id: str) -> TensorSource | None:
         """A share's own copy of its tensor file, or None (NOTE [tensor files go with their owner])."""
         with self._connect() as conn:
-            return tensor_rows.find(conn, "share", share_id, self._connect)
+            source = tensor_rows.find(conn, "share", share_id, self._connect, local=self._local)
+        self._known.remember("share", share_id, source)
+        return source
+
+    def known_tensors(self, owner: str, owner_id: str, *, max_age_s: float | None = None) -> TensorSource | None:
+        """The file of ``owner`` (``run`` or ``share``) ``owner_id`` without a query: a run
+        still waiting to be written, or a file found before and (for a run) still within
+        ``max_age_s`` of when it was stored; None when not known so (NOTE [files the store
+        has found])."""
+        if owner == "run":
+            waiting = self._behind.get(owner_id)
+            if waiting is not None and waiting.tensors is not None:
+                return waiting.tensors
+        return self._known.get(owner, owner_id, max_age_s=max_age_s)
 
     def purge_runs(self, *, older_than_s: float) -> int:
         """Delete runs older than the retention window, with their tensor files; answers how
@@ -170,7 +202,8 @@ class Store:
             gone = conn.execute(delete(runs).where(runs.c.created_at < cutoff).returning(runs.c.id))
             ids = [str(row[0]) for row in gone.all()]
             tensor_rows.remove(conn, "run", ids)
-            return len(ids)
+        self._known.forget("run", ids)
+        return len(ids)
 
     # --- shares ------------------------------------------------------------------------------
 
@@ -237,7 +270,8 @@ class Store:
                 return False
             conn.execute(delete(shares).where(shares.c.id == share_id))
             tensor_rows.remove(conn, "share", [share_id])
-            return True
+        self._known.forget("share", [share_id])
+        return True
 
     def count_shares(self) -> int:
         with self._connect() as conn:

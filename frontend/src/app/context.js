@@ -47,6 +47,12 @@ export function mountPanels(viewer, root, opts) {
   return ctx.panels;
 }
 
+/** The pointer is on document node `node` of the graph (each move over it): panels that answer `hover(model, node)`
+ *  may get ready for its selection (ui/tensors.js fetches its tensors). */
+export function hoverPanels(panels, model, node) {
+  if (model) for (const p of Object.values(panels)) if (p.hover) p.hover(model, node);
+}
+
 /** Tell every mounted panel what changed (NOTE [one panel shape] in ui/registry.js); `model` is null before a document. */
 export function updatePanels(panels, model, state, changed) {
   for (const p of Object.values(panels)) if (p.update) p.update(model, state, changed);

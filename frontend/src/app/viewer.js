@@ -21,7 +21,7 @@
 import { Player } from "../animate/player.js";
 import { LayoutClient } from "../layout/client.js";
 import { GraphCanvas } from "../render/canvas.js";
-import { mountPanels, part, updatePanels } from "./context.js";
+import { hoverPanels, mountPanels, part, updatePanels } from "./context.js";
 import { clickBox, openGroup, toggleModule, toggleRepeat } from "./folds.js";
 import { foldsOf, linkQuery } from "./link.js";
 import { initialState, nodeOfV, pageModel } from "./model.js";
@@ -45,7 +45,7 @@ export class Viewer {
     this.layout = new LayoutClient(opts.workerUrl || new URL("./layout-worker.js", import.meta.url));
     this.player = new Player(this.state, (k, o) => this.onStep(k, o));
     this.canvas = new GraphCanvas(this.els.graph, { onNodeClick: (v) => this.selectNode(v), onBoxClick: (key) => this.apply(clickBox(this.state.state, key)),
-      onGroupOpen: (v) => this.openGroup(v), onHover: () => this.player.pause() });
+      onGroupOpen: (v) => this.openGroup(v), onHover: (v) => { this.player.pause(); hoverPanels(this.panels, this.model, nodeOfV(this.model, this.scene, v)); } });
     this.panels = mountPanels(this, root, { ...opts, codeText: this.codeText });
     // A fold or turn made through the state by anyone but `apply` (search, a panel) is laid out here.
     this.state.subscribe((st, changed) => {

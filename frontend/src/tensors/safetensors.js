@@ -54,21 +54,24 @@ export function decodeTensor(dtype, shape, raw) {
   if (!size) throw new Error(`the page cannot read dtype ${dtype}`);
   const count = shape.reduce((a, b) => a * b, 1);
   if (raw.byteLength !== count * size) throw new Error(`${dtype}${JSON.stringify(shape)} needs ${count * size} bytes, got ${raw.byteLength}`);
-  // a copy aligned for the typed array (a Range answer or a slice may start anywhere)
-  const buf = raw.byteOffset % 8 === 0 ? raw.buffer.slice(raw.byteOffset, raw.byteOffset + raw.byteLength) : raw.slice().buffer;
+  // a view of the bytes where they are aligned for the typed array (a Range answer's are);
+  // a copy only where a slice of a whole file starts off its element size
+  const aligned = raw.byteOffset % size === 0;
+  const buf = aligned ? raw.buffer : raw.slice().buffer, at = aligned ? raw.byteOffset : 0;
   const values = new Float64Array(count);
   let big = null;
   if (dtype === "F16" || dtype === "BF16") {
-    const u = new Uint16Array(buf);
+    const u = new Uint16Array(buf, at, count);
     const f = dtype === "F16" ? f16 : bf16;
     for (let i = 0; i < count; i++) values[i] = f(u[i]);
   } else if (dtype === "I64" || dtype === "U64") {
-    big = dtype === "I64" ? new BigInt64Array(buf) : new BigUint64Array(buf);
+    // `big` is kept (the hover's digits): its own copy, so it does not hold a whole file's buffer
+    big = dtype === "I64" ? new BigInt64Array(buf.slice(at, at + count * 8)) : new BigUint64Array(buf.slice(at, at + count * 8));
     for (let i = 0; i < count; i++) values[i] = Number(big[i]);
   } else {
     const Typed = { F64: Float64Array, F32: Float32Array, I32: Int32Array, U32: Uint32Array, I16: Int16Array, U16: Uint16Array,
       I8: Int8Array, U8: Uint8Array, BOOL: Uint8Array }[dtype];
-    values.set(new Typed(buf));
+    values.set(new Typed(buf, at, count));
   }
   return { dtype, shape, values, big };
 }

@@ -16,6 +16,9 @@
  *   - `kernelSource(ask)`: the notebook widget asks its kernel for one tensor by key
  *     (src/widget/index.js, backend/gradtrace/notebook/widget.py) and gets the tensor's raw
  *     bytes in the message's buffer.
+ *   `prefetch(keys)` starts reading tensors that are likely to be looked at next (NOTE [fetched
+ *   on hover] in ui/tensors.js); only the service's source does anything, and only for keys
+ *   of at most PREFETCH_BYTES in all: the first look then finds its bytes on their way.
  *   Each tensor read carries `timing` (ms): `fetch` (the index and its bytes arriving, 0 for
  *   bytes in memory) and `decode`; the inspector adds its drawing (ui/tensors.js, data-*-ms),
  *   which bench/bench_tensor_page.py reports split.
@@ -30,11 +33,19 @@ function timed(t0, decode) {
   return t;
 }
 
-function cached(where, load, prepare = () => {}) {
+/** Bytes one prefetch asks for at most (four 256×256 float32 tensors). */
+export const PREFETCH_BYTES = 1 << 20;
+
+function cached(where, load, prepare = () => {}, plan = null) {
   const memo = new Map();
   return {
     where,
     prepare,
+    prefetch(keys) {
+      if (!plan) return;
+      const todo = keys.filter((k) => !memo.has(k));
+      if (todo.length) plan(todo).then((ok) => { for (const k of ok) this.read(k).catch(() => { /* said at the look */ }); }, () => {});
+    },
     read(key) {
       let p = memo.get(key);
       if (!p) {
@@ -56,31 +67,43 @@ async function failure(res, what) {
 
 /** The service's tensor file of a run (`/api/runs/{id}`) or a share (`/api/shares/{id}`). */
 export function rangeSource(base) {
-  let index = null;
+  let index = null, known = null;
   const entries = () => {
     index ??= fetch(`${base}/tensors`).then(async (res) => {
       if (!res.ok) throw Object.assign(await failure(res, "the tensor index"), { status: res.status });
       const body = await res.json();
-      return new Map(body.tensors.map((t) => [t.key, t]));
+      return (known = new Map(body.tensors.map((t) => [t.key, t])));
     });
     // an answer (no file kept: 404) stands for the document's life; a failed connection is asked again
     index.catch((err) => { if (!err.status) index = null; });
     return index;
   };
   const prepare = () => { entries().catch(() => { /* asked again, and answered, at the first look */ }); };
-  return cached("service", async (key) => {
+  const ask = (t) => fetch(`${base}/tensors.safetensors`, { headers: { Range: `bytes=${t.start}-${t.end - 1}` } });
+  return cached("service", (key) => {
     const t0 = performance.now();
-    const t = (await entries()).get(key);
-    if (!t) throw new Error(`the run's tensor file has no ${key}`);
-    let bytes = new Uint8Array(0);
-    if (t.end > t.start) {
-      const res = await fetch(`${base}/tensors.safetensors`, { headers: { Range: `bytes=${t.start}-${t.end - 1}` } });
-      if (res.status !== 206 && !res.ok) throw await failure(res, `tensor ${key}`);
-      bytes = new Uint8Array(await res.arrayBuffer());
-      if (res.status === 200) bytes = bytes.subarray(t.start, t.end);  // a server that ignored the Range
-    }
-    return timed(t0, () => decodeTensor(t.dtype, t.shape, bytes));
-  }, prepare);
+    // With the index in hand the request goes out now, not once the task that asked (a
+    // selection building the whole inspector) has ended: its answer travels meanwhile.
+    const early = known && known.get(key);
+    const asked = early && early.end > early.start ? ask(early) : null;
+    return (async () => {
+      const t = early || (await entries()).get(key);
+      if (!t) throw new Error(`the run's tensor file has no ${key}`);
+      let bytes = new Uint8Array(0);
+      if (t.end > t.start) {
+        const res = await (asked || ask(t));
+        if (res.status !== 206 && !res.ok) throw await failure(res, `tensor ${key}`);
+        bytes = new Uint8Array(await res.arrayBuffer());
+        if (res.status === 200) bytes = bytes.subarray(t.start, t.end);  // a server that ignored the Range
+      }
+      return timed(t0, () => decodeTensor(t.dtype, t.shape, bytes));
+    })();
+  }, prepare, async (keys) => {
+    const all = await entries();
+    const found = keys.filter((k) => all.has(k));
+    const bytes = found.reduce((a, k) => a + all.get(k).end - all.get(k).start, 0);
+    return bytes <= PREFETCH_BYTES ? found : [];
+  });
 }
 
 /** A whole safetensors file in memory (a saved HTML file's). `leftOut`: key → why it is not there. */

@@ -16,6 +16,8 @@ import { el } from "./dom.js";
 
 export const TABLE_MAX = 64;
 const HEAT_PX = 240;  // the heatmap's longer side on the page, in CSS pixels
+/** How long the pointer rests on a node before its tensors are fetched (NOTE [fetched on hover]). */
+export const HOVER_FETCH_MS = 40;
 
 /** The legend of the heatmap's colours. */
 function legend() {
@@ -191,6 +193,14 @@ export class TensorView {
 /**
  * The tensors as a viewer panel (NOTE [one panel shape] in ui/registry.js): a section of the
  * inspector wherever the viewer has a tensor source (`ctx.service.tensors`) for the document.
+ *
+ * NOTE [fetched on hover]
+ *   A person points at a node before clicking it, and from a service each tensor is a round
+ *   trip (one Range request) that the click would otherwise start. So once the pointer has
+ *   rested HOVER_FETCH_MS on a node, the tensors its selection would show at the current step
+ *   are asked for (`source.prefetch`: at most PREFETCH_BYTES of them, tensors/source.js); the
+ *   selection then reads the same cached promises. Passing over nodes on the way fetches
+ *   nothing, and the page's first frame still asks for no tensor.
  */
 export const tensorsPanel = {
   id: "tensors",
@@ -198,7 +208,18 @@ export const tensorsPanel = {
     if (!ctx.service.tensors) return null;
     const views = new Map(), prepared = new WeakSet();
     const whenIdle = globalThis.requestIdleCallback || ((f) => setTimeout(f, 50));
+    let resting = null, timer = 0;
     return {
+      hover(model, node) {  // NOTE [fetched on hover]
+        if (!node || node === resting) return;
+        resting = node;
+        clearTimeout(timer);
+        timer = setTimeout(() => {
+          const source = ctx.service.tensors(model.doc), i = model.index.idx.get(node.id);
+          if (!source || i == null || ctx.model !== model || resting !== node) return;
+          source.prefetch(nodeTensors(model.index, model.timeline, i, ctx.state.get("step")).map((t) => t.key).filter(Boolean));
+        }, HOVER_FETCH_MS);
+      },
       // once a run's first frame is drawn (the viewer's generation moved on), in idle time:
       // the source's index (never a tensor's bytes: NOTE [tensor sources] in
       // tensors/source.js) and the drawing code (NOTE [warm drawing] in tensors/draw.js)

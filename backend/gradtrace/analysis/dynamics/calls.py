@@ -38,72 +38,177 @@ Call = tuple[str, int]
 """(module path, call number from 0), as ``Node.module_stack`` names it."""
 
 
-def _members(view: DocView) -> tuple[dict[Call, list[str]], dict[str, set[str]]]:
-    """The function nodes of each call of each module called ``MIN_CALLS`` times or more, and
-    each module path's enclosing paths."""
-    counts: dict[str, int] = {}
-    for m in view.doc.get("modules") or []:
-        counts[str(m.get("path"))] = int(m.get("calls") or 0)
+def _members(view: DocView, counts: Mapping[str, int],
+             default: int) -> tuple[dict[Call, list[str]], dict[str, set[str]], dict[str, tuple[Call, ...]]]:
+    """The function nodes of each call of each module counted ``MIN_CALLS`` times or more in
+    ``counts`` (a path it lacks counts ``default``), each such module path's enclosing paths,
+    and each of those nodes' calls."""
     members: dict[Call, list[str]] = {}
     around: dict[str, set[str]] = {}
+    calls_of: dict[str, tuple[Call, ...]] = {}
+    nested: set[tuple[str, ...]] = set()
     for n in view.nodes:
         stack = n.get("module_stack")
         if not stack or n.get("kind") != "function" or n.get("name") == "AccumulateGrad":
             continue
-        for k, entry in enumerate(stack):
-            path = str(entry["path"])
-            if counts.get(path, MIN_CALLS) < MIN_CALLS:
+        nid = str(n["id"])
+        if len(stack) == 1:  # the usual case, with nothing around it
+            path = str(stack[0]["path"])
+            if counts.get(path, default) >= MIN_CALLS:
+                call = (path, int(stack[0]["call"]))
+                calls_of[nid] = (call,)
+                nodes = members.get(call)
+                if nodes is None:
+                    members[call] = [nid]
+                else:
+                    nodes.append(nid)
+            continue
+        paths = tuple([str(e["path"]) for e in stack])
+        if paths not in nested:
+            nested.add(paths)
+            for k in range(1, len(paths)):
+                if counts.get(paths[k], default) >= MIN_CALLS:
+                    around.setdefault(paths[k], set()).update(paths[:k])
+        mine = tuple([(path, int(e["call"])) for path, e in zip(paths, stack, strict=True)
+                      if counts.get(path, default) >= MIN_CALLS])
+        if mine:
+            calls_of[nid] = mine
+            for call in mine:
+                members.setdefault(call, []).append(nid)
+    return members, around, calls_of
+
+
+def _outputs(view: DocView, calls_of: Mapping[str, tuple[Call, ...]]) -> dict[Call, set[str]]:
+    """The nodes of each call that a function node outside that call used (NOTE [the gradient
+    at each call]): one walk over the forward edges."""
+    out: dict[Call, set[str]] = {}
+    by_id = view.by_id
+    for nid, users in view.consumers.items():
+        mine = calls_of.get(nid)
+        if mine is None:
+            continue
+        for u in users:
+            theirs = calls_of.get(u, ())
+            if theirs == mine or (by_id.get(u) or {}).get("kind") != "function":
                 continue
-            members.setdefault((path, int(entry["call"])), []).append(str(n["id"]))
-            if k:
-                around.setdefault(path, set()).update(str(e["path"]) for e in stack[:k])
-    return members, around
-
-
-def _outputs(view: DocView, nodes: list[str], roots: set[str]) -> list[str]:
-    """The nodes of one call that a node outside it used, or that a pass started from."""
-    inside = set(nodes)
-    out = []
-    for nid in nodes:
-        users = view.consumers.get(nid, [])
-        if nid in roots or any(u not in inside and (view.by_id.get(u) or {}).get("kind") == "function"
-                               for u in users):
-            out.append(nid)
+            for call in mine:
+                if call not in theirs:
+                    found = out.get(call)
+                    if found is None:
+                        out[call] = {nid}
+                    else:
+                        found.add(nid)
     return out
 
 
 def call_series(view: DocView, passes: list[Mapping[str, Any]],
                 read: Callable[[str], np.ndarray | None]) -> list[dict[str, Any]]:
     """Each module's ‖grad‖ by call in each backward pass that walked it ``MIN_CALLS`` times or
-    more (NOTE [the gradient at each call]), in the order of the passes, then of first calls."""
-    members, around = _members(view)
+    more (NOTE [the gradient at each call]), in the order of the passes, then of first calls.
+
+    NOTE [one walk each over nodes, edges and events]
+        The calls' members come from one walk over the nodes, their outputs from one over the
+        forward edges, and the passes that reached each output from one over the backward
+        events (only an output's are kept): the cost grows with the graph, never with the
+        number of calls times the number of passes (a 500-step loop calls each layer 500
+        times, in 500 passes).
+
+    NOTE [a module that no pass walks many times]
+        A training loop calls each layer once per iteration: its modules are called many
+        times in all, but each pass walks one call of each. With more than one pass, one look
+        at the backward events first counts, for each pass, the calls of each module it
+        walked any node of (an upper bound of the calls whose outputs it walked); only the
+        modules some pass walked ``MIN_CALLS`` times are looked at further, and a loop whose
+        passes walk none pays that one look."""
+    counts = {str(m.get("path")): int(m.get("calls") or 0) for m in view.doc.get("modules") or []}
+    wanted = {int(p["index"]) for p in passes}
+    if len(wanted) > 1:  # NOTE [a module that no pass walks many times]
+        busy = _busy(view, wanted)
+        counts = {path: MIN_CALLS for path in busy if counts.get(path, MIN_CALLS) >= MIN_CALLS}
+        members, around, calls_of = _members(view, counts, 0)
+    else:
+        members, around, calls_of = _members(view, counts, MIN_CALLS)
     if not members:
         return []
-    wanted = {int(p["index"]) for p in passes}
-    event_of: dict[tuple[str, int], int] = {}
-    for i, ev in view.backward_events():
-        p = ev.get("pass")
-        if p in wanted:
-            event_of.setdefault((str(ev["node"]), int(p)), i)  # type: ignore[arg-type]
     roots = {str(r) for p in passes for r in p.get("roots") or []}
+    used_outside = _outputs(view, calls_of)
+    outs_of: dict[Call, list[str]] = {}
+    wanted_nodes: set[str] = set()
+    for one, nodes in members.items():
+        found = used_outside.get(one)
+        outs = [nid for nid in nodes if nid in roots or (found is not None and nid in found)]
+        outs_of[one] = outs
+        wanted_nodes.update(outs)
+    event_of: dict[tuple[str, int], int] = {}
+    passes_of: dict[str, set[int]] = {}
+    _first_events(view, wanted_nodes, wanted, event_of)
+    for nid, p in event_of:
+        passes_of.setdefault(nid, set()).add(p)
     whole = not ((view.doc.get("tensors") or {}).get("left_out_count"))  # a key absent: no gradient
     # (path, pass) -> [(call, its nodes, its outputs)]
     walked: dict[tuple[str, int], list[tuple[int, list[str], list[str]]]] = {}
     for (path, call), nodes in members.items():
-        outs = _outputs(view, nodes, roots)
-        for p in sorted({p for o in outs for p in wanted if (o, p) in event_of}):
+        outs = outs_of[(path, call)]
+        reached: set[int] = set()
+        for o in outs:
+            reached |= passes_of.get(o, set())
+        for p in sorted(reached):
             walked.setdefault((path, p), []).append((call, nodes, outs))
     kept = {key for key, calls in walked.items() if len(calls) >= MIN_CALLS}
     types = {str(m.get("path")): m.get("type") for m in view.doc.get("modules") or []}
-    series = []
+    shown: list[tuple[str, int, list[tuple[int, list[str]]]]] = []
+    more: set[str] = set()
     for path, p in sorted(kept, key=lambda k: (k[1], min(c for c, *_ in walked[k]))):
         if any((outer, p) in kept for outer in around.get(path, ())):
             continue  # a module around it has the series of these steps
         calls = [(c, outs) for c, outs in _alike(view, sorted(walked[(path, p)])) if outs]
+        shown.append((path, p, calls))
+        more.update(o for _, outs in calls for o in outs if o not in wanted_nodes)
+    if more:  # nodes in the same places as outputs of other calls (the last call's ``c``)
+        _first_events(view, more, wanted, event_of)
+    series = []
+    for path, p, calls in shown:
         series.append({"module": path, "type": types.get(path), "pass": p, "calls": [c for c, _ in calls],
                        "nodes": [outs[0] for _, outs in calls],
                        "grad_norm": [_norm(view, outs, p, event_of, read, whole) for _, outs in calls]})
     return series
+
+
+def _busy(view: DocView, passes: set[int]) -> set[str]:
+    """The module paths some one of ``passes`` walked nodes of ``MIN_CALLS`` calls of or more
+    (NOTE [a module that no pass walks many times])."""
+    seen: dict[tuple[str, int], set[int]] = {}
+    by_id = view.by_id
+    for _, ev in view.backward_events():
+        p = ev.get("pass")
+        if p not in passes:
+            continue
+        n = by_id.get(ev["node"])
+        stack = n.get("module_stack") if n is not None else None
+        if not stack:
+            continue
+        for e in stack:
+            key = (str(e["path"]), int(p))  # type: ignore[arg-type]
+            calls = seen.get(key)
+            if calls is None:
+                seen[key] = {e["call"]}
+            else:
+                calls.add(e["call"])
+    return {path for (path, _), calls in seen.items() if len(calls) >= MIN_CALLS}
+
+
+def _first_events(view: DocView, nodes: set[str], passes: set[int], event_of: dict[tuple[str, int], int]) -> None:
+    """``event_of[(node, pass)]``: the index of the first backward event of each of ``nodes``
+    in each of ``passes``."""
+    for i, ev in view.backward_events():
+        nid = str(ev["node"])
+        if nid not in nodes:
+            continue
+        p = ev.get("pass")
+        if p in passes:
+            key = (nid, int(p))  # type: ignore[arg-type]
+            if key not in event_of:
+                event_of[key] = i
 
 
 def _alike(view: DocView, calls: list[tuple[int, list[str], list[str]]]) -> list[tuple[int, list[str]]]:
@@ -111,7 +216,8 @@ def _alike(view: DocView, calls: list[tuple[int, list[str], list[str]]]) -> list
     call's cell state ``c`` is an output though no later op used it, as every other call's
     is (NOTE [the gradient at each call])."""
     places: dict[tuple[str, ...], set[int]] = {}
-    shapes = [tuple(view.name(n) for n in nodes) for _, nodes, _ in calls]
+    by_id = view.by_id
+    shapes = [tuple([str(by_id[n].get("name") or n) for n in nodes]) for _, nodes, _ in calls]
     for (_, nodes, found), shape in zip(calls, shapes, strict=True):
         where = {n: k for k, n in enumerate(nodes)}
         places.setdefault(shape, set()).update(where[o] for o in found)

@@ -37,11 +37,11 @@ def _out(x: float | None) -> Any:
     """A number as the document writes it (NaN and ±inf as strings), 7 significant digits."""
     if x is None:
         return None
+    if x - x == 0:  # finite (the usual case, tested in one operation: it runs for every value)
+        return float(f"{x:.7g}")
     if math.isnan(x):
         return "nan"
-    if math.isinf(x):
-        return "inf" if x > 0 else "-inf"
-    return float(f"{x:.7g}")
+    return "inf" if x > 0 else "-inf"
 
 
 def _reader(tensors: Tensors | None) -> Callable[[str], np.ndarray | None]:
@@ -50,7 +50,10 @@ def _reader(tensors: Tensors | None) -> Callable[[str], np.ndarray | None]:
             return None
         try:
             t = tensors(key)
-            return None if t is None else np.asarray(t)
+            if t is None or isinstance(t, np.ndarray):
+                return t
+            to_numpy = getattr(t, "numpy", None)  # a torch tensor: what np.asarray would call
+            return np.asarray(t) if to_numpy is None else to_numpy()
         except Exception:  # a dtype numpy has no code for (bfloat16): the stats stand
             return None
     return read
@@ -105,7 +108,8 @@ def _param(view: DocView, leaf: Mapping[str, Any], acc_passes: list[int], n: int
         if not 0 <= i < n or not tv:
             continue
         stats = tv.get("stats") or {}
-        norm[i] = _out(number(stats.get("norm")))
+        v = stats.get("norm")
+        norm[i] = _out(v if type(v) is float else number(v))
         y = read(str(tv["key"])) if tv.get("key") else None
         if y is not None and y.size:
             kept.append((i, y))
@@ -169,13 +173,14 @@ def _by_iteration(view: DocView, passes: list[Mapping[str, Any]],
     index = {int(p["index"]): i for i, p in enumerate(passes)}
     pass_of: dict[str, int] = {}
     acc_passes: dict[str, list[int]] = {}
+    accumulators = {str(n["id"]) for n in view.named("AccumulateGrad")}
     for _, ev in view.backward_events():
         p = index.get(ev.get("pass"))  # type: ignore[arg-type]
         if p is None:
             continue
         node = str(ev["node"])
         pass_of.setdefault(node, p)
-        if view.name(node) == "AccumulateGrad":
+        if node in accumulators:
             acc_passes.setdefault(node, []).append(p)
     leaves = [t for t in view.nodes if t.get("kind") == "tensor" and t.get("role") == "leaf"
               and t.get("grad_history")]

@@ -50,6 +50,8 @@ struct Tap;
 // Lets go of the forward outputs the tap held last until ``need`` bytes are free; the bytes let
 // go (cxx/tap.h; called with ``Core::mu`` held).
 int64_t evict_outputs(Tap* tap, int64_t need);
+// ``Tap::hold_saved``: a saved tensor no node made, held as a forward value (cxx/tap.h).
+int32_t hold_saved_in_tap(Tap* tap, const at::Tensor& t, int64_t nbytes);
 
 struct Core;
 
@@ -151,6 +153,7 @@ struct Core : std::enable_shared_from_this<Core> {
   // the same snippet and seed leave out the same ones.
   int64_t keep_budget = 0;
   int64_t kept_bytes = 0;
+  int64_t kept_peak = 0;  // the most ``kept_bytes`` ever was (``held_peak``: for tests and benches)
   Tap* tap = nullptr;  // the output tap charging the same budget (NOTE [the tap in C++], cxx/tap.h)
 
   void keep_alias(Value& v, const at::Tensor& t, int64_t ver) {
@@ -171,10 +174,15 @@ struct Core : std::enable_shared_from_this<Core> {
     try {
       v.kept = t.tensor_data();  // no dispatch; shares the version counter
       v.kept_version = ver;
-      kept_bytes += nbytes;
+      charge(nbytes);
     } catch (const std::exception&) {  // a tensor that cannot be aliased (forward-AD's): not kept
       v.kept = at::Tensor();
     }
+  }
+
+  void charge(int64_t nbytes) {
+    kept_bytes += nbytes;
+    if (kept_bytes > kept_peak) kept_peak = kept_bytes;
   }
 
   // A copy of value ``id``'s kept tensor, still as it was captured (``PyCore.keep_copy``):

@@ -36,6 +36,7 @@ struct SavedEntry {
   // (NOTE [saved tensors from no node] in saved.py)
   at::Tensor kept;
   int64_t kept_version = -1, kept_dropped = 0;
+  int32_t held = -1;  // its entry in the output tap while the tap holds it (``Tap::hold_saved``)
   py::object param;   // the parameter, or None: to count it once (never written)
 };
 

@@ -471,6 +471,7 @@ struct Recorder {
     py::list out;
     if (!tap_) return out;
     for (const TapEntry& e : tap_->entries) {
+      if (!e.node) continue;  // a saved tensor's (``saved_kept``)
       py::object fn = py::reinterpret_steal<py::object>(torch::autograd::functionToPyObject(e.node));
       py::object t = e.tensor.defined() ? py::reinterpret_steal<py::object>(THPVariable_Wrap(e.tensor)) : py::none();
       out.append(py::make_tuple(fn, e.nr, t, e.version, e.copied, e.dropped));
@@ -480,6 +481,7 @@ struct Recorder {
 
   void tap_clear() {
     tap_stop();
+    take_saved();
     std::lock_guard<std::mutex> lock(core->mu);
     core->tap = nullptr;
     tap_.reset();
@@ -490,10 +492,53 @@ struct Recorder {
     core->keep_copy(id);
   }
 
+  // The saved tensors the tap holds (``Tap::hold_saved``), moved to their entries: the tap
+  // is done with them once the block is over.
+  void take_saved() {
+    if (!tap_) return;
+    std::lock_guard<std::mutex> lock(core->mu);
+    for (FnEntry& e : entries_) {
+      for (SavedEntry& s : e.saved) {
+        if (s.held < 0) continue;
+        TapEntry& held = tap_->entries[static_cast<size_t>(s.held)];
+        s.kept = std::move(held.tensor);
+        held.tensor = at::Tensor();
+        s.kept_version = held.version;
+        s.kept_dropped = held.dropped;
+        s.held = -1;
+      }
+    }
+  }
+
+  // NOTE [held within the budget] in capture/tensorfile.py: the most bytes held at once while
+  // recording (``PyCore.held_peak``).
+  int64_t held_peak() {
+    std::lock_guard<std::mutex> lock(core->mu);
+    return core->kept_peak;
+  }
+
+  // NOTE [each tensor let go once written] in capture/tensorfile.py (``PyCore.release_kept``):
+  // everything held for the tensor file is let go; the file's candidates hold what it keeps.
+  void release_kept() {
+    take_saved();
+    std::lock_guard<std::mutex> lock(core->mu);
+    for (Value& v : core->values) v.kept = at::Tensor();
+    for (FnEntry& e : entries_) {
+      for (SavedEntry& s : e.saved) s.kept = at::Tensor();
+    }
+    if (tap_) {
+      for (TapEntry& e : tap_->entries) e.tensor = at::Tensor();
+      tap_->by_storage.clear();
+      tap_->held.clear();
+    }
+    core->kept_bytes = 0;
+  }
+
   // The saved tensors held for the tensor file (``PyCore.saved_kept``): (node index, saved
   // name, the alias or None, its version when held, bytes not held), in node order
   // (NOTE [saved tensors from no node] in saved.py).
   py::list saved_kept() {
+    take_saved();
     py::list out;
     for (const FnEntry& e : entries_) {
       for (const SavedEntry& s : e.saved) {

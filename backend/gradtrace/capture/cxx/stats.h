@@ -163,18 +163,18 @@ const char* safetensors_code(at::ScalarType t) {
 // ``tensorfile.write`` with its header written here (NOTE [the tensor file's side in bulk]):
 // the same bytes as ``orjson.dumps`` of the header dict (the metadata, then each key in
 // ``keys``' order), padded with spaces to 8 bytes, then the buffers (NOTE [the file written
-// once] in tensorfile.h). ``nbytes``: each tensor's bytes.
-py::object write_keyed_file(const std::vector<std::string>& keys, const std::vector<at::Tensor>& ts,
+// once] in tensorfile.h). ``nbytes``: each tensor's bytes. ``ts`` is emptied as it is read,
+// and the writer lets go of each tensor once its bytes are in the file.
+py::object write_keyed_file(const std::vector<std::string>& keys, const py::list& ts,
                             const std::vector<int64_t>& nbytes) {
   if (keys.size() != ts.size() || ts.size() != nbytes.size()) throw std::runtime_error("tensor file: lengths differ");
   std::string head(8, '\0');
   head.reserve(64 + keys.size() * 80);
   head += "{\"__metadata__\":{\"format\":\"pt\",\"writer\":\"gradtrace\"}";
   int64_t offset = 0;
-  std::vector<at::Tensor> parts;
-  parts.reserve(ts.size());
+  py::list parts;
   for (size_t i = 0; i < ts.size(); ++i) {
-    const at::Tensor& t = ts[i];
+    at::Tensor t = py::cast<at::Tensor>(ts[i]);
     head.push_back(',');
     write_str(head, keys[i]);
     head += ":{\"dtype\":\"";
@@ -190,7 +190,8 @@ py::object write_keyed_file(const std::vector<std::string>& keys, const std::vec
     format_int(head, offset + nbytes[i]);
     head += "]}";
     offset += nbytes[i];
-    if (nbytes[i]) parts.push_back(t);
+    if (nbytes[i]) parts.append(ts[i]);
+    ts[i] = py::none();  // ``parts`` is its one holder now (NOTE [each tensor let go once written])
   }
   head.push_back('}');
   head.append((8 - (head.size() - 8) % 8) % 8, ' ');

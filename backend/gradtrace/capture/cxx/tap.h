@@ -25,7 +25,7 @@
 namespace gradtrace {
 
 struct TapEntry {
-  c10::intrusive_ptr<Node> node;
+  c10::intrusive_ptr<Node> node;  // none: a saved tensor no node made (``hold_saved``)
   int32_t nr = 0;
   at::Tensor tensor;     // the output (an alias until a write would change it, then a copy)
   int64_t version = 0;
@@ -74,7 +74,7 @@ struct Tap {
     if (core->kept_bytes + nbytes > core->keep_budget) {
       e.dropped = nbytes > 0 ? nbytes : 1;
     } else {
-      core->kept_bytes += nbytes;
+      core->charge(nbytes);
       e.tensor = t;
       e.version = version_of(t);
       if (t.has_storage()) by_storage[t.storage().data()].push_back(idx);
@@ -82,6 +82,26 @@ struct Tap {
     }
     seen.emplace(key, idx);
     entries.push_back(std::move(e));
+  }
+
+  // NOTE [saved tensors from no node] in saved.py (``OutputTap.hold_saved``): an alias of a
+  // saved tensor no node made, held as a forward value is (charged to the one keep budget,
+  // let go of by ``evict`` in the same order), but never copied before a write: one changed
+  // since is left out as ``changed``. Its entry's index; with ``Core::mu`` held.
+  int32_t hold_saved(const at::Tensor& t, int64_t nbytes) {
+    TapEntry e;
+    e.nr = -1;
+    int32_t idx = static_cast<int32_t>(entries.size());
+    if (core->kept_bytes + nbytes > core->keep_budget) {
+      e.dropped = nbytes > 0 ? nbytes : 1;
+    } else {
+      e.tensor = t.tensor_data();  // no dispatch; shares the version counter
+      e.version = core->version_of(t);
+      core->charge(nbytes);
+      held.push_back(idx);
+    }
+    entries.push_back(std::move(e));
+    return idx;
   }
 
   // ``OutputTap.evict``: the last held let go first, so the same run lets go of the same ones.
@@ -130,6 +150,7 @@ struct Tap {
 };
 
 int64_t evict_outputs(Tap* tap, int64_t need) { return tap->evict(need); }
+int32_t hold_saved_in_tap(Tap* tap, const at::Tensor& t, int64_t nbytes) { return tap->hold_saved(t, nbytes); }
 
 inline Tap*& active_tap() {
   static Tap* tap = nullptr;

@@ -9,13 +9,25 @@
 //     ``memcpy``, not a handful of torch calls. A tensor that is not plain row-major memory (a
 //     transpose, an expanded scalar, a lazily negated view, autograd's zero tensor) is made so
 //     first; what reaches the file is each element's value, the same bytes ``torch.cat`` gives.
+//     The bytes are allocated at once but their pages are touched only as they are written
+//     (a large allocation is fresh memory from the system), so the file's memory grows as the
+//     held tensors are let go (NOTE [each tensor let go once written] in capture/tensorfile.py).
 #pragma once
 
 #include <ATen/ATen.h>
 
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
 namespace gradtrace {
 
-inline py::object write_tensor_file(const py::bytes& head, const std::vector<at::Tensor>& tensors, int64_t body) {
+// NOTE [each tensor let go once written] in capture/tensorfile.py: ``tensors`` is the only
+// holder left of what the file keeps; each item is set to None once its bytes are in the file,
+// so what is held shrinks as the file grows.
+constexpr int64_t kTrimEvery = 16 << 20;  // ``4 * WRITE_BATCH`` in capture/tensorfile.py
+
+inline py::object write_tensor_file(const py::bytes& head, const py::list& tensors, int64_t body) {
   char* hp = nullptr;
   Py_ssize_t hn = 0;
   if (PyBytes_AsStringAndSize(head.ptr(), &hp, &hn) != 0) throw py::error_already_set();
@@ -23,24 +35,37 @@ inline py::object write_tensor_file(const py::bytes& head, const std::vector<at:
   if (out == nullptr) throw py::error_already_set();
   char* dst = PyBytes_AS_STRING(out);
   std::memcpy(dst, hp, static_cast<size_t>(hn));
-  int64_t off = 0;
+  int64_t off = 0, trimmed = 0;
   try {
     c10::impl::ExcludeDispatchKeyGuard no_tap(kTapKey);
     at::AutoDispatchBelowADInplaceOrView below;  // plain copies: no node, no version bump
-    for (const at::Tensor& t : tensors) {
-      int64_t n = static_cast<int64_t>(t.numel()) * static_cast<int64_t>(t.element_size());
-      if (n == 0) continue;
-      if (off + n > body) throw std::runtime_error("tensor file: the tensors pass the header's sizes");
-      char* at_ = dst + hn + off;
-      if (t._is_zerotensor()) {
-        std::memset(at_, 0, static_cast<size_t>(n));
-      } else {
-        at::Tensor c = t.device().is_cpu() ? t : t.cpu();
-        if (c.is_neg()) c = c.resolve_neg();
-        if (!c.is_contiguous()) c = c.contiguous();
-        std::memcpy(at_, c.const_data_ptr(), static_cast<size_t>(n));
+    for (size_t i = 0; i < tensors.size(); ++i) {
+      {
+        at::Tensor t = py::cast<at::Tensor>(tensors[i]);
+        int64_t n = static_cast<int64_t>(t.numel()) * static_cast<int64_t>(t.element_size());
+        if (off + n > body) throw std::runtime_error("tensor file: the tensors pass the header's sizes");
+        char* at_ = dst + hn + off;
+        if (n == 0) {
+        } else if (t._is_zerotensor()) {
+          std::memset(at_, 0, static_cast<size_t>(n));
+        } else if (t.device().is_cpu() && !t.is_neg() && t.is_contiguous()) {
+          std::memcpy(at_, t.const_data_ptr(), static_cast<size_t>(n));
+        } else if (reinterpret_cast<uintptr_t>(at_) % static_cast<uintptr_t>(t.element_size()) == 0) {
+          // its elements straight into the file, row-major: no contiguous copy of it first
+          at::from_blob(at_, t.sizes(), at::TensorOptions().dtype(t.scalar_type())).copy_(t);
+        } else {  // an offset its dtype cannot be read at (after an odd-sized tensor)
+          at::Tensor c = t.cpu().resolve_neg().contiguous();
+          std::memcpy(at_, c.const_data_ptr(), static_cast<size_t>(n));
+        }
+        off += n;
       }
-      off += n;
+      tensors[i] = py::none();  // written: let go (the tensor's last holder, as a rule)
+#if defined(__GLIBC__)
+      if (off - trimmed >= kTrimEvery) {  // what was let go goes back to the system
+        malloc_trim(0);
+        trimmed = off;
+      }
+#endif
     }
     if (off != body) throw std::runtime_error("tensor file: the tensors fall short of the header's sizes");
   } catch (...) {

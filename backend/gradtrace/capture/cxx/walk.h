@@ -310,10 +310,10 @@ struct Walker {
   }
 
   // NOTE [saved tensors from no node] in saved.py (``PyCore._hold_saved``): an alias of a
-  // saved tensor no node made, held within a cap of its own (the run's tensor budget), so it
-  // never takes a gradient's place; a subclass, a transform's wrapper or a tensor that is not
-  // strided is not held.
-  int64_t saved_held = 0;
+  // saved tensor no node made, charged to the one keep budget and held by the output tap as
+  // a forward value (``Tap::hold_saved``), so a gradient may let go of it; a subclass, a
+  // transform's wrapper or a tensor that is not strided is not held. Without a tap (outside
+  // the block) it is held by its entry, within the same budget, and nothing lets go of it.
   void hold_saved(Core& core, const at::Tensor& t, SavedEntry& sv) {
     if (t.key_set().has_any(c10::DispatchKeySet({c10::DispatchKey::Python, c10::DispatchKey::FuncTorchBatched,
                                                  c10::DispatchKey::FuncTorchGradWrapper}))) {
@@ -321,14 +321,19 @@ struct Walker {
     }
     if (t.layout() != at::kStrided || t.is_nested()) return;
     int64_t nbytes = static_cast<int64_t>(t.numel()) * static_cast<int64_t>(t.element_size());
-    if (saved_held + nbytes > core.keep_budget) {
-      sv.kept_dropped = nbytes > 0 ? nbytes : 1;
-      return;
-    }
+    std::lock_guard<std::mutex> lock(core.mu);
     try {
+      if (core.tap != nullptr) {
+        sv.held = hold_saved_in_tap(core.tap, t, nbytes);
+        return;
+      }
+      if (core.kept_bytes + nbytes > core.keep_budget) {
+        sv.kept_dropped = nbytes > 0 ? nbytes : 1;
+        return;
+      }
       sv.kept = t.tensor_data();  // no dispatch; shares the version counter
       sv.kept_version = core.version_of(t);
-      saved_held += nbytes;
+      core.charge(nbytes);
     } catch (const std::exception&) {  // a tensor that cannot be aliased: not held
       sv.kept = at::Tensor();
     }
