@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+from typing import Any
 
 import pytest
 import torch
@@ -123,3 +124,154 @@ def test_the_first_non_finite_gradient_is_found_on_both_kernel_sets() -> None:
         norms = [tv["stats"]["norm"] for tv in events[first]["grad_inputs"] + events[first]["grad_outputs"]
                  if tv is not None]
         assert any(isinstance(n, str) or math.isinf(n) for n in norms)
+
+
+def _beyond_range() -> list[torch.Tensor]:
+    """Tensors whose stats leave their dtype's range: a float32 norm beyond float32 (small and
+    large, either sign), one that overflows only on the way (1e30 over a million elements:
+    norm 1e33), float16 ones whose norm is beyond float16 (the stats are float32: NOTE [float32
+    values] in capture/values.py), a float64 norm beyond float64, and float32's largest number."""
+    big32 = torch.finfo(torch.float32).max
+    return [
+        torch.full((4,), 3e38), torch.full((3, 2), -3e38), torch.full((2000,), 3e38),
+        torch.full((1_000_000,), 1e30), torch.tensor([big32, -big32]),
+        torch.full((4,), 60000.0, dtype=torch.float16), torch.full((2000,), 65504.0, dtype=torch.float16),
+        torch.full((4,), 1e200, dtype=torch.float64), torch.full((4,), 3e38, dtype=torch.bfloat16),
+        torch.full((2000,), -3e38), torch.full((2000,), 3e38, dtype=torch.bfloat16),
+        torch.tensor([3e38, -3e38]).repeat(1000),  # a mean of 0 whose float32 sum overflows
+    ]
+
+
+def _odd_values() -> list[torch.Tensor]:
+    """Small and large tensors of odd values the core writes itself: subnormals, norms that
+    underflow on the way, signed zeros, NaN payloads, infinities of both signs, float16 and
+    bfloat16 at their ends."""
+    payloads = torch.tensor([0x7FC00001, -4194304, 0x7F800001], dtype=torch.int32).view(torch.float32)
+    return [
+        torch.tensor([1e-45, -1e-45, 1e-40]), torch.full((2000,), 1e-40), torch.full((2000,), 1e-30),
+        torch.full((4,), 1e-30), torch.tensor([0.0, -0.0]), torch.tensor([-0.0, 0.0]),
+        torch.full((3,), -0.0), torch.full((2000,), -0.0), torch.tensor(-0.0), payloads,
+        payloads.repeat(700), torch.tensor([math.inf, -math.inf]), torch.tensor([math.inf, -math.inf]).repeat(600),
+        torch.tensor([1e308, 1e308], dtype=torch.float64), torch.full((2000,), 1e308, dtype=torch.float64),
+        torch.tensor([5e-324, -5e-324], dtype=torch.float64), torch.tensor([6e-8, -6e-8], dtype=torch.float16),
+        torch.full((2000,), 6e-8, dtype=torch.float16), torch.full((2000,), -65504.0, dtype=torch.float16),
+        torch.full((2000,), 1e-38, dtype=torch.bfloat16), torch.tensor([math.nan, 1.0], dtype=torch.float16),
+        torch.cat([torch.tensor([3e38]), torch.full((1999,), 1e-30)]),
+    ]
+
+
+def _stats(text: bytes) -> dict[str, object]:
+    import orjson
+
+    stats = orjson.loads(text)["stats"]
+    assert isinstance(stats, dict)
+    return stats
+
+
+@pytest.mark.parametrize("make", [_beyond_range, _odd_values], ids=["beyond-range", "odd-values"])
+def test_stats_of_odd_values_are_the_same_on_both_kernel_sets(make: Any) -> None:
+    """NOTE [stats beyond the dtype's range] in capture/values.py: a norm beyond float32 is
+    "inf" on both kernel sets, as ``torch.linalg.vector_norm`` gives it in float32; one that
+    overflows or underflows only on the way is the norm, as float64 gives it."""
+    assert native.core is not None
+    ts = make()
+    core = native.core.Recorder().stats_json(ts)
+    twin = PyCore().stats_json(ts)
+    for t, a, b in zip(ts, core, twin, strict=True):
+        assert a, t.dtype  # the core writes every one of them itself
+        if t.numel() <= native.core.VALUES_LIMIT:
+            assert a == b, (t.shape, t.dtype, a, b)
+        sa, sb = _stats(a), _stats(b)
+        for name in ("min", "max", "mean", "norm"):
+            x, y = sa[name], sb[name]
+            if isinstance(x, str) or isinstance(y, str):
+                assert x == y, (t.shape, t.dtype, name, x, y)
+            else:
+                assert isinstance(x, float) and isinstance(y, float)
+                assert math.isclose(x, y, rel_tol=1e-6), (t.shape, t.dtype, name, x, y)
+        truth = torch.linalg.vector_norm(t.double()).item()
+        if t.isnan().any():
+            assert sa["norm"] == "nan"
+        elif t.dtype == torch.float64 and 0 < truth < 1e-150:
+            assert sa["norm"] == 0.0  # float64's own squares underflow, on both kernel sets
+        elif t.dtype in (torch.float32, torch.bfloat16) and truth > torch.finfo(torch.float32).max:
+            assert sa["norm"] == "inf" and torch.linalg.vector_norm(t).isinf()  # torch's own
+        elif math.isinf(truth):
+            assert sa["norm"] == "inf"
+        else:
+            tol = 0.0 if t.dtype == torch.float64 else 2e-45  # float32 subnormals have fewer digits
+            assert isinstance(sa["norm"], float) and math.isclose(sa["norm"], truth, rel_tol=1e-6, abs_tol=tol)
+    if make is _beyond_range:
+        assert _stats(core[3])["norm"] == 1e33 and torch.linalg.vector_norm(ts[3]).isinf()
+        assert _stats(core[1])["min"] == -3e38 and _stats(core[1])["norm"] == "inf"
+        assert _stats(core[-1])["mean"] == 0.0 and _stats(core[-3])["mean"] == -3e38
+
+
+BEYOND = """import torch
+w = torch.full((4,), 3e38, requires_grad=True)
+y = w * 1.0                      # a forward output whose norm is beyond float32
+(y * torch.full((4,), 3e38)).sum().backward()   # w's gradient: 3e38 each, norm beyond float32
+v = torch.ones(1_000_000, requires_grad=True)
+(v * 1e30).sum().backward()      # a large gradient whose norm (1e33) overflows only on the way
+h = torch.full((4,), 60000.0, dtype=torch.float16, requires_grad=True)
+(h * 1.0).sum().backward()
+u = torch.ones(2000, requires_grad=True)
+(u * 1e-30).sum().backward()     # a gradient whose norm (4.5e-29) underflows only on the way
+"""
+
+
+def _same(a: object, b: object, where: str = "") -> None:
+    """``a`` and ``b`` (parsed documents' parts) equal, but a large tensor's finite stats within
+    float32 tolerance (NOTE [same stats on both paths] in capture/values.py)."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        assert a.keys() == b.keys(), where
+        large = "stats" in a and a.get("values") is None and math.prod(a.get("shape") or [0]) > 1000
+        for k in a:
+            if large and k == "stats" and isinstance(a[k], dict) and isinstance(b[k], dict):
+                for name, x in a[k].items():
+                    y = b[k][name]
+                    ok = x == y if isinstance(x, str) or isinstance(y, str) else math.isclose(x, y, rel_tol=1e-6)
+                    assert ok, (where, name, x, y)
+            else:
+                _same(a[k], b[k], f"{where}.{k}")
+    elif isinstance(a, list) and isinstance(b, list):
+        assert len(a) == len(b), where
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):
+            _same(x, y, f"{where}[{i}]")
+    else:
+        assert a == b, (where, a, b)
+
+
+ODD = """import torch
+for dt in (torch.float32, torch.float64, torch.float16, torch.bfloat16):
+    x = torch.tensor([1e-45, -0.0, 0.0, 1e-40, 2.5, -7.25, 65504.0, 1e-7], dtype=dt, requires_grad=True)
+    (x * torch.tensor([1e-45, -1.0, -0.0, 1.0, 3e38, 1e-30, 2.0, 6e-8], dtype=dt)).sum().backward()
+    z = torch.tensor([float("nan"), 1.0, -0.0], dtype=dt, requires_grad=True)
+    (z * torch.tensor([-0.0, -0.0, 5e-324], dtype=dt)).sum().backward()
+    e = torch.zeros(0, 3, dtype=dt, requires_grad=True)
+    (e * 2).sum().backward()
+    w = torch.full((3000,), 1e-30, dtype=dt, requires_grad=True)
+    (w * -0.0).sum().backward()
+    (w * 3e38).sum().backward()
+"""
+
+
+@pytest.mark.parametrize("code", [BEYOND, ODD], ids=["beyond-float32", "odd-values"])
+def test_a_run_with_odd_values_gives_the_same_document_on_both_kernel_sets(code: str) -> None:
+    """Subnormals, signed zeros, NaN, empty tensors and norms beyond float32 as forward outputs,
+    gradients and leaves' ``.grad``, in every floating dtype the core writes itself."""
+    import orjson
+
+    core = run_captured(code, native=True, tensor_budget=64 << 20, seed=0)
+    twin = run_captured(code, native=False, tensor_budget=64 << 20, seed=0)
+    assert core.status == twin.status == "ok"
+    _same(orjson.loads(core.events), orjson.loads(twin.events), "events")
+    _same(orjson.loads(core.graph), orjson.loads(twin.graph), "graph")
+    assert core.tensors == twin.tensors
+    if code is not BEYOND:
+        return
+    norms = [tv["stats"]["norm"] for e in orjson.loads(core.events) if e["phase"] == "backward"
+             for tv in (e["grad_inputs"] or []) + (e["grad_outputs"] or []) if tv is not None]
+    assert "inf" in norms  # w's gradient
+    assert any(isinstance(n, float) and math.isclose(n, 1e33, rel_tol=1e-6) for n in norms)  # v's
+    assert any(isinstance(n, float) and math.isclose(n, 2000 ** 0.5 * 1e-30, rel_tol=1e-6) for n in norms)

@@ -76,15 +76,28 @@ def _torch_stats(t: torch.Tensor) -> dict[str, Any] | None:
     if t.dtype in (torch.float32, torch.float64):
         # five dispatches in all: these stats are taken for every large gradient in a hook
         mn, mx, total, norm = torch.stack((lo, hi, t.sum(), torch.linalg.vector_norm(t))).tolist()
-        return {"min": _num(mn), "max": _num(mx), "mean": _num(total / t.numel()), "norm": _num(norm)}
-    if t.is_floating_point():
+        mean = total / t.numel()
+    elif t.is_floating_point():
         f = t.to(torch.float32)
         mn, mx, mean, norm = torch.stack((lo.to(f.dtype), hi.to(f.dtype), f.mean(),
                                           torch.linalg.vector_norm(f))).tolist()
+    if t.is_floating_point():
+        if t.dtype != torch.float64 and _out_of_range_on_the_way(mn, mx, mean, norm):
+            d = t.to(torch.float64)  # NOTE [stats beyond the dtype's range]
+            mean, norm = d.sum().item() / t.numel(), torch.linalg.vector_norm(d).item()
         return {"min": _num(mn), "max": _num(mx), "mean": _num(mean), "norm": _num(norm)}
     f = t.to(torch.float64)
     return {"min": _num(lo.item()), "max": _num(hi.item()), "mean": _num(float(f.mean().item())),
             "norm": _num(float(torch.linalg.vector_norm(f).item()))}
+
+
+def _out_of_range_on_the_way(mn: float, mx: float, mean: float, norm: float) -> bool:
+    """Whether a float32 reduction of finite elements overflowed (a mean or norm that is not
+    finite: an infinite partial sum, or two of opposite signs) or underflowed (a zero norm
+    with an element not zero) on the way."""
+    if not math.isfinite(mn + mx):
+        return False  # NaN or an infinity among the elements: the stats say so
+    return not (math.isfinite(mean) and math.isfinite(norm)) or (norm == 0 and (mn != 0 or mx != 0))
 
 
 def _nest(flat: list[Any], shape: list[int]) -> Any:
@@ -124,7 +137,7 @@ def _fast(t: torch.Tensor, shape: list[int], with_values: bool) -> tuple[Any, An
     if total - total != 0:  # NaN or inf somewhere (or an overflowing sum): careful path
         return None
     n = len(flat)
-    stats = {"min": min(flat), "max": max(flat), "mean": total / n, "norm": _norm(flat)}
+    stats = {"min": min(flat), "max": max(flat), "mean": total / n, "norm": _num(_norm(flat))}
     return (_nest(flat, shape) if with_values else None), stats
 
 
@@ -155,10 +168,26 @@ _FLOAT32_LIKE = {torch.float32, torch.float16, torch.bfloat16, torch.complex64, 
 
 
 def _f32(x: Any) -> Any:
-    """One number at float32 precision (strings "nan"/"inf" and ints pass)."""
+    """One number at float32 precision (strings "nan"/"inf" and ints pass); one beyond
+    float32's range is "inf" or "-inf" (NOTE [stats beyond the dtype's range])."""
     if isinstance(x, float) and math.isfinite(x):
+        if abs(x) >= _F32_OVERFLOW:
+            return "inf" if x > 0 else "-inf"
         return float(str(np.float32(x)))
     return x
+
+
+# NOTE [stats beyond the dtype's range]
+#     A stat is the exact statistic rounded once to the tensor's precision (float32 for float32,
+#     float16, bfloat16 and complex64: NOTE [float32 values]), as the C++ core writes it
+#     (``write_number`` in ``cxx/values.h``: a float64 statistic cast to float). A norm whose
+#     value is beyond that range is written "inf", what ``torch.linalg.vector_norm`` gives in
+#     the tensor's dtype (``torch.full((4,), 3e38)``); a norm or sum that overflows only on the
+#     way (1e30 over a million elements: norm 1e33) is not: the statistic is finite, and both
+#     kernel sets write it. ``_torch_stats`` redoes such a float32 reduction in float64, and
+#     one that underflowed on the way too (2,000 elements of 1e-30: norm 4.5e-29, not 0: a
+#     gradient that is not zero never reads as one).
+_F32_OVERFLOW = 2.0**128 - 2.0**103  # float32's largest finite number plus half its last step
 
 
 def _short32(values: Any) -> Any:
