@@ -13,8 +13,9 @@ import torch
 from safetensors.torch import load
 
 from gradtrace.capture import native
+from gradtrace.capture.candidates import FORWARD, Candidate
 from gradtrace.capture.pycore import PyCore
-from gradtrace.capture.tensorfile import FORWARD, Candidate, write
+from gradtrace.capture.tensorfile import write
 from rundoc import run_captured
 
 pytestmark = pytest.mark.skipif(native.core is None, reason="the C++ core is not built on this machine")

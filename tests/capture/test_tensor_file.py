@@ -13,7 +13,7 @@ from safetensors.numpy import load
 from safetensors.torch import load as load_torch
 
 import gradtrace
-from gradtrace.capture import native, tensorfile
+from gradtrace.capture import candidates, native, tensorfile
 from gradtrace.notebook.run import NotebookRunDocument
 
 NATIVE = [True, False]
@@ -88,8 +88,8 @@ def test_the_core_and_python_writers_give_the_same_bytes_for_every_layout() -> N
                "negated": torch._neg_view(base), "zeros": torch._efficientzerotensor(3, 2),
                "slice": base[2:, 1:4], "empty": torch.empty(0, 3), "bf16": base.to(torch.bfloat16),
                "bool": base > 0, "int": torch.arange(7), "scalar": torch.tensor(1.5, dtype=torch.float64)}
-    def cands() -> list[tensorfile.Candidate]:
-        return [tensorfile.candidate(k, t, tensorfile.FORWARD) for k, t in tensors.items()]
+    def cands() -> list[candidates.Candidate]:
+        return [candidates.candidate(k, t, candidates.FORWARD) for k, t in tensors.items()]
 
     written = cands()
     core = tensorfile.write(written, in_core=True)

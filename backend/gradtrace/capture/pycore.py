@@ -678,8 +678,8 @@ class PyCore:
         file, ``(key, offset of its key in text, tensor or None, bytes, class, reason)``, and
         the first event whose gradient in or out is not finite (-1: none). The offsets are
         found in ``text`` (NOTE [keys spliced into the core's JSON] in keysplice.py)."""
+        from gradtrace.capture.candidates import GRADIENT, LEAF, candidate
         from gradtrace.capture.keysplice import EventsText
-        from gradtrace.capture.tensorfile import GRADIENT, LEAF, candidate
 
         refs = self.event_refs()
         events = EventsText(text, refs)

@@ -16,19 +16,11 @@ import torch
 from torch.autograd.function import BackwardCFunction
 
 from gradtrace.analysis.kept import saved_key
+from gradtrace.capture.candidates import FORWARD, LEAF, NONFINITE, Candidate, candidate, storable
 from gradtrace.capture.keysplice import GraphText, keyed, nonfinite, spliced
 from gradtrace.capture.outputs import Kept, NativeTap
 from gradtrace.capture.recorder import Recorder
-from gradtrace.capture.tensorfile import (
-    FORWARD,
-    LEAF,
-    NONFINITE,
-    Candidate,
-    TensorFile,
-    build,
-    candidate,
-    storable,
-)
+from gradtrace.capture.tensorfile import TensorFile, build
 from gradtrace.capture.values import dtype_name, encode
 from gradtrace.schema.canonical import CanonicalText, TensorValueDict, canonical_json
 

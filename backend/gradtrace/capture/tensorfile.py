@@ -77,66 +77,19 @@ import ctypes
 import hashlib
 import warnings
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import orjson
 import torch
 
 from gradtrace.capture import native
+from gradtrace.capture.candidates import SAFETENSORS_CODES, Candidate
 
 DEFAULT_RECORD_BUDGET = 512 << 20
 """``gradtrace.record(tensor_budget=...)``'s default: a notebook's own machine."""
 LEFT_OUT_LISTED = 200
 PEAK_CONSTANT = 64 << 20
 """NOTE [held within the budget]: what peak memory may pass the run's own plus the budget by."""
-
-_CODES = {torch.float64: "F64", torch.float32: "F32", torch.float16: "F16", torch.bfloat16: "BF16",
-          torch.int64: "I64", torch.int32: "I32", torch.int16: "I16", torch.int8: "I8",
-          torch.uint8: "U8", torch.bool: "BOOL", torch.uint16: "U16", torch.uint32: "U32",
-          torch.uint64: "U64", torch.float8_e4m3fn: "F8_E4M3", torch.float8_e5m2: "F8_E5M2"}
-
-LEAF, NONFINITE, GRADIENT, FORWARD = 0, 1, 2, 3
-
-
-@dataclass(slots=True)
-class Candidate:
-    """One tensor the file may hold."""
-
-    key: str
-    tensor: torch.Tensor | None
-    nbytes: int
-    rank: int
-    reason: str | None = None
-    """Why it cannot be kept whatever the budget (``dtype``, ``changed``)."""
-
-
-_wrapped = torch._C._functorch.is_functorch_wrapped_tensor
-_STRIDED = torch.strided
-
-
-def storable(t: torch.Tensor) -> str | None:
-    """None when safetensors can hold ``t`` exactly, else the reason it is left out."""
-    if _wrapped(t):  # a vmap/grad level's, gone now
-        return "transform"
-    if (t.dtype not in _CODES or t.layout is not _STRIDED or t.is_quantized or t.is_nested or t.is_meta
-            or (type(t) is not torch.Tensor and not isinstance(t, torch.nn.Parameter))):
-        return "dtype"
-    return None
-
-
-def candidate(key: str, t: torch.Tensor | None, rank: int, *, reason: str | None = None) -> Candidate:
-    if t is None:
-        return Candidate(key, None, 0, rank, reason or "dtype")
-    why = reason or storable(t)
-    if why is None:  # plain strided memory: ``numel * element_size``
-        return Candidate(key, t, t.nbytes, rank, None)
-    try:
-        nbytes = t.numel() * t.element_size() if t.layout == torch.strided and not t.is_nested else 0
-    except Exception:  # a subclass without sizes
-        nbytes = 0
-    return Candidate(key, None if why else t, nbytes, rank, why)
-
 
 class TensorFile:
     """The kept tensors of one document, in process, and their safetensors bytes."""
@@ -249,7 +202,7 @@ def write(kept: list[Candidate], *, in_core: bool | None = None) -> bytes:
     for c in kept:
         t = c.tensor
         assert t is not None
-        header[c.key] = {"dtype": _CODES[t.dtype], "shape": list(t.shape),
+        header[c.key] = {"dtype": SAFETENSORS_CODES[t.dtype], "shape": list(t.shape),
                          "data_offsets": [offset, offset + c.nbytes]}
         offset += c.nbytes
     text = orjson.dumps(header)
@@ -316,7 +269,7 @@ class FileTensors(Mapping[str, torch.Tensor]):
         return key in self._index
 
 
-_DTYPES = {code: dtype for dtype, code in _CODES.items()}
+_DTYPES = {code: dtype for dtype, code in SAFETENSORS_CODES.items()}
 
 
 def file_tensors(data: bytes) -> FileTensors:

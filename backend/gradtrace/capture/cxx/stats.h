@@ -36,10 +36,10 @@ py::list stats_json(const std::vector<at::Tensor>& ts) {
   return out;
 }
 
-// The file's classes (``tensorfile.LEAF``, ``GRADIENT``: NOTE [what the budget keeps first]).
+// The file's classes (``candidates.LEAF``, ``GRADIENT``: NOTE [what the budget keeps first]).
 constexpr int kRankLeaf = 0, kRankGradient = 2;
 
-// ``tensorfile.storable`` for a kept alias (never a subclass or a transform's wrapper:
+// ``candidates.storable`` for a kept alias (never a subclass or a transform's wrapper:
 // ``Core::keep_alias`` holds none): whether safetensors has a code for it.
 bool storable(const at::Tensor& t) {
   switch (t.scalar_type()) {
