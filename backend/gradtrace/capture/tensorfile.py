@@ -75,7 +75,7 @@ from __future__ import annotations
 
 import ctypes
 import hashlib
-import warnings
+import sys
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
@@ -161,15 +161,24 @@ def _trim() -> Callable[[], object]:
 _malloc_trim = _trim()
 
 
+_BYTES_DATA = sys.getsizeof(b"") - 1
+"""Where a ``bytes`` object's contents start, from its address (CPython's ``ob_sval``)."""
+
+
 def _filled(size: int) -> tuple[bytes, torch.Tensor]:
     """A new ``bytes`` of ``size`` and a uint8 tensor over its memory, to fill it before anyone
     else sees it (NOTE [each tensor let go once written]: the C++ writer's
     ``PyBytes_FromStringAndSize(nullptr, n)``; ``bytes(n)`` is ``calloc``'d, so its pages are
-    touched only as they are written)."""
+    touched only as they are written). The tensor is made over a writable ctypes view of
+    the new object's contents: ``torch.frombuffer`` of the read-only ``bytes`` itself warns,
+    and silencing that with ``warnings.catch_warnings`` would reset every "shown once" of the
+    program's warnings (recording must not make a program print a warning twice). ``size``
+    is at least 2: CPython shares the empty and one-byte objects."""
+    if size < 2:
+        raise ValueError("tensor file: a file is at least its 8-byte header length")
     data = bytes(size)
-    with warnings.catch_warnings():  # read-only to Python; this is its only writer, before it is seen
-        warnings.simplefilter("ignore")
-        return data, torch.frombuffer(data, dtype=torch.uint8)
+    view = (ctypes.c_char * size).from_address(id(data) + _BYTES_DATA)
+    return data, torch.frombuffer(view, dtype=torch.uint8)
 
 
 def write(kept: list[Candidate], *, in_core: bool | None = None) -> bytes:
