@@ -38,6 +38,7 @@ def test_unscale_edits_are_listed_in_the_leaf_history(playground: Any, artifacts
     page.keyboard.press("End")
     pick_node(page, re.compile("^model\\.0\\.bias"))
     edits = page.locator("#inspector .gt-history .gt-edit")
+    edits.first.wait_for()  # the inspector draws the chosen node in a task of its own
     assert edits.count() == 3
     for i in range(3):
         text = edits.nth(i).inner_text()
