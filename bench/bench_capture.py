@@ -15,7 +15,8 @@ transformer), <= 3 (GRU), capture no slower than make_dot. ``--python`` adds the
 recorder (no C++ core). A lesson-style training loop (``mlp-adam-50``: an MLP, Adam, 50 steps)
 is timed the same way, without a target. ``--gru-bare`` prints only the GRU-200 program of
 tests/programs.py recorded without tensors, its document built (``rec.document()`` and its
-JSON), against the same program bare: three rounds, process CPU and wall (target <= 2.5x).
+JSON), against the same program bare: three rounds, process CPU and wall (target <= 2.5x), with
+the recording alone and the recording + ``rec.document()`` (no analysis, no JSON) beside it.
 """
 
 from __future__ import annotations
