@@ -53,6 +53,12 @@ export function hoverPanels(panels, model, node) {
   if (model) for (const p of Object.values(panels)) if (p.hover) p.hover(model, node);
 }
 
+/** Document node `node` is being selected (before anything of the selection is drawn): panels that answer
+ *  `select(model, node)` may start what the selection will wait on (ui/tensors.js: the first tensor's read). */
+export function selectPanels(panels, model, node) {
+  if (model && node) for (const p of Object.values(panels)) if (p.select) p.select(model, node);
+}
+
 /** Tell every mounted panel what changed (NOTE [one panel shape] in ui/registry.js); `model` is null before a document. */
 export function updatePanels(panels, model, state, changed) {
   for (const p of Object.values(panels)) if (p.update) p.update(model, state, changed);
