@@ -25,8 +25,9 @@
    on a second service started from that checkout's ``backend`` (``PYTHONPATH``), interleaved
    with this build's, sample by sample: a before/after on the same machine load.
 
-Run: ``python bench/bench_tensor_page.py [--baseline-dist DIR] [--baseline-src DIR]`` (needs
-``frontend/dist``).
+Run: ``python bench/bench_tensor_page.py [--baseline-dist DIR] [--baseline-src DIR] [--program
+transformer] [--runs N]`` (needs ``frontend/dist``). ``--program transformer`` selects an attention
+weight of a 2-layer encoder (d_model 256) instead of the tanh program's node.
 """
 
 from __future__ import annotations
