@@ -23,9 +23,10 @@ export const TABLE_MAX = 64;
  *   competes with it for the page's one main thread and for the service. So the selection
  *   starts that tensor's read before anything else (the panel's `select`, called by
  *   app/viewer.js selectNode ahead of the state change); the node's other tensors are read
- *   and drawn one by one after it, each after a frame; and the inspector's sections below the
- *   tensors (saved values, gradients as text, `.grad` history) and the code pane's mark come
- *   after the first tensor is drawn and painted (ui/inspector.js, `whenDrawn`). What the
+ *   and drawn once it is drawn and painted; and the inspector's sections below the
+ *   tensors (saved values, gradients as text, `.grad` history) after the first tensor is
+ *   drawn and painted (ui/inspector.js, `whenDrawn`; at most REST_WAIT_MS later), and the code
+ *   pane's mark after the next frame (app/context.js showSelected). What the
  *   inspector finally shows is unchanged, and nothing above the first heatmap is added later,
  *   so the heatmap does not move once drawn.
  */
