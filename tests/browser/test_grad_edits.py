@@ -24,6 +24,8 @@ def test_after_clipping_the_last_step_agrees_with_the_box(playground: Any, artif
     assert "After backward, line 11 changed it outside autograd to " in sentence, sentence
     pick_node(page, re.compile("^" + re.escape(leaf.group(1)) + " "))
     wait_until(page, "window.gradtrace.app.viewer.selectedV >= 0")
+    # the sections below the tensors come once the first is drawn (NOTE [the looked-at tensor first] in ui/tensors.js)
+    wait_until(page, "document.querySelector('#inspector').innerText.includes('.grad at this step (')")
     inspector = page.locator("#inspector").inner_text()
     norm = re.search(r"\.grad at this step \(.*then norm scaled × [\d.]+ outside autograd at line 11\)"
                      r"\n.*\n.*\n.*norm ([\d.e+-]+)", inspector)

@@ -273,3 +273,45 @@ def test_what_the_recording_left_out_is_said_in_the_inspector(browser: Any, tmp_
         assert ("budget" in {e.reason for e in doc.tensors.left_out if e.key == f"{node}.out0"})
         expect(out).to_contain_text("not kept (budget)")
         assert opened.errors == []
+
+
+ORDER = """(name) => new Promise((resolve) => {
+  const v = window.gradtrace.viewer, root = document.getElementById('gradtrace').shadowRoot;
+  const body = root.querySelector('[data-gt=inspector-body]'), seen = [];
+  let heat = null, top = null;
+  new MutationObserver((records) => {
+    for (const r of records) for (const n of r.addedNodes) {
+      if (!n.querySelectorAll) continue;
+      if (!heat && (heat = n.matches('[data-gt=tensor-heatmap]') ? n : n.querySelector('[data-gt=tensor-heatmap]'))) {
+        seen.push('heatmap'); top = heat.getBoundingClientRect().top;
+      }
+      if (n.matches('table.gt-saved') || n.querySelector('table.gt-saved')) {
+        seen.push('saved');
+        const name = (c) => c.matches('[data-gt=tensors]') || c.querySelector('[data-gt=tensors]') ? 'tensors'
+          : c.tagName + (c.className ? '.' + c.className : '');
+        requestAnimationFrame(() => resolve({ seen, moved: heat.getBoundingClientRect().top - top,
+          order: [...body.children].map(name) }));
+      }
+    }
+  }).observe(body, { childList: true, subtree: true });
+  const nodes = v.index.nodes, i = nodes.findIndex((n) => n.name === name);
+  v.viewer.selectNode(v.scene.view.vnodes.findIndex((n) => n.refs && n.refs.length === 1 && n.refs[0] === i));
+})"""
+
+
+def test_a_node_selected_at_once_draws_its_first_tensor_before_the_rest(browser: Any, tmp_path: Path,
+                                                                        frontend_bundle: Path) -> None:
+    """NOTE [the looked-at tensor first] in frontend/src/ui/tensors.js: the sections below the
+    tensors (here the saved values' table) come after the first heatmap is drawn, below it, so
+    the heatmap does not move; the inspector then shows every section in its usual order."""
+    doc = _attention_document()
+    path = Path(doc.save_html(str(tmp_path / "attention.html")))
+    with open_saved_file(browser, path, viewport={"width": 1280, "height": 1000}) as opened:
+        got = opened.page.evaluate(ORDER, "SoftmaxBackward0")
+        assert got["seen"][:2] == ["heatmap", "saved"], got
+        assert got["moved"] == 0, got
+        order = got["order"]
+        assert order[:2] == ["H3", "DL"] and "tensors" in order, order
+        assert order.index("tensors") < order.index("TABLE.gt-saved"), order
+        assert order.count("tensors") == 1 and order.count("TABLE.gt-saved") == 1, order
+        assert opened.errors == []

@@ -5,7 +5,8 @@
  * mounts every panel of the registry with it.
  */
 import { service } from "../api.js";
-import { part } from "../ui/dom.js";
+import { afterFrame, part } from "../ui/dom.js";
+import { nodeOfV } from "./model.js";
 import { PANELS } from "../ui/registry.js";
 
 export { part };
@@ -51,6 +52,21 @@ export function mountPanels(viewer, root, opts) {
  *  may get ready for its selection (ui/tensors.js fetches its tensors). */
 export function hoverPanels(panels, model, node) {
   if (model) for (const p of Object.values(panels)) if (p.hover) p.hover(model, node);
+}
+
+/** Document node `node` is being selected (before anything of the selection is drawn): panels that answer
+ *  `select(model, node)` may start what the selection will wait on (ui/tensors.js: the first tensor's read). */
+export function selectPanels(panels, model, node) {
+  if (model && node) for (const p of Object.values(panels)) if (p.select) p.select(model, node);
+  return node;
+}
+
+/** Selected node `v` (document node `node`), selected from anywhere (node list, search, inspector, a panel): brought
+ *  into view, and its code line marked after the next frame (NOTE [the looked-at tensor first] in ui/tensors.js). */
+export function showSelected(viewer, v, node) {
+  viewer.canvas.reveal(v);
+  const line = node.line ?? null;
+  afterFrame().then(() => { if (viewer.selectedV === v && nodeOfV(viewer.model, viewer.scene, v) === node) viewer.code.mark({ selected: line }, { scroll: false }); });
 }
 
 /** Tell every mounted panel what changed (NOTE [one panel shape] in ui/registry.js); `model` is null before a document. */

@@ -21,7 +21,7 @@
 import { Player } from "../animate/player.js";
 import { LayoutClient } from "../layout/client.js";
 import { GraphCanvas } from "../render/canvas.js";
-import { hoverPanels, mountPanels, part, updatePanels } from "./context.js";
+import { hoverPanels, mountPanels, part, selectPanels, showSelected, updatePanels } from "./context.js";
 import { clickBox, openGroup, toggleModule, toggleRepeat } from "./folds.js";
 import { foldsOf, linkQuery } from "./link.js";
 import { initialState, nodeOfV, pageModel } from "./model.js";
@@ -168,12 +168,12 @@ export class Viewer {
   }
 
   selectNode(v, { pause = true } = {}) {
+    const node = selectPanels(this.panels, this.model, nodeOfV(this.model, this.scene, v));  // first: NOTE [the looked-at tensor first] in ui/tensors.js
     if (pause) this.player.pause();
     this.state.set({ selection: { v, line: null } });
     this.canvas.setSelection(v >= 0 ? [v] : []);
     if (v < 0) { this.code.mark({ selected: null }); return; }
-    this.canvas.reveal(v);  // selected from anywhere (node list, search, inspector, a panel): brought into view
-    this.code.mark({ selected: nodeOfV(this.model, this.scene, v).line ?? null }, { scroll: false });
+    showSelected(this, v, node);  // app/context.js: brought into view, its code line marked
   }
 
   /** A code line was clicked (or reached with the keyboard): select the nodes it created. */

@@ -27,3 +27,17 @@ export function part(root, name) {
   if (root.dataset && root.dataset.gt === name) return root;
   return root.querySelector(`[data-gt="${name}"]`);
 }
+
+/**
+ * Resolves once the page has drawn the next frame (NOTE [the looked-at tensor first] in
+ * ui/tensors.js): a requestAnimationFrame, then a task, so that what follows runs after that
+ * frame's paint. A page that draws no frames (a hidden tab) goes on after `capMs`.
+ */
+export function afterFrame(capMs = 100) {
+  return new Promise((resolve) => {
+    let done = false;
+    const go = () => { if (!done) { done = true; setTimeout(resolve, 0); } };
+    if (globalThis.requestAnimationFrame) requestAnimationFrame(go);
+    setTimeout(go, capMs);
+  });
+}

@@ -14,7 +14,11 @@ import { accumulationsAt } from "../analysis/accumulations.js";
 import { errorSentence } from "../analysis/words.js";
 import { definitionRows, frozenNote, lineNotes, notInGraph } from "./definitions.js";
 import { stepOfNode, stepSentence, tangentNotes, tangentsSection } from "./tangents.js";
-import { el } from "./dom.js";
+import { afterFrame, el } from "./dom.js";
+import { whenDrawn } from "./tensors.js";
+
+/** The longest the sections below the tensors wait for the first tensor to be drawn. */
+const REST_WAIT_MS = 1000;
 
 function row(dl, term, value) {
   if (value == null || value === "") return;
@@ -94,7 +98,18 @@ export class Inspector {
     const parts = [el("h3", {}, vn.label), dl];
     const extra = this.cb.extra ? this.cb.extra(n) : null; // e.g. the gradient check's button
     if (extra) parts.push(extra);
+    const drawn = whenDrawn(extra);
+    if (!drawn) { this.body.replaceChildren(...parts, ...this.rest(scene, i, k)); return; }
+    // below the tensors, once the first is drawn (NOTE [the looked-at tensor first] in ui/tensors.js)
+    this.body.replaceChildren(...parts);
+    const late = new Promise((r) => setTimeout(r, REST_WAIT_MS));  // a read that hangs does not hold them back
+    Promise.race([drawn, late]).then(() => afterFrame()).then(() => { if (parts[0].isConnected) this.body.append(...this.rest(scene, i, k)); });
+  }
 
+  /** The sections below the panels' ones: saved for backward, the values and gradients as text, `.grad` and its history. */
+  rest(scene, i, k) {
+    const index = scene.index, n = index.nodes[i], tl = scene.timeline, errs = this.ctx.errors;
+    const parts = [];
     if (n.saved && n.saved.length) {
       const t = el("table", { class: "gt-saved" }, el("caption", {}, `Saved for backward · ${fmtBytes(n.saved_bytes)}`),
         el("tr", {}, el("th", {}, "name"), el("th", {}, "shape"), el("th", {}, "bytes"), el("th", {}, "state")));
@@ -149,7 +164,7 @@ export class Inspector {
       const title = `.grad after each accumulation${counts.length ? ` (${counts.join(", ")})` : ""}`;
       parts.push(el("h4", {}, title), ol);
     }
-    this.body.replaceChildren(...parts);
+    return parts;
   }
 }
 

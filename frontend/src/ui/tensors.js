@@ -12,9 +12,31 @@ import { exactText, finiteStats, strides } from "../tensors/safetensors.js";
 import { SPECIAL_WORDS, TENSOR_COLOURS, drawHeatmap, drawHistogram, histogram, rgb, warmDrawing } from "../tensors/draw.js";
 import { leftOutSummary, nodeTensors } from "../tensors/keys.js";
 import { fmtBytes } from "../analysis/format.js";
-import { el } from "./dom.js";
+import { afterFrame, el } from "./dom.js";
 
 export const TABLE_MAX = 64;
+
+/**
+ * NOTE [the looked-at tensor first]
+ *   When a node is selected at once (no pointer resting on it first: NOTE [fetched on hover]),
+ *   its first tensor is what the person looks at, and everything else the selection draws
+ *   competes with it for the page's one main thread and for the service. So the selection
+ *   starts that tensor's read before anything else (the panel's `select`, called by
+ *   app/viewer.js selectNode ahead of the state change); the node's other tensors are read
+ *   and drawn once it is drawn and painted; and the inspector's sections below the
+ *   tensors (saved values, gradients as text, `.grad` history) after the first tensor is
+ *   drawn and painted (ui/inspector.js, `whenDrawn`; at most REST_WAIT_MS later), and the code
+ *   pane's mark after the next frame (app/context.js showSelected). What the
+ *   inspector finally shows is unchanged, and nothing above the first heatmap is added later,
+ *   so the heatmap does not move once drawn.
+ */
+const firstDrawn = new WeakMap();  // a tensors section → its first tensor drawn
+
+/** Resolves once the first tensor of the tensors section in `part` (a panel's inspector section) is drawn; null when it has none. */
+export function whenDrawn(part) {
+  const section = part && (part.dataset && part.dataset.gt === "tensors" ? part : part.querySelector && part.querySelector('[data-gt="tensors"]'));
+  return (section && firstDrawn.get(section)) || null;
+}
 const HEAT_PX = 240;  // the heatmap's longer side on the page, in CSS pixels
 /** How long the pointer rests on a node before its tensors are fetched (NOTE [fetched on hover]). */
 export const HOVER_FETCH_MS = 40;
@@ -56,22 +78,30 @@ export class TensorView {
       root.append(el("p", { class: "gt-hint", "data-gt": "tensors-left-out" },
         `${file.left_out_count} of this run's tensors (${fmtBytes(file.left_out_bytes)}) were not kept, its budget being ${fmtBytes(file.budget_bytes)}: ${leftOutSummary(file)}.`));
     }
-    for (const item of items) root.append(this.item(item));
+    let first = null;  // NOTE [the looked-at tensor first]
+    for (const item of items) {
+      const drawn = this.item(item, first, root);
+      if (item.key && !first) first = drawn;
+    }
     root.append(legend());
+    firstDrawn.set(root, first || Promise.resolve());
     return root;
   }
 
-  item(item) {
+  /** Appends item's box to `root`; resolves once it is drawn (or could not be). `after`: drawn first, then this one is read. */
+  item(item, after, root) {
     const box = el("div", { class: "gt-tensor-item", "data-gt": "tensor", "data-key": item.key || "" });
     const shape = item.tv.shape ? `[${item.tv.shape.join(", ")}]` : "";
     box.append(el("div", { class: "gt-tensor-title" }, `${item.title} `, el("span", { class: "gt-tensor-meta" }, `${shape} ${item.tv.dtype || ""}`.trim())));
-    if (!item.key) { box.append(el("p", { class: "gt-hint" }, item.why)); return box; }
+    root.append(box);
+    if (!item.key) { box.append(el("p", { class: "gt-hint" }, item.why)); return Promise.resolve(); }
     const body = el("div", { class: "gt-tensor-body" }, "reading the numbers…");
     box.append(body);
-    const t0 = performance.now();
-    const read = this.source.read(item.key);
-    setTimeout(() => warmDrawing(finiteStats), 0);  // NOTE [warm drawing] in tensors/draw.js, if not done yet
-    read.then((t) => {
+    let t0 = performance.now();
+    const start = () => { t0 = performance.now(); return this.source.read(item.key); };
+    const read = after ? after.then(() => afterFrame()).then(start) : start();
+    if (!after) setTimeout(() => warmDrawing(finiteStats), 0);  // NOTE [warm drawing] in tensors/draw.js, if not done yet
+    return read.then((t) => {
       const t1 = performance.now();
       this.draw(body, item, t);
       const t2 = performance.now(), ms = (x) => String(Math.round(x * 10) / 10);
@@ -82,7 +112,6 @@ export class TensorView {
         drawMs: ms(t2 - t1) });
       box.dataset.ready = "1";
     }, (err) => { body.replaceChildren(el("p", { class: "gt-hint" }, `numbers not available: ${err.message}`)); box.dataset.ready = "error"; });
-    return box;
   }
 
   draw(body, item, t) {
@@ -210,6 +239,12 @@ export const tensorsPanel = {
     const whenIdle = globalThis.requestIdleCallback || ((f) => setTimeout(f, 50));
     let resting = null, timer = 0;
     return {
+      select(model, node) {  // NOTE [the looked-at tensor first]
+        const source = ctx.service.tensors(model.doc), i = model.index.idx.get(node.id);
+        if (!source || i == null) return;
+        const first = nodeTensors(model.index, model.timeline, i, ctx.state.get("step")).find((t) => t.key);
+        if (first) source.read(first.key).catch(() => { /* said in the inspector */ });
+      },
       hover(model, node) {  // NOTE [fetched on hover]
         if (!node || node === resting) return;
         resting = node;
