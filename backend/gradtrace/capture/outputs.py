@@ -133,6 +133,8 @@ class OutputTap:
         torch._C._dispatch_tls_set_dispatch_key_included(KEY, self._included)
         if tapkernel.Active.tap is self:
             tapkernel.Active.tap = self._before
+        if tapkernel.Active.tap is None:
+            tapkernel.uninstall()
         self.core.tap = None  # the block is over: nothing left to yield to a gradient
 
     def _note(self, t: torch.Tensor) -> None:

@@ -18,9 +18,11 @@ NOTE [a key of the tap's own]
     Not a Python fallback alone either: while a dispatch mode is active, or an argument is a
     ``__torch_dispatch__`` subclass, torch calls a Python kernel through a trampoline that
     looks it up per operator, and finds no fallback there (an internal assert). So each
-    operator known when the tap is first entered gets the kernel of its own (``_Kernel``,
-    about 3,600, 0.1 s once per process); the fallback catches operators defined later and
-    names them for the next block.
+    operator gets a kernel of its own (``_Kernel``): the 3,600 known when a block first
+    records (40 ms of CPU once per process), those ``torch.library`` or ``torch.ops.load_library``
+    added since at the next block, and one ``Library.define`` adds while a block records at
+    once (a snippet's ``custom_op`` under ``torch.compile``). The fallback runs an operator
+    registered some other way (a C++ extension imported inside a block) until the next block.
 
 NOTE [detach and alias pass by the tap's key]
     A Python kernel hands each output to Python, which ties the tensor to a plain ``Tensor``
@@ -172,12 +174,16 @@ _libraries: dict[str, Library] = {}
 _registered: set[str] = set()
 _late: dict[str, Any] = {}
 """Operators the fallback met (defined after the last registration), by name."""
+_known = [-1, -1]
+"""How many operators Python had defined (``torch.library``) and C++ libraries torch had loaded
+at the last registration: when either moved, operators may have been added."""
+_define = Library.define
 
 
 def _fallback(keys: Any, op: Any, *args: Any, **kwargs: Any) -> Any:
-    """An operator defined after the kernels were registered: its kernel now, its own
-    registration at the next block (registering one while it runs would free the kernel
-    running)."""
+    """An operator defined after the kernels were registered, outside ``Library.define``: its
+    kernel now, its own registration at the next block (registering one while it runs would
+    free the kernel running)."""
     kernel = _late.get(op.name())
     if kernel is None:
         kernel = _late[op.name()] = _Kernel(op.name(), op)
@@ -195,22 +201,44 @@ def _library(ns: str) -> Library:
     return lib
 
 
-def install() -> None:
-    """The kernels on the tap's key, for every operator not registered yet (NOTE [a key of the
-    tap's own]); ``detach`` and ``alias`` fall through (NOTE [detach and alias pass by the
-    tap's key]). Outside any dispatch."""
-    if not _registered:
-        _library("_").fallback(_fallback, KEY_NAME, with_keyset=True)
-        for name in _PASS_BY:
-            ns, _, op = name.partition("::")
-            _library(ns).impl(op, fallthrough_kernel, KEY_NAME)
-            _registered.add(name)
-        names: list[str] = list(torch._C._dispatch_get_all_op_names())
-    else:
-        names = list(_late)
+def _register(names: Any) -> None:
     for name in names:
         if name in _registered:
             continue
         ns, _, op = name.partition("::")
         _library(ns).impl(op, _late.pop(name, None) or _Kernel(name), KEY_NAME, with_keyset=True)
         _registered.add(name)
+
+
+def _defined(self: Library, *args: Any, **kwargs: Any) -> Any:
+    """``Library.define`` while a block records: the new operator gets its kernel at once (a
+    snippet's ``custom_op`` may run under ``torch.compile``'s fake tensor mode in the same
+    block). Only operators not running yet are registered."""
+    result = _define(self, *args, **kwargs)
+    _register(torch._C._dispatch_get_all_op_names())
+    _known[0] = len(torch.library._defs)
+    return result
+
+
+def install() -> None:
+    """The kernels on the tap's key, for every operator not registered yet (NOTE [a key of the
+    tap's own]); ``detach`` and ``alias`` fall through (NOTE [detach and alias pass by the
+    tap's key]). Outside any dispatch; ``uninstall`` at the block's end."""
+    if not _registered:
+        _library("_").fallback(_fallback, KEY_NAME, with_keyset=True)
+        for name in _PASS_BY:
+            ns, _, op = name.partition("::")
+            _library(ns).impl(op, fallthrough_kernel, KEY_NAME)
+            _registered.add(name)
+    known = [len(torch.library._defs), len(torch.ops.loaded_libraries)]
+    if known != _known:
+        _register(torch._C._dispatch_get_all_op_names())
+        _known[:] = known
+    elif _late:
+        _register(list(_late))
+    Library.define = _defined  # type: ignore[method-assign]
+
+
+def uninstall() -> None:
+    """``Library.define`` as torch has it."""
+    Library.define = _define  # type: ignore[method-assign]
