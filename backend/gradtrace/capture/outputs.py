@@ -122,7 +122,7 @@ class OutputTap:
 
     def __enter__(self) -> OutputTap:
         tapkernel.install()
-        _higher_order_ops_pass_by(int(KEY))
+        _higher_order_ops_pass_by(KEY.value)
         self.thread = _get_ident()
         self._before, tapkernel.Active.tap = tapkernel.Active.tap, self
         self._included = torch._C._dispatch_tls_is_dispatch_key_included(KEY)

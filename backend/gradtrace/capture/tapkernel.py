@@ -60,7 +60,16 @@ import torch
 from torch.library import Library, fallthrough_kernel
 
 KEY_NAME = "TESTING_ONLY_GenericWrapper"
-KEY = torch._C._parse_dispatch_key(KEY_NAME)
+
+
+def _key(name: str) -> torch._C.DispatchKey:
+    key = torch._C._parse_dispatch_key(name)
+    if key is None:
+        raise RuntimeError(f"this torch has no dispatch key {name}")
+    return key
+
+
+KEY = _key(KEY_NAME)
 KEY_SET = torch._C.DispatchKeySet(KEY)
 _AFTER = torch._C._dispatch_keyset_full_after(KEY)
 _FRONT_MODE = torch._C.DispatchKey.FuncTorchDynamicLayerFrontMode
@@ -206,7 +215,7 @@ def _register(names: Any) -> None:
         if name in _registered:
             continue
         ns, _, op = name.partition("::")
-        _library(ns).impl(op, _late.pop(name, None) or _Kernel(name), KEY_NAME, with_keyset=True)
+        _library(ns).impl(op, _late.pop(name, None) or _Kernel(name), KEY_NAME, with_keyset=True)  # type: ignore[no-untyped-call]
         _registered.add(name)
 
 
@@ -214,7 +223,7 @@ def _defined(self: Library, *args: Any, **kwargs: Any) -> Any:
     """``Library.define`` while a block records: the new operator gets its kernel at once (a
     snippet's ``custom_op`` may run under ``torch.compile``'s fake tensor mode in the same
     block). Only operators not running yet are registered."""
-    result = _define(self, *args, **kwargs)
+    result = _define(self, *args, **kwargs)  # type: ignore[no-untyped-call]
     _register(torch._C._dispatch_get_all_op_names())
     _known[0] = len(torch.library._defs)
     return result
@@ -225,10 +234,10 @@ def install() -> None:
     tap's own]); ``detach`` and ``alias`` fall through (NOTE [detach and alias pass by the
     tap's key]). Outside any dispatch; ``uninstall`` at the block's end."""
     if not _registered:
-        _library("_").fallback(_fallback, KEY_NAME, with_keyset=True)
+        _library("_").fallback(_fallback, KEY_NAME, with_keyset=True)  # type: ignore[no-untyped-call]
         for name in _PASS_BY:
             ns, _, op = name.partition("::")
-            _library(ns).impl(op, fallthrough_kernel, KEY_NAME)
+            _library(ns).impl(op, fallthrough_kernel, KEY_NAME)  # type: ignore[no-untyped-call]
             _registered.add(name)
     known = [len(torch.library._defs), len(torch.ops.loaded_libraries)]
     if known != _known:
