@@ -149,3 +149,25 @@ def test_operators_defined_later_are_tapped_and_run_under_a_dispatch_mode() -> N
         for op in ("between", f"inside{block}"):  # each custom op's output is in the file
             assert f"GeneratedBackwardFor_twin_{tag}_{op}_defaultBackward" in names, names
         assert f"twin_{tag}::inside{block}" in tapkernel._registered
+
+
+def test_an_operator_registered_past_torch_library_runs_through_the_fallback_then_its_own_kernel() -> None:
+    """An operator defined without ``Library.define`` (as a C++ extension's are) runs through
+    the key's fallback in its first block, and has its own kernel from the next block on."""
+    with gradtrace.record(native=False, tensor_budget=1 << 20):
+        torch.ones(1)  # the kernels are registered
+    ns = f"twin_raw_{uuid.uuid4().hex[:8]}"
+    lib = torch.library.Library(ns, "DEF")  # type: ignore[no-untyped-call]
+    lib.m.define("double(Tensor x) -> Tensor", "", ())  # past Library.define
+    lib.impl("double", lambda x: x * 2, "CompositeImplicitAutograd")
+    op = getattr(torch.ops, ns).double
+    x = torch.randn(3, requires_grad=True)
+    with gradtrace.record(native=False, tensor_budget=1 << 20) as rec:
+        y = op(x)
+    assert f"{ns}::double" in tapkernel._late and f"{ns}::double" not in tapkernel._registered
+    assert torch.equal(y, x * 2) and y.grad_fn.name() == "MulBackward0"
+    assert any(n.output and n.output[0].key for n in rec.document().graph.nodes if n.name == "MulBackward0")
+    with gradtrace.record(native=False, tensor_budget=1 << 20), _Seen() as seen:
+        z = op(x)
+    assert f"{ns}::double" in tapkernel._registered
+    assert torch.equal(z, x * 2) and "aten::mul.Tensor" in seen.ops  # it decomposes above the mode
