@@ -72,7 +72,7 @@ struct Core : std::enable_shared_from_this<Core> {
   std::vector<Value> values;
   std::vector<Event> events;
   std::vector<int32_t> refs;
-  std::unordered_map<c10::TensorImpl*, Cached> cache;
+  ska::flat_hash_map<c10::TensorImpl*, Cached> cache;  // open addressing: one probe, no node per entry
   std::vector<Pass> passes;
   size_t passes_reported = 0;
   int32_t active = -1;
@@ -134,8 +134,10 @@ struct Core : std::enable_shared_from_this<Core> {
             t.storage().getWeakStorageImpl()), ver, t.numel(), t.scalar_type(), id});
       }
     }
-    cache.insert_or_assign(impl, Cached{c10::weak_intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>(
-                                   t.getIntrusivePtr()), ver, id});
+    Cached entry{c10::weak_intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>(t.getIntrusivePtr()), ver, id};
+    auto slot = cache.find(impl);
+    if (slot != cache.end()) slot->second = std::move(entry);
+    else cache.emplace(impl, std::move(entry));
     Value& made = values.back();
     made.kept = at::Tensor();
     made.kept_copy = false;

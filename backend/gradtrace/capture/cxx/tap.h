@@ -46,8 +46,9 @@ struct Tap {
   std::thread::id thread;
   int paused = 0;
   std::vector<TapEntry> entries;
-  std::unordered_map<std::pair<const Node*, int32_t>, int32_t, PairHash> seen;
-  std::unordered_map<const void*, std::vector<int32_t>> by_storage;
+  // open addressing (``ska::flat_hash_map``): one probe per output, no allocation per entry
+  ska::flat_hash_map<std::pair<const Node*, int32_t>, int32_t, PairHash> seen;
+  ska::flat_hash_map<const void*, std::vector<int32_t>> by_storage;
   std::vector<int32_t> held;  // entries holding a tensor, in the order they were held
 
   static int64_t version_of(const at::Tensor& t) {
@@ -152,6 +153,14 @@ struct Tap {
 int64_t evict_outputs(Tap* tap, int64_t need) { return tap->evict(need); }
 int32_t hold_saved_in_tap(Tap* tap, const at::Tensor& t, int64_t nbytes) { return tap->hold_saved(t, nbytes); }
 
+// NOTE [ops inside a kernel pass by the tap]
+//     An op that is not a composition of other ops (no ``CompositeImplicitAutograd`` kernel)
+//     makes its node, if any, in its own autograd kernel, which runs the rest below autograd
+//     (``AutoDispatchBelowADInplaceOrView``): the ops its kernel calls in turn (the empty
+//     outputs, the copies, the reductions of a CPU kernel) can make no node, so the tap is
+//     left out of the thread's keys while it runs. Each of them cost a boxed round trip
+//     here before (on GRU-200 most of the 11,000 ops the tap saw). An op composed of others
+//     keeps the tap: its parts make the nodes, and each part's outputs are held.
 inline Tap*& active_tap() {
   static Tap* tap = nullptr;
   return tap;
@@ -171,7 +180,14 @@ inline void tap_fallback(const c10::OperatorHandle& op, c10::DispatchKeySet ks, 
   size_t base = stack->size() - nargs;
   if (!tap->by_storage.empty() && schema.is_mutable()) tap->copy_before_write(schema, *stack, base);
   uint64_t mark = at::sequence_number::peek();
-  op.redispatchBoxed(rest, stack);
+  if (op.hasKernelForDispatchKey(c10::DispatchKey::CompositeImplicitAutograd) ||
+      op.hasKernelForDispatchKey(c10::DispatchKey::CompositeImplicitAutogradNestedTensor)) {
+    op.redispatchBoxed(rest, stack);  // its parts are ops of their own, each tapped
+  } else {
+    // NOTE [ops inside a kernel pass by the tap]
+    c10::impl::ExcludeDispatchKeyGuard inside(kTapKey);
+    op.redispatchBoxed(rest, stack);
+  }
   if (at::sequence_number::peek() == mark && !schema.is_mutable()) return;  // no node made, nothing written
   size_t nret = schema.returns().size();
   for (size_t i = stack->size() - nret; i < stack->size(); ++i) {
