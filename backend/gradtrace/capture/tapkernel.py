@@ -99,7 +99,7 @@ def _overload(name: str) -> Any:
 class _Kernel:
     """The tap's kernel for one operator: NOTE [a key of the tap's own]."""
 
-    __slots__ = ("call", "mutable", "name", "numbers_ok", "op", "redispatch", "tensor_args")
+    __slots__ = ("call", "composite", "mutable", "name", "numbers_ok", "op", "redispatch", "tensor_args")
 
     def __init__(self, name: str, op: Any = None) -> None:
         self.name = name
@@ -116,6 +116,11 @@ class _Kernel:
         self.tensor_args = tuple((i, a.name) for i, a in enumerate(schema.arguments)
                                  if str(a.type) in ("Tensor", "Optional[Tensor]"))
         self.numbers_ok = bool(torch._C._should_allow_numbers_as_tensors(schema.name.partition("::")[2]))
+        has = torch._C._dispatch_has_kernel_for_dispatch_key
+        self.composite = bool(has(op.name(), "CompositeImplicitAutograd")
+                              or has(op.name(), "CompositeImplicitAutogradNestedTensor"))
+        """Its parts are ops of their own, each tapped; any other op runs with the key off
+        (NOTE [ops inside a kernel pass by the tap] in ``cxx/tap.h``)."""
         self.op = op
 
     def _numbers(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...] | bool:
@@ -155,8 +160,11 @@ class _Kernel:
             if numbers:
                 with _KeyOff(KEY_SET):
                     out = self.call(*args, **kwargs)
-            else:
+            elif self.composite:
                 out = self.redispatch(keys & _AFTER, *args, **kwargs)
+            else:
+                with _KeyOff(KEY_SET):  # NOTE [ops inside a kernel pass by the tap] in cxx/tap.h
+                    out = self.redispatch(keys & _AFTER, *args, **kwargs)
         except Exception:
             del args, kwargs  # NOTE [the tap in a traceback]
             raise
