@@ -24,9 +24,26 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 import gradtrace
 from gradtrace.analysis.kept import saved_key
-from gradtrace.capture.outputs import _scalars_as_tensors
 
 _seq = torch._C._autograd._get_sequence_nr
+
+
+_WRAPPED = {float: torch.float64, int: torch.int64, complex: torch.complex128, bool: torch.bool}
+
+
+def _scalars_as_tensors(func: Any, args: tuple[Any, ...]) -> tuple[Any, ...] | None:
+    """``args`` with Python numbers where ``func`` takes a Tensor made 0-dim tensors of the
+    wrapped number's dtype again, or None: a dispatch mode is handed autograd's wrapped numbers
+    (the 3 of ``3 * x``) as Python numbers, and an op that takes one as its tensor ``self``
+    (``detach``, when the recorder reads that saved value) fails to bind it."""
+    schema = func._schema.arguments
+    out = list(args)
+    changed = False
+    for i, a in enumerate(args):
+        if i < len(schema) and isinstance(a, bool | int | float | complex) and str(schema[i].type) == "Tensor":
+            out[i] = torch.tensor(a, dtype=_WRAPPED.get(type(a)))
+            changed = True
+    return tuple(out) if changed else None
 
 
 def _clone(t: Any) -> torch.Tensor | None:

@@ -2,40 +2,42 @@
 :mod:`gradtrace.capture.tensorfile`).
 
 The C++ core's kernel set taps them in C++ (``NativeTap``, NOTE [the tap in C++] in
-``cxx/tap.h``: a Python dispatch mode costs ~11 us per op and changes what some programs run,
-``reshape`` becoming ``view``); ``OutputTap`` below is its Python twin, the Python kernel
-set's, and both give the same file.
+``cxx/tap.h``); ``OutputTap`` below is its Python twin, the Python kernel set's, fed by a
+Python kernel on a dispatch key of its own. Both hold the same outputs and give the same file.
 
-NOTE [forward outputs through a dispatch mode]
+NOTE [forward outputs through a key of the tap's own]
     The torch-function tap (:mod:`gradtrace.capture.mode`) steps aside inside library modules,
-    so it never sees what ``nn.Linear`` or an attention block computes inside. A
-    ``TorchDispatchMode`` sees every aten op below autograd, library code included. An op that
-    makes a node advances autograd's sequence counter before it reaches the mode; its outputs
-    are then noted, and at the next op (or at the end) each is matched to its node through
-    ``t.grad_fn`` and ``t.output_nr``, which autograd has set by then: the node is the tensor's
-    own, never guessed from a counter. A view whose version moved since (an in-place change
-    through it) is not asked for its ``grad_fn``: that would rebuild the view's node and shift
-    every later sequence number of the program.
+    so it never sees what ``nn.Linear`` or an attention block computes inside. A kernel on a
+    dispatch key of the tap's own sees every aten op, library code included, above autograd:
+    each output is held under its node as the op returns (the C++ core's ``cxx/tap.h``, the
+    Python twin's :mod:`gradtrace.capture.tapkernel`, NOTE [a key of the tap's own] there).
 
 NOTE [copy on write]
     An output is held by reference with its version. Before an op writes into a tensor (an
     in-place op, an ``out=`` argument, ``.data`` writes too: the storage is what counts) every
     output still held on that storage is copied, so the file holds the numbers as they were
     made at the cost of a copy only where the program changes them. What changed behind the
-    mode's back (another thread) is found at the end by its version and left out (``changed``).
+    tap's back (another thread) is found at the end by its version and left out (``changed``).
 """
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import torch
 import torch.autograd.forward_ad as _fwad
-from torch.utils._python_dispatch import TorchDispatchMode
 
-_seq_nr = torch._C._autograd._get_sequence_nr
-_is_compiling = torch.compiler.is_compiling
-_transforms_active = torch._C._are_functorch_transforms_active
+from gradtrace.capture import tapkernel
+from gradtrace.capture.tapkernel import KEY, KEY_SET
+
+_get_ident = threading.get_ident
+_dispatch_keys = torch._C._dispatch_keys
+_NOT_HELD = (torch._C.DispatchKeySet(torch._C.DispatchKey.Python)
+             | torch._C.DispatchKeySet(torch._C.DispatchKey.FuncTorchBatched)
+             | torch._C.DispatchKeySet(torch._C.DispatchKey.FuncTorchGradWrapper))
+"""A subclass, a fake tensor (dynamo tracing), a transform's wrapper: no output to hold."""
+_no_torch_function = torch._C.DisableTorchFunction
 _WRITES: dict[Any, tuple[int, ...]] = {}
 
 
@@ -57,44 +59,6 @@ def _storage_key(t: torch.Tensor) -> int | None:
         return int(t.untyped_storage().data_ptr())
     except Exception:  # no storage (sparse, meta, a subclass)
         return None
-
-
-_WRAPPED = {float: torch.float64, int: torch.int64, complex: torch.complex128, bool: torch.bool}
-
-
-def _scalars_as_tensors(func: Any, args: tuple[Any, ...]) -> tuple[Any, ...] | None:
-    """``args`` with Python numbers where ``func`` takes a Tensor made tensors again, or None.
-
-    NOTE [wrapped numbers under a dispatch mode]
-        A dispatch mode is handed autograd's wrapped numbers (the ``3`` of ``x * 3``, saved by
-        ``MulBackward0``) as Python numbers; an op that takes one as its tensor ``self``
-        (``detach`` when the recorder reads that saved value) then fails to bind. The same
-        number as a 0-dim tensor of the wrapped number's dtype (int64 / float64 / complex128)
-        is what the op was given."""
-    try:
-        schema = func._schema.arguments
-    except AttributeError:
-        return None
-    out = list(args)
-    changed = False
-    for i, a in enumerate(args):
-        if i < len(schema) and isinstance(a, bool | int | float | complex) and str(schema[i].type) == "Tensor":
-            out[i] = torch.tensor(a, dtype=_WRAPPED.get(type(a)))
-            changed = True
-    return tuple(out) if changed else None
-
-
-def _bump_foreach(func: Any, writes: tuple[int, ...], args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-    """NOTE [foreach versions under a dispatch mode]: an in-place ``_foreach_*`` op (an
-    optimizer's ``zero_grad``, Adam's step) that reaches a dispatch mode skips the version bump
-    it has without one; autograd's checks and the recorder's (NOTE [grad resets] in resets.py)
-    read versions, so the tap makes the bump itself: recording must not change them."""
-    schema = func._schema.arguments
-    for i in writes:
-        a = args[i] if i < len(args) else kwargs.get(schema[i].name)
-        tensors = [t for t in (a if isinstance(a, list | tuple) else (a,)) if isinstance(t, torch.Tensor)]
-        if tensors:
-            torch.autograd.graph.increment_version(tensors)
 
 
 def _release(*maps: dict[Any, dict[int, Kept | int]]) -> None:
@@ -126,123 +90,77 @@ class Kept:
             return False
 
 
-# NOTE [the tap in a traceback]
-#     An op that raises (a shape error in a library module) raises through the tap's handler,
-#     the one Python frame between the program's call and the kernel: the op is called as the
-#     C++ builtin (``OpOverload._op``, no frame of torch/_ops.py), its arguments are let go
-#     before the error goes on (the recorder finds what a failed library call built from the
-#     tensors a traceback's frames hold, library.py), and the recorder's readers of
-#     tracebacks pass over this frame (``TAP_CODE``).
+def _is_dual(t: torch.Tensor) -> bool:
+    """Whether ``t`` has a tangent at forward-mode AD's first level (``_fw_grad(0)``, read in
+    C++ by ``cxx/tap.h``); read with the tap's key off, as the tap's own op."""
+    with torch._C._ExcludeDispatchKeyGuard(KEY_SET):
+        return torch._VF._unpack_dual(t, 0)[1] is not None
 
 
-class OutputTap(TorchDispatchMode):  # type: ignore[no-untyped-call]
-    """Notes every node-making op's outputs (NOTE [forward outputs through a dispatch mode])."""
+class OutputTap:
+    """Holds every node-making op's outputs (NOTE [forward outputs through a key of the tap's
+    own]), as ``Tap`` in ``cxx/tap.h`` holds them."""
 
     def __init__(self, core: Any) -> None:
-        super().__init__()  # type: ignore[no-untyped-call]
         self.core = core
         """The Python kernels (``PyCore``): what is held is charged to their keep budget, the
         one budget of everything held (NOTE [held within the budget] in tensorfile.py); an
         output past it is not held, only its size is."""
         self.by_node: dict[Any, dict[int, Kept | int]] = {}
         """node -> output_nr -> Kept, or the bytes of an output not held (past ``max_bytes``)."""
-        self._by_storage: dict[int, list[Kept]] = {}
         self.by_seq: dict[int, dict[int, Kept | int]] = {}
-        """Autograd sequence number -> output position -> the same, for outputs whose node is
-        known only as the one made just before their op (a view's: see ``settle``)."""
-        self._pending: list[tuple[torch.Tensor, int, int]] = []
+        """Empty, as ``NativeTap``'s: above autograd each output comes back with its node."""
+        self._by_storage: dict[int, list[Kept]] = {}
         self._held: list[tuple[dict[int, Kept | int], int, Kept, int]] = []
         """What is held, in the order it was: the last let go first (``evict``)."""
         core.tap = self
-        self._last = _seq_nr()
         self.paused = 0
         """Above 0 while a backward pass runs: its ops are no forward outputs."""
+        self.thread = _get_ident()
+        self._before: OutputTap | None = None
+        self._included = False
 
-    @classmethod
-    def _should_skip_dynamo(cls) -> bool:
-        """No ``torch._disable_dynamo`` wrapper around the handler: its two frames would sit in
-        every traceback between the program and the op (NOTE [the tap in a traceback]), and
-        dynamo skips gradtrace's frames already (NOTE [invisible to dynamo] in compiled.py)."""
-        return False
+    def __enter__(self) -> OutputTap:
+        tapkernel.install()
+        _higher_order_ops_pass_by(KEY.value)
+        self.thread = _get_ident()
+        self._before, tapkernel.Active.tap = tapkernel.Active.tap, self
+        self._included = torch._C._dispatch_tls_is_dispatch_key_included(KEY)
+        torch._C._dispatch_tls_set_dispatch_key_included(KEY, True)
+        return self
 
-    @classmethod
-    def ignore_compile_internals(cls) -> bool:
-        """NOTE [invisible to dynamo] in compiled.py: by default ``torch.compile`` keeps eager
-        semantics for an active dispatch mode (it would not compile what the bare run
-        compiles); the tap steps aside while dynamo compiles and sees the compiled
-        artifact's ops as it runs."""
-        return True
+    def __exit__(self, *exc: object) -> None:
+        torch._C._dispatch_tls_set_dispatch_key_included(KEY, self._included)
+        if tapkernel.Active.tap is self:
+            tapkernel.Active.tap = self._before
+        if tapkernel.Active.tap is None:
+            tapkernel.uninstall()
+        self.core.tap = None  # the block is over: nothing left to yield to a gradient
 
-    def __torch_dispatch__(self, func: Any, types: Any, args: tuple[Any, ...] = (),
-                           kwargs: dict[str, Any] | None = None) -> Any:
-        if kwargs is None:
-            kwargs = {}
-        if _is_compiling() or _transforms_active() or _fwad._current_level >= 0:
-            # dynamo's or AOT's tracing (fake tensors), inside a functorch transform (vmap,
-            # grad) or forward-mode AD (dual tensors): their tensors must not outlive them, and
-            # the tap's own reads of a dual tensor reach kernels meant for inference only
-            return func(*args, **kwargs)
-        if self._pending:
-            self.settle()
-        writes = _written_args(func)
-        if writes and self._by_storage:
-            self._copy_before_write(func, writes, args, kwargs)
-        call = getattr(func, "_op", func)  # NOTE [the tap in a traceback]
-        try:
-            out = call(*args, **kwargs)
-        except (RuntimeError, TypeError):
-            fixed = _scalars_as_tensors(func, args)
-            if fixed is None:
-                del args, kwargs  # NOTE [the tap in a traceback]
-                raise
-            out = call(*fixed, **kwargs)
-        if writes and func.__name__.startswith("_foreach_"):
-            _bump_foreach(func, writes, args, kwargs)
-        seq = _seq_nr()
-        if seq != self._last:
-            self._last = seq
-            if not self.paused:
-                self._note(out, seq - 1)
-        elif writes and not self.paused:
-            # an in-place op whose autograd kernel made a helper node first (``mul_`` clones
-            # ``self`` for its backward): its node is found by ``grad_fn`` only
-            self._note(out, -1)
-        return out
-
-    def _note(self, out: Any, seq: int) -> None:
-        if isinstance(out, torch.Tensor):
-            ts: Any = (out,)
-        elif isinstance(out, tuple | list):
-            ts = out
-        else:
+    def _note(self, t: torch.Tensor) -> None:
+        """``Tap::note``: one output, held under its node at once."""
+        if t.layout != torch.strided or t.is_nested or t.is_inference():
             return
-        for k, t in enumerate(ts):
-            # a plain dense tensor (an inference tensor has no node; nested and sparse ones
-            # have no place in the file)
-            if type(t) is torch.Tensor and t.layout == torch.strided and not t.is_nested and not t.is_inference():
-                self._pending.append((t, seq, k))
+        if (_dispatch_keys(t) & _NOT_HELD).raw_repr():
+            return
+        fn = t.grad_fn
+        if fn is None:
+            return
+        if _fwad._current_level >= 0 and _is_dual(t):
+            return  # forward AD's dual tensors: their levels are left alone
+        nr = int(t.output_nr)
+        slots = self.by_node.get(fn)
+        if slots is None:
+            slots = self.by_node[fn] = {}
+        elif nr in slots:
+            return
+        self._hold(slots, nr, t, int(t._version))
 
     def settle(self) -> None:
-        """Match the noted outputs to their nodes (autograd has set their ``grad_fn`` now):
-        NOTE [forward outputs through a dispatch mode]."""
-        pending, self._pending = self._pending, []
-        for t, seq, k in pending:
-            # NOTE [versions when settled]: autograd bumps an in-place op's version, and gives
-            # a view its base's counter, after the op left this mode; before the next op's
-            # own bump (after it too), the version read here is the output's as made
-            version = int(t._version)
-            if t._is_view() or t.grad_fn is None:
-                if seq < 0:
-                    continue
-                # a view's grad_fn may be rebuilt when read; a view op's result below autograd
-                # is a tensor autograd wraps anew: by the node made just before the op
-                self._hold(self.by_seq.setdefault(seq, {}), k, t, version)
-                continue
-            self._hold(self.by_node.setdefault(t.grad_fn, {}), int(t.output_nr), t, version)
+        """Nothing waits: each output was held under its node when made (``NativeTap.settle``
+        hands the C++ core's over once)."""
 
     def _hold(self, slots: dict[int, Kept | int], nr: int, t: torch.Tensor, version: int) -> None:
-        if nr in slots:
-            return
         nbytes = t.numel() * t.element_size()
         core = self.core
         if core._kept_bytes + nbytes > core._keep_budget:
@@ -258,10 +176,8 @@ class OutputTap(TorchDispatchMode):  # type: ignore[no-untyped-call]
 
     def hold_saved(self, t: torch.Tensor, nbytes: int, version: int) -> dict[int, Kept | int]:
         """``Tap::hold_saved``: a saved tensor no node made (NOTE [saved tensors from no node] in
-        saved.py), held as a forward output is, in the run's order (the outputs noted before it
-        first, as the C++ tap holds them when made), but never copied before a write; its slot."""
-        if self._pending:
-            self.settle()
+        saved.py), held as a forward output is, in the run's order, but never copied before a
+        write; its slot."""
         slot: dict[int, Kept | int] = {}
         core = self.core
         if core._kept_bytes + nbytes > core._keep_budget:
@@ -278,7 +194,6 @@ class OutputTap(TorchDispatchMode):  # type: ignore[no-untyped-call]
         _release(self.by_node, self.by_seq)
         self._held.clear()
         self._by_storage.clear()
-        self._pending.clear()
 
     def evict(self, need: int) -> int:
         """Let go of the forward outputs held last until ``need`` bytes are free (a gradient
@@ -293,39 +208,34 @@ class OutputTap(TorchDispatchMode):  # type: ignore[no-untyped-call]
             freed += nbytes
         return freed
 
-    def _copy_before_write(self, func: Any, writes: tuple[int, ...], args: tuple[Any, ...],
-                           kwargs: dict[str, Any]) -> None:
-        """NOTE [copy on write]."""
-        targets: list[Any] = []
+    def _copy_before_write(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        """NOTE [copy on write] (``Tap::copy_before_write``): a plain copy, with the tap's key
+        off and below autograd (no node, no version bump)."""
         schema = func._schema.arguments
-        for i in writes:
-            if i < len(args):
-                targets.append(args[i])
-            else:
-                targets.append(kwargs.get(schema[i].name))
-        for a in targets:
+        for i in _written_args(func):
+            a = args[i] if i < len(args) else kwargs.get(schema[i].name)
             for t in (a if isinstance(a, list | tuple) else (a,)):
-                if not isinstance(t, torch.Tensor):
-                    continue
-                key = _storage_key(t)
-                held = self._by_storage.pop(key, None) if key is not None else None
-                for kept in held or ():
+                if isinstance(t, torch.Tensor):
+                    self._copy_held(t)
+
+    def _copy_held(self, t: torch.Tensor) -> None:
+        with _no_torch_function():
+            key = _storage_key(t)
+            held = self._by_storage.pop(key, None) if key is not None else None
+            if not held:
+                return
+            with torch._C._ExcludeDispatchKeyGuard(KEY_SET), torch._C._AutoDispatchBelowADInplaceOrView():
+                for kept in held:
                     if kept.copied:  # a copy already, or let go (``evict``)
                         continue
-                    # the write's version bump comes after this mode (NOTE [versions when settled])
                     if int(kept.tensor._version) == kept.version:
                         kept.tensor = kept.tensor.clone()
                         kept.copied = True
 
-
-    def __exit__(self, *exc: Any) -> None:
-        super().__exit__(*exc)  # type: ignore[no-untyped-call]
-        self.core.tap = None  # the block is over: nothing left to yield to a gradient
-
     def off_stack(self) -> bool:
-        """Whether a torch call now runs inside the tap's handler (the mode is off the stack
-        then): NOTE [the recorder's own read of a tangent] in mode.py."""
-        return not torch._C._len_torch_dispatch_stack()
+        """Never: no torch call of the program runs inside the tap's kernel (NOTE [the
+        recorder's own read of a tangent] in mode.py was about a Python dispatch mode)."""
+        return False
 
 
 def _higher_order_ops_pass_by(key: int) -> None:
@@ -398,5 +308,6 @@ class NativeTap:
         self.core.tap_clear()  # the entries' tensors are the ones by_node now holds
 
 
-TAP_CODE = OutputTap.__torch_dispatch__.__code__
-"""The handler's code, which readers of a traceback pass over (NOTE [the tap in a traceback])."""
+TAP_CODE = tapkernel.TAP_CODE
+"""The Python tap's kernel code, which readers of a traceback pass over (NOTE [the tap in a
+traceback] in tapkernel.py)."""

@@ -550,8 +550,6 @@ class PyCore:
         if self._keep_budget <= 0:
             return
         nbytes = t.numel() * t.element_size() if t.layout == torch.strided and not t.is_nested else 0
-        if self.tap is not None and self.tap._pending:  # outputs made before it: the native tap
-            self.tap.settle()  # charged them when made (NOTE [the tap in C++] in cxx/tap.h)
         over = self._kept_bytes + nbytes - self._keep_budget
         if over > 0 and self.tap is not None:  # forward values yield to gradients (``Tap::evict``)
             self._kept_bytes -= self.tap.evict(over)

@@ -104,7 +104,7 @@ class Recorder:
         """The tensor file's byte budget; None: no tensor file (NOTE [kept tensors] in
         tensorfile.py)."""
         self.outputs: OutputTap | NativeTap | None = None
-        """Forward outputs (NOTE [forward outputs through a dispatch mode] in outputs.py), set
+        """Forward outputs (NOTE [forward outputs through a key of the tap's own] in outputs.py), set
         with the kernels below."""
         self.tensor_file: TensorFile | None = None
         """The last document's tensor file (``build_document``)."""

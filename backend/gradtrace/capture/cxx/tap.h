@@ -1,5 +1,5 @@
 // gradtrace capture core: the forward-output tap (``OutputTap`` in capture/outputs.py is its
-// Python twin; NOTE [forward outputs through a dispatch mode] there).
+// Python twin; NOTE [forward outputs through a key of the tap's own] there).
 //
 // NOTE [the tap in C++]
 //     A Python dispatch mode costs ~11 us per aten op before it does anything (GRU-200 runs
@@ -204,4 +204,12 @@ inline void tap_fallback(const c10::OperatorHandle& op, c10::DispatchKeySet ks, 
 
 TORCH_LIBRARY_IMPL(_, TESTING_ONLY_GenericMode, m) {
   m.fallback(torch::CppFunction::makeFromBoxedFunction<&gradtrace::tap_fallback>());
+}
+
+// NOTE [detach and alias pass by the tap's key] in capture/tapkernel.py: the Python twin's kernel
+// cannot see them without breaking ``nn.Parameter`` and ``as_subclass``; both kernel sets let
+// them through untapped, so an alias's output (its input's numbers) is held on neither.
+TORCH_LIBRARY_IMPL(aten, TESTING_ONLY_GenericMode, m) {
+  m.impl("detach", torch::CppFunction::makeFallthrough());
+  m.impl("alias", torch::CppFunction::makeFallthrough());
 }
