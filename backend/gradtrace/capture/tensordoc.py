@@ -279,7 +279,7 @@ def attach(rec: Recorder, doc: dict[str, Any], budget: int,
                 if cand.key in path and cand.rank > NONFINITE:
                     cand.rank = NONFINITE
         tf = build(c.cands, budget, release=lambda: _release(c))
-    kept = tf.tensors
+    kept = getattr(tf.tensors, "index", tf.tensors)  # a dict's lookups (NOTE [the index the writer knows])
     inserted = [(at, at, b'"key":"' + key.encode() + b'",') for key, at, *_ in rows if key in kept]
     for key, slot in c.slots.items():  # the events' are in ``rows``
         if slot is None or key not in kept:

@@ -164,21 +164,32 @@ const char* safetensors_code(at::ScalarType t) {
 // the same bytes as ``orjson.dumps`` of the header dict (the metadata, then each key in
 // ``keys``' order), padded with spaces to 8 bytes, then the buffers (NOTE [the file written
 // once] in tensorfile.h). ``nbytes``: each tensor's bytes. ``ts`` is emptied as it is read,
-// and the writer lets go of each tensor once its bytes are in the file.
+// and the writer lets go of each tensor once its bytes are in the file. ``index`` (a dict, or
+// None): filled with key -> (safetensors code, shape, begin, end), the offsets into the
+// file's bytes (NOTE [the index the writer knows] in capture/tensorfile.py).
 py::object write_keyed_file(const std::vector<std::string>& keys, const py::list& ts,
-                            const std::vector<int64_t>& nbytes) {
+                            const std::vector<int64_t>& nbytes, const py::object& index) {
   if (keys.size() != ts.size() || ts.size() != nbytes.size()) throw std::runtime_error("tensor file: lengths differ");
   std::string head(8, '\0');
   head.reserve(64 + keys.size() * 80);
   head += "{\"__metadata__\":{\"format\":\"pt\",\"writer\":\"gradtrace\"}";
   int64_t offset = 0;
   py::list parts;
+  const bool indexed = !index.is_none();
+  std::vector<std::pair<const char*, py::tuple>> found;  // each key's code and shape, for ``index``
+  if (indexed) found.reserve(ts.size());
   for (size_t i = 0; i < ts.size(); ++i) {
     at::Tensor t = py::cast<at::Tensor>(ts[i]);
+    const char* code = safetensors_code(t.scalar_type());
+    if (indexed) {
+      py::tuple shape(t.dim());
+      for (int64_t d = 0; d < t.dim(); ++d) shape[static_cast<size_t>(d)] = py::int_(t.size(d));
+      found.emplace_back(code, std::move(shape));
+    }
     head.push_back(',');
     write_str(head, keys[i]);
     head += ":{\"dtype\":\"";
-    head += safetensors_code(t.scalar_type());
+    head += code;
     head += "\",\"shape\":[";
     for (int64_t d = 0; d < t.dim(); ++d) {
       if (d) head.push_back(',');
@@ -197,6 +208,17 @@ py::object write_keyed_file(const std::vector<std::string>& keys, const py::list
   head.append((8 - (head.size() - 8) % 8) % 8, ' ');
   uint64_t n = head.size() - 8;
   for (int b = 0; b < 8; ++b) head[static_cast<size_t>(b)] = static_cast<char>((n >> (8 * b)) & 0xff);
+  if (indexed) {
+    py::dict into = index.cast<py::dict>();
+    std::map<std::string_view, py::str> codes;  // one str per code
+    int64_t at_ = static_cast<int64_t>(head.size());
+    for (size_t i = 0; i < found.size(); ++i) {
+      auto [it, fresh] = codes.try_emplace(found[i].first);
+      if (fresh) it->second = py::str(found[i].first);
+      into[py::str(keys[i])] = py::make_tuple(it->second, found[i].second, at_, at_ + nbytes[i]);
+      at_ += nbytes[i];
+    }
+  }
   return write_tensor_file(py::bytes(head), parts, offset);
 }
 
