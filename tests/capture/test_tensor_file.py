@@ -88,7 +88,13 @@ def test_the_core_and_python_writers_give_the_same_bytes_for_every_layout() -> N
     tensors = {"plain": base, "transposed": base.t(), "expanded": torch.tensor(2.5).expand(3, 4),
                "negated": torch._neg_view(base), "zeros": torch._efficientzerotensor(3, 2),
                "slice": base[2:, 1:4], "empty": torch.empty(0, 3), "bf16": base.to(torch.bfloat16),
-               "bool": base > 0, "int": torch.arange(7), "scalar": torch.tensor(1.5, dtype=torch.float64)}
+               "bool": base > 0, "int": torch.arange(7), "scalar": torch.tensor(1.5, dtype=torch.float64),
+               # strided ones of each element size, copied by the core's own loop or, past
+               # ``kSmallStrided`` in cxx/tensorfile.h, by ATen's ``copy_``
+               "permuted": torch.randn(3, 4, 5).permute(2, 0, 1), "stepped": base[::2, ::3],
+               "f16_t": base.half().t(), "i8_t": torch.arange(30, dtype=torch.int8).view(5, 6).t(),
+               "f64_t": base.double().t(), "bool_t": (base > 0).t(), "row": torch.arange(4.0).expand(3, 4),
+               "large_t": torch.randn(200, 100).t()}
     def cands() -> list[candidates.Candidate]:
         return [candidates.candidate(k, t, candidates.FORWARD) for k, t in tensors.items()]
 

@@ -167,7 +167,7 @@ const char* safetensors_code(at::ScalarType t) {
 // and the writer lets go of each tensor once its bytes are in the file. ``index`` (a dict, or
 // None): filled with key -> (safetensors code, shape, begin, end), the offsets into the
 // file's bytes (NOTE [the index the writer knows] in capture/tensorfile.py).
-py::object write_keyed_file(const std::vector<std::string>& keys, const py::list& ts,
+py::object write_keyed_file(const py::list& keys, const py::list& ts,
                             const std::vector<int64_t>& nbytes, const py::object& index) {
   if (keys.size() != ts.size() || ts.size() != nbytes.size()) throw std::runtime_error("tensor file: lengths differ");
   std::string head(8, '\0');
@@ -178,16 +178,33 @@ py::object write_keyed_file(const std::vector<std::string>& keys, const py::list
   const bool indexed = !index.is_none();
   std::vector<std::pair<const char*, py::tuple>> found;  // each key's code and shape, for ``index``
   if (indexed) found.reserve(ts.size());
+  // NOTE [the index the writer knows]: no collection while thousands of its tuples are made
+  // (each would scan the young objects, none of them garbage)
+  const bool collecting = indexed && PyGC_Disable();
+  struct Collect {
+    bool on;
+    ~Collect() { if (on) PyGC_Enable(); }
+  } collect_again{collecting};
+  PyObject* items = ts.ptr();
   for (size_t i = 0; i < ts.size(); ++i) {
-    at::Tensor t = py::cast<at::Tensor>(ts[i]);
+    PyObject* item = PyList_GET_ITEM(items, static_cast<Py_ssize_t>(i));
+    if (!THPVariable_Check(item)) throw std::runtime_error("tensor file: an item that is not a tensor");
+    const at::Tensor& t = THPVariable_Unpack(item);
     const char* code = safetensors_code(t.scalar_type());
     if (indexed) {
       py::tuple shape(t.dim());
-      for (int64_t d = 0; d < t.dim(); ++d) shape[static_cast<size_t>(d)] = py::int_(t.size(d));
+      for (int64_t d = 0; d < t.dim(); ++d) {
+        PyObject* n = PyLong_FromLongLong(t.size(d));
+        if (n == nullptr) throw py::error_already_set();
+        PyTuple_SET_ITEM(shape.ptr(), d, n);  // a fresh tuple's item: the reference is handed over
+      }
       found.emplace_back(code, std::move(shape));
     }
     head.push_back(',');
-    write_str(head, keys[i]);
+    Py_ssize_t kn = 0;
+    const char* kp = PyUnicode_AsUTF8AndSize(PyList_GET_ITEM(keys.ptr(), static_cast<Py_ssize_t>(i)), &kn);
+    if (kp == nullptr) throw py::error_already_set();
+    write_str(head, std::string_view(kp, static_cast<size_t>(kn)));
     head += ":{\"dtype\":\"";
     head += code;
     head += "\",\"shape\":[";
@@ -201,21 +218,29 @@ py::object write_keyed_file(const std::vector<std::string>& keys, const py::list
     format_int(head, offset + nbytes[i]);
     head += "]}";
     offset += nbytes[i];
-    if (nbytes[i]) parts.append(ts[i]);
-    ts[i] = py::none();  // ``parts`` is its one holder now (NOTE [each tensor let go once written])
+    if (nbytes[i]) parts.append(item);
   }
+  // ``parts`` is their one holder now (NOTE [each tensor let go once written])
+  if (PyList_SetSlice(items, 0, PyList_GET_SIZE(items), nullptr) != 0) throw py::error_already_set();
   head.push_back('}');
   head.append((8 - (head.size() - 8) % 8) % 8, ' ');
   uint64_t n = head.size() - 8;
   for (int b = 0; b < 8; ++b) head[static_cast<size_t>(b)] = static_cast<char>((n >> (8 * b)) & 0xff);
-  if (indexed) {
-    py::dict into = index.cast<py::dict>();
+  if (indexed) {  // the C API: thousands of entries, pybind's accessors cost as much again
+    PyObject* into = index.ptr();
+    if (!PyDict_Check(into)) throw std::runtime_error("tensor file: the index is not a dict");
     std::map<std::string_view, py::str> codes;  // one str per code
     int64_t at_ = static_cast<int64_t>(head.size());
     for (size_t i = 0; i < found.size(); ++i) {
       auto [it, fresh] = codes.try_emplace(found[i].first);
       if (fresh) it->second = py::str(found[i].first);
-      into[py::str(keys[i])] = py::make_tuple(it->second, found[i].second, at_, at_ + nbytes[i]);
+      PyObject* key = PyList_GET_ITEM(keys.ptr(), static_cast<Py_ssize_t>(i));  // the caller's str
+      py::object begin = py::reinterpret_steal<py::object>(PyLong_FromLongLong(at_));
+      py::object end = py::reinterpret_steal<py::object>(PyLong_FromLongLong(at_ + nbytes[i]));
+      if (!begin || !end) throw py::error_already_set();
+      py::object entry = py::reinterpret_steal<py::object>(
+          PyTuple_Pack(4, it->second.ptr(), found[i].second.ptr(), begin.ptr(), end.ptr()));
+      if (!entry || PyDict_SetItem(into, key, entry.ptr()) != 0) throw py::error_already_set();
       at_ += nbytes[i];
     }
   }
