@@ -156,7 +156,10 @@ class _Output:
         return b"[" + b",".join(b"null" if t is None else t for t in self.texts) + b"]"
 
     def finite(self) -> bool:
-        return not any(t is not None and nonfinite(t) for t in self.texts)
+        for t in self.texts:
+            if t is not None and nonfinite(t):
+                return False
+        return True
 
 
 def _native_outputs(c: _Collect, graph: GraphText) -> list[_Output]:
