@@ -156,10 +156,7 @@ class _Output:
         return b"[" + b",".join(b"null" if t is None else t for t in self.texts) + b"]"
 
     def finite(self) -> bool:
-        for t in self.texts:
-            if t is not None and nonfinite(t):
-                return False
-        return True
+        return not any(nonfinite(t) for t in self.texts if t is not None)
 
 
 def _native_outputs(c: _Collect, graph: GraphText) -> list[_Output]:
