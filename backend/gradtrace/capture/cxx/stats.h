@@ -13,7 +13,9 @@
 #pragma once
 #include "prelude.h"
 
+#include <algorithm>
 #include <map>
+#include <string_view>
 #include <unordered_set>
 
 namespace gradtrace {
@@ -160,6 +162,44 @@ const char* safetensors_code(at::ScalarType t) {
   }
 }
 
+// ``tensordoc.attach``'s splice of the events' keys (NOTE [keys spliced into the core's JSON]
+// in keysplice.py): ``text`` with ``"key":"…",`` at the offset of each row of
+// ``event_candidates`` (key, offset, ...) whose key ``kept`` holds, in one pass, not one bytes
+// object per key in Python. The same bytes as ``keysplice.spliced`` of those inserts.
+py::bytes splice_keys(const py::bytes& text, const py::list& rows, const py::object& kept) {
+  const char* src = PyBytes_AS_STRING(text.ptr());
+  size_t size = static_cast<size_t>(PyBytes_GET_SIZE(text.ptr()));
+  std::vector<std::pair<size_t, std::string_view>> at;
+  at.reserve(rows.size());
+  for (const py::handle& row : rows) {
+    PyObject* key = PyTuple_GetItem(row.ptr(), 0);
+    PyObject* off = PyTuple_GetItem(row.ptr(), 1);
+    if (key == nullptr || off == nullptr) throw py::error_already_set();
+    int has = PySequence_Contains(kept.ptr(), key);
+    if (has < 0) throw py::error_already_set();
+    if (has == 0) continue;
+    Py_ssize_t n = 0;
+    const char* k = PyUnicode_AsUTF8AndSize(key, &n);
+    long long o = PyLong_AsLongLong(off);
+    if (k == nullptr || (o == -1 && PyErr_Occurred())) throw py::error_already_set();
+    if (o < 0 || static_cast<size_t>(o) > size) throw std::runtime_error("tensor keys: an offset past the events");
+    at.emplace_back(static_cast<size_t>(o), std::string_view(k, static_cast<size_t>(n)));
+  }
+  std::stable_sort(at.begin(), at.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::string out;
+  out.reserve(size + at.size() * 24);
+  size_t from = 0;
+  for (const auto& [o, k] : at) {
+    out.append(src + from, o - from);
+    out += "\"key\":\"";
+    out += k;
+    out += "\",";
+    from = o;
+  }
+  out.append(src + from, size - from);
+  return py::bytes(out);
+}
+
 // ``tensorfile.write`` with its header written here (NOTE [the tensor file's side in bulk]):
 // the same bytes as ``orjson.dumps`` of the header dict (the metadata, then each key in
 // ``keys``' order), padded with spaces to 8 bytes, then the buffers (NOTE [the file written
@@ -287,7 +327,16 @@ py::list tap_outputs(Core& c, Tap* tap, const std::vector<FnEntry>& entries, con
         else if (!storable(t)) reason = py::str("dtype");
         else tensor = py::reinterpret_steal<py::object>(THPVariable_Wrap(t));
         py::object odd = v.kind == 3 ? py::reinterpret_steal<py::object>(THPVariable_Wrap(t)) : none;
-        slot = py::make_tuple(py::bytes(text), tensor, raw, reason, odd);
+        // NOTE [keys spliced into the core's JSON] in keysplice.py: the key and the text with
+        // it (right after the opening ``{"dtype":"…",``) made here, not per output in Python
+        std::string key = "n" + std::to_string(index) + ".out" + std::to_string(e->nr);
+        py::object keyed = none;
+        size_t at = text.rfind("{\"dtype\":\"", 0) == 0 ? text.find("\",", 10) : std::string::npos;
+        if (at != std::string::npos) {
+          std::string with = text.substr(0, at + 2) + "\"key\":\"" + key + "\"," + text.substr(at + 2);
+          keyed = py::bytes(with);
+        }
+        slot = py::make_tuple(py::bytes(text), tensor, raw, reason, odd, py::str(key), keyed);
       }
       outs[static_cast<size_t>(e->nr)] = slot;
     }
