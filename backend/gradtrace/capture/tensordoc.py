@@ -248,7 +248,9 @@ def _first_nonfinite(graph: GraphText, outputs: list[_Output], rows: list[tuple[
     the first function node (in creation order) whose output is not finite, with its inputs'
     values, and the first backward event with a gradient that is not finite."""
     keys: set[str] = set()
-    first = next((o for o in outputs if not o.finite()), None)
+    texts = [t for o in outputs for t in o.texts if t is not None]
+    # one find over all of them first: as a rule every output is finite
+    first = next((o for o in outputs if not o.finite()), None) if nonfinite(b"\0".join(texts)) else None
     if first is not None:
         keys.update(f"{first.nid}.out{k}" for k in range(len(first.texts)))
         for source in graph.sources_of(first.nid):
@@ -303,14 +305,16 @@ def attach(rec: Recorder, doc: dict[str, Any], budget: int,
             text = texts[k]
             assert text is not None
             texts[k] = with_key or keyed(text, key)
+    inserts: list[tuple[int, bytes]] = []
     for o in outputs:
-        own = graph.own[graph.pos[o.nid]]
-        if own is not None:
+        at = graph.pos[o.nid]
+        own = graph.own[at]
+        if own is None:
+            inserts.append((graph.output_at(o.nid), b',"output":' + o.json()))
+        else:
             own["output"] = [None if t is None else TensorValueDict(orjson.loads(t)) for t in o.texts]
-            graph.touched.add(graph.pos[o.nid])
-    doc["graph"] = CanonicalText(graph.rewritten(
-        [(graph.output_at(o.nid), b',"output":' + o.json()) for o in outputs
-         if graph.own[graph.pos[o.nid]] is None], canonical_json))
+            graph.touched.add(at)
+    doc["graph"] = CanonicalText(graph.rewritten(inserts, canonical_json))
     doc["events"] = CanonicalText(doc_events)
     doc["tensors"] = tf.info
     tf.made = (mark, doc["graph"], doc["events"])
