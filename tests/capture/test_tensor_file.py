@@ -13,6 +13,7 @@ from safetensors.numpy import load
 from safetensors.torch import load as load_torch
 
 import gradtrace
+from gradtrace.analysis.dynamics import file_reader
 from gradtrace.capture import candidates, native, tensorfile
 from gradtrace.notebook.run import NotebookRunDocument
 
@@ -87,19 +88,42 @@ def test_the_core_and_python_writers_give_the_same_bytes_for_every_layout() -> N
     tensors = {"plain": base, "transposed": base.t(), "expanded": torch.tensor(2.5).expand(3, 4),
                "negated": torch._neg_view(base), "zeros": torch._efficientzerotensor(3, 2),
                "slice": base[2:, 1:4], "empty": torch.empty(0, 3), "bf16": base.to(torch.bfloat16),
-               "bool": base > 0, "int": torch.arange(7), "scalar": torch.tensor(1.5, dtype=torch.float64)}
+               "bool": base > 0, "int": torch.arange(7), "scalar": torch.tensor(1.5, dtype=torch.float64),
+               # strided ones of each element size, copied by the core's own loop or, past
+               # ``kSmallStrided`` in cxx/tensorfile.h, by ATen's ``copy_``
+               "permuted": torch.randn(3, 4, 5).permute(2, 0, 1), "stepped": base[::2, ::3],
+               "f16_t": base.half().t(), "i8_t": torch.arange(30, dtype=torch.int8).view(5, 6).t(),
+               "f64_t": base.double().t(), "bool_t": (base > 0).t(), "row": torch.arange(4.0).expand(3, 4),
+               "large_t": torch.randn(200, 100).t()}
     def cands() -> list[candidates.Candidate]:
         return [candidates.candidate(k, t, candidates.FORWARD) for k, t in tensors.items()]
 
     written = cands()
-    core = tensorfile.write(written, in_core=True)
+    core_index: tensorfile.Index = {}
+    core = tensorfile.write(written, in_core=True, index=core_index)
     # NOTE [each tensor let go once written] in capture/tensorfile.py: the file holds them now
     assert all(c.tensor is None for c in written)
-    assert core == tensorfile.write(cands(), in_core=False)
+    python_index: tensorfile.Index = {}
+    assert core == tensorfile.write(cands(), in_core=False, index=python_index)
     back = load_torch(core)
     for k, t in tensors.items():
         want = torch.zeros(t.shape, dtype=t.dtype) if t._is_zerotensor() else t.resolve_neg()
         assert back[k].dtype == t.dtype and torch.equal(back[k], want), k
+    # NOTE [the index the writer knows]: both writers' index is the header's, parsed
+    parsed = tensorfile.file_tensors(core).index
+    assert core_index == python_index == parsed
+    assert list(core_index) == list(tensors)
+    by_index, by_header = file_reader(core, core_index), file_reader(core)
+    assert by_index is not None and by_header is not None
+    for k, t in tensors.items():
+        mine, theirs = by_index(k), by_header(k)
+        if t.dtype == torch.bfloat16:  # no numpy code
+            assert mine is None and theirs is None
+            continue
+        assert mine is not None and theirs is not None
+        assert mine.shape == theirs.shape == tuple(t.shape) and mine.tobytes() == theirs.tobytes(), k
+        assert mine.tobytes() == back[k].numpy().tobytes(), k
+    assert by_index("missing") is None and by_header("missing") is None
 
 
 @pytest.mark.parametrize("native", NATIVE, ids=["core", "python"])

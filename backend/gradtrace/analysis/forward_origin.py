@@ -43,6 +43,9 @@ def _kinds(view: DocView) -> dict[str, str]:
             tvs = n.get("output") or ()
         kind = None
         for tv in tvs:
+            stats = tv.get("stats") if tv is not None else None
+            if stats and stats.get("min").__class__ is not str and stats.get("max").__class__ is not str:
+                continue  # ``nonfinite_kind``'s common case, without the call: thousands of outputs
             k = nonfinite_kind(tv)
             if k == "nan":
                 kind = k

@@ -59,6 +59,7 @@ PYBIND11_MODULE(_native, m) {
   });
   m.def("write_tensor_file", &gradtrace::write_tensor_file);
   m.def("write_keyed_file", &gradtrace::write_keyed_file);  // NOTE [the tensor file's side in bulk]
+  m.def("splice_keys", &gradtrace::splice_keys);  // NOTE [keys spliced into the core's JSON]
   m.def("tap_key", []() { return static_cast<int>(gradtrace::kTapKey); });
   m.def("encode_json", [](const at::Tensor& t) {
     gradtrace::Value v = gradtrace::encode(t);

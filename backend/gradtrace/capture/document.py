@@ -183,7 +183,11 @@ def tensor_reader(rec: Recorder) -> Callable[[str], Any] | None:
     in analysis/dynamics/series.py), or None without a tensor file."""
     # the file's own bytes, read in place (the tensors were let go once written: NOTE [each
     # tensor let go once written] in tensorfile.py)
-    return file_reader(rec.tensor_file.data) if rec.tensor_file is not None else None
+    tf = rec.tensor_file
+    if tf is None:
+        return None
+    # NOTE [the index the writer knows] in tensorfile.py: the header is not parsed again
+    return file_reader(tf.data, getattr(tf.tensors, "index", None))
 
 
 def _add_analysis(doc: dict[str, Any], rec: Recorder) -> None:

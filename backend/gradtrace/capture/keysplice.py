@@ -41,14 +41,14 @@ Refs = list[tuple[int, list[int], list[int], int, list[int]]]
 
 def keyed(tv: bytes, key: str) -> bytes:
     """A TensorValue's canonical JSON with its ``key``."""
-    m = _TV.match(tv)
-    if m is None:
+    at = tv.find(b'",', 10) + 2 if tv.startswith(b'{"dtype":"') else 1  # ``_TV``'s end, found plainly
+    if at < 12 or b'"' in tv[10:at - 2]:
         raise RuntimeError("tensor keys: a TensorValue that does not open with its dtype")
-    return b"".join((tv[:m.end()], b'"key":"', key.encode(), b'",', tv[m.end():]))
+    return b"".join((tv[:at], b'"key":"', key.encode(), b'",', tv[at:]))
 
 
 def nonfinite(tv: bytes) -> bool:
-    return _NONFINITE.search(tv) is not None
+    return b'"norm":"' in tv  # ``_NONFINITE``: a plain find costs less than the regex
 
 
 def spliced(text: bytes, edits: list[tuple[int, int, bytes]]) -> bytes:

@@ -16,6 +16,7 @@ import torch
 from torch.autograd.function import BackwardCFunction
 
 from gradtrace.analysis.kept import saved_key
+from gradtrace.capture import native as _native
 from gradtrace.capture.candidates import FORWARD, LEAF, NONFINITE, Candidate, candidate, storable
 from gradtrace.capture.keysplice import GraphText, keyed, nonfinite, spliced
 from gradtrace.capture.outputs import Kept, NativeTap
@@ -32,8 +33,9 @@ def _version(t: torch.Tensor) -> int:
         return -1
 
 
-Slot = dict[str, Any] | tuple[list[bytes | None], int] | None
-"""Where a key goes: a TensorValue dict of Python's, an output's TensorValue text, or nowhere
+Slot = dict[str, Any] | tuple[list[bytes | None], int] | tuple[list[bytes | None], int, bytes | None] | None
+"""Where a key goes: a TensorValue dict of Python's, an output's TensorValue text (with the
+text keyed already where the core made it), or nowhere
 (a saved tensor: NOTE [saved tensors from no node] in saved.py). The events' keys go at the
 offsets of their rows (``_events``)."""
 
@@ -156,7 +158,7 @@ class _Output:
         return b"[" + b",".join(b"null" if t is None else t for t in self.texts) + b"]"
 
     def finite(self) -> bool:
-        return not any(t is not None and nonfinite(t) for t in self.texts)
+        return not any(nonfinite(t) for t in self.texts if t is not None)
 
 
 def _native_outputs(c: _Collect, graph: GraphText) -> list[_Output]:
@@ -166,22 +168,24 @@ def _native_outputs(c: _Collect, graph: GraphText) -> list[_Output]:
     rows = core.tap_outputs()  # the core keeps holding them: a document may be built again
     out: list[_Output] = []
     cands = c.cands
+    kinds = graph.kind
+    slots = c.slots
     for index, n_out, outs in rows:
         nid = f"n{index}"
-        if graph.kind.get(nid) != "function":
+        if kinds.get(nid) != "function":
             continue
         output = _Output(nid, n_out)
+        texts = output.texts
         for k, o in enumerate(outs):
             if o is None:
                 continue
-            key = f"{nid}.out{k}"
             if o.__class__ is int:
-                cands.append(Candidate(key, None, o, FORWARD, "budget"))
+                cands.append(Candidate(f"{nid}.out{k}", None, o, FORWARD, "budget"))
                 continue
-            text, t, nbytes, why, odd = o
-            output.texts[k] = text or canonical_json(TensorValueDict(encode(odd, with_values=False)))
+            text, t, nbytes, why, odd, key, with_key = o  # the core's key and keyed text
+            texts[k] = text or canonical_json(TensorValueDict(encode(odd, with_values=False)))
             cands.append(Candidate(key, t, nbytes, FORWARD, why))
-            c.slots[key] = (output.texts, k)
+            slots[key] = (texts, k, with_key)
         if any(t is not None for t in output.texts):
             out.append(output)
     return out
@@ -244,7 +248,9 @@ def _first_nonfinite(graph: GraphText, outputs: list[_Output], rows: list[tuple[
     the first function node (in creation order) whose output is not finite, with its inputs'
     values, and the first backward event with a gradient that is not finite."""
     keys: set[str] = set()
-    first = next((o for o in outputs if not o.finite()), None)
+    texts = [t for o in outputs for t in o.texts if t is not None]
+    # one find over all of them first: as a rule every output is finite
+    first = next((o for o in outputs if not o.finite()), None) if nonfinite(b"\0".join(texts)) else None
     if first is not None:
         keys.update(f"{first.nid}.out{k}" for k in range(len(first.texts)))
         for source in graph.sources_of(first.nid):
@@ -279,8 +285,12 @@ def attach(rec: Recorder, doc: dict[str, Any], budget: int,
                 if cand.key in path and cand.rank > NONFINITE:
                     cand.rank = NONFINITE
         tf = build(c.cands, budget, release=lambda: _release(c))
-    kept = tf.tensors
-    inserted = [(at, at, b'"key":"' + key.encode() + b'",') for key, at, *_ in rows if key in kept]
+    kept = getattr(tf.tensors, "index", tf.tensors)  # a dict's lookups (NOTE [the index the writer knows])
+    if _native.core is not None and _native.is_native(rec.core):  # the C++ core's: one pass there
+        doc_events = _native.core.splice_keys(events, rows, kept)
+    else:
+        doc_events = spliced(events, [(at, at, b'"key":"' + key.encode() + b'",') for key, at, *_ in rows
+                                      if key in kept])
     for key, slot in c.slots.items():  # the events' are in ``rows``
         if slot is None or key not in kept:
             continue
@@ -291,19 +301,21 @@ def attach(rec: Recorder, doc: dict[str, Any], budget: int,
             else:
                 slot["key"] = key
         else:
-            texts, k = slot
+            texts, k, with_key = slot if len(slot) == 3 else (*slot, None)
             text = texts[k]
             assert text is not None
-            texts[k] = keyed(text, key)
+            texts[k] = with_key or keyed(text, key)
+    inserts: list[tuple[int, bytes]] = []
     for o in outputs:
-        own = graph.own[graph.pos[o.nid]]
-        if own is not None:
+        at = graph.pos[o.nid]
+        own = graph.own[at]
+        if own is None:
+            inserts.append((graph.output_at(o.nid), b',"output":' + o.json()))
+        else:
             own["output"] = [None if t is None else TensorValueDict(orjson.loads(t)) for t in o.texts]
-            graph.touched.add(graph.pos[o.nid])
-    doc["graph"] = CanonicalText(graph.rewritten(
-        [(graph.output_at(o.nid), b',"output":' + o.json()) for o in outputs
-         if graph.own[graph.pos[o.nid]] is None], canonical_json))
-    doc["events"] = CanonicalText(spliced(events, inserted))
+            graph.touched.add(at)
+    doc["graph"] = CanonicalText(graph.rewritten(inserts, canonical_json))
+    doc["events"] = CanonicalText(doc_events)
     doc["tensors"] = tf.info
     tf.made = (mark, doc["graph"], doc["events"])
     return tf

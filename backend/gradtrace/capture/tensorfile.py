@@ -69,6 +69,16 @@ NOTE [each tensor let go once written]
     process the kept tensors are then read from the file's bytes (``FileTensors``: each a copy
     of its own bytes; the analysis reads them in place with numpy). A second document of the
     same run reuses what the first made of it (``TensorFile.made``: the tensors are gone).
+
+NOTE [the index the writer knows]
+    The writer knows each kept tensor's key, dtype, shape and place in the file as it writes the
+    header, so it hands them back beside the bytes (``write(index=...)``; in C++ in
+    ``write_keyed_file``, ``cxx/stats.h``) as key -> (safetensors code, shape, begin, end)
+    with the offsets into the file's bytes. In the process that wrote it, nothing parses the
+    header again: ``FileTensors`` reads tensors by it, and the analysis reads the file in place
+    through it (``file_reader(data, index)`` in ``analysis/dynamics/read.py``, torch-free: the
+    codes are strings). A process that has only the bytes parses the header once
+    (``file_tensors``, ``file_reader(data)``).
 """
 
 from __future__ import annotations
@@ -181,7 +191,12 @@ def _filled(size: int) -> tuple[bytes, torch.Tensor]:
     return data, torch.frombuffer(view, dtype=torch.uint8)
 
 
-def write(kept: list[Candidate], *, in_core: bool | None = None) -> bytes:
+Index = dict[str, tuple[str, tuple[int, ...], int, int]]
+"""NOTE [the index the writer knows]: key -> (safetensors code, shape, begin, end), the offsets
+into the file's bytes."""
+
+
+def write(kept: list[Candidate], *, in_core: bool | None = None, index: Index | None = None) -> bytes:
     """The safetensors bytes: 8-byte header length, the JSON header (padded with spaces to 8
     bytes, as the reference writer does), then the buffers in ``kept``'s order. Each
     candidate's tensor is let go (``tensor`` set to None) once its bytes are in the file.
@@ -196,7 +211,8 @@ def write(kept: list[Candidate], *, in_core: bool | None = None) -> bytes:
     ``safetensors.torch.save`` would build a dict, sort it by dtype and copy each tensor
     through Python; its output is the same format, which ``read`` (``safetensors`` itself)
     checks in the tests. ``in_core``: the C++ core's writer (default: where the kernels are
-    the core's)."""
+    the core's). ``index``: filled with each key's place in the file (NOTE [the index the
+    writer knows])."""
     if in_core is None:
         in_core = native.default_native()
     if in_core and native.core is not None:
@@ -205,7 +221,7 @@ def write(kept: list[Candidate], *, in_core: bool | None = None) -> bytes:
         for c in kept:  # ``tensors`` is their one holder now: each is let go once written
             c.tensor = None
         with torch._C.DisableTorchFunction():
-            return bytes(native.core.write_keyed_file(keys, tensors, sizes))
+            return bytes(native.core.write_keyed_file(keys, tensors, sizes, index))
     header: dict[str, Any] = {"__metadata__": {"format": "pt", "writer": "gradtrace"}}
     offset = 0
     for c in kept:
@@ -217,6 +233,12 @@ def write(kept: list[Candidate], *, in_core: bool | None = None) -> bytes:
     text = orjson.dumps(header)
     text += b" " * (-len(text) % 8)
     head = len(text).to_bytes(8, "little") + text
+    if index is not None:
+        start = len(head)
+        for c in kept:
+            v = header[c.key]
+            a, b = v["data_offsets"]
+            index[c.key] = (v["dtype"], tuple(v["shape"]), start + a, start + b)
     parts: list[Any] = [c.tensor for c in kept if c.nbytes and c.tensor is not None]
     for c in kept:  # ``parts`` is their one holder now: each is let go once written
         c.tensor = None
@@ -257,25 +279,27 @@ class FileTensors(Mapping[str, torch.Tensor]):
     """The kept tensors by key, read from the file's bytes when asked (each a tensor of its
     own: a copy of its bytes), so that nothing but the file is held once it is written."""
 
-    def __init__(self, data: bytes, index: dict[str, tuple[torch.dtype, list[int], int, int]]) -> None:
+    def __init__(self, data: bytes, index: Index) -> None:
         self._data = data
-        self._index = index
+        self.index = index
+        """NOTE [the index the writer knows]."""
 
     def __getitem__(self, key: str) -> torch.Tensor:
-        dtype, shape, begin, end = self._index[key]
+        code, shape, begin, end = self.index[key]
+        dtype = _DTYPES[code]
         if begin == end:
             return torch.empty(shape, dtype=dtype)
         raw = bytearray(memoryview(self._data)[begin:end])
         return torch.frombuffer(raw, dtype=dtype).view(shape)
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._index)
+        return iter(self.index)
 
     def __len__(self) -> int:
-        return len(self._index)
+        return len(self.index)
 
     def __contains__(self, key: object) -> bool:
-        return key in self._index
+        return key in self.index
 
 
 _DTYPES = {code: dtype for dtype, code in SAFETENSORS_CODES.items()}
@@ -286,7 +310,7 @@ def file_tensors(data: bytes) -> FileTensors:
     n = int.from_bytes(data[:8], "little")
     header = orjson.loads(data[8:8 + n])
     start = 8 + n
-    return FileTensors(data, {k: (_DTYPES[v["dtype"]], v["shape"], start + v["data_offsets"][0],
+    return FileTensors(data, {k: (v["dtype"], tuple(v["shape"]), start + v["data_offsets"][0],
                                   start + v["data_offsets"][1])
                               for k, v in header.items() if k != "__metadata__"})
 
@@ -304,10 +328,11 @@ def build(cands: list[Candidate], budget: int, release: Callable[[], None] | Non
             "left_out": [{"key": c.key, "bytes": c.nbytes, "reason": c.reason} for c in out[:LEFT_OUT_LISTED]],
             "left_out_count": len(out), "left_out_bytes": sum(c.nbytes for c in out)}
     count = len(kept)
-    data = write(kept)
+    index: Index = {}
+    data = write(kept, index=index)
     info = {"format": "safetensors", "sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data),
             "count": count, **left}
-    return TensorFile(file_tensors(data), info, data)
+    return TensorFile(FileTensors(data, index), info, data)
 
 
 def read(data: bytes) -> dict[str, Any]:

@@ -4,7 +4,7 @@ worker): the header is parsed once, and a tensor is sliced out of the bytes only
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 import orjson
@@ -12,13 +12,45 @@ import orjson
 _DTYPES = {"F64": np.float64, "F32": np.float32, "F16": np.float16, "I64": np.int64, "I32": np.int32,
            "I16": np.int16, "I8": np.int8, "U8": np.uint8, "BOOL": np.bool_}
 
+Index = Mapping[str, tuple[str, Sequence[int], int, int]]
+"""key -> (safetensors code, shape, begin, end), the offsets into the file's bytes: what the
+writer knows in the process that wrote the file (NOTE [the index the writer knows] in
+capture/tensorfile.py)."""
 
-def file_reader(data: bytes | memoryview | None) -> Callable[[str], np.ndarray | None] | None:
+
+def file_reader(data: bytes | memoryview | None,
+                index: Index | None = None) -> Callable[[str], np.ndarray | None] | None:
     """``key -> array`` over the safetensors bytes ``data`` (None for a key it lacks, a dtype
-    numpy has no code for, or bytes that do not hold it); None for no bytes or a damaged header."""
+    numpy has no code for, or bytes that do not hold it); None for no bytes or a damaged header.
+    ``index``: the file's index where the caller has it (the header is then not parsed)."""
     if not data:
         return None
     view = memoryview(data)
+    if index is None:
+        index = _parsed(view)
+        if index is None:
+            return None
+    found = index
+
+    def read(key: str) -> np.ndarray | None:
+        info = found.get(key)
+        if info is None:
+            return None
+        code, shape, begin, end = info
+        dtype = _DTYPES.get(code)
+        if dtype is None or not 0 <= begin <= end <= len(view):
+            return None
+        try:
+            little = np.dtype(dtype).newbyteorder("<")
+            return np.frombuffer(view[begin:end], dtype=little).reshape(shape)
+        except (TypeError, ValueError):
+            return None
+    return read
+
+
+def _parsed(view: memoryview) -> dict[str, tuple[str, list[int], int, int]] | None:
+    """The index of a file's header, parsed once (None for a damaged one); an entry that is
+    not well formed is left out, so a read of its key finds nothing."""
     try:
         n = int.from_bytes(view[:8], "little")
         header = orjson.loads(view[8:8 + n])
@@ -27,19 +59,16 @@ def file_reader(data: bytes | memoryview | None) -> Callable[[str], np.ndarray |
     if not isinstance(header, dict):
         return None
     start = 8 + n
-
-    def read(key: str) -> np.ndarray | None:
-        info = header.get(key)
-        if not isinstance(info, dict) or key == "__metadata__":
-            return None
-        dtype = _DTYPES.get(str(info.get("dtype")))
+    index: dict[str, tuple[str, list[int], int, int]] = {}
+    for key, info in header.items():
+        if key == "__metadata__" or not isinstance(info, dict):
+            continue
         try:
             begin, end = (int(x) for x in info["data_offsets"])
             shape = [int(d) for d in info["shape"]]
-            if dtype is None or not 0 <= begin <= end <= len(view) - start:
-                return None
-            little = np.dtype(dtype).newbyteorder("<")
-            return np.frombuffer(view[start + begin:start + end], dtype=little).reshape(shape)
         except (KeyError, TypeError, ValueError):
-            return None
-    return read
+            continue
+        if not 0 <= begin <= end:
+            continue
+        index[key] = (str(info.get("dtype")), shape, start + begin, start + end)
+    return index

@@ -13,7 +13,9 @@
 #pragma once
 #include "prelude.h"
 
+#include <algorithm>
 #include <map>
+#include <string_view>
 #include <unordered_set>
 
 namespace gradtrace {
@@ -160,25 +162,91 @@ const char* safetensors_code(at::ScalarType t) {
   }
 }
 
+// ``tensordoc.attach``'s splice of the events' keys (NOTE [keys spliced into the core's JSON]
+// in keysplice.py): ``text`` with ``"key":"…",`` at the offset of each row of
+// ``event_candidates`` (key, offset, ...) whose key ``kept`` holds, in one pass, not one bytes
+// object per key in Python. The same bytes as ``keysplice.spliced`` of those inserts.
+py::bytes splice_keys(const py::bytes& text, const py::list& rows, const py::object& kept) {
+  const char* src = PyBytes_AS_STRING(text.ptr());
+  size_t size = static_cast<size_t>(PyBytes_GET_SIZE(text.ptr()));
+  std::vector<std::pair<size_t, std::string_view>> at;
+  at.reserve(rows.size());
+  for (const py::handle& row : rows) {
+    PyObject* key = PyTuple_GetItem(row.ptr(), 0);
+    PyObject* off = PyTuple_GetItem(row.ptr(), 1);
+    if (key == nullptr || off == nullptr) throw py::error_already_set();
+    int has = PySequence_Contains(kept.ptr(), key);
+    if (has < 0) throw py::error_already_set();
+    if (has == 0) continue;
+    Py_ssize_t n = 0;
+    const char* k = PyUnicode_AsUTF8AndSize(key, &n);
+    long long o = PyLong_AsLongLong(off);
+    if (k == nullptr || (o == -1 && PyErr_Occurred())) throw py::error_already_set();
+    if (o < 0 || static_cast<size_t>(o) > size) throw std::runtime_error("tensor keys: an offset past the events");
+    at.emplace_back(static_cast<size_t>(o), std::string_view(k, static_cast<size_t>(n)));
+  }
+  std::stable_sort(at.begin(), at.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::string out;
+  out.reserve(size + at.size() * 24);
+  size_t from = 0;
+  for (const auto& [o, k] : at) {
+    out.append(src + from, o - from);
+    out += "\"key\":\"";
+    out += k;
+    out += "\",";
+    from = o;
+  }
+  out.append(src + from, size - from);
+  return py::bytes(out);
+}
+
 // ``tensorfile.write`` with its header written here (NOTE [the tensor file's side in bulk]):
 // the same bytes as ``orjson.dumps`` of the header dict (the metadata, then each key in
 // ``keys``' order), padded with spaces to 8 bytes, then the buffers (NOTE [the file written
 // once] in tensorfile.h). ``nbytes``: each tensor's bytes. ``ts`` is emptied as it is read,
-// and the writer lets go of each tensor once its bytes are in the file.
-py::object write_keyed_file(const std::vector<std::string>& keys, const py::list& ts,
-                            const std::vector<int64_t>& nbytes) {
+// and the writer lets go of each tensor once its bytes are in the file. ``index`` (a dict, or
+// None): filled with key -> (safetensors code, shape, begin, end), the offsets into the
+// file's bytes (NOTE [the index the writer knows] in capture/tensorfile.py).
+py::object write_keyed_file(const py::list& keys, const py::list& ts,
+                            const std::vector<int64_t>& nbytes, const py::object& index) {
   if (keys.size() != ts.size() || ts.size() != nbytes.size()) throw std::runtime_error("tensor file: lengths differ");
   std::string head(8, '\0');
   head.reserve(64 + keys.size() * 80);
   head += "{\"__metadata__\":{\"format\":\"pt\",\"writer\":\"gradtrace\"}";
   int64_t offset = 0;
   py::list parts;
+  const bool indexed = !index.is_none();
+  std::vector<std::pair<const char*, py::tuple>> found;  // each key's code and shape, for ``index``
+  if (indexed) found.reserve(ts.size());
+  // NOTE [the index the writer knows]: no collection while thousands of its tuples are made
+  // (each would scan the young objects, none of them garbage)
+  const bool collecting = indexed && PyGC_Disable();
+  struct Collect {
+    bool on;
+    ~Collect() { if (on) PyGC_Enable(); }
+  } collect_again{collecting};
+  PyObject* items = ts.ptr();
   for (size_t i = 0; i < ts.size(); ++i) {
-    at::Tensor t = py::cast<at::Tensor>(ts[i]);
+    PyObject* item = PyList_GET_ITEM(items, static_cast<Py_ssize_t>(i));
+    if (!THPVariable_Check(item)) throw std::runtime_error("tensor file: an item that is not a tensor");
+    const at::Tensor& t = THPVariable_Unpack(item);
+    const char* code = safetensors_code(t.scalar_type());
+    if (indexed) {
+      py::tuple shape(t.dim());
+      for (int64_t d = 0; d < t.dim(); ++d) {
+        PyObject* n = PyLong_FromLongLong(t.size(d));
+        if (n == nullptr) throw py::error_already_set();
+        PyTuple_SET_ITEM(shape.ptr(), d, n);  // a fresh tuple's item: the reference is handed over
+      }
+      found.emplace_back(code, std::move(shape));
+    }
     head.push_back(',');
-    write_str(head, keys[i]);
+    Py_ssize_t kn = 0;
+    const char* kp = PyUnicode_AsUTF8AndSize(PyList_GET_ITEM(keys.ptr(), static_cast<Py_ssize_t>(i)), &kn);
+    if (kp == nullptr) throw py::error_already_set();
+    write_str(head, std::string_view(kp, static_cast<size_t>(kn)));
     head += ":{\"dtype\":\"";
-    head += safetensors_code(t.scalar_type());
+    head += code;
     head += "\",\"shape\":[";
     for (int64_t d = 0; d < t.dim(); ++d) {
       if (d) head.push_back(',');
@@ -190,13 +258,32 @@ py::object write_keyed_file(const std::vector<std::string>& keys, const py::list
     format_int(head, offset + nbytes[i]);
     head += "]}";
     offset += nbytes[i];
-    if (nbytes[i]) parts.append(ts[i]);
-    ts[i] = py::none();  // ``parts`` is its one holder now (NOTE [each tensor let go once written])
+    if (nbytes[i]) parts.append(item);
   }
+  // ``parts`` is their one holder now (NOTE [each tensor let go once written])
+  if (PyList_SetSlice(items, 0, PyList_GET_SIZE(items), nullptr) != 0) throw py::error_already_set();
   head.push_back('}');
   head.append((8 - (head.size() - 8) % 8) % 8, ' ');
   uint64_t n = head.size() - 8;
   for (int b = 0; b < 8; ++b) head[static_cast<size_t>(b)] = static_cast<char>((n >> (8 * b)) & 0xff);
+  if (indexed) {  // the C API: thousands of entries, pybind's accessors cost as much again
+    PyObject* into = index.ptr();
+    if (!PyDict_Check(into)) throw std::runtime_error("tensor file: the index is not a dict");
+    std::map<std::string_view, py::str> codes;  // one str per code
+    int64_t at_ = static_cast<int64_t>(head.size());
+    for (size_t i = 0; i < found.size(); ++i) {
+      auto [it, fresh] = codes.try_emplace(found[i].first);
+      if (fresh) it->second = py::str(found[i].first);
+      PyObject* key = PyList_GET_ITEM(keys.ptr(), static_cast<Py_ssize_t>(i));  // the caller's str
+      py::object begin = py::reinterpret_steal<py::object>(PyLong_FromLongLong(at_));
+      py::object end = py::reinterpret_steal<py::object>(PyLong_FromLongLong(at_ + nbytes[i]));
+      if (!begin || !end) throw py::error_already_set();
+      py::object entry = py::reinterpret_steal<py::object>(
+          PyTuple_Pack(4, it->second.ptr(), found[i].second.ptr(), begin.ptr(), end.ptr()));
+      if (!entry || PyDict_SetItem(into, key, entry.ptr()) != 0) throw py::error_already_set();
+      at_ += nbytes[i];
+    }
+  }
   return write_tensor_file(py::bytes(head), parts, offset);
 }
 
@@ -240,7 +327,16 @@ py::list tap_outputs(Core& c, Tap* tap, const std::vector<FnEntry>& entries, con
         else if (!storable(t)) reason = py::str("dtype");
         else tensor = py::reinterpret_steal<py::object>(THPVariable_Wrap(t));
         py::object odd = v.kind == 3 ? py::reinterpret_steal<py::object>(THPVariable_Wrap(t)) : none;
-        slot = py::make_tuple(py::bytes(text), tensor, raw, reason, odd);
+        // NOTE [keys spliced into the core's JSON] in keysplice.py: the key and the text with
+        // it (right after the opening ``{"dtype":"…",``) made here, not per output in Python
+        std::string key = "n" + std::to_string(index) + ".out" + std::to_string(e->nr);
+        py::object keyed = none;
+        size_t at = text.rfind("{\"dtype\":\"", 0) == 0 ? text.find("\",", 10) : std::string::npos;
+        if (at != std::string::npos) {
+          std::string with = text.substr(0, at + 2) + "\"key\":\"" + key + "\"," + text.substr(at + 2);
+          keyed = py::bytes(with);
+        }
+        slot = py::make_tuple(py::bytes(text), tensor, raw, reason, odd, py::str(key), keyed);
       }
       outs[static_cast<size_t>(e->nr)] = slot;
     }

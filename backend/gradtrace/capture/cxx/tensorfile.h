@@ -27,6 +27,53 @@ namespace gradtrace {
 // so what is held shrinks as the file grows.
 constexpr int64_t kTrimEvery = 16 << 20;  // ``4 * WRITE_BATCH`` in capture/tensorfile.py
 
+// A strided tensor this small is copied here element by element: ATen's ``copy_`` costs
+// microseconds of dispatch for each, and a run holds thousands of small transposes and slices.
+// Larger ones go to ``copy_`` (vectorized, threaded). The same bits either way (a copy to the
+// same dtype).
+constexpr int64_t kSmallStrided = 1 << 14;
+
+template <typename T>
+void copy_strided(char* dst, const at::Tensor& t) {
+  const T* src = static_cast<const T*>(t.const_data_ptr());
+  T* out = reinterpret_cast<T*>(dst);
+  const int64_t nd = t.dim();
+  const auto sizes = t.sizes();
+  const auto strides = t.strides();
+  c10::SmallVector<int64_t, 8> idx(static_cast<size_t>(nd), 0);
+  const int64_t n = t.numel();
+  const int64_t inner = nd ? sizes[nd - 1] : 1, step = nd ? strides[nd - 1] : 0;
+  int64_t off = 0;
+  for (int64_t i = 0; i < n; i += inner) {
+    T v;
+    for (int64_t j = 0; j < inner; ++j) {  // memcpy: an element need not be aligned in the file
+      std::memcpy(&v, src + off + j * step, sizeof(T));
+      std::memcpy(out + i + j, &v, sizeof(T));
+    }
+    for (int64_t d = nd - 2; d >= 0; --d) {  // the next row: carry through the outer dimensions
+      size_t k = static_cast<size_t>(d);
+      if (++idx[k] < sizes[d]) {
+        off += strides[d];
+        break;
+      }
+      off -= strides[d] * (sizes[d] - 1);
+      idx[k] = 0;
+    }
+  }
+}
+
+// Whether ``t`` (CPU, no lazy negation, not a zero tensor) was copied here (``copy_strided``).
+inline bool copied_small(char* dst, const at::Tensor& t) {
+  if (t.numel() > kSmallStrided || !t.device().is_cpu() || t.is_neg() || t.is_conj()) return false;
+  switch (t.element_size()) {
+    case 1: copy_strided<uint8_t>(dst, t); return true;
+    case 2: copy_strided<uint16_t>(dst, t); return true;
+    case 4: copy_strided<uint32_t>(dst, t); return true;
+    case 8: copy_strided<uint64_t>(dst, t); return true;
+    default: return false;
+  }
+}
+
 inline py::object write_tensor_file(const py::bytes& head, const py::list& tensors, int64_t body) {
   char* hp = nullptr;
   Py_ssize_t hn = 0;
@@ -50,6 +97,7 @@ inline py::object write_tensor_file(const py::bytes& head, const py::list& tenso
           std::memset(at_, 0, static_cast<size_t>(n));
         } else if (t.device().is_cpu() && !t.is_neg() && t.is_contiguous()) {
           std::memcpy(at_, t.const_data_ptr(), static_cast<size_t>(n));
+        } else if (copied_small(at_, t)) {
         } else if (reinterpret_cast<uintptr_t>(at_) % static_cast<uintptr_t>(t.element_size()) == 0) {
           // its elements straight into the file, row-major: no contiguous copy of it first
           at::from_blob(at_, t.sizes(), at::TensorOptions().dtype(t.scalar_type())).copy_(t);
