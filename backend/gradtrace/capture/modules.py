@@ -57,7 +57,8 @@ class ModuleTracker:
         self._keep: list[nn.Module] = []
         self._parents: list[tuple[str | None, nn.Module]] = []
         self._roots: dict[int, tuple[nn.Module, str | None]] = {}
-        self._own: dict[type, bool] = {}
+        self._own: dict[type, tuple[bool, bool]] = {}
+        """Per module class: ``_class_of``'s answer."""
         self._tracing: list[bool] = []
         self._calls: list[ModulePath | None] = []
         """Per running module: the innermost named module call on the stack down to it (NOTE
@@ -103,13 +104,13 @@ class ModuleTracker:
         self._roots[id(module)] = (module, path)
         return path
 
-    def _own_code(self, module: nn.Module) -> bool:
-        """Whether this module's forward is snippet code (a class defined in the snippet)."""
-        cls = type(module)
-        hit = self._own.get(cls)
-        if hit is None:
-            code = getattr(getattr(cls, "forward", None), "__code__", None)
-            hit = self._own[cls] = code is not None and code.co_filename == self.rec.filename
+    def _class_of(self, cls: type) -> tuple[bool, bool]:
+        """Per module class, looked up once: whether its forward is snippet code (a class
+        defined in the snippet), and whether its training mode changes what it computes
+        (NOTE [training mode under no_grad])."""
+        code = getattr(getattr(cls, "forward", None), "__code__", None)
+        hit = self._own[cls] = (code is not None and code.co_filename == self.rec.filename,
+                                cls.__name__.startswith(_MODE_SENSITIVE))
         return hit
 
     # NOTE [module calls]
@@ -154,11 +155,8 @@ class ModuleTracker:
     #     autograd node records that call, so the call's snippet line is noted here, per module
     #     path (``ModuleInfo.training_no_grad_lines``), for the ``train-mode-in-eval`` hint
     #     (gradtrace/analysis/hints/flow.py). Only these module types pay for the check.
-    def _note_train_mode(self, path: str | None, module: nn.Module) -> None:
-        if path is None or not module.training or torch.is_grad_enabled():
-            return
-        if not type(module).__name__.startswith(_MODE_SENSITIVE):
-            return
+    def _note_train_mode(self, path: str, module: nn.Module) -> None:
+        """Called for a mode-sensitive module with a path, in training mode, gradients off."""
         if self.rec.folding or inside_checkpoint_forward():  # no evaluation: NOTE in folded.py
             return
         frame = frames.snippet_frame(self.rec.filename, 3)
@@ -188,42 +186,55 @@ class ModuleTracker:
         shapes = [shape_of(a) for a in args if isinstance(a, torch.Tensor)] if isinstance(args, tuple) else []
         self.rec.module_error = (exc, path, type(module).__name__, shapes)
 
+    # NOTE [module hooks per call]
+    #     Both hooks run at every module call (a GRU unrolled 200 steps calls them 200 times
+    #     per forward), so the common case is kept to few calls and look-ups: the class's two
+    #     facts come from one dict, a root module's name from ``_roots`` without a call, and
+    #     the training-mode check runs only for the module types it concerns.
     def _pre(self, module: nn.Module, args: Any) -> None:
         if _is_compiling():  # NOTE [invisible to dynamo] in compiled.py
             return None
-        stack = self.rec.module_stack
+        rec = self.rec
+        stack = rec.module_stack
+        parents = self._parents
         path: str | None = None
         try:
-            if stack and stack[-1] is not None and self._parents:
-                parent_path, parent = self._parents[-1]
+            if stack and stack[-1] is not None and parents:
+                parent_path, parent = parents[-1]
                 sub = self._child_name(parent, module)
                 path = f"{parent_path}.{sub}" if sub is not None else None
             if path is None:
-                path = self._root_name(module)
+                hit = self._roots.get(id(module))
+                path = hit[1] if hit is not None and hit[0] is module else self._root_name(module)
         except Exception:
             path = None
         noted = self._note_call(path, module)
-        try:
-            self._note_train_mode(path, module)
-        except Exception as e:  # NOTE [the recorder never breaks the snippet]
-            self.rec.internal_error(e)
+        cls = type(module)
+        facts = self._own.get(cls) or self._class_of(cls)
+        if facts[1] and path is not None and module.training and not torch.is_grad_enabled():
+            try:
+                self._note_train_mode(path, module)
+            except Exception as e:  # NOTE [the recorder never breaks the snippet]
+                rec.internal_error(e)
         stack.append(noted)
-        self._parents.append((path, module))
-        if self.rec.limit is None:  # past a limit nothing is placed by it (NOTE [limits])
-            self.rec.module_log.note(noted)
-        own = self._own_code(module)
-        self._tracing.append(self.rec.tracer.set_suspended(not own))
-        self._tap.append(self.library.enter_module(own, args) if self.library is not None else NO_SWITCH)
+        parents.append((path, module))
+        if rec.limit is None:  # past a limit nothing is placed by it (NOTE [limits])
+            rec.module_log.note(noted)
+        own = facts[0]
+        self._tracing.append(rec.tracer.set_suspended(not own))
+        library = self.library
+        self._tap.append(library.enter_module(own, args) if library is not None else NO_SWITCH)
         return None
 
     def _post(self, module: nn.Module, args: Any, output: Any) -> None:
         if _is_compiling():  # NOTE [invisible to dynamo] in compiled.py
             return None
+        rec = self.rec
         tap = self._tap.pop() if self._tap else NO_SWITCH
-        if self._tracing:
-            self.rec.tracer.set_suspended(self._tracing.pop())
-        if self.rec.module_stack:
-            self.rec.module_stack.pop()
+        tracing = self._tracing.pop() if self._tracing else None
+        stack = rec.module_stack
+        if stack:
+            stack.pop()
         if self._calls:
             self._calls.pop()
         if self._parents:
@@ -232,9 +243,15 @@ class ModuleTracker:
                 try:
                     self._note_raise(path, module, args)
                 except Exception as e:  # NOTE [the recorder never breaks the snippet]
-                    self.rec.internal_error(e)
-        if self.rec.limit is None:
-            self.rec.module_log.note(self.rec.module_stack[-1] if self.rec.module_stack else None)
-        if tap[0] and self.library is not None:
-            self.library.leave(tap, type(module).__name__, output)
+                    rec.internal_error(e)
+        if rec.limit is None:
+            rec.module_log.note(stack[-1] if stack else None)
+        # the tracer is resumed after ``leave``, which pauses it for its own work: resuming it
+        # first switched it on, off and on again per library module
+        try:
+            if tap[0] and self.library is not None:
+                self.library.leave(tap, type(module).__name__, output)
+        finally:
+            if tracing is not None:
+                rec.tracer.set_suspended(tracing)
         return None
