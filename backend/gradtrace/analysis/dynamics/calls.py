@@ -124,6 +124,8 @@ def call_series(view: DocView, passes: list[Mapping[str, Any]],
     wanted = {int(p["index"]) for p in passes}
     if len(wanted) > 1:  # NOTE [a module that no pass walks many times]
         busy = _busy(view, wanted)
+        if not busy:  # no module's nodes would be looked at: no member, no series
+            return []
         counts = {path: MIN_CALLS for path in busy if counts.get(path, MIN_CALLS) >= MIN_CALLS}
         members, around, calls_of = _members(view, counts, 0)
     else:

@@ -94,12 +94,19 @@ def _abs_mean_max(kept: list[tuple[int, np.ndarray]]) -> list[tuple[int, float, 
     return out
 
 
+def _outs(xs: list[float | None]) -> list[Any]:
+    """:func:`_out` of each of ``xs``, a finite one inline (a series' values, the usual case)."""
+    return [None if x is None else float(f"{x:.7g}") if x - x == 0 else _out(x) for x in xs]
+
+
 def _param(view: DocView, leaf: Mapping[str, Any], acc_passes: list[int], n: int,
            read: Callable[[str], np.ndarray | None]) -> dict[str, Any]:
-    norm: list[Any] = [None] * n
-    mean: list[Any] = [None] * n
-    top: list[Any] = [None] * n
-    upd: list[Any] = [None] * n
+    """One parameter's series: its raw values first, each written as the document writes it
+    in one pass at the end (:func:`_outs`)."""
+    norm: list[float | None] = [None] * n
+    mean: list[float | None] = [None] * n
+    top: list[float | None] = [None] * n
+    upd: list[float | None] = [None] * n
     history = leaf.get("grad_history") or []
     at_pass = [acc_passes[h] if h < len(acc_passes) else h for h in range(len(history))]
     kept: list[tuple[int, np.ndarray]] = []
@@ -109,27 +116,30 @@ def _param(view: DocView, leaf: Mapping[str, Any], acc_passes: list[int], n: int
             continue
         stats = tv.get("stats") or {}
         v = stats.get("norm")
-        norm[i] = _out(v if type(v) is float else number(v))
-        y = read(str(tv["key"])) if tv.get("key") else None
+        norm[i] = v if type(v) is float else number(v)
+        key = tv.get("key")
+        y = read(str(key)) if key else None
         if y is not None and y.size:
             kept.append((i, y))
         else:
             lo, hi = number(stats.get("min")), number(stats.get("max"))
-            top[i] = _out(max(abs(lo), abs(hi))) if lo is not None and hi is not None else None
+            top[i] = max(abs(lo), abs(hi)) if lo is not None and hi is not None else None
     for i, m, t in _abs_mean_max(kept):
-        mean[i], top[i] = _out(m), _out(t)
+        mean[i], top[i] = m, t
     for s in leaf.get("value_steps") or []:
         h = int(s["at"]) - 1
         if not 0 <= h < len(at_pass) or not 0 <= at_pass[h] < n:
             continue
-        w, d = number(s.get("norm")), number(s.get("delta"))
+        w, d = s.get("norm"), s.get("delta")
+        if type(w) is not float or type(d) is not float:  # a float, as written (the usual case)
+            w, d = number(w), number(d)
         if w is None or d is None:
             continue
         ratio = d / w if w else math.inf
-        upd[at_pass[h]] = _out(math.log10(ratio) if ratio > 0 else -math.inf)
+        upd[at_pass[h]] = math.log10(ratio) if ratio > 0 else -math.inf
     name = leaf.get("name")
-    return {"node": str(leaf["id"]), "name": name, "module": module_of(name), "grad_norm": norm,
-            "grad_mean": mean, "grad_max": top, "update": upd}
+    return {"node": str(leaf["id"]), "name": name, "module": module_of(name), "grad_norm": _outs(norm),
+            "grad_mean": _outs(mean), "grad_max": _outs(top), "update": _outs(upd)}
 
 
 def _network_order(view: DocView, leaves: list[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
