@@ -7,11 +7,12 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import numpy as np
 import pytest
 import torch
 
 import gradtrace
-from gradtrace.capture import valuesteps
+from gradtrace.capture import native, valuesteps
 
 
 def _steps(doc: Any) -> dict[str, list[dict[str, Any]]]:
@@ -162,3 +163,20 @@ def test_a_loops_looks_compared_as_one_grid_write_the_same_steps_bit_for_bit(
     pairs, _ = _by_hand(setup)
     assert _steps(grid) == _steps(pairs)
     assert grid.analysis.dynamics.model_dump() == pairs.analysis.dynamics.model_dump()
+
+
+@pytest.mark.skipif(native.core is None, reason="the C++ core is not built on this machine")
+def test_the_cores_float32_values_are_its_twins() -> None:
+    """The norms' float32 text read back (cxx/valuesteps.h) is numpy's, ``float(str(np.float32(x)))``,
+    over every float32 scale, the subnormals, both zeros and the values past float32's range."""
+    assert native.core is not None
+    rng = np.random.default_rng(0)
+    xs = (rng.standard_normal(20000) * 10.0 ** rng.integers(-46, 40, 20000)).tolist()
+    xs += [0.0, -0.0, 1e-45, 1.4e-45, 7e-46, 3.4028235e38, 3.4028236e38, 1e300, 0.1, 1 / 3,
+           math.nan, math.inf, -math.inf]
+    with np.errstate(over="ignore"):
+        twin = valuesteps._f32_twin(xs)
+    core = native.core.float32_values(xs)
+    assert len(core) == len(twin)
+    for x, a, b in zip(xs, core, twin, strict=True):
+        assert (a == b and math.copysign(1, a) == math.copysign(1, b)) or (math.isnan(a) and math.isnan(b)), x

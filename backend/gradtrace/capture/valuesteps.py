@@ -49,16 +49,29 @@ NOTE [the looks of a loop as one grid]
     thread, the same order), so the numbers are the same (``tests/capture/test_value_steps.py``
     compares both ways). Anything else waiting (leaves that joined other looks, a leaf seen
     alone, a look copied leaf by leaf) is compared one pair at a time.
+
+NOTE [a loop's look in one check]
+    A loop's looks see the same leaves, in the same order, each time. A look that took one
+    copy of its leaves keeps them as a group (their flat views, ``data_ptr()``s and shapes);
+    the next look of the same leaves, each with its data where it was, laid out as it was (the
+    checks of the look leaf by leaf, each made for all of them in one ``map``), takes its copy
+    through the group's views at once, and its parts wait in ``joined`` with their ``at``s,
+    handed to the leaves only when compared as anything but a grid. Any other look (a leaf
+    new, moved or gone, one more or one less) goes leaf by leaf and forgets the group. It runs
+    after every backward call, where the loop's own code has just left the caches cold: each
+    line it skips is one fewer miss (``bench/bench_dynamics.py``).
 """
 
 from __future__ import annotations
 
 import math
+import operator
 from typing import Any
 
 import numpy as np
 import torch
 
+from gradtrace.capture import native
 from gradtrace.capture.odd_tensors import runs_python_ops
 
 PENDING_BYTES = 8 << 20
@@ -70,15 +83,31 @@ one grid]): torch reduces a row that long on one thread, in the order it reduces
 values alone, so the norms are the same either way."""
 
 
+_native_f32 = native.core.float32_values if native.default_native() and native.core is not None else None
+"""The core's ``float32_values`` where recorders run on the core (``GRADTRACE_KERNELS``)."""
+
+
+def _f32_twin(xs: list[float]) -> list[float]:
+    """The Python twin of the core's ``float32_values`` (cxx/valuesteps.h): each of ``xs`` as
+    the shortest text that reads back as the same float32 reads, ``str(np.float32(x))``."""
+    out: list[float] = np.asarray(xs, dtype=np.float32).astype(str).astype(np.float64).tolist()
+    return out
+
+
 def _f32(xs: list[float]) -> list[Any]:
     """Norms as the document writes them: float32 precision (the shortest text that reads back
-    as the same float32, ``str(np.float32(x))``, here for all of them in one conversion), NaN
-    and ±inf as strings."""
-    out: list[Any] = np.asarray(xs, dtype=np.float32).astype(str).astype(np.float64).tolist()
+    as the same float32), NaN and ±inf as strings; in the C++ core when the recorder runs on
+    it (a numpy conversion to text and back costs about 1 µs a number), else in its twin."""
+    out: list[Any] = (_native_f32 or _f32_twin)(xs)
     for k, x in enumerate(out):
         if not math.isfinite(x):
             out[k] = "nan" if math.isnan(x) else "inf" if x > 0 else "-inf"
     return out
+
+
+def _tensor(whole: torch.Tensor | np.ndarray) -> torch.Tensor:
+    """A look's one copy as a tensor (one numpy took shares its memory)."""
+    return whole if isinstance(whole, torch.Tensor) else torch.from_numpy(whole)
 
 
 def _followed(t: torch.Tensor) -> bool:
@@ -96,14 +125,15 @@ def _copy(leaf: torch.Tensor) -> torch.Tensor:
 
 class _Leaf:
     """One followed leaf: its value at the last look compared (``values[0]``), then the copies
-    taken at later looks, not yet compared, each with its ``at``; every copy flat. A copy that
-    is a part of a look's one copy is None until it is compared (``ValueSteps.joined``)."""
+    taken at later looks, not yet compared, each with its ``at``; every copy flat. The parts
+    of a look's one copy join them when they are compared (``ValueSteps.joined``), or before
+    a copy of the leaf's own follows them."""
 
     __slots__ = ("ats", "doc", "flat", "kind", "leaf", "nbytes", "ptr", "shape", "values")
 
     def __init__(self, leaf: torch.Tensor, doc: dict[str, Any]) -> None:
         self.leaf, self.doc = leaf, doc
-        self.values: list[torch.Tensor | None] = [_copy(leaf)]
+        self.values: list[torch.Tensor] = [_copy(leaf)]
         self.ats: list[int] = []
         self.nbytes = leaf.numel() * leaf.element_size()
         self.shape, self.kind = leaf.shape, (leaf.dtype, leaf.device)
@@ -111,6 +141,42 @@ class _Leaf:
         """``data_ptr()`` of the leaf when ``flat`` was taken: the view holds while it holds."""
         self.flat: torch.Tensor | None = None
         """A flat view of the leaf's data, when it is contiguous (NOTE [one copy per look])."""
+
+
+_NUMPY = {torch.float16, torch.float32, torch.float64}
+"""Dtypes a CPU leaf's flat view is copied in as numpy (NOTE [a loop's look in one check])."""
+
+_PTR, _SHAPE, _FLAT = operator.methodcaller("data_ptr"), operator.attrgetter("shape"), \
+    operator.methodcaller("is_contiguous")
+
+
+class _Group:
+    """The leaves of a look that took one copy of them all, as that look saw them (NOTE [a
+    loop's look in one check])."""
+
+    __slots__ = ("arrays", "flats", "leaves", "nbytes", "ptrs", "shapes", "sizes", "slots")
+
+    def __init__(self, slots: list[_Leaf], flats: list[torch.Tensor]) -> None:
+        self.slots, self.flats = slots, flats
+        self.leaves = [s.leaf for s in slots]
+        self.ptrs = [s.ptr for s in slots]
+        self.shapes = [s.shape for s in slots]
+        self.sizes = [f.numel() for f in flats]
+        self.nbytes = sum(s.nbytes for s in slots)
+        self.arrays: list[np.ndarray] | None = None
+        """The flat views as numpy sees them, where numpy can (NOTE [a loop's look in one check])."""
+        if all(s.kind[0] in _NUMPY and s.kind[1].type == "cpu" for s in slots):
+            try:
+                self.arrays = [f.numpy() for f in flats]
+            except (RuntimeError, TypeError):
+                self.arrays = None
+
+    def holds(self, leaves: list[torch.Tensor]) -> bool:
+        """``leaves`` are these leaves, in this order, each with its data where it was, laid out
+        as it was: what the look by look check finds of each, here in one pass each."""
+        return (len(leaves) == len(self.leaves) and all(map(operator.is_, leaves, self.leaves))
+                and list(map(_PTR, leaves)) == self.ptrs and list(map(_SHAPE, leaves)) == self.shapes
+                and all(map(_FLAT, leaves)))
 
 
 class ValueSteps:
@@ -121,9 +187,11 @@ class ValueSteps:
         self.seen: dict[int, _Leaf] = {}
         self.pending = 0
         """Bytes of copies waiting to be compared."""
-        self.joined: list[tuple[torch.Tensor, list[tuple[_Leaf, int]], list[int]]] = []
-        """Each look's one copy of its leaves, with where each leaf's part goes (the leaf, the
-        index in its ``values``) and the parts' sizes."""
+        self.joined: list[tuple[torch.Tensor | np.ndarray, list[_Leaf], list[int], list[int]]] = []
+        """Each look's one copy of its leaves, not yet handed to them: the copy, its leaves, the
+        parts' sizes and each leaf's ``at`` (NOTE [a loop's look in one check])."""
+        self.group: _Group | None = None
+        """The leaves of the last look that took one copy (NOTE [a loop's look in one check])."""
         self.on = True
         """False: no leaf is followed (``gradtrace.record(dynamics=False)``)."""
 
@@ -134,6 +202,14 @@ class ValueSteps:
         upper bound, before they are counted)."""
         if not self.on:
             return 0
+        g = self.group
+        if g is not None and g.arrays is not None and self.pending + g.nbytes <= PENDING_BYTES:
+            mine = [leaf for leaf, _ in leaves]
+            if g.holds(mine):  # NOTE [a loop's look in one check]
+                self.joined.append((np.concatenate(g.arrays), g.slots, g.sizes,
+                                    [max(len(doc.get("grad_history") or []) - 1, 0) for _, doc in leaves]))
+                self.pending += g.nbytes
+                return len(mine)
         return self._look([(leaf, doc, max(len(doc.get("grad_history") or []) - 1, 0)) for leaf, doc in leaves],
                           now=False)
 
@@ -152,6 +228,13 @@ class ValueSteps:
         torch._C._set_grad_enabled(False)
         try:
             with torch._C._DisableTorchDispatch():
+                g = self.group
+                if (not now and g is not None and self.pending + g.nbytes <= PENDING_BYTES
+                        and g.holds([leaf for leaf, _, _ in looks])):
+                    self.joined.append((torch.cat(g.flats), g.slots, g.sizes, [at for _, _, at in looks]))
+                    self.pending += g.nbytes
+                    return len(looks)
+                self.group = None
                 known: list[tuple[_Leaf, int]] = []
                 grow = 0
                 for leaf, doc, at in looks:
@@ -191,38 +274,41 @@ class ValueSteps:
                 break
             flats.append(s.flat)
         if len(flats) < len(known) or len(known) == 1:
+            self._settle()  # the copies waiting in a look's one copy come first
             for s, at in known:
                 s.values.append(_copy(s.leaf))
                 s.ats.append(at)
             return
-        owners: list[tuple[_Leaf, int]] = []
-        sizes: list[int] = []
-        for s, at in known:
-            owners.append((s, len(s.values)))
-            sizes.append(s.flat.numel())  # type: ignore[union-attr]
-            s.values.append(None)
-            s.ats.append(at)
-        self.joined.append((torch.cat(flats), owners, sizes))
+        slots = [s for s, _ in known]
+        group = _Group(slots, flats)
+        self.joined.append((torch.cat(flats), slots, group.sizes, [at for _, at in known]))
+        self.group = group
+
+    def _settle(self) -> None:
+        """Each look's one copy waiting in ``joined`` handed to its leaves, part by part, in the
+        order of the looks."""
+        for whole, slots, sizes, ats in self.joined:
+            for s, part, at in zip(slots, _tensor(whole).split_with_sizes(sizes), ats, strict=True):
+                s.values.append(part)
+                s.ats.append(at)
+        self.joined = []
 
     def _compare(self, waiting: list[_Leaf], live: list[tuple[_Leaf, int]]) -> None:
         """Every waiting pair of ``waiting``'s copies, then each of ``live`` against its value
         now, all at once (NOTE [comparing later, in one go]); each leaf keeps its last value."""
         if self._grid(waiting, live):
             return
-        for whole, owners, sizes in self.joined:
-            for (s, k), part in zip(owners, whole.split_with_sizes(sizes), strict=True):
-                s.values[k] = part
-        self.joined = []
+        self._settle()
         befores: list[torch.Tensor] = []
         afters: list[torch.Tensor] = []
         owned: list[tuple[_Leaf, int]] = []
         for s in waiting:
             for k, at in enumerate(s.ats):
-                befores.append(s.values[k])  # type: ignore[arg-type]
-                afters.append(s.values[k + 1])  # type: ignore[arg-type]
+                befores.append(s.values[k])
+                afters.append(s.values[k + 1])
                 owned.append((s, at))
         for s, at in live:
-            befores.append(s.values[-1])  # type: ignore[arg-type]
+            befores.append(s.values[-1])
             afters.append(s.leaf.reshape(-1))
             owned.append((s, at))
         if owned:
@@ -251,20 +337,14 @@ class ValueSteps:
         were compared so."""
         if not self.joined:
             return False
-        _, owners, sizes = self.joined[0]
+        _, group, sizes, _ = self.joined[0]
         if max(sizes) > GRID_MAX:
             return False
-        group = [s for s, _ in owners]
-        for _, theirs, their_sizes in self.joined[1:]:
-            if their_sizes != sizes:
+        for _, theirs, their_sizes, _ in self.joined[1:]:
+            if their_sizes != sizes or (theirs is not group and not all(map(operator.is_, theirs, group))):
                 return False
-            for (a, _), b in zip(theirs, group, strict=True):
-                if a is not b:
-                    return False
-        looks = len(self.joined)
-        mine = {id(s) for s in group}
         for s in waiting:
-            if (len(s.ats) != looks or len(s.values) != looks + 1) if id(s) in mine else bool(s.ats):
+            if s.ats:  # a copy of its own waits: compared one pair at a time
                 return False
         if live:
             if len(live) != len(group):
@@ -272,7 +352,7 @@ class ValueSteps:
             for (a, _), b in zip(live, group, strict=True):
                 if a is not b:
                     return False
-        rows = [torch.cat([s.values[0] for s in group]), *(whole for whole, _, _ in self.joined)]  # type: ignore[misc]
+        rows = [torch.cat([s.values[0] for s in group]), *(_tensor(whole) for whole, _, _, _ in self.joined)]
         if live:
             rows.append(torch.cat([s.leaf.reshape(-1) for s in group]))
         values = torch.stack(rows)
@@ -291,7 +371,9 @@ class ValueSteps:
         norms = _f32(raw)
         width, half = len(rows) - 1, len(group) * (len(rows) - 1)
         for j, s in enumerate(group):
-            ats = [*s.ats, live[j][1]] if live else s.ats
+            ats = [row[j] for _, _, _, row in self.joined]
+            if live:
+                ats.append(live[j][1])
             for k, at in enumerate(ats):
                 i = j * width + k
                 if raw[i] != 0:  # a change too small for its norm to tell is no step
