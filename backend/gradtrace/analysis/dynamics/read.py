@@ -42,4 +42,28 @@ def file_reader(data: bytes | memoryview | None) -> Callable[[str], np.ndarray |
             return np.frombuffer(view[start + begin:start + end], dtype=little).reshape(shape)
         except (KeyError, TypeError, ValueError):
             return None
+
+    # the dynamics' block read (analysis/dynamics/series.py: NOTE [a leaf's gradients in one read])
+    def many(keys: list[str]) -> np.ndarray | None:
+        """The tensors of ``keys`` as one array over a new first axis, when they share a dtype
+        and a shape and lie one after another in the file in that order; else None."""
+        try:
+            infos = [header[k] for k in keys]
+            first = infos[0]
+            dt, sh = first["dtype"], first["shape"]
+            dtype = _DTYPES.get(str(dt))
+            begin, end = (int(x) for x in first["data_offsets"])
+            step = end - begin
+            if (dtype is None or "__metadata__" in keys or not all(i["dtype"] == dt and i["shape"] == sh for i in infos)
+                    or [i["data_offsets"][0] for i in infos] != list(range(begin, begin + step * len(keys), step))
+                    or int(infos[-1]["data_offsets"][1]) != begin + step * len(keys)
+                    or not 0 <= begin <= begin + step * len(keys) <= len(view) - start):
+                return None
+            shape = [len(keys), *(int(d) for d in sh)]
+            little = np.dtype(dtype).newbyteorder("<")
+            return np.frombuffer(view[start + begin:start + begin + step * len(keys)], dtype=little).reshape(shape)
+        except (KeyError, TypeError, ValueError, IndexError, AttributeError):
+            return None
+
+    read.many = many  # type: ignore[attr-defined]
     return read
