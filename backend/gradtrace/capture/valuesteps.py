@@ -146,6 +146,7 @@ class _Leaf:
 _NUMPY = {torch.float16, torch.float32, torch.float64}
 """Dtypes a CPU leaf's flat view is copied in as numpy (NOTE [a loop's look in one check])."""
 
+_FIRST, _SECOND, _HISTORY = operator.itemgetter(0), operator.itemgetter(1), operator.itemgetter("grad_history")
 _PTR, _SHAPE, _FLAT = operator.methodcaller("data_ptr"), operator.attrgetter("shape"), \
     operator.methodcaller("is_contiguous")
 
@@ -204,10 +205,11 @@ class ValueSteps:
             return 0
         g = self.group
         if g is not None and g.arrays is not None and self.pending + g.nbytes <= PENDING_BYTES:
-            mine = [leaf for leaf, _ in leaves]
+            mine = list(map(_FIRST, leaves))
             if g.holds(mine):  # NOTE [a loop's look in one check]
-                self.joined.append((np.concatenate(g.arrays), g.slots, g.sizes,
-                                    [max(len(doc.get("grad_history") or []) - 1, 0) for _, doc in leaves]))
+                # each leaf's history has its new gradient: ``at`` is its length less one
+                ats = [n - 1 for n in map(len, map(_HISTORY, map(_SECOND, leaves)))]
+                self.joined.append((np.concatenate(g.arrays), g.slots, g.sizes, ats))
                 self.pending += g.nbytes
                 return len(mine)
         return self._look([(leaf, doc, max(len(doc.get("grad_history") or []) - 1, 0)) for leaf, doc in leaves],
