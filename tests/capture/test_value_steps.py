@@ -12,7 +12,7 @@ import pytest
 import torch
 
 import gradtrace
-from gradtrace.capture import native, valuesteps
+from gradtrace.capture import native, valueleaves, valuesteps
 
 
 def _steps(doc: Any) -> dict[str, list[dict[str, Any]]]:
@@ -175,7 +175,7 @@ def test_the_cores_float32_values_are_its_twins() -> None:
     xs += [0.0, -0.0, 1e-45, 1.4e-45, 7e-46, 3.4028235e38, 3.4028236e38, 1e300, 0.1, 1 / 3,
            math.nan, math.inf, -math.inf]
     with np.errstate(over="ignore"):
-        twin = valuesteps._f32_twin(xs)
+        twin = valueleaves.f32_twin(xs)
     core = native.core.float32_values(xs)
     assert len(core) == len(twin)
     for x, a, b in zip(xs, core, twin, strict=True):

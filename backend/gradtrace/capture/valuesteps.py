@@ -37,7 +37,8 @@ NOTE [one copy per look]
     a non-contiguous leaf, copies each leaf (``clone``). Every copy is flat: the differences and
     norms are those of the same values in the same order (a contiguous leaf's norm reads its
     elements in their flat order either way). The norms become the document's float32 numbers
-    in one conversion (``_f32``), the same as ``str(np.float32(x))`` of each.
+    in one conversion (``f32`` in valueleaves.py, in the core where the recorder runs on it:
+    ``float32_values``, cxx/valuesteps.h), the same as ``str(np.float32(x))`` of each.
 
 NOTE [the looks of a loop as one grid]
     A loop's looks copy the same leaves each time, so its waiting copies form a grid: one row
@@ -64,15 +65,13 @@ NOTE [a loop's look in one check]
 
 from __future__ import annotations
 
-import math
 import operator
 from typing import Any
 
 import numpy as np
 import torch
 
-from gradtrace.capture import native
-from gradtrace.capture.odd_tensors import runs_python_ops
+from gradtrace.capture.valueleaves import FIRST, HISTORY, SECOND, Group, Leaf, as_tensor, copy_flat, f32, followed
 
 PENDING_BYTES = 8 << 20
 """Copies of the leaves that may wait to be compared (NOTE [comparing later, in one go])."""
@@ -83,115 +82,18 @@ one grid]): torch reduces a row that long on one thread, in the order it reduces
 values alone, so the norms are the same either way."""
 
 
-_native_f32 = native.core.float32_values if native.default_native() and native.core is not None else None
-"""The core's ``float32_values`` where recorders run on the core (``GRADTRACE_KERNELS``)."""
-
-
-def _f32_twin(xs: list[float]) -> list[float]:
-    """The Python twin of the core's ``float32_values`` (cxx/valuesteps.h): each of ``xs`` as
-    the shortest text that reads back as the same float32 reads, ``str(np.float32(x))``."""
-    out: list[float] = np.asarray(xs, dtype=np.float32).astype(str).astype(np.float64).tolist()
-    return out
-
-
-def _f32(xs: list[float]) -> list[Any]:
-    """Norms as the document writes them: float32 precision (the shortest text that reads back
-    as the same float32), NaN and ±inf as strings; in the C++ core when the recorder runs on
-    it (a numpy conversion to text and back costs about 1 µs a number), else in its twin."""
-    out: list[Any] = (_native_f32 or _f32_twin)(xs)
-    for k, x in enumerate(out):
-        if not math.isfinite(x):
-            out[k] = "nan" if math.isnan(x) else "inf" if x > 0 else "-inf"
-    return out
-
-
-def _tensor(whole: torch.Tensor | np.ndarray) -> torch.Tensor:
-    """A look's one copy as a tensor (one numpy took shares its memory)."""
-    return whole if isinstance(whole, torch.Tensor) else torch.from_numpy(whole)
-
-
-def _followed(t: torch.Tensor) -> bool:
-    try:
-        return (t.layout == torch.strided and not t.is_nested and t.is_floating_point() and t.device.type != "meta"
-                and t.numel() > 0 and not runs_python_ops(t))
-    except Exception:
-        return False
-
-
-def _copy(leaf: torch.Tensor) -> torch.Tensor:
-    """A copy of ``leaf``'s value, flat and contiguous (NOTE [one copy per look])."""
-    return leaf.clone(memory_format=torch.contiguous_format).view(-1)
-
-
-class _Leaf:
-    """One followed leaf: its value at the last look compared (``values[0]``), then the copies
-    taken at later looks, not yet compared, each with its ``at``; every copy flat. The parts
-    of a look's one copy join them when they are compared (``ValueSteps.joined``), or before
-    a copy of the leaf's own follows them."""
-
-    __slots__ = ("ats", "doc", "flat", "kind", "leaf", "nbytes", "ptr", "shape", "values")
-
-    def __init__(self, leaf: torch.Tensor, doc: dict[str, Any]) -> None:
-        self.leaf, self.doc = leaf, doc
-        self.values: list[torch.Tensor] = [_copy(leaf)]
-        self.ats: list[int] = []
-        self.nbytes = leaf.numel() * leaf.element_size()
-        self.shape, self.kind = leaf.shape, (leaf.dtype, leaf.device)
-        self.ptr = -1
-        """``data_ptr()`` of the leaf when ``flat`` was taken: the view holds while it holds."""
-        self.flat: torch.Tensor | None = None
-        """A flat view of the leaf's data, when it is contiguous (NOTE [one copy per look])."""
-
-
-_NUMPY = {torch.float16, torch.float32, torch.float64}
-"""Dtypes a CPU leaf's flat view is copied in as numpy (NOTE [a loop's look in one check])."""
-
-_FIRST, _SECOND, _HISTORY = operator.itemgetter(0), operator.itemgetter(1), operator.itemgetter("grad_history")
-_PTR, _SHAPE, _FLAT = operator.methodcaller("data_ptr"), operator.attrgetter("shape"), \
-    operator.methodcaller("is_contiguous")
-
-
-class _Group:
-    """The leaves of a look that took one copy of them all, as that look saw them (NOTE [a
-    loop's look in one check])."""
-
-    __slots__ = ("arrays", "flats", "leaves", "nbytes", "ptrs", "shapes", "sizes", "slots")
-
-    def __init__(self, slots: list[_Leaf], flats: list[torch.Tensor]) -> None:
-        self.slots, self.flats = slots, flats
-        self.leaves = [s.leaf for s in slots]
-        self.ptrs = [s.ptr for s in slots]
-        self.shapes = [s.shape for s in slots]
-        self.sizes = [f.numel() for f in flats]
-        self.nbytes = sum(s.nbytes for s in slots)
-        self.arrays: list[np.ndarray] | None = None
-        """The flat views as numpy sees them, where numpy can (NOTE [a loop's look in one check])."""
-        if all(s.kind[0] in _NUMPY and s.kind[1].type == "cpu" for s in slots):
-            try:
-                self.arrays = [f.numpy() for f in flats]
-            except (RuntimeError, TypeError):
-                self.arrays = None
-
-    def holds(self, leaves: list[torch.Tensor]) -> bool:
-        """``leaves`` are these leaves, in this order, each with its data where it was, laid out
-        as it was: what the look by look check finds of each, here in one pass each."""
-        return (len(leaves) == len(self.leaves) and all(map(operator.is_, leaves, self.leaves))
-                and list(map(_PTR, leaves)) == self.ptrs and list(map(_SHAPE, leaves)) == self.shapes
-                and all(map(_FLAT, leaves)))
-
-
 class ValueSteps:
     """The followed leaves and their copies (NOTE [a leaf's value around each step], NOTE
     [comparing later, in one go], NOTE [one copy per look])."""
 
     def __init__(self) -> None:
-        self.seen: dict[int, _Leaf] = {}
+        self.seen: dict[int, Leaf] = {}
         self.pending = 0
         """Bytes of copies waiting to be compared."""
-        self.joined: list[tuple[torch.Tensor | np.ndarray, list[_Leaf], list[int], list[int]]] = []
+        self.joined: list[tuple[torch.Tensor | np.ndarray, list[Leaf], list[int], list[int]]] = []
         """Each look's one copy of its leaves, not yet handed to them: the copy, its leaves, the
         parts' sizes and each leaf's ``at`` (NOTE [a loop's look in one check])."""
-        self.group: _Group | None = None
+        self.group: Group | None = None
         """The leaves of the last look that took one copy (NOTE [a loop's look in one check])."""
         self.on = True
         """False: no leaf is followed (``gradtrace.record(dynamics=False)``)."""
@@ -205,10 +107,10 @@ class ValueSteps:
             return 0
         g = self.group
         if g is not None and g.arrays is not None and self.pending + g.nbytes <= PENDING_BYTES:
-            mine = list(map(_FIRST, leaves))
+            mine = list(map(FIRST, leaves))
             if g.holds(mine):  # NOTE [a loop's look in one check]
                 # each leaf's history has its new gradient: ``at`` is its length less one
-                ats = [n - 1 for n in map(len, map(_HISTORY, map(_SECOND, leaves)))]
+                ats = [n - 1 for n in map(len, map(HISTORY, map(SECOND, leaves)))]
                 self.joined.append((np.concatenate(g.arrays), g.slots, g.sizes, ats))
                 self.pending += g.nbytes
                 return len(mine)
@@ -237,7 +139,7 @@ class ValueSteps:
                     self.pending += g.nbytes
                     return len(looks)
                 self.group = None
-                known: list[tuple[_Leaf, int]] = []
+                known: list[tuple[Leaf, int]] = []
                 grow = 0
                 for leaf, doc, at in looks:
                     s = self.seen.get(id(leaf))
@@ -256,8 +158,8 @@ class ValueSteps:
                             continue
                         self._compare(list(self.seen.values()), [])  # its data was replaced by another
                         del self.seen[id(leaf)]                      # shape or dtype: a new start
-                    if _followed(leaf):
-                        self.seen[id(leaf)] = _Leaf(leaf, doc)
+                    if followed(leaf):
+                        self.seen[id(leaf)] = Leaf(leaf, doc)
                 if now or self.pending + grow > PENDING_BYTES:
                     self._compare(list(self.seen.values()), known)
                 elif known:
@@ -267,7 +169,7 @@ class ValueSteps:
         finally:
             torch._C._set_grad_enabled(grad_was)
 
-    def _keep(self, known: list[tuple[_Leaf, int]]) -> None:
+    def _keep(self, known: list[tuple[Leaf, int]]) -> None:
         """A copy of each of ``known`` (NOTE [one copy per look])."""
         kind = known[0][0].kind
         flats: list[torch.Tensor] = []
@@ -278,11 +180,11 @@ class ValueSteps:
         if len(flats) < len(known) or len(known) == 1:
             self._settle()  # the copies waiting in a look's one copy come first
             for s, at in known:
-                s.values.append(_copy(s.leaf))
+                s.values.append(copy_flat(s.leaf))
                 s.ats.append(at)
             return
         slots = [s for s, _ in known]
-        group = _Group(slots, flats)
+        group = Group(slots, flats)
         self.joined.append((torch.cat(flats), slots, group.sizes, [at for _, at in known]))
         self.group = group
 
@@ -290,12 +192,12 @@ class ValueSteps:
         """Each look's one copy waiting in ``joined`` handed to its leaves, part by part, in the
         order of the looks."""
         for whole, slots, sizes, ats in self.joined:
-            for s, part, at in zip(slots, _tensor(whole).split_with_sizes(sizes), ats, strict=True):
+            for s, part, at in zip(slots, as_tensor(whole).split_with_sizes(sizes), ats, strict=True):
                 s.values.append(part)
                 s.ats.append(at)
         self.joined = []
 
-    def _compare(self, waiting: list[_Leaf], live: list[tuple[_Leaf, int]]) -> None:
+    def _compare(self, waiting: list[Leaf], live: list[tuple[Leaf, int]]) -> None:
         """Every waiting pair of ``waiting``'s copies, then each of ``live`` against its value
         now, all at once (NOTE [comparing later, in one go]); each leaf keeps its last value."""
         if self._grid(waiting, live):
@@ -303,7 +205,7 @@ class ValueSteps:
         self._settle()
         befores: list[torch.Tensor] = []
         afters: list[torch.Tensor] = []
-        owned: list[tuple[_Leaf, int]] = []
+        owned: list[tuple[Leaf, int]] = []
         for s in waiting:
             for k, at in enumerate(s.ats):
                 befores.append(s.values[k])
@@ -319,7 +221,7 @@ class ValueSteps:
                 raw = torch.stack(found).tolist()
             else:
                 raw = torch.stack([x.to("cpu", torch.float64) for x in found]).tolist()
-            norms = _f32(raw)
+            norms = f32(raw)
             n = len(owned)
             for k, (s, at) in enumerate(owned):
                 if raw[k] != 0:  # a change too small for its norm to tell is no step
@@ -333,7 +235,7 @@ class ValueSteps:
             torch._foreach_copy_([s.values[0] for s, _ in live], [s.leaf.reshape(-1) for s, _ in live])  # type: ignore[misc]
         self.pending = 0
 
-    def _grid(self, waiting: list[_Leaf], live: list[tuple[_Leaf, int]]) -> bool:
+    def _grid(self, waiting: list[Leaf], live: list[tuple[Leaf, int]]) -> bool:
         """NOTE [the looks of a loop as one grid]: True when every waiting copy is a part of a
         look's one copy of the same leaves (and ``live`` is those leaves, or none), and they
         were compared so."""
@@ -354,7 +256,7 @@ class ValueSteps:
             for (a, _), b in zip(live, group, strict=True):
                 if a is not b:
                     return False
-        rows = [torch.cat([s.values[0] for s in group]), *(_tensor(whole) for whole, _, _, _ in self.joined)]
+        rows = [torch.cat([s.values[0] for s in group]), *(as_tensor(whole) for whole, _, _, _ in self.joined)]
         if live:
             rows.append(torch.cat([s.leaf.reshape(-1) for s in group]))
         values = torch.stack(rows)
@@ -370,7 +272,7 @@ class ValueSteps:
             start += n
         found = torch.stack(columns)
         raw: list[float] = found.reshape(-1).tolist()
-        norms = _f32(raw)
+        norms = f32(raw)
         width, half = len(rows) - 1, len(group) * (len(rows) - 1)
         for j, s in enumerate(group):
             ats = [row[j] for _, _, _, row in self.joined]

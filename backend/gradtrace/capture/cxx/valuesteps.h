@@ -1,7 +1,8 @@
 // The value steps' norms as the document writes them (NOTE [a leaf's value around each step]
 // in capture/valuesteps.py): each the float64 that the fewest digits reading back as the same
 // float32 denote, ``float(str(numpy.float32(x)))``, for a whole list in one call. Its Python
-// twin is ``_f32`` there; both write the same numbers (tests/capture/test_value_steps.py).
+// twin is ``f32_twin`` in capture/valueleaves.py; both write the same numbers (tests/capture/
+// test_value_steps.py).
 #pragma once
 
 #include <charconv>
