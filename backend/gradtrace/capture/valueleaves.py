@@ -79,7 +79,7 @@ _NUMPY = {torch.float16, torch.float32, torch.float64}
 """Dtypes a CPU leaf's flat view is copied in as numpy (NOTE [a loop's look in one check])."""
 
 FIRST, SECOND, HISTORY = operator.itemgetter(0), operator.itemgetter(1), operator.itemgetter("grad_history")
-_PTR, _SHAPE, _FLAT = operator.methodcaller("data_ptr"), operator.attrgetter("shape"), \
+PTR, SHAPE, FLAT = operator.methodcaller("data_ptr"), operator.attrgetter("shape"), \
     operator.methodcaller("is_contiguous")
 
 
@@ -104,9 +104,13 @@ class Group:
             except (RuntimeError, TypeError):
                 self.arrays = None
 
-    def holds(self, leaves: list[torch.Tensor]) -> bool:
-        """``leaves`` are these leaves, in this order, each with its data where it was, laid out
-        as it was: what the look by look check finds of each, here in one pass each."""
-        return (len(leaves) == len(self.leaves) and all(map(operator.is_, leaves, self.leaves))
-                and list(map(_PTR, leaves)) == self.ptrs and list(map(_SHAPE, leaves)) == self.shapes
-                and all(map(_FLAT, leaves)))
+    def copy(self) -> torch.Tensor:
+        """One copy of the leaves through their flat views, past autograd and the output tap's
+        dispatch mode (outputs.py), for leaves numpy cannot see (``arrays`` None)."""
+        grad_was = torch.is_grad_enabled()
+        torch._C._set_grad_enabled(False)
+        try:
+            with torch._C._DisableTorchDispatch():
+                return torch.cat(self.flats)
+        finally:
+            torch._C._set_grad_enabled(grad_was)

@@ -71,7 +71,20 @@ from typing import Any
 import numpy as np
 import torch
 
-from gradtrace.capture.valueleaves import FIRST, HISTORY, SECOND, Group, Leaf, as_tensor, copy_flat, f32, followed
+from gradtrace.capture.valueleaves import (
+    FIRST,
+    FLAT,
+    HISTORY,
+    PTR,
+    SECOND,
+    SHAPE,
+    Group,
+    Leaf,
+    as_tensor,
+    copy_flat,
+    f32,
+    followed,
+)
 
 PENDING_BYTES = 8 << 20
 """Copies of the leaves that may wait to be compared (NOTE [comparing later, in one go])."""
@@ -106,12 +119,17 @@ class ValueSteps:
         if not self.on:
             return 0
         g = self.group
-        if g is not None and g.arrays is not None and self.pending + g.nbytes <= PENDING_BYTES:
+        if g is not None and self.pending + g.nbytes <= PENDING_BYTES:
             mine = list(map(FIRST, leaves))
-            if g.holds(mine):  # NOTE [a loop's look in one check]
+            # NOTE [a loop's look in one check]: the group's leaves, each as the group saw it,
+            # checked here and not in a method of the group (no frame for the line tracer)
+            if (len(mine) == len(g.leaves) and all(map(operator.is_, mine, g.leaves))
+                    and list(map(PTR, mine)) == g.ptrs and list(map(SHAPE, mine)) == g.shapes
+                    and all(map(FLAT, mine))):
                 # each leaf's history has its new gradient: ``at`` is its length less one
                 ats = [n - 1 for n in map(len, map(HISTORY, map(SECOND, leaves)))]
-                self.joined.append((np.concatenate(g.arrays), g.slots, g.sizes, ats))
+                self.joined.append((np.concatenate(g.arrays) if g.arrays is not None else g.copy(), g.slots,
+                                    g.sizes, ats))
                 self.pending += g.nbytes
                 return len(mine)
         return self._look([(leaf, doc, max(len(doc.get("grad_history") or []) - 1, 0)) for leaf, doc in leaves],
@@ -132,12 +150,6 @@ class ValueSteps:
         torch._C._set_grad_enabled(False)
         try:
             with torch._C._DisableTorchDispatch():
-                g = self.group
-                if (not now and g is not None and self.pending + g.nbytes <= PENDING_BYTES
-                        and g.holds([leaf for leaf, _, _ in looks])):
-                    self.joined.append((torch.cat(g.flats), g.slots, g.sizes, [at for _, _, at in looks]))
-                    self.pending += g.nbytes
-                    return len(looks)
                 self.group = None
                 known: list[tuple[Leaf, int]] = []
                 grow = 0
