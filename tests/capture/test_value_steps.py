@@ -186,3 +186,34 @@ def test_the_cores_float32_values_are_its_twins() -> None:
     assert len(core) == len(twin)
     for x, a, b in zip(xs, core, twin, strict=True):
         assert (a == b and math.copysign(1, a) == math.copysign(1, b)) or (math.isnan(a) and math.isnan(b)), x
+
+
+@pytest.mark.skipif(native.core is None, reason="the C++ core is not built on this machine")
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16])
+def test_the_cores_look_in_one_call_is_its_twins_check_and_copy(dtype: torch.dtype) -> None:
+    """NOTE [a loop's look in one check]: the core's ``LeafGroup`` takes the look its Python twin
+    takes (the same leaves, data and layout: their values joined bit for bit, ``at`` each
+    history's length less one) and refuses every look the twin goes leaf by leaf for."""
+    assert native.core is not None
+    leaves = [torch.randn(3, 4).to(dtype).requires_grad_(), torch.randn(5).to(dtype).requires_grad_()]
+    docs: list[dict[str, Any]] = [{"grad_history": [1, 2, 3]}, {"grad_history": [1]}]
+    group = native.core.LeafGroup(leaves)
+    hit = group.look(list(zip(leaves, docs, strict=True)))
+    assert hit is not None
+    whole, ats = hit
+    assert ats == [2, 0] and whole.dtype == dtype and not whole.requires_grad
+    assert torch.equal(whole, torch.cat([t.detach().reshape(-1) for t in leaves]))
+    with torch.no_grad():
+        leaves[0].mul_(2)  # a step in place: the same look, the new values
+    assert torch.equal(group.look(list(zip(leaves, docs, strict=True)))[0][:12], leaves[0].detach().reshape(-1))
+    other = leaves[0].detach().clone().requires_grad_()
+    assert group.look([(other, docs[0]), (leaves[1], docs[1])]) is None       # another leaf
+    assert group.look([(leaves[0], docs[0])]) is None                         # one less
+    assert group.look([(leaves[1], docs[1]), (leaves[0], docs[0])]) is None  # another order
+    assert group.look([(leaves[0], docs[0]), (leaves[1], {})]) is None       # no history: leaf by leaf
+    leaves[1].data = torch.randn(5).to(dtype)                                 # its data moved
+    assert group.look(list(zip(leaves, docs, strict=True))) is None
+    with pytest.raises(ValueError):
+        native.core.LeafGroup([leaves[0], torch.randn(2, dtype=torch.float16)])  # two dtypes
+    with pytest.raises(ValueError):
+        native.core.LeafGroup([torch.randn(4, 3).t()])  # not contiguous

@@ -62,6 +62,10 @@ PYBIND11_MODULE(_native, m) {
   m.def("write_keyed_file", &gradtrace::write_keyed_file);  // NOTE [the tensor file's side in bulk]
   // NOTE [a leaf's value around each step] in capture/valuesteps.py: its norms, all at once
   m.def("float32_values", &gradtrace::float32_values);
+  // NOTE [a loop's look in one check] in capture/valuesteps.py: a loop's look in one call
+  py::class_<gradtrace::LeafGroup>(m, "LeafGroup")
+      .def(py::init<const py::list&>())
+      .def("look", &gradtrace::LeafGroup::look);
   m.def("tap_key", []() { return static_cast<int>(gradtrace::kTapKey); });
   m.def("encode_json", [](const at::Tensor& t) {
     gradtrace::Value v = gradtrace::encode(t);

@@ -17,6 +17,8 @@ from gradtrace.capture.odd_tensors import runs_python_ops
 
 _native_f32 = native.core.float32_values if native.default_native() and native.core is not None else None
 """The core's ``float32_values`` where recorders run on the core (``GRADTRACE_KERNELS``)."""
+_native_group = native.core.LeafGroup if native.default_native() and native.core is not None else None
+"""The core's ``LeafGroup`` (cxx/valuesteps.h) where recorders run on the core."""
 
 
 def f32_twin(xs: list[float]) -> list[float]:
@@ -87,7 +89,7 @@ class Group:
     """The leaves of a look that took one copy of them all, as that look saw them (NOTE [a
     loop's look in one check])."""
 
-    __slots__ = ("arrays", "flats", "leaves", "nbytes", "ptrs", "shapes", "sizes", "slots")
+    __slots__ = ("arrays", "flats", "leaves", "native", "nbytes", "ptrs", "shapes", "sizes", "slots")
 
     def __init__(self, slots: list[Leaf], flats: list[torch.Tensor]) -> None:
         self.slots, self.flats = slots, flats
@@ -98,6 +100,14 @@ class Group:
         self.nbytes = sum(s.nbytes for s in slots)
         self.arrays: list[np.ndarray] | None = None
         """The flat views as numpy sees them, where numpy can (NOTE [a loop's look in one check])."""
+        self.native: Any = None
+        """The core's check and copy of the next look in one call (cxx/valuesteps.h), where the
+        recorder runs on the core and the leaves are CPU leaves; else the check runs in Python."""
+        if _native_group is not None and all(s.kind[1].type == "cpu" for s in slots):
+            try:
+                self.native = _native_group(self.leaves)
+            except (ValueError, TypeError):
+                self.native = None
         if all(s.kind[0] in _NUMPY and s.kind[1].type == "cpu" for s in slots):
             try:
                 self.arrays = [f.numpy() for f in flats]

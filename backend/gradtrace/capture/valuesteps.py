@@ -60,7 +60,9 @@ NOTE [a loop's look in one check]
     handed to the leaves only when compared as anything but a grid. Any other look (a leaf
     new, moved or gone, one more or one less) goes leaf by leaf and forgets the group. It runs
     after every backward call, where the loop's own code has just left the caches cold: each
-    line it skips is one fewer miss (``bench/bench_dynamics.py``).
+    line it skips is one fewer miss (``bench/bench_dynamics.py``); where the recorder runs on
+    the core, the check, the copy and the ``at``s of CPU leaves are one call (``LeafGroup``,
+    cxx/valuesteps.h; the Python path is its twin).
 """
 
 from __future__ import annotations
@@ -119,7 +121,13 @@ class ValueSteps:
         if not self.on:
             return 0
         g = self.group
-        if g is not None and self.pending + g.nbytes <= PENDING_BYTES:
+        if g is not None and self.pending + g.nbytes <= PENDING_BYTES and g.native is not None:
+            hit = g.native.look(leaves)  # the check and the copy below, in the core
+            if hit is not None:
+                self.joined.append((hit[0], g.slots, g.sizes, hit[1]))
+                self.pending += g.nbytes
+                return len(hit[1])
+        elif g is not None and self.pending + g.nbytes <= PENDING_BYTES:
             mine = list(map(FIRST, leaves))
             # NOTE [a loop's look in one check]: the group's leaves, each as the group saw it,
             # checked here and not in a method of the group (no frame for the line tracer)
