@@ -7,11 +7,12 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import numpy as np
 import pytest
 import torch
 
 import gradtrace
-from gradtrace.capture import valuesteps
+from gradtrace.capture import native, valueleaves, valuesteps
 
 
 def _steps(doc: Any) -> dict[str, list[dict[str, Any]]]:
@@ -92,7 +93,9 @@ def _by_hand(setup: str) -> tuple[Any, dict[str, list[tuple[float, float]]]]:
     """Five SGD steps on leaves that each take another path of NOTE [one copy per look]:
     ``joined``: two float32 leaves, one copy for both; ``mixed``: a float64 leaf beside them,
     a copy each; ``strided``: a transposed (non-contiguous) leaf, a copy each; ``moved``: a
-    leaf whose data is replaced (``p.data = ...``) at every step, so its view is taken again."""
+    leaf whose data is replaced (``p.data = ...``) at every step, so its view is taken again;
+    ``bfloat16``: two leaves numpy cannot see, one copy for both through torch (NOTE [a loop's
+    look in one check])."""
     torch.manual_seed(5)
     truth: dict[str, list[tuple[float, float]]] = {}
     with gradtrace.record(tensor_budget=0) as rec:
@@ -102,10 +105,13 @@ def _by_hand(setup: str) -> tuple[Any, dict[str, list[tuple[float, float]]]]:
             b = torch.randn(6, dtype=torch.float64, requires_grad=True)
         if setup == "strided":
             W = torch.randn(6, 5).t().requires_grad_()
+        if setup == "bfloat16":
+            W = W.detach().bfloat16().requires_grad_()
+            b = b.detach().bfloat16().requires_grad_()
         x = torch.randn(4, W.shape[0])
         named = {"W": W, "b": b}
         for _ in range(5):
-            loss = torch.tanh(x @ W + b.float()).pow(2).mean()
+            loss = torch.tanh(x.to(W.dtype) @ W + b.to(W.dtype)).pow(2).mean()
             W.grad = b.grad = None
             loss.backward()
             with torch.no_grad():
@@ -119,15 +125,16 @@ def _by_hand(setup: str) -> tuple[Any, dict[str, list[tuple[float, float]]]]:
     return rec.document(), truth
 
 
-@pytest.mark.parametrize("setup", ["joined", "mixed", "strided", "moved"])
+@pytest.mark.parametrize("setup", ["joined", "mixed", "strided", "moved", "bfloat16"])
 def test_one_copy_per_look_gives_torchs_steps_whatever_the_leaves(setup: str) -> None:
     doc, truth = _by_hand(setup)
     steps = _steps(doc)
+    tol = 1e-2 if setup == "bfloat16" else 1e-6  # bfloat16's 8 bits of mantissa
     for name in ("W", "b"):
         assert [s["at"] for s in steps[name]] == [1, 2, 3, 4, 5]
         for s, (norm, delta) in zip(steps[name], truth[name], strict=True):
-            assert math.isclose(s["norm"], norm, rel_tol=1e-6)
-            assert math.isclose(s["delta"], delta, rel_tol=1e-6)
+            assert math.isclose(s["norm"], norm, rel_tol=tol)
+            assert math.isclose(s["delta"], delta, rel_tol=tol)
 
 
 def test_the_dynamics_switched_off_leave_no_steps_no_series_and_the_same_graph() -> None:
@@ -162,3 +169,51 @@ def test_a_loops_looks_compared_as_one_grid_write_the_same_steps_bit_for_bit(
     pairs, _ = _by_hand(setup)
     assert _steps(grid) == _steps(pairs)
     assert grid.analysis.dynamics.model_dump() == pairs.analysis.dynamics.model_dump()
+
+
+@pytest.mark.skipif(native.core is None, reason="the C++ core is not built on this machine")
+def test_the_cores_float32_values_are_its_twins() -> None:
+    """The norms' float32 text read back (cxx/valuesteps.h) is numpy's, ``float(str(np.float32(x)))``,
+    over every float32 scale, the subnormals, both zeros and the values past float32's range."""
+    assert native.core is not None
+    rng = np.random.default_rng(0)
+    xs = (rng.standard_normal(20000) * 10.0 ** rng.integers(-46, 40, 20000)).tolist()
+    xs += [0.0, -0.0, 1e-45, 1.4e-45, 7e-46, 3.4028235e38, 3.4028236e38, 1e300, 0.1, 1 / 3,
+           math.nan, math.inf, -math.inf]
+    with np.errstate(over="ignore"):
+        twin = valueleaves.f32_twin(xs)
+    core = native.core.float32_values(xs)
+    assert len(core) == len(twin)
+    for x, a, b in zip(xs, core, twin, strict=True):
+        assert (a == b and math.copysign(1, a) == math.copysign(1, b)) or (math.isnan(a) and math.isnan(b)), x
+
+
+@pytest.mark.skipif(native.core is None, reason="the C++ core is not built on this machine")
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16])
+def test_the_cores_look_in_one_call_is_its_twins_check_and_copy(dtype: torch.dtype) -> None:
+    """NOTE [a loop's look in one check]: the core's ``LeafGroup`` takes the look its Python twin
+    takes (the same leaves, data and layout: their values joined bit for bit, ``at`` each
+    history's length less one) and refuses every look the twin goes leaf by leaf for."""
+    assert native.core is not None
+    leaves = [torch.randn(3, 4).to(dtype).requires_grad_(), torch.randn(5).to(dtype).requires_grad_()]
+    docs: list[dict[str, Any]] = [{"grad_history": [1, 2, 3]}, {"grad_history": [1]}]
+    group = native.core.LeafGroup(leaves)
+    hit = group.look(list(zip(leaves, docs, strict=True)))
+    assert hit is not None
+    whole, ats = hit
+    assert ats == [2, 0] and whole.dtype == dtype and not whole.requires_grad
+    assert torch.equal(whole, torch.cat([t.detach().reshape(-1) for t in leaves]))
+    with torch.no_grad():
+        leaves[0].mul_(2)  # a step in place: the same look, the new values
+    assert torch.equal(group.look(list(zip(leaves, docs, strict=True)))[0][:12], leaves[0].detach().reshape(-1))
+    other = leaves[0].detach().clone().requires_grad_()
+    assert group.look([(other, docs[0]), (leaves[1], docs[1])]) is None       # another leaf
+    assert group.look([(leaves[0], docs[0])]) is None                         # one less
+    assert group.look([(leaves[1], docs[1]), (leaves[0], docs[0])]) is None  # another order
+    assert group.look([(leaves[0], docs[0]), (leaves[1], {})]) is None       # no history: leaf by leaf
+    leaves[1].data = torch.randn(5).to(dtype)                                 # its data moved
+    assert group.look(list(zip(leaves, docs, strict=True))) is None
+    with pytest.raises(ValueError):
+        native.core.LeafGroup([leaves[0], torch.randn(2, dtype=torch.float16)])  # two dtypes
+    with pytest.raises(ValueError):
+        native.core.LeafGroup([torch.randn(4, 3).t()])  # not contiguous

@@ -43,6 +43,7 @@
 #include "cxx/stats.h"
 #include "cxx/recorder.h"
 #include "cxx/tracer.h"
+#include "cxx/valuesteps.h"
 
 PYBIND11_MODULE(_native, m) {
   m.doc() = "gradtrace capture core (see _native.cpp)";
@@ -60,6 +61,12 @@ PYBIND11_MODULE(_native, m) {
   m.def("write_tensor_file", &gradtrace::write_tensor_file);
   m.def("write_keyed_file", &gradtrace::write_keyed_file);  // NOTE [the tensor file's side in bulk]
   m.def("splice_keys", &gradtrace::splice_keys);  // NOTE [keys spliced into the core's JSON]
+  // NOTE [a leaf's value around each step] in capture/valuesteps.py: its norms, all at once
+  m.def("float32_values", &gradtrace::float32_values);
+  // NOTE [a loop's look in one check] in capture/valuesteps.py: a loop's look in one call
+  py::class_<gradtrace::LeafGroup>(m, "LeafGroup")
+      .def(py::init<const py::list&>())
+      .def("look", &gradtrace::LeafGroup::look);
   m.def("tap_key", []() { return static_cast<int>(gradtrace::kTapKey); });
   m.def("encode_json", [](const at::Tensor& t) {
     gradtrace::Value v = gradtrace::encode(t);

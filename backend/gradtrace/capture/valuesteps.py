@@ -37,7 +37,8 @@ NOTE [one copy per look]
     a non-contiguous leaf, copies each leaf (``clone``). Every copy is flat: the differences and
     norms are those of the same values in the same order (a contiguous leaf's norm reads its
     elements in their flat order either way). The norms become the document's float32 numbers
-    in one conversion (``_f32``), the same as ``str(np.float32(x))`` of each.
+    in one conversion (``f32`` in valueleaves.py, in the core where the recorder runs on it:
+    ``float32_values``, cxx/valuesteps.h), the same as ``str(np.float32(x))`` of each.
 
 NOTE [the looks of a loop as one grid]
     A loop's looks copy the same leaves each time, so its waiting copies form a grid: one row
@@ -49,17 +50,43 @@ NOTE [the looks of a loop as one grid]
     thread, the same order), so the numbers are the same (``tests/capture/test_value_steps.py``
     compares both ways). Anything else waiting (leaves that joined other looks, a leaf seen
     alone, a look copied leaf by leaf) is compared one pair at a time.
+
+NOTE [a loop's look in one check]
+    A loop's looks see the same leaves, in the same order, each time. A look that took one
+    copy of its leaves keeps them as a group (their flat views, ``data_ptr()``s and shapes);
+    the next look of the same leaves, each with its data where it was, laid out as it was (the
+    checks of the look leaf by leaf, each made for all of them in one ``map``), takes its copy
+    through the group's views at once, and its parts wait in ``joined`` with their ``at``s,
+    handed to the leaves only when compared as anything but a grid. Any other look (a leaf
+    new, moved or gone, one more or one less) goes leaf by leaf and forgets the group. It runs
+    after every backward call, where the loop's own code has just left the caches cold: each
+    line it skips is one fewer miss (``bench/bench_dynamics.py``); where the recorder runs on
+    the core, the check, the copy and the ``at``s of CPU leaves are one call (``LeafGroup``,
+    cxx/valuesteps.h; the Python path is its twin).
 """
 
 from __future__ import annotations
 
-import math
+import operator
 from typing import Any
 
 import numpy as np
 import torch
 
-from gradtrace.capture.odd_tensors import runs_python_ops
+from gradtrace.capture.valueleaves import (
+    FIRST,
+    FLAT,
+    HISTORY,
+    PTR,
+    SECOND,
+    SHAPE,
+    Group,
+    Leaf,
+    as_tensor,
+    copy_flat,
+    f32,
+    followed,
+)
 
 PENDING_BYTES = 8 << 20
 """Copies of the leaves that may wait to be compared (NOTE [comparing later, in one go])."""
@@ -70,60 +97,19 @@ one grid]): torch reduces a row that long on one thread, in the order it reduces
 values alone, so the norms are the same either way."""
 
 
-def _f32(xs: list[float]) -> list[Any]:
-    """Norms as the document writes them: float32 precision (the shortest text that reads back
-    as the same float32, ``str(np.float32(x))``, here for all of them in one conversion), NaN
-    and ±inf as strings."""
-    out: list[Any] = np.asarray(xs, dtype=np.float32).astype(str).astype(np.float64).tolist()
-    for k, x in enumerate(out):
-        if not math.isfinite(x):
-            out[k] = "nan" if math.isnan(x) else "inf" if x > 0 else "-inf"
-    return out
-
-
-def _followed(t: torch.Tensor) -> bool:
-    try:
-        return (t.layout == torch.strided and not t.is_nested and t.is_floating_point() and t.device.type != "meta"
-                and t.numel() > 0 and not runs_python_ops(t))
-    except Exception:
-        return False
-
-
-def _copy(leaf: torch.Tensor) -> torch.Tensor:
-    """A copy of ``leaf``'s value, flat and contiguous (NOTE [one copy per look])."""
-    return leaf.clone(memory_format=torch.contiguous_format).view(-1)
-
-
-class _Leaf:
-    """One followed leaf: its value at the last look compared (``values[0]``), then the copies
-    taken at later looks, not yet compared, each with its ``at``; every copy flat. A copy that
-    is a part of a look's one copy is None until it is compared (``ValueSteps.joined``)."""
-
-    __slots__ = ("ats", "doc", "flat", "kind", "leaf", "nbytes", "ptr", "shape", "values")
-
-    def __init__(self, leaf: torch.Tensor, doc: dict[str, Any]) -> None:
-        self.leaf, self.doc = leaf, doc
-        self.values: list[torch.Tensor | None] = [_copy(leaf)]
-        self.ats: list[int] = []
-        self.nbytes = leaf.numel() * leaf.element_size()
-        self.shape, self.kind = leaf.shape, (leaf.dtype, leaf.device)
-        self.ptr = -1
-        """``data_ptr()`` of the leaf when ``flat`` was taken: the view holds while it holds."""
-        self.flat: torch.Tensor | None = None
-        """A flat view of the leaf's data, when it is contiguous (NOTE [one copy per look])."""
-
-
 class ValueSteps:
     """The followed leaves and their copies (NOTE [a leaf's value around each step], NOTE
     [comparing later, in one go], NOTE [one copy per look])."""
 
     def __init__(self) -> None:
-        self.seen: dict[int, _Leaf] = {}
+        self.seen: dict[int, Leaf] = {}
         self.pending = 0
         """Bytes of copies waiting to be compared."""
-        self.joined: list[tuple[torch.Tensor, list[tuple[_Leaf, int]], list[int]]] = []
-        """Each look's one copy of its leaves, with where each leaf's part goes (the leaf, the
-        index in its ``values``) and the parts' sizes."""
+        self.joined: list[tuple[torch.Tensor | np.ndarray, list[Leaf], list[int], list[int]]] = []
+        """Each look's one copy of its leaves, not yet handed to them: the copy, its leaves, the
+        parts' sizes and each leaf's ``at`` (NOTE [a loop's look in one check])."""
+        self.group: Group | None = None
+        """The leaves of the last look that took one copy (NOTE [a loop's look in one check])."""
         self.on = True
         """False: no leaf is followed (``gradtrace.record(dynamics=False)``)."""
 
@@ -134,6 +120,26 @@ class ValueSteps:
         upper bound, before they are counted)."""
         if not self.on:
             return 0
+        g = self.group
+        if g is not None and self.pending + g.nbytes <= PENDING_BYTES and g.native is not None:
+            hit = g.native.look(leaves)  # the check and the copy below, in the core
+            if hit is not None:
+                self.joined.append((hit[0], g.slots, g.sizes, hit[1]))
+                self.pending += g.nbytes
+                return len(hit[1])
+        elif g is not None and self.pending + g.nbytes <= PENDING_BYTES:
+            mine = list(map(FIRST, leaves))
+            # NOTE [a loop's look in one check]: the group's leaves, each as the group saw it,
+            # checked here and not in a method of the group (no frame for the line tracer)
+            if (len(mine) == len(g.leaves) and all(map(operator.is_, mine, g.leaves))
+                    and list(map(PTR, mine)) == g.ptrs and list(map(SHAPE, mine)) == g.shapes
+                    and all(map(FLAT, mine))):
+                # each leaf's history has its new gradient: ``at`` is its length less one
+                ats = [n - 1 for n in map(len, map(HISTORY, map(SECOND, leaves)))]
+                self.joined.append((np.concatenate(g.arrays) if g.arrays is not None else g.copy(), g.slots,
+                                    g.sizes, ats))
+                self.pending += g.nbytes
+                return len(mine)
         return self._look([(leaf, doc, max(len(doc.get("grad_history") or []) - 1, 0)) for leaf, doc in leaves],
                           now=False)
 
@@ -152,7 +158,8 @@ class ValueSteps:
         torch._C._set_grad_enabled(False)
         try:
             with torch._C._DisableTorchDispatch():
-                known: list[tuple[_Leaf, int]] = []
+                self.group = None
+                known: list[tuple[Leaf, int]] = []
                 grow = 0
                 for leaf, doc, at in looks:
                     s = self.seen.get(id(leaf))
@@ -171,8 +178,8 @@ class ValueSteps:
                             continue
                         self._compare(list(self.seen.values()), [])  # its data was replaced by another
                         del self.seen[id(leaf)]                      # shape or dtype: a new start
-                    if _followed(leaf):
-                        self.seen[id(leaf)] = _Leaf(leaf, doc)
+                    if followed(leaf):
+                        self.seen[id(leaf)] = Leaf(leaf, doc)
                 if now or self.pending + grow > PENDING_BYTES:
                     self._compare(list(self.seen.values()), known)
                 elif known:
@@ -182,7 +189,7 @@ class ValueSteps:
         finally:
             torch._C._set_grad_enabled(grad_was)
 
-    def _keep(self, known: list[tuple[_Leaf, int]]) -> None:
+    def _keep(self, known: list[tuple[Leaf, int]]) -> None:
         """A copy of each of ``known`` (NOTE [one copy per look])."""
         kind = known[0][0].kind
         flats: list[torch.Tensor] = []
@@ -191,38 +198,41 @@ class ValueSteps:
                 break
             flats.append(s.flat)
         if len(flats) < len(known) or len(known) == 1:
+            self._settle()  # the copies waiting in a look's one copy come first
             for s, at in known:
-                s.values.append(_copy(s.leaf))
+                s.values.append(copy_flat(s.leaf))
                 s.ats.append(at)
             return
-        owners: list[tuple[_Leaf, int]] = []
-        sizes: list[int] = []
-        for s, at in known:
-            owners.append((s, len(s.values)))
-            sizes.append(s.flat.numel())  # type: ignore[union-attr]
-            s.values.append(None)
-            s.ats.append(at)
-        self.joined.append((torch.cat(flats), owners, sizes))
+        slots = [s for s, _ in known]
+        group = Group(slots, flats)
+        self.joined.append((torch.cat(flats), slots, group.sizes, [at for _, at in known]))
+        self.group = group
 
-    def _compare(self, waiting: list[_Leaf], live: list[tuple[_Leaf, int]]) -> None:
+    def _settle(self) -> None:
+        """Each look's one copy waiting in ``joined`` handed to its leaves, part by part, in the
+        order of the looks."""
+        for whole, slots, sizes, ats in self.joined:
+            for s, part, at in zip(slots, as_tensor(whole).split_with_sizes(sizes), ats, strict=True):
+                s.values.append(part)
+                s.ats.append(at)
+        self.joined = []
+
+    def _compare(self, waiting: list[Leaf], live: list[tuple[Leaf, int]]) -> None:
         """Every waiting pair of ``waiting``'s copies, then each of ``live`` against its value
         now, all at once (NOTE [comparing later, in one go]); each leaf keeps its last value."""
         if self._grid(waiting, live):
             return
-        for whole, owners, sizes in self.joined:
-            for (s, k), part in zip(owners, whole.split_with_sizes(sizes), strict=True):
-                s.values[k] = part
-        self.joined = []
+        self._settle()
         befores: list[torch.Tensor] = []
         afters: list[torch.Tensor] = []
-        owned: list[tuple[_Leaf, int]] = []
+        owned: list[tuple[Leaf, int]] = []
         for s in waiting:
             for k, at in enumerate(s.ats):
-                befores.append(s.values[k])  # type: ignore[arg-type]
-                afters.append(s.values[k + 1])  # type: ignore[arg-type]
+                befores.append(s.values[k])
+                afters.append(s.values[k + 1])
                 owned.append((s, at))
         for s, at in live:
-            befores.append(s.values[-1])  # type: ignore[arg-type]
+            befores.append(s.values[-1])
             afters.append(s.leaf.reshape(-1))
             owned.append((s, at))
         if owned:
@@ -231,7 +241,7 @@ class ValueSteps:
                 raw = torch.stack(found).tolist()
             else:
                 raw = torch.stack([x.to("cpu", torch.float64) for x in found]).tolist()
-            norms = _f32(raw)
+            norms = f32(raw)
             n = len(owned)
             for k, (s, at) in enumerate(owned):
                 if raw[k] != 0:  # a change too small for its norm to tell is no step
@@ -245,26 +255,20 @@ class ValueSteps:
             torch._foreach_copy_([s.values[0] for s, _ in live], [s.leaf.reshape(-1) for s, _ in live])  # type: ignore[misc]
         self.pending = 0
 
-    def _grid(self, waiting: list[_Leaf], live: list[tuple[_Leaf, int]]) -> bool:
+    def _grid(self, waiting: list[Leaf], live: list[tuple[Leaf, int]]) -> bool:
         """NOTE [the looks of a loop as one grid]: True when every waiting copy is a part of a
         look's one copy of the same leaves (and ``live`` is those leaves, or none), and they
         were compared so."""
         if not self.joined:
             return False
-        _, owners, sizes = self.joined[0]
+        _, group, sizes, _ = self.joined[0]
         if max(sizes) > GRID_MAX:
             return False
-        group = [s for s, _ in owners]
-        for _, theirs, their_sizes in self.joined[1:]:
-            if their_sizes != sizes:
+        for _, theirs, their_sizes, _ in self.joined[1:]:
+            if their_sizes != sizes or (theirs is not group and not all(map(operator.is_, theirs, group))):
                 return False
-            for (a, _), b in zip(theirs, group, strict=True):
-                if a is not b:
-                    return False
-        looks = len(self.joined)
-        mine = {id(s) for s in group}
         for s in waiting:
-            if (len(s.ats) != looks or len(s.values) != looks + 1) if id(s) in mine else bool(s.ats):
+            if s.ats:  # a copy of its own waits: compared one pair at a time
                 return False
         if live:
             if len(live) != len(group):
@@ -272,7 +276,7 @@ class ValueSteps:
             for (a, _), b in zip(live, group, strict=True):
                 if a is not b:
                     return False
-        rows = [torch.cat([s.values[0] for s in group]), *(whole for whole, _, _ in self.joined)]  # type: ignore[misc]
+        rows = [torch.cat([s.values[0] for s in group]), *(as_tensor(whole) for whole, _, _, _ in self.joined)]
         if live:
             rows.append(torch.cat([s.leaf.reshape(-1) for s in group]))
         values = torch.stack(rows)
@@ -288,10 +292,12 @@ class ValueSteps:
             start += n
         found = torch.stack(columns)
         raw: list[float] = found.reshape(-1).tolist()
-        norms = _f32(raw)
+        norms = f32(raw)
         width, half = len(rows) - 1, len(group) * (len(rows) - 1)
         for j, s in enumerate(group):
-            ats = [*s.ats, live[j][1]] if live else s.ats
+            ats = [row[j] for _, _, _, row in self.joined]
+            if live:
+                ats.append(live[j][1])
             for k, at in enumerate(ats):
                 i = j * width + k
                 if raw[i] != 0:  # a change too small for its norm to tell is no step

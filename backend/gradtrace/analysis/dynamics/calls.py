@@ -47,15 +47,21 @@ def _members(view: DocView, counts: Mapping[str, int],
     around: dict[str, set[str]] = {}
     calls_of: dict[str, tuple[Call, ...]] = {}
     nested: set[tuple[str, ...]] = set()
+    many: dict[Any, bool] = {}
+    """Each path as the stacks spell it: whether it is counted ``MIN_CALLS`` times or more."""
     for n in view.nodes:
         stack = n.get("module_stack")
         if not stack or n.get("kind") != "function" or n.get("name") == "AccumulateGrad":
             continue
-        nid = str(n["id"])
         if len(stack) == 1:  # the usual case, with nothing around it
-            path = str(stack[0]["path"])
-            if counts.get(path, default) >= MIN_CALLS:
-                call = (path, int(stack[0]["call"]))
+            e = stack[0]
+            raw = e["path"]
+            hit = many.get(raw)
+            if hit is None:
+                hit = many[raw] = counts.get(str(raw), default) >= MIN_CALLS
+            if hit:
+                call = (str(raw), int(e["call"]))
+                nid = str(n["id"])
                 calls_of[nid] = (call,)
                 nodes = members.get(call)
                 if nodes is None:
@@ -63,6 +69,7 @@ def _members(view: DocView, counts: Mapping[str, int],
                 else:
                     nodes.append(nid)
             continue
+        nid = str(n["id"])
         paths = tuple([str(e["path"]) for e in stack])
         if paths not in nested:
             nested.add(paths)
@@ -124,6 +131,8 @@ def call_series(view: DocView, passes: list[Mapping[str, Any]],
     wanted = {int(p["index"]) for p in passes}
     if len(wanted) > 1:  # NOTE [a module that no pass walks many times]
         busy = _busy(view, wanted)
+        if not busy:  # no module's nodes would be looked at: no member, no series
+            return []
         counts = {path: MIN_CALLS for path in busy if counts.get(path, MIN_CALLS) >= MIN_CALLS}
         members, around, calls_of = _members(view, counts, 0)
     else:
@@ -219,8 +228,11 @@ def _alike(view: DocView, calls: list[tuple[int, list[str], list[str]]]) -> list
     by_id = view.by_id
     shapes = [tuple([str(by_id[n].get("name") or n) for n in nodes]) for _, nodes, _ in calls]
     for (_, nodes, found), shape in zip(calls, shapes, strict=True):
-        where = {n: k for k, n in enumerate(nodes)}
-        places.setdefault(shape, set()).update(where[o] for o in found)
+        known = places.get(shape)
+        if known is None:
+            known = places[shape] = set()
+        for o in found:  # a call's nodes are each once in it, its outputs few
+            known.add(nodes.index(o))
     return [(c, [nodes[k] for k in sorted(places[shape])]) for (c, nodes, _), shape in zip(calls, shapes, strict=True)]
 
 

@@ -23,22 +23,31 @@ _KINDS = {"TanhBackward0": "tanh", "SigmoidBackward0": "sigmoid", "ReluBackward0
           "GeluBackward0": None}
 
 
-def hits(kind: str, y: np.ndarray) -> int:
-    """How many of ``y``'s elements are saturated (tanh, sigmoid) or dead (relu)."""
-    y = y.astype(np.float64, copy=False)
-    if kind == "tanh":
-        hit = np.abs(y) > SATURATION
-    elif kind == "sigmoid":
-        hit = np.abs(2.0 * y - 1.0) > SATURATION
-    else:
-        hit = y == 0
-    return int(np.count_nonzero(hit))
+def _hits(kind: str, ys: list[np.ndarray]) -> list[int]:
+    """How many of each of ``ys``' elements are saturated (tanh, sigmoid) or dead (relu): the
+    arrays of one shape and dtype in one stack and one count (a layer's outputs at each
+    iteration, the usual case), each element compared as it is alone."""
+    out = [0] * len(ys)
+    groups: dict[tuple[Any, ...], list[int]] = {}
+    for k, y in enumerate(ys):
+        groups.setdefault((y.shape, y.dtype), []).append(k)
+    for ks in groups.values():
+        y = np.stack([ys[k] for k in ks]).reshape(len(ks), -1).astype(np.float64, copy=False)
+        if kind == "tanh":
+            hit = np.abs(y) > SATURATION
+        elif kind == "sigmoid":
+            hit = np.abs(2.0 * y - 1.0) > SATURATION
+        else:
+            hit = y == 0
+        for k, c in zip(ks, np.count_nonzero(hit, axis=1).tolist(), strict=True):
+            out[k] = int(c)
+    return out
 
 
 def activation_layers(nodes: list[Mapping[str, Any]], pass_of: Mapping[str, int],
                       read: Callable[[str], np.ndarray | None]) -> list[dict[str, Any]]:
     """Each activation layer with its share at each iteration it was walked (NOTE [saturated and
-    dead]), in network order (its first occurrence)."""
+    dead]), in network order (its first occurrence); each layer's outputs counted at once."""
     layers: dict[tuple[Any, ...], dict[str, Any]] = {}
     for n in nodes:
         kind = _KINDS.get(str(n.get("name")))
@@ -54,18 +63,20 @@ def activation_layers(nodes: list[Mapping[str, Any]], pass_of: Mapping[str, int]
             continue
         ident = (n.get("module"), kind, n.get("line"))
         layer = layers.setdefault(ident, {"module": n.get("module"), "kind": kind, "line": n.get("line"),
-                                          "passes": [], "nodes": [], "acc": []})
-        y = np.asarray(y)
-        if layer["passes"] and layer["passes"][-1] == p:  # more calls in one iteration (an RNN's
-            layer["acc"][-1][0] += hits(kind, y)         # steps): one share over all of them
-            layer["acc"][-1][1] += int(y.size)
-            continue
-        layer["passes"].append(p)
-        layer["nodes"].append(str(n["id"]))
-        layer["acc"].append([hits(kind, y), int(y.size)])
-    out = []
+                                          "passes": [], "nodes": [], "ys": [], "at": []})
+        if not layer["passes"] or layer["passes"][-1] != p:
+            layer["passes"].append(p)
+            layer["nodes"].append(str(n["id"]))
+        # more calls in one iteration (an RNN's steps) add to one share over all of them
+        layer["ys"].append(np.asarray(y))
+        layer["at"].append(len(layer["passes"]) - 1)
+    found = []
     for layer in layers.values():
-        acc = layer.pop("acc")
-        layer["share"] = [h / size if size else None for h, size in acc]
-        out.append(layer)
-    return out
+        ys, at = layer.pop("ys"), layer.pop("at")
+        hit, size = [0] * len(layer["passes"]), [0] * len(layer["passes"])
+        for k, y, h in zip(at, ys, _hits(layer["kind"], ys), strict=True):
+            hit[k] += h
+            size[k] += int(y.size)
+        layer["share"] = [h / n if n else None for h, n in zip(hit, size, strict=True)]
+        found.append(layer)
+    return found

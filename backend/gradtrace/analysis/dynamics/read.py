@@ -45,6 +45,31 @@ def file_reader(data: bytes | memoryview | None,
             return np.frombuffer(view[begin:end], dtype=little).reshape(shape)
         except (TypeError, ValueError):
             return None
+
+    # the dynamics' block read (analysis/dynamics/series.py: NOTE [a leaf's gradients in one read])
+    def many(keys: list[str]) -> np.ndarray | None:
+        """The tensors of ``keys`` as one array over a new first axis, when they share a dtype
+        and a shape and lie one after another in the file in that order; else None."""
+        infos = [found.get(k) for k in keys]
+        if not infos or any(i is None for i in infos):
+            return None
+        code, shape, begin, end = infos[0]  # type: ignore[misc]
+        dtype = _DTYPES.get(code)
+        step = end - begin
+        stop = begin + step * len(keys)
+        if dtype is None or not 0 <= begin <= stop <= len(view):
+            return None
+        for k, info in enumerate(infos):
+            c, sh, b, e = info  # type: ignore[misc]
+            if c != code or list(sh) != list(shape) or b != begin + k * step or e != b + step:
+                return None
+        try:
+            little = np.dtype(dtype).newbyteorder("<")
+            return np.frombuffer(view[begin:stop], dtype=little).reshape([len(keys), *shape])
+        except (TypeError, ValueError):
+            return None
+
+    read.many = many  # type: ignore[attr-defined]
     return read
 
 

@@ -94,42 +94,94 @@ def _abs_mean_max(kept: list[tuple[int, np.ndarray]]) -> list[tuple[int, float, 
     return out
 
 
+def _outs(xs: list[float | None]) -> list[Any]:
+    """:func:`_out` of each of ``xs``, a finite one inline (a series' values, the usual case)."""
+    return [None if x is None else float(f"{x:.7g}") if x - x == 0 else _out(x) for x in xs]
+
+
+Many = Callable[[list[str]], Any]
+"""The tensors of many keys as one array, or None (``many`` in analysis/dynamics/read.py)."""
+
+
+def _block(history: list[Any], at_pass: list[int], n: int, norm: list[float | None],
+           many: Many) -> list[tuple[int, float, float]] | None:
+    """Every gradient of ``history`` kept and read in one block (NOTE [a leaf's gradients in
+    one read]): each one's place, mean and max |grad|, its norms written into ``norm``; else
+    None, and nothing written."""
+    places: list[int] = []
+    keys: list[str] = []
+    norms: list[Any] = []
+    for h, tv in enumerate(history):
+        i = at_pass[h]
+        if not 0 <= i < n or not tv:
+            continue
+        key = tv.get("key")
+        if not key:
+            return None
+        places.append(i)
+        keys.append(str(key))
+        norms.append((tv.get("stats") or {}).get("norm"))
+    if not keys:
+        return None
+    y = many(keys)
+    if not isinstance(y, np.ndarray) or not y.size:
+        return None
+    for i, v in zip(places, norms, strict=True):
+        norm[i] = v if type(v) is float else number(v)
+    a = np.abs(y.reshape(len(keys), -1))
+    means = (np.add.reduce(a, axis=1, dtype=np.float64) / a.shape[1]).tolist()
+    tops = a.max(axis=1).astype(np.float64).tolist()
+    return list(zip(places, means, tops, strict=True))
+
+
 def _param(view: DocView, leaf: Mapping[str, Any], acc_passes: list[int], n: int,
-           read: Callable[[str], np.ndarray | None]) -> dict[str, Any]:
-    norm: list[Any] = [None] * n
-    mean: list[Any] = [None] * n
-    top: list[Any] = [None] * n
-    upd: list[Any] = [None] * n
+           read: Callable[[str], np.ndarray | None], many: Many | None) -> dict[str, Any]:
+    """One parameter's series: its raw values first, each written as the document writes it
+    in one pass at the end (:func:`_outs`).
+
+    NOTE [a leaf's gradients in one read]
+        A leaf's kept gradients (``n{id}.gh{k}``) share its shape and dtype, and the tensor
+        file lays them one after another: where the reader can (``many``, analysis/dynamics/
+        read.py), they are read as one array, one row per gradient, and their mean and max
+        |grad| reduced row by row, as the rows read one at a time and stacked would be."""
+    norm: list[float | None] = [None] * n
+    mean: list[float | None] = [None] * n
+    top: list[float | None] = [None] * n
+    upd: list[float | None] = [None] * n
     history = leaf.get("grad_history") or []
     at_pass = [acc_passes[h] if h < len(acc_passes) else h for h in range(len(history))]
     kept: list[tuple[int, np.ndarray]] = []
-    for h, tv in enumerate(history):
+    block = _block(history, at_pass, n, norm, many) if many is not None and len(history) > 1 else None
+    for h, tv in enumerate(history if block is None else ()):
         i = at_pass[h]
         if not 0 <= i < n or not tv:
             continue
         stats = tv.get("stats") or {}
         v = stats.get("norm")
-        norm[i] = _out(v if type(v) is float else number(v))
-        y = read(str(tv["key"])) if tv.get("key") else None
+        norm[i] = v if type(v) is float else number(v)
+        key = tv.get("key")
+        y = read(str(key)) if key else None
         if y is not None and y.size:
             kept.append((i, y))
         else:
             lo, hi = number(stats.get("min")), number(stats.get("max"))
-            top[i] = _out(max(abs(lo), abs(hi))) if lo is not None and hi is not None else None
-    for i, m, t in _abs_mean_max(kept):
-        mean[i], top[i] = _out(m), _out(t)
+            top[i] = max(abs(lo), abs(hi)) if lo is not None and hi is not None else None
+    for i, m, t in _abs_mean_max(kept) if block is None else block:  # type: ignore[union-attr]
+        mean[i], top[i] = m, t
     for s in leaf.get("value_steps") or []:
         h = int(s["at"]) - 1
         if not 0 <= h < len(at_pass) or not 0 <= at_pass[h] < n:
             continue
-        w, d = number(s.get("norm")), number(s.get("delta"))
+        w, d = s.get("norm"), s.get("delta")
+        if type(w) is not float or type(d) is not float:  # a float, as written (the usual case)
+            w, d = number(w), number(d)
         if w is None or d is None:
             continue
         ratio = d / w if w else math.inf
-        upd[at_pass[h]] = _out(math.log10(ratio) if ratio > 0 else -math.inf)
+        upd[at_pass[h]] = math.log10(ratio) if ratio > 0 else -math.inf
     name = leaf.get("name")
-    return {"node": str(leaf["id"]), "name": name, "module": module_of(name), "grad_norm": norm,
-            "grad_mean": mean, "grad_max": top, "update": upd}
+    return {"node": str(leaf["id"]), "name": name, "module": module_of(name), "grad_norm": _outs(norm),
+            "grad_mean": _outs(mean), "grad_max": _outs(top), "update": _outs(upd)}
 
 
 def _network_order(view: DocView, leaves: list[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
@@ -157,7 +209,7 @@ def dynamics(view: DocView, tensors: Tensors | None = None) -> dict[str, Any] | 
         return None
     read = _reader(tensors)
     calls = call_series(view, passes, read) if tensors is not None else []
-    by_iteration = _by_iteration(view, passes, read) if len(passes) >= 2 else None
+    by_iteration = _by_iteration(view, passes, read, getattr(tensors, "many", None)) if len(passes) >= 2 else None
     if by_iteration is None and not calls:
         return None
     out = by_iteration or {"threshold": SATURATION, "iterations": [int(p["index"]) for p in passes],
@@ -167,8 +219,8 @@ def dynamics(view: DocView, tensors: Tensors | None = None) -> dict[str, Any] | 
     return out
 
 
-def _by_iteration(view: DocView, passes: list[Mapping[str, Any]],
-                  read: Callable[[str], np.ndarray | None]) -> dict[str, Any] | None:
+def _by_iteration(view: DocView, passes: list[Mapping[str, Any]], read: Callable[[str], np.ndarray | None],
+                  many: Many | None) -> dict[str, Any] | None:
     n = len(passes)
     index = {int(p["index"]): i for i, p in enumerate(passes)}
     pass_of: dict[str, int] = {}
@@ -186,7 +238,7 @@ def _by_iteration(view: DocView, passes: list[Mapping[str, Any]],
               and t.get("grad_history")]
     if not any(len(t["grad_history"]) >= 2 for t in leaves):
         return None  # no leaf was trained over iterations (a double backward, two losses once)
-    params = [_param(view, t, acc_passes.get(view.accumulator(str(t["id"])) or "", []), n, read)
+    params = [_param(view, t, acc_passes.get(view.accumulator(str(t["id"])) or "", []), n, read, many)
               for t in _network_order(view, leaves)]
     layers = []
     for layer in activation_layers(view.nodes, pass_of, read):
