@@ -46,7 +46,7 @@ def _held_output_bytes(rec: Any) -> int:
     """The bytes of the forward outputs the tap holds (after the document settled them)."""
     tap = rec._rec.outputs
     total = 0
-    for slots in (*tap.by_node.values(), *tap.by_seq.values()):
+    for slots in tap.by_node.values():
         for kept in slots.values():
             if not isinstance(kept, int) and kept.tensor is not None:
                 total += kept.tensor.numel() * kept.tensor.element_size()

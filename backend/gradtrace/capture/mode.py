@@ -338,12 +338,6 @@ class CaptureMode(TorchFunctionMode):
 
     def _tangents(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any) -> None:
         rec = self.rec
-        if rec.outputs is not None and rec.outputs.off_stack():
-            # NOTE [the recorder's own read of a tangent]: the output tap is installed but off
-            # the stack, so this call runs inside its handler (a kernel's Python decomposition,
-            # below autograd): no program step, and reading its tangent reaches a kernel that
-            # only inference mode may reach.
-            return
         self._quietly(lambda: rec.tangents.note(func, args, kwargs, out, rec.current_line(), rec.values, rec.grow))
 
     def _before_clear(self, target: Any) -> None:

@@ -108,8 +108,6 @@ class OutputTap:
         output past it is not held, only its size is."""
         self.by_node: dict[Any, dict[int, Kept | int]] = {}
         """node -> output_nr -> Kept, or the bytes of an output not held (past ``max_bytes``)."""
-        self.by_seq: dict[int, dict[int, Kept | int]] = {}
-        """Empty, as ``NativeTap``'s: above autograd each output comes back with its node."""
         self._by_storage: dict[int, list[Kept]] = {}
         self._held: list[tuple[dict[int, Kept | int], int, Kept, int]] = []
         """What is held, in the order it was: the last let go first (``evict``)."""
@@ -191,7 +189,7 @@ class OutputTap:
 
     def release(self) -> None:
         """Let go of every output held: NOTE [each tensor let go once written] in tensorfile.py."""
-        _release(self.by_node, self.by_seq)
+        _release(self.by_node)
         self._held.clear()
         self._by_storage.clear()
 
@@ -232,10 +230,6 @@ class OutputTap:
                         kept.tensor = kept.tensor.clone()
                         kept.copied = True
 
-    def off_stack(self) -> bool:
-        """Never: no torch call of the program runs inside the tap's kernel (NOTE [the
-        recorder's own read of a tangent] in mode.py was about a Python dispatch mode)."""
-        return False
 
 
 def _higher_order_ops_pass_by(key: int) -> None:
@@ -257,13 +251,12 @@ def _higher_order_ops_pass_by(key: int) -> None:
 
 class NativeTap:
     """``OutputTap`` in the C++ core (NOTE [the tap in C++] in ``cxx/tap.h``): the same
-    ``by_node`` / ``by_seq`` / ``settle`` / ``paused`` for the document, with no Python on the
-    ops' path. Views need no ``by_seq``: above autograd each output comes back with its node."""
+    ``by_node`` / ``settle`` / ``paused`` for the document, with no Python on the ops' path:
+    above autograd each output comes back with its node, views included."""
 
     def __init__(self, core: Any) -> None:
         self.core = core
         self.by_node: dict[Any, dict[int, Kept | int]] = {}
-        self.by_seq: dict[int, dict[int, Kept | int]] = {}
         self._settled = False
 
     @property
@@ -285,12 +278,9 @@ class NativeTap:
     def __exit__(self, *exc: object) -> None:
         self.core.tap_stop()
 
-    def off_stack(self) -> bool:
-        return False  # no handler of the tap's ever runs Python
-
     def release(self) -> None:
         """``OutputTap.release``; the core lets go of its own (``Recorder::release_kept``)."""
-        _release(self.by_node, self.by_seq)
+        _release(self.by_node)
 
     def settle(self) -> None:
         """What the core holds, as ``OutputTap.by_node`` holds it (once)."""

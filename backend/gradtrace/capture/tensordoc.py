@@ -13,7 +13,6 @@ from typing import Any
 
 import orjson
 import torch
-from torch.autograd.function import BackwardCFunction
 
 from gradtrace.analysis.kept import saved_key
 from gradtrace.capture import native as _native
@@ -22,7 +21,7 @@ from gradtrace.capture.keysplice import GraphText, keyed, nonfinite, spliced
 from gradtrace.capture.outputs import Kept, NativeTap
 from gradtrace.capture.recorder import Recorder
 from gradtrace.capture.tensorfile import TensorFile, build
-from gradtrace.capture.values import dtype_name, encode
+from gradtrace.capture.values import encode
 from gradtrace.schema.canonical import CanonicalText, TensorValueDict, canonical_json
 
 
@@ -123,30 +122,6 @@ def _events(c: _Collect, text: bytes, acc: set[str]) -> tuple[list[tuple[Any, ..
     return rows, first
 
 
-def _by_seq(c: _Collect, graph: GraphText, matched: set[str],
-            found: list[tuple[int, str, dict[int, Any]]]) -> None:
-    """Nodes whose outputs the tap knows by sequence number only (views): matched where the
-    node is no custom Function's (its own forward's first op follows it) and the output's
-    shape and dtype are the node's."""
-    by_seq = c.rec.outputs.by_seq if c.rec.outputs is not None else {}
-    if not by_seq:
-        return
-    for fid, info in c.rec.fn_by_id.items():
-        if fid in matched or fid not in graph.pos or isinstance(info.node, BackwardCFunction):
-            continue
-        slots = by_seq.get(int(info.node._sequence_nr()))
-        first = slots.get(0) if slots else None
-        if slots is None or first is None:
-            continue
-        if isinstance(first, Kept):
-            node = graph.node(fid)
-            assert node is not None
-            if (list(first.tensor.shape) != node.get("shape")
-                    or dtype_name(first.tensor.dtype) != node.get("dtype")):
-                continue
-        found.append((int(fid[1:]), fid, slots))
-
-
 class _Output:
     """A function node's ``output``: each TensorValue's canonical JSON (None for none)."""
 
@@ -205,7 +180,6 @@ def _outputs(c: _Collect, graph: GraphText) -> list[_Output]:
         nid = f"n{index}"
         if index >= 0 and graph.kind.get(nid) == "function":
             found.append((index, nid, slots))
-    _by_seq(c, graph, {nid for _, nid, _ in found}, found)
     found.sort(key=lambda f: f[0])
     out: list[_Output] = []
     held: list[tuple[_Output, int, Kept]] = []
