@@ -90,6 +90,13 @@ class Kept:
             return False
 
 
+def _version(t: torch.Tensor) -> int:
+    try:
+        return int(t._version)
+    except RuntimeError:  # an inference tensor: no version counter (the core's -1)
+        return -1
+
+
 def _is_dual(t: torch.Tensor) -> bool:
     """Whether ``t`` has a tangent at forward-mode AD's first level (``_fw_grad(0)``, read in
     C++ by ``cxx/tap.h``); read with the tap's key off, as the tap's own op."""
@@ -109,6 +116,9 @@ class OutputTap:
         self.by_node: dict[Any, dict[int, Kept | int]] = {}
         """node -> output_nr -> Kept, or the bytes of an output not held (past ``max_bytes``)."""
         self._by_storage: dict[int, list[Kept]] = {}
+        self._values_by_storage: dict[int, list[Any]] = {}
+        """The core's gradients held by alias (``_Value``s of pycore.py), by storage: NOTE [held
+        gradients copied before a write] in ``cxx/tap.h`` (``Tap::hold_value``)."""
         self._held: list[tuple[dict[int, Kept | int], int, Kept, int]] = []
         """What is held, in the order it was: the last let go first (``evict``)."""
         core.tap = self
@@ -192,6 +202,15 @@ class OutputTap:
         _release(self.by_node)
         self._held.clear()
         self._by_storage.clear()
+        self._values_by_storage.clear()
+
+    def hold_value(self, v: Any, t: torch.Tensor) -> None:
+        """``Tap::hold_value``: the core's value ``v`` holds ``t`` by alias (NOTE [held gradients
+        copied before a write] in ``cxx/tap.h``). A plain dict append: atomic under the GIL on
+        whichever thread the hook runs."""
+        key = _storage_key(t)
+        if key is not None:
+            self._values_by_storage.setdefault(key, []).append(v)
 
     def evict(self, need: int) -> int:
         """Let go of the forward outputs held last until ``need`` bytes are free (a gradient
@@ -219,11 +238,21 @@ class OutputTap:
     def _copy_held(self, t: torch.Tensor) -> None:
         with _no_torch_function():
             key = _storage_key(t)
-            held = self._by_storage.pop(key, None) if key is not None else None
-            if not held:
+            if key is None:
+                return
+            values = self._values_by_storage.pop(key, None) if self._values_by_storage else None
+            held = self._by_storage.pop(key, None)
+            if not held and not values:
                 return
             with torch._C._ExcludeDispatchKeyGuard(KEY_SET), torch._C._AutoDispatchBelowADInplaceOrView():
-                for kept in held:
+                for v in values or ():  # ``Tap::copy_values``
+                    if v.kept_copy or v.kept is None or _version(v.kept) != v.kept_version:
+                        continue
+                    try:
+                        v.kept, v.kept_copy = v.kept.clone(), True
+                    except RuntimeError:  # cannot be copied: found changed at the end
+                        pass
+                for kept in held or ():
                     if kept.copied:  # a copy already, or let go (``evict``)
                         continue
                     if int(kept.tensor._version) == kept.version:

@@ -563,6 +563,8 @@ class PyCore:
             return
         v.kept_version = -1 if version is None else version
         self._charge(nbytes)
+        if self.tap is not None:  # NOTE [held gradients copied before a write] in cxx/tap.h
+            self.tap.hold_value(v, t)
 
     def _keep_copy(self, vid: int) -> None:
         """``Core::keep_copy``: an AccumulateGrad's gradients, copied as captured."""

@@ -84,7 +84,8 @@ _PASS_BY = ("aten::detach", "aten::alias")
 
 class Active:
     """The tap whose block records now (``active_tap()`` in ``cxx/tap.h``): an ``OutputTap``
-    with ``paused``, ``thread``, ``_by_storage``, ``_copy_before_write`` and ``_note``."""
+    with ``paused``, ``thread``, ``_by_storage``, ``_values_by_storage``, ``_copy_before_write``
+    and ``_note``."""
 
     tap: Any = None
 
@@ -146,15 +147,21 @@ class _Kernel:
         if type(numbers) is tuple:
             args, numbers = numbers, False
         tap = Active.tap
-        if tap is None or tap.paused or _get_ident() != tap.thread or _included(_FRONT_MODE):
+        if tap is None or _get_ident() != tap.thread or _included(_FRONT_MODE):
             # a functorch transform (vmap, grad) is active: its levels' tensors are no forward outputs
             if numbers:
                 with _KeyOff(KEY_SET):
                     return self.call(*args, **kwargs)
             return self.redispatch(keys & _AFTER, *args, **kwargs)
         mutable = self.mutable
-        if mutable and tap._by_storage:
+        if mutable and (tap._by_storage or tap._values_by_storage):
+            # backward passes too: NOTE [held gradients copied before a write] in cxx/tap.h
             tap._copy_before_write(self.op, args, kwargs)
+        if tap.paused:  # a backward's ops are no forward outputs
+            if numbers:
+                with _KeyOff(KEY_SET):
+                    return self.call(*args, **kwargs)
+            return self.redispatch(keys & _AFTER, *args, **kwargs)
         mark = _seq_nr()
         try:
             if numbers:

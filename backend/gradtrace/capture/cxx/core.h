@@ -52,6 +52,9 @@ struct Tap;
 int64_t evict_outputs(Tap* tap, int64_t need);
 // ``Tap::hold_saved``: a saved tensor no node made, held as a forward value (cxx/tap.h).
 int32_t hold_saved_in_tap(Tap* tap, const at::Tensor& t, int64_t nbytes);
+// ``Tap::hold_value``: a captured gradient held by alias, copied before a write like a forward
+// output (NOTE [held gradients copied before a write] in cxx/tap.h; ``Core::mu`` held).
+void hold_value_in_tap(Tap* tap, int32_t id, const at::Tensor& t);
 
 struct Core;
 
@@ -177,6 +180,8 @@ struct Core : std::enable_shared_from_this<Core> {
       v.kept = t.tensor_data();  // no dispatch; shares the version counter
       v.kept_version = ver;
       charge(nbytes);
+      // NOTE [held gradients copied before a write] in cxx/tap.h
+      if (tap != nullptr) hold_value_in_tap(tap, static_cast<int32_t>(&v - values.data()), t);
     } catch (const std::exception&) {  // a tensor that cannot be aliased (forward-AD's): not kept
       v.kept = at::Tensor();
     }
@@ -257,6 +262,9 @@ struct Core : std::enable_shared_from_this<Core> {
     {
       std::lock_guard<std::mutex> lock(mu);
       if (!enabled || stopped) return;
+      // the core's own ops (stats, copies) pass by the tap, whose copy before a write takes
+      // ``mu`` (NOTE [held gradients copied before a write] in cxx/tap.h)
+      c10::impl::ExcludeDispatchKeyGuard no_tap(c10::DispatchKey::TESTING_ONLY_GenericMode);
       int64_t task = torch::autograd::get_current_graph_task_id();
       pass = pass_for(task);
       line = passes[static_cast<size_t>(pass)].line;

@@ -530,6 +530,7 @@ struct Recorder {
       for (TapEntry& e : tap_->entries) e.tensor = at::Tensor();
       tap_->by_storage.clear();
       tap_->held.clear();
+      tap_->forget_values();  // NOTE [held gradients copied before a write] in cxx/tap.h
     }
     core->kept_bytes = 0;
   }

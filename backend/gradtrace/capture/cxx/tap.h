@@ -14,12 +14,27 @@
 //     (NOTE [copy on write] in outputs.py). What is held is charged to the core's keep budget
 //     (one budget for gradients and forward values: NOTE [held within the budget] in
 //     capture/tensorfile.py). No Python object is touched here: ops run with the GIL released.
+//
+// NOTE [held gradients copied before a write]
+//     The gradients the backward hooks capture are held by alias too (``Core::keep_alias``),
+//     and the program may write into their memory later: ``clip_grad_norm_``'s
+//     ``_foreach_mul_``, ``p.grad.mul_``, ``zero_``, the engine's ``+=`` into an existing
+//     ``.grad`` at the next backward. A gradient the engine stole for a leaf's ``.grad`` is
+//     also the memory of the gradients it came through (``mm``'s transposed result,
+//     ``TBackward0``'s input), so an edit of the ``.grad`` changes those too. Each such value
+//     is listed by storage (``hold_value``) and copied before an op writes there, as a
+//     forward output is, while the block records, backward passes included (the engine's
+//     accumulation and the program's hooks run there, on the block's thread). What the tap
+//     cannot see is still found by its version at the end and left out as ``changed``: a
+//     write on another thread, through numpy or a ``data_ptr``, or by a kernel that writes
+//     memory its schema does not name.
 #pragma once
 
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <c10/core/impl/LocalDispatchKeySet.h>
 #include <torch/library.h>
 
+#include <atomic>
 #include <thread>
 
 namespace gradtrace {
@@ -50,6 +65,10 @@ struct Tap {
   ska::flat_hash_map<std::pair<const Node*, int32_t>, int32_t, PairHash> seen;
   ska::flat_hash_map<const void*, std::vector<int32_t>> by_storage;
   std::vector<int32_t> held;  // entries holding a tensor, in the order they were held
+  // NOTE [held gradients copied before a write]: the core's values held by alias, by storage
+  // (filled by the backward hooks under ``Core::mu``, on any thread; read under it)
+  ska::flat_hash_map<const void*, std::vector<int32_t>> values_by_storage;
+  std::atomic<bool> values_held{false};
 
   static int64_t version_of(const at::Tensor& t) {
     return static_cast<int64_t>(t.unsafeGetTensorImpl()->version_counter().current_version());
@@ -135,7 +154,9 @@ struct Tap {
 
   void copy_held(const at::Tensor& t) {
     if (!t.defined() || !t.has_storage()) return;
-    auto it = by_storage.find(t.storage().data());
+    const void* data = t.storage().data();
+    if (values_held.load(std::memory_order_acquire)) copy_values(data);
+    auto it = by_storage.find(data);
     if (it == by_storage.end()) return;
     std::vector<int32_t> held = std::move(it->second);
     by_storage.erase(it);
@@ -148,7 +169,41 @@ struct Tap {
       e.copied = true;
     }
   }
+
+  // NOTE [held gradients copied before a write]: value ``id``'s alias of ``t``; ``Core::mu`` held.
+  void hold_value(int32_t id, const at::Tensor& t) {
+    if (!t.has_storage()) return;
+    values_by_storage[t.storage().data()].push_back(id);
+    values_held.store(true, std::memory_order_release);
+  }
+
+  // The values held on storage ``data``, still as captured, copied (``Core::keep_copy``'s copy).
+  void copy_values(const void* data) {
+    std::lock_guard<std::mutex> lock(core->mu);
+    auto it = values_by_storage.find(data);
+    if (it == values_by_storage.end()) return;
+    std::vector<int32_t> ids = std::move(it->second);
+    values_by_storage.erase(it);
+    c10::impl::ExcludeDispatchKeyGuard off(kTapKey);
+    at::AutoDispatchBelowADInplaceOrView below;  // a plain copy: no node, no version bump
+    for (int32_t id : ids) {
+      Value& v = core->values[static_cast<size_t>(id)];
+      if (v.kept_copy || !v.kept.defined() || core->version_of(v.kept) != v.kept_version) continue;
+      try {
+        v.kept = v.kept.clone();
+        v.kept_copy = true;
+      } catch (const std::exception&) {  // cannot be copied: found changed at the end
+      }
+    }
+  }
+
+  void forget_values() {
+    values_by_storage.clear();
+    values_held.store(false, std::memory_order_release);
+  }
 };
+
+void hold_value_in_tap(Tap* tap, int32_t id, const at::Tensor& t) { tap->hold_value(id, t); }
 
 int64_t evict_outputs(Tap* tap, int64_t need) { return tap->evict(need); }
 int32_t hold_saved_in_tap(Tap* tap, const at::Tensor& t, int64_t nbytes) { return tap->hold_saved(t, nbytes); }
@@ -169,7 +224,7 @@ inline Tap*& active_tap() {
 inline void tap_fallback(const c10::OperatorHandle& op, c10::DispatchKeySet ks, torch::jit::Stack* stack) {
   auto rest = ks & c10::DispatchKeySet(c10::DispatchKeySet::FULL_AFTER, kTapKey);
   Tap* tap = active_tap();
-  if (tap == nullptr || tap->paused > 0 || tap->thread != std::this_thread::get_id() ||
+  if (tap == nullptr || tap->thread != std::this_thread::get_id() ||
       c10::impl::tls_is_dispatch_key_included(c10::DispatchKey::FuncTorchDynamicLayerFrontMode)) {
     // a functorch transform (vmap, grad) is active: its levels' tensors are no forward outputs
     op.redispatchBoxed(rest, stack);
@@ -178,7 +233,13 @@ inline void tap_fallback(const c10::OperatorHandle& op, c10::DispatchKeySet ks, 
   const auto& schema = op.schema();
   size_t nargs = schema.arguments().size();
   size_t base = stack->size() - nargs;
-  if (!tap->by_storage.empty() && schema.is_mutable()) tap->copy_before_write(schema, *stack, base);
+  if ((!tap->by_storage.empty() || tap->values_held.load(std::memory_order_acquire)) && schema.is_mutable()) {
+    tap->copy_before_write(schema, *stack, base);  // backward passes too: NOTE [held gradients copied before a write]
+  }
+  if (tap->paused > 0) {  // a backward's ops are no forward outputs
+    op.redispatchBoxed(rest, stack);
+    return;
+  }
   uint64_t mark = at::sequence_number::peek();
   if (op.hasKernelForDispatchKey(c10::DispatchKey::CompositeImplicitAutograd) ||
       op.hasKernelForDispatchKey(c10::DispatchKey::CompositeImplicitAutogradNestedTensor)) {
