@@ -22,6 +22,7 @@ NOTE [copy on write]
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from typing import Any
 
@@ -248,10 +249,8 @@ class OutputTap:
                 for v in values or ():  # ``Tap::copy_values``
                     if v.kept_copy or v.kept is None or _version(v.kept) != v.kept_version:
                         continue
-                    try:
+                    with contextlib.suppress(RuntimeError):  # cannot be copied: found changed at the end
                         v.kept, v.kept_copy = v.kept.clone(), True
-                    except RuntimeError:  # cannot be copied: found changed at the end
-                        pass
                 for kept in held or ():
                     if kept.copied:  # a copy already, or let go (``evict``)
                         continue
