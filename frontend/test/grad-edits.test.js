@@ -5,7 +5,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { indexDocument } from "../src/graph/document.js";
-import { Timeline } from "../src/graph/timeline.js";
+import { Timeline, finalGrad } from "../src/graph/timeline.js";
 import { effectWords, gradEdits, lineGradNotes } from "../src/analysis/grad-edits.js";
 import { stepSentence, wordsContext } from "../src/analysis/words.js";
 import { fmtTensorShort } from "../src/graph/values.js";
@@ -27,6 +27,24 @@ test("the last step's sentence agrees with the clipped .grad the box shows", () 
   assert.match(last, /, and 3 more leaves' \.grad\.$/);
   // one step earlier nothing was edited yet
   assert.doesNotMatch(stepSentence(ctx, tl.N - 1), /outside autograd/);
+});
+
+test("the last step shows the clipped .grad's kept tensor, not a .grad the file has no key for", () => {
+  const doc = load("findings_clip");
+  const leafNode = doc.graph.nodes.find((n) => n.name === "model.0.weight");
+  assert.equal(finalGrad(leafNode), leafNode.grad);  // no tensor file: the document's final .grad
+  // what a run with a tensor file writes now: the clip as an edit after the one accumulation
+  // (its value the final .grad), a key on each history entry and edit, none on `grad`
+  leafNode.grad_history.forEach((h, j) => { h.key = `${leafNode.id}.gh${j}`; });
+  leafNode.grad_edits = [{ at: 1, line: 8, in_backward: false, value: { ...leafNode.grad, key: `${leafNode.id}.ge0` } }];
+  const tl = new Timeline(indexDocument(doc));
+  const box = tl.leafGradAt(tl.index.idx.get(leafNode.id), tl.N);
+  assert.ok(box.edited);
+  assert.equal(box.value.key, `${leafNode.id}.ge${leafNode.grad_edits.length - 1}`);
+  assert.deepEqual(box.value.stats, leafNode.grad.stats);
+  // a final .grad that is not the last edit's value keeps its own (unkeyed) value
+  const other = { ...leafNode, grad: { ...leafNode.grad, stats: { ...leafNode.grad.stats, norm: 0 } } };
+  assert.equal(finalGrad(other), other.grad);
 });
 
 test("the clipping line says what it did to which .grad", () => {

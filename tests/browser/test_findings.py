@@ -134,6 +134,12 @@ def test_the_clipping_program_shows_torchs_final_gradient(playground: Any, artif
     # the .grad section comes after the first tensor is drawn (NOTE [the looked-at tensor
     # first] in frontend/src/ui/tensors.js): wait for it rather than read the inspector at once
     expect(page.locator("#inspector")).to_contain_text(f"norm {printed}", timeout=30_000)
+    # the clipped .grad is kept in the run's tensor file (the edit's own entry, ``ge0``), and
+    # so is every gradient under it: nothing is left out as changed
+    tensors = page.locator("#inspector [data-gt='tensors']")
+    expect(tensors.locator("[data-gt='tensor'][data-key$='.ge0'][data-ready='1']")).to_have_count(1, timeout=30_000)
+    expect(tensors.locator("[data-gt='tensors-left-out']")).to_have_count(0)
+    expect(tensors).not_to_contain_text("not kept")
     page.screenshot(path=str(artifacts_dir / "findings-clipping.png"))
 
 

@@ -87,7 +87,8 @@ export class Timeline {
     if (!list) return null;
     const j = lastAtOrBefore(list, k, (x) => x[0]);
     if (j < 0) return null;
-    const value = k >= this.N && this.edited.has(leaf) && this.index.nodes[leaf].grad ? this.index.nodes[leaf].grad : list[j][1];
+    const node = this.index.nodes[leaf];
+    const value = k >= this.N && this.edited.has(leaf) && node.grad ? finalGrad(node) : list[j][1];
     return { value, count: j + 1, pass: list[j][2], step: list[j][0], edited: value !== list[j][1] };
   }
 
@@ -109,6 +110,27 @@ export class Timeline {
     const s = Math.max(1, k);
     return this.segments.find((g) => s >= g.start && s <= g.end) || null;
   }
+}
+
+/**
+ * A leaf's final .grad as the page shows it. The document's final `grad` names no tensor of the
+ * file (docs/CONTRACT.md, "The tensor file"); where it is the value of the leaf's last history
+ * entry or edit (the recorder looks at every .grad again when the block ends, so a later change
+ * would be an edit of its own: NOTE [gradient edits] in backend/gradtrace/capture/gradedits.py),
+ * that entry is shown instead: the same numbers, with the key of the kept tensor.
+ */
+export function finalGrad(node) {
+  const g = node.grad;
+  if (!g || g.key) return g;
+  const hist = node.grad_history || [];
+  const edits = node.grad_edits || [];
+  const edit = edits.length ? edits[edits.length - 1] : null;
+  const last = edit && edit.at >= hist.length ? edit.value : hist[hist.length - 1];
+  return last && last.key && sameTensorValue(last, g) ? last : g;
+}
+
+function sameTensorValue(a, b) {
+  return ["dtype", "shape", "stats", "values"].every((f) => JSON.stringify(a[f]) === JSON.stringify(b[f]));
 }
 
 /** Index of the last item whose key is ≤ k in a list sorted by key, or −1. */
