@@ -7,15 +7,17 @@ NOTE [kept tensors]
       :mod:`gradtrace.capture.outputs`), by reference, copied only before a write;
     * a backward event's gradients (``e{i}.go{k}``, ``e{i}.gi{k}``, ``e{i}.grad``,
       ``e{i}.hb{k}``/``e{i}.ha{k}``): each captured value of the core keeps the tensor itself,
-      an alias that shares its version counter (no copy, and autograd may still steal it); an
-      AccumulateGrad event's gradients, which autograd and the program change in place later
-      (the next accumulation, clipping, ``zero_``), are copied when the event is recorded. The
-      two kernel sets do the same (``Core::keep_alias`` / ``Core::keep_copy`` in
-      ``cxx/core.h``, ``PyCore._keep`` / ``PyCore._keep_copy``);
+      an alias that shares its version counter (no copy, and autograd may still steal it),
+      copied before a write the tap sees, as a forward output is (the memory of a ``.grad``
+      that clipping or the next accumulation changes: NOTE [held gradients copied before a
+      write] in ``cxx/tap.h``); an AccumulateGrad event's gradients are copied when the event
+      is recorded. The two kernel sets do the same (``Core::keep_alias`` / ``Core::keep_copy``
+      in ``cxx/core.h``, ``PyCore._keep`` / ``PyCore._keep_copy``);
     * a leaf's ``.grad`` history and edits (``n{id}.gh{h}``, ``n{id}.ge{j}``): copies; its value
       when first met (``n{id}.value``, a copy) and at the end (``n{id}.end``).
-    A reference whose version moved before the document was built no longer holds what was
-    recorded: it is left out with reason ``changed``, never written wrong.
+    A reference whose version moved before the document was built (a write the tap did not
+    see: another thread, numpy) no longer holds what was recorded: it is left out with reason
+    ``changed``, never written wrong.
 
 NOTE [what the budget keeps first]
     Past ``budget_bytes`` the file keeps, in this order and each class in document order: the
