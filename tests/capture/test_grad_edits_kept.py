@@ -185,3 +185,19 @@ def test_a_program_that_never_edits_grad_keeps_the_file_it_kept_before() -> None
             assert not leaf.get("grad_edits")
             for entry in leaf["grad_history"]:
                 assert tensors[entry["key"]].tobytes() == plain_tensors[entry["key"]].tobytes()
+
+
+@BOTH
+def test_a_write_through_numpy_is_left_out_as_changed_never_kept_wrong(native: bool) -> None:
+    """numpy writes the memory without a torch op: the tap cannot copy first. The gradients
+    that shared the ``.grad``'s memory are left out as ``changed``; every history entry (a
+    copy taken when it was recorded) is still torch's."""
+    code = HEAD + "for p in model.parameters():\n    p.grad.numpy()[...] *= 0.5\n"
+    expected = _bare(code)
+    doc, tensors, _ = _recorded(code, native)
+    changed = [x["key"] for x in doc["tensors"]["left_out"] if x["reason"] == "changed"]
+    assert changed and all(k.startswith("e") for k in changed)
+    for leaf in (n for n in doc["graph"]["nodes"] if n["kind"] == "tensor" and n["role"] == "leaf"
+                 and n["name"].startswith("model.")):
+        first = leaf["grad_history"][0]
+        assert tensors[first["key"]].tobytes() == expected[leaf["name"]][0].numpy().tobytes()

@@ -108,6 +108,8 @@ PYBIND11_MODULE(_native, m) {
       .def("tap_paused", &gradtrace::Recorder::tap_paused)
       .def("tap_entries", &gradtrace::Recorder::tap_entries)
       .def("tap_clear", &gradtrace::Recorder::tap_clear)
+      // NOTE [held gradients copied before a write] in cxx/tap.h: a write no op announced
+      .def("tap_stale", [](gradtrace::Recorder& r, const at::Tensor& t) { if (r.tap_) r.tap_->stale(t); })
       .def("set_keep_budget", &gradtrace::Recorder::set_keep_budget)
       .def("event_refs", &gradtrace::Recorder::event_refs)
       .def("saved_kept", &gradtrace::Recorder::saved_kept)

@@ -150,6 +150,10 @@ class GradEdits:
         """Every recorded leaf, for ``guard``."""
         self._ours: set[int] = set()
         self._handles: list[Any] = []
+        self.unseen: Callable[[torch.Tensor], None] | None = None
+        """Told of a ``.grad`` whose values changed while its version did not (numpy, an
+        unversioned kernel): the output tap's ``stale`` (NOTE [held gradients copied before a
+        write] in ``cxx/tap.h``), so what it held there by alias is not written as recorded."""
 
     # ------------------------------------------------------------ after a backward call
     def accumulated(self, leaf: torch.Tensor, doc: dict[str, Any], handle: Any, version: int,
@@ -272,6 +276,8 @@ class GradEdits:
                     self._owner[id(now)] = lid
                     hit.grad, hit.version = now, now._version  # written, but nothing changed
                     continue
+                if not moved and self.unseen is not None:
+                    self.unseen(now)
                 handle = self._capture(now)
                 if not _all_zero(now):  # all zeros: a reset (NOTE [grad resets])
                     hit.doc.setdefault("grad_edits", []).append(

@@ -91,6 +91,10 @@ class Kept:
             return False
 
 
+STALE = -2
+"""The version of what a write no op announced changed (``Tap::kStale``): no counter reads it."""
+
+
 def _version(t: torch.Tensor) -> int:
     try:
         return int(t._version)
@@ -205,6 +209,20 @@ class OutputTap:
         self._by_storage.clear()
         self._values_by_storage.clear()
 
+    def stale(self, t: torch.Tensor) -> None:
+        """``Tap::stale``: a write no op announced on ``t``'s memory (numpy, a kernel that
+        moves no version), found afterwards by its values: what was held there by alias is
+        left out as ``changed``, never written wrong."""
+        key = _storage_key(t)
+        if key is None:
+            return
+        for v in self._values_by_storage.pop(key, ()):
+            if not v.kept_copy and v.kept is not None:
+                v.kept_version = STALE
+        for kept in self._by_storage.pop(key, ()):
+            if not kept.copied:
+                kept.version = STALE
+
     def hold_value(self, v: Any, t: torch.Tensor) -> None:
         """``Tap::hold_value``: the core's value ``v`` holds ``t`` by alias (NOTE [held gradients
         copied before a write] in ``cxx/tap.h``). A plain dict append: atomic under the GIL on
@@ -309,6 +327,10 @@ class NativeTap:
     def release(self) -> None:
         """``OutputTap.release``; the core lets go of its own (``Recorder::release_kept``)."""
         _release(self.by_node)
+
+    def stale(self, t: torch.Tensor) -> None:
+        """``OutputTap.stale``, in the core (``Tap::stale``)."""
+        self.core.tap_stale(t)
 
     def settle(self) -> None:
         """What the core holds, as ``OutputTap.by_node`` holds it (once)."""

@@ -193,6 +193,8 @@ class Recorder:
         dropped: each removes itself."""
         self.edits = GradEdits(self.values.capture_copy, self.wake, self._accumulated_hook, self._edit_cost)
         """Accumulated leaves' ``.grad`` as last seen: NOTE [gradient edits] in gradedits.py."""
+        if self.outputs is not None:  # NOTE [held gradients copied before a write] in cxx/tap.h
+            self.edits.unseen = self.outputs.stale
         self.steps = ValueSteps()
         """Leaves' values after their last backward: NOTE [a leaf's value around each step] in valuesteps.py."""
         self.tracer = LineTracer(filename, pending=self.pending, wake=self.wake,

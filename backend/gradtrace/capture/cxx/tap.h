@@ -25,9 +25,11 @@
 //     is listed by storage (``hold_value``) and copied before an op writes there, as a
 //     forward output is, while the block records, backward passes included (the engine's
 //     accumulation and the program's hooks run there, on the block's thread). What the tap
-//     cannot see is still found by its version at the end and left out as ``changed``: a
-//     write on another thread, through numpy or a ``data_ptr``, or by a kernel that writes
-//     memory its schema does not name.
+//     cannot see is left out as ``changed``, never written wrong: a write on another thread
+//     moves the version, found at the end; a write that moves none (numpy, a ``data_ptr``)
+//     into a ``.grad`` is found by its values at the recorder's next look (``GradEdits.check``
+//     in capture/gradedits.py), which marks what was held there stale (``stale``). Such a
+//     write anywhere else, or a kernel writing memory its schema does not name, is not seen.
 #pragma once
 
 #include <ATen/core/dispatch/Dispatcher.h>
@@ -196,6 +198,33 @@ struct Tap {
       }
     }
   }
+
+  // A write no op announced on ``t``'s memory (numpy, a kernel that moves no version), found
+  // afterwards by its values (``GradEdits.check``): what was held there by alias is no longer
+  // what was recorded, and will be left out as ``changed`` rather than written wrong.
+  void stale(const at::Tensor& t) {
+    if (!t.defined() || !t.has_storage()) return;
+    const void* data = t.storage().data();
+    {
+      std::lock_guard<std::mutex> lock(core->mu);
+      auto it = values_by_storage.find(data);
+      if (it != values_by_storage.end()) {
+        for (int32_t id : it->second) {
+          Value& v = core->values[static_cast<size_t>(id)];
+          if (!v.kept_copy && v.kept.defined()) v.kept_version = kStale;
+        }
+        values_by_storage.erase(it);
+      }
+    }
+    auto it = by_storage.find(data);
+    if (it == by_storage.end()) return;
+    for (int32_t idx : it->second) {
+      TapEntry& e = entries[static_cast<size_t>(idx)];
+      if (!e.copied && e.tensor.defined()) e.version = kStale;
+    }
+    by_storage.erase(it);
+  }
+  static constexpr int64_t kStale = -2;  // no version counter reads this (an inference tensor's: -1)
 
   void forget_values() {
     values_by_storage.clear();
