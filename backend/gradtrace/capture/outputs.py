@@ -22,7 +22,6 @@ NOTE [copy on write]
 
 from __future__ import annotations
 
-import contextlib
 import threading
 from typing import Any
 
@@ -30,6 +29,7 @@ import torch
 import torch.autograd.forward_ad as _fwad
 
 from gradtrace.capture import tapkernel
+from gradtrace.capture.heldvalues import STALE, HeldValues
 from gradtrace.capture.tapkernel import KEY, KEY_SET
 
 _get_ident = threading.get_ident
@@ -91,17 +91,6 @@ class Kept:
             return False
 
 
-STALE = -2
-"""The version of what a write no op announced changed (``Tap::kStale``): no counter reads it."""
-
-
-def _version(t: torch.Tensor) -> int:
-    try:
-        return int(t._version)
-    except RuntimeError:  # an inference tensor: no version counter (the core's -1)
-        return -1
-
-
 def _is_dual(t: torch.Tensor) -> bool:
     """Whether ``t`` has a tangent at forward-mode AD's first level (``_fw_grad(0)``, read in
     C++ by ``cxx/tap.h``); read with the tap's key off, as the tap's own op."""
@@ -121,9 +110,9 @@ class OutputTap:
         self.by_node: dict[Any, dict[int, Kept | int]] = {}
         """node -> output_nr -> Kept, or the bytes of an output not held (past ``max_bytes``)."""
         self._by_storage: dict[int, list[Kept]] = {}
-        self._values_by_storage: dict[int, list[Any]] = {}
-        """The core's gradients held by alias (``_Value``s of pycore.py), by storage: NOTE [held
-        gradients copied before a write] in ``cxx/tap.h`` (``Tap::hold_value``)."""
+        self.values = HeldValues()
+        """The core's gradients held by alias: NOTE [held gradients copied before a write] in
+        ``cxx/tap.h``."""
         self._held: list[tuple[dict[int, Kept | int], int, Kept, int]] = []
         """What is held, in the order it was: the last let go first (``evict``)."""
         core.tap = self
@@ -207,7 +196,7 @@ class OutputTap:
         _release(self.by_node)
         self._held.clear()
         self._by_storage.clear()
-        self._values_by_storage.clear()
+        self.values.clear()
 
     def stale(self, t: torch.Tensor) -> None:
         """``Tap::stale``: a write no op announced on ``t``'s memory (numpy, a kernel that
@@ -216,20 +205,16 @@ class OutputTap:
         key = _storage_key(t)
         if key is None:
             return
-        for v in self._values_by_storage.pop(key, ()):
-            if not v.kept_copy and v.kept is not None:
-                v.kept_version = STALE
+        self.values.stale(key)
         for kept in self._by_storage.pop(key, ()):
             if not kept.copied:
                 kept.version = STALE
 
     def hold_value(self, v: Any, t: torch.Tensor) -> None:
-        """``Tap::hold_value``: the core's value ``v`` holds ``t`` by alias (NOTE [held gradients
-        copied before a write] in ``cxx/tap.h``). A plain dict append: atomic under the GIL on
-        whichever thread the hook runs."""
+        """``Tap::hold_value``: the core's value ``v`` holds ``t`` by alias."""
         key = _storage_key(t)
         if key is not None:
-            self._values_by_storage.setdefault(key, []).append(v)
+            self.values.hold(key, v)
 
     def evict(self, need: int) -> int:
         """Let go of the forward outputs held last until ``need`` bytes are free (a gradient
@@ -259,16 +244,13 @@ class OutputTap:
             key = _storage_key(t)
             if key is None:
                 return
-            values = self._values_by_storage.pop(key, None) if self._values_by_storage else None
+            values = key in self.values.by_storage
             held = self._by_storage.pop(key, None)
             if not held and not values:
                 return
             with torch._C._ExcludeDispatchKeyGuard(KEY_SET), torch._C._AutoDispatchBelowADInplaceOrView():
-                for v in values or ():  # ``Tap::copy_values``
-                    if v.kept_copy or v.kept is None or _version(v.kept) != v.kept_version:
-                        continue
-                    with contextlib.suppress(RuntimeError):  # cannot be copied: found changed at the end
-                        v.kept, v.kept_copy = v.kept.clone(), True
+                if values:
+                    self.values.copy(key)
                 for kept in held or ():
                     if kept.copied:  # a copy already, or let go (``evict``)
                         continue

@@ -84,8 +84,8 @@ _PASS_BY = ("aten::detach", "aten::alias")
 
 class Active:
     """The tap whose block records now (``active_tap()`` in ``cxx/tap.h``): an ``OutputTap``
-    with ``paused``, ``thread``, ``_by_storage``, ``_values_by_storage``, ``_copy_before_write``
-    and ``_note``."""
+    with ``paused``, ``thread``, ``_by_storage``, ``values``, ``_copy_before_write`` and
+    ``_note``."""
 
     tap: Any = None
 
@@ -154,7 +154,7 @@ class _Kernel:
                     return self.call(*args, **kwargs)
             return self.redispatch(keys & _AFTER, *args, **kwargs)
         mutable = self.mutable
-        if mutable and (tap._by_storage or tap._values_by_storage):
+        if mutable and (tap._by_storage or tap.values.by_storage):
             # backward passes too: NOTE [held gradients copied before a write] in cxx/tap.h
             tap._copy_before_write(self.op, args, kwargs)
         if tap.paused:  # a backward's ops are no forward outputs
