@@ -112,3 +112,13 @@ def test_a_damaged_or_truncated_file_is_a_409_and_what_holds_together_is_served(
     head = api.get(f"/api/runs/{truncated.doc_id}/tensors/n1.out0")
     assert head.status_code == 200 and head.content == arrays["n1.out0"].astype("<f4").tobytes()
     assert live_server.alive()
+
+
+def test_the_openapi_describes_the_route_its_headers_and_its_errors(api: httpx.Client) -> None:
+    paths = api.get("/openapi.json").json()["paths"]
+    for path in ("/api/runs/{run_id}/tensors/{key}", "/api/shares/{share_id}/tensors/{key}"):
+        answers = paths[path]["get"]["responses"]
+        assert set(answers["200"]["headers"]) >= {"ETag", "Cache-Control", "X-Tensor-Dtype", "X-Tensor-Shape"}
+        assert "application/octet-stream" in answers["200"]["content"]
+        assert {"304", "404", "409", "422"} <= set(answers), sorted(answers)
+        assert "no_such_tensor" in answers["404"]["description"]
