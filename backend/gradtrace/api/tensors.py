@@ -4,8 +4,9 @@
 every tensor's key, dtype, shape and absolute byte range); ``GET /api/runs/{id}/tensors.safetensors``
 answers the file, whole or one ``Range`` at a time (NOTE [which Range requests are answered
 how] in ``ranges.py``). Both carry ``ETag: "<sha256>"`` and immutable caching: a file never
-changes under its hash. The same two live under ``/api/shares/{id}/``. No torch here: the
-header is parsed as JSON (``storage/tensor_header.py``), the buffers are only sliced.
+changes under its hash. The same two live under ``/api/shares/{id}/``; one tensor by its key
+is ``tensor_keys.py``. No torch here: the header is parsed as JSON
+(``storage/tensor_header.py``), the buffers are only sliced.
 
 NOTE [checking a stored file before serving it]
     Every answer checks that the file has all its chunks, and a Range read that each chunk
@@ -72,7 +73,7 @@ IfRange = Annotated[str | None, Header(alias="If-Range", max_length=200,
                                        description="Honour Range only when this is the file's ETag")]
 
 CACHING = {"ETag": {"description": 'The file\'s SHA-256 in quotes: "<sha256>"', "schema": {"type": "string"}},
-            "Cache-Control": {"description": IMMUTABLE, "schema": {"type": "string"}}}
+           "Cache-Control": {"description": IMMUTABLE, "schema": {"type": "string"}}}
 
 
 def _error(description: str) -> dict[str, Any]:
@@ -92,14 +93,14 @@ ERRORS: dict[int | str, dict[str, Any]] = {
 BINARY = {MEDIA_TYPE: {"schema": {"type": "string", "format": "binary"}}}
 _INDEX_RESPONSES: dict[int | str, dict[str, Any]] = {
     **ERRORS, 200: {"description": "The index: every tensor's key, dtype, shape and byte range",
-                     "headers": CACHING}}
+                    "headers": CACHING}}
 _FILE_RESPONSES: dict[int | str, dict[str, Any]] = {
     **ERRORS,
     200: {"description": "The whole safetensors file", "content": BINARY,
           "headers": {**CACHING, "Accept-Ranges": {"description": "bytes", "schema": {"type": "string"}}}},
     206: {"description": "One byte range of the file", "content": BINARY,
           "headers": {**CACHING, "Content-Range": {"description": "bytes start-end/size",
-                                                    "schema": {"type": "string"}}}},
+                                                   "schema": {"type": "string"}}}},
     400: _error("A Range header that is not a valid byte range (code invalid_range)"),
     416: _error("The Range asks for no byte of the file (Content-Range: bytes */size)"),
 }
