@@ -30,8 +30,10 @@ class App {
     this.editor = new CodeEditor($("#editor"), { onRun: () => this.runner.run(), onLineSelect: (line) => this.viewer.selectLine(line),
       onLeave: () => $("#graph").focus() });
     bindWrap($("#wrap"), this.editor);
+    /** The document's tensor source (NOTE [tensor sources] in tensors/source.js). */
+    this.tensors = serviceTensors((doc) => (this.config.share_id && doc.id === this.sharedId ? this.config.share_id : null));
     this.viewer = new Viewer(document.body, { state: this.state, code: this.editor, codeText: () => this.editor.code, checks: true,
-      tensors: serviceTensors((doc) => (this.config.share_id && doc.id === this.sharedId ? this.config.share_id : null)),
+      tensors: this.tensors,
       onGoals: () => this.exercises.onReport() });
     this.results = { badge: $("#status-badge"), error: $("#error-box"), stdout: $("#stdout"), stdoutWrap: $("#stdout-wrap") };
     const status = (s, text) => renderStatus(this.results.badge, s, text);

@@ -1,8 +1,10 @@
 """The inspector's tensors on the playground: a run through the real service and sandbox, its
-tensor file read one tensor per HTTP Range request when a node is selected, never before (the
-page's first frame makes no request to the tensor file; the index alone is asked for once the
-graph is drawn, NOTE [tensor sources] in frontend/src/tensors/source.js), and the hovered
-number exactly the one in the file the service stores (read here with ``safetensors.numpy``).
+tensor file read one request per tensor when a node is selected, never before (the page's
+first frame makes no request to the tensor file; the index alone is asked for once the graph is
+drawn, NOTE [tensor sources] in frontend/src/tensors/source.js): a Range request on the file
+once the index has arrived, the tensor by its key before (NOTE [one round trip for the first
+look] in backend/gradtrace/api/tensor_keys.py), and the hovered number exactly the one in the
+file the service stores (read here with ``safetensors.numpy``).
 Screenshot: tests/artifacts/tensors-service-attention.png.
 """
 
@@ -61,6 +63,15 @@ def test_the_first_frame_asks_nothing_of_the_tensor_file(playground: Any) -> Non
     assert [u for u in asked if u.endswith("/tensors")] == [asked[0]] and len(asked) == 1, asked
 
 
+INDEXED = "window.gradtrace.app.tensors(window.gradtrace.app.doc).indexed"
+"""The page's source has the run's index: a look reads by Range from now on."""
+
+
+def _tensor_reads(asked: list[tuple[str, str | None]]) -> list[tuple[str, str | None]]:
+    """The requests for a tensor's bytes: Range reads of the file, and reads by key."""
+    return [(u, r) for u, r in asked if u.endswith("/tensors.safetensors") or "/tensors/" in u]
+
+
 def test_tensors_are_fetched_by_range_only_when_looked_at(playground: Any, live_server: Any,
                                                            artifacts_dir: Path) -> None:
     page = playground
@@ -70,7 +81,8 @@ def test_tensors_are_fetched_by_range_only_when_looked_at(playground: Any, live_
     doc = page.evaluate("window.gradtrace.app.doc")
     assert doc.get("tensors"), "the service kept no tensor file"
     # the first frame (and everything up to now) asked no byte of the tensor file
-    assert not [u for u, _ in asked if u.endswith(".safetensors")], asked
+    assert not _tensor_reads(asked), asked
+    wait_until(page, INDEXED)  # asked for in idle time: the looks below read by Range
     node = page.evaluate("""() => { const app = window.gradtrace.app, nodes = app.index.nodes;
         const i = nodes.findIndex(n => n.name === 'SoftmaxBackward0');
         app.viewer.selectNode(app.scene.view.vnodes.findIndex(n => n.refs && n.refs.length === 1 && n.refs[0] === i));
@@ -144,7 +156,8 @@ def test_a_stored_runs_page_reads_each_tensor_by_one_range_request(page: Any, li
             if "/tensors" in r.url else None)
     page.goto(f"{live_server.url}/r/{run_id}")
     wait_until(page, "window.gradtrace && window.gradtrace.app.scene")
-    assert not [u for u, _ in asked if u.endswith(".safetensors")], asked  # no byte before a look
+    assert not _tensor_reads(asked), asked  # no byte before a look
+    wait_until(page, INDEXED)
     page.evaluate("""() => { const app = window.gradtrace.app, nodes = app.index.nodes;
         const i = nodes.findIndex(n => n.name === 'SoftmaxBackward0');
         app.viewer.selectNode(app.scene.view.vnodes.findIndex(n => n.refs && n.refs.length === 1 && n.refs[0] === i));

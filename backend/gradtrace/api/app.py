@@ -30,6 +30,7 @@ from gradtrace.api import (
     pages,
     runs,
     shares,
+    tensor_keys,
     tensors,
 )
 from gradtrace.api.metrics import Metrics
@@ -78,7 +79,7 @@ def create_app(settings: Settings | None = None, *, runner: Runner | None = None
                   summary="Record PyTorch's dynamic autograd graph, share it, watch it run.")
     app.state.services = svc
     errors.install(app)
-    for module in (runs, gradcheck, explain, tensors, shares, compare, compare_page, lessons, ops, pages):
+    for module in (runs, gradcheck, explain, tensors, tensor_keys, shares, compare, compare_page, lessons, ops, pages):
         app.include_router(module.router)
     pages.mount_static(app)
     docs.install(app)  # /docs with Swagger UI from a package, not a CDN
@@ -86,7 +87,7 @@ def create_app(settings: Settings | None = None, *, runner: Runner | None = None
         app.add_middleware(CORSMiddleware, allow_origins=settings.cors_origins,
                            allow_methods=["GET", "POST", "DELETE"], allow_headers=["*"],
                            expose_headers=["X-Request-ID", "Retry-After", "ETag", "Content-Range",
-                                           "Accept-Ranges", "Content-Length"])
+                                           "Accept-Ranges", "Content-Length", "X-Tensor-Dtype", "X-Tensor-Shape"])
     app.add_middleware(RequestContextMiddleware, max_body_bytes=settings.max_body_mb * 1024 * 1024,
                        metrics=svc.metrics)
     # Outermost: every answer, the inner middlewares' refusals included (NOTE [security headers]).

@@ -58,10 +58,11 @@ async def create_run(body: StrictRunRequest, request: Request, svc: ServicesDep)
     if result.size + len(result.attachment or b"") <= SMALL_RUN_BYTES:  # NOTE [small runs stay on the loop]
         encoded = _encode(result)
         # NOTE [runs written behind] and [written after the answer] (storage/behind.py)
-        if svc.store.put_run_behind(encoded, result.attachment, hold=True):
+        sha = checked_sha256(result)
+        if svc.store.put_run_behind(encoded, result.attachment, hold=True, tensors_sha256=sha):
             held = _release_after_answer(svc, encoded.doc_id)
         else:
-            await run_in_threadpool(svc.store.put_run, encoded, result.attachment)
+            await run_in_threadpool(svc.store.put_run, encoded, result.attachment, sha)
     else:
         encoded = await run_in_threadpool(_encode_and_store, result, svc)
     svc.metrics.runs.labels(encoded.status).inc()
@@ -110,9 +111,24 @@ def _encode_and_store(result: JobResult, svc: Services) -> EncodedDocument:
     """One trip to the thread pool for both (each trip is a GIL hand-over on the request path);
     the insert itself is written behind when it can be (NOTE [runs written behind])."""
     encoded = _encode(result)
-    if not svc.store.put_run_behind(encoded, result.attachment):
-        svc.store.put_run(encoded, result.attachment)
+    sha = checked_sha256(result)
+    if not svc.store.put_run_behind(encoded, result.attachment, tensors_sha256=sha):
+        svc.store.put_run(encoded, result.attachment, sha)
     return encoded
+
+
+def checked_sha256(result: JobResult) -> str | None:
+    """The tensor file's SHA-256 as this process checked it, or None (then it is hashed when
+    stored). A result validated here (``result.document``: the local pool's) names its file's
+    hash, and validation accepted the file only when its bytes hash to it
+    (sandbox/kinds/run.py ``_checked_index``): hashing a GRU-200's file again would cost as
+    much once more. A result that came through the queue was checked by its worker, in
+    another process, and is hashed again here."""
+    if result.attachment is None or not isinstance(result.document, dict):
+        return None
+    named = result.document.get("tensors")
+    sha = named.get("sha256") if isinstance(named, dict) else None
+    return sha if isinstance(sha, str) else None
 
 
 def _encode(result: JobResult) -> EncodedDocument:

@@ -3,25 +3,45 @@
 Every page that draws a run asks for its index (NOTE [tensor sources] in
 frontend/src/tensors/source.js), and building it parses and checks the whole safetensors
 header (40-50 ms for GRU-200's 13,223 tensors). A stored file never changes under its owner,
-so the built index (and its gzip, for a long one) is kept, up to ``INDEX_CACHE_BYTES``, the
-least recently asked dropped first.
+so the built index (its JSON, its gzip for a long one, and each key's place for the per-key
+route, ``tensor_keys.py``) is kept, up to ``INDEX_CACHE_BYTES``, the least recently asked
+dropped first.
 """
 
 from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from dataclasses import dataclass
 
+from gradtrace.collector import gc_paused
 from gradtrace.storage.codec import compress
-from gradtrace.storage.tensor_header import header_length, index_json
+from gradtrace.storage.tensor_header import check_header, header_length, index_from
 from gradtrace.storage.tensor_rows import TensorSource
 
 GZIP_INDEX_BYTES = 64 << 10
 """An index longer than this is gzip'd for a client that takes it."""
 INDEX_CACHE_BYTES = 32 << 20
-"""Bytes of built indexes kept (plain and gzip'd), the oldest dropped first."""
+"""Bytes of built indexes kept (plain, gzip'd, and about as much again for the key map), the
+oldest dropped first."""
 
-_indexes: OrderedDict[tuple[str, str, str], tuple[bytes, bytes | None]] = OrderedDict()
+Place = tuple[int, int, str, list[int]]
+"""One tensor's ``(start, end, dtype, shape)``: absolute byte offsets, end exclusive."""
+
+
+@dataclass(frozen=True)
+class BuiltIndex:
+    body: bytes
+    gz: bytes | None
+    places: dict[str, Place]
+
+    @property
+    def cost(self) -> int:
+        """Bytes it is counted as: the JSON twice (the key map holds about as much), the gzip."""
+        return 2 * len(self.body) + len(self.gz or b"")
+
+
+_indexes: OrderedDict[tuple[str, str, str], BuiltIndex] = OrderedDict()
 _indexes_lock = threading.Lock()
 
 
@@ -31,7 +51,8 @@ def _index_key(source: TensorSource) -> tuple[str, str, str]:
     return str(getattr(source, "owner", "")), str(getattr(source, "owner_id", "")), source.sha256
 
 
-def _cached_index(source: TensorSource) -> tuple[bytes, bytes | None] | None:
+def cached_index(source: TensorSource) -> BuiltIndex | None:
+    """The index already built for ``source``, or None (nothing read)."""
     with _indexes_lock:
         found = _indexes.get(_index_key(source))
         if found is not None:
@@ -39,24 +60,23 @@ def _cached_index(source: TensorSource) -> tuple[bytes, bytes | None] | None:
         return found
 
 
-def built_index(source: TensorSource) -> tuple[bytes, bytes | None]:
-    """The index as JSON and, when long, gzip'd; built and checked once per stored file."""
-    found = _cached_index(source)
+def built_index(source: TensorSource) -> BuiltIndex:
+    """The index as JSON, gzip'd when long, and each key's place; built and checked once per
+    stored file (TensorFileDamaged when its header does not hold together)."""
+    found = cached_index(source)
     if found is not None:
         return found
-    body = read_index(source)
-    built = body, (compress(body) if len(body) > GZIP_INDEX_BYTES else None)
+    n = header_length(source.read(0, min(8, source.size)), source.size)
+    header = source.read(8, 8 + n)
+    with gc_paused():  # NOTE [gc while building documents] in collector.py: nothing here is cyclic
+        entries = check_header(header, size=source.size)
+        body = index_from(entries, size=source.size, sha256=source.sha256, header_bytes=8 + n)
+        places = {key: (start, end, dtype, shape) for start, end, key, dtype, shape in entries}
+    built = BuiltIndex(body, compress(body) if len(body) > GZIP_INDEX_BYTES else None, places)
     with _indexes_lock:
         _indexes[_index_key(source)] = built
-        total = sum(len(b) + len(g or b"") for b, g in _indexes.values())
+        total = sum(b.cost for b in _indexes.values())
         while total > INDEX_CACHE_BYTES and len(_indexes) > 1:
-            _key, (b, g) = _indexes.popitem(last=False)
-            total -= len(b) + len(g or b"")
+            _key, dropped = _indexes.popitem(last=False)
+            total -= dropped.cost
     return built
-
-
-def read_index(source: TensorSource) -> bytes:
-    """The file's index as JSON, its header parsed and checked (TensorFileDamaged when it does
-    not hold together)."""
-    n = header_length(source.read(0, min(8, source.size)), source.size)
-    return index_json(source.read(8, 8 + n), size=source.size, sha256=source.sha256)

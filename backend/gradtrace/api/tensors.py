@@ -4,8 +4,9 @@
 every tensor's key, dtype, shape and absolute byte range); ``GET /api/runs/{id}/tensors.safetensors``
 answers the file, whole or one ``Range`` at a time (NOTE [which Range requests are answered
 how] in ``ranges.py``). Both carry ``ETag: "<sha256>"`` and immutable caching: a file never
-changes under its hash. The same two live under ``/api/shares/{id}/``. No torch here: the
-header is parsed as JSON (``storage/tensor_header.py``), the buffers are only sliced.
+changes under its hash. The same two live under ``/api/shares/{id}/``; one tensor by its key
+is ``tensor_keys.py``. No torch here: the header is parsed as JSON
+(``storage/tensor_header.py``), the buffers are only sliced.
 
 NOTE [checking a stored file before serving it]
     Every answer checks that the file has all its chunks, and a Range read that each chunk
@@ -71,8 +72,8 @@ RangeHeader = Annotated[str | None, Header(alias="Range", max_length=1000,
 IfRange = Annotated[str | None, Header(alias="If-Range", max_length=200,
                                        description="Honour Range only when this is the file's ETag")]
 
-_CACHING = {"ETag": {"description": 'The file\'s SHA-256 in quotes: "<sha256>"', "schema": {"type": "string"}},
-            "Cache-Control": {"description": IMMUTABLE, "schema": {"type": "string"}}}
+CACHING = {"ETag": {"description": 'The file\'s SHA-256 in quotes: "<sha256>"', "schema": {"type": "string"}},
+           "Cache-Control": {"description": IMMUTABLE, "schema": {"type": "string"}}}
 
 
 def _error(description: str) -> dict[str, Any]:
@@ -82,24 +83,24 @@ def _error(description: str) -> dict[str, Any]:
             "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorResponse"}}}}
 
 
-_ERRORS: dict[int | str, dict[str, Any]] = {
+ERRORS: dict[int | str, dict[str, Any]] = {
     404: _error("Unknown id, or no tensor file was kept for it"),
     409: _error("The stored file is damaged or truncated (code tensor_file_damaged)"),
     422: _error(str(ERROR_RESPONSES[422]["description"])),
     503: _error(str(ERROR_RESPONSES[503]["description"])),
-    304: {"description": "Not modified: If-None-Match names the file's ETag", "headers": _CACHING},
+    304: {"description": "Not modified: If-None-Match names the file's ETag", "headers": CACHING},
 }
-_BINARY = {MEDIA_TYPE: {"schema": {"type": "string", "format": "binary"}}}
+BINARY = {MEDIA_TYPE: {"schema": {"type": "string", "format": "binary"}}}
 _INDEX_RESPONSES: dict[int | str, dict[str, Any]] = {
-    **_ERRORS, 200: {"description": "The index: every tensor's key, dtype, shape and byte range",
-                     "headers": _CACHING}}
+    **ERRORS, 200: {"description": "The index: every tensor's key, dtype, shape and byte range",
+                    "headers": CACHING}}
 _FILE_RESPONSES: dict[int | str, dict[str, Any]] = {
-    **_ERRORS,
-    200: {"description": "The whole safetensors file", "content": _BINARY,
-          "headers": {**_CACHING, "Accept-Ranges": {"description": "bytes", "schema": {"type": "string"}}}},
-    206: {"description": "One byte range of the file", "content": _BINARY,
-          "headers": {**_CACHING, "Content-Range": {"description": "bytes start-end/size",
-                                                    "schema": {"type": "string"}}}},
+    **ERRORS,
+    200: {"description": "The whole safetensors file", "content": BINARY,
+          "headers": {**CACHING, "Accept-Ranges": {"description": "bytes", "schema": {"type": "string"}}}},
+    206: {"description": "One byte range of the file", "content": BINARY,
+          "headers": {**CACHING, "Content-Range": {"description": "bytes start-end/size",
+                                                   "schema": {"type": "string"}}}},
     400: _error("A Range header that is not a valid byte range (code invalid_range)"),
     416: _error("The Range asks for no byte of the file (Content-Range: bytes */size)"),
 }
@@ -114,7 +115,7 @@ class SafetensorsResponse(Response):
 async def run_tensor_index(request: Request, run_id: RunId, svc: ServicesDep,
                            if_none_match: IfNoneMatch = None) -> Response:
     known = svc.store.known_tensors("run", run_id, max_age_s=svc.run_retention_s)
-    return await _index(request, known, lambda: _run_file(svc, run_id), if_none_match)
+    return await _index(request, known, lambda: run_file(svc, run_id), if_none_match)
 
 
 @router.get("/api/runs/{run_id}/tensors.safetensors", response_class=SafetensorsResponse,
@@ -122,7 +123,7 @@ async def run_tensor_index(request: Request, run_id: RunId, svc: ServicesDep,
 async def run_tensor_file(run_id: RunId, svc: ServicesDep, range_header: RangeHeader = None,
                           if_none_match: IfNoneMatch = None, if_range: IfRange = None) -> Response:
     known = svc.store.known_tensors("run", run_id, max_age_s=svc.run_retention_s)
-    return await _file(known, lambda: _run_file(svc, run_id), f"run-{run_id}", range_header, if_none_match,
+    return await _file(known, lambda: run_file(svc, run_id), f"run-{run_id}", range_header, if_none_match,
                        if_range)
 
 
@@ -131,7 +132,7 @@ async def run_tensor_file(run_id: RunId, svc: ServicesDep, range_header: RangeHe
 async def share_tensor_index(request: Request, share_id: ShareId, svc: ServicesDep,
                              if_none_match: IfNoneMatch = None) -> Response:
     known = svc.store.known_tensors("share", share_id)
-    return await _index(request, known, lambda: _share_file(svc, share_id), if_none_match)
+    return await _index(request, known, lambda: share_file(svc, share_id), if_none_match)
 
 
 @router.get("/api/shares/{share_id}/tensors.safetensors", response_class=SafetensorsResponse,
@@ -139,7 +140,7 @@ async def share_tensor_index(request: Request, share_id: ShareId, svc: ServicesD
 async def share_tensor_file(share_id: ShareId, svc: ServicesDep, range_header: RangeHeader = None,
                             if_none_match: IfNoneMatch = None, if_range: IfRange = None) -> Response:
     known = svc.store.known_tensors("share", share_id)
-    return await _file(known, lambda: _share_file(svc, share_id), f"share-{share_id}", range_header,
+    return await _file(known, lambda: share_file(svc, share_id), f"share-{share_id}", range_header,
                        if_none_match, if_range)
 
 
@@ -147,7 +148,7 @@ async def _index(request: Request, known: TensorSource | None, find: Callable[[]
                  if_none_match: str | None) -> Response:
     """A 304 on the loop; otherwise the file is looked up (so a file deleted since, maybe by
     another replica, is a 404) and its index built once (NOTE [cheap reads on the event loop])."""
-    if known is not None and none_match(if_none_match, _etag(known)):
+    if known is not None and none_match(if_none_match, etag(known)):
         return index_response(request, known, if_none_match)
     return await run_in_threadpool(lambda: index_response(request, find(), if_none_match))
 
@@ -162,16 +163,16 @@ async def _file(known: TensorSource | None, find: Callable[[], TensorSource], na
 
 def _cheap(source: TensorSource, range_header: str | None, if_none_match: str | None, if_range: str | None) -> bool:
     """A 304, a refused Range, or one range of at most ON_LOOP_BYTES."""
-    if none_match(if_none_match, _etag(source)):
+    if none_match(if_none_match, etag(source)):
         return True
     try:
-        wanted = requested_range(range_header, source.size, if_range=if_range, etag=_etag(source))
+        wanted = requested_range(range_header, source.size, if_range=if_range, etag=etag(source))
     except (InvalidRange, RangeNotSatisfiable):
         return True
     return wanted is not None and wanted.end - wanted.start <= ON_LOOP_BYTES
 
 
-def _run_file(svc: Services, run_id: str) -> TensorSource:
+def run_file(svc: Services, run_id: str) -> TensorSource:
     source = svc.store.run_tensors(run_id, max_age_s=svc.run_retention_s)
     if source is None:
         svc.require_kept_run(run_id)  # an unknown (or forgotten) run: its own 404
@@ -180,7 +181,7 @@ def _run_file(svc: Services, run_id: str) -> TensorSource:
     return source
 
 
-def _share_file(svc: Services, share_id: str) -> TensorSource:
+def share_file(svc: Services, share_id: str) -> TensorSource:
     source = svc.store.share_tensors(share_id)
     if source is None:
         find_share(svc, share_id)  # an unknown share: its own 404
@@ -189,36 +190,36 @@ def _share_file(svc: Services, share_id: str) -> TensorSource:
     return source
 
 
-def _etag(source: TensorSource) -> str:
+def etag(source: TensorSource) -> str:
     return f'"{source.sha256}"'
 
 
-def _caching(source: TensorSource) -> dict[str, str]:
-    return {"ETag": _etag(source), "Cache-Control": IMMUTABLE}
+def caching(source: TensorSource) -> dict[str, str]:
+    return {"ETag": etag(source), "Cache-Control": IMMUTABLE}
 
 
 def index_response(request: Request, source: TensorSource, if_none_match: str | None) -> Response:
     """The index, gzip'd when it is big and the client takes gzip: a page asks for it once the
     graph is drawn (NOTE [tensor sources] in frontend/src/tensors/source.js), whether or not a
     tensor is looked at, and a GRU-200's is 1.05 MB of JSON (13,223 tensors; 126 KB gzip'd)."""
-    headers = _caching(source)
+    headers = caching(source)
     if none_match(if_none_match, headers["ETag"]):
         return Response(status_code=304, headers=headers)
-    body, gz = built_index(source)
-    if gz is not None:
-        return json_response(request, raw=body, gz=gz, headers=headers)
-    return Response(body, media_type="application/json", headers=headers)
+    built = built_index(source)
+    if built.gz is not None:
+        return json_response(request, raw=built.body, gz=built.gz, headers=headers)
+    return Response(built.body, media_type="application/json", headers=headers)
 
 
 def file_response(source: TensorSource, name: str, range_header: str | None, if_none_match: str | None,
                   if_range: str | None) -> Response:
-    headers = {**_caching(source), "Accept-Ranges": "bytes"}
+    headers = {**caching(source), "Accept-Ranges": "bytes"}
     if none_match(if_none_match, headers["ETag"]):
         return Response(status_code=304, headers=headers)
     wanted = requested_range(range_header, source.size, if_range=if_range, etag=headers["ETag"])
     if wanted is not None:
         headers["Content-Range"] = wanted.content_range
-        return _bytes(source, wanted.start, wanted.end, 206, headers)
+        return bytes_response(source, wanted.start, wanted.end, 206, headers)
     built_index(source)  # a damaged header is a 409 before any byte goes out
     headers["Content-Disposition"] = f'attachment; filename="{re.sub(r"[^A-Za-z0-9_-]", "", name)}.safetensors"'
     if source.size <= VERIFIED_IN_MEMORY:
@@ -230,7 +231,7 @@ def file_response(source: TensorSource, name: str, range_header: str | None, if_
     return StreamingResponse(_verified(source), media_type=MEDIA_TYPE, headers=headers)
 
 
-def _bytes(source: TensorSource, start: int, end: int, status: int, headers: dict[str, str]) -> Response:
+def bytes_response(source: TensorSource, start: int, end: int, status: int, headers: dict[str, str]) -> Response:
     if end - start <= VERIFIED_IN_MEMORY:
         return SafetensorsResponse(source.read(start, end), status_code=status, headers=headers)
     headers["Content-Length"] = str(end - start)

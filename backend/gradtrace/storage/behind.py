@@ -62,10 +62,13 @@ class WriteBehind:
         self._writer: threading.Thread | None = None
         self._closed = False
 
-    def offer(self, doc: EncodedDocument, tensors: bytes | None = None, *, hold: bool = False) -> bool:
+    def offer(self, doc: EncodedDocument, tensors: bytes | None = None, *, hold: bool = False,
+              tensors_sha256: str | None = None) -> bool:
         """Queue a run; False, queueing nothing, when too much is waiting already or closed.
-        ``hold``: readable at once, written once released (NOTE [written after the answer])."""
-        waiting = Waiting(doc, None if tensors is None else MemoryTensors(tensors, tensor_sha256(tensors)))
+        ``hold``: readable at once, written once released (NOTE [written after the answer]).
+        ``tensors_sha256``: the file's hash where the caller checked it already."""
+        sha = None if tensors is None else tensors_sha256 or tensor_sha256(tensors)
+        waiting = Waiting(doc, None if tensors is None or sha is None else MemoryTensors(tensors, sha))
         with self._lock:
             queued = sum(w.tensor_bytes for w in self._waiting.values())
             if (len(self._waiting) >= RUNS_BEHIND_MAX or self._closed

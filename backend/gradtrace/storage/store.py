@@ -136,11 +136,13 @@ class Store:
                 tensor_rows.write(conn, self._insert, "run", doc.doc_id, tensors,
                                   tensors_sha256 or tensor_rows.tensor_sha256(tensors))
 
-    def put_run_behind(self, doc: EncodedDocument, tensors: bytes | None = None, *, hold: bool = False) -> bool:
+    def put_run_behind(self, doc: EncodedDocument, tensors: bytes | None = None, *, hold: bool = False,
+                       tensors_sha256: str | None = None) -> bool:
         """Store a run from the writer thread (NOTE [runs written behind] in ``behind.py``);
         False, storing nothing, when too many runs (or tensor bytes) are waiting already.
-        ``hold``: not before ``release_run`` (NOTE [written after the answer])."""
-        return self._behind.offer(doc, tensors, hold=hold)
+        ``hold``: not before ``release_run`` (NOTE [written after the answer]).
+        ``tensors_sha256``: the file's SHA-256 where the caller has checked it (else hashed here)."""
+        return self._behind.offer(doc, tensors, hold=hold, tensors_sha256=tensors_sha256)
 
     def release_run(self, run_id: str) -> None:
         """Write a run put behind with ``hold`` (NOTE [written after the answer] in ``behind.py``)."""

@@ -48,10 +48,15 @@ def index_json(header: bytes, *, size: int, sha256: str) -> bytes:
     bytes whose JSON header (the N bytes after the first 8) is ``header``, as JSON; written
     from the checked tuples, without a model per tensor (NOTE [checked, then built])."""
     with gc_paused():  # NOTE [gc while building documents] in collector.py: nothing here is cyclic
-        entries = check_header(header, size=size)
-        return orjson.dumps({"format": "safetensors", "sha256": sha256, "bytes": size, "header_bytes": 8 + len(header),
-                             "tensors": [{"key": key, "dtype": dtype, "shape": shape, "start": start, "end": end}
-                                         for start, end, key, dtype, shape in entries]})
+        return index_from(check_header(header, size=size), size=size, sha256=sha256, header_bytes=8 + len(header))
+
+
+def index_from(entries: list[tuple[int, int, str, str, list[int]]], *, size: int, sha256: str,
+               header_bytes: int) -> bytes:
+    """The index as JSON from ``check_header``'s checked tuples."""
+    return orjson.dumps({"format": "safetensors", "sha256": sha256, "bytes": size, "header_bytes": header_bytes,
+                         "tensors": [{"key": key, "dtype": dtype, "shape": shape, "start": start, "end": end}
+                                     for start, end, key, dtype, shape in entries]})
 
 
 def check_header(header: bytes, *, size: int) -> list[tuple[int, int, str, str, list[int]]]:

@@ -8,8 +8,11 @@
  *     Range request per tensor on `{base}/tensors.safetensors` (docs/CONTRACT.md, "The tensor
  *     file"): only the tensors looked at are fetched, so the page's first frame never waits
  *     for the tensor file. `prepare()` asks for the index alone: the inspector calls it when
- *     the page is idle after drawing a run's graph (ui/tensors.js), so that the first look
- *     makes one round trip (its Range request), not two in a row.
+ *     the page is idle after drawing a run's graph (ui/tensors.js). A look before the index
+ *     has arrived asks for the tensor by its key (`GET {base}/tensors/{key}`: its bytes, with
+ *     its dtype and shape in `X-Tensor-Dtype` / `X-Tensor-Shape`), so every first look is one
+ *     round trip, never the index and then its Range in a row (NOTE [one round trip for the
+ *     first look] in backend/gradtrace/api/tensor_keys.py).
  *   - `bytesSource(bytes, leftOut)`: a saved HTML file carries a safetensors file of its own
  *     (backend/gradtrace/notebook/html.py, within the size budget it states); a key it left
  *     out answers why.
@@ -80,8 +83,30 @@ export function rangeSource(base) {
   };
   const prepare = () => { entries().catch(() => { /* asked again, and answered, at the first look */ }); };
   const ask = (t) => fetch(`${base}/tensors.safetensors`, { headers: { Range: `bytes=${t.start}-${t.end - 1}` } });
-  return cached("service", (key) => {
+  /** The tensor by its key alone: `null` when the answer does not say its dtype and shape. */
+  const byKey = async (key, t0) => {
+    const res = await fetch(`${base}/tensors/${encodeURIComponent(key)}`);
+    if (!res.ok) throw await failure(res, `tensor ${key}`);
+    const dtype = res.headers.get("X-Tensor-Dtype"), shape = res.headers.get("X-Tensor-Shape");
+    if (!dtype || !shape) return null;
+    const bytes = new Uint8Array(await res.arrayBuffer());
+    return timed(t0, () => decodeTensor(dtype, JSON.parse(shape), bytes));
+  };
+  const source = cached("service", (key) => {
     const t0 = performance.now();
+    if (!known) return byKey(key, t0).then((t) => t || load(key, t0));
+    return load(key, t0);
+  }, prepare, async (keys) => {
+    const all = await entries();
+    const found = keys.filter((k) => all.has(k));
+    const bytes = found.reduce((a, k) => a + all.get(k).end - all.get(k).start, 0);
+    return bytes <= PREFETCH_BYTES ? found : [];
+  });
+  // whether the index has arrived: a look now reads by Range, before it by key (tests read it)
+  return Object.defineProperty(source, "indexed", { get: () => known !== null });
+
+  /** The tensor through the index and one Range request. */
+  function load(key, t0) {
     // With the index in hand the request goes out now, not once the task that asked (a
     // selection building the whole inspector) has ended: its answer travels meanwhile.
     const early = known && known.get(key);
@@ -98,12 +123,7 @@ export function rangeSource(base) {
       }
       return timed(t0, () => decodeTensor(t.dtype, t.shape, bytes));
     })();
-  }, prepare, async (keys) => {
-    const all = await entries();
-    const found = keys.filter((k) => all.has(k));
-    const bytes = found.reduce((a, k) => a + all.get(k).end - all.get(k).start, 0);
-    return bytes <= PREFETCH_BYTES ? found : [];
-  });
+  }
 }
 
 /** A whole safetensors file in memory (a saved HTML file's). `leftOut`: key → why it is not there. */

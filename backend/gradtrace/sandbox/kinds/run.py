@@ -16,6 +16,7 @@ from typing import Any
 
 from gradtrace.analysis import analyze
 from gradtrace.analysis.dynamics import file_reader
+from gradtrace.analysis.dynamics.read import Index
 from gradtrace.collector import gc_paused
 from gradtrace.errors import TensorFileDamaged
 from gradtrace.jobs import RUN, Job, JobResult, Params
@@ -73,9 +74,12 @@ def validate_result(job: Job, raw: bytes, tensors: bytes | None = None) -> Canon
         doc["device"] = job.device
         _memory_error_is_a_limit(job, doc)
         _time_limit_error_is_a_timeout(job, doc)
-        if tensors is not None and not _tensor_file_matches(doc, tensors):
-            return None  # a file the document does not name, or not the one it names
-        _analyse(doc, tensors)
+        index = None
+        if tensors is not None:
+            index = _checked_index(doc, tensors)
+            if index is None:
+                return None  # a file the document does not name, or not the one it names
+        _analyse(doc, tensors, index)
         doc["id"], canonical = canonical_with_id(doc)
     except (ValueError, RecursionError, TypeError, UnicodeError, OverflowError):
         return None
@@ -84,16 +88,17 @@ def validate_result(job: Job, raw: bytes, tensors: bytes | None = None) -> Canon
     return CanonicalDocument(doc, canonical)
 
 
-def _analyse(doc: dict[str, Any], tensors: bytes | None = None) -> None:
+def _analyse(doc: dict[str, Any], tensors: bytes | None = None, index: Index | None = None) -> None:
     """NOTE [one analysis]: a document's ``analysis`` (:mod:`gradtrace.analysis`) is computed
     once, from the document itself, where the document becomes final: here for the service,
     on what was validated (never the job's own, which is dropped), and in capture's
     ``build_document`` for documents made in process (``record()``, ``gradtrace run``). Here
     the graph and events are parsed already, so it costs only the analysis itself. ``tensors``:
-    the run's validated tensor file, which the dynamics read by key."""
+    the run's validated tensor file, which the dynamics read by key; ``index``: its header as
+    checked (``_checked_index``), so that it is not parsed a second time."""
     doc.pop("analysis", None)
     with gc_paused():  # NOTE [fast path]: nothing it builds is cyclic
-        found = analyze(doc, file_reader(tensors))
+        found = analyze(doc, file_reader(tensors, index))
     if found is not None:
         doc["analysis"] = found
 
@@ -169,19 +174,21 @@ def validate(job: Job, answer: Answer) -> JobResult | None:
     return result(doc, answer.attachment)
 
 
-def _tensor_file_matches(doc: dict[str, Any], data: bytes | None) -> bool:
+def _checked_index(doc: dict[str, Any], data: bytes) -> Index | None:
+    """The index of ``data`` (key -> code, shape, begin, end) when it is the file the document
+    names (its length and SHA-256) and its header holds together, else None. The analysis
+    reads the file through this index: its header, a JSON object per tensor (13,223 on
+    GRU-200), is parsed and checked once in the web process, not once more by the reader."""
     named = doc.get("tensors")
-    if data is None or named is None:
-        return data is None and named is None
     if not isinstance(named, dict) or named.get("bytes") != len(data) or named.get("sha256") != tensor_sha256(data):
-        return False
+        return None
     try:
         n = header_length(data[:8], len(data))
         with gc_paused():  # NOTE [gc while building documents]: a tuple per tensor, nothing cyclic
-            check_header(data[8:8 + n], size=len(data))
+            entries = check_header(data[8:8 + n], size=len(data))
+            return {key: (dtype, shape, start, end) for start, end, key, dtype, shape in entries}
     except TensorFileDamaged:
-        return False
-    return True
+        return None
 
 
 def failed(job: Job, status: str, message: str, stdout: str) -> JobResult:
