@@ -162,8 +162,12 @@ class GraphText:
         pattern = re.compile(rb'\{[^{}]*"target":"' + nid.encode() + rb'"[^{}]*\}')
         return [orjson.loads(m.group(0))["source"] for m in pattern.finditer(self.text, 0, self.nodes_at)]
 
+    def own_edits(self, write: Any) -> list[tuple[int, int, bytes]]:
+        """Python's own nodes written again by ``write``, each as the span it replaces."""
+        return [(self.starts[k], self.ends[k], write(self.own[k])) for k in self.touched]
+
     def rewritten(self, inserts: list[tuple[int, bytes]], write: Any) -> bytes:
         """The graph with ``inserts`` spliced in and Python's own nodes written again by ``write``."""
         edits = [(at, at, data) for at, data in inserts]
-        edits += [(self.starts[k], self.ends[k], write(self.own[k])) for k in self.touched]
+        edits += self.own_edits(write)
         return spliced(self.text, edits)
