@@ -110,7 +110,7 @@ class GraphText:
         self.text = text
         self.nodes_at = text.index(b'],"nodes":[') + 11
         self.starts = [m.start() for m in _NODE.finditer(text, self.nodes_at)]
-        found = [(m.group(1).decode(), m.group(2).decode()) for m in _ID.finditer(text, self.nodes_at)]
+        found = [(nid.decode(), kind.decode()) for nid, kind in _ID.findall(text, self.nodes_at)]
         ids = [nid for nid, _ in found]
         self.kind = dict(found)
         if len(self.starts) != len(nodes) or len(ids) != len(nodes):

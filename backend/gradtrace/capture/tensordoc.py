@@ -127,6 +127,8 @@ class _Output:
     C++ tap also each one's keyed text and key (``keyed``, ``keys``: NOTE [outputs spliced in
     one pass] in ``cxx/stats.h``), None otherwise (the keyed text is put in ``texts``)."""
 
+    __slots__ = ("nid", "texts", "keyed", "keys")
+
     def __init__(self, nid: str, n: int, native: bool = False) -> None:
         self.nid = nid
         self.texts: list[bytes | None] = [None] * n
@@ -162,6 +164,7 @@ def _native_outputs(c: _Collect, graph: GraphText) -> list[_Output]:
         output = _Output(nid, n_out, native=True)
         texts, keyeds, keys = output.texts, output.keyed, output.keys
         assert keyeds is not None and keys is not None
+        held = False
         for k, o in enumerate(outs):
             if o is None:
                 continue
@@ -173,7 +176,8 @@ def _native_outputs(c: _Collect, graph: GraphText) -> list[_Output]:
             cands.append(Candidate(key, t, nbytes, FORWARD, why))
             keyeds[k] = with_key  # NOTE [outputs spliced in one pass] in cxx/stats.h: keyed there
             keys[k] = key
-        if any(t is not None for t in texts):
+            held = True
+        if held:
             out.append(output)
     return out
 
