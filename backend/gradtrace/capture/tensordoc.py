@@ -171,7 +171,7 @@ def _native_outputs(c: _Collect, graph: GraphText) -> list[_Output]:
             if o.__class__ is int:
                 cands.append(Candidate(f"{nid}.out{k}", None, o, FORWARD, "budget"))
                 continue
-            text, t, nbytes, why, odd, key, with_key = o  # the core's key and keyed text
+            text, t, nbytes, why, odd, key, with_key = o  # the core's key (its keyed text: None)
             texts[k] = text or canonical_json(TensorValueDict(encode(odd, with_values=False)))
             cands.append(Candidate(key, t, nbytes, FORWARD, why))
             keyeds[k] = with_key  # NOTE [outputs spliced in one pass] in cxx/stats.h: keyed there

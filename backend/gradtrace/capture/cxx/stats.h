@@ -396,7 +396,8 @@ py::object write_keyed_file(const py::list& keys, const py::list& ts,
 // The forward outputs the tap holds, by node (``tensordoc._outputs`` on the core's kernels):
 // [(node index, its number of outputs, [per output: None, the bytes not held (an int: the
 // budget), or (stats JSON, tensor or None, bytes, reason or None, the tensor for Python's
-// encoder where only it writes the stats (b"" for the JSON) or None)])] in node order; ``entries`` / ``pos``: the recorder's entries and where each index
+// encoder where only it writes the stats (b"" for the JSON) or None, key, None: the keyed
+// text is written by ``splice_outputs``)])] in node order; ``entries`` / ``pos``: the recorder's entries and where each index
 // is among them (``Recorder::entries_``, ``pos_``).
 py::list tap_outputs(Core& c, Tap* tap, const std::vector<FnEntry>& entries, const std::vector<int64_t>& pos) {
   py::list out;
@@ -433,16 +434,10 @@ py::list tap_outputs(Core& c, Tap* tap, const std::vector<FnEntry>& entries, con
         else if (!storable(t)) reason = py::str("dtype");
         else tensor = py::reinterpret_steal<py::object>(THPVariable_Wrap(t));
         py::object odd = v.kind == 3 ? py::reinterpret_steal<py::object>(THPVariable_Wrap(t)) : none;
-        // NOTE [keys spliced into the core's JSON] in keysplice.py: the key and the text with
-        // it (right after the opening ``{"dtype":"…",``) made here, not per output in Python
+        // NOTE [keys spliced into the core's JSON] in keysplice.py: the key made here; the text
+        // with it is written straight into the graph (NOTE [outputs spliced in one pass])
         std::string key = "n" + std::to_string(index) + ".out" + std::to_string(e->nr);
-        py::object keyed = none;
-        size_t at = text.rfind("{\"dtype\":\"", 0) == 0 ? text.find("\",", 10) : std::string::npos;
-        if (at != std::string::npos) {
-          std::string with = text.substr(0, at + 2) + "\"key\":\"" + key + "\"," + text.substr(at + 2);
-          keyed = py::bytes(with);
-        }
-        slot = py::make_tuple(py::bytes(text), tensor, raw, reason, odd, py::str(key), keyed);
+        slot = py::make_tuple(py::bytes(text), tensor, raw, reason, odd, py::str(key), none);
       }
       outs[static_cast<size_t>(e->nr)] = slot;
     }
