@@ -127,7 +127,7 @@ class _Output:
     C++ tap also each one's keyed text and key (``keyed``, ``keys``: NOTE [outputs spliced in
     one pass] in ``cxx/stats.h``), None otherwise (the keyed text is put in ``texts``)."""
 
-    __slots__ = ("nid", "texts", "keyed", "keys")
+    __slots__ = ("keyed", "keys", "nid", "texts")
 
     def __init__(self, nid: str, n: int, native: bool = False) -> None:
         self.nid = nid
