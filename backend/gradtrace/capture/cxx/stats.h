@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <map>
 #include <string_view>
+#include <unordered_map>
 #include <unordered_set>
 
 namespace gradtrace {
@@ -324,6 +325,7 @@ py::object write_keyed_file(const py::list& keys, const py::list& ts,
   const bool indexed = !index.is_none();
   std::vector<std::pair<const char*, py::tuple>> found;  // each key's code and shape, for ``index``
   if (indexed) found.reserve(ts.size());
+  std::unordered_map<std::string, py::tuple> shapes;
   // NOTE [the index the writer knows]: no collection while thousands of its tuples are made
   // (each would scan the young objects, none of them garbage)
   const bool collecting = indexed && PyGC_Disable();
@@ -337,14 +339,19 @@ py::object write_keyed_file(const py::list& keys, const py::list& ts,
     if (!THPVariable_Check(item)) throw std::runtime_error("tensor file: an item that is not a tensor");
     const at::Tensor& t = THPVariable_Unpack(item);
     const char* code = safetensors_code(t.scalar_type());
-    if (indexed) {
-      py::tuple shape(t.dim());
-      for (int64_t d = 0; d < t.dim(); ++d) {
-        PyObject* n = PyLong_FromLongLong(t.size(d));
-        if (n == nullptr) throw py::error_already_set();
-        PyTuple_SET_ITEM(shape.ptr(), d, n);  // a fresh tuple's item: the reference is handed over
+    if (indexed) {  // one tuple per distinct shape (thousands of gradients share a few)
+      std::string_view dims(reinterpret_cast<const char*>(t.sizes().data()), t.sizes().size() * sizeof(int64_t));
+      auto [it, fresh] = shapes.try_emplace(std::string(dims));
+      if (fresh) {
+        py::tuple shape(t.dim());
+        for (int64_t d = 0; d < t.dim(); ++d) {
+          PyObject* n = PyLong_FromLongLong(t.size(d));
+          if (n == nullptr) throw py::error_already_set();
+          PyTuple_SET_ITEM(shape.ptr(), d, n);  // a fresh tuple's item: the reference is handed over
+        }
+        it->second = std::move(shape);
       }
-      found.emplace_back(code, std::move(shape));
+      found.emplace_back(code, it->second);
     }
     head.push_back(',');
     Py_ssize_t kn = 0;
