@@ -15,7 +15,9 @@ NOTE [keys spliced into the core's JSON]
     * in the graph each node opens with ``{"created_in_pass":`` and names itself by
       ``,"id":"n…","kind":"`` (no nested object has those keys); a function node's ``output``
       goes right before its ``,"outputs":`` or, without one, its ``,"role":``. Python's own
-      nodes (leaves, roots) are few: they are written again from their dicts.
+      nodes (leaves, roots) are few: they are written again from their dicts. On the core's
+      kernels the outputs are written in by one C++ pass (NOTE [outputs spliced in one pass]
+      in ``cxx/stats.h``); the twin's by ``GraphText.rewritten``: the same bytes.
     A count that differs from what the core recorded is an error (the run then has no tensor
     file and a recorder error), never a guess.
 """
