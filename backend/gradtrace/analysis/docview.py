@@ -80,6 +80,10 @@ class DocView:
         for n in self.nodes:
             self.by_name.setdefault(str(n.get("name")), []).append(n)
         self._backward: list[tuple[int, Mapping[str, Any]]] | None = None
+        self.graph_finite = False
+        """True where the graph's canonical JSON was found to hold no NaN or infinity
+        (``may_hold_nonfinite``): no node's value or output is then non-finite, and the
+        forward search over the kept outputs has nothing to find (``forward_origin``)."""
         self.dynamics: Mapping[str, Any] | None = None
         """The run's series by iteration, set before the hints run (``analysis/run.py``)."""
         self._walked: set[str] | None = None

@@ -70,6 +70,8 @@ def _elements(n: Mapping[str, Any], kind: str) -> tuple[list[int], int | None]:
 def forward_producer(view: DocView) -> dict[str, Any] | None:
     """The forward entry of ``first_nonfinite`` from the nodes' kept outputs, or None when no
     non-finite value surfaces (or the document kept no outputs)."""
+    if view.graph_finite:  # the graph's text holds no NaN or infinity: nothing to look for
+        return None
     if not any(n.get("output") for n in view.nodes):
         return None
     kinds = _kinds(view)

@@ -15,14 +15,17 @@ from gradtrace.analysis.nonfinite import badge, first_nonfinite
 from gradtrace.analysis.starved import starved
 
 
-def analyze(doc: Doc, tensors: Tensors | None = None, *, dynamics: bool = True) -> dict[str, Any] | None:
+def analyze(doc: Doc, tensors: Tensors | None = None, *, dynamics: bool = True,
+            graph_finite: bool = False) -> dict[str, Any] | None:
     """The ``analysis`` field of ``doc`` as JSON (what the schema writes), or None when there
     is nothing to say (the field is then left out, and documents without findings do not
     change). ``tensors``: the run's tensor file by key, when at hand (the dynamics' mean |grad|
     and activation shares read it: NOTE [dynamics from the recorded numbers] in
     analysis/dynamics/series.py). Without ``dynamics`` (``gradtrace.record(dynamics=False)``)
-    the series and the hints they give are left out."""
+    the series and the hints they give are left out. ``graph_finite``: the graph's JSON was
+    found to hold no NaN or infinity (``DocView.graph_finite``)."""
     view = DocView(doc)
+    view.graph_finite = graph_finite
     # the hints read it (analysis/hints/dynamics.py)
     view.dynamics = moves = series_of(view, tensors) if dynamics else None
     found: dict[str, Any] = {"badge": badge(view), "nonfinite": first_nonfinite(view),
@@ -50,7 +53,8 @@ def analyze_parts(doc: Doc, graph: Any = None, events: Any = None,
     hold a NaN or an infinity (NOTE [events without their values] in analysis/docview.py)."""
     if graph is None:
         graph = orjson.loads(memoryview(doc["graph"]))
+    finite = not may_hold_nonfinite(bytes(doc["graph"]))
     if events is None:
         text = bytes(doc["events"])
-        events = orjson.loads(text) if may_hold_nonfinite(bytes(doc["graph"]), text) else event_skeletons(text)
-    return analyze({**doc, "graph": graph, "events": events}, tensors, dynamics=dynamics)
+        events = event_skeletons(text) if finite and not may_hold_nonfinite(text) else orjson.loads(text)
+    return analyze({**doc, "graph": graph, "events": events}, tensors, dynamics=dynamics, graph_finite=finite)

@@ -61,6 +61,7 @@ PYBIND11_MODULE(_native, m) {
   m.def("write_tensor_file", &gradtrace::write_tensor_file);
   m.def("write_keyed_file", &gradtrace::write_keyed_file);  // NOTE [the tensor file's side in bulk]
   m.def("splice_keys", &gradtrace::splice_keys);  // NOTE [keys spliced into the core's JSON]
+  m.def("splice_outputs", &gradtrace::splice_outputs);  // NOTE [outputs spliced in one pass]
   // NOTE [a leaf's value around each step] in capture/valuesteps.py: its norms, all at once
   m.def("float32_values", &gradtrace::float32_values);
   // NOTE [a loop's look in one check] in capture/valuesteps.py: a loop's look in one call

@@ -15,7 +15,9 @@ NOTE [keys spliced into the core's JSON]
     * in the graph each node opens with ``{"created_in_pass":`` and names itself by
       ``,"id":"n…","kind":"`` (no nested object has those keys); a function node's ``output``
       goes right before its ``,"outputs":`` or, without one, its ``,"role":``. Python's own
-      nodes (leaves, roots) are few: they are written again from their dicts.
+      nodes (leaves, roots) are few: they are written again from their dicts. On the core's
+      kernels the outputs are written in by one C++ pass (NOTE [outputs spliced in one pass]
+      in ``cxx/stats.h``); the twin's by ``GraphText.rewritten``: the same bytes.
     A count that differs from what the core recorded is an error (the run then has no tensor
     file and a recorder error), never a guess.
 """
@@ -110,7 +112,7 @@ class GraphText:
         self.text = text
         self.nodes_at = text.index(b'],"nodes":[') + 11
         self.starts = [m.start() for m in _NODE.finditer(text, self.nodes_at)]
-        found = [(m.group(1).decode(), m.group(2).decode()) for m in _ID.finditer(text, self.nodes_at)]
+        found = [(nid.decode(), kind.decode()) for nid, kind in _ID.findall(text, self.nodes_at)]
         ids = [nid for nid, _ in found]
         self.kind = dict(found)
         if len(self.starts) != len(nodes) or len(ids) != len(nodes):
@@ -162,8 +164,12 @@ class GraphText:
         pattern = re.compile(rb'\{[^{}]*"target":"' + nid.encode() + rb'"[^{}]*\}')
         return [orjson.loads(m.group(0))["source"] for m in pattern.finditer(self.text, 0, self.nodes_at)]
 
+    def own_edits(self, write: Any) -> list[tuple[int, int, bytes]]:
+        """Python's own nodes written again by ``write``, each as the span it replaces."""
+        return [(self.starts[k], self.ends[k], write(self.own[k])) for k in self.touched]
+
     def rewritten(self, inserts: list[tuple[int, bytes]], write: Any) -> bytes:
         """The graph with ``inserts`` spliced in and Python's own nodes written again by ``write``."""
         edits = [(at, at, data) for at, data in inserts]
-        edits += [(self.starts[k], self.ends[k], write(self.own[k])) for k in self.touched]
+        edits += self.own_edits(write)
         return spliced(self.text, edits)

@@ -123,11 +123,24 @@ def _events(c: _Collect, text: bytes, acc: set[str]) -> tuple[list[tuple[Any, ..
 
 
 class _Output:
-    """A function node's ``output``: each TensorValue's canonical JSON (None for none)."""
+    """A function node's ``output``: each TensorValue's canonical JSON (None for none); from the
+    C++ tap also each one's keyed text and key (``keyed``, ``keys``: NOTE [outputs spliced in
+    one pass] in ``cxx/stats.h``), None otherwise (the keyed text is put in ``texts``)."""
 
-    def __init__(self, nid: str, n: int) -> None:
+    __slots__ = ("keyed", "keys", "nid", "texts")
+
+    def __init__(self, nid: str, n: int, native: bool = False) -> None:
         self.nid = nid
         self.texts: list[bytes | None] = [None] * n
+        self.keyed: list[bytes | None] | None = [None] * n if native else None
+        self.keys: list[str | None] | None = [None] * n if native else None
+
+    def final(self, kept: Any) -> list[bytes | None]:
+        """The texts as the document writes them: each kept one keyed."""
+        if self.keys is None or self.keyed is None:
+            return self.texts
+        return [t if t is None or key is None or key not in kept else (with_key or keyed(t, key))
+                for t, with_key, key in zip(self.texts, self.keyed, self.keys, strict=True)]
 
     def json(self) -> bytes:
         return b"[" + b",".join(b"null" if t is None else t for t in self.texts) + b"]"
@@ -144,24 +157,27 @@ def _native_outputs(c: _Collect, graph: GraphText) -> list[_Output]:
     out: list[_Output] = []
     cands = c.cands
     kinds = graph.kind
-    slots = c.slots
     for index, n_out, outs in rows:
         nid = f"n{index}"
         if kinds.get(nid) != "function":
             continue
-        output = _Output(nid, n_out)
-        texts = output.texts
+        output = _Output(nid, n_out, native=True)
+        texts, keyeds, keys = output.texts, output.keyed, output.keys
+        assert keyeds is not None and keys is not None
+        held = False
         for k, o in enumerate(outs):
             if o is None:
                 continue
             if o.__class__ is int:
                 cands.append(Candidate(f"{nid}.out{k}", None, o, FORWARD, "budget"))
                 continue
-            text, t, nbytes, why, odd, key, with_key = o  # the core's key and keyed text
+            text, t, nbytes, why, odd, key, with_key = o  # the core's key (its keyed text: None)
             texts[k] = text or canonical_json(TensorValueDict(encode(odd, with_values=False)))
             cands.append(Candidate(key, t, nbytes, FORWARD, why))
-            slots[key] = (texts, k, with_key)
-        if any(t is not None for t in output.texts):
+            keyeds[k] = with_key  # NOTE [outputs spliced in one pass] in cxx/stats.h: keyed there
+            keys[k] = key
+            held = True
+        if held:
             out.append(output)
     return out
 
@@ -280,15 +296,23 @@ def attach(rec: Recorder, doc: dict[str, Any], budget: int,
             assert text is not None
             texts[k] = with_key or keyed(text, key)
     inserts: list[tuple[int, bytes]] = []
+    in_core: list[tuple[int, int, list[bytes | None], list[bytes | None], list[str | None]]] = []
     for o in outputs:
         at = graph.pos[o.nid]
         own = graph.own[at]
-        if own is None:
+        if own is None and o.keys is not None and o.keyed is not None and _native.core is not None:
+            in_core.append((graph.starts[at], graph.ends[at], o.texts, o.keyed, o.keys))
+        elif own is None:
+            o.texts = o.final(kept)
             inserts.append((graph.output_at(o.nid), b',"output":' + o.json()))
         else:
-            own["output"] = [None if t is None else TensorValueDict(orjson.loads(t)) for t in o.texts]
+            own["output"] = [None if t is None else TensorValueDict(orjson.loads(t)) for t in o.final(kept)]
             graph.touched.add(at)
-    doc["graph"] = CanonicalText(graph.rewritten(inserts, canonical_json))
+    if in_core and _native.core is not None:  # NOTE [outputs spliced in one pass] in cxx/stats.h
+        edits = [(at, at, data) for at, data in inserts] + graph.own_edits(canonical_json)
+        doc["graph"] = CanonicalText(_native.core.splice_outputs(graph.text, edits, in_core, kept))
+    else:
+        doc["graph"] = CanonicalText(graph.rewritten(inserts, canonical_json))
     doc["events"] = CanonicalText(doc_events)
     doc["tensors"] = tf.info
     tf.made = (mark, doc["graph"], doc["events"])

@@ -87,6 +87,7 @@ from __future__ import annotations
 
 import ctypes
 import hashlib
+import operator
 import sys
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
@@ -119,13 +120,19 @@ class TensorFile:
         return key in self.tensors
 
 
+_rank = operator.attrgetter("rank")
+
+
 def select(cands: list[Candidate], budget: int) -> tuple[list[Candidate], list[Candidate]]:
     """NOTE [what the budget keeps first]: (kept, left out), both in priority order."""
+    order = sorted(cands, key=_rank)  # stable: document order within a class
+    if sum([c.nbytes for c in order if c.reason is None]) <= budget:  # as a rule: all of them fit
+        return [c for c in order if c.reason is None], [c for c in order if c.reason is not None]
     kept: list[Candidate] = []
     out: list[Candidate] = []
     used = 0
     full: int | None = None  # the class where the budget first ran short: none after it
-    for c in sorted(cands, key=lambda c: c.rank):  # stable: document order within a class
+    for c in order:
         if c.reason is not None:
             out.append(c)
         elif used + c.nbytes > budget or (full is not None and c.rank > full):

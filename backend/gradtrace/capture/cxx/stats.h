@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <map>
 #include <string_view>
+#include <unordered_map>
 #include <unordered_set>
 
 namespace gradtrace {
@@ -200,6 +201,112 @@ py::bytes splice_keys(const py::bytes& text, const py::list& rows, const py::obj
   return py::bytes(out);
 }
 
+// ``keysplice.keyed``: ``tv`` (a TensorValue's canonical JSON) with ``"key":"…",`` right after
+// its opening ``{"dtype":"…",``, appended to ``out``.
+void append_keyed(std::string& out, std::string_view tv, std::string_view key) {
+  constexpr std::string_view open = "{\"dtype\":\"";
+  size_t at = 1;
+  if (tv.substr(0, open.size()) == open) {
+    size_t q = tv.find("\",", 10);
+    at = q == std::string_view::npos ? 1 : q + 2;
+  }
+  if (at < 12 || tv.substr(10, at - 12).find('"') != std::string_view::npos) {
+    throw std::runtime_error("tensor keys: a TensorValue that does not open with its dtype");
+  }
+  out.append(tv.substr(0, at));
+  out += "\"key\":\"";
+  out += key;
+  out += "\",";
+  out.append(tv.substr(at));
+}
+
+std::string_view bytes_view(PyObject* b) {
+  if (!PyBytes_Check(b)) throw std::runtime_error("tensor keys: a TensorValue text that is not bytes");
+  return std::string_view(PyBytes_AS_STRING(b), static_cast<size_t>(PyBytes_GET_SIZE(b)));
+}
+
+// NOTE [outputs spliced in one pass]
+//     ``tensordoc.attach`` on the core's kernels: the graph's JSON with every function node's
+//     ``,"output":[…]`` spliced in and Python's own nodes written again, in one pass (the
+//     same bytes as ``GraphText.rewritten`` of ``_Output.json`` at ``GraphText.output_at``,
+//     each kept output's text keyed). ``own``: [(start, end, bytes)], a span replaced;
+//     ``outputs``: [(node start, node end, texts, keyed texts, keys)], each list one item per
+//     output (None for none; a keyed text None: keyed here); ``kept``: what the file holds (an
+//     output whose key it holds gets its keyed text).
+py::bytes splice_outputs(const py::bytes& text, const py::list& own, const py::list& outputs,
+                         const py::object& kept) {
+  std::string_view src(PyBytes_AS_STRING(text.ptr()), static_cast<size_t>(PyBytes_GET_SIZE(text.ptr())));
+  struct Edit { size_t a, b; PyObject* item; bool output; };
+  std::vector<Edit> edits;
+  edits.reserve(own.size() + outputs.size());
+  auto offset = [&](PyObject* tuple, Py_ssize_t i) {
+    long long o = PyLong_AsLongLong(PyTuple_GET_ITEM(tuple, i));
+    if (o == -1 && PyErr_Occurred()) throw py::error_already_set();
+    if (o < 0 || static_cast<size_t>(o) > src.size()) throw std::runtime_error("tensor keys: an offset past the graph");
+    return static_cast<size_t>(o);
+  };
+  for (const py::handle& o : outputs) {
+    if (!PyTuple_Check(o.ptr()) || PyTuple_GET_SIZE(o.ptr()) != 5) throw std::runtime_error("tensor keys: an output row");
+    size_t a = offset(o.ptr(), 0), b = offset(o.ptr(), 1);
+    std::string_view node = src.substr(a, b - a);
+    size_t at = node.find(",\"outputs\":");
+    if (at == std::string_view::npos) at = node.find(",\"role\":");
+    if (at == std::string_view::npos) throw std::runtime_error("tensor keys: a node has no place for its output");
+    edits.push_back({a + at, a + at, o.ptr(), true});
+  }
+  for (const py::handle& e : own) {
+    if (!PyTuple_Check(e.ptr()) || PyTuple_GET_SIZE(e.ptr()) != 3) throw std::runtime_error("tensor keys: an edit row");
+    edits.push_back({offset(e.ptr(), 0), offset(e.ptr(), 1), e.ptr(), false});
+  }
+  std::stable_sort(edits.begin(), edits.end(), [](const Edit& x, const Edit& y) { return x.a < y.a; });
+  std::string out;
+  out.reserve(src.size() + outputs.size() * 400);
+  size_t from = 0;
+  for (const Edit& e : edits) {
+    if (e.a < from) throw std::runtime_error("tensor keys: edits that overlap");
+    out.append(src.substr(from, e.a - from));
+    from = e.b;
+    if (!e.output) {
+      out.append(bytes_view(PyTuple_GET_ITEM(e.item, 2)));
+      continue;
+    }
+    PyObject* texts = PyTuple_GET_ITEM(e.item, 2);
+    PyObject* keyed = PyTuple_GET_ITEM(e.item, 3);
+    PyObject* keys = PyTuple_GET_ITEM(e.item, 4);
+    if (!PyList_Check(texts) || !PyList_Check(keyed) || !PyList_Check(keys)) throw std::runtime_error("tensor keys: an output row");
+    Py_ssize_t n = PyList_GET_SIZE(texts);
+    if (PyList_GET_SIZE(keyed) != n || PyList_GET_SIZE(keys) != n) throw std::runtime_error("tensor keys: an output row");
+    out += ",\"output\":[";
+    for (Py_ssize_t k = 0; k < n; ++k) {
+      if (k) out.push_back(',');
+      PyObject* t = PyList_GET_ITEM(texts, k);
+      if (t == Py_None) {
+        out += "null";
+        continue;
+      }
+      PyObject* key = PyList_GET_ITEM(keys, k);
+      int has = key == Py_None ? 0 : PySequence_Contains(kept.ptr(), key);
+      if (has < 0) throw py::error_already_set();
+      if (!has) {
+        out.append(bytes_view(t));
+        continue;
+      }
+      PyObject* with = PyList_GET_ITEM(keyed, k);
+      if (with != Py_None) {
+        out.append(bytes_view(with));
+        continue;
+      }
+      Py_ssize_t kn = 0;
+      const char* kp = PyUnicode_AsUTF8AndSize(key, &kn);
+      if (kp == nullptr) throw py::error_already_set();
+      append_keyed(out, bytes_view(t), std::string_view(kp, static_cast<size_t>(kn)));
+    }
+    out.push_back(']');
+  }
+  out.append(src.substr(from));
+  return py::bytes(out);
+}
+
 // ``tensorfile.write`` with its header written here (NOTE [the tensor file's side in bulk]):
 // the same bytes as ``orjson.dumps`` of the header dict (the metadata, then each key in
 // ``keys``' order), padded with spaces to 8 bytes, then the buffers (NOTE [the file written
@@ -218,6 +325,7 @@ py::object write_keyed_file(const py::list& keys, const py::list& ts,
   const bool indexed = !index.is_none();
   std::vector<std::pair<const char*, py::tuple>> found;  // each key's code and shape, for ``index``
   if (indexed) found.reserve(ts.size());
+  std::unordered_map<std::string, py::tuple> shapes;
   // NOTE [the index the writer knows]: no collection while thousands of its tuples are made
   // (each would scan the young objects, none of them garbage)
   const bool collecting = indexed && PyGC_Disable();
@@ -231,14 +339,19 @@ py::object write_keyed_file(const py::list& keys, const py::list& ts,
     if (!THPVariable_Check(item)) throw std::runtime_error("tensor file: an item that is not a tensor");
     const at::Tensor& t = THPVariable_Unpack(item);
     const char* code = safetensors_code(t.scalar_type());
-    if (indexed) {
-      py::tuple shape(t.dim());
-      for (int64_t d = 0; d < t.dim(); ++d) {
-        PyObject* n = PyLong_FromLongLong(t.size(d));
-        if (n == nullptr) throw py::error_already_set();
-        PyTuple_SET_ITEM(shape.ptr(), d, n);  // a fresh tuple's item: the reference is handed over
+    if (indexed) {  // one tuple per distinct shape (thousands of gradients share a few)
+      std::string_view dims(reinterpret_cast<const char*>(t.sizes().data()), t.sizes().size() * sizeof(int64_t));
+      auto [it, fresh] = shapes.try_emplace(std::string(dims));
+      if (fresh) {
+        py::tuple shape(t.dim());
+        for (int64_t d = 0; d < t.dim(); ++d) {
+          PyObject* n = PyLong_FromLongLong(t.size(d));
+          if (n == nullptr) throw py::error_already_set();
+          PyTuple_SET_ITEM(shape.ptr(), d, n);  // a fresh tuple's item: the reference is handed over
+        }
+        it->second = std::move(shape);
       }
-      found.emplace_back(code, std::move(shape));
+      found.emplace_back(code, it->second);
     }
     head.push_back(',');
     Py_ssize_t kn = 0;
@@ -290,7 +403,8 @@ py::object write_keyed_file(const py::list& keys, const py::list& ts,
 // The forward outputs the tap holds, by node (``tensordoc._outputs`` on the core's kernels):
 // [(node index, its number of outputs, [per output: None, the bytes not held (an int: the
 // budget), or (stats JSON, tensor or None, bytes, reason or None, the tensor for Python's
-// encoder where only it writes the stats (b"" for the JSON) or None)])] in node order; ``entries`` / ``pos``: the recorder's entries and where each index
+// encoder where only it writes the stats (b"" for the JSON) or None, key, None: the keyed
+// text is written by ``splice_outputs``)])] in node order; ``entries`` / ``pos``: the recorder's entries and where each index
 // is among them (``Recorder::entries_``, ``pos_``).
 py::list tap_outputs(Core& c, Tap* tap, const std::vector<FnEntry>& entries, const std::vector<int64_t>& pos) {
   py::list out;
@@ -327,16 +441,10 @@ py::list tap_outputs(Core& c, Tap* tap, const std::vector<FnEntry>& entries, con
         else if (!storable(t)) reason = py::str("dtype");
         else tensor = py::reinterpret_steal<py::object>(THPVariable_Wrap(t));
         py::object odd = v.kind == 3 ? py::reinterpret_steal<py::object>(THPVariable_Wrap(t)) : none;
-        // NOTE [keys spliced into the core's JSON] in keysplice.py: the key and the text with
-        // it (right after the opening ``{"dtype":"…",``) made here, not per output in Python
+        // NOTE [keys spliced into the core's JSON] in keysplice.py: the key made here; the text
+        // with it is written straight into the graph (NOTE [outputs spliced in one pass])
         std::string key = "n" + std::to_string(index) + ".out" + std::to_string(e->nr);
-        py::object keyed = none;
-        size_t at = text.rfind("{\"dtype\":\"", 0) == 0 ? text.find("\",", 10) : std::string::npos;
-        if (at != std::string::npos) {
-          std::string with = text.substr(0, at + 2) + "\"key\":\"" + key + "\"," + text.substr(at + 2);
-          keyed = py::bytes(with);
-        }
-        slot = py::make_tuple(py::bytes(text), tensor, raw, reason, odd, py::str(key), keyed);
+        slot = py::make_tuple(py::bytes(text), tensor, raw, reason, odd, py::str(key), none);
       }
       outs[static_cast<size_t>(e->nr)] = slot;
     }
