@@ -271,8 +271,8 @@ def _alike(calls: list[tuple[int, list[str], list[str], list[str]]]) -> list[tup
             known = places[shape] = set()
         for o in found:  # a call's nodes are each once in it, its outputs few
             known.add(nodes.index(o))
-    return [(c, [nodes[k] for k in sorted(places[shape])])
-            for (c, nodes, _, _), shape in zip(calls, shapes, strict=True)]
+    order = {shape: sorted(known) for shape, known in places.items()}  # each shape's places, once
+    return [(c, [nodes[k] for k in order[shape]]) for (c, nodes, _, _), shape in zip(calls, shapes, strict=True)]
 
 
 def _norm(view: DocView, outs: list[str], p: int, event_of: Mapping[tuple[str, int], int],
