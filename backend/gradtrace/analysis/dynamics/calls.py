@@ -26,6 +26,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
+from itertools import compress, groupby
+from operator import itemgetter, methodcaller, ne
 from typing import Any
 
 import numpy as np
@@ -38,73 +40,92 @@ Call = tuple[str, int]
 """(module path, call number from 0), as ``Node.module_stack`` names it."""
 
 
-def _members(view: DocView, counts: Mapping[str, int],
-             default: int) -> tuple[dict[Call, list[str]], dict[str, set[str]], dict[str, tuple[Call, ...]]]:
+_STACK = methodcaller("get", "module_stack")
+_NODE = itemgetter("node")
+_SOURCE, _TARGET = itemgetter("source"), itemgetter("target")
+
+
+def _members(view: DocView, counts: Mapping[str, int], default: int
+             ) -> tuple[dict[Call, list[str]], dict[Call, list[str]], dict[str, set[str]], dict[str, tuple[Call, ...]]]:
     """The function nodes of each call of each module counted ``MIN_CALLS`` times or more in
-    ``counts`` (a path it lacks counts ``default``), each such module path's enclosing paths,
-    and each of those nodes' calls."""
+    ``counts`` (a path it lacks counts ``default``), their names, each such module path's
+    enclosing paths, and each of those nodes' calls.
+
+    NOTE [a call's nodes in runs]
+        The nodes are in creation order, and a call's nodes are made one after another: the
+        nodes are taken in runs of one stack (``groupby``, which compares the stacks in C),
+        and each run's calls are worked out once, not once per node; a call interrupted by a
+        call inside it is two runs, appended in order."""
     members: dict[Call, list[str]] = {}
+    names: dict[Call, list[str]] = {}
     around: dict[str, set[str]] = {}
     calls_of: dict[str, tuple[Call, ...]] = {}
     nested: set[tuple[str, ...]] = set()
-    many: dict[Any, bool] = {}
-    """Each path as the stacks spell it: whether it is counted ``MIN_CALLS`` times or more."""
-    for n in view.nodes:
-        stack = n.get("module_stack")
-        if not stack or n.get("kind") != "function" or n.get("name") == "AccumulateGrad":
+    for stack, run in groupby(view.nodes, _STACK):
+        if not stack:
+            continue
+        # each node's id and name (its id where it has none), function nodes but accumulators
+        pairs = [(n["id"], name or n["id"]) for n in run
+                 if n.get("kind") == "function" and (name := n.get("name")) != "AccumulateGrad"]
+        if not pairs:
             continue
         if len(stack) == 1:  # the usual case, with nothing around it
             e = stack[0]
-            raw = e["path"]
-            hit = many.get(raw)
-            if hit is None:
-                hit = many[raw] = counts.get(str(raw), default) >= MIN_CALLS
-            if hit:
-                call = (str(raw), int(e["call"]))
-                nid = str(n["id"])
-                calls_of[nid] = (call,)
-                nodes = members.get(call)
-                if nodes is None:
-                    members[call] = [nid]
-                else:
-                    nodes.append(nid)
-            continue
-        nid = str(n["id"])
-        paths = tuple([str(e["path"]) for e in stack])
-        if paths not in nested:
-            nested.add(paths)
-            for k in range(1, len(paths)):
-                if counts.get(paths[k], default) >= MIN_CALLS:
-                    around.setdefault(paths[k], set()).update(paths[:k])
-        mine = tuple([(path, int(e["call"])) for path, e in zip(paths, stack, strict=True)
-                      if counts.get(path, default) >= MIN_CALLS])
-        if mine:
-            calls_of[nid] = mine
-            for call in mine:
-                members.setdefault(call, []).append(nid)
-    return members, around, calls_of
+            path = str(e["path"])
+            if counts.get(path, default) < MIN_CALLS:
+                continue
+            mine: tuple[Call, ...] = ((path, int(e["call"])),)
+        else:
+            paths = tuple([str(e["path"]) for e in stack])
+            if paths not in nested:
+                nested.add(paths)
+                for k in range(1, len(paths)):
+                    if counts.get(paths[k], default) >= MIN_CALLS:
+                        around.setdefault(paths[k], set()).update(paths[:k])
+            mine = tuple([(path, int(e["call"])) for path, e in zip(paths, stack, strict=True)
+                          if counts.get(path, default) >= MIN_CALLS])
+            if not mine:
+                continue
+        ids, called = map(list, zip(*pairs, strict=True))
+        calls_of.update(dict.fromkeys(ids, mine))
+        for call in mine:
+            found = members.get(call)
+            if found is None:
+                members[call] = ids if len(mine) == 1 else list(ids)
+                names[call] = called if len(mine) == 1 else list(called)
+            else:
+                found += ids
+                names[call] += called
+    return members, names, around, calls_of
 
 
 def _outputs(view: DocView, calls_of: Mapping[str, tuple[Call, ...]]) -> dict[Call, set[str]]:
     """The nodes of each call that a function node outside that call used (NOTE [the gradient
-    at each call]): one walk over the forward edges."""
+    at each call]): one walk over the forward edges, in C but for the edges that leave a call
+    (``map`` of each end's calls, compared), the rest of them in Python."""
     out: dict[Call, set[str]] = {}
     by_id = view.by_id
-    for nid, users in view.consumers.items():
-        mine = calls_of.get(nid)
-        if mine is None:
+    edges = view.edges
+    get = calls_of.get
+    sources = list(map(_SOURCE, edges))  # every edge has both ends (DocView reads them so)
+    targets = list(map(_TARGET, edges))
+    source_calls = list(map(get, sources))
+    for j in compress(range(len(edges)), map(ne, source_calls, map(get, targets))):
+        mine = source_calls[j]
+        if mine is None or edges[j].get("cut"):
             continue
-        for u in users:
-            theirs = calls_of.get(u, ())
-            if theirs == mine or (by_id.get(u) or {}).get("kind") != "function":
-                continue
-            for call in mine:
-                if call not in theirs:
-                    found = out.get(call)
-                    if found is None:
-                        out[call] = {nid}
-                    else:
-                        found.add(nid)
+        nid = sources[j]
+        u = targets[j]
+        if (by_id.get(u) or {}).get("kind") != "function":
+            continue
+        theirs = get(u, ())
+        for call in mine:
+            if call not in theirs:
+                found = out.get(call)
+                if found is None:
+                    out[call] = {nid}
+                else:
+                    found.add(nid)
     return out
 
 
@@ -134,35 +155,40 @@ def call_series(view: DocView, passes: list[Mapping[str, Any]],
         if not busy:  # no module's nodes would be looked at: no member, no series
             return []
         counts = {path: MIN_CALLS for path in busy if counts.get(path, MIN_CALLS) >= MIN_CALLS}
-        members, around, calls_of = _members(view, counts, 0)
+        members, names, around, calls_of = _members(view, counts, 0)
     else:
-        members, around, calls_of = _members(view, counts, MIN_CALLS)
+        members, names, around, calls_of = _members(view, counts, MIN_CALLS)
     if not members:
         return []
     roots = {str(r) for p in passes for r in p.get("roots") or []}
     used_outside = _outputs(view, calls_of)
     outs_of: dict[Call, list[str]] = {}
     wanted_nodes: set[str] = set()
+    roots_in: dict[Call, set[str]] = {}
+    for r in roots:
+        for one in calls_of.get(r, ()):
+            roots_in.setdefault(one, set()).add(r)
     for one, nodes in members.items():
-        found = used_outside.get(one)
-        outs = [nid for nid in nodes if nid in roots or (found is not None and nid in found)]
+        mine = used_outside.get(one, set()) | roots_in.get(one, set())
+        # a few outputs among many nodes (the usual case) are placed, not looked for
+        outs = sorted(mine, key=nodes.index) if len(mine) * 8 < len(nodes) else [n for n in nodes if n in mine]
         outs_of[one] = outs
         wanted_nodes.update(outs)
-    event_of: dict[tuple[str, int], int] = {}
+    events = _Events(view)
+    event_of = events.first(wanted_nodes, wanted)
     passes_of: dict[str, set[int]] = {}
-    _first_events(view, wanted_nodes, wanted, event_of)
     for nid, p in event_of:
         passes_of.setdefault(nid, set()).add(p)
     whole = not ((view.doc.get("tensors") or {}).get("left_out_count"))  # a key absent: no gradient
-    # (path, pass) -> [(call, its nodes, its outputs)]
-    walked: dict[tuple[str, int], list[tuple[int, list[str], list[str]]]] = {}
+    # (path, pass) -> [(call, its nodes, their names, its outputs)]
+    walked: dict[tuple[str, int], list[tuple[int, list[str], list[str], list[str]]]] = {}
     for (path, call), nodes in members.items():
         outs = outs_of[(path, call)]
         reached: set[int] = set()
         for o in outs:
             reached |= passes_of.get(o, set())
         for p in sorted(reached):
-            walked.setdefault((path, p), []).append((call, nodes, outs))
+            walked.setdefault((path, p), []).append((call, nodes, names[(path, call)], outs))
     kept = {key for key, calls in walked.items() if len(calls) >= MIN_CALLS}
     types = {str(m.get("path")): m.get("type") for m in view.doc.get("modules") or []}
     shown: list[tuple[str, int, list[tuple[int, list[str]]]]] = []
@@ -170,11 +196,11 @@ def call_series(view: DocView, passes: list[Mapping[str, Any]],
     for path, p in sorted(kept, key=lambda k: (k[1], min(c for c, *_ in walked[k]))):
         if any((outer, p) in kept for outer in around.get(path, ())):
             continue  # a module around it has the series of these steps
-        calls = [(c, outs) for c, outs in _alike(view, sorted(walked[(path, p)])) if outs]
+        calls = [(c, outs) for c, outs in _alike(sorted(walked[(path, p)], key=_FIRST)) if outs]
         shown.append((path, p, calls))
         more.update(o for _, outs in calls for o in outs if o not in wanted_nodes)
     if more:  # nodes in the same places as outputs of other calls (the last call's ``c``)
-        _first_events(view, more, wanted, event_of)
+        event_of.update(events.first(more, wanted))
     series = []
     for path, p, calls in shown:
         series.append({"module": path, "type": types.get(path), "pass": p, "calls": [c for c, _ in calls],
@@ -206,34 +232,47 @@ def _busy(view: DocView, passes: set[int]) -> set[str]:
     return {path for (path, _), calls in seen.items() if len(calls) >= MIN_CALLS}
 
 
-def _first_events(view: DocView, nodes: set[str], passes: set[int], event_of: dict[tuple[str, int], int]) -> None:
-    """``event_of[(node, pass)]``: the index of the first backward event of each of ``nodes``
-    in each of ``passes``."""
-    for i, ev in view.backward_events():
-        nid = str(ev["node"])
-        if nid not in nodes:
-            continue
-        p = ev.get("pass")
-        if p in passes:
-            key = (nid, int(p))  # type: ignore[arg-type]
-            if key not in event_of:
-                event_of[key] = i
+_FIRST = itemgetter(0)
 
 
-def _alike(view: DocView, calls: list[tuple[int, list[str], list[str]]]) -> list[tuple[int, list[str]]]:
+class _Events:
+    """The backward events' nodes, read once, to find the first event of a few nodes in each
+    pass: the events of other nodes are passed over in C (``compress`` of a ``map`` of
+    membership), only the nodes' own are looked at."""
+
+    def __init__(self, view: DocView) -> None:
+        self.backward = list(view.backward_events())
+        self.nodes = list(map(_NODE, map(itemgetter(1), self.backward)))
+
+    def first(self, nodes: set[str], passes: set[int]) -> dict[tuple[str, int], int]:
+        """``(node, pass) -> `` the index of the first backward event of each of ``nodes`` in
+        each of ``passes``."""
+        event_of: dict[tuple[str, int], int] = {}
+        backward = self.backward
+        for j in compress(range(len(backward)), map(nodes.__contains__, self.nodes)):
+            i, ev = backward[j]
+            p = ev.get("pass")
+            if p in passes:
+                key = (str(ev["node"]), int(p))  # type: ignore[arg-type]
+                if key not in event_of:
+                    event_of[key] = i
+        return event_of
+
+
+def _alike(calls: list[tuple[int, list[str], list[str], list[str]]]) -> list[tuple[int, list[str]]]:
     """Each call with its outputs, the same places in calls made of the same ops: the last
     call's cell state ``c`` is an output though no later op used it, as every other call's
     is (NOTE [the gradient at each call])."""
     places: dict[tuple[str, ...], set[int]] = {}
-    by_id = view.by_id
-    shapes = [tuple([str(by_id[n].get("name") or n) for n in nodes]) for _, nodes, _ in calls]
-    for (_, nodes, found), shape in zip(calls, shapes, strict=True):
+    shapes = [tuple(names) for _, _, names, _ in calls]
+    for (_, nodes, _, found), shape in zip(calls, shapes, strict=True):
         known = places.get(shape)
         if known is None:
             known = places[shape] = set()
         for o in found:  # a call's nodes are each once in it, its outputs few
             known.add(nodes.index(o))
-    return [(c, [nodes[k] for k in sorted(places[shape])]) for (c, nodes, _), shape in zip(calls, shapes, strict=True)]
+    order = {shape: sorted(known) for shape, known in places.items()}  # each shape's places, once
+    return [(c, [nodes[k] for k in order[shape]]) for (c, nodes, _, _), shape in zip(calls, shapes, strict=True)]
 
 
 def _norm(view: DocView, outs: list[str], p: int, event_of: Mapping[tuple[str, int], int],
