@@ -173,3 +173,38 @@ def test_a_saved_argument_is_torchs_own_value() -> None:
     assert saved_arg(True) is True and saved_arg(float("nan")) == "nan" and saved_arg(0.5) == 0.5
     assert saved_arg("tanh") == "tanh" and saved_arg("not a name") is None and saved_arg(None) is None
     assert saved_arg(torch.float32) is None and saved_arg((1.5,)) is None
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_strided_saved_values_are_read_in_row_major_order(dtype: torch.dtype) -> None:
+    """Saved tensors that are views with other strides (a transpose, a 3-d permute, a stepped
+    slice, an expand with stride 0) carry the values torch saved, in row-major order, with the
+    stats of those values: the core reads them where they lie, without a contiguous copy."""
+    torch.manual_seed(0)
+    with gradtrace.record() as rec:
+        a = torch.randn(4, 6, dtype=dtype, requires_grad=True)
+        b = torch.randn(2, 3, 4, dtype=dtype, requires_grad=True)
+        c = torch.randn(3, 10, dtype=dtype, requires_grad=True)
+        d = torch.randn(5, 1, dtype=dtype, requires_grad=True)
+        ta = a.t()
+        pb = b.permute(2, 0, 1)
+        sc = c[:, ::3]
+        ed = d.expand(5, 4)
+        y1 = ta * ta.flip(0)  # MulBackward0 saves both operands
+        y2 = pb.sin()
+        y3 = sc.abs()
+        y4 = ed.cos()
+        (y1.sum() + y2.sum() + y3.sum() + y4.sum()).backward(retain_graph=True)
+    doc = rec.document().model_dump(mode="json")
+    expected = {"MulBackward0": y1.grad_fn._saved_self, "SinBackward0": y2.grad_fn._saved_self,  # type: ignore[union-attr]
+                "AbsBackward0": y3.grad_fn._saved_self, "CosBackward0": y4.grad_fn._saved_self}  # type: ignore[union-attr]
+    for name, tensor in expected.items():
+        assert not tensor.is_contiguous(), name  # the case under test: a strided saved tensor
+        entry = next(s for s in _saved(doc, name) if s["name"] in ("self", "result"))
+        _check(entry, tensor)
+        stats = entry["value"]["stats"]
+        flat = tensor.detach().double().flatten()
+        torch.testing.assert_close(torch.tensor([float(stats[k]) for k in ("min", "max", "mean", "norm")],
+                                                dtype=torch.float64),
+                                   torch.stack([flat.min(), flat.max(), flat.mean(), flat.norm()]),
+                                   rtol=1.3e-6, atol=1e-6)

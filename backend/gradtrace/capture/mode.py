@@ -44,7 +44,6 @@ from gradtrace.capture.recorder import Recorder
 
 _seq_nr = torch._C._autograd._get_sequence_nr
 _is_compiling = torch.compiler.is_compiling
-_tracing_context = torch._guards.TracingContext.try_get
 _GUARDS_TLS = torch._guards._TLS
 _DATA = torch._C.TensorBase.__dict__["data"]
 _GRAD = torch._C.TensorBase.__dict__["grad"]
@@ -407,8 +406,8 @@ class CaptureMode(TorchFunctionMode):
                 roots.append(g)
                 if t._is_view() and rec.name_results_on and len(rec.fresh_views) < 4096:
                     rec.fresh_views[id(t)] = (t, g)  # NOTE [variables of intermediates]
-        if not roots or _tracing_context() is not None:
-            return False
+        if not roots or getattr(_GUARDS_TLS, "tracing_context", None) is not None:
+            return False  # (``_tracing_context()``'s own look, without its call)
         if rec.tracer.active and rec.active_pass is None and not rec.cuts:
             rec.defer(roots)
         else:

@@ -123,6 +123,8 @@ struct Core : std::enable_shared_from_this<Core> {
       return it->second.id;
     }
     int32_t id = static_cast<int32_t>(values.size());
+    // thousands of values per run: the first growth skips the small steps' moves of every Value
+    if (values.size() == values.capacity()) values.reserve(std::max<size_t>(8192, 2 * values.capacity()));
     const void* data = same_elements_key(t, ver);
     auto same = data != nullptr ? by_data.find(data) : by_data.end();
     if (same != by_data.end() && !same->second.storage.expired() && same->second.version == ver &&

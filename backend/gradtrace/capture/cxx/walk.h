@@ -177,6 +177,9 @@ struct Walker {
     std::string attr, label;
     bool skip = false;
     bool once = false;  // ``saved_tensors`` may be read once only: it is the user's
+    // ``attr`` as an interned Python string, made at its first read and kept for the process
+    // (a few hundred names at most): no string decoded and hashed per saved value read
+    PyObject* name = nullptr;
   };
   std::unordered_map<const std::type_info*, std::vector<SavedAttr>> attrs_by_cpp_type;
   std::unordered_map<PyTypeObject*, std::vector<SavedAttr>> attrs_by_py_type;
@@ -380,7 +383,11 @@ struct Walker {
     };
     for (SavedAttr& attr : attrs) {
       if (attr.skip) continue;
-      PyObject* value = PyObject_GetAttrString(node.ptr(), attr.attr.c_str());
+      if (attr.name == nullptr) {
+        attr.name = PyUnicode_InternFromString(attr.attr.c_str());
+        if (attr.name == nullptr) throw python_error();
+      }
+      PyObject* value = PyObject_GetAttr(node.ptr(), attr.name);
       if (value == nullptr) { PyErr_Clear(); continue; }  // freed, or unreadable for this node
       py::object v = py::reinterpret_steal<py::object>(value);
       try {
