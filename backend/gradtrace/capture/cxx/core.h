@@ -46,6 +46,17 @@ struct SameData {
   int32_t id;
 };
 
+// NOTE [the core's lock passes by the tap]: whatever the core runs while it holds ``Core::mu``
+// (a saved value's ``contiguous`` in ``encode``, stats, clones) is its own work, not the
+// program's: it must not reach the tap, whose copy before a write takes ``mu`` again
+// (NOTE [held gradients copied before a write] in cxx/tap.h) and would wait on itself. So the
+// core takes ``mu`` only through this lock, which also turns the tap's key off.
+struct CoreLock {
+  std::lock_guard<std::mutex> lock;
+  c10::impl::ExcludeDispatchKeyGuard no_tap;
+  explicit CoreLock(std::mutex& m) : lock(m), no_tap(c10::DispatchKey::TESTING_ONLY_GenericMode) {}
+};
+
 struct Tap;
 // Lets go of the forward outputs the tap held last until ``need`` bytes are free; the bytes let
 // go (cxx/tap.h; called with ``Core::mu`` held).
@@ -262,11 +273,8 @@ struct Core : std::enable_shared_from_this<Core> {
     std::vector<at::Tensor> created;
     int32_t pass = -1, line = kNullLine;
     {
-      std::lock_guard<std::mutex> lock(mu);
+      CoreLock lock(mu);  // NOTE [the core's lock passes by the tap]
       if (!enabled || stopped) return;
-      // the core's own ops (stats, copies) pass by the tap, whose copy before a write takes
-      // ``mu`` (NOTE [held gradients copied before a write] in cxx/tap.h)
-      c10::impl::ExcludeDispatchKeyGuard no_tap(c10::DispatchKey::TESTING_ONLY_GenericMode);
       int64_t task = torch::autograd::get_current_graph_task_id();
       pass = pass_for(task);
       line = passes[static_cast<size_t>(pass)].line;

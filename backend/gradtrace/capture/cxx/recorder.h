@@ -59,7 +59,7 @@ struct Recorder {
 
   // The bytes the hooks added since the last call; ``budget`` less those is left to them.
   int64_t sync_bytes(int64_t budget) {
-    std::lock_guard<std::mutex> lock(core->mu);
+    CoreLock lock(core->mu);
     int64_t used = core->bytes_used;
     core->bytes_left = budget - used;
     core->bytes_used = 0;
@@ -71,7 +71,7 @@ struct Recorder {
   void register_node(const c10::intrusive_ptr<Node>& node, int32_t index, int32_t line, bool hooks,
                      bool acc, bool relay) {
     {
-      std::lock_guard<std::mutex> lock(core->mu);
+      CoreLock lock(core->mu);
       core->known[node.get()] = index;
       if (core->by_index.size() <= static_cast<size_t>(index)) core->by_index.resize(static_cast<size_t>(index) + 1);
       core->by_index[static_cast<size_t>(index)] = node.get();
@@ -92,7 +92,7 @@ struct Recorder {
   // The index of a recorded node, or -1.
   int64_t index_of(py::handle node) {
     c10::intrusive_ptr<Node> n = node_of(node.ptr());
-    std::lock_guard<std::mutex> lock(core->mu);
+    CoreLock lock(core->mu);
     auto it = core->known.find(n.get());
     return it == core->known.end() ? -1 : it->second;
   }
@@ -291,7 +291,7 @@ struct Recorder {
 
   // Python's begin_pass: the index this pass gets (engine passes may have taken some).
   int32_t begin_pass(py::object line) {
-    std::lock_guard<std::mutex> lock(core->mu);
+    CoreLock lock(core->mu);
     Pass p;
     p.line = line.is_none() ? kNullLine : line.cast<int32_t>();
     core->passes.push_back(std::move(p));
@@ -302,18 +302,18 @@ struct Recorder {
   void set_boundary(uint64_t seq) { walker.boundary = seq; }
 
   void stop() {
-    std::lock_guard<std::mutex> lock(core->mu);
+    CoreLock lock(core->mu);
     core->stopped = true;
   }
 
   void set_active(int32_t pass) {
-    std::lock_guard<std::mutex> lock(core->mu);
+    CoreLock lock(core->mu);
     core->active = pass;
   }
 
   // Passes begun by the engine itself since the last call: [(index, outer)].
   std::vector<std::pair<int32_t, int32_t>> new_engine_passes() {
-    std::lock_guard<std::mutex> lock(core->mu);
+    CoreLock lock(core->mu);
     std::vector<std::pair<int32_t, int32_t>> out;
     for (size_t i = core->passes_reported; i < core->passes.size(); ++i) {
       if (core->passes[i].engine) out.emplace_back(static_cast<int32_t>(i), core->passes[i].outer);
@@ -324,7 +324,7 @@ struct Recorder {
 
   void end_backward() {
     // the outermost backward call returned: its gradients are not met again
-    std::lock_guard<std::mutex> lock(core->mu);
+    CoreLock lock(core->mu);
     core->cache.clear();
     core->by_data.clear();
   }
@@ -334,7 +334,7 @@ struct Recorder {
   py::list take_accumulations() {
     std::vector<std::pair<Node*, AccSeen>> taken;
     {
-      std::lock_guard<std::mutex> lock(core->mu);
+      CoreLock lock(core->mu);
       for (const AccSeen& seen : core->acc_events) {
         const Event& ev = core->events[static_cast<size_t>(seen.event)];
         AccSeen out{ev.grad, seen.version, seen.impl};
@@ -357,7 +357,7 @@ struct Recorder {
   void accumulated(const at::Tensor& leaf) {
     const at::Tensor& grad = leaf.grad();
     if (!grad.defined()) return;
-    std::lock_guard<std::mutex> lock(core->mu);
+    CoreLock lock(core->mu);
     if (!core->enabled || core->stopped) return;
     core->acc_early[leaf.unsafeGetTensorImpl()] =
         AccSeen{core->capture(grad), core->version_of(grad), reinterpret_cast<intptr_t>(grad.unsafeGetTensorImpl())};
@@ -366,7 +366,7 @@ struct Recorder {
   void hook_change(const at::Tensor& before, const at::Tensor& after) {
     c10::intrusive_ptr<Node> node = torch::autograd::get_current_node();
     if (!node) return;
-    std::lock_guard<std::mutex> lock(core->mu);
+    CoreLock lock(core->mu);
     auto& v = core->hook_changes[node.get()];
     v.push_back(core->capture(before));
     v.push_back(core->capture(after));
@@ -374,7 +374,7 @@ struct Recorder {
 
   // Values Python must encode itself (rare dtypes): [(id, tensor)].
   std::vector<std::pair<int32_t, at::Tensor>> held() {
-    std::lock_guard<std::mutex> lock(core->mu);
+    CoreLock lock(core->mu);
     std::vector<std::pair<int32_t, at::Tensor>> out;
     for (size_t i = 0; i < core->values.size(); ++i) {
       auto& v = core->values[i];
@@ -384,7 +384,7 @@ struct Recorder {
   }
 
   void set_encoded(int32_t id, std::string with_values, std::string without_values) {
-    std::lock_guard<std::mutex> lock(core->mu);
+    CoreLock lock(core->mu);
     auto& v = core->values.at(static_cast<size_t>(id));
     v.py_with = std::move(with_values);
     v.py_without = std::move(without_values);
@@ -393,7 +393,7 @@ struct Recorder {
 
   // (canonical JSON of value ``id``, with or without its values; the number of values it holds).
   std::pair<py::bytes, int64_t> value(int32_t id, bool with_values) {
-    std::lock_guard<std::mutex> lock(core->mu);
+    CoreLock lock(core->mu);
     if (id == kNone) return {py::bytes("null"), 0};
     const Value& v = core->values.at(static_cast<size_t>(id));
     bool has = v.kind == 2 || (v.kind == 3 && v.py_with != v.py_without);
@@ -402,14 +402,14 @@ struct Recorder {
 
   // A value id for ``t`` as it is now (a tensor node's value, taken outside backward).
   int32_t capture(const at::Tensor& t) {
-    std::lock_guard<std::mutex> lock(core->mu);
+    CoreLock lock(core->mu);
     return core->capture(t);
   }
 
   // NOTE [kept tensors] in capture/tensorfile.py: value ``id``'s kept tensor (None when not
   // kept), the version it was kept at, whether it is a copy, and the bytes not held (budget).
   py::tuple kept(int32_t id) {
-    std::lock_guard<std::mutex> lock(core->mu);
+    CoreLock lock(core->mu);
     if (id == kNone) return py::make_tuple(py::none(), -1, false, 0);
     const Value& v = core->values.at(static_cast<size_t>(id));
     if (!v.kept.defined()) return py::make_tuple(py::none(), v.kept_version, v.kept_copy, v.kept_dropped);
@@ -419,7 +419,7 @@ struct Recorder {
 
   // NOTE [held within the budget] in capture/tensorfile.py (``PyCore.set_keep_budget``).
   void set_keep_budget(int64_t bytes) {
-    std::lock_guard<std::mutex> lock(core->mu);
+    CoreLock lock(core->mu);
     core->keep_budget = bytes;
   }
 
@@ -435,7 +435,7 @@ struct Recorder {
       tap_->core = core.get();
     }
     {
-      std::lock_guard<std::mutex> lock(core->mu);
+      CoreLock lock(core->mu);
       core->tap = tap_.get();
     }
     tap_->thread = std::this_thread::get_id();
@@ -446,7 +446,7 @@ struct Recorder {
 
   void tap_stop() {
     {
-      std::lock_guard<std::mutex> lock(core->mu);
+      CoreLock lock(core->mu);
       core->tap = nullptr;  // the block is over: nothing left to yield to a gradient
     }
     if (tap_on_ != nullptr) {
@@ -482,13 +482,13 @@ struct Recorder {
   void tap_clear() {
     tap_stop();
     take_saved();
-    std::lock_guard<std::mutex> lock(core->mu);
+    CoreLock lock(core->mu);
     core->tap = nullptr;
     tap_.reset();
   }
 
   void keep_copy(int32_t id) {
-    std::lock_guard<std::mutex> lock(core->mu);
+    CoreLock lock(core->mu);
     core->keep_copy(id);
   }
 
@@ -496,7 +496,7 @@ struct Recorder {
   // is done with them once the block is over.
   void take_saved() {
     if (!tap_) return;
-    std::lock_guard<std::mutex> lock(core->mu);
+    CoreLock lock(core->mu);
     for (FnEntry& e : entries_) {
       for (SavedEntry& s : e.saved) {
         if (s.held < 0) continue;
@@ -513,7 +513,7 @@ struct Recorder {
   // NOTE [held within the budget] in capture/tensorfile.py: the most bytes held at once while
   // recording (``PyCore.held_peak``).
   int64_t held_peak() {
-    std::lock_guard<std::mutex> lock(core->mu);
+    CoreLock lock(core->mu);
     return core->kept_peak;
   }
 
@@ -521,7 +521,7 @@ struct Recorder {
   // everything held for the tensor file is let go; the file's candidates hold what it keeps.
   void release_kept() {
     take_saved();
-    std::lock_guard<std::mutex> lock(core->mu);
+    CoreLock lock(core->mu);
     for (Value& v : core->values) v.kept = at::Tensor();
     for (FnEntry& e : entries_) {
       for (SavedEntry& s : e.saved) s.kept = at::Tensor();
@@ -555,7 +555,7 @@ struct Recorder {
   // Each backward event's value ids (``PyCore.event_refs``): (event index, grad_outputs,
   // grad_inputs, grad, hook changes as before/after pairs flattened); forward events skipped.
   py::list event_refs() {
-    std::lock_guard<std::mutex> lock(core->mu);
+    CoreLock lock(core->mu);
     py::list out;
     for (size_t i = 0; i < core->events.size(); ++i) {
       const Event& ev = core->events[i];
@@ -574,7 +574,7 @@ struct Recorder {
   // How many numbers value ``id`` would write with its values (0: it has none to write), so
   // that a value past the budget is never written with them only to be dropped.
   int64_t numel_of(int32_t id) {
-    std::lock_guard<std::mutex> lock(core->mu);
+    CoreLock lock(core->mu);
     if (id == kNone) return 0;
     const Value& v = core->values.at(static_cast<size_t>(id));
     bool has = v.kind == 2 || (v.kind == 3 && v.py_with != v.py_without);
@@ -585,7 +585,7 @@ struct Recorder {
 
   // The events array as canonical JSON (``events.h``).
   std::pair<py::bytes, int64_t> events_json(int64_t budget) {
-    std::lock_guard<std::mutex> lock(core->mu);
+    CoreLock lock(core->mu);
     return gradtrace::events_json(*core, budget);
   }
 
@@ -595,7 +595,7 @@ struct Recorder {
   int64_t mark_freed(int32_t pass) {
     std::vector<int32_t> executed;
     {
-      std::lock_guard<std::mutex> lock(core->mu);
+      CoreLock lock(core->mu);
       executed = core->passes.at(static_cast<size_t>(pass)).executed;
     }
     int64_t freed = 0;
@@ -622,7 +622,7 @@ struct Recorder {
   void close() {
     std::vector<std::pair<c10::intrusive_ptr<Node>, uintptr_t>> hooks;
     {
-      std::lock_guard<std::mutex> lock(core->mu);
+      CoreLock lock(core->mu);
       core->enabled = false;
       hooks.swap(core->hooks);
       core->cache.clear();

@@ -68,7 +68,7 @@ bool nonfinite_norm(const Value& v) {
 // last ``events_json`` wrote. ``acc``: the AccumulateGrad nodes' indices (their grad_outputs
 // are the leaves' gradients).
 py::tuple event_candidates(Core& c, const std::vector<int32_t>& acc) {
-  std::lock_guard<std::mutex> lock(c.mu);
+  CoreLock lock(c.mu);
   if (c.ref_at.size() != c.refs.size() || c.grad_at.size() != c.events.size()) {
     throw std::runtime_error("tensor keys: the events were not written");
   }
@@ -411,7 +411,7 @@ py::list tap_outputs(Core& c, Tap* tap, const std::vector<FnEntry>& entries, con
   if (tap == nullptr) return out;
   std::map<int32_t, std::vector<const TapEntry*>> by_index;
   {
-    std::lock_guard<std::mutex> lock(c.mu);
+    CoreLock lock(c.mu);
     for (const TapEntry& e : tap->entries) {
       auto it = c.known.find(e.node.get());
       if (it != c.known.end()) by_index[it->second].push_back(&e);

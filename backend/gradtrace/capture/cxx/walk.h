@@ -26,7 +26,7 @@ struct Walker {
     ska::flat_hash_map<Node*, size_t> found;  // -> position in ``order`` (DFS order)
     std::vector<c10::intrusive_ptr<Node>> order;
     {
-      std::lock_guard<std::mutex> lock(core.mu);
+      CoreLock lock(core.mu);
       auto& known = core.known;
       for (auto r : roots) {
         if (r.is_none()) continue;
@@ -324,7 +324,7 @@ struct Walker {
     }
     if (t.layout() != at::kStrided || t.is_nested()) return;
     int64_t nbytes = static_cast<int64_t>(t.numel()) * static_cast<int64_t>(t.element_size());
-    std::lock_guard<std::mutex> lock(core.mu);
+    CoreLock lock(core.mu);
     try {
       if (core.tap != nullptr) {
         sv.held = hold_saved_in_tap(core.tap, t, nbytes);
@@ -375,7 +375,7 @@ struct Walker {
       }
       if (!t.requires_grad() && core.keep_budget > 0) hold_saved(core, t, sv);
       if (t.numel() <= kValuesLimit) {
-        std::lock_guard<std::mutex> lock(core.mu);
+        CoreLock lock(core.mu);
         sv.vid = core.capture(t, /*keep=*/false);  // its value for the document only
       }
       e.saved_bytes += sv.bytes;
