@@ -220,10 +220,22 @@ def _outputs(c: _Collect, graph: GraphText) -> list[_Output]:
     return out
 
 
+WORKSPACE = "result3"
+"""NOTE [a kernel's workspace]
+    The fused RNN kernels save scratch bytes for their backward: ``mkldnn_rnn_layer``'s
+    ``workspace`` and ``_cudnn_rnn``'s / ``miopen_rnn``'s ``reserve``, each the op's fourth
+    result (``result3``, uint8). They are no number of the program, and the kernel leaves part
+    of them unwritten, so keeping them would make two runs of the same LSTM write different
+    files (and document ids) for nothing a person can read. They stay in the document's saved
+    entries (name, bytes) and are not written to the tensor file."""
+
+
 def _saved(c: _Collect) -> None:
     """NOTE [saved tensors from no node] in saved.py: ``n{id}.s{name}``, with no place in the
-    document."""
+    document. An RNN kernel's workspace is not written (NOTE [a kernel's workspace])."""
     for index, name, t, version, dropped in c.rec.core.saved_kept():
+        if name == WORKSPACE and t is not None and t.dtype == torch.uint8:
+            continue
         key = saved_key(f"n{index}", name)
         if t is None:  # past its cap while recording
             c.cands.append(Candidate(key, None, dropped, FORWARD, "budget"))
