@@ -13,11 +13,10 @@ import re
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pytest
 from playwright.sync_api import expect
 
-from browser.test_tensor_service import ATTENTION, _stored_attention_run
+from browser.test_tensor_service import ATTENTION, _stored_attention_run, hover_reads_the_stored_elements
 from pageguard import expect_http_error, wait_until
 
 pytestmark = pytest.mark.browser
@@ -61,15 +60,7 @@ def test_a_look_before_the_index_reads_each_tensor_by_key_in_one_request(page: A
 
     stored = load(data)[key]
     assert stored.shape == (2, 2, 16, 16)
-    grad.locator("[data-gt=tensor-slice] select").nth(0).select_option("1")
-    canvas = grad.locator("[data-gt=tensor-heatmap]")
-    canvas.scroll_into_view_if_needed()
-    box = canvas.bounding_box()
-    hover = grad.locator("[data-gt=tensor-hover]")
-    for r, c in [(2, 11), (9, 4)]:
-        page.mouse.move(box["x"] + (c + 0.5) * box["width"] / 16, box["y"] + (r + 0.5) * box["height"] / 16)
-        expect(hover).to_have_attribute("data-index", f"1,0,{r},{c}")
-        assert np.float32(hover.get_attribute("data-value")) == stored[1, 0, r, c]
+    hover_reads_the_stored_elements(grad, page, stored)
     page.screenshot(path=str(artifacts_dir / "tensors-by-key-attention.png"))
 
     # a key the file does not hold: the service's own words reach the page

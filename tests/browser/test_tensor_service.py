@@ -147,6 +147,20 @@ def _stored_attention_run(server: Any) -> tuple[str, bytes]:
     return encoded.doc_id, data
 
 
+def hover_reads_the_stored_elements(grad: Any, page: Any, stored: Any) -> None:
+    """On the (2, 2, 16, 16) attention gradient's heatmap, slice 1 picked: hovering two
+    elements reads each one's exact stored number (what ``safetensors`` reads from the file)."""
+    grad.locator("[data-gt=tensor-slice] select").nth(0).select_option("1")
+    canvas = grad.locator("[data-gt=tensor-heatmap]")
+    canvas.scroll_into_view_if_needed()
+    box = canvas.bounding_box()
+    hover = grad.locator("[data-gt=tensor-hover]")
+    for r, c in [(2, 11), (9, 4)]:
+        page.mouse.move(box["x"] + (c + 0.5) * box["width"] / 16, box["y"] + (r + 0.5) * box["height"] / 16)
+        expect(hover).to_have_attribute("data-index", f"1,0,{r},{c}")
+        assert np.float32(hover.get_attribute("data-value")) == stored[1, 0, r, c]
+
+
 def test_a_stored_runs_page_reads_each_tensor_by_one_range_request(page: Any, live_server: Any,
                                                                     frontend_bundle: Path,
                                                                     artifacts_dir: Path) -> None:
@@ -173,15 +187,7 @@ def test_a_stored_runs_page_reads_each_tensor_by_one_range_request(page: Any, li
 
     stored = load(data)[grad.get_attribute("data-key") or ""]
     assert stored.shape == (2, 2, 16, 16)
-    grad.locator("[data-gt=tensor-slice] select").nth(0).select_option("1")
-    canvas = grad.locator("[data-gt=tensor-heatmap]")
-    canvas.scroll_into_view_if_needed()
-    box = canvas.bounding_box()
-    hover = grad.locator("[data-gt=tensor-hover]")
-    for r, c in [(2, 11), (9, 4)]:
-        page.mouse.move(box["x"] + (c + 0.5) * box["width"] / 16, box["y"] + (r + 0.5) * box["height"] / 16)
-        expect(hover).to_have_attribute("data-index", f"1,0,{r},{c}")
-        assert np.float32(hover.get_attribute("data-value")) == stored[1, 0, r, c]
+    hover_reads_the_stored_elements(grad, page, stored)
     assert float(grad.get_attribute("data-ms") or "nan") >= 0
     page.screenshot(path=str(artifacts_dir / "tensors-service-attention.png"))
 
