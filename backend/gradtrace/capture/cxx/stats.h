@@ -384,13 +384,16 @@ py::object write_keyed_file(const py::list& keys, const py::list& ts,
     if (!PyDict_Check(into)) throw std::runtime_error("tensor file: the index is not a dict");
     std::map<std::string_view, py::str> codes;  // one str per code
     int64_t at_ = static_cast<int64_t>(head.size());
+    // one int per offset: a tensor's end is the next one's begin (the same object)
+    py::object end = py::reinterpret_steal<py::object>(PyLong_FromLongLong(at_));
+    if (!end) throw py::error_already_set();
     for (size_t i = 0; i < found.size(); ++i) {
       auto [it, fresh] = codes.try_emplace(found[i].first);
       if (fresh) it->second = py::str(found[i].first);
       PyObject* key = PyList_GET_ITEM(keys.ptr(), static_cast<Py_ssize_t>(i));  // the caller's str
-      py::object begin = py::reinterpret_steal<py::object>(PyLong_FromLongLong(at_));
-      py::object end = py::reinterpret_steal<py::object>(PyLong_FromLongLong(at_ + nbytes[i]));
-      if (!begin || !end) throw py::error_already_set();
+      py::object begin = end;
+      if (nbytes[i]) end = py::reinterpret_steal<py::object>(PyLong_FromLongLong(at_ + nbytes[i]));
+      if (!end) throw py::error_already_set();
       py::object entry = py::reinterpret_steal<py::object>(
           PyTuple_Pack(4, it->second.ptr(), found[i].second.ptr(), begin.ptr(), end.ptr()));
       if (!entry || PyDict_SetItem(into, key, entry.ptr()) != 0) throw py::error_already_set();

@@ -86,9 +86,15 @@ inline py::object write_tensor_file(const py::bytes& head, const py::list& tenso
   try {
     c10::impl::ExcludeDispatchKeyGuard no_tap(kTapKey);
     at::AutoDispatchBelowADInplaceOrView below;  // plain copies: no node, no version bump
-    for (size_t i = 0; i < tensors.size(); ++i) {
+    // Each item read in place (``THPVariable_Unpack`` of the list's own reference) and let go
+    // through the C API: pybind's caster and item accessor cost more than a small tensor's copy
+    // (a refcounted ``at::Tensor``, an isinstance, temporaries).
+    PyObject* items = tensors.ptr();
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(items); ++i) {
+      PyObject* item = PyList_GET_ITEM(items, i);
       {
-        at::Tensor t = py::cast<at::Tensor>(tensors[i]);
+        if (!THPVariable_Check(item)) throw std::runtime_error("tensor file: an item that is not a tensor");
+        const at::Tensor& t = THPVariable_Unpack(item);
         int64_t n = static_cast<int64_t>(t.numel()) * static_cast<int64_t>(t.element_size());
         if (off + n > body) throw std::runtime_error("tensor file: the tensors pass the header's sizes");
         char* at_ = dst + hn + off;
@@ -107,7 +113,9 @@ inline py::object write_tensor_file(const py::bytes& head, const py::list& tenso
         }
         off += n;
       }
-      tensors[i] = py::none();  // written: let go (the tensor's last holder, as a rule)
+      Py_INCREF(Py_None);  // written: let go (the tensor's last holder, as a rule)
+      PyList_SET_ITEM(items, i, Py_None);
+      Py_DECREF(item);
 #if defined(__GLIBC__)
       if (off - trimmed >= kTrimEvery) {  // what was let go goes back to the system
         malloc_trim(0);
