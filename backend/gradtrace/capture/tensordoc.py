@@ -129,11 +129,12 @@ class _Output:
 
     __slots__ = ("keyed", "keys", "nid", "texts")
 
-    def __init__(self, nid: str, n: int, native: bool = False) -> None:
+    def __init__(self, nid: str, n: int, native: bool = False, texts: list[bytes | None] | None = None,
+                 keys: list[str | None] | None = None) -> None:
         self.nid = nid
-        self.texts: list[bytes | None] = [None] * n
+        self.texts: list[bytes | None] = [None] * n if texts is None else texts
         self.keyed: list[bytes | None] | None = [None] * n if native else None
-        self.keys: list[str | None] | None = [None] * n if native else None
+        self.keys: list[str | None] | None = ([None] * n if keys is None else keys) if native else None
 
     def final(self, kept: Any) -> list[bytes | None]:
         """The texts as the document writes them: each kept one keyed."""
@@ -151,34 +152,23 @@ class _Output:
 
 def _native_outputs(c: _Collect, graph: GraphText) -> list[_Output]:
     """``_outputs`` from the C++ tap: every node's outputs, their stats and their candidates'
-    fields in one call (NOTE [the tensor file's side in bulk] in ``cxx/stats.h``)."""
-    core = c.rec.core
-    rows = core.tap_outputs()  # the core keeps holding them: a document may be built again
-    out: list[_Output] = []
-    cands = c.cands
+    rows in one call (NOTE [the tensor file's side in bulk] in ``cxx/stats.h``), with no Python
+    per output but its candidate."""
+    nodes, rows, odd = c.rec.core.tap_outputs()  # the core keeps holding them: a document may be built again
     kinds = graph.kind
-    for index, n_out, outs in rows:
+    for at, k, t in odd:  # a TensorValue only Python's encoder writes
+        nodes[at][1][k] = canonical_json(TensorValueDict(encode(t, with_values=False)))
+    out: list[_Output] = []
+    skipped = False
+    for index, texts, keys, _, _ in nodes:
         nid = f"n{index}"
         if kinds.get(nid) != "function":
-            continue
-        output = _Output(nid, n_out, native=True)
-        texts, keyeds, keys = output.texts, output.keyed, output.keys
-        assert keyeds is not None and keys is not None
-        held = False
-        for k, o in enumerate(outs):
-            if o is None:
-                continue
-            if o.__class__ is int:
-                cands.append(Candidate(f"{nid}.out{k}", None, o, FORWARD, "budget"))
-                continue
-            text, t, nbytes, why, odd, key, with_key = o  # the core's key (its keyed text: None)
-            texts[k] = text or canonical_json(TensorValueDict(encode(odd, with_values=False)))
-            cands.append(Candidate(key, t, nbytes, FORWARD, why))
-            keyeds[k] = with_key  # NOTE [outputs spliced in one pass] in cxx/stats.h: keyed there
-            keys[k] = key
-            held = True
-        if held:
-            out.append(output)
+            skipped = True
+        elif texts is not None:
+            out.append(_Output(nid, len(texts), native=True, texts=texts, keys=keys))
+    if skipped:  # as a rule none: every node the tap holds outputs of is a function node
+        rows = [row for index, _, _, a, b in nodes if kinds.get(f"n{index}") == "function" for row in rows[a:b]]
+    c.cands.extend([Candidate(key, t, nbytes, FORWARD, why) for key, t, nbytes, why in rows])
     return out
 
 

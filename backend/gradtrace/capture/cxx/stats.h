@@ -403,15 +403,18 @@ py::object write_keyed_file(const py::list& keys, const py::list& ts,
   return write_tensor_file(py::bytes(head), parts, offset);
 }
 
-// The forward outputs the tap holds, by node (``tensordoc._outputs`` on the core's kernels):
-// [(node index, its number of outputs, [per output: None, the bytes not held (an int: the
-// budget), or (stats JSON, tensor or None, bytes, reason or None, the tensor for Python's
-// encoder where only it writes the stats (b"" for the JSON) or None, key, None: the keyed
-// text is written by ``splice_outputs``)])] in node order; ``entries`` / ``pos``: the recorder's entries and where each index
-// is among them (``Recorder::entries_``, ``pos_``).
-py::list tap_outputs(Core& c, Tap* tap, const std::vector<FnEntry>& entries, const std::vector<int64_t>& pos) {
-  py::list out;
-  if (tap == nullptr) return out;
+// The forward outputs the tap holds (``tensordoc._native_outputs`` on the core's kernels), as
+// ``(nodes, rows, odd)``: ``nodes`` [(node index, texts, keys, first row, end row)] in node
+// order, one per node that holds an output, ``texts`` / ``keys`` one item per output (the stats
+// JSON and the key of each one held, None otherwise; b"" for a text only Python's encoder writes);
+// ``rows`` the file's candidate rows (key, tensor or None, bytes, reason or None) in node order
+// and each node's outputs in order, those not held (the budget) among them; ``odd``
+// [(position in ``nodes``, output, tensor)] for Python's encoder. No Python object per output
+// beyond the row (NOTE [the tensor file's side in bulk]). ``entries`` / ``pos``: the recorder's
+// entries and where each index is among them (``Recorder::entries_``, ``pos_``).
+py::tuple tap_outputs(Core& c, Tap* tap, const std::vector<FnEntry>& entries, const std::vector<int64_t>& pos) {
+  py::list nodes, rows, odd;
+  if (tap == nullptr) return py::make_tuple(nodes, rows, odd);
   std::map<int32_t, std::vector<const TapEntry*>> by_index;
   {
     CoreLock lock(c.mu);
@@ -421,39 +424,60 @@ py::list tap_outputs(Core& c, Tap* tap, const std::vector<FnEntry>& entries, con
     }
   }
   py::object none = py::none();
+  py::str changed("changed"), dtype("dtype"), budget("budget");
   std::string text;
+  std::vector<const TapEntry*> slot;
   for (const auto& [index, held] : by_index) {
     if (index < 0 || index >= static_cast<int32_t>(pos.size()) || pos[static_cast<size_t>(index)] < 0) continue;
     size_t n_out = std::max<size_t>(1, entries[static_cast<size_t>(pos[static_cast<size_t>(index)])].outs.size());
-    py::list outs;
-    for (size_t k = 0; k < n_out; ++k) outs.append(none);
-    for (const TapEntry* e : held) {
-      if (e->nr < 0 || static_cast<size_t>(e->nr) >= n_out || !outs[static_cast<size_t>(e->nr)].is_none()) continue;
-      py::object slot;
-      if (!e->tensor.defined()) {
-        slot = py::int_(e->dropped);
-      } else {
-        const at::Tensor& t = e->tensor;
-        bool intact = e->copied || Tap::version_of(t) == e->version;
-        int64_t raw = static_cast<int64_t>(t.numel()) * static_cast<int64_t>(t.element_size());
-        Value v = encode(t);
-        text.clear();
-        if (v.kind != 3) write_value(text, v, false);
-        py::object tensor = none, reason = none;
-        if (!intact) reason = py::str("changed");
-        else if (!storable(t)) reason = py::str("dtype");
-        else tensor = py::reinterpret_steal<py::object>(THPVariable_Wrap(t));
-        py::object odd = v.kind == 3 ? py::reinterpret_steal<py::object>(THPVariable_Wrap(t)) : none;
-        // NOTE [keys spliced into the core's JSON] in keysplice.py: the key made here; the text
-        // with it is written straight into the graph (NOTE [outputs spliced in one pass])
-        std::string key = "n" + std::to_string(index) + ".out" + std::to_string(e->nr);
-        slot = py::make_tuple(py::bytes(text), tensor, raw, reason, odd, py::str(key), none);
+    slot.assign(n_out, nullptr);
+    for (const TapEntry* e : held) {  // the first entry of each output
+      if (e->nr >= 0 && static_cast<size_t>(e->nr) < n_out && slot[static_cast<size_t>(e->nr)] == nullptr) {
+        slot[static_cast<size_t>(e->nr)] = e;
       }
-      outs[static_cast<size_t>(e->nr)] = slot;
     }
-    out.append(py::make_tuple(index, n_out, outs));
+    py::list texts(n_out), keys(n_out);
+    for (size_t k = 0; k < n_out; ++k) {
+      PyList_SET_ITEM(texts.ptr(), static_cast<Py_ssize_t>(k), none.inc_ref().ptr());
+      PyList_SET_ITEM(keys.ptr(), static_cast<Py_ssize_t>(k), none.inc_ref().ptr());
+    }
+    size_t first = rows.size();
+    bool any = false;
+    // NOTE [keys spliced into the core's JSON] in keysplice.py: the key made here
+    std::string prefix = "n" + std::to_string(index) + ".out";
+    for (size_t k = 0; k < n_out; ++k) {
+      const TapEntry* e = slot[k];
+      if (e == nullptr) continue;
+      py::str key(prefix + std::to_string(k));
+      if (!e->tensor.defined()) {
+        rows.append(py::make_tuple(key, none, e->dropped, budget));
+        continue;
+      }
+      const at::Tensor& t = e->tensor;
+      bool intact = e->copied || Tap::version_of(t) == e->version;
+      int64_t raw = static_cast<int64_t>(t.numel()) * static_cast<int64_t>(t.element_size());
+      Value v = encode(t);
+      text.clear();
+      if (v.kind != 3) write_value(text, v, false);
+      py::object tensor = none, reason = none;
+      if (!intact) reason = changed;
+      else if (!storable(t)) reason = dtype;
+      else tensor = py::reinterpret_steal<py::object>(THPVariable_Wrap(t));
+      if (v.kind == 3) {
+        odd.append(py::make_tuple(nodes.size(), k, py::reinterpret_steal<py::object>(THPVariable_Wrap(t))));
+      }
+      texts[k] = py::bytes(text);
+      keys[k] = key;
+      rows.append(py::make_tuple(key, tensor, raw, reason));
+      any = true;
+    }
+    if (any) {
+      nodes.append(py::make_tuple(index, texts, keys, first, rows.size()));
+    } else if (rows.size() > first) {  // only outputs past the budget: their rows, no node
+      nodes.append(py::make_tuple(index, none, none, first, rows.size()));
+    }
   }
-  return out;
+  return py::make_tuple(nodes, rows, odd);
 }
 
 }  // namespace gradtrace
