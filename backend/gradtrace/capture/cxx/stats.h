@@ -187,18 +187,27 @@ py::bytes splice_keys(const py::bytes& text, const py::list& rows, const py::obj
     at.emplace_back(static_cast<size_t>(o), std::string_view(k, static_cast<size_t>(n)));
   }
   std::stable_sort(at.begin(), at.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-  std::string out;
-  out.reserve(size + at.size() * 24);
+  // written straight into the result (its size known first): the events' megabytes copied once
+  constexpr std::string_view open = "\"key\":\"", close = "\",";
+  size_t total = size;
+  for (const auto& [o, k] : at) total += open.size() + k.size() + close.size();
+  PyObject* result = PyBytes_FromStringAndSize(nullptr, static_cast<Py_ssize_t>(total));
+  if (result == nullptr) throw py::error_already_set();
+  char* out = PyBytes_AS_STRING(result);
+  auto put = [&out](const char* p, size_t n) {
+    std::memcpy(out, p, n);
+    out += n;
+  };
   size_t from = 0;
   for (const auto& [o, k] : at) {
-    out.append(src + from, o - from);
-    out += "\"key\":\"";
-    out += k;
-    out += "\",";
+    put(src + from, o - from);
+    put(open.data(), open.size());
+    put(k.data(), k.size());
+    put(close.data(), close.size());
     from = o;
   }
-  out.append(src + from, size - from);
-  return py::bytes(out);
+  put(src + from, size - from);
+  return py::reinterpret_steal<py::bytes>(result);
 }
 
 // ``keysplice.keyed``: ``tv`` (a TensorValue's canonical JSON) with ``"key":"…",`` right after
