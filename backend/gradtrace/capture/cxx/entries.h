@@ -86,8 +86,20 @@ struct FnEntry {
 static_assert(std::is_nothrow_move_constructible_v<FnEntry>);
 static_assert(std::is_nothrow_move_constructible_v<SavedEntry>);
 
-// A string as ``json.dumps(ensure_ascii=False)`` writes it (UTF-8 passes through).
+// A string as ``json.dumps(ensure_ascii=False)`` writes it (UTF-8 passes through). Most
+// (names, paths, dtypes) need no escape: they are appended whole after one scan.
 void write_str(std::string& out, std::string_view s) {
+  bool plain = true;
+  for (unsigned char ch : s) {
+    if (ch < 0x20 || ch == '"' || ch == '\\') { plain = false; break; }
+  }
+  if (plain) {
+    out.reserve(out.size() + s.size() + 2);
+    out.push_back('"');
+    out.append(s);
+    out.push_back('"');
+    return;
+  }
   out.push_back('"');
   for (unsigned char ch : s) {
     switch (ch) {
@@ -145,7 +157,8 @@ void write_meta(std::string& out, const OutMeta* o, std::string_view device, con
     out += "null";
     return;
   }
-  write_str(out, o->device.str());
+  if (o->device.is_cpu()) out += "\"cpu\"";  // ``Device::str`` makes a string each time
+  else write_str(out, o->device.str());
   out += dtype.next;
   write_str(out, dtype_text(o->dtype));
 }
@@ -192,7 +205,9 @@ void write_entry(std::string& out, const FnEntry& e, const std::vector<Value>* v
   out += nk::module.next;
   write_pystr(out, e.module);
   if (!e.module.is_none()) {  // a ModulePath: its stack's canonical JSON (NOTE [module calls])
-    py::object js = e.module.attr("stack_json");
+    static PyObject* stack_json = PyUnicode_InternFromString("stack_json");  // immutable, kept
+    py::object js = py::reinterpret_steal<py::object>(PyObject_GetAttr(e.module.ptr(), stack_json));
+    if (!js) throw python_error();
     Py_ssize_t n = 0;
     const char* p = PyUnicode_AsUTF8AndSize(js.ptr(), &n);
     if (p == nullptr) throw python_error();
