@@ -24,7 +24,7 @@ TV = Mapping[str, Any]
 # search for its tail, and its place by counting the phases before it: no regex over the
 # megabytes of gradients, and no dict for a forward event (on a GRU unrolled 200 steps, half a
 # millisecond instead of 10).
-_BACKWARD_TAIL = b'","phase":"backward"}'
+_BACKWARD_TAIL = b',"phase":"backward"}'
 _PHASE = b'"phase":"'
 _NODE = b'"node":"'
 _PASS = b'","pass":'
