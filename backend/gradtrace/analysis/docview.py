@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator, Mapping
+from functools import cached_property
 from typing import Any
 
 from gradtrace.analysis.numbers import flat
@@ -139,6 +140,23 @@ class DocView:
             k = e.get("input_nr")
             if k is not None:
                 inputs.setdefault(target, {})[int(k)] = source
+
+    @cached_property
+    def tensor_nodes(self) -> list[Mapping[str, Any]]:
+        """The tensor nodes (``kind`` ``tensor``), in document order: a few among thousands of
+        function nodes, which the checks that read only tensors walk instead of every node."""
+        return [n for n in self.nodes if n.get("kind") == "tensor"]
+
+    @cached_property
+    def leaf_nodes(self) -> list[Mapping[str, Any]]:
+        """The nodes whose ``role`` is ``leaf``, in document order."""
+        return [n for n in self.nodes if n.get("role") == "leaf"]
+
+    @cached_property
+    def cut_nodes(self) -> list[Mapping[str, Any]]:
+        """The nodes with a ``cut`` (computed through ``detach``, ``.data``, ``no_grad``), in
+        document order."""
+        return [n for n in self.nodes if n.get("cut")]
 
     def named(self, *names: str) -> list[Mapping[str, Any]]:
         """The nodes named one of ``names``, in document order."""
