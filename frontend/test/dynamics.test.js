@@ -2,7 +2,7 @@
 // iteration of a step, axis ranges, NaN/Inf strings.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { iterAt, num, rangeOf, xOf } from "../src/ui/dynamics-draw.js";
+import { iterAt, num, rangeOf, ticks, xOf } from "../src/ui/dynamics-draw.js";
 import { iterationAt, modulesOf, summaryOf, within } from "../src/ui/dynamics.js";
 
 const DYN = {
@@ -43,4 +43,26 @@ test("the closed panel's line says what it holds: steps, the last update ratios,
     calls: [{ module: "cell", pass: 0, calls: [0, 1, 2], grad_norm: [1.03e-42, 0, 4] }] };
   assert.equal(summaryOf(gru, [{ code: "gradients-vanish" }, { code: "gradients-vanish" }]),
     "Dynamics: 3 calls of cell, ‖grad‖ 1e-42..4, 2 hints");
+});
+
+test("a log axis is labelled at whole decades as the numbers they stand for, at most five", () => {
+  assert.deepEqual(ticks(-2.4, 0.1, true), [[-2, "1e-2"], [-1, "1e-1"], [0, "1"]]);
+  assert.deepEqual(ticks(-42.3, 0.7, true).map(([y]) => y), [-40, -30, -20, -10, 0]);
+  assert.ok(ticks(-42.3, 0.7, true).length <= 5);
+  assert.deepEqual(ticks(-0.9, 1.6, true).map(([, l]) => l), ["1", "10"]);
+  const inside = ticks(-1.4, -1.1, true);  // inside one decade: its two ends, as numbers
+  assert.deepEqual(inside.map(([y]) => y), [-1.4, -1.1]);
+  assert.deepEqual(inside.map(([, l]) => l), ["0.04", "0.079"]);
+  assert.deepEqual(ticks(-1.49, -0.005, true).map(([, l]) => l), ["0.032", "1e-1", "0.989"]);  // one decade inside
+  assert.deepEqual(ticks(-1.05, -0.005, true).map(([, l]) => l), ["1e-1", "0.989"]);  // an end beside it is left out
+});
+
+test("a linear axis has round steps inside its range", () => {
+  assert.deepEqual(ticks(0.02, 0.61, false).map(([, l]) => l), ["0.2", "0.4", "0.6"]);
+  assert.deepEqual(ticks(-0.05, 1.05, false).map(([y]) => y), [0, 0.5, 1]);
+  for (const [lo, hi] of [[0.02, 0.61], [-3, 7], [1e-5, 3e-5], [-0.05, 1.05]]) {
+    const t = ticks(lo, hi, false);
+    assert.ok(t.length >= 2 && t.length <= 5, `${lo}..${hi}: ${t.length}`);
+    assert.ok(t.every(([y]) => y >= lo - 1e-12 && y <= hi + 1e-12));
+  }
 });

@@ -277,3 +277,67 @@ def test_the_widget_asks_its_kernel_for_a_tensor(jupyterlab: Lab, lab_page: Any)
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "notebook-widget-tensor.png"))
     assert page.page_errors == [], page.page_errors
+
+
+CELL_LOOP = """%%gradtrace w
+import torch, torch.nn as nn, torch.nn.functional as F
+torch.manual_seed(0)
+model = nn.Sequential(nn.Linear(6, 16), nn.ReLU(), nn.Linear(16, 8), nn.Tanh(), nn.Linear(8, 1))
+opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+x, y = torch.randn(32, 6), torch.randn(32, 1)
+for step in range(8):
+    opt.zero_grad()
+    loss = F.mse_loss(model(x), y)
+    loss.backward()
+    opt.step()
+"""
+
+
+def test_the_widget_shows_a_loops_dynamics_and_a_click_moves_the_kernels_step(jupyterlab: Lab, lab_page: Any) -> None:
+    """The dynamics panel in the widget: an 8-step Adam loop's series drawn in the notebook,
+    its parameters named by the module tree, and clicking iteration 4 on the ‖grad‖ chart
+    moves the view to the end of that iteration's backward pass, which ``w.step`` reads back
+    in the kernel. Leaves tests/artifacts/notebook-widget-dynamics.png."""
+    page = lab_page
+    page.set_viewport_size({"width": 1500, "height": 1300})
+    write_notebook(jupyterlab.root / "loop.ipynb", ["%load_ext gradtrace", CELL_LOOP, "print('STEP', w.step)"])
+    page.set_default_timeout(60_000)
+    page.goto(f"{jupyterlab.url}/lab/workspaces/loop/tree/loop.ipynb?token={jupyterlab.token}")
+    page.locator(".jp-Notebook .jp-Cell .cm-content").first.wait_for()
+    page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']").wait_for(timeout=90_000)
+    run_cell(page, 0)
+    run_cell(page, 1)
+    wait_until(page, f"document.querySelector('{WIDGET}')?.dataset.ready === '1'", timeout=30_000)
+    host = page.locator(WIDGET)
+    panel = host.locator("[data-gt=dynamics]")
+    summary = panel.locator("summary")
+    summary.wait_for()
+    assert summary.inner_text().startswith("Dynamics: 8 steps, update ratio 1e-"), summary.inner_text()
+    summary.click()
+    wait_until(page, f"""document.querySelector('{WIDGET}').shadowRoot
+        .querySelector('[data-gt=dynamics]').dataset.drawMs !== undefined""")
+    legend = panel.locator("[data-gt-dyn=legend] .gt-dyn-key").all_inner_texts()
+    assert legend[:2] == ["model.0.weight", "model.0.bias"] and legend[-2:] == ["relu model.1", "tanh model.3"], legend
+    # opened, the panel has room of its own (NOTE [the widget grows for its dynamics] in
+    # frontend/src/widget/viewer.css), not a sliver of the widget's fixed height
+    room = page.evaluate(f"""document.querySelector('{WIDGET}').shadowRoot
+        .querySelector('[data-gt=dynamics]').getBoundingClientRect().height""")
+    assert room >= 300, room
+    chart = panel.locator("canvas[data-gt-dyn=grad]")
+    chart.scroll_into_view_if_needed()
+    box = chart.bounding_box()
+    assert box["height"] >= 100, box
+    before = page.evaluate(f"document.querySelector('{WIDGET}').gradtrace.player.k")
+    left, right = 46, 8  # the chart's padding (ui/dynamics-draw.js PAD)
+    page.mouse.click(box["x"] + left + 3 / 7 * (box["width"] - left - right), box["y"] + box["height"] / 2)
+    wait_until(page, f"document.querySelector('{WIDGET}').gradtrace.player.k !== {before}")
+    end = page.evaluate(f"""() => document.querySelector('{WIDGET}').gradtrace.timeline.segments
+        .find((s) => s.phase === 'backward' && s.pass === 3).end""")
+    assert page.evaluate(f"document.querySelector('{WIDGET}').gradtrace.player.k") == end
+    assert "iteration 4 of 8" in panel.locator("[data-gt-dyn=info]").inner_text()
+    run_cell(page, 2)
+    assert f"STEP {end}" in cell_output(page, 2, "STEP")
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "notebook-widget-dynamics.png"))
+    panel.screenshot(path=str(ARTIFACTS / "notebook-widget-dynamics-panel.png"))
+    assert page.page_errors == [], page.page_errors

@@ -8,8 +8,8 @@ by_alias=True)``): TensorValues are dicts whose numbers may be the strings ``"na
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Iterator, Mapping
+from functools import cached_property
 from typing import Any
 
 from gradtrace.analysis.numbers import flat
@@ -18,23 +18,51 @@ Doc = Mapping[str, Any]
 TV = Mapping[str, Any]
 
 
-# NOTE [events without their values]: an event's canonical JSON (sorted keys) ends with its
-# node, pass and phase, and nothing inside a TensorValue is a string key named "node".
-_EVENT_TAIL = re.compile(rb'"node":"((?:[^"\\]|\\.)*)","pass":(\d+|null),"phase":"(forward|backward)"')
+# NOTE [events without their values]: every analysis but the non-finite one reads the backward
+# events alone, and of each only its node, pass and phase (and its place among all events). An
+# event's canonical JSON (sorted keys) ends with its node, pass and phase, and nothing inside a
+# TensorValue is a string key named "node" or "phase", so each backward event is found by a byte
+# search for its tail, and its place by counting the phases before it: no regex over the
+# megabytes of gradients, and no dict for a forward event (on a GRU unrolled 200 steps, half a
+# millisecond instead of 10).
+_BACKWARD_TAIL = b',"phase":"backward"}'
+_PHASE = b'"phase":"'
+_NODE = b'"node":"'
+_PASS = b'","pass":'
+
+
+class BackwardEvents(list[tuple[int, Mapping[str, Any]]]):
+    """The backward events of a run as ``(index among all events, {"node", "pass", "phase"})``:
+    what :func:`backward_skeletons` finds, and what a :class:`DocView` reads in place of the
+    full events (``doc["events"]``)."""
+
+    __slots__ = ()
 
 
 def may_hold_nonfinite(*texts: bytes) -> bool:
     """Whether canonical JSON ``texts`` may hold a NaN or an infinity (the strings ``"nan"``,
-    ``"inf"``, ``"-inf"``); False proves they hold none."""
-    return any(b'"nan"' in t or b'inf"' in t for t in texts)
+    ``"inf"``, ``"-inf"``); False proves they hold none. Searched where they lie (a bytes
+    subclass is not copied)."""
+    return any(t.find(b'"nan"') >= 0 or t.find(b'inf"') >= 0 for t in texts)
 
 
-def event_skeletons(text: bytes) -> list[dict[str, Any]]:
-    """The events of canonical events JSON as ``{"node", "pass", "phase"}`` only: what every
-    analysis but the non-finite one reads, found by one regex pass instead of a parse (on a GRU
-    unrolled 200 steps, 10 ms instead of 40 with the values). Node ids are plain (``n12``)."""
-    return [{"node": node.decode(), "pass": None if p == b"null" else int(p), "phase": phase.decode()}
-            for node, p, phase in _EVENT_TAIL.findall(text)]
+def backward_skeletons(text: bytes) -> BackwardEvents:
+    """The backward events of canonical events JSON ``text``, each as ``{"node", "pass",
+    "phase"}`` with its index among all the events (NOTE [events without their values]). Node
+    ids are plain (``n12``)."""
+    out = BackwardEvents()
+    find, rfind, count = text.find, text.rfind, text.count
+    done = index = 0
+    at = find(_BACKWARD_TAIL)
+    while at >= 0:
+        index += count(_PHASE, done, at)  # the events before this one (each has one phase)
+        start = rfind(_NODE, done, at) + len(_NODE)
+        node, _, p = text[start:at].partition(_PASS)
+        out.append((index, {"node": node.decode(), "pass": None if p == b"null" else int(p), "phase": "backward"}))
+        index += 1
+        done = at + len(_BACKWARD_TAIL)
+        at = find(_BACKWARD_TAIL, done)
+    return out
 
 
 def nonfinite_kind(tv: TV | None) -> str | None:
@@ -74,12 +102,21 @@ class DocView:
         graph = doc.get("graph") or {}
         self.nodes: list[Mapping[str, Any]] = list(graph.get("nodes") or [])
         self.edges: list[Mapping[str, Any]] = list(graph.get("edges") or [])
-        self.events: list[Mapping[str, Any]] = list(doc.get("events") or [])
         self.by_id = {n["id"]: n for n in self.nodes}
         self.by_name: dict[str, list[Mapping[str, Any]]] = {}
+        by_name = self.by_name
         for n in self.nodes:
-            self.by_name.setdefault(str(n.get("name")), []).append(n)
-        self._backward: list[tuple[int, Mapping[str, Any]]] | None = None
+            name = str(n.get("name"))
+            same = by_name.get(name)
+            if same is None:
+                by_name[name] = [n]
+            else:
+                same.append(n)
+        self._position: dict[int, int] | None = None
+        events = doc.get("events") or []
+        self._backward: list[tuple[int, Mapping[str, Any]]] = (
+            events if isinstance(events, BackwardEvents)
+            else [(i, ev) for i, ev in enumerate(events) if ev.get("phase") == "backward"])
         self.graph_finite = False
         """True where the graph's canonical JSON was found to hold no NaN or infinity
         (``may_hold_nonfinite``): no node's value or output is then non-finite, and the
@@ -92,21 +129,44 @@ class DocView:
         self.consumers: dict[str, list[str]] = {}
         self.cut_consumers: dict[str, list[str]] = {}
         """Consumers of cut tensors (the dashed edges), kept apart: no gradient flows there."""
+        sources, consumers, inputs = self.sources, self.consumers, self.inputs
         for e in self.edges:
+            source, target = e["source"], e["target"]
             if e.get("cut"):
-                self.cut_consumers.setdefault(e["source"], []).append(e["target"])
+                self.cut_consumers.setdefault(source, []).append(target)
                 continue
-            self.sources.setdefault(e["target"], []).append(e["source"])
-            self.consumers.setdefault(e["source"], []).append(e["target"])
-            if e.get("input_nr") is not None:
-                self.inputs.setdefault(e["target"], {})[int(e["input_nr"])] = e["source"]
+            sources.setdefault(target, []).append(source)
+            consumers.setdefault(source, []).append(target)
+            k = e.get("input_nr")
+            if k is not None:
+                inputs.setdefault(target, {})[int(k)] = source
+
+    @cached_property
+    def tensor_nodes(self) -> list[Mapping[str, Any]]:
+        """The tensor nodes (``kind`` ``tensor``), in document order: a few among thousands of
+        function nodes, which the checks that read only tensors walk instead of every node."""
+        return [n for n in self.nodes if n.get("kind") == "tensor"]
+
+    @cached_property
+    def leaf_nodes(self) -> list[Mapping[str, Any]]:
+        """The nodes whose ``role`` is ``leaf``, in document order."""
+        return [n for n in self.nodes if n.get("role") == "leaf"]
+
+    @cached_property
+    def cut_nodes(self) -> list[Mapping[str, Any]]:
+        """The nodes with a ``cut`` (computed through ``detach``, ``.data``, ``no_grad``), in
+        document order."""
+        return [n for n in self.nodes if n.get("cut")]
 
     def named(self, *names: str) -> list[Mapping[str, Any]]:
         """The nodes named one of ``names``, in document order."""
-        if len(names) == 1:
-            return self.by_name.get(names[0], [])
-        wanted = set(names)
-        return [n for n in self.nodes if n.get("name") in wanted]
+        found = [same for name in dict.fromkeys(names) if (same := self.by_name.get(name))]
+        if len(found) <= 1:
+            return found[0] if found else []
+        if self._position is None:
+            self._position = {id(n): i for i, n in enumerate(self.nodes)}
+        position = self._position
+        return sorted((n for same in found for n in same), key=lambda n: position[id(n)])
 
     def name(self, node_id: str) -> str:
         n = self.by_id.get(node_id)
@@ -136,8 +196,7 @@ class DocView:
         return None if t is None else t.get("value")
 
     def backward_events(self) -> Iterator[tuple[int, Mapping[str, Any]]]:
-        if self._backward is None:
-            self._backward = [(i, ev) for i, ev in enumerate(self.events) if ev.get("phase") == "backward"]
+        """``(index among all events, event)`` of every backward event, in order."""
         return iter(self._backward)
 
     def tensor_label(self, n: Mapping[str, Any]) -> str:

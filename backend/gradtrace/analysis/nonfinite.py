@@ -138,11 +138,13 @@ def _forward(view: DocView) -> dict[str, Any] | None:
     """The producer of the first non-finite forward value that surfaces, where the nodes'
     outputs were kept; else the first recorded tensor value that is non-finite (NOTE
     [producer, not carrier])."""
+    if view.graph_finite:  # the graph's text holds no NaN or infinity: no value to find
+        return None
     if any(n.get("output") for n in view.nodes):
         return forward_producer(view)
     for kind in ("nan", "inf"):
-        for n in view.nodes:
-            if n.get("kind") != "tensor" or not has(n.get("value"), kind):
+        for n in view.tensor_nodes:
+            if not has(n.get("value"), kind):
                 continue
             elements, count = _bad_elements(n.get("value"), kind)
             label = view.tensor_label(n)
@@ -167,10 +169,10 @@ def first_nonfinite(view: DocView) -> list[dict[str, Any]]:
 
 def badge(view: DocView) -> str | None:
     """"x.grad has NaN": the final gradients (and roots) that are not finite."""
+    if view.graph_finite:  # the graph's text holds no NaN or infinity: every one is finite
+        return None
     bad: dict[str, list[str]] = {"nan": [], "inf": []}
-    for n in view.nodes:
-        if n.get("kind") != "tensor":
-            continue
+    for n in view.tensor_nodes:
         kind = nonfinite_kind(n.get("grad"))
         if kind is not None:
             bad[kind].append(f"{view.tensor_label(n)}.grad")

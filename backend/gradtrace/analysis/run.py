@@ -6,7 +6,7 @@ from typing import Any
 
 import orjson
 
-from gradtrace.analysis.docview import Doc, DocView, event_skeletons, may_hold_nonfinite
+from gradtrace.analysis.docview import Doc, DocView, backward_skeletons, may_hold_nonfinite
 from gradtrace.analysis.dynamics import Tensors
 from gradtrace.analysis.dynamics import dynamics as series_of
 from gradtrace.analysis.gradoff import grad_off_blocks
@@ -53,8 +53,11 @@ def analyze_parts(doc: Doc, graph: Any = None, events: Any = None,
     hold a NaN or an infinity (NOTE [events without their values] in analysis/docview.py)."""
     if graph is None:
         graph = orjson.loads(memoryview(doc["graph"]))
-    finite = not may_hold_nonfinite(bytes(doc["graph"]))
+    # searched where they lie (a CanonicalText is bytes); orjson reads a bytes subclass through a view
+    graph_text = doc["graph"] if isinstance(doc["graph"], bytes) else bytes(doc["graph"])
+    finite = not may_hold_nonfinite(graph_text)
     if events is None:
-        text = bytes(doc["events"])
-        events = event_skeletons(text) if finite and not may_hold_nonfinite(text) else orjson.loads(text)
+        text = doc["events"] if isinstance(doc["events"], bytes) else bytes(doc["events"])
+        events = (backward_skeletons(text) if finite and not may_hold_nonfinite(text)
+                  else orjson.loads(memoryview(text)))
     return analyze({**doc, "graph": graph, "events": events}, tensors, dynamics=dynamics, graph_finite=finite)

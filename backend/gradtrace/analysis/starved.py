@@ -49,9 +49,9 @@ def item_rebuild(view: DocView) -> int | None:
 
 
 def _cut_of(view: DocView, acc: str, walked: set[str]) -> Mapping[str, Any] | None:
-    for c in view.nodes:
-        cut = c.get("cut")
-        if not cut or not cut.get("source"):
+    for c in view.cut_nodes:
+        cut = c["cut"]
+        if not cut.get("source"):
             continue
         used = [t for t in view.consumers.get(str(c["id"]), []) + view.cut_consumers.get(str(c["id"]), [])
                 if t in walked]
@@ -75,7 +75,7 @@ def starved(view: DocView) -> list[dict[str, Any]]:
         return []
     walked = view.walked()
     out: list[dict[str, Any]] = []
-    for n in view.nodes:
+    for n in view.tensor_nodes:
         is_leaf = n.get("role") == "leaf" or "leaf" in (n.get("roles") or [])
         if n.get("kind") != "tensor" or not is_leaf or n.get("grad") is not None:
             continue

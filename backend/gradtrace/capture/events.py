@@ -3,16 +3,26 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
+
+import orjson
 
 
 class ModulePath(str):
     """A module's path as the module tracker notes it (``rec.module_stack``, ``rec.module_log``),
-    carrying the module calls on the stack at that point (``Node.module_stack``): ``stack`` as
-    the document's objects, ``stack_json`` as their canonical JSON for the C++ core's writer."""
+    carrying the module calls on the stack at that point (``Node.module_stack``): ``stack_json``
+    as their canonical JSON for the C++ core's writer, ``stack`` as the document's objects, read
+    from it when first asked (only the Python recorder and a diagnosis ask: a module call that
+    built the list each time paid for objects nothing read, NOTE [module hooks per call] in
+    modules.py)."""
 
-    stack: list[dict[str, Any]]
     stack_json: str
+
+    @cached_property
+    def stack(self) -> list[dict[str, Any]]:
+        found: list[dict[str, Any]] = orjson.loads(self.stack_json)
+        return found
 
 
 class LimitReached(BaseException):

@@ -114,15 +114,16 @@ class LibraryCalls:
         coverage holds tracing) nodes are placed when discovered, which the mode must then
         do call by call, inside the module that makes them."""
         mode = self.mode
-        if (mode is None or own != self._aside or not self._may_step_aside()
-                or threading.get_ident() != self._thread):
+        rec = self.rec
+        if (mode is None or own != self._aside or not (rec.tracer.active or rec.limit is not None)
+                or threading.get_ident() != self._thread):  # (``_may_step_aside``, inline)
             return NO_SWITCH
         if own:
             mode.step_back()
             self._aside = False
             return (True, None, 0)
         mark = _seq_nr()
-        if not mode.step_aside():
+        if not mode.step_aside(checked=True):  # the module hook has asked ``_is_compiling``
             return NO_SWITCH
         self._aside = True
         try:  # read with the mode aside: a tensor's attributes are torch calls to it
@@ -152,7 +153,9 @@ class LibraryCalls:
             return
         rec = self.rec
         tracer = rec.tracer
-        tracer.pause()
+        traced = not tracer.suspended  # a suspended tracer is neither paused nor resumed
+        if traced:
+            tracer.pause()
         try:  # with the mode still aside: the recorder's own reads are not the snippet's calls
             if rec.limit is None:
                 tensors = tensors_within(output)
@@ -169,7 +172,8 @@ class LibraryCalls:
             if self._aside:  # (not if a snippet module inside could not step it aside again)
                 mode.step_back()
                 self._aside = False
-            tracer.resume()
+            if traced:
+                tracer.resume()
 
     def restore(self, exc: BaseException | None = None) -> None:
         """At the end of the block: the mode back on the stack if a library call left it aside

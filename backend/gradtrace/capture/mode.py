@@ -400,9 +400,10 @@ class CaptureMode(TorchFunctionMode):
         there were any."""
         rec = self.rec
         roots = []
+        index_of = rec.core.index_of  # (``rec.is_known``, without its call)
         for t in tensors:
             g = t.grad_fn
-            if g is not None and not rec.is_known(g):
+            if g is not None and index_of(g) < 0:
                 roots.append(g)
                 if t._is_view() and rec.name_results_on and len(rec.fresh_views) < 4096:
                     rec.fresh_views[id(t)] = (t, g)  # NOTE [variables of intermediates]
@@ -415,11 +416,12 @@ class CaptureMode(TorchFunctionMode):
         return True
 
     # ------------------------------------------------------------------ library modules
-    def step_aside(self) -> bool:
+    def step_aside(self, checked: bool = False) -> bool:
         """Take the mode off the stack while a library module runs (NOTE [no tap inside library
         modules] in :mod:`gradtrace.capture.modules`); False when it is not on top (a mode of
-        the snippet's own above it, or torch running one of our handlers): then it stays."""
-        if _is_compiling():
+        the snippet's own above it, or torch running one of our handlers): then it stays.
+        ``checked``: the caller has asked ``_is_compiling`` already."""
+        if not checked and _is_compiling():
             return False
         n = _stack_len()
         if n == 0 or _stack_at(n - 1) is not self:

@@ -139,12 +139,7 @@ class ModuleTracker:
         # the stack's canonical JSON, extended from the enclosing call's (sorted keys)
         text = f'{{"call":{call},"path":{self._path_json[path]}}}'
         noted = ModulePath(path)
-        if outer is None:
-            noted.stack = [{"call": call, "path": path}]
-            noted.stack_json = f"[{text}]"
-        else:
-            noted.stack = [*outer.stack, {"call": call, "path": path}]
-            noted.stack_json = f"{outer.stack_json[:-1]},{text}]"
+        noted.stack_json = f"[{text}]" if outer is None else f"{outer.stack_json[:-1]},{text}]"
         self._calls.append(noted)
         return noted
 
@@ -189,8 +184,10 @@ class ModuleTracker:
     # NOTE [module hooks per call]
     #     Both hooks run at every module call (a GRU unrolled 200 steps calls them 200 times
     #     per forward), so the common case is kept to few calls and look-ups: the class's two
-    #     facts come from one dict, a root module's name from ``_roots`` without a call, and
-    #     the training-mode check runs only for the module types it concerns.
+    #     facts come from one dict, a root module's name from ``_roots`` without a call, the
+    #     training-mode check runs only for the module types it concerns, and the line
+    #     tracer is switched, and the library call entered and left, only where something
+    #     changes (the same calls as before, without the ones that would do nothing).
     def _pre(self, module: nn.Module, args: Any) -> None:
         if _is_compiling():  # NOTE [invisible to dynamo] in compiled.py
             return None
@@ -221,7 +218,11 @@ class ModuleTracker:
         if rec.limit is None:  # past a limit nothing is placed by it (NOTE [limits])
             rec.module_log.note(noted)
         own = facts[0]
-        self._tracing.append(rec.tracer.set_suspended(not own))
+        tracer = rec.tracer
+        if tracer.suspended == (not own):  # nothing to switch: ``set_suspended``'s answer
+            self._tracing.append(not own)
+        else:
+            self._tracing.append(tracer.set_suspended(not own))
         library = self.library
         self._tap.append(library.enter_module(own, args) if library is not None else NO_SWITCH)
         return None
@@ -252,6 +253,6 @@ class ModuleTracker:
             if tap[0] and self.library is not None:
                 self.library.leave(tap, type(module).__name__, output)
         finally:
-            if tracing is not None:
+            if tracing is not None and tracing != rec.tracer.suspended:
                 rec.tracer.set_suspended(tracing)
         return None

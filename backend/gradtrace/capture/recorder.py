@@ -357,16 +357,17 @@ class Recorder:
         """Walk what ``defer`` noted (a LimitReached goes on to the snippet)."""
         if not self.pending:
             return
-        roots = list(self.pending)
+        roots = self.pending[:]
         self.pending.clear()
         try:
-            self.discover(roots, line=self.tracer.log.current, seq_mark=None, read=self._pending_read)
+            self._walk(roots, self.tracer.log.current, None, None, None, True, self._pending_read)
         except Exception as e:  # NOTE [the recorder never breaks the snippet]
             self.internal_error(e)
 
     def _on_step(self) -> None:
-        for wake in list(self.wake):
-            wake()
+        if self.wake:
+            for wake in list(self.wake):
+                wake()
         if self.limit is not None:
             return
         self._in_step = True
@@ -403,21 +404,31 @@ class Recorder:
             self.flush()
         if read is None:
             read = not saved_hooks_active()
-        first = len(self.nodes)
-        n, leaves, used, stopped = self.core.discover(
+        self._walk(roots, line, seq_mark, created_in_pass, names, hooks, read)
+
+    def _walk(self, roots: list[Node], line: int | None, seq_mark: int | None,
+              created_in_pass: int | None, names: frames.NameIndex | None, hooks: bool,
+              read: bool) -> None:
+        """``discover``'s work, with nothing pending (``flush`` calls it directly: NOTE
+        [discovery in batches] runs it at every line that made nodes)."""
+        nodes = self.nodes
+        first = len(nodes)
+        stack = self.module_stack
+        core = self.core
+        n, leaves, used, stopped = core.discover(
             roots, read, first, self.max_document_bytes - self.size_estimate, created_in_pass,
-            self.tracer.active, line, self.module_stack[-1] if self.module_stack else None,
-            seq_mark, hooks)
+            self.tracer.active, line, stack[-1] if stack else None, seq_mark, hooks)
         if n:
-            self.nodes += itertools.repeat(None, n)
+            nodes += itertools.repeat(None, n)
             self.edges.append(range(first, first + n))
             if not self._in_step and self.name_results_on and self._name_wake not in self.wake:
                 self.wake.append(self._name_wake)  # NOTE [variables of intermediates]
         self.size_estimate += used
         if stopped is not None:
             self.stop(stopped)
-        self._sync_bytes()
-        self._leaf_nodes(leaves, names)
+        self.size_estimate += core.sync_bytes(self.max_document_bytes - self.size_estimate)  # _sync_bytes
+        if leaves:
+            self._leaf_nodes(leaves, names)
 
     def _leaf_nodes(self, leaves: list[tuple[torch.Tensor | None, str, int | None]],
                     names: frames.NameIndex | None) -> None:

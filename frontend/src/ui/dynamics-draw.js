@@ -52,7 +52,8 @@ export const iterAt = (x, n, w) => Math.max(0, Math.min(n - 1, Math.round(((x - 
 /**
  * Lines by iteration (or by call). `lines`: [{series, colour}]; `opts`: {log, title, n, from, to (the y
  * range's iterations), band: [lo, hi] (a shaded band in data units), marks: {hover, current}, word: what
- * the x axis counts, "iteration" unless said}.
+ * the x axis counts, "iteration" unless said, exp: the series hold log10 of their numbers already (the
+ * axis is labelled in the numbers: `ticks`)}.
  */
 export function drawSeries(canvas, lines, opts) {
   const { g, w, h } = sized(canvas);
@@ -64,12 +65,9 @@ export function drawSeries(canvas, lines, opts) {
   const yOf = (y) => PAD.t + (1 - (y - lo) / (hi - lo)) * (h - PAD.t - PAD.b);
   g.fillStyle = "#888";
   g.fillText(opts.title, PAD.l, 10);
-  g.textAlign = "right";
-  g.fillText(log ? `1e${hi.toFixed(1)}` : fmt(hi), PAD.l - 3, PAD.t + 8);
-  g.fillText(log ? `1e${lo.toFixed(1)}` : fmt(lo), PAD.l - 3, h - PAD.b);
-  g.textAlign = "left";
   g.strokeStyle = "rgba(128,128,128,0.35)";
   g.strokeRect(PAD.l, PAD.t, w - PAD.l - PAD.r, h - PAD.t - PAD.b);
+  axis(g, ticks(lo, hi, log || opts.exp), yOf, w);
   if (opts.band) {
     g.fillStyle = "rgba(89,161,79,0.18)";
     const y0 = yOf(opts.band[1]), y1 = yOf(opts.band[0]);
@@ -138,9 +136,7 @@ export function drawFlow(canvas, params, i, title) {
   const base = h - PAD.b - 18;
   g.fillStyle = "#888";
   g.fillText(title, PAD.l, 10);
-  g.textAlign = "right";
-  g.fillText(`1e${hi.toFixed(0)}`, PAD.l - 3, PAD.t + 8);
-  g.fillText(`1e${lo.toFixed(0)}`, PAD.l - 3, base);
+  axis(g, ticks(lo, hi, true), yOf, w);
   const bw = (w - PAD.l - PAD.r) / Math.max(1, params.length);
   params.forEach((p, k) => {
     const x = PAD.l + k * bw;
@@ -163,6 +159,62 @@ export function drawFlow(canvas, params, i, title) {
     g.fillText(label.length * 6 > bw ? `…${label.slice(-Math.max(3, Math.floor(bw / 6) - 1))}` : label, x + bw / 2, h - 6);
     g.restore();
   });
+}
+
+/**
+ * The y axis's ticks over [lo, hi]: [[y, label]]. `exp`: the values drawn are powers of ten
+ * (a log axis, or a series that holds log10 already), so the ticks are whole decades labelled
+ * as the numbers they stand for ("1e-3", "1", "1e2"), every k-th decade where more would crowd
+ * the axis; a range with one whole decade or none inside also gets its ends as numbers. Otherwise round
+ * steps of 1, 2 or 5 times a power of ten. At most five ticks, never fewer than two.
+ */
+export function ticks(lo, hi, exp) {
+  if (!(hi > lo)) return [[lo, exp ? pow10(lo) : fmt(lo)]];
+  if (exp) {
+    const out = stepped(lo, hi, 1).map((k) => [k, decade(k)]);
+    if (out.length >= 2) return out;
+    // one decade inside, or none: the ends as numbers, beside the decade where there is room
+    const near = (y) => out.some(([k]) => Math.abs(k - y) < (hi - lo) * 0.2);
+    return [...(near(lo) ? [] : [[lo, pow10(lo)]]), ...out, ...(near(hi) ? [] : [[hi, pow10(hi)]])];
+  }
+  const out = stepped(lo, hi, 0).map((y) => [y, fmt(y)]);
+  return out.length >= 2 ? out : [[lo, fmt(lo)], [hi, fmt(hi)]];
+}
+
+/** The multiples of the least round step (1, 2 or 5 times a power of ten, at least `least`) that
+ * puts at most five of them in [lo, hi]. */
+function stepped(lo, hi, least) {
+  let mag = 10 ** Math.floor(Math.log10((hi - lo) / 5));
+  for (;;) {
+    for (const m of [1, 2, 5]) {
+      const step = Math.max(least, m * mag);
+      const first = Math.ceil(lo / step - 1e-9), last = Math.floor(hi / step + 1e-9);
+      if (last - first + 1 <= 5) {
+        const out = [];
+        for (let j = first; j <= last; j++) out.push(Number((j * step).toPrecision(12)) + 0);
+        return out;
+      }
+    }
+    mag *= 10;
+  }
+}
+
+const decade = (k) => (k === 0 ? "1" : k === 1 ? "10" : `1e${k}`);
+const pow10 = (y) => fmt(10 ** y);
+
+/** The ticks' labels left of the frame and their grid lines across it. */
+function axis(g, marks, yOf, w) {
+  g.save();
+  g.textAlign = "right";
+  g.textBaseline = "middle";
+  for (const [y, label] of marks) {
+    const py = yOf(y);
+    g.fillStyle = "#888";
+    g.fillText(label, PAD.l - 3, py);
+    g.strokeStyle = "rgba(128,128,128,0.18)";
+    g.beginPath(); g.moveTo(PAD.l, py); g.lineTo(w - PAD.r, py); g.stroke();
+  }
+  g.restore();
 }
 
 function fmt(x) {

@@ -208,7 +208,7 @@ class DynamicsPanel {
     }
     drawSeries(this.charts.grad, params.map((p, k) => ({ series: p.grad_norm, colour: colour(k) })), { ...base, log: true, title: "‖grad‖ (log)" });
     drawSeries(this.charts.update, params.map((p, k) => ({ series: p.update, colour: colour(k) })),
-      { ...base, log: false, title: "log10 ‖Δw‖/‖w‖ (band: 1e-3)", band: [-3.5, -2.5] });
+      { ...base, log: false, exp: true, title: "‖Δw‖/‖w‖ (log; band: 1e-3)", band: [-3.5, -2.5] });
     drawSeries(this.charts.act, layers.map((l, k) => ({ series: l.share, colour: colour(k + params.length) })),
       { ...base, log: false, title: `saturated (|y| > ${dyn.threshold}) / dead share` });
     const positive = dyn.loss.every((v) => v == null || typeof v !== "number" || v > 0);

@@ -56,7 +56,7 @@ def nondiff_ops(view: DocView) -> list[dict[str, Any]]:
         if op is None or line is None or line in seen_lines:
             continue
         up = view.upstream(nid)
-        starved = [t for t in view.nodes if t.get("role") == "leaf" and t.get("grad") is None
+        starved = [t for t in view.leaf_nodes if t.get("grad") is None
                    and str(t["id"]) in up and view.accumulator(str(t["id"])) not in walked]
         if not starved:
             continue
@@ -113,10 +113,9 @@ def grad_flow(view: DocView) -> list[dict[str, Any]]:
     (NOTE [vanishing and exploding thresholds]), in each model of the run on its own (the
     first part of a parameter's name: a GAN's ``G`` and ``D`` are two chains, not one)."""
     models: dict[str, list[Mapping[str, Any]]] = {}
-    for n in view.nodes:
-        if n.get("role") == "leaf":
-            models.setdefault(str(n.get("name") or "").split(".", 1)[0] if "." in str(n.get("name") or "")
-                              else "", []).append(n)
+    for n in view.leaf_nodes:
+        models.setdefault(str(n.get("name") or "").split(".", 1)[0] if "." in str(n.get("name") or "")
+                          else "", []).append(n)
     out: list[dict[str, Any]] = []
     for leaves in models.values():
         out += _chain_flow(view, leaves)

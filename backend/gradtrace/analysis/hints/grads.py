@@ -27,8 +27,8 @@ def nonleaf_grad(view: DocView) -> list[dict[str, Any]]:
     not a leaf's or a retained tensor's)."""
     if _NONLEAF_WARNING not in str(view.doc.get("stdout") or ""):
         return []
-    kept = {str(n.get("name")) for n in view.nodes if n.get("kind") == "tensor"
-            and (n.get("role") in ("leaf", "retained") or {"leaf", "retained"} & set(n.get("roles") or []))}
+    kept = {str(n.get("name")) for n in view.tensor_nodes
+            if (n.get("role") in ("leaf", "retained") or {"leaf", "retained"} & set(n.get("roles") or []))}
     code = str(view.doc.get("code") or "")
     for lineno, text in enumerate(code.splitlines(), 1):
         for m in _GRAD_READ.finditer(text.split("#", 1)[0]):
@@ -61,7 +61,7 @@ def grad_edited(view: DocView) -> list[dict[str, Any]]:
     if passes and not passes[-1].get("completed", True):
         return []  # a backward cut short (a limit, an error): its accumulations are partly unseen
     last_backward = max((int(p["line"]) for p in passes if p.get("line") is not None), default=0)
-    edited = [n for n in view.nodes if n.get("kind") == "tensor" and n.get("grad") is not None
+    edited = [n for n in view.tensor_nodes if n.get("grad") is not None
               and n.get("grad_history") and _differs(n["grad"], n["grad_history"][-1])]
     if not edited:
         return []

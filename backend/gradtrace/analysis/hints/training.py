@@ -31,7 +31,7 @@ def accumulated(view: DocView) -> list[dict[str, Any]]:
     ``analysis/hints/intent.py``) all stay silent."""
     passes = {int(p["index"]): p for p in view.doc.get("passes") or []}
     by_line: dict[int, list[tuple[Mapping[str, Any], str | None, list[int]]]] = {}
-    for n in view.nodes:
+    for n in view.tensor_nodes:
         history = n.get("grad_history") or []
         if n.get("kind") != "tensor" or len(history) < 2 or n.get("grad_resets"):
             continue
@@ -74,8 +74,8 @@ def cut_leaf(view: DocView) -> list[dict[str, Any]]:
     it: a cut (``detach``, ``.data``) stands between (NOTE [no false alarms])."""
     walked = view.walked()
     out: list[dict[str, Any]] = []
-    cuts = [n for n in view.nodes if n.get("cut") and n["cut"].get("source")]
-    for n in view.nodes:
+    cuts = [n for n in view.cut_nodes if n["cut"].get("source")]
+    for n in view.leaf_nodes:
         if n.get("role") != "leaf" or n.get("grad") is not None or not walked:
             continue
         acc = view.accumulator(str(n["id"]))
@@ -134,7 +134,7 @@ def requires_grad_after_cut(view: DocView) -> list[dict[str, Any]]:
     it runs without error and reaches nothing."""
     out: list[dict[str, Any]] = []
     walked = view.walked()
-    cuts = [n for n in view.nodes if n.get("cut")]
+    cuts = list(view.cut_nodes)
     rebuilt = item_rebuild(view)
     if rebuilt is not None:
         text = view.line_text(rebuilt) or "?"

@@ -323,7 +323,7 @@ struct Core : std::enable_shared_from_this<Core> {
           for (int32_t k = 0; k < ev.go_n; ++k) keep_copy(refs[static_cast<size_t>(ev.go_begin + k)]);
           keep_copy(ev.grad);
         }
-        auto hc = hook_changes.find(node);
+        auto hc = hook_changes.empty() ? hook_changes.end() : hook_changes.find(node);
         ev.hc_begin = static_cast<int32_t>(refs.size());
         ev.hc_n = 0;
         if (hc != hook_changes.end()) {

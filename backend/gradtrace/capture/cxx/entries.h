@@ -21,6 +21,15 @@ struct OutMeta {
   Shape shape;
   at::ScalarType dtype = at::kFloat;
   c10::Device device = c10::Device(c10::kCPU);
+
+  // NOTE [entries move]: ``Shape`` and ``SmallVector``'s moves are not noexcept, so without
+  // these a growing vector of them copied every element (strings, shapes, saved entries,
+  // Python references) at each doubling: ``entries_`` holds a GRU-200's 3,200 entries.
+  OutMeta() = default;
+  OutMeta(const OutMeta&) = default;
+  OutMeta(OutMeta&&) noexcept = default;
+  OutMeta& operator=(const OutMeta&) = default;
+  OutMeta& operator=(OutMeta&&) noexcept = default;
 };
 
 struct SavedEntry {
@@ -38,6 +47,13 @@ struct SavedEntry {
   int64_t kept_version = -1, kept_dropped = 0;
   int32_t held = -1;  // its entry in the output tap while the tap holds it (``Tap::hold_saved``)
   py::object param;   // the parameter, or None: to count it once (never written)
+
+  // NOTE [entries move]
+  SavedEntry() = default;
+  SavedEntry(const SavedEntry&) = default;
+  SavedEntry(SavedEntry&&) noexcept = default;
+  SavedEntry& operator=(const SavedEntry&) = default;
+  SavedEntry& operator=(SavedEntry&&) noexcept = default;
 };
 
 struct FnEntry {
@@ -58,10 +74,32 @@ struct FnEntry {
   std::string args;  // ``saved_args``' JSON object, or empty (NOTE [saved arguments] in saved.py)
   c10::SmallVector<std::pair<int64_t, int64_t>, 4> edges;  // (input_nr, source node index)
   std::string var;  // the snippet variable bound to its output, or empty (``set_var``)
+
+  // NOTE [entries move]
+  FnEntry() = default;
+  FnEntry(const FnEntry&) = default;
+  FnEntry(FnEntry&&) noexcept = default;
+  FnEntry& operator=(const FnEntry&) = default;
+  FnEntry& operator=(FnEntry&&) noexcept = default;
 };
 
-// A string as ``json.dumps(ensure_ascii=False)`` writes it (UTF-8 passes through).
+static_assert(std::is_nothrow_move_constructible_v<FnEntry>);
+static_assert(std::is_nothrow_move_constructible_v<SavedEntry>);
+
+// A string as ``json.dumps(ensure_ascii=False)`` writes it (UTF-8 passes through). Most
+// (names, paths, dtypes) need no escape: they are appended whole after one scan.
 void write_str(std::string& out, std::string_view s) {
+  bool plain = true;
+  for (unsigned char ch : s) {
+    if (ch < 0x20 || ch == '"' || ch == '\\') { plain = false; break; }
+  }
+  if (plain) {
+    out.reserve(out.size() + s.size() + 2);
+    out.push_back('"');
+    out.append(s);
+    out.push_back('"');
+    return;
+  }
   out.push_back('"');
   for (unsigned char ch : s) {
     switch (ch) {
@@ -119,7 +157,8 @@ void write_meta(std::string& out, const OutMeta* o, std::string_view device, con
     out += "null";
     return;
   }
-  write_str(out, o->device.str());
+  if (o->device.is_cpu()) out += "\"cpu\"";  // ``Device::str`` makes a string each time
+  else write_str(out, o->device.str());
   out += dtype.next;
   write_str(out, dtype_text(o->dtype));
 }
@@ -166,7 +205,9 @@ void write_entry(std::string& out, const FnEntry& e, const std::vector<Value>* v
   out += nk::module.next;
   write_pystr(out, e.module);
   if (!e.module.is_none()) {  // a ModulePath: its stack's canonical JSON (NOTE [module calls])
-    py::object js = e.module.attr("stack_json");
+    static PyObject* stack_json = PyUnicode_InternFromString("stack_json");  // immutable, kept
+    py::object js = py::reinterpret_steal<py::object>(PyObject_GetAttr(e.module.ptr(), stack_json));
+    if (!js) throw python_error();
     Py_ssize_t n = 0;
     const char* p = PyUnicode_AsUTF8AndSize(js.ptr(), &n);
     if (p == nullptr) throw python_error();

@@ -23,6 +23,10 @@ struct LineTrace {
   PyObject* seqs = nullptr;    // log._seqs (kept alive by ``log``)
   PyObject* values = nullptr;  // log._values
   std::unordered_map<PyObject*, bool> files;  // co_filename -> is the snippet's (refs held)
+  // the last file asked about and its answer (a reference in ``files``): a run of events
+  // from one file (a library function's lines) costs no hash look-up each
+  PyObject* last_file = nullptr;
+  bool last_mine = false;
   ~LineTrace() {
     for (auto& [f, _] : files) Py_DECREF(f);
   }
@@ -32,12 +36,17 @@ struct LineTrace {
     PyObject* f = code->co_filename;
     Py_DECREF(code);
     if (f == filename.ptr()) return true;
+    if (f == last_file) return last_mine;
     auto it = files.find(f);
-    if (it != files.end()) return it->second;
-    int eq = PyUnicode_Compare(f, filename.ptr());
-    if (eq == -1 && PyErr_Occurred()) PyErr_Clear();
-    Py_INCREF(f);
-    return files.emplace(f, eq == 0).first->second;
+    if (it == files.end()) {
+      int eq = PyUnicode_Compare(f, filename.ptr());
+      if (eq == -1 && PyErr_Occurred()) PyErr_Clear();
+      Py_INCREF(f);
+      it = files.emplace(f, eq == 0).first;
+    }
+    last_file = f;
+    last_mine = it->second;
+    return last_mine;
   }
 
   // ``SeqLog.note(line)``

@@ -342,6 +342,17 @@ struct Walker {
     }
   }
 
+  // ``THPVariable_Check`` without its ``isinstance`` for the plain values most saved
+  // arguments are (an int ``dim``, a float ``alpha``, a tuple of sizes, None): that check
+  // runs the metaclass's instance check for anything not exactly a Tensor.
+  static bool is_tensor(PyObject* o) {
+    if (o == Py_None || PyLong_CheckExact(o) || PyFloat_CheckExact(o) || PyBool_Check(o) ||
+        PyTuple_CheckExact(o) || PyList_CheckExact(o) || PyUnicode_CheckExact(o)) {
+      return false;
+    }
+    return THPVariable_Check(o);
+  }
+
   // Each saved tensor of ``node`` as a complete saved-tensor entry of ``e``, with what is kept
   // of it but never written (parameter, storage address), and its small non-tensor arguments
   // as ``e.args`` (NOTE [saved arguments] in saved.py). Small tensors (at most
@@ -391,20 +402,20 @@ struct Walker {
       if (value == nullptr) { PyErr_Clear(); continue; }  // freed, or unreadable for this node
       py::object v = py::reinterpret_steal<py::object>(value);
       try {
-        if (THPVariable_Check(value)) {
+        if (is_tensor(value)) {
           entry(attr.label, value);
         } else if (PyTuple_Check(value) || PyList_Check(value)) {
           py::sequence seq = py::reinterpret_borrow<py::sequence>(value);
           size_t n = seq.size();
           bool tensors = false;
-          for (size_t k = 0; k < n && !tensors; ++k) tensors = THPVariable_Check(py::object(seq[k]).ptr());
+          for (size_t k = 0; k < n && !tensors; ++k) tensors = is_tensor(py::object(seq[k]).ptr());
           if (!tensors) {
             write_arg(e.args, attr.label, value);  // a list of ints (dims), or nothing
             continue;
           }
           for (size_t k = 0; k < n; ++k) {
             py::object item = seq[k];
-            if (THPVariable_Check(item.ptr())) entry(attr.label + "[" + std::to_string(k) + "]", item.ptr());
+            if (is_tensor(item.ptr())) entry(attr.label + "[" + std::to_string(k) + "]", item.ptr());
           }
         } else if (value != Py_None) {
           if (write_arg(e.args, attr.label, value) == 2) attr.skip = true;
