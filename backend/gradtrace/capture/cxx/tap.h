@@ -141,8 +141,6 @@ struct Tap {
     if (entries.size() == entries.capacity()) {  // thousands per run: no small steps' moves
       entries.reserve(std::max<size_t>(4096, 2 * entries.capacity()));
       held.reserve(entries.capacity());
-      seen.reserve(entries.capacity());  // the maps grow with it, not by rehashing in small steps
-      by_storage.reserve(entries.capacity());
     }
     entries.emplace_back();
     TapEntry& e = entries.back();
