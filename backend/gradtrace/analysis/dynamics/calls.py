@@ -136,7 +136,7 @@ def call_series(view: DocView, passes: list[Mapping[str, Any]],
 
     NOTE [one walk each over nodes, edges and events]
         The calls' members come from one walk over the nodes, their outputs from one over the
-        forward edges, and the passes that reached each output from one over the backward
+        members' forward consumers (``DocView.consumers``), and the passes that reached each output from one over the backward
         events (only an output's are kept): the cost grows with the graph, never with the
         number of calls times the number of passes (a 500-step loop calls each layer 500
         times, in 500 passes).
