@@ -136,10 +136,10 @@ def call_series(view: DocView, passes: list[Mapping[str, Any]],
 
     NOTE [one walk each over nodes, edges and events]
         The calls' members come from one walk over the nodes, their outputs from one over the
-        members' forward consumers (``DocView.consumers``), and the passes that reached each output from one over the backward
-        events (only an output's are kept): the cost grows with the graph, never with the
-        number of calls times the number of passes (a 500-step loop calls each layer 500
-        times, in 500 passes).
+        members' forward consumers (``DocView.consumers``), and the passes that reached each
+        output from one over the backward events (only an output's are kept): the cost grows
+        with the graph, never with the number of calls times the number of passes (a 500-step
+        loop calls each layer 500 times, in 500 passes).
 
     NOTE [a module that no pass walks many times]
         A training loop calls each layer once per iteration: its modules are called many
@@ -169,9 +169,13 @@ def call_series(view: DocView, passes: list[Mapping[str, Any]],
         for one in calls_of.get(r, ()):
             roots_in.setdefault(one, set()).add(r)
     for one, nodes in members.items():
-        mine = used_outside.get(one, set()) | roots_in.get(one, set())
-        # a few outputs among many nodes (the usual case) are placed, not looked for
-        outs = sorted(mine, key=nodes.index) if len(mine) * 8 < len(nodes) else [n for n in nodes if n in mine]
+        mine = used_outside.get(one, _NONE)
+        if one in roots_in:
+            mine = mine | roots_in[one]
+        if len(mine) < 2:  # one output (an RNN cell's ``h``) or none: nothing to order
+            outs = list(mine)
+        else:  # a few outputs among many nodes (the usual case) are placed, not looked for
+            outs = sorted(mine, key=nodes.index) if len(mine) * 8 < len(nodes) else [n for n in nodes if n in mine]
         outs_of[one] = outs
         wanted_nodes.update(outs)
     events = _Events(view)
@@ -184,9 +188,12 @@ def call_series(view: DocView, passes: list[Mapping[str, Any]],
     walked: dict[tuple[str, int], list[tuple[int, list[str], list[str], list[str]]]] = {}
     for (path, call), nodes in members.items():
         outs = outs_of[(path, call)]
-        reached: set[int] = set()
-        for o in outs:
-            reached |= passes_of.get(o, set())
+        if len(outs) == 1:  # the usual case: that output's passes, as they are
+            reached = passes_of.get(outs[0], _NONE)
+        else:
+            reached = set()
+            for o in outs:
+                reached |= passes_of.get(o, _NONE)
         for p in sorted(reached):
             walked.setdefault((path, p), []).append((call, nodes, names[(path, call)], outs))
     kept = {key for key, calls in walked.items() if len(calls) >= MIN_CALLS}
@@ -233,6 +240,8 @@ def _busy(view: DocView, passes: set[int]) -> set[str]:
 
 
 _FIRST = itemgetter(0)
+_NONE: frozenset[Any] = frozenset()
+"""An empty set, shared (never changed)."""
 
 
 class _Events:
