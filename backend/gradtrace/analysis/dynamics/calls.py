@@ -27,7 +27,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping
 from itertools import compress, groupby
-from operator import itemgetter, methodcaller, ne
+from operator import itemgetter, methodcaller
 from typing import Any
 
 import numpy as np
@@ -42,7 +42,6 @@ Call = tuple[str, int]
 
 _STACK = methodcaller("get", "module_stack")
 _NODE = itemgetter("node")
-_SOURCE, _TARGET = itemgetter("source"), itemgetter("target")
 
 
 def _members(view: DocView, counts: Mapping[str, int], default: int
@@ -101,31 +100,32 @@ def _members(view: DocView, counts: Mapping[str, int], default: int
 
 def _outputs(view: DocView, calls_of: Mapping[str, tuple[Call, ...]]) -> dict[Call, set[str]]:
     """The nodes of each call that a function node outside that call used (NOTE [the gradient
-    at each call]): one walk over the forward edges, in C but for the edges that leave a call
-    (``map`` of each end's calls, compared), the rest of them in Python."""
+    at each call]): each member's consumers by the forward edges that are not cut
+    (``DocView.consumers``, built once for the whole analysis), so the edges themselves are
+    not read again; a consumer in the same calls is passed over at once."""
     out: dict[Call, set[str]] = {}
     by_id = view.by_id
-    edges = view.edges
     get = calls_of.get
-    sources = list(map(_SOURCE, edges))  # every edge has both ends (DocView reads them so)
-    targets = list(map(_TARGET, edges))
-    source_calls = list(map(get, sources))
-    for j in compress(range(len(edges)), map(ne, source_calls, map(get, targets))):
-        mine = source_calls[j]
-        if mine is None or edges[j].get("cut"):
+    consumers = view.consumers
+    for nid, mine in calls_of.items():
+        used = consumers.get(nid)
+        if used is None:
             continue
-        nid = sources[j]
-        u = targets[j]
-        if (by_id.get(u) or {}).get("kind") != "function":
-            continue
-        theirs = get(u, ())
-        for call in mine:
-            if call not in theirs:
-                found = out.get(call)
-                if found is None:
-                    out[call] = {nid}
-                else:
-                    found.add(nid)
+        for u in used:
+            theirs = get(u)
+            if theirs == mine:
+                continue
+            if theirs is None:  # outside every call: an output where a function node used it
+                if (by_id.get(u) or {}).get("kind") != "function":
+                    continue
+                theirs = ()
+            for call in mine:
+                if call not in theirs:
+                    found = out.get(call)
+                    if found is None:
+                        out[call] = {nid}
+                    else:
+                        found.add(nid)
     return out
 
 
@@ -136,10 +136,10 @@ def call_series(view: DocView, passes: list[Mapping[str, Any]],
 
     NOTE [one walk each over nodes, edges and events]
         The calls' members come from one walk over the nodes, their outputs from one over the
-        forward edges, and the passes that reached each output from one over the backward
-        events (only an output's are kept): the cost grows with the graph, never with the
-        number of calls times the number of passes (a 500-step loop calls each layer 500
-        times, in 500 passes).
+        members' forward consumers (``DocView.consumers``), and the passes that reached each
+        output from one over the backward events (only an output's are kept): the cost grows
+        with the graph, never with the number of calls times the number of passes (a 500-step
+        loop calls each layer 500 times, in 500 passes).
 
     NOTE [a module that no pass walks many times]
         A training loop calls each layer once per iteration: its modules are called many
@@ -169,9 +169,13 @@ def call_series(view: DocView, passes: list[Mapping[str, Any]],
         for one in calls_of.get(r, ()):
             roots_in.setdefault(one, set()).add(r)
     for one, nodes in members.items():
-        mine = used_outside.get(one, set()) | roots_in.get(one, set())
-        # a few outputs among many nodes (the usual case) are placed, not looked for
-        outs = sorted(mine, key=nodes.index) if len(mine) * 8 < len(nodes) else [n for n in nodes if n in mine]
+        mine = used_outside.get(one, _NONE)
+        if one in roots_in:
+            mine = mine | roots_in[one]
+        if len(mine) < 2:  # one output (an RNN cell's ``h``) or none: nothing to order
+            outs = list(mine)
+        else:  # a few outputs among many nodes (the usual case) are placed, not looked for
+            outs = sorted(mine, key=nodes.index) if len(mine) * 8 < len(nodes) else [n for n in nodes if n in mine]
         outs_of[one] = outs
         wanted_nodes.update(outs)
     events = _Events(view)
@@ -184,9 +188,12 @@ def call_series(view: DocView, passes: list[Mapping[str, Any]],
     walked: dict[tuple[str, int], list[tuple[int, list[str], list[str], list[str]]]] = {}
     for (path, call), nodes in members.items():
         outs = outs_of[(path, call)]
-        reached: set[int] = set()
-        for o in outs:
-            reached |= passes_of.get(o, set())
+        if len(outs) == 1:  # the usual case: that output's passes, as they are
+            reached = passes_of.get(outs[0], _NONE)
+        else:
+            reached = set()
+            for o in outs:
+                reached |= passes_of.get(o, _NONE)
         for p in sorted(reached):
             walked.setdefault((path, p), []).append((call, nodes, names[(path, call)], outs))
     kept = {key for key, calls in walked.items() if len(calls) >= MIN_CALLS}
@@ -205,7 +212,7 @@ def call_series(view: DocView, passes: list[Mapping[str, Any]],
     for path, p, calls in shown:
         series.append({"module": path, "type": types.get(path), "pass": p, "calls": [c for c, _ in calls],
                        "nodes": [outs[0] for _, outs in calls],
-                       "grad_norm": [_norm(view, outs, p, event_of, read, whole) for _, outs in calls]})
+                       "grad_norm": _norms(view, [outs for _, outs in calls], p, event_of, read, whole)})
     return series
 
 
@@ -233,6 +240,8 @@ def _busy(view: DocView, passes: set[int]) -> set[str]:
 
 
 _FIRST = itemgetter(0)
+_NONE: frozenset[Any] = frozenset()
+"""An empty set, shared (never changed)."""
 
 
 class _Events:
@@ -275,26 +284,39 @@ def _alike(calls: list[tuple[int, list[str], list[str], list[str]]]) -> list[tup
     return [(c, [nodes[k] for k in order[shape]]) for (c, nodes, _, _), shape in zip(calls, shapes, strict=True)]
 
 
-def _norm(view: DocView, outs: list[str], p: int, event_of: Mapping[tuple[str, int], int],
-          read: Callable[[str], np.ndarray | None], whole: bool) -> Any:
-    """‖the gradient pass ``p`` brought to the outputs ``outs``‖ (float64), or None when one of
-    them is not in the tensor file though it may have been left out (``whole``: the file left
-    nothing out, so a gradient it lacks was undefined: an output no later op used)."""
-    total = 0.0
-    for nid in outs:
-        i = event_of.get((nid, p))
-        if i is None:
-            continue  # not walked in this pass: no gradient reached it
-        for k in range(len(view.by_id[nid].get("outputs") or [None])):
-            g = read(f"e{i}.go{k}")
-            if g is None:
-                if whole:
-                    continue
-                return None
-            g = g.astype(np.float64, copy=False).reshape(-1)
-            total += float(np.dot(g, g))
-    if math.isnan(total):
-        return "nan"
-    if math.isinf(total):
-        return "inf"
-    return float(f"{math.sqrt(total):.7g}")
+def _norms(view: DocView, calls: list[list[str]], p: int, event_of: Mapping[tuple[str, int], int],
+           read: Callable[[str], np.ndarray | None], whole: bool) -> list[Any]:
+    """‖the gradient pass ``p`` brought to the outputs of each call‖ (float64), or None for a
+    call one of whose outputs is not in the tensor file though it may have been left out
+    (``whole``: the file left nothing out, so a gradient it lacks was undefined: an output no
+    later op used). One loop over every call (a series of an unrolled RNN has hundreds)."""
+    by_id = view.by_id
+    dot = np.dot
+    f64 = np.float64
+    found: list[Any] = []
+    for outs in calls:
+        total = 0.0
+        missing = False
+        for nid in outs:
+            i = event_of.get((nid, p))
+            if i is None:
+                continue  # not walked in this pass: no gradient reached it
+            many = by_id[nid].get("outputs")
+            for k in range(len(many)) if many else (0,):
+                g = read(f"e{i}.go{k}")
+                if g is None:
+                    if whole:
+                        continue
+                    missing = True
+                    break
+                g = g.astype(f64, copy=False).reshape(-1)
+                total += float(dot(g, g))
+            if missing:
+                break
+        if missing:
+            found.append(None)
+        elif total - total == 0:  # finite (the usual case)
+            found.append(float(f"{math.sqrt(total):.7g}"))
+        else:
+            found.append("nan" if math.isnan(total) else "inf")
+    return found

@@ -14,6 +14,8 @@ NOTE [saturated and dead]
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from itertools import compress
+from operator import methodcaller
 from typing import Any
 
 import numpy as np
@@ -21,6 +23,7 @@ import numpy as np
 SATURATION = 0.97
 _KINDS = {"TanhBackward0": "tanh", "SigmoidBackward0": "sigmoid", "ReluBackward0": "relu",
           "GeluBackward0": None}
+_NAME = methodcaller("get", "name")
 
 
 def _hits(kind: str, ys: list[np.ndarray]) -> list[int]:
@@ -49,9 +52,10 @@ def activation_layers(nodes: list[Mapping[str, Any]], pass_of: Mapping[str, int]
     """Each activation layer with its share at each iteration it was walked (NOTE [saturated and
     dead]), in network order (its first occurrence); each layer's outputs counted at once."""
     layers: dict[tuple[Any, ...], dict[str, Any]] = {}
-    for n in nodes:
-        kind = _KINDS.get(str(n.get("name")))
-        if kind is None or n.get("kind") != "function":
+    # the activations among the nodes, picked out in C (a node's name is a string or None)
+    for n in compress(nodes, map(_KINDS.get, map(_NAME, nodes))):
+        kind = _KINDS[n["name"]]
+        if n.get("kind") != "function":
             continue
         p = pass_of.get(str(n["id"]))
         out = n.get("output") or []

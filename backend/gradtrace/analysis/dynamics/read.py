@@ -12,6 +12,9 @@ import orjson
 _DTYPES = {"F64": np.float64, "F32": np.float32, "F16": np.float16, "I64": np.int64, "I32": np.int32,
            "I16": np.int16, "I8": np.int8, "U8": np.uint8, "BOOL": np.bool_}
 
+_LITTLE = {code: np.dtype(t).newbyteorder("<") for code, t in _DTYPES.items()}
+"""Each code's dtype as the file stores it (little-endian), made once, not at each read."""
+
 Index = Mapping[str, tuple[str, Sequence[int], int, int]]
 """key -> (safetensors code, shape, begin, end), the offsets into the file's bytes: what the
 writer knows in the process that wrote the file (NOTE [the index the writer knows] in
@@ -37,11 +40,10 @@ def file_reader(data: bytes | memoryview | None,
         if info is None:
             return None
         code, shape, begin, end = info
-        dtype = _DTYPES.get(code)
-        if dtype is None or not 0 <= begin <= end <= len(view):
+        little = _LITTLE.get(code)
+        if little is None or not 0 <= begin <= end <= len(view):
             return None
         try:
-            little = np.dtype(dtype).newbyteorder("<")
             return np.frombuffer(view[begin:end], dtype=little).reshape(shape)
         except (TypeError, ValueError):
             return None

@@ -529,6 +529,7 @@ struct Recorder {
     if (tap_) {
       for (TapEntry& e : tap_->entries) e.tensor = at::Tensor();
       tap_->by_storage.clear();
+      tap_->links.clear();
       tap_->held.clear();
       tap_->forget_values();  // NOTE [held gradients copied before a write] in cxx/tap.h
     }

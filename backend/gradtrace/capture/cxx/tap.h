@@ -50,6 +50,18 @@ struct TapEntry {
   int64_t dropped = 0;   // bytes not held: the budget was spent
 };
 
+// NOTE [held by storage, in chains]
+//     Each held output (and each gradient held by alias) is listed under its storage so that a
+//     write there copies it first. A vector per storage cost an allocation per output on the
+//     ops' path; instead a storage maps to the last link made for it, and links (what is held,
+//     the link made before it for the same storage) live in one pool that grows by doubling, so
+//     holding an output allocates nothing in the common case. A chain is walked newest first;
+//     the order does not matter: each copy is of its own tensor.
+struct TapLink {
+  int32_t item;  // the entry (or the core's value) held
+  int32_t next;  // the link made before it for the same storage; -1: none
+};
+
 struct PairHash {
   size_t operator()(const std::pair<const Node*, int32_t>& p) const noexcept {
     return std::hash<const void*>()(p.first) * 31u + static_cast<size_t>(p.second);
@@ -65,12 +77,49 @@ struct Tap {
   std::vector<TapEntry> entries;
   // open addressing (``ska::flat_hash_map``): one probe per output, no allocation per entry
   ska::flat_hash_map<std::pair<const Node*, int32_t>, int32_t, PairHash> seen;
-  ska::flat_hash_map<const void*, std::vector<int32_t>> by_storage;
+  // NOTE [held by storage, in chains]: storage -> its last link in ``links``
+  ska::flat_hash_map<const void*, int32_t> by_storage;
+  std::vector<TapLink> links;
   std::vector<int32_t> held;  // entries holding a tensor, in the order they were held
   // NOTE [held gradients copied before a write]: the core's values held by alias, by storage
   // (filled by the backward hooks under ``Core::mu``, on any thread; read under it)
-  ska::flat_hash_map<const void*, std::vector<int32_t>> values_by_storage;
+  ska::flat_hash_map<const void*, int32_t> values_by_storage;
+  std::vector<TapLink> value_links;
   std::atomic<bool> values_held{false};
+
+  // What the tap needs of an operator, read once per block (``OperatorEntry`` looks each up
+  // in maps of its own): whether it is a composition of other ops, and which arguments it
+  // writes into (NOTE [ops inside a kernel pass by the tap]).
+  struct OpInfo {
+    bool composite = false;
+    bool is_mutable = false;
+    c10::SmallVector<uint16_t, 2> writes;
+  };
+  ska::flat_hash_map<const c10::FunctionSchema*, OpInfo> ops;
+
+  const OpInfo& op_info(const c10::OperatorHandle& op) {
+    const c10::FunctionSchema* key = &op.schema();
+    auto it = ops.find(key);
+    if (it != ops.end()) return it->second;
+    OpInfo info;
+    info.composite = op.hasKernelForDispatchKey(c10::DispatchKey::CompositeImplicitAutograd) ||
+                     op.hasKernelForDispatchKey(c10::DispatchKey::CompositeImplicitAutogradNestedTensor);
+    info.is_mutable = key->is_mutable();
+    const auto& args = key->arguments();
+    for (size_t i = 0; i < args.size(); ++i) {
+      const auto* alias = args[i].alias_info();
+      if (alias != nullptr && alias->isWrite()) info.writes.push_back(static_cast<uint16_t>(i));
+    }
+    return ops.emplace(key, std::move(info)).first->second;
+  }
+
+  static void link(ska::flat_hash_map<const void*, int32_t>& heads, std::vector<TapLink>& pool,
+                   const void* data, int32_t item) {
+    if (pool.size() == pool.capacity()) pool.reserve(std::max<size_t>(4096, 2 * pool.capacity()));
+    auto [it, fresh] = heads.emplace(data, -1);
+    pool.push_back(TapLink{item, it->second});
+    it->second = static_cast<int32_t>(pool.size() - 1);
+  }
 
   static int64_t version_of(const at::Tensor& t) {
     return static_cast<int64_t>(t.unsafeGetTensorImpl()->version_counter().current_version());
@@ -82,28 +131,32 @@ struct Tap {
                                                  c10::DispatchKey::FuncTorchGradWrapper}))) {
       return;  // a subclass, a fake tensor (dynamo tracing), a transform's wrapper
     }
-    const auto& fn = t.grad_fn();
+    auto fn = t.grad_fn();
     if (!fn) return;
     if (t._fw_grad(0).defined()) return;  // forward AD's dual tensors: the twin leaves dual levels alone
     auto key = std::make_pair(static_cast<const Node*>(fn.get()), static_cast<int32_t>(t.output_nr()));
-    if (seen.count(key)) return;
-    TapEntry e;
-    e.node = fn;
+    int32_t idx = static_cast<int32_t>(entries.size());
+    auto [slot, fresh] = seen.emplace(key, idx);  // one probe: seen, or listed now
+    if (!fresh) return;
+    if (entries.size() == entries.capacity()) {  // thousands per run: no small steps' moves
+      entries.reserve(std::max<size_t>(4096, 2 * entries.capacity()));
+      held.reserve(entries.capacity());
+    }
+    entries.emplace_back();
+    TapEntry& e = entries.back();
+    e.node = std::move(fn);
     e.nr = key.second;
     int64_t nbytes = static_cast<int64_t>(t.numel()) * static_cast<int64_t>(t.element_size());
     std::lock_guard<std::mutex> lock(core->mu);
-    int32_t idx = static_cast<int32_t>(entries.size());
     if (core->kept_bytes + nbytes > core->keep_budget) {
       e.dropped = nbytes > 0 ? nbytes : 1;
     } else {
       core->charge(nbytes);
       e.tensor = t;
       e.version = version_of(t);
-      if (t.has_storage()) by_storage[t.storage().data()].push_back(idx);
+      if (t.has_storage()) link(by_storage, links, t.storage().data(), idx);  // NOTE [held by storage, in chains]
       held.push_back(idx);
     }
-    seen.emplace(key, idx);
-    entries.push_back(std::move(e));
   }
 
   // NOTE [saved tensors from no node] in saved.py (``OutputTap.hold_saved``): an alias of a
@@ -140,11 +193,8 @@ struct Tap {
     return freed;
   }
 
-  void copy_before_write(const c10::FunctionSchema& schema, const torch::jit::Stack& stack, size_t base) {
-    const auto& args = schema.arguments();
-    for (size_t i = 0; i < args.size(); ++i) {
-      const auto* alias = args[i].alias_info();
-      if (alias == nullptr || !alias->isWrite()) continue;
+  void copy_before_write(const OpInfo& info, const torch::jit::Stack& stack, size_t base) {
+    for (uint16_t i : info.writes) {
       const c10::IValue& v = stack[base + i];
       if (v.isTensor()) {
         copy_held(v.toTensor());
@@ -160,12 +210,12 @@ struct Tap {
     if (values_held.load(std::memory_order_acquire)) copy_values(data);
     auto it = by_storage.find(data);
     if (it == by_storage.end()) return;
-    std::vector<int32_t> held = std::move(it->second);
+    int32_t ln = it->second;
     by_storage.erase(it);
     c10::impl::ExcludeDispatchKeyGuard off(kTapKey);
     at::AutoDispatchBelowADInplaceOrView below;  // a plain copy: no node, no version bump
-    for (int32_t idx : held) {
-      TapEntry& e = entries[static_cast<size_t>(idx)];
+    for (; ln >= 0; ln = links[static_cast<size_t>(ln)].next) {
+      TapEntry& e = entries[static_cast<size_t>(links[static_cast<size_t>(ln)].item)];
       if (e.copied || !e.tensor.defined() || version_of(e.tensor) != e.version) continue;
       e.tensor = e.tensor.clone();
       e.copied = true;
@@ -175,7 +225,7 @@ struct Tap {
   // NOTE [held gradients copied before a write]: value ``id``'s alias of ``t``; ``Core::mu`` held.
   void hold_value(int32_t id, const at::Tensor& t) {
     if (!t.has_storage()) return;
-    values_by_storage[t.storage().data()].push_back(id);
+    link(values_by_storage, value_links, t.storage().data(), id);  // NOTE [held by storage, in chains]
     values_held.store(true, std::memory_order_release);
   }
 
@@ -184,11 +234,12 @@ struct Tap {
     std::lock_guard<std::mutex> lock(core->mu);
     auto it = values_by_storage.find(data);
     if (it == values_by_storage.end()) return;
-    std::vector<int32_t> ids = std::move(it->second);
+    int32_t ln = it->second;
     values_by_storage.erase(it);
     c10::impl::ExcludeDispatchKeyGuard off(kTapKey);
     at::AutoDispatchBelowADInplaceOrView below;  // a plain copy: no node, no version bump
-    for (int32_t id : ids) {
+    for (; ln >= 0; ln = value_links[static_cast<size_t>(ln)].next) {
+      int32_t id = value_links[static_cast<size_t>(ln)].item;
       Value& v = core->values[static_cast<size_t>(id)];
       if (v.kept_copy || !v.kept.defined() || core->version_of(v.kept) != v.kept_version) continue;
       try {
@@ -209,8 +260,8 @@ struct Tap {
       std::lock_guard<std::mutex> lock(core->mu);
       auto it = values_by_storage.find(data);
       if (it != values_by_storage.end()) {
-        for (int32_t id : it->second) {
-          Value& v = core->values[static_cast<size_t>(id)];
+        for (int32_t ln = it->second; ln >= 0; ln = value_links[static_cast<size_t>(ln)].next) {
+          Value& v = core->values[static_cast<size_t>(value_links[static_cast<size_t>(ln)].item)];
           if (!v.kept_copy && v.kept.defined()) v.kept_version = kStale;
         }
         values_by_storage.erase(it);
@@ -218,8 +269,8 @@ struct Tap {
     }
     auto it = by_storage.find(data);
     if (it == by_storage.end()) return;
-    for (int32_t idx : it->second) {
-      TapEntry& e = entries[static_cast<size_t>(idx)];
+    for (int32_t ln = it->second; ln >= 0; ln = links[static_cast<size_t>(ln)].next) {
+      TapEntry& e = entries[static_cast<size_t>(links[static_cast<size_t>(ln)].item)];
       if (!e.copied && e.tensor.defined()) e.version = kStale;
     }
     by_storage.erase(it);
@@ -228,6 +279,7 @@ struct Tap {
 
   void forget_values() {
     values_by_storage.clear();
+    value_links.clear();
     values_held.store(false, std::memory_order_release);
   }
 };
@@ -260,25 +312,26 @@ inline void tap_fallback(const c10::OperatorHandle& op, c10::DispatchKeySet ks, 
     return;
   }
   const auto& schema = op.schema();
+  const Tap::OpInfo& info = tap->op_info(op);
   size_t nargs = schema.arguments().size();
   size_t base = stack->size() - nargs;
-  if ((!tap->by_storage.empty() || tap->values_held.load(std::memory_order_acquire)) && schema.is_mutable()) {
-    tap->copy_before_write(schema, *stack, base);  // backward passes too: NOTE [held gradients copied before a write]
+  if (info.is_mutable && (!tap->by_storage.empty() || tap->values_held.load(std::memory_order_acquire))) {
+    tap->copy_before_write(info, *stack, base);  // backward passes too: NOTE [held gradients copied before a write]
   }
   if (tap->paused > 0) {  // a backward's ops are no forward outputs
     op.redispatchBoxed(rest, stack);
     return;
   }
   uint64_t mark = at::sequence_number::peek();
-  if (op.hasKernelForDispatchKey(c10::DispatchKey::CompositeImplicitAutograd) ||
-      op.hasKernelForDispatchKey(c10::DispatchKey::CompositeImplicitAutogradNestedTensor)) {
+  bool is_mutable = info.is_mutable;  // ``info`` may move if the op adds to ``ops``
+  if (info.composite) {
     op.redispatchBoxed(rest, stack);  // its parts are ops of their own, each tapped
   } else {
     // NOTE [ops inside a kernel pass by the tap]
     c10::impl::ExcludeDispatchKeyGuard inside(kTapKey);
     op.redispatchBoxed(rest, stack);
   }
-  if (at::sequence_number::peek() == mark && !schema.is_mutable()) return;  // no node made, nothing written
+  if (at::sequence_number::peek() == mark && !is_mutable) return;  // no node made, nothing written
   size_t nret = schema.returns().size();
   for (size_t i = stack->size() - nret; i < stack->size(); ++i) {
     const c10::IValue& v = (*stack)[i];
