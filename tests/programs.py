@@ -25,6 +25,22 @@ for step in range(20):
     opt.step()
 """
 
+ADAM_ACTIVATIONS = """import torch
+import torch.nn as nn
+import torch.nn.functional as F
+torch.manual_seed(0)
+model = nn.Sequential(nn.Linear(6, 16), nn.ReLU(), nn.Linear(16, 8), nn.Tanh(), nn.Linear(8, 1))
+opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+x, y = torch.randn(32, 6), torch.randn(32, 1)
+for step in range(20):
+    opt.zero_grad()
+    loss = F.mse_loss(model(x), y)
+    loss.backward()
+    opt.step()
+"""
+"""A 20-step Adam loop whose layers the dynamics panel reads: a ReLU (its dead share) and a
+tanh (its saturation) between three Linear layers."""
+
 TRANSFORMER_6 = """import torch
 from torch import nn
 enc = nn.TransformerEncoder(nn.TransformerEncoderLayer(32, 4, 64, batch_first=True), 6)

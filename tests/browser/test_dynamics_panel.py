@@ -15,24 +15,12 @@ from playwright.sync_api import expect
 
 from browser.pageutil import open_saved_file, run_code
 from pageguard import wait_until
+from programs import ADAM_ACTIVATIONS as ADAM
 from programs import GRU_200
 
 GRAPH_HEIGHT = "document.querySelector('[data-gt=graph]').clientHeight"
 PANEL_HEIGHT = "document.querySelector('#dynamics').getBoundingClientRect().height"
 
-ADAM = """import torch
-import torch.nn as nn
-import torch.nn.functional as F
-torch.manual_seed(0)
-model = nn.Sequential(nn.Linear(6, 16), nn.ReLU(), nn.Linear(16, 8), nn.Tanh(), nn.Linear(8, 1))
-opt = torch.optim.Adam(model.parameters(), lr=1e-2)
-x, y = torch.randn(32, 6), torch.randn(32, 1)
-for step in range(20):
-    opt.zero_grad()
-    loss = F.mse_loss(model(x), y)
-    loss.backward()
-    opt.step()
-"""
 
 
 def _open(page: Any) -> None:

@@ -17,6 +17,7 @@ import pytest
 
 from notebook.labutil import DIALOG, Lab, answer_lab_dialogs, cell_output, run_cell, write_notebook
 from pageguard import expect_console_error, wait_until
+from programs import ADAM_ACTIVATIONS
 
 pytestmark = pytest.mark.browser
 
@@ -45,6 +46,20 @@ def click_node(page: Any, which: str) -> None:
 
 
 ARTIFACTS = Path(__file__).resolve().parent.parent / "artifacts"
+
+
+def open_widget_notebook(page: Any, lab: Lab, name: str, cells: list[str]) -> None:
+    """Write ``name``.ipynb with ``cells`` (the first loads the extension, the second records
+    into the widget ``w``), open it in a workspace of its own (the lab does not reopen another
+    test's notebook beside it), run those two cells and wait for the widget to be drawn."""
+    write_notebook(lab.root / f"{name}.ipynb", ["%load_ext gradtrace", *cells])
+    page.set_default_timeout(60_000)
+    page.goto(f"{lab.url}/lab/workspaces/{name}/tree/{name}.ipynb?token={lab.token}")
+    page.locator(".jp-Notebook .jp-Cell .cm-content").first.wait_for()
+    page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']").wait_for(timeout=90_000)
+    run_cell(page, 0)
+    run_cell(page, 1)
+    wait_until(page, f"document.querySelector('{WIDGET}')?.dataset.ready === '1'", timeout=30_000)
 
 
 @pytest.fixture()
@@ -244,15 +259,8 @@ def test_the_widget_asks_its_kernel_for_a_tensor(jupyterlab: Lab, lab_page: Any)
     the one the kernel computes. Leaves tests/artifacts/notebook-widget-tensor.png."""
     page = lab_page
     page.set_viewport_size({"width": 1500, "height": 1100})
-    write_notebook(jupyterlab.root / "tensors.ipynb",
-                   ["%load_ext gradtrace", CELL_TENSORS, "print('VAL', repr(a.detach().sin()[7, 3].item()))"])
-    page.set_default_timeout(60_000)
-    page.goto(f"{jupyterlab.url}/lab/workspaces/tensors/tree/tensors.ipynb?token={jupyterlab.token}")
-    page.locator(".jp-Notebook .jp-Cell .cm-content").first.wait_for()
-    page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']").wait_for(timeout=90_000)
-    run_cell(page, 0)
-    run_cell(page, 1)
-    wait_until(page, f"document.querySelector('{WIDGET}')?.dataset.ready === '1'", timeout=30_000)
+    open_widget_notebook(page, jupyterlab, "tensors",
+                         [CELL_TENSORS, "print('VAL', repr(a.detach().sin()[7, 3].item()))"])
     page.evaluate(f"""() => {{ const v = document.querySelector('{WIDGET}').gradtrace;
         v.selectById(v.index.nodes.find((n) => n.name === 'SinBackward0').id); }}""")
     host = page.locator(WIDGET)
@@ -279,18 +287,8 @@ def test_the_widget_asks_its_kernel_for_a_tensor(jupyterlab: Lab, lab_page: Any)
     assert page.page_errors == [], page.page_errors
 
 
-CELL_LOOP = """%%gradtrace w
-import torch, torch.nn as nn, torch.nn.functional as F
-torch.manual_seed(0)
-model = nn.Sequential(nn.Linear(6, 16), nn.ReLU(), nn.Linear(16, 8), nn.Tanh(), nn.Linear(8, 1))
-opt = torch.optim.Adam(model.parameters(), lr=1e-2)
-x, y = torch.randn(32, 6), torch.randn(32, 1)
-for step in range(8):
-    opt.zero_grad()
-    loss = F.mse_loss(model(x), y)
-    loss.backward()
-    opt.step()
-"""
+# the page's dynamics program (tests/programs.py), 8 steps
+CELL_LOOP = "%%gradtrace w\n" + ADAM_ACTIVATIONS.replace("range(20)", "range(8)")
 
 
 def test_the_widget_shows_a_loops_dynamics_and_a_click_moves_the_kernels_step(jupyterlab: Lab, lab_page: Any) -> None:
@@ -300,14 +298,7 @@ def test_the_widget_shows_a_loops_dynamics_and_a_click_moves_the_kernels_step(ju
     in the kernel. Leaves tests/artifacts/notebook-widget-dynamics.png."""
     page = lab_page
     page.set_viewport_size({"width": 1500, "height": 1300})
-    write_notebook(jupyterlab.root / "loop.ipynb", ["%load_ext gradtrace", CELL_LOOP, "print('STEP', w.step)"])
-    page.set_default_timeout(60_000)
-    page.goto(f"{jupyterlab.url}/lab/workspaces/loop/tree/loop.ipynb?token={jupyterlab.token}")
-    page.locator(".jp-Notebook .jp-Cell .cm-content").first.wait_for()
-    page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']").wait_for(timeout=90_000)
-    run_cell(page, 0)
-    run_cell(page, 1)
-    wait_until(page, f"document.querySelector('{WIDGET}')?.dataset.ready === '1'", timeout=30_000)
+    open_widget_notebook(page, jupyterlab, "loop", [CELL_LOOP, "print('STEP', w.step)"])
     host = page.locator(WIDGET)
     panel = host.locator("[data-gt=dynamics]")
     summary = panel.locator("summary")
