@@ -114,9 +114,8 @@ class LibraryCalls:
         coverage holds tracing) nodes are placed when discovered, which the mode must then
         do call by call, inside the module that makes them."""
         mode = self.mode
-        rec = self.rec
-        if (mode is None or own != self._aside or not (rec.tracer.active or rec.limit is not None)
-                or threading.get_ident() != self._thread):  # (``_may_step_aside``, inline)
+        if (mode is None or own != self._aside or not self._may_step_aside()
+                or threading.get_ident() != self._thread):
             return NO_SWITCH
         if own:
             mode.step_back()
