@@ -449,7 +449,7 @@ class PyCore:
         """A saved tensor's value id when it is small (NOTE [saved values] in saved.py), -1
         otherwise, and what is held of it for the tensor file (NOTE [saved tensors from no
         node]), None for nothing (``read_saved_into`` in ``cxx/walk.h``)."""
-        held = self._hold_saved(t) if not t.requires_grad and self._keep_budget > 0 else None
+        held = self._hold_saved(t) if t.is_leaf and self._keep_budget > 0 else None  # made by no node
         if t.numel() > VALUES_LIMIT:
             return -1, held
         with self._mu, torch._C.DisableTorchFunction():
@@ -470,6 +470,11 @@ class PyCore:
             version = -1
         with self._mu, torch._C.DisableTorchFunction():
             try:
+                if t.requires_grad and self._kept_bytes + nbytes <= self._keep_budget:
+                    # NOTE [a saved parameter copied] in saved.py: copied now, past the tap
+                    with torch._C._DisableTorchDispatch(), torch.no_grad():
+                        t = t.detach().clone()
+                    version = int(t._version)
                 if self.tap is not None:
                     return self.tap.hold_saved(t, nbytes, version)
                 if self._kept_bytes + nbytes > self._keep_budget:

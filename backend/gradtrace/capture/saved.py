@@ -41,6 +41,16 @@ NOTE [saved tensors from no node]
     (analysis/explain/operands.py). Its document entry is unchanged: the key is the reader's
     to form, found in the file's header or not.
 
+NOTE [a saved parameter copied]
+    A parameter (a leaf that requires grad) a node saved is no node's output either, but its
+    value when first met (``n{id}.value``) is what the node saved only until an optimizer's
+    step changes it, and that step runs where the capture steps aside (NOTE [optimizer steps]
+    in library.py), so no write to it is seen. So it is held like the saved
+    tensors above, as a copy made when its node is made (charged to the same budget; past it
+    nothing is copied): Explain reads layer norm's or a convolution's weight at every
+    iteration of a training loop, not only before the first step. A tensor that requires no
+    grad is still held by alias, and one changed in place since is left out as ``changed``.
+
 NOTE [saved arguments]
     Besides tensors, built-in nodes save the op's small non-tensor arguments: ``pow``'s
     exponent, ``select``'s dim and index, ``slice``'s start, end and step, softmax's dim,
