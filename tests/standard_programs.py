@@ -1,7 +1,10 @@
 """Ordinary training programs from standard practice, none of them written for a feature: a CNN
 with batch norm, an LSTM language model with gradient clipping, a VAE, a transformer encoder
 with AdamW and a cosine schedule, a ResNet with group norm, gradient accumulation, a seq2seq
-GRU, fused attention, fine-tuning a head on a frozen backbone, plain SGD on a tanh MLP. The
+GRU, fused attention, fine-tuning a head on a frozen backbone, plain SGD on a tanh MLP,
+multi-head attention, CPU autocast to bfloat16, a WGAN gradient penalty, a custom autograd
+Function, evaluation between training steps (batch norm, dropout, OneCycle, value clipping),
+an EMA of the weights, weight normalization. The
 judges must stay silent on all of them and keep every number exactly
 (tests/analysis/test_standard_practice.py)."""
 
@@ -143,4 +146,94 @@ opt = torch.optim.SGD(model.parameters(), lr=0.01)
 x = torch.randn(128, 20); y = torch.randn(128, 1)
 for step in range(20):
     opt.zero_grad(); loss = F.mse_loss(model(x), y); loss.backward(); opt.step()
+"""
+STANDARD["mha_train"] = H + """
+mha = nn.MultiheadAttention(16, 4, batch_first=True)
+head = nn.Linear(16, 1)
+opt = torch.optim.Adam([*mha.parameters(), *head.parameters()], 1e-3)
+x = torch.randn(2, 5, 16)
+for step in range(3):
+    out, w = mha(x, x, x, need_weights=True)
+    loss = head(out).pow(2).mean() + 0.01 * w.pow(2).sum()
+    opt.zero_grad(); loss.backward(); opt.step()
+"""
+
+STANDARD["autocast_cpu_bf16"] = H + """
+model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 1))
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+x = torch.randn(8, 8); y = torch.randn(8, 1)
+for step in range(3):
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        out = model(x)
+        loss = F.mse_loss(out.float(), y)
+    opt.zero_grad(); loss.backward(); opt.step()
+"""
+
+STANDARD["wgan_gp"] = H + """
+D = nn.Sequential(nn.Linear(2, 16), nn.LeakyReLU(0.2), nn.Linear(16, 1))
+opt = torch.optim.Adam(D.parameters(), 1e-3, betas=(0.5, 0.9))
+real = torch.randn(8, 2); fake = torch.randn(8, 2)
+for step in range(3):
+    eps = torch.rand(8, 1)
+    mix = (eps * real + (1 - eps) * fake).requires_grad_(True)
+    g, = torch.autograd.grad(D(mix).sum(), mix, create_graph=True)
+    gp = ((g.norm(2, dim=1) - 1) ** 2).mean()
+    loss = D(fake).mean() - D(real).mean() + 10 * gp
+    opt.zero_grad(); loss.backward(); opt.step()
+"""
+
+STANDARD["custom_function"] = H + """
+class Clamp(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x.clamp(-1, 1)
+    @staticmethod
+    def backward(ctx, g):
+        x, = ctx.saved_tensors
+        return g * (x.abs() <= 1).to(g.dtype)
+w = torch.randn(5, requires_grad=True)
+opt = torch.optim.SGD([w], lr=0.1)
+for step in range(3):
+    loss = Clamp.apply(w * 2).pow(2).sum()
+    opt.zero_grad(); loss.backward(); opt.step()
+"""
+
+STANDARD["eval_between"] = H + """
+model = nn.Sequential(nn.Linear(4, 8), nn.BatchNorm1d(8), nn.Dropout(0.3), nn.ReLU(), nn.Linear(8, 2))
+opt = torch.optim.AdamW(model.parameters(), lr=1e-3, amsgrad=True)
+sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=1e-2, total_steps=4)
+x = torch.randn(16, 4); y = torch.randint(0, 2, (16,))
+for step in range(4):
+    model.train()
+    loss = F.cross_entropy(model(x), y, label_smoothing=0.1)
+    opt.zero_grad(); loss.backward()
+    torch.nn.utils.clip_grad_value_(model.parameters(), 0.5)
+    opt.step(); sched.step()
+    model.eval()
+    with torch.no_grad():
+        acc = (model(x).argmax(1) == y).float().mean()
+"""
+
+STANDARD["ema_weights"] = H + """
+import copy
+model = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 1))
+ema = copy.deepcopy(model)
+for p in ema.parameters():
+    p.requires_grad_(False)
+opt = torch.optim.SGD(model.parameters(), lr=0.05)
+x = torch.randn(16, 4); y = torch.randn(16, 1)
+for step in range(4):
+    loss = F.mse_loss(model(x), y); opt.zero_grad(); loss.backward(); opt.step()
+    with torch.no_grad():
+        for pe, pm in zip(ema.parameters(), model.parameters()):
+            pe.mul_(0.9).add_(pm, alpha=0.1)
+"""
+
+STANDARD["weight_norm"] = H + """
+lin = nn.utils.parametrizations.weight_norm(nn.Linear(6, 3))
+opt = torch.optim.SGD(lin.parameters(), lr=0.1)
+x = torch.randn(5, 6)
+for step in range(3):
+    loss = lin(x).pow(2).mean(); opt.zero_grad(); loss.backward(); opt.step()
 """

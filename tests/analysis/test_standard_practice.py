@@ -64,8 +64,11 @@ def test_a_loops_dynamics_follow_every_trained_parameter(name: str) -> None:
         # a step at least (an optimizer may step once per few passes: gradient accumulation),
         # each a finite log10 ratio; infinite only for the first, from a parameter that
         # started at zero (a norm layer's bias)
-        assert steps and all(isinstance(u, float) and math.isfinite(u) for u in steps[1:]), p
-        assert isinstance(steps[0], float) or (steps[0] == "inf" and p["name"].endswith("bias")), p
+        assert all(isinstance(u, float) and math.isfinite(u) for u in steps[1:]), p
+        assert not steps or isinstance(steps[0], float) or (steps[0] == "inf" and p["name"].endswith("bias")), p
+        # one that got a gradient other than zero moved (a WGAN critic's last bias gets 0 from
+        # both terms: Adam leaves it where it is)
+        assert steps or not any(g for g in p["grad_norm"] if isinstance(g, float)), p
 
 
 def test_the_update_ratio_is_torchs() -> None:
