@@ -13,6 +13,7 @@ from capture.tensor_oracle import recorded_run
 from capture.test_tensor_oracle import GPT_LIKE
 from gradtrace.analysis.compare import compare_documents
 from gradtrace.analysis.kept import KeptTensors
+from programs import ADAM_20
 
 CHANGED_INPUT = """import torch
 from torch import nn
@@ -79,19 +80,8 @@ def test_a_change_the_statistics_cannot_see_is_found_in_the_tensor_files() -> No
     assert rough is not None and rough.line_a == 5, rough
 
 
-LOOP_LR = """import torch
-from torch import nn
-torch.manual_seed(0)
-model = nn.Sequential(nn.Linear(4, 16), nn.Tanh(), nn.Linear(16, 1))
-opt = torch.optim.Adam(model.parameters(), {lr})
-x = torch.randn(32, 4)
-y = torch.randn(32, 1)
-for step in range(3):
-    opt.zero_grad()
-    loss = ((model(x) - y) ** 2).mean()
-    loss.backward()
-    opt.step()
-"""
+LOOP_LR = ADAM_20.replace("range(20)", "range(3)").replace("model.parameters(), 1e-2)", "model.parameters(), {lr})")
+"""tests/programs.py's Adam loop, three steps, its learning rate to fill in."""
 
 
 def test_another_learning_rate_names_the_first_op_of_the_second_iteration() -> None:
