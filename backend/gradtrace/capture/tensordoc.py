@@ -20,7 +20,7 @@ from gradtrace.capture.candidates import FORWARD, LEAF, NONFINITE, Candidate, ca
 from gradtrace.capture.keysplice import GraphText, keyed, nonfinite, spliced
 from gradtrace.capture.outputs import Kept, NativeTap
 from gradtrace.capture.recorder import Recorder
-from gradtrace.capture.tensorfile import TensorFile, build
+from gradtrace.capture.tensorfile import LEFT_OUT_LISTED, FileTensors, TensorFile, build, file_info
 from gradtrace.capture.values import encode
 from gradtrace.schema.canonical import CanonicalText, TensorValueDict, canonical_json
 
@@ -46,6 +46,11 @@ class _Collect:
     def __init__(self, rec: Recorder) -> None:
         self.rec = rec
         self.cands: list[Candidate] = []
+        self.file: Any = None
+        """On the core's kernels, the core's ``KeptFile`` that takes every candidate instead of
+        ``cands`` (NOTE [the kept file in one place] in ``cxx/keptfile.h``)."""
+        if _native.core is not None and _native.is_native(rec.core):
+            self.file = _native.core.KeptFile()
         self.slots: dict[str, Slot] = {}
         self._seen: dict[int, tuple[torch.Tensor | None, int, str | None]] = {}
 
@@ -54,8 +59,14 @@ class _Collect:
         """``placed``: whether the document has a TensorValue for it (``tv``)."""
         if tv is None and placed:
             return
-        self.cands.append(candidate(key, t, rank, reason=reason))
+        self.put(candidate(key, t, rank, reason=reason))
         self.slots[key] = tv
+
+    def put(self, c: Candidate) -> None:
+        if self.file is not None:
+            self.file.add(c.key, c.tensor, c.nbytes, c.rank, c.reason)
+        else:
+            self.cands.append(c)
 
     def handle(self, key: str, tv: Slot | None, handle: Any, rank: int) -> None:
         """A value the core captured (a value id), with its kept tensor. A gradient is met
@@ -73,7 +84,7 @@ class _Collect:
                 c = candidate(key, t, rank, reason="changed" if changed else None)
                 seen = (c.tensor, c.nbytes, c.reason)
             self._seen[handle] = seen
-        self.cands.append(Candidate(key, seen[0], seen[1], rank, seen[2]))
+        self.put(Candidate(key, seen[0], seen[1], rank, seen[2]))
         self.slots[key] = tv
 
 
@@ -116,7 +127,9 @@ def _tensor_nodes(c: _Collect, graph: GraphText) -> None:
 def _events(c: _Collect, text: bytes, acc: set[str]) -> tuple[list[tuple[Any, ...]], int]:
     """Every backward value's candidate, from the core in one call (NOTE [the tensor file's
     side in bulk] in ``cxx/stats.h``); the rows and the first event whose gradient in or out
-    is not finite (-1: none)."""
+    is not finite (-1: none). Into the core's ``KeptFile`` where there is one (no rows back)."""
+    if c.file is not None:
+        return [], c.rec.core.kept_events(c.file, [int(nid[1:]) for nid in acc])
     rows, first = c.rec.core.event_candidates(text, [int(nid[1:]) for nid in acc])
     c.cands.extend([Candidate(key, t, nbytes, rank, why) for key, _, t, nbytes, rank, why in rows])
     return rows, first
@@ -154,7 +167,11 @@ def _native_outputs(c: _Collect, graph: GraphText) -> list[_Output]:
     """``_outputs`` from the C++ tap: every node's outputs, their stats and their candidates'
     rows in one call (NOTE [the tensor file's side in bulk] in ``cxx/stats.h``), with no Python
     per output but its candidate."""
-    nodes, rows, odd = c.rec.core.tap_outputs()  # the core keeps holding them: a document may be built again
+    if c.file is not None:  # the rows into the core's ``KeptFile``: ``a``, ``b`` are its positions
+        nodes, odd = c.rec.core.kept_outputs(c.file)
+        rows: list[Any] = []
+    else:  # the core keeps holding them: a document may be built again
+        nodes, rows, odd = c.rec.core.tap_outputs()
     kinds = graph.kind
     for at, k, t in odd:  # a TensorValue only Python's encoder writes
         nodes[at][1][k] = canonical_json(TensorValueDict(encode(t, with_values=False)))
@@ -166,7 +183,9 @@ def _native_outputs(c: _Collect, graph: GraphText) -> list[_Output]:
             skipped = True
         elif texts is not None:
             out.append(_Output(nid, len(texts), native=True, texts=texts, keys=keys))
-    if skipped:  # as a rule none: every node the tap holds outputs of is a function node
+    if skipped and c.file is not None:
+        c.file.drop([(a, b) for index, _, _, a, b in nodes if kinds.get(f"n{index}") != "function"])
+    elif skipped:  # as a rule none: every node the tap holds outputs of is a function node
         rows = [row for index, _, _, a, b in nodes if kinds.get(f"n{index}") == "function" for row in rows[a:b]]
     c.cands.extend([Candidate(key, t, nbytes, FORWARD, why) for key, t, nbytes, why in rows])
     return out
@@ -196,7 +215,7 @@ def _outputs(c: _Collect, graph: GraphText) -> list[_Output]:
             kept = slots.get(k)
             if kept is None or isinstance(kept, int):
                 if isinstance(kept, int):
-                    c.cands.append(Candidate(f"{nid}.out{k}", None, kept, FORWARD, "budget"))
+                    c.put(Candidate(f"{nid}.out{k}", None, kept, FORWARD, "budget"))
                 continue
             held.append((output, k, kept))
             c.add(f"{nid}.out{k}", (output.texts, k), kept.tensor, FORWARD, None if kept.intact() else "changed")
@@ -228,17 +247,17 @@ def _saved(c: _Collect) -> None:
             continue
         key = saved_key(f"n{index}", name)
         if t is None:  # past its cap while recording
-            c.cands.append(Candidate(key, None, dropped, FORWARD, "budget"))
+            c.put(Candidate(key, None, dropped, FORWARD, "budget"))
             c.slots[key] = None
             continue
         c.add(key, None, t, FORWARD, "changed" if _version(t) != version else None, placed=False)
 
 
-def _first_nonfinite(graph: GraphText, outputs: list[_Output], rows: list[tuple[Any, ...]],
-                     first_event: int) -> set[str]:
+def _first_nonfinite(graph: GraphText, outputs: list[_Output], first_event: int) -> tuple[set[str], tuple[str, ...]]:
     """NOTE [what the budget keeps first]: the keys on the path to the first non-finite value:
     the first function node (in creation order) whose output is not finite, with its inputs'
-    values, and the first backward event with a gradient that is not finite."""
+    values; and the openings of the keys of the first backward event's gradients in and out
+    when one is not finite."""
     keys: set[str] = set()
     texts = [t for o in outputs for t in o.texts if t is not None]
     # one find over all of them first: as a rule every output is finite
@@ -247,10 +266,8 @@ def _first_nonfinite(graph: GraphText, outputs: list[_Output], rows: list[tuple[
         keys.update(f"{first.nid}.out{k}" for k in range(len(first.texts)))
         for source in graph.sources_of(first.nid):
             keys.update((f"{source}.value", f"{source}.out0"))
-    if first_event >= 0:
-        flows = (f"e{first_event}.go", f"e{first_event}.gi")
-        keys.update(row[0] for row in rows if row[0].startswith(flows))
-    return keys
+    flows = (f"e{first_event}.go", f"e{first_event}.gi") if first_event >= 0 else ()
+    return keys, flows
 
 
 def attach(rec: Recorder, doc: dict[str, Any], budget: int,
@@ -271,14 +288,22 @@ def attach(rec: Recorder, doc: dict[str, Any], budget: int,
         rows, first_event = _events(c, events, graph.acc)
         outputs = _outputs(c, graph)
         _saved(c)
-        path = _first_nonfinite(graph, outputs, rows, first_event)
-        if path:
-            for cand in c.cands:
-                if cand.key in path and cand.rank > NONFINITE:
-                    cand.rank = NONFINITE
-        tf = build(c.cands, budget, release=lambda: _release(c))
-    kept = getattr(tf.tensors, "index", tf.tensors)  # a dict's lookups (NOTE [the index the writer knows])
-    if _native.core is not None and _native.is_native(rec.core):  # the C++ core's: one pass there
+        path, flows = _first_nonfinite(graph, outputs, first_event)
+        if c.file is not None:  # NOTE [the kept file in one place] in cxx/keptfile.h
+            if path or flows:
+                c.file.promote(sorted(path), list(flows), NONFINITE)
+            data, left, count, n_out, out_bytes = c.file.build(budget, lambda: _release(c), LEFT_OUT_LISTED)
+            tf = TensorFile(FileTensors(data, c.file), file_info(data, budget, count, left, n_out, out_bytes), data)
+        else:
+            if path or flows:
+                for cand in c.cands:
+                    if (cand.key in path or cand.key.startswith(flows)) and cand.rank > NONFINITE:
+                        cand.rank = NONFINITE
+            tf = build(c.cands, budget, release=lambda: _release(c))
+    kept = getattr(tf.tensors, "index", tf.tensors)  # the index's lookups (NOTE [the index the writer knows])
+    if c.file is not None:  # the C++ core's: one pass there
+        doc_events = c.file.splice_events(events)
+    elif _native.core is not None and _native.is_native(rec.core):
         doc_events = _native.core.splice_keys(events, rows, kept)
     else:
         doc_events = spliced(events, [(at, at, b'"key":"' + key.encode() + b'",') for key, at, *_ in rows
@@ -312,7 +337,9 @@ def attach(rec: Recorder, doc: dict[str, Any], budget: int,
             graph.touched.add(at)
     if in_core and _native.core is not None:  # NOTE [outputs spliced in one pass] in cxx/stats.h
         edits = [(at, at, data) for at, data in inserts] + graph.own_edits(canonical_json)
-        doc["graph"] = CanonicalText(_native.core.splice_outputs(graph.text, edits, in_core, kept))
+        splice = c.file.splice_outputs if c.file is not None else (
+            lambda text, edits, rows: _native.core.splice_outputs(text, edits, rows, kept))  # type: ignore[union-attr]
+        doc["graph"] = CanonicalText(splice(graph.text, edits, in_core))
     else:
         doc["graph"] = CanonicalText(graph.rewritten(inserts, canonical_json))
     doc["events"] = CanonicalText(doc_events)

@@ -333,15 +333,22 @@ def build(cands: list[Candidate], budget: int, release: Callable[[], None] | Non
         c.tensor = None
     if release is not None:
         release()
-    left = {"budget_bytes": budget,
-            "left_out": [{"key": c.key, "bytes": c.nbytes, "reason": c.reason} for c in out[:LEFT_OUT_LISTED]],
-            "left_out_count": len(out), "left_out_bytes": sum(c.nbytes for c in out)}
+    listed = [(c.key, c.nbytes, c.reason or "") for c in out[:LEFT_OUT_LISTED]]
+    n_out, out_bytes = len(out), sum(c.nbytes for c in out)
     count = len(kept)
     index: Index = {}
     data = write(kept, index=index)
-    info = {"format": "safetensors", "sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data),
-            "count": count, **left}
-    return TensorFile(FileTensors(data, index), info, data)
+    return TensorFile(FileTensors(data, index), file_info(data, budget, count, listed, n_out, out_bytes), data)
+
+
+def file_info(data: bytes, budget: int, count: int, listed: list[tuple[str, int, str]], n_out: int,
+              out_bytes: int) -> dict[str, Any]:
+    """The document's ``tensors`` field for ``data``: ``count`` kept, ``n_out`` left out
+    (``out_bytes`` in all), the first of them ``listed`` (key, bytes, reason)."""
+    return {"format": "safetensors", "sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data),
+            "count": count, "budget_bytes": budget,
+            "left_out": [{"key": key, "bytes": n, "reason": why} for key, n, why in listed],
+            "left_out_count": n_out, "left_out_bytes": out_bytes}
 
 
 def read(data: bytes) -> dict[str, Any]:

@@ -40,7 +40,20 @@ py::list stats_json(const std::vector<at::Tensor>& ts) {
 }
 
 // The file's classes (``candidates.LEAF``, ``GRADIENT``: NOTE [what the budget keeps first]).
-constexpr int kRankLeaf = 0, kRankGradient = 2;
+constexpr int kRankLeaf = 0, kRankGradient = 2, kRankForward = 3;
+
+// One tensor the file may hold (``candidates.Candidate``) as ``KeptFile`` (``cxx/keptfile.h``)
+// holds it: no Python object. ``at``: where its key goes in the events' JSON (-1: elsewhere).
+struct KeptRow {
+  std::string key;
+  at::Tensor tensor;
+  int64_t nbytes;
+  int rank;
+  std::string reason;  // empty: none
+  int64_t at = -1;
+  bool kept = false;
+};
+using KeptRows = std::vector<KeptRow>;
 
 // ``candidates.storable`` for a kept alias (never a subclass or a transform's wrapper:
 // ``Core::keep_alias`` holds none): whether safetensors has a code for it.
@@ -67,13 +80,14 @@ bool nonfinite_norm(const Value& v) {
 // gradient in or out is not finite, or -1): ``PyCore.event_candidates``, from the offsets the
 // last ``events_json`` wrote. ``acc``: the AccumulateGrad nodes' indices (their grad_outputs
 // are the leaves' gradients).
-py::tuple event_candidates(Core& c, const std::vector<int32_t>& acc) {
+// ``sink``: the rows go there instead (``KeptFile::events``), and none comes back.
+py::tuple event_candidates(Core& c, const std::vector<int32_t>& acc, KeptRows* sink = nullptr) {
   CoreLock lock(c.mu);
   if (c.ref_at.size() != c.refs.size() || c.grad_at.size() != c.events.size()) {
     throw std::runtime_error("tensor keys: the events were not written");
   }
   std::unordered_set<int32_t> accs(acc.begin(), acc.end());
-  struct Seen { py::object tensor; int64_t nbytes; const char* reason; bool done = false; };
+  struct Seen { py::object tensor; at::Tensor t; int64_t nbytes; const char* reason; bool done = false; };
   std::vector<Seen> seen(c.values.size());
   py::list rows;
   py::object none = py::none();
@@ -99,9 +113,14 @@ py::tuple event_candidates(Core& c, const std::vector<int32_t>& acc) {
           s.reason = "dtype";
         } else {
           s.reason = nullptr;
-          s.tensor = py::reinterpret_steal<py::object>(THPVariable_Wrap(t));
+          if (sink) s.t = t;
+          else s.tensor = py::reinterpret_steal<py::object>(THPVariable_Wrap(t));
         }
       }
+    }
+    if (sink) {
+      sink->push_back({key, s.t, s.nbytes, rank, s.reason ? s.reason : "", at});
+      return;
     }
     rows.append(py::make_tuple(key, at, s.tensor, s.nbytes, rank,
                                s.reason ? py::object(py::str(s.reason)) : none));
@@ -167,6 +186,8 @@ const char* safetensors_code(at::ScalarType t) {
 // in keysplice.py): ``text`` with ``"key":"…",`` at the offset of each row of
 // ``event_candidates`` (key, offset, ...) whose key ``kept`` holds, in one pass, not one bytes
 // object per key in Python. The same bytes as ``keysplice.spliced`` of those inserts.
+py::bytes spliced_at(const char* src, size_t size, std::vector<std::pair<size_t, std::string_view>>& at);
+
 py::bytes splice_keys(const py::bytes& text, const py::list& rows, const py::object& kept) {
   const char* src = PyBytes_AS_STRING(text.ptr());
   size_t size = static_cast<size_t>(PyBytes_GET_SIZE(text.ptr()));
@@ -186,6 +207,12 @@ py::bytes splice_keys(const py::bytes& text, const py::list& rows, const py::obj
     if (o < 0 || static_cast<size_t>(o) > size) throw std::runtime_error("tensor keys: an offset past the events");
     at.emplace_back(static_cast<size_t>(o), std::string_view(k, static_cast<size_t>(n)));
   }
+  return spliced_at(src, size, at);
+}
+
+// ``src`` with ``"key":"…",`` at each (offset, key) of ``at`` (any order), straight into a new
+// ``bytes``.
+py::bytes spliced_at(const char* src, size_t size, std::vector<std::pair<size_t, std::string_view>>& at) {
   std::stable_sort(at.begin(), at.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   // written straight into the result (its size known first): the events' megabytes copied once
   constexpr std::string_view open = "\"key\":\"", close = "\",";
@@ -242,8 +269,9 @@ std::string_view bytes_view(PyObject* b) {
 //     ``outputs``: [(node start, node end, texts, keyed texts, keys)], each list one item per
 //     output (None for none; a keyed text None: keyed here); ``kept``: what the file holds (an
 //     output whose key it holds gets its keyed text).
-py::bytes splice_outputs(const py::bytes& text, const py::list& own, const py::list& outputs,
-                         const py::object& kept) {
+//     ``has(key)``: whether the file holds ``key`` (a str).
+template <typename Has>
+py::bytes splice_outputs_by(const py::bytes& text, const py::list& own, const py::list& outputs, Has has_key) {
   std::string_view src(PyBytes_AS_STRING(text.ptr()), static_cast<size_t>(PyBytes_GET_SIZE(text.ptr())));
   struct Edit { size_t a, b; PyObject* item; bool output; };
   std::vector<Edit> edits;
@@ -294,9 +322,7 @@ py::bytes splice_outputs(const py::bytes& text, const py::list& own, const py::l
         continue;
       }
       PyObject* key = PyList_GET_ITEM(keys, k);
-      int has = key == Py_None ? 0 : PySequence_Contains(kept.ptr(), key);
-      if (has < 0) throw py::error_already_set();
-      if (!has) {
+      if (key == Py_None || !has_key(key)) {
         out.append(bytes_view(t));
         continue;
       }
@@ -314,6 +340,15 @@ py::bytes splice_outputs(const py::bytes& text, const py::list& own, const py::l
   }
   out.append(src.substr(from));
   return py::bytes(out);
+}
+
+py::bytes splice_outputs(const py::bytes& text, const py::list& own, const py::list& outputs,
+                         const py::object& kept) {
+  return splice_outputs_by(text, own, outputs, [&kept](PyObject* key) {
+    int has = PySequence_Contains(kept.ptr(), key);
+    if (has < 0) throw py::error_already_set();
+    return has != 0;
+  });
 }
 
 // ``tensorfile.write`` with its header written here (NOTE [the tensor file's side in bulk]):
@@ -421,7 +456,9 @@ py::object write_keyed_file(const py::list& keys, const py::list& ts,
 // [(position in ``nodes``, output, tensor)] for Python's encoder. No Python object per output
 // beyond the row (NOTE [the tensor file's side in bulk]). ``entries`` / ``pos``: the recorder's
 // entries and where each index is among them (``Recorder::entries_``, ``pos_``).
-py::tuple tap_outputs(Core& c, Tap* tap, const std::vector<FnEntry>& entries, const std::vector<int64_t>& pos) {
+// ``sink``: the rows go there instead (``KeptFile::outputs``; ``nodes``' rows are its positions).
+py::tuple tap_outputs(Core& c, Tap* tap, const std::vector<FnEntry>& entries, const std::vector<int64_t>& pos,
+                      KeptRows* sink = nullptr) {
   py::list nodes, rows, odd;
   if (tap == nullptr) return py::make_tuple(nodes, rows, odd);
   std::map<int32_t, std::vector<const TapEntry*>> by_index;
@@ -450,16 +487,19 @@ py::tuple tap_outputs(Core& c, Tap* tap, const std::vector<FnEntry>& entries, co
       PyList_SET_ITEM(texts.ptr(), static_cast<Py_ssize_t>(k), none.inc_ref().ptr());
       PyList_SET_ITEM(keys.ptr(), static_cast<Py_ssize_t>(k), none.inc_ref().ptr());
     }
-    size_t first = rows.size();
+    auto n_rows = [&]() { return sink ? sink->size() : rows.size(); };
+    size_t first = n_rows();
     bool any = false;
     // NOTE [keys spliced into the core's JSON] in keysplice.py: the key made here
     std::string prefix = "n" + std::to_string(index) + ".out";
     for (size_t k = 0; k < n_out; ++k) {
       const TapEntry* e = slot[k];
       if (e == nullptr) continue;
-      py::str key(prefix + std::to_string(k));
+      std::string name = prefix + std::to_string(k);
+      py::str key(name);
       if (!e->tensor.defined()) {
-        rows.append(py::make_tuple(key, none, e->dropped, budget));
+        if (sink) sink->push_back({std::move(name), at::Tensor(), e->dropped, kRankForward, "budget"});
+        else rows.append(py::make_tuple(key, none, e->dropped, budget));
         continue;
       }
       const at::Tensor& t = e->tensor;
@@ -469,21 +509,23 @@ py::tuple tap_outputs(Core& c, Tap* tap, const std::vector<FnEntry>& entries, co
       text.clear();
       if (v.kind != 3) write_value(text, v, false);
       py::object tensor = none, reason = none;
+      const char* why = !intact ? "changed" : !storable(t) ? "dtype" : "";
       if (!intact) reason = changed;
       else if (!storable(t)) reason = dtype;
-      else tensor = py::reinterpret_steal<py::object>(THPVariable_Wrap(t));
+      else if (!sink) tensor = py::reinterpret_steal<py::object>(THPVariable_Wrap(t));
       if (v.kind == 3) {
         odd.append(py::make_tuple(nodes.size(), k, py::reinterpret_steal<py::object>(THPVariable_Wrap(t))));
       }
       texts[k] = py::bytes(text);
       keys[k] = key;
-      rows.append(py::make_tuple(key, tensor, raw, reason));
+      if (sink) sink->push_back({std::move(name), *why ? at::Tensor() : t, raw, kRankForward, why});
+      else rows.append(py::make_tuple(key, tensor, raw, reason));
       any = true;
     }
     if (any) {
-      nodes.append(py::make_tuple(index, texts, keys, first, rows.size()));
-    } else if (rows.size() > first) {  // only outputs past the budget: their rows, no node
-      nodes.append(py::make_tuple(index, none, none, first, rows.size()));
+      nodes.append(py::make_tuple(index, texts, keys, first, n_rows()));
+    } else if (n_rows() > first) {  // only outputs past the budget: their rows, no node
+      nodes.append(py::make_tuple(index, none, none, first, n_rows()));
     }
   }
   return py::make_tuple(nodes, rows, odd);
