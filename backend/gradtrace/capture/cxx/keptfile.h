@@ -22,7 +22,6 @@
 
 #include <numeric>
 #include <string_view>
-#include <unordered_map>
 
 #if defined(__GLIBC__)
 #include <malloc.h>
@@ -131,14 +130,14 @@ class KeptFile {
   }
 
   // The index (NOTE [the index the writer knows] in capture/tensorfile.py), read by key.
-  bool contains(std::string_view key) const { return where_.count(key) > 0; }
+  bool contains(std::string_view key) const { return find(key) >= 0; }
 
   py::object get(const std::string& key, const py::object& otherwise) const {
-    auto it = where_.find(key);
-    if (it == where_.end()) return otherwise;
-    const Entry& e = entries_[it->second];
-    py::tuple shape(e.shape.size());
-    for (size_t d = 0; d < e.shape.size(); ++d) shape[d] = py::int_(e.shape[d]);
+    int32_t k = find(key);
+    if (k < 0) return otherwise;
+    const Entry& e = entries_[static_cast<size_t>(k)];
+    py::tuple shape(e.dims);
+    for (int32_t d = 0; d < e.dims; ++d) shape[static_cast<size_t>(d)] = py::int_(shapes_[static_cast<size_t>(e.shape + d)]);
     return py::make_tuple(py::str(e.code), shape, e.begin, e.end);
   }
 
@@ -176,9 +175,37 @@ class KeptFile {
  private:
   struct Entry {
     const char* code;
-    std::vector<int64_t> shape;
+    int64_t shape;  // where its dims start in ``shapes_``
+    int32_t dims;
     int64_t begin, end;
   };
+
+  // The kept entry of ``key``, or -1: an open-addressed table over ``entries_`` (``slots_``,
+  // a power of two at least twice their number), no allocation per key.
+  int32_t find(std::string_view key) const {
+    if (slots_.empty()) return -1;
+    size_t mask = slots_.size() - 1;
+    for (size_t h = std::hash<std::string_view>{}(key) & mask;; h = (h + 1) & mask) {
+      int32_t k = slots_[h];
+      if (k < 0) return -1;
+      if (rows_[static_cast<size_t>(order_[static_cast<size_t>(k)])].key == key) return k;
+    }
+  }
+
+  void index_keys() {
+    size_t n = 8;
+    while (n < 2 * order_.size()) n <<= 1;
+    slots_.assign(n, -1);
+    size_t mask = n - 1;
+    for (size_t k = 0; k < order_.size(); ++k) {
+      const std::string& key = rows_[static_cast<size_t>(order_[k])].key;
+      size_t h = std::hash<std::string_view>{}(key) & mask;
+      while (slots_[h] >= 0 && rows_[static_cast<size_t>(order_[static_cast<size_t>(slots_[h])])].key != key) {
+        h = (h + 1) & mask;
+      }
+      slots_[h] = static_cast<int32_t>(k);  // a key met twice: the last, as a dict's
+    }
+  }
 
   void frozen_check() const {
     if (frozen_) throw std::runtime_error("tensor file: already written");
@@ -191,6 +218,7 @@ class KeptFile {
     head.reserve(64 + order_.size() * 80);
     head += "{\"__metadata__\":{\"format\":\"pt\",\"writer\":\"gradtrace\"}";
     entries_.reserve(order_.size());
+    shapes_.reserve(order_.size() * 2);
     int64_t offset = 0;
     for (int32_t i : order_) {
       const KeptRow& r = rows_[static_cast<size_t>(i)];
@@ -211,7 +239,9 @@ class KeptFile {
       head.push_back(',');
       format_int(head, offset + r.nbytes);
       head += "]}";
-      entries_.push_back({code, t.sizes().vec(), offset, offset + r.nbytes});
+      entries_.push_back({code, static_cast<int64_t>(shapes_.size()), static_cast<int32_t>(t.dim()), offset,
+                          offset + r.nbytes});
+      shapes_.insert(shapes_.end(), t.sizes().begin(), t.sizes().end());
       offset += r.nbytes;
     }
     head.push_back('}');
@@ -219,12 +249,11 @@ class KeptFile {
     uint64_t hn = head.size() - 8;
     for (int b = 0; b < 8; ++b) head[static_cast<size_t>(b)] = static_cast<char>((hn >> (8 * b)) & 0xff);
     const int64_t start = static_cast<int64_t>(head.size());
-    where_.reserve(order_.size());
-    for (size_t k = 0; k < order_.size(); ++k) {
-      entries_[k].begin += start;
-      entries_[k].end += start;
-      where_.emplace(rows_[static_cast<size_t>(order_[k])].key, static_cast<int32_t>(k));
+    for (Entry& e : entries_) {
+      e.begin += start;
+      e.end += start;
     }
+    index_keys();
     PyObject* out = PyBytes_FromStringAndSize(nullptr, static_cast<Py_ssize_t>(start + offset));
     if (out == nullptr) throw py::error_already_set();
     char* dst = PyBytes_AS_STRING(out);
@@ -257,7 +286,8 @@ class KeptFile {
   KeptRows rows_;
   std::vector<int32_t> order_;  // the kept rows, in the file's order
   std::vector<Entry> entries_;  // each kept row's index entry, in the file's order
-  std::unordered_map<std::string_view, int32_t> where_;  // a kept key -> its entry (keys in ``rows_``)
+  std::vector<int64_t> shapes_;  // the entries' dims, one after another
+  std::vector<int32_t> slots_;  // ``find``'s table: an entry, or -1
   bool frozen_ = false;
 };
 
