@@ -68,7 +68,11 @@ PYBIND11_MODULE(_native, m) {
   py::class_<gradtrace::KeptFile>(m, "KeptFile")
       .def(py::init<>())
       .def("add", &gradtrace::KeptFile::add)
-      .def("drop", &gradtrace::KeptFile::drop)
+      .def("set_text", &gradtrace::KeptFile::set_text)
+      .def("drop_nodes", &gradtrace::KeptFile::drop_nodes)
+      .def("first_nonfinite_output", &gradtrace::KeptFile::first_nonfinite_output)
+      .def("output_texts", &gradtrace::KeptFile::output_texts)
+      .def("splice_graph", &gradtrace::KeptFile::splice_graph)
       .def("promote", &gradtrace::KeptFile::promote)
       .def("build", &gradtrace::KeptFile::build)
       .def("get", &gradtrace::KeptFile::get, py::arg("key"), py::arg("default") = py::none())
@@ -85,7 +89,7 @@ PYBIND11_MODULE(_native, m) {
       .def("keys", &gradtrace::KeptFile::keys)
       .def("rows", &gradtrace::KeptFile::size)
       .def("splice_events", &gradtrace::KeptFile::splice_events)
-      .def("splice_outputs", &gradtrace::KeptFile::splice_outputs);
+      .def("output_nodes", &gradtrace::KeptFile::output_nodes);
   // NOTE [a leaf's value around each step] in capture/valuesteps.py: its norms, all at once
   m.def("float32_values", &gradtrace::float32_values);
   // NOTE [a loop's look in one check] in capture/valuesteps.py: a loop's look in one call

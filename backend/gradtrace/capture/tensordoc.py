@@ -167,11 +167,7 @@ def _native_outputs(c: _Collect, graph: GraphText) -> list[_Output]:
     """``_outputs`` from the C++ tap: every node's outputs, their stats and their candidates'
     rows in one call (NOTE [the tensor file's side in bulk] in ``cxx/stats.h``), with no Python
     per output but its candidate."""
-    if c.file is not None:  # the rows into the core's ``KeptFile``: ``a``, ``b`` are its positions
-        nodes, odd = c.rec.core.kept_outputs(c.file)
-        rows: list[Any] = []
-    else:  # the core keeps holding them: a document may be built again
-        nodes, rows, odd = c.rec.core.tap_outputs()
+    nodes, rows, odd = c.rec.core.tap_outputs()  # the core keeps holding them: a document may be built again
     kinds = graph.kind
     for at, k, t in odd:  # a TensorValue only Python's encoder writes
         nodes[at][1][k] = canonical_json(TensorValueDict(encode(t, with_values=False)))
@@ -183,11 +179,24 @@ def _native_outputs(c: _Collect, graph: GraphText) -> list[_Output]:
             skipped = True
         elif texts is not None:
             out.append(_Output(nid, len(texts), native=True, texts=texts, keys=keys))
-    if skipped and c.file is not None:
-        c.file.drop([(a, b) for index, _, _, a, b in nodes if kinds.get(f"n{index}") != "function"])
-    elif skipped:  # as a rule none: every node the tap holds outputs of is a function node
+    if skipped:  # as a rule none: every node the tap holds outputs of is a function node
         rows = [row for index, _, _, a, b in nodes if kinds.get(f"n{index}") == "function" for row in rows[a:b]]
     c.cands.extend([Candidate(key, t, nbytes, FORWARD, why) for key, t, nbytes, why in rows])
+    return out
+
+
+def _file_outputs(c: _Collect, graph: GraphText) -> list[int]:
+    """``_native_outputs`` into the core's ``KeptFile`` (NOTE [the kept file in one place] in
+    ``cxx/keptfile.h``): the outputs' rows, texts and keys stay there; back come the indices of
+    the function nodes with an output held, in node order."""
+    nodes, odd = c.rec.core.kept_outputs(c.file)
+    for at, k, t in odd:  # a TensorValue only Python's encoder writes
+        c.file.set_text(at, k, canonical_json(TensorValueDict(encode(t, with_values=False))))
+    kinds = graph.kind
+    other = [index for index in nodes if kinds.get(f"n{index}") != "function"]
+    if other:  # as a rule none: every node the tap holds outputs of is a function node
+        c.file.drop_nodes(other)
+    out: list[int] = c.file.output_nodes()
     return out
 
 
@@ -253,18 +262,26 @@ def _saved(c: _Collect) -> None:
         c.add(key, None, t, FORWARD, "changed" if _version(t) != version else None, placed=False)
 
 
-def _first_nonfinite(graph: GraphText, outputs: list[_Output], first_event: int) -> tuple[set[str], tuple[str, ...]]:
+def _first_output(outputs: list[_Output]) -> tuple[str, int] | None:
+    """The first function node (creation order) with an output that is not finite, and how
+    many outputs it has."""
+    texts = [t for o in outputs for t in o.texts if t is not None]
+    # one find over all of them first: as a rule every output is finite
+    first = next((o for o in outputs if not o.finite()), None) if nonfinite(b"\0".join(texts)) else None
+    return None if first is None else (first.nid, len(first.texts))
+
+
+def _first_nonfinite(graph: GraphText, first: tuple[str, int] | None,
+                     first_event: int) -> tuple[set[str], tuple[str, ...]]:
     """NOTE [what the budget keeps first]: the keys on the path to the first non-finite value:
     the first function node (in creation order) whose output is not finite, with its inputs'
     values; and the openings of the keys of the first backward event's gradients in and out
     when one is not finite."""
     keys: set[str] = set()
-    texts = [t for o in outputs for t in o.texts if t is not None]
-    # one find over all of them first: as a rule every output is finite
-    first = next((o for o in outputs if not o.finite()), None) if nonfinite(b"\0".join(texts)) else None
     if first is not None:
-        keys.update(f"{first.nid}.out{k}" for k in range(len(first.texts)))
-        for source in graph.sources_of(first.nid):
+        nid, n = first
+        keys.update(f"{nid}.out{k}" for k in range(n))
+        for source in graph.sources_of(nid):
             keys.update((f"{source}.value", f"{source}.out0"))
     flows = (f"e{first_event}.go", f"e{first_event}.gi") if first_event >= 0 else ()
     return keys, flows
@@ -286,9 +303,16 @@ def attach(rec: Recorder, doc: dict[str, Any], budget: int,
     with torch._C.DisableTorchFunction():
         _tensor_nodes(c, graph)
         rows, first_event = _events(c, events, graph.acc)
-        outputs = _outputs(c, graph)
+        in_file = c.file is not None and (c.rec.outputs is None or isinstance(c.rec.outputs, NativeTap))
+        outputs = [] if in_file else _outputs(c, graph)
+        file_nodes = _file_outputs(c, graph) if in_file else []
         _saved(c)
-        path, flows = _first_nonfinite(graph, outputs, first_event)
+        if in_file:
+            found = c.file.first_nonfinite_output()
+            first = None if found is None else (f"n{found[0]}", found[1])
+        else:
+            first = _first_output(outputs)
+        path, flows = _first_nonfinite(graph, first, first_event)
         if c.file is not None:  # NOTE [the kept file in one place] in cxx/keptfile.h
             if path or flows:
                 c.file.promote(sorted(path), list(flows), NONFINITE)
@@ -335,17 +359,32 @@ def attach(rec: Recorder, doc: dict[str, Any], budget: int,
         else:
             own["output"] = [None if t is None else TensorValueDict(orjson.loads(t)) for t in o.final(kept)]
             graph.touched.add(at)
-    if in_core and _native.core is not None:  # NOTE [outputs spliced in one pass] in cxx/stats.h
+    if file_nodes:  # NOTE [the kept file in one place]: the outputs' texts are the file's
+        doc["graph"] = CanonicalText(_file_graph(c, graph, file_nodes))
+    elif in_core and _native.core is not None:  # NOTE [outputs spliced in one pass] in cxx/stats.h
         edits = [(at, at, data) for at, data in inserts] + graph.own_edits(canonical_json)
-        splice = c.file.splice_outputs if c.file is not None else (
-            lambda text, edits, rows: _native.core.splice_outputs(text, edits, rows, kept))  # type: ignore[union-attr]
-        doc["graph"] = CanonicalText(splice(graph.text, edits, in_core))
+        doc["graph"] = CanonicalText(_native.core.splice_outputs(graph.text, edits, in_core, kept))
     else:
         doc["graph"] = CanonicalText(graph.rewritten(inserts, canonical_json))
     doc["events"] = CanonicalText(doc_events)
     doc["tensors"] = tf.info
     tf.made = (mark, doc["graph"], doc["events"])
     return tf
+
+
+def _file_graph(c: _Collect, graph: GraphText, file_nodes: list[int]) -> bytes:
+    """The graph with each of ``file_nodes``' ``output`` from the core's ``KeptFile``: spliced
+    into the core's nodes there, set in Python's own nodes' dicts (written again)."""
+    pos, own = graph.pos, graph.own
+    ks = [pos[f"n{index}"] for index in file_nodes]
+    for j, k in enumerate(ks):
+        node = own[k]
+        if node is not None:  # as a rule none: Python's own nodes are leaves and roots
+            node["output"] = [None if t is None else TensorValueDict(orjson.loads(t)) for t in c.file.output_texts(j)]
+            graph.touched.add(k)
+    starts, ends = graph.starts, graph.ends
+    return bytes(c.file.splice_graph(graph.text, graph.own_edits(canonical_json),
+                                     [starts[k] if own[k] is None else -1 for k in ks], [ends[k] for k in ks]))
 
 
 def _release(c: _Collect) -> None:

@@ -21,6 +21,7 @@
 #include "prelude.h"
 
 #include <numeric>
+#include <map>
 #include <string_view>
 
 #if defined(__GLIBC__)
@@ -49,11 +50,181 @@ class KeptFile {
     return event_candidates(c, acc, &rows_)[1].cast<int64_t>();
   }
 
-  // The tap's outputs (``tap_outputs``): (nodes, odd), ``nodes``' row bounds positions here.
+  // The forward outputs the tap holds (``tap_outputs``, kept here): each output's row, and for
+  // each node that holds one its outputs' TensorValue texts and keys (``Outs``). Back: the
+  // indices of those nodes and of those with outputs past the budget only, in node order, and
+  // the odd tensors [(position among the nodes with an output held, output, tensor)] whose text only Python's encoder writes (``set_text``).
   py::tuple outputs(Core& c, Tap* tap, const std::vector<FnEntry>& entries, const std::vector<int64_t>& pos) {
     frozen_check();
-    py::tuple got = tap_outputs(c, tap, entries, pos, &rows_);
-    return py::make_tuple(got[0], got[2]);
+    py::list nodes, odd;
+    if (tap == nullptr) return py::make_tuple(nodes, odd);
+    std::map<int32_t, std::vector<const TapEntry*>> by_index;
+    {
+      CoreLock lock(c.mu);
+      for (const TapEntry& e : tap->entries) {
+        auto it = c.known.find(e.node.get());
+        if (it != c.known.end()) by_index[it->second].push_back(&e);
+      }
+    }
+    std::vector<const TapEntry*> slot;
+    size_t n_any = 0;  // the nodes so far with an output held (``set_text``'s positions)
+    for (const auto& [index, held] : by_index) {
+      if (index < 0 || index >= static_cast<int32_t>(pos.size()) || pos[static_cast<size_t>(index)] < 0) continue;
+      size_t n_out = std::max<size_t>(1, entries[static_cast<size_t>(pos[static_cast<size_t>(index)])].outs.size());
+      slot.assign(n_out, nullptr);
+      for (const TapEntry* e : held) {  // the first entry of each output
+        if (e->nr >= 0 && static_cast<size_t>(e->nr) < n_out && slot[static_cast<size_t>(e->nr)] == nullptr) {
+          slot[static_cast<size_t>(e->nr)] = e;
+        }
+      }
+      Outs o{index, static_cast<int32_t>(n_out), texts_.size(), rows_.size(), 0, false};
+      texts_.resize(texts_.size() + n_out);
+      has_.resize(has_.size() + n_out, false);
+      // NOTE [keys spliced into the core's JSON] in keysplice.py: the key made here
+      std::string prefix = "n" + std::to_string(index) + ".out";
+      for (size_t k = 0; k < n_out; ++k) {
+        const TapEntry* e = slot[k];
+        if (e == nullptr) continue;
+        std::string key = prefix + std::to_string(k);
+        if (!e->tensor.defined()) {
+          rows_.push_back({std::move(key), at::Tensor(), e->dropped, kRankForward, "budget"});
+          continue;
+        }
+        const at::Tensor& t = e->tensor;
+        bool intact = e->copied || Tap::version_of(t) == e->version;
+        int64_t raw = static_cast<int64_t>(t.numel()) * static_cast<int64_t>(t.element_size());
+        Value v = encode(t);
+        std::string& text = texts_[o.text + k];
+        if (v.kind != 3) write_value(text, v, false);
+        else odd.append(py::make_tuple(n_any, k, py::reinterpret_steal<py::object>(THPVariable_Wrap(t))));
+        has_[o.text + k] = true;
+        const char* why = !intact ? "changed" : !storable(t) ? "dtype" : "";
+        rows_.push_back({std::move(key), *why ? at::Tensor() : t, raw, kRankForward, why});
+        o.any = true;
+      }
+      o.row_end = rows_.size();
+      n_any += o.any;
+      nodes.append(index);
+      outs_.push_back(o);  // one with only outputs past the budget: its rows, no texts
+    }
+    return py::make_tuple(nodes, odd);
+  }
+
+  // Output ``k`` of the ``at``-th node ``outputs`` gave back: ``text``, Python's encoder's.
+  void set_text(size_t at, size_t k, const py::bytes& text) {
+    Outs& o = with_texts(at);
+    if (k >= static_cast<size_t>(o.n)) throw std::runtime_error("tensor keys: no such output");
+    texts_[o.text + k] = std::string(bytes_view(text.ptr()));
+  }
+
+  // The nodes of ``indices`` are no function nodes: their outputs are not the file's (their
+  // rows dropped) nor the document's.
+  void drop_nodes(const std::vector<int32_t>& indices) {
+    frozen_check();
+    std::vector<std::pair<int64_t, int64_t>> spans;
+    std::vector<Outs> left;
+    for (const Outs& o : outs_) {
+      if (std::find(indices.begin(), indices.end(), o.index) != indices.end()) {
+        spans.emplace_back(static_cast<int64_t>(o.row), static_cast<int64_t>(o.row_end));
+      } else {
+        left.push_back(o);
+      }
+    }
+    outs_ = std::move(left);  // their rows are not read again: only dropped here, once
+    drop(spans);
+  }
+
+  // The indices of the nodes with an output held, in node order (``splice_graph``'s order).
+  py::list output_nodes() const {
+    py::list out;
+    for (const Outs& o : outs_) {
+      if (o.any) out.append(o.index);
+    }
+    return out;
+  }
+
+  // The first node (in creation order) with an output whose norm is not finite, as
+  // (index, its outputs), or None (what ``keysplice.nonfinite`` finds in its texts).
+  py::object first_nonfinite_output() const {
+    for (const Outs& o : outs_) {
+      if (!o.any) continue;
+      for (int32_t k = 0; k < o.n; ++k) {
+        if (has_[o.text + static_cast<size_t>(k)] && texts_[o.text + static_cast<size_t>(k)].find("\"norm\":\"") != std::string::npos) {
+          return py::make_tuple(o.index, o.n);
+        }
+      }
+    }
+    return py::none();
+  }
+
+  // The ``at``-th node's outputs as the document writes them (None for none), each kept one keyed.
+  py::list output_texts(size_t at) const {
+    const Outs& o = with_texts(at);
+    py::list out;
+    std::string text;
+    for (int32_t k = 0; k < o.n; ++k) {
+      size_t i = o.text + static_cast<size_t>(k);
+      if (!has_[i]) {
+        out.append(py::none());
+        continue;
+      }
+      text.clear();
+      put_output(text, o, k);
+      out.append(py::bytes(text));
+    }
+    return out;
+  }
+
+  // NOTE [outputs spliced in one pass] in ``cxx/stats.h``, from the texts kept here: the graph's
+  // JSON with each node's ``,"output":[…]`` (the ``at``-th node ``outputs`` gave back between
+  // ``starts[at]`` and ``ends[at]``; -1: not spliced here) and ``own``'s spans replaced.
+  py::bytes splice_graph(const py::bytes& text, const py::list& own, const std::vector<int64_t>& starts,
+                         const std::vector<int64_t>& ends) const {
+    std::string_view src(PyBytes_AS_STRING(text.ptr()), static_cast<size_t>(PyBytes_GET_SIZE(text.ptr())));
+    struct Edit { size_t a, b; PyObject* own; const Outs* outs; };
+    std::vector<Edit> edits;
+    size_t at = 0;
+    for (const Outs& o : outs_) {
+      if (!o.any) continue;
+      if (at >= starts.size() || at >= ends.size()) throw std::runtime_error("tensor keys: an output without its node");
+      int64_t a = starts[at], b = ends[at];
+      ++at;
+      if (a < 0) continue;
+      if (b < a || static_cast<size_t>(b) > src.size()) throw std::runtime_error("tensor keys: an offset past the graph");
+      std::string_view node = src.substr(static_cast<size_t>(a), static_cast<size_t>(b - a));
+      size_t in = node.find(",\"outputs\":");
+      if (in == std::string_view::npos) in = node.find(",\"role\":");
+      if (in == std::string_view::npos) throw std::runtime_error("tensor keys: a node has no place for its output");
+      edits.push_back({static_cast<size_t>(a) + in, static_cast<size_t>(a) + in, nullptr, &o});
+    }
+    for (const py::handle& e : own) {
+      if (!PyTuple_Check(e.ptr()) || PyTuple_GET_SIZE(e.ptr()) != 3) throw std::runtime_error("tensor keys: an edit row");
+      size_t a = py::cast<size_t>(PyTuple_GET_ITEM(e.ptr(), 0)), b = py::cast<size_t>(PyTuple_GET_ITEM(e.ptr(), 1));
+      if (b < a || b > src.size()) throw std::runtime_error("tensor keys: an offset past the graph");
+      edits.push_back({a, b, e.ptr(), nullptr});
+    }
+    std::stable_sort(edits.begin(), edits.end(), [](const Edit& x, const Edit& y) { return x.a < y.a; });
+    std::string out;
+    out.reserve(src.size() + texts_.size() * 400);
+    size_t from = 0;
+    for (const Edit& e : edits) {
+      if (e.a < from) throw std::runtime_error("tensor keys: edits that overlap");
+      out.append(src.substr(from, e.a - from));
+      from = e.b;
+      if (e.own != nullptr) {
+        out.append(bytes_view(PyTuple_GET_ITEM(e.own, 2)));
+        continue;
+      }
+      out += ",\"output\":[";
+      for (int32_t k = 0; k < e.outs->n; ++k) {
+        if (k) out.push_back(',');
+        if (!has_[e.outs->text + static_cast<size_t>(k)]) out += "null";
+        else put_output(out, *e.outs, k);
+      }
+      out.push_back(']');
+    }
+    out.append(src.substr(from));
+    return py::bytes(out);
   }
 
   size_t size() const { return rows_.size(); }
@@ -162,16 +333,6 @@ class KeptFile {
     return spliced_at(src, size, at);
   }
 
-  // ``splice_outputs`` with what this file holds.
-  py::bytes splice_outputs(const py::bytes& text, const py::list& own, const py::list& outputs) const {
-    return splice_outputs_by(text, own, outputs, [this](PyObject* key) {
-      Py_ssize_t n = 0;
-      const char* p = PyUnicode_AsUTF8AndSize(key, &n);
-      if (p == nullptr) throw py::error_already_set();
-      return contains(std::string_view(p, static_cast<size_t>(n)));
-    });
-  }
-
  private:
   struct Entry {
     const char* code;
@@ -205,6 +366,29 @@ class KeptFile {
       }
       slots_[h] = static_cast<int32_t>(k);  // a key met twice: the last, as a dict's
     }
+  }
+
+  // A node's outputs (``outputs``): where its texts start in ``texts_`` / ``has_``, its rows.
+  struct Outs {
+    int32_t index, n;
+    size_t text, row, row_end;
+    bool any;  // any output held (else only rows past the budget)
+  };
+
+  const Outs& with_texts(size_t at) const {
+    for (const Outs& o : outs_) {  // the ``at``-th with texts (asked for a few odd ones only)
+      if (o.any && at-- == 0) return o;
+    }
+    throw std::runtime_error("tensor keys: no such node of outputs");
+  }
+  Outs& with_texts(size_t at) { return const_cast<Outs&>(static_cast<const KeptFile*>(this)->with_texts(at)); }
+
+  // Output ``k``'s text, keyed where the file holds it.
+  void put_output(std::string& out, const Outs& o, int32_t k) const {
+    const std::string& text = texts_[o.text + static_cast<size_t>(k)];
+    std::string key = "n" + std::to_string(o.index) + ".out" + std::to_string(k);
+    if (contains(key)) append_keyed(out, text, key);
+    else out += text;
   }
 
   void frozen_check() const {
@@ -288,6 +472,9 @@ class KeptFile {
   std::vector<Entry> entries_;  // each kept row's index entry, in the file's order
   std::vector<int64_t> shapes_;  // the entries' dims, one after another
   std::vector<int32_t> slots_;  // ``find``'s table: an entry, or -1
+  std::vector<Outs> outs_;  // the nodes the tap holds outputs of, in node order
+  std::vector<std::string> texts_;  // their outputs' TensorValue texts
+  std::vector<bool> has_;  // whether each output has one (else ``null``)
   bool frozen_ = false;
 };
 

@@ -456,9 +456,7 @@ py::object write_keyed_file(const py::list& keys, const py::list& ts,
 // [(position in ``nodes``, output, tensor)] for Python's encoder. No Python object per output
 // beyond the row (NOTE [the tensor file's side in bulk]). ``entries`` / ``pos``: the recorder's
 // entries and where each index is among them (``Recorder::entries_``, ``pos_``).
-// ``sink``: the rows go there instead (``KeptFile::outputs``; ``nodes``' rows are its positions).
-py::tuple tap_outputs(Core& c, Tap* tap, const std::vector<FnEntry>& entries, const std::vector<int64_t>& pos,
-                      KeptRows* sink = nullptr) {
+py::tuple tap_outputs(Core& c, Tap* tap, const std::vector<FnEntry>& entries, const std::vector<int64_t>& pos) {
   py::list nodes, rows, odd;
   if (tap == nullptr) return py::make_tuple(nodes, rows, odd);
   std::map<int32_t, std::vector<const TapEntry*>> by_index;
@@ -487,19 +485,16 @@ py::tuple tap_outputs(Core& c, Tap* tap, const std::vector<FnEntry>& entries, co
       PyList_SET_ITEM(texts.ptr(), static_cast<Py_ssize_t>(k), none.inc_ref().ptr());
       PyList_SET_ITEM(keys.ptr(), static_cast<Py_ssize_t>(k), none.inc_ref().ptr());
     }
-    auto n_rows = [&]() { return sink ? sink->size() : rows.size(); };
-    size_t first = n_rows();
+    size_t first = rows.size();
     bool any = false;
     // NOTE [keys spliced into the core's JSON] in keysplice.py: the key made here
     std::string prefix = "n" + std::to_string(index) + ".out";
     for (size_t k = 0; k < n_out; ++k) {
       const TapEntry* e = slot[k];
       if (e == nullptr) continue;
-      std::string name = prefix + std::to_string(k);
-      py::str key(name);
+      py::str key(prefix + std::to_string(k));
       if (!e->tensor.defined()) {
-        if (sink) sink->push_back({std::move(name), at::Tensor(), e->dropped, kRankForward, "budget"});
-        else rows.append(py::make_tuple(key, none, e->dropped, budget));
+        rows.append(py::make_tuple(key, none, e->dropped, budget));
         continue;
       }
       const at::Tensor& t = e->tensor;
@@ -509,23 +504,21 @@ py::tuple tap_outputs(Core& c, Tap* tap, const std::vector<FnEntry>& entries, co
       text.clear();
       if (v.kind != 3) write_value(text, v, false);
       py::object tensor = none, reason = none;
-      const char* why = !intact ? "changed" : !storable(t) ? "dtype" : "";
       if (!intact) reason = changed;
       else if (!storable(t)) reason = dtype;
-      else if (!sink) tensor = py::reinterpret_steal<py::object>(THPVariable_Wrap(t));
+      else tensor = py::reinterpret_steal<py::object>(THPVariable_Wrap(t));
       if (v.kind == 3) {
         odd.append(py::make_tuple(nodes.size(), k, py::reinterpret_steal<py::object>(THPVariable_Wrap(t))));
       }
       texts[k] = py::bytes(text);
       keys[k] = key;
-      if (sink) sink->push_back({std::move(name), *why ? at::Tensor() : t, raw, kRankForward, why});
-      else rows.append(py::make_tuple(key, tensor, raw, reason));
+      rows.append(py::make_tuple(key, tensor, raw, reason));
       any = true;
     }
     if (any) {
-      nodes.append(py::make_tuple(index, texts, keys, first, n_rows()));
-    } else if (n_rows() > first) {  // only outputs past the budget: their rows, no node
-      nodes.append(py::make_tuple(index, none, none, first, n_rows()));
+      nodes.append(py::make_tuple(index, texts, keys, first, rows.size()));
+    } else if (rows.size() > first) {  // only outputs past the budget: their rows, no node
+      nodes.append(py::make_tuple(index, none, none, first, rows.size()));
     }
   }
   return py::make_tuple(nodes, rows, odd);
