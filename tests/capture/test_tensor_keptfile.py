@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import pytest
 import torch
-from capture.test_tensor_bulk import GRAD_NAN, GRU
-from rundoc import run_captured
 
 import gradtrace
+from capture.test_tensor_bulk import GRAD_NAN, GRU
 from gradtrace.analysis.dynamics.read import file_reader
 from gradtrace.capture import native
+from rundoc import run_captured
 
 FORWARD_NAN = """import torch
 w = torch.nn.Parameter(torch.randn(6, 6))

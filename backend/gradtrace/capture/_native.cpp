@@ -62,8 +62,6 @@ PYBIND11_MODULE(_native, m) {
   });
   m.def("write_tensor_file", &gradtrace::write_tensor_file);
   m.def("write_keyed_file", &gradtrace::write_keyed_file);  // NOTE [the tensor file's side in bulk]
-  m.def("splice_keys", &gradtrace::splice_keys);  // NOTE [keys spliced into the core's JSON]
-  m.def("splice_outputs", &gradtrace::splice_outputs);  // NOTE [outputs spliced in one pass]
   // NOTE [the kept file in one place]
   py::class_<gradtrace::KeptFile>(m, "KeptFile")
       .def(py::init<>())
@@ -150,9 +148,6 @@ PYBIND11_MODULE(_native, m) {
       // NOTE [the tensor file's side in bulk] (cxx/stats.h)
       .def("stats_json", [](gradtrace::Recorder&, const std::vector<at::Tensor>& ts) {
         return gradtrace::stats_json(ts);
-      })
-      .def("tap_outputs", [](gradtrace::Recorder& r) {
-        return gradtrace::tap_outputs(*r.core, r.tap_.get(), r.entries_, r.pos_);
       })
       .def("event_candidates", [](gradtrace::Recorder& r, const py::bytes&, const std::vector<int32_t>& acc) {
         return gradtrace::event_candidates(*r.core, acc);

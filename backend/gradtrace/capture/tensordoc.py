@@ -136,25 +136,14 @@ def _events(c: _Collect, text: bytes, acc: set[str]) -> tuple[list[tuple[Any, ..
 
 
 class _Output:
-    """A function node's ``output``: each TensorValue's canonical JSON (None for none); from the
-    C++ tap also each one's keyed text and key (``keyed``, ``keys``: NOTE [outputs spliced in
-    one pass] in ``cxx/stats.h``), None otherwise (the keyed text is put in ``texts``)."""
+    """A function node's ``output`` on the Python twin: each TensorValue's canonical JSON (None
+    for none), keyed where the file holds it."""
 
-    __slots__ = ("keyed", "keys", "nid", "texts")
+    __slots__ = ("nid", "texts")
 
-    def __init__(self, nid: str, n: int, native: bool = False, texts: list[bytes | None] | None = None,
-                 keys: list[str | None] | None = None) -> None:
+    def __init__(self, nid: str, n: int) -> None:
         self.nid = nid
-        self.texts: list[bytes | None] = [None] * n if texts is None else texts
-        self.keyed: list[bytes | None] | None = [None] * n if native else None
-        self.keys: list[str | None] | None = ([None] * n if keys is None else keys) if native else None
-
-    def final(self, kept: Any) -> list[bytes | None]:
-        """The texts as the document writes them: each kept one keyed."""
-        if self.keys is None or self.keyed is None:
-            return self.texts
-        return [t if t is None or key is None or key not in kept else (with_key or keyed(t, key))
-                for t, with_key, key in zip(self.texts, self.keyed, self.keys, strict=True)]
+        self.texts: list[bytes | None] = [None] * n
 
     def json(self) -> bytes:
         return b"[" + b",".join(b"null" if t is None else t for t in self.texts) + b"]"
@@ -163,32 +152,11 @@ class _Output:
         return not any(nonfinite(t) for t in self.texts if t is not None)
 
 
-def _native_outputs(c: _Collect, graph: GraphText) -> list[_Output]:
-    """``_outputs`` from the C++ tap: every node's outputs, their stats and their candidates'
-    rows in one call (NOTE [the tensor file's side in bulk] in ``cxx/stats.h``), with no Python
-    per output but its candidate."""
-    nodes, rows, odd = c.rec.core.tap_outputs()  # the core keeps holding them: a document may be built again
-    kinds = graph.kind
-    for at, k, t in odd:  # a TensorValue only Python's encoder writes
-        nodes[at][1][k] = canonical_json(TensorValueDict(encode(t, with_values=False)))
-    out: list[_Output] = []
-    skipped = False
-    for index, texts, keys, _, _ in nodes:
-        nid = f"n{index}"
-        if kinds.get(nid) != "function":
-            skipped = True
-        elif texts is not None:
-            out.append(_Output(nid, len(texts), native=True, texts=texts, keys=keys))
-    if skipped:  # as a rule none: every node the tap holds outputs of is a function node
-        rows = [row for index, _, _, a, b in nodes if kinds.get(f"n{index}") == "function" for row in rows[a:b]]
-    c.cands.extend([Candidate(key, t, nbytes, FORWARD, why) for key, t, nbytes, why in rows])
-    return out
-
-
 def _file_outputs(c: _Collect, graph: GraphText) -> list[int]:
-    """``_native_outputs`` into the core's ``KeptFile`` (NOTE [the kept file in one place] in
-    ``cxx/keptfile.h``): the outputs' rows, texts and keys stay there; back come the indices of
-    the function nodes with an output held, in node order."""
+    """The C++ tap's outputs into the core's ``KeptFile`` (NOTE [the kept file in one place] in
+    ``cxx/keptfile.h``): their stats, rows, texts and keys made and kept there in one call (the
+    tap keeps holding them: a document may be built again); back come the indices of the
+    function nodes with an output held, in node order."""
     nodes, odd = c.rec.core.kept_outputs(c.file)
     for at, k, t in odd:  # a TensorValue only Python's encoder writes
         c.file.set_text(at, k, canonical_json(TensorValueDict(encode(t, with_values=False))))
@@ -204,8 +172,8 @@ def _outputs(c: _Collect, graph: GraphText) -> list[_Output]:
     tap = c.rec.outputs
     if tap is None:
         return []
-    if isinstance(tap, NativeTap):
-        return _native_outputs(c, graph)
+    if isinstance(tap, NativeTap):  # the core's tap goes with the core's file
+        raise RuntimeError("tensor keys: the C++ tap's outputs without the core's file")
     tap.settle()
     core = c.rec.core
     found: list[tuple[int, str, dict[int, Any]]] = []
@@ -303,7 +271,7 @@ def attach(rec: Recorder, doc: dict[str, Any], budget: int,
     with torch._C.DisableTorchFunction():
         _tensor_nodes(c, graph)
         rows, first_event = _events(c, events, graph.acc)
-        in_file = c.file is not None and (c.rec.outputs is None or isinstance(c.rec.outputs, NativeTap))
+        in_file = c.file is not None
         outputs = [] if in_file else _outputs(c, graph)
         file_nodes = _file_outputs(c, graph) if in_file else []
         _saved(c)
@@ -327,8 +295,6 @@ def attach(rec: Recorder, doc: dict[str, Any], budget: int,
     kept = getattr(tf.tensors, "index", tf.tensors)  # the index's lookups (NOTE [the index the writer knows])
     if c.file is not None:  # the C++ core's: one pass there
         doc_events = c.file.splice_events(events)
-    elif _native.core is not None and _native.is_native(rec.core):
-        doc_events = _native.core.splice_keys(events, rows, kept)
     else:
         doc_events = spliced(events, [(at, at, b'"key":"' + key.encode() + b'",') for key, at, *_ in rows
                                       if key in kept])
@@ -347,23 +313,16 @@ def attach(rec: Recorder, doc: dict[str, Any], budget: int,
             assert text is not None
             texts[k] = with_key or keyed(text, key)
     inserts: list[tuple[int, bytes]] = []
-    in_core: list[tuple[int, int, list[bytes | None], list[bytes | None], list[str | None]]] = []
     for o in outputs:
         at = graph.pos[o.nid]
         own = graph.own[at]
-        if own is None and o.keys is not None and o.keyed is not None and _native.core is not None:
-            in_core.append((graph.starts[at], graph.ends[at], o.texts, o.keyed, o.keys))
-        elif own is None:
-            o.texts = o.final(kept)
+        if own is None:
             inserts.append((graph.output_at(o.nid), b',"output":' + o.json()))
         else:
-            own["output"] = [None if t is None else TensorValueDict(orjson.loads(t)) for t in o.final(kept)]
+            own["output"] = [None if t is None else TensorValueDict(orjson.loads(t)) for t in o.texts]
             graph.touched.add(at)
     if file_nodes:  # NOTE [the kept file in one place]: the outputs' texts are the file's
         doc["graph"] = CanonicalText(_file_graph(c, graph, file_nodes))
-    elif in_core and _native.core is not None:  # NOTE [outputs spliced in one pass] in cxx/stats.h
-        edits = [(at, at, data) for at, data in inserts] + graph.own_edits(canonical_json)
-        doc["graph"] = CanonicalText(_native.core.splice_outputs(graph.text, edits, in_core, kept))
     else:
         doc["graph"] = CanonicalText(graph.rewritten(inserts, canonical_json))
     doc["events"] = CanonicalText(doc_events)

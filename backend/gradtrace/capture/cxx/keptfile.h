@@ -8,8 +8,9 @@
 //     a Python tuple per candidate, a ``Candidate`` object, a sort of them, a Python wrapper per
 //     tensor, an index tuple per key, a dict lookup per key spliced. Here every candidate is a
 //     ``KeptRow`` (key, tensor, bytes, class, reason, its place in the events' JSON): the
-//     events' and the tap's rows are made by the core itself (``event_candidates`` /
-//     ``tap_outputs`` with a sink, ``cxx/stats.h``), the few Python has (leaves' values and
+//     events' rows are made by the core itself (``event_candidates`` with a sink,
+//     ``cxx/stats.h``), the tap's outputs' rows, stats texts and keys here (``outputs``), the
+//     few Python has (leaves' values and
 //     ``.grad`` history, saved tensors, odd tensors) are added one call each. ``build`` then
 //     chooses by class and budget exactly as ``tensorfile.select`` does, lets the other holders
 //     go (``release``), writes the header and each tensor's bytes into the file's final
@@ -50,7 +51,7 @@ class KeptFile {
     return event_candidates(c, acc, &rows_)[1].cast<int64_t>();
   }
 
-  // The forward outputs the tap holds (``tap_outputs``, kept here): each output's row, and for
+  // The forward outputs the tap holds (``tensordoc._outputs`` on the twin), kept here: each output's row, and for
   // each node that holds one its outputs' TensorValue texts and keys (``Outs``). Back: the
   // indices of those nodes and of those with outputs past the budget only, in node order, and
   // the odd tensors [(position among the nodes with an output held, output, tensor)] whose text only Python's encoder writes (``set_text``).
@@ -175,9 +176,13 @@ class KeptFile {
     return out;
   }
 
-  // NOTE [outputs spliced in one pass] in ``cxx/stats.h``, from the texts kept here: the graph's
-  // JSON with each node's ``,"output":[…]`` (the ``at``-th node ``outputs`` gave back between
-  // ``starts[at]`` and ``ends[at]``; -1: not spliced here) and ``own``'s spans replaced.
+  // NOTE [outputs spliced in one pass]
+  //     The graph's JSON with every function node's ``,"output":[…]`` spliced in from the texts
+  //     kept here, each kept output's text keyed, and Python's own nodes written again, in one
+  //     pass: the same bytes as ``GraphText.rewritten`` of ``_Output.json`` at
+  //     ``GraphText.output_at`` on the twin. The ``at``-th node ``output_nodes`` names lies
+  //     between ``starts[at]`` and ``ends[at]`` (-1: Python's own, set in its dict instead);
+  //     ``own``: [(start, end, bytes)], a span replaced.
   py::bytes splice_graph(const py::bytes& text, const py::list& own, const std::vector<int64_t>& starts,
                          const std::vector<int64_t>& ends) const {
     std::string_view src(PyBytes_AS_STRING(text.ptr()), static_cast<size_t>(PyBytes_GET_SIZE(text.ptr())));
@@ -320,7 +325,8 @@ class KeptFile {
 
   size_t count() const { return order_.size(); }
 
-  // ``splice_keys``: the events' JSON with each kept backward value's key in place.
+  // The events' JSON with each kept backward value's key in place (NOTE [keys spliced into the
+  // core's JSON] in keysplice.py; the twin: ``keysplice.spliced`` at ``EventsText``' offsets).
   py::bytes splice_events(const py::bytes& text) const {
     const char* src = PyBytes_AS_STRING(text.ptr());
     size_t size = static_cast<size_t>(PyBytes_GET_SIZE(text.ptr()));
