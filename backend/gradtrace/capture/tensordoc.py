@@ -4,7 +4,10 @@
 
 The keys are spliced into the graph and events after the kernels wrote them, without parsing
 them (NOTE [keys spliced into the core's JSON] in keysplice.py), the same way for both kernel
-sets, so both give the same document and the same file.
+sets, so both give the same document and the same file. On the core's kernels the candidates,
+the choice, the file, its index and the splices are the core's ``KeptFile`` (NOTE [the kept
+file in one place] in ``cxx/keptfile.h``); the Python twin makes ``Candidate`` rows for
+``tensorfile.build``.
 """
 
 from __future__ import annotations
@@ -32,9 +35,9 @@ def _version(t: torch.Tensor) -> int:
         return -1
 
 
-Slot = dict[str, Any] | tuple[list[bytes | None], int] | tuple[list[bytes | None], int, bytes | None] | None
-"""Where a key goes: a TensorValue dict of Python's, an output's TensorValue text (with the
-text keyed already where the core made it), or nowhere
+Slot = dict[str, Any] | tuple[list[bytes | None], int] | None
+"""Where a key goes: a TensorValue dict of Python's, an output's TensorValue text on the
+Python twin (its list and place), or nowhere
 (a saved tensor: NOTE [saved tensors from no node] in saved.py). The events' keys go at the
 offsets of their rows (``_events``)."""
 
@@ -308,10 +311,10 @@ def attach(rec: Recorder, doc: dict[str, Any], budget: int,
             else:
                 slot["key"] = key
         else:
-            texts, k, with_key = slot if len(slot) == 3 else (*slot, None)
+            texts, k = slot
             text = texts[k]
             assert text is not None
-            texts[k] = with_key or keyed(text, key)
+            texts[k] = keyed(text, key)
     inserts: list[tuple[int, bytes]] = []
     for o in outputs:
         at = graph.pos[o.nid]

@@ -76,8 +76,10 @@ NOTE [the index the writer knows]
     The writer knows each kept tensor's key, dtype, shape and place in the file as it writes the
     header, so it hands them back beside the bytes (``write(index=...)``; in C++ in
     ``write_keyed_file``, ``cxx/stats.h``) as key -> (safetensors code, shape, begin, end)
-    with the offsets into the file's bytes. In the process that wrote it, nothing parses the
-    header again: ``FileTensors`` reads tensors by it, and the analysis reads the file in place
+    with the offsets into the file's bytes. On the core's kernels the index stays in C++: the
+    core's ``KeptFile`` is a mapping whose entry tuple is made only when a key is read
+    (NOTE [the kept file in one place] in ``cxx/keptfile.h``). In the process that wrote it,
+    nothing parses the header again: ``FileTensors`` reads tensors by it, and the analysis reads the file in place
     through it (``file_reader(data, index)`` in ``analysis/dynamics/read.py``, torch-free: the
     codes are strings). A process that has only the bytes parses the header once
     (``file_tensors``, ``file_reader(data)``).
