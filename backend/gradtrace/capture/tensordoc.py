@@ -268,8 +268,8 @@ def attach(rec: Recorder, doc: dict[str, Any], budget: int,
     if made is not None:
         return made
     mark = _mark(doc)
-    events = bytes(doc["events"])
-    graph = GraphText(bytes(doc["graph"]), nodes)
+    events = _text(doc["events"])
+    graph = GraphText(_text(doc["graph"]), nodes)
     c = _Collect(rec)
     with torch._C.DisableTorchFunction():
         _tensor_nodes(c, graph)
@@ -358,8 +358,14 @@ def _release(c: _Collect) -> None:
         c.rec.outputs.release()
 
 
+def _text(text: Any) -> bytes:
+    """The core's JSON as bytes: itself where it is already (``CanonicalText``: ``bytes()`` of
+    it would copy megabytes)."""
+    return text if isinstance(text, bytes) else bytes(text)
+
+
 def _mark(doc: dict[str, Any]) -> tuple[int, int, int, int]:
-    g, e = bytes(doc["graph"]), bytes(doc["events"])
+    g, e = _text(doc["graph"]), _text(doc["events"])
     return len(g), hash(g), len(e), hash(e)
 
 
