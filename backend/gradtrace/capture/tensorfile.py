@@ -121,6 +121,23 @@ class TensorFile:
     def __contains__(self, key: str) -> bool:
         return key in self.tensors
 
+    def __copy__(self) -> TensorFile:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> TensorFile:
+        """Itself: a file is never changed once written (its bytes, its index, what its
+        document made of it), and the core's index (``KeptFile``, cxx/keptfile.h) is no Python
+        object that copies."""
+        return self
+
+    def __getstate__(self) -> dict[str, Any]:
+        """For pickle: the core's index as the plain mapping it reads as (key -> its entry)."""
+        state = dict(self.__dict__)
+        tensors = state["tensors"]
+        if not isinstance(tensors, dict):
+            state["tensors"] = {key: tensors[key] for key in tensors}
+        return state
+
 
 _rank = operator.attrgetter("rank")
 
