@@ -249,7 +249,7 @@ def test_the_checks_fail_on_a_deliberately_bad_import(module: str, bad_line: str
 
 
 ANALYSIS = PACKAGE / "analysis"
-ROOMS = ("compare", "explain", "goals", "hints")
+ROOMS = ("compare", "explain", "goals", "hints", "nonfinite")
 """The rooms of ``analysis/``, one per concept; each exports its entry points from its ``__init__``."""
 TOP_LEVEL_MODULES = 10
 

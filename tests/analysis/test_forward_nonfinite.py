@@ -1,5 +1,5 @@
 """The first NaN of the forward pass is blamed on the op that made it from NaN-free inputs
-(NOTE [forward producer from the kept outputs] in ``analysis/forward_origin.py``), checked
+(NOTE [forward producer from the kept outputs] in ``analysis/nonfinite/forward.py``), checked
 against torch's own values in a bare run, not against ``detect_anomaly``, which names the
 backward node where the NaN shows; and nothing is blamed on the lessons or on standard
 practice (an attention mask of ``-inf``, an inf that ``torch.where`` drops)."""
@@ -42,7 +42,7 @@ PROGRAMS = {
     "a diverged product": "import torch\nw = torch.full((2, 3), 3e37, requires_grad=True)\n"
                           "x = torch.tensor([[100.0, -100.0]])\ny = torch.mm(x, w)\ny.sum().backward()\n",
 }
-CAUSES = {  # NOTE [a forward cause only where it is certain] in analysis/forward_traps.py
+CAUSES = {  # NOTE [a forward cause only where it is certain] in analysis/nonfinite/forward_traps.py
     "inf minus inf": "inf − inf",
     "zero over zero": "0 / 0",
     "log of a negative": "log of a negative number",

@@ -102,7 +102,7 @@ attn.sum().backward()
 
 def test_a_forward_nan_says_what_arithmetic_made_it(playground: Any, artifacts_dir: Path) -> None:
     """A padding mask that hides a whole row: the forward entry names softmax over a row of
-    -inf (analysis/forward_traps.py), with the trap and a fix, shown when opened."""
+    -inf (analysis/nonfinite/forward_traps.py), with the trap and a fix, shown when opened."""
     page = playground
     run_code(page, MASKED_ROW)
     first = page.locator("#findings .gt-finding-nonfinite").first

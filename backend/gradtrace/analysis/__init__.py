@@ -3,10 +3,11 @@
 What belongs here: everything that *judges or explains a finished run from its document*. One
 room per concept, each a subpackage with its entry point in its ``__init__``: ``hints/`` (likely
 mistakes), ``explain/`` (a backward node's local rule with its numbers), ``compare/`` (two runs
-side by side), ``goals/`` (an exercise's goals). At the top level: :func:`analyze` (``run.py``,
-the document's ``analysis`` field), what several rooms read (``docview.py``, ``numbers.py``:
-numbers as documents spell them and the float32 tolerances, ``local_derivatives.py``), the first
-non-finite values (``nonfinite.py``, ``nantraps.py``), starved leaves (``starved.py``), blocks
+side by side), ``goals/`` (an exercise's goals), ``nonfinite/`` (the first NaN or infinity,
+forward and backward, and why), ``dynamics/`` (a loop's series). At the top level:
+:func:`analyze` (``run.py``, the document's ``analysis`` field), what several rooms read
+(``docview.py``, ``numbers.py``: numbers as documents spell them and the float32 tolerances,
+``local_derivatives.py``), starved leaves (``starved.py``), blocks
 with gradients off (``gradoff.py``) and the gradient check's verdict (``gradcheck.py``). Each
 module takes a run document as a plain ``dict`` (parsed JSON, the shape ``gradtrace.schema``
 validates) and returns frozen dataclasses, schema models or plain values; it reads nothing from

@@ -120,7 +120,7 @@ class DocView:
         self.graph_finite = False
         """True where the graph's canonical JSON was found to hold no NaN or infinity
         (``may_hold_nonfinite``): no node's value or output is then non-finite, and the
-        forward search over the kept outputs has nothing to find (``forward_origin``)."""
+        forward search over the kept outputs has nothing to find (``nonfinite/forward.py``)."""
         self.dynamics: Mapping[str, Any] | None = None
         """The run's series by iteration, set before the hints run (``analysis/run.py``)."""
         self._walked: set[str] | None = None

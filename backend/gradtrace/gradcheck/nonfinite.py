@@ -3,10 +3,10 @@ pattern behind it, never taken for a wrong backward (NOTE [what a verdict means]
 ``schema/gradcheck.py``).
 
 The node that made it is found as the run's NaN panel finds it (NOTE [producer, not carrier]
-in ``analysis/nonfinite.py``): the first node, in the engine's order, whose returned gradient
+in ``analysis/nonfinite/first.py``): the first node, in the engine's order, whose returned gradient
 holds a NaN (else an infinity) while the gradient it received did not; node hooks watch one
 more backward of the baseline's graph. The pattern comes from the same table as the panel's
-(``analysis/nantraps.py``); the reason's words are ``analysis/gradcheck/verdict.py``'s.
+(``analysis/nonfinite/traps.py``); the reason's words are ``analysis/gradcheck/verdict.py``'s.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Each goal kind reads what another part of the analysis package already found, so an exercise
 is judged by the same code that shows the run: hints (``analysis/hints/catalogue.py``), the first NaN or
-infinity (``analysis/nonfinite.py``), the comparison with a reference run
+infinity (``analysis/nonfinite/first.py``), the comparison with a reference run
 (``analysis/compare/documents.py``) and the saved-tensor memory (``analysis/compare/memory.py``). A failing goal
 points at a node and its line and says why in the run's own names.
 

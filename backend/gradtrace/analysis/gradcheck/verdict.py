@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from gradtrace.analysis.nantraps import trap_for
+from gradtrace.analysis.nonfinite import trap_for
 from gradtrace.schema.gradcheck import ElementCheck, GradcheckResult, Reason, Suspect, encode
 
 FLOAT64 = (1e-6, 1e-5, 1e-3)
@@ -124,7 +124,7 @@ def nonfinite_reason(shown: list[str], node: str | None, occurrence: int | None,
                      near: list[str], *, nan: bool) -> Reason:
     """The ``nonfinite_gradient`` reason: the elements ``shown`` (``name[index]``), the node whose
     backward made the value (with its consumers ``direct`` and ``near`` naming the pattern,
-    ``analysis/nantraps.py``)."""
+    ``analysis/nonfinite/traps.py``)."""
     more = f" and {len(shown) - 4} more" if len(shown) > 4 else ""
     message = f"the analytic gradient is {'NaN' if nan else 'infinite'} at {', '.join(shown[:4])}{more}"
     if node is not None:

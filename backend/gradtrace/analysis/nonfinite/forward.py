@@ -3,7 +3,7 @@
 NOTE [forward producer from the kept outputs]
     A document with a tensor file gives every function node's forward ``output`` its stats
     (docs/CONTRACT.md, "The tensor file"), so the forward pass is judged as the backward one
-    is (NOTE [producer, not carrier] in ``analysis/nonfinite.py``): the producer of a NaN is a
+    is (NOTE [producer, not carrier] in ``analysis/nonfinite/first.py``): the producer of a NaN is a
     node whose output holds one while none of its inputs (the producers' outputs, the leaves'
     values) does; of an infinity, one whose inputs are all finite. ``exp`` overflowing to inf,
     then ``a - a`` making NaN, blames the subtraction for the NaN, where ``detect_anomaly``
@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from gradtrace.analysis.docview import DocView, nonfinite_kind
-from gradtrace.analysis.forward_traps import forward_trap
+from gradtrace.analysis.nonfinite.forward_traps import forward_trap
 from gradtrace.analysis.numbers import flat
 
 MAX_ELEMENTS = 8

@@ -1,5 +1,5 @@
 """Why an op made the first NaN (or infinity) of the forward pass from inputs without one: cause,
-trap and fix, read from the op and its inputs' recorded stats (``analysis/forward_origin.py``).
+trap and fix, read from the op and its inputs' recorded stats (``analysis/nonfinite/forward.py``).
 
 NOTE [a forward cause only where it is certain]
     The forward producer made a NaN from inputs with none (or an infinity from finite inputs),

@@ -1,6 +1,6 @@
 """The patterns behind a NaN (or inf) made in backward: cause, trap and fix, by node names.
 
-One table for the run's NaN panel (``analysis/nonfinite.py``, from the document) and for the
+One table for the run's NaN panel (``analysis/nonfinite/first.py``, from the document) and for the
 gradient check (``gradcheck/nonfinite.py``, from the live graph): both know the node
 that made the value and the nodes that consumed its output in forward, and nothing more is
 needed to tell the patterns the docs and forums name apart. Torch-free.

@@ -11,12 +11,12 @@ NOTE [producer, not carrier]
     received the NaN and passed it on are listed, not marked.
 
     Forward, a document with a tensor file has every op's output (NOTE [forward producer from
-    the kept outputs] in ``analysis/forward_origin.py``); one without holds only the values of
+    the kept outputs] in ``analysis/nonfinite/forward.py``); one without holds only the values of
     leaves, roots and retained tensors, so the forward entry then names the first such value
     that is non-finite, and says that it was the first *seen*.
 
 The pattern behind it (where's unselected branch, divide-then-mask, a norm at zero, ...) comes
-from ``analysis/nantraps.py``.
+from ``analysis/nonfinite/traps.py``.
 """
 
 from __future__ import annotations
@@ -26,9 +26,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from gradtrace.analysis.docview import TV, DocView, has, nonfinite_kind
-from gradtrace.analysis.forward_origin import forward_producer
 from gradtrace.analysis.local_derivatives import LOCAL_DERIVATIVES, local_derivative
-from gradtrace.analysis.nantraps import trap_for
+from gradtrace.analysis.nonfinite.forward import forward_producer
+from gradtrace.analysis.nonfinite.traps import trap_for
 from gradtrace.analysis.numbers import flat, fmt
 
 MAX_ELEMENTS = 8
@@ -80,7 +80,7 @@ def _cause(view: DocView, ev: Mapping[str, Any], out: int, elements: list[int]) 
 
 
 def _trap(view: DocView, producer: str) -> tuple[str | None, str | None, str | None]:
-    """``(cause, trap, fix)`` for the pattern behind it (``analysis/nantraps.py``)."""
+    """``(cause, trap, fix)`` for the pattern behind it (``analysis/nonfinite/traps.py``)."""
     direct = list(view.consumers.get(producer, []))
     near = [c for d in direct for c in view.consumers.get(d, [])]
     near += [c for d in near for c in view.consumers.get(d, [])]
