@@ -61,6 +61,8 @@ LOCAL_DERIVATIVES: dict[str, Callable[[float], float]] = {
     "AcoshBackward0": lambda x: _div(1.0, _sqrt(x * x - 1.0)),
     "AbsBackward0": lambda x: 0.0 if x == 0 else math.copysign(1.0, x),
     "NegBackward0": lambda x: -1.0,
+    "SiluBackward0": lambda x: _sigmoid(x) * (1.0 + x * (1.0 - _sigmoid(x))),
+    "LogSigmoidBackward0": lambda x: _sigmoid(-x),
 }
 
 

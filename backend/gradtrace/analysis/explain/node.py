@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from gradtrace.analysis.explain import index, lookup, nn, ops
+from gradtrace.analysis.explain import conv, elementwise, index, lookup, losses, nn, norm, ops
 from gradtrace.analysis.explain.operands import Numbers
 from gradtrace.analysis.explain.ops import Ctx, NotKept, Rule
 from gradtrace.analysis.explain.tensors import Flat, fmt, numel, ravel, unravel
@@ -33,7 +33,8 @@ _MISFIT = (IndexError, KeyError, TypeError)
 job's result is untrusted: NOTE [fast path] in schema/fast.py), answered as a note, not a 500."""
 _NOT_KEPT = "neither in the document nor in the run's tensor file"
 BACKWARD_RULES: dict[str, Rule] = {**ops.BACKWARD_RULES, **index.BACKWARD_RULES, **nn.BACKWARD_RULES,
-                                   **lookup.BACKWARD_RULES}
+                                   **lookup.BACKWARD_RULES, **conv.BACKWARD_RULES, **norm.BACKWARD_RULES,
+                                   **losses.BACKWARD_RULES, **elementwise.BACKWARD_RULES}
 """Every backward op with a rule, by autograd's class name."""
 
 
@@ -92,12 +93,13 @@ def _context(node: JSON, event: JSON, numbers: Numbers | None = None) -> Ctx | N
         shapes.append(tuple(int(x) for x in gi["shape"]) if gi and gi.get("shape") is not None else None)
     if not shapes and node.get("name") == "AccumulateGrad":
         shapes = [g.shape]  # what it adds to the leaf's .grad: the received gradient, element by element
-    return Ctx(g, saved, shapes, dict(node.get("saved_args") or {}), frozenset(names), gs)
+    dtypes = {str(s.get("name")): str(s.get("dtype")) for s in node.get("saved") or []}
+    return Ctx(g, saved, shapes, dict(node.get("saved_args") or {}), frozenset(names), gs, dtypes)
 
 
 def _missing(rule: Rule, ctx: Ctx, i: int) -> str | None:
     """Why input ``i``'s rule cannot be worked out from this document, or None."""
-    values = [n for n in rule.needs[i] if n not in ctx.saved]
+    values = [n for n in rule.needs_of(i) if n not in ctx.saved]
     if values:
         return f"values of {', '.join(values)} were not kept ({_NOT_KEPT})"
     args = [a for a in rule.args if a not in ctx.args]
@@ -139,7 +141,7 @@ def explain_event(node: JSON, event: JSON | None, index: list[int] | None = None
         answer["note"] = "this node did not run backward"
     elif ctx is None:
         answer["note"] = f"the received gradient's values were not kept ({_NOT_KEPT})"
-    for i, text in enumerate(rule.texts):
+    for i, text in enumerate(rule.texts_for(len((event or {}).get("grad_inputs") or []))):
         entry: JSON = {"input_nr": i, "rule": text}
         answer["inputs"].append(entry)
         shape = ctx.in_shapes[i] if ctx and i < len(ctx.in_shapes) else None

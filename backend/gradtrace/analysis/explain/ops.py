@@ -32,6 +32,8 @@ class Ctx:
     """Every saved tensor's name, its values kept or not (an optional one absent was None)."""
     gs: tuple[Flat | None, ...] = ()
     """Every received gradient (``grad_outputs``), for the ops with several outputs (split)."""
+    dtypes: dict[str, str] = field(default_factory=dict)
+    """Each saved tensor's dtype (``index`` reads a bool mask differently from indices)."""
 
     def arg(self, name: str, default: Any = None) -> Any:
         return self.args.get(name, default)
@@ -54,6 +56,15 @@ class Rule:
     elem: Elem
     args: tuple[str, ...] = ()
     """The saved arguments it reads (absent from documents written before ``saved_args``)."""
+    variadic: bool = False
+    """Its one text stands for each of any number of inputs (``cat``'s and ``stack``'s tensors)."""
+
+    def texts_for(self, inputs: int) -> tuple[str, ...]:
+        """The rule of each of a node's ``inputs`` inputs."""
+        return self.texts * max(inputs, 1) if self.variadic else self.texts
+
+    def needs_of(self, i: int) -> tuple[str, ...]:
+        return self.needs[min(i, len(self.needs) - 1)]
 
 
 def _summed(ctx: Ctx, i: int, k: int, term: Callable[[int], tuple[str, float]]) -> tuple[str, float]:
