@@ -125,21 +125,28 @@ OPS: dict[str, str] = {
     "WhereBackward0": "x = torch.randn(2, 3, requires_grad=True)\ny = torch.randn(3, requires_grad=True)\n"
                       "z = torch.where(torch.randn(2, 3) > 0, x, y)",
     # convolution, pooling, normalization, losses, activations, joins and picks
-    "ConvolutionBackward0": "x = torch.randn(2, 4, 5, 6, requires_grad=True)\nw = torch.randn(6, 2, 3, 2, requires_grad=True)\n"
+    "ConvolutionBackward0": "x = torch.randn(2, 4, 5, 6, requires_grad=True)\n"
+                            "w = torch.randn(6, 2, 3, 2, requires_grad=True)\n"
                             "b = torch.randn(6, requires_grad=True)\n"
-                            "z = torch.nn.functional.conv2d(x, w, b, stride=(2, 1), padding=(1, 0), dilation=(1, 2), groups=2)",
-    "NativeBatchNormBackward0": "x = torch.randn(3, 2, 2, 3, requires_grad=True)\nw = torch.randn(2, requires_grad=True)\n"
+                            "z = torch.nn.functional.conv2d(x, w, b, stride=(2, 1), padding=(1, 0), dilation=(1, 2), "
+                            "groups=2)",
+    "NativeBatchNormBackward0": "x = torch.randn(3, 2, 2, 3, requires_grad=True)\n"
+                                "w = torch.randn(2, requires_grad=True)\n"
                                 "b = torch.randn(2, requires_grad=True)\n"
-                                "z = torch.nn.functional.batch_norm(x, torch.zeros(2), torch.ones(2), w, b, training=True)",
-    "NativeGroupNormBackward0": "x = torch.randn(2, 6, 2, 2, requires_grad=True)\nw = torch.randn(6, requires_grad=True)\n"
-                                "b = torch.randn(6, requires_grad=True)\nz = torch.nn.functional.group_norm(x, 3, w, b)",
+                                "z = torch.nn.functional.batch_norm(x, torch.zeros(2), torch.ones(2), w, b, "
+                                "training=True)",
+    "NativeGroupNormBackward0": "x = torch.randn(2, 6, 2, 2, requires_grad=True)\n"
+                                "w = torch.randn(6, requires_grad=True)\n"
+                                "b = torch.randn(6, requires_grad=True)\n"
+                                "z = torch.nn.functional.group_norm(x, 3, w, b)",
     "MaxPool2DWithIndicesBackward0": "x = torch.randn(2, 2, 5, 5, requires_grad=True)\n"
                                      "z = torch.nn.functional.max_pool2d(x, 3, stride=2, padding=1)",
     "MaxPool3DWithIndicesBackward0": "x = torch.randn(1, 2, 3, 4, 4, requires_grad=True)\n"
                                      "z = torch.nn.functional.max_pool3d(x, 2, stride=1)",
     "AvgPool2DBackward0": "x = torch.randn(2, 2, 5, 5, requires_grad=True)\n"
                           "z = torch.nn.functional.avg_pool2d(x, 3, stride=2, padding=1)",
-    "AvgPool3DBackward0": "x = torch.randn(1, 2, 3, 4, 4, requires_grad=True)\nz = torch.nn.functional.avg_pool3d(x, 2)",
+    "AvgPool3DBackward0": "x = torch.randn(1, 2, 3, 4, 4, requires_grad=True)\n"
+                          "z = torch.nn.functional.avg_pool3d(x, 2)",
     "AdaptiveAvgPool2DBackward0": "x = torch.randn(2, 2, 5, 7, requires_grad=True)\n"
                                   "z = torch.nn.functional.adaptive_avg_pool2d(x, (3, 4))",
     "AdaptiveAvgPool3DBackward0": "x = torch.randn(1, 2, 3, 5, 4, requires_grad=True)\n"
@@ -226,7 +233,8 @@ VARIANTS: dict[str, tuple[str, str]] = {  # more argument values through the sam
                          "z = torch.nn.functional.avg_pool2d(x, 2, divisor_override=3)"),
     "max pool ceil dilation": ("MaxPool2DWithIndicesBackward0", "x = torch.randn(1, 2, 7, 6, requires_grad=True)\n"
                                "z = torch.nn.functional.max_pool2d(x, 2, stride=2, dilation=2, ceil_mode=True)"),
-    "mse none": ("MseLossBackward0", "x = torch.randn(2, 3, requires_grad=True)\ny = torch.randn(2, 3, requires_grad=True)\n"
+    "mse none": ("MseLossBackward0", "x = torch.randn(2, 3, requires_grad=True)\n"
+                 "y = torch.randn(2, 3, requires_grad=True)\n"
                  "z = torch.nn.functional.mse_loss(x, y, reduction='none')"),
     "mse sum": ("MseLossBackward0", "x = torch.randn(2, 3, requires_grad=True)\ny = torch.randn(2, 3)\n"
                 "z = torch.nn.functional.mse_loss(x, y, reduction='sum')"),
@@ -239,9 +247,11 @@ VARIANTS: dict[str, tuple[str, str]] = {  # more argument values through the sam
                        "z = torch.nn.functional.binary_cross_entropy(x, y, weight=torch.rand(3, 4), reduction='sum')"),
     "hardtanh custom": ("HardtanhBackward0", "x = torch.randn(8, requires_grad=True)\n"
                         "z = torch.nn.functional.hardtanh(x, -0.5, 0.3)"),
-    "cat dim 0 three": ("CatBackward0", "x = torch.randn(1, 3, requires_grad=True)\ny = torch.randn(2, 3, requires_grad=True)\n"
+    "cat dim 0 three": ("CatBackward0", "x = torch.randn(1, 3, requires_grad=True)\n"
+                        "y = torch.randn(2, 3, requires_grad=True)\n"
                         "z = torch.cat([x, y, torch.randn(2, 3)], 0)"),
-    "stack last dim": ("StackBackward0", "x = torch.randn(2, 3, requires_grad=True)\ny = torch.randn(2, 3, requires_grad=True)\n"
+    "stack last dim": ("StackBackward0", "x = torch.randn(2, 3, requires_grad=True)\n"
+                       "y = torch.randn(2, 3, requires_grad=True)\n"
                        "z = torch.stack([x, y, torch.randn(2, 3)], -1)"),
     "index two tensors apart": ("IndexBackward0", "x = torch.randn(3, 4, 5, requires_grad=True)\n"
                                 "z = x[torch.tensor([0, 2, 0]), :, torch.tensor([[1], [4]])]"),

@@ -8,7 +8,6 @@ the same one); those that read an argument (softplus's beta, ELU's alpha) are wr
 
 from __future__ import annotations
 
-
 from gradtrace.analysis.explain.nn import _clamp, _num
 from gradtrace.analysis.explain.ops import Ctx, Rule, _f, _unary
 from gradtrace.analysis.explain.tensors import fmt

@@ -109,10 +109,7 @@ def _index(ctx: Ctx, i: int, k: int) -> tuple[str, float]:
     for b in range(numel(b_shape)):
         if all(col[broadcast_index(b, b_shape, s)] == c[d] for (d, col), s in zip(cols, shapes, strict=True)):
             bc = unravel(b, b_shape)
-            if adjacent:
-                r = (*c[:dims[0]], *bc, *c[dims[-1] + 1:])
-            else:
-                r = (*bc, *(c[d] for d in rest))
+            r = (*c[:dims[0]], *bc, *c[dims[-1] + 1:]) if adjacent else (*bc, *(c[d] for d in rest))
             parts.append(ctx.g.at(ravel(r, ctx.g.shape)))
     return _picked(parts, "no index points here")
 

@@ -102,3 +102,76 @@ def factor_from(known: np.ndarray, out: np.ndarray, shape: tuple[int, ...], divi
     if not np.all(fine | zero):
         return None
     return np.where(zero, 0.0, x)
+
+
+_FIT = 1e-5
+"""How far (relative to the channel's largest output) the refitted ``weight · x̂ + bias`` may
+stray from the recorded output: float32 rounding of the forward, no more."""
+
+
+def channel_weights(xhat: np.ndarray, out: np.ndarray, channels: int) -> np.ndarray | None:
+    """Batch/group norm's per-channel ``weight`` from ``out = weight[c] · x̂ + bias[c]``, given
+    ``x̂`` and ``out`` of shape (N, C, …): the least-squares slope of each channel, when the
+    fit reproduces the output to float32's rounding (else, or where x̂ is constant, None)."""
+    if xhat.shape != out.shape or xhat.ndim < 2 or xhat.shape[1] != channels:
+        return None
+    x = np.moveaxis(xhat, 1, 0).reshape(channels, -1)
+    y = np.moveaxis(out, 1, 0).reshape(channels, -1)
+    xc = x - x.mean(axis=1, keepdims=True)
+    yc = y - y.mean(axis=1, keepdims=True)
+    denom = (xc * xc).sum(axis=1)
+    if x.shape[1] < 2 or not np.all(denom > 0) or not np.all(np.isfinite(y)):
+        return None
+    w = (xc * yc).sum(axis=1) / denom
+    b = y.mean(axis=1) - w * x.mean(axis=1)
+    err = np.abs(w[:, None] * x + b[:, None] - y).max(axis=1)
+    if not np.all(err <= _FIT * np.maximum(np.abs(y).max(axis=1), 1e-30)):
+        return None
+    weights: np.ndarray = w
+    return weights
+
+
+_COND = 1e3
+"""The largest condition number of the patches for which a convolution's weight is refitted: the
+refit's relative error is at most about this times float32's rounding of the output."""
+
+
+def conv_weight(x: np.ndarray, out: np.ndarray, w_shape: tuple[int, ...], stride: tuple[int, ...],
+                padding: tuple[int, ...], dilation: tuple[int, ...], groups: int) -> np.ndarray | None:
+    """A (not transposed) convolution's weight from its input ``x`` (N, C_in, …) and output
+    (N, C_out, …): per group, the least-squares solution of ``out = patches @ weight + bias``,
+    when the patches determine it (full rank, condition number at most ``_COND``) and it
+    reproduces the output to float32's rounding (else None)."""
+    nd = x.ndim - 2
+    c_out, c_in_g, *k = w_shape
+    if out.ndim != x.ndim or len(k) != nd or x.shape[1] != c_in_g * groups or out.shape[1] != c_out:
+        return None
+    size = out.shape[2:]
+    padded = np.pad(x, [(0, 0), (0, 0), *((p, p) for p in padding)])
+    taps = []
+    for kk in np.ndindex(*k):
+        idx = tuple(slice(t * d, t * d + s * (o - 1) + 1, s)
+                    for t, d, s, o in zip(kk, dilation, stride, size, strict=True))
+        taps.append(padded[(slice(None), slice(None), *idx)])  # (N, C_in, *out)
+    if any(t.shape[2:] != size for t in taps):
+        return None
+    cols = np.stack(taps, axis=2)  # (N, C_in, K, *out)
+    n_out = c_out // groups
+    found = np.empty((c_out, c_in_g * len(taps)))
+    for g in range(groups):
+        a = cols[:, g * c_in_g:(g + 1) * c_in_g].reshape(x.shape[0], c_in_g * len(taps), -1)
+        a = np.moveaxis(a, 1, 2).reshape(-1, c_in_g * len(taps))
+        a = np.hstack([a, np.ones((a.shape[0], 1))])
+        y = np.moveaxis(out[:, g * n_out:(g + 1) * n_out].reshape(x.shape[0], n_out, -1), 1, 2).reshape(-1, n_out)
+        if a.shape[0] < a.shape[1] or not np.all(np.isfinite(a)) or not np.all(np.isfinite(y)):
+            return None
+        sol, _, rank, sv = np.linalg.lstsq(a, y, rcond=None)
+        if rank < a.shape[1] or sv[-1] <= 0 or sv[0] / sv[-1] > _COND:
+            return None
+        err = np.abs(a @ sol - y).max(axis=0)
+        scale = np.abs(a[:, :-1]) @ np.abs(sol[:-1]) + np.abs(sol[-1])
+        if not np.all(err <= 1e-5 * np.maximum(scale.max(axis=0), 1e-30)):
+            return None
+        found[g * n_out:(g + 1) * n_out] = sol[:-1].T
+    weight: np.ndarray = found.reshape(w_shape)
+    return weight
