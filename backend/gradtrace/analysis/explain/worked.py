@@ -10,8 +10,14 @@ from typing import Any, Protocol
 import numpy as np
 
 from gradtrace.analysis.explain.ops import Rule
-from gradtrace.analysis.explain.recover import (channel_weights, conv_weight, factor_from, indices_from, layer_norm_stats,
-                                                mask_from)
+from gradtrace.analysis.explain.recover import (
+    channel_weights,
+    conv_weight,
+    factor_from,
+    indices_from,
+    layer_norm_stats,
+    mask_from,
+)
 from gradtrace.analysis.explain.tensors import Flat
 
 JSON = Mapping[str, Any]
