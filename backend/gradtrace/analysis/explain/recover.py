@@ -159,9 +159,9 @@ def conv_weight(x: np.ndarray, out: np.ndarray, w_shape: tuple[int, ...], stride
     n_out = c_out // groups
     found = np.empty((c_out, c_in_g * len(taps)))
     for g in range(groups):
-        a = cols[:, g * c_in_g:(g + 1) * c_in_g].reshape(x.shape[0], c_in_g * len(taps), -1)
-        a = np.moveaxis(a, 1, 2).reshape(-1, c_in_g * len(taps))
-        a = np.hstack([a, np.ones((a.shape[0], 1))])
+        part = cols[:, g * c_in_g:(g + 1) * c_in_g].reshape(x.shape[0], c_in_g * len(taps), -1)
+        flat = np.moveaxis(part, 1, 2).reshape(-1, c_in_g * len(taps))
+        a = np.hstack([flat, np.ones((flat.shape[0], 1))])
         y = np.moveaxis(out[:, g * n_out:(g + 1) * n_out].reshape(x.shape[0], n_out, -1), 1, 2).reshape(-1, n_out)
         if a.shape[0] < a.shape[1] or not np.all(np.isfinite(a)) or not np.all(np.isfinite(y)):
             return None
