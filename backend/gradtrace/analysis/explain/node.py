@@ -17,9 +17,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from gradtrace.analysis.explain import conv, elementwise, index, lookup, losses, nn, norm, ops
+from gradtrace.analysis.explain import conv, elementwise, index, lookup, losses, nn, norm, ops, reduce
 from gradtrace.analysis.explain.operands import Numbers
-from gradtrace.analysis.explain.ops import Ctx, NotKept, Rule
+from gradtrace.analysis.explain.ops import Ctx, NotKept, Rule, Unsupported
 from gradtrace.analysis.explain.tensors import Flat, fmt, numel, ravel, unravel
 from gradtrace.analysis.kept import KeptTensors
 from gradtrace.errors import NotFound
@@ -34,7 +34,8 @@ job's result is untrusted: NOTE [fast path] in schema/fast.py), answered as a no
 _NOT_KEPT = "neither in the document nor in the run's tensor file"
 BACKWARD_RULES: dict[str, Rule] = {**ops.BACKWARD_RULES, **index.BACKWARD_RULES, **nn.BACKWARD_RULES,
                                    **lookup.BACKWARD_RULES, **conv.BACKWARD_RULES, **norm.BACKWARD_RULES,
-                                   **losses.BACKWARD_RULES, **elementwise.BACKWARD_RULES}
+                                   **losses.BACKWARD_RULES, **elementwise.BACKWARD_RULES,
+                                   **reduce.BACKWARD_RULES}
 """Every backward op with a rule, by autograd's class name."""
 
 
@@ -166,6 +167,9 @@ def explain_event(node: JSON, event: JSON | None, index: list[int] | None = None
         except NotKept as e:
             entry.pop("elements", None)
             entry["note"] = f"values of {e} were not kept ({_NOT_KEPT})"
+        except Unsupported as e:
+            entry.pop("elements", None)
+            entry["note"] = str(e)
         except _ARITHMETIC:
             entry.pop("elements", None)
             entry["note"] = "the rule's arithmetic overflows or divides by zero here (see the recorded value)"

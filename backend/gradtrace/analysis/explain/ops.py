@@ -44,6 +44,10 @@ class NotKept(LookupError):
     an optional operand, ``nll_loss``'s weight; ``Rule.needs`` covers the others)."""
 
 
+class Unsupported(ValueError):
+    """A rule that cannot be exact for this node's arguments (it says why instead of a number)."""
+
+
 Elem = Callable[[Ctx, int, int], tuple[str, float]]
 
 
