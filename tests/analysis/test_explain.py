@@ -277,6 +277,11 @@ VARIANTS: dict[str, tuple[str, str]] = {  # more argument values through the sam
     "norm ord 1 dims": ("LinalgVectorNormBackward0", "x = torch.randn(2, 3, 4, requires_grad=True)\n"
                         "z = torch.linalg.vector_norm(x, 1, dim=(0, 2))"),
     "tensor norm dim": ("LinalgVectorNormBackward0", "x = torch.randn(3, 4, requires_grad=True)\nz = x.norm(dim=1)"),
+    "bce at the edges": ("BinaryCrossEntropyBackward0", "x = torch.tensor([0.0, 1.0, 0.5, 0.25]).requires_grad_()\n"
+                         "y = torch.tensor([0.3, 0.3, 0.3, 1.0], requires_grad=True)\n"
+                         "z = torch.nn.functional.binary_cross_entropy(x, y, reduction='sum')"),
+    "norm ord 1.5 with a zero": ("LinalgVectorNormBackward0", "x = torch.tensor([0.0, 1.0, -2.0], requires_grad=True)\n"
+                                 "z = torch.linalg.vector_norm(x, 1.5)"),
     "softmax all -inf row": ("SafeSoftmaxBackward0", "x = torch.randn(2, 3)\nx[0] = float('-inf')\n"
                              "x.requires_grad_()\nz = torch._safe_softmax(x, -1)"),
 }

@@ -86,12 +86,12 @@ _EPS = 1e-12
 
 def _bce(ctx: Ctx, i: int, k: int, x: float, t: float) -> tuple[str, float]:
     """ℓ = −w·(t·log x + (1 − t)·log(1 − x)): ∂/∂x = w·(x − t) / max(x·(1 − x), ε),
-    ∂/∂t = w·(log(1 − x) − log x) with each log at least −100."""
+    ∂/∂t = w·(log(1 − x) − log x) (±inf at x = 0 or 1, as torch gives)."""
     w = _opt(ctx, "weight", k, ctx.saved["self"].shape)
     if i == 0:
         return f"{fmt(w)}·({fmt(x)} − {fmt(t)}) / ({fmt(x)}·(1 − {fmt(x)}))", w * (x - t) / max(x * (1 - x), _EPS)
-    lx = max(math.log(x), -100.0) if x > 0 else -100.0
-    l1 = max(math.log1p(-x), -100.0) if x < 1 else -100.0
+    lx = math.log(x) if x > 0 else -math.inf if x == 0 else math.nan
+    l1 = math.log1p(-x) if x < 1 else -math.inf if x == 1 else math.nan
     return f"{fmt(w)}·(log(1 − {fmt(x)}) − log({fmt(x)}))", w * (l1 - lx)
 
 

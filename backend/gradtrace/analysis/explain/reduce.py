@@ -99,6 +99,8 @@ def _norm(ctx: Ctx, i: int, k: int) -> tuple[str, float]:
     if p == 1:
         s = 0.0 if x == 0 else math.copysign(1.0, x)
         return f"{fmt(g)} · sign({fmt(x)})", g * s
+    if x == 0:  # |x|^(ord − 2) is infinite for ord < 2; torch takes the element's share as 0
+        return f"{fmt(g)} · 0  (self is 0)", 0.0
     factor = x * _pow(abs(x), p - 2) / _pow(r, p - 1)
     return f"{fmt(g)} · {fmt(x)}·|{fmt(x)}|^{fmt(p - 2)} / {fmt(r)}^{fmt(p - 1)}", g * factor
 
