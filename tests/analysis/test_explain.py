@@ -194,11 +194,15 @@ OPS: dict[str, str] = {
     "MinBackward1": "x = torch.randn(3, 4, requires_grad=True)\nz = x.min()",
     "LinalgVectorNormBackward0": "x = torch.randn(3, 4, requires_grad=True)\nz = torch.linalg.vector_norm(x)",
     "NativeDropoutBackward0": "x = torch.randn(4, 5, requires_grad=True)\nz = torch.native_dropout(x, 0.4, True)[0]",
+    "ScaledDotProductFlashAttentionForCpuBackward0": "x = torch.randn(2, 2, 3, 4, requires_grad=True)\n"
+                                                     "y = torch.randn(2, 2, 5, 4, requires_grad=True)\n"
+                                                     "v = torch.randn(2, 2, 5, 4, requires_grad=True)\n"
+                                                     "z = torch.nn.functional.scaled_dot_product_attention(x, y, v)",
     "IndexSelectBackward0": "x = torch.randn(3, 4, requires_grad=True)\nz = x.index_select(1, torch.tensor([3, 0, 3]))",
 }
 LEAVES = {"AddmmBackward0": ["b", "x", "y"], "NativeLayerNormBackward0": ["x", "w", "b"],
           "ConvolutionBackward0": ["x", "w", "b"], "NativeBatchNormBackward0": ["x", "w", "b"],
-          "NativeGroupNormBackward0": ["x", "w", "b"]}
+          "NativeGroupNormBackward0": ["x", "w", "b"], "ScaledDotProductFlashAttentionForCpuBackward0": ["x", "y", "v"]}
 """The leaves fed to each input of the op, where not ``x`` (and ``y``)."""
 VARIANTS: dict[str, tuple[str, str]] = {  # more argument values through the same checks
     "gelu tanh": ("GeluBackward0", "x = torch.randn(5, requires_grad=True)\n"
@@ -282,6 +286,11 @@ VARIANTS: dict[str, tuple[str, str]] = {  # more argument values through the sam
                          "z = torch.nn.functional.binary_cross_entropy(x, y, reduction='sum')"),
     "norm ord 1.5 with a zero": ("LinalgVectorNormBackward0", "x = torch.tensor([0.0, 1.0, -2.0], requires_grad=True)\n"
                                  "z = torch.linalg.vector_norm(x, 1.5)"),
+    "sdpa causal scale": ("ScaledDotProductFlashAttentionForCpuBackward0",
+                          "x = torch.randn(1, 2, 4, 3, requires_grad=True)\n"
+                          "y = torch.randn(1, 2, 4, 3, requires_grad=True)\n"
+                          "v = torch.randn(1, 2, 4, 3, requires_grad=True)\n"
+                          "z = torch.nn.functional.scaled_dot_product_attention(x, y, v, is_causal=True, scale=0.7)"),
     "softmax all -inf row": ("SafeSoftmaxBackward0", "x = torch.randn(2, 3)\nx[0] = float('-inf')\n"
                              "x.requires_grad_()\nz = torch._safe_softmax(x, -1)"),
 }
