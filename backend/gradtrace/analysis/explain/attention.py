@@ -22,6 +22,7 @@ class _Heads:
     """One (batch, head) slice of the saved query, key and value and of the received gradient."""
 
     def __init__(self, ctx: Ctx, b: int) -> None:
+        self.memo = ctx.memo
         self.q, self.k, self.v, self.g = ctx.saved["query"], ctx.saved["key"], ctx.saved["value"], ctx.g
         self.n_q, self.e = self.q.shape[-2], self.q.shape[-1]
         self.n_k, self.ev = self.k.shape[-2], self.v.shape[-1]
@@ -35,6 +36,13 @@ class _Heads:
 
     def row(self, i: int) -> list[float]:
         """Row ``i`` of P (0 where the causal mask hides a key)."""
+        key = ("P", self.b, i)
+        if key not in self.memo:
+            self.memo[key] = self._row(i)
+        found: list[float] = self.memo[key]
+        return found
+
+    def _row(self, i: int) -> list[float]:
         s = [self.scale * math.fsum(self._at(self.q, self.n_q, self.e, i, d) * self._at(self.k, self.n_k, self.e, j, d)
                                     for d in range(self.e)) if not (self.causal and j > i) else -math.inf
              for j in range(self.n_k)]
@@ -45,6 +53,13 @@ class _Heads:
 
     def ds_row(self, i: int) -> tuple[list[float], list[float]]:
         """Row ``i`` of P and of dS."""
+        key = ("dS", self.b, i)
+        if key not in self.memo:
+            self.memo[key] = self._ds_row(i)
+        found: tuple[list[float], list[float]] = self.memo[key]
+        return found
+
+    def _ds_row(self, i: int) -> tuple[list[float], list[float]]:
         p = self.row(i)
         dp = [math.fsum(self._at(self.g, self.n_q, self.ev, i, e) * self._at(self.v, self.n_k, self.ev, j, e)
                         for e in range(self.ev)) for j in range(self.n_k)]

@@ -54,10 +54,12 @@ def _normalized(ctx: Ctx, i: int, k: int, members: Callable[[int], list[int]], c
         text = " + ".join(f"{fmt(a)}·{fmt(b)}" for a, b in pairs[:3]) + (" + …" if len(pairs) > 3 else "")
         return text, math.fsum(a * b for a, b in pairs)
     row = members(k)
-    gh = [g.at(j) * (w.at(channel(j)) if w else 1.0) for j in row]
-    m = len(row)
-    mg = math.fsum(gh) / m
-    mgx = math.fsum(a * xhat(j) for a, j in zip(gh, row, strict=True)) / m
+    key = ("norm", row[0], len(row))
+    if key not in ctx.memo:
+        gh = [g.at(j) * (w.at(channel(j)) if w else 1.0) for j in row]
+        m = len(row)
+        ctx.memo[key] = (math.fsum(gh) / m, math.fsum(a * xhat(j) for a, j in zip(gh, row, strict=True)) / m)
+    mg, mgx = ctx.memo[key]
     s, xh, mine = rstd(k), xhat(k), g.at(k) * (w.at(channel(k)) if w else 1.0)
     return f"{fmt(s)} · ({fmt(mine)} − {fmt(mg)} − {fmt(xh)} · {fmt(mgx)})", s * (mine - mg - xh * mgx)
 

@@ -34,6 +34,9 @@ class Ctx:
     """Every received gradient (``grad_outputs``), for the ops with several outputs (split)."""
     dtypes: dict[str, str] = field(default_factory=dict)
     """Each saved tensor's dtype (``index`` reads a bool mask differently from indices)."""
+    memo: dict[Any, Any] = field(default_factory=dict, compare=False)
+    """What a rule works out once per node and reads at many elements (a batch norm channel's
+    means, attention's rows of P): one node's explanation at its first elements reuses them."""
 
     def arg(self, name: str, default: Any = None) -> Any:
         return self.args.get(name, default)
