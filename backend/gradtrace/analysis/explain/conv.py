@@ -12,6 +12,8 @@ import math
 from collections.abc import Iterator
 from itertools import product
 
+import numpy as np
+
 from gradtrace.analysis.explain.ops import Ctx, Rule
 from gradtrace.analysis.explain.tensors import Flat, fmt, numel, ravel, unravel
 
@@ -96,16 +98,15 @@ def _conv(ctx: Ctx, i: int, k: int) -> tuple[str, float]:
 
     if i == 1:  # grad_weight[a, b, kk] = Σ_{n, o} (pairs of x and grad_out the tap joins)
         a, b, *kk_ = unravel(k, tuple(w_shape))
-        kk = tuple(kk_)
         hc = a  # weight's first dim: out channels (conv) or in channels (transposed)
         lc = (hc // hi_g) * lo_g + b
-        parts: Terms = []
-        for n in range(n_batch):
-            for o in product(*(range(m) for m in hi_shape)):
-                pos = _reads(o, kk, lo_shape, s, p, d)
-                if pos is not None:
-                    parts.append((hi_at(hi_t, n, hc, o), lo_at(lo_t, n, lc, pos)))
-        return _shown(parts)
+        lo_pad, valid = _padded(ctx, lo_t, (n_batch, lo_c, *lo_shape), hi_shape, s, p, d, ksize)
+        taps = (slice(None), *(slice(t * dd, t * dd + ss * (h - 1) + 1, ss)
+                               for t, dd, ss, h in zip(kk_, d, s, hi_shape, strict=True)))
+        his = np.asarray(hi_t.values, dtype=np.float64).reshape(n_batch, hi_c, *hi_shape)[:, hc]
+        keep = valid[taps]
+        los = lo_pad[:, lc][taps][keep]
+        return _shown_arrays(his[keep], los)
     # i == 0: grad_input
     c = unravel(k, tuple(x_shape))
     n, ch, pos = c[0], c[1], tuple(c[2:])
@@ -126,6 +127,32 @@ def _conv(ctx: Ctx, i: int, k: int) -> tuple[str, float]:
                 parts.append((g.at((n * c_out + co) * numel(tuple(out_size)) + ravel(at, tuple(out_size))),
                               w.at((ch * lo_g + co % lo_g) * numel(ksize) + ravel(kk, ksize))))
     return _shown(parts)
+
+
+def _padded(ctx: Ctx, t: Flat, shape: tuple[int, ...], hi_shape: tuple[int, ...], s: tuple[int, ...],
+            p: tuple[int, ...], d: tuple[int, ...], ksize: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
+    """The side read at ``o·stride − padding + tap·dilation`` (the input; grad_out for the
+    transposed form), zero-padded so that every (o, tap) lands in it, and where it is not padding
+    (once per node: ``Ctx.memo``)."""
+    key = ("conv-padded", id(t))
+    if key not in ctx.memo:
+        arr = np.asarray(t.values, dtype=np.float64).reshape(shape)
+        widths = [(0, 0), (0, 0)] + [(pp, max(0, (h - 1) * ss + (kk - 1) * dd - pp - n + 1))
+                                     for pp, h, ss, kk, dd, n in zip(p, hi_shape, s, ksize, d, shape[2:], strict=True)]
+        ctx.memo[key] = (np.pad(arr, widths)[:, :, ...],
+                         np.pad(np.ones(shape[:1] + shape[2:], dtype=bool), [widths[0], *widths[2:]]))
+    found: tuple[np.ndarray, np.ndarray] = ctx.memo[key]
+    return found
+
+
+def _shown_arrays(a: np.ndarray, b: np.ndarray) -> tuple[str, float]:
+    """:func:`_shown` of the pairs ``zip(a, b)``, in that order."""
+    if not a.size:
+        return _shown([])
+    value = math.fsum((a * b).tolist())
+    pairs = list(zip(a[:3].tolist(), b[:3].tolist(), strict=True))
+    text = " + ".join(f"{fmt(x)}·{fmt(y)}" for x, y in pairs) + (" + …" if a.size > 3 else "")
+    return text, value
 
 
 def _plane(shape: tuple[int, ...], k: int, nd: int) -> tuple[int, tuple[int, ...]]:

@@ -12,6 +12,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from typing import Any
+
+import numpy as np
 
 from gradtrace.analysis.explain.nn import _num
 from gradtrace.analysis.explain.ops import Ctx, NotKept, Rule
@@ -36,32 +39,41 @@ def _sums(text: str, vals: list[float]) -> tuple[str, float]:
             + (" + …" if len(vals) > 3 else "")), 0.0
 
 
-def _normalized(ctx: Ctx, i: int, k: int, members: Callable[[int], list[int]], channel: Callable[[int], int],
-                mean: Callable[[int], float], rstd: Callable[[int], float]) -> tuple[str, float]:
-    """The shared formula: ``members(k)`` the elements that share ``k``'s statistics (for
-    grad_input), or that belong to channel ``k`` (for grad_weight/grad_bias)."""
-    x, g = ctx.saved["input"], ctx.g
-    w = _weight(ctx)
-    if i == 2:
-        vals = [g.at(j) for j in members(k)]
-        return _sums("", vals)[0], math.fsum(vals)
-
-    def xhat(j: int) -> float:
-        return (x.at(j) - mean(j)) * rstd(j)
-
-    if i == 1:
-        pairs = [(g.at(j), xhat(j)) for j in members(k)]
-        text = " + ".join(f"{fmt(a)}·{fmt(b)}" for a, b in pairs[:3]) + (" + …" if len(pairs) > 3 else "")
-        return text, math.fsum(a * b for a, b in pairs)
-    row = members(k)
-    key = ("norm", row[0], len(row))
+def _arr(ctx: Ctx, t: Flat) -> np.ndarray:
+    key = ("array", id(t))
     if key not in ctx.memo:
-        gh = [g.at(j) * (w.at(channel(j)) if w else 1.0) for j in row]
-        m = len(row)
-        ctx.memo[key] = (math.fsum(gh) / m, math.fsum(a * xhat(j) for a, j in zip(gh, row, strict=True)) / m)
+        ctx.memo[key] = np.asarray(t.values, dtype=np.float64).reshape(-1)
+    found: np.ndarray = ctx.memo[key]
+    return found
+
+
+def _normalized(ctx: Ctx, i: int, k: int, members: Callable[[int], list[int]], channel: Callable[[Any], Any],
+                stat: Callable[[Any], Any], mean: Flat, rstd: Flat) -> tuple[str, float]:
+    """The shared formula: ``members(k)`` the elements that share ``k``'s statistics (for
+    grad_input), or that belong to channel ``k`` (for grad_weight/grad_bias); ``channel`` and
+    ``stat`` give an element's channel and its row of ``mean``/``rstd`` (of an int or an array)."""
+    w = _weight(ctx)
+    xs, gs, ms, rs = (_arr(ctx, t) for t in (ctx.saved["input"], ctx.g, mean, rstd))
+    ws = _arr(ctx, w) if w is not None else None
+    idx = np.asarray(members(k), dtype=np.int64)
+    if i == 2:
+        vals = gs[idx].tolist()
+        return _sums("", vals)[0], math.fsum(vals)
+    at = stat(idx)
+    xhat = (xs[idx] - ms[at]) * rs[at]
+    if i == 1:
+        a, b = gs[idx], xhat
+        text = " + ".join(f"{fmt(p)}·{fmt(q)}" for p, q in zip(a[:3].tolist(), b[:3].tolist(), strict=True))
+        return text + (" + …" if a.size > 3 else ""), math.fsum((a * b).tolist())
+    key = ("norm", int(idx[0]), idx.size)
+    if key not in ctx.memo:
+        gh = gs[idx] * (ws[channel(idx)] if ws is not None else 1.0)
+        ctx.memo[key] = (math.fsum(gh.tolist()) / idx.size, math.fsum((gh * xhat).tolist()) / idx.size)
     mg, mgx = ctx.memo[key]
-    s, xh, mine = rstd(k), xhat(k), g.at(k) * (w.at(channel(k)) if w else 1.0)
-    return f"{fmt(s)} · ({fmt(mine)} − {fmt(mg)} − {fmt(xh)} · {fmt(mgx)})", s * (mine - mg - xh * mgx)
+    r = float(rs[stat(k)])
+    xh = (float(xs[k]) - float(ms[stat(k)])) * r
+    mine = float(gs[k]) * (float(ws[channel(k)]) if ws is not None else 1.0)
+    return f"{fmt(r)} · ({fmt(mine)} − {fmt(mg)} − {fmt(xh)} · {fmt(mgx)})", r * (mine - mg - xh * mgx)
 
 
 def _batch_norm(ctx: Ctx, i: int, k: int) -> tuple[str, float]:
@@ -69,7 +81,7 @@ def _batch_norm(ctx: Ctx, i: int, k: int) -> tuple[str, float]:
     c_count = shape[1] if len(shape) > 1 else 1
     plane = math.prod(shape[2:])
 
-    def channel(j: int) -> int:
+    def channel(j: Any) -> Any:
         return (j // plane) % c_count
 
     def of_channel(c: int) -> list[int]:
@@ -78,7 +90,7 @@ def _batch_norm(ctx: Ctx, i: int, k: int) -> tuple[str, float]:
     members = (lambda j: of_channel(channel(j))) if i == 0 else of_channel
     if ctx.arg("training", True):
         mean, rstd = _need(ctx, "result1", "result2")
-        return _normalized(ctx, i, k, members, channel, lambda j: mean.at(channel(j)), lambda j: rstd.at(channel(j)))
+        return _normalized(ctx, i, k, members, channel, channel, mean, rstd)
     rm, rv = _need(ctx, "running_mean", "running_var")
     eps = _num(ctx.arg("eps"))
 
@@ -104,10 +116,10 @@ def _group_norm(ctx: Ctx, i: int, k: int) -> tuple[str, float]:
     per = c_count // groups
     mean, rstd = _need(ctx, "result1", "result2")
 
-    def channel(j: int) -> int:
+    def channel(j: Any) -> Any:
         return (j // hw) % c_count
 
-    def stat(j: int) -> int:  # the (sample, group) row of mean and rstd
+    def stat(j: Any) -> Any:  # the (sample, group) row of mean and rstd
         return (j // (c_count * hw)) * groups + channel(j) // per
 
     def members(j: int) -> list[int]:
@@ -117,7 +129,7 @@ def _group_norm(ctx: Ctx, i: int, k: int) -> tuple[str, float]:
         first = (n * c_count + grp * per) * hw
         return list(range(first, first + per * hw))
 
-    return _normalized(ctx, i, k, members, channel, lambda j: mean.at(stat(j)), lambda j: rstd.at(stat(j)))
+    return _normalized(ctx, i, k, members, channel, stat, mean, rstd)
 
 
 _TEXTS = ("grad_input = rstd · (ĝ − mean(ĝ) − x̂ · mean(ĝ · x̂)),  ĝ = grad_out · weight[c], "
