@@ -184,3 +184,38 @@ def test_a_conv_weight_is_refitted_only_where_the_patches_determine_it() -> None
         assert got is not None and np.allclose(got, w.double().numpy(), rtol=1e-4, atol=1e-5)
     assert refit(torch.randn(4, 4, 9, 1).expand(4, 4, 9, 9).contiguous(), 0) is None
     assert refit(torch.randn(1, 4, 2, 2)) is None
+
+
+LAYER_NORM_ADAM = """import torch
+from torch import nn
+net = nn.Sequential(nn.Linear(6, 8), nn.LayerNorm(8), nn.GELU(), nn.Linear(8, 8), nn.LayerNorm(8, eps=1e-6),
+                    nn.Linear(8, 2))
+opt = torch.optim.Adam(net.parameters(), lr=1e-2)
+x, y = torch.randn(5, 6), torch.randn(5, 2)
+for step in range(3):
+    loss = (net(x) - y).pow(2).mean()
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+"""
+
+
+def test_a_layer_norm_whose_weight_moved_is_explained_from_a_refit() -> None:
+    """After the first step Adam has moved the layer norms' weights: each one's rule reads its
+    weight, mean and rstd refitted from its input and output (eps 1e-5 and 1e-6 both found)."""
+    c = coverage(LAYER_NORM_ADAM)
+    assert c["strict"] == c["nodes"], c
+    assert c["checked"] >= 0.9 * c["nodes"], c
+
+
+def test_a_layer_norm_refit_needs_two_rows_and_an_exact_fit() -> None:
+    from gradtrace.analysis.explain.recover import layer_norm_refit
+
+    torch.manual_seed(0)
+    x, w, b = torch.randn(4, 6), torch.randn(6), torch.randn(6)
+    out = torch.nn.functional.layer_norm(x, (6,), w, b, eps=1e-6)
+    fit = layer_norm_refit(x.double().numpy(), out.double().numpy(), 6)
+    assert fit is not None and np.allclose(fit[2], w.double().numpy(), rtol=1e-4, atol=1e-5)
+    assert layer_norm_refit(x[:1].double().numpy(), out[:1].double().numpy(), 6) is None
+    noisy = out.double().numpy() + 1e-3 * np.random.default_rng(0).standard_normal(out.shape)
+    assert layer_norm_refit(x.double().numpy(), noisy, 6) is None

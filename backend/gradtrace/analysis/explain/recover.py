@@ -113,6 +113,12 @@ def channel_weights(xhat: np.ndarray, out: np.ndarray, channels: int) -> np.ndar
     """Batch/group norm's per-channel ``weight`` from ``out = weight[c] · x̂ + bias[c]``, given
     ``x̂`` and ``out`` of shape (N, C, …): the least-squares slope of each channel, when the
     fit reproduces the output to float32's rounding (else, or where x̂ is constant, None)."""
+    fit = _affine(xhat, out, channels)
+    return None if fit is None else fit[0]
+
+
+def _affine(xhat: np.ndarray, out: np.ndarray, channels: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """:func:`channel_weights`'s slopes and intercepts."""
     if xhat.shape != out.shape or xhat.ndim < 2 or xhat.shape[1] != channels:
         return None
     x = np.moveaxis(xhat, 1, 0).reshape(channels, -1)
@@ -127,8 +133,31 @@ def channel_weights(xhat: np.ndarray, out: np.ndarray, channels: int) -> np.ndar
     err = np.abs(w[:, None] * x + b[:, None] - y).max(axis=1)
     if not np.all(err <= _FIT * np.maximum(np.abs(y).max(axis=1), 1e-30)):
         return None
-    weights: np.ndarray = w
-    return weights
+    return w, b
+
+
+_EPS_TRIED = (1e-5, 1e-6, 1e-12, 1e-8, 1e-3)
+"""The ``eps`` values layer norms use (nn.LayerNorm's 1e-5 first): layer norm saves no eps."""
+
+
+def layer_norm_refit(x: np.ndarray, out: np.ndarray, m: int
+                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
+    """A layer norm's ``(mean, rstd, weight, bias)`` over rows of ``m`` from its input and output
+    alone (its weight and bias moved by an optimizer since first met): ``rstd = 1/√(var + eps)``
+    for the first ``eps`` of ``_EPS_TRIED`` with which ``weight[q] · x̂ + bias[q]`` reproduces the
+    output to float32's rounding in every column (none: None)."""
+    if m <= 0 or x.size % m or x.size != out.size or x.size // m < 2:
+        return None
+    rows, y = x.reshape(-1, m), out.reshape(-1, m)
+    mean = rows.mean(axis=1)
+    centred = rows - mean[:, None]
+    var = (centred * centred).mean(axis=1)
+    for eps in _EPS_TRIED:
+        rstd = 1.0 / np.sqrt(var + eps)
+        fit = _affine(centred * rstd[:, None], y, m)
+        if fit is not None:
+            return mean, rstd, fit[0], fit[1]
+    return None
 
 
 _COND = 1e3

@@ -15,6 +15,7 @@ from gradtrace.analysis.explain.recover import (
     conv_weight,
     factor_from,
     indices_from,
+    layer_norm_refit,
     layer_norm_stats,
     mask_from,
 )
@@ -66,11 +67,15 @@ def worked_out(numbers: Numbers, node: JSON, rule: Rule, name: str, shape: tuple
         w = _arr(numbers.operand(node, rule, "weight", row)) if _shape_of(node, "weight") else None
         b = _arr(numbers.operand(node, rule, "bias", row)) if _shape_of(node, "bias") else None
         if (_shape_of(node, "weight") and w is None) or (_shape_of(node, "bias") and b is None):
-            return None
+            return _layer_norm_refit(x, out, m, name, shape)
         stats = layer_norm_stats(x, _arr(out), m, w, b)  # type: ignore[arg-type]
         if stats is None or stats[0].size != math.prod(shape):
             return None
         return Flat(stats[0] if name == "result1" else stats[1], shape)
+    if op == "NativeLayerNormBackward0" and name in ("weight", "bias"):
+        x = _arr(numbers.operand(node, rule, "input", _shape_of(node, "input") or out.shape))
+        m = math.prod(shape)
+        return None if x is None else _layer_norm_refit(x, out, m, name, shape)
     if op in ("NativeBatchNormBackward0", "NativeGroupNormBackward0") and name == "weight":
         return _norm_weight(numbers, node, rule, out, shape)
     if op == "ConvolutionBackward0" and name == "weight":
@@ -152,3 +157,12 @@ def _conv_weight(numbers: Numbers, node: JSON, rule: Rule, out: Flat, shape: tup
     s, p, d = (g for g in geometry if g is not None)
     w = conv_weight(x.reshape(x_shape), _arr(out).reshape(out.shape), shape, s, p, d, groups)  # type: ignore[union-attr]
     return None if w is None else Flat(w.reshape(-1), shape)
+
+
+def _layer_norm_refit(x: np.ndarray, out: Flat, m: int, name: str, shape: tuple[int, ...]) -> Flat | None:
+    """Layer norm's saved ``name`` (mean, rstd, weight or bias) refitted from its input and output."""
+    fit = layer_norm_refit(x, _arr(out), m)  # type: ignore[arg-type]
+    if fit is None:
+        return None
+    value = fit[{"result1": 0, "result2": 1, "weight": 2, "bias": 3}[name]]
+    return Flat(value, shape) if value.size == math.prod(shape) else None
