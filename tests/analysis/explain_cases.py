@@ -93,6 +93,17 @@ NET_VARIANTS: dict[str, tuple[str, str]] = {
                            "w = torch.randn(4, 3, 3, 2, requires_grad=True)\nb = torch.randn(6, requires_grad=True)\n"
                            "z = torch.nn.functional.conv_transpose2d(x, w, b, stride=2, padding=1, "
                            "output_padding=1, groups=2, dilation=(1, 2))"),
+    "conv3d": ("ConvolutionBackward0", "x = torch.randn(1, 2, 3, 4, 4, requires_grad=True)\n"
+               "w = torch.randn(3, 2, 2, 3, 2, requires_grad=True)\n"
+               "z = torch.nn.functional.conv3d(x, w, stride=(1, 2, 1), padding=(0, 1, 1))"),
+    "conv depthwise": ("ConvolutionBackward0", "x = torch.randn(2, 3, 6, 5, requires_grad=True)\n"
+                       "w = torch.randn(6, 1, 3, 3, requires_grad=True)\n"
+                       "z = torch.nn.functional.conv2d(x, w, padding=1, groups=3)"),
+    "conv transposed 1d": ("ConvolutionBackward0", "x = torch.randn(2, 3, 5, requires_grad=True)\n"
+                           "w = torch.randn(3, 2, 4, requires_grad=True)\n"
+                           "z = torch.nn.functional.conv_transpose1d(x, w, stride=3, padding=2)"),
+    "group norm no affine": ("NativeGroupNormBackward0", "x = torch.randn(3, 4, 5, requires_grad=True)\n"
+                             "z = torch.nn.functional.group_norm(x, 2)"),
     "batch norm eval": ("NativeBatchNormBackward0", "x = torch.randn(3, 2, 4, requires_grad=True)\n"
                         "w = torch.randn(2, requires_grad=True)\nb = torch.randn(2, requires_grad=True)\n"
                         "z = torch.nn.functional.batch_norm(x, torch.randn(2), torch.rand(2) + 0.5, w, b, "
