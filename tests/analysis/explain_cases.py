@@ -54,6 +54,14 @@ NET_OPS: dict[str, str] = {
     "EluBackward0": "x = torch.randn(6, requires_grad=True)\nz = torch.nn.functional.elu(x, alpha=0.7)",
     "HardtanhBackward0": "x = (torch.randn(8) * 4).requires_grad_()\nz = torch.nn.functional.relu6(x)",
     "ClampMaxBackward0": "x = torch.randn(6, requires_grad=True)\nz = x.clamp_max(0.2)",
+    "MishBackward0": "x = torch.tensor([-40.0, -3.0, -0.5, 0.0, 1.5, 25.0], requires_grad=True)\n"
+                     "z = torch.nn.functional.mish(x)",
+    "HardswishBackward0": "x = torch.tensor([-4.0, -3.0, -1.0, 0.0, 2.0, 3.0, 5.0], requires_grad=True)\n"
+                          "z = torch.nn.functional.hardswish(x)",
+    "PreluKernelBackward0": "x = torch.randn(2, 3, 4, requires_grad=True)\ny = torch.rand(3, requires_grad=True)\n"
+                            "z = torch.prelu(x, y)",
+    "NllLoss2DBackward0": "x = torch.randn(2, 3, 2, 2).log_softmax(1).requires_grad_()\n"
+                          "z = torch.nn.functional.nll_loss(x, torch.tensor([[[0, 2], [1, -100]], [[2, 2], [0, 1]]]))",
     "CatBackward0": "x = torch.randn(2, 3, requires_grad=True)\ny = torch.randn(2, 4, requires_grad=True)\n"
                     "z = torch.cat([x, y], -1)",
     "StackBackward0": "x = torch.randn(2, 3, requires_grad=True)\ny = torch.randn(2, 3, requires_grad=True)\n"

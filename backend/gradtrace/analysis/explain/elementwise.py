@@ -8,8 +8,10 @@ the same one); those that read an argument (softplus's beta, ELU's alpha) are wr
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from gradtrace.analysis.explain.nn import _clamp, _num
-from gradtrace.analysis.explain.ops import Ctx, Rule, _f, _unary
+from gradtrace.analysis.explain.ops import Ctx, Rule, _binary, _f, _operand, _unary
 from gradtrace.analysis.explain.tensors import fmt
 from gradtrace.analysis.local_derivatives import LOCAL_DERIVATIVES, _exp
 
@@ -38,6 +40,18 @@ def _hardtanh(ctx: Ctx, k: int) -> tuple[str, float]:
     return f"[{fmt(lo)} < {fmt(x)} < {fmt(hi)}]", 1.0 if inside else 0.0
 
 
+def _prelu(i: int) -> Callable[[Ctx, int], tuple[str, float]]:
+    def f(ctx: Ctx, j: int) -> tuple[str, float]:
+        x = _operand(ctx, "self", j)
+        if x > 0:
+            return ("1", 1.0) if i == 0 else ("0", 0.0)
+        if i == 0:
+            w = _operand(ctx, "weight", j)
+            return fmt(w), w
+        return fmt(x), x
+    return f
+
+
 def _local(name: str, text: str) -> Rule:
     """A one-input op whose derivative is ``LOCAL_DERIVATIVES[name]`` of its saved input."""
     return _unary(f"grad_self = grad_out · {text}", ("self",),
@@ -47,6 +61,13 @@ def _local(name: str, text: str) -> Rule:
 BACKWARD_RULES: dict[str, Rule] = {
     "SiluBackward0": _local("SiluBackward0", "silu′(self)  (σ(self) · (1 + self · (1 − σ(self))))"),
     "LogSigmoidBackward0": _local("LogSigmoidBackward0", "σ(−self)"),
+    "MishBackward0": _local("MishBackward0", "mish′(self)  (tanh(softplus(self)) + self · σ(self) · "
+                                             "(1 − tanh²(softplus(self))))"),
+    "HardswishBackward0": _local("HardswishBackward0", "hardswish′(self)  (0 if self ≤ −3, self/3 + ½ if "
+                                                       "self < 3, else 1)"),
+    "PreluKernelBackward0": _binary(("grad_self = grad_out · (1 if self > 0 else weight)",
+                                     "grad_weight = Σ grad_out · (0 if self > 0 else self)  (over what it scaled)"),
+                                    (("self", "weight"), ("self",)), (_prelu(0), _prelu(1))),
     "Log1PBackward0": _unary("grad_self = grad_out / (1 + self)", ("self",),
                              _f("self", lambda x: f"1/(1 + {fmt(x)})", LOCAL_DERIVATIVES["Log1PBackward0"])),
     "RsqrtBackward0": _unary("grad_self = grad_out · (−½ · result³)  (result = self^(−½))", ("result",),
