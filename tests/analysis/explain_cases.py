@@ -62,6 +62,12 @@ NET_OPS: dict[str, str] = {
                             "z = torch.prelu(x, y)",
     "NllLoss2DBackward0": "x = torch.randn(2, 3, 2, 2).log_softmax(1).requires_grad_()\n"
                           "z = torch.nn.functional.nll_loss(x, torch.tensor([[[0, 2], [1, -100]], [[2, 2], [0, 1]]]))",
+    "UpsampleNearest1DBackward0": "x = torch.randn(2, 2, 3, requires_grad=True)\n"
+                                  "z = torch.nn.functional.interpolate(x, size=7)",
+    "UpsampleNearest2DBackward0": "x = torch.randn(1, 2, 3, 4, requires_grad=True)\n"
+                                  "z = torch.nn.functional.interpolate(x, scale_factor=(2, 1.5))",
+    "UpsampleNearest3DBackward0": "x = torch.randn(1, 1, 2, 3, 2, requires_grad=True)\n"
+                                  "z = torch.nn.functional.interpolate(x, size=(3, 5, 4))",
     "CatBackward0": "x = torch.randn(2, 3, requires_grad=True)\ny = torch.randn(2, 4, requires_grad=True)\n"
                     "z = torch.cat([x, y], -1)",
     "StackBackward0": "x = torch.randn(2, 3, requires_grad=True)\ny = torch.randn(2, 3, requires_grad=True)\n"
@@ -112,6 +118,8 @@ NET_VARIANTS: dict[str, tuple[str, str]] = {
                            "z = torch.nn.functional.conv_transpose1d(x, w, stride=3, padding=2)"),
     "group norm no affine": ("NativeGroupNormBackward0", "x = torch.randn(3, 4, 5, requires_grad=True)\n"
                              "z = torch.nn.functional.group_norm(x, 2)"),
+    "nearest down and odd": ("UpsampleNearest2DBackward0", "x = torch.randn(1, 2, 5, 3, requires_grad=True)\n"
+                             "z = torch.nn.functional.interpolate(x, size=(2, 7))"),
     "batch norm eval": ("NativeBatchNormBackward0", "x = torch.randn(3, 2, 4, requires_grad=True)\n"
                         "w = torch.randn(2, requires_grad=True)\nb = torch.randn(2, requires_grad=True)\n"
                         "z = torch.nn.functional.batch_norm(x, torch.randn(2), torch.rand(2) + 0.5, w, b, "

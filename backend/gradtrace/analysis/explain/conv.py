@@ -227,6 +227,39 @@ def _avg_pool(nd: int, adaptive: bool) -> Rule:
                 ("kernel_size", "padding"))
 
 
+def _nearest_source(o: int, size_in: int, size_out: int, scale: object) -> int:
+    """The input index nearest upsampling copies to output index ``o`` (aten's ``nearest_idx``,
+    in its float32 arithmetic)."""
+    if size_out == size_in:
+        return o
+    if size_out == 2 * size_in:
+        return o >> 1
+    s = np.float32(1.0 / float(scale)) if isinstance(scale, int | float) and scale > 0 else \
+        np.float32(size_in) / np.float32(size_out)
+    return min(int(np.floor(np.float32(o) * s)), size_in - 1)
+
+
+_SCALES = {1: ("scales",), 2: ("scales_h", "scales_w"), 3: ("scales_d", "scales_h", "scales_w")}
+
+
+def _nearest(nd: int) -> Rule:
+    def elem(ctx: Ctx, i: int, k: int) -> tuple[str, float]:
+        """grad_self[p] = Σ grad_out[o] over the output places o copied from p."""
+        shape = ctx.in_shapes[i] or ()
+        plane, pos = _plane(shape, k, nd)
+        in_size, out_size = tuple(shape[-nd:]), tuple(ctx.g.shape[-nd:])
+        hits = [[o for o in range(out_size[d])
+                 if _nearest_source(o, in_size[d], out_size[d], ctx.arg(_SCALES[nd][d])) == pos[d]]
+                for d in range(nd)]
+        vals = [ctx.g.at(plane * numel(out_size) + ravel(o, out_size)) for o in product(*hits)]
+        if not vals:
+            return "0  (copied nowhere)", 0.0
+        return " + ".join(fmt(v) for v in vals[:4]) + (" + …" if len(vals) > 4 else ""), math.fsum(vals)
+
+    return Rule(("grad_self[p] = Σ grad_out[o] over the output places o nearest upsampling copied from p",),
+                ((),), elem)
+
+
 _CONV_TEXTS = ("grad_input[n, c, p] = Σ_{co, tap} grad_out[n, co, o] · weight[co, c, tap] over the (o, tap) "
                "that read p  (o·stride − padding + tap·dilation = p; co in c's group)",
                "grad_weight[co, c, tap] = Σ_{n, o} grad_out[n, co, o] · input[n, c, o·stride − padding + tap·dilation]",
@@ -241,4 +274,7 @@ BACKWARD_RULES: dict[str, Rule] = {
     "AvgPool3DBackward0": _avg_pool(3, False),
     "AdaptiveAvgPool2DBackward0": _avg_pool(2, True),
     "AdaptiveAvgPool3DBackward0": _avg_pool(3, True),
+    "UpsampleNearest1DBackward0": _nearest(1),
+    "UpsampleNearest2DBackward0": _nearest(2),
+    "UpsampleNearest3DBackward0": _nearest(3),
 }
