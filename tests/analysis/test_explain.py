@@ -373,3 +373,15 @@ def test_a_norm_of_an_ord_the_rule_does_not_cover_says_so() -> None:
     node = next(n for n in doc["graph"]["nodes"] if n["name"] == "LinalgVectorNormBackward0")
     entry = explain_node(doc, node["id"])["inputs"][0]
     assert "value" not in entry and "ord ≥ 1 and finite" in entry["note"]
+
+
+@pytest.mark.parametrize("op", sorted(NET_OPS))
+def test_a_network_rule_answers_contradictory_arguments_with_a_note(op: str) -> None:
+    """A job's result is untrusted: every saved argument of the node replaced by a number or a
+    list that contradicts the shapes gives an answer (a note or a number), never an exception."""
+    doc = _record(NET_OPS[op] + TAIL)
+    node = next(n for n in doc["graph"]["nodes"] if n["name"] == op)
+    for bad in (99, -99, 0, [99, 99], [], "x"):
+        node["saved_args"] = {k: bad for k in node.get("saved_args") or {"dim": 0}}
+        answer = explain_node(doc, node["id"])
+        assert answer["known"] and answer["inputs"], answer
