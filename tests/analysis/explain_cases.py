@@ -68,6 +68,8 @@ NET_OPS: dict[str, str] = {
                                   "z = torch.nn.functional.interpolate(x, scale_factor=(2, 1.5))",
     "UpsampleNearest3DBackward0": "x = torch.randn(1, 1, 2, 3, 2, requires_grad=True)\n"
                                   "z = torch.nn.functional.interpolate(x, size=(3, 5, 4))",
+    "VarBackward0": "x = torch.randn(3, 4, requires_grad=True)\nz = x.var(1, correction=0)",
+    "StdBackward0": "x = torch.randn(3, 4, 2, requires_grad=True)\nz = x.std(dim=(0, 2), keepdim=True)",
     "CatBackward0": "x = torch.randn(2, 3, requires_grad=True)\ny = torch.randn(2, 4, requires_grad=True)\n"
                     "z = torch.cat([x, y], -1)",
     "StackBackward0": "x = torch.randn(2, 3, requires_grad=True)\ny = torch.randn(2, 3, requires_grad=True)\n"
@@ -120,6 +122,8 @@ NET_VARIANTS: dict[str, tuple[str, str]] = {
                              "z = torch.nn.functional.group_norm(x, 2)"),
     "nearest down and odd": ("UpsampleNearest2DBackward0", "x = torch.randn(1, 2, 5, 3, requires_grad=True)\n"
                              "z = torch.nn.functional.interpolate(x, size=(2, 7))"),
+    "var all unbiased": ("VarBackward0", "x = torch.randn(3, 4, requires_grad=True)\nz = x.var()"),
+    "std all": ("StdBackward0", "x = torch.randn(5, requires_grad=True)\nz = x.std()"),
     "batch norm eval": ("NativeBatchNormBackward0", "x = torch.randn(3, 2, 4, requires_grad=True)\n"
                         "w = torch.randn(2, requires_grad=True)\nb = torch.randn(2, requires_grad=True)\n"
                         "z = torch.nn.functional.batch_norm(x, torch.randn(2), torch.rand(2) + 0.5, w, b, "

@@ -113,6 +113,28 @@ def _dropout(ctx: Ctx, i: int, k: int) -> tuple[str, float]:
     return f"{fmt(g)} / (1 − {fmt(p)})", g / (1 - p) if p < 1 else 0.0
 
 
+def _spread_of(ctx: Ctx, i: int, k: int, std: bool) -> tuple[str, float]:
+    """var: grad_self = grad_out · 2 · (self − mean) / (n − correction); std: grad_out ·
+    (self − mean) / ((n − correction) · result), 0 where the result is 0 (over the reduced dims)."""
+    shape = ctx.in_shapes[i] or ()
+    reduced, j = _reduced(ctx, i, k)
+    c = unravel(k, shape)
+    group = []
+    for q in product(*(range(shape[d]) if d in reduced else (c[d],) for d in range(len(shape)))):
+        group.append(ctx.saved["self"].at(ravel(q, shape)))
+    n = len(group)
+    correction = _num(ctx.arg("correction", 1))
+    mean = math.fsum(group) / n
+    x, g = ctx.saved["self"].at(k), ctx.g.at(j)
+    if std:
+        r = ctx.saved["result"].at(j)
+        if r == 0:
+            return "0  (the std is 0)", 0.0
+        return (f"{fmt(g)} · ({fmt(x)} − {fmt(mean)}) / (({n} − {fmt(correction)}) · {fmt(r)})",
+                g * (x - mean) / ((n - correction) * r))
+    return f"{fmt(g)} · 2 · ({fmt(x)} − {fmt(mean)}) / ({n} − {fmt(correction)})", g * 2 * (x - mean) / (n - correction)
+
+
 _MAX = "grad_self[c] = grad_out at c's place with dim dropped if indices there is c[dim], else 0"
 _ALL = "grad_self = grad_out / count where self = result (ties share evenly), else 0"
 BACKWARD_RULES: dict[str, Rule] = {
@@ -128,5 +150,9 @@ BACKWARD_RULES: dict[str, Rule] = {
     "LinalgVectorNormBackward0": Rule(("grad_self = grad_out · self · |self|^(ord − 2) / norm^(ord − 1)  "
                                        "(ord 2: grad_out · self / norm)",), (("self", "result"),), _norm,
                                       ("ord", "keepdim")),
+    "VarBackward0": Rule(("grad_self = grad_out · 2 · (self − mean) / (n − correction)  (over the reduced dims)",),
+                         (("self",),), lambda c, i, k: _spread_of(c, i, k, False), ("keepdim",)),
+    "StdBackward0": Rule(("grad_self = grad_out · (self − mean) / ((n − correction) · result)  (0 where result is 0)",),
+                         (("self", "result"),), lambda c, i, k: _spread_of(c, i, k, True), ("keepdim",)),
     "NativeDropoutBackward0": Rule(("grad_self = grad_out · mask / (1 − p)",), (("result1",),), _dropout, ("p",)),
 }
