@@ -70,6 +70,11 @@ NET_OPS: dict[str, str] = {
                                   "z = torch.nn.functional.interpolate(x, size=(3, 5, 4))",
     "VarBackward0": "x = torch.randn(3, 4, requires_grad=True)\nz = x.var(1, correction=0)",
     "StdBackward0": "x = torch.randn(3, 4, 2, requires_grad=True)\nz = x.std(dim=(0, 2), keepdim=True)",
+    "LogsumexpBackward0": "x = torch.randn(3, 4, requires_grad=True)\nz = x.logsumexp(1)",
+    "FlipBackward0": "x = torch.randn(2, 3, 4, requires_grad=True)\nz = x.flip(0, -1)",
+    "MvBackward0": "x = torch.randn(3, 4, requires_grad=True)\ny = torch.randn(4, requires_grad=True)\nz = x.mv(y)",
+    "DotBackward0": "x = torch.randn(4, requires_grad=True)\ny = torch.randn(4, requires_grad=True)\nz = x.dot(y)",
+    "SqueezeBackward2": "x = torch.randn(1, 3, 1, requires_grad=True)\nz = x.squeeze((0, 2))",
     "CatBackward0": "x = torch.randn(2, 3, requires_grad=True)\ny = torch.randn(2, 4, requires_grad=True)\n"
                     "z = torch.cat([x, y], -1)",
     "StackBackward0": "x = torch.randn(2, 3, requires_grad=True)\ny = torch.randn(2, 3, requires_grad=True)\n"

@@ -262,7 +262,7 @@ BACKWARD_RULES: dict[str, Rule] = {
     "AddmmBackward0": _matmul("mat1", "mat2", True),
 }
 for _name in ("ViewBackward0", "UnsafeViewBackward0", "SqueezeBackward0",
-              "SqueezeBackward1", "UnsqueezeBackward0", "ReshapeAliasBackward0"):
+              "SqueezeBackward1", "SqueezeBackward2", "UnsqueezeBackward0", "ReshapeAliasBackward0"):
     BACKWARD_RULES[_name] = _pass_through("grad_self = grad_out reshaped to self's shape")
 BACKWARD_RULES["CloneBackward0"] = _pass_through("grad_self = grad_out")
 BACKWARD_RULES["ToCopyBackward0"] = _pass_through("grad_self = grad_out (cast back to self's dtype)")

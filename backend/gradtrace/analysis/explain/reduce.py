@@ -15,6 +15,7 @@ from gradtrace.analysis.explain.index import _reduced, norm_dim
 from gradtrace.analysis.explain.nn import _num, _pow
 from gradtrace.analysis.explain.ops import Ctx, Rule, Unsupported
 from gradtrace.analysis.explain.tensors import fmt, ravel, unravel
+from gradtrace.analysis.local_derivatives import _exp
 
 
 def _pad(ctx: Ctx, i: int, k: int) -> tuple[str, float]:
@@ -135,6 +136,40 @@ def _spread_of(ctx: Ctx, i: int, k: int, std: bool) -> tuple[str, float]:
     return f"{fmt(g)} · 2 · ({fmt(x)} − {fmt(mean)}) / ({n} − {fmt(correction)})", g * 2 * (x - mean) / (n - correction)
 
 
+def _logsumexp(ctx: Ctx, i: int, k: int) -> tuple[str, float]:
+    """grad_self = grad_out · exp(self − result) (the softmax of the reduced elements)."""
+    _, j = _reduced(ctx, i, k)
+    x, r, g = ctx.saved["self"].at(k), ctx.saved["result"].at(j), ctx.g.at(j)
+    return f"{fmt(g)} · exp({fmt(x)} − {fmt(r)})", g * _exp(x - r)
+
+
+def _flip(ctx: Ctx, i: int, k: int) -> tuple[str, float]:
+    shape = ctx.in_shapes[i] or ()
+    c = list(unravel(k, shape))
+    for d in {norm_dim(int(d), len(shape)) for d in ctx.arg("dims")}:
+        c[d] = shape[d] - 1 - c[d]
+    j = ravel(tuple(c), ctx.g.shape)
+    return f"grad_out{c} = {fmt(ctx.g.at(j))}", ctx.g.at(j)
+
+
+def _mv(ctx: Ctx, i: int, k: int) -> tuple[str, float]:
+    """grad_self[r, c] = grad_out[r] · vec[c]; grad_vec[c] = Σ_r self[r, c] · grad_out[r]."""
+    if i == 0:
+        mat = ctx.in_shapes[0] or ()
+        r, c = divmod(k, mat[1])
+        g, v = ctx.g.at(r), ctx.saved["vec"].at(c)
+        return f"{fmt(g)} · {fmt(v)}", g * v
+    m = ctx.saved["self"]
+    parts = [(m.at(r * m.shape[1] + k), ctx.g.at(r)) for r in range(m.shape[0])]
+    text = " + ".join(f"{fmt(a)}·{fmt(b)}" for a, b in parts[:3]) + (" + …" if len(parts) > 3 else "")
+    return text, math.fsum(a * b for a, b in parts)
+
+
+def _dot(ctx: Ctx, i: int, k: int) -> tuple[str, float]:
+    g, other = ctx.g.at(0), ctx.saved["tensor" if i == 0 else "self"].at(k)
+    return f"{fmt(g)} · {fmt(other)}", g * other
+
+
 _MAX = "grad_self[c] = grad_out at c's place with dim dropped if indices there is c[dim], else 0"
 _ALL = "grad_self = grad_out / count where self = result (ties share evenly), else 0"
 BACKWARD_RULES: dict[str, Rule] = {
@@ -154,5 +189,12 @@ BACKWARD_RULES: dict[str, Rule] = {
                          (("self",),), lambda c, i, k: _spread_of(c, i, k, False), ("keepdim",)),
     "StdBackward0": Rule(("grad_self = grad_out · (self − mean) / ((n − correction) · result)  (0 where result is 0)",),
                          (("self", "result"),), lambda c, i, k: _spread_of(c, i, k, True), ("keepdim",)),
+    "LogsumexpBackward0": Rule(("grad_self = grad_out · exp(self − result)  (over the reduced dims)",),
+                               (("self", "result"),), _logsumexp, ("dim", "keepdim")),
+    "FlipBackward0": Rule(("grad_self = grad_out flipped back along dims",), ((),), _flip, ("dims",)),
+    "MvBackward0": Rule(("grad_self[r, c] = grad_out[r] · vec[c]", "grad_vec[c] = Σ_r self[r, c] · grad_out[r]"),
+                        (("vec",), ("self",)), _mv),
+    "DotBackward0": Rule(("grad_self = grad_out · tensor", "grad_tensor = grad_out · self"),
+                         (("tensor",), ("self",)), _dot),
     "NativeDropoutBackward0": Rule(("grad_self = grad_out · mask / (1 − p)",), (("result1",),), _dropout, ("p",)),
 }
