@@ -13,6 +13,7 @@ from capture.tensor_oracle import recorded_run
 from capture.test_tensor_oracle import GPT_LIKE
 from gradtrace.analysis.compare import compare_documents
 from gradtrace.analysis.kept import KeptTensors
+from programs import ADAM_20
 
 CHANGED_INPUT = """import torch
 from torch import nn
@@ -77,3 +78,32 @@ def test_a_change_the_statistics_cannot_see_is_found_in_the_tensor_files() -> No
     assert exact is not None and (exact.name, exact.line_a, exact.what) == ("MulBackward0", 4, "value"), exact
     rough = compare_documents(a, b).first_divergence
     assert rough is not None and rough.line_a == 5, rough
+
+
+LOOP_LR = ADAM_20.replace("range(20)", "range(3)").replace("model.parameters(), 1e-2)", "model.parameters(), {lr})")
+"""tests/programs.py's Adam loop, three steps, its learning rate to fill in."""
+
+
+def test_another_learning_rate_names_the_first_op_of_the_second_iteration() -> None:
+    """The first iteration is the same in both runs (the learning rate acts only in the step
+    after it): the first divergence is the first op of the second forward pass that read a
+    parameter, and the sentence says which iteration it is in."""
+    (a, ta), (b, tb) = _rec(LOOP_LR.format(lr="1e-2")), _rec(LOOP_LR.format(lr="1e-3"))
+    d = compare_documents(a, b, tensors_a=ta, tensors_b=tb).first_divergence
+    assert d is not None and d.phase == "forward" and d.a_event is not None, d
+    first_pass = next(k for k, e in enumerate(a["events"]) if e["phase"] == "backward")
+    second_pass = next(k for k, e in enumerate(a["events"]) if e["phase"] == "backward" and e["pass"] == 1)
+    assert first_pass < d.a_event < second_pass, d
+    assert d.sentence.startswith("In the forward pass of iteration 2, "), d.sentence
+    # the op read model.0.weight after the first step: its value differs between the runs
+    torch.manual_seed(0)
+    weights = []
+    for lr in (1e-2, 1e-3):
+        torch.manual_seed(0)
+        model = torch.nn.Sequential(torch.nn.Linear(4, 16), torch.nn.Tanh(), torch.nn.Linear(16, 1))
+        opt = torch.optim.Adam(model.parameters(), lr)
+        x, y = torch.randn(32, 4), torch.randn(32, 1)
+        ((model(x) - y) ** 2).mean().backward()
+        opt.step()
+        weights.append(model[0].weight.detach().clone())
+    assert not torch.allclose(*weights, rtol=1e-4, atol=0)

@@ -33,7 +33,43 @@ PROGRAMS = {
                       "r = (y / x).tanh()\nr.sum().backward()\n",
     "log of a negative": "import torch\nw = torch.tensor([1.0, -3.0], requires_grad=True)\nh = w * 2\n"
                          "loss = torch.log(h).mean()\nloss.backward()\n",
+    "softmax of a masked row": "import torch\nq = torch.randn(2, 3, requires_grad=True)\n"
+                               "pad = torch.tensor([[False, False, False], [True, True, True]])\n"
+                               "s = q.masked_fill(pad, float('-inf'))\na = torch.softmax(s, dim=-1)\n"
+                               "a.sum().backward()\n",
+    "sqrt of a negative": "import torch\nx = torch.tensor([2.0, 0.5], requires_grad=True)\nd = x - 1\n"
+                          "r = torch.sqrt(d)\nr.sum().backward()\n",
+    "a diverged product": "import torch\nw = torch.full((2, 3), 3e37, requires_grad=True)\n"
+                          "x = torch.tensor([[100.0, -100.0]])\ny = torch.mm(x, w)\ny.sum().backward()\n",
 }
+CAUSES = {  # NOTE [a forward cause only where it is certain] in analysis/forward_traps.py
+    "inf minus inf": "inf − inf",
+    "zero over zero": "0 / 0",
+    "log of a negative": "log of a negative number",
+    "softmax of a masked row": "every entry is −inf",
+    "sqrt of a negative": "sqrt of a negative number",
+    "a diverged product": "overflow float32",
+}
+
+
+def _arithmetic_holds(name: str, ins: list[torch.Tensor], out: torch.Tensor) -> bool:
+    """Torch's own values agree with the cause: at the NaN elements, the inputs are what the
+    cause says they are."""
+    bad = torch.isnan(out)
+    if name == "inf minus inf":
+        return bool(torch.isinf(ins[0][bad]).all() and torch.isinf(ins[1][bad]).all())
+    if name == "zero over zero":
+        return bool((ins[0][bad] == 0).all() and (ins[1][bad] == 0).all())
+    if name in ("log of a negative", "sqrt of a negative"):
+        return bool((ins[0][bad] < 0).all())
+    if name == "softmax of a masked row":
+        rows = bad.any(dim=-1)
+        return bool(torch.isneginf(ins[0][rows]).all())
+    if name == "a diverged product":
+        # every input finite, but one product of an element of each passes float32's range
+        largest = float(ins[0].abs().max()) * float(ins[1].abs().max())
+        return all(bool(torch.isfinite(t).all()) for t in ins) and largest > torch.finfo(torch.float32).max
+    return False
 
 
 class _FirstNaN(TorchDispatchMode):
@@ -42,6 +78,8 @@ class _FirstNaN(TorchDispatchMode):
     def __init__(self) -> None:
         super().__init__()
         self.first: str | None = None
+        self.inputs: list[torch.Tensor] = []
+        self.output: torch.Tensor | None = None
 
     def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         out = func(*args, **(kwargs or {}))
@@ -53,15 +91,21 @@ class _FirstNaN(TorchDispatchMode):
                 return isinstance(t, torch.Tensor) and t.is_floating_point() and bool(torch.isnan(t).any())
             if any(nan(t) for t in outs) and not any(nan(t) for t in ins):
                 self.first = func.overloadpacket.__name__
+                self.inputs = [t.detach().clone() for t in ins]
+                self.output = outs[0].detach().clone()
         return out
 
 
 def _bare_first_nan(code: str) -> str | None:
+    return _bare(code).first
+
+
+def _bare(code: str) -> _FirstNaN:
     torch.manual_seed(0)
     mode = _FirstNaN()
     with mode:
         exec(compile(code, "<bare>", "exec"), {"__name__": "__main__"})
-    return mode.first
+    return mode
 
 
 def _forward(code: str) -> dict[str, Any] | None:
@@ -75,12 +119,25 @@ def test_the_forward_nan_is_blamed_on_the_op_torch_made_it_in(name: str) -> None
     code = PROGRAMS[name]
     op = _bare_first_nan(code)
     assert op is not None
+    op = op.lstrip("_")  # aten::_softmax is softmax's kernel
     entry = _forward(code)
     assert entry is not None and entry["kind"] == "nan", entry
     assert re.sub(r"Backward\d+$", "", entry["name"]).lower() == op, (entry, op)
     line = next(i for i, text in enumerate(code.splitlines(), 1) if f"{op}(" in text or
                 {"sub": " - ", "div": " / ", "mul": " * "}.get(op, "\0") in text)
     assert entry["line"] == line, entry
+
+
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
+def test_the_forward_cause_is_the_arithmetic_torch_did(name: str) -> None:
+    """The cause names the arithmetic that made the NaN, and torch's own inputs at the NaN
+    elements are what it says (a row of -inf, both operands 0, a negative under log)."""
+    code = PROGRAMS[name]
+    bare = _bare(code)
+    assert bare.output is not None and _arithmetic_holds(name, bare.inputs, bare.output), name
+    entry = _forward(code)
+    assert entry is not None and CAUSES[name] in entry["cause"], entry
+    assert entry["trap"], entry
 
 
 def test_detect_anomaly_blames_the_backward_node_where_the_subtraction_is_the_producer() -> None:

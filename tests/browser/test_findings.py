@@ -89,6 +89,32 @@ def test_the_where_nan_program(playground: Any, artifacts_dir: Path) -> None:
     page.screenshot(path=str(artifacts_dir / "findings-where-nan.png"))
 
 
+MASKED_ROW = """import torch
+q = torch.randn(2, 3, 4, requires_grad=True)
+k = torch.randn(2, 3, 4)
+scores = q @ k.transpose(-1, -2)
+pad = torch.tensor([[False, False, False], [True, True, True]])
+scores = scores.masked_fill(pad[:, None, :], float("-inf"))
+attn = torch.softmax(scores, dim=-1)
+attn.sum().backward()
+"""
+
+
+def test_a_forward_nan_says_what_arithmetic_made_it(playground: Any, artifacts_dir: Path) -> None:
+    """A padding mask that hides a whole row: the forward entry names softmax over a row of
+    -inf (analysis/forward_traps.py), with the trap and a fix, shown when opened."""
+    page = playground
+    run_code(page, MASKED_ROW)
+    first = page.locator("#findings .gt-finding-nonfinite").first
+    assert first.inner_text().startswith("✖ first NaN in forward: SoftmaxBackward0, line 7")
+    first.locator("summary").click()
+    expect(first.locator(".gt-finding-cause")).to_have_text(
+        "softmax of a row whose every entry is −inf: exp gives 0 everywhere and 0 / 0 is NaN")
+    assert "padding mask" in first.inner_text()
+    assert "torch.finfo(scores.dtype).min" in first.locator(".gt-finding-fix").inner_text()
+    first.screenshot(path=str(artifacts_dir / "findings-forward-cause.png"))
+
+
 def test_a_hint_with_its_evidence_and_fix(playground: Any, artifacts_dir: Path) -> None:
     page = playground
     run_code(page, BROADCAST_LOSS)

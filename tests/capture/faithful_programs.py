@@ -331,6 +331,12 @@ w.backward(torch.ones(3))
 print(w.grad)
 '''
 
+# the ordinary training programs of tests/standard_programs.py (each seeds itself): recording
+# leaves every parameter, gradient and optimizer state they end with as the bare run's
+from standard_programs import STANDARD  # noqa: E402
+
+PROGRAMS.update({f"std_{name}": code for name, code in STANDARD.items()})
+
 COMPILED: dict[str, str] = {}
 
 COMPILED["compile_module"] = '''

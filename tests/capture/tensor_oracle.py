@@ -71,12 +71,12 @@ class _Outputs(TorchDispatchMode):
         """How many backward calls are running now."""
 
     def _saved(self, node: Any, rel: int) -> None:
-        """``node``'s saved tensors that need no gradient, by (sequence number, name)."""
+        """``node``'s saved tensors that no node made (data, parameters), by (sequence number, name)."""
         if rel in self._read:
             return
         self._read.add(rel)
-        for attr in dir(node):
-            if not attr.startswith("_saved_") or "_sym_" in attr:
+        for attr in [*dir(node), "saved_tensors"]:  # a custom Function's (a compiled one's) too
+            if not attr.startswith(("_saved_", "saved_tensors")) or "_sym_" in attr:
                 continue
             try:
                 value = getattr(node, attr)
@@ -86,7 +86,9 @@ class _Outputs(TorchDispatchMode):
             items = [(name, value)] if isinstance(value, torch.Tensor) else (
                 [(f"{name}[{i}]", v) for i, v in enumerate(value)] if isinstance(value, tuple | list) else [])
             for label, v in items:
-                if type(v) is torch.Tensor and not v.requires_grad:
+                # a parameter too (NOTE [a saved parameter copied] in capture/saved.py), cloned
+                # here before the next op, an optimizer's write among them, can change it
+                if type(v) in (torch.Tensor, torch.nn.Parameter) and (not v.requires_grad or v.is_leaf):
                     self.saved[(rel, label)] = v.detach().clone()
 
     def file(self) -> None:
@@ -270,7 +272,7 @@ def check(code: str, *, native: bool) -> dict[str, int]:
             if key not in held:
                 continue
             want = bare.saved.get((rel, entry.name))
-            assert want is not None, f"{key} ({node.name}): the bare run's node saved no such tensor without gradient"
+            assert want is not None, f"{key} ({node.name}): the bare run's node saved no such tensor that no node made"
             assert same(doc.tensor(key), want), f"{key} ({node.name}) differs from what autograd saved"
             counts["saved"] += 1
     if doc.folded:

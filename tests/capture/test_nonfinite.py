@@ -117,7 +117,8 @@ def test_the_service_analyses_what_it_validated_never_the_jobs_own() -> None:
 
 _PATTERN_WORDS = {"where_sqrt": "torch.where", "masked_log": "masked_fill", "divide_then_mask": "(x / div)[div != 0]",
                   "hand_norm_at_zero": "norm", "entropy_log_clamped": "log of a value clamped",
-                  "acos_edge": "acos", "div_zero_by_zero": "nan_to_num"}
+                  "acos_edge": "acos", "div_zero_by_zero": "nan_to_num",
+                  "softmax_underflow": "tiny but not 0"}
 
 
 @pytest.mark.parametrize("path", CASES, ids=[p.stem for p in CASES])
@@ -125,6 +126,22 @@ def test_every_named_pattern_gets_its_cause_trap_and_fix(run: Any, path: Path) -
     entry = _backward(run(path.read_text()))
     assert entry["cause"] and entry["trap"] and entry.get("fix"), entry
     assert _PATTERN_WORDS[path.stem] in entry["trap"], entry["trap"]
+
+
+def test_a_nan_made_of_an_infinity_received_blames_where_the_infinity_was_made(run: Any) -> None:
+    """Division's backward makes the NaN (detect_anomaly names it too), but nothing was zero:
+    the gradient it received was already infinite, made by log's backward at a subnormal
+    probability. The cause names log, and the trap is log's, not a zero divisor's."""
+    doc = run((Path(__file__).parent / "nan_cases" / "softmax_underflow.py").read_text())
+    entry = _backward(doc)
+    assert entry["name"] == "DivBackward0"
+    assert "first made by LogBackward0, line 9" in entry["cause"], entry["cause"]
+    assert "zero" not in entry["cause"] and "denominator" not in entry["trap"], entry
+    # the infinity is real: log's backward returned it from a finite gradient
+    log = next(n["id"] for n in doc["graph"]["nodes"] if n.get("name") == "LogBackward0")
+    ev = next(e for e in doc["events"] if e["phase"] == "backward" and e["node"] == log)
+    assert ev["grad_inputs"][0]["stats"]["min"] == "-inf"
+    assert all(isinstance(v, float) for v in ev["grad_outputs"][0]["stats"].values())
 
 
 def test_the_fix_for_divide_then_mask_leaves_no_nan(run: Any) -> None:

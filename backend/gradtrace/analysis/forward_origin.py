@@ -23,6 +23,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from gradtrace.analysis.docview import DocView, nonfinite_kind
+from gradtrace.analysis.forward_traps import forward_trap
 from gradtrace.analysis.numbers import flat
 
 MAX_ELEMENTS = 8
@@ -110,12 +111,16 @@ def _entry(view: DocView, node: str, kind: str) -> dict[str, Any]:
     where = f", line {n['line']}" if n.get("line") is not None else ""
     what = f", element{'s' if len(elements) > 1 else ''} {', '.join(map(str, elements))}" if elements else ""
     text = view.line_text(n.get("line"))
-    return {
+    found = forward_trap(view, node, kind)  # NOTE [a forward cause only where it is certain]
+    entry = {
         "phase": "forward", "kind": kind, "node": node, "name": n.get("name"), "line": n.get("line"),
         "pass": None, "event": None, "output": None, "elements": elements, "count": count,
-        "cause": f"{n.get('name')} made it from inputs recorded with {inputs}",
+        "cause": found[0] if found else f"{n.get('name')} made it from inputs recorded with {inputs}",
         "passed_on": [],
         "sentence": f"first {word} in forward: {n.get('name') or node}{where}{what}"
                     + (f" ({text})" if text else "") + f", from inputs with {inputs}",
-        "trap": None,
+        "trap": found[1] if found else None,
     }
+    if found and found[2]:
+        entry["fix"] = found[2]
+    return entry

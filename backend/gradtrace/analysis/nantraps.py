@@ -81,9 +81,11 @@ def trap_for(producer: str, consumers: list[str], near: list[str] | None = None)
                          "0 / 0. Keep the argument away from zero.",
                     fix="length = torch.sqrt((w ** 2).sum() + 1e-12)")
     if producer in _LOGS or any(c in _LOGS for c in near):
-        return Trap(cause="1 / 0: log's derivative is infinite at 0",
+        return Trap(cause="1 / x: log's derivative is infinite at 0, and past float32's range for x below "
+                          "about 3e-39",
                     trap="log of a value clamped (or rounded) to exactly 0 is −inf, and its gradient 1 / 0 "
-                         "is inf: clamping to 0 does not help, clamp to a small positive number.",
+                         "is inf; a value that is tiny but not 0 (a probability that underflowed) makes 1 / x "
+                         "overflow to inf too: clamping to 0 does not help, clamp to a small positive number.",
                     fix="logp = torch.log(p.clamp_min(1e-12))")
     arc = _ARCS.get(producer) or next((_ARCS[c] for c in near if c in _ARCS), None)
     if arc is not None:

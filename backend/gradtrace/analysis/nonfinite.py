@@ -119,7 +119,15 @@ def _entry(view: DocView, i: int, ev: Mapping[str, Any], out: int, kind: str) ->
     where = f", line {n['line']}" if n.get("line") is not None else ""
     what = f", element{'s' if len(elements) > 1 else ''} {_span(elements)}" if elements else ""
     why = f": {cause}" if cause else ""
-    pattern, trap, fix = _trap(view, node)
+    source = _infinity_source(view, i, ev) if kind == "nan" else None
+    if source is None:
+        pattern, trap, fix = _trap(view, node)
+    else:  # NOTE [a NaN made of an infinity received]
+        src = view.by_id.get(source, {})
+        at = f", line {src['line']}" if src.get("line") is not None else ""
+        pattern = (f"the gradient it received is already infinite (first made by {src.get('name') or source}"
+                   f"{at}), and inf × 0, inf − inf or inf / inf is NaN")
+        _, trap, fix = _trap(view, source)
     cause = cause or pattern
     out_doc: dict[str, Any] = {
         "phase": "backward", "kind": kind, "node": node, "name": n.get("name"),
@@ -132,6 +140,37 @@ def _entry(view: DocView, i: int, ev: Mapping[str, Any], out: int, kind: str) ->
     if fix is not None:
         out_doc["fix"] = fix
     return out_doc
+
+
+def _infinity_source(view: DocView, i: int, ev: Mapping[str, Any]) -> str | None:
+    """The node that first made the infinity the NaN's producer (event ``i``) received, when it
+    received one: the first backward event of the same pass before it that returned an
+    infinity from received gradients that were all finite, and was computed from the producer's
+    output; None when it received none.
+
+    NOTE [a NaN made of an infinity received]
+        A NaN's producer is the node that returned it from a gradient with no NaN (NOTE
+        [producer, not carrier]), as ``detect_anomaly`` names it; but where that gradient held
+        an infinity, the NaN is only ``inf × 0`` or ``inf / inf`` of it, and the patterns known
+        by the producer's name (a zero divisor, a norm at zero) would accuse the wrong thing:
+        ``y / y.sum()`` with a sum of 1e21 makes NaN in division's backward because log's
+        backward before it overflowed float32, not because anything was zero. The cause then
+        names the node that made the infinity, and the trap and fix are that node's."""
+    if not any(has(g, "inf") for g in ev.get("grad_outputs") or []):
+        return None
+    p, node = ev.get("pass"), str(ev["node"])
+    for j, earlier in view.backward_events():
+        if j >= i:
+            break
+        if earlier.get("pass") != p:
+            continue
+        if any(nonfinite_kind(g) for g in earlier.get("grad_outputs") or []):
+            continue
+        found = str(earlier["node"])
+        # one whose gradient reaches the producer: it was computed from the producer's output
+        if any(has(g, "inf") for g in earlier.get("grad_inputs") or []) and node in view.upstream(found):
+            return found
+    return None
 
 
 def _forward(view: DocView) -> dict[str, Any] | None:

@@ -27,7 +27,8 @@
 //
 // The parts, in order (one translation unit): cxx/prelude.h, json.h, keys.h (generated from
 // the schema), values.h, pyobjects.h,
-// entries.h, core.h, events.h, walk.h, tap.h, tensorfile.h, stats.h, recorder.h, tracer.h; the Python module below.
+// entries.h, core.h, events.h, walk.h, tap.h, tensorfile.h, stats.h, recorder.h, tracer.h, keptfile.h; the Python module
+// below.
 
 #include "cxx/prelude.h"
 #include "cxx/json.h"
@@ -43,6 +44,7 @@
 #include "cxx/stats.h"
 #include "cxx/recorder.h"
 #include "cxx/tracer.h"
+#include "cxx/keptfile.h"
 #include "cxx/valuesteps.h"
 
 PYBIND11_MODULE(_native, m) {
@@ -60,8 +62,32 @@ PYBIND11_MODULE(_native, m) {
   });
   m.def("write_tensor_file", &gradtrace::write_tensor_file);
   m.def("write_keyed_file", &gradtrace::write_keyed_file);  // NOTE [the tensor file's side in bulk]
-  m.def("splice_keys", &gradtrace::splice_keys);  // NOTE [keys spliced into the core's JSON]
-  m.def("splice_outputs", &gradtrace::splice_outputs);  // NOTE [outputs spliced in one pass]
+  // NOTE [the kept file in one place]
+  py::class_<gradtrace::KeptFile>(m, "KeptFile")
+      .def(py::init<>())
+      .def("add", &gradtrace::KeptFile::add)
+      .def("set_text", &gradtrace::KeptFile::set_text)
+      .def("drop_nodes", &gradtrace::KeptFile::drop_nodes)
+      .def("first_nonfinite_output", &gradtrace::KeptFile::first_nonfinite_output)
+      .def("output_texts", &gradtrace::KeptFile::output_texts)
+      .def("splice_graph", &gradtrace::KeptFile::splice_graph)
+      .def("promote", &gradtrace::KeptFile::promote)
+      .def("build", &gradtrace::KeptFile::build)
+      .def("get", &gradtrace::KeptFile::get, py::arg("key"), py::arg("default") = py::none())
+      .def("__contains__", [](const gradtrace::KeptFile& f, const py::object& key) {
+        return py::isinstance<py::str>(key) && f.contains(key.cast<std::string>());
+      })
+      .def("__getitem__", [](const gradtrace::KeptFile& f, const std::string& key) {
+        py::object v = f.get(key, py::none());
+        if (v.is_none()) throw py::key_error(key);
+        return v;
+      })
+      .def("__iter__", [](const gradtrace::KeptFile& f) { return py::iter(f.keys()); })
+      .def("__len__", &gradtrace::KeptFile::count)
+      .def("keys", &gradtrace::KeptFile::keys)
+      .def("rows", &gradtrace::KeptFile::size)
+      .def("splice_events", &gradtrace::KeptFile::splice_events)
+      .def("output_nodes", &gradtrace::KeptFile::output_nodes);
   // NOTE [a leaf's value around each step] in capture/valuesteps.py: its norms, all at once
   m.def("float32_values", &gradtrace::float32_values);
   // NOTE [a loop's look in one check] in capture/valuesteps.py: a loop's look in one call
@@ -123,11 +149,15 @@ PYBIND11_MODULE(_native, m) {
       .def("stats_json", [](gradtrace::Recorder&, const std::vector<at::Tensor>& ts) {
         return gradtrace::stats_json(ts);
       })
-      .def("tap_outputs", [](gradtrace::Recorder& r) {
-        return gradtrace::tap_outputs(*r.core, r.tap_.get(), r.entries_, r.pos_);
-      })
       .def("event_candidates", [](gradtrace::Recorder& r, const py::bytes&, const std::vector<int32_t>& acc) {
         return gradtrace::event_candidates(*r.core, acc);
+      })
+      // NOTE [the kept file in one place] (cxx/keptfile.h): the core's rows into ``file``
+      .def("kept_events", [](gradtrace::Recorder& r, gradtrace::KeptFile& file, const std::vector<int32_t>& acc) {
+        return file.events(*r.core, acc);
+      })
+      .def("kept_outputs", [](gradtrace::Recorder& r, gradtrace::KeptFile& file) {
+        return file.outputs(*r.core, r.tap_.get(), r.entries_, r.pos_);
       })
       .def("nodes_json", &gradtrace::Recorder::nodes_json)
       .def("edges_json", &gradtrace::Recorder::edges_json)

@@ -167,7 +167,7 @@ def _creation_order(nexts: dict[Node, Any]) -> list[Node]:
 
 def describe_batch(roots: list[Node], known: dict[Node, int], *, read_saved_tensors: bool,
                    first_index: int, boundary: int = 0,
-                   capture: Callable[[torch.Tensor], tuple[int, Any]] | None = None) -> list[Found]:
+                   capture: Callable[[torch.Tensor, str], tuple[int, Any]] | None = None) -> list[Found]:
     """The new nodes reachable from ``roots``, in creation order, described, the k-th with id
     ``n<first_index + k>``; ``known``: recorded nodes by index; ``capture``: the core's, for
     saved values (``read_saved``'s; the Python twin of the C++ core's ``walk``: NOTE [discovery in C++] in

@@ -9,15 +9,15 @@ NOTE [keys spliced into the core's JSON]
       ``grad_inputs``, ``grad_outputs``, then each hook change's ``after`` and ``before``; a value
       id of -1 is ``null``. So the n-th opening is the n-th value of ``event_refs`` that is not
       -1, and a ``key`` (the next key in sorted order) goes right after it. The C++ core notes
-      each of those offsets as it writes the events (``events_json``), and hands them over with
-      every value's candidate row in one call (NOTE [the tensor file's side in bulk] in
-      ``cxx/stats.h``); its Python twin finds them here (``EventsText``);
+      each of those offsets as it writes the events (``events_json``), and keeps them with
+      every value's candidate row (NOTE [the kept file in one place] in ``cxx/keptfile.h``);
+      its Python twin finds them here (``EventsText``);
     * in the graph each node opens with ``{"created_in_pass":`` and names itself by
       ``,"id":"n…","kind":"`` (no nested object has those keys); a function node's ``output``
       goes right before its ``,"outputs":`` or, without one, its ``,"role":``. Python's own
       nodes (leaves, roots) are few: they are written again from their dicts. On the core's
       kernels the outputs are written in by one C++ pass (NOTE [outputs spliced in one pass]
-      in ``cxx/stats.h``); the twin's by ``GraphText.rewritten``: the same bytes.
+      in ``cxx/keptfile.h``); the twin's by ``GraphText.rewritten``: the same bytes.
     A count that differs from what the core recorded is an error (the run then has no tensor
     file and a recorder error), never a guess.
 """

@@ -26,7 +26,7 @@ from torch.autograd.graph import Node
 
 from gradtrace.capture.graph import ACC_SEQ, describe_batch, leaf_of
 from gradtrace.capture.odd_tensors import runs_python_ops
-from gradtrace.capture.saved import KEPT, Private
+from gradtrace.capture.saved import KEPT, RUNNING_STATS, Private
 from gradtrace.capture.values import encode
 from gradtrace.schema import VALUES_LIMIT
 from gradtrace.schema.canonical import TensorValueDict, canonical_json
@@ -445,17 +445,19 @@ class PyCore:
         with self._mu, torch._C.DisableTorchFunction():
             return self._capture(t)
 
-    def capture_saved(self, t: torch.Tensor) -> tuple[int, Any]:
+    def capture_saved(self, t: torch.Tensor, name: str = "") -> tuple[int, Any]:
         """A saved tensor's value id when it is small (NOTE [saved values] in saved.py), -1
         otherwise, and what is held of it for the tensor file (NOTE [saved tensors from no
         node]), None for nothing (``read_saved_into`` in ``cxx/walk.h``)."""
-        held = self._hold_saved(t) if not t.requires_grad and self._keep_budget > 0 else None
+        # made by no node; a parameter once a backward pass has run (NOTE [a saved parameter copied])
+        held = (self._hold_saved(t, copy=t.requires_grad or name in RUNNING_STATS)
+                if t.is_leaf and (not t.requires_grad or self._passes) and self._keep_budget > 0 else None)
         if t.numel() > VALUES_LIMIT:
             return -1, held
         with self._mu, torch._C.DisableTorchFunction():
             return self._capture(t, keep=False), held
 
-    def _hold_saved(self, t: torch.Tensor) -> Any:
+    def _hold_saved(self, t: torch.Tensor, *, copy: bool = False) -> Any:
         """``Walker::hold_saved``: NOTE [saved tensors from no node] in saved.py. With the tap,
         what it holds of ``t`` (``OutputTap.hold_saved``: a slot a gradient may let go of);
         without, (the alias or None, its version, bytes not held); None for nothing."""
@@ -470,6 +472,12 @@ class PyCore:
             version = -1
         with self._mu, torch._C.DisableTorchFunction():
             try:
+                if copy and self._kept_bytes + nbytes <= self._keep_budget:
+                    # NOTE [a saved parameter copied], [running statistics copied] in saved.py:
+                    # copied now, past the tap
+                    with torch._C._DisableTorchDispatch(), torch.no_grad():
+                        t = t.detach().clone()
+                    version = int(t._version)
                 if self.tap is not None:
                     return self.tap.hold_saved(t, nbytes, version)
                 if self._kept_bytes + nbytes > self._keep_budget:

@@ -41,6 +41,27 @@ NOTE [saved tensors from no node]
     (analysis/explain/operands.py). Its document entry is unchanged: the key is the reader's
     to form, found in the file's header or not.
 
+NOTE [a saved parameter copied]
+    A parameter (a leaf that requires grad) a node saved is no node's output either, but its
+    value when first met (``n{id}.value``) is what the node saved only until an optimizer's
+    step changes it, and that step runs where the capture steps aside (NOTE [optimizer steps]
+    in library.py), so no write to it is seen. So, once a backward pass has run (a step may
+    have followed it), it is held like the saved tensors above, as a copy made when its node
+    is made (charged to the same budget; past it nothing is copied): Explain reads layer
+    norm's or a convolution's weight at every iteration of a training loop, not only before
+    the first step. Before the first backward pass no step can have changed it: its node saved
+    the value first met, which Explain reads (analysis/explain/operands.py), so nothing is
+    held, and a model run forward and backward once (a transformer whose linear layers save
+    their weights) pays no copy of them. A tensor that requires no grad is held by alias, and
+    one changed in place since is left out as ``changed``.
+
+NOTE [running statistics copied]
+    Batch norm's kernels update the running mean and variance they are given in place without
+    moving their version counter, and its node saves those very buffers: an alias held for the
+    file would silently read the next iteration's statistics (``tests/analysis/
+    test_standard_practice.py`` caught a CNN's). So a saved ``running_mean`` or ``running_var``
+    is held as a copy made when its node is made, as a parameter is.
+
 NOTE [saved arguments]
     Besides tensors, built-in nodes save the op's small non-tensor arguments: ``pow``'s
     exponent, ``select``'s dim and index, ``slice``'s start, end and step, softmax's dim,
@@ -165,12 +186,16 @@ def _entry(name: str, t: torch.Tensor) -> tuple[dict[str, Any], Private]:
     return e, (param, ptr)
 
 
+RUNNING_STATS = frozenset({"running_mean", "running_var"})
+"""Saved buffers a kernel changes in place without moving their version (NOTE [running
+statistics copied]); ``kRunningStats`` in cxx/walk.h."""
+
 KEPT = "_kept"
 """What a saved entry holds for the tensor file (Python's kernels; never written)."""
 
 
 def read_saved(node: Node, attrs: tuple[str, ...],
-               capture: Callable[[torch.Tensor], tuple[int, Any]] | None = None,
+               capture: Callable[[torch.Tensor, str], tuple[int, Any]] | None = None,
                ) -> tuple[list[dict[str, Any]], list[Private], int, dict[str, Any]]:
     """The saved tensors of ``node`` (in its ``attrs``: :func:`saved_attrs`) as complete entries,
     what is kept of each privately, their total bytes, and the node's small non-tensor saved
@@ -203,7 +228,7 @@ def read_saved(node: Node, attrs: tuple[str, ...],
             except Exception:
                 continue
             if capture is not None:
-                vid, held = capture(t)
+                vid, held = capture(t, label)
                 if vid >= 0:
                     e["value"] = vid
                 if held is not None:  # NOTE [saved tensors from no node]

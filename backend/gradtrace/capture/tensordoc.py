@@ -4,7 +4,10 @@
 
 The keys are spliced into the graph and events after the kernels wrote them, without parsing
 them (NOTE [keys spliced into the core's JSON] in keysplice.py), the same way for both kernel
-sets, so both give the same document and the same file.
+sets, so both give the same document and the same file. On the core's kernels the candidates,
+the choice, the file, its index and the splices are the core's ``KeptFile`` (NOTE [the kept
+file in one place] in ``cxx/keptfile.h``); the Python twin makes ``Candidate`` rows for
+``tensorfile.build``.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from gradtrace.capture.candidates import FORWARD, LEAF, NONFINITE, Candidate, ca
 from gradtrace.capture.keysplice import GraphText, keyed, nonfinite, spliced
 from gradtrace.capture.outputs import Kept, NativeTap
 from gradtrace.capture.recorder import Recorder
-from gradtrace.capture.tensorfile import TensorFile, build
+from gradtrace.capture.tensorfile import LEFT_OUT_LISTED, FileTensors, TensorFile, build, file_info
 from gradtrace.capture.values import encode
 from gradtrace.schema.canonical import CanonicalText, TensorValueDict, canonical_json
 
@@ -32,9 +35,9 @@ def _version(t: torch.Tensor) -> int:
         return -1
 
 
-Slot = dict[str, Any] | tuple[list[bytes | None], int] | tuple[list[bytes | None], int, bytes | None] | None
-"""Where a key goes: a TensorValue dict of Python's, an output's TensorValue text (with the
-text keyed already where the core made it), or nowhere
+Slot = dict[str, Any] | tuple[list[bytes | None], int] | None
+"""Where a key goes: a TensorValue dict of Python's, an output's TensorValue text on the
+Python twin (its list and place), or nowhere
 (a saved tensor: NOTE [saved tensors from no node] in saved.py). The events' keys go at the
 offsets of their rows (``_events``)."""
 
@@ -46,6 +49,11 @@ class _Collect:
     def __init__(self, rec: Recorder) -> None:
         self.rec = rec
         self.cands: list[Candidate] = []
+        self.file: Any = None
+        """On the core's kernels, the core's ``KeptFile`` that takes every candidate instead of
+        ``cands`` (NOTE [the kept file in one place] in ``cxx/keptfile.h``)."""
+        if _native.core is not None and _native.is_native(rec.core):
+            self.file = _native.core.KeptFile()
         self.slots: dict[str, Slot] = {}
         self._seen: dict[int, tuple[torch.Tensor | None, int, str | None]] = {}
 
@@ -54,8 +62,14 @@ class _Collect:
         """``placed``: whether the document has a TensorValue for it (``tv``)."""
         if tv is None and placed:
             return
-        self.cands.append(candidate(key, t, rank, reason=reason))
+        self.put(candidate(key, t, rank, reason=reason))
         self.slots[key] = tv
+
+    def put(self, c: Candidate) -> None:
+        if self.file is not None:
+            self.file.add(c.key, c.tensor, c.nbytes, c.rank, c.reason)
+        else:
+            self.cands.append(c)
 
     def handle(self, key: str, tv: Slot | None, handle: Any, rank: int) -> None:
         """A value the core captured (a value id), with its kept tensor. A gradient is met
@@ -73,7 +87,7 @@ class _Collect:
                 c = candidate(key, t, rank, reason="changed" if changed else None)
                 seen = (c.tensor, c.nbytes, c.reason)
             self._seen[handle] = seen
-        self.cands.append(Candidate(key, seen[0], seen[1], rank, seen[2]))
+        self.put(Candidate(key, seen[0], seen[1], rank, seen[2]))
         self.slots[key] = tv
 
 
@@ -116,32 +130,23 @@ def _tensor_nodes(c: _Collect, graph: GraphText) -> None:
 def _events(c: _Collect, text: bytes, acc: set[str]) -> tuple[list[tuple[Any, ...]], int]:
     """Every backward value's candidate, from the core in one call (NOTE [the tensor file's
     side in bulk] in ``cxx/stats.h``); the rows and the first event whose gradient in or out
-    is not finite (-1: none)."""
+    is not finite (-1: none). Into the core's ``KeptFile`` where there is one (no rows back)."""
+    if c.file is not None:
+        return [], c.rec.core.kept_events(c.file, [int(nid[1:]) for nid in acc])
     rows, first = c.rec.core.event_candidates(text, [int(nid[1:]) for nid in acc])
     c.cands.extend([Candidate(key, t, nbytes, rank, why) for key, _, t, nbytes, rank, why in rows])
     return rows, first
 
 
 class _Output:
-    """A function node's ``output``: each TensorValue's canonical JSON (None for none); from the
-    C++ tap also each one's keyed text and key (``keyed``, ``keys``: NOTE [outputs spliced in
-    one pass] in ``cxx/stats.h``), None otherwise (the keyed text is put in ``texts``)."""
+    """A function node's ``output`` on the Python twin: each TensorValue's canonical JSON (None
+    for none), keyed where the file holds it."""
 
-    __slots__ = ("keyed", "keys", "nid", "texts")
+    __slots__ = ("nid", "texts")
 
-    def __init__(self, nid: str, n: int, native: bool = False, texts: list[bytes | None] | None = None,
-                 keys: list[str | None] | None = None) -> None:
+    def __init__(self, nid: str, n: int) -> None:
         self.nid = nid
-        self.texts: list[bytes | None] = [None] * n if texts is None else texts
-        self.keyed: list[bytes | None] | None = [None] * n if native else None
-        self.keys: list[str | None] | None = ([None] * n if keys is None else keys) if native else None
-
-    def final(self, kept: Any) -> list[bytes | None]:
-        """The texts as the document writes them: each kept one keyed."""
-        if self.keys is None or self.keyed is None:
-            return self.texts
-        return [t if t is None or key is None or key not in kept else (with_key or keyed(t, key))
-                for t, with_key, key in zip(self.texts, self.keyed, self.keys, strict=True)]
+        self.texts: list[bytes | None] = [None] * n
 
     def json(self) -> bytes:
         return b"[" + b",".join(b"null" if t is None else t for t in self.texts) + b"]"
@@ -150,25 +155,19 @@ class _Output:
         return not any(nonfinite(t) for t in self.texts if t is not None)
 
 
-def _native_outputs(c: _Collect, graph: GraphText) -> list[_Output]:
-    """``_outputs`` from the C++ tap: every node's outputs, their stats and their candidates'
-    rows in one call (NOTE [the tensor file's side in bulk] in ``cxx/stats.h``), with no Python
-    per output but its candidate."""
-    nodes, rows, odd = c.rec.core.tap_outputs()  # the core keeps holding them: a document may be built again
-    kinds = graph.kind
+def _file_outputs(c: _Collect, graph: GraphText) -> list[int]:
+    """The C++ tap's outputs into the core's ``KeptFile`` (NOTE [the kept file in one place] in
+    ``cxx/keptfile.h``): their stats, rows, texts and keys made and kept there in one call (the
+    tap keeps holding them: a document may be built again); back come the indices of the
+    function nodes with an output held, in node order."""
+    nodes, odd = c.rec.core.kept_outputs(c.file)
     for at, k, t in odd:  # a TensorValue only Python's encoder writes
-        nodes[at][1][k] = canonical_json(TensorValueDict(encode(t, with_values=False)))
-    out: list[_Output] = []
-    skipped = False
-    for index, texts, keys, _, _ in nodes:
-        nid = f"n{index}"
-        if kinds.get(nid) != "function":
-            skipped = True
-        elif texts is not None:
-            out.append(_Output(nid, len(texts), native=True, texts=texts, keys=keys))
-    if skipped:  # as a rule none: every node the tap holds outputs of is a function node
-        rows = [row for index, _, _, a, b in nodes if kinds.get(f"n{index}") == "function" for row in rows[a:b]]
-    c.cands.extend([Candidate(key, t, nbytes, FORWARD, why) for key, t, nbytes, why in rows])
+        c.file.set_text(at, k, canonical_json(TensorValueDict(encode(t, with_values=False))))
+    kinds = graph.kind
+    other = [index for index in nodes if kinds.get(f"n{index}") != "function"]
+    if other:  # as a rule none: every node the tap holds outputs of is a function node
+        c.file.drop_nodes(other)
+    out: list[int] = c.file.output_nodes()
     return out
 
 
@@ -176,8 +175,8 @@ def _outputs(c: _Collect, graph: GraphText) -> list[_Output]:
     tap = c.rec.outputs
     if tap is None:
         return []
-    if isinstance(tap, NativeTap):
-        return _native_outputs(c, graph)
+    if isinstance(tap, NativeTap):  # the core's tap goes with the core's file
+        raise RuntimeError("tensor keys: the C++ tap's outputs without the core's file")
     tap.settle()
     core = c.rec.core
     found: list[tuple[int, str, dict[int, Any]]] = []
@@ -196,7 +195,7 @@ def _outputs(c: _Collect, graph: GraphText) -> list[_Output]:
             kept = slots.get(k)
             if kept is None or isinstance(kept, int):
                 if isinstance(kept, int):
-                    c.cands.append(Candidate(f"{nid}.out{k}", None, kept, FORWARD, "budget"))
+                    c.put(Candidate(f"{nid}.out{k}", None, kept, FORWARD, "budget"))
                 continue
             held.append((output, k, kept))
             c.add(f"{nid}.out{k}", (output.texts, k), kept.tensor, FORWARD, None if kept.intact() else "changed")
@@ -228,29 +227,35 @@ def _saved(c: _Collect) -> None:
             continue
         key = saved_key(f"n{index}", name)
         if t is None:  # past its cap while recording
-            c.cands.append(Candidate(key, None, dropped, FORWARD, "budget"))
+            c.put(Candidate(key, None, dropped, FORWARD, "budget"))
             c.slots[key] = None
             continue
         c.add(key, None, t, FORWARD, "changed" if _version(t) != version else None, placed=False)
 
 
-def _first_nonfinite(graph: GraphText, outputs: list[_Output], rows: list[tuple[Any, ...]],
-                     first_event: int) -> set[str]:
-    """NOTE [what the budget keeps first]: the keys on the path to the first non-finite value:
-    the first function node (in creation order) whose output is not finite, with its inputs'
-    values, and the first backward event with a gradient that is not finite."""
-    keys: set[str] = set()
+def _first_output(outputs: list[_Output]) -> tuple[str, int] | None:
+    """The first function node (creation order) with an output that is not finite, and how
+    many outputs it has."""
     texts = [t for o in outputs for t in o.texts if t is not None]
     # one find over all of them first: as a rule every output is finite
     first = next((o for o in outputs if not o.finite()), None) if nonfinite(b"\0".join(texts)) else None
+    return None if first is None else (first.nid, len(first.texts))
+
+
+def _first_nonfinite(graph: GraphText, first: tuple[str, int] | None,
+                     first_event: int) -> tuple[set[str], tuple[str, ...]]:
+    """NOTE [what the budget keeps first]: the keys on the path to the first non-finite value:
+    the first function node (in creation order) whose output is not finite, with its inputs'
+    values; and the openings of the keys of the first backward event's gradients in and out
+    when one is not finite."""
+    keys: set[str] = set()
     if first is not None:
-        keys.update(f"{first.nid}.out{k}" for k in range(len(first.texts)))
-        for source in graph.sources_of(first.nid):
+        nid, n = first
+        keys.update(f"{nid}.out{k}" for k in range(n))
+        for source in graph.sources_of(nid):
             keys.update((f"{source}.value", f"{source}.out0"))
-    if first_event >= 0:
-        flows = (f"e{first_event}.go", f"e{first_event}.gi")
-        keys.update(row[0] for row in rows if row[0].startswith(flows))
-    return keys
+    flows = (f"e{first_event}.go", f"e{first_event}.gi") if first_event >= 0 else ()
+    return keys, flows
 
 
 def attach(rec: Recorder, doc: dict[str, Any], budget: int,
@@ -263,23 +268,36 @@ def attach(rec: Recorder, doc: dict[str, Any], budget: int,
     if made is not None:
         return made
     mark = _mark(doc)
-    events = bytes(doc["events"])
-    graph = GraphText(bytes(doc["graph"]), nodes)
+    events = _text(doc["events"])
+    graph = GraphText(_text(doc["graph"]), nodes)
     c = _Collect(rec)
     with torch._C.DisableTorchFunction():
         _tensor_nodes(c, graph)
         rows, first_event = _events(c, events, graph.acc)
-        outputs = _outputs(c, graph)
+        in_file = c.file is not None
+        outputs = [] if in_file else _outputs(c, graph)
+        file_nodes = _file_outputs(c, graph) if in_file else []
         _saved(c)
-        path = _first_nonfinite(graph, outputs, rows, first_event)
-        if path:
-            for cand in c.cands:
-                if cand.key in path and cand.rank > NONFINITE:
-                    cand.rank = NONFINITE
-        tf = build(c.cands, budget, release=lambda: _release(c))
-    kept = getattr(tf.tensors, "index", tf.tensors)  # a dict's lookups (NOTE [the index the writer knows])
-    if _native.core is not None and _native.is_native(rec.core):  # the C++ core's: one pass there
-        doc_events = _native.core.splice_keys(events, rows, kept)
+        if in_file:
+            found = c.file.first_nonfinite_output()
+            first = None if found is None else (f"n{found[0]}", found[1])
+        else:
+            first = _first_output(outputs)
+        path, flows = _first_nonfinite(graph, first, first_event)
+        if c.file is not None:  # NOTE [the kept file in one place] in cxx/keptfile.h
+            if path or flows:
+                c.file.promote(sorted(path), list(flows), NONFINITE)
+            data, left, count, n_out, out_bytes = c.file.build(budget, lambda: _release(c), LEFT_OUT_LISTED)
+            tf = TensorFile(FileTensors(data, c.file), file_info(data, budget, count, left, n_out, out_bytes), data)
+        else:
+            if path or flows:
+                for cand in c.cands:
+                    if (cand.key in path or cand.key.startswith(flows)) and cand.rank > NONFINITE:
+                        cand.rank = NONFINITE
+            tf = build(c.cands, budget, release=lambda: _release(c))
+    kept = getattr(tf.tensors, "index", tf.tensors)  # the index's lookups (NOTE [the index the writer knows])
+    if c.file is not None:  # the C++ core's: one pass there
+        doc_events = c.file.splice_events(events)
     else:
         doc_events = spliced(events, [(at, at, b'"key":"' + key.encode() + b'",') for key, at, *_ in rows
                                       if key in kept])
@@ -293,32 +311,42 @@ def attach(rec: Recorder, doc: dict[str, Any], budget: int,
             else:
                 slot["key"] = key
         else:
-            texts, k, with_key = slot if len(slot) == 3 else (*slot, None)
+            texts, k = slot
             text = texts[k]
             assert text is not None
-            texts[k] = with_key or keyed(text, key)
+            texts[k] = keyed(text, key)
     inserts: list[tuple[int, bytes]] = []
-    in_core: list[tuple[int, int, list[bytes | None], list[bytes | None], list[str | None]]] = []
     for o in outputs:
         at = graph.pos[o.nid]
         own = graph.own[at]
-        if own is None and o.keys is not None and o.keyed is not None and _native.core is not None:
-            in_core.append((graph.starts[at], graph.ends[at], o.texts, o.keyed, o.keys))
-        elif own is None:
-            o.texts = o.final(kept)
+        if own is None:
             inserts.append((graph.output_at(o.nid), b',"output":' + o.json()))
         else:
-            own["output"] = [None if t is None else TensorValueDict(orjson.loads(t)) for t in o.final(kept)]
+            own["output"] = [None if t is None else TensorValueDict(orjson.loads(t)) for t in o.texts]
             graph.touched.add(at)
-    if in_core and _native.core is not None:  # NOTE [outputs spliced in one pass] in cxx/stats.h
-        edits = [(at, at, data) for at, data in inserts] + graph.own_edits(canonical_json)
-        doc["graph"] = CanonicalText(_native.core.splice_outputs(graph.text, edits, in_core, kept))
+    if file_nodes:  # NOTE [the kept file in one place]: the outputs' texts are the file's
+        doc["graph"] = CanonicalText(_file_graph(c, graph, file_nodes))
     else:
         doc["graph"] = CanonicalText(graph.rewritten(inserts, canonical_json))
     doc["events"] = CanonicalText(doc_events)
     doc["tensors"] = tf.info
     tf.made = (mark, doc["graph"], doc["events"])
     return tf
+
+
+def _file_graph(c: _Collect, graph: GraphText, file_nodes: list[int]) -> bytes:
+    """The graph with each of ``file_nodes``' ``output`` from the core's ``KeptFile``: spliced
+    into the core's nodes there, set in Python's own nodes' dicts (written again)."""
+    pos, own = graph.pos, graph.own
+    ks = [pos[f"n{index}"] for index in file_nodes]
+    for j, k in enumerate(ks):
+        node = own[k]
+        if node is not None:  # as a rule none: Python's own nodes are leaves and roots
+            node["output"] = [None if t is None else TensorValueDict(orjson.loads(t)) for t in c.file.output_texts(j)]
+            graph.touched.add(k)
+    starts, ends = graph.starts, graph.ends
+    return bytes(c.file.splice_graph(graph.text, graph.own_edits(canonical_json),
+                                     [starts[k] if own[k] is None else -1 for k in ks], [ends[k] for k in ks]))
 
 
 def _release(c: _Collect) -> None:
@@ -330,8 +358,14 @@ def _release(c: _Collect) -> None:
         c.rec.outputs.release()
 
 
+def _text(text: Any) -> bytes:
+    """The core's JSON as bytes: itself where it is already (``CanonicalText``: ``bytes()`` of
+    it would copy megabytes)."""
+    return text if isinstance(text, bytes) else bytes(text)
+
+
 def _mark(doc: dict[str, Any]) -> tuple[int, int, int, int]:
-    g, e = bytes(doc["graph"]), bytes(doc["events"])
+    g, e = _text(doc["graph"]), _text(doc["events"])
     return len(g), hash(g), len(e), hash(e)
 
 

@@ -76,8 +76,10 @@ NOTE [the index the writer knows]
     The writer knows each kept tensor's key, dtype, shape and place in the file as it writes the
     header, so it hands them back beside the bytes (``write(index=...)``; in C++ in
     ``write_keyed_file``, ``cxx/stats.h``) as key -> (safetensors code, shape, begin, end)
-    with the offsets into the file's bytes. In the process that wrote it, nothing parses the
-    header again: ``FileTensors`` reads tensors by it, and the analysis reads the file in place
+    with the offsets into the file's bytes. On the core's kernels the index stays in C++: the
+    core's ``KeptFile`` is a mapping whose entry tuple is made only when a key is read
+    (NOTE [the kept file in one place] in ``cxx/keptfile.h``). In the process that wrote it,
+    nothing parses the header again: ``FileTensors`` reads tensors by it, and the analysis reads the file in place
     through it (``file_reader(data, index)`` in ``analysis/dynamics/read.py``, torch-free: the
     codes are strings). A process that has only the bytes parses the header once
     (``file_tensors``, ``file_reader(data)``).
@@ -118,6 +120,23 @@ class TensorFile:
 
     def __contains__(self, key: str) -> bool:
         return key in self.tensors
+
+    def __copy__(self) -> TensorFile:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> TensorFile:
+        """Itself: a file is never changed once written (its bytes, its index, what its
+        document made of it), and the core's index (``KeptFile``, cxx/keptfile.h) is no Python
+        object that copies."""
+        return self
+
+    def __getstate__(self) -> dict[str, Any]:
+        """For pickle: the core's index as the plain mapping it reads as (key -> its entry)."""
+        state = dict(self.__dict__)
+        tensors = state["tensors"]
+        if not isinstance(tensors, dict):
+            state["tensors"] = {key: tensors[key] for key in tensors}
+        return state
 
 
 _rank = operator.attrgetter("rank")
@@ -333,15 +352,22 @@ def build(cands: list[Candidate], budget: int, release: Callable[[], None] | Non
         c.tensor = None
     if release is not None:
         release()
-    left = {"budget_bytes": budget,
-            "left_out": [{"key": c.key, "bytes": c.nbytes, "reason": c.reason} for c in out[:LEFT_OUT_LISTED]],
-            "left_out_count": len(out), "left_out_bytes": sum(c.nbytes for c in out)}
+    listed = [(c.key, c.nbytes, c.reason or "") for c in out[:LEFT_OUT_LISTED]]
+    n_out, out_bytes = len(out), sum(c.nbytes for c in out)
     count = len(kept)
     index: Index = {}
     data = write(kept, index=index)
-    info = {"format": "safetensors", "sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data),
-            "count": count, **left}
-    return TensorFile(FileTensors(data, index), info, data)
+    return TensorFile(FileTensors(data, index), file_info(data, budget, count, listed, n_out, out_bytes), data)
+
+
+def file_info(data: bytes, budget: int, count: int, listed: list[tuple[str, int, str]], n_out: int,
+              out_bytes: int) -> dict[str, Any]:
+    """The document's ``tensors`` field for ``data``: ``count`` kept, ``n_out`` left out
+    (``out_bytes`` in all), the first of them ``listed`` (key, bytes, reason)."""
+    return {"format": "safetensors", "sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data),
+            "count": count, "budget_bytes": budget,
+            "left_out": [{"key": key, "bytes": n, "reason": why} for key, n, why in listed],
+            "left_out_count": n_out, "left_out_bytes": out_bytes}
 
 
 def read(data: bytes) -> dict[str, Any]:

@@ -407,7 +407,8 @@ class TensorFile(_Model):
     bytes: int = Field(description="the file's size in bytes")
     count: int = Field(description=(
         "how many tensors it holds: those named by a TensorValue's `key`, and the saved tensors no node "
-        "made (data without gradient), as `n{id}.s{name}` (function node `n{id}`'s `saved` entry `name`)"))
+        "made (data without gradient, and parameters saved after a backward pass, as they were then), as "
+        "`n{id}.s{name}` (function node `n{id}`'s `saved` entry `name`)"))
     budget_bytes: int = Field(description="the run's byte budget for tensors")
     left_out: list[LeftOutTensor] = Field(default_factory=list, description=(
         "tensors not kept, most important first, at most 200 (`LeftOutTensor`)"))

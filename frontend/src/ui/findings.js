@@ -76,6 +76,8 @@ export function renderFindings(box, doc, cb) {
     const item = entry(box, "error", f.sentence, f.line, f.node, cb);
     item.classList.add("gt-finding-nonfinite");
     if (f.passed_on.length) item.append(el("p", "gt-muted", `${f.passed_on.length} node${f.passed_on.length > 1 ? "s" : ""} after it only passed it on.`));
+    // the arithmetic that made it, where a pattern names it and the sentence does not already
+    if (f.cause && f.trap && !f.sentence.includes(f.cause)) item.append(el("p", "gt-finding-cause", f.cause));
     if (f.trap) item.append(el("p", null, f.trap));
     if (f.fix) item.append(el("pre", "gt-finding-fix", f.fix));
   }

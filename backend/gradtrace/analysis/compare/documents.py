@@ -220,6 +220,35 @@ def _backward_order(events_a: list[_Doc], events_b: list[_Doc], a_of: dict[str, 
 def _first_divergence(a: _Doc, b: _Doc, b_of: dict[str, str], event_deltas: dict[int, tuple[int, _EventDeltas]],
                       floor: float, pairs: dict[str, NodePair], measure: Measure) -> Divergence | None:
     """NOTE [first divergence]."""
+    found = _first_divergence_in(a, b, b_of, event_deltas, floor, pairs, measure)
+    if found is None or found.a_event is None:
+        return found
+    iteration = _iteration(a, found.a_event)
+    if iteration is None:
+        return found
+    pair = pairs[found.a]
+    role = next((n.get("role") for n in a["graph"]["nodes"] if n["id"] == found.a), None)
+    return found.model_copy(update={"sentence": divergence_sentence(found.phase, pair, found.what, found.delta,
+                                                                    role, iteration)})
+
+
+def _iteration(doc: _Doc, event: int) -> int | None:
+    """Which iteration of a loop event ``event`` is in: 1 + the backward passes (not nested in
+    another) that started before it, or that it is in; None for a run with fewer than two."""
+    top = {int(p["index"]) for p in doc.get("passes") or [] if p.get("within") is None}
+    if len(top) < 2:
+        return None
+    events = doc.get("events") or []
+    if not 0 <= event < len(events):
+        return None
+    started = {e.get("pass") for e in events[:event] if e.get("phase") == "backward"} & top
+    if events[event].get("phase") == "backward":  # in its own pass
+        return len(started | ({events[event].get("pass")} & top)) or 1
+    return len(started) + 1  # a forward event: before the next pass
+
+
+def _first_divergence_in(a: _Doc, b: _Doc, b_of: dict[str, str], event_deltas: dict[int, tuple[int, _EventDeltas]],
+                         floor: float, pairs: dict[str, NodePair], measure: Measure) -> Divergence | None:
     nodes_a = a["graph"]["nodes"]
     by_id_a = {n["id"]: n for n in nodes_a}
     by_id_b = {n["id"]: n for n in b["graph"]["nodes"]}

@@ -44,12 +44,15 @@ def node_words(name: str | None, line_a: int | None, line_b: int | None, role: s
 
 
 def divergence_sentence(phase: Any, pair: NodePair, what: Any, delta: TensorDelta | None,
-                        role: str | None = None) -> str:
+                        role: str | None = None, iteration: int | None = None) -> str:
+    """``iteration``: which iteration of a loop it is in (1, 2, …), for a run with several
+    backward passes; None says nothing of it."""
     node = node_words(pair.name, pair.line_a, pair.line_b, role)
+    of = f" of iteration {iteration}" if iteration is not None else ""
     if what == "shape":
-        return f"In the forward pass, {node} has shape {pair.shape_a} in A and {pair.shape_b} in B."
+        return f"In the forward pass{of}, {node} has shape {pair.shape_a} in A and {pair.shape_b} in B."
     where = "In the forward pass" if phase == "forward" else "In the backward pass"
-    return f"{where}, {_WHAT[what]} {node} differs{delta_words(delta)}."
+    return f"{where}{of}, {_WHAT[what]} {node} differs{delta_words(delta)}."
 
 
 def _only_words(nodes: list[OnlyNode], side: str) -> str:

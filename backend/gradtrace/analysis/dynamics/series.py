@@ -234,9 +234,11 @@ def _by_iteration(view: DocView, passes: list[Mapping[str, Any]], read: Callable
         pass_of.setdefault(node, p)
         if node in accumulators:
             acc_passes.setdefault(node, []).append(p)
+    # the leaves trained over iterations: a gradient in two passes or more (a tensor made
+    # afresh each iteration and given one, a WGAN's interpolated batch, is data, not a layer)
     leaves = [t for t in view.nodes if t.get("kind") == "tensor" and t.get("role") == "leaf"
-              and t.get("grad_history")]
-    if not any(len(t["grad_history"]) >= 2 for t in leaves):
+              and len(t.get("grad_history") or ()) >= 2]
+    if not leaves:
         return None  # no leaf was trained over iterations (a double backward, two losses once)
     params = [_param(view, t, acc_passes.get(view.accumulator(str(t["id"])) or "", []), n, read, many)
               for t in _network_order(view, leaves)]

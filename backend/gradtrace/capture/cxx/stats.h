@@ -5,11 +5,12 @@
 // NOTE [the tensor file's side in bulk]
 //     A run keeps thousands of tensors (GRU-200: ~4,000 forward outputs, ~12,000 gradient
 //     references). Asking the core for each one's stats, then for each kept gradient's tensor
-//     and version, one Python call at a time, cost more than the file itself. Here the forward
-//     outputs' stats are written in one call, and every backward value's candidate row for the
-//     file (its key, where the key goes in the events' JSON as ``events_json`` wrote it, the
-//     tensor, its bytes, its class and why it cannot be kept) comes back from one call, with
-//     the first backward event whose flowing gradient is not finite.
+//     and version, one Python call at a time, cost more than the file itself. Here every
+//     backward value's candidate row for the file (its key, where the key goes in the events'
+//     JSON as ``events_json`` wrote it, the tensor, its bytes, its class and why it cannot be
+//     kept) is made in one call, into the core's ``KeptFile`` (NOTE [the kept file in one place]
+//     in ``cxx/keptfile.h``), with the first backward event whose flowing gradient is not
+//     finite; ``stats_json`` writes tensors' stats in one call.
 #pragma once
 #include "prelude.h"
 
@@ -40,7 +41,20 @@ py::list stats_json(const std::vector<at::Tensor>& ts) {
 }
 
 // The file's classes (``candidates.LEAF``, ``GRADIENT``: NOTE [what the budget keeps first]).
-constexpr int kRankLeaf = 0, kRankGradient = 2;
+constexpr int kRankLeaf = 0, kRankGradient = 2, kRankForward = 3;
+
+// One tensor the file may hold (``candidates.Candidate``) as ``KeptFile`` (``cxx/keptfile.h``)
+// holds it: no Python object. ``at``: where its key goes in the events' JSON (-1: elsewhere).
+struct KeptRow {
+  std::string key;
+  at::Tensor tensor;
+  int64_t nbytes;
+  int rank;
+  std::string reason;  // empty: none
+  int64_t at = -1;
+  bool kept = false;
+};
+using KeptRows = std::vector<KeptRow>;
 
 // ``candidates.storable`` for a kept alias (never a subclass or a transform's wrapper:
 // ``Core::keep_alias`` holds none): whether safetensors has a code for it.
@@ -67,13 +81,14 @@ bool nonfinite_norm(const Value& v) {
 // gradient in or out is not finite, or -1): ``PyCore.event_candidates``, from the offsets the
 // last ``events_json`` wrote. ``acc``: the AccumulateGrad nodes' indices (their grad_outputs
 // are the leaves' gradients).
-py::tuple event_candidates(Core& c, const std::vector<int32_t>& acc) {
+// ``sink``: the rows go there instead (``KeptFile::events``), and none comes back.
+py::tuple event_candidates(Core& c, const std::vector<int32_t>& acc, KeptRows* sink = nullptr) {
   CoreLock lock(c.mu);
   if (c.ref_at.size() != c.refs.size() || c.grad_at.size() != c.events.size()) {
     throw std::runtime_error("tensor keys: the events were not written");
   }
   std::unordered_set<int32_t> accs(acc.begin(), acc.end());
-  struct Seen { py::object tensor; int64_t nbytes; const char* reason; bool done = false; };
+  struct Seen { py::object tensor; at::Tensor t; int64_t nbytes; const char* reason; bool done = false; };
   std::vector<Seen> seen(c.values.size());
   py::list rows;
   py::object none = py::none();
@@ -99,9 +114,14 @@ py::tuple event_candidates(Core& c, const std::vector<int32_t>& acc) {
           s.reason = "dtype";
         } else {
           s.reason = nullptr;
-          s.tensor = py::reinterpret_steal<py::object>(THPVariable_Wrap(t));
+          if (sink) s.t = t;
+          else s.tensor = py::reinterpret_steal<py::object>(THPVariable_Wrap(t));
         }
       }
+    }
+    if (sink) {
+      sink->push_back({key, s.t, s.nbytes, rank, s.reason ? s.reason : "", at});
+      return;
     }
     rows.append(py::make_tuple(key, at, s.tensor, s.nbytes, rank,
                                s.reason ? py::object(py::str(s.reason)) : none));
@@ -163,29 +183,9 @@ const char* safetensors_code(at::ScalarType t) {
   }
 }
 
-// ``tensordoc.attach``'s splice of the events' keys (NOTE [keys spliced into the core's JSON]
-// in keysplice.py): ``text`` with ``"key":"…",`` at the offset of each row of
-// ``event_candidates`` (key, offset, ...) whose key ``kept`` holds, in one pass, not one bytes
-// object per key in Python. The same bytes as ``keysplice.spliced`` of those inserts.
-py::bytes splice_keys(const py::bytes& text, const py::list& rows, const py::object& kept) {
-  const char* src = PyBytes_AS_STRING(text.ptr());
-  size_t size = static_cast<size_t>(PyBytes_GET_SIZE(text.ptr()));
-  std::vector<std::pair<size_t, std::string_view>> at;
-  at.reserve(rows.size());
-  for (const py::handle& row : rows) {
-    PyObject* key = PyTuple_GetItem(row.ptr(), 0);
-    PyObject* off = PyTuple_GetItem(row.ptr(), 1);
-    if (key == nullptr || off == nullptr) throw py::error_already_set();
-    int has = PySequence_Contains(kept.ptr(), key);
-    if (has < 0) throw py::error_already_set();
-    if (has == 0) continue;
-    Py_ssize_t n = 0;
-    const char* k = PyUnicode_AsUTF8AndSize(key, &n);
-    long long o = PyLong_AsLongLong(off);
-    if (k == nullptr || (o == -1 && PyErr_Occurred())) throw py::error_already_set();
-    if (o < 0 || static_cast<size_t>(o) > size) throw std::runtime_error("tensor keys: an offset past the events");
-    at.emplace_back(static_cast<size_t>(o), std::string_view(k, static_cast<size_t>(n)));
-  }
+// ``src`` with ``"key":"…",`` at each (offset, key) of ``at`` (any order), straight into a new
+// ``bytes``.
+py::bytes spliced_at(const char* src, size_t size, std::vector<std::pair<size_t, std::string_view>>& at) {
   std::stable_sort(at.begin(), at.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   // written straight into the result (its size known first): the events' megabytes copied once
   constexpr std::string_view open = "\"key\":\"", close = "\",";
@@ -232,88 +232,6 @@ void append_keyed(std::string& out, std::string_view tv, std::string_view key) {
 std::string_view bytes_view(PyObject* b) {
   if (!PyBytes_Check(b)) throw std::runtime_error("tensor keys: a TensorValue text that is not bytes");
   return std::string_view(PyBytes_AS_STRING(b), static_cast<size_t>(PyBytes_GET_SIZE(b)));
-}
-
-// NOTE [outputs spliced in one pass]
-//     ``tensordoc.attach`` on the core's kernels: the graph's JSON with every function node's
-//     ``,"output":[…]`` spliced in and Python's own nodes written again, in one pass (the
-//     same bytes as ``GraphText.rewritten`` of ``_Output.json`` at ``GraphText.output_at``,
-//     each kept output's text keyed). ``own``: [(start, end, bytes)], a span replaced;
-//     ``outputs``: [(node start, node end, texts, keyed texts, keys)], each list one item per
-//     output (None for none; a keyed text None: keyed here); ``kept``: what the file holds (an
-//     output whose key it holds gets its keyed text).
-py::bytes splice_outputs(const py::bytes& text, const py::list& own, const py::list& outputs,
-                         const py::object& kept) {
-  std::string_view src(PyBytes_AS_STRING(text.ptr()), static_cast<size_t>(PyBytes_GET_SIZE(text.ptr())));
-  struct Edit { size_t a, b; PyObject* item; bool output; };
-  std::vector<Edit> edits;
-  edits.reserve(own.size() + outputs.size());
-  auto offset = [&](PyObject* tuple, Py_ssize_t i) {
-    long long o = PyLong_AsLongLong(PyTuple_GET_ITEM(tuple, i));
-    if (o == -1 && PyErr_Occurred()) throw py::error_already_set();
-    if (o < 0 || static_cast<size_t>(o) > src.size()) throw std::runtime_error("tensor keys: an offset past the graph");
-    return static_cast<size_t>(o);
-  };
-  for (const py::handle& o : outputs) {
-    if (!PyTuple_Check(o.ptr()) || PyTuple_GET_SIZE(o.ptr()) != 5) throw std::runtime_error("tensor keys: an output row");
-    size_t a = offset(o.ptr(), 0), b = offset(o.ptr(), 1);
-    std::string_view node = src.substr(a, b - a);
-    size_t at = node.find(",\"outputs\":");
-    if (at == std::string_view::npos) at = node.find(",\"role\":");
-    if (at == std::string_view::npos) throw std::runtime_error("tensor keys: a node has no place for its output");
-    edits.push_back({a + at, a + at, o.ptr(), true});
-  }
-  for (const py::handle& e : own) {
-    if (!PyTuple_Check(e.ptr()) || PyTuple_GET_SIZE(e.ptr()) != 3) throw std::runtime_error("tensor keys: an edit row");
-    edits.push_back({offset(e.ptr(), 0), offset(e.ptr(), 1), e.ptr(), false});
-  }
-  std::stable_sort(edits.begin(), edits.end(), [](const Edit& x, const Edit& y) { return x.a < y.a; });
-  std::string out;
-  out.reserve(src.size() + outputs.size() * 400);
-  size_t from = 0;
-  for (const Edit& e : edits) {
-    if (e.a < from) throw std::runtime_error("tensor keys: edits that overlap");
-    out.append(src.substr(from, e.a - from));
-    from = e.b;
-    if (!e.output) {
-      out.append(bytes_view(PyTuple_GET_ITEM(e.item, 2)));
-      continue;
-    }
-    PyObject* texts = PyTuple_GET_ITEM(e.item, 2);
-    PyObject* keyed = PyTuple_GET_ITEM(e.item, 3);
-    PyObject* keys = PyTuple_GET_ITEM(e.item, 4);
-    if (!PyList_Check(texts) || !PyList_Check(keyed) || !PyList_Check(keys)) throw std::runtime_error("tensor keys: an output row");
-    Py_ssize_t n = PyList_GET_SIZE(texts);
-    if (PyList_GET_SIZE(keyed) != n || PyList_GET_SIZE(keys) != n) throw std::runtime_error("tensor keys: an output row");
-    out += ",\"output\":[";
-    for (Py_ssize_t k = 0; k < n; ++k) {
-      if (k) out.push_back(',');
-      PyObject* t = PyList_GET_ITEM(texts, k);
-      if (t == Py_None) {
-        out += "null";
-        continue;
-      }
-      PyObject* key = PyList_GET_ITEM(keys, k);
-      int has = key == Py_None ? 0 : PySequence_Contains(kept.ptr(), key);
-      if (has < 0) throw py::error_already_set();
-      if (!has) {
-        out.append(bytes_view(t));
-        continue;
-      }
-      PyObject* with = PyList_GET_ITEM(keyed, k);
-      if (with != Py_None) {
-        out.append(bytes_view(with));
-        continue;
-      }
-      Py_ssize_t kn = 0;
-      const char* kp = PyUnicode_AsUTF8AndSize(key, &kn);
-      if (kp == nullptr) throw py::error_already_set();
-      append_keyed(out, bytes_view(t), std::string_view(kp, static_cast<size_t>(kn)));
-    }
-    out.push_back(']');
-  }
-  out.append(src.substr(from));
-  return py::bytes(out);
 }
 
 // ``tensorfile.write`` with its header written here (NOTE [the tensor file's side in bulk]):
@@ -410,83 +328,6 @@ py::object write_keyed_file(const py::list& keys, const py::list& ts,
     }
   }
   return write_tensor_file(py::bytes(head), parts, offset);
-}
-
-// The forward outputs the tap holds (``tensordoc._native_outputs`` on the core's kernels), as
-// ``(nodes, rows, odd)``: ``nodes`` [(node index, texts, keys, first row, end row)] in node
-// order, one per node that holds an output, ``texts`` / ``keys`` one item per output (the stats
-// JSON and the key of each one held, None otherwise; b"" for a text only Python's encoder writes);
-// ``rows`` the file's candidate rows (key, tensor or None, bytes, reason or None) in node order
-// and each node's outputs in order, those not held (the budget) among them; ``odd``
-// [(position in ``nodes``, output, tensor)] for Python's encoder. No Python object per output
-// beyond the row (NOTE [the tensor file's side in bulk]). ``entries`` / ``pos``: the recorder's
-// entries and where each index is among them (``Recorder::entries_``, ``pos_``).
-py::tuple tap_outputs(Core& c, Tap* tap, const std::vector<FnEntry>& entries, const std::vector<int64_t>& pos) {
-  py::list nodes, rows, odd;
-  if (tap == nullptr) return py::make_tuple(nodes, rows, odd);
-  std::map<int32_t, std::vector<const TapEntry*>> by_index;
-  {
-    CoreLock lock(c.mu);
-    for (const TapEntry& e : tap->entries) {
-      auto it = c.known.find(e.node.get());
-      if (it != c.known.end()) by_index[it->second].push_back(&e);
-    }
-  }
-  py::object none = py::none();
-  py::str changed("changed"), dtype("dtype"), budget("budget");
-  std::string text;
-  std::vector<const TapEntry*> slot;
-  for (const auto& [index, held] : by_index) {
-    if (index < 0 || index >= static_cast<int32_t>(pos.size()) || pos[static_cast<size_t>(index)] < 0) continue;
-    size_t n_out = std::max<size_t>(1, entries[static_cast<size_t>(pos[static_cast<size_t>(index)])].outs.size());
-    slot.assign(n_out, nullptr);
-    for (const TapEntry* e : held) {  // the first entry of each output
-      if (e->nr >= 0 && static_cast<size_t>(e->nr) < n_out && slot[static_cast<size_t>(e->nr)] == nullptr) {
-        slot[static_cast<size_t>(e->nr)] = e;
-      }
-    }
-    py::list texts(n_out), keys(n_out);
-    for (size_t k = 0; k < n_out; ++k) {
-      PyList_SET_ITEM(texts.ptr(), static_cast<Py_ssize_t>(k), none.inc_ref().ptr());
-      PyList_SET_ITEM(keys.ptr(), static_cast<Py_ssize_t>(k), none.inc_ref().ptr());
-    }
-    size_t first = rows.size();
-    bool any = false;
-    // NOTE [keys spliced into the core's JSON] in keysplice.py: the key made here
-    std::string prefix = "n" + std::to_string(index) + ".out";
-    for (size_t k = 0; k < n_out; ++k) {
-      const TapEntry* e = slot[k];
-      if (e == nullptr) continue;
-      py::str key(prefix + std::to_string(k));
-      if (!e->tensor.defined()) {
-        rows.append(py::make_tuple(key, none, e->dropped, budget));
-        continue;
-      }
-      const at::Tensor& t = e->tensor;
-      bool intact = e->copied || Tap::version_of(t) == e->version;
-      int64_t raw = static_cast<int64_t>(t.numel()) * static_cast<int64_t>(t.element_size());
-      Value v = encode(t);
-      text.clear();
-      if (v.kind != 3) write_value(text, v, false);
-      py::object tensor = none, reason = none;
-      if (!intact) reason = changed;
-      else if (!storable(t)) reason = dtype;
-      else tensor = py::reinterpret_steal<py::object>(THPVariable_Wrap(t));
-      if (v.kind == 3) {
-        odd.append(py::make_tuple(nodes.size(), k, py::reinterpret_steal<py::object>(THPVariable_Wrap(t))));
-      }
-      texts[k] = py::bytes(text);
-      keys[k] = key;
-      rows.append(py::make_tuple(key, tensor, raw, reason));
-      any = true;
-    }
-    if (any) {
-      nodes.append(py::make_tuple(index, texts, keys, first, rows.size()));
-    } else if (rows.size() > first) {  // only outputs past the budget: their rows, no node
-      nodes.append(py::make_tuple(index, none, none, first, rows.size()));
-    }
-  }
-  return py::make_tuple(nodes, rows, odd);
 }
 
 }  // namespace gradtrace

@@ -79,6 +79,24 @@ inline bool copied_small(char* dst, const at::Tensor& t) {
   }
 }
 
+// ``t``'s ``n`` bytes, row-major, at ``at_`` in the file (the caller holds the guards of
+// ``write_tensor_file``: plain copies, no node, no version bump, not seen by the tap).
+inline void copy_into(char* at_, const at::Tensor& t, int64_t n) {
+  if (n == 0) {
+  } else if (t._is_zerotensor()) {
+    std::memset(at_, 0, static_cast<size_t>(n));
+  } else if (t.device().is_cpu() && !t.is_neg() && t.is_contiguous()) {
+    std::memcpy(at_, t.const_data_ptr(), static_cast<size_t>(n));
+  } else if (copied_small(at_, t)) {
+  } else if (reinterpret_cast<uintptr_t>(at_) % static_cast<uintptr_t>(t.element_size()) == 0) {
+    // its elements straight into the file, row-major: no contiguous copy of it first
+    at::from_blob(at_, t.sizes(), at::TensorOptions().dtype(t.scalar_type())).copy_(t);
+  } else {  // an offset its dtype cannot be read at (after an odd-sized tensor)
+    at::Tensor c = t.cpu().resolve_neg().contiguous();
+    std::memcpy(at_, c.const_data_ptr(), static_cast<size_t>(n));
+  }
+}
+
 inline py::object write_tensor_file(const py::bytes& head, const py::list& tensors, int64_t body) {
   char* hp = nullptr;
   Py_ssize_t hn = 0;
@@ -102,20 +120,7 @@ inline py::object write_tensor_file(const py::bytes& head, const py::list& tenso
         const at::Tensor& t = THPVariable_Unpack(item);
         int64_t n = static_cast<int64_t>(t.numel()) * static_cast<int64_t>(t.element_size());
         if (off + n > body) throw std::runtime_error("tensor file: the tensors pass the header's sizes");
-        char* at_ = dst + hn + off;
-        if (n == 0) {
-        } else if (t._is_zerotensor()) {
-          std::memset(at_, 0, static_cast<size_t>(n));
-        } else if (t.device().is_cpu() && !t.is_neg() && t.is_contiguous()) {
-          std::memcpy(at_, t.const_data_ptr(), static_cast<size_t>(n));
-        } else if (copied_small(at_, t)) {
-        } else if (reinterpret_cast<uintptr_t>(at_) % static_cast<uintptr_t>(t.element_size()) == 0) {
-          // its elements straight into the file, row-major: no contiguous copy of it first
-          at::from_blob(at_, t.sizes(), at::TensorOptions().dtype(t.scalar_type())).copy_(t);
-        } else {  // an offset its dtype cannot be read at (after an odd-sized tensor)
-          at::Tensor c = t.cpu().resolve_neg().contiguous();
-          std::memcpy(at_, c.const_data_ptr(), static_cast<size_t>(n));
-        }
+        copy_into(dst + hn + off, t, n);
         off += n;
       }
       Py_INCREF(Py_None);  // written: let go (the tensor's last holder, as a rule)

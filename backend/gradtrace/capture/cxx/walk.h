@@ -313,10 +313,13 @@ struct Walker {
   }
 
   // NOTE [saved tensors from no node] in saved.py (``PyCore._hold_saved``): an alias of a
-  // saved tensor no node made, charged to the one keep budget and held by the output tap as
+  // saved tensor no node made (a copy of a parameter's: NOTE [a saved parameter copied]), charged to the one keep budget and held by the output tap as
   // a forward value (``Tap::hold_saved``), so a gradient may let go of it; a subclass, a
   // transform's wrapper or a tensor that is not strided is not held. Without a tap (outside
   // the block) it is held by its entry, within the same budget, and nothing lets go of it.
+  // ``RUNNING_STATS`` in saved.py: NOTE [running statistics copied].
+  static bool running_stat(const std::string& name) { return name == "running_mean" || name == "running_var"; }
+
   void hold_saved(Core& core, const at::Tensor& t, SavedEntry& sv) {
     if (t.key_set().has_any(c10::DispatchKeySet({c10::DispatchKey::Python, c10::DispatchKey::FuncTorchBatched,
                                                  c10::DispatchKey::FuncTorchGradWrapper}))) {
@@ -326,16 +329,22 @@ struct Walker {
     int64_t nbytes = static_cast<int64_t>(t.numel()) * static_cast<int64_t>(t.element_size());
     CoreLock lock(core.mu);
     try {
+      // NOTE [a saved parameter copied], [running statistics copied] in saved.py: copied now
+      at::Tensor held = t;
+      if ((t.requires_grad() || running_stat(sv.name)) && core.kept_bytes + nbytes <= core.keep_budget) {
+        at::AutoGradMode no_grad(false);
+        held = t.tensor_data().clone();
+      }
       if (core.tap != nullptr) {
-        sv.held = hold_saved_in_tap(core.tap, t, nbytes);
+        sv.held = hold_saved_in_tap(core.tap, held, nbytes);
         return;
       }
       if (core.kept_bytes + nbytes > core.keep_budget) {
         sv.kept_dropped = nbytes > 0 ? nbytes : 1;
         return;
       }
-      sv.kept = t.tensor_data();  // no dispatch; shares the version counter
-      sv.kept_version = core.version_of(t);
+      sv.kept = held.tensor_data();  // no dispatch; shares the version counter
+      sv.kept_version = core.version_of(held);
       core.charge(nbytes);
     } catch (const std::exception&) {  // a tensor that cannot be aliased: not held
       sv.kept = at::Tensor();
@@ -384,7 +393,7 @@ struct Walker {
         }
       } catch (const std::exception&) {
       }
-      if (!t.requires_grad() && core.keep_budget > 0) hold_saved(core, t, sv);
+      if (t.is_leaf() && (!t.requires_grad() || !core.passes.empty()) && core.keep_budget > 0) hold_saved(core, t, sv);
       if (t.numel() <= kValuesLimit) {
         CoreLock lock(core.mu);
         sv.vid = core.capture(t, /*keep=*/false);  // its value for the document only

@@ -1,0 +1,239 @@
+"""Ordinary training programs from standard practice, none of them written for a feature: a CNN
+with batch norm, an LSTM language model with gradient clipping, a VAE, a transformer encoder
+with AdamW and a cosine schedule, a ResNet with group norm, gradient accumulation, a seq2seq
+GRU, fused attention, fine-tuning a head on a frozen backbone, plain SGD on a tanh MLP,
+multi-head attention, CPU autocast to bfloat16, a WGAN gradient penalty, a custom autograd
+Function, evaluation between training steps (batch norm, dropout, OneCycle, value clipping),
+an EMA of the weights, weight normalization. The
+judges must stay silent on all of them and keep every number exactly
+(tests/analysis/test_standard_practice.py)."""
+
+from __future__ import annotations
+
+H = "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\ntorch.manual_seed(0)\n"
+STANDARD: dict[str, str] = {}
+STANDARD["cnn_bn_sgd"] = H + """
+net = nn.Sequential(nn.Conv2d(1, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(), nn.MaxPool2d(2),
+                    nn.Conv2d(8, 16, 3, padding=1), nn.BatchNorm2d(16), nn.ReLU(), nn.AdaptiveAvgPool2d(1),
+                    nn.Flatten(), nn.Dropout(0.2), nn.Linear(16, 10))
+opt = torch.optim.SGD(net.parameters(), lr=0.05, momentum=0.9, weight_decay=5e-4)
+x = torch.randn(16, 1, 12, 12); y = torch.randint(0, 10, (16,))
+for step in range(12):
+    opt.zero_grad()
+    loss = F.cross_entropy(net(x), y)
+    loss.backward()
+    opt.step()
+"""
+STANDARD["lstm_lm_clip"] = H + """
+class LM(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(50, 16)
+        self.rnn = nn.LSTM(16, 32, num_layers=2, batch_first=True)
+        self.out = nn.Linear(32, 50)
+    def forward(self, t):
+        h, _ = self.rnn(self.emb(t)); return self.out(h)
+m = LM(); opt = torch.optim.Adam(m.parameters(), lr=3e-3)
+data = torch.randint(0, 50, (4, 21))
+for step in range(8):
+    logits = m(data[:, :-1])
+    loss = F.cross_entropy(logits.reshape(-1, 50), data[:, 1:].reshape(-1))
+    opt.zero_grad(); loss.backward()
+    torch.nn.utils.clip_grad_norm_(m.parameters(), 1.0)
+    opt.step()
+"""
+STANDARD["vae"] = H + """
+class VAE(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.enc = nn.Linear(20, 32); self.mu = nn.Linear(32, 4); self.lv = nn.Linear(32, 4)
+        self.dec = nn.Sequential(nn.Linear(4, 32), nn.ReLU(), nn.Linear(32, 20))
+    def forward(self, x):
+        h = F.relu(self.enc(x)); mu, lv = self.mu(h), self.lv(h)
+        z = mu + torch.randn_like(mu) * torch.exp(0.5 * lv)
+        return self.dec(z), mu, lv
+m = VAE(); opt = torch.optim.Adam(m.parameters(), 1e-3)
+x = torch.rand(32, 20)
+for step in range(10):
+    rec, mu, lv = m(x)
+    kl = -0.5 * torch.mean(1 + lv - mu.pow(2) - lv.exp())
+    loss = F.mse_loss(rec, x) + kl
+    opt.zero_grad(); loss.backward(); opt.step()
+"""
+STANDARD["transformer_encoder_adamw"] = H + """
+layer = nn.TransformerEncoderLayer(d_model=32, nhead=4, dim_feedforward=64, dropout=0.1, batch_first=True,
+                                   norm_first=True)
+enc = nn.TransformerEncoder(layer, num_layers=2, enable_nested_tensor=False)
+head = nn.Linear(32, 3)
+params = list(enc.parameters()) + list(head.parameters())
+opt = torch.optim.AdamW(params, lr=1e-3, weight_decay=0.01)
+sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=8)
+x = torch.randn(4, 10, 32); y = torch.randint(0, 3, (4,))
+for step in range(8):
+    out = head(enc(x).mean(dim=1))
+    loss = F.cross_entropy(out, y)
+    opt.zero_grad(); loss.backward(); opt.step(); sched.step()
+"""
+STANDARD["resnet_groupnorm"] = H + """
+class Block(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.c1 = nn.Conv2d(c, c, 3, padding=1); self.n1 = nn.GroupNorm(4, c)
+        self.c2 = nn.Conv2d(c, c, 3, padding=1); self.n2 = nn.GroupNorm(4, c)
+    def forward(self, x):
+        return F.silu(x + self.n2(self.c2(F.silu(self.n1(self.c1(x))))))
+net = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), *[Block(8) for _ in range(3)], nn.AdaptiveAvgPool2d(1),
+                    nn.Flatten(), nn.Linear(8, 5))
+opt = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
+x = torch.randn(8, 3, 8, 8); y = torch.randint(0, 5, (8,))
+for step in range(6):
+    loss = F.cross_entropy(net(x), y)
+    opt.zero_grad(); loss.backward(); opt.step()
+"""
+STANDARD["grad_accum"] = H + """
+model = nn.Sequential(nn.Linear(8, 32), nn.GELU(), nn.Linear(32, 1))
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+x = torch.randn(64, 8); y = torch.randn(64, 1)
+for step in range(5):
+    opt.zero_grad()
+    for micro in range(4):
+        xb, yb = x[micro*16:(micro+1)*16], y[micro*16:(micro+1)*16]
+        loss = F.mse_loss(model(xb), yb) / 4
+        loss.backward()
+    opt.step()
+"""
+STANDARD["gru_seq2seq"] = H + """
+enc = nn.GRU(6, 12, batch_first=True); dec = nn.GRU(6, 12, batch_first=True); out = nn.Linear(12, 6)
+params = [*enc.parameters(), *dec.parameters(), *out.parameters()]
+opt = torch.optim.RMSprop(params, lr=1e-3)
+src = torch.randn(3, 7, 6); tgt = torch.randn(3, 5, 6)
+for step in range(6):
+    _, h = enc(src)
+    y, _ = dec(tgt, h)
+    loss = F.mse_loss(out(y), tgt)
+    opt.zero_grad(); loss.backward(); opt.step()
+"""
+STANDARD["sdpa_attention"] = H + """
+class Attn(nn.Module):
+    def __init__(self, d=16, h=2):
+        super().__init__(); self.qkv = nn.Linear(d, 3 * d); self.proj = nn.Linear(d, d); self.h = h
+    def forward(self, x):
+        B, T, C = x.shape
+        q, k, v = self.qkv(x).split(C, dim=2)
+        q, k, v = (t.view(B, T, self.h, C // self.h).transpose(1, 2) for t in (q, k, v))
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        return self.proj(y.transpose(1, 2).reshape(B, T, C))
+m = nn.Sequential(nn.LayerNorm(16), Attn(), nn.LayerNorm(16), nn.Linear(16, 16))
+opt = torch.optim.Adam(m.parameters(), 1e-3)
+x = torch.randn(2, 6, 16)
+for step in range(5):
+    loss = m(x).pow(2).mean(); opt.zero_grad(); loss.backward(); opt.step()
+"""
+STANDARD["finetune_frozen_lowlr"] = H + """
+backbone = nn.Sequential(nn.Linear(10, 64), nn.ReLU(), nn.Linear(64, 64), nn.ReLU())
+for p in backbone.parameters():
+    p.requires_grad_(False)
+head = nn.Linear(64, 2)
+opt = torch.optim.AdamW(head.parameters(), lr=2e-5)
+x = torch.randn(32, 10); y = torch.randint(0, 2, (32,))
+for step in range(10):
+    loss = F.cross_entropy(head(backbone(x)), y)
+    opt.zero_grad(); loss.backward(); opt.step()
+"""
+STANDARD["mlp_sgd_small_lr"] = H + """
+model = nn.Sequential(nn.Linear(20, 64), nn.Tanh(), nn.Linear(64, 64), nn.Tanh(), nn.Linear(64, 1))
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+x = torch.randn(128, 20); y = torch.randn(128, 1)
+for step in range(20):
+    opt.zero_grad(); loss = F.mse_loss(model(x), y); loss.backward(); opt.step()
+"""
+STANDARD["mha_train"] = H + """
+mha = nn.MultiheadAttention(16, 4, batch_first=True)
+head = nn.Linear(16, 1)
+opt = torch.optim.Adam([*mha.parameters(), *head.parameters()], 1e-3)
+x = torch.randn(2, 5, 16)
+for step in range(3):
+    out, w = mha(x, x, x, need_weights=True)
+    loss = head(out).pow(2).mean() + 0.01 * w.pow(2).sum()
+    opt.zero_grad(); loss.backward(); opt.step()
+"""
+
+STANDARD["autocast_cpu_bf16"] = H + """
+model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 1))
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+x = torch.randn(8, 8); y = torch.randn(8, 1)
+for step in range(3):
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        out = model(x)
+        loss = F.mse_loss(out.float(), y)
+    opt.zero_grad(); loss.backward(); opt.step()
+"""
+
+STANDARD["wgan_gp"] = H + """
+D = nn.Sequential(nn.Linear(2, 16), nn.LeakyReLU(0.2), nn.Linear(16, 1))
+opt = torch.optim.Adam(D.parameters(), 1e-3, betas=(0.5, 0.9))
+real = torch.randn(8, 2); fake = torch.randn(8, 2)
+for step in range(3):
+    eps = torch.rand(8, 1)
+    mix = (eps * real + (1 - eps) * fake).requires_grad_(True)
+    g, = torch.autograd.grad(D(mix).sum(), mix, create_graph=True)
+    gp = ((g.norm(2, dim=1) - 1) ** 2).mean()
+    loss = D(fake).mean() - D(real).mean() + 10 * gp
+    opt.zero_grad(); loss.backward(); opt.step()
+"""
+
+STANDARD["custom_function"] = H + """
+class Clamp(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x.clamp(-1, 1)
+    @staticmethod
+    def backward(ctx, g):
+        x, = ctx.saved_tensors
+        return g * (x.abs() <= 1).to(g.dtype)
+w = torch.randn(5, requires_grad=True)
+opt = torch.optim.SGD([w], lr=0.1)
+for step in range(3):
+    loss = Clamp.apply(w * 2).pow(2).sum()
+    opt.zero_grad(); loss.backward(); opt.step()
+"""
+
+STANDARD["eval_between"] = H + """
+model = nn.Sequential(nn.Linear(4, 8), nn.BatchNorm1d(8), nn.Dropout(0.3), nn.ReLU(), nn.Linear(8, 2))
+opt = torch.optim.AdamW(model.parameters(), lr=1e-3, amsgrad=True)
+sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=1e-2, total_steps=4)
+x = torch.randn(16, 4); y = torch.randint(0, 2, (16,))
+for step in range(4):
+    model.train()
+    loss = F.cross_entropy(model(x), y, label_smoothing=0.1)
+    opt.zero_grad(); loss.backward()
+    torch.nn.utils.clip_grad_value_(model.parameters(), 0.5)
+    opt.step(); sched.step()
+    model.eval()
+    with torch.no_grad():
+        acc = (model(x).argmax(1) == y).float().mean()
+"""
+
+STANDARD["ema_weights"] = H + """
+import copy
+model = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 1))
+ema = copy.deepcopy(model)
+for p in ema.parameters():
+    p.requires_grad_(False)
+opt = torch.optim.SGD(model.parameters(), lr=0.05)
+x = torch.randn(16, 4); y = torch.randn(16, 1)
+for step in range(4):
+    loss = F.mse_loss(model(x), y); opt.zero_grad(); loss.backward(); opt.step()
+    with torch.no_grad():
+        for pe, pm in zip(ema.parameters(), model.parameters()):
+            pe.mul_(0.9).add_(pm, alpha=0.1)
+"""
+
+STANDARD["weight_norm"] = H + """
+lin = nn.utils.parametrizations.weight_norm(nn.Linear(6, 3))
+opt = torch.optim.SGD(lin.parameters(), lr=0.1)
+x = torch.randn(5, 6)
+for step in range(3):
+    loss = lin(x).pow(2).mean(); opt.zero_grad(); loss.backward(); opt.step()
+"""
