@@ -219,3 +219,23 @@ def test_a_layer_norm_refit_needs_two_rows_and_an_exact_fit() -> None:
     assert layer_norm_refit(x[:1].double().numpy(), out[:1].double().numpy(), 6) is None
     noisy = out.double().numpy() + 1e-3 * np.random.default_rng(0).standard_normal(out.shape)
     assert layer_norm_refit(x.double().numpy(), noisy, 6) is None
+
+
+def test_a_bfloat16_autocast_loop_is_explained_in_the_dtype_its_kernels_pass_on() -> None:
+    """Under CPU autocast the linear layers run in bfloat16: a rule's float64 value is rounded
+    to bfloat16 where the gradient passed on is one (and a cast back to float32 rounds likewise),
+    so every instance equals the recorded gradient."""
+    from standard_programs import STANDARD
+
+    c = coverage(STANDARD["autocast_cpu_bf16"])
+    assert c["strict"] == c["nodes"] and c["checked"] >= c["nodes"], c
+
+
+def test_rounding_to_a_half_dtype_is_torchs() -> None:
+    from gradtrace.analysis.explain.ops import round_to
+
+    values = torch.randn(2000, dtype=torch.float64) * 10
+    for dtype in (torch.bfloat16, torch.float16, torch.float32):
+        want = values.to(dtype).double().tolist()
+        got = [round_to(v, str(dtype).removeprefix("torch.")) for v in values.tolist()]
+        assert got == want, dtype

@@ -19,7 +19,7 @@ from typing import Any
 
 from gradtrace.analysis.explain import attention, conv, elementwise, index, lookup, losses, nn, norm, ops, reduce
 from gradtrace.analysis.explain.operands import Numbers
-from gradtrace.analysis.explain.ops import Ctx, NotKept, Rule, Unsupported
+from gradtrace.analysis.explain.ops import Ctx, NotKept, Rule, Unsupported, round_to
 from gradtrace.analysis.explain.tensors import Flat, fmt, numel, ravel, unravel
 from gradtrace.analysis.kept import KeptTensors
 from gradtrace.errors import NotFound
@@ -31,6 +31,8 @@ common cases IEEE's way: ``local_derivatives._div``)."""
 _MISFIT = (IndexError, KeyError, TypeError)
 """What a rule raises on a document whose shapes or saved arguments contradict each other (a
 job's result is untrusted: NOTE [fast path] in schema/fast.py), answered as a note, not a 500."""
+_HALF = ("bfloat16", "float16")
+"""Gradients a rule's float64 value is rounded to (a kernel in these dtypes rounds its result)."""
 _NOT_KEPT = "neither in the document nor in the run's tensor file"
 BACKWARD_RULES: dict[str, Rule] = {**ops.BACKWARD_RULES, **index.BACKWARD_RULES, **nn.BACKWARD_RULES,
                                    **lookup.BACKWARD_RULES, **conv.BACKWARD_RULES, **norm.BACKWARD_RULES,
@@ -95,7 +97,8 @@ def _context(node: JSON, event: JSON, numbers: Numbers | None = None) -> Ctx | N
     if not shapes and node.get("name") == "AccumulateGrad":
         shapes = [g.shape]  # what it adds to the leaf's .grad: the received gradient, element by element
     dtypes = {str(s.get("name")): str(s.get("dtype")) for s in node.get("saved") or []}
-    return Ctx(g, saved, shapes, dict(node.get("saved_args") or {}), frozenset(names), gs, dtypes)
+    in_dtypes = tuple(gi.get("dtype") if gi else None for gi in event.get("grad_inputs") or [])
+    return Ctx(g, saved, shapes, dict(node.get("saved_args") or {}), frozenset(names), gs, dtypes, in_dtypes)
 
 
 def _missing(rule: Rule, ctx: Ctx, i: int) -> str | None:
@@ -184,8 +187,12 @@ def _at(rule: Rule, ctx: Ctx, i: int, shape: tuple[int, ...], coords: tuple[int,
     """Input ``i``'s rule worked out at element ``coords``."""
     k = ravel(coords, shape)
     shown, value = rule.elem(ctx, i, k)
-    out: JSON = {"shape": list(shape), "index": list(coords), "instance": f"{shown} = {fmt(value)}",
-                 "value": _encode(value)}
+    instance = f"{shown} = {fmt(value)}"
+    dtype = ctx.in_dtypes[i] if i < len(ctx.in_dtypes) else None
+    if dtype in _HALF and round_to(value, dtype) != value and not math.isnan(value):
+        value = round_to(value, dtype)  # what a half-precision kernel can pass on
+        instance += f" → {fmt(value)} in {dtype}"
+    out: JSON = {"shape": list(shape), "index": list(coords), "instance": instance, "value": _encode(value)}
     if recorded is not None:
         out["recorded"] = _encode(recorded.at(k))
     return out
