@@ -12,6 +12,7 @@ import pytest
 
 torch = pytest.importorskip("torch", reason="recording needs torch (the sandbox/capture side)")
 
+from analysis.explain_cases import NET_LEAVES, NET_OPS, NET_VARIANTS  # noqa: E402
 from gradtrace.analysis.explain import explain_node  # noqa: E402
 from gradtrace.analysis.explain import node as explain_node_module  # noqa: E402
 from gradtrace.analysis.explain.node import BACKWARD_RULES  # noqa: E402
@@ -40,12 +41,13 @@ def evaluate(doc: dict[str, Any], node_id: str, pass_index: int | None = None) -
         return []
     out: list[list[float] | None] = []
     for i, shape in enumerate(ctx.in_shapes[:len(event.get("grad_inputs") or [])]):
-        if shape is None or i >= len(rule.texts) or m._missing(rule, ctx, i):
+        if shape is None or i >= len(rule.texts_for(len(event.get("grad_inputs") or []))) \
+                or m._missing(rule, ctx, i):
             out.append(None)
             continue
         try:
             out.append([rule.elem(ctx, i, k)[1] for k in range(m.numel(shape))])
-        except (m.NotKept, *m._ARITHMETIC, *m._MISFIT):
+        except (m.NotKept, m.Unsupported, *m._ARITHMETIC, *m._MISFIT):
             out.append(None)
     return out
 
@@ -123,8 +125,9 @@ OPS: dict[str, str] = {
     "ClampMinBackward0": "x = torch.randn(6, requires_grad=True)\nz = x.clamp_min(0.1)",
     "WhereBackward0": "x = torch.randn(2, 3, requires_grad=True)\ny = torch.randn(3, requires_grad=True)\n"
                       "z = torch.where(torch.randn(2, 3) > 0, x, y)",
+    **NET_OPS,
 }
-LEAVES = {"AddmmBackward0": ["b", "x", "y"], "NativeLayerNormBackward0": ["x", "w", "b"]}
+LEAVES = {"AddmmBackward0": ["b", "x", "y"], "NativeLayerNormBackward0": ["x", "w", "b"], **NET_LEAVES}
 """The leaves fed to each input of the op, where not ``x`` (and ``y``)."""
 VARIANTS: dict[str, tuple[str, str]] = {  # more argument values through the same checks
     "gelu tanh": ("GeluBackward0", "x = torch.randn(5, requires_grad=True)\n"
@@ -149,6 +152,7 @@ VARIANTS: dict[str, tuple[str, str]] = {  # more argument values through the sam
     "sum all dims": ("SumBackward1", "x = torch.randn(2, 3, requires_grad=True)\nz = x.sum(dim=(0, 1), keepdim=True)"),
     "layer norm no affine": ("NativeLayerNormBackward0", "x = torch.randn(3, 2, 4, requires_grad=True)\n"
                              "z = torch.nn.functional.layer_norm(x, (2, 4))"),
+    **NET_VARIANTS,
     "softmax all -inf row": ("SafeSoftmaxBackward0", "x = torch.randn(2, 3)\nx[0] = float('-inf')\n"
                              "x.requires_grad_()\nz = torch._safe_softmax(x, -1)"),
 }
@@ -305,10 +309,10 @@ def test_addmm_instance_for_a_chosen_element() -> None:
 
 
 def test_unknown_node_and_unknown_op() -> None:
-    doc = _record("x = torch.randn(3, requires_grad=True)\nz = x.cumsum(0)" + TAIL)
+    doc = _record("x = torch.randn(3, requires_grad=True)\nz = x.cumprod(0)" + TAIL)
     with pytest.raises(NotFound):
         explain_node(doc, "n999")
-    node = next(n for n in doc["graph"]["nodes"] if n["name"] == "CumsumBackward0")
+    node = next(n for n in doc["graph"]["nodes"] if n["name"] == "CumprodBackward0")
     answer = explain_node(doc, node["id"])
     assert not answer["known"] and "no rule" in answer["note"]
 
@@ -360,3 +364,24 @@ def test_arguments_that_contradict_the_shapes_give_a_note_not_an_error() -> None
     assert evaluate(doc, node["id"]) == [None]
     node["saved_args"] = {"dim": [1], "index": 0}
     assert "do not fit" in explain_node(doc, node["id"])["inputs"][0]["note"]
+
+
+def test_a_norm_of_an_ord_the_rule_does_not_cover_says_so() -> None:
+    """No false number: ord=inf's gradient (shared among the ties of the largest |x|) is not
+    written here, and the answer says why rather than showing a value."""
+    doc = _record("x = torch.randn(3, 4, requires_grad=True)\nz = torch.linalg.vector_norm(x, float('inf'))" + TAIL)
+    node = next(n for n in doc["graph"]["nodes"] if n["name"] == "LinalgVectorNormBackward0")
+    entry = explain_node(doc, node["id"])["inputs"][0]
+    assert "value" not in entry and "ord ≥ 1 and finite" in entry["note"]
+
+
+@pytest.mark.parametrize("op", sorted(NET_OPS))
+def test_a_network_rule_answers_contradictory_arguments_with_a_note(op: str) -> None:
+    """A job's result is untrusted: every saved argument of the node replaced by a number or a
+    list that contradicts the shapes gives an answer (a note or a number), never an exception."""
+    doc = _record(NET_OPS[op] + TAIL)
+    node = next(n for n in doc["graph"]["nodes"] if n["name"] == op)
+    for bad in (99, -99, 0, [99, 99], [], "x"):
+        node["saved_args"] = {k: bad for k in node.get("saved_args") or {"dim": 0}}
+        answer = explain_node(doc, node["id"])
+        assert answer["known"] and answer["inputs"], answer

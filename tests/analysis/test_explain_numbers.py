@@ -12,6 +12,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 import torch
 
@@ -116,3 +117,125 @@ def test_a_parameters_explained_gradient_is_torchs_real_grad() -> None:
             assert _close(float(entry["value"]), float(real[tuple(index)])), (leaf["name"], index, entry)
             seen += 1
     assert seen >= 3 * 20
+
+
+SMALL_CNN = """import torch
+from torch import nn
+import torch.nn.functional as F
+net = nn.Sequential(nn.Conv2d(2, 6, 3, padding=1), nn.BatchNorm2d(6), nn.ReLU(), nn.MaxPool2d(2),
+                    nn.Conv2d(6, 8, 3, stride=2, padding=1), nn.BatchNorm2d(8), nn.ReLU(),
+                    nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(8, 4))
+opt = torch.optim.SGD(net.parameters(), lr=0.1, momentum=0.9)
+x, y = torch.randn(8, 2, 10, 10), torch.randn(8, 4)
+for step in range(3):
+    opt.zero_grad()
+    loss = F.mse_loss(net(x), y)
+    loss.backward()
+    opt.step()
+"""
+"""conv + batch norm + ReLU + max pool + linear, MSE, three SGD steps: from the second step on
+the convolutions' and batch norms' weights are not the values first met (the optimizer moved
+them), so their rules read them refitted from the forward values (``explain/recover.py``)."""
+
+SMALL_RESNET = """import torch
+from torch import nn
+import torch.nn.functional as F
+class Block(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.c1, self.n1 = nn.Conv2d(c, c, 3, padding=1), nn.GroupNorm(2, c)
+        self.c2, self.n2 = nn.Conv2d(c, c, 3, padding=1, bias=False), nn.GroupNorm(2, c)
+    def forward(self, x):
+        return F.silu(x + self.n2(self.c2(F.silu(self.n1(self.c1(x))))))
+net = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), Block(8), nn.AvgPool2d(2), nn.Flatten(), nn.Linear(8 * 16, 5))
+opt = torch.optim.Adam(net.parameters(), lr=1e-2)
+x, y = torch.randn(4, 3, 8, 8), torch.randint(0, 5, (4,))
+for step in range(3):
+    loss = F.cross_entropy(net(x), y)
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+"""
+"""A residual block with group norm and SiLU, cross-entropy, three Adam steps."""
+
+
+@pytest.mark.parametrize("code", [SMALL_CNN, SMALL_RESNET], ids=["cnn", "resnet"])
+def test_conv_nets_have_numbers_at_95_percent_of_their_backward_nodes(code: str) -> None:
+    c = coverage(code)
+    assert c["strict"] >= 0.95 * c["nodes"], c
+    assert c["checked"] >= 0.9 * c["nodes"], c
+
+
+def test_a_conv_weight_is_refitted_only_where_the_patches_determine_it() -> None:
+    """The refit gives torch's weight back from a float32 conv's input and output, and refuses
+    (None, so the rule says the weight was not kept) where the patches do not determine it: an
+    input constant along its width, or fewer output positions than weights."""
+    from gradtrace.analysis.explain.recover import conv_weight
+
+    torch.manual_seed(0)
+    w, b = torch.randn(6, 2, 3, 3), torch.randn(6)
+
+    def refit(x: torch.Tensor, pad: int = 1) -> Any:
+        out = torch.nn.functional.conv2d(x, w, b, stride=(1, 2), padding=pad, groups=2)
+        return conv_weight(x.double().numpy(), out.double().numpy(), tuple(w.shape), (1, 2), (pad, pad), (1, 1), 2)
+
+    for x, pad in ((torch.randn(4, 4, 9, 9), 1), (torch.randn(4, 4, 9, 1).expand(4, 4, 9, 9).contiguous(), 1)):
+        got = refit(x, pad)  # (the zero padding tells a constant row's taps apart)
+        assert got is not None and np.allclose(got, w.double().numpy(), rtol=1e-4, atol=1e-5)
+    assert refit(torch.randn(4, 4, 9, 1).expand(4, 4, 9, 9).contiguous(), 0) is None
+    assert refit(torch.randn(1, 4, 2, 2)) is None
+
+
+LAYER_NORM_ADAM = """import torch
+from torch import nn
+net = nn.Sequential(nn.Linear(6, 8), nn.LayerNorm(8), nn.GELU(), nn.Linear(8, 8), nn.LayerNorm(8, eps=1e-6),
+                    nn.Linear(8, 2))
+opt = torch.optim.Adam(net.parameters(), lr=1e-2)
+x, y = torch.randn(5, 6), torch.randn(5, 2)
+for step in range(3):
+    loss = (net(x) - y).pow(2).mean()
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+"""
+
+
+def test_a_layer_norm_whose_weight_moved_is_explained_from_a_refit() -> None:
+    """After the first step Adam has moved the layer norms' weights: each one's rule reads its
+    weight, mean and rstd refitted from its input and output (eps 1e-5 and 1e-6 both found)."""
+    c = coverage(LAYER_NORM_ADAM)
+    assert c["strict"] == c["nodes"], c
+    assert c["checked"] >= 0.9 * c["nodes"], c
+
+
+def test_a_layer_norm_refit_needs_two_rows_and_an_exact_fit() -> None:
+    from gradtrace.analysis.explain.recover import layer_norm_refit
+
+    torch.manual_seed(0)
+    x, w, b = torch.randn(4, 6), torch.randn(6), torch.randn(6)
+    out = torch.nn.functional.layer_norm(x, (6,), w, b, eps=1e-6)
+    fit = layer_norm_refit(x.double().numpy(), out.double().numpy(), 6)
+    assert fit is not None and np.allclose(fit[2], w.double().numpy(), rtol=1e-4, atol=1e-5)
+    assert layer_norm_refit(x[:1].double().numpy(), out[:1].double().numpy(), 6) is None
+    noisy = out.double().numpy() + 1e-3 * np.random.default_rng(0).standard_normal(out.shape)
+    assert layer_norm_refit(x.double().numpy(), noisy, 6) is None
+
+
+def test_a_bfloat16_autocast_loop_is_explained_in_the_dtype_its_kernels_pass_on() -> None:
+    """Under CPU autocast the linear layers run in bfloat16: a rule's float64 value is rounded
+    to bfloat16 where the gradient passed on is one (and a cast back to float32 rounds likewise),
+    so every instance equals the recorded gradient."""
+    from standard_programs import STANDARD
+
+    c = coverage(STANDARD["autocast_cpu_bf16"])
+    assert c["strict"] == c["nodes"] and c["checked"] >= c["nodes"], c
+
+
+def test_rounding_to_a_half_dtype_is_torchs() -> None:
+    from gradtrace.analysis.explain.ops import round_to
+
+    values = torch.randn(2000, dtype=torch.float64) * 10
+    for dtype in (torch.bfloat16, torch.float16, torch.float32):
+        want = values.to(dtype).double().tolist()
+        got = [round_to(v, str(dtype).removeprefix("torch.")) for v in values.tolist()]
+        assert got == want, dtype

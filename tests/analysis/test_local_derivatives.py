@@ -19,6 +19,8 @@ FORWARD = {
     "TanhBackward0": torch.tanh, "SigmoidBackward0": torch.sigmoid, "AsinBackward0": torch.asin,
     "AcosBackward0": torch.acos, "AtanhBackward0": torch.atanh, "AcoshBackward0": torch.acosh,
     "AbsBackward0": torch.abs, "NegBackward0": torch.neg,
+    "SiluBackward0": torch.nn.functional.silu, "LogSigmoidBackward0": torch.nn.functional.logsigmoid,
+    "MishBackward0": torch.nn.functional.mish, "HardswishBackward0": torch.nn.functional.hardswish,
 }
 POINTS = (-2.0, -1.0, -0.5, 0.0, 0.5, 1.0, 2.0, 30.0, 800.0)
 

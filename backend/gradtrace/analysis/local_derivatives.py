@@ -40,6 +40,17 @@ def _sigmoid(x: float) -> float:
     return 1.0 / (1.0 + _exp(-x)) if x >= 0 else _exp(x) / (1.0 + _exp(x))
 
 
+def _mish(x: float) -> float:
+    """d/dx x · tanh(softplus(x)) = tanh(sp) + x · σ(x) · (1 − tanh(sp)²)."""
+    t = math.tanh(x + math.log1p(math.exp(-x)) if x > 0 else math.log1p(math.exp(x)))
+    return t + x * _sigmoid(x) * (1.0 - t * t)
+
+
+def _hardswish(x: float) -> float:
+    """d/dx x · relu6(x + 3) / 6: 0 up to −3, x/3 + ½ below 3, then 1 (aten's hardswish_backward)."""
+    return 0.0 if x <= -3.0 else x / 3.0 + 0.5 if x < 3.0 else 1.0
+
+
 LOCAL_DERIVATIVES: dict[str, Callable[[float], float]] = {
     "SqrtBackward0": lambda x: _div(1.0, 2.0 * _sqrt(x)),
     "RsqrtBackward0": lambda x: _NAN if x < 0 else _div(-0.5, x * _sqrt(x)),
@@ -61,6 +72,10 @@ LOCAL_DERIVATIVES: dict[str, Callable[[float], float]] = {
     "AcoshBackward0": lambda x: _div(1.0, _sqrt(x * x - 1.0)),
     "AbsBackward0": lambda x: 0.0 if x == 0 else math.copysign(1.0, x),
     "NegBackward0": lambda x: -1.0,
+    "SiluBackward0": lambda x: _sigmoid(x) * (1.0 + x * (1.0 - _sigmoid(x))),
+    "LogSigmoidBackward0": lambda x: _sigmoid(-x),
+    "MishBackward0": _mish,
+    "HardswishBackward0": _hardswish,
 }
 
 

@@ -112,6 +112,58 @@ def _split(ctx: Ctx, i: int, k: int) -> tuple[str, float]:
     return f"grad_out{part}{c} = {fmt(value)}", value
 
 
+def _joined(ctx: Ctx, i: int, k: int) -> tuple[str, float]:
+    """cat: input ``i``'s element ``k`` is the received gradient's element shifted along dim by the
+    sizes of the inputs before it (their shapes are their gradients')."""
+    shape = _in_shape(ctx, i)
+    c = list(unravel(k, shape))
+    dim = norm_dim(int(ctx.arg("dim")), len(ctx.g.shape))
+    before = ctx.in_shapes[:i]
+    if any(s is None for s in before):
+        raise KeyError("an earlier input's size along dim is unknown (it received no gradient)")
+    c[dim] += sum(s[dim] for s in before if s is not None and len(s) == len(shape))
+    j = ravel(tuple(c), ctx.g.shape)
+    return f"grad_out{c} = {fmt(ctx.g.at(j))}", ctx.g.at(j)
+
+
+def _stacked(ctx: Ctx, i: int, k: int) -> tuple[str, float]:
+    """stack: input ``i`` is the received gradient's slice ``i`` along the new dim."""
+    c = list(unravel(k, _in_shape(ctx, i)))
+    dim = norm_dim(int(ctx.arg("dim")), len(ctx.g.shape))
+    c.insert(dim, i)
+    j = ravel(tuple(c), ctx.g.shape)
+    return f"grad_out{c} = {fmt(ctx.g.at(j))}", ctx.g.at(j)
+
+
+def _from_parts(ctx: Ctx, part: int, c: list[int]) -> tuple[str, float]:
+    g = ctx.gs[part] if part < len(ctx.gs) else None
+    if g is None:
+        return f"0  (output {part} received no gradient)", 0.0
+    value = g.at(ravel(tuple(c), g.shape))
+    return f"grad_out{part}{c} = {fmt(value)}", value
+
+
+def _unbound(ctx: Ctx, i: int, k: int) -> tuple[str, float]:
+    """unbind: element ``k`` went to output ``c[dim]`` at ``c`` without dim."""
+    c = list(unravel(k, _in_shape(ctx, i)))
+    dim = norm_dim(int(ctx.arg("dim")), len(c))
+    part = c.pop(dim)
+    return _from_parts(ctx, part, c)
+
+
+def _split_sizes(ctx: Ctx, i: int, k: int) -> tuple[str, float]:
+    """split_with_sizes: element ``k`` went to the output whose span along dim holds it."""
+    c = list(unravel(k, _in_shape(ctx, i)))
+    dim = norm_dim(int(ctx.arg("dim")), len(c))
+    pos = c[dim]
+    for part, size in enumerate(int(s) for s in ctx.arg("split_sizes")):
+        if pos < size:
+            c[dim] = pos
+            return _from_parts(ctx, part, c)
+        pos -= size
+    raise IndexError("the element lies past the split sizes")
+
+
 BACKWARD_RULES: dict[str, Rule] = {
     "SplitBackward0": Rule(("grad_self = the outputs' gradients joined along dim (an output that got none: 0)",),
                            ((),), _split, ("dim", "split_size")),
@@ -129,4 +181,14 @@ BACKWARD_RULES: dict[str, Rule] = {
                          _sum_dim, ("dim", "keepdim")),
     "MeanBackward1": Rule(("grad_self[k] = grad_out at k's place / the number of elements averaged",), ((),),
                           _mean_dim, ("dim", "keepdim")),
+    "TransposeBackward1": Rule(("grad_self = grad_out with dim0 and dim1 swapped back  (in-place transpose_)",),
+                               ((),), _transpose, ("dim0", "dim1")),
+    "CatBackward0": Rule(("grad_tensors[i] = grad_out's slice along dim where input i sat",), ((),),
+                         _joined, ("dim",), variadic=True),
+    "StackBackward0": Rule(("grad_tensors[i] = grad_out[…, i, …]  (i along the new dim)",), ((),), _stacked,
+                           ("dim",), variadic=True),
+    "UnbindBackward0": Rule(("grad_self = the outputs' gradients stacked along dim (an output that got none: 0)",),
+                            ((),), _unbound, ("dim",)),
+    "SplitWithSizesBackward0": Rule(("grad_self = the outputs' gradients joined along dim (an output that got "
+                                     "none: 0)",), ((),), _split_sizes, ("dim", "split_sizes")),
 }

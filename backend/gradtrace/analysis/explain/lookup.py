@@ -1,10 +1,15 @@
-"""Rules of ops that pick elements by a tensor the node saved: embedding (by ``indices``) and
-``masked_fill`` (by ``mask``)."""
+"""Rules of ops that pick elements by a tensor the node saved: embedding (by ``indices``),
+``masked_fill`` (by ``mask``), ``gather`` and ``index_select`` (by ``index``) and indexing with
+tensors (``x[idx]``, by ``indices[k]``, integer or bool)."""
 
 from __future__ import annotations
 
-from gradtrace.analysis.explain.ops import Ctx, Rule, _operand
-from gradtrace.analysis.explain.tensors import fmt, unravel
+import math
+import re
+
+from gradtrace.analysis.explain.index import norm_dim
+from gradtrace.analysis.explain.ops import Ctx, NotKept, Rule, _operand
+from gradtrace.analysis.explain.tensors import broadcast_index, fmt, numel, ravel, unravel
 
 
 def _embedding(ctx: Ctx, i: int, k: int) -> tuple[str, float]:
@@ -32,10 +37,93 @@ def _masked_fill(ctx: Ctx, i: int, k: int) -> tuple[str, float]:
     return f"{fmt(g)} · [mask {'true' if masked else 'false'} at {list(unravel(k, ctx.g.shape))}]", 0.0 if masked else g
 
 
+def _picked(parts: list[float], why: str) -> tuple[str, float]:
+    if not parts:
+        return f"0  ({why})", 0.0
+    return " + ".join(fmt(p) for p in parts[:4]) + (" + …" if len(parts) > 4 else ""), math.fsum(parts)
+
+
+def _gather(ctx: Ctx, i: int, k: int) -> tuple[str, float]:
+    """grad_self[c] = Σ grad_out[j] over the positions j with index[j] = c[dim] and j = c elsewhere."""
+    shape = ctx.in_shapes[i] or ()
+    c = list(unravel(k, shape))
+    idx = ctx.saved["index"]
+    dim = norm_dim(int(ctx.arg("dim")), len(shape))
+    parts = []
+    if all(c[d] < idx.shape[d] for d in range(len(shape)) if d != dim):
+        for q in range(idx.shape[dim]):
+            j = ravel((*c[:dim], q, *c[dim + 1:]), idx.shape)
+            if norm_dim(int(idx.at(j)), shape[dim]) == c[dim]:
+                parts.append(ctx.g.at(j))
+    return _picked(parts, f"no index along dim is {c[dim]}")
+
+
+def _index_select(ctx: Ctx, i: int, k: int) -> tuple[str, float]:
+    """grad_self[…, r, …] = Σ grad_out[…, q, …] over the q with index[q] = r (along dim)."""
+    shape = ctx.in_shapes[i] or ()
+    c = list(unravel(k, shape))
+    idx = ctx.saved["index"]
+    dim = norm_dim(int(ctx.arg("dim")), len(shape)) if shape else 0
+    if not shape:
+        return _picked([ctx.g.at(q) for q in range(len(idx.values))], "index is empty")
+    parts = [ctx.g.at(ravel((*c[:dim], q, *c[dim + 1:]), ctx.g.shape)) for q in range(len(idx.values))
+             if norm_dim(int(idx.at(q)), shape[dim]) == c[dim]]
+    return _picked(parts, f"no index is {c[dim]}")
+
+
+_INDICES = re.compile(r"indices\[(\d+)\]")
+
+
+def _index(ctx: Ctx, i: int, k: int) -> tuple[str, float]:
+    """``self[indices]`` with tensors: grad_self[c] = Σ grad_out[r] over the result places r whose
+    index tensors point at c (a bool mask stands for the coordinates of its true elements)."""
+    shape = ctx.in_shapes[i] or ()
+    c = unravel(k, shape)
+    found = sorted((int(m.group(1)), n) for n in ctx.names if (m := _INDICES.fullmatch(n)))
+    cols: list[tuple[int, list[int]]] = []  # (dim, index per advanced place), before broadcasting
+    shapes: list[tuple[int, ...]] = []
+    shift = 0
+    for pos, name in found:
+        if name not in ctx.saved:
+            raise NotKept(name)
+        t = ctx.saved[name]
+        dim = pos + shift
+        if ctx.dtypes.get(name) in ("bool", "uint8"):
+            true = [unravel(q, t.shape) for q in range(len(t.values)) if t.at(q)]
+            for d in range(len(t.shape)):
+                cols.append((dim + d, [p[d] for p in true]))
+                shapes.append((len(true),))
+            shift += len(t.shape) - 1
+        else:
+            cols.append((dim, [norm_dim(int(t.at(q)), shape[dim]) for q in range(len(t.values))]))
+            shapes.append(t.shape)
+    if not cols:
+        raise KeyError("no index tensor recorded")
+    width = max(len(s) for s in shapes)
+    full = [tuple([1] * (width - len(s)) + list(s)) for s in shapes]
+    b_shape = tuple(max(s[d] for s in full) for d in range(width))
+    dims = [d for d, _ in cols]
+    adjacent = dims == list(range(dims[0], dims[0] + len(dims)))
+    rest = [d for d in range(len(shape)) if d not in dims]
+    parts = []
+    for b in range(numel(b_shape)):
+        if all(col[broadcast_index(b, b_shape, s)] == c[d] for (d, col), s in zip(cols, shapes, strict=True)):
+            bc = unravel(b, b_shape)
+            r = (*c[:dims[0]], *bc, *c[dims[-1] + 1:]) if adjacent else (*bc, *(c[d] for d in rest))
+            parts.append(ctx.g.at(ravel(r, ctx.g.shape)))
+    return _picked(parts, "no index points here")
+
+
 BACKWARD_RULES: dict[str, Rule] = {
     "EmbeddingBackward0": Rule(("grad_weight[r, c] = Σ grad_out[n, c] over the positions n with indices[n] = r "
                                 "(0 for padding_idx; divided by their count with scale_grad_by_freq)",),
                                (("indices",),), _embedding, ("padding_idx",)),
     "MaskedFillBackward0": Rule(("grad_self = grad_out · [not mask]  (the filled elements get 0)",), (("mask",),),
                                 _masked_fill),
+    "GatherBackward0": Rule(("grad_self[c] = Σ grad_out[j] over the j with index[j] = c along dim "
+                             "(and j = c elsewhere)",), (("index",),), _gather, ("dim",)),
+    "IndexSelectBackward0": Rule(("grad_self[…, r, …] = Σ grad_out[…, q, …] over the q with index[q] = r  "
+                                  "(along dim)",), (("index",),), _index_select, ("dim",)),
+    "IndexBackward0": Rule(("grad_self[c] = Σ grad_out[r] over the places r whose indices point at c "
+                            "(a bool mask: its true elements' coordinates)",), ((),), _index),
 }

@@ -216,6 +216,9 @@ BACKWARD_RULES: dict[str, Rule] = {
     "NllLossBackward0": Rule(("grad_self[n, c] = −weight[c] · grad_out / total_weight if c = target[n] "
                               "(mean; no division for sum), else 0",), (("target", "total_weight"),),
                              _nll, ("reduction", "ignore_index")),
+    "NllLoss2DBackward0": Rule(("grad_self[n, c, …] = −weight[c] · grad_out / total_weight if c = target[n, …] "
+                                "(mean; no division for sum), else 0",), (("target", "total_weight"),),
+                               _nll, ("reduction", "ignore_index")),
     "NativeLayerNormBackward0": Rule(
         ("grad_input = rstd · (ĝ − mean(ĝ) − x̂ · mean(ĝ · x̂)),  ĝ = grad_out · weight, x̂ = (input − mean) · rstd",
          "grad_weight = Σ_rows grad_out · x̂", "grad_bias = Σ_rows grad_out"),

@@ -17,9 +17,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from gradtrace.analysis.explain import index, lookup, nn, ops
+from gradtrace.analysis.explain import attention, conv, elementwise, index, lookup, losses, nn, norm, ops, reduce
 from gradtrace.analysis.explain.operands import Numbers
-from gradtrace.analysis.explain.ops import Ctx, NotKept, Rule
+from gradtrace.analysis.explain.ops import Ctx, NotKept, Rule, Unsupported, round_to
 from gradtrace.analysis.explain.tensors import Flat, fmt, numel, ravel, unravel
 from gradtrace.analysis.kept import KeptTensors
 from gradtrace.errors import NotFound
@@ -31,9 +31,13 @@ common cases IEEE's way: ``local_derivatives._div``)."""
 _MISFIT = (IndexError, KeyError, TypeError)
 """What a rule raises on a document whose shapes or saved arguments contradict each other (a
 job's result is untrusted: NOTE [fast path] in schema/fast.py), answered as a note, not a 500."""
+_HALF = ("bfloat16", "float16")
+"""Gradients a rule's float64 value is rounded to (a kernel in these dtypes rounds its result)."""
 _NOT_KEPT = "neither in the document nor in the run's tensor file"
 BACKWARD_RULES: dict[str, Rule] = {**ops.BACKWARD_RULES, **index.BACKWARD_RULES, **nn.BACKWARD_RULES,
-                                   **lookup.BACKWARD_RULES}
+                                   **lookup.BACKWARD_RULES, **conv.BACKWARD_RULES, **norm.BACKWARD_RULES,
+                                   **losses.BACKWARD_RULES, **elementwise.BACKWARD_RULES,
+                                   **reduce.BACKWARD_RULES, **attention.BACKWARD_RULES}
 """Every backward op with a rule, by autograd's class name."""
 
 
@@ -92,12 +96,14 @@ def _context(node: JSON, event: JSON, numbers: Numbers | None = None) -> Ctx | N
         shapes.append(tuple(int(x) for x in gi["shape"]) if gi and gi.get("shape") is not None else None)
     if not shapes and node.get("name") == "AccumulateGrad":
         shapes = [g.shape]  # what it adds to the leaf's .grad: the received gradient, element by element
-    return Ctx(g, saved, shapes, dict(node.get("saved_args") or {}), frozenset(names), gs)
+    dtypes = {str(s.get("name")): str(s.get("dtype")) for s in node.get("saved") or []}
+    in_dtypes = tuple(gi.get("dtype") if gi else None for gi in event.get("grad_inputs") or [])
+    return Ctx(g, saved, shapes, dict(node.get("saved_args") or {}), frozenset(names), gs, dtypes, in_dtypes)
 
 
 def _missing(rule: Rule, ctx: Ctx, i: int) -> str | None:
     """Why input ``i``'s rule cannot be worked out from this document, or None."""
-    values = [n for n in rule.needs[i] if n not in ctx.saved]
+    values = [n for n in rule.needs_of(i) if n not in ctx.saved]
     if values:
         return f"values of {', '.join(values)} were not kept ({_NOT_KEPT})"
     args = [a for a in rule.args if a not in ctx.args]
@@ -139,7 +145,7 @@ def explain_event(node: JSON, event: JSON | None, index: list[int] | None = None
         answer["note"] = "this node did not run backward"
     elif ctx is None:
         answer["note"] = f"the received gradient's values were not kept ({_NOT_KEPT})"
-    for i, text in enumerate(rule.texts):
+    for i, text in enumerate(rule.texts_for(len((event or {}).get("grad_inputs") or []))):
         entry: JSON = {"input_nr": i, "rule": text}
         answer["inputs"].append(entry)
         shape = ctx.in_shapes[i] if ctx and i < len(ctx.in_shapes) else None
@@ -164,6 +170,9 @@ def explain_event(node: JSON, event: JSON | None, index: list[int] | None = None
         except NotKept as e:
             entry.pop("elements", None)
             entry["note"] = f"values of {e} were not kept ({_NOT_KEPT})"
+        except Unsupported as e:
+            entry.pop("elements", None)
+            entry["note"] = str(e)
         except _ARITHMETIC:
             entry.pop("elements", None)
             entry["note"] = "the rule's arithmetic overflows or divides by zero here (see the recorded value)"
@@ -178,8 +187,12 @@ def _at(rule: Rule, ctx: Ctx, i: int, shape: tuple[int, ...], coords: tuple[int,
     """Input ``i``'s rule worked out at element ``coords``."""
     k = ravel(coords, shape)
     shown, value = rule.elem(ctx, i, k)
-    out: JSON = {"shape": list(shape), "index": list(coords), "instance": f"{shown} = {fmt(value)}",
-                 "value": _encode(value)}
+    instance = f"{shown} = {fmt(value)}"
+    dtype = ctx.in_dtypes[i] if i < len(ctx.in_dtypes) else None
+    if dtype in _HALF and round_to(value, dtype) != value and not math.isnan(value):
+        value = round_to(value, dtype)  # what a half-precision kernel can pass on
+        instance += f" → {fmt(value)} in {dtype}"
+    out: JSON = {"shape": list(shape), "index": list(coords), "instance": instance, "value": _encode(value)}
     if recorded is not None:
         out["recorded"] = _encode(recorded.at(k))
     return out

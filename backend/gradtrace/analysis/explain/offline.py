@@ -66,8 +66,10 @@ def carried_explanations(doc: JSON, *, budget: int = BUDGET, elements: int = ELE
             break
         used += size
         out[str(node.get("id"))] = slim
-        if name in BACKWARD_RULES:
-            rules.setdefault(name, list(BACKWARD_RULES[name].texts))
+        if name in BACKWARD_RULES:  # a rule for each input (cat's: as many as this node has)
+            texts = BACKWARD_RULES[name].texts_for(len(slim.get("inputs") or []))
+            if len(texts) > len(rules.get(name, [])):
+                rules[name] = list(texts)
     for node in fns:  # then more elements, while they fit
         nid = str(node.get("id"))
         if nid not in out or not out[nid]["inputs"] or used >= budget:

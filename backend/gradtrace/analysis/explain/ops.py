@@ -17,6 +17,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from gradtrace.analysis.explain.tensors import Flat, broadcast_index, fmt, numel, sources, unravel
 from gradtrace.analysis.local_derivatives import LOCAL_DERIVATIVES, _div
 
@@ -32,6 +34,13 @@ class Ctx:
     """Every saved tensor's name, its values kept or not (an optional one absent was None)."""
     gs: tuple[Flat | None, ...] = ()
     """Every received gradient (``grad_outputs``), for the ops with several outputs (split)."""
+    dtypes: dict[str, str] = field(default_factory=dict)
+    """Each saved tensor's dtype (``index`` reads a bool mask differently from indices)."""
+    in_dtypes: tuple[str | None, ...] = ()
+    """The dtype of each gradient the node passed on (a cast's rule rounds to it)."""
+    memo: dict[Any, Any] = field(default_factory=dict, compare=False)
+    """What a rule works out once per node and reads at many elements (a batch norm channel's
+    means, attention's rows of P): one node's explanation at its first elements reuses them."""
 
     def arg(self, name: str, default: Any = None) -> Any:
         return self.args.get(name, default)
@@ -40,6 +49,10 @@ class Ctx:
 class NotKept(LookupError):
     """A rule needs a saved tensor whose values the document did not keep (a rule raises it for
     an optional operand, ``nll_loss``'s weight; ``Rule.needs`` covers the others)."""
+
+
+class Unsupported(ValueError):
+    """A rule that cannot be exact for this node's arguments (it says why instead of a number)."""
 
 
 Elem = Callable[[Ctx, int, int], tuple[str, float]]
@@ -54,6 +67,15 @@ class Rule:
     elem: Elem
     args: tuple[str, ...] = ()
     """The saved arguments it reads (absent from documents written before ``saved_args``)."""
+    variadic: bool = False
+    """Its one text stands for each of any number of inputs (``cat``'s and ``stack``'s tensors)."""
+
+    def texts_for(self, inputs: int) -> tuple[str, ...]:
+        """The rule of each of a node's ``inputs`` inputs."""
+        return self.texts * max(inputs, 1) if self.variadic else self.texts
+
+    def needs_of(self, i: int) -> tuple[str, ...]:
+        return self.needs[min(i, len(self.needs) - 1)]
 
 
 def _summed(ctx: Ctx, i: int, k: int, term: Callable[[int], tuple[str, float]]) -> tuple[str, float]:
@@ -170,6 +192,28 @@ def _matmul(a: str | None, b: str | None, bias_first: bool) -> Rule:
     return Rule(texts, needs, elem)
 
 
+def _cast_back(ctx: Ctx, i: int, k: int) -> tuple[str, float]:
+    """The received number rounded to the dtype of the gradient passed on (bfloat16, float16 or
+    float32 from a wider one), as the cast back rounds it."""
+    g = ctx.g.at(k)
+    dtype = ctx.in_dtypes[i] if i < len(ctx.in_dtypes) else None
+    value = round_to(g, dtype)
+    return (fmt(g) if value == g or math.isnan(g) else f"{fmt(g)} as {dtype}"), value
+
+
+def round_to(x: float, dtype: str | None) -> float:
+    """``x`` rounded to the nearest ``dtype`` number (ties to even; unchanged for other dtypes)."""
+    if dtype == "float32":
+        return float(np.float32(x))
+    if dtype == "float16":
+        return float(np.float16(x))
+    if dtype == "bfloat16" and math.isfinite(x):
+        bits = int(np.array(x, dtype=np.float32).view(np.uint32))
+        bits = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000
+        return float(np.array(bits, dtype=np.uint32).view(np.float32))
+    return x
+
+
 def _relu(ctx: Ctx, k: int) -> tuple[str, float]:
     y = ctx.saved["result"].at(k)
     return ("1" if y > 0 else "0"), (1.0 if y > 0 else 0.0)
@@ -244,8 +288,8 @@ BACKWARD_RULES: dict[str, Rule] = {
     "AddmmBackward0": _matmul("mat1", "mat2", True),
 }
 for _name in ("ViewBackward0", "UnsafeViewBackward0", "SqueezeBackward0",
-              "SqueezeBackward1", "UnsqueezeBackward0", "ReshapeAliasBackward0"):
+              "SqueezeBackward1", "SqueezeBackward2", "UnsqueezeBackward0", "ReshapeAliasBackward0"):
     BACKWARD_RULES[_name] = _pass_through("grad_self = grad_out reshaped to self's shape")
 BACKWARD_RULES["CloneBackward0"] = _pass_through("grad_self = grad_out")
-BACKWARD_RULES["ToCopyBackward0"] = _pass_through("grad_self = grad_out (cast back to self's dtype)")
+BACKWARD_RULES["ToCopyBackward0"] = Rule(("grad_self = grad_out (cast back to self's dtype)",), ((),), _cast_back)
 BACKWARD_RULES["AccumulateGrad"] = _pass_through("leaf.grad += grad_out")

@@ -1,0 +1,280 @@
+"""Rules of convolution and pooling: ``conv1d``/``conv2d``/``conv3d`` (and their transposed
+forms), max pooling by its saved indices, average pooling and adaptive average pooling.
+
+Each gradient element is a sum over the output positions (and kernel taps) that read it; the
+instance shows the first terms and the exact sum (``math.fsum``), as ``_summed`` in
+``explain/ops.py`` does. Strides, paddings, dilations and groups come from ``saved_args``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from itertools import product
+
+import numpy as np
+
+from gradtrace.analysis.explain.ops import Ctx, Rule
+from gradtrace.analysis.explain.tensors import Flat, fmt, numel, ravel, unravel
+
+Terms = list[tuple[float, float]]
+
+
+def _shown(parts: Terms) -> tuple[str, float]:
+    """``a·b + c·d + …`` (first three terms) and the exact sum."""
+    value = math.fsum(a * b for a, b in parts)
+    if not parts:
+        return "0  (no output position reads this element)", 0.0
+    text = " + ".join(f"{fmt(a)}·{fmt(b)}" for a, b in parts[:3]) + (" + …" if len(parts) > 3 else "")
+    return text, value
+
+
+def _ints(ctx: Ctx, name: str, nd: int, default: int) -> tuple[int, ...]:
+    """A per-dim argument (stride, padding, dilation) as ``nd`` ints (an empty list: ``default``)."""
+    raw = ctx.arg(name)
+    vals = [int(v) for v in raw] if isinstance(raw, list | tuple) else ([] if raw is None else [int(raw)])
+    if not vals:
+        return (default,) * nd
+    return tuple(vals) * nd if len(vals) == 1 else tuple(vals)
+
+
+def _conv_geometry(ctx: Ctx) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...], int]:
+    nd = len(ctx.g.shape) - 2
+    return (_ints(ctx, "stride", nd, 1), _ints(ctx, "padding", nd, 0), _ints(ctx, "dilation", nd, 1),
+            int(ctx.arg("groups", 1)))
+
+
+def _taps(x_pos: tuple[int, ...], ksize: tuple[int, ...], out_size: tuple[int, ...], s: tuple[int, ...],
+          p: tuple[int, ...], d: tuple[int, ...]) -> Iterator[tuple[tuple[int, ...], tuple[int, ...]]]:
+    """(kernel tap, output position) pairs with ``out·stride − pad + tap·dilation = x_pos``."""
+    for kk in product(*(range(k) for k in ksize)):
+        o = []
+        for dim, t in enumerate(kk):
+            num = x_pos[dim] + p[dim] - t * d[dim]
+            if num % s[dim] or not 0 <= num // s[dim] < out_size[dim]:
+                break
+            o.append(num // s[dim])
+        else:
+            yield kk, tuple(o)
+
+
+def _reads(o: tuple[int, ...], kk: tuple[int, ...], in_size: tuple[int, ...], s: tuple[int, ...],
+           p: tuple[int, ...], d: tuple[int, ...]) -> tuple[int, ...] | None:
+    """The input position output ``o`` reads at tap ``kk`` (None: in the padding)."""
+    pos = tuple(o[i] * s[i] - p[i] + kk[i] * d[i] for i in range(len(o)))
+    return pos if all(0 <= q < n for q, n in zip(pos, in_size, strict=True)) else None
+
+
+def _conv(ctx: Ctx, i: int, k: int) -> tuple[str, float]:
+    """``y[n, co, o] = bias[co] + Σ_{ci, kk} x[n, ci, o·s − p + kk·d] · w[co, ci, kk]`` (ci in co's
+    group); the transposed form is the same sum read the other way (x and y swap roles)."""
+    g = ctx.g
+    s, p, d, groups = _conv_geometry(ctx)
+    transposed = bool(ctx.arg("transposed", False))
+    _, c_out, *out_size = g.shape
+    if i == 2:  # grad_bias[co] = Σ_{n, o} grad_out[n, co, o]
+        plane = numel(tuple(out_size))
+        vals = [g.at((n * c_out + k) * plane + q) for n in range(g.shape[0]) for q in range(plane)]
+        text = " + ".join(fmt(v) for v in vals[:4]) + (" + …" if len(vals) > 4 else "")
+        return text, math.fsum(vals)
+    x_shape = ctx.in_shapes[0] if i == 0 and ctx.in_shapes[0] else ctx.saved["input"].shape
+    w_shape = ctx.in_shapes[1] if i == 1 and ctx.in_shapes[1] else ctx.saved["weight"].shape
+    x = ctx.saved.get("input", Flat((), x_shape))
+    w = ctx.saved.get("weight", Flat((), w_shape))
+    n_batch, c_in, *in_size = x_shape
+    ksize = tuple(w_shape[2:])
+    # the "small" side reads the "big" side: conv: y reads x; transposed: x is read by y the other way
+    lo_shape, hi_shape = (tuple(in_size), tuple(out_size)) if not transposed else (tuple(out_size), tuple(in_size))
+    lo_c, hi_c = (c_in, c_out) if not transposed else (c_out, c_in)
+    lo_g, hi_g = lo_c // groups, hi_c // groups
+
+    def lo_at(t: Flat, n: int, c: int, pos: tuple[int, ...]) -> float:
+        return t.at((n * lo_c + c) * numel(lo_shape) + ravel(pos, lo_shape))
+
+    def hi_at(t: Flat, n: int, c: int, pos: tuple[int, ...]) -> float:
+        return t.at((n * hi_c + c) * numel(hi_shape) + ravel(pos, hi_shape))
+
+    lo_t, hi_t = (x, g) if not transposed else (g, x)
+
+    if i == 1:  # grad_weight[a, b, kk] = Σ_{n, o} (pairs of x and grad_out the tap joins)
+        a, b, *kk_ = unravel(k, tuple(w_shape))
+        hc = a  # weight's first dim: out channels (conv) or in channels (transposed)
+        lc = (hc // hi_g) * lo_g + b
+        lo_pad, valid = _padded(ctx, lo_t, (n_batch, lo_c, *lo_shape), hi_shape, s, p, d, ksize)
+        taps = (slice(None), *(slice(t * dd, t * dd + ss * (h - 1) + 1, ss)
+                               for t, dd, ss, h in zip(kk_, d, s, hi_shape, strict=True)))
+        his = np.asarray(hi_t.values, dtype=np.float64).reshape(n_batch, hi_c, *hi_shape)[:, hc]
+        keep = valid[taps]
+        los = lo_pad[:, lc][taps][keep]
+        return _shown_arrays(his[keep], los)
+    # i == 0: grad_input
+    c = unravel(k, tuple(x_shape))
+    n, ch, pos = c[0], c[1], tuple(c[2:])
+    parts = []
+    if not transposed:  # Σ_{co in ch's group, kk} grad_out[n, co, o] · w[co, ch % group, kk]
+        first = (ch // lo_g) * hi_g
+        for co in range(first, first + hi_g):
+            for kk, o in _taps(pos, ksize, tuple(out_size), s, p, d):
+                parts.append((g.at((n * c_out + co) * numel(tuple(out_size)) + ravel(o, tuple(out_size))),
+                              w.at((co * lo_g + ch % lo_g) * numel(ksize) + ravel(kk, ksize))))
+        return _shown(parts)
+    # transposed: x[n, ch, pos] feeds y[n, co, pos·s − p + kk·d] with w[ch, co % group, kk]
+    first = (ch // hi_g) * lo_g
+    for co in range(first, first + lo_g):
+        for kk in product(*(range(m) for m in ksize)):
+            at = _reads(pos, kk, tuple(out_size), s, p, d)
+            if at is not None:
+                parts.append((g.at((n * c_out + co) * numel(tuple(out_size)) + ravel(at, tuple(out_size))),
+                              w.at((ch * lo_g + co % lo_g) * numel(ksize) + ravel(kk, ksize))))
+    return _shown(parts)
+
+
+def _padded(ctx: Ctx, t: Flat, shape: tuple[int, ...], hi_shape: tuple[int, ...], s: tuple[int, ...],
+            p: tuple[int, ...], d: tuple[int, ...], ksize: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
+    """The side read at ``o·stride − padding + tap·dilation`` (the input; grad_out for the
+    transposed form), zero-padded so that every (o, tap) lands in it, and where it is not padding
+    (once per node: ``Ctx.memo``)."""
+    key = ("conv-padded", id(t))
+    if key not in ctx.memo:
+        arr = np.asarray(t.values, dtype=np.float64).reshape(shape)
+        widths = [(0, 0), (0, 0)] + [(pp, max(0, (h - 1) * ss + (kk - 1) * dd - pp - n + 1))
+                                     for pp, h, ss, kk, dd, n in zip(p, hi_shape, s, ksize, d, shape[2:], strict=True)]
+        ctx.memo[key] = (np.pad(arr, widths)[:, :, ...],
+                         np.pad(np.ones(shape[:1] + shape[2:], dtype=bool), [widths[0], *widths[2:]]))
+    found: tuple[np.ndarray, np.ndarray] = ctx.memo[key]
+    return found
+
+
+def _shown_arrays(a: np.ndarray, b: np.ndarray) -> tuple[str, float]:
+    """:func:`_shown` of the pairs ``zip(a, b)``, in that order."""
+    if not a.size:
+        return _shown([])
+    value = math.fsum((a * b).tolist())
+    pairs = list(zip(a[:3].tolist(), b[:3].tolist(), strict=True))
+    text = " + ".join(f"{fmt(x)}·{fmt(y)}" for x, y in pairs) + (" + …" if a.size > 3 else "")
+    return text, value
+
+
+def _plane(shape: tuple[int, ...], k: int, nd: int) -> tuple[int, tuple[int, ...]]:
+    """Element ``k`` of a pooled input: its (batch, channel) plane and its place in the plane."""
+    spatial = shape[-nd:]
+    plane, rest = divmod(k, numel(spatial))
+    return plane, unravel(rest, spatial)
+
+
+def _max_pool(nd: int) -> Rule:
+    def elem(ctx: Ctx, i: int, k: int) -> tuple[str, float]:
+        """grad_self[p] = Σ grad_out[o] over the windows o whose saved index (the max's place) is p."""
+        shape = ctx.in_shapes[i] or ()
+        plane, _ = _plane(shape, k, nd)
+        place = k - plane * numel(shape[-nd:])
+        idx, g = ctx.saved["result1"], ctx.g
+        size = numel(g.shape[-nd:])
+        hits = [g.at(plane * size + q) for q in range(size) if int(idx.at(plane * size + q)) == place]
+        if not hits:
+            return "0  (no window's max is here)", 0.0
+        return " + ".join(fmt(v) for v in hits[:4]) + (" + …" if len(hits) > 4 else ""), math.fsum(hits)
+
+    return Rule(("grad_self[p] = Σ grad_out[o] over the windows o whose max (saved indices) is at p",),
+                (("result1",),), elem)
+
+
+def _windows(ctx: Ctx, nd: int, in_size: tuple[int, ...], out_size: tuple[int, ...]
+             ) -> Iterator[tuple[tuple[int, ...], list[range], float]]:
+    """Each output position of avg_pool: its window (clipped to the input) and its divisor."""
+    kernel = _ints(ctx, "kernel_size", nd, 1)
+    stride = _ints(ctx, "stride", nd, 0)
+    stride = kernel if not any(stride) else stride
+    pad = _ints(ctx, "padding", nd, 0)
+    include = bool(ctx.arg("count_include_pad", True))
+    override = ctx.arg("divisor_override")
+    for o in product(*(range(m) for m in out_size)):
+        spans, full = [], 1
+        for dim in range(nd):
+            start = o[dim] * stride[dim] - pad[dim]
+            end = min(start + kernel[dim], in_size[dim] + pad[dim])
+            full *= end - start
+            spans.append(range(max(start, 0), min(end, in_size[dim])))
+        div = float(override) if override else float(full if include else math.prod(len(r) for r in spans))
+        yield o, spans, div
+
+
+def _adaptive_windows(in_size: tuple[int, ...], out_size: tuple[int, ...]
+                      ) -> Iterator[tuple[tuple[int, ...], list[range], float]]:
+    for o in product(*(range(m) for m in out_size)):
+        spans = [range(o[d] * in_size[d] // out_size[d], -(-(o[d] + 1) * in_size[d] // out_size[d]))
+                 for d in range(len(o))]
+        yield o, spans, float(math.prod(len(r) for r in spans))
+
+
+def _avg_pool(nd: int, adaptive: bool) -> Rule:
+    def elem(ctx: Ctx, i: int, k: int) -> tuple[str, float]:
+        """grad_self[p] = Σ grad_out[o] / size(o) over the windows o that hold p."""
+        shape = ctx.in_shapes[i] or ()
+        plane, pos = _plane(shape, k, nd)
+        in_size, out_size = tuple(shape[-nd:]), tuple(ctx.g.shape[-nd:])
+        wins = _adaptive_windows(in_size, out_size) if adaptive else _windows(ctx, nd, in_size, out_size)
+        parts = [(ctx.g.at(plane * numel(out_size) + ravel(o, out_size)), div) for o, spans, div in wins
+                 if all(q in r for q, r in zip(pos, spans, strict=True))]
+        if not parts:
+            return "0  (in no window)", 0.0
+        text = " + ".join(f"{fmt(a)}/{fmt(b)}" for a, b in parts[:3]) + (" + …" if len(parts) > 3 else "")
+        return text, math.fsum(a / b for a, b in parts)
+
+    if adaptive:
+        return Rule(("grad_self[p] = Σ grad_out[o] / size(o) over the adaptive windows o holding p",), ((),), elem)
+    return Rule(("grad_self[p] = Σ grad_out[o] / divisor(o) over the windows o holding p",), ((),), elem,
+                ("kernel_size", "padding"))
+
+
+def _nearest_source(o: int, size_in: int, size_out: int, scale: object) -> int:
+    """The input index nearest upsampling copies to output index ``o`` (aten's ``nearest_idx``,
+    in its float32 arithmetic)."""
+    if size_out == size_in:
+        return o
+    if size_out == 2 * size_in:
+        return o >> 1
+    s = np.float32(1.0 / float(scale)) if isinstance(scale, int | float) and scale > 0 else \
+        np.float32(size_in) / np.float32(size_out)
+    return min(int(np.floor(np.float32(o) * s)), size_in - 1)
+
+
+_SCALES = {1: ("scales",), 2: ("scales_h", "scales_w"), 3: ("scales_d", "scales_h", "scales_w")}
+
+
+def _nearest(nd: int) -> Rule:
+    def elem(ctx: Ctx, i: int, k: int) -> tuple[str, float]:
+        """grad_self[p] = Σ grad_out[o] over the output places o copied from p."""
+        shape = ctx.in_shapes[i] or ()
+        plane, pos = _plane(shape, k, nd)
+        in_size, out_size = tuple(shape[-nd:]), tuple(ctx.g.shape[-nd:])
+        hits = [[o for o in range(out_size[d])
+                 if _nearest_source(o, in_size[d], out_size[d], ctx.arg(_SCALES[nd][d])) == pos[d]]
+                for d in range(nd)]
+        vals = [ctx.g.at(plane * numel(out_size) + ravel(o, out_size)) for o in product(*hits)]
+        if not vals:
+            return "0  (copied nowhere)", 0.0
+        return " + ".join(fmt(v) for v in vals[:4]) + (" + …" if len(vals) > 4 else ""), math.fsum(vals)
+
+    return Rule(("grad_self[p] = Σ grad_out[o] over the output places o nearest upsampling copied from p",),
+                ((),), elem)
+
+
+_CONV_TEXTS = ("grad_input[n, c, p] = Σ_{co, tap} grad_out[n, co, o] · weight[co, c, tap] over the (o, tap) "
+               "that read p  (o·stride − padding + tap·dilation = p; co in c's group)",
+               "grad_weight[co, c, tap] = Σ_{n, o} grad_out[n, co, o] · input[n, c, o·stride − padding + tap·dilation]",
+               "grad_bias[co] = Σ_{n, o} grad_out[n, co, o]")
+
+BACKWARD_RULES: dict[str, Rule] = {
+    "ConvolutionBackward0": Rule(_CONV_TEXTS, (("weight",), ("input",), ()), _conv,
+                                 ("stride", "padding", "dilation", "groups", "transposed")),
+    "MaxPool2DWithIndicesBackward0": _max_pool(2),
+    "MaxPool3DWithIndicesBackward0": _max_pool(3),
+    "AvgPool2DBackward0": _avg_pool(2, False),
+    "AvgPool3DBackward0": _avg_pool(3, False),
+    "AdaptiveAvgPool2DBackward0": _avg_pool(2, True),
+    "AdaptiveAvgPool3DBackward0": _avg_pool(3, True),
+    "UpsampleNearest1DBackward0": _nearest(1),
+    "UpsampleNearest2DBackward0": _nearest(2),
+    "UpsampleNearest3DBackward0": _nearest(3),
+}

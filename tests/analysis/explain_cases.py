@@ -1,0 +1,189 @@
+"""The programs of ``test_explain.py`` for the ops of the networks people train (convolution,
+pooling, normalization, losses, activations, joins and picks, attention): one per op, where
+``x`` (``y``, or the leaves named in ``NET_LEAVES``) feed the op directly so that the rule's
+gradient for that input is exactly torch's ``.grad``, and more argument values (``NET_VARIANTS``)."""
+
+from __future__ import annotations
+
+NET_OPS: dict[str, str] = {
+    "ConvolutionBackward0": "x = torch.randn(2, 4, 5, 6, requires_grad=True)\n"
+                            "w = torch.randn(6, 2, 3, 2, requires_grad=True)\n"
+                            "b = torch.randn(6, requires_grad=True)\n"
+                            "z = torch.nn.functional.conv2d(x, w, b, stride=(2, 1), padding=(1, 0), dilation=(1, 2), "
+                            "groups=2)",
+    "NativeBatchNormBackward0": "x = torch.randn(3, 2, 2, 3, requires_grad=True)\n"
+                                "w = torch.randn(2, requires_grad=True)\n"
+                                "b = torch.randn(2, requires_grad=True)\n"
+                                "z = torch.nn.functional.batch_norm(x, torch.zeros(2), torch.ones(2), w, b, "
+                                "training=True)",
+    "NativeGroupNormBackward0": "x = torch.randn(2, 6, 2, 2, requires_grad=True)\n"
+                                "w = torch.randn(6, requires_grad=True)\n"
+                                "b = torch.randn(6, requires_grad=True)\n"
+                                "z = torch.nn.functional.group_norm(x, 3, w, b)",
+    "MaxPool2DWithIndicesBackward0": "x = torch.randn(2, 2, 5, 5, requires_grad=True)\n"
+                                     "z = torch.nn.functional.max_pool2d(x, 3, stride=2, padding=1)",
+    "MaxPool3DWithIndicesBackward0": "x = torch.randn(1, 2, 3, 4, 4, requires_grad=True)\n"
+                                     "z = torch.nn.functional.max_pool3d(x, 2, stride=1)",
+    "AvgPool2DBackward0": "x = torch.randn(2, 2, 5, 5, requires_grad=True)\n"
+                          "z = torch.nn.functional.avg_pool2d(x, 3, stride=2, padding=1)",
+    "AvgPool3DBackward0": "x = torch.randn(1, 2, 3, 4, 4, requires_grad=True)\n"
+                          "z = torch.nn.functional.avg_pool3d(x, 2)",
+    "AdaptiveAvgPool2DBackward0": "x = torch.randn(2, 2, 5, 7, requires_grad=True)\n"
+                                  "z = torch.nn.functional.adaptive_avg_pool2d(x, (3, 4))",
+    "AdaptiveAvgPool3DBackward0": "x = torch.randn(1, 2, 3, 5, 4, requires_grad=True)\n"
+                                  "z = torch.nn.functional.adaptive_avg_pool3d(x, (2, 3, 3))",
+    "MseLossBackward0": "x = torch.randn(2, 3, requires_grad=True)\ny = torch.randn(2, 3, requires_grad=True)\n"
+                        "z = torch.nn.functional.mse_loss(x, y)",
+    "SmoothL1LossBackward0": "x = torch.randn(3, 4, requires_grad=True)\ny = torch.randn(3, 4, requires_grad=True)\n"
+                             "z = torch.nn.functional.smooth_l1_loss(x, y, beta=0.6)",
+    "HuberLossBackward0": "x = torch.randn(3, 4, requires_grad=True)\ny = torch.randn(3, 4, requires_grad=True)\n"
+                          "z = torch.nn.functional.huber_loss(x, y, reduction='sum', delta=0.5)",
+    "BinaryCrossEntropyWithLogitsBackward0": "x = torch.randn(3, 4, requires_grad=True)\n"
+                                             "y = torch.rand(3, 4, requires_grad=True)\n"
+                                             "z = torch.nn.functional.binary_cross_entropy_with_logits(x, y)",
+    "BinaryCrossEntropyBackward0": "x = (torch.rand(3, 4) * 0.8 + 0.1).requires_grad_()\n"
+                                   "y = torch.rand(3, 4, requires_grad=True)\n"
+                                   "z = torch.nn.functional.binary_cross_entropy(x, y)",
+    "SiluBackward0": "x = torch.randn(6, requires_grad=True)\nz = torch.nn.functional.silu(x)",
+    "LogSigmoidBackward0": "x = torch.randn(6, requires_grad=True)\nz = torch.nn.functional.logsigmoid(x)",
+    "Log1PBackward0": "x = torch.rand(6).requires_grad_()\nz = x.log1p()",
+    "RsqrtBackward0": "x = (torch.rand(6) + 0.2).requires_grad_()\nz = x.rsqrt()",
+    "ReciprocalBackward0": "x = (torch.rand(6) + 0.2).requires_grad_()\nz = x.reciprocal()",
+    "SoftplusBackward0": "x = (torch.randn(8) * 3).requires_grad_()\n"
+                         "z = torch.nn.functional.softplus(x, beta=2, threshold=3)",
+    "EluBackward0": "x = torch.randn(6, requires_grad=True)\nz = torch.nn.functional.elu(x, alpha=0.7)",
+    "HardtanhBackward0": "x = (torch.randn(8) * 4).requires_grad_()\nz = torch.nn.functional.relu6(x)",
+    "ClampMaxBackward0": "x = torch.randn(6, requires_grad=True)\nz = x.clamp_max(0.2)",
+    "MishBackward0": "x = torch.tensor([-40.0, -3.0, -0.5, 0.0, 1.5, 25.0], requires_grad=True)\n"
+                     "z = torch.nn.functional.mish(x)",
+    "HardswishBackward0": "x = torch.tensor([-4.0, -3.0, -1.0, 0.0, 2.0, 3.0, 5.0], requires_grad=True)\n"
+                          "z = torch.nn.functional.hardswish(x)",
+    "PreluKernelBackward0": "x = torch.randn(2, 3, 4, requires_grad=True)\ny = torch.rand(3, requires_grad=True)\n"
+                            "z = torch.prelu(x, y)",
+    "NllLoss2DBackward0": "x = torch.randn(2, 3, 2, 2).log_softmax(1).requires_grad_()\n"
+                          "z = torch.nn.functional.nll_loss(x, torch.tensor([[[0, 2], [1, -100]], [[2, 2], [0, 1]]]))",
+    "UpsampleNearest1DBackward0": "x = torch.randn(2, 2, 3, requires_grad=True)\n"
+                                  "z = torch.nn.functional.interpolate(x, size=7)",
+    "UpsampleNearest2DBackward0": "x = torch.randn(1, 2, 3, 4, requires_grad=True)\n"
+                                  "z = torch.nn.functional.interpolate(x, scale_factor=(2, 1.5))",
+    "UpsampleNearest3DBackward0": "x = torch.randn(1, 1, 2, 3, 2, requires_grad=True)\n"
+                                  "z = torch.nn.functional.interpolate(x, size=(3, 5, 4))",
+    "VarBackward0": "x = torch.randn(3, 4, requires_grad=True)\nz = x.var(1, correction=0)",
+    "StdBackward0": "x = torch.randn(3, 4, 2, requires_grad=True)\nz = x.std(dim=(0, 2), keepdim=True)",
+    "LogsumexpBackward0": "x = torch.randn(3, 4, requires_grad=True)\nz = x.logsumexp(1)",
+    "FlipBackward0": "x = torch.randn(2, 3, 4, requires_grad=True)\nz = x.flip(0, -1)",
+    "MvBackward0": "x = torch.randn(3, 4, requires_grad=True)\ny = torch.randn(4, requires_grad=True)\nz = x.mv(y)",
+    "DotBackward0": "x = torch.randn(4, requires_grad=True)\ny = torch.randn(4, requires_grad=True)\nz = x.dot(y)",
+    "SqueezeBackward2": "x = torch.randn(1, 3, 1, requires_grad=True)\nz = x.squeeze((0, 2))",
+    "CatBackward0": "x = torch.randn(2, 3, requires_grad=True)\ny = torch.randn(2, 4, requires_grad=True)\n"
+                    "z = torch.cat([x, y], -1)",
+    "StackBackward0": "x = torch.randn(2, 3, requires_grad=True)\ny = torch.randn(2, 3, requires_grad=True)\n"
+                      "z = torch.stack([x, y], 1)",
+    "UnbindBackward0": "x = torch.randn(3, 4, requires_grad=True)\na, b, c, d = x.unbind(1)\nz = a * 2 + c",
+    "SplitWithSizesBackward0": "x = torch.randn(2, 7, requires_grad=True)\na, b, c = x.split([2, 4, 1], dim=1)\n"
+                               "z = a * 3 + c",
+    "TransposeBackward1": "x = torch.randn(2, 3, 4, requires_grad=True)\nz = x * 1\nz.transpose_(0, 2)",
+    "IndexBackward0": "x = torch.randn(4, 3, requires_grad=True)\nz = x[torch.tensor([[0, 3], [0, 1]])]",
+    "GatherBackward0": "x = torch.randn(3, 4, requires_grad=True)\n"
+                       "z = x.gather(1, torch.tensor([[0, 0], [3, 1], [2, 2]]))",
+    "ConstantPadNdBackward0": "x = torch.randn(2, 3, 4, requires_grad=True)\n"
+                              "z = torch.nn.functional.pad(x, (1, -1, 0, 2))",
+    "RepeatBackward0": "x = torch.randn(2, 3, requires_grad=True)\nz = x.repeat(2, 1, 3)",
+    "CumsumBackward0": "x = torch.randn(3, 4, requires_grad=True)\nz = x.cumsum(-1)",
+    "MaxBackward0": "x = torch.randn(3, 4, requires_grad=True)\nz = x.max(1).values",
+    "MinBackward0": "x = torch.randn(3, 4, requires_grad=True)\nz = x.min(0, keepdim=True).values",
+    "MaxBackward1": "x = torch.tensor([[1.0, 3.0], [3.0, -2.0]], requires_grad=True)\nz = x.max()",  # a tie
+    "MinBackward1": "x = torch.randn(3, 4, requires_grad=True)\nz = x.min()",
+    "LinalgVectorNormBackward0": "x = torch.randn(3, 4, requires_grad=True)\nz = torch.linalg.vector_norm(x)",
+    "NativeDropoutBackward0": "x = torch.randn(4, 5, requires_grad=True)\nz = torch.native_dropout(x, 0.4, True)[0]",
+    "ScaledDotProductFlashAttentionForCpuBackward0": "x = torch.randn(2, 2, 3, 4, requires_grad=True)\n"
+                                                     "y = torch.randn(2, 2, 5, 4, requires_grad=True)\n"
+                                                     "v = torch.randn(2, 2, 5, 4, requires_grad=True)\n"
+                                                     "z = torch.nn.functional.scaled_dot_product_attention(x, y, v)",
+    "IndexSelectBackward0": "x = torch.randn(3, 4, requires_grad=True)\nz = x.index_select(1, torch.tensor([3, 0, 3]))",
+}
+NET_LEAVES: dict[str, list[str]] = {
+    "ConvolutionBackward0": ["x", "w", "b"], "NativeBatchNormBackward0": ["x", "w", "b"],
+    "NativeGroupNormBackward0": ["x", "w", "b"], "ScaledDotProductFlashAttentionForCpuBackward0": ["x", "y", "v"],
+}
+NET_VARIANTS: dict[str, tuple[str, str]] = {
+    "conv1d stride pad no bias": ("ConvolutionBackward0", "x = torch.randn(2, 3, 9, requires_grad=True)\n"
+                                  "w = torch.randn(4, 3, 3, requires_grad=True)\n"
+                                  "z = torch.nn.functional.conv1d(x, w, stride=2, padding=2, dilation=2)"),
+    "conv transposed 2d": ("ConvolutionBackward0", "x = torch.randn(2, 4, 3, 3, requires_grad=True)\n"
+                           "w = torch.randn(4, 3, 3, 2, requires_grad=True)\nb = torch.randn(6, requires_grad=True)\n"
+                           "z = torch.nn.functional.conv_transpose2d(x, w, b, stride=2, padding=1, "
+                           "output_padding=1, groups=2, dilation=(1, 2))"),
+    "conv3d": ("ConvolutionBackward0", "x = torch.randn(1, 2, 3, 4, 4, requires_grad=True)\n"
+               "w = torch.randn(3, 2, 2, 3, 2, requires_grad=True)\n"
+               "z = torch.nn.functional.conv3d(x, w, stride=(1, 2, 1), padding=(0, 1, 1))"),
+    "conv depthwise": ("ConvolutionBackward0", "x = torch.randn(2, 3, 6, 5, requires_grad=True)\n"
+                       "w = torch.randn(6, 1, 3, 3, requires_grad=True)\n"
+                       "z = torch.nn.functional.conv2d(x, w, padding=1, groups=3)"),
+    "conv transposed 1d": ("ConvolutionBackward0", "x = torch.randn(2, 3, 5, requires_grad=True)\n"
+                           "w = torch.randn(3, 2, 4, requires_grad=True)\n"
+                           "z = torch.nn.functional.conv_transpose1d(x, w, stride=3, padding=2)"),
+    "group norm no affine": ("NativeGroupNormBackward0", "x = torch.randn(3, 4, 5, requires_grad=True)\n"
+                             "z = torch.nn.functional.group_norm(x, 2)"),
+    "nearest down and odd": ("UpsampleNearest2DBackward0", "x = torch.randn(1, 2, 5, 3, requires_grad=True)\n"
+                             "z = torch.nn.functional.interpolate(x, size=(2, 7))"),
+    "var all unbiased": ("VarBackward0", "x = torch.randn(3, 4, requires_grad=True)\nz = x.var()"),
+    "std all": ("StdBackward0", "x = torch.randn(5, requires_grad=True)\nz = x.std()"),
+    "batch norm eval": ("NativeBatchNormBackward0", "x = torch.randn(3, 2, 4, requires_grad=True)\n"
+                        "w = torch.randn(2, requires_grad=True)\nb = torch.randn(2, requires_grad=True)\n"
+                        "z = torch.nn.functional.batch_norm(x, torch.randn(2), torch.rand(2) + 0.5, w, b, "
+                        "training=False)"),
+    "batch norm 2d input no affine": ("NativeBatchNormBackward0", "x = torch.randn(5, 3, requires_grad=True)\n"
+                                      "z = torch.nn.functional.batch_norm(x, None, None, training=True)"),
+    "avg pool ceil no pad count": ("AvgPool2DBackward0", "x = torch.randn(1, 2, 5, 6, requires_grad=True)\n"
+                                   "z = torch.nn.functional.avg_pool2d(x, (3, 2), stride=2, padding=1, ceil_mode=True, "
+                                   "count_include_pad=False)"),
+    "avg pool divisor": ("AvgPool2DBackward0", "x = torch.randn(1, 1, 4, 4, requires_grad=True)\n"
+                         "z = torch.nn.functional.avg_pool2d(x, 2, divisor_override=3)"),
+    "max pool ceil dilation": ("MaxPool2DWithIndicesBackward0", "x = torch.randn(1, 2, 7, 6, requires_grad=True)\n"
+                               "z = torch.nn.functional.max_pool2d(x, 2, stride=2, dilation=2, ceil_mode=True)"),
+    "mse none": ("MseLossBackward0", "x = torch.randn(2, 3, requires_grad=True)\n"
+                 "y = torch.randn(2, 3, requires_grad=True)\n"
+                 "z = torch.nn.functional.mse_loss(x, y, reduction='none')"),
+    "mse sum": ("MseLossBackward0", "x = torch.randn(2, 3, requires_grad=True)\ny = torch.randn(2, 3)\n"
+                "z = torch.nn.functional.mse_loss(x, y, reduction='sum')"),
+    "bce logits weights": ("BinaryCrossEntropyWithLogitsBackward0", "x = torch.randn(3, 4, requires_grad=True)\n"
+                           "y = torch.rand(3, 4, requires_grad=True)\n"
+                           "z = torch.nn.functional.binary_cross_entropy_with_logits(x, y, weight=torch.rand(4), "
+                           "pos_weight=torch.rand(4) * 3, reduction='none')"),
+    "bce weight sum": ("BinaryCrossEntropyBackward0", "x = (torch.rand(3, 4) * 0.8 + 0.1).requires_grad_()\n"
+                       "y = torch.rand(3, 4)\n"
+                       "z = torch.nn.functional.binary_cross_entropy(x, y, weight=torch.rand(3, 4), reduction='sum')"),
+    "hardtanh custom": ("HardtanhBackward0", "x = torch.randn(8, requires_grad=True)\n"
+                        "z = torch.nn.functional.hardtanh(x, -0.5, 0.3)"),
+    "cat dim 0 three": ("CatBackward0", "x = torch.randn(1, 3, requires_grad=True)\n"
+                        "y = torch.randn(2, 3, requires_grad=True)\n"
+                        "z = torch.cat([x, y, torch.randn(2, 3)], 0)"),
+    "stack last dim": ("StackBackward0", "x = torch.randn(2, 3, requires_grad=True)\n"
+                       "y = torch.randn(2, 3, requires_grad=True)\n"
+                       "z = torch.stack([x, y, torch.randn(2, 3)], -1)"),
+    "index two tensors apart": ("IndexBackward0", "x = torch.randn(3, 4, 5, requires_grad=True)\n"
+                                "z = x[torch.tensor([0, 2, 0]), :, torch.tensor([[1], [4]])]"),
+    "index adjacent tensors": ("IndexBackward0", "x = torch.randn(2, 3, 4, requires_grad=True)\n"
+                               "z = x[:, torch.tensor([2, 0]), torch.tensor([1, -1])]"),
+    "index bool mask": ("IndexBackward0", "x = torch.randn(3, 4, requires_grad=True)\n"
+                        "z = x[torch.tensor([[True, False, True, False], [False, False, True, True], "
+                        "[True, True, False, False]])]"),
+    "index bool rows": ("IndexBackward0", "x = torch.randn(3, 2, requires_grad=True)\n"
+                        "z = x[torch.tensor([True, False, True])]"),
+    "norm ord 3 dim keepdim": ("LinalgVectorNormBackward0", "x = torch.randn(3, 4, requires_grad=True)\n"
+                               "z = torch.linalg.vector_norm(x, 3, dim=0, keepdim=True)"),
+    "norm ord 1 dims": ("LinalgVectorNormBackward0", "x = torch.randn(2, 3, 4, requires_grad=True)\n"
+                        "z = torch.linalg.vector_norm(x, 1, dim=(0, 2))"),
+    "tensor norm dim": ("LinalgVectorNormBackward0", "x = torch.randn(3, 4, requires_grad=True)\nz = x.norm(dim=1)"),
+    "bce at the edges": ("BinaryCrossEntropyBackward0", "x = torch.tensor([0.0, 1.0, 0.5, 0.25]).requires_grad_()\n"
+                         "y = torch.tensor([0.3, 0.3, 0.3, 1.0], requires_grad=True)\n"
+                         "z = torch.nn.functional.binary_cross_entropy(x, y, reduction='sum')"),
+    "norm ord 1.5 with a zero": ("LinalgVectorNormBackward0", "x = torch.tensor([0.0, 1.0, -2.0], requires_grad=True)\n"
+                                 "z = torch.linalg.vector_norm(x, 1.5)"),
+    "sdpa causal scale": ("ScaledDotProductFlashAttentionForCpuBackward0",
+                          "x = torch.randn(1, 2, 4, 3, requires_grad=True)\n"
+                          "y = torch.randn(1, 2, 4, 3, requires_grad=True)\n"
+                          "v = torch.randn(1, 2, 4, 3, requires_grad=True)\n"
+                          "z = torch.nn.functional.scaled_dot_product_attention(x, y, v, is_causal=True, scale=0.7)"),
+}
