@@ -313,10 +313,12 @@ struct Walker {
   }
 
   // NOTE [saved tensors from no node] in saved.py (``PyCore._hold_saved``): an alias of a
-  // saved tensor no node made (a copy of a parameter's: NOTE [a saved parameter copied]), charged to the one keep budget and held by the output tap as
-  // a forward value (``Tap::hold_saved``), so a gradient may let go of it; a subclass, a
-  // transform's wrapper or a tensor that is not strided is not held. Without a tap (outside
-  // the block) it is held by its entry, within the same budget, and nothing lets go of it.
+  // saved tensor no node made (a copy of a parameter's and of batch norm's running statistics:
+  // NOTE [a saved parameter copied], [running statistics copied]), charged to the one keep
+  // budget and held by the output tap as a forward value (``Tap::hold_saved``), so a gradient
+  // may let go of it; a subclass, a transform's wrapper or a tensor that is not strided is not
+  // held. Without a tap (outside the block) it is held by its entry, within the same budget,
+  // and nothing lets go of it.
   // ``RUNNING_STATS`` in saved.py: NOTE [running statistics copied].
   static bool running_stat(const std::string& name) { return name == "running_mean" || name == "running_var"; }
 
@@ -393,7 +395,10 @@ struct Walker {
         }
       } catch (const std::exception&) {
       }
-      if (t.is_leaf() && (!t.requires_grad() || !core.passes.empty()) && core.keep_budget > 0) hold_saved(core, t, sv);
+      // a parameter once a backward pass has run (NOTE [a saved parameter copied])
+      if (t.is_leaf() && (!t.requires_grad() || !core.passes.empty()) && core.keep_budget > 0) {
+        hold_saved(core, t, sv);
+      }
       if (t.numel() <= kValuesLimit) {
         CoreLock lock(core.mu);
         sv.vid = core.capture(t, /*keep=*/false);  // its value for the document only
