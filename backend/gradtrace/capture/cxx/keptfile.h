@@ -415,20 +415,7 @@ class KeptFile {
       const at::Tensor& t = r.tensor;
       if (!t.defined()) throw std::runtime_error("tensor file: a kept row without its tensor");
       const char* code = safetensors_code(t.scalar_type());
-      head.push_back(',');
-      write_str(head, r.key);
-      head += ":{\"dtype\":\"";
-      head += code;
-      head += "\",\"shape\":[";
-      for (int64_t d = 0; d < t.dim(); ++d) {
-        if (d) head.push_back(',');
-        format_int(head, t.size(d));
-      }
-      head += "],\"data_offsets\":[";
-      format_int(head, offset);
-      head.push_back(',');
-      format_int(head, offset + r.nbytes);
-      head += "]}";
+      append_header_entry(head, r.key, code, t, offset, offset + r.nbytes);
       entries_.push_back({code, static_cast<int64_t>(shapes_.size()), static_cast<int32_t>(t.dim()), offset,
                           offset + r.nbytes});
       shapes_.insert(shapes_.end(), t.sizes().begin(), t.sizes().end());

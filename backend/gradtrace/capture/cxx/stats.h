@@ -183,6 +183,26 @@ const char* safetensors_code(at::ScalarType t) {
   }
 }
 
+// One entry of a safetensors header, ``,"key":{"dtype":"F32","shape":[...],"data_offsets":[b,e]}``:
+// ``write_keyed_file`` below and ``KeptFile::build`` (cxx/keptfile.h) write it the same way.
+void append_header_entry(std::string& head, std::string_view key, const char* code, const at::Tensor& t,
+                         int64_t begin, int64_t end) {
+  head.push_back(',');
+  write_str(head, key);
+  head += ":{\"dtype\":\"";
+  head += code;
+  head += "\",\"shape\":[";
+  for (int64_t d = 0; d < t.dim(); ++d) {
+    if (d) head.push_back(',');
+    format_int(head, t.size(d));
+  }
+  head += "],\"data_offsets\":[";
+  format_int(head, begin);
+  head.push_back(',');
+  format_int(head, end);
+  head += "]}";
+}
+
 // ``src`` with ``"key":"…",`` at each (offset, key) of ``at`` (any order), straight into a new
 // ``bytes``.
 py::bytes spliced_at(const char* src, size_t size, std::vector<std::pair<size_t, std::string_view>>& at) {
@@ -280,23 +300,10 @@ py::object write_keyed_file(const py::list& keys, const py::list& ts,
       }
       found.emplace_back(code, it->second);
     }
-    head.push_back(',');
     Py_ssize_t kn = 0;
     const char* kp = PyUnicode_AsUTF8AndSize(PyList_GET_ITEM(keys.ptr(), static_cast<Py_ssize_t>(i)), &kn);
     if (kp == nullptr) throw py::error_already_set();
-    write_str(head, std::string_view(kp, static_cast<size_t>(kn)));
-    head += ":{\"dtype\":\"";
-    head += code;
-    head += "\",\"shape\":[";
-    for (int64_t d = 0; d < t.dim(); ++d) {
-      if (d) head.push_back(',');
-      format_int(head, t.size(d));
-    }
-    head += "],\"data_offsets\":[";
-    format_int(head, offset);
-    head.push_back(',');
-    format_int(head, offset + nbytes[i]);
-    head += "]}";
+    append_header_entry(head, std::string_view(kp, static_cast<size_t>(kn)), code, t, offset, offset + nbytes[i]);
     offset += nbytes[i];
     if (nbytes[i]) parts.append(item);
   }
