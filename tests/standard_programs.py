@@ -4,8 +4,10 @@ with AdamW and a cosine schedule, a ResNet with group norm, gradient accumulatio
 GRU, fused attention, fine-tuning a head on a frozen backbone, plain SGD on a tanh MLP,
 multi-head attention, CPU autocast to bfloat16, a WGAN gradient penalty, a custom autograd
 Function, evaluation between training steps (batch norm, dropout, OneCycle, value clipping),
-an EMA of the weights, weight normalization. The
-judges must stay silent on all of them and keep every number exactly
+an EMA of the weights, weight normalization, truncated backpropagation through time,
+gradient checkpointing in a loop, a GAN step with two optimizers, two losses backward in turn,
+an embedding with a padding index, a saliency map, parameter groups with a schedule, a focal
+loss. The judges must stay silent on all of them and keep every number exactly
 (tests/analysis/test_standard_practice.py)."""
 
 from __future__ import annotations
@@ -236,4 +238,102 @@ opt = torch.optim.SGD(lin.parameters(), lr=0.1)
 x = torch.randn(5, 6)
 for step in range(3):
     loss = lin(x).pow(2).mean(); opt.zero_grad(); loss.backward(); opt.step()
+"""
+
+STANDARD["tbptt_lstmcell"] = H + """
+cell = nn.LSTMCell(6, 12); head = nn.Linear(12, 1)
+opt = torch.optim.Adam(list(cell.parameters()) + list(head.parameters()), lr=1e-2)
+xs = torch.randn(20, 4, 6); ys = torch.randn(20, 4, 1)
+h = torch.zeros(4, 12); c = torch.zeros(4, 12)
+for start in range(0, 20, 5):
+    h, c = h.detach(), c.detach()
+    loss = 0
+    for t in range(start, start + 5):
+        h, c = cell(xs[t], (h, c))
+        loss = loss + F.mse_loss(head(h), ys[t])
+    opt.zero_grad(); loss.backward(); opt.step()
+"""
+
+STANDARD["checkpoint_loop"] = H + """
+from torch.utils.checkpoint import checkpoint
+blocks = nn.ModuleList(nn.Sequential(nn.Linear(16, 16), nn.ReLU()) for _ in range(3))
+head = nn.Linear(16, 1)
+opt = torch.optim.Adam(list(blocks.parameters()) + list(head.parameters()), 1e-3)
+x = torch.randn(8, 16); y = torch.randn(8, 1)
+for step in range(3):
+    h = x
+    for b in blocks:
+        h = checkpoint(b, h, use_reentrant=False)
+    loss = F.mse_loss(head(h), y)
+    opt.zero_grad(); loss.backward(); opt.step()
+"""
+
+STANDARD["gan_step"] = H + """
+G = nn.Sequential(nn.Linear(4, 16), nn.ReLU(), nn.Linear(16, 2))
+D = nn.Sequential(nn.Linear(2, 16), nn.LeakyReLU(0.2), nn.Linear(16, 1))
+og = torch.optim.Adam(G.parameters(), 2e-4, betas=(0.5, 0.999))
+od = torch.optim.Adam(D.parameters(), 2e-4, betas=(0.5, 0.999))
+real = torch.randn(8, 2) + 2
+for step in range(3):
+    z = torch.randn(8, 4); fake = G(z)
+    d_loss = F.binary_cross_entropy_with_logits(D(real), torch.ones(8, 1)) + \
+             F.binary_cross_entropy_with_logits(D(fake.detach()), torch.zeros(8, 1))
+    od.zero_grad(); d_loss.backward(); od.step()
+    g_loss = F.binary_cross_entropy_with_logits(D(fake), torch.ones(8, 1))
+    og.zero_grad(); g_loss.backward(); og.step()
+"""
+
+STANDARD["multitask_two_backward"] = H + """
+trunk = nn.Linear(6, 16); a = nn.Linear(16, 1); b = nn.Linear(16, 3)
+opt = torch.optim.SGD(list(trunk.parameters()) + list(a.parameters()) + list(b.parameters()), lr=0.05)
+x = torch.randn(10, 6); ya = torch.randn(10, 1); yb = torch.randint(0, 3, (10,))
+for step in range(3):
+    opt.zero_grad()
+    h = torch.tanh(trunk(x))
+    F.mse_loss(a(h), ya).backward(retain_graph=True)
+    F.cross_entropy(b(h), yb).backward()
+    opt.step()
+"""
+
+STANDARD["padded_embedding"] = H + """
+emb = nn.Embedding(30, 8, padding_idx=0); rnn = nn.GRU(8, 16, batch_first=True); out = nn.Linear(16, 30)
+opt = torch.optim.Adam(list(emb.parameters()) + list(rnn.parameters()) + list(out.parameters()), 1e-3)
+seq = torch.randint(1, 30, (4, 9)); seq[:, 6:] = 0
+for step in range(3):
+    h, _ = rnn(emb(seq[:, :-1]))
+    loss = F.cross_entropy(out(h).reshape(-1, 30), seq[:, 1:].reshape(-1), ignore_index=0)
+    opt.zero_grad(); loss.backward(); opt.step()
+"""
+
+STANDARD["saliency_input_grad"] = H + """
+model = nn.Sequential(nn.Conv2d(1, 4, 3), nn.ReLU(), nn.Flatten(), nn.Linear(4 * 6 * 6, 3)).eval()
+for p in model.parameters():
+    p.requires_grad_(False)
+img = torch.randn(1, 1, 8, 8, requires_grad=True)
+score = model(img)[0, 1]
+score.backward()
+sal = img.grad.abs().amax(dim=1)
+"""
+
+STANDARD["param_groups_sched"] = H + """
+body = nn.Sequential(nn.Linear(5, 20), nn.ReLU(), nn.Linear(20, 20), nn.ReLU()); head = nn.Linear(20, 2)
+opt = torch.optim.SGD([{"params": body.parameters(), "lr": 1e-3}, {"params": head.parameters()}],
+                      lr=1e-2, momentum=0.9, nesterov=True)
+sched = torch.optim.lr_scheduler.StepLR(opt, step_size=2, gamma=0.5)
+x = torch.randn(32, 5); y = torch.randint(0, 2, (32,))
+for step in range(5):
+    loss = F.cross_entropy(head(body(x)), y)
+    opt.zero_grad(set_to_none=True); loss.backward(); opt.step(); sched.step()
+"""
+
+STANDARD["focal_bce_logits"] = H + """
+m = nn.Sequential(nn.Linear(10, 32), nn.SiLU(), nn.Linear(32, 1))
+opt = torch.optim.RMSprop(m.parameters(), lr=1e-3)
+x = torch.randn(64, 10); y = (torch.rand(64, 1) < 0.1).float()
+for step in range(4):
+    logits = m(x)
+    bce = F.binary_cross_entropy_with_logits(logits, y, reduction="none")
+    p = torch.sigmoid(logits); pt = p * y + (1 - p) * (1 - y)
+    loss = ((1 - pt) ** 2 * bce).mean()
+    opt.zero_grad(); loss.backward(); opt.step()
 """

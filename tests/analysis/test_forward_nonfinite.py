@@ -108,6 +108,18 @@ def _bare(code: str) -> _FirstNaN:
     return mode
 
 
+KERNEL_DEPENDENT = {"a diverged product"}
+"""Programs whose NaN depends on the CPU's kernel: a matrix product whose two products pass
+float32's range with opposite signs is inf − inf = NaN when the kernel rounds each product, but
++inf where it fuses the multiply-add (``fma(-100, 3e37, inf)`` is inf): there torch makes no
+NaN, and the judge must claim none."""
+
+
+def _no_forward_nan_claimed(code: str) -> None:
+    entry = _forward(code)
+    assert entry is None or entry["kind"] != "nan", entry
+
+
 def _forward(code: str) -> dict[str, Any] | None:
     doc, _, _ = recorded_run(code, native=True)
     found = analyze(doc.model_dump(mode="json", by_alias=True)) or {}
@@ -118,6 +130,9 @@ def _forward(code: str) -> dict[str, Any] | None:
 def test_the_forward_nan_is_blamed_on_the_op_torch_made_it_in(name: str) -> None:
     code = PROGRAMS[name]
     op = _bare_first_nan(code)
+    if op is None and name in KERNEL_DEPENDENT:
+        _no_forward_nan_claimed(code)
+        return
     assert op is not None
     op = op.lstrip("_")  # aten::_softmax is softmax's kernel
     entry = _forward(code)
@@ -134,6 +149,9 @@ def test_the_forward_cause_is_the_arithmetic_torch_did(name: str) -> None:
     elements are what it says (a row of -inf, both operands 0, a negative under log)."""
     code = PROGRAMS[name]
     bare = _bare(code)
+    if bare.output is None and name in KERNEL_DEPENDENT:
+        _no_forward_nan_claimed(code)
+        return
     assert bare.output is not None and _arithmetic_holds(name, bare.inputs, bare.output), name
     entry = _forward(code)
     assert entry is not None and CAUSES[name] in entry["cause"], entry

@@ -335,6 +335,23 @@ print(w.grad)
 # leaves every parameter, gradient and optimizer state they end with as the bare run's
 from standard_programs import STANDARD  # noqa: E402
 
+PROGRAMS["views_changed_under_no_grad"] = '''
+# NOTE [a view's grad_fn read after an in-place change] in capture/gradfn.py: a view of a
+# parameter made and changed under no_grad (nn.Embedding's padding row), named or not, and one
+# the program goes on to use
+emb = nn.Embedding(10, 4, padding_idx=0)
+w = nn.Parameter(torch.randn(5, 3))
+with torch.no_grad():
+    w[0].fill_(0)
+    v = w[1:3]
+    v.mul_(2)
+    print(v.sum())
+del v  # (reading a changed no_grad view's grad_fn raises: the test's own look at the namespace would)
+loss = (emb(torch.tensor([0, 3, 0])).sum() + (w * 2).sum())
+loss.backward()
+print(emb.weight.grad[0], w.grad)
+'''
+
 PROGRAMS.update({f"std_{name}": code for name, code in STANDARD.items()})
 
 COMPILED: dict[str, str] = {}

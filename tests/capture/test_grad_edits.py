@@ -88,6 +88,20 @@ def test_explicit_unscale_then_clipping_are_two_edits_each_step(run: Any, native
                                                                  (3, 12), (3, 13)]
     hint = next(h for h in doc["analysis"]["hints"] if h["code"] == "grad-edited")
     assert hint["line"] == 13
+    # NOTE [each edit its own effect] in analysis/hints/grads.py: the unscale's × 1/scale and the
+    # clipping's coefficient, each against torch's (the bare run's scale and total norm)
+    ns = _bare(AMP_CLIPPED.replace("    torch.nn.utils.clip_grad_norm_(model.parameters(), 0.05)\n",
+                                   "    total = float(torch.nn.utils.get_total_norm(\n"
+                                   "        [p.grad for p in model.parameters()]))\n"
+                                   "    torch.nn.utils.clip_grad_norm_(model.parameters(), 0.05)\n"))
+    evidence = dict((e["label"], e["value"]) for e in hint["evidence"])
+    unscale = evidence["line 12: scaler.unscale_(opt)"]
+    clip = evidence["line 13: torch.nn.utils.clip_grad_norm_(model.parameters(), 0.05)"]
+    scale = 65536.0  # the scale the last step ran with: GradScaler's default, never lowered here
+    assert ns["scaler"].get_scale() == scale
+    assert float(unscale.removeprefix("norm scaled × ")) == pytest.approx(1 / scale, rel=1e-3)
+    assert float(clip.removeprefix("norm scaled × ")) == pytest.approx(0.05 / ns["total"], rel=1e-3)
+    assert "(lines 12 and 13)" in hint["message"]
 
 
 HOOK_SCALES_ANOTHER = """\

@@ -457,9 +457,13 @@ class CaptureMode(TorchFunctionMode):
         else:
             kind = "no_grad"
         src = sources[0]
-        if src.grad_fn is not None:
-            rec.discover([src.grad_fn], line=frame.f_lineno, seq_mark=None)
-            source = rec.fn_id(src.grad_fn)
+        try:
+            src_fn = src.grad_fn
+        except RuntimeError:  # NOTE [a view's grad_fn read after an in-place change] in gradfn.py
+            return  # its history cannot be read without breaking the program: no cut drawn
+        if src_fn is not None:
+            rec.discover([src_fn], line=frame.f_lineno, seq_mark=None)
+            source = rec.fn_id(src_fn)
         else:
             source = rec.tensor_node(src, role="leaf", line=frame.f_lineno)
         names = frames.NameIndex.during_run(frame)

@@ -29,6 +29,7 @@ import torch
 import torch.autograd.forward_ad as _fwad
 
 from gradtrace.capture import tapkernel
+from gradtrace.capture.gradfn import grad_fn_or_none
 from gradtrace.capture.heldvalues import STALE, HeldValues
 from gradtrace.capture.tapkernel import KEY, KEY_SET
 
@@ -145,7 +146,7 @@ class OutputTap:
             return
         if (_dispatch_keys(t) & _NOT_HELD).raw_repr():
             return
-        fn = t.grad_fn
+        fn = grad_fn_or_none(t)  # NOTE [a view's grad_fn read after an in-place change] in gradfn.py
         if fn is None:
             return
         if _fwad._current_level >= 0 and _is_dual(t):

@@ -49,6 +49,7 @@ from torch.autograd.graph import Node
 from gradtrace.capture import definitions, frames, native, pycore
 from gradtrace.capture.events import LimitReached, ModulePath, PassInfo, RecordingStopped
 from gradtrace.capture.gradedits import GradEdits
+from gradtrace.capture.gradfn import grad_fn_or_none
 from gradtrace.capture.graph import FnInfo, before_block
 from gradtrace.capture.odd_tensors import shape_of
 from gradtrace.capture.outputs import NativeTap, OutputTap
@@ -87,6 +88,7 @@ NOTE [what a step costs]
     the analysis (‖grad‖, mean and max |grad|, an update ratio) of at most ``series`` bytes:
     charged after each backward call, so a long training loop's estimate stays an upper bound
     (``tests/capture/test_flows.py``)."""
+
 
 
 class Recorder:
@@ -647,7 +649,7 @@ class Recorder:
             ptr = t.untyped_storage().data_ptr()
         except Exception:  # no storage (sparse, meta, ...): nothing to match later
             return
-        node = t.grad_fn if t.requires_grad else None
+        node = grad_fn_or_none(t) if t.requires_grad else None
         self.inplace_log.append((ptr, self.current_line(), op, len(self.nodes), node))
 
     def internal_error(self, exc: Exception) -> None:

@@ -75,18 +75,39 @@ def grad_edited(view: DocView) -> list[dict[str, Any]]:
     names = [view.tensor_label(n) for n in edited]
     shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
     first = edited[0]
+    steps = _edit_steps(first)
+    lines = sorted({ln for ln, _ in steps}) if len(steps) > 1 else [line] if line else []
+    where = f" (line{'s' if len(lines) > 1 else ''} {' and '.join(map(str, lines))})" if lines else ""
     return [hint(
         "grad-edited", "info", f"{shown}: .grad changed after backward",
         f"The final .grad of {shown} is not what backward left: it was changed in place outside "
-        f"autograd{f' (line {line})' if line else ''}. The last step shows the value torch holds "
-        "at the end.",
+        f"autograd{where}. The last step shows the value torch holds at the end.",
         line=line, nodes=[str(n["id"]) for n in edited],
         evidence=[(f"‖{names[0]}.grad‖ after backward", _norm(first["grad_history"][-1])),
                   (f"‖{names[0]}.grad‖ at the end", _norm(first["grad"])),
                   ("effect", _effect(first["grad_history"][-1], first["grad"])),
-                  ("line", view.line_text(line) or "?")],
+                  ("line", view.line_text(line) or "?"),
+                  # NOTE [each edit its own effect]: GradScaler's unscale (× 1/scale) then clipping
+                  # (× a little under 1) are two edits; the overall effect alone pins both on the last
+                  *([(f"line {ln}: {view.line_text(ln) or '?'}", effect) for ln, effect in steps]
+                    if len(steps) > 1 else [])],
         fix="# nothing to fix when it is meant (gradient clipping); the optimizer's step uses the "
             "changed .grad")]
+
+
+def _edit_steps(leaf: Any) -> list[tuple[int, str]]:
+    """The recorded edits of ``leaf``'s final ``.grad`` (those after its last accumulation, in
+    order), each as (line, what it did to the value before it)."""
+    history = leaf.get("grad_history") or []
+    at = len(history)
+    before = history[-1] if history else None
+    steps: list[tuple[int, str]] = []
+    for e in leaf.get("grad_edits") or []:
+        if e.get("at") != at or e.get("line") is None or e.get("value") is None:
+            continue
+        steps.append((int(e["line"]), _effect(before, e["value"])))
+        before = e["value"]
+    return steps
 
 
 def _effect(before: Any, after: Any) -> str:

@@ -131,7 +131,12 @@ struct Tap {
                                                  c10::DispatchKey::FuncTorchGradWrapper}))) {
       return;  // a subclass, a fake tensor (dynamo tracing), a transform's wrapper
     }
-    auto fn = t.grad_fn();
+    c10::intrusive_ptr<Node> fn;
+    try {  // NOTE [a view's grad_fn read after an in-place change] in capture/gradfn.py
+      fn = t.grad_fn();
+    } catch (const c10::Error&) {
+      return;
+    }
     if (!fn) return;
     if (t._fw_grad(0).defined()) return;  // forward AD's dual tensors: the twin leaves dual levels alone
     auto key = std::make_pair(static_cast<const Node*>(fn.get()), static_cast<int32_t>(t.output_nr()));
