@@ -7,7 +7,10 @@ Function, evaluation between training steps (batch norm, dropout, OneCycle, valu
 an EMA of the weights, weight normalization, truncated backpropagation through time,
 gradient checkpointing in a loop, a GAN step with two optimizers, two losses backward in turn,
 an embedding with a padding index, a saliency map, parameter groups with a schedule, a focal
-loss. The judges must stay silent on all of them and keep every number exactly
+loss, a packed bidirectional LSTM, a ResNet block with in-place ReLU and residual add,
+distillation, a contrastive loss, L-BFGS with a closure, a forward hook's features in the loss,
+a siamese network, freezing midway, a causal transformer decoder, a Jacobian and Hessian, a
+linear warmup. The judges must stay silent on all of them and keep every number exactly
 (tests/analysis/test_standard_practice.py)."""
 
 from __future__ import annotations
@@ -336,4 +339,142 @@ for step in range(4):
     p = torch.sigmoid(logits); pt = p * y + (1 - p) * (1 - y)
     loss = ((1 - pt) ** 2 * bce).mean()
     opt.zero_grad(); loss.backward(); opt.step()
+"""
+
+STANDARD["packed_bilstm"] = H + """
+from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+rnn = nn.LSTM(5, 8, batch_first=True, bidirectional=True); head = nn.Linear(16, 2)
+opt = torch.optim.Adam(list(rnn.parameters()) + list(head.parameters()), 1e-3)
+x = torch.randn(3, 6, 5); lengths = torch.tensor([6, 4, 2]); y = torch.randint(0, 2, (3,))
+for step in range(3):
+    out, (h, c) = rnn(pack_padded_sequence(x, lengths, batch_first=True))
+    loss = F.cross_entropy(head(torch.cat([h[0], h[1]], 1)), y)
+    opt.zero_grad(); loss.backward(); opt.step()
+"""
+
+STANDARD["inplace_relu_residual"] = H + """
+class Block(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.c1 = nn.Conv2d(4, 4, 3, padding=1); self.b1 = nn.BatchNorm2d(4); self.relu = nn.ReLU(inplace=True)
+        self.c2 = nn.Conv2d(4, 4, 3, padding=1); self.b2 = nn.BatchNorm2d(4)
+    def forward(self, x):
+        out = self.relu(self.b1(self.c1(x)))
+        out = self.b2(self.c2(out))
+        out += x
+        return self.relu(out)
+net = nn.Sequential(nn.Conv2d(1, 4, 3, padding=1), Block(), Block(), nn.AdaptiveAvgPool2d(1), nn.Flatten(),
+                    nn.Linear(4, 3))
+opt = torch.optim.SGD(net.parameters(), lr=0.1, momentum=0.9)
+x = torch.randn(8, 1, 8, 8); y = torch.randint(0, 3, (8,))
+for step in range(3):
+    loss = F.cross_entropy(net(x), y); opt.zero_grad(); loss.backward(); opt.step()
+"""
+
+STANDARD["distillation_kl"] = H + """
+teacher = nn.Sequential(nn.Linear(10, 32), nn.ReLU(), nn.Linear(32, 5)).eval()
+student = nn.Sequential(nn.Linear(10, 8), nn.ReLU(), nn.Linear(8, 5))
+opt = torch.optim.Adam(student.parameters(), 1e-3)
+x = torch.randn(16, 10); y = torch.randint(0, 5, (16,)); T = 4.0
+for step in range(3):
+    with torch.no_grad():
+        t = teacher(x)
+    s = student(x)
+    kd = F.kl_div(F.log_softmax(s / T, 1), F.softmax(t / T, 1), reduction="batchmean") * T * T
+    loss = 0.5 * kd + 0.5 * F.cross_entropy(s, y)
+    opt.zero_grad(); loss.backward(); opt.step()
+"""
+
+STANDARD["simclr_contrastive"] = H + """
+enc = nn.Sequential(nn.Linear(12, 32), nn.ReLU(), nn.Linear(32, 16))
+opt = torch.optim.SGD(enc.parameters(), lr=0.05)
+x = torch.randn(8, 12)
+for step in range(3):
+    a = x + 0.1 * torch.randn_like(x); b = x + 0.1 * torch.randn_like(x)
+    z = F.normalize(enc(torch.cat([a, b])), dim=1)
+    sim = z @ z.t() / 0.5
+    sim = sim.masked_fill(torch.eye(16, dtype=torch.bool), float("-inf"))
+    target = torch.cat([torch.arange(8, 16), torch.arange(0, 8)])
+    loss = F.cross_entropy(sim, target)
+    opt.zero_grad(); loss.backward(); opt.step()
+"""
+
+STANDARD["lbfgs_closure"] = H + """
+w = torch.zeros(3, requires_grad=True)
+X = torch.randn(20, 3); y = X @ torch.tensor([1.0, -2.0, 0.5]) + 0.1 * torch.randn(20)
+opt = torch.optim.LBFGS([w], lr=1, max_iter=5)
+def closure():
+    opt.zero_grad()
+    loss = ((X @ w - y) ** 2).mean()
+    loss.backward()
+    return loss
+for step in range(2):
+    opt.step(closure)
+"""
+
+STANDARD["forward_hook_features"] = H + """
+net = nn.Sequential(nn.Linear(6, 12), nn.Tanh(), nn.Linear(12, 12), nn.Tanh(), nn.Linear(12, 1))
+feats = {}
+net[2].register_forward_hook(lambda m, i, o: feats.__setitem__("mid", o))
+opt = torch.optim.Adam(net.parameters(), 1e-2)
+x = torch.randn(10, 6); y = torch.randn(10, 1)
+for step in range(3):
+    out = net(x)
+    loss = F.mse_loss(out, y) + 1e-3 * feats["mid"].pow(2).mean()
+    opt.zero_grad(); loss.backward(); opt.step()
+"""
+
+STANDARD["siamese_shared"] = H + """
+tower = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 4))
+opt = torch.optim.Adam(tower.parameters(), 1e-3)
+a = torch.randn(6, 8); b = torch.randn(6, 8); same = torch.tensor([1., 0., 1., 0., 1., 0.])
+for step in range(3):
+    d = F.pairwise_distance(tower(a), tower(b))
+    loss = (same * d.pow(2) + (1 - same) * F.relu(1.0 - d).pow(2)).mean()
+    opt.zero_grad(); loss.backward(); opt.step()
+"""
+
+STANDARD["freeze_midway"] = H + """
+base = nn.Linear(6, 8); head = nn.Linear(8, 1)
+opt = torch.optim.SGD(list(base.parameters()) + list(head.parameters()), lr=0.05)
+x = torch.randn(12, 6); y = torch.randn(12, 1)
+for step in range(4):
+    if step == 2:
+        base.requires_grad_(False)
+    loss = F.mse_loss(head(torch.relu(base(x))), y)
+    opt.zero_grad(); loss.backward(); opt.step()
+"""
+
+STANDARD["causal_decoder"] = H + """
+layer = nn.TransformerDecoderLayer(16, 2, 32, dropout=0.0, batch_first=True)
+dec = nn.TransformerDecoder(layer, 2); emb = nn.Embedding(20, 16); out = nn.Linear(16, 20)
+params = list(dec.parameters()) + list(emb.parameters()) + list(out.parameters())
+opt = torch.optim.AdamW(params, 1e-3)
+tgt = torch.randint(0, 20, (2, 7)); memory = torch.randn(2, 5, 16)
+mask = nn.Transformer.generate_square_subsequent_mask(6)
+for step in range(2):
+    h = dec(emb(tgt[:, :-1]), memory, tgt_mask=mask, tgt_is_causal=True)
+    loss = F.cross_entropy(out(h).reshape(-1, 20), tgt[:, 1:].reshape(-1))
+    opt.zero_grad(); loss.backward(); opt.step()
+"""
+
+STANDARD["jacobian_hessian"] = H + """
+from torch.autograd.functional import jacobian, hessian
+f = lambda x: (x.sin() * x.pow(2)).sum()
+x = torch.randn(4)
+J = jacobian(lambda v: v.sin() * v, x)
+Hm = hessian(f, x)
+w = torch.randn(4, requires_grad=True)
+loss = (Hm @ w).pow(2).sum() + (J @ w).sum()
+loss.backward()
+"""
+
+STANDARD["warmup_linear"] = H + """
+model = nn.Sequential(nn.Linear(4, 16), nn.GELU(), nn.LayerNorm(16), nn.Linear(16, 1))
+opt = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.01)
+sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / 3))
+x = torch.randn(32, 4); y = torch.randn(32, 1)
+for step in range(5):
+    loss = F.smooth_l1_loss(model(x), y)
+    opt.zero_grad(); loss.backward(); opt.step(); sched.step()
 """
