@@ -3,6 +3,7 @@ the graph and in the code, "show on graph", and searching "nan" (frontend/src/ui
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -239,3 +240,37 @@ def test_parameters_with_no_gradient_are_listed_with_what_starved_them(playgroun
     assert items[3].startswith("net.body.weight frozen") and items[4].startswith("net.body.bias frozen")
     page.locator("#findings").scroll_into_view_if_needed()
     page.screenshot(path=str(artifacts_dir / "findings-starved.png"))
+
+
+SCALER_WARMUP = """import torch
+import torch.nn as nn
+import torch.nn.functional as F
+torch.manual_seed(0)
+model = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 1))
+opt = torch.optim.SGD(model.parameters(), lr=1e-2)
+scaler = torch.amp.GradScaler("cpu", init_scale=2.0 ** 22, backoff_factor=0.0625)
+x = torch.randn(16, 8); y = torch.randn(16, 1)
+for step in range(6):
+    opt.zero_grad()
+    with torch.autocast("cpu", dtype=torch.float16):
+        loss = F.mse_loss(model(x).float(), y)
+    scaler.scale(loss).backward()
+    scaler.step(opt)
+    scaler.update()
+"""
+
+
+def test_a_nan_the_grad_scaler_skipped_is_a_warning_that_says_so(playground: Any, artifacts_dir: Path) -> None:
+    """NOTE [a NaN GradScaler skips] in analysis/nonfinite/scaler.py: the first two iterations
+    overflow float16 and GradScaler skips their steps; the entry is a warning, not an error, and
+    says which iterations were skipped (tests/analysis/test_scaler_skips.py checks them against
+    a bare run's scaler)."""
+    page = playground
+    run_code(page, SCALER_WARMUP)
+    first = page.locator("#findings .gt-finding-nonfinite").first
+    expect(first).to_have_class(re.compile(r"\bgt-finding-warning\b"))
+    first.locator("summary").click()
+    expect(first.locator(".gt-finding-handled")).to_contain_text(
+        "GradScaler (line 7) found it and skipped the optimizer step after this backward pass")
+    expect(first.locator(".gt-finding-handled")).to_contain_text("It skipped 2 of 6 iterations (1, 2)")
+    first.screenshot(path=str(artifacts_dir / "findings-grad-scaler.png"))

@@ -74,6 +74,9 @@ class NonFinite(_Model):
     trap: str | None = Field(None, description=(
         "the pattern behind it, when known (`torch.where` and `masked_fill`: the unselected branch), or null"))
     fix: str | None = _optional("the fix for that pattern, as code")
+    handled: str | None = _optional(
+        "what the program already does about it, when the document shows it (a GradScaler that skipped the "
+        "optimizer's step after this backward pass), or null")
 
 
 class GradOffBlock(_Model):

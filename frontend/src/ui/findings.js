@@ -73,8 +73,11 @@ export function renderFindings(box, doc, cb) {
   if (box.hidden) return;
   if (hints.length || nonfinite.length) box.append(el("h2", null, hints.length ? `Hints (${hints.length + nonfinite.length})` : "Non-finite values"));
   for (const f of nonfinite) {
-    const item = entry(box, "error", f.sentence, f.line, f.node, cb);
+    // one the program's GradScaler already skipped a step for is no fault of its own (NOTE [a
+    // NaN GradScaler skips] in analysis/nonfinite/scaler.py): a warning, and what it did
+    const item = entry(box, f.handled ? "warning" : "error", f.sentence, f.line, f.node, cb);
     item.classList.add("gt-finding-nonfinite");
+    if (f.handled) item.append(el("p", "gt-finding-handled", f.handled));
     if (f.passed_on.length) item.append(el("p", "gt-muted", `${f.passed_on.length} node${f.passed_on.length > 1 ? "s" : ""} after it only passed it on.`));
     // the arithmetic that made it, where a pattern names it and the sentence does not already
     if (f.cause && f.trap && !f.sentence.includes(f.cause)) item.append(el("p", "gt-finding-cause", f.cause));

@@ -5,7 +5,8 @@ arithmetic that did and the pattern behind it (NOTE [producer, not carrier] in `
   the badge of the final gradients;
 - ``forward.py``: the first of the forward pass, from the kept outputs;
 - ``traps.py``: the patterns behind a NaN made in backward (shared with the gradient check);
-- ``forward_traps.py``: the arithmetic behind one made in forward.
+- ``forward_traps.py``: the arithmetic behind one made in forward;
+- ``scaler.py``: a GradScaler that already skipped the step it would have spoiled.
 """
 
 from gradtrace.analysis.nonfinite.first import badge, first_nonfinite

@@ -28,6 +28,7 @@ from typing import Any
 from gradtrace.analysis.docview import TV, DocView, has, nonfinite_kind
 from gradtrace.analysis.local_derivatives import LOCAL_DERIVATIVES, local_derivative
 from gradtrace.analysis.nonfinite.forward import forward_producer
+from gradtrace.analysis.nonfinite.scaler import handled_by_scaler
 from gradtrace.analysis.nonfinite.traps import trap_for
 from gradtrace.analysis.numbers import flat, fmt
 
@@ -202,8 +203,14 @@ def _forward(view: DocView) -> dict[str, Any] | None:
 
 
 def first_nonfinite(view: DocView) -> list[dict[str, Any]]:
-    """The forward entry, then the backward one, each when there is one."""
-    return [e for e in (_forward(view), _backward(view)) if e is not None]
+    """The forward entry, then the backward one, each when there is one; the backward one says
+    what the program's GradScaler did about it (NOTE [a NaN GradScaler skips] in scaler.py)."""
+    found = [e for e in (_forward(view), _backward(view)) if e is not None]
+    for e in found:
+        handled = handled_by_scaler(view, e)
+        if handled is not None:
+            e["handled"] = handled
+    return found
 
 
 def badge(view: DocView) -> str | None:
