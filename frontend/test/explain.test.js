@@ -89,3 +89,13 @@ test("a custom Function points to its own backward, not to the catalogue", () =>
   assert.doesNotMatch(line.note, /catalogue/);
   assert.equal(line.line, 8);
 });
+
+test("terms that cancel are said to, beside the two numbers they leave", () => {
+  const cancels = "the terms cancel: their sizes add up to 0.1192 and what is left is 1.612e-08 of that";
+  const [line] = explainLines({ known: true, op: "ConvolutionBackward0", inputs: [
+    { input_nr: 2, rule: "grad_bias = Σ grad_out", shape: [8], index: [0], instance: "… = -1.721e-09", value: -1.72e-9, recorded: -1.92e-9, cancels },
+  ] });
+  assert.equal(line.cancels, cancels);
+  const [plain] = explainLines({ known: true, op: "X", inputs: [{ input_nr: 0, rule: "r", index: [], instance: "1 = 1", value: 1, recorded: 1 }] });
+  assert.equal(plain.cancels, null);
+});

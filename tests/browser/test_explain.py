@@ -111,3 +111,35 @@ def test_a_transformer_node_is_explained_at_a_picked_element_from_the_tensor_fil
     panel.scroll_into_view_if_needed()
     page.screenshot(path=str(artifacts_dir / "explain-gpt-bmm-picked-element.png"))
     assert page.page_errors == [], page.page_errors
+
+
+BIAS_BEFORE_BN = """import torch
+import torch.nn as nn
+torch.manual_seed(0)
+net = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU())
+x = torch.randn(16, 3, 12, 12)
+loss = net(x).pow(2).mean()
+loss.backward()
+"""
+
+
+def test_a_bias_whose_terms_cancel_is_said_to(playground: Any, artifacts_dir: Path) -> None:
+    """NOTE [terms that cancel] in analysis/explain/node.py: a convolution's bias before batch
+    norm: the rule's float64 sum and the kernel's float32 one are both rounding noise around 0,
+    and the panel says so beside them (tests/analysis/test_explain_cancel.py checks the numbers
+    against torch's)."""
+    from browser.pageutil import run_code
+
+    page = playground
+    run_code(page, BIAS_BEFORE_BN)
+    page.evaluate("""() => { const app = window.gradtrace.app, nodes = app.index.nodes;
+        const v = app.scene.view.vnodes.findIndex(n => n.refs && n.refs.length === 1 &&
+          nodes[n.refs[0]].name === 'ConvolutionBackward0');
+        app.viewer.selectNode(v); }""")
+    panel = page.locator("#inspector [data-gt=explain]")
+    expect(panel).to_contain_text("grad_bias")
+    cancels = panel.locator("[data-gt=explain-cancels]")
+    expect(cancels.first).to_contain_text("the terms cancel: their sizes add up to ", timeout=30_000)
+    expect(cancels.first).to_contain_text("both rounding noise around 0")
+    cancels.first.scroll_into_view_if_needed()
+    page.screenshot(path=str(artifacts_dir / "explain-bias-terms-cancel.png"))

@@ -28,6 +28,9 @@ class ExplainedInput(BaseModel):
         "What backward actually passed on at that element (`grad_inputs`)."))
     note: str | None = Field(None, description=(
         "Why there is no instance (no gradient passed, an operand's values not kept)."))
+    cancels: str | None = Field(None, description=(
+        "Why `value` and `recorded` differ when the rule's terms cancel to about 0 and float32 rounding decides "
+        "the digits (a convolution's bias before batch norm), or null."))
 
 
 class Explanation(BaseModel):

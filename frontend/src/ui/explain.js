@@ -49,6 +49,9 @@ export function explainLines(answer, own = null) {
       instance: inp.instance != null ? `${at ? `at ${at}: ` : ""}${inp.instance}` : null,
       note: inp.note || (inp.instance == null && !answer.note ? "no gradient passed to this input" : null),
       recorded: inp.recorded == null ? null : `recorded grad_inputs${at}: ${+Number(inp.recorded).toPrecision(6)}${agrees === false ? " (differs)" : ""}`,
+      // the rule's terms cancel to about 0: both numbers are float32 rounding noise (NOTE [terms
+      // that cancel] in analysis/explain/node.py)
+      cancels: inp.cancels || null,
       shape: inp.shape || null, index: inp.index || null, input: inp.input_nr,
     };
   })];
@@ -151,6 +154,7 @@ export class ExplainPanel {
     if (line.rule) box.append(el("code", { class: "gt-explain-rule" }, line.rule));
     if (line.instance) box.append(el("div", { class: "gt-explain-instance", "data-gt": "explain-instance" }, `→ ${line.instance}`));
     if (line.recorded) box.append(el("div", { class: "gt-explain-recorded" }, line.recorded));
+    if (line.cancels) box.append(el("div", { class: "gt-explain-note", "data-gt": "explain-cancels" }, line.cancels));
     if (line.note) box.append(el("div", { class: "gt-explain-note" }, ...withCode(line.note)));
     if (line.line != null && this.onLine) {
       box.append(el("button", { type: "button", class: "gt-link", onclick: () => this.onLine(line.line) }, `go to line ${line.line}`));

@@ -15,7 +15,10 @@ request, for one node and one element, from the stored document; the page only r
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Any
+
+import numpy as np
 
 from gradtrace.analysis.explain import attention, conv, elementwise, index, lookup, losses, nn, norm, ops, reduce
 from gradtrace.analysis.explain.operands import Numbers
@@ -195,4 +198,56 @@ def _at(rule: Rule, ctx: Ctx, i: int, shape: tuple[int, ...], coords: tuple[int,
     out: JSON = {"shape": list(shape), "index": list(coords), "instance": instance, "value": _encode(value)}
     if recorded is not None:
         out["recorded"] = _encode(recorded.at(k))
+        cancels = _cancels(rule, ctx, i, k, value, recorded.at(k))
+        if cancels is not None:
+            out["cancels"] = cancels
     return out
+
+
+CANCEL = 1e-4
+"""How far below its terms' sizes a rule's result may sit and still be float32 rounding noise."""
+
+
+def _cancels(rule: Rule, ctx: Ctx, i: int, k: int, value: float, recorded: float) -> str | None:
+    """Why the rule's float64 ``value`` and the kernel's float32 ``recorded`` differ, when they
+    do because the rule's terms cancel.
+
+    NOTE [terms that cancel]
+        A convolution's bias before batch norm gets a gradient whose thousands of terms cancel to
+        about 0 (batch norm takes out the mean): the rule's float64 sum gives 3.5e-9, the
+        kernel's float32 sum 3.8e-8. Both are rounding noise around 0, and side by side they
+        look like a disagreement. Their scale is the same rule worked out on the absolute
+        values of its operands (``_absolute``: the sizes of the terms, which a sum of products
+        adds up exactly); where the two numbers differ by more than a thousandth of themselves
+        yet by no more than ``CANCEL`` of that scale, the rounding of each float32 term decides
+        the digits, and the answer says so. Where they differ by more, there is no note: that
+        is a disagreement to see (``tests/analysis/test_explain_cancel.py``)."""
+    if not (math.isfinite(value) and math.isfinite(recorded)):
+        return None
+    diff = abs(value - recorded)
+    if diff <= 1e-3 * max(abs(value), abs(recorded)):
+        return None
+    absolute = ctx.memo.get("absolute")
+    if absolute is None:
+        absolute = ctx.memo["absolute"] = _absolute(ctx)
+    try:
+        _, scale = rule.elem(absolute, i, k)
+    except Exception:  # a rule whose operands' signs matter to its arithmetic: no scale, no note
+        return None
+    scale = abs(scale)
+    if not math.isfinite(scale) or scale == 0 or diff > CANCEL * scale:
+        return None
+    return (f"the terms cancel: their sizes add up to {fmt(scale)} and what is left is "
+            f"{fmt(max(abs(value), abs(recorded)) / scale)} of that, so float32's rounding of each term decides "
+            f"these digits: {fmt(value)} (float64) and {fmt(recorded)} (the kernel's float32) are both rounding "
+            "noise around 0")
+
+
+def _absolute(ctx: Ctx) -> Ctx:
+    """``ctx`` with every operand replaced by its absolute values (NOTE [terms that cancel])."""
+    def mag(f: Flat | None) -> Flat | None:
+        return None if f is None else Flat(np.abs(np.asarray(f.values, dtype=np.float64)), f.shape)
+    g = mag(ctx.g)
+    assert g is not None
+    return replace(ctx, g=g, saved={name: mag(f) for name, f in ctx.saved.items()},  # type: ignore[misc]
+                   gs=tuple(mag(f) for f in ctx.gs), memo={})
