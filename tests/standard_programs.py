@@ -10,8 +10,8 @@ an embedding with a padding index, a saliency map, parameter groups with a sched
 loss, a packed bidirectional LSTM, a ResNet block with in-place ReLU and residual add,
 distillation, a contrastive loss, L-BFGS with a closure, a forward hook's features in the loss,
 a siamese network, freezing midway, a causal transformer decoder, a Jacobian and Hessian, a
-linear warmup. The judges must stay silent on all of them and keep every number exactly
-(tests/analysis/test_standard_practice.py)."""
+linear warmup, a static input buffer refilled each step. The judges must stay silent on all
+of them and keep every number exactly (tests/analysis/test_standard_practice.py)."""
 
 from __future__ import annotations
 
@@ -477,4 +477,15 @@ x = torch.randn(32, 4); y = torch.randn(32, 1)
 for step in range(5):
     loss = F.smooth_l1_loss(model(x), y)
     opt.zero_grad(); loss.backward(); opt.step(); sched.step()
+"""
+
+STANDARD["static_input_buffer"] = H + """
+model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 1))
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+data = torch.randn(5, 16, 4); target = torch.randn(5, 16, 1)
+x = torch.empty(16, 4); y = torch.empty(16, 1)
+for step in range(5):
+    x.copy_(data[step]); y.copy_(target[step])
+    loss = F.mse_loss(model(x), y)
+    opt.zero_grad(); loss.backward(); opt.step()
 """

@@ -179,8 +179,8 @@ class OutputTap:
 
     def hold_saved(self, t: torch.Tensor, nbytes: int, version: int) -> dict[int, Kept | int]:
         """``Tap::hold_saved``: a saved tensor no node made (NOTE [saved tensors from no node] in
-        saved.py), held as a forward output is, in the run's order, but never copied before a
-        write; its slot."""
+        saved.py), held as a forward output is, in the run's order, and copied before a write
+        (NOTE [copy on write]); its slot."""
         slot: dict[int, Kept | int] = {}
         core = self.core
         if core._kept_bytes + nbytes > core._keep_budget:
@@ -190,6 +190,9 @@ class OutputTap:
         slot[0] = kept
         core._charge(nbytes)
         self._held.append((slot, 0, kept, nbytes))
+        key = _storage_key(t)
+        if key is not None:
+            self._by_storage.setdefault(key, []).append(kept)
         return slot
 
     def release(self) -> None:

@@ -75,7 +75,8 @@ def _saved_held(held: Any) -> tuple[torch.Tensor | None, int, int]:
         kept = held[0]
         if isinstance(kept, int):
             return None, -1, kept
-        return kept.tensor, kept.version, 0
+        # a copy made before a write is the value as saved, at the copy's own version
+        return kept.tensor, int(kept.tensor._version) if kept.copied else kept.version, 0
     return held  # type: ignore[no-any-return]
 
 

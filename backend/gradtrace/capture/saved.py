@@ -31,7 +31,9 @@ NOTE [saved tensors from no node]
     already (a leaf's as its value). One that no node made, data without gradient such as
     ``xs[t]`` read by ``addmm`` or ``nll_loss``'s target, is held when its node is made (an
     alias sharing its version counter, like a gradient: NOTE [kept tensors] in tensorfile.py;
-    one changed in place since is left out as ``changed``), only when the run keeps a tensor
+    copied before an op the tap sees writes into its memory, as a forward output is: a static
+    input buffer refilled each iteration, ``x.copy_(batch)``; one changed where the tap does
+    not see it is left out as ``changed``), only when the run keeps a tensor
     file, and written as ``n{id}.s{name}`` (its saved entry's ``name``), ranked with the
     forward values (NOTE [what the budget keeps first] in tensorfile.py). It is held as a
     forward output is, by the output tap (``Tap::hold_saved`` in cxx/tap.h,

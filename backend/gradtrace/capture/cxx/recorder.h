@@ -503,7 +503,8 @@ struct Recorder {
         TapEntry& held = tap_->entries[static_cast<size_t>(s.held)];
         s.kept = std::move(held.tensor);
         held.tensor = at::Tensor();
-        s.kept_version = held.version;
+        // a copy made before a write is the value as saved, at the copy's own version
+        s.kept_version = held.copied && s.kept.defined() ? Tap::version_of(s.kept) : held.version;
         s.kept_dropped = held.dropped;
         s.held = -1;
       }

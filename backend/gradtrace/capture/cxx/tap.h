@@ -166,8 +166,8 @@ struct Tap {
 
   // NOTE [saved tensors from no node] in saved.py (``OutputTap.hold_saved``): an alias of a
   // saved tensor no node made, held as a forward value is (charged to the one keep budget,
-  // let go of by ``evict`` in the same order), but never copied before a write: one changed
-  // since is left out as ``changed``. Its entry's index; with ``Core::mu`` held.
+  // let go of by ``evict`` in the same order, copied before an op the tap sees writes into
+  // its memory). Its entry's index; with ``Core::mu`` held.
   int32_t hold_saved(const at::Tensor& t, int64_t nbytes) {
     TapEntry e;
     e.nr = -1;
@@ -178,6 +178,7 @@ struct Tap {
       e.tensor = t.tensor_data();  // no dispatch; shares the version counter
       e.version = core->version_of(t);
       core->charge(nbytes);
+      if (t.has_storage()) link(by_storage, links, t.storage().data(), idx);  // NOTE [held by storage, in chains]
       held.push_back(idx);
     }
     entries.push_back(std::move(e));
