@@ -39,6 +39,10 @@ MIN_CALLS = 3
 Call = tuple[str, int]
 """(module path, call number from 0), as ``Node.module_stack`` names it."""
 
+Gather = Callable[[list[str]], Any]
+"""The tensors of many keys of one shape and dtype as one array, or None (``gather`` in
+analysis/dynamics/read.py)."""
+
 
 _STACK = methodcaller("get", "module_stack")
 _NODE = itemgetter("node")
@@ -129,8 +133,8 @@ def _outputs(view: DocView, calls_of: Mapping[str, tuple[Call, ...]]) -> dict[Ca
     return out
 
 
-def call_series(view: DocView, passes: list[Mapping[str, Any]],
-                read: Callable[[str], np.ndarray | None]) -> list[dict[str, Any]]:
+def call_series(view: DocView, passes: list[Mapping[str, Any]], read: Callable[[str], np.ndarray | None],
+                gather: Gather | None = None) -> list[dict[str, Any]]:
     """Each module's ‖grad‖ by call in each backward pass that walked it ``MIN_CALLS`` times or
     more (NOTE [the gradient at each call]), in the order of the passes, then of first calls.
 
@@ -212,7 +216,7 @@ def call_series(view: DocView, passes: list[Mapping[str, Any]],
     for path, p, calls in shown:
         series.append({"module": path, "type": types.get(path), "pass": p, "calls": [c for c, _ in calls],
                        "nodes": [outs[0] for _, outs in calls],
-                       "grad_norm": _norms(view, [outs for _, outs in calls], p, event_of, read, whole)})
+                       "grad_norm": _norms(view, [outs for _, outs in calls], p, event_of, read, whole, gather)})
     return series
 
 
@@ -285,34 +289,45 @@ def _alike(calls: list[tuple[int, list[str], list[str], list[str]]]) -> list[tup
 
 
 def _norms(view: DocView, calls: list[list[str]], p: int, event_of: Mapping[tuple[str, int], int],
-           read: Callable[[str], np.ndarray | None], whole: bool) -> list[Any]:
+           read: Callable[[str], np.ndarray | None], whole: bool, gather: Gather | None) -> list[Any]:
     """‖the gradient pass ``p`` brought to the outputs of each call‖ (float64), or None for a
     call one of whose outputs is not in the tensor file though it may have been left out
     (``whole``: the file left nothing out, so a gradient it lacks was undefined: an output no
-    later op used). One loop over every call (a series of an unrolled RNN has hundreds)."""
+    later op used). One loop over every call (a series of an unrolled RNN has hundreds).
+
+    NOTE [a series' gradients in one gather]
+        An unrolled RNN's series reads one gradient per call, hundreds of small tensors of
+        one shape and dtype: where the reader can (``gather``, analysis/dynamics/read.py),
+        they are read as one array, one row per gradient, made float64 in one conversion,
+        and each row goes to ``dot`` as it is, a contiguous float64 vector, as the gradient
+        read alone and converted would: each square is the same number."""
     by_id = view.by_id
-    dot = np.dot
-    f64 = np.float64
-    found: list[Any] = []
+    keys_of: list[list[str]] = []
     for outs in calls:
-        total = 0.0
-        missing = False
+        keys: list[str] = []
         for nid in outs:
             i = event_of.get((nid, p))
             if i is None:
                 continue  # not walked in this pass: no gradient reached it
             many = by_id[nid].get("outputs")
-            for k in range(len(many)) if many else (0,):
-                g = read(f"e{i}.go{k}")
-                if g is None:
-                    if whole:
-                        continue
-                    missing = True
-                    break
-                g = g.astype(f64, copy=False).reshape(-1)
-                total += float(dot(g, g))
-            if missing:
+            if many:
+                keys += [f"e{i}.go{k}" for k in range(len(many))]
+            else:
+                keys.append(f"e{i}.go0")
+        keys_of.append(keys)
+    squares = _squares([k for keys in keys_of for k in keys], read, gather)
+    found: list[Any] = []
+    for keys in keys_of:
+        total = 0.0
+        missing = False
+        for k in keys:
+            sq = squares.get(k)
+            if sq is None:
+                if whole:
+                    continue
+                missing = True
                 break
+            total += sq
         if missing:
             found.append(None)
         elif total - total == 0:  # finite (the usual case)
@@ -320,3 +335,21 @@ def _norms(view: DocView, calls: list[list[str]], p: int, event_of: Mapping[tupl
         else:
             found.append("nan" if math.isnan(total) else "inf")
     return found
+
+
+def _squares(keys: list[str], read: Callable[[str], np.ndarray | None], gather: Gather | None
+             ) -> dict[str, float]:
+    """Each gradient's squared norm, summed in float64 (``dot`` of it with itself), by key; a
+    key with no tensor is left out (NOTE [a series' gradients in one gather])."""
+    dot = np.dot
+    rows = gather(keys) if gather is not None and len(keys) > 1 else None
+    if isinstance(rows, np.ndarray):
+        flat = rows.reshape(len(keys), -1 if rows.size else 0).astype(np.float64, copy=False)
+        return dict(zip(keys, map(float, map(dot, flat, flat)), strict=True))
+    out: dict[str, float] = {}
+    for k in keys:
+        g = read(k)
+        if g is not None:
+            g = g.astype(np.float64, copy=False).reshape(-1)
+            out[k] = float(dot(g, g))
+    return out

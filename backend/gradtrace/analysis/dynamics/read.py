@@ -71,7 +71,33 @@ def file_reader(data: bytes | memoryview | None,
         except (TypeError, ValueError):
             return None
 
+    # the series by call's read of its gradients (analysis/dynamics/calls.py: NOTE [a series'
+    # gradients in one gather])
+    def gather(keys: list[str]) -> np.ndarray | None:
+        """The tensors of ``keys`` as one array over a new first axis, when they share a dtype
+        and a shape, wherever they lie in the file; else None."""
+        infos = [found.get(k) for k in keys]
+        if not infos or None in infos:
+            return None
+        code, shape, begin, end = infos[0]  # type: ignore[misc]
+        little = _LITTLE.get(code)
+        size = end - begin
+        dims = list(shape)
+        if little is None:
+            return None
+        for c, sh, b, e in infos:  # type: ignore[misc]
+            if c != code or e - b != size or list(sh) != dims or not 0 <= b <= e <= len(view):
+                return None
+        try:
+            starts = np.array([b for _, _, b, _ in infos], dtype=np.int64)  # type: ignore[misc]
+            whole = np.frombuffer(view, dtype=np.uint8)
+            picked = whole[starts[:, None] + np.arange(size, dtype=np.int64)]
+            return picked.view(little).reshape([len(keys), *dims])
+        except (TypeError, ValueError):
+            return None
+
     read.many = many  # type: ignore[attr-defined]
+    read.gather = gather  # type: ignore[attr-defined]
     return read
 
 

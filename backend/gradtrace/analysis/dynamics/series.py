@@ -208,7 +208,7 @@ def dynamics(view: DocView, tensors: Tensors | None = None) -> dict[str, Any] | 
     if not passes:
         return None
     read = _reader(tensors)
-    calls = call_series(view, passes, read) if tensors is not None else []
+    calls = call_series(view, passes, read, getattr(tensors, "gather", None)) if tensors is not None else []
     by_iteration = _by_iteration(view, passes, read, getattr(tensors, "many", None)) if len(passes) >= 2 else None
     if by_iteration is None and not calls:
         return None
