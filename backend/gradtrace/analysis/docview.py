@@ -27,8 +27,8 @@ TV = Mapping[str, Any]
 # events alone, and of each only its node, pass and phase (and its place among all events). When
 # the events' canonical JSON holds no NaN or infinity they are decoded (msgspec) into those three
 # fields alone: the megabytes of gradients in between are skipped without building a dict or a
-# float (on a GRU unrolled 200 steps, 3 ms instead of the 10 of parsing them whole, and 1.5 ms
-# less than finding each backward event's tail by a byte search).
+# float (on a GRU unrolled 200 steps, about 3.5 ms, against 12 to parse them whole and 4.5 to
+# find each backward event's tail by a byte search).
 _Skeleton = TypedDict("_Skeleton", {"node": Any, "pass": Any, "phase": Any}, total=False)
 _SKELETONS = msgspec.json.Decoder(list[_Skeleton])
 
@@ -70,8 +70,9 @@ def backward_skeletons(text: bytes) -> BackwardEvents | None:
 #     analysis/nonfinite/first.py), which returns before it reads a finite graph. So such a
 #     graph is decoded into the dicts ``orjson.loads`` gives, less those values
 #     (:func:`graph_without_values`): msgspec skips them without building them. On a GRU
-#     unrolled 200 steps whose 3,200 outputs carry the tensor file's stats and keys, that is
-#     5 ms of the 15 the whole graph takes, and the smaller dicts are walked and freed faster.
+#     unrolled 200 steps whose 3,200 outputs carry the tensor file's stats and keys, a third
+#     less than parsing the whole graph (about 11 ms instead of 17), and the smaller dicts are
+#     walked and freed faster.
 #     The dicts hold every field the schema's models name (derived from them, so a field added
 #     to a model is read at once); a check that starts reading an output's stats or a saved
 #     tensor's value on a finite graph must widen ``_LEAN_NODE`` below.
