@@ -6,7 +6,7 @@ from typing import Any
 
 import orjson
 
-from gradtrace.analysis.docview import Doc, DocView, backward_skeletons, may_hold_nonfinite
+from gradtrace.analysis.docview import Doc, DocView, backward_skeletons, graph_without_values, may_hold_nonfinite
 from gradtrace.analysis.dynamics import Tensors
 from gradtrace.analysis.dynamics import dynamics as series_of
 from gradtrace.analysis.gradoff import grad_off_blocks
@@ -49,15 +49,20 @@ def analyze_parts(doc: Doc, graph: Any = None, events: Any = None,
     """:func:`analyze` of a document whose ``graph`` and ``events`` are their canonical JSON
     (NOTE [one document path] in capture/document.py). ``graph`` and ``events``: those bytes
     already parsed, when a reader has (NOTE [views of the document's JSON] in schema/views.py);
-    else the graph is parsed, and the events are parsed with their values only when they may
-    hold a NaN or an infinity (NOTE [events without their values] in analysis/docview.py)."""
-    if graph is None:
-        graph = orjson.loads(memoryview(doc["graph"]))
+    else each is parsed with its tensor values only when it may hold a NaN or an infinity
+    (NOTE [a finite graph without its values] and NOTE [events without their values] in
+    analysis/docview.py)."""
     # searched where they lie (a CanonicalText is bytes); orjson reads a bytes subclass through a view
     graph_text = doc["graph"] if isinstance(doc["graph"], bytes) else bytes(doc["graph"])
     finite = not may_hold_nonfinite(graph_text)
+    if graph is None and finite:  # NOTE [a finite graph without its values] in analysis/docview.py
+        graph = graph_without_values(graph_text)
+    if graph is None:
+        graph = orjson.loads(memoryview(graph_text))
     if events is None:
         text = doc["events"] if isinstance(doc["events"], bytes) else bytes(doc["events"])
-        events = (backward_skeletons(text) if finite and not may_hold_nonfinite(text)
-                  else orjson.loads(memoryview(text)))
+        if finite and not may_hold_nonfinite(text):
+            events = backward_skeletons(text)
+        if events is None:
+            events = orjson.loads(memoryview(text))
     return analyze({**doc, "graph": graph, "events": events}, tensors, dynamics=dynamics, graph_finite=finite)
