@@ -64,10 +64,11 @@ bool has_nan(const T* p, int64_t n) {
   return false;
 }
 
-// Small tensors: values kept, stats in row-major order, one rounding per step, exactly as
-// Python computes them (NOTE [same stats on both paths] in values.py).
+// Small tensors: values kept (unless ``store`` is false: NOTE [stats of a small tensor without
+// its values]), stats in row-major order, one rounding per step, exactly as Python computes them
+// (NOTE [same stats on both paths] in values.py).
 template <typename T>
-void reduce(const T* p, int64_t n, Value& v, bool keep) {
+void reduce(const T* p, int64_t n, Value& v, bool keep, bool store = true) {
   double q = std::numeric_limits<double>::quiet_NaN();
   if (!keep) {
     double r[4];
@@ -78,10 +79,10 @@ void reduce(const T* p, int64_t n, Value& v, bool keep) {
   }
   bool nan = false;
   double mn = std::numeric_limits<double>::infinity(), mx = -mn, sum = 0, sumsq = 0;
-  v.data.resize(static_cast<size_t>(n));
+  if (store) v.data.resize(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) {
     double x = static_cast<double>(p[i]);
-    v.data[static_cast<size_t>(i)] = x;
+    if (store) v.data[static_cast<size_t>(i)] = x;
     if (x != x) { nan = true; continue; }
     if (x < mn) mn = x;
     if (x > mx) mx = x;
@@ -99,16 +100,17 @@ void reduce(const T* p, int64_t n, Value& v, bool keep) {
 // order straight from its memory: the same numbers, in the same order, as ``reduce`` over its
 // contiguous copy, without the two dispatched ops (``detach``, ``contiguous``) that copy cost.
 template <typename T>
-void reduce_strided(const T* base, c10::IntArrayRef sizes, c10::IntArrayRef strides, int64_t n, Value& v) {
+void reduce_strided(const T* base, c10::IntArrayRef sizes, c10::IntArrayRef strides, int64_t n, Value& v,
+                    bool store = true) {
   const size_t dims = sizes.size();
   c10::SmallVector<int64_t, 6> idx(dims, 0);
   bool nan = false;
   double mn = std::numeric_limits<double>::infinity(), mx = -mn, sum = 0, sumsq = 0;
-  v.data.resize(static_cast<size_t>(n));
+  if (store) v.data.resize(static_cast<size_t>(n));
   int64_t off = 0;
   for (int64_t i = 0; i < n; ++i) {
     double x = static_cast<double>(base[off]);
-    v.data[static_cast<size_t>(i)] = x;
+    if (store) v.data[static_cast<size_t>(i)] = x;
     if (x != x) {
       nan = true;
     } else {
@@ -141,10 +143,18 @@ const char* dtype_name(at::ScalarType t) {
   }
 }
 
+// NOTE [stats of a small tensor without its values]
+//     A TensorValue written without values (``write_value(.., false)``: a forward output's, a
+//     file's stats) still has a small tensor's stats from the sequential pass, one rounding per
+//     step as Python's, not the vectorised one: ``encode(t, false)`` runs that same pass and
+//     only skips copying the values into ``Value::data``, which nothing would read (GRU-200's
+//     4,000 outputs: a heap block each, made and freed for nothing).
+
 // Encode ``t`` now. What is not a dense, non-empty floating tensor (complex, integer, sparse,
 // quantized, meta...) is rare for a gradient: it is held (small ones copied) for Python's
-// encoder, which knows every odd case (``gradtrace.capture.values.encode``).
-Value encode(const at::Tensor& t) {
+// encoder, which knows every odd case (``gradtrace.capture.values.encode``). ``values`` false:
+// only ever written without values (NOTE [stats of a small tensor without its values]).
+Value encode(const at::Tensor& t, bool values = true) {
   Value v;
   try {
     v.dtype = t.scalar_type();
@@ -182,8 +192,8 @@ Value encode(const at::Tensor& t) {
     // elements' negations in memory: read as the values it stands for
     if (keep && !in_place && t.is_cpu() && !t.is_neg() && t.has_storage() &&
         (v.dtype == at::kFloat || v.dtype == at::kDouble)) {
-      if (v.dtype == at::kFloat) reduce_strided(t.const_data_ptr<float>(), t.sizes(), t.strides(), v.numel, v);
-      else reduce_strided(t.const_data_ptr<double>(), t.sizes(), t.strides(), v.numel, v);
+      if (v.dtype == at::kFloat) reduce_strided(t.const_data_ptr<float>(), t.sizes(), t.strides(), v.numel, v, values);
+      else reduce_strided(t.const_data_ptr<double>(), t.sizes(), t.strides(), v.numel, v, values);
       v.kind = 2;
       return v;
     }
@@ -195,8 +205,8 @@ Value encode(const at::Tensor& t) {
       c = c.contiguous();
       src = &c;
     }
-    if (src->scalar_type() == at::kFloat) reduce(src->const_data_ptr<float>(), v.numel, v, keep);
-    else reduce(src->const_data_ptr<double>(), v.numel, v, keep);
+    if (src->scalar_type() == at::kFloat) reduce(src->const_data_ptr<float>(), v.numel, v, keep, values);
+    else reduce(src->const_data_ptr<double>(), v.numel, v, keep, values);
     v.kind = keep ? 2 : 1;
   } catch (const std::exception&) {
     v.kind = 3;
