@@ -130,7 +130,7 @@ class GraphText:
             raise RuntimeError(f"tensor keys: the graph holds {len(self.starts)} nodes where "
                                f"{len(nodes)} were written")
         self.ends = [s - 1 for s in self.starts[1:]] + [len(text) - 2]
-        self.pos = dict(zip(ids, range(len(ids))))
+        self.pos = dict(zip(ids, range(len(ids)), strict=True))
         self.own = nodes
         self.own_at = [k for k, node in enumerate(nodes) if node is not None]
         """The places of Python's own nodes."""

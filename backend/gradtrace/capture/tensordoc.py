@@ -267,9 +267,9 @@ def attach(rec: Recorder, doc: dict[str, Any], budget: int,
     mark = _mark(doc)
     events = _text(doc["events"])
     c = _Collect(rec)
-    text = _text(doc["graph"])
+    graph_text = _text(doc["graph"])
     # NOTE [the graph's nodes found once] in cxx/keptfile.h
-    graph = GraphText(text, nodes, None if c.file is None else c.file.index_graph(text))
+    graph = GraphText(graph_text, nodes, None if c.file is None else c.file.index_graph(graph_text))
     with torch._C.DisableTorchFunction():
         _tensor_nodes(c, graph)
         rows, first_event = _events(c, events, graph.acc)
