@@ -87,7 +87,9 @@ PYBIND11_MODULE(_native, m) {
       .def("keys", &gradtrace::KeptFile::keys)
       .def("rows", &gradtrace::KeptFile::size)
       .def("splice_events", &gradtrace::KeptFile::splice_events)
-      .def("output_nodes", &gradtrace::KeptFile::output_nodes);
+      .def("index_graph", &gradtrace::KeptFile::index_graph)  // NOTE [the graph's nodes found once]
+      .def("not_functions", &gradtrace::KeptFile::not_functions)
+      .def("own_outputs", &gradtrace::KeptFile::own_outputs);
   // NOTE [a leaf's value around each step] in capture/valuesteps.py: its norms, all at once
   m.def("float32_values", &gradtrace::float32_values);
   // NOTE [a loop's look in one check] in capture/valuesteps.py: a loop's look in one call

@@ -105,26 +105,38 @@ class EventsText:
         return None
 
 
+GraphIndex = tuple[int, list[int], list[str], list[str], list[int]]
+"""Where a graph's nodes are: where they open (past ``],"nodes":[``), each node's start, id and
+kind, and where each ``,"name":"AccumulateGrad",`` is (``_scan``; on the core's kernels
+``KeptFile.index_graph``: NOTE [the graph's nodes found once] in ``cxx/keptfile.h``)."""
+
+
+def _scan(text: bytes) -> GraphIndex:
+    nodes_at = text.index(b'],"nodes":[') + 11
+    found = _ID.findall(text, nodes_at)
+    return (nodes_at, [m.start() for m in _NODE.finditer(text, nodes_at)], [nid.decode() for nid, _ in found],
+            [kind.decode() for _, kind in found], [m.start() for m in _ACC.finditer(text, nodes_at)])
+
+
 class GraphText:
     """The graph's JSON: each node's span, Python's nodes by their dicts, the core's read on demand."""
 
-    def __init__(self, text: bytes, nodes: list[dict[str, Any] | None]) -> None:
+    def __init__(self, text: bytes, nodes: list[dict[str, Any] | None], index: GraphIndex | None = None) -> None:
+        """``index``: ``text``'s, found by the core (else here, ``_scan``)."""
         self.text = text
-        self.nodes_at = text.index(b'],"nodes":[') + 11
-        self.starts = [m.start() for m in _NODE.finditer(text, self.nodes_at)]
-        found = [(nid.decode(), kind.decode()) for nid, kind in _ID.findall(text, self.nodes_at)]
-        ids = [nid for nid, _ in found]
-        self.kind = dict(found)
+        self.nodes_at, self.starts, ids, kinds, acc = _scan(text) if index is None else index
+        self.kind = dict(zip(ids, kinds, strict=True))
         if len(self.starts) != len(nodes) or len(ids) != len(nodes):
             raise RuntimeError(f"tensor keys: the graph holds {len(self.starts)} nodes where "
                                f"{len(nodes)} were written")
         self.ends = [s - 1 for s in self.starts[1:]] + [len(text) - 2]
-        self.pos = {nid: k for k, nid in enumerate(ids)}
+        self.pos = dict(zip(ids, range(len(ids)), strict=True))
         self.own = nodes
+        self.own_at = [k for k, node in enumerate(nodes) if node is not None]
+        """The places of Python's own nodes."""
         self._read: dict[int, dict[str, Any]] = {}
         self.touched: set[int] = set()
-        self.acc = {ids[bisect.bisect_right(self.starts, m.start()) - 1]
-                    for m in _ACC.finditer(text, self.nodes_at)}
+        self.acc = {ids[bisect.bisect_right(self.starts, at) - 1] for at in acc}
 
     def node(self, nid: str) -> dict[str, Any] | None:
         """Node ``nid`` as a dict: Python's own (written again, changed or not), or the core's

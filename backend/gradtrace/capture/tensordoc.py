@@ -155,20 +155,17 @@ class _Output:
         return not any(nonfinite(t) for t in self.texts if t is not None)
 
 
-def _file_outputs(c: _Collect, graph: GraphText) -> list[int]:
+def _file_outputs(c: _Collect) -> None:
     """The C++ tap's outputs into the core's ``KeptFile`` (NOTE [the kept file in one place] in
     ``cxx/keptfile.h``): their stats, rows, texts and keys made and kept there in one call (the
-    tap keeps holding them: a document may be built again); back come the indices of the
-    function nodes with an output held, in node order."""
-    nodes, odd = c.rec.core.kept_outputs(c.file)
+    tap keeps holding them: a document may be built again), only function nodes' (their kinds
+    found there: NOTE [the graph's nodes found once])."""
+    _, odd = c.rec.core.kept_outputs(c.file)
     for at, k, t in odd:  # a TensorValue only Python's encoder writes
         c.file.set_text(at, k, canonical_json(TensorValueDict(encode(t, with_values=False))))
-    kinds = graph.kind
-    other = [index for index in nodes if kinds.get(f"n{index}") != "function"]
+    other = c.file.not_functions()
     if other:  # as a rule none: every node the tap holds outputs of is a function node
         c.file.drop_nodes(other)
-    out: list[int] = c.file.output_nodes()
-    return out
 
 
 def _outputs(c: _Collect, graph: GraphText) -> list[_Output]:
@@ -269,14 +266,17 @@ def attach(rec: Recorder, doc: dict[str, Any], budget: int,
         return made
     mark = _mark(doc)
     events = _text(doc["events"])
-    graph = GraphText(_text(doc["graph"]), nodes)
     c = _Collect(rec)
+    graph_text = _text(doc["graph"])
+    # NOTE [the graph's nodes found once] in cxx/keptfile.h
+    graph = GraphText(graph_text, nodes, None if c.file is None else c.file.index_graph(graph_text))
     with torch._C.DisableTorchFunction():
         _tensor_nodes(c, graph)
         rows, first_event = _events(c, events, graph.acc)
         in_file = c.file is not None
         outputs = [] if in_file else _outputs(c, graph)
-        file_nodes = _file_outputs(c, graph) if in_file else []
+        if in_file:
+            _file_outputs(c)
         _saved(c)
         if in_file:
             found = c.file.first_nonfinite_output()
@@ -324,8 +324,8 @@ def attach(rec: Recorder, doc: dict[str, Any], budget: int,
         else:
             own["output"] = [None if t is None else TensorValueDict(orjson.loads(t)) for t in o.texts]
             graph.touched.add(at)
-    if file_nodes:  # NOTE [the kept file in one place]: the outputs' texts are the file's
-        doc["graph"] = CanonicalText(_file_graph(c, graph, file_nodes))
+    if in_file:  # NOTE [the kept file in one place]: the outputs' texts are the file's
+        doc["graph"] = CanonicalText(_file_graph(c, graph))
     else:
         doc["graph"] = CanonicalText(graph.rewritten(inserts, canonical_json))
     doc["events"] = CanonicalText(doc_events)
@@ -334,19 +334,17 @@ def attach(rec: Recorder, doc: dict[str, Any], budget: int,
     return tf
 
 
-def _file_graph(c: _Collect, graph: GraphText, file_nodes: list[int]) -> bytes:
-    """The graph with each of ``file_nodes``' ``output`` from the core's ``KeptFile``: spliced
-    into the core's nodes there, set in Python's own nodes' dicts (written again)."""
-    pos, own = graph.pos, graph.own
-    ks = [pos[f"n{index}"] for index in file_nodes]
-    for j, k in enumerate(ks):
+def _file_graph(c: _Collect, graph: GraphText) -> bytes:
+    """The graph with each function node's ``output`` from the core's ``KeptFile``: spliced
+    into the core's nodes there (each found where ``index_graph`` found it), set in Python's own
+    nodes' dicts (written again)."""
+    own = graph.own
+    for at, k in c.file.own_outputs(graph.own_at):  # as a rule none: Python's own nodes are leaves and roots
         node = own[k]
-        if node is not None:  # as a rule none: Python's own nodes are leaves and roots
-            node["output"] = [None if t is None else TensorValueDict(orjson.loads(t)) for t in c.file.output_texts(j)]
-            graph.touched.add(k)
-    starts, ends = graph.starts, graph.ends
-    return bytes(c.file.splice_graph(graph.text, graph.own_edits(canonical_json),
-                                     [starts[k] if own[k] is None else -1 for k in ks], [ends[k] for k in ks]))
+        assert node is not None
+        node["output"] = [None if t is None else TensorValueDict(orjson.loads(t)) for t in c.file.output_texts(at)]
+        graph.touched.add(k)
+    return bytes(c.file.splice_graph(graph.text, graph.own_edits(canonical_json), graph.own_at))
 
 
 def _release(c: _Collect) -> None:

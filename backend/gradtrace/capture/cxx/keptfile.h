@@ -21,6 +21,7 @@
 #pragma once
 #include "prelude.h"
 
+#include <functional>
 #include <numeric>
 #include <map>
 #include <string_view>
@@ -172,11 +173,83 @@ class KeptFile {
     drop(spans);
   }
 
-  // The indices of the nodes with an output held, in node order (``splice_graph``'s order).
-  py::list output_nodes() const {
+  // NOTE [the graph's nodes found once]
+  //     ``GraphText`` (keysplice.py) wants each node's start, id and kind and where the
+  //     AccumulateGrad nodes are. Its regular expressions over the graph's megabytes, with a
+  //     Python object per match, cost more than splicing the outputs in; here one pass finds
+  //     the same matches (``keysplice._scan``: each ``{"created_in_pass":``, each
+  //     ``,"id":"n<digits>","kind":"<a-z>"``, each ``,"name":"AccumulateGrad",``, all after
+  //     ``],"nodes":[``) and keeps each node's span and kind, so that the outputs find their
+  //     nodes here by index (``not_functions``, ``own_outputs``, ``splice_graph``) with no key
+  //     string per node in Python. Back: ``keysplice.GraphIndex``.
+  py::tuple index_graph(const py::bytes& text) {
+    std::string_view src = bytes_view(text.ptr());
+    constexpr std::string_view nodes_open = "],\"nodes\":[", node_open = "{\"created_in_pass\":",
+                               id_open = ",\"id\":\"", kind_open = "\",\"kind\":\"",
+                               acc_name = ",\"name\":\"AccumulateGrad\",";
+    size_t nodes_at = src.find(nodes_open);
+    if (nodes_at == std::string_view::npos) throw std::runtime_error("tensor keys: a graph without its nodes");
+    nodes_at += nodes_open.size();
+    graph_size_ = src.size();
+    node_start_.clear();
+    const Finder find_node(node_open), find_id(id_open), find_acc(acc_name);
+    for (size_t at = find_node(src, nodes_at); at != std::string_view::npos; at = find_node(src, at + find_node.size())) {
+      node_start_.push_back(static_cast<int64_t>(at));
+    }
+    py::list starts, ids, kinds, acc;
+    for (int64_t at : node_start_) starts.append(py::int_(at));
+    node_fn_.clear();
+    node_k_.clear();
+    std::map<std::string_view, py::str> kind_strs;  // one str per kind
+    for (size_t at = find_id(src, nodes_at); at != std::string_view::npos;) {
+      size_t p = at + id_open.size(), digits = 0, kind = 0;
+      if (p < src.size() && src[p] == 'n') {
+        while (p + 1 + digits < src.size() && src[p + 1 + digits] >= '0' && src[p + 1 + digits] <= '9') ++digits;
+      }
+      size_t k0 = p + 1 + digits + kind_open.size();
+      if (digits && src.substr(p + 1 + digits, kind_open.size()) == kind_open) {
+        while (k0 + kind < src.size() && src[k0 + kind] >= 'a' && src[k0 + kind] <= 'z') ++kind;
+      }
+      if (!kind || k0 + kind >= src.size() || src[k0 + kind] != '"') {  // no match here: on from the next byte
+        at = find_id(src, at + 1);
+        continue;
+      }
+      std::string_view id = src.substr(p, 1 + digits), name = src.substr(k0, kind);
+      node_id(id, static_cast<int32_t>(ids.size()));
+      ids.append(py::str(id.data(), id.size()));
+      auto [it, fresh] = kind_strs.try_emplace(name);
+      if (fresh) it->second = py::str(name.data(), name.size());
+      kinds.append(it->second);
+      node_fn_.push_back(name == "function");
+      at = find_id(src, k0 + kind + 1);
+    }
+    for (size_t at = find_acc(src, nodes_at); at != std::string_view::npos; at = find_acc(src, at + find_acc.size())) {
+      acc.append(py::int_(at));
+    }
+    return py::make_tuple(nodes_at, starts, ids, kinds, acc);
+  }
+
+  // The indices of the nodes with outputs here whose node (``index_graph``) is no function node.
+  py::list not_functions() const {
     py::list out;
     for (const Outs& o : outs_) {
-      if (o.any) out.append(o.index);
+      int32_t k = node_at(o.index);
+      if (k < 0 || !node_fn_[static_cast<size_t>(k)]) out.append(o.index);
+    }
+    return out;
+  }
+
+  // [(at, k)]: each node with an output held (the ``at``-th, as ``output_texts`` counts them)
+  // that is Python's own, at place ``k`` among the graph's nodes (``own``: those places).
+  py::list own_outputs(const std::vector<int64_t>& own) const {
+    py::list out;
+    size_t at = 0;
+    std::vector<bool> mine = places(own);
+    for (const Outs& o : outs_) {
+      if (!o.any) continue;
+      int64_t k = node_of_output(o);
+      if (mine[static_cast<size_t>(k)]) out.append(py::make_tuple(at, k));
+      ++at;
     }
     return out;
   }
@@ -217,56 +290,99 @@ class KeptFile {
   //     The graph's JSON with every function node's ``,"output":[…]`` spliced in from the texts
   //     kept here, each kept output's text keyed, and Python's own nodes written again, in one
   //     pass: the same bytes as ``GraphText.rewritten`` of ``_Output.json`` at
-  //     ``GraphText.output_at`` on the twin. The ``at``-th node ``output_nodes`` names lies
-  //     between ``starts[at]`` and ``ends[at]`` (-1: Python's own, set in its dict instead);
-  //     ``own``: [(start, end, bytes)], a span replaced.
-  py::bytes splice_graph(const py::bytes& text, const py::list& own, const std::vector<int64_t>& starts,
-                         const std::vector<int64_t>& ends) const {
-    std::string_view src(PyBytes_AS_STRING(text.ptr()), static_cast<size_t>(PyBytes_GET_SIZE(text.ptr())));
+  //     ``GraphText.output_at`` on the twin. Each node is found where ``index_graph`` found it
+  //     in ``text``; ``own``: the places of Python's own nodes (their outputs set in their dicts
+  //     instead); ``own_edits``: [(start, end, bytes)], a span replaced. The result is sized
+  //     first and written straight into its ``bytes``: the graph's megabytes copied once.
+  py::bytes splice_graph(const py::bytes& text, const py::list& own_edits, const std::vector<int64_t>& own) const {
+    std::string_view src = bytes_view(text.ptr());
+    if (src.size() != graph_size_) throw std::runtime_error("tensor keys: a graph that was not indexed");
     struct Edit { size_t a, b; PyObject* own; const Outs* outs; };
     std::vector<Edit> edits;
-    size_t at = 0;
+    edits.reserve(outs_.size() + own.size());
+    size_t total = src.size();
+    std::vector<uint8_t> key_len(texts_.size(), 0);  // each kept output's key length (0: none)
+    char key[kKeyMax];
+    std::vector<bool> mine = places(own);
     for (const Outs& o : outs_) {
       if (!o.any) continue;
-      if (at >= starts.size() || at >= ends.size()) throw std::runtime_error("tensor keys: an output without its node");
-      int64_t a = starts[at], b = ends[at];
-      ++at;
-      if (a < 0) continue;
-      if (b < a || static_cast<size_t>(b) > src.size()) throw std::runtime_error("tensor keys: an offset past the graph");
-      std::string_view node = src.substr(static_cast<size_t>(a), static_cast<size_t>(b - a));
+      int64_t k = node_of_output(o);
+      if (mine[static_cast<size_t>(k)]) continue;
+      size_t a = static_cast<size_t>(node_start_[static_cast<size_t>(k)]), b = node_end(static_cast<size_t>(k));
+      if (b < a || b > src.size()) throw std::runtime_error("tensor keys: an offset past the graph");
+      std::string_view node = src.substr(a, b - a);
       size_t in = node.find(",\"outputs\":");
       if (in == std::string_view::npos) in = node.find(",\"role\":");
       if (in == std::string_view::npos) throw std::runtime_error("tensor keys: a node has no place for its output");
-      edits.push_back({static_cast<size_t>(a) + in, static_cast<size_t>(a) + in, nullptr, &o});
+      edits.push_back({a + in, a + in, nullptr, &o});
+      total += kOutputOpen.size() + 1 + static_cast<size_t>(o.n - 1);  // ``,"output":[`` … ``]``, commas
+      for (int32_t j = 0; j < o.n; ++j) {
+        size_t i = o.text + static_cast<size_t>(j);
+        if (!has_[i]) {
+          total += 4;  // null
+          continue;
+        }
+        size_t n = output_key(key, o.index, j);
+        if (contains(std::string_view(key, n))) {
+          key_len[i] = static_cast<uint8_t>(n);
+          total += kKeyOpen.size() + n + kKeyClose.size();
+        }
+        total += texts_[i].size();
+      }
     }
-    for (const py::handle& e : own) {
+    for (const py::handle& e : own_edits) {
       if (!PyTuple_Check(e.ptr()) || PyTuple_GET_SIZE(e.ptr()) != 3) throw std::runtime_error("tensor keys: an edit row");
       size_t a = py::cast<size_t>(PyTuple_GET_ITEM(e.ptr(), 0)), b = py::cast<size_t>(PyTuple_GET_ITEM(e.ptr(), 1));
       if (b < a || b > src.size()) throw std::runtime_error("tensor keys: an offset past the graph");
+      total += bytes_view(PyTuple_GET_ITEM(e.ptr(), 2)).size();
+      total -= b - a;
       edits.push_back({a, b, e.ptr(), nullptr});
     }
     std::stable_sort(edits.begin(), edits.end(), [](const Edit& x, const Edit& y) { return x.a < y.a; });
-    std::string out;
-    out.reserve(src.size() + texts_.size() * 400);
+    PyObject* result = PyBytes_FromStringAndSize(nullptr, static_cast<Py_ssize_t>(total));
+    if (result == nullptr) throw py::error_already_set();
+    py::bytes owned = py::reinterpret_steal<py::bytes>(result);
+    char* out = PyBytes_AS_STRING(result);
+    char* const end = out + total;
+    auto put = [&out, end](std::string_view part) {
+      if (part.size() > static_cast<size_t>(end - out)) throw std::runtime_error("tensor keys: the graph outgrew its size");
+      std::memcpy(out, part.data(), part.size());
+      out += part.size();
+    };
     size_t from = 0;
     for (const Edit& e : edits) {
       if (e.a < from) throw std::runtime_error("tensor keys: edits that overlap");
-      out.append(src.substr(from, e.a - from));
+      put(src.substr(from, e.a - from));
       from = e.b;
       if (e.own != nullptr) {
-        out.append(bytes_view(PyTuple_GET_ITEM(e.own, 2)));
+        put(bytes_view(PyTuple_GET_ITEM(e.own, 2)));
         continue;
       }
-      out += ",\"output\":[";
-      for (int32_t k = 0; k < e.outs->n; ++k) {
-        if (k) out.push_back(',');
-        if (!has_[e.outs->text + static_cast<size_t>(k)]) out += "null";
-        else put_output(out, *e.outs, k);
+      put(kOutputOpen);
+      for (int32_t j = 0; j < e.outs->n; ++j) {
+        if (j) put(",");
+        size_t i = e.outs->text + static_cast<size_t>(j);
+        if (!has_[i]) {
+          put("null");
+          continue;
+        }
+        std::string_view tv = texts_[i];
+        if (!key_len[i]) {
+          put(tv);
+          continue;
+        }
+        size_t at = keyed_at(tv);  // NOTE [keys spliced into the core's JSON] in keysplice.py
+        put(tv.substr(0, at));
+        put(kKeyOpen);
+        put(std::string_view(key, output_key(key, e.outs->index, j)));
+        put(kKeyClose);
+        put(tv.substr(at));
       }
-      out.push_back(']');
+      put("]");
     }
-    out.append(src.substr(from));
-    return py::bytes(out);
+    put(src.substr(from));
+    if (out != end) throw std::runtime_error("tensor keys: the graph fell short of its size");
+    return owned;
   }
 
   size_t size() const { return rows_.size(); }
@@ -368,6 +484,7 @@ class KeptFile {
     const char* src = PyBytes_AS_STRING(text.ptr());
     size_t size = static_cast<size_t>(PyBytes_GET_SIZE(text.ptr()));
     std::vector<std::pair<size_t, std::string_view>> at;
+    at.reserve(order_.size());
     for (const KeptRow& r : rows_) {
       if (r.at < 0 || !r.kept) continue;
       if (static_cast<size_t>(r.at) > size) throw std::runtime_error("tensor keys: an offset past the events");
@@ -429,9 +546,75 @@ class KeptFile {
   // Output ``k``'s text, keyed where the file holds it.
   void put_output(std::string& out, const Outs& o, int32_t k) const {
     const std::string& text = texts_[o.text + static_cast<size_t>(k)];
-    std::string key = "n" + std::to_string(o.index) + ".out" + std::to_string(k);
-    if (contains(key)) append_keyed(out, text, key);
+    char key[kKeyMax];
+    std::string_view name(key, output_key(key, o.index, k));
+    if (contains(name)) append_keyed(out, text, name);
     else out += text;
+  }
+
+  static constexpr size_t kKeyMax = 32;  // ``n<int32>.out<int32>``
+  static constexpr std::string_view kOutputOpen = ",\"output\":[", kKeyOpen = "\"key\":\"", kKeyClose = "\",";
+
+  // Output ``k``'s key of node ``index`` (``outputs``' keys), written into ``buf``; its length.
+  static size_t output_key(char* buf, int32_t index, int32_t k) {
+    char* p = buf;
+    *p++ = 'n';
+    p = std::to_chars(p, buf + kKeyMax, index).ptr;
+    std::memcpy(p, ".out", 4);
+    p += 4;
+    return static_cast<size_t>(std::to_chars(p, buf + kKeyMax, k).ptr - buf);
+  }
+
+  // Each occurrence of a fixed pattern in a graph's megabytes: Boyer-Moore-Horspool skips most
+  // bytes (the patterns are 7 to 26 bytes long).
+  class Finder {
+   public:
+    explicit Finder(std::string_view what) : what_(what), search_(what.begin(), what.end()) {}
+    size_t operator()(std::string_view src, size_t from) const {
+      if (from >= src.size()) return std::string_view::npos;
+      auto at = std::search(src.begin() + static_cast<std::ptrdiff_t>(from), src.end(), search_);
+      return at == src.end() ? std::string_view::npos : static_cast<size_t>(at - src.begin());
+    }
+    size_t size() const { return what_.size(); }
+
+   private:
+    std::string_view what_;
+    std::boyer_moore_horspool_searcher<std::string_view::const_iterator> search_;
+  };
+
+  // Node ``id`` (``n<digits>``) is at place ``k``: found by its index (``node_at``), the last
+  // place of an id met twice, as a dict's; an id that is no index's key (a leading zero) by none.
+  void node_id(std::string_view id, int32_t k) {
+    int32_t index = 0;
+    auto [end, ec] = std::from_chars(id.data() + 1, id.data() + id.size(), index);
+    if (ec != std::errc() || end != id.data() + id.size() || (id.size() > 2 && id[1] == '0')) return;
+    node_k_[index] = k;
+  }
+
+  // The place of node ``index`` among the graph's nodes, or -1.
+  int32_t node_at(int32_t index) const {
+    auto it = node_k_.find(index);
+    return it == node_k_.end() ? -1 : it->second;
+  }
+
+  int64_t node_of_output(const Outs& o) const {
+    int32_t k = node_at(o.index);
+    if (k < 0 || static_cast<size_t>(k) >= node_start_.size()) throw std::runtime_error("tensor keys: an output without its node");
+    return k;
+  }
+
+  // Which of the graph's nodes are at one of ``own``'s places.
+  std::vector<bool> places(const std::vector<int64_t>& own) const {
+    std::vector<bool> mine(node_start_.size(), false);
+    for (int64_t k : own) {
+      if (k >= 0 && static_cast<size_t>(k) < mine.size()) mine[static_cast<size_t>(k)] = true;
+    }
+    return mine;
+  }
+
+  // Where node ``k``'s JSON ends (``GraphText.ends``): before the next one's comma, or the graph's ``]}``.
+  size_t node_end(size_t k) const {
+    return k + 1 < node_start_.size() ? static_cast<size_t>(node_start_[k + 1] - 1) : graph_size_ - 2;
   }
 
   void frozen_check() const {
@@ -505,6 +688,12 @@ class KeptFile {
   std::vector<Outs> outs_;  // the nodes the tap holds outputs of, in node order
   std::vector<std::string> texts_;  // their outputs' TensorValue texts
   std::vector<bool> has_;  // whether each output has one (else ``null``)
+  // NOTE [the graph's nodes found once]: each node's start and whether it is a function node,
+  // by place; each place by node index; the indexed graph's size
+  std::vector<int64_t> node_start_;
+  std::vector<bool> node_fn_;
+  std::unordered_map<int32_t, int32_t> node_k_;
+  size_t graph_size_ = 0;
   bool frozen_ = false;
 };
 

@@ -88,6 +88,7 @@ py::tuple event_candidates(Core& c, const std::vector<int32_t>& acc, KeptRows* s
     throw std::runtime_error("tensor keys: the events were not written");
   }
   std::unordered_set<int32_t> accs(acc.begin(), acc.end());
+  if (sink) sink->reserve(sink->size() + c.refs.size() + c.events.size());  // a row per value met, as a rule
   struct Seen { py::object tensor; at::Tensor t; int64_t nbytes; const char* reason; bool done = false; };
   std::vector<Seen> seen(c.values.size());
   py::list rows;
@@ -230,9 +231,9 @@ py::bytes spliced_at(const char* src, size_t size, std::vector<std::pair<size_t,
   return py::reinterpret_steal<py::bytes>(result);
 }
 
-// ``keysplice.keyed``: ``tv`` (a TensorValue's canonical JSON) with ``"key":"…",`` right after
-// its opening ``{"dtype":"…",``, appended to ``out``.
-void append_keyed(std::string& out, std::string_view tv, std::string_view key) {
+// Where ``keysplice.keyed`` puts a TensorValue's ``"key":"…",``: right after its opening
+// ``{"dtype":"…",`` (``tv``: its canonical JSON).
+size_t keyed_at(std::string_view tv) {
   constexpr std::string_view open = "{\"dtype\":\"";
   size_t at = 1;
   if (tv.substr(0, open.size()) == open) {
@@ -242,6 +243,12 @@ void append_keyed(std::string& out, std::string_view tv, std::string_view key) {
   if (at < 12 || tv.substr(10, at - 12).find('"') != std::string_view::npos) {
     throw std::runtime_error("tensor keys: a TensorValue that does not open with its dtype");
   }
+  return at;
+}
+
+// ``keysplice.keyed``: ``tv`` with its ``key`` (``keyed_at``), appended to ``out``.
+void append_keyed(std::string& out, std::string_view tv, std::string_view key) {
+  size_t at = keyed_at(tv);
   out.append(tv.substr(0, at));
   out += "\"key\":\"";
   out += key;
