@@ -18,6 +18,9 @@ _SELECT = """(name) => { const app = window.gradtrace.app, nodes = app.index.nod
     const v = app.scene.view.vnodes.findIndex(n => n.refs && n.refs.length === 1 &&
       nodes[n.refs[0]].name === name && (nodes[n.refs[0]].saved || []).some(s => s.value));
     app.viewer.selectNode(v); return nodes[app.scene.view.vnodes[v].refs[0]]; }"""
+_SELECT_ANY = """(name) => { const app = window.gradtrace.app, nodes = app.index.nodes;
+    app.viewer.selectNode(app.scene.view.vnodes.findIndex(n => n.refs && n.refs.length === 1 &&
+      nodes[n.refs[0]].name === name)); }"""
 
 
 def test_lesson_01_mul_is_explained(playground: Any, artifacts_dir: Path) -> None:
@@ -96,10 +99,7 @@ def test_a_transformer_node_is_explained_at_a_picked_element_from_the_tensor_fil
     page.goto(f"{live_server.url}/r/{encoded.doc_id}")
     wait_until(page, "window.gradtrace !== undefined && !!window.gradtrace.app && !!window.gradtrace.app.scene "
                      "&& window.gradtrace.app.scene.view.vnodes.length > 0")
-    page.evaluate("""() => { const app = window.gradtrace.app, nodes = app.index.nodes;
-        const v = app.scene.view.vnodes.findIndex(n => n.refs && n.refs.length === 1 &&
-          nodes[n.refs[0]].name === 'BmmBackward0');
-        app.viewer.selectNode(v); }""")
+    page.evaluate(_SELECT_ANY, "BmmBackward0")
     panel = page.locator("#inspector [data-gt=explain]")
     expect(panel).to_contain_text("grad_self = grad_out @ mat2ᵀ  (per batch)")
     panel.locator("[data-gt=explain-element]").first.select_option("3,5,2")
@@ -113,29 +113,18 @@ def test_a_transformer_node_is_explained_at_a_picked_element_from_the_tensor_fil
     assert page.page_errors == [], page.page_errors
 
 
-BIAS_BEFORE_BN = """import torch
-import torch.nn as nn
-torch.manual_seed(0)
-net = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU())
-x = torch.randn(16, 3, 12, 12)
-loss = net(x).pow(2).mean()
-loss.backward()
-"""
-
 
 def test_a_bias_whose_terms_cancel_is_said_to(playground: Any, artifacts_dir: Path) -> None:
     """NOTE [terms that cancel] in analysis/explain/node.py: a convolution's bias before batch
     norm: the rule's float64 sum and the kernel's float32 one are both rounding noise around 0,
     and the panel says so beside them (tests/analysis/test_explain_cancel.py checks the numbers
     against torch's)."""
+    from analysis.test_explain_cancel import BEFORE_BN
     from browser.pageutil import run_code
 
     page = playground
-    run_code(page, BIAS_BEFORE_BN)
-    page.evaluate("""() => { const app = window.gradtrace.app, nodes = app.index.nodes;
-        const v = app.scene.view.vnodes.findIndex(n => n.refs && n.refs.length === 1 &&
-          nodes[n.refs[0]].name === 'ConvolutionBackward0');
-        app.viewer.selectNode(v); }""")
+    run_code(page, BEFORE_BN)
+    page.evaluate(_SELECT_ANY, "ConvolutionBackward0")
     panel = page.locator("#inspector [data-gt=explain]")
     expect(panel).to_contain_text("grad_bias")
     cancels = panel.locator("[data-gt=explain-cancels]")
