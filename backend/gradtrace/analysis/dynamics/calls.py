@@ -25,7 +25,7 @@ NOTE [the gradient at each call]
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from itertools import compress, groupby
 from operator import itemgetter, methodcaller
 from typing import Any
@@ -67,18 +67,19 @@ def _members(view: DocView, counts: Mapping[str, int], default: int
     for stack, run in groupby(view.nodes, _STACK):
         if not stack:
             continue
-        # each node's id and name (its id where it has none), function nodes but accumulators
-        pairs = [(n["id"], name or n["id"]) for n in run
-                 if n.get("kind") == "function" and (name := n.get("name")) != "AccumulateGrad"]
-        if not pairs:
-            continue
         if len(stack) == 1:  # the usual case, with nothing around it
             e = stack[0]
             path = str(e["path"])
             if counts.get(path, default) < MIN_CALLS:
+                continue  # before its nodes are read: a module called a few times costs no more
+            ids, called = _functions(run)
+            if not ids:
                 continue
             mine: tuple[Call, ...] = ((path, int(e["call"])),)
         else:
+            ids, called = _functions(run)
+            if not ids:
+                continue
             paths = tuple([str(e["path"]) for e in stack])
             if paths not in nested:
                 nested.add(paths)
@@ -89,7 +90,6 @@ def _members(view: DocView, counts: Mapping[str, int], default: int
                           if counts.get(path, default) >= MIN_CALLS])
             if not mine:
                 continue
-        ids, called = map(list, zip(*pairs, strict=True))
         calls_of.update(dict.fromkeys(ids, mine))
         for call in mine:
             found = members.get(call)
@@ -100,6 +100,21 @@ def _members(view: DocView, counts: Mapping[str, int], default: int
                 found += ids
                 names[call] += called
     return members, names, around, calls_of
+
+
+def _functions(run: Iterable[Mapping[str, Any]]) -> tuple[list[str], list[str]]:
+    """The ids and names (its id where it has none) of ``run``'s function nodes but
+    accumulators, in one loop: two lists, no pairs to unzip."""
+    ids: list[str] = []
+    called: list[str] = []
+    for n in run:
+        if n.get("kind") == "function":
+            name = n.get("name")
+            if name != "AccumulateGrad":
+                nid = n["id"]
+                ids.append(nid)
+                called.append(name or nid)
+    return ids, called
 
 
 def _outputs(view: DocView, calls_of: Mapping[str, tuple[Call, ...]]) -> dict[Call, set[str]]:
