@@ -10,8 +10,14 @@ an embedding with a padding index, a saliency map, parameter groups with a sched
 loss, a packed bidirectional LSTM, a ResNet block with in-place ReLU and residual add,
 distillation, a contrastive loss, L-BFGS with a closure, a forward hook's features in the loss,
 a siamese network, freezing midway, a causal transformer decoder, a Jacobian and Hessian, a
-linear warmup, a static input buffer refilled each step. The judges must stay silent on all
-of them and keep every number exactly (tests/analysis/test_standard_practice.py)."""
+linear warmup, a static input buffer refilled each step; spectral normalization, an orthogonal
+parametrization, REINFORCE with a baseline, a square root kept safe by two ``where``s, CTC,
+an encoder-decoder ``nn.Transformer``, SWA, mixup, a temporal convolution with a plateau
+schedule, a tied autoencoder, a triplet loss, a physics-informed derivative in the loss,
+pruning, a straight-through Gumbel softmax, a DQN's target network, a frozen pretrained
+embedding with a positional embedding made of zeros, multi-label BCE, and a GRU's state carried
+across chunks. The judges must stay silent on all of them and keep every number exactly
+(tests/analysis/test_standard_practice.py)."""
 
 from __future__ import annotations
 
@@ -487,5 +493,244 @@ x = torch.empty(16, 4); y = torch.empty(16, 1)
 for step in range(5):
     x.copy_(data[step]); y.copy_(target[step])
     loss = F.mse_loss(model(x), y)
+    opt.zero_grad(); loss.backward(); opt.step()
+"""
+
+STANDARD["spectral_norm_critic"] = H + """
+D = nn.Sequential(nn.utils.parametrizations.spectral_norm(nn.Linear(4, 16)), nn.LeakyReLU(0.2),
+                  nn.utils.parametrizations.spectral_norm(nn.Linear(16, 1)))
+opt = torch.optim.Adam(D.parameters(), lr=1e-3, betas=(0.5, 0.999))
+real = torch.randn(32, 4) + 1.0; fake = torch.randn(32, 4)
+for step in range(5):
+    loss = F.softplus(-D(real)).mean() + F.softplus(D(fake)).mean()
+    opt.zero_grad(); loss.backward(); opt.step()
+"""
+
+STANDARD["orthogonal_rnn"] = H + """
+from torch.nn.utils.parametrizations import orthogonal
+cell = nn.RNNCell(3, 8, nonlinearity="tanh")
+orthogonal(cell, "weight_hh")
+head = nn.Linear(8, 1)
+opt = torch.optim.SGD([*cell.parameters(), *head.parameters()], lr=0.05)
+x = torch.randn(6, 4, 3); y = torch.randn(4, 1)
+for step in range(3):
+    h = torch.zeros(4, 8)
+    for t in range(6):
+        h = cell(x[t], h)
+    loss = F.mse_loss(head(h), y)
+    opt.zero_grad(); loss.backward(); opt.step()
+"""
+
+STANDARD["reinforce_baseline"] = H + """
+from torch.distributions import Categorical
+policy = nn.Sequential(nn.Linear(4, 16), nn.Tanh(), nn.Linear(16, 3))
+value = nn.Sequential(nn.Linear(4, 16), nn.Tanh(), nn.Linear(16, 1))
+opt = torch.optim.Adam([*policy.parameters(), *value.parameters()], lr=1e-2)
+for episode in range(4):
+    states = torch.randn(10, 4)
+    dist = Categorical(logits=policy(states))
+    actions = dist.sample()
+    rewards = (actions == 1).float() - 0.1 * states[:, 0]
+    returns = torch.flip(torch.cumsum(torch.flip(rewards, [0]), 0), [0])
+    v = value(states).squeeze(-1)
+    advantage = returns - v.detach()
+    loss = -(dist.log_prob(actions) * advantage).mean() + F.mse_loss(v, returns) - 0.01 * dist.entropy().mean()
+    opt.zero_grad(); loss.backward(); opt.step()
+"""
+
+STANDARD["safe_sqrt_where"] = H + """
+w = torch.randn(8, requires_grad=True)
+opt = torch.optim.SGD([w], lr=0.1)
+for step in range(4):
+    pos = w > 0
+    safe = torch.where(pos, w, torch.ones_like(w))
+    f = torch.where(pos, torch.sqrt(safe), torch.zeros_like(w))
+    loss = ((f - 0.5) ** 2).sum()
+    opt.zero_grad(); loss.backward(); opt.step()
+"""
+
+STANDARD["ctc_lstm"] = H + """
+rnn = nn.LSTM(5, 12, bidirectional=True)
+proj = nn.Linear(24, 6)
+opt = torch.optim.Adam([*rnn.parameters(), *proj.parameters()], lr=1e-3)
+x = torch.randn(15, 2, 5)
+targets = torch.tensor([[1, 2, 3, 2], [4, 4, 5, 1]])
+in_lens = torch.tensor([15, 12]); tgt_lens = torch.tensor([4, 3])
+ctc = nn.CTCLoss(blank=0, zero_infinity=True)
+for step in range(3):
+    h, _ = rnn(x)
+    logp = proj(h).log_softmax(-1)
+    loss = ctc(logp, targets, in_lens, tgt_lens)
+    opt.zero_grad(); loss.backward(); opt.step()
+"""
+
+STANDARD["seq2seq_transformer"] = H + """
+model = nn.Transformer(d_model=16, nhead=2, num_encoder_layers=1, num_decoder_layers=1,
+                       dim_feedforward=32, dropout=0.1, batch_first=True)
+emb = nn.Embedding(20, 16); out = nn.Linear(16, 20)
+params = [*model.parameters(), *emb.parameters(), *out.parameters()]
+opt = torch.optim.AdamW(params, lr=1e-3)
+src = torch.randint(1, 20, (3, 7)); tgt = torch.randint(1, 20, (3, 6))
+src[2, 5:] = 0
+mask = model.generate_square_subsequent_mask(5)
+for step in range(2):
+    y = model(emb(src), emb(tgt[:, :-1]), tgt_mask=mask, src_key_padding_mask=src == 0,
+              memory_key_padding_mask=src == 0)
+    loss = F.cross_entropy(out(y).reshape(-1, 20), tgt[:, 1:].reshape(-1), label_smoothing=0.1)
+    opt.zero_grad(); loss.backward(); opt.step()
+"""
+
+STANDARD["swa_average"] = H + """
+from torch.optim.swa_utils import AveragedModel, SWALR
+model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 1))
+swa = AveragedModel(model)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+sched = SWALR(opt, swa_lr=0.05, anneal_epochs=2)
+x = torch.randn(16, 4); y = torch.randn(16, 1)
+for step in range(5):
+    loss = F.mse_loss(model(x), y)
+    opt.zero_grad(); loss.backward(); opt.step()
+    if step >= 2:
+        swa.update_parameters(model); sched.step()
+pred = swa(x)
+"""
+
+STANDARD["mixup"] = H + """
+net = nn.Sequential(nn.Linear(6, 16), nn.ReLU(), nn.Linear(16, 3))
+opt = torch.optim.SGD(net.parameters(), lr=0.1, momentum=0.9, nesterov=True)
+x = torch.randn(12, 6); y = torch.randint(0, 3, (12,))
+for step in range(4):
+    lam = float(torch.distributions.Beta(0.4, 0.4).sample())
+    perm = torch.randperm(12)
+    out = net(lam * x + (1 - lam) * x[perm])
+    loss = lam * F.cross_entropy(out, y) + (1 - lam) * F.cross_entropy(out, y[perm])
+    opt.zero_grad(set_to_none=False); loss.backward(); opt.step()
+"""
+
+STANDARD["tcn_plateau"] = H + """
+class TCN(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.c1 = nn.Conv1d(2, 8, 3, dilation=1); self.c2 = nn.Conv1d(8, 8, 3, dilation=2)
+        self.head = nn.Conv1d(8, 1, 1)
+    def forward(self, x):
+        x = F.relu(self.c1(F.pad(x, (2, 0))))
+        x = F.relu(self.c2(F.pad(x, (4, 0))))
+        return self.head(x)
+net = TCN()
+opt = torch.optim.AdamW(net.parameters(), lr=1e-2, weight_decay=1e-2)
+sched = torch.optim.lr_scheduler.ReduceLROnPlateau(opt, patience=1, factor=0.5)
+x = torch.randn(4, 2, 20); y = torch.randn(4, 1, 20)
+for step in range(4):
+    loss = F.smooth_l1_loss(net(x), y)
+    opt.zero_grad(); loss.backward()
+    nn.utils.clip_grad_value_(net.parameters(), 0.5)
+    opt.step(); sched.step(loss.item())
+"""
+
+STANDARD["tied_autoencoder"] = H + """
+enc = nn.Linear(10, 4)
+dec_bias = nn.Parameter(torch.zeros(10))
+opt = torch.optim.Adam([*enc.parameters(), dec_bias], lr=1e-2)
+x = torch.rand(8, 10)
+for step in range(4):
+    z = torch.sigmoid(enc(x))
+    loss = F.binary_cross_entropy_with_logits(F.linear(z, enc.weight.t(), dec_bias), x)
+    opt.zero_grad(); loss.backward(); opt.step()
+"""
+
+STANDARD["triplet_margin"] = H + """
+embed = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 4))
+opt = torch.optim.SGD(embed.parameters(), lr=0.05)
+a, p, n = torch.randn(10, 8), torch.randn(10, 8), torch.randn(10, 8)
+for step in range(4):
+    ea, ep, en = (F.normalize(embed(t), dim=1) for t in (a, p, n))
+    loss = F.triplet_margin_loss(ea, ep, en, margin=0.3)
+    opt.zero_grad(); loss.backward(); opt.step()
+"""
+
+STANDARD["pinn_derivative"] = H + """
+net = nn.Sequential(nn.Linear(1, 16), nn.Tanh(), nn.Linear(16, 1))
+opt = torch.optim.Adam(net.parameters(), lr=1e-2)
+x = torch.linspace(0, 1, 12).unsqueeze(1).requires_grad_(True)
+for step in range(3):
+    u = net(x)
+    du = torch.autograd.grad(u.sum(), x, create_graph=True)[0]
+    residual = du + u
+    loss = (residual ** 2).mean() + (net(torch.zeros(1, 1)) - 1).pow(2).mean()
+    opt.zero_grad(); loss.backward(); opt.step()
+"""
+
+STANDARD["pruned_linear"] = H + """
+import torch.nn.utils.prune as prune
+net = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 2))
+prune.l1_unstructured(net[0], name="weight", amount=0.5)
+opt = torch.optim.SGD(net.parameters(), lr=0.1)
+x = torch.randn(10, 8); y = torch.randint(0, 2, (10,))
+for step in range(4):
+    loss = F.cross_entropy(net(x), y)
+    opt.zero_grad(); loss.backward(); opt.step()
+"""
+
+STANDARD["gumbel_straight_through"] = H + """
+logits_net = nn.Linear(6, 4)
+decoder = nn.Linear(4, 6)
+opt = torch.optim.Adam([*logits_net.parameters(), *decoder.parameters()], lr=1e-2)
+x = torch.randn(8, 6)
+for step in range(4):
+    code = F.gumbel_softmax(logits_net(x), tau=0.5, hard=True)
+    loss = F.mse_loss(decoder(code), x)
+    opt.zero_grad(); loss.backward(); opt.step()
+"""
+
+STANDARD["dqn_target_sync"] = H + """
+import copy
+online = nn.Sequential(nn.Linear(4, 16), nn.ReLU(), nn.Linear(16, 2))
+target = copy.deepcopy(online)
+opt = torch.optim.RMSprop(online.parameters(), lr=1e-3)
+s = torch.randn(16, 4); a = torch.randint(0, 2, (16,)); r = torch.randn(16); s2 = torch.randn(16, 4)
+for step in range(6):
+    q = online(s).gather(1, a.unsqueeze(1)).squeeze(1)
+    with torch.no_grad():
+        y = r + 0.99 * target(s2).max(1).values
+    loss = F.huber_loss(q, y)
+    opt.zero_grad(); loss.backward(); opt.step()
+    if step % 2 == 1:
+        target.load_state_dict(online.state_dict())
+"""
+
+STANDARD["frozen_pretrained_embedding"] = H + """
+vectors = torch.randn(30, 8)
+emb = nn.Embedding.from_pretrained(vectors, freeze=True)
+pos = nn.Parameter(torch.zeros(1, 5, 8))
+clf = nn.Linear(8, 2)
+opt = torch.optim.Adam([pos, *clf.parameters()], lr=1e-2)
+tok = torch.randint(0, 30, (6, 5)); y = torch.randint(0, 2, (6,))
+for step in range(4):
+    h = (emb(tok) + pos).mean(1)
+    loss = F.cross_entropy(clf(h), y)
+    opt.zero_grad(); loss.backward(); opt.step()
+"""
+
+STANDARD["multilabel_posweight"] = H + """
+net = nn.Sequential(nn.Linear(10, 32), nn.GELU(), nn.LayerNorm(32), nn.Linear(32, 5))
+opt = torch.optim.AdamW(net.parameters(), lr=3e-3)
+x = torch.randn(20, 10); y = (torch.rand(20, 5) > 0.8).float()
+crit = nn.BCEWithLogitsLoss(pos_weight=torch.full((5,), 4.0))
+for step in range(5):
+    loss = crit(net(x), y)
+    opt.zero_grad(); loss.backward(); opt.step()
+"""
+
+STANDARD["gru_carry_detach"] = H + """
+rnn = nn.GRU(3, 10, batch_first=True); head = nn.Linear(10, 1)
+opt = torch.optim.Adam([*rnn.parameters(), *head.parameters()], lr=1e-3)
+stream = torch.randn(2, 24, 3); target = torch.randn(2, 24, 1)
+h = None
+for chunk in range(3):
+    xs = stream[:, chunk * 8:(chunk + 1) * 8]; ys = target[:, chunk * 8:(chunk + 1) * 8]
+    out, h = rnn(xs, h)
+    h = h.detach()
+    loss = F.mse_loss(head(out), ys)
     opt.zero_grad(); loss.backward(); opt.step()
 """

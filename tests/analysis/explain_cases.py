@@ -74,6 +74,13 @@ NET_OPS: dict[str, str] = {
     "FlipBackward0": "x = torch.randn(2, 3, 4, requires_grad=True)\nz = x.flip(0, -1)",
     "MvBackward0": "x = torch.randn(3, 4, requires_grad=True)\ny = torch.randn(4, requires_grad=True)\nz = x.mv(y)",
     "DotBackward0": "x = torch.randn(4, requires_grad=True)\ny = torch.randn(4, requires_grad=True)\nz = x.dot(y)",
+    "VdotBackward0": "x = torch.randn(4, requires_grad=True)\ny = torch.randn(4, requires_grad=True)\n"
+                     "z = torch.vdot(x, y)",
+    "NormBackward0": "x = torch.randn(3, 4, requires_grad=True)\nz = torch._C._VariableFunctions.norm(x, 3)",
+    "NormBackward1": "x = torch.randn(3, 4, requires_grad=True)\n"
+                     "z = torch._C._VariableFunctions.norm(x, 3, [1], False)",  # pairwise_distance's
+    "TrilBackward0": "x = torch.randn(2, 3, 4, requires_grad=True)\nz = torch.tril(x, -1)",
+    "TriuBackward0": "x = torch.randn(3, 4, requires_grad=True)\nz = torch.triu(x, 1)",
     "SqueezeBackward2": "x = torch.randn(1, 3, 1, requires_grad=True)\nz = x.squeeze((0, 2))",
     "CatBackward0": "x = torch.randn(2, 3, requires_grad=True)\ny = torch.randn(2, 4, requires_grad=True)\n"
                     "z = torch.cat([x, y], -1)",
@@ -175,6 +182,9 @@ NET_VARIANTS: dict[str, tuple[str, str]] = {
                                "z = torch.linalg.vector_norm(x, 3, dim=0, keepdim=True)"),
     "norm ord 1 dims": ("LinalgVectorNormBackward0", "x = torch.randn(2, 3, 4, requires_grad=True)\n"
                         "z = torch.linalg.vector_norm(x, 1, dim=(0, 2))"),
+    "torch.norm p 2 keepdim": ("NormBackward1", "x = torch.randn(2, 3, 4, requires_grad=True)\n"
+                               "z = torch._C._VariableFunctions.norm(x, 2, [0, 2], True)"),
+    "tril diagonal 1": ("TrilBackward0", "x = torch.randn(4, 3, requires_grad=True)\nz = torch.tril(x, 1)"),
     "tensor norm dim": ("LinalgVectorNormBackward0", "x = torch.randn(3, 4, requires_grad=True)\nz = x.norm(dim=1)"),
     "bce at the edges": ("BinaryCrossEntropyBackward0", "x = torch.tensor([0.0, 1.0, 0.5, 0.25]).requires_grad_()\n"
                          "y = torch.tensor([0.3, 0.3, 0.3, 1.0], requires_grad=True)\n"

@@ -119,6 +119,37 @@ def test_a_parameters_explained_gradient_is_torchs_real_grad() -> None:
     assert seen >= 3 * 20
 
 
+SCALAR_OPERANDS = """import torch
+torch.manual_seed(0)
+w = torch.randn(3, 4, requires_grad=True)
+t = torch.tensor(0.7, requires_grad=True)
+s = torch.tensor(1.3, requires_grad=True)
+y = (w / t) * s + w * t - s
+y = y / y.norm() + w.sum() / t
+(y ** 2).sum().backward()
+"""
+"""0-dim tensors broadcast against a matrix (a learned temperature, ``w / w.norm()``): each
+one's gradient is the sum over every element that read it."""
+
+
+def test_a_0_dim_operands_gradient_is_the_sum_over_what_read_it() -> None:
+    c = coverage(SCALAR_OPERANDS)
+    assert c["strict"] == c["nodes"] and c["checked"] >= c["nodes"], c
+    doc, kept = _recorded(SCALAR_OPERANDS)
+    scope: dict[str, Any] = {"__name__": "__main__"}
+    exec(compile(SCALAR_OPERANDS, "<bare>", "exec"), scope)
+    nodes = {n["id"]: n for n in doc["graph"]["nodes"]}
+    behind = {e["target"]: e["source"] for e in doc["graph"]["edges"] if e.get("input_nr") is None}
+    seen = set()
+    for nid, node in nodes.items():
+        leaf = nodes.get(behind.get(nid, ""), {})
+        if node["name"] == "AccumulateGrad" and leaf.get("name") in ("t", "s"):
+            entry = explain_node(doc, nid, index=[], tensors=kept)["inputs"][0]
+            assert _close(float(entry["value"]), float(scope[leaf["name"]].grad)), (leaf["name"], entry)
+            seen.add(leaf["name"])
+    assert seen == {"t", "s"}
+
+
 SMALL_CNN = """import torch
 from torch import nn
 import torch.nn.functional as F

@@ -67,6 +67,9 @@ class _Outputs(TorchDispatchMode):
         self.by_seq: dict[int, dict[int, torch.Tensor]] = {}
         self.saved: dict[tuple[int, str], torch.Tensor] = {}
         self._read: set[int] = set()
+        self.later: list[tuple[Any, str, int, int]] = []
+        """Saved outputs not yet set when their node was first read: (node, attribute, its
+        sequence number, reads left)."""
         self.backward = 0
         """How many backward calls are running now."""
 
@@ -83,15 +86,37 @@ class _Outputs(TorchDispatchMode):
             except Exception:
                 continue
             name = attr.removeprefix("_saved_")
-            items = [(name, value)] if isinstance(value, torch.Tensor) else (
-                [(f"{name}[{i}]", v) for i, v in enumerate(value)] if isinstance(value, tuple | list) else [])
-            for label, v in items:
-                # a parameter too (NOTE [a saved parameter copied] in capture/saved.py), cloned
-                # here before the next op, an optimizer's write among them, can change it
-                if type(v) in (torch.Tensor, torch.nn.Parameter) and (not v.requires_grad or v.is_leaf):
-                    self.saved[(rel, label)] = v.detach().clone()
+            if value is None and attr.startswith("_saved_result"):
+                # an output the node saves after the op returned, while its autograd kernel
+                # still runs (``_ctc_loss``'s ``log_alpha``): read again at the next ops
+                self.later.append((node, attr, rel, 3))
+                continue
+            self._keep(rel, name, value)
+
+    def _keep(self, rel: int, name: str, value: Any) -> None:
+        items = [(name, value)] if isinstance(value, torch.Tensor) else (
+            [(f"{name}[{i}]", v) for i, v in enumerate(value)] if isinstance(value, tuple | list) else [])
+        for label, v in items:
+            # a parameter too (NOTE [a saved parameter copied] in capture/saved.py), cloned
+            # here before the next op, an optimizer's write among them, can change it
+            if type(v) in (torch.Tensor, torch.nn.Parameter) and (not v.requires_grad or v.is_leaf):
+                self.saved[(rel, label)] = v.detach().clone()
+
+    def _read_later(self) -> None:
+        waiting, self.later = self.later, []
+        for node, attr, rel, tries in waiting:
+            try:
+                value = getattr(node, attr)
+            except Exception:
+                continue
+            if value is not None:
+                self._keep(rel, attr.removeprefix("_saved_"), value)
+            elif tries > 1:
+                self.later.append((node, attr, rel, tries - 1))
 
     def file(self) -> None:
+        if self.later:
+            self._read_later()
         for t, clone, seq, k, hooked in self.pending:
             if not t._is_view() and t.grad_fn is not None:
                 rel = int(t.grad_fn._sequence_nr()) - self.base

@@ -64,6 +64,15 @@ RNN_GAIN = H + ("cell = nn.RNNCell(8, 16, nonlinearity='relu')\nwith torch.no_gr
                 "h = torch.zeros(1, 16)\nxs = torch.rand(60, 1, 8)\nfor t in range(60):\n    h = cell(xs[t], h)\n"
                 "h.mean().backward()\n")
 
+# a learned positional embedding before mean pooling and a regression head
+def pos_embedding(init: str, opt: str) -> str:
+    return H + (f"pos = nn.Parameter({init})\nhead = nn.Linear(8, 1)\n"
+                f"opt = torch.optim.{opt}\n"
+                "x = torch.randn(6, 5, 8); y = torch.randn(6, 1)\nfor step in range(6):\n"
+                "    loss = F.mse_loss(head((x + pos).mean(1)), y)\n"
+                "    opt.zero_grad(); loss.backward(); opt.step()\n")
+
+
 CASES: dict[str, tuple[str, str]] = {
     # name: (program, the hint it raises; a saturated sigmoid also makes the gradient vanish)
     "sgd-lr-10": (mlp(opt="torch.optim.SGD(model.parameters(), lr=10.0)"), "update-ratio-high"),
@@ -76,6 +85,8 @@ CASES: dict[str, tuple[str, str]] = {
     "tutorial-without-batchnorm": (TUTORIAL.replace("{bn}", "False"), "gradients-vanish"),
     "gru-200": (GRU_200, "gradients-vanish"),  # across its calls: one pass, one module
     "rnn-relu-gain-2.5": (RNN_GAIN, "gradients-explode"),
+    "pos-embedding-randn-sgd-lr-20": (pos_embedding("0.02 * torch.randn(1, 5, 8)",
+                                                    "SGD([pos, *head.parameters()], lr=20.0)"), "update-ratio-high"),
 }
 
 NEAR_MISSES: dict[str, str] = {
@@ -91,6 +102,8 @@ NEAR_MISSES: dict[str, str] = {
     "gru-cell-35-clipped": rnn_loop("GRUCell", 35),
     "gru-cell-50-clipped": rnn_loop("GRUCell", 50),
     "lstm-cell-20-clipped": rnn_loop("LSTMCell", 20, "hc"),
+    # a weight made with torch.zeros: its ratio is about 1/t after t steps of any size
+    "pos-embedding-zeros": pos_embedding("torch.zeros(1, 5, 8)", "Adam([pos, *head.parameters()], lr=1e-2)"),
 }
 
 CODES = {"update-ratio-high", "update-ratio-low", "relu-dead", "activation-saturated", "gradients-vanish",

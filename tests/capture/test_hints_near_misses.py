@@ -1,7 +1,8 @@
 """Hints judge intent from the program: near misses taken from standard practice raise nothing
 (accumulation, a GAN step with a detached fake, a frozen backbone, a gradient penalty,
 truncated BPTT, GradScaler, the tutorials' training loops, an EMA teacher, tied weights,
-checkpointing, batch norm, schedulers, clipped LSTMs, a VAE), also with every number kept as
+checkpointing, batch norm, schedulers, clipped LSTMs, a VAE, logsumexp shifted by its
+maximum by hand, a few steps of a linear regression), also with every number kept as
 the service keeps it (the dynamics' hints read them); the real mistakes are said once per
 pitfall and line, naming every tensor they concern."""
 
@@ -116,6 +117,17 @@ NEAR_MISSES: dict[str, str] = {
         "model = nn.Sequential(*layers, nn.Linear(32, 1))\nopt = torch.optim.Adam(model.parameters(), 1e-3)\n"
         "x, y = torch.randn(64, 32), torch.randn(64, 1)\nfor step in range(5):\n    opt.zero_grad()\n"
         "    loss = F.mse_loss(model(x), y)\n    loss.backward()\n    opt.step()\n",
+    # logsumexp's own trick by hand: the maximum subtracted first (detached, or kept), so
+    # nothing overflows
+    "logsumexp-shifted-by-max": H + "w = torch.randn(5, 3, requires_grad=True)\nz = torch.randn(7, 5) @ w\n"
+        "m = z.max(dim=1, keepdim=True).values.detach()\n"
+        "a = m + torch.log(torch.exp(z - m).sum(dim=1, keepdim=True))\nk = z.amax(0)\n"
+        "b = k + torch.log(torch.exp(z - k).sum(0))\n(a.mean() + b.mean()).backward()\n",
+    # few steps of a small model from its init: each weight moves by a good part of itself
+    # while the loss falls
+    "linear-regression-few-steps": H + "net = nn.Linear(4, 1)\nopt = torch.optim.SGD(net.parameters(), lr=0.1)\n"
+        "x, y = torch.randn(16, 4), torch.randn(16, 1)\nfor step in range(4):\n"
+        "    loss = F.mse_loss(net(x), y)\n    opt.zero_grad()\n    loss.backward()\n    opt.step()\n",
 }
 
 # Info notes that say what torch holds rather than accuse: clipping and the scaler's unscale

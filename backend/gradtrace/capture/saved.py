@@ -188,6 +188,12 @@ def _entry(name: str, t: torch.Tensor) -> tuple[dict[str, Any], Private]:
     return e, (param, ptr)
 
 
+PARTLY_WRITTEN: dict[str, frozenset[str]] = {"CtcLossBackward0": frozenset({"result1"}),
+                                             "CtcLossBackward1": frozenset({"result1"})}
+"""Saved results their kernel leaves partly unwritten, by node class: their entries have a
+name, a shape and bytes, no value, and nothing of them goes to the tensor file (NOTE [a
+kernel's workspace] in tensordoc.py; ``SavedAttr::scratch`` in cxx/walk.h reads this table)."""
+
 RUNNING_STATS = frozenset({"running_mean", "running_var"})
 """Saved buffers a kernel changes in place without moving their version (NOTE [running
 statistics copied]); ``kRunningStats`` in cxx/walk.h."""
@@ -209,6 +215,7 @@ def read_saved(node: Node, attrs: tuple[str, ...],
     out: list[dict[str, Any]] = []
     private: list[Private] = []
     total = 0
+    scratch = PARTLY_WRITTEN.get(type(node).__name__, frozenset())
     for attr in attrs:
         try:
             value = getattr(node, attr)
@@ -229,7 +236,7 @@ def read_saved(node: Node, attrs: tuple[str, ...],
                 e, priv = _entry(label, t)
             except Exception:
                 continue
-            if capture is not None:
+            if capture is not None and name not in scratch:  # a kernel's scratch: name and size only
                 vid, held = capture(t, label)
                 if vid >= 0:
                     e["value"] = vid

@@ -212,13 +212,18 @@ WORKSPACE = "result3"
     ``workspace`` and ``_cudnn_rnn``'s / ``miopen_rnn``'s ``reserve``, each the op's fourth
     result (``result3``, uint8). They are no number of the program, and the kernel leaves part
     of them unwritten, so keeping them would make two runs of the same LSTM write different
-    files (and document ids) for nothing a person can read. They stay in the document's saved
-    entries (name, bytes) and are not written to the tensor file."""
+    files (and document ids) for nothing a person can read. CTC's ``log_alpha`` (``_ctc_loss``'s
+    second result, ``result1`` of ``CtcLossBackward0/1``) is the same kind of buffer: the CPU
+    kernel fills each sample's first ``input_length`` steps and ``2 · target_length + 1``
+    states and leaves the rest of it as ``empty`` made it, so neither its value nor the tensor
+    is kept (``PARTLY_WRITTEN`` in saved.py, read where the saved tensors are). Both stay in the
+    document's saved entries (name, bytes), and neither is written to the tensor file
+    (tests/analysis/test_standard_practice.py records every program of the corpus twice)."""
 
 
 def _saved(c: _Collect) -> None:
     """NOTE [saved tensors from no node] in saved.py: ``n{id}.s{name}``, with no place in the
-    document. An RNN kernel's workspace is not written (NOTE [a kernel's workspace])."""
+    document. A kernel's scratch is not written (NOTE [a kernel's workspace])."""
     for index, name, t, version, dropped in c.rec.core.saved_kept():
         if name == WORKSPACE and t is not None and t.dtype == torch.uint8:
             continue

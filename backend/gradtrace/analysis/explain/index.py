@@ -20,7 +20,9 @@ def norm_dim(d: int, ndim: int) -> int:
 
 
 def _in_shape(ctx: Ctx, i: int) -> tuple[int, ...]:
-    return ctx.in_shapes[i] or ctx.g.shape
+    """Input ``i``'s shape, the output's where it is not known (``()`` is a 0-dim input's)."""
+    shape = ctx.in_shapes[i]
+    return ctx.g.shape if shape is None else shape
 
 
 def _select(ctx: Ctx, i: int, k: int) -> tuple[str, float]:

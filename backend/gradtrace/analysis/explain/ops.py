@@ -79,8 +79,12 @@ class Rule:
 
 
 def _summed(ctx: Ctx, i: int, k: int, term: Callable[[int], tuple[str, float]]) -> tuple[str, float]:
-    """Sum of ``term(j)`` over output elements ``j`` broadcast from input ``i``'s element ``k``."""
-    shape = ctx.in_shapes[i] or ctx.g.shape
+    """Sum of ``term(j)`` over output elements ``j`` broadcast from input ``i``'s element ``k``.
+    A 0-dim input (``w / w.norm()``, a learned temperature) has the shape ``()``, which is
+    falsy but known: every output element reads it."""
+    shape = ctx.in_shapes[i]
+    if shape is None:
+        shape = ctx.g.shape
     parts = [term(j) for j in sources(k, ctx.g.shape, shape)]
     value = math.fsum(v for _, v in parts)
     if len(parts) == 1:

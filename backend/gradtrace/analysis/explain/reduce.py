@@ -1,5 +1,6 @@
 """Rules of padding, repeat, cumulative sum, max/min (over a dim by the saved indices, or over all
-elements), the vector norm and dropout's mask.
+elements), the vector norm (``torch.norm``'s too), a triangle's mask, dot products and
+dropout's mask.
 
 The element a received gradient comes from is found as in ``explain/index.py``; where a rule
 cannot be exact for an argument (a norm's ``ord`` of 0 or ±inf) it says so instead of a number.
@@ -87,8 +88,10 @@ def _max_all(ctx: Ctx, i: int, k: int) -> tuple[str, float]:
 
 
 def _norm(ctx: Ctx, i: int, k: int) -> tuple[str, float]:
-    """grad_self = grad_out · self · |self|^(ord − 2) / norm^(ord − 1) (0 where the norm is 0)."""
-    p = _num(ctx.arg("ord", 2))
+    """grad_self = grad_out · self · |self|^(ord − 2) / norm^(ord − 1) (0 where the norm is 0);
+    ``torch.norm``'s nodes name ``ord`` ``p`` (None is 2)."""
+    order = ctx.arg("ord", ctx.arg("p"))
+    p = 2.0 if order is None else _num(order)
     if p in (0.0, math.inf, -math.inf) or p < 1:
         raise Unsupported(f"the rule is written here for ord ≥ 1 and finite, not ord = {fmt(p)}")
     _, j = _reduced(ctx, i, k)
@@ -104,6 +107,16 @@ def _norm(ctx: Ctx, i: int, k: int) -> tuple[str, float]:
         return f"{fmt(g)} · 0  (self is 0)", 0.0
     factor = x * _pow(abs(x), p - 2) / _pow(r, p - 1)
     return f"{fmt(g)} · {fmt(x)}·|{fmt(x)}|^{fmt(p - 2)} / {fmt(r)}^{fmt(p - 1)}", g * factor
+
+
+def _triangle(ctx: Ctx, i: int, k: int, lower: bool) -> tuple[str, float]:
+    """tril: grad_self[…, r, c] = grad_out[…, r, c] where c − r ≤ diagonal, else 0 (triu: ≥)."""
+    shape = ctx.in_shapes[i] or ctx.g.shape
+    r, c = unravel(k, shape)[-2:]
+    d = int(ctx.arg("diagonal", 0))
+    if (c - r <= d) if lower else (c - r >= d):
+        return fmt(ctx.g.at(k)), ctx.g.at(k)
+    return f"0  (zeroed: column − row {'>' if lower else '<'} {d})", 0.0
 
 
 def _dropout(ctx: Ctx, i: int, k: int) -> tuple[str, float]:
@@ -166,7 +179,8 @@ def _mv(ctx: Ctx, i: int, k: int) -> tuple[str, float]:
 
 
 def _dot(ctx: Ctx, i: int, k: int) -> tuple[str, float]:
-    g, other = ctx.g.at(0), ctx.saved["tensor" if i == 0 else "self"].at(k)
+    """dot: the other input's ``tensor``; vdot (real tensors: no conjugate to take): ``other``."""
+    g, other = ctx.g.at(0), ctx.saved[("other" if "other" in ctx.names else "tensor") if i == 0 else "self"].at(k)
     return f"{fmt(g)} · {fmt(other)}", g * other
 
 
@@ -185,6 +199,14 @@ BACKWARD_RULES: dict[str, Rule] = {
     "LinalgVectorNormBackward0": Rule(("grad_self = grad_out · self · |self|^(ord − 2) / norm^(ord − 1)  "
                                        "(ord 2: grad_out · self / norm)",), (("self", "result"),), _norm,
                                       ("ord", "keepdim")),
+    "NormBackward0": Rule(("grad_self = grad_out · self · |self|^(p − 2) / norm^(p − 1)  (p 2: grad_out · self / "
+                           "norm)",), (("self", "result"),), _norm, ("p",)),
+    "NormBackward1": Rule(("grad_self = grad_out · self · |self|^(p − 2) / norm^(p − 1)  (p 2: grad_out · self / "
+                           "norm)",), (("self", "result"),), _norm, ("p", "keepdim")),
+    "TrilBackward0": Rule(("grad_self = grad_out on and below the diagonal, else 0",), ((),),
+                          lambda c, i, k: _triangle(c, i, k, True), ("diagonal",)),
+    "TriuBackward0": Rule(("grad_self = grad_out on and above the diagonal, else 0",), ((),),
+                          lambda c, i, k: _triangle(c, i, k, False), ("diagonal",)),
     "VarBackward0": Rule(("grad_self = grad_out · 2 · (self − mean) / (n − correction)  (over the reduced dims)",),
                          (("self",),), lambda c, i, k: _spread_of(c, i, k, False), ("keepdim",)),
     "StdBackward0": Rule(("grad_self = grad_out · (self − mean) / ((n − correction) · result)  (0 where result is 0)",),
@@ -196,5 +218,7 @@ BACKWARD_RULES: dict[str, Rule] = {
                         (("vec",), ("self",)), _mv),
     "DotBackward0": Rule(("grad_self = grad_out · tensor", "grad_tensor = grad_out · self"),
                          (("tensor",), ("self",)), _dot),
+    "VdotBackward0": Rule(("grad_self = grad_out · other", "grad_other = grad_out · self"),
+                          (("other",), ("self",)), _dot),
     "NativeDropoutBackward0": Rule(("grad_self = grad_out · mask / (1 − p)",), (("result1",),), _dropout, ("p",)),
 }

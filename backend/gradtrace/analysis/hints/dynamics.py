@@ -10,6 +10,13 @@ NOTE [dynamics thresholds]
     - update ratio: the median of log10 ‖Δw‖/‖w‖ of a weight (two or more dimensions; biases
       start at zero) above -1 (100x the 1e-3 of Karpathy's makemore lecture: each step moves
       the weight by a tenth of itself) or below -5 (100x under: the weight barely moves);
+      a weight that started all zeros is left out as biases are (a positional embedding or
+      a class token made with ``torch.zeros``): an optimizer's steps of about one size make
+      its ratio about 1/t after t steps whatever the learning rate, so a short run's last
+      iterations would read as far too large; and "too large" is not said of a run whose loss
+      went down (its last value below its first, every value finite): a few steps of a small
+      model from its init move each weight by a good part of itself while training works,
+      and a learning rate too large shows in a loss that does not fall;
     - dead ReLUs: every settled iteration with 90% or more of the layer's outputs exactly 0
       (a healthy ReLU layer zeroes about half);
     - saturation: the settled iterations' mean share of saturated outputs at 50% or more
@@ -49,6 +56,20 @@ def _dyn(view: DocView) -> Mapping[str, Any] | None:
     return view.dynamics
 
 
+def _started_at_zero(node: Mapping[str, Any]) -> bool:
+    """Whether a leaf's value when the run first saw it was all zeros (its norm 0)."""
+    stats = (node.get("value") or {}).get("stats") or {}
+    return number(stats.get("norm")) == 0
+
+
+def _loss_fell(loss: list[Any]) -> bool:
+    """Whether the run's loss went down: its last value below its first, none of them NaN or
+    infinite (NOTE [dynamics thresholds])."""
+    values = [number(v) for v in loss]
+    known = [v for v in values if v is not None]
+    return len(known) >= 2 and all(math.isfinite(v) for v in known) and known[-1] < known[0]
+
+
 def update_ratio(view: DocView) -> list[dict[str, Any]]:
     """Weights whose update:data ratio stays far from 1e-3 (NOTE [dynamics thresholds])."""
     dyn = _dyn(view)
@@ -56,15 +77,16 @@ def update_ratio(view: DocView) -> list[dict[str, Any]]:
         return []
     high: list[tuple[float, Mapping[str, Any]]] = []
     low: list[tuple[float, Mapping[str, Any]]] = []
+    falling = _loss_fell(dyn.get("loss") or [])
     for p in dyn["params"]:
         node = view.by_id.get(p["node"]) or {}
-        if len(node.get("shape") or []) < 2:
+        if len(node.get("shape") or []) < 2 or _started_at_zero(node):
             continue
         settled = _settled(p["update"])
         if not settled:
             continue
         med = statistics.median(settled)
-        if med > _HIGH:
+        if med > _HIGH and not falling:
             high.append((med, p))
         elif med < _LOW:
             low.append((med, p))

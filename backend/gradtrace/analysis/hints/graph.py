@@ -66,11 +66,33 @@ def hand_written_math(view: DocView) -> list[dict[str, Any]]:
         if len(view.inputs.get(sub, {})) == 1 and _MINUS_ONE.search(text):
             out.append(_stable(view, [exp, sub], "exp(x) - 1", "torch.expm1(x)", text))
     for exp, total in _pairs(view, {"ExpBackward0"}, {"SumBackward0", "SumBackward1"}):
+        if _shifted_by_max(view, exp):
+            continue  # ``m + log(sum(exp(x - m)))``: the stable form, written by hand
         for log in view.consumers.get(total, []):
             if view.name(log) == "LogBackward0":
                 out.append(_stable(view, [exp, total, log], "log(sum(exp(x)))",
                                    "torch.logsumexp(x, dim=...)", view.line_text(view.by_id[log].get("line"))))
     return out
+
+
+_MAXIMA = ("MaxBackward", "AmaxBackward")
+
+
+def _shifted_by_max(view: DocView, exp: str) -> bool:
+    """Whether ``exp``'s input is ``x - m`` with ``m`` a maximum (``x.max(dim).values``,
+    ``amax``), kept in the graph or detached from it (a cut edge): logsumexp's own trick,
+    which overflows no more than ``torch.logsumexp``."""
+    for sub in view.sources.get(exp, []):
+        if view.name(sub) not in ("SubBackward0", "SubBackward1"):
+            continue
+        sources = list(view.sources.get(sub, []))
+        for src, targets in view.cut_consumers.items():  # a detached tensor: what it was cut from
+            if sub in targets:
+                cut = (view.by_id.get(src) or {}).get("cut") or {}
+                sources.append(str(cut.get("source") or src))
+        if any(view.name(src).startswith(_MAXIMA) for src in sources):
+            return True
+    return False
 
 
 _WHY = {

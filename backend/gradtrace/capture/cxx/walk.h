@@ -177,6 +177,7 @@ struct Walker {
     std::string attr, label;
     bool skip = false;
     bool once = false;  // ``saved_tensors`` may be read once only: it is the user's
+    bool scratch = false;  // ``saved.PARTLY_WRITTEN``: neither its value nor the tensor is kept
     // ``attr`` as an interned Python string, made at its first read and kept for the process
     // (a few hundred names at most): no string decoded and hashed per saved value read
     PyObject* name = nullptr;
@@ -232,11 +233,17 @@ struct Walker {
       }
       attrs.push_back({"saved_tensors", "saved_tensors", false, once});
     } else {
+      // NOTE [a kernel's workspace] in capture/tensordoc.py: the table is Python's, read once
+      // per node class
+      py::object partly = py::module_::import("gradtrace.capture.saved").attr("PARTLY_WRITTEN");
+      py::object scratch = partly.attr("get")(Py_TYPE(node)->tp_name, py::tuple());
       for (auto nm : names) {
         std::string a = nm.cast<std::string>();
         // ``*_sym_*``: sizes, strides, numels (NOTE [saved arguments] in saved.py)
         if (a.rfind("_saved_", 0) == 0 && a.find("_sym_") == std::string::npos) {
-          attrs.push_back({a, a.substr(7), false});
+          SavedAttr attr{a, a.substr(7), false};
+          attr.scratch = scratch.contains(py::str(attr.label));
+          attrs.push_back(std::move(attr));
         }
       }
     }
@@ -372,7 +379,7 @@ struct Walker {
   void read_saved_into(Core& core, py::handle node, std::vector<SavedAttr>& attrs,
                        py::handle parameter, FnEntry& e) {
     auto* param_type = reinterpret_cast<PyTypeObject*>(parameter.ptr());
-    auto entry = [&](std::string label, PyObject* obj) {
+    auto entry = [&](std::string label, PyObject* obj, bool scratch) {
       const at::Tensor& t = THPVariable_Unpack(obj);
       SavedEntry sv;
       sv.bytes = t.numel() * static_cast<int64_t>(t.element_size());
@@ -396,10 +403,11 @@ struct Walker {
       } catch (const std::exception&) {
       }
       // a parameter once a backward pass has run (NOTE [a saved parameter copied])
-      if (t.is_leaf() && (!t.requires_grad() || !core.passes.empty()) && core.keep_budget > 0) {
+      // a kernel's scratch: its name and size only (NOTE [a kernel's workspace] in capture/tensordoc.py)
+      if (!scratch && t.is_leaf() && (!t.requires_grad() || !core.passes.empty()) && core.keep_budget > 0) {
         hold_saved(core, t, sv);
       }
-      if (t.numel() <= kValuesLimit) {
+      if (!scratch && t.numel() <= kValuesLimit) {
         CoreLock lock(core.mu);
         sv.vid = core.capture(t, /*keep=*/false);  // its value for the document only
       }
@@ -417,7 +425,7 @@ struct Walker {
       py::object v = py::reinterpret_steal<py::object>(value);
       try {
         if (is_tensor(value)) {
-          entry(attr.label, value);
+          entry(attr.label, value, attr.scratch);
         } else if (PyTuple_Check(value) || PyList_Check(value)) {
           py::sequence seq = py::reinterpret_borrow<py::sequence>(value);
           size_t n = seq.size();
@@ -429,7 +437,7 @@ struct Walker {
           }
           for (size_t k = 0; k < n; ++k) {
             py::object item = seq[k];
-            if (is_tensor(item.ptr())) entry(attr.label + "[" + std::to_string(k) + "]", item.ptr());
+            if (is_tensor(item.ptr())) entry(attr.label + "[" + std::to_string(k) + "]", item.ptr(), attr.scratch);
           }
         } else if (value != Py_None) {
           if (write_arg(e.args, attr.label, value) == 2) attr.skip = true;
