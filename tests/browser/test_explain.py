@@ -132,3 +132,30 @@ def test_a_bias_whose_terms_cancel_is_said_to(playground: Any, artifacts_dir: Pa
     expect(cancels.first).to_contain_text("both rounding noise around 0")
     cancels.first.scroll_into_view_if_needed()
     page.screenshot(path=str(artifacts_dir / "explain-bias-terms-cancel.png"))
+
+
+LEARNED_TEMPERATURE = """import torch
+torch.manual_seed(0)
+w = torch.randn(3, 4, requires_grad=True)
+t = torch.tensor(0.7, requires_grad=True)
+(w / t).pow(2).sum().backward()
+"""
+
+
+def test_a_0_dim_divisors_gradient_is_the_sum_over_the_elements_it_divided(
+        playground: Any, artifacts_dir: Path) -> None:
+    """A learned temperature ``t`` (a 0-dim tensor) divides every element of ``w``: its rule's
+    instance sums a term per element and equals the gradient recorded
+    (tests/analysis/test_explain_numbers.py holds it to torch's ``t.grad``)."""
+    from browser.pageutil import run_code
+
+    page = playground
+    run_code(page, LEARNED_TEMPERATURE)
+    page.evaluate(_SELECT_ANY, "DivBackward0")
+    panel = page.locator("#inspector [data-gt=explain]")
+    expect(panel).to_contain_text("grad_other = −grad_out · self / other²")
+    other = panel.locator("[data-gt=explain-instance]").nth(1)
+    expect(other).to_contain_text(" + …")
+    expect(panel.locator(".gt-explain-recorded").nth(1)).not_to_contain_text("differs")
+    other.scroll_into_view_if_needed()
+    page.screenshot(path=str(artifacts_dir / "explain-0-dim-divisor.png"))

@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 from gradtrace.analysis.explain.nn import _clamp, _num
 from gradtrace.analysis.explain.ops import Ctx, Rule, _binary, _f, _operand, _unary
-from gradtrace.analysis.explain.tensors import fmt
+from gradtrace.analysis.explain.tensors import fmt, fmt_operand
 from gradtrace.analysis.local_derivatives import LOCAL_DERIVATIVES, _exp
 
 
@@ -73,7 +73,7 @@ BACKWARD_RULES: dict[str, Rule] = {
     "RsqrtBackward0": _unary("grad_self = grad_out · (−½ · result³)  (result = self^(−½))", ("result",),
                              _f("result", lambda y: f"(−½·{fmt(y)}³)", lambda y: -0.5 * y * y * y)),
     "ReciprocalBackward0": _unary("grad_self = grad_out · (−result²)  (result = 1/self)", ("result",),
-                                  _f("result", lambda y: f"(−{fmt(y)}²)", lambda y: -y * y)),
+                                  _f("result", lambda y: f"(−{fmt_operand(y)}²)", lambda y: -y * y)),
     "SoftplusBackward0": _unary("grad_self = grad_out · σ(beta · self)  (1 where beta · self > threshold)",
                                 ("self",), _softplus, ("beta", "threshold")),
     "EluBackward0": _unary("grad_self = grad_out · (scale if self > 0 else "

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from gradtrace.analysis.explain.tensors import Flat, broadcast_index, fmt, numel, sources, unravel
+from gradtrace.analysis.explain.tensors import Flat, broadcast_index, fmt, fmt_operand, numel, sources, unravel
 from gradtrace.analysis.local_derivatives import LOCAL_DERIVATIVES, _div
 
 
@@ -130,6 +130,12 @@ def _s(name: str) -> Callable[[Ctx, int], tuple[str, float]]:
         v = _operand(ctx, name, j)
         return fmt(v), v
     return f
+
+
+def _div_other(ctx: Ctx, j: int) -> tuple[str, float]:
+    """Division's factor for its divisor: −self / other²."""
+    x, o = _operand(ctx, "self", j), _operand(ctx, "other", j)
+    return f"(−{fmt_operand(x)}/{fmt_operand(o)}²)", _div(-x, o ** 2)
 
 
 def _const(c: float) -> Callable[[Ctx, int], tuple[str, float]]:
@@ -260,8 +266,7 @@ BACKWARD_RULES: dict[str, Rule] = {
     "DivBackward0": _binary(("grad_self = grad_out / other", "grad_other = −grad_out · self / other²"),
                             (("other",), ("other", "self")),
                             (lambda c, j: (f"1/{fmt(_operand(c, 'other', j))}", _div(1.0, _operand(c, "other", j))),
-                             lambda c, j: (f"(−{fmt(_operand(c, 'self', j))}/{fmt(_operand(c, 'other', j))}²)",
-                                           _div(-_operand(c, "self", j), _operand(c, "other", j) ** 2)))),
+                             _div_other)),
     "RsubBackward1": _unary("grad_self = −grad_out · alpha  (other − alpha · self, other a number)", (),
                             lambda c, k: (f"({fmt(-float(c.arg('alpha', 1)))})", -float(c.arg("alpha", 1)))),
     "NegBackward0": _unary("grad_self = −grad_out", (), lambda c, k: ("(−1)", -1.0)),

@@ -63,3 +63,9 @@ def sources(in_index: int, out_shape: tuple[int, ...], in_shape: tuple[int, ...]
 def fmt(x: float) -> str:
     """A number as the page shows it: four significant digits."""
     return sig(x, 4)
+
+
+def fmt_operand(x: float) -> str:
+    """:func:`fmt`, a negative number in parentheses: what follows a sign or takes a power
+    reads ``−(−0.29)/0.7²``, ``−(−0.5)²``, not ``−-0.29``."""
+    return f"({fmt(x)})" if x < 0 else fmt(x)
