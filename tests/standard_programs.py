@@ -15,8 +15,10 @@ parametrization, REINFORCE with a baseline, a square root kept safe by two ``whe
 an encoder-decoder ``nn.Transformer``, SWA, mixup, a temporal convolution with a plateau
 schedule, a tied autoencoder, a triplet loss, a physics-informed derivative in the loss,
 pruning, a straight-through Gumbel softmax, a DQN's target network, a frozen pretrained
-embedding with a positional embedding made of zeros, multi-label BCE, and a GRU's state carried
-across chunks. The judges must stay silent on all of them and keep every number exactly
+embedding with a positional embedding made of zeros, multi-label BCE, a GRU's state carried
+across chunks; attention masked with -inf by hand, CLIP's learned temperature, a gradient
+reversal layer, batch norm's statistics frozen while fine-tuning, a hinge loss from zeros, a
+straight-through quantizer, and actions masked out of a policy's logits. The judges must stay silent on all of them and keep every number exactly
 (tests/analysis/test_standard_practice.py)."""
 
 from __future__ import annotations
@@ -732,5 +734,91 @@ for chunk in range(3):
     out, h = rnn(xs, h)
     h = h.detach()
     loss = F.mse_loss(head(out), ys)
+    opt.zero_grad(); loss.backward(); opt.step()
+"""
+
+STANDARD["masked_attention_inf"] = H + """
+q = nn.Linear(8, 8); k = nn.Linear(8, 8); v = nn.Linear(8, 8)
+opt = torch.optim.Adam([*q.parameters(), *k.parameters(), *v.parameters()], lr=1e-3)
+x = torch.randn(2, 5, 8)
+mask = torch.triu(torch.ones(5, 5, dtype=torch.bool), 1)
+for step in range(3):
+    scores = q(x) @ k(x).transpose(-2, -1) / 8 ** 0.5
+    scores = scores.masked_fill(mask, float("-inf"))
+    out = torch.softmax(scores, -1) @ v(x)
+    loss = out.pow(2).mean()
+    opt.zero_grad(); loss.backward(); opt.step()
+"""
+
+STANDARD["clip_logit_scale"] = H + """
+enc_a = nn.Linear(6, 4); enc_b = nn.Linear(5, 4)
+logit_scale = nn.Parameter(torch.tensor(2.659))
+opt = torch.optim.AdamW([*enc_a.parameters(), *enc_b.parameters(), logit_scale], lr=1e-3)
+a = torch.randn(8, 6); b = torch.randn(8, 5)
+for step in range(3):
+    za = F.normalize(enc_a(a), dim=-1); zb = F.normalize(enc_b(b), dim=-1)
+    logits = logit_scale.exp() * za @ zb.t()
+    labels = torch.arange(8)
+    loss = (F.cross_entropy(logits, labels) + F.cross_entropy(logits.t(), labels)) / 2
+    opt.zero_grad(); loss.backward(); opt.step()
+    with torch.no_grad():
+        logit_scale.clamp_(0, 4.6052)
+"""
+
+STANDARD["gradient_reversal"] = H + """
+class Reverse(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x.view_as(x)
+    @staticmethod
+    def backward(ctx, g):
+        return -g
+feat = nn.Linear(4, 8); dom = nn.Linear(8, 2); cls = nn.Linear(8, 2)
+opt = torch.optim.SGD([*feat.parameters(), *dom.parameters(), *cls.parameters()], lr=0.05)
+x = torch.randn(12, 4); y = torch.randint(0, 2, (12,)); d = torch.randint(0, 2, (12,))
+for step in range(3):
+    h = F.relu(feat(x))
+    loss = F.cross_entropy(cls(h), y) + F.cross_entropy(dom(Reverse.apply(h)), d)
+    opt.zero_grad(); loss.backward(); opt.step()
+"""
+
+STANDARD["bn_frozen_stats_finetune"] = H + """
+net = nn.Sequential(nn.Linear(4, 8), nn.BatchNorm1d(8), nn.ReLU(), nn.Linear(8, 2))
+net.train(); net[1].eval()
+opt = torch.optim.SGD(net.parameters(), lr=0.05)
+x = torch.randn(16, 4); y = torch.randint(0, 2, (16,))
+for step in range(3):
+    loss = F.cross_entropy(net(x), y); opt.zero_grad(); loss.backward(); opt.step()
+"""
+
+STANDARD["svm_hinge"] = H + """
+w = torch.zeros(4, requires_grad=True); b = torch.zeros(1, requires_grad=True)
+opt = torch.optim.SGD([w, b], lr=0.1)
+x = torch.randn(20, 4); y = torch.sign(x[:, 0] - 0.5 * x[:, 1])
+for step in range(5):
+    loss = F.relu(1 - y * (x @ w + b)).mean() + 1e-3 * w.pow(2).sum()
+    opt.zero_grad(); loss.backward(); opt.step()
+"""
+
+STANDARD["quantize_ste"] = H + """
+lin = nn.Linear(8, 4)
+opt = torch.optim.SGD(lin.parameters(), lr=0.05)
+x = torch.randn(5, 8); y = torch.randn(5, 4)
+for step in range(3):
+    w = lin.weight
+    wq = w + (torch.round(w * 8) / 8 - w).detach()
+    loss = F.mse_loss(F.linear(x, wq, lin.bias), y)
+    opt.zero_grad(); loss.backward(); opt.step()
+"""
+
+STANDARD["masked_action_logits"] = H + """
+policy = nn.Linear(5, 6)
+opt = torch.optim.Adam(policy.parameters(), lr=1e-2)
+s = torch.randn(4, 5)
+allowed = torch.rand(4, 6) > 0.3
+allowed[:, 0] = True
+for step in range(3):
+    logits = policy(s).masked_fill(~allowed, float("-inf"))
+    loss = F.cross_entropy(logits, torch.zeros(4, dtype=torch.long))
     opt.zero_grad(); loss.backward(); opt.step()
 """

@@ -27,6 +27,7 @@ NO_RULE = {
     "weight_norm": "WeightNormInterfaceBackward0",
     "wgan_gp": "the gradient penalty's double-backward nodes (LeakyReluBackwardBackward0)",
     "ctc_lstm": "the LSTM's fused kernel, MkldnnRnnLayerBackward0, and CtcLossBackward1",
+    "gradient_reversal": "the program's own autograd.Function, a gradient reversal layer",
     "orthogonal_rnn": "the orthogonal map's LinalgMatrixExpBackward0",
     "pinn_derivative": "the derivative's double-backward nodes (TanhBackwardBackward0), whose operands are "
                        "made inside a backward pass, where nothing is kept as a forward value",
