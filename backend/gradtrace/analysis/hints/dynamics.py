@@ -14,7 +14,8 @@ NOTE [dynamics thresholds]
       a class token made with ``torch.zeros``): an optimizer's steps of about one size make
       its ratio about 1/t after t steps whatever the learning rate, so a short run's last
       iterations would read as far too large; and "too large" is not said of a run whose loss
-      went down (its last value below its first, every value finite): a few steps of a small
+      went down (at each line that ran backward twice or more, its last value below its first,
+      every value finite): a few steps of a small
       model from its init move each weight by a good part of itself while training works,
       and a learning rate too large shows in a loss that does not fall;
     - dead ReLUs: every settled iteration with 90% or more of the layer's outputs exactly 0
@@ -62,12 +63,17 @@ def _started_at_zero(node: Mapping[str, Any]) -> bool:
     return number(stats.get("norm")) == 0
 
 
-def _loss_fell(loss: list[Any]) -> bool:
-    """Whether the run's loss went down: its last value below its first, none of them NaN or
-    infinite (NOTE [dynamics thresholds])."""
-    values = [number(v) for v in loss]
-    known = [v for v in values if v is not None]
-    return len(known) >= 2 and all(math.isfinite(v) for v in known) and known[-1] < known[0]
+def _loss_fell(view: DocView, dyn: Mapping[str, Any]) -> bool:
+    """Whether the run's losses went down (NOTE [dynamics thresholds]): each line that ran a
+    backward pass twice or more (a loop's ``loss.backward()``; a GAN's two), its last loss
+    below its first and none of them NaN or infinite."""
+    line_of = {p.get("index"): p.get("line") for p in view.doc.get("passes") or []}
+    by_line: dict[Any, list[float | None]] = {}
+    for index, value in zip(dyn.get("iterations") or [], dyn.get("loss") or [], strict=False):
+        by_line.setdefault(line_of.get(index), []).append(number(value))
+    looped = [[v for v in values if v is not None] for values in by_line.values() if len(values) >= 2]
+    return bool(looped) and all(
+        len(known) >= 2 and all(math.isfinite(v) for v in known) and known[-1] < known[0] for known in looped)
 
 
 def update_ratio(view: DocView) -> list[dict[str, Any]]:
@@ -77,7 +83,7 @@ def update_ratio(view: DocView) -> list[dict[str, Any]]:
         return []
     high: list[tuple[float, Mapping[str, Any]]] = []
     low: list[tuple[float, Mapping[str, Any]]] = []
-    falling = _loss_fell(dyn.get("loss") or [])
+    falling = _loss_fell(view, dyn)
     for p in dyn["params"]:
         node = view.by_id.get(p["node"]) or {}
         if len(node.get("shape") or []) < 2 or _started_at_zero(node):
