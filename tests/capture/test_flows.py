@@ -304,3 +304,25 @@ def test_torch_func_transforms_name_their_leaves_and_lines(native_kernels: bool)
     assert sorted(n["name"] for n in leaves) == ["w", "x", "x"]
     assert all(n["line"] is not None for n in doc["graph"]["nodes"] if n["kind"] == "function")
     assert close(leaf_grads(doc)["w"], bare(FUNC)["w"].grad)
+
+
+_DROPOUT_NET = ("import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\ntorch.manual_seed(0)\n"
+                "net = nn.Sequential(nn.Linear(4, 16), nn.ReLU(), nn.Dropout(0.2), nn.Linear(16, 1))\n"
+                "opt = torch.optim.Adam(net.parameters(), lr=1e-3)\nx, y = torch.randn(16, 4), torch.randn(16, 1)\n")
+
+
+def test_monte_carlo_dropout_put_in_training_after_the_loop_gets_no_train_mode_hint() -> None:
+    """``net.train()`` after the last backward and before sampling under ``no_grad``: dropout
+    on at evaluation is the point (Monte Carlo dropout)."""
+    code = _DROPOUT_NET + ("for step in range(2):\n    loss = F.mse_loss(net(x), y)\n    opt.zero_grad()\n"
+                           "    loss.backward()\n    opt.step()\nnet.train()\nwith torch.no_grad():\n"
+                           "    samples = torch.stack([net(x[:4]) for _ in range(5)])\n")
+    assert "train-mode-in-eval" not in hint_codes(run_doc(code, seed=0))
+
+
+def test_near_miss_a_loops_train_call_before_its_backward_still_gets_the_train_mode_hint() -> None:
+    code = _DROPOUT_NET + ("for step in range(2):\n    net.train()\n    loss = F.mse_loss(net(x), y)\n"
+                           "    opt.zero_grad()\n    loss.backward()\n    opt.step()\n    with torch.no_grad():\n"
+                           "        val = net(x[:4]).mean()\n")
+    hints = [h for h in run_doc(code, seed=0)["analysis"]["hints"] if h["code"] == "train-mode-in-eval"]
+    assert [h["line"] for h in hints] == [15]

@@ -173,6 +173,24 @@ def _chain_flow(view: DocView, leaves: list[Mapping[str, Any]]) -> list[dict[str
              "torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm=1.0)"))]
 
 
+_TRAIN_ON = re.compile(r"\.train\(\s*(?:True|mode\s*=\s*True)?\s*\)")
+"""``model.train()`` / ``.train(True)`` (not ``.train(False)``) on a line of the snippet."""
+
+
+def _put_in_training_on_purpose(view: DocView, line: int) -> bool:
+    """Whether the snippet puts a module in training mode on a line after its last backward
+    call before ``line`` and before ``line``: Monte Carlo dropout (``model.train()`` after
+    training, then sampling under ``no_grad``), not a loop whose ``model.train()`` at the top
+    of each epoch is still in force when it evaluates."""
+    code = view.doc.get("code")
+    if not isinstance(code, str):
+        return False
+    backward = [int(p["line"]) for p in view.doc.get("passes") or [] if p.get("line") is not None]
+    after = max((b for b in backward if b < line), default=0)
+    lines = code.splitlines()
+    return any(_TRAIN_ON.search(lines[k - 1].split("#", 1)[0]) for k in range(after + 1, min(line, len(lines) + 1)))
+
+
 def train_mode_in_eval(view: DocView) -> list[dict[str, Any]]:
     """Dropout or batch norm called in training mode with gradients disabled: an evaluation
     block (``no_grad``) that forgot ``model.eval()`` (NOTE [training mode under no_grad] in
@@ -183,6 +201,8 @@ def train_mode_in_eval(view: DocView) -> list[dict[str, Any]]:
             by_line.setdefault(int(line), []).append(m)
     out: list[dict[str, Any]] = []
     for line, mods in sorted(by_line.items()):
+        if _put_in_training_on_purpose(view, line):
+            continue
         kinds = sorted({str(m["type"]) for m in mods})
         paths = ", ".join(f"{m['path']} ({m['type']})" for m in mods[:4]) + (
             f" and {len(mods) - 4} more" if len(mods) > 4 else "")
