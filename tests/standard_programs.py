@@ -18,7 +18,10 @@ pruning, a straight-through Gumbel softmax, a DQN's target network, a frozen pre
 embedding with a positional embedding made of zeros, multi-label BCE, a GRU's state carried
 across chunks; attention masked with -inf by hand, CLIP's learned temperature, a gradient
 reversal layer, batch norm's statistics frozen while fine-tuning, a hinge loss from zeros, a
-straight-through quantizer, and actions masked out of a policy's logits. The judges must stay silent on all of them and keep every number exactly
+straight-through quantizer, actions masked out of a policy's logits; Monte Carlo dropout, a
+deep ReLU net with Kaiming init, a sequence's losses stacked, a mean over observed targets
+(``nanmean``), evaluation under ``inference_mode``, and a regression on a log target. The
+judges must stay silent on all of them and keep every number exactly
 (tests/analysis/test_standard_practice.py)."""
 
 from __future__ import annotations
@@ -820,5 +823,72 @@ allowed[:, 0] = True
 for step in range(3):
     logits = policy(s).masked_fill(~allowed, float("-inf"))
     loss = F.cross_entropy(logits, torch.zeros(4, dtype=torch.long))
+    opt.zero_grad(); loss.backward(); opt.step()
+"""
+
+STANDARD["mc_dropout"] = H + """
+net = nn.Sequential(nn.Linear(4, 16), nn.ReLU(), nn.Dropout(0.2), nn.Linear(16, 1))
+opt = torch.optim.Adam(net.parameters(), lr=1e-3)
+x = torch.randn(16, 4); y = torch.randn(16, 1)
+for step in range(3):
+    loss = F.mse_loss(net(x), y); opt.zero_grad(); loss.backward(); opt.step()
+net.train()
+with torch.no_grad():
+    samples = torch.stack([net(x[:4]) for _ in range(10)])
+    mean, std = samples.mean(0), samples.std(0)
+"""
+
+STANDARD["deep_relu_kaiming"] = H + """
+layers = []
+for i in range(10):
+    lin = nn.Linear(32, 32)
+    nn.init.kaiming_normal_(lin.weight, nonlinearity="relu"); nn.init.zeros_(lin.bias)
+    layers += [lin, nn.ReLU()]
+net = nn.Sequential(*layers, nn.Linear(32, 1))
+opt = torch.optim.SGD(net.parameters(), lr=1e-3)
+x = torch.randn(64, 32); y = torch.randn(64, 1)
+for step in range(3):
+    loss = F.mse_loss(net(x), y); opt.zero_grad(); loss.backward(); opt.step()
+"""
+
+STANDARD["seq_losses_stacked"] = H + """
+cell = nn.GRUCell(3, 8); head = nn.Linear(8, 1)
+opt = torch.optim.Adam([*cell.parameters(), *head.parameters()], lr=1e-3)
+xs = torch.randn(6, 4, 3); ys = torch.randn(6, 4, 1)
+for epoch in range(2):
+    h = torch.zeros(4, 8); losses = []
+    for t in range(6):
+        h = cell(xs[t], h)
+        losses.append(F.mse_loss(head(h), ys[t]))
+    loss = torch.stack(losses).mean()
+    opt.zero_grad(); loss.backward(); opt.step()
+"""
+
+STANDARD["nanmean_missing_targets"] = H + """
+net = nn.Linear(4, 3); opt = torch.optim.SGD(net.parameters(), lr=0.1)
+x = torch.randn(8, 4); y = torch.randn(8, 3); observed = torch.rand(8, 3) > 0.3
+for step in range(3):
+    err = torch.where(observed, (net(x) - y) ** 2, torch.nan)
+    loss = err.nanmean()
+    opt.zero_grad(); loss.backward(); opt.step()
+"""
+
+STANDARD["inference_mode_eval"] = H + """
+net = nn.Sequential(nn.Linear(4, 8), nn.BatchNorm1d(8), nn.ReLU(), nn.Dropout(0.1), nn.Linear(8, 2))
+opt = torch.optim.SGD(net.parameters(), lr=0.05)
+x = torch.randn(16, 4); y = torch.randint(0, 2, (16,)); xv = torch.randn(8, 4)
+for step in range(3):
+    net.train()
+    loss = F.cross_entropy(net(x), y); opt.zero_grad(); loss.backward(); opt.step()
+    net.eval()
+    with torch.inference_mode():
+        pred = net(xv).argmax(1)
+"""
+
+STANDARD["log_target_regression"] = H + """
+net = nn.Linear(3, 1); opt = torch.optim.SGD(net.parameters(), lr=0.01)
+x = torch.rand(16, 3) * 10; y = torch.rand(16, 1) * 100
+for step in range(3):
+    loss = F.mse_loss(net(x), torch.log(1 + y))
     opt.zero_grad(); loss.backward(); opt.step()
 """

@@ -74,6 +74,8 @@ NET_OPS: dict[str, str] = {
     "FlipBackward0": "x = torch.randn(2, 3, 4, requires_grad=True)\nz = x.flip(0, -1)",
     "MvBackward0": "x = torch.randn(3, 4, requires_grad=True)\ny = torch.randn(4, requires_grad=True)\nz = x.mv(y)",
     "DotBackward0": "x = torch.randn(4, requires_grad=True)\ny = torch.randn(4, requires_grad=True)\nz = x.dot(y)",
+    "NansumBackward0": "x = torch.randn(3, 4)\nx[0, 1] = x[2, 3] = float('nan')\nx.requires_grad_()\n"
+                       "z = x.nansum(1, keepdim=True)",
     "VdotBackward0": "x = torch.randn(4, requires_grad=True)\ny = torch.randn(4, requires_grad=True)\n"
                      "z = torch.vdot(x, y)",
     "NormBackward0": "x = torch.randn(3, 4, requires_grad=True)\nz = torch._C._VariableFunctions.norm(x, 3)",
@@ -185,6 +187,8 @@ NET_VARIANTS: dict[str, tuple[str, str]] = {
     "torch.norm p 2 keepdim": ("NormBackward1", "x = torch.randn(2, 3, 4, requires_grad=True)\n"
                                "z = torch._C._VariableFunctions.norm(x, 2, [0, 2], True)"),
     "tril diagonal 1": ("TrilBackward0", "x = torch.randn(4, 3, requires_grad=True)\nz = torch.tril(x, 1)"),
+    "nansum all": ("NansumBackward0", "x = torch.randn(3, 4)\nx[1, 2] = float('nan')\nx.requires_grad_()\n"
+                   "z = x.nansum()"),
     "tensor norm dim": ("LinalgVectorNormBackward0", "x = torch.randn(3, 4, requires_grad=True)\nz = x.norm(dim=1)"),
     "bce at the edges": ("BinaryCrossEntropyBackward0", "x = torch.tensor([0.0, 1.0, 0.5, 0.25]).requires_grad_()\n"
                          "y = torch.tensor([0.3, 0.3, 0.3, 1.0], requires_grad=True)\n"

@@ -86,8 +86,9 @@ def test_a_loops_dynamics_follow_every_trained_parameter(name: str) -> None:
         assert all(isinstance(u, float) and math.isfinite(u) for u in steps[1:]), p
         assert not steps or isinstance(steps[0], float) or (steps[0] == "inf" and p["node"] in starts_at_zero), p
         # one that got a gradient other than zero moved (a WGAN critic's last bias gets 0 from
-        # both terms: Adam leaves it where it is)
-        assert steps or p["name"] in DATA or not any(g for g in p["grad_norm"] if isinstance(g, float)), p
+        # both terms: Adam leaves it where it is; a bias before batch norm gets ~1e-8: no
+        # step of float32 can move it)
+        assert steps or p["name"] in DATA or not any(g > 1e-6 for g in p["grad_norm"] if isinstance(g, float)), p
 
 
 @pytest.mark.slow

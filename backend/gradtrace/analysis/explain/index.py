@@ -93,6 +93,13 @@ def _sum_dim(ctx: Ctx, i: int, k: int) -> tuple[str, float]:
     return fmt(ctx.g.at(j)), ctx.g.at(j)
 
 
+def _nansum(ctx: Ctx, i: int, k: int) -> tuple[str, float]:
+    """nansum: grad_out at k's place, 0 where self is NaN (the sum left it out)."""
+    if math.isnan(ctx.saved["self"].at(k)):
+        return "0  (self is NaN there: left out of the sum)", 0.0
+    return _sum_dim(ctx, i, k)
+
+
 def _mean_dim(ctx: Ctx, i: int, k: int) -> tuple[str, float]:
     reduced, j = _reduced(ctx, i, k)
     shape = _in_shape(ctx, i)
@@ -181,6 +188,8 @@ BACKWARD_RULES: dict[str, Rule] = {
                                _transpose, ("dim0", "dim1")),
     "SumBackward1": Rule(("grad_self[k] = grad_out at k's place with the summed dims dropped",), ((),),
                          _sum_dim, ("dim", "keepdim")),
+    "NansumBackward0": Rule(("grad_self[k] = grad_out at k's place with the summed dims dropped, 0 where self is "
+                             "NaN",), (("self",),), _nansum, ("keepdim",)),  # no dim recorded: every dim
     "MeanBackward1": Rule(("grad_self[k] = grad_out at k's place / the number of elements averaged",), ((),),
                           _mean_dim, ("dim", "keepdim")),
     "TransposeBackward1": Rule(("grad_self = grad_out with dim0 and dim1 swapped back  (in-place transpose_)",),
