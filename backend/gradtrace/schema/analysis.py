@@ -35,9 +35,11 @@ class Hint(_Model):
         "last layer to the first over three or more weight layers, 1e2 or more over five or more, 4x or more per "
         "layer; or half or more of the 8 or more calls of a module one backward pass walks get less than 2⁻²⁴ of "
         "the largest gradient at a call's output, `Dynamics.calls`), `update-ratio-high` / `update-ratio-low` (a "
-        "weight's update:data ratio far from 1e-3), `relu-dead` (a ReLU layer mostly 0), `activation-saturated` "
+        "weight's update:data ratio far from 1e-3; not for a weight that started all zeros, nor \"high\" where "
+        "each looped backward line's loss fell), `relu-dead` (a ReLU layer mostly 0), `activation-saturated` "
         "(a tanh or sigmoid layer mostly saturated), `train-mode-in-eval` (dropout or batch norm in training "
-        "mode under `no_grad`), `threads-unrecorded` (a thread the run started built graphs that were not recorded)"))
+        "mode under `no_grad`, unless the snippet calls `.train()` after its last backward and before that line: "
+        "Monte Carlo dropout), `threads-unrecorded` (a thread the run started built graphs that were not recorded)"))
     severity: Severity = Field(description="`error`, `warning` or `info`")
     title: str = Field(description="one line")
     message: str = Field(description="what happened, with the run's own names and numbers")

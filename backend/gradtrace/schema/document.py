@@ -106,7 +106,8 @@ class SavedTensor(_Model):
     value: TensorValue | None = _optional(
         "its value as saved (`TensorValue`), for saved tensors of at most 1,000 elements; custom Functions' "
         "`ctx.saved_tensors` alike. It spends the document's values budget after the events, in node order: past it, "
-        "stats only. Absent for larger ones")
+        "stats only. Absent for larger ones, and for a kernel's partly unwritten scratch (CTC's `log_alpha`, "
+        "`result1` of `CtcLossBackward0/1`), which is not in the tensor file either")
 
 
 SavedArg = bool | int | float | str | list[int]
