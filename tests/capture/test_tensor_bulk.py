@@ -276,3 +276,31 @@ def test_a_run_with_odd_values_gives_the_same_document_on_both_kernel_sets(code:
     assert "inf" in norms  # w's gradient
     assert any(isinstance(n, float) and math.isclose(n, 1e33, rel_tol=1e-6) for n in norms)  # v's
     assert any(isinstance(n, float) and math.isclose(n, 2000 ** 0.5 * 1e-30, rel_tol=1e-6) for n in norms)
+
+
+PER_SAMPLE_GRADS = """import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from torch.func import functional_call, grad, vmap
+torch.manual_seed(0)
+model = nn.Linear(4, 2)
+params = {k: v.detach() for k, v in model.named_parameters()}
+def loss_fn(p, x, y):
+    return F.cross_entropy(functional_call(model, p, (x.unsqueeze(0),)), y.unsqueeze(0))
+x, y = torch.randn(6, 4), torch.randint(0, 2, (6,))
+per_sample = vmap(grad(loss_fn), in_dims=(None, 0, 0))(params, x, y)
+F.cross_entropy(model(x), y).backward()
+"""
+
+
+def test_a_transforms_gradients_are_left_out_as_such_on_both_kernel_sets() -> None:
+    """Per-sample gradients (``vmap(grad(...))``, Opacus' way): the gradients flowing inside
+    the transform are functorch wrappers, with no memory of their own and their level gone when
+    the file is written: left out with the reason ``transform`` (``kKeptTransform`` in
+    cxx/values.h), not ``dtype``; the program's own backward afterwards is kept whole."""
+    runs = [run_captured(PER_SAMPLE_GRADS, native=n, tensor_budget=64 << 20, seed=0) for n in (True, False)]
+    for cap in runs:
+        left = cap.fields["tensors"]["left_out"]
+        assert left and {x["reason"] for x in left} == {"transform"}, left
+    assert runs[0].events == runs[1].events and runs[0].tensors == runs[1].tensors
+    assert runs[0].fields["tensors"]["left_out"] == runs[1].fields["tensors"]["left_out"]

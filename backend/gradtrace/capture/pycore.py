@@ -32,6 +32,11 @@ from gradtrace.schema import VALUES_LIMIT
 from gradtrace.schema.canonical import TensorValueDict, canonical_json
 
 OUTPUT_COST = 100
+
+KEPT_TRANSFORM = -1
+"""``kept_dropped`` of a gradient held inside a ``torch.func`` transform (vmap, grad): its
+wrapper has no memory of its own to keep, and the level is gone when the file is written; it
+is left out with the reason ``transform`` (``kKeptTransform`` in cxx/values.h)."""
 """One of a node's several outputs' meta (``kOutputCost``, NOTE [what a node costs] in recorder.py)."""
 NARROW_VALUE_SAVING = 35
 """``kNarrowValueSaving``: NOTE [what a value costs] in recorder.py."""
@@ -554,9 +559,10 @@ class PyCore:
         """``Core::keep_alias``: NOTE [kept tensors] in tensorfile.py; a subclass or a functorch
         transform's wrapper is not kept; past the keep budget nothing is held (NOTE [held
         within the budget])."""
-        if runs_python_ops(t) or torch._C._functorch.is_functorch_wrapped_tensor(t):
+        if torch._C._functorch.is_functorch_wrapped_tensor(t):
+            v.kept_dropped = KEPT_TRANSFORM
             return
-        if self._keep_budget <= 0:
+        if runs_python_ops(t) or self._keep_budget <= 0:
             return
         nbytes = t.numel() * t.element_size() if t.layout == torch.strided and not t.is_nested else 0
         over = self._kept_bytes + nbytes - self._keep_budget
@@ -704,8 +710,10 @@ class PyCore:
             if hit is None:
                 v = self._values[vid]
                 t = v.kept
-                if t is None and v.kept_dropped:  # NOTE [held within the budget] in tensorfile.py
+                if t is None and v.kept_dropped > 0:  # NOTE [held within the budget] in tensorfile.py
                     hit = (None, v.kept_dropped, "budget")
+                elif t is None and v.kept_dropped == KEPT_TRANSFORM:
+                    hit = (None, 0, "transform")
                 else:
                     changed = t is not None and not v.kept_copy and _version(t) != v.kept_version
                     c = candidate("", t, rank, reason="changed" if changed else None)

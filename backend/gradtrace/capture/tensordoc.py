@@ -22,6 +22,7 @@ from gradtrace.capture import native as _native
 from gradtrace.capture.candidates import FORWARD, LEAF, NONFINITE, Candidate, candidate, storable
 from gradtrace.capture.keysplice import GraphText, keyed, nonfinite, spliced
 from gradtrace.capture.outputs import Kept, NativeTap
+from gradtrace.capture.pycore import KEPT_TRANSFORM
 from gradtrace.capture.recorder import Recorder
 from gradtrace.capture.tensorfile import LEFT_OUT_LISTED, FileTensors, TensorFile, build, file_info
 from gradtrace.capture.values import encode
@@ -80,8 +81,10 @@ class _Collect:
         seen = self._seen.get(handle)
         if seen is None:
             t, version, copied, dropped = self.rec.core.kept(handle)
-            if t is None and dropped:  # NOTE [held within the budget] in tensorfile.py
+            if t is None and dropped > 0:  # NOTE [held within the budget] in tensorfile.py
                 seen = (None, dropped, "budget")
+            elif t is None and dropped == KEPT_TRANSFORM:
+                seen = (None, 0, "transform")
             else:
                 changed = t is not None and not copied and _version(t) != version
                 c = candidate(key, t, rank, reason="changed" if changed else None)

@@ -175,10 +175,12 @@ struct Core : std::enable_shared_from_this<Core> {
   Tap* tap = nullptr;  // the output tap charging the same budget (NOTE [the tap in C++], cxx/tap.h)
 
   void keep_alias(Value& v, const at::Tensor& t, int64_t ver) {
-    if (t.key_set().has_any(c10::DispatchKeySet({c10::DispatchKey::Python, c10::DispatchKey::FuncTorchBatched,
+    if (t.key_set().has_any(c10::DispatchKeySet({c10::DispatchKey::FuncTorchBatched,
                                                  c10::DispatchKey::FuncTorchGradWrapper}))) {
+      v.kept_dropped = kKeptTransform;
       return;
     }
+    if (t.key_set().has(c10::DispatchKey::Python)) return;  // a subclass: reason ``dtype``
     if (keep_budget <= 0) return;  // no tensor file: nothing held
     int64_t nbytes = t.layout() == at::kStrided && !t.is_nested()
                          ? static_cast<int64_t>(t.numel()) * static_cast<int64_t>(t.element_size()) : 0;

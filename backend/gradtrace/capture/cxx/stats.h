@@ -103,8 +103,9 @@ py::tuple event_candidates(Core& c, const std::vector<int32_t>& acc, KeptRows* s
       const at::Tensor& t = v.kept;
       s.tensor = none;
       if (!t.defined()) {
-        s.nbytes = v.kept_dropped;
-        s.reason = v.kept_dropped ? "budget" : "dtype";  // NOTE [held within the budget]
+        s.nbytes = std::max<int64_t>(v.kept_dropped, 0);
+        s.reason = v.kept_dropped > 0 ? "budget"  // NOTE [held within the budget]
+                   : v.kept_dropped == kKeptTransform ? "transform" : "dtype";
       } else {
         int64_t raw = t.layout() == at::kStrided && !t.is_nested()
                           ? static_cast<int64_t>(t.numel()) * static_cast<int64_t>(t.element_size()) : 0;

@@ -9,6 +9,11 @@ namespace gradtrace {
 
 using Shape = c10::SmallVector<int64_t, 5>;  // inline: no allocation per shape
 
+// ``Value::kept_dropped`` of a gradient held inside a ``torch.func`` transform (vmap, grad):
+// its wrapper has no memory of its own to keep, and the level is gone when the file is written
+// (``KEPT_TRANSFORM`` in capture/pycore.py).
+constexpr int64_t kKeptTransform = -1;
+
 struct Value {
   Shape shape;
   at::ScalarType dtype = at::kFloat;
@@ -25,7 +30,8 @@ struct Value {
   at::Tensor kept;
   int64_t kept_version = -1;
   bool kept_copy = false;
-  int64_t kept_dropped = 0;  // bytes not held: the keep budget was spent (reason ``budget``)
+  int64_t kept_dropped = 0;  // bytes not held: the keep budget was spent (reason ``budget``);
+                             // ``kKeptTransform``: a functorch transform's wrapper (``transform``)
 
   // NOTE [values move]: ``Shape``'s move is not noexcept, so without these ``Core::values``
   // copied every Value (its ``data`` and tensors) each time it grew: a fifth of ``capture``.
