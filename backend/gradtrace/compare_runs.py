@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from gradtrace.analysis.compare import compare_documents
+from gradtrace.analysis.kept import KeptTensors
+from gradtrace.notebook.documents import tensor_bytes_of
 from gradtrace.schema import RunDocument
 from gradtrace.schema.compare import Comparison
 
@@ -27,7 +29,20 @@ def compare(a: Any, b: Any, *, client: Client | None = None) -> Comparison:
         if client is None:
             raise ValueError("run ids name runs on a service: pass client=gradtrace.Client(url)")
         return client.compare(a, b)
-    return compare_documents(document_of(a, client), document_of(b, client))
+    # NOTE [every number, on both sides]: a recording or a document in this process holds its
+    # tensor file; compare reads it as the service reads a stored run's, so the first
+    # divergence is the first op whose numbers differ, not the first whose stats do
+    return compare_documents(document_of(a, client), document_of(b, client),
+                             tensors_a=_tensors_of(a), tensors_b=_tensors_of(b))
+
+
+def _tensors_of(run: Any) -> KeptTensors | None:
+    """The tensor file of a recording or of a document in this process, or None."""
+    if isinstance(run, dict | str | bytes | bytearray):
+        return None
+    document = getattr(run, "document", None)
+    data = tensor_bytes_of(document() if callable(document) else run)
+    return KeptTensors.from_bytes(data) if data else None
 
 
 def document_of(run: Any, client: Client | None = None) -> dict[str, Any]:

@@ -34,9 +34,16 @@ def test_recordings_documents_and_json_compare_alike() -> None:
     assert w.grad is not None and w.grad.beyond_tolerance
     doc_a = a.document()  # type: ignore[attr-defined]
     doc_b = b.document()  # type: ignore[attr-defined]
-    as_dict = gradtrace.compare(doc_a.model_dump(mode="json", by_alias=True), doc_b)
+    assert gradtrace.compare(doc_a, doc_b) == c  # documents in this process: their tensor files too
+    # a dict or JSON carries no tensor file: the documents' stats alone, the same first
+    # divergence, in words that give bounds ("at least") where the files gave exact numbers
+    as_dict = gradtrace.compare(doc_a.model_dump(mode="json", by_alias=True),
+                                doc_b.model_dump(mode="json", by_alias=True))
     as_json = gradtrace.compare(doc_a.model_dump_json(by_alias=True), doc_b.model_dump_json(by_alias=True).encode())
-    assert as_dict == c == as_json
+    assert as_dict == as_json
+    assert as_dict.first_divergence is not None and c.first_divergence is not None
+    exclude = {"sentence", "delta"}
+    assert as_dict.first_divergence.model_dump(exclude=exclude) == c.first_divergence.model_dump(exclude=exclude)
     assert gradtrace.compare(a, a).first_divergence is None
     shown = c._repr_html_()
     assert "First divergence" in shown and "Same graph" in shown and str(c) == c.summary
@@ -70,3 +77,39 @@ def test_ids_on_a_service_compare_there(live_server: Server) -> None:
         mixed = client.compare(json.loads(a.model_dump_json(by_alias=True)), b.id)  # A posted: no file
         assert mixed.first_divergence is not None
         assert mixed.first_divergence.model_dump(exclude=exclude) == plain.model_dump(exclude=exclude)
+
+
+CNN = """import torch
+import torch.nn as nn
+import torch.nn.functional as F
+torch.manual_seed(0)
+net = nn.Sequential(nn.Conv2d(1, 4, 3, padding=1), nn.BatchNorm2d(4), nn.ReLU(), nn.Flatten(), nn.Linear(4 * 36, 3))
+opt = torch.optim.SGD(net.parameters(), lr=LR)
+x, y = torch.randn(8, 1, 6, 6), torch.randint(0, 3, (8,))
+for step in range(2):
+    loss = F.cross_entropy(net(x), y)
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+"""
+
+
+def test_two_recordings_diverge_first_at_the_op_that_read_the_changed_weight() -> None:
+    """Another learning rate: iteration 1 is the same, and the first op whose numbers differ is
+    iteration 2's convolution, which reads the weight the first step moved. Without the tensor
+    files (documents as dicts) the convolution's output has no numbers in the document, and the
+    first difference its stats can show is later."""
+    runs = []
+    for lr in ("0.05", "0.06"):
+        with gradtrace.record() as rec:
+            exec(compile(CNN.replace("LR", lr), "<snippet>", "exec"), {"__name__": "__main__"})
+        runs.append(rec)
+    first = gradtrace.compare(*runs).first_divergence
+    assert first is not None and first.phase == "forward" and first.name == "ConvolutionBackward0", first
+    assert first.delta is not None and first.delta.exact
+    docs = [r.document() for r in runs]  # type: ignore[attr-defined]
+    conv = [n.id for n in docs[0].graph.nodes if n.name == "ConvolutionBackward0"]
+    assert len(conv) == 2 and first.a == conv[1]  # iteration 2's
+    a, b = (docs[k].tensor(f"{conv[1]}.out0") for k in (0, 1))
+    assert not torch.equal(a, b)
+    assert torch.equal(*(docs[k].tensor(f"{conv[0]}.out0") for k in (0, 1)))  # iteration 1's: the same

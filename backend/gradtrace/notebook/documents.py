@@ -100,3 +100,18 @@ def compressed(doc: dict[str, Any]) -> bytes:
     body = doc.canonical_for() if isinstance(doc, CanonicalDocument) else None
     return gzip.compress(body if body is not None else canonical_json(doc), compresslevel=GZIP_LEVEL,
                          mtime=0)
+
+
+def tensor_bytes_of(obj: Any) -> bytes | None:
+    """The tensor file (safetensors bytes) behind what ``show()`` was handed: a document's
+    (``doc.tensor_bytes()``) or a ``gradtrace.record`` block's, else None."""
+    tensor_bytes = getattr(obj, "tensor_bytes", None)
+    if callable(tensor_bytes):
+        data = tensor_bytes()
+        return data if isinstance(data, bytes) else None
+    try:
+        kept = obj.recorder.tensor_file
+    except (AttributeError, RuntimeError):
+        return None
+    data = getattr(kept, "data", None)
+    return data if isinstance(data, bytes) else None

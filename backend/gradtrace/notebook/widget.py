@@ -27,7 +27,7 @@ import traitlets
 from gradtrace.analysis.numbers import number
 from gradtrace.notebook.assets import asset_text
 from gradtrace.notebook.carried_tensors import tensor_slice
-from gradtrace.notebook.documents import shown_document
+from gradtrace.notebook.documents import shown_document, tensor_bytes_of
 
 SMALL_TENSOR = 10_000
 """Tensor values are handed back as torch tensors up to this many elements (the document holds
@@ -203,21 +203,6 @@ class GradtraceWidget(anywidget.AnyWidget):  # type: ignore[misc]
                 outs = [g for g in ev.get("grad_outputs") or [] if g]
                 return outs[0] if outs else None
         return None
-
-
-def tensor_bytes_of(obj: Any) -> bytes | None:
-    """The tensor file (safetensors bytes) behind what ``show()`` was handed: a document's
-    (``doc.tensor_bytes()``) or a ``gradtrace.record`` block's, else None."""
-    tensor_bytes = getattr(obj, "tensor_bytes", None)
-    if callable(tensor_bytes):
-        data = tensor_bytes()
-        return data if isinstance(data, bytes) else None
-    try:
-        kept = obj.recorder.tensor_file
-    except (AttributeError, RuntimeError):
-        return None
-    data = getattr(kept, "data", None)
-    return data if isinstance(data, bytes) else None
 
 
 def _tensor(tv: dict[str, Any] | None) -> Any:
