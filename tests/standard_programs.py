@@ -20,7 +20,10 @@ across chunks; attention masked with -inf by hand, CLIP's learned temperature, a
 reversal layer, batch norm's statistics frozen while fine-tuning, a hinge loss from zeros, a
 straight-through quantizer, actions masked out of a policy's logits; Monte Carlo dropout, a
 deep ReLU net with Kaiming init, a sequence's losses stacked, a mean over observed targets
-(``nanmean``), evaluation under ``inference_mode``, and a regression on a log target. The
+(``nanmean``), evaluation under ``inference_mode``, a regression on a log target; a diffusion
+model's noise-prediction step, message passing on a graph, a Gaussian process's marginal
+likelihood, rotary attention, second-order MAML, a mixture density network, a dice loss and
+word2vec with negative sampling. The
 judges must stay silent on all of them and keep every number exactly
 (tests/analysis/test_standard_practice.py)."""
 
@@ -890,5 +893,127 @@ net = nn.Linear(3, 1); opt = torch.optim.SGD(net.parameters(), lr=0.01)
 x = torch.rand(16, 3) * 10; y = torch.rand(16, 1) * 100
 for step in range(3):
     loss = F.mse_loss(net(x), torch.log(1 + y))
+    opt.zero_grad(); loss.backward(); opt.step()
+"""
+
+STANDARD["diffusion_step"] = H + """
+import math
+class Denoiser(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.t_proj = nn.Linear(16, 32); self.inp = nn.Linear(4, 32); self.out = nn.Linear(32, 4)
+    def forward(self, x, t):
+        half = 8
+        freqs = torch.exp(-math.log(10000) * torch.arange(half) / half)
+        emb = torch.cat([torch.sin(t[:, None] * freqs), torch.cos(t[:, None] * freqs)], -1)
+        return self.out(F.silu(self.inp(x) + self.t_proj(emb)))
+model = Denoiser(); opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+betas = torch.linspace(1e-4, 0.02, 100); abar = torch.cumprod(1 - betas, 0)
+x0 = torch.randn(16, 4)
+for step in range(3):
+    t = torch.randint(0, 100, (16,)); noise = torch.randn_like(x0)
+    xt = abar[t].sqrt()[:, None] * x0 + (1 - abar[t]).sqrt()[:, None] * noise
+    loss = F.mse_loss(model(xt, t.float()), noise)
+    opt.zero_grad(); loss.backward(); opt.step()
+"""
+
+STANDARD["gnn_message_passing"] = H + """
+lin_msg = nn.Linear(8, 8); lin_upd = nn.Linear(16, 8); head = nn.Linear(8, 1)
+opt = torch.optim.Adam([*lin_msg.parameters(), *lin_upd.parameters(), *head.parameters()], lr=1e-2)
+x = torch.randn(6, 8)
+edges = torch.tensor([[0, 1, 2, 3, 4, 5, 0, 2], [1, 2, 3, 4, 5, 0, 3, 5]])
+y = torch.randn(1)
+for step in range(3):
+    h = x
+    for layer in range(2):
+        msg = lin_msg(h)[edges[0]]
+        agg = torch.zeros_like(h).index_add(0, edges[1], msg)
+        deg = torch.bincount(edges[1], minlength=6).clamp(min=1).unsqueeze(1)
+        h = F.relu(lin_upd(torch.cat([h, agg / deg], 1)))
+    loss = F.mse_loss(head(h.mean(0)), y)
+    opt.zero_grad(); loss.backward(); opt.step()
+"""
+
+STANDARD["gp_marginal_likelihood"] = H + """
+log_ls = nn.Parameter(torch.tensor(0.0)); log_sf = nn.Parameter(torch.tensor(0.0))
+log_sn = nn.Parameter(torch.tensor(-1.0))
+opt = torch.optim.Adam([log_ls, log_sf, log_sn], lr=0.05)
+X = torch.linspace(0, 1, 10).unsqueeze(1); Y = torch.sin(6 * X).squeeze(1)
+for step in range(4):
+    d2 = (X - X.t()) ** 2
+    K = log_sf.exp() ** 2 * torch.exp(-0.5 * d2 / log_ls.exp() ** 2) + (log_sn.exp() ** 2 + 1e-5) * torch.eye(10)
+    L = torch.linalg.cholesky(K)
+    alpha = torch.cholesky_solve(Y.unsqueeze(1), L)
+    nll = 0.5 * (Y.unsqueeze(0) @ alpha).squeeze() + torch.log(torch.diagonal(L)).sum()
+    opt.zero_grad(); nll.backward(); opt.step()
+"""
+
+STANDARD["rope_attention"] = H + """
+def rope(x):
+    d = x.shape[-1] // 2
+    pos = torch.arange(x.shape[-2]).unsqueeze(1)
+    theta = pos * torch.exp(-torch.arange(d) * (4.0 / d))
+    cos, sin = torch.cos(theta), torch.sin(theta)
+    x1, x2 = x[..., :d], x[..., d:]
+    return torch.cat([x1 * cos - x2 * sin, x1 * sin + x2 * cos], -1)
+qkv = nn.Linear(8, 24); proj = nn.Linear(8, 8)
+opt = torch.optim.AdamW([*qkv.parameters(), *proj.parameters()], lr=1e-3)
+x = torch.randn(2, 6, 8)
+for step in range(2):
+    q, k, v = qkv(x).chunk(3, -1)
+    att = F.scaled_dot_product_attention(rope(q), rope(k), v, is_causal=True)
+    loss = proj(att).pow(2).mean()
+    opt.zero_grad(); loss.backward(); opt.step()
+"""
+
+STANDARD["maml_second_order"] = H + """
+model = nn.Sequential(nn.Linear(1, 16), nn.Tanh(), nn.Linear(16, 1))
+meta_opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+for outer in range(2):
+    xs, ys = torch.randn(8, 1), torch.randn(8, 1)
+    xq, yq = torch.randn(8, 1), torch.randn(8, 1)
+    params = list(model.parameters())
+    def fwd(p, x):
+        return F.linear(torch.tanh(F.linear(x, p[0], p[1])), p[2], p[3])
+    inner = F.mse_loss(fwd(params, xs), ys)
+    grads = torch.autograd.grad(inner, params, create_graph=True)
+    fast = [p - 0.1 * g for p, g in zip(params, grads)]
+    outer_loss = F.mse_loss(fwd(fast, xq), yq)
+    meta_opt.zero_grad(); outer_loss.backward(); meta_opt.step()
+"""
+
+STANDARD["mixture_density"] = H + """
+net = nn.Sequential(nn.Linear(1, 16), nn.Tanh(), nn.Linear(16, 9))
+opt = torch.optim.Adam(net.parameters(), lr=1e-3)
+x = torch.rand(32, 1); y = torch.sin(4 * x) + 0.1 * torch.randn(32, 1)
+for step in range(3):
+    logit, mu, log_sigma = net(x).chunk(3, -1)
+    log_prob = torch.distributions.Normal(mu, log_sigma.exp()).log_prob(y)
+    loss = -torch.logsumexp(F.log_softmax(logit, -1) + log_prob, -1).mean()
+    opt.zero_grad(); loss.backward(); opt.step()
+"""
+
+STANDARD["dice_segmentation"] = H + """
+net = nn.Sequential(nn.Conv2d(1, 4, 3, padding=1), nn.ReLU(), nn.Conv2d(4, 1, 1))
+opt = torch.optim.Adam(net.parameters(), lr=1e-3)
+x = torch.randn(2, 1, 8, 8); target = (torch.rand(2, 1, 8, 8) > 0.7).float()
+for step in range(3):
+    logits = net(x)
+    p = torch.sigmoid(logits)
+    inter = (p * target).sum((1, 2, 3)); union = p.sum((1, 2, 3)) + target.sum((1, 2, 3))
+    dice = 1 - (2 * inter + 1) / (union + 1)
+    loss = dice.mean() + F.binary_cross_entropy_with_logits(logits, target)
+    opt.zero_grad(); loss.backward(); opt.step()
+"""
+
+STANDARD["word2vec_negative_sampling"] = H + """
+center = nn.Embedding(50, 8); context = nn.Embedding(50, 8)
+opt = torch.optim.SGD([*center.parameters(), *context.parameters()], lr=0.1)
+pairs = torch.randint(0, 50, (16, 2)); negatives = torch.randint(0, 50, (16, 5))
+for step in range(3):
+    c = center(pairs[:, 0]); o = context(pairs[:, 1]); n = context(negatives)
+    pos = F.logsigmoid((c * o).sum(-1))
+    neg = F.logsigmoid(-(n @ c.unsqueeze(-1)).squeeze(-1)).sum(-1)
+    loss = -(pos + neg).mean()
     opt.zero_grad(); loss.backward(); opt.step()
 """

@@ -76,6 +76,9 @@ NET_OPS: dict[str, str] = {
     "DotBackward0": "x = torch.randn(4, requires_grad=True)\ny = torch.randn(4, requires_grad=True)\nz = x.dot(y)",
     "NansumBackward0": "x = torch.randn(3, 4)\nx[0, 1] = x[2, 3] = float('nan')\nx.requires_grad_()\n"
                        "z = x.nansum(1, keepdim=True)",
+    "DiagonalBackward0": "x = torch.randn(2, 3, 4, requires_grad=True)\nz = torch.diagonal(x, 1, 1, 2)",
+    "IndexAddBackward0": "x = torch.randn(4, 3, requires_grad=True)\ny = torch.randn(5, 3, requires_grad=True)\n"
+                         "z = x.index_add(0, torch.tensor([0, 2, 0, 3, 1]), y, alpha=0.5)",
     "VdotBackward0": "x = torch.randn(4, requires_grad=True)\ny = torch.randn(4, requires_grad=True)\n"
                      "z = torch.vdot(x, y)",
     "NormBackward0": "x = torch.randn(3, 4, requires_grad=True)\nz = torch._C._VariableFunctions.norm(x, 3)",
@@ -186,6 +189,9 @@ NET_VARIANTS: dict[str, tuple[str, str]] = {
                         "z = torch.linalg.vector_norm(x, 1, dim=(0, 2))"),
     "torch.norm p 2 keepdim": ("NormBackward1", "x = torch.randn(2, 3, 4, requires_grad=True)\n"
                                "z = torch._C._VariableFunctions.norm(x, 2, [0, 2], True)"),
+    "diagonal below": ("DiagonalBackward0", "x = torch.randn(4, 3, requires_grad=True)\nz = torch.diagonal(x, -1)"),
+    "index_add dim 1": ("IndexAddBackward0", "x = torch.randn(2, 4, requires_grad=True)\n"
+                        "y = torch.randn(2, 3, requires_grad=True)\nz = x.index_add(1, torch.tensor([3, 0, 3]), y)"),
     "tril diagonal 1": ("TrilBackward0", "x = torch.randn(4, 3, requires_grad=True)\nz = torch.tril(x, 1)"),
     "nansum all": ("NansumBackward0", "x = torch.randn(3, 4)\nx[1, 2] = float('nan')\nx.requires_grad_()\n"
                    "z = x.nansum()"),

@@ -65,7 +65,9 @@ def coverage(code: str, *, sample: int | None = None) -> dict[str, Any]:
                       if i["input_nr"] == entry["input_nr"])
             assert at["index"] == index
             if "recorded" in at:
-                assert _close(float(at["value"]), float(at["recorded"])), (nid, first["op"], at)
+                # or the terms cancel, and Explain says the digits that differ are float32's rounding
+                # (NOTE [terms that cancel] in analysis/explain/node.py)
+                assert _close(float(at["value"]), float(at["recorded"])) or "cancels" in at, (nid, first["op"], at)
                 checked += 1
     return {"nodes": len(ids), "strict": strict, "any": loose, "checked": checked, "missing": missing}
 

@@ -28,6 +28,8 @@ NO_RULE = {
     "wgan_gp": "the gradient penalty's double-backward nodes (LeakyReluBackwardBackward0)",
     "ctc_lstm": "the LSTM's fused kernel, MkldnnRnnLayerBackward0, and CtcLossBackward1",
     "gradient_reversal": "the program's own autograd.Function, a gradient reversal layer",
+    "gp_marginal_likelihood": "the Cholesky factor and its solve (LinalgCholeskyExBackward0, CholeskySolveBackward0)",
+    "maml_second_order": "the inner step's double-backward nodes (TanhBackwardBackward0, MseLossBackwardBackward0)",
     "orthogonal_rnn": "the orthogonal map's LinalgMatrixExpBackward0",
     "pinn_derivative": "the derivative's double-backward nodes (TanhBackwardBackward0), whose operands are "
                        "made inside a backward pass, where nothing is kept as a forward value",

@@ -35,6 +35,20 @@ def _select(ctx: Ctx, i: int, k: int) -> tuple[str, float]:
     return f"{fmt(g)} · [{c[dim]} = {index}]", g if hit else 0.0
 
 
+def _diagonal(ctx: Ctx, i: int, k: int) -> tuple[str, float]:
+    """diagonal: grad_self[c] = grad_out at c's place on the diagonal where c[dim2] − c[dim1] =
+    offset, else 0 (the diagonal is the output's last dim)."""
+    shape = _in_shape(ctx, i)
+    c = unravel(k, shape)
+    d1, d2 = (norm_dim(int(ctx.arg(n)), len(shape)) for n in ("dim1", "dim2"))
+    offset = int(ctx.arg("offset", 0))
+    if c[d2] - c[d1] != offset:
+        return f"0  (off the diagonal at offset {offset})", 0.0
+    rest = tuple(x for d, x in enumerate(c) if d not in (d1, d2))
+    j = ravel((*rest, c[d1] if offset >= 0 else c[d2]), ctx.g.shape)
+    return fmt(ctx.g.at(j)), ctx.g.at(j)
+
+
 def _bounds(ctx: Ctx, size: int) -> tuple[int, int, int]:
     """``slice``'s start, end and step as indices into a dim of ``size`` (as Python clamps them)."""
     start, end, step = (ctx.arg("start"), ctx.arg("end"), int(ctx.arg("step", 1)))
@@ -186,6 +200,8 @@ BACKWARD_RULES: dict[str, Rule] = {
                              _permute, ("dims",)),
     "TransposeBackward0": Rule(("grad_self = grad_out with dim0 and dim1 swapped back",), ((),),
                                _transpose, ("dim0", "dim1")),
+    "DiagonalBackward0": Rule(("grad_self = grad_out on the diagonal (column − row = offset), else 0",), ((),),
+                              _diagonal, ("offset", "dim1", "dim2")),
     "SumBackward1": Rule(("grad_self[k] = grad_out at k's place with the summed dims dropped",), ((),),
                          _sum_dim, ("dim", "keepdim")),
     "NansumBackward0": Rule(("grad_self[k] = grad_out at k's place with the summed dims dropped, 0 where self is "

@@ -8,7 +8,7 @@ import math
 import re
 
 from gradtrace.analysis.explain.index import norm_dim
-from gradtrace.analysis.explain.ops import Ctx, NotKept, Rule, _operand
+from gradtrace.analysis.explain.ops import Ctx, NotKept, Rule, Unsupported, _operand
 from gradtrace.analysis.explain.tensors import broadcast_index, fmt, numel, ravel, unravel
 
 
@@ -71,6 +71,21 @@ def _index_select(ctx: Ctx, i: int, k: int) -> tuple[str, float]:
     return _picked(parts, f"no index is {c[dim]}")
 
 
+def _index_add(ctx: Ctx, i: int, k: int) -> tuple[str, float]:
+    """index_add: grad_self = grad_out; grad_source[…, q, …] = alpha · grad_out[…, index[q], …]
+    (along dim)."""
+    if i == 0:
+        return fmt(ctx.g.at(k)), ctx.g.at(k)
+    shape = ctx.in_shapes[i] or ()
+    if not shape:
+        raise Unsupported("the rule is written here for a source with dims")
+    c = list(unravel(k, shape))
+    dim = norm_dim(int(ctx.arg("dim")), len(shape))
+    c[dim] = norm_dim(int(ctx.saved["index"].at(c[dim])), ctx.g.shape[dim])
+    g, alpha = ctx.g.at(ravel(tuple(c), ctx.g.shape)), float(ctx.arg("alpha", 1))
+    return (f"{fmt(g)}" if alpha == 1 else f"{fmt(alpha)} · {fmt(g)}"), alpha * g
+
+
 _INDICES = re.compile(r"indices\[(\d+)\]")
 
 
@@ -124,6 +139,8 @@ BACKWARD_RULES: dict[str, Rule] = {
                              "(and j = c elsewhere)",), (("index",),), _gather, ("dim",)),
     "IndexSelectBackward0": Rule(("grad_self[…, r, …] = Σ grad_out[…, q, …] over the q with index[q] = r  "
                                   "(along dim)",), (("index",),), _index_select, ("dim",)),
+    "IndexAddBackward0": Rule(("grad_self = grad_out", "grad_source[…, q, …] = alpha · grad_out[…, index[q], …]  "
+                               "(along dim)"), ((), ("index",)), _index_add, ("dim",)),
     "IndexBackward0": Rule(("grad_self[c] = Σ grad_out[r] over the places r whose indices point at c "
                             "(a bool mask: its true elements' coordinates)",), ((),), _index),
 }
