@@ -67,3 +67,27 @@ def test_terms_that_do_not_cancel_get_no_such_note(channel: int) -> None:
     assert "cancels" not in with_bn[1]  # the weight's gradient: its terms do not cancel
     bias = _explained(NO_BN, channel)[2]
     assert "cancels" not in bias and bias["value"] == pytest.approx(bias["recorded"], rel=1e-4)
+
+
+def test_terms_that_cancel_to_a_small_result_are_said_to_agree_within_their_rounding() -> None:
+    """A Gaussian process's kernel scaled by a 0-dim variance: the variance's gradient sums a
+    hundred terms of a few units each to about -0.011, where the float64 sum and the kernel's
+    float32 one differ in the fourth digit. Explain says so, and how far apart they are, and
+    not that both are noise around 0; the kernel's value is torch's own ``.grad`` path."""
+    from standard_programs import STANDARD
+
+    doc, _, _ = recorded_run(STANDARD["gp_marginal_likelihood"], native=True)
+    kept = KeptTensors.from_bytes(doc.tensor_bytes())
+    d = doc.model_dump(mode="json", by_alias=True)
+    notes = []
+    for node in d["graph"]["nodes"]:
+        if node.get("name") != "MulBackward0":
+            continue
+        for entry in explain_node(d, node["id"], index=[], tensors=kept)["inputs"]:
+            if entry.get("shape") == [] and "cancels" in entry:
+                notes.append(entry)
+    assert notes
+    for entry in notes:
+        value, recorded = float(entry["value"]), float(entry["recorded"])
+        assert 1e-4 * abs(recorded) < abs(value - recorded) < 1e-2 * abs(recorded), entry
+        assert "within that rounding" in entry["cancels"] and "noise around 0" not in entry["cancels"]
