@@ -221,10 +221,11 @@ def _cancels(rule: Rule, ctx: Ctx, i: int, k: int, value: float, recorded: float
         adds up exactly); where the two numbers differ by more than a ten-thousandth of
         themselves (the four digits the page shows would differ) yet by no more than ``CANCEL``
         of that scale, the rounding of each float32 term decides the digits, and the answer
-        says so: both are noise around 0 where what is left is itself within that rounding,
-        else they agree to the rounding (a Gaussian process's kernel scaled by a 0-dim
-        variance: a hundred terms of about 5 leave -0.0114). Where they differ by more, there
-        is no note: that is a disagreement to see (``tests/analysis/test_explain_cancel.py``)."""
+        says so: both are noise around 0 where they disagree in their first digit or what is
+        left is within a few float32 ulps of the terms' sizes, else they agree to the rounding
+        (a Gaussian process's kernel scaled by a 0-dim variance: a hundred terms of about 3
+        leave -0.0114). Where they differ by more, there is no note: that is a disagreement to
+        see (``tests/analysis/test_explain_cancel.py``)."""
     if not (math.isfinite(value) and math.isfinite(recorded)):
         return None
     diff = abs(value - recorded)
@@ -243,7 +244,9 @@ def _cancels(rule: Rule, ctx: Ctx, i: int, k: int, value: float, recorded: float
     left = max(abs(value), abs(recorded))
     head = (f"the terms cancel: their sizes add up to {fmt(scale)} and what is left is {fmt(left / scale)} of "
             "that, so float32's rounding of each term decides ")
-    if left <= CANCEL * scale:
+    # noise: the two disagree in their first digit, or what is left is within a few float32 ulps of
+    # the terms' sizes (a bias before batch norm: 1e-8 of them)
+    if left <= 10 * diff or left <= 16 * 2.0 ** -23 * scale:
         return head + (f"these digits: {fmt(value)} (float64) and {fmt(recorded)} (the kernel's float32) are both "
                        "rounding noise around 0")
     return head + (f"the last digits: {fmt(value)} (float64) and {fmt(recorded)} (the kernel's float32) agree to "
