@@ -13,6 +13,10 @@ from capture.test_grad_edits import AMP
 from capture.test_threads_unrecorded import WORKERS
 from sandbox.pool_harness import PoolHarness
 
+POOL_LIMITS = {"timeout_s": 60.0, "cpu_s": 30}
+"""The pool's own limits: a job asking for 30 s of CPU gets no more than its pool allows, and the
+AMP loop takes over the other modules' 2 s on a loaded machine."""
+
 PROGRAM = AMP + "for k, p in model.named_parameters():\n    print(k, round(p.grad.norm().item(), 4))\n"
 
 
