@@ -32,12 +32,12 @@ from gradtrace.schema import VALUES_LIMIT
 from gradtrace.schema.canonical import TensorValueDict, canonical_json
 
 OUTPUT_COST = 100
+"""One of a node's several outputs' meta (``kOutputCost``, NOTE [what a node costs] in recorder.py)."""
 
 KEPT_TRANSFORM = -1
 """``kept_dropped`` of a gradient held inside a ``torch.func`` transform (vmap, grad): its
 wrapper has no memory of its own to keep, and the level is gone when the file is written; it
 is left out with the reason ``transform`` (``kKeptTransform`` in cxx/values.h)."""
-"""One of a node's several outputs' meta (``kOutputCost``, NOTE [what a node costs] in recorder.py)."""
 NARROW_VALUE_SAVING = 35
 """``kNarrowValueSaving``: NOTE [what a value costs] in recorder.py."""
 
