@@ -15,9 +15,9 @@ NOTE [dynamics thresholds]
       its ratio about 1/t after t steps whatever the learning rate, so a short run's last
       iterations would read as far too large; and "too large" is not said of a run whose loss
       went down (at each line that ran backward twice or more, its last value below its first,
-      every value finite): a few steps of a small
-      model from its init move each weight by a good part of itself while training works,
-      and a learning rate too large shows in a loss that does not fall;
+      every value finite): a few steps of a small model from its init move each weight by a
+      good part of itself while training works, and a learning rate too large shows in a loss
+      that does not fall;
     - dead ReLUs: every settled iteration with 90% or more of the layer's outputs exactly 0
       (a healthy ReLU layer zeroes about half);
     - saturation: the settled iterations' mean share of saturated outputs at 50% or more
