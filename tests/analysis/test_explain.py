@@ -224,8 +224,17 @@ def test_rule_matches_recorded_and_torch(case: str) -> None:
         assert all(math.isclose(a, b, rel_tol=TOL, abs_tol=TOL) for a, b in zip(grads[i], real, strict=True)), leaf
 
 
+FLOAT32_ONLY = {
+    "MkldnnRnnLayerBackward0": "nn.LSTM's fused CPU kernel runs in float32 (a float64 LSTM is made of "
+                               "plain ops): tests/analysis/test_explain_numbers.py holds every element "
+                               "of its rule to torch's .grad",
+}
+"""Catalogued ops that this file's float64 programs cannot make, and where they are tested."""
+
+
 def test_every_catalogued_op_is_exercised() -> None:
-    assert set(CATALOGUE) <= set(OPS) | {"AccumulateGrad"}
+    assert set(CATALOGUE) <= set(OPS) | {"AccumulateGrad"} | set(FLOAT32_ONLY)
+    assert not set(FLOAT32_ONLY) & set(OPS)
 
 
 @functools.cache

@@ -272,3 +272,84 @@ def test_rounding_to_a_half_dtype_is_torchs() -> None:
         want = values.to(dtype).double().tolist()
         got = [round_to(v, str(dtype).removeprefix("torch.")) for v in values.tolist()]
         assert got == want, dtype
+
+
+LSTM_PROGRAMS = {
+    "one layer": """import torch
+from torch import nn
+torch.manual_seed(0)
+m = nn.LSTM(3, 5)
+x = torch.randn(4, 2, 3, requires_grad=True)
+h0, c0 = torch.randn(1, 2, 5, requires_grad=True), torch.randn(1, 2, 5, requires_grad=True)
+out, (h, c) = m(x, (h0, c0))
+(out.pow(2).sum() + h.sum() * 0.5 + c.tanh().sum()).backward()
+""",
+    "bidirectional, batch first, two layers": """import torch
+from torch import nn
+torch.manual_seed(0)
+m = nn.LSTM(3, 4, num_layers=2, batch_first=True, bidirectional=True)
+x = torch.randn(2, 5, 3, requires_grad=True)
+out, (h, c) = m(x)
+(out[:, -1].sum() + c.pow(2).mean()).backward()
+""",
+    "no bias, last step only": """import torch
+from torch import nn
+torch.manual_seed(0)
+m = nn.LSTM(2, 3, bias=False)
+x = torch.randn(6, 1, 2, requires_grad=True)
+out, _ = m(x)
+out[-1].sum().backward()
+""",
+}
+"""nn.LSTM on the CPU: each layer and direction one ``MkldnnRnnLayerBackward0`` (NOTE [an LSTM
+layer's rule] in analysis/explain/rnn.py)."""
+_LSTM_INPUTS = ("input", "weight_ih", "weight_hh", "bias_ih", "bias_hh", "hx", "cx")
+
+
+@pytest.mark.parametrize("name", sorted(LSTM_PROGRAMS))
+def test_an_lstm_layers_explained_gradients_are_torchs_real_grads(name: str) -> None:
+    """Every element of every input an LSTM node passes a gradient to (input, weights, biases,
+    initial state), worked out by backpropagation through time from the saved values, equals
+    torch's ``.grad`` of a bare run: a layer's own weights read nothing else, and ``x`` and
+    ``h0``/``c0`` get their gradient from the first layer's nodes alone (both directions summed)."""
+    code = LSTM_PROGRAMS[name]
+    c = coverage(code)
+    assert c["strict"] == c["nodes"], c
+    doc, kept = _recorded(code)
+    scope: dict[str, Any] = {"__name__": "__main__"}
+    exec(compile(code, "<bare>", "exec"), scope)
+    m = scope["m"]
+    nodes = [n for n in doc["graph"]["nodes"] if n.get("name") == "MkldnnRnnLayerBackward0"]
+    assert len(nodes) == m.num_layers * (2 if m.bidirectional else 1)
+    by_dir: dict[bool, list[dict[str, Any]]] = {False: [], True: []}
+    for node in nodes:  # creation order: layer by layer, forward direction first
+        by_dir[bool(node["saved_args"]["reverse"])].append(node)
+    x_grad = np.zeros(tuple(scope["x"].shape))
+    compared = 0
+    for reverse, layer_nodes in by_dir.items():
+        for layer, node in enumerate(layer_nodes):
+            first = explain_node(doc, node["id"], tensors=kept)
+            suffix = f"_l{layer}" + ("_reverse" if reverse else "")
+            for entry in first["inputs"]:
+                if "value" not in entry:
+                    continue
+                shape = entry["shape"]
+                got = np.array([float(explain_node(doc, node["id"], index=[int(i) for i in np.unravel_index(k, shape)],
+                                                   tensors=kept)["inputs"][entry["input_nr"]]["value"])
+                                for k in range(math.prod(shape))]).reshape(shape)
+                what = _LSTM_INPUTS[entry["input_nr"]]
+                if what == "input":
+                    if layer == 0:  # layer 0's input is x, time first (nn.LSTM transposes a batch-first x)
+                        x_grad += got.transpose(1, 0, 2) if m.batch_first else got
+                    continue
+                if what in ("hx", "cx"):
+                    leaf = scope.get("h0" if what == "hx" else "c0")
+                    if leaf is None:
+                        continue
+                    real = leaf.grad[layer * (2 if m.bidirectional else 1) + int(reverse)].numpy()
+                else:
+                    real = getattr(m, what + suffix).grad.numpy()
+                assert np.allclose(got, real, rtol=TOL, atol=TOL * 1e-2), (node["id"], what, got, real)
+                compared += 1
+    assert np.allclose(x_grad, scope["x"].grad.numpy(), rtol=TOL, atol=TOL * 1e-2), (x_grad, scope["x"].grad)
+    assert compared >= 2 * len(nodes)

@@ -22,11 +22,10 @@ from standard_programs import STANDARD
 
 NAMES = sorted(STANDARD)
 NO_RULE = {
-    "lstm_lm_clip": "the LSTM runs as one fused kernel, MkldnnRnnLayerBackward0",
     "custom_function": "the program's own autograd.Function, whose backward is its own code",
     "weight_norm": "WeightNormInterfaceBackward0",
     "wgan_gp": "the gradient penalty's double-backward nodes (LeakyReluBackwardBackward0)",
-    "ctc_lstm": "the LSTM's fused kernel, MkldnnRnnLayerBackward0, and CtcLossBackward1",
+    "ctc_lstm": "the CTC loss, CtcLossBackward1",
     "gradient_reversal": "the program's own autograd.Function, a gradient reversal layer",
     "gp_marginal_likelihood": "the Cholesky factor and its solve (LinalgCholeskyExBackward0, CholeskySolveBackward0)",
     "maml_second_order": "the inner step's double-backward nodes (TanhBackwardBackward0, MseLossBackwardBackward0)",

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from gradtrace.analysis.explain import attention, conv, elementwise, index, lookup, losses, nn, norm, ops, reduce
+from gradtrace.analysis.explain import attention, conv, elementwise, index, lookup, losses, nn, norm, ops, reduce, rnn
 from gradtrace.analysis.explain.operands import Numbers
 from gradtrace.analysis.explain.ops import Ctx, NotKept, Rule, Unsupported, round_to
 from gradtrace.analysis.explain.tensors import Flat, fmt, numel, ravel, unravel
@@ -40,7 +40,8 @@ _NOT_KEPT = "neither in the document nor in the run's tensor file"
 BACKWARD_RULES: dict[str, Rule] = {**ops.BACKWARD_RULES, **index.BACKWARD_RULES, **nn.BACKWARD_RULES,
                                    **lookup.BACKWARD_RULES, **conv.BACKWARD_RULES, **norm.BACKWARD_RULES,
                                    **losses.BACKWARD_RULES, **elementwise.BACKWARD_RULES,
-                                   **reduce.BACKWARD_RULES, **attention.BACKWARD_RULES}
+                                   **reduce.BACKWARD_RULES, **attention.BACKWARD_RULES,
+                                   **rnn.BACKWARD_RULES}
 """Every backward op with a rule, by autograd's class name."""
 
 
