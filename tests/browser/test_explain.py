@@ -159,3 +159,35 @@ def test_a_0_dim_divisors_gradient_is_the_sum_over_the_elements_it_divided(
     expect(panel.locator(".gt-explain-recorded").nth(1)).not_to_contain_text("differs")
     other.scroll_into_view_if_needed()
     page.screenshot(path=str(artifacts_dir / "explain-0-dim-divisor.png"))
+
+
+LSTM_STEP = """import torch
+from torch import nn
+torch.manual_seed(0)
+lstm = nn.LSTM(3, 4)
+head = nn.Linear(4, 1)
+x = torch.randn(5, 2, 3)
+out, (h, c) = lstm(x)
+loss = head(out[-1]).pow(2).mean()
+loss.backward()
+"""
+
+
+def test_an_lstm_layer_is_explained_through_time(playground: Any, artifacts_dir: Path) -> None:
+    """nn.LSTM's fused layer: each weight's rule is a sum over the steps, worked out by
+    backpropagation through time, and it equals the recorded gradient
+    (tests/analysis/test_explain_numbers.py holds every element to torch's ``.grad``)."""
+    from browser.pageutil import run_code
+
+    page = playground
+    run_code(page, LSTM_STEP)
+    page.evaluate(_SELECT_ANY, "MkldnnRnnLayerBackward0")
+    panel = page.locator("#inspector [data-gt=explain]")
+    expect(panel).to_contain_text("grad_weight0 = Σ_t dz[t]ᵀ input[t]")
+    expect(panel).to_contain_text("backpropagation through time")
+    instance = panel.locator("[data-gt=explain-instance]").first
+    expect(instance).to_contain_text(" + …")
+    expect(panel.locator(".gt-explain-recorded").first).not_to_contain_text("differs")
+    expect(panel).not_to_contain_text("no rule")
+    instance.scroll_into_view_if_needed()
+    page.screenshot(path=str(artifacts_dir / "explain-lstm-layer.png"))
