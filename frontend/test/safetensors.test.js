@@ -3,7 +3,7 @@
 // inspector's list of a node's tensors (src/tensors/keys.js).
 import test from "node:test";
 import assert from "node:assert/strict";
-import { bf16, decodeTensor, exactText, f16, finiteStats, parseHeader, strides } from "../src/tensors/safetensors.js";
+import { bf16, decodeTensor, exactText, f16, finiteStats, parseHeader, shortText, strides } from "../src/tensors/safetensors.js";
 import { colourOf, histogram, TENSOR_COLOURS } from "../src/tensors/draw.js";
 
 /** A safetensors file as the format says: u64 header length, JSON header, raw buffers. */
@@ -55,6 +55,16 @@ test("a file's header gives absolute byte ranges, and each tensor decodes from i
   const i = decodeTensor("I64", [2], bytes.subarray(n.start, n.end));
   assert.equal(exactText(i, 0), "4611686018427387905");
   assert.equal(exactText(i, 1), "-5");
+});
+
+test("a table cell shows four significant digits, an exponent outside 1e-3..1e5, and integers whole", () => {
+  const x = decodeTensor("F32", [8], u8(new Float32Array([-0.04393714, 0.2563389, 123456.7, 1.5e-7, 0, NaN, -Infinity, 2])));
+  assert.deepEqual([0, 1, 2, 3, 4, 5, 6, 7].map((i) => shortText(x, i)), ["-0.04394", "0.2563", "1.235e+5", "1.5e-7", "0", "nan", "-inf", "2"]);
+  assert.equal(exactText(x, 0), "-0.04393714");  // the exact digits stay the cell's title
+  const i = decodeTensor("I64", [1], u8(new BigInt64Array([2n ** 62n + 1n])));
+  assert.equal(shortText(i, 0), "4611686018427387905");
+  const b = decodeTensor("BOOL", [1], new Uint8Array([1]));
+  assert.equal(shortText(b, 0), "True");
 });
 
 test("bad bytes are a clear error, not a wrong tensor", () => {

@@ -113,10 +113,38 @@ NET_OPS: dict[str, str] = {
                                                      "v = torch.randn(2, 2, 5, 4, requires_grad=True)\n"
                                                      "z = torch.nn.functional.scaled_dot_product_attention(x, y, v)",
     "IndexSelectBackward0": "x = torch.randn(3, 4, requires_grad=True)\nz = x.index_select(1, torch.tensor([3, 0, 3]))",
+    # a create_graph pass's nodes (analysis/explain/double.py), made here by calling the backward
+    # op itself: ``y`` is its grad_output, ``x`` the forward op's input (or output)
+    "TanhBackwardBackward0": "y = torch.randn(3, 4, requires_grad=True)\n"
+                             "x = torch.randn(3, 4).tanh().requires_grad_()\n"
+                             "z = torch.ops.aten.tanh_backward(y, x)",
+    "SigmoidBackwardBackward0": "y = torch.randn(3, 4, requires_grad=True)\n"
+                                "x = torch.randn(3, 4).sigmoid().requires_grad_()\n"
+                                "z = torch.ops.aten.sigmoid_backward(y, x)",
+    "LeakyReluBackwardBackward0": "y = torch.randn(3, 4, requires_grad=True)\n"
+                                  "x = torch.randn(3, 4, requires_grad=True)\n"
+                                  "z = torch.ops.aten.leaky_relu_backward(y, x, 0.2, False)",
+    "ThresholdBackwardBackward0": "y = torch.randn(3, 4, requires_grad=True)\n"
+                                  "x = torch.randn(3, 4, requires_grad=True)\n"
+                                  "z = torch.ops.aten.threshold_backward(y, x, 0.1)",
+    "SoftplusBackwardBackward0": "y = torch.randn(3, 4, requires_grad=True)\n"
+                                 "x = (torch.randn(3, 4) * 8).requires_grad_()\n"
+                                 "z = torch.ops.aten.softplus_backward(y, x, 2.0, 5.0)",
+    "GeluBackwardBackward0": "y = torch.randn(3, 4, requires_grad=True)\nx = torch.randn(3, 4, requires_grad=True)\n"
+                             "z = torch.ops.aten.gelu_backward(y, x)",
+    "EluBackwardBackward0": "y = torch.randn(3, 4, requires_grad=True)\nx = torch.randn(3, 4, requires_grad=True)\n"
+                            "z = torch.ops.aten.elu_backward(y, 0.7, 1.2, 1.5, False, x)",
+    "MseLossBackwardBackward0": "y = torch.randn((), requires_grad=True)\nx = torch.randn(3, 4, requires_grad=True)\n"
+                                "t = torch.randn(3, 4, requires_grad=True)\n"
+                                "z = torch.ops.aten.mse_loss_backward(y, x, t, 1)",
 }
 NET_LEAVES: dict[str, list[str]] = {
     "ConvolutionBackward0": ["x", "w", "b"], "NativeBatchNormBackward0": ["x", "w", "b"],
     "NativeGroupNormBackward0": ["x", "w", "b"], "ScaledDotProductFlashAttentionForCpuBackward0": ["x", "y", "v"],
+    **{op: ["y", "x"] for op in ("TanhBackwardBackward0", "SigmoidBackwardBackward0", "LeakyReluBackwardBackward0",
+                                 "ThresholdBackwardBackward0", "SoftplusBackwardBackward0", "GeluBackwardBackward0",
+                                 "EluBackwardBackward0")},
+    "MseLossBackwardBackward0": ["y", "x", "t"],
 }
 NET_VARIANTS: dict[str, tuple[str, str]] = {
     "conv1d stride pad no bias": ("ConvolutionBackward0", "x = torch.randn(2, 3, 9, requires_grad=True)\n"
@@ -201,6 +229,17 @@ NET_VARIANTS: dict[str, tuple[str, str]] = {
                          "z = torch.nn.functional.binary_cross_entropy(x, y, reduction='sum')"),
     "norm ord 1.5 with a zero": ("LinalgVectorNormBackward0", "x = torch.tensor([0.0, 1.0, -2.0], requires_grad=True)\n"
                                  "z = torch.linalg.vector_norm(x, 1.5)"),
+    "mse double backward, sum": ("MseLossBackwardBackward0", "y = torch.randn((), requires_grad=True)\n"
+                                 "x = torch.randn(2, 3, requires_grad=True)\n"
+                                 "t = torch.randn(2, 3, requires_grad=True)\n"
+                                 "z = torch.ops.aten.mse_loss_backward(y, x, t, 2)"),
+    "mse double backward, none": ("MseLossBackwardBackward0", "y = torch.randn(2, 3, requires_grad=True)\n"
+                                  "x = torch.randn(2, 3, requires_grad=True)\n"
+                                 "t = torch.randn(2, 3, requires_grad=True)\n"
+                                  "z = torch.ops.aten.mse_loss_backward(y, x, t, 0)"),
+    "elu double backward, default": ("EluBackwardBackward0", "y = torch.randn(3, 4, requires_grad=True)\n"
+                                     "x = torch.randn(3, 4, requires_grad=True)\n"
+                                     "z = torch.ops.aten.elu_backward(y, 1.0, 1.0, 1.0, False, x)"),
     "sdpa causal scale": ("ScaledDotProductFlashAttentionForCpuBackward0",
                           "x = torch.randn(1, 2, 4, 3, requires_grad=True)\n"
                           "y = torch.randn(1, 2, 4, 3, requires_grad=True)\n"

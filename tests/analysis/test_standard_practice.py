@@ -24,14 +24,10 @@ NAMES = sorted(STANDARD)
 NO_RULE = {
     "custom_function": "the program's own autograd.Function, whose backward is its own code",
     "weight_norm": "WeightNormInterfaceBackward0",
-    "wgan_gp": "the gradient penalty's double-backward nodes (LeakyReluBackwardBackward0)",
     "ctc_lstm": "the CTC loss, CtcLossBackward1",
     "gradient_reversal": "the program's own autograd.Function, a gradient reversal layer",
     "gp_marginal_likelihood": "the Cholesky factor and its solve (LinalgCholeskyExBackward0, CholeskySolveBackward0)",
-    "maml_second_order": "the inner step's double-backward nodes (TanhBackwardBackward0, MseLossBackwardBackward0)",
     "orthogonal_rnn": "the orthogonal map's LinalgMatrixExpBackward0",
-    "pinn_derivative": "the derivative's double-backward nodes (TanhBackwardBackward0), whose operands are "
-                       "made inside a backward pass, where nothing is kept as a forward value",
 }
 """Programs with nodes Explain's catalogue has no rule for (tests/analysis/test_explain.py
 lists the ops it has), and which."""

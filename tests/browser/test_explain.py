@@ -191,3 +191,33 @@ def test_an_lstm_layer_is_explained_through_time(playground: Any, artifacts_dir:
     expect(panel).not_to_contain_text("no rule")
     instance.scroll_into_view_if_needed()
     page.screenshot(path=str(artifacts_dir / "explain-lstm-layer.png"))
+
+
+GRADIENT_PENALTY = """import torch
+from torch import nn
+torch.manual_seed(0)
+critic = nn.Sequential(nn.Linear(2, 8), nn.Tanh(), nn.Linear(8, 1))
+x = torch.randn(6, 2, requires_grad=True)
+g, = torch.autograd.grad(critic(x).sum(), x, create_graph=True)
+penalty = ((g.norm(2, dim=1) - 1) ** 2).mean()
+penalty.backward()
+"""
+
+
+def test_a_gradient_penaltys_double_backward_node_is_explained(playground: Any, artifacts_dir: Path) -> None:
+    """The node a create_graph pass made for tanh's backward: its operands are the gradient and
+    the tanh output kept in that pass, and its rule's instance equals the recorded gradient
+    (tests/analysis/test_explain.py holds the rule to torch's ``.grad``)."""
+    from browser.pageutil import run_code
+
+    page = playground
+    run_code(page, GRADIENT_PENALTY)
+    page.evaluate(_SELECT_ANY, "TanhBackwardBackward0")
+    panel = page.locator("#inspector [data-gt=explain]")
+    expect(panel).to_contain_text("grad_grad_output = grad_out · (1 − output²)")
+    expect(panel).to_contain_text("grad_output = grad_out · (−2 · output · grad_output)")
+    expect(panel.locator("[data-gt=explain-instance]")).to_have_count(2)
+    expect(panel.locator(".gt-explain-recorded").first).not_to_contain_text("differs")
+    expect(panel).not_to_contain_text("not kept")
+    panel.locator("[data-gt=explain-instance]").nth(1).scroll_into_view_if_needed()
+    page.screenshot(path=str(artifacts_dir / "explain-double-backward.png"))

@@ -498,8 +498,11 @@ class CaptureMode(TorchFunctionMode):
         outer, rec.active_pass = rec.active_pass, idx
         completed = False
         rec.before_backward()
-        tap = rec.outputs
-        if tap is not None:  # a backward's ops are no forward outputs (outputs.py)
+        # a backward's ops are no forward outputs (outputs.py), but a create_graph pass's ops
+        # that make a node are that node's forward: the tap keeps holding what they return
+        # (a gradient penalty's TanhBackwardBackward0 holds the gradient it computed)
+        tap = None if create_graph else rec.outputs
+        if tap is not None:
             tap.paused += 1
         try:
             result = func(*args, **kwargs)

@@ -250,7 +250,9 @@ class Node(_Model):
     # NOTE [variables of intermediates] in capture/definitions.py
     output: list[TensorValue | None] | None = _optional(
         "function nodes: each forward output as the op returned it (stats, and its `key` in the tensor file), null "
-        "for an output not seen; absent when none was kept")
+        "for an output not seen; absent when none was kept. A node a `create_graph=True` pass made (`created_in_pass`) "
+        "has what its op returned in that pass: a gradient penalty's `TanhBackwardBackward0` holds the gradient "
+        "it computed")
     value_steps: list[ValueStep] | None = _optional(
         "leaves: each change of the leaf's data between backward calls (an optimizer's step), in "
         "order, as two norms (`ValueStep`); absent when it never changed")

@@ -100,6 +100,18 @@ export function exactText(t, i) {
   return t.dtype === "F32" ? shortestF32(x) : String(x);
 }
 
+/**
+ * Element `i` as a table cell shows it: a float to four significant digits (an exponent below
+ * 1e-3 or from 1e5), what `exactText` gives for anything else; the exact digits stay a hover away.
+ */
+export function shortText(t, i) {
+  const x = t.values[i];
+  if (t.big || t.dtype === "BOOL" || !Number.isFinite(x) || !t.dtype.startsWith("F") && !t.dtype.startsWith("BF")) return exactText(t, i);
+  if (x === 0) return Object.is(x, -0) ? "-0" : "0";
+  const a = Math.abs(x);
+  return a >= 1e-3 && a < 1e5 ? String(+x.toPrecision(4)) : x.toExponential(3).replace(/\.?0+e/, "e");
+}
+
 /** Row-major strides of a shape. */
 export function strides(shape) {
   const s = new Array(shape.length).fill(1);

@@ -8,7 +8,7 @@
  * element's index and its number as stored (tensors/safetensors.js exactText); a click on a
  * gradient's element asks Explain about that element. Built with textContent only.
  */
-import { exactText, finiteStats, strides } from "../tensors/safetensors.js";
+import { exactText, finiteStats, shortText, strides } from "../tensors/safetensors.js";
 import { SPECIAL_WORDS, TENSOR_COLOURS, drawHeatmap, drawHistogram, histogram, rgb, warmDrawing } from "../tensors/draw.js";
 import { leftOutSummary, nodeTensors } from "../tensors/keys.js";
 import { fmtBytes } from "../analysis/format.js";
@@ -160,7 +160,9 @@ export class TensorView {
         for (let c = 0; c < cols; c++) {
           const f = offset + r * cols + c;
           const x = t.values[f];
-          const td = el("td", { tabindex: "0", "data-index": coords(t.shape, f).join(",") }, exactText(t, f));
+          // four significant digits keep a row of numbers on one line in the inspector's width;
+          // the exact number is the cell's title and the hover line's
+          const td = el("td", { tabindex: "0", "data-index": coords(t.shape, f).join(","), title: exactText(t, f) }, shortText(t, f));
           if (!Number.isFinite(x) && t.dtype !== "BOOL" && !t.big) td.style.background = rgb(TENSOR_COLOURS[Number.isNaN(x) ? "nan" : x > 0 ? "pinf" : "ninf"]);
           td.addEventListener("mouseenter", () => show(f));
           td.addEventListener("focus", () => show(f));

@@ -20,7 +20,20 @@ from typing import Any
 
 import numpy as np
 
-from gradtrace.analysis.explain import attention, conv, elementwise, index, lookup, losses, nn, norm, ops, reduce, rnn
+from gradtrace.analysis.explain import (
+    attention,
+    conv,
+    double,
+    elementwise,
+    index,
+    lookup,
+    losses,
+    nn,
+    norm,
+    ops,
+    reduce,
+    rnn,
+)
 from gradtrace.analysis.explain.operands import Numbers
 from gradtrace.analysis.explain.ops import Ctx, NotKept, Rule, Unsupported, round_to
 from gradtrace.analysis.explain.tensors import Flat, fmt, numel, ravel, unravel
@@ -41,7 +54,7 @@ BACKWARD_RULES: dict[str, Rule] = {**ops.BACKWARD_RULES, **index.BACKWARD_RULES,
                                    **lookup.BACKWARD_RULES, **conv.BACKWARD_RULES, **norm.BACKWARD_RULES,
                                    **losses.BACKWARD_RULES, **elementwise.BACKWARD_RULES,
                                    **reduce.BACKWARD_RULES, **attention.BACKWARD_RULES,
-                                   **rnn.BACKWARD_RULES}
+                                   **rnn.BACKWARD_RULES, **double.BACKWARD_RULES}
 """Every backward op with a rule, by autograd's class name."""
 
 
