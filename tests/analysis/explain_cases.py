@@ -113,6 +113,9 @@ NET_OPS: dict[str, str] = {
                                                      "v = torch.randn(2, 2, 5, 4, requires_grad=True)\n"
                                                      "z = torch.nn.functional.scaled_dot_product_attention(x, y, v)",
     "IndexSelectBackward0": "x = torch.randn(3, 4, requires_grad=True)\nz = x.index_select(1, torch.tensor([3, 0, 3]))",
+    "WeightNormInterfaceBackward0": "x = torch.randn(3, 2, 2, requires_grad=True)\n"
+                                    "y = torch.randn(3, 1, 1, requires_grad=True)\n"
+                                    "z = torch._weight_norm_interface(x, y, 0)[0]",
     # a create_graph pass's nodes (analysis/explain/double.py), made here by calling the backward
     # op itself: ``y`` is its grad_output, ``x`` the forward op's input (or output)
     "TanhBackwardBackward0": "y = torch.randn(3, 4, requires_grad=True)\n"
@@ -229,6 +232,9 @@ NET_VARIANTS: dict[str, tuple[str, str]] = {
                          "z = torch.nn.functional.binary_cross_entropy(x, y, reduction='sum')"),
     "norm ord 1.5 with a zero": ("LinalgVectorNormBackward0", "x = torch.tensor([0.0, 1.0, -2.0], requires_grad=True)\n"
                                  "z = torch.linalg.vector_norm(x, 1.5)"),
+    "weight norm, last dim": ("WeightNormInterfaceBackward0", "x = torch.randn(3, 2, 4, requires_grad=True)\n"
+                              "y = torch.randn(1, 1, 4, requires_grad=True)\n"
+                              "z = torch._weight_norm_interface(x, y, 2)[0]"),
     "mse double backward, sum": ("MseLossBackwardBackward0", "y = torch.randn((), requires_grad=True)\n"
                                  "x = torch.randn(2, 3, requires_grad=True)\n"
                                  "t = torch.randn(2, 3, requires_grad=True)\n"

@@ -1,4 +1,5 @@
-"""Rules of batch norm and group norm: per channel (batch norm) or per (sample, group) (group norm),
+"""Rules of batch norm, group norm and weight normalization. Batch norm and group norm: per channel
+(batch norm) or per (sample, group) (group norm),
 ``x̂ = (input − mean) · rstd`` and
 
     grad_input  = rstd · (ĝ − mean(ĝ) − x̂ · mean(ĝ · x̂)),  ĝ = grad_out · weight[c]
@@ -6,6 +7,14 @@
 
 (the means over the elements that shared the statistics). Batch norm in eval mode normalizes by
 the running statistics, which are constants: ``grad_input = grad_out · weight / √(running_var + eps)``.
+
+Weight normalization (``nn.utils.weight_norm``: ``WeightNormInterfaceBackward0``) makes
+``w = g · v / ‖v‖``, the norm over every dimension but ``dim`` (one norm per slice along it, the
+node's ``result1``), so
+
+    grad_g = Σ grad_out · v / ‖v‖,   grad_v = g / ‖v‖ · (grad_out − v · Σ(grad_out · v) / ‖v‖²)
+
+(the sums over the slice).
 """
 
 from __future__ import annotations
@@ -17,8 +26,8 @@ from typing import Any
 import numpy as np
 
 from gradtrace.analysis.explain.nn import _num
-from gradtrace.analysis.explain.ops import Ctx, NotKept, Rule
-from gradtrace.analysis.explain.tensors import Flat, fmt
+from gradtrace.analysis.explain.ops import Ctx, NotKept, Rule, Unsupported
+from gradtrace.analysis.explain.tensors import Flat, fmt, fmt_operand
 
 
 def _need(ctx: Ctx, *names: str) -> list[Flat]:
@@ -132,12 +141,43 @@ def _group_norm(ctx: Ctx, i: int, k: int) -> tuple[str, float]:
     return _normalized(ctx, i, k, members, channel, stat, mean, rstd)
 
 
+def _weight_norm(ctx: Ctx, i: int, k: int) -> tuple[str, float]:
+    """NOTE in the module's docstring: element ``k`` of ``v`` (input 0) or of ``g`` (input 1)."""
+    v, g, norms = _need(ctx, "v", "g", "result1")
+    shape = v.shape
+    dim = int(ctx.arg("dim", 0))
+    dim = dim + len(shape) if dim < 0 else dim
+    if not 0 <= dim < len(shape) or g.shape != norms.shape:
+        raise Unsupported("a weight norm over the whole tensor is not written here")
+    inner = math.prod(shape[dim + 1:])
+    size = shape[dim]
+
+    def slice_of(j: int) -> int:  # the slice along ``dim`` element ``j`` of v is in
+        return (j // inner) % size
+
+    grp = k if i == 1 else slice_of(k)
+    members = [j for j in range(math.prod(shape)) if slice_of(j) == grp]
+    n, gain = norms.at(grp), g.at(grp)
+    total = math.fsum(ctx.g.at(j) * v.at(j) for j in members)
+    if i == 1:  # grad_g = Σ grad_out · v / ‖v‖
+        shown = " + ".join(f"{fmt(ctx.g.at(j))}·{fmt_operand(v.at(j))}" for j in members[:3])
+        return f"({shown}{' + …' if len(members) > 3 else ''}) / {fmt(n)}", total / n
+    # grad_v = g / ‖v‖ · (grad_out − v · Σ(grad_out · v) / ‖v‖²)
+    go, x = ctx.g.at(k), v.at(k)
+    return (f"{fmt(gain)}/{fmt(n)} · ({fmt(go)} − {fmt_operand(x)}·{fmt(total)}/{fmt(n)}²)",
+            gain / n * (go - x * total / (n * n)))
+
+
 _TEXTS = ("grad_input = rstd · (ĝ − mean(ĝ) − x̂ · mean(ĝ · x̂)),  ĝ = grad_out · weight[c], "
           "x̂ = (input − mean) · rstd",
           "grad_weight[c] = Σ grad_out · x̂  (over channel c's elements)",
           "grad_bias[c] = Σ grad_out  (over channel c's elements)")
 
 BACKWARD_RULES: dict[str, Rule] = {
+    "WeightNormInterfaceBackward0": Rule(
+        ("grad_v = g / ‖v‖ · (grad_out − v · Σ(grad_out · v) / ‖v‖²)  (‖v‖ and the sum over v's slice along dim)",
+         "grad_g = Σ grad_out · v / ‖v‖  (over the slice)"),
+        (("v", "g", "result1"),), _weight_norm, ("dim",)),
     "NativeBatchNormBackward0": Rule(
         (_TEXTS[0] + " (means over the channel's batch); eval mode: grad_out · weight / √(running_var + eps)",
          _TEXTS[1] + "; eval mode: x̂ = (input − running_mean) / √(running_var + eps)", _TEXTS[2]),
