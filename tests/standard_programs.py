@@ -23,7 +23,11 @@ deep ReLU net with Kaiming init, a sequence's losses stacked, a mean over observ
 (``nanmean``), evaluation under ``inference_mode``, a regression on a log target; a diffusion
 model's noise-prediction step, message passing on a graph, a Gaussian process's marginal
 likelihood, rotary attention, second-order MAML, a mixture density network, a dice loss and
-word2vec with negative sampling. The
+word2vec with negative sampling; label smoothing with ignored targets, a tensor hook that clamps a
+hidden gradient, an LSTM whose state is carried and detached, weights initialized under
+``no_grad`` with Nesterov momentum, BCE with a positive weight, a cosine embedding loss, a
+transposed-convolution decoder, a custom Function with a non-differentiable output and an
+intermediate's ``retain_grad``. The
 judges must stay silent on all of them and keep every number exactly
 (tests/analysis/test_standard_practice.py)."""
 
@@ -1016,4 +1020,106 @@ for step in range(3):
     neg = F.logsigmoid(-(n @ c.unsqueeze(-1)).squeeze(-1)).sum(-1)
     loss = -(pos + neg).mean()
     opt.zero_grad(); loss.backward(); opt.step()
+"""
+
+STANDARD["label_smoothing"] = H + """
+net = nn.Sequential(nn.Linear(10, 32), nn.GELU(), nn.Linear(32, 5))
+opt = torch.optim.AdamW(net.parameters(), lr=3e-3, weight_decay=0.01)
+x = torch.randn(24, 10); y = torch.randint(0, 5, (24,))
+y[::5] = -100
+for step in range(8):
+    opt.zero_grad()
+    loss = F.cross_entropy(net(x), y, label_smoothing=0.1, ignore_index=-100)
+    loss.backward(); opt.step()
+"""
+
+STANDARD["tensor_hook_clip"] = H + """
+lin1 = nn.Linear(6, 12); lin2 = nn.Linear(12, 1)
+opt = torch.optim.SGD(list(lin1.parameters()) + list(lin2.parameters()), lr=0.05)
+x = torch.randn(10, 6); y = torch.randn(10, 1)
+for step in range(4):
+    opt.zero_grad()
+    h = torch.tanh(lin1(x))
+    h.register_hook(lambda g: g.clamp(-0.01, 0.01))
+    loss = F.mse_loss(lin2(h), y)
+    loss.backward(); opt.step()
+"""
+
+STANDARD["lstm_hx_passed"] = H + """
+lstm = nn.LSTM(4, 8, batch_first=True); head = nn.Linear(8, 1)
+opt = torch.optim.Adam(list(lstm.parameters()) + list(head.parameters()), lr=1e-2)
+x = torch.randn(3, 6, 4); y = torch.randn(3, 1)
+h = (torch.zeros(1, 3, 8), torch.zeros(1, 3, 8))
+for step in range(4):
+    opt.zero_grad()
+    out, h = lstm(x, h)
+    h = (h[0].detach(), h[1].detach())
+    loss = F.mse_loss(head(out[:, -1]), y)
+    loss.backward(); opt.step()
+"""
+
+STANDARD["init_under_no_grad"] = H + """
+net = nn.Sequential(nn.Linear(5, 5), nn.ReLU(), nn.Linear(5, 1))
+with torch.no_grad():
+    for m in net:
+        if isinstance(m, nn.Linear):
+            m.weight.uniform_(-0.3, 0.3); m.bias.zero_()
+opt = torch.optim.SGD(net.parameters(), lr=0.1, momentum=0.9, nesterov=True)
+x = torch.randn(20, 5); y = x.sum(1, keepdim=True)
+for step in range(6):
+    opt.zero_grad(); loss = F.mse_loss(net(x), y); loss.backward(); opt.step()
+"""
+
+STANDARD["bce_logits_pos_weight"] = H + """
+net = nn.Sequential(nn.Linear(6, 16), nn.ReLU(), nn.Linear(16, 3))
+opt = torch.optim.Adam(net.parameters(), lr=1e-2)
+x = torch.randn(32, 6); y = (torch.rand(32, 3) > 0.8).float()
+crit = nn.BCEWithLogitsLoss(pos_weight=torch.tensor([4.0, 4.0, 4.0]))
+for step in range(6):
+    opt.zero_grad(); loss = crit(net(x), y); loss.backward(); opt.step()
+"""
+
+STANDARD["cosine_embedding_margin"] = H + """
+enc = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 4))
+opt = torch.optim.SGD(enc.parameters(), lr=0.1)
+a = torch.randn(10, 8); b = torch.randn(10, 8); t = torch.where(torch.rand(10) > 0.5, 1.0, -1.0)
+for step in range(5):
+    opt.zero_grad(); loss = F.cosine_embedding_loss(enc(a), enc(b), t, margin=0.2); loss.backward(); opt.step()
+"""
+
+STANDARD["conv_transpose_decoder"] = H + """
+dec = nn.Sequential(nn.ConvTranspose2d(4, 8, 4, stride=2, padding=1), nn.BatchNorm2d(8), nn.LeakyReLU(0.2),
+                    nn.ConvTranspose2d(8, 1, 4, stride=2, padding=1), nn.Tanh())
+opt = torch.optim.Adam(dec.parameters(), lr=2e-3, betas=(0.5, 0.999))
+z = torch.randn(6, 4, 3, 3); target = torch.rand(6, 1, 12, 12) * 2 - 1
+for step in range(4):
+    opt.zero_grad(); loss = F.mse_loss(dec(z), target); loss.backward(); opt.step()
+"""
+
+STANDARD["mark_non_differentiable"] = H + """
+class SortWithIdx(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        v, i = x.sort(dim=-1)
+        ctx.mark_non_differentiable(i)
+        ctx.save_for_backward(i)
+        return v, i
+    @staticmethod
+    def backward(ctx, gv, gi):
+        i, = ctx.saved_tensors
+        g = torch.zeros_like(gv)
+        return g.scatter(-1, i, gv)
+x = torch.randn(4, 5, requires_grad=True)
+v, i = SortWithIdx.apply(x)
+(v * torch.arange(5.0)).sum().backward()
+"""
+
+STANDARD["retain_grad_probe"] = H + """
+w = nn.Parameter(torch.randn(5, 3) * 0.3)
+x = torch.randn(7, 5)
+h = x @ w
+h.retain_grad()
+out = torch.relu(h).pow(2).sum()
+out.backward()
+print(h.grad.abs().mean().item(), w.grad.norm().item())
 """

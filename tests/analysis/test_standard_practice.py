@@ -25,6 +25,7 @@ NO_RULE = {
     "custom_function": "the program's own autograd.Function, whose backward is its own code",
     "ctc_lstm": "the CTC loss, CtcLossBackward1",
     "gradient_reversal": "the program's own autograd.Function, a gradient reversal layer",
+    "mark_non_differentiable": "the program's own autograd.Function, a sort that returns its indices",
     "gp_marginal_likelihood": "the Cholesky factor and its solve (LinalgCholeskyExBackward0, CholeskySolveBackward0)",
     "orthogonal_rnn": "the orthogonal map's LinalgMatrixExpBackward0",
 }
