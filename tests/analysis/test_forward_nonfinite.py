@@ -39,6 +39,14 @@ PROGRAMS = {
                                "a.sum().backward()\n",
     "sqrt of a negative": "import torch\nx = torch.tensor([2.0, 0.5], requires_grad=True)\nd = x - 1\n"
                           "r = torch.sqrt(d)\nr.sum().backward()\n",
+    "inf over inf": "import torch\nx = torch.tensor([50.0, 100.0], requires_grad=True)\ne = torch.exp(x * 2)\n"
+                    "p = e / e.sum()\np[0].backward()\n",
+    "acos past one": "import torch\na = torch.tensor([0.6, 0.8], requires_grad=True)\nb = torch.tensor([0.6, 0.8])\n"
+                     "c = (a * b).sum() / (a.norm() * b.norm()) * 1.0000001\nang = torch.acos(c)\nang.backward()\n",
+    "asin below minus one": "import torch\nx = torch.tensor([-0.5, -0.9], requires_grad=True)\ny = x * 1.2\n"
+                            "r = torch.asin(y)\nr.sum().backward()\n",
+    "a fractional power of a negative": "import torch\nx = torch.tensor([1.0, 3.0], requires_grad=True)\n"
+                                        "v = x - 2\nr = v ** 0.5\nr.sum().backward()\n",
     "a diverged product": "import torch\nw = torch.full((2, 3), 3e37, requires_grad=True)\n"
                           "x = torch.tensor([[100.0, -100.0]])\ny = torch.mm(x, w)\ny.sum().backward()\n",
 }
@@ -49,6 +57,10 @@ CAUSES = {  # NOTE [a forward cause only where it is certain] in analysis/nonfin
     "softmax of a masked row": "every entry is −inf",
     "sqrt of a negative": "sqrt of a negative number",
     "a diverged product": "overflow float32",
+    "inf over inf": "inf / inf",
+    "acos past one": "acos of a value outside [−1, 1]",
+    "asin below minus one": "asin of a value outside [−1, 1]",
+    "a fractional power of a negative": "fractional power 0.5",
 }
 
 
@@ -65,6 +77,12 @@ def _arithmetic_holds(name: str, ins: list[torch.Tensor], out: torch.Tensor) -> 
     if name == "softmax of a masked row":
         rows = bad.any(dim=-1)
         return bool(torch.isneginf(ins[0][rows]).all())
+    if name == "inf over inf":
+        return bool(torch.isinf(ins[0][bad]).all() and torch.isinf(ins[1].expand_as(out)[bad]).all())
+    if name in ("acos past one", "asin below minus one"):
+        return bool((ins[0][bad].abs() > 1).all())
+    if name == "a fractional power of a negative":
+        return bool((ins[0][bad] < 0).all())
     if name == "a diverged product":
         # every input finite, but one product of an element of each passes float32's range
         largest = float(ins[0].abs().max()) * float(ins[1].abs().max())
@@ -139,7 +157,7 @@ def test_the_forward_nan_is_blamed_on_the_op_torch_made_it_in(name: str) -> None
     assert entry is not None and entry["kind"] == "nan", entry
     assert re.sub(r"Backward\d+$", "", entry["name"]).lower() == op, (entry, op)
     line = next(i for i, text in enumerate(code.splitlines(), 1) if f"{op}(" in text or
-                {"sub": " - ", "div": " / ", "mul": " * "}.get(op, "\0") in text)
+                {"sub": " - ", "div": " / ", "mul": " * ", "pow": " ** "}.get(op, "\0") in text)
     assert entry["line"] == line, entry
 
 

@@ -5,9 +5,12 @@ NOTE [a forward cause only where it is certain]
     The forward producer made a NaN from inputs with none (or an infinity from finite inputs),
     which for most ops leaves one arithmetic that can have done it: ``a − b`` and ``a + b``
     make NaN only as inf − inf, ``a · b`` only as 0 × inf, a softmax only over a row holding
-    +inf or every entry −inf, ``log`` only below 0 and ``sqrt`` only below 0, ``exp`` an
+    +inf or every entry −inf, ``log`` only below 0 and ``sqrt`` only below 0, ``acos`` and
+    ``asin`` only outside [−1, 1], a fractional power only of a negative base, ``exp`` an
     infinity only past float32's range. Where the op leaves more than one (a division: 0 / 0
-    or inf / inf; an infinite quotient: x / 0 or an overflow) the inputs' stats decide, and
+    or inf / inf; an infinite quotient: x / 0 or an overflow) the inputs' stats decide (0 / 0
+    where both are finite, inf / inf where both hold an infinity and one of them certainly
+    holds no 0), and
     where they cannot, nothing is said rather than a guess: the entry keeps its plain "made it from
     inputs with no NaN". ``tests/analysis/test_forward_nonfinite.py`` holds each sentence to a
     program that makes it and to torch's own values.
@@ -122,9 +125,45 @@ def forward_trap(view: DocView, node: str, kind: str) -> Trap | None:
         return ("0 / 0: numerator and denominator both 0",
                 "a normalisation by a norm, a count or a standard deviation that is 0 (a constant input).",
                 "y = x / d.clamp_min(1e-12)")
+    if kind == "nan" and name == "DivBackward0" and _infinite(a) and _infinite(b) and (_no_zero(a) or _no_zero(b)):
+        return ("inf / inf: numerator and denominator both infinite",
+                "exp of a large value overflows float32 to inf, and dividing it by a sum that overflowed too is "
+                "NaN: softmax written by hand does this.",
+                "p = torch.softmax(logits, dim=-1)  # it subtracts the row's maximum first")
+    if kind == "nan" and name in _ARC:
+        op, hi = _ARC[name], _stat(a, "max")
+        if (lo is not None and lo < -1) or (hi is not None and hi > 1):
+            # nine digits: a value that rounded just past 1 would read "1" in four
+            edge = f"largest value is {hi:.9g}" if hi is not None and hi > 1 else f"least value is {lo:.9g}"
+            return (f"{op} of a value outside [−1, 1] (its input's {edge})",
+                    "a cosine computed by hand (a dot product over the norms) can round just past ±1.",
+                    f"y = torch.{op}(x.clamp(-1 + 1e-7, 1 - 1e-7))")
+    if kind == "nan" and name == "PowBackward0" and lo is not None and lo < 0:
+        exponent = number((n.get("saved_args") or {}).get("exponent"))
+        if exponent is not None and exponent != int(exponent):
+            return (f"a negative number to the fractional power {_num(exponent)} (its input's least value is "
+                    f"{_num(lo)})",
+                    "x ** 0.5 (or any fractional power) of a value that rounds below 0 is NaN.",
+                    f"y = x.clamp_min(0) ** {_num(exponent)}")
     if kind == "nan" and name in _PRODUCTS:
         return _product(view, node)
     return None
+
+
+_ARC = {"AcosBackward0": "acos", "AsinBackward0": "asin"}
+
+
+def _infinite(tv: TV | None) -> bool:
+    return _holds(tv, float("inf")) or _holds(tv, float("-inf"))
+
+
+def _no_zero(tv: TV | None) -> bool:
+    """Whether ``tv`` certainly holds no 0: its values say so, or its stats lie on one side of it."""
+    values = flat(tv) if tv else None
+    if values is not None:
+        return all(x != 0 for x in values)
+    lo, hi = _stat(tv, "min"), _stat(tv, "max")
+    return (lo is not None and lo > 0) or (hi is not None and hi < 0)
 
 
 _DIVERGED = ("weights or activations that grew without bound before it (a learning rate too high, a gradient "
