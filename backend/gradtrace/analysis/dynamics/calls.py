@@ -25,6 +25,7 @@ NOTE [the gradient at each call]
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from itertools import compress, groupby
 from operator import itemgetter, methodcaller
@@ -238,7 +239,8 @@ def call_series(view: DocView, passes: list[Mapping[str, Any]], read: Callable[[
 def _busy(view: DocView, passes: set[int]) -> set[str]:
     """The module paths some one of ``passes`` walked nodes of ``MIN_CALLS`` calls of or more
     (NOTE [a module that no pass walks many times])."""
-    seen: dict[tuple[str, int], set[int]] = {}
+    walked: set[tuple[str, Any, Any]] = set()  # (path, pass, call): one add per module of a stack
+    add = walked.add
     by_id = view.by_id
     for _, ev in view.backward_events():
         p = ev.get("pass")
@@ -246,16 +248,11 @@ def _busy(view: DocView, passes: set[int]) -> set[str]:
             continue
         n = by_id.get(ev["node"])
         stack = n.get("module_stack") if n is not None else None
-        if not stack:
-            continue
-        for e in stack:
-            key = (str(e["path"]), int(p))  # type: ignore[arg-type]
-            calls = seen.get(key)
-            if calls is None:
-                seen[key] = {e["call"]}
-            else:
-                calls.add(e["call"])
-    return {path for (path, _), calls in seen.items() if len(calls) >= MIN_CALLS}
+        if stack:
+            for e in stack:
+                add((e["path"], p, e["call"]))
+    counts = Counter((path, p) for path, p, _ in walked)
+    return {str(path) for (path, _), k in counts.items() if k >= MIN_CALLS}
 
 
 _FIRST = itemgetter(0)

@@ -128,9 +128,9 @@ def _block(history: list[Any], at_pass: list[int], n: int, norm: list[float | No
         return None
     for i, v in zip(places, norms, strict=True):
         norm[i] = v if type(v) is float else number(v)
-    a = np.abs(y.reshape(len(keys), -1))
-    means = (np.add.reduce(a, axis=1, dtype=np.float64) / a.shape[1]).tolist()
-    tops = a.max(axis=1).astype(np.float64).tolist()
+    a = np.abs(y.reshape(len(keys), -1), dtype=np.float64)  # |grad| in float64: the mean summed there
+    means = (a.sum(axis=1) / a.shape[1]).tolist()
+    tops = a.max(axis=1).tolist()
     return list(zip(places, means, tops, strict=True))
 
 
@@ -209,7 +209,8 @@ def dynamics(view: DocView, tensors: Tensors | None = None) -> dict[str, Any] | 
         return None
     read = _reader(tensors)
     calls = call_series(view, passes, read, getattr(tensors, "gather", None)) if tensors is not None else []
-    by_iteration = _by_iteration(view, passes, read, getattr(tensors, "many", None)) if len(passes) >= 2 else None
+    by_iteration = (_by_iteration(view, passes, read, getattr(tensors, "many", None), getattr(tensors, "gather", None))
+                    if len(passes) >= 2 else None)
     if by_iteration is None and not calls:
         return None
     out = by_iteration or {"threshold": SATURATION, "iterations": [int(p["index"]) for p in passes],
@@ -220,7 +221,7 @@ def dynamics(view: DocView, tensors: Tensors | None = None) -> dict[str, Any] | 
 
 
 def _by_iteration(view: DocView, passes: list[Mapping[str, Any]], read: Callable[[str], np.ndarray | None],
-                  many: Many | None) -> dict[str, Any] | None:
+                  many: Many | None, gather: Many | None = None) -> dict[str, Any] | None:
     n = len(passes)
     index = {int(p["index"]): i for i, p in enumerate(passes)}
     pass_of: dict[str, int] = {}
@@ -243,7 +244,7 @@ def _by_iteration(view: DocView, passes: list[Mapping[str, Any]], read: Callable
     params = [_param(view, t, acc_passes.get(view.accumulator(str(t["id"])) or "", []), n, read, many)
               for t in _network_order(view, leaves)]
     layers = []
-    for layer in activation_layers(view.nodes, pass_of, read):
+    for layer in activation_layers(view.nodes, pass_of, read, gather):
         share: list[Any] = [None] * n
         nodes: list[str | None] = [None] * n
         for p, nid, s in zip(layer["passes"], layer["nodes"], layer["share"], strict=True):
