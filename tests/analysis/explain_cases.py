@@ -116,6 +116,12 @@ NET_OPS: dict[str, str] = {
     "WeightNormInterfaceBackward0": "x = torch.randn(3, 2, 2, requires_grad=True)\n"
                                     "y = torch.randn(3, 1, 1, requires_grad=True)\n"
                                     "z = torch._weight_norm_interface(x, y, 0)[0]",
+    "CtcLossBackward0": "x = torch.randn(6, 2, 5).log_softmax(-1).detach().requires_grad_()\n"
+                        "z = torch.nn.functional.ctc_loss(x, torch.tensor([[1, 2, 2], [3, 1, 0]]), [6, 5], [3, 2], "
+                        "reduction='none')",
+    "CtcLossBackward1": "x = torch.randn(7, 2, 4).log_softmax(-1).detach().requires_grad_()\n"
+                        "z = torch.ops.aten._ctc_loss(x, torch.tensor([1, 1, 2, 3, 2]), torch.tensor([7, 6]), "
+                        "torch.tensor([3, 2]), 0, False)[0]",
     # a create_graph pass's nodes (analysis/explain/double.py), made here by calling the backward
     # op itself: ``y`` is its grad_output, ``x`` the forward op's input (or output)
     "TanhBackwardBackward0": "y = torch.randn(3, 4, requires_grad=True)\n"
@@ -235,6 +241,14 @@ NET_VARIANTS: dict[str, tuple[str, str]] = {
     "weight norm, last dim": ("WeightNormInterfaceBackward0", "x = torch.randn(3, 2, 4, requires_grad=True)\n"
                               "y = torch.randn(1, 1, 4, requires_grad=True)\n"
                               "z = torch._weight_norm_interface(x, y, 2)[0]"),
+    "ctc unaligned, zero_infinity": ("CtcLossBackward0", "x = torch.randn(3, 2, 4).log_softmax(-1).detach()"
+                                     ".requires_grad_()\n"
+                                     "z = torch.nn.functional.ctc_loss(x, torch.tensor([[1, 1, 2], [2, 3, 0]]), "
+                                     "[3, 3], [3, 2], reduction='none', zero_infinity=True)"),
+    "ctc blank 3, concatenated targets": ("CtcLossBackward0", "x = torch.randn(5, 2, 4).log_softmax(-1).detach()"
+                                          ".requires_grad_()\n"
+                                          "z = torch.nn.functional.ctc_loss(x, torch.tensor([0, 1, 2, 2]), [5, 4], "
+                                          "[2, 2], blank=3, reduction='none')"),
     "mse double backward, sum": ("MseLossBackwardBackward0", "y = torch.randn((), requires_grad=True)\n"
                                  "x = torch.randn(2, 3, requires_grad=True)\n"
                                  "t = torch.randn(2, 3, requires_grad=True)\n"

@@ -23,7 +23,6 @@ from standard_programs import STANDARD
 NAMES = sorted(STANDARD)
 NO_RULE = {
     "custom_function": "the program's own autograd.Function, whose backward is its own code",
-    "ctc_lstm": "the CTC loss, CtcLossBackward1",
     "gradient_reversal": "the program's own autograd.Function, a gradient reversal layer",
     "mark_non_differentiable": "the program's own autograd.Function, a sort that returns its indices",
     "gp_marginal_likelihood": "the Cholesky factor and its solve (LinalgCholeskyExBackward0, CholeskySolveBackward0)",

@@ -23,6 +23,7 @@ import numpy as np
 from gradtrace.analysis.explain import (
     attention,
     conv,
+    ctc,
     double,
     elementwise,
     index,
@@ -54,7 +55,8 @@ BACKWARD_RULES: dict[str, Rule] = {**ops.BACKWARD_RULES, **index.BACKWARD_RULES,
                                    **lookup.BACKWARD_RULES, **conv.BACKWARD_RULES, **norm.BACKWARD_RULES,
                                    **losses.BACKWARD_RULES, **elementwise.BACKWARD_RULES,
                                    **reduce.BACKWARD_RULES, **attention.BACKWARD_RULES,
-                                   **rnn.BACKWARD_RULES, **double.BACKWARD_RULES}
+                                   **rnn.BACKWARD_RULES, **double.BACKWARD_RULES,
+                                   **ctc.BACKWARD_RULES}
 """Every backward op with a rule, by autograd's class name."""
 
 
