@@ -122,6 +122,12 @@ NET_OPS: dict[str, str] = {
     "CtcLossBackward1": "x = torch.randn(7, 2, 4).log_softmax(-1).detach().requires_grad_()\n"
                         "z = torch.ops.aten._ctc_loss(x, torch.tensor([1, 1, 2, 3, 2]), torch.tensor([7, 6]), "
                         "torch.tensor([3, 2]), 0, False)[0]",
+    "LinalgMatrixExpBackward0": "x = (torch.randn(2, 3, 3) * 0.8).requires_grad_()\nz = torch.linalg.matrix_exp(x)",
+    "LinalgCholeskyExBackward0": "m = torch.randn(4, 4)\nx = (m @ m.T + 4 * torch.eye(4)).requires_grad_()\n"
+                                 "z = torch.linalg.cholesky(x)",
+    "CholeskySolveBackward0": "x = torch.randn(3, 2, requires_grad=True)\n"
+                              "y = (torch.randn(3, 3).tril(-1) + torch.diag(torch.rand(3) + 1)).requires_grad_()\n"
+                              "z = torch.cholesky_solve(x, y)",
     # a create_graph pass's nodes (analysis/explain/double.py), made here by calling the backward
     # op itself: ``y`` is its grad_output, ``x`` the forward op's input (or output)
     "TanhBackwardBackward0": "y = torch.randn(3, 4, requires_grad=True)\n"
@@ -154,6 +160,7 @@ NET_LEAVES: dict[str, list[str]] = {
                                  "ThresholdBackwardBackward0", "SoftplusBackwardBackward0", "GeluBackwardBackward0",
                                  "EluBackwardBackward0")},
     "MseLossBackwardBackward0": ["y", "x", "t"],
+    "CholeskySolveBackward0": ["x", "y"],
 }
 NET_VARIANTS: dict[str, tuple[str, str]] = {
     "conv1d stride pad no bias": ("ConvolutionBackward0", "x = torch.randn(2, 3, 9, requires_grad=True)\n"
@@ -249,6 +256,14 @@ NET_VARIANTS: dict[str, tuple[str, str]] = {
                                           ".requires_grad_()\n"
                                           "z = torch.nn.functional.ctc_loss(x, torch.tensor([0, 1, 2, 2]), [5, 4], "
                                           "[2, 2], blank=3, reduction='none')"),
+    "matrix exp of a large matrix": ("LinalgMatrixExpBackward0", "x = (torch.randn(4, 4) * 3).requires_grad_()\n"
+                                     "z = torch.linalg.matrix_exp(x)"),
+    "cholesky upper, batched": ("LinalgCholeskyExBackward0", "m = torch.randn(2, 3, 3)\n"
+                                "x = (m @ m.mT + 3 * torch.eye(3)).requires_grad_()\n"
+                                "z = torch.linalg.cholesky(x, upper=True)"),
+    "cholesky solve upper, batched": ("CholeskySolveBackward0", "x = torch.randn(2, 3, 2, requires_grad=True)\n"
+                                      "y = (torch.randn(2, 3, 3).triu(1) + torch.diag_embed(torch.rand(2, 3) + 1))"
+                                      ".requires_grad_()\nz = torch.cholesky_solve(x, y, upper=True)"),
     "mse double backward, sum": ("MseLossBackwardBackward0", "y = torch.randn((), requires_grad=True)\n"
                                  "x = torch.randn(2, 3, requires_grad=True)\n"
                                  "t = torch.randn(2, 3, requires_grad=True)\n"

@@ -25,8 +25,6 @@ NO_RULE = {
     "custom_function": "the program's own autograd.Function, whose backward is its own code",
     "gradient_reversal": "the program's own autograd.Function, a gradient reversal layer",
     "mark_non_differentiable": "the program's own autograd.Function, a sort that returns its indices",
-    "gp_marginal_likelihood": "the Cholesky factor and its solve (LinalgCholeskyExBackward0, CholeskySolveBackward0)",
-    "orthogonal_rnn": "the orthogonal map's LinalgMatrixExpBackward0",
 }
 """Programs with nodes Explain's catalogue has no rule for (tests/analysis/test_explain.py
 lists the ops it has), and which."""

@@ -27,6 +27,7 @@ from gradtrace.analysis.explain import (
     double,
     elementwise,
     index,
+    linalg,
     lookup,
     losses,
     nn,
@@ -56,7 +57,7 @@ BACKWARD_RULES: dict[str, Rule] = {**ops.BACKWARD_RULES, **index.BACKWARD_RULES,
                                    **losses.BACKWARD_RULES, **elementwise.BACKWARD_RULES,
                                    **reduce.BACKWARD_RULES, **attention.BACKWARD_RULES,
                                    **rnn.BACKWARD_RULES, **double.BACKWARD_RULES,
-                                   **ctc.BACKWARD_RULES}
+                                   **ctc.BACKWARD_RULES, **linalg.BACKWARD_RULES}
 """Every backward op with a rule, by autograd's class name."""
 
 
