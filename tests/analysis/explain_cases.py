@@ -128,6 +128,33 @@ NET_OPS: dict[str, str] = {
     "CholeskySolveBackward0": "x = torch.randn(3, 2, requires_grad=True)\n"
                               "y = (torch.randn(3, 3).tril(-1) + torch.diag(torch.rand(3) + 1)).requires_grad_()\n"
                               "z = torch.cholesky_solve(x, y)",
+    "CeluBackward0": "x = torch.randn(3, 4, requires_grad=True)\nz = torch.nn.functional.celu(x, 0.7)",
+    "HardshrinkBackward0": "x = torch.randn(3, 4, requires_grad=True)\nz = torch.nn.functional.hardshrink(x, 0.4)",
+    "SoftshrinkBackward0": "x = torch.randn(3, 4, requires_grad=True)\nz = torch.nn.functional.softshrink(x, 0.4)",
+    "ThresholdBackward0": "x = torch.randn(3, 4, requires_grad=True)\nz = torch.nn.functional.threshold(x, 0.1, -2.0)",
+    "SignBackward0": "x = torch.randn(3, 4, requires_grad=True)\nz = torch.sign(x)",
+    "GluBackward0": "x = torch.randn(2, 6, 3, requires_grad=True)\nz = torch.nn.functional.glu(x, dim=1)",
+    "XlogyBackward0": "x = torch.tensor([[0.0, 1.5, -2.0], [0.5, 0.0, 3.0]], requires_grad=True)\n"
+                      "y = torch.tensor([0.7, 2.0, 1.3], requires_grad=True)\nz = torch.xlogy(x, y)",
+    "SoftMarginLossBackward0": "x = torch.randn(3, 4, requires_grad=True)\n"
+                               "y = torch.sign(torch.randn(3, 4))\n"
+                               "z = torch.nn.functional.soft_margin_loss(x, y)",
+    "AdaptiveMaxPool2DBackward0": "x = torch.randn(2, 3, 5, 7, requires_grad=True)\n"
+                                  "z = torch.nn.functional.adaptive_max_pool2d(x, (2, 3))",
+    "AdaptiveMaxPool3DBackward0": "x = torch.randn(1, 2, 3, 4, 5, requires_grad=True)\n"
+                                  "z = torch.nn.functional.adaptive_max_pool3d(x, (2, 2, 3))",
+    "ReflectionPad1DBackward0": "x = torch.randn(2, 3, 5, requires_grad=True)\n"
+                                "z = torch.nn.functional.pad(x, (3, 2), mode='reflect')",
+    "ReflectionPad2DBackward0": "x = torch.randn(1, 2, 4, 5, requires_grad=True)\n"
+                                "z = torch.nn.functional.pad(x, (1, 3, 2, 1), mode='reflect')",
+    "ReflectionPad3DBackward0": "x = torch.randn(1, 1, 3, 4, 3, requires_grad=True)\n"
+                                "z = torch.nn.functional.pad(x, (1, 2, 2, 1, 1, 1), mode='reflect')",
+    "ReplicationPad1DBackward0": "x = torch.randn(2, 3, 4, requires_grad=True)\n"
+                                 "z = torch.nn.functional.pad(x, (3, 2), mode='replicate')",
+    "ReplicationPad2DBackward0": "x = torch.randn(1, 2, 3, 4, requires_grad=True)\n"
+                                 "z = torch.nn.functional.pad(x, (2, 3, 1, 4), mode='replicate')",
+    "ReplicationPad3DBackward0": "x = torch.randn(1, 1, 2, 3, 3, requires_grad=True)\n"
+                                 "z = torch.nn.functional.pad(x, (1, 2, 2, 1, 3, 1), mode='replicate')",
     # a create_graph pass's nodes (analysis/explain/double.py), made here by calling the backward
     # op itself: ``y`` is its grad_output, ``x`` the forward op's input (or output)
     "TanhBackwardBackward0": "y = torch.randn(3, 4, requires_grad=True)\n"
@@ -161,6 +188,7 @@ NET_LEAVES: dict[str, list[str]] = {
                                  "EluBackwardBackward0")},
     "MseLossBackwardBackward0": ["y", "x", "t"],
     "CholeskySolveBackward0": ["x", "y"],
+    "SoftMarginLossBackward0": ["x"],  # torch has no gradient for the target
 }
 NET_VARIANTS: dict[str, tuple[str, str]] = {
     "conv1d stride pad no bias": ("ConvolutionBackward0", "x = torch.randn(2, 3, 9, requires_grad=True)\n"
@@ -264,6 +292,10 @@ NET_VARIANTS: dict[str, tuple[str, str]] = {
     "cholesky solve upper, batched": ("CholeskySolveBackward0", "x = torch.randn(2, 3, 2, requires_grad=True)\n"
                                       "y = (torch.randn(2, 3, 3).triu(1) + torch.diag_embed(torch.rand(2, 3) + 1))"
                                       ".requires_grad_()\nz = torch.cholesky_solve(x, y, upper=True)"),
+    "soft margin, sum": ("SoftMarginLossBackward0", "x = torch.randn(5, requires_grad=True)\n"
+                         "y = torch.sign(torch.randn(5))\n"
+                         "z = torch.nn.functional.soft_margin_loss(x, y, reduction='sum')"),
+    "glu last dim": ("GluBackward0", "x = torch.randn(3, 4, requires_grad=True)\nz = torch.nn.functional.glu(x)"),
     "mse double backward, sum": ("MseLossBackwardBackward0", "y = torch.randn((), requires_grad=True)\n"
                                  "x = torch.randn(2, 3, requires_grad=True)\n"
                                  "t = torch.randn(2, 3, requires_grad=True)\n"

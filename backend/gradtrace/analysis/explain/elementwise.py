@@ -1,5 +1,5 @@
-"""Rules of elementwise activations: SiLU, softplus, ELU, hardtanh (ReLU6), log-sigmoid, rsqrt,
-reciprocal, log1p and clamp with a maximum only.
+"""Rules of elementwise activations: SiLU, softplus, ELU, CELU, hardtanh (ReLU6), log-sigmoid,
+rsqrt, reciprocal, log1p, clamp with a maximum only, the shrinks, threshold, sign, GLU and xlogy.
 
 Where the local derivative is a function of the input alone it comes from
 :data:`gradtrace.analysis.local_derivatives.LOCAL_DERIVATIVES` (the first-NaN explanation reads
@@ -8,11 +8,12 @@ the same one); those that read an argument (softplus's beta, ELU's alpha) are wr
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 from gradtrace.analysis.explain.nn import _clamp, _num
 from gradtrace.analysis.explain.ops import Ctx, Rule, _binary, _f, _operand, _unary
-from gradtrace.analysis.explain.tensors import fmt, fmt_operand
+from gradtrace.analysis.explain.tensors import fmt, fmt_operand, ravel, unravel
 from gradtrace.analysis.local_derivatives import LOCAL_DERIVATIVES, _exp
 
 
@@ -52,6 +53,66 @@ def _prelu(i: int) -> Callable[[Ctx, int], tuple[str, float]]:
     return f
 
 
+def _celu(ctx: Ctx, k: int) -> tuple[str, float]:
+    """celu(x) = max(0, x) + min(0, α·(exp(x/α) − 1)): 1 above 0, exp(x/α) at or below it."""
+    x, alpha = ctx.saved["self"].at(k), _num(ctx.arg("alpha", 1))
+    if x > 0:
+        return "1", 1.0
+    return f"exp({fmt(x)}/{fmt(alpha)})", _exp(x / alpha)
+
+
+def _outside(arg: str, default: float, symmetric: bool) -> Callable[[Ctx, int], tuple[str, float]]:
+    """1 where ``self`` is past the argument (|self| > lambd for the shrinks, self > threshold),
+    else 0: the kernels' ``self ≤ …`` masks."""
+    def f(ctx: Ctx, k: int) -> tuple[str, float]:
+        x, a = ctx.saved["self"].at(k), _num(ctx.arg(arg, default))
+        past = abs(x) > a if symmetric else x > a
+        shown = f"[|{fmt(x)}| > {fmt(a)}]" if symmetric else f"[{fmt(x)} > {fmt(a)}]"
+        return shown, 1.0 if past else 0.0
+    return f
+
+
+def _glu(ctx: Ctx, i: int, k: int) -> tuple[str, float]:
+    """glu(self) = a · σ(b), a and b the two halves of self along dim: grad_a = grad_out · σ(b),
+    grad_b = grad_out · a · σ(b) · (1 − σ(b))."""
+    x = ctx.saved["self"]
+    shape = x.shape
+    d = int(ctx.arg("dim", -1))
+    d = d + len(shape) if d < 0 else d
+    half = shape[d] // 2
+    coords = list(unravel(k, shape))
+    second = coords[d] >= half
+    coords[d] -= half if second else 0
+    out_shape = tuple(half if j == d else n for j, n in enumerate(shape))
+    a_at = coords.copy()
+    b_at = coords.copy()
+    b_at[d] += half
+    a, b = x.at(ravel(tuple(a_at), shape)), x.at(ravel(tuple(b_at), shape))
+    g = ctx.g.at(ravel(tuple(coords), out_shape))
+    s = 1.0 / (1.0 + _exp(-b))
+    if not second:
+        return f"{fmt(g)} · σ({fmt(b)})", g * s
+    return f"{fmt(g)} · {fmt_operand(a)} · σ({fmt(b)}) · (1 − σ({fmt(b)}))", g * a * s * (1.0 - s)
+
+
+def _xlogy(i: int) -> Callable[[Ctx, int], tuple[str, float]]:
+    """xlogy(x, y) = x · log(y) (0 where x = 0): ∂/∂x = log(y) (0 where x = 0 and y ≤ 0), ∂/∂y = x / y."""
+    def f(ctx: Ctx, j: int) -> tuple[str, float]:
+        x, y = _operand(ctx, "self", j), _operand(ctx, "other", j)
+        if i == 0:
+            if x == 0 and y <= 0:
+                return "0  (self = 0, other ≤ 0)", 0.0
+            return f"log({fmt(y)})", math.log(y) if y > 0 else (-math.inf if y == 0 else math.nan)
+        return f"{fmt_operand(x)}/{fmt_operand(y)}", _div(x, y)
+    return f
+
+
+def _div(x: float, y: float) -> float:
+    if y != 0:
+        return x / y
+    return math.nan if x == 0 else math.copysign(math.inf, x)
+
+
 def _local(name: str, text: str) -> Rule:
     """A one-input op whose derivative is ``LOCAL_DERIVATIVES[name]`` of its saved input."""
     return _unary(f"grad_self = grad_out · {text}", ("self",),
@@ -82,4 +143,19 @@ BACKWARD_RULES: dict[str, Rule] = {
     "HardtanhBackward0": _unary("grad_self = grad_out · [min_val < self < max_val]", ("self",), _hardtanh,
                                 ("min_val", "max_val")),
     "ClampMaxBackward0": _unary("grad_self = grad_out · [self ≤ max]", ("self",), _clamp, ("max",)),
+    "CeluBackward0": _unary("grad_self = grad_out · (1 if self > 0 else exp(self / alpha))", ("self",), _celu,
+                            ("alpha",)),
+    "HardshrinkBackward0": _unary("grad_self = grad_out · [|self| > lambd]", ("self",), _outside("lambd", 0.5, True),
+                                  ("lambd",)),
+    "SoftshrinkBackward0": _unary("grad_self = grad_out · [|self| > lambd]", ("self",), _outside("lambd", 0.5, True),
+                                  ("lambd",)),
+    "ThresholdBackward0": _unary("grad_self = grad_out · [self > threshold]", ("self",),
+                                 _outside("threshold", 0.0, False), ("threshold",)),
+    "SignBackward0": _unary("grad_self = grad_out · 0  (sign is flat wherever it is defined)", (),
+                            lambda ctx, k: ("0", 0.0)),
+    "GluBackward0": Rule(("grad_self = grad_out · σ(b) on the first half a, grad_out · a · σ(b) · (1 − σ(b)) on "
+                          "the second half b  (self split in two along dim)",), (("self",),), _glu, ("dim",)),
+    "XlogyBackward0": _binary(("grad_self = grad_out · log(other)  (0 where self = 0 and other ≤ 0)",
+                               "grad_other = grad_out · self / other"),
+                              (("self", "other"), ("self", "other")), (_xlogy(0), _xlogy(1))),
 }

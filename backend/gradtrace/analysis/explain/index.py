@@ -187,7 +187,50 @@ def _split_sizes(ctx: Ctx, i: int, k: int) -> tuple[str, float]:
     raise IndexError("the element lies past the split sizes")
 
 
+def _pad(reflect: bool, nd: int) -> Rule:
+    """Reflection and replication padding of the last ``nd`` dims: each output place reads one
+    input place (reflected about the edge, or the edge itself), so ``grad_self[p]`` sums the
+    received gradient over the output places that read ``p``."""
+
+    def source(o: int, lo: int, n: int) -> int:
+        p = o - lo
+        if reflect:
+            return -p if p < 0 else 2 * (n - 1) - p if p >= n else p
+        return min(max(p, 0), n - 1)
+
+    def elem(ctx: Ctx, i: int, k: int) -> tuple[str, float]:
+        shape = ctx.in_shapes[i] or ()
+        pads = [int(x) for x in ctx.arg("padding")]
+        at = unravel(k, shape)
+        lead, spatial = at[:-nd], at[-nd:]
+        sizes = shape[-nd:]
+        # padding lists the last dim's (left, right) first
+        los = [pads[2 * (nd - 1 - d)] for d in range(nd)]
+        his = [pads[2 * (nd - 1 - d) + 1] for d in range(nd)]
+        outs = [n + lo + hi for n, lo, hi in zip(sizes, los, his, strict=True)]
+        readers = [[o for o in range(outs[d]) if source(o, los[d], sizes[d]) == spatial[d]] for d in range(nd)]
+        out_shape = (*ctx.g.shape[:-nd], *outs)
+        vals: list[float] = []
+        for place in _product(readers):
+            vals.append(ctx.g.at(ravel((*lead, *place), out_shape)))
+        shown = " + ".join(fmt(v) for v in vals[:4]) + (" + …" if len(vals) > 4 else "")
+        return shown, math.fsum(vals)
+
+    how = "reflected about the edge" if reflect else "the nearest edge place"
+    return Rule((f"grad_self[p] = Σ grad_out[o] over the output places o that read p (o − padding, {how})",),
+                ((),), elem, ("padding",))
+
+
+def _product(lists: list[list[int]]) -> list[tuple[int, ...]]:
+    out: list[tuple[int, ...]] = [()]
+    for options in lists:
+        out = [(*prefix, o) for prefix in out for o in options]
+    return out
+
+
 BACKWARD_RULES: dict[str, Rule] = {
+    **{f"{kind}Pad{nd}DBackward0": _pad(kind == "Reflection", nd) for kind in ("Reflection", "Replication")
+       for nd in (1, 2, 3)},
     "SplitBackward0": Rule(("grad_self = the outputs' gradients joined along dim (an output that got none: 0)",),
                            ((),), _split, ("dim", "split_size")),
     "UnsafeSplitBackward0": Rule(("grad_self = the outputs' gradients joined along dim (an output that got none: 0)",),

@@ -95,6 +95,11 @@ def _bce(ctx: Ctx, i: int, k: int, x: float, t: float) -> tuple[str, float]:
     return f"{fmt(w)}·(log(1 − {fmt(x)}) − log({fmt(x)}))", w * (l1 - lx)
 
 
+def _soft_margin(ctx: Ctx, i: int, k: int, x: float, t: float) -> tuple[str, float]:
+    """ℓ = log(1 + exp(−t·x)): ∂/∂x = −t · σ(−t·x) (torch has no gradient for the target)."""
+    return f"(−{fmt(t)} · σ({fmt(-t * x)}))", -t * _sigmoid(-t * x)
+
+
 _RED = " (/ numel for mean)"
 BACKWARD_RULES: dict[str, Rule] = {
     "MseLossBackward0": _loss(("grad_self = grad_out · 2 · (self − target)" + _RED,
@@ -109,6 +114,8 @@ BACKWARD_RULES: dict[str, Rule] = {
     "BinaryCrossEntropyWithLogitsBackward0": _loss(
         ("grad_self = grad_out · weight · ((1 + (pos_weight − 1) · target) · σ(self) − pos_weight · target)" + _RED,
          "grad_target = −grad_out · weight · (pos_weight · logσ(self) − logσ(−self))" + _RED), _bce_logits),
+    "SoftMarginLossBackward0": Rule(("grad_self = grad_out · (−target · σ(−target · self))" + _RED,),
+                                    (("self", "target"),), _loss(("", ""), _soft_margin).elem, ("reduction",)),
     "BinaryCrossEntropyBackward0": _loss(
         ("grad_self = grad_out · weight · (self − target) / (self · (1 − self))" + _RED,
          "grad_target = grad_out · weight · (log(1 − self) − log(self))" + _RED), _bce),
