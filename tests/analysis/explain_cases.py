@@ -143,6 +143,10 @@ NET_OPS: dict[str, str] = {
                                   "z = torch.nn.functional.adaptive_max_pool2d(x, (2, 3))",
     "AdaptiveMaxPool3DBackward0": "x = torch.randn(1, 2, 3, 4, 5, requires_grad=True)\n"
                                   "z = torch.nn.functional.adaptive_max_pool3d(x, (2, 2, 3))",
+    "FractionalMaxPool2DBackward0": "x = torch.randn(1, 2, 6, 7, requires_grad=True)\n"
+                                    "z = torch.nn.functional.fractional_max_pool2d(x, 2, output_size=(3, 4))",
+    "FractionalMaxPool3DBackward0": "x = torch.randn(1, 2, 4, 5, 4, requires_grad=True)\n"
+                                    "z = torch.nn.functional.fractional_max_pool3d(x, 2, output_size=(2, 3, 2))",
     "ReflectionPad1DBackward0": "x = torch.randn(2, 3, 5, requires_grad=True)\n"
                                 "z = torch.nn.functional.pad(x, (3, 2), mode='reflect')",
     "ReflectionPad2DBackward0": "x = torch.randn(1, 2, 4, 5, requires_grad=True)\n"
@@ -295,6 +299,8 @@ NET_VARIANTS: dict[str, tuple[str, str]] = {
     "soft margin, sum": ("SoftMarginLossBackward0", "x = torch.randn(5, requires_grad=True)\n"
                          "y = torch.sign(torch.randn(5))\n"
                          "z = torch.nn.functional.soft_margin_loss(x, y, reduction='sum')"),
+    "sign of an infinite gradient": ("SignBackward0", "x = torch.randn(4, requires_grad=True)\n"
+                                     "z = torch.sign(x) * torch.tensor([1.0, float('inf'), 2.0, float('nan')])"),
     "glu last dim": ("GluBackward0", "x = torch.randn(3, 4, requires_grad=True)\nz = torch.nn.functional.glu(x)"),
     "mse double backward, sum": ("MseLossBackwardBackward0", "y = torch.randn((), requires_grad=True)\n"
                                  "x = torch.randn(2, 3, requires_grad=True)\n"

@@ -272,6 +272,8 @@ BACKWARD_RULES: dict[str, Rule] = {
     "MaxPool3DWithIndicesBackward0": _max_pool(3),
     "AdaptiveMaxPool2DBackward0": _max_pool(2),
     "AdaptiveMaxPool3DBackward0": _max_pool(3),
+    "FractionalMaxPool2DBackward0": _max_pool(2),
+    "FractionalMaxPool3DBackward0": _max_pool(3),
     "AvgPool2DBackward0": _avg_pool(2, False),
     "AvgPool3DBackward0": _avg_pool(3, False),
     "AdaptiveAvgPool2DBackward0": _avg_pool(2, True),

@@ -151,8 +151,9 @@ BACKWARD_RULES: dict[str, Rule] = {
                                   ("lambd",)),
     "ThresholdBackward0": _unary("grad_self = grad_out · [self > threshold]", ("self",),
                                  _outside("threshold", 0.0, False), ("threshold",)),
-    "SignBackward0": _unary("grad_self = grad_out · 0  (sign is flat wherever it is defined)", (),
-                            lambda ctx, k: ("0", 0.0)),
+    # zeros, not grad_out · 0: an infinite grad_out still passes 0 (torch's zeros_like(grad))
+    "SignBackward0": Rule(("grad_self = 0  (sign is flat wherever it is defined)",), ((),),
+                          lambda ctx, i, k: ("0", 0.0)),
     "GluBackward0": Rule(("grad_self = grad_out · σ(b) on the first half a, grad_out · a · σ(b) · (1 − σ(b)) on "
                           "the second half b  (self split in two along dim)",), (("self",),), _glu, ("dim",)),
     "XlogyBackward0": _binary(("grad_self = grad_out · log(other)  (0 where self = 0 and other ≤ 0)",

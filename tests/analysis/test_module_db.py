@@ -1,0 +1,91 @@
+"""PyTorch's own module database (``torch.testing._internal.common_modules.module_db``, which
+ships in the wheel) as a differential test of recording and of Explain: every module's sample
+inputs, in float64, recorded in process through one forward and one backward. Each records with
+no error and no recorder error, and wherever Explain's catalogue has a rule for a backward node,
+the rule's gradient equals, element by element, the one the engine passed on
+(``test_explain._checked``: torch's own answer, not a hand-written one)."""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import torch
+
+import gradtrace
+from analysis.test_explain import CATALOGUE, _checked
+
+NO_RULE = {
+    "TrilinearBackward0": "nn.Bilinear's fused trilinear product",
+    "MultiMarginLossBackward0": "the multi-class margin loss",
+    "MultilabelMarginLossBackward0": "the multi-label margin loss",
+    "CopySlices": "circular padding's in-place slice copies (an in-place write into a view)",
+}
+"""Backward nodes the module database makes that Explain's catalogue has no rule for, and what
+they are: the test fails when a new one appears (a module that gained an op)."""
+
+
+def _samples() -> list[tuple[str, Any, Any]]:
+    from torch.testing._internal.common_modules import module_db
+
+    out = []
+    for info in module_db:
+        try:
+            inputs = info.module_inputs_func(info, device="cpu", dtype=torch.float64, requires_grad=True,
+                                             training=True)
+        except Exception:  # noqa: BLE001 - a sample generator this build cannot run (a missing backend)
+            continue
+        out += [(info.module_cls.__name__, info.module_cls, mi) for mi in inputs[:2]]
+    return out
+
+
+def _run(cls: Any, mi: Any) -> bool:
+    """One forward and one backward of the module on its sample; False where the module itself
+    refuses the sample (the database's error inputs), before anything is recorded."""
+    torch.manual_seed(0)
+    try:
+        m = cls(*mi.constructor_input.args, **mi.constructor_input.kwargs).to(dtype=torch.float64)
+        m(*mi.forward_input.args, **mi.forward_input.kwargs)
+    except Exception:  # noqa: BLE001
+        return False
+    return True
+
+
+def test_every_module_records_cleanly_and_explain_agrees_with_the_engine() -> None:
+    problems: list[tuple[str, str]] = []
+    unruled: dict[str, str] = {}
+    recorded = checked = 0
+    was = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the modules' own deprecation warnings
+            for name, cls, mi in _samples():
+                if not _run(cls, mi):
+                    continue
+                torch.manual_seed(0)
+                m = cls(*mi.constructor_input.args, **mi.constructor_input.kwargs).to(dtype=torch.float64)
+                with gradtrace.record(tensor_budget=None) as rec:
+                    out = m(*mi.forward_input.args, **mi.forward_input.kwargs)
+                    outs = [o for o in (out if isinstance(out, tuple | list) else [out])
+                            if isinstance(o, torch.Tensor) and o.requires_grad]
+                    if outs:
+                        sum(o.sum() for o in outs).backward()
+                doc = rec.document().model_dump(mode="json", by_alias=True)
+                recorded += 1
+                if doc["status"] != "ok" or doc.get("recorder_errors"):
+                    problems.append((name, str(doc.get("error") or doc.get("recorder_errors"))[:300]))
+                    continue
+                try:
+                    checked += sum(_checked(doc).values())
+                except AssertionError as e:
+                    problems.append((name, f"Explain disagrees with the engine: {str(e)[:300]}"))
+                for node in doc["graph"]["nodes"]:
+                    if node["kind"] == "function" and node["name"] not in CATALOGUE:
+                        unruled.setdefault(node["name"], name)
+    finally:
+        torch.set_default_dtype(was)
+    assert recorded >= 200, recorded  # the database's samples did run
+    assert checked >= 500, checked  # and Explain's rules were held to the engine's gradients
+    assert not problems, problems
+    assert set(unruled) <= set(NO_RULE), {op: unruled[op] for op in set(unruled) - set(NO_RULE)}
