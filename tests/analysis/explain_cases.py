@@ -296,6 +296,9 @@ NET_VARIANTS: dict[str, tuple[str, str]] = {
     "cholesky solve upper, batched": ("CholeskySolveBackward0", "x = torch.randn(2, 3, 2, requires_grad=True)\n"
                                       "y = (torch.randn(2, 3, 3).triu(1) + torch.diag_embed(torch.rand(2, 3) + 1))"
                                       ".requires_grad_()\nz = torch.cholesky_solve(x, y, upper=True)"),
+    "addmm alpha beta": ("AddmmBackward0", "b = torch.randn(2, 3, requires_grad=True)\n"
+                         "x = torch.randn(2, 4, requires_grad=True)\ny = torch.randn(4, 3, requires_grad=True)\n"
+                         "z = torch.addmm(b, x, y, beta=0.2, alpha=0.6)"),
     "soft margin, sum": ("SoftMarginLossBackward0", "x = torch.randn(5, requires_grad=True)\n"
                          "y = torch.sign(torch.randn(5))\n"
                          "z = torch.nn.functional.soft_margin_loss(x, y, reduction='sum')"),

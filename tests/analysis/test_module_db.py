@@ -51,6 +51,35 @@ def _run(cls: Any, mi: Any) -> bool:
     return True
 
 
+def recorded_and_checked(run: Any, name: str, problems: list[tuple[str, str]], unruled: dict[str, str]) -> int:
+    """Record ``run()`` (one forward and backward) in process; note a failed or troubled
+    recording in ``problems`` and each backward node with no rule in ``unruled``; answer how many
+    of Explain's rules agreed with the engine's gradients (``test_explain._checked``)."""
+    with gradtrace.record(tensor_budget=None) as rec:
+        run()
+    doc = rec.document().model_dump(mode="json", by_alias=True)
+    if doc["status"] != "ok" or doc.get("recorder_errors"):
+        problems.append((name, str(doc.get("error") or doc.get("recorder_errors"))[:300]))
+        return 0
+    checked = 0
+    try:
+        checked = sum(_checked(doc).values())
+    except AssertionError as e:
+        problems.append((name, f"Explain disagrees with the engine: {str(e)[:300]}"))
+    for node in doc["graph"]["nodes"]:
+        if node["kind"] == "function" and node["name"] not in CATALOGUE:
+            unruled.setdefault(node["name"], name)
+    return checked
+
+
+def backward_of(out: Any) -> None:
+    """Backward from the sum of every floating-point output that requires grad."""
+    outs = [o for o in (out if isinstance(out, tuple | list) else [out])
+            if isinstance(o, torch.Tensor) and o.requires_grad and o.is_floating_point()]
+    if outs:
+        sum(o.sum() for o in outs).backward()
+
+
 def test_every_module_records_cleanly_and_explain_agrees_with_the_engine() -> None:
     problems: list[tuple[str, str]] = []
     unruled: dict[str, str] = {}
@@ -65,24 +94,10 @@ def test_every_module_records_cleanly_and_explain_agrees_with_the_engine() -> No
                     continue
                 torch.manual_seed(0)
                 m = cls(*mi.constructor_input.args, **mi.constructor_input.kwargs).to(dtype=torch.float64)
-                with gradtrace.record(tensor_budget=None) as rec:
-                    out = m(*mi.forward_input.args, **mi.forward_input.kwargs)
-                    outs = [o for o in (out if isinstance(out, tuple | list) else [out])
-                            if isinstance(o, torch.Tensor) and o.requires_grad]
-                    if outs:
-                        sum(o.sum() for o in outs).backward()
-                doc = rec.document().model_dump(mode="json", by_alias=True)
+                checked += recorded_and_checked(
+                    lambda m=m, mi=mi: backward_of(m(*mi.forward_input.args, **mi.forward_input.kwargs)),
+                    name, problems, unruled)
                 recorded += 1
-                if doc["status"] != "ok" or doc.get("recorder_errors"):
-                    problems.append((name, str(doc.get("error") or doc.get("recorder_errors"))[:300]))
-                    continue
-                try:
-                    checked += sum(_checked(doc).values())
-                except AssertionError as e:
-                    problems.append((name, f"Explain disagrees with the engine: {str(e)[:300]}"))
-                for node in doc["graph"]["nodes"]:
-                    if node["kind"] == "function" and node["name"] not in CATALOGUE:
-                        unruled.setdefault(node["name"], name)
     finally:
         torch.set_default_dtype(was)
     assert recorded >= 200, recorded  # the database's samples did run

@@ -12,7 +12,7 @@ import math
 from collections.abc import Callable
 
 from gradtrace.analysis.explain.index import norm_dim
-from gradtrace.analysis.explain.ops import Ctx, NotKept, Rule, _binary, _operand, _unary
+from gradtrace.analysis.explain.ops import Ctx, NotKept, Rule, _binary, _operand, _unary, only_output_grad
 from gradtrace.analysis.explain.tensors import Flat, fmt, ravel, unravel
 from gradtrace.analysis.numbers import number
 
@@ -122,6 +122,7 @@ def _nll(ctx: Ctx, i: int, k: int) -> tuple[str, float]:
 def _layer_norm(ctx: Ctx, i: int, k: int) -> tuple[str, float]:
     """grad_input = rstd · (ĝ − mean(ĝ) − x̂ · mean(ĝ · x̂)) over the normalized elements of a row,
     with x̂ = (x − mean) · rstd and ĝ = grad_out · weight; grad_weight/grad_bias sum over rows."""
+    only_output_grad(ctx, "layer norm")
     m = math.prod(int(s) for s in ctx.arg("normalized_shape"))
     rows = len(ctx.g.values) // m if m else 0
     if i == 2:

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from gradtrace.analysis.explain.nn import _num
-from gradtrace.analysis.explain.ops import Ctx, NotKept, Rule, Unsupported
+from gradtrace.analysis.explain.ops import Ctx, NotKept, Rule, Unsupported, only_output_grad
 from gradtrace.analysis.explain.tensors import Flat, fmt, fmt_operand
 
 
@@ -86,6 +86,7 @@ def _normalized(ctx: Ctx, i: int, k: int, members: Callable[[int], list[int]], c
 
 
 def _batch_norm(ctx: Ctx, i: int, k: int) -> tuple[str, float]:
+    only_output_grad(ctx, "batch norm")
     shape = ctx.g.shape
     c_count = shape[1] if len(shape) > 1 else 1
     plane = math.prod(shape[2:])
@@ -121,6 +122,7 @@ def _batch_norm(ctx: Ctx, i: int, k: int) -> tuple[str, float]:
 
 
 def _group_norm(ctx: Ctx, i: int, k: int) -> tuple[str, float]:
+    only_output_grad(ctx, "group norm")
     n_count, c_count, hw, groups = (int(ctx.arg(a)) for a in ("N", "C", "HxW", "group"))
     per = c_count // groups
     mean, rstd = _need(ctx, "result1", "result2")

@@ -55,6 +55,15 @@ class Unsupported(ValueError):
     """A rule that cannot be exact for this node's arguments (it says why instead of a number)."""
 
 
+def only_output_grad(ctx: Ctx, name: str) -> None:
+    """Raise :class:`Unsupported` when a normalization's saved statistics (its mean and rstd
+    outputs) received a gradient of their own: the rules here are for a gradient into the
+    normalized output alone, as ``nn.BatchNorm``, ``nn.LayerNorm`` and ``nn.GroupNorm`` leave it."""
+    if any(g is not None for g in ctx.gs[1:]):
+        raise Unsupported(f"a gradient into {name}'s mean or rstd outputs (the program used them) is not written "
+                          "here")
+
+
 Elem = Callable[[Ctx, int, int], tuple[str, float]]
 
 
@@ -174,10 +183,19 @@ def _transpose2(ctx: Ctx, i: int, k: int) -> tuple[str, float]:
 
 
 def _matmul(a: str | None, b: str | None, bias_first: bool) -> Rule:
-    """``out = [bias +] A @ B``: grad_A = grad_out @ Bᵀ, grad_B = Aᵀ @ grad_out, grad_bias = Σ rows."""
+    """``out = [beta · bias +] alpha · A @ B``: grad_A = alpha · grad_out @ Bᵀ, grad_B = alpha · Aᵀ @
+    grad_out, grad_bias = beta · Σ rows (``addmm``'s alpha and beta are 1 unless the node saved
+    others)."""
     offset = 1 if bias_first else 0
 
     def elem(ctx: Ctx, i: int, k: int) -> tuple[str, float]:
+        shown, value = _product(ctx, i, k)
+        scale = float(ctx.arg("beta" if bias_first and i == 0 else "alpha", 1)) if bias_first else 1.0
+        if scale == 1:
+            return shown, value
+        return f"{fmt(scale)} · ({shown})", scale * value
+
+    def _product(ctx: Ctx, i: int, k: int) -> tuple[str, float]:
         n, m = ctx.g.shape
         if bias_first and i == 0:
             return _summed(ctx, 0, k, lambda j: (fmt(ctx.g.at(j)), ctx.g.at(j)))
@@ -195,6 +213,8 @@ def _matmul(a: str | None, b: str | None, bias_first: bool) -> Rule:
         shown = " + ".join(f"{fmt(x)}·{fmt(y)}" for x, y in parts[:3]) + (" + …" if len(parts) > 3 else "")
         return shown, value
 
+    # the texts as nn.Linear has them; an addmm given another alpha or beta shows it in its
+    # instance (``0.6 · (…)``) and among the arguments
     grads = ("grad_mat1 = grad_out @ mat2ᵀ", "grad_mat2 = mat1ᵀ @ grad_out") if bias_first else (
         "grad_self = grad_out @ mat2ᵀ", "grad_mat2 = selfᵀ @ grad_out")
     texts = (("grad_self = Σ_rows grad_out",) if bias_first else ()) + grads
