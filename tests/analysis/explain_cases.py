@@ -147,6 +147,35 @@ NET_OPS: dict[str, str] = {
                                     "z = torch.nn.functional.fractional_max_pool2d(x, 2, output_size=(3, 4))",
     "FractionalMaxPool3DBackward0": "x = torch.randn(1, 2, 4, 5, 4, requires_grad=True)\n"
                                     "z = torch.nn.functional.fractional_max_pool3d(x, 2, output_size=(2, 3, 2))",
+    # torch's elementwise functions (analysis/explain/elementwise.py)
+    "Log2Backward0": "x = (torch.rand(5) + 0.2).requires_grad_()\nz = torch.log2(x)",
+    "Log10Backward0": "x = (torch.rand(5) + 0.2).requires_grad_()\nz = torch.log10(x)",
+    "AsinBackward0": "x = (torch.rand(5) * 1.8 - 0.9).requires_grad_()\nz = torch.asin(x)",
+    "AcosBackward0": "x = (torch.rand(5) * 1.8 - 0.9).requires_grad_()\nz = torch.acos(x)",
+    "AtanhBackward0": "x = (torch.rand(5) * 1.8 - 0.9).requires_grad_()\nz = torch.atanh(x)",
+    "AcoshBackward0": "x = (torch.rand(5) + 1.2).requires_grad_()\nz = torch.acosh(x)",
+    "AtanBackward0": "x = torch.randn(5, requires_grad=True)\nz = torch.atan(x)",
+    "AsinhBackward0": "x = torch.randn(5, requires_grad=True)\nz = torch.asinh(x)",
+    "SinhBackward0": "x = torch.randn(5, requires_grad=True)\nz = torch.sinh(x)",
+    "CoshBackward0": "x = torch.randn(5, requires_grad=True)\nz = torch.cosh(x)",
+    "TanBackward0": "x = torch.randn(5, requires_grad=True)\nz = torch.tan(x)",
+    "Exp2Backward0": "x = torch.randn(5, requires_grad=True)\nz = torch.exp2(x)",
+    "Expm1Backward0": "x = torch.randn(5, requires_grad=True)\nz = torch.expm1(x)",
+    "ErfBackward0": "x = torch.randn(5, requires_grad=True)\nz = torch.erf(x)",
+    "ErfcBackward0": "x = torch.randn(5, requires_grad=True)\nz = torch.erfc(x)",
+    "SincBackward0": "x = torch.tensor([0.0, 0.3, -1.7, 2.5], requires_grad=True)\nz = torch.sinc(x)",
+    "NanToNumBackward0": "x = torch.tensor([1.0, float('nan'), float('inf'), -2.0], requires_grad=True)\n"
+                         "z = torch.nan_to_num(x)",
+    "HardsigmoidBackward0": "x = torch.tensor([-4.0, -1.0, 0.5, 2.9, 3.5], requires_grad=True)\n"
+                            "z = torch.nn.functional.hardsigmoid(x)",
+    "LogitBackward0": "x = (torch.rand(5) * 0.9 + 0.05).requires_grad_()\nz = torch.logit(x)",
+    "Deg2RadBackward0": "x = torch.randn(5, requires_grad=True)\nz = torch.deg2rad(x)",
+    "Rad2DegBackward0": "x = torch.randn(5, requires_grad=True)\nz = torch.rad2deg(x)",
+    "FracBackward0": "x = torch.randn(5, requires_grad=True)\nz = torch.frac(x)",
+    "FloorBackward0": "x = torch.randn(5, requires_grad=True)\nz = torch.floor(x)",
+    "CeilBackward0": "x = torch.randn(5, requires_grad=True)\nz = torch.ceil(x)",
+    "RoundBackward0": "x = torch.randn(5, requires_grad=True)\nz = torch.round(x)",
+    "TruncBackward0": "x = torch.randn(5, requires_grad=True)\nz = torch.trunc(x)",
     "ReflectionPad1DBackward0": "x = torch.randn(2, 3, 5, requires_grad=True)\n"
                                 "z = torch.nn.functional.pad(x, (3, 2), mode='reflect')",
     "ReflectionPad2DBackward0": "x = torch.randn(1, 2, 4, 5, requires_grad=True)\n"
@@ -304,6 +333,8 @@ NET_VARIANTS: dict[str, tuple[str, str]] = {
                          "z = torch.nn.functional.soft_margin_loss(x, y, reduction='sum')"),
     "sign of an infinite gradient": ("SignBackward0", "x = torch.randn(4, requires_grad=True)\n"
                                      "z = torch.sign(x) * torch.tensor([1.0, float('inf'), 2.0, float('nan')])"),
+    "logit with eps": ("LogitBackward0", "x = torch.tensor([0.01, 0.3, 0.97, 0.5], requires_grad=True)\n"
+                       "z = torch.logit(x, eps=0.05)"),
     "glu last dim": ("GluBackward0", "x = torch.randn(3, 4, requires_grad=True)\nz = torch.nn.functional.glu(x)"),
     "mse double backward, sum": ("MseLossBackwardBackward0", "y = torch.randn((), requires_grad=True)\n"
                                  "x = torch.randn(2, 3, requires_grad=True)\n"

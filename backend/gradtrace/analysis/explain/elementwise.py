@@ -1,5 +1,7 @@
 """Rules of elementwise activations: SiLU, softplus, ELU, CELU, hardtanh (ReLU6), log-sigmoid,
-rsqrt, reciprocal, log1p, clamp with a maximum only, the shrinks, threshold, sign, GLU and xlogy.
+rsqrt, reciprocal, log1p, clamp with a maximum only, the shrinks, threshold, sign, GLU, xlogy, and
+the elementwise functions of ``torch`` (log2, exp2, expm1, the inverse and hyperbolic trigonometric
+functions, erf, the roundings, logit, sinc, nan_to_num, hardsigmoid).
 
 Where the local derivative is a function of the input alone it comes from
 :data:`gradtrace.analysis.local_derivatives.LOCAL_DERIVATIVES` (the first-NaN explanation reads
@@ -14,7 +16,7 @@ from collections.abc import Callable
 from gradtrace.analysis.explain.nn import _clamp, _num
 from gradtrace.analysis.explain.ops import Ctx, Rule, _binary, _f, _operand, _unary
 from gradtrace.analysis.explain.tensors import fmt, fmt_operand, ravel, unravel
-from gradtrace.analysis.local_derivatives import LOCAL_DERIVATIVES, _exp
+from gradtrace.analysis.local_derivatives import LOCAL_DERIVATIVES, _div, _exp
 
 
 def _softplus(ctx: Ctx, k: int) -> tuple[str, float]:
@@ -107,10 +109,37 @@ def _xlogy(i: int) -> Callable[[Ctx, int], tuple[str, float]]:
     return f
 
 
-def _div(x: float, y: float) -> float:
-    if y != 0:
-        return x / y
-    return math.nan if x == 0 else math.copysign(math.inf, x)
+def _of(saved: str, text: str, shown: Callable[[float], str], fn: Callable[[float], float]) -> Rule:
+    """``grad_self = grad_out · f(saved)``, elementwise, for a function of the saved input (or result)."""
+    return _unary(f"grad_self = grad_out · {text}", (saved,), _f(saved, shown, fn))
+
+
+def _constant(text: str, c: float) -> Rule:
+    return _unary(f"grad_self = grad_out · {text}", (), lambda ctx, k: (text, c))
+
+
+def _zero(text: str) -> Rule:
+    """A piecewise-constant function: zeros, whatever grad_out holds (torch's zeros_like(grad))."""
+    return Rule((f"grad_self = 0  ({text})",), ((),), lambda ctx, i, k: ("0", 0.0))
+
+
+_SQRT_PI = math.sqrt(math.pi)
+
+
+def _sinc(x: float) -> float:
+    """d/dx sin(πx)/(πx) = (cos(πx)·πx − sin(πx)) / (πx²), 0 at 0."""
+    if x == 0:
+        return 0.0
+    px = math.pi * x
+    return (math.cos(px) * px - math.sin(px)) / (px * x)
+
+
+def _logit(ctx: Ctx, k: int) -> tuple[str, float]:
+    """d/dx log(x / (1 − x)) = 1 / (x · (1 − x)); with eps, 0 outside [eps, 1 − eps]."""
+    x, eps = ctx.saved["self"].at(k), ctx.arg("eps")
+    if eps is not None and not _num(eps) <= x <= 1 - _num(eps):
+        return f"0  ({fmt(x)} outside [eps, 1 − eps])", 0.0
+    return f"1/({fmt(x)}·(1 − {fmt(x)}))", _div(1.0, x * (1.0 - x))
 
 
 def _local(name: str, text: str) -> Rule:
@@ -151,6 +180,44 @@ BACKWARD_RULES: dict[str, Rule] = {
                                   ("lambd",)),
     "ThresholdBackward0": _unary("grad_self = grad_out · [self > threshold]", ("self",),
                                  _outside("threshold", 0.0, False), ("threshold",)),
+    "Log2Backward0": _local("Log2Backward0", "1/(self · ln 2)"),
+    "Log10Backward0": _local("Log10Backward0", "1/(self · ln 10)"),
+    "AsinBackward0": _local("AsinBackward0", "1/√(1 − self²)"),
+    "AcosBackward0": _local("AcosBackward0", "−1/√(1 − self²)"),
+    "AtanhBackward0": _local("AtanhBackward0", "1/(1 − self²)"),
+    "AcoshBackward0": _local("AcoshBackward0", "1/√(self² − 1)"),
+    "AtanBackward0": _of("self", "1/(1 + self²)", lambda x: f"1/(1 + {fmt_operand(x)}²)",
+                         lambda x: 1.0 / (1.0 + x * x)),
+    "AsinhBackward0": _of("self", "1/√(self² + 1)", lambda x: f"1/√({fmt_operand(x)}² + 1)",
+                          lambda x: 1.0 / math.sqrt(x * x + 1.0)),
+    "SinhBackward0": _of("self", "cosh(self)", lambda x: f"cosh({fmt(x)})", math.cosh),
+    "CoshBackward0": _of("self", "sinh(self)", lambda x: f"sinh({fmt(x)})", math.sinh),
+    "TanBackward0": _of("result", "(1 + result²)  (result = tan(self))", lambda y: f"(1 + {fmt_operand(y)}²)",
+                        lambda y: 1.0 + y * y),
+    "Exp2Backward0": _of("result", "result · ln 2  (result = 2^self)", lambda y: f"{fmt(y)}·ln 2",
+                         lambda y: y * math.log(2.0)),
+    "Expm1Backward0": _of("result", "(result + 1)  (result = exp(self) − 1)", lambda y: f"({fmt(y)} + 1)",
+                          lambda y: y + 1.0),
+    "ErfBackward0": _of("self", "2/√π · exp(−self²)", lambda x: f"2/√π·exp(−{fmt_operand(x)}²)",
+                        lambda x: 2.0 / _SQRT_PI * _exp(-x * x)),
+    "ErfcBackward0": _of("self", "−2/√π · exp(−self²)", lambda x: f"−2/√π·exp(−{fmt_operand(x)}²)",
+                         lambda x: -2.0 / _SQRT_PI * _exp(-x * x)),
+    "SincBackward0": _of("self", "(cos(π·self)·π·self − sin(π·self)) / (π·self²)  (0 at 0)",
+                         lambda x: f"sinc′({fmt(x)})", _sinc),
+    "NanToNumBackward0": _of("self", "[self is finite]", lambda x: f"[{fmt(x)} finite]",
+                             lambda x: 1.0 if math.isfinite(x) else 0.0),
+    "HardsigmoidBackward0": _of("self", "(1/6 if −3 < self < 3 else 0)", lambda x: f"[−3 < {fmt(x)} < 3]/6",
+                                lambda x: 1.0 / 6.0 if -3.0 < x < 3.0 else 0.0),
+    # eps is an optional argument: a node without it (None, not recorded) has none
+    "LogitBackward0": _unary("grad_self = grad_out / (self · (1 − self))  (0 outside [eps, 1 − eps] when eps is "
+                             "given)", ("self",), _logit),
+    "Deg2RadBackward0": _constant("π/180", math.pi / 180.0),
+    "Rad2DegBackward0": _constant("180/π", 180.0 / math.pi),
+    "FracBackward0": _constant("1", 1.0),
+    "FloorBackward0": _zero("floor is flat between the integers"),
+    "CeilBackward0": _zero("ceil is flat between the integers"),
+    "RoundBackward0": _zero("round is flat between its steps"),
+    "TruncBackward0": _zero("trunc is flat between the integers"),
     # zeros, not grad_out · 0: an infinite grad_out still passes 0 (torch's zeros_like(grad))
     "SignBackward0": Rule(("grad_self = 0  (sign is flat wherever it is defined)",), ((),),
                           lambda ctx, i, k: ("0", 0.0)),
