@@ -176,6 +176,28 @@ NET_OPS: dict[str, str] = {
     "CeilBackward0": "x = torch.randn(5, requires_grad=True)\nz = torch.ceil(x)",
     "RoundBackward0": "x = torch.randn(5, requires_grad=True)\nz = torch.round(x)",
     "TruncBackward0": "x = torch.randn(5, requires_grad=True)\nz = torch.trunc(x)",
+    "Atan2Backward0": "x = torch.randn(3, 4, requires_grad=True)\n"
+                      "y = torch.randn(4, requires_grad=True)\n"
+                      "z = torch.atan2(x, y)",
+    "HypotBackward0": "x = torch.randn(3, 4, requires_grad=True)\n"
+                      "y = torch.randn(3, 1, requires_grad=True)\n"
+                      "z = torch.hypot(x, y)",
+    "LogaddexpBackward0": "x = torch.randn(3, 4, requires_grad=True)\n"
+                          "y = torch.randn(3, 4, requires_grad=True)\n"
+                          "z = torch.logaddexp(x, y)",
+    "LerpBackward0": "x = torch.randn(3, 4, requires_grad=True)\n"
+                     "y = torch.randn(3, 4, requires_grad=True)\n"
+                     "z = torch.lerp(x, y, 0.3)",
+    "LerpBackward1": "x = torch.randn(3, 4, requires_grad=True)\n"
+                     "y = torch.randn(3, 4, requires_grad=True)\n"
+                     "w = torch.rand(3, 4, requires_grad=True)\n"
+                     "z = torch.lerp(x, y, w)",
+    "AmaxBackward0": "x = torch.tensor([[1.0, 3.0, 3.0], [2.0, -1.0, 0.5]], requires_grad=True)\n"
+                     "z = torch.amax(x, dim=1)",
+    "AminBackward0": "x = torch.randn(3, 4, requires_grad=True)\nz = torch.amin(x, dim=(0, 1), keepdim=True)",
+    "TopkBackward0": "x = torch.randn(3, 5, requires_grad=True)\nz = torch.topk(x, 2, dim=1).values",
+    "SortBackward0": "x = torch.randn(4, 3, requires_grad=True)\nz = torch.sort(x, dim=0, descending=True).values",
+    "RollBackward0": "x = torch.randn(3, 4, requires_grad=True)\nz = torch.roll(x, shifts=(1, -2), dims=(0, 1))",
     "ReflectionPad1DBackward0": "x = torch.randn(2, 3, 5, requires_grad=True)\n"
                                 "z = torch.nn.functional.pad(x, (3, 2), mode='reflect')",
     "ReflectionPad2DBackward0": "x = torch.randn(1, 2, 4, 5, requires_grad=True)\n"
@@ -222,6 +244,7 @@ NET_LEAVES: dict[str, list[str]] = {
     "MseLossBackwardBackward0": ["y", "x", "t"],
     "CholeskySolveBackward0": ["x", "y"],
     "SoftMarginLossBackward0": ["x"],  # torch has no gradient for the target
+    "LerpBackward1": ["x", "y", "w"],
 }
 NET_VARIANTS: dict[str, tuple[str, str]] = {
     "conv1d stride pad no bias": ("ConvolutionBackward0", "x = torch.randn(2, 3, 9, requires_grad=True)\n"
@@ -335,6 +358,9 @@ NET_VARIANTS: dict[str, tuple[str, str]] = {
                                      "z = torch.sign(x) * torch.tensor([1.0, float('inf'), 2.0, float('nan')])"),
     "logit with eps": ("LogitBackward0", "x = torch.tensor([0.01, 0.3, 0.97, 0.5], requires_grad=True)\n"
                        "z = torch.logit(x, eps=0.05)"),
+    "roll flat": ("RollBackward0", "x = torch.randn(3, 4, requires_grad=True)\nz = torch.roll(x, 5)"),
+    "topk smallest, last dim": ("TopkBackward0", "x = torch.randn(2, 3, 4, requires_grad=True)\n"
+                                "z = torch.topk(x, 3, largest=False).values"),
     "glu last dim": ("GluBackward0", "x = torch.randn(3, 4, requires_grad=True)\nz = torch.nn.functional.glu(x)"),
     "mse double backward, sum": ("MseLossBackwardBackward0", "y = torch.randn((), requires_grad=True)\n"
                                  "x = torch.randn(2, 3, requires_grad=True)\n"

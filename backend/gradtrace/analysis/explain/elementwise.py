@@ -142,6 +142,47 @@ def _logit(ctx: Ctx, k: int) -> tuple[str, float]:
     return f"1/({fmt(x)}·(1 − {fmt(x)}))", _div(1.0, x * (1.0 - x))
 
 
+def _pair(f: Callable[[float, float], tuple[str, float]]) -> Callable[[Ctx, int], tuple[str, float]]:
+    """A binary op's factor at output element ``j`` from its saved ``self`` and ``other`` (broadcast)."""
+    return lambda ctx, j: f(_operand(ctx, "self", j), _operand(ctx, "other", j))
+
+
+def _atan2(i: int) -> Callable[[Ctx, int], tuple[str, float]]:
+    def f(x: float, y: float) -> tuple[str, float]:  # atan2(self = x, other = y)
+        r = x * x + y * y
+        if i == 0:
+            return f"{fmt_operand(y)}/({fmt_operand(x)}² + {fmt_operand(y)}²)", _div(y, r)
+        return f"−{fmt_operand(x)}/({fmt_operand(x)}² + {fmt_operand(y)}²)", _div(-x, r)
+    return _pair(f)
+
+
+def _hypot(i: int) -> Callable[[Ctx, int], tuple[str, float]]:
+    def f(ctx: Ctx, j: int) -> tuple[str, float]:
+        v, r = _operand(ctx, "self" if i == 0 else "other", j), _operand(ctx, "result", j)
+        return f"{fmt_operand(v)}/{fmt(r)}", _div(v, r)
+    return f
+
+
+def _logaddexp(i: int) -> Callable[[Ctx, int], tuple[str, float]]:
+    def f(x: float, y: float) -> tuple[str, float]:
+        a, b = (x, y) if i == 0 else (y, x)  # 1 / (1 + exp(other − self)) for self
+        return f"1/(1 + exp({fmt(b)} − {fmt_operand(a)}))", 1.0 / (1.0 + _exp(b - a))
+    return _pair(f)
+
+
+def _lerp(i: int, scalar: bool) -> Callable[[Ctx, int], tuple[str, float]]:
+    """lerp(self, end, weight) = self + weight · (end − self)."""
+    def f(ctx: Ctx, j: int) -> tuple[str, float]:
+        w = _num(ctx.arg("weight")) if scalar else _operand(ctx, "weight", j)
+        if i == 0:
+            return f"(1 − {fmt(w)})", 1.0 - w
+        if i == 1:
+            return fmt(w), w
+        a, b = _operand(ctx, "self", j), _operand(ctx, "end", j)
+        return f"({fmt(b)} − {fmt_operand(a)})", b - a
+    return f
+
+
 def _local(name: str, text: str) -> Rule:
     """A one-input op whose derivative is ``LOCAL_DERIVATIVES[name]`` of its saved input."""
     return _unary(f"grad_self = grad_out · {text}", ("self",),
@@ -218,6 +259,20 @@ BACKWARD_RULES: dict[str, Rule] = {
     "CeilBackward0": _zero("ceil is flat between the integers"),
     "RoundBackward0": _zero("round is flat between its steps"),
     "TruncBackward0": _zero("trunc is flat between the integers"),
+    "Atan2Backward0": _binary(("grad_self = grad_out · other / (self² + other²)",
+                               "grad_other = grad_out · (−self) / (self² + other²)"),
+                              (("self", "other"), ("self", "other")), (_atan2(0), _atan2(1))),
+    "HypotBackward0": _binary(("grad_self = grad_out · self / result", "grad_other = grad_out · other / result"),
+                              (("self", "result"), ("other", "result")), (_hypot(0), _hypot(1))),
+    "LogaddexpBackward0": _binary(("grad_self = grad_out / (1 + exp(other − self))",
+                                   "grad_other = grad_out / (1 + exp(self − other))"),
+                                  (("self", "other"), ("self", "other")), (_logaddexp(0), _logaddexp(1))),
+    "LerpBackward0": _binary(("grad_self = grad_out · (1 − weight)", "grad_end = grad_out · weight"),
+                             ((), ()), (_lerp(0, True), _lerp(1, True)), ("weight",)),
+    "LerpBackward1": Rule(("grad_self = grad_out · (1 − weight)", "grad_end = grad_out · weight",
+                           "grad_weight = grad_out · (end − self)"),
+                          (("weight",), ("weight",), ("self", "end")),
+                          _binary(("", ""), ((),), (_lerp(0, False), _lerp(1, False), _lerp(2, False))).elem),
     # zeros, not grad_out · 0: an infinite grad_out still passes 0 (torch's zeros_like(grad))
     "SignBackward0": Rule(("grad_self = 0  (sign is flat wherever it is defined)",), ((),),
                           lambda ctx, i, k: ("0", 0.0)),

@@ -186,7 +186,69 @@ def _dot(ctx: Ctx, i: int, k: int) -> tuple[str, float]:
 
 _MAX = "grad_self[c] = grad_out at c's place with dim dropped if indices there is c[dim], else 0"
 _ALL = "grad_self = grad_out / count where self = result (ties share evenly), else 0"
+def _amax(ctx: Ctx, i: int, k: int) -> tuple[str, float]:
+    """amax/amin: grad_out shared evenly among the elements equal to the result (ties split it)."""
+    _, j = _reduced(ctx, i, k)
+    x, r = ctx.saved["self"].at(k), ctx.saved["result"].at(j)
+    if x != r:
+        return f"0  ({fmt(x)} is not the result {fmt(r)})", 0.0
+    counts: dict[int, int] | None = ctx.memo.get("ties")
+    if counts is None:
+        counts = {}
+        self_ = ctx.saved["self"]
+        for q in range(len(self_.values)):
+            _, jq = _reduced(ctx, i, q)
+            if self_.at(q) == ctx.saved["result"].at(jq):
+                counts[jq] = counts.get(jq, 0) + 1
+        ctx.memo["ties"] = counts
+    n, g = counts.get(j, 1), ctx.g.at(j)
+    return (fmt(g) if n == 1 else f"{fmt(g)} / {n}  ({n} tie for it)"), g / n
+
+
+def _picked(ctx: Ctx, i: int, k: int) -> tuple[str, float]:
+    """topk/sort: grad_self[c] = the received gradient at the output place whose saved index along
+    dim is c's (none: 0)."""
+    shape = ctx.in_shapes[i] or ()
+    idx = ctx.saved["indices"]
+    d = norm_dim(int(ctx.arg("dim", -1)), len(shape))
+    c = list(unravel(k, shape))
+    hits = []
+    for p in range(idx.shape[d]):
+        at = ravel(tuple(p if q == d else x for q, x in enumerate(c)), idx.shape)
+        if int(idx.at(at)) == c[d]:
+            hits.append((p, ctx.g.at(at)))
+    if not hits:
+        return "0  (not among the picked elements)", 0.0
+    return " + ".join(f"{fmt(v)}" for _, v in hits), math.fsum(v for _, v in hits)
+
+
+def _roll(ctx: Ctx, i: int, k: int) -> tuple[str, float]:
+    """roll: grad_self[c] = grad_out at c moved by the shifts (the flat index when no dims are given)."""
+    shape = ctx.in_shapes[i] or ()
+    shifts = [int(x) for x in ctx.arg("shifts")]
+    dims = [int(x) for x in ctx.arg("dims") or []]
+    if not dims:
+        n = len(ctx.g.values)
+        j = (k + shifts[0]) % n if n else 0
+    else:
+        c = list(unravel(k, shape))
+        for sh, d in zip(shifts, dims, strict=True):
+            d = norm_dim(d, len(shape))
+            c[d] = (c[d] + sh) % shape[d]
+        j = ravel(tuple(c), shape)
+    return fmt(ctx.g.at(j)), ctx.g.at(j)
+
+
 BACKWARD_RULES: dict[str, Rule] = {
+    "AmaxBackward0": Rule(("grad_self = grad_out / (how many tie) where self is the max, else 0",),
+                          (("self", "result"),), _amax, ("dim", "keepdim")),
+    "AminBackward0": Rule(("grad_self = grad_out / (how many tie) where self is the min, else 0",),
+                          (("self", "result"),), _amax, ("dim", "keepdim")),
+    "TopkBackward0": Rule(("grad_self = grad_out at the place whose saved index is this element's, else 0",),
+                          (("indices",),), _picked, ("dim",)),
+    "SortBackward0": Rule(("grad_self = grad_out at the place the element was sorted to (saved indices)",),
+                          (("indices",),), _picked, ("dim",)),
+    "RollBackward0": Rule(("grad_self = grad_out rolled back by the shifts",), ((),), _roll, ("shifts", "dims")),
     "ConstantPadNdBackward0": Rule(("grad_self[c] = grad_out[c + pad before]  (a cropped element: 0)",), ((),),
                                    _pad, ("pad",)),
     "RepeatBackward0": Rule(("grad_self[c] = Σ grad_out over every copy of c",), ((),), _repeat, ("repeats",)),
