@@ -8,6 +8,7 @@ the rule's gradient equals, element by element, the one the engine passed on
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
@@ -80,7 +81,12 @@ def backward_of(out: Any) -> None:
         sum(o.sum() for o in outs).backward()
 
 
-def test_every_module_records_cleanly_and_explain_agrees_with_the_engine() -> None:
+def differential(cases: Iterator[tuple[str, Callable[[], None]]],
+                 no_rule: dict[str, str] | None = NO_RULE) -> tuple[int, int]:
+    """Each case (a name, and a forward and backward that ran bare) recorded and checked, with
+    float64 the default dtype while the cases are made and run; fails on any problem, and on a
+    backward node with no rule that ``no_rule`` does not list (None: any may have none);
+    returns how many were recorded and how many rules agreed with the engine."""
     problems: list[tuple[str, str]] = []
     unruled: dict[str, str] = {}
     recorded = checked = 0
@@ -88,19 +94,28 @@ def test_every_module_records_cleanly_and_explain_agrees_with_the_engine() -> No
     torch.set_default_dtype(torch.float64)
     try:
         with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # the modules' own deprecation warnings
-            for name, cls, mi in _samples():
-                if not _run(cls, mi):
-                    continue
-                torch.manual_seed(0)
-                m = cls(*mi.constructor_input.args, **mi.constructor_input.kwargs).to(dtype=torch.float64)
-                checked += recorded_and_checked(
-                    lambda m=m, mi=mi: backward_of(m(*mi.forward_input.args, **mi.forward_input.kwargs)),
-                    name, problems, unruled)
+            warnings.simplefilter("ignore")  # the modules' and operators' own deprecation warnings
+            for name, run in cases:
+                checked += recorded_and_checked(run, name, problems, unruled)
                 recorded += 1
     finally:
         torch.set_default_dtype(was)
+    assert not problems, problems
+    if no_rule is not None:
+        assert set(unruled) <= set(no_rule), {op: unruled[op] for op in set(unruled) - set(no_rule)}
+    return recorded, checked
+
+
+def _module_cases() -> Iterator[tuple[str, Callable[[], None]]]:
+    for name, cls, mi in _samples():
+        if not _run(cls, mi):
+            continue
+        torch.manual_seed(0)
+        m = cls(*mi.constructor_input.args, **mi.constructor_input.kwargs).to(dtype=torch.float64)
+        yield name, lambda m=m, mi=mi: backward_of(m(*mi.forward_input.args, **mi.forward_input.kwargs))
+
+
+def test_every_module_records_cleanly_and_explain_agrees_with_the_engine() -> None:
+    recorded, checked = differential(_module_cases())
     assert recorded >= 200, recorded  # the database's samples did run
     assert checked >= 500, checked  # and Explain's rules were held to the engine's gradients
-    assert not problems, problems
-    assert set(unruled) <= set(NO_RULE), {op: unruled[op] for op in set(unruled) - set(NO_RULE)}

@@ -35,14 +35,8 @@ def _hits(kind: str, ys: list[np.ndarray]) -> list[int]:
     for k, y in enumerate(ys):
         groups.setdefault((y.shape, y.dtype), []).append(k)
     for ks in groups.values():
-        y = np.stack([ys[k] for k in ks]).reshape(len(ks), -1).astype(np.float64, copy=False)
-        if kind == "tanh":
-            hit = np.abs(y) > SATURATION
-        elif kind == "sigmoid":
-            hit = np.abs(2.0 * y - 1.0) > SATURATION
-        else:
-            hit = y == 0
-        for k, c in zip(ks, np.count_nonzero(hit, axis=1).tolist(), strict=True):
+        counts = _row_hits(kind, np.stack([ys[k] for k in ks]).reshape(len(ks), -1))
+        for k, c in zip(ks, counts, strict=True):
             out[k] = int(c)
     return out
 
