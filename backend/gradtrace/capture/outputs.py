@@ -118,7 +118,9 @@ class OutputTap:
         """What is held, in the order it was: the last let go first (``evict``)."""
         core.tap = self
         self.paused = 0
-        """Above 0 while a backward pass runs: its ops are no forward outputs."""
+        """Above 0 while a backward pass runs: its ops are no forward outputs (not for a
+        ``create_graph=True`` pass, whose ops make the nodes it records: ``CaptureMode._backward``
+        in mode.py)."""
         self.thread = _get_ident()
         self._before: OutputTap | None = None
         self._included = False
