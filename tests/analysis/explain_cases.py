@@ -198,6 +198,11 @@ NET_OPS: dict[str, str] = {
     "TopkBackward0": "x = torch.randn(3, 5, requires_grad=True)\nz = torch.topk(x, 2, dim=1).values",
     "SortBackward0": "x = torch.randn(4, 3, requires_grad=True)\nz = torch.sort(x, dim=0, descending=True).values",
     "RollBackward0": "x = torch.randn(3, 4, requires_grad=True)\nz = torch.roll(x, shifts=(1, -2), dims=(0, 1))",
+    "MultiMarginLossBackward0": "x = torch.randn(3, 4, requires_grad=True)\n"
+                                "z = torch.nn.functional.multi_margin_loss(x, torch.tensor([1, 3, 0]))",
+    "MultilabelMarginLossBackward0": "x = torch.randn(3, 4, requires_grad=True)\n"
+                                     "z = torch.nn.functional.multilabel_margin_loss(x, torch.tensor("
+                                     "[[1, 3, -1, 0], [0, -1, 2, 1], [2, 1, 0, 3]]))",
     "ReflectionPad1DBackward0": "x = torch.randn(2, 3, 5, requires_grad=True)\n"
                                 "z = torch.nn.functional.pad(x, (3, 2), mode='reflect')",
     "ReflectionPad2DBackward0": "x = torch.randn(1, 2, 4, 5, requires_grad=True)\n"
@@ -361,6 +366,19 @@ NET_VARIANTS: dict[str, tuple[str, str]] = {
     "roll flat": ("RollBackward0", "x = torch.randn(3, 4, requires_grad=True)\nz = torch.roll(x, 5)"),
     "topk smallest, last dim": ("TopkBackward0", "x = torch.randn(2, 3, 4, requires_grad=True)\n"
                                 "z = torch.topk(x, 3, largest=False).values"),
+    "multi margin p 2, weight, sum": ("MultiMarginLossBackward0", "x = torch.randn(3, 4, requires_grad=True)\n"
+                                      "z = torch.nn.functional.multi_margin_loss(x, torch.tensor([1, 3, 0]), p=2, "
+                                      "margin=0.7, weight=torch.rand(4), reduction='sum')"),
+    "multi margin one sample, none": ("MultiMarginLossBackward0", "x = torch.randn(5, requires_grad=True)\n"
+                                      "z = torch.nn.functional.multi_margin_loss(x, torch.tensor(2), "
+                                      "reduction='none')"),
+    "multilabel margin, a class listed twice": ("MultilabelMarginLossBackward0",
+                                                "x = torch.randn(5, requires_grad=True)\n"
+                                                "z = torch.nn.functional.multilabel_margin_loss(x, "
+                                                "torch.tensor([1, 1, 0, 1, 4]))"),
+    "multilabel margin, none": ("MultilabelMarginLossBackward0", "x = torch.randn(2, 4, requires_grad=True)\n"
+                                "z = torch.nn.functional.multilabel_margin_loss(x, torch.tensor([[3, -1, 0, 0], "
+                                "[0, 1, 2, 3]]), reduction='none')"),
     "glu last dim": ("GluBackward0", "x = torch.randn(3, 4, requires_grad=True)\nz = torch.nn.functional.glu(x)"),
     "mse double backward, sum": ("MseLossBackwardBackward0", "y = torch.randn((), requires_grad=True)\n"
                                  "x = torch.randn(2, 3, requires_grad=True)\n"

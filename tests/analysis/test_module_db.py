@@ -18,8 +18,6 @@ from analysis.test_explain import CATALOGUE, _checked
 
 NO_RULE = {
     "TrilinearBackward0": "nn.Bilinear's fused trilinear product",
-    "MultiMarginLossBackward0": "the multi-class margin loss",
-    "MultilabelMarginLossBackward0": "the multi-label margin loss",
     "CopySlices": "circular padding's in-place slice copies (an in-place write into a view)",
 }
 """Backward nodes the module database makes that Explain's catalogue has no rule for, and what

@@ -1,5 +1,6 @@
 """Rules of the elementwise losses: MSE, smooth L1, Huber, binary cross-entropy (on probabilities
-and on logits), each with its ``reduction`` (0 none, 1 mean, 2 sum: ``saved_args``).
+and on logits), soft margin, each with its ``reduction`` (0 none, 1 mean, 2 sum: ``saved_args``);
+and of the two margin losses over classes (multi-class and multi-label).
 
 ``grad_self[k] = grad_out · ∂ℓ/∂self[k]`` (divided by the number of elements for mean), where
 the received gradient is one number unless the reduction is none; ``grad_target`` likewise with
@@ -100,6 +101,62 @@ def _soft_margin(ctx: Ctx, i: int, k: int, x: float, t: float) -> tuple[str, flo
     return f"(−{fmt(t)} · σ({fmt(-t * x)}))", -t * _sigmoid(-t * x)
 
 
+def _row(ctx: Ctx, k: int) -> tuple[int, int, int, float]:
+    """(sample, class, classes, received gradient) of element ``k`` of a margin loss's input
+    ([N, C], or [C] for one sample); the gradient is the sample's for reduction none, else the
+    one number, divided by N for mean."""
+    shape = ctx.saved["self"].shape
+    classes = shape[-1] if shape else 1  # a 0-dim input: one class
+    n, c = divmod(k, classes)
+    samples = shape[0] if len(shape) == 2 else 1
+    reduction = int(ctx.arg("reduction", 1))
+    g = ctx.g.at(n) if reduction == 0 and ctx.g.shape else ctx.g.at(0)
+    return n, c, classes, g / samples if reduction == 1 else g
+
+
+def _multi_margin(ctx: Ctx, i: int, k: int) -> tuple[str, float]:
+    """ℓ_n = Σ_{j ≠ y} w[y] · max(0, margin − x[y] + x[j])^p / C: x[j] gets w[y] · p · term^(p−1) / C
+    where the term is positive, x[y] minus the sum of those."""
+    n, c, classes, g = _row(ctx, k)
+    x, y = ctx.saved["self"], int(ctx.saved["target"].at(n))
+    margin, p = _num(ctx.arg("margin", 1.0)), int(ctx.arg("p", 1))
+    w = ctx.saved["weight"].at(y) if "weight" in ctx.saved else 1.0
+    if "weight" in ctx.names and "weight" not in ctx.saved:
+        raise NotKept("weight")
+
+    def part(j: int) -> float:
+        term = margin - x.at(n * classes + y) + x.at(n * classes + j)
+        return 0.0 if term <= 0 else w * p * term ** (p - 1) / classes
+
+    if c != y:
+        d = part(c)
+        return f"{fmt(g)} · {fmt(d)}  (margin term {'> 0' if d else '≤ 0'})", g * d
+    parts = [part(j) for j in range(classes) if j != y]
+    return f"{fmt(g)} · −({' + '.join(fmt(v) for v in parts[:4])}{' + …' if len(parts) > 4 else ''})", \
+        -g * math.fsum(parts)
+
+
+def _multilabel_margin(ctx: Ctx, i: int, k: int) -> tuple[str, float]:
+    """ℓ_n = Σ_{j in the target list} Σ_{i not a target} max(0, 1 − (x[j] − x[i])) / C, the list
+    read up to its first −1 (a class listed twice counts twice, as torch's loop does): a target
+    class loses 1/C per listing for each non-target class within the margin of it, a non-target
+    class gains 1/C for each listed target it is within the margin of."""
+    n, c, classes, g = _row(ctx, k)
+    x = ctx.saved["self"]
+    row = [int(ctx.saved["target"].at(n * classes + q)) for q in range(classes)]
+    listed = row[:row.index(-1)] if -1 in row else row
+    targets = set(listed)
+
+    def within(j: int, q: int) -> bool:
+        return 1.0 - (x.at(n * classes + j) - x.at(n * classes + q)) > 0
+
+    if c in targets:
+        hits = listed.count(c) * sum(within(c, q) for q in range(classes) if q not in targets)
+        return f"{fmt(g)} · (−{hits}/{classes})", -g * hits / classes
+    hits = sum(within(j, c) for j in listed)
+    return f"{fmt(g)} · ({hits}/{classes})", g * hits / classes
+
+
 _RED = " (/ numel for mean)"
 BACKWARD_RULES: dict[str, Rule] = {
     "MseLossBackward0": _loss(("grad_self = grad_out · 2 · (self − target)" + _RED,
@@ -116,6 +173,14 @@ BACKWARD_RULES: dict[str, Rule] = {
          "grad_target = −grad_out · weight · (pos_weight · logσ(self) − logσ(−self))" + _RED), _bce_logits),
     "SoftMarginLossBackward0": Rule(("grad_self = grad_out · (−target · σ(−target · self))" + _RED,),
                                     (("self", "target"),), _loss(("", ""), _soft_margin).elem, ("reduction",)),
+    "MultiMarginLossBackward0": Rule(
+        ("grad_self = grad_out · (weight[y] · p · max(0, margin − self[y] + self[j])^(p−1) / C for a class j ≠ y, "
+         "minus their sum for the target y)  (/ N for mean)",), (("self", "target"),), _multi_margin,
+        ("margin", "p", "reduction")),
+    "MultilabelMarginLossBackward0": Rule(
+        ("grad_self = grad_out · (−(non-target classes within 1 of it)/C for a target class, (target classes it "
+         "is within 1 of)/C for any other)  (/ N for mean)",), (("self", "target"),), _multilabel_margin,
+        ("reduction",)),
     "BinaryCrossEntropyBackward0": _loss(
         ("grad_self = grad_out · weight · (self − target) / (self · (1 − self))" + _RED,
          "grad_target = grad_out · weight · (log(1 − self) − log(self))" + _RED), _bce),
