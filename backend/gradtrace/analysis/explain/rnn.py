@@ -38,7 +38,8 @@ def _array(t: Flat) -> np.ndarray:
 
 
 def _sigmoid(x: np.ndarray) -> np.ndarray:
-    out: np.ndarray = 1.0 / (1.0 + np.exp(-x))
+    with np.errstate(over="ignore"):  # exp of a large −x is inf, and σ is then 0, as it should be
+        out: np.ndarray = 1.0 / (1.0 + np.exp(-x))
     return out
 
 
