@@ -21,7 +21,7 @@ from collections.abc import Callable
 import numpy as np
 
 from gradtrace.analysis.explain.ops import Ctx, Rule
-from gradtrace.analysis.explain.tensors import Flat, fmt, fmt_operand, unravel
+from gradtrace.analysis.explain.tensors import Flat, sum_of_products, unravel
 
 
 def _mats(t: Flat) -> np.ndarray:
@@ -116,7 +116,7 @@ def _cholesky_solve(ctx: Ctx, i: int, k: int) -> tuple[str, float]:
     g = _mats(ctx.g)
     if i == 0:  # grad_self[r, c] = Σ_q A⁻¹[r, q] · grad_out[q, c]
         parts = [(float(a_inv[b, r, q]), float(g[b, q, c])) for q in range(a_inv.shape[-1])]
-        return _terms(parts)
+        return sum_of_products(parts)
     x = _mats(ctx.saved["result"])
 
     def common() -> np.ndarray:
@@ -131,14 +131,8 @@ def _cholesky_solve(ctx: Ctx, i: int, k: int) -> tuple[str, float]:
         parts = [(float(u[b, r, q]), float(m[b, q, c])) for q in range(m.shape[-1])]
     else:  # grad_input2[r, c] = −Σ_q common[r, q] · L[q, c]
         parts = [(float(m[b, r, q]), float(ell[b, q, c])) for q in range(m.shape[-1])]
-    shown, total = _terms(parts)
+    shown, total = sum_of_products(parts)
     return f"−({shown})", -total
-
-
-def _terms(parts: list[tuple[float, float]]) -> tuple[str, float]:
-    total = math.fsum(a * b for a, b in parts)
-    shown = " + ".join(f"{fmt(a)}·{fmt_operand(b)}" for a, b in parts[:3]) + (" + …" if len(parts) > 3 else "")
-    return shown, total
 
 
 BACKWARD_RULES: dict[str, Rule] = {

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from gradtrace.analysis.explain.ops import Ctx, Rule, Unsupported
-from gradtrace.analysis.explain.tensors import Flat, fmt, fmt_operand, unravel
+from gradtrace.analysis.explain.tensors import Flat, fmt, fmt_operand, sum_of_products, unravel
 
 _LSTM = 2
 """``mode`` of an LSTM layer (``mkldnn_rnn_layer``'s RNN kinds: 0 tanh, 1 relu, 2 LSTM, 3 GRU)."""
@@ -99,12 +99,6 @@ def _through_time(ctx: Ctx) -> dict[str, Any]:
     return found
 
 
-def _terms(parts: list[tuple[float, float]]) -> tuple[str, float]:
-    total = math.fsum(a * b for a, b in parts)
-    shown = " + ".join(f"{fmt(a)}·{fmt_operand(b)}" for a, b in parts[:3]) + (" + …" if len(parts) > 3 else "")
-    return shown, total
-
-
 def _lstm(ctx: Ctx, i: int, k: int) -> tuple[str, float]:
     bt = _through_time(ctx)
     dz: np.ndarray = bt["dz"]
@@ -113,10 +107,10 @@ def _lstm(ctx: Ctx, i: int, k: int) -> tuple[str, float]:
     at = unravel(k, shape)
     if i == 0:  # grad_input[t, n, c] = Σ_k dz[t, n, k] · W_ih[k, c]
         t, n, col = at
-        return _terms([(float(dz[t, n, r]), float(bt["w_ih"][r, col])) for r in range(gates)])
+        return sum_of_products([(float(dz[t, n, r]), float(bt["w_ih"][r, col])) for r in range(gates)])
     if i in (1, 2):  # grad_W[r, c] = Σ_t Σ_n dz[t, n, r] · (x or h_{t−1})[t, n, c]
         r, col = at
-        return _terms([(float(dz[t, n, r]), float(bt["x"][t, n, col] if i == 1 else bt["h_prev"][t][n, col]))
+        return sum_of_products([(float(dz[t, n, r]), float(bt["x"][t, n, col] if i == 1 else bt["h_prev"][t][n, col]))
                        for t in range(steps) for n in range(batch)])
     if i in (3, 4):  # grad_b[r] = Σ_t Σ_n dz[t, n, r]
         (r,) = at
@@ -126,7 +120,7 @@ def _lstm(ctx: Ctx, i: int, k: int) -> tuple[str, float]:
     n, col = at[-2], at[-1]
     first = bt["first"]
     if i == 5:  # grad_hx[n, c] = Σ_k dz_first[n, k] · W_hh[k, c]
-        return _terms([(float(dz[first, n, r]), float(bt["w_hh"][r, col])) for r in range(gates)])
+        return sum_of_products([(float(dz[first, n, r]), float(bt["w_hh"][r, col])) for r in range(gates)])
     # grad_cx[n, c] = dc_first[n, c] · f_first[n, c]
     dc, f = float(bt["dc_first"][n, col]), float(bt["f_first"][n, col])
     return f"{fmt(dc)}·{fmt_operand(f)}", dc * f

@@ -69,3 +69,10 @@ def fmt_operand(x: float) -> str:
     """:func:`fmt`, a negative number in parentheses: what follows a sign or takes a power
     reads ``−(−0.29)/0.7²``, ``−(−0.5)²``, not ``−-0.29``."""
     return f"({fmt(x)})" if x < 0 else fmt(x)
+
+
+def sum_of_products(parts: list[tuple[float, float]]) -> tuple[str, float]:
+    """``Σ a·b`` over ``parts``, shown by its first three terms (``0.3·(−2) + … ``), summed exactly."""
+    total = math.fsum(a * b for a, b in parts)
+    shown = " + ".join(f"{fmt(a)}·{fmt_operand(b)}" for a, b in parts[:3]) + (" + …" if len(parts) > 3 else "")
+    return shown, total
