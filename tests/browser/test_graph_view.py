@@ -151,6 +151,33 @@ def test_zoom_buttons_and_fit_change_the_camera(playground: Any) -> None:
         assert fitted["k"] >= 9 / 11 - 1e-9 and fitted["current"], fitted
 
 
+def test_a_view_that_changes_size_is_never_blank_between_frames(playground: Any) -> None:
+    """Giving a canvas a new size clears it; the frame must be drawn again before the page is
+    painted, not one animation frame later (NOTE [a resize draws at once] in render/canvas.js).
+    The pixels are read in a ResizeObserver callback made after the canvas's own: after its
+    resize, before any later animation frame, where a notebook test once found an empty graph."""
+    page = playground
+    run_example(page, "recursion_tree")
+    settled(page)
+    seen = page.evaluate("""() => new Promise((done) => {
+        const c = window.gradtrace.app.canvas, host = c.host, w0 = host.clientWidth;
+        const ink = () => {
+            const d = c.base.getContext('2d').getImageData(0, 0, c.base.width, c.base.height).data;
+            let n = 0;
+            for (let i = 0; i < d.length; i += 64) if (d[i] !== d[0] || d[i + 1] !== d[1] || d[i + 2] !== d[2] || d[i + 3] !== d[3]) n++;
+            return n;
+        };
+        new ResizeObserver((entries, ro) => {
+            if (host.clientWidth === w0) return;
+            ro.disconnect();
+            done({ w0, w1: host.clientWidth, canvasW: c.base.width, ink: ink() });
+        }).observe(host);
+        host.style.maxWidth = `${w0 - 120}px`;
+    })""")
+    assert seen["w1"] < seen["w0"] and seen["canvasW"] < seen["w0"] * 2, seen
+    assert seen["ink"] > 20, f"the view was blank after its size changed: {seen}"
+
+
 def test_a_5000_node_graph_is_laid_out_in_the_worker_and_steps(playground: Any, artifacts_dir: Path) -> None:
     page = playground
     doc = synthetic_document(5000, "rnn")

@@ -171,6 +171,12 @@ export class GraphCanvas {
    * changes size (presentation mode, a panel that grew, the window), so what Fit framed stays
    * framed instead of being cut at the new edge; once the reader moves the camera (drag, zoom,
    * a link's camera, centring on a node) the camera is theirs and a resize keeps it.
+   *
+   * NOTE [a resize draws at once]: giving a canvas a size clears it, so the frame is drawn
+   * here, not at the next animation frame: a ResizeObserver callback runs after layout and
+   * before paint, and a deferred draw let one blank frame reach the screen (and a reader of
+   * the pixels in between saw an empty graph: a notebook's output area settles its size after
+   * the widget's first frame). A size that did not change leaves the canvas, and its frame, alone.
    */
   _resize() {
     const before = this.sz;
@@ -180,11 +186,13 @@ export class GraphCanvas {
     }
     const { w, h } = this.sz;
     this.dpr = Math.min(window.devicePixelRatio || 1, 2);
+    const [pw, ph] = [Math.round(w * this.dpr), Math.round(h * this.dpr)];
+    if (this.base.width === pw && this.base.height === ph) { this.redraw(); return; }
     for (const c of [this.base, this.overlay]) {
-      c.width = Math.round(w * this.dpr); c.height = Math.round(h * this.dpr);
+      c.width = pw; c.height = ph;
       c.style.width = `${w}px`; c.style.height = `${h}px`;
     }
-    this.redraw();
+    this.drawNow();
   }
 
   _draw() {
