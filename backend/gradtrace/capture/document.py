@@ -254,8 +254,8 @@ def build_document(rec: Recorder, *, status: str, error: dict[str, Any] | None =
             doc["folded"] = [dict(f) for f in rec.folded]
         if rec.n_recorder_errors:
             doc["recorder_errors"] = {"count": rec.n_recorder_errors, "first": rec.recorder_errors}
-        if rec.unrecorded_threads is not None and rec.unrecorded_threads():
-            doc["threads_unrecorded"] = rec.unrecorded_threads()  # NOTE [other threads' graphs]
+        if rec.threads_unrecorded:
+            doc["threads_unrecorded"] = rec.threads_unrecorded  # NOTE [other threads' graphs]
         if rec.module_calls:
             doc["modules"] = [{"calls": calls, "path": path, "type": kind}
                               for path, (kind, calls) in rec.module_calls.items()]

@@ -124,6 +124,10 @@ class _Seen:
         """The captured value the document shows for it (the accumulation's or the edit's)."""
 
 
+def _ended(*_: Any) -> Any:
+    raise RuntimeError("gradtrace: a gradient edit looked at after its recorded block ended")
+
+
 class GradEdits:
     """Every accumulated leaf's ``.grad`` as last seen, and the looks that find edits (NOTE
     [gradient edits])."""
@@ -154,6 +158,12 @@ class GradEdits:
         """Told of a ``.grad`` whose values changed while its version did not (numpy, an
         unversioned kernel): the output tap's ``stale`` (NOTE [held gradients copied before a
         write] in ``cxx/tap.h``), so what it held there by alias is not written as recorded."""
+
+    def let_go(self) -> None:
+        """The recorder's callbacks dropped at the end of the block (NOTE [no cycle outlives
+        the block] in recorder.py): no look comes after its last."""
+        self._capture = self._cost = self._accumulated_hook = _ended
+        self.unseen = None
 
     # ------------------------------------------------------------ after a backward call
     def accumulated(self, leaf: torch.Tensor, doc: dict[str, Any], handle: Any, version: int,

@@ -30,6 +30,7 @@ NOTE [torch.compile]
 from __future__ import annotations
 
 import contextlib
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -205,6 +206,11 @@ class CaptureMode(TorchFunctionMode):
             torch.Tensor.register_hook: self._register_hook,
             torch.Tensor.retain_grad: self._retain_grad,
         }
+
+    def let_go(self) -> None:
+        """The block is over: its backward APIs' handlers (bound methods, a cycle through this
+        mode to the recorder) are dropped (NOTE [no cycle outlives the block] in recorder.py)."""
+        self._special = {}
 
     def pass_through(self) -> set[Any]:
         """The code objects that call the snippet's own torch functions (NOTE [warnings from
@@ -555,13 +561,19 @@ class CaptureMode(TorchFunctionMode):
 
     # ------------------------------------------------------------------ tensor hooks
     def _register_hook(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        rec = self.rec
+        # Weakly: the wrapper stays on the program's tensor after the block, and the tensor may
+        # be held by the recorder's own C++ side (a kept output), a cycle the collector cannot
+        # see (NOTE [no cycle outlives the block] in recorder.py); a backward after the block is
+        # not the block's.
+        recorder = weakref.ref(self.rec)
         tensor, hook = args[0], args[1] if len(args) > 1 else kwargs.pop("hook")
 
         def watched(grad: Any) -> Any:
             new = hook(grad)
             if new is not None and new is not grad:
-                rec.note_hook_change(grad, new)
+                rec = recorder()
+                if rec is not None and not rec.ended:
+                    rec.note_hook_change(grad, new)
             return new
 
         watched.__wrapped__ = hook  # type: ignore[attr-defined]

@@ -170,8 +170,8 @@ class Recorder:
         self.resets = GradResets()
         """Accumulated leaves' ``.grad`` as last seen: NOTE [grad resets] in resets.py."""
         self._names_cache: tuple[Any, int, frames.NameIndex] | None = None
-        self.unrecorded_threads: Callable[[], list[dict[str, Any]]] | None = None
-        """NOTE [other threads' graphs] in threads.py."""
+        self.threads_unrecorded: list[dict[str, Any]] = []
+        """NOTE [other threads' graphs] in threads.py: worked out when the block ends."""
         self.namespace: dict[str, Any] | None = None
         """The snippet's globals, for naming tensors at the end (NOTE [names])."""
         self.recorder_errors: list[str] = []
@@ -186,7 +186,9 @@ class Recorder:
         """View results of the torch calls since the last look, with their nodes: NOTE
         [variables of intermediates] in definitions.py."""
         self._in_step = False
-        self._name_wake = self._wake_for_names
+        self._name_wake: Callable[[], None] | None = self._wake_for_names
+        self.ended = False
+        """The block is over (``let_go``): what its hooks see later is not the block's."""
         self.pending: list[Node] = []
         """Nodes made by the current line, not walked yet (NOTE [discovery in batches]); one
         list for the whole run (the C line tracer looks at it)."""
@@ -277,6 +279,27 @@ class Recorder:
             self.edits.check(None, deep=True, line=None)  # NOTE [gradient edits]: the last look
         except Exception as e:  # NOTE [the recorder never breaks the snippet]
             self.internal_error(e)
+
+    def let_go(self) -> None:
+        """NOTE [no cycle outlives the block]: the block is over (``finish`` and ``sweep`` ran):
+        the callbacks that tie the recorder to itself are dropped, and so is the snippet frame
+        the name cache held.
+
+        The recorder's objects live through the block's whole run, so the collector holds them
+        in its oldest generation (NOTE [gc around a recorded block] in gradtrace/collector.py),
+        which a full collection alone walks, and that comes rarely: a recorder in a reference
+        cycle (a bound method of its own in its ``wake`` list, the tracer's ``on_step``, the
+        gradient edits' callbacks; the snippet's frame, whose caller holds the ``record``)
+        outlived its ``record`` and its documents, tens of MB each (a GRU-200 recorded twenty
+        times in a loop held 700 MB, and each record was slower than the one before). With
+        these gone, the last reference to the ``record`` and its documents frees all of it
+        (``tests/capture/test_let_go.py``)."""
+        self.ended = True
+        self._names_cache = None
+        self.wake.clear()
+        self._name_wake = None
+        self.tracer.on_step = None
+        self.edits.let_go()
 
     @property
     def active_pass(self) -> int | None:

@@ -117,6 +117,7 @@ class record:
         self._rec: Recorder | None = None
         self._mode: CaptureMode | None = None
         self._library: LibraryCalls | None = None
+        self._threads: OtherThreads | None = None
         self._module_handles: list[Any] = []
         self.status = "ok"
         self.error: dict[str, Any] | None = None
@@ -144,8 +145,7 @@ class record:
         self._rec = rec
         self._mode = CaptureMode(rec)
         self._library = LibraryCalls(rec, self._mode)
-        threads = OtherThreads(rec)
-        rec.unrecorded_threads = threads.unrecorded  # NOTE [other threads' graphs] in threads.py
+        threads = self._threads = OtherThreads(rec)
         module_hooks = ModuleTracker(rec, self._library).install()
         self._module_handles = [*module_hooks, QuietGlobalHooks(module_hooks), *self._library.install(),
                                 watch_parameters(rec), threads.install(), WarningSite(self._mode.pass_through()),
@@ -215,7 +215,22 @@ class record:
             self.note_error(exc)
         if isinstance(exc, LimitReached):
             self._stopped_at = error_line(exc, rec.filename)
+        self._let_go()
         return isinstance(exc, LimitReached)
+
+    def _let_go(self) -> None:
+        """NOTE [no cycle outlives the block] in recorder.py."""
+        rec = self._rec
+        assert rec is not None
+        try:
+            if self._threads is not None:  # NOTE [other threads' graphs] in threads.py
+                rec.threads_unrecorded = self._threads.unrecorded()
+            self._threads = None
+            if self._mode is not None:
+                self._mode.let_go()
+            rec.let_go()
+        except Exception as e:  # NOTE [the recorder never breaks the snippet]
+            rec.internal_error(e)
 
     def note_error(self, exc: BaseException) -> None:
         """Record ``exc`` as the run's error (type, message, line, and for autograd errors the

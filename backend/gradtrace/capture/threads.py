@@ -12,7 +12,7 @@ NOTE [other threads' graphs]
     and puts back what was there). The watcher records nothing and changes nothing: it counts
     the autograd nodes each torch call made there (the thread's own sequence numbers), keeps
     the latest graph root it saw, and notes each backward call and whether its roots were
-    recorded nodes then. When the document is built (after the sweep), a thread whose backward
+    recorded nodes then. When the block ends (after the sweep), a thread whose backward
     ran on unrecorded nodes, or whose latest graph root the recorder never reached, is named
     in ``threads_unrecorded``, with what it did, and the analysis says so. Threads that were
     running before the block (a pool's workers) are not watched; after the block the
@@ -130,7 +130,7 @@ class OtherThreads:
 
     def unrecorded(self) -> list[dict[str, Any]]:
         """The threads whose autograd work the document lacks, for ``threads_unrecorded``:
-        worked out once, when the first document is built (every later one says the same)."""
+        worked out once, when the block ends (every document of it says the same)."""
         if self._result is not None:
             return self._result
         out = []
