@@ -164,7 +164,9 @@ def test_a_view_that_changes_size_is_never_blank_between_frames(playground: Any)
         const ink = () => {
             const d = c.base.getContext('2d').getImageData(0, 0, c.base.width, c.base.height).data;
             let n = 0;
-            for (let i = 0; i < d.length; i += 64) if (d[i] !== d[0] || d[i + 1] !== d[1] || d[i + 2] !== d[2] || d[i + 3] !== d[3]) n++;
+            for (let i = 0; i < d.length; i += 64) {
+                if (d[i] !== d[0] || d[i + 1] !== d[1] || d[i + 2] !== d[2] || d[i + 3] !== d[3]) n++;
+            }
             return n;
         };
         new ResizeObserver((entries, ro) => {

@@ -77,15 +77,16 @@ def _recorded(code: str, native: bool, **kwargs: Any) -> tuple[list[weakref.ref[
     """Record ``code`` as a notebook or a benchmark does, build and read its document; weak
     references to what the block made, and what the document said."""
     ns: dict[str, Any] = {"__name__": "__main__"}
-    with warnings.catch_warnings(record=True) as warned, gradtrace.record(native=native, _filename="<snippet>", _namespace=ns, _fresh=True, **kwargs) as rec:
+    with (warnings.catch_warnings(record=True) as warned,
+          gradtrace.record(native=native, _filename="<snippet>", _namespace=ns, _fresh=True, **kwargs) as rec):
         try:
             warnings.simplefilter("always")
             exec(compile(code, "<snippet>", "exec"), ns)
         except RuntimeError:
             pass  # the program's own error: the document says it
     doc = rec.document()
-    said = {"warned": [str(w.message)[:40] for w in warned], "status": doc.status, "nodes": len(doc.graph.nodes), "id": doc.id, "analysis": doc.analysis is not None,
-            "threads": len(doc.threads_unrecorded or ())}
+    said = {"warned": [str(w.message)[:40] for w in warned], "status": doc.status, "nodes": len(doc.graph.nodes),
+            "id": doc.id, "analysis": doc.analysis is not None, "threads": len(doc.threads_unrecorded or ())}
     if doc.tensors is not None:  # a tensor read back, as a user does
         key = next((o.key for n in doc.graph.nodes for o in n.output or () if o.key), None)
         said["output"] = None if key is None else doc.tensor(key).shape

@@ -446,8 +446,9 @@ class Recorder:
         if n:
             nodes += itertools.repeat(None, n)
             self.edges.append(range(first, first + n))
-            if not self._in_step and self.name_results_on and self._name_wake not in self.wake:
-                self.wake.append(self._name_wake)  # NOTE [variables of intermediates]
+            wake = self._name_wake  # None once the block is over (``let_go``)
+            if wake is not None and not self._in_step and self.name_results_on and wake not in self.wake:
+                self.wake.append(wake)  # NOTE [variables of intermediates]
         self.size_estimate += used
         if stopped is not None:
             self.stop(stopped)
