@@ -129,7 +129,18 @@ test("a node's tensors at a step: its output, the gradients at its last backward
   const first = nodeTensors(gone.index, gone.timeline, gone.index.idx.get("n6"), 0)[0];
   assert.match(first.title, /^output/);
   assert.equal(first.key, null);
-  assert.equal(first.why, "not kept (budget)");
+  assert.equal(first.why, "not kept: past the run's byte budget");
+  // a value the file could not hold (a sparse .grad, a complex output): its own reason, in words
+  const w4 = loop.graph.nodes.find((n) => n.id === "n4");
+  const odd = pageModel({ ...loop, graph: { ...loop.graph, nodes: loop.graph.nodes.map((n) => (n.id === "n4" ? { ...n, value: { ...w4.value, key: null } } : n)) },
+    tensors: { ...loop.tensors, left_out: [{ key: "n6.out0", reason: "budget", bytes: 64 }, { key: "n4.value", reason: "dtype", bytes: 0 }], left_out_count: 2 } });
+  const start = nodeTensors(odd.index, odd.timeline, odd.index.idx.get("n4"), 0).find((t) => t.title === "value at the start");
+  assert.equal(start.key, null);
+  assert.match(start.why, /^not kept: a dtype or layout a safetensors file cannot hold \(complex, sparse/);
+  // one the file does not list: the file's reasons together
+  const unlisted = pageModel({ ...loop, graph: odd.index.doc.graph, tensors: { ...loop.tensors, left_out: [], left_out_count: 3 } });
+  const why = nodeTensors(unlisted.index, unlisted.timeline, unlisted.index.idx.get("n4"), 0).find((t) => t.title === "value at the start").why;
+  assert.equal(why, "not kept: 3 tensors were left out of this run's file (reasons not listed)");
 });
 
 test("colour by a statistic reads the document's stats: ‖value‖, ‖grad‖, and zeros from inline values", () => {

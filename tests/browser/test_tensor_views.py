@@ -266,12 +266,43 @@ def test_what_the_recording_left_out_is_said_in_the_inspector(browser: Any, tmp_
         kept = next(n for n in doc.graph.nodes if n.id == node)
         note = _root(page).locator("[data-gt=tensors-left-out]")
         expect(note).to_contain_text(f"{doc.tensors.left_out_count} of this run's tensors")
-        expect(note).to_contain_text("budget ×")
+        expect(note).to_contain_text("past the run's byte budget ×")
         out = _root(page).locator("[data-gt=tensor]", has_text="output, as the op returned it")
         # forward values go last: this one was let go of while recording, and the file names it
         assert kept.output is None
         assert ("budget" in {e.reason for e in doc.tensors.left_out if e.key == f"{node}.out0"})
-        expect(out).to_contain_text("not kept (budget)")
+        expect(out).to_contain_text("not kept: past the run's byte budget")
+        assert opened.errors == []
+
+
+def test_a_sparse_gradient_says_why_the_file_does_not_hold_it(browser: Any, tmp_path: Path,
+                                                              artifacts_dir: Path) -> None:
+    """An embedding with sparse gradients (a recommender's): its ``.grad`` is a sparse tensor,
+    which a safetensors file cannot hold; the inspector names that reason for that tensor."""
+    import torch
+
+    import gradtrace
+
+    with gradtrace.record() as rec:
+        torch.manual_seed(0)
+        emb = torch.nn.Embedding(20, 4, sparse=True)
+        emb(torch.tensor([1, 3, 3])).pow(2).sum().backward()
+    doc = rec.document()
+    leaf = next(n for n in doc.graph.nodes if n.name == "emb.weight")
+    assert emb.weight.grad.is_sparse and leaf.grad_history and leaf.grad_history[0].key is None
+    assert {(e.key, e.reason) for e in doc.tensors.left_out} >= {(f"{leaf.id}.gh0", "dtype")}
+    path = Path(doc.save_html(str(tmp_path / "sparse.html")))
+    with open_saved_file(browser, path, viewport={"width": 1280, "height": 1000}) as opened:
+        page = opened.page
+        page.evaluate(SELECT, "emb.weight")
+        note = _root(page).locator("[data-gt=tensors-left-out]")
+        expect(note).to_contain_text("were not kept: a dtype or layout")  # not the budget's doing
+        expect(note).not_to_contain_text("budget")
+        grad = _root(page).locator("[data-gt=tensor]", has_text=".grad at this step")
+        expect(grad).to_contain_text("not kept: a dtype or layout a safetensors file cannot hold (complex, sparse")
+        value = _root(page).locator("[data-gt=tensor]", has_text="value at the start")
+        expect(value).not_to_contain_text("not kept")  # the dense weight itself is kept
+        page.screenshot(path=str(artifacts_dir / "tensors-sparse-grad.png"))
         assert opened.errors == []
 
 

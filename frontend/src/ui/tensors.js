@@ -76,7 +76,8 @@ export class TensorView {
     const root = el("section", { class: "gt-tensors", "data-gt": "tensors" }, el("h4", {}, "Tensors"));
     if (file && file.left_out_count) {
       root.append(el("p", { class: "gt-hint", "data-gt": "tensors-left-out" },
-        `${file.left_out_count} of this run's tensors (${fmtBytes(file.left_out_bytes)}) were not kept, its budget being ${fmtBytes(file.budget_bytes)}: ${leftOutSummary(file)}.`));
+        // the budget is named where it left something out (a sparse gradient is not its doing)
+        `${file.left_out_count} of this run's tensors (${fmtBytes(file.left_out_bytes)}) were not kept${(file.left_out || []).some((e) => e.reason === "budget") ? `, its budget being ${fmtBytes(file.budget_bytes)}` : ""}: ${leftOutSummary(file)}.`));
     }
     let first = null;  // NOTE [the looked-at tensor first]
     for (const item of items) {
