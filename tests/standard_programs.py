@@ -27,7 +27,9 @@ word2vec with negative sampling; label smoothing with ignored targets, a tensor 
 hidden gradient, an LSTM whose state is carried and detached, weights initialized under
 ``no_grad`` with Nesterov momentum, BCE with a positive weight, a cosine embedding loss, a
 transposed-convolution decoder, a custom Function with a non-differentiable output and an
-intermediate's ``retain_grad``. The
+intermediate's ``retain_grad``; a LoRA adapter on a frozen layer, a Huber loss with gradients
+clipped by value under RMSprop, attention with a key padding mask, a pre-norm residual stack
+with AdamW and a step schedule, and a bootstrapped target computed under ``no_grad``. The
 judges must stay silent on all of them and keep every number exactly
 (tests/analysis/test_standard_practice.py)."""
 
@@ -1122,4 +1124,60 @@ h.retain_grad()
 out = torch.relu(h).pow(2).sum()
 out.backward()
 print(h.grad.abs().mean().item(), w.grad.norm().item())
+"""
+STANDARD["lora"] = H + """
+base = nn.Linear(16, 16)
+base.weight.requires_grad_(False); base.bias.requires_grad_(False)
+A = nn.Parameter(torch.randn(4, 16) * 0.01)
+B = nn.Parameter(torch.zeros(16, 4))
+opt = torch.optim.AdamW([A, B], lr=1e-2)
+x = torch.randn(8, 16); t = torch.randn(8, 16)
+for step in range(5):
+    out = base(x) + (x @ A.t()) @ B.t() * 2.0
+    loss = F.mse_loss(out, t)
+    opt.zero_grad(); loss.backward(); opt.step()
+"""
+STANDARD["huber_clip_value"] = H + """
+net = nn.Sequential(nn.Linear(3, 8), nn.SiLU(), nn.Linear(8, 1))
+opt = torch.optim.RMSprop(net.parameters(), lr=1e-3)
+x = torch.randn(32, 3); y = torch.randn(32, 1) * 5
+for step in range(5):
+    loss = F.huber_loss(net(x), y, delta=1.0)
+    opt.zero_grad(); loss.backward()
+    torch.nn.utils.clip_grad_value_(net.parameters(), 0.5)
+    opt.step()
+"""
+STANDARD["mha_padding_mask"] = H + """
+mha = nn.MultiheadAttention(16, 4, batch_first=True)
+x = torch.randn(2, 5, 16)
+pad = torch.tensor([[False, False, False, True, True], [False, False, False, False, False]])
+out, w = mha(x, x, x, key_padding_mask=pad)
+loss = out[~pad].pow(2).mean()
+loss.backward()
+"""
+STANDARD["layernorm_gelu_residual"] = H + """
+class Block(nn.Module):
+    def __init__(self, d):
+        super().__init__()
+        self.ln = nn.LayerNorm(d)
+        self.ff = nn.Sequential(nn.Linear(d, 4*d), nn.GELU(), nn.Linear(4*d, d))
+    def forward(self, x): return x + self.ff(self.ln(x))
+net = nn.Sequential(*[Block(16) for _ in range(3)], nn.LayerNorm(16), nn.Linear(16, 4))
+opt = torch.optim.AdamW(net.parameters(), lr=3e-4, weight_decay=0.1)
+sched = torch.optim.lr_scheduler.StepLR(opt, 2, 0.5)
+x = torch.randn(4, 7, 16); y = torch.randint(0, 4, (4, 7))
+for step in range(4):
+    loss = F.cross_entropy(net(x).reshape(-1, 4), y.reshape(-1))
+    opt.zero_grad(set_to_none=True); loss.backward(); opt.step(); sched.step()
+"""
+STANDARD["detach_target_bootstrap"] = H + """
+q = nn.Linear(4, 2)
+opt = torch.optim.SGD(q.parameters(), lr=0.1)
+s = torch.randn(8, 4); s2 = torch.randn(8, 4); r = torch.randn(8)
+for step in range(3):
+    with torch.no_grad():
+        target = r + 0.9 * q(s2).max(dim=1).values
+    pred = q(s).gather(1, torch.zeros(8, 1, dtype=torch.long)).squeeze(1)
+    loss = F.smooth_l1_loss(pred, target)
+    opt.zero_grad(); loss.backward(); opt.step()
 """

@@ -239,6 +239,8 @@ NET_OPS: dict[str, str] = {
     "MseLossBackwardBackward0": "y = torch.randn((), requires_grad=True)\nx = torch.randn(3, 4, requires_grad=True)\n"
                                 "t = torch.randn(3, 4, requires_grad=True)\n"
                                 "z = torch.ops.aten.mse_loss_backward(y, x, t, 1)",
+    "BaddbmmBackward0": "b = torch.randn(2, 3, 5, requires_grad=True)\nx = torch.randn(2, 3, 4, requires_grad=True)\n"
+                        "y = torch.randn(2, 4, 5, requires_grad=True)\nz = torch.baddbmm(b, x, y)",
 }
 NET_LEAVES: dict[str, list[str]] = {
     "ConvolutionBackward0": ["x", "w", "b"], "NativeBatchNormBackward0": ["x", "w", "b"],
@@ -250,6 +252,7 @@ NET_LEAVES: dict[str, list[str]] = {
     "CholeskySolveBackward0": ["x", "y"],
     "SoftMarginLossBackward0": ["x"],  # torch has no gradient for the target
     "LerpBackward1": ["x", "y", "w"],
+    "BaddbmmBackward0": ["b", "x", "y"],
 }
 NET_VARIANTS: dict[str, tuple[str, str]] = {
     "conv1d stride pad no bias": ("ConvolutionBackward0", "x = torch.randn(2, 3, 9, requires_grad=True)\n"
@@ -353,6 +356,10 @@ NET_VARIANTS: dict[str, tuple[str, str]] = {
     "cholesky solve upper, batched": ("CholeskySolveBackward0", "x = torch.randn(2, 3, 2, requires_grad=True)\n"
                                       "y = (torch.randn(2, 3, 3).triu(1) + torch.diag_embed(torch.rand(2, 3) + 1))"
                                       ".requires_grad_()\nz = torch.cholesky_solve(x, y, upper=True)"),
+    "baddbmm alpha beta, a broadcast mask": ("BaddbmmBackward0", "b = torch.randn(3, 5, requires_grad=True)\n"
+                                             "x = torch.randn(2, 3, 4, requires_grad=True)\n"
+                                             "y = torch.randn(2, 4, 5, requires_grad=True)\n"
+                                             "z = torch.baddbmm(b, x, y, beta=0.5, alpha=2.0)"),
     "addmm alpha beta": ("AddmmBackward0", "b = torch.randn(2, 3, requires_grad=True)\n"
                          "x = torch.randn(2, 4, requires_grad=True)\ny = torch.randn(4, 3, requires_grad=True)\n"
                          "z = torch.addmm(b, x, y, beta=0.2, alpha=0.6)"),

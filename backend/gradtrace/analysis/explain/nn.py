@@ -1,5 +1,6 @@
 """Rules of the network ops the lessons use: pow, ops with a number operand, softmax and
-log-softmax, ``nll_loss``, layer norm, batched matmul, maximum/minimum, leaky ReLU, clamp, where.
+log-softmax, ``nll_loss``, layer norm, batched matmul (and ``baddbmm``, attention's masked
+scores), maximum/minimum, leaky ReLU, clamp, where.
 
 Those that read a non-tensor argument (pow's exponent, softmax's dim, ``nll_loss``'s reduction
 and ignore_index, layer norm's normalized_shape) find it in the node's ``saved_args`` (NOTE
@@ -12,7 +13,7 @@ import math
 from collections.abc import Callable
 
 from gradtrace.analysis.explain.index import norm_dim
-from gradtrace.analysis.explain.ops import Ctx, NotKept, Rule, _binary, _operand, _unary, only_output_grad
+from gradtrace.analysis.explain.ops import Ctx, NotKept, Rule, _binary, _operand, _summed, _unary, only_output_grad
 from gradtrace.analysis.explain.tensors import Flat, fmt, ravel, unravel
 from gradtrace.analysis.numbers import number
 
@@ -150,15 +151,34 @@ def _layer_norm(ctx: Ctx, i: int, k: int) -> tuple[str, float]:
 
 def _bmm(ctx: Ctx, i: int, k: int) -> tuple[str, float]:
     """grad_self[b] = grad_out[b] @ mat2[b]ᵀ, grad_mat2[b] = self[b]ᵀ @ grad_out[b]."""
+    return _batched(ctx, i, k, "self", "mat2")
+
+
+def _baddbmm(ctx: Ctx, i: int, k: int) -> tuple[str, float]:
+    """``out = beta · self + alpha · batch1 @ batch2`` (per batch; ``self`` broadcast to the
+    output, an attention mask added to the scores): grad_self = beta · grad_out summed over
+    what ``self`` was broadcast across, grad_batch1 and grad_batch2 as ``bmm``'s, times alpha."""
+    if i == 0:
+        shown, value = _summed(ctx, 0, k, lambda j: (fmt(ctx.g.at(j)), ctx.g.at(j)))
+        scale = float(ctx.arg("beta", 1))
+    else:
+        shown, value = _batched(ctx, i - 1, k, "batch1", "batch2")
+        scale = float(ctx.arg("alpha", 1))
+    return (shown, value) if scale == 1 else (f"{fmt(scale)} · ({shown})", scale * value)
+
+
+def _batched(ctx: Ctx, i: int, k: int, first: str, second: str) -> tuple[str, float]:
+    """Element ``k`` of the gradient of ``first`` (``i`` 0) or ``second`` (1) of ``first @ second``
+    per batch: Σ_q grad_out[b, r, q] · second[b, c, q], or Σ_q first[b, q, r] · grad_out[b, q, c]."""
     _, n, m = ctx.g.shape
     if i == 0:
-        mat = ctx.saved["mat2"]  # [B, p, m]
+        mat = ctx.saved[second]  # [B, p, m]
         p = mat.shape[1]
         b, rest = divmod(k, n * p)
         r, c = divmod(rest, p)
         parts = [(ctx.g.at(b * n * m + r * m + q), mat.at(b * p * m + c * m + q)) for q in range(m)]
     else:
-        mat = ctx.saved["self"]  # [B, n, p]
+        mat = ctx.saved[first]  # [B, n, p]
         p = mat.shape[2]
         b, rest = divmod(k, p * m)
         r, c = divmod(rest, m)
@@ -226,6 +246,10 @@ BACKWARD_RULES: dict[str, Rule] = {
         (("input", "result1", "result2"), ("input", "result1", "result2"), ()), _layer_norm, ("normalized_shape",)),
     "BmmBackward0": Rule(("grad_self = grad_out @ mat2ᵀ  (per batch)", "grad_mat2 = selfᵀ @ grad_out  (per batch)"),
                          (("mat2",), ("self",)), _bmm),
+    "BaddbmmBackward0": Rule(("grad_self = beta · grad_out, summed where self was broadcast",
+                              "grad_batch1 = alpha · grad_out @ batch2ᵀ  (per batch)",
+                              "grad_batch2 = alpha · batch1ᵀ @ grad_out  (per batch)"),
+                             ((), ("batch2",), ("batch1",)), _baddbmm, ("alpha", "beta")),
     "MaximumBackward0": _binary(("grad_self = grad_out · [self > other]  (½ on a tie)",
                                  "grad_other = grad_out · [other > self]  (½ on a tie)"),
                                 (("self", "other"), ("self", "other")),
