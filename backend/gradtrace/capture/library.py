@@ -164,7 +164,8 @@ class LibraryCalls:
                     if t._version != version:
                         rec.note_inplace(t, op)
                         tensors.append(t)
-                mode.note_roots(tensors, mark)
+                if mode.note_roots(tensors, mark) and rec.cuts:  # a detached input: its dashed edge
+                    mode.cut_consumers(tuple(t for t, _ in inputs), output)
         except Exception as e:  # NOTE [the recorder never breaks the snippet]
             rec.internal_error(e)
         finally:

@@ -396,7 +396,7 @@ class CaptureMode(TorchFunctionMode):
             tensors += _tensors_of(kwargs["out"])
         if self.note_roots(tensors, mark):
             if self.rec.cuts:
-                self._cut_consumers(args, out)
+                self.cut_consumers(args, out)
         elif not _grad_enabled() or func is _DETACH or _is_data_get(func):
             self._maybe_cut(func, args, out)
 
@@ -479,9 +479,11 @@ class CaptureMode(TorchFunctionMode):
             doc = rec.tensors[id(t)][1]
             doc.setdefault("cut", {"kind": kind, "line": frame.f_lineno, "source": source})
 
-    def _cut_consumers(self, args: tuple[Any, ...], out: Any) -> None:
+    def cut_consumers(self, args: tuple[Any, ...], out: Any) -> None:
         """An edge (marked ``cut``) from a cut tensor to the node of the op that used it: the
-        value flows forward there, and no gradient flows back."""
+        value flows forward there, and no gradient flows back. A library module's call (its ops
+        unseen: NOTE [no tap inside library modules] in modules.py) is one op here, its output's
+        node the target (``LibraryCalls.leave``)."""
         rec = self.rec
         outs = [t.grad_fn for t in _tensors_of(out) if t.grad_fn is not None]
         if not outs:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import sys
 import threading
+import weakref
 from typing import Any
 
 import torch
@@ -85,7 +86,10 @@ class OtherThreads:
     """Watches the threads started during the block (NOTE [other threads' graphs])."""
 
     def __init__(self, rec: Recorder) -> None:
-        self.rec = rec
+        # Weakly: each thread's watcher stays on its mode stack for the thread's life (a pool's
+        # workers outlive the block), and the recorder must not live as long (NOTE [no cycle
+        # outlives the block] in recorder.py); the watchers step aside once the block ends.
+        self.rec: Recorder = weakref.proxy(rec)
         self.active = False
         self.work: list[_Work] = []
         self._lock = threading.Lock()

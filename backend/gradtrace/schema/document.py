@@ -273,7 +273,9 @@ class Edge(_Model):
     source: str = Field(description="the producer's id")
     target: str = Field(description="the consumer's id")
     input_nr: int | None = Field(None, description="which entry of the target's `next_functions` this is")
-    cut: bool | None = _optional("true for the dashed edge from where a cut tensor came from to the cut tensor")
+    cut: bool | None = _optional("true for a dashed edge from a cut tensor to the op that used it (a library "
+                                 "module's call counts as one op: its output's node); no gradient flows back "
+                                 "along it. Where the cut tensor came from is its node's `cut.source`")
 
 
 class Event(_Model):
