@@ -162,6 +162,37 @@ def test_each_hint_fires_on_its_mistake_and_not_on_the_near_miss(run: Any, code:
     assert _codes(run(near_miss)) == []
 
 
+NO_HISTORY = {  # a root that ops with no gradient made, given requires_grad by hand
+    "argmax": H + "logits = torch.randn(4, 5, requires_grad=True)\npred = logits.argmax(dim=1).float()\n"
+                  "target = torch.tensor([1., 2., 0., 4.])\n"
+                  "loss = ((pred - target) ** 2).mean().requires_grad_()\nloss.backward()\n",
+    "comparison": H + "x = torch.tensor([1., 2.], requires_grad=True)\ny = (x > 1).float().sum()\n"
+                      "y.requires_grad = True\ny.backward()\n",
+}
+LEAF_OWN_DERIVATIVE = [  # a lesson's first backward: a leaf made with requires_grad, differentiated
+    H + "x = torch.tensor(2.0, requires_grad=True)\nx.backward()\nprint(x.grad)\n",
+    H + "x = torch.randn(()).requires_grad_()\nx.backward()\n",
+    H + "x = torch.randn(())\nx.requires_grad_()\ny = x * 3\ny.backward()\n",
+]
+
+
+@pytest.mark.parametrize("case", sorted(NO_HISTORY))
+def test_a_root_without_history_given_requires_grad_by_hand_is_named(run: Any, case: str) -> None:
+    """No cut to blame: an argmax (a comparison) made the loss, and the program set its
+    requires_grad to make backward run; backward reaches nothing, and x's .grad stays None."""
+    doc = run(NO_HISTORY[case])
+    hint = next(h for h in doc["analysis"]["hints"] if h["code"] == "requires-grad-after-cut")
+    line = 8 if case == "argmax" else 7  # after H's four lines
+    assert hint["line"] == line and "has no history" in hint["title"], hint
+    assert hint["nodes"] == doc["passes"][0]["roots"]
+    assert all(n.get("grad") is None for n in doc["graph"]["nodes"] if n.get("name") in ("logits", "x"))
+
+
+@pytest.mark.parametrize("code", LEAF_OWN_DERIVATIVE)
+def test_a_leafs_own_derivative_is_no_mistake(run: Any, code: str) -> None:
+    assert _codes(run(code)) == []
+
+
 ENCODER_DETACHED = H + """
 enc = nn.Linear(4, 8)
 head = nn.Linear(8, 1)

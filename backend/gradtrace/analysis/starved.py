@@ -48,6 +48,42 @@ def item_rebuild(view: DocView) -> int | None:
     return None
 
 
+_FACTORY = re.compile(r"\btorch\.(tensor|as_tensor|from_numpy|zeros|ones|empty|full|rand|randn|randint|arange|"
+                      r"linspace|eye)(_like)?\s*\(|\bParameter\(")
+
+
+def hand_set_root(view: DocView) -> int | None:
+    """The line that set ``requires_grad`` by hand on a backward's root that has no history
+    (``loss = (pred - y).pow(2).mean().requires_grad_()`` after an ``argmax``, or
+    ``y.requires_grad = True`` on a comparison's result), for a pass that walked nothing; None
+    when there is none. A tensor made with ``requires_grad`` (``torch.tensor(2.0,
+    requires_grad=True)``, ``torch.randn(3).requires_grad_()``) and then backpropagated from is
+    a leaf's own derivative, the first thing a lesson shows: not this."""
+    code = str(view.doc.get("code") or "").splitlines()
+    walked = view.walked()
+    for p in view.doc.get("passes") or []:
+        if walked & {str(ev["node"]) for _, ev in view.backward_events() if ev.get("pass") == p["index"]}:
+            continue
+        for root in p.get("roots") or []:
+            n = view.by_id.get(root)
+            if n is None or n.get("kind") != "tensor" or view.sources.get(root) or not n.get("name"):
+                continue
+            name = re.escape(str(n["name"]))
+            by_hand = re.compile(rf"\b{name}\s*\.\s*requires_grad(\s*=\s*True\b|_\()")
+            bound = re.compile(rf"^\s*{name}\s*=(.*)")
+            end = int(p.get("line") or len(code))
+            for i in range(min(end, len(code)), 0, -1):  # back to its last assignment
+                text = code[i - 1].split("#", 1)[0]
+                m = bound.match(text)
+                if m:
+                    if "requires_grad_(" in m[1] and not _FACTORY.search(m[1]):
+                        return i
+                    break
+                if by_hand.search(text):
+                    return i
+    return None
+
+
 def _cut_of(view: DocView, acc: str, walked: set[str]) -> Mapping[str, Any] | None:
     for c in view.cut_nodes:
         cut = c["cut"]

@@ -11,7 +11,7 @@ from gradtrace.analysis.gradoff import block_at, describe, grad_off_blocks
 from gradtrace.analysis.hints.intent import backward_intent
 from gradtrace.analysis.hints.write import hint
 from gradtrace.analysis.numbers import fmt, number
-from gradtrace.analysis.starved import item_rebuild, starved
+from gradtrace.analysis.starved import hand_set_root, item_rebuild, starved
 
 
 def _norm(tv: Any) -> str:
@@ -171,7 +171,33 @@ def requires_grad_after_cut(view: DocView) -> list[dict[str, Any]]:
                 fix="# remove the cut on the way to the loss, and the workaround:\n"
                     f"# {name}.requires_grad = True   <- delete",
                 lesson="07_detach_and_no_grad"))
+    if not out and not cuts:
+        out += _no_history_root(view)
     return out
+
+
+def _no_history_root(view: DocView) -> list[dict[str, Any]]:
+    """A root with no history and no cut to blame: ops with no gradient made it (an argmax, a
+    comparison, an integer cast), and ``requires_grad`` was set on it by hand (``hand_set_root``)."""
+    line = hand_set_root(view)
+    if line is None:
+        return []
+    text = view.line_text(line) or "?"
+    root = next((r for p in view.doc.get("passes") or [] for r in p.get("roots") or []), None)
+    name = view.tensor_label(view.by_id[root]) if root in view.by_id else "the loss"
+    return [hint(
+        "requires-grad-after-cut", "error", f"{name} has no history: backward reached nothing",
+        f"{name} was computed without autograd: an op with no gradient (argmax, a comparison, a "
+        f"cast to integers or bools, a number read out with .item()) stands on the way to it. "
+        f"Line {line} sets requires_grad on it by hand, which only makes backward run without "
+        "error: no parameter gets a gradient.",
+        line=line, nodes=[str(root)] if root is not None else [],
+        evidence=[("root", f"{name} (no grad_fn)"), ("requires_grad set", f"line {line}: {text}"),
+                  ("nodes walked by this backward", "0")],
+        fix="# a differentiable loss instead of the workaround:\n"
+            "w = torch.softmax(scores / tau, dim=-1)   # instead of scores.argmax(-1)\n"
+            f"# and delete the requires_grad on {name} (line {line})",
+        lesson="07_detach_and_no_grad")]
 
 
 def graph_freed(view: DocView) -> list[dict[str, Any]]:
