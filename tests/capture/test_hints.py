@@ -193,6 +193,57 @@ def test_a_leafs_own_derivative_is_no_mistake(run: Any, code: str) -> None:
     assert _codes(run(code)) == []
 
 
+LOOP = H + """
+net = nn.Sequential(nn.Linear(3, 8), nn.ReLU(), nn.Linear(8, 1))
+opt = torch.optim.SGD(PARAMS, lr=LR)
+x, y = torch.randn(16, 3), torch.randn(16, 1)
+for epoch in range(3):
+BODY"""
+ORDERS = {  # the loop body, by what it does wrong (or right)
+    "right": "    opt.zero_grad()\n    loss = F.mse_loss(net(x), y)\n    loss.backward()\n    opt.step()\n",
+    "zero_grad between": "    loss = F.mse_loss(net(x), y)\n    loss.backward()\n    opt.zero_grad()\n    opt.step()\n",
+    "step first": "    opt.zero_grad()\n    loss = F.mse_loss(net(x), y)\n    opt.step()\n    loss.backward()\n",
+}
+
+
+def _loop(order: str, params: str = "net.parameters()", lr: str = "0.1") -> str:
+    return LOOP.replace("PARAMS", params).replace("LR", lr).replace("BODY", ORDERS[order])
+
+
+@pytest.mark.parametrize("order,line", [("zero_grad between", 12), ("step first", 12)])
+def test_gradients_cleared_before_any_step_are_named(run: Any, order: str, line: int) -> None:
+    """Every parameter got a gradient each iteration and nothing moved: the loop's order threw
+    each gradient away before a step used it (torch's own values: no parameter changed)."""
+    doc = run(_loop(order))
+    hint = next(h for h in doc["analysis"]["hints"] if h["code"] == "gradients-discarded")
+    assert hint["line"] == line and hint["severity"] == "error", hint
+    assert ("zero_grad() on line 12 runs after backward() on line 11" if order == "zero_grad between"
+            else "step() on line 12 runs before backward() on line 13") in hint["title"]
+    scope: dict[str, Any] = {}
+    bare = _loop(order).replace("for epoch", "before = [p.detach().clone() for p in net.parameters()]\nfor epoch")
+    exec(compile(bare, "<bare>", "exec"), scope)
+    assert all(torch_equal(a, b) for a, b in zip(scope["before"], scope["net"].parameters(), strict=True))
+    assert _codes(run(_loop("right"))) == []
+    assert _codes(run(_loop("right", lr="0.0"))) == []  # nothing moves, and the order is right
+
+
+def test_parameters_no_optimizer_holds_are_named(run: Any) -> None:
+    """The optimizer was given the first layer only: the loop's zero_grad and step leave the
+    second alone, so its .grad adds up across iterations and it never trains."""
+    doc = run(_loop("right", params="net[0].parameters()"))
+    hint = next(h for h in doc["analysis"]["hints"] if h["code"] == "grad-accumulated")
+    assert "net.2.weight, net.2.bias: no optimizer holds them" in hint["title"], hint
+    named = {n["name"] for n in doc["graph"]["nodes"] if n["id"] in hint["nodes"]}
+    assert named == {"net.2.weight", "net.2.bias", "AccumulateGrad"}  # each with its accumulator
+    assert _codes(run(_loop("right"))) == []
+
+
+def torch_equal(a: Any, b: Any) -> bool:
+    import torch
+
+    return bool(torch.equal(a.detach(), b.detach()))
+
+
 ENCODER_DETACHED = H + """
 enc = nn.Linear(4, 8)
 head = nn.Linear(8, 1)

@@ -27,7 +27,9 @@ class Hint(_Model):
     """A likely mistake, said once, with what shows it and how to fix it."""
 
     code: str = Field(description=(
-        "stable identifier: `grad-accumulated`, `leaf-cut-off`, `requires-grad-after-cut`, `nonleaf-grad`, "
+        "stable identifier: `grad-accumulated` (also a module's parameters no optimizer holds, cleared and moved "
+        "while others are), `gradients-discarded` (no parameter ever changed: `zero_grad()` between `backward()` "
+        "and `step()`, or `step()` before `backward()`), `leaf-cut-off`, `requires-grad-after-cut`, `nonleaf-grad`, "
         "`graph-freed`, `grad-edited` (a `.grad` changed in place after backward: clipping, GradScaler's unscale; "
         "its line from `Node.grad_edits`), `double-softmax`, `sigmoid-bce`, `unstable-math`, `loss-broadcast`, "
         "`graph-kept-alive`, `zero-gradient-op`, `non-differentiable-op` (argmax, a comparison or an integer cast "

@@ -31,6 +31,7 @@ from gradtrace.analysis.hints.graph import (
 from gradtrace.analysis.hints.training import (
     accumulated,
     cut_leaf,
+    discarded,
     graph_freed,
     requires_grad_after_cut,
     threads_unrecorded,
@@ -39,7 +40,7 @@ from gradtrace.analysis.hints.training import (
 Check = Callable[[DocView], list[dict[str, Any]]]
 
 HINT_CHECKS: tuple[Check, ...] = (
-    accumulated, cut_leaf, requires_grad_after_cut, nonleaf_grad, graph_freed, double_softmax, sigmoid_bce,
+    accumulated, discarded, cut_leaf, requires_grad_after_cut, nonleaf_grad, graph_freed, double_softmax, sigmoid_bce,
     hand_written_math, mse_broadcast, graph_kept_alive, zero_gradient_ops, nondiff_ops, grad_flow, call_flow,
     train_mode_in_eval, grad_edited, threads_unrecorded, update_ratio, activations,
 )

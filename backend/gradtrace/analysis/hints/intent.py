@@ -77,3 +77,22 @@ def backward_intent(code: str | None, line: int | None) -> Intent:
     if any(_updates(s) for s in after):
         return "by-design"
     return "summed-by-mistake"
+
+
+def step_line(code: str | None, line: int | None) -> int | None:
+    """The line of the first optimizer ``step()`` call (not a scheduler's) in the innermost loop
+    around ``line`` that has one; None when no loop around it steps or the code cannot be read."""
+    if not code or line is None:
+        return None
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return None
+    loops = sorted((n for n in ast.walk(tree) if isinstance(n, _LOOPS)
+                    and n.lineno <= line <= (n.end_lineno or n.lineno)), key=lambda n: n.lineno, reverse=True)
+    for loop in loops:
+        steps = [n.lineno for n in ast.walk(loop) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+                 and n.func.attr == "step" and "sched" not in ast.unparse(n.func.value).lower()]
+        if steps:
+            return min(steps)
+    return None

@@ -1,5 +1,6 @@
-"""Hints about the training loop: gradients summed across passes, leaves a cut left without a
-gradient, the ``requires_grad`` workaround, and a second walk of a freed graph."""
+"""Hints about the training loop: gradients summed across passes (and parameters no optimizer
+holds), gradients cleared before any step used them, leaves a cut left without a gradient, the
+``requires_grad`` workaround, and a second walk of a freed graph."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from typing import Any
 
 from gradtrace.analysis.docview import DocView
 from gradtrace.analysis.gradoff import block_at, describe, grad_off_blocks
-from gradtrace.analysis.hints.intent import backward_intent
+from gradtrace.analysis.hints.intent import backward_intent, step_line
 from gradtrace.analysis.hints.write import hint
 from gradtrace.analysis.numbers import fmt, number
 from gradtrace.analysis.starved import hand_set_root, item_rebuild, starved
@@ -46,6 +47,7 @@ def accumulated(view: DocView) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for line, leaves in by_line.items():
         if backward_intent(view.doc.get("code"), line) == "by-design":
+            out += _outside_the_optimizer(view, line, leaves)
             continue
         names = [view.tensor_label(n) for n, _, _ in leaves]
         shown = ", ".join(names[:4]) + (f" and {len(names) - 4} more" if len(names) > 4 else "")
@@ -67,6 +69,94 @@ def accumulated(view: DocView) -> list[dict[str, Any]]:
             fix=f"optimizer.zero_grad()  # or {names[0]}.grad = None, before each backward",
             lesson="09_accumulating_grads"))
     return out
+
+
+def _outside_the_optimizer(view: DocView, line: int, leaves: list[tuple[Mapping[str, Any], str | None, list[int]]]
+                           ) -> list[dict[str, Any]]:
+    """A loop that clears ``.grad`` and steps (accumulation by design, NOTE [accumulation by
+    design]) while some leaves its backward reaches are neither cleared nor moved: the
+    optimizer does not hold them (``SGD(net[0].parameters())`` for a two-layer net). Their
+    ``.grad`` adds up, and they never train. Said only where other leaves were cleared (so
+    the loop's ``zero_grad`` ran) and these have no step at all."""
+    if not any(t.get("grad_resets") for t in view.leaf_nodes):
+        return []
+    # a module's parameters only: a physics-informed net's collocation points get a .grad each
+    # pass too, and no optimizer is meant to hold them
+    modules = {str(m.get("path")) for m in view.doc.get("modules") or ()}
+    idle = [(n, acc) for n, acc, _ in leaves if n.get("role") == "leaf" and not n.get("value_steps")
+            and "." in str(n.get("name") or "") and str(n["name"]).rsplit(".", 1)[0] in modules]
+    if not idle:
+        return []
+    names = [view.tensor_label(n) for n, _ in idle]
+    shown = ", ".join(names[:4]) + (f" and {len(names) - 4} more" if len(names) > 4 else "")
+    history = idle[0][0].get("grad_history") or []
+    norms = " → ".join(_norm(history[i]) for i in range(min(len(history), 6)))
+    nodes: list[str] = []
+    for n, acc in idle:
+        nodes += [str(n["id"])] + ([acc] if acc else [])
+    return [hint(
+        "grad-accumulated", "warning", f"{shown}: no optimizer holds "
+        + ("it, so its .grad adds up and it never trains" if len(names) == 1
+           else "them, so their .grad adds up and they never train"),
+        f"The backward on line {line} gives {shown} a gradient each time, but the optimizer's "
+        "zero_grad() never clears it and its step() never moves it: it is not among the "
+        "parameters the optimizer was given. Its .grad sums every pass, and its value stays "
+        "as it started.",
+        line=line, nodes=nodes,
+        evidence=[(f"‖{names[0]}.grad‖ after each pass", norms), (f"{names[0]} updated", "never"),
+                  ("other parameters", "cleared and updated each iteration"), ("line", view.line_text(line) or "?")],
+        fix="# give the optimizer every parameter that should train\n"
+            "opt = torch.optim.SGD(model.parameters(), lr=...)",
+        lesson="09_accumulating_grads")]
+
+
+def discarded(view: DocView) -> list[dict[str, Any]]:
+    """Every parameter got a gradient in every iteration and a loop steps an optimizer, yet no
+    parameter ever changed: each gradient was cleared before a step could use it (``zero_grad()``
+    between ``backward()`` and ``step()``, or ``step()`` before ``backward()``).
+
+    NOTE [no false alarms]: said only when nothing at all trained (a parameter whose gradient
+    is exactly 0, a learning rate of 0 or a frozen group leave others moving), every such
+    parameter's ``.grad`` was reset by the program, and some gradient was not 0."""
+    trained = [n for n in view.leaf_nodes if len(n.get("grad_history") or ()) >= 2]
+    if not trained or any(n.get("value_steps") for n in view.leaf_nodes):
+        return []
+    if not all(n.get("grad_resets") for n in trained):
+        return []
+    if not any(number((h.get("stats") or {}).get("norm")) for n in trained for h in n.get("grad_history") or () if h):
+        return []
+    passes = [p for p in view.doc.get("passes") or [] if p.get("line") is not None]
+    if not passes:
+        return []
+    code = view.doc.get("code")
+    backward = int(passes[-1]["line"])
+    step = step_line(code, backward)
+    if step is None:
+        return []
+    reset = next((int(r["line"]) for r in trained[0].get("grad_resets") or () if r.get("line") is not None), None)
+    names = [view.tensor_label(n) for n in trained]
+    shown = ", ".join(names[:4]) + (f" and {len(names) - 4} more" if len(names) > 4 else "")
+    if step < backward:
+        why = (f"step() on line {step} runs before backward() on line {backward}, and the gradient is "
+               f"cleared{f' on line {reset}' if reset is not None else ''} before the next step")
+        fix = "opt.zero_grad()\nloss = ...\nloss.backward()\nopt.step()   # after backward"
+    elif reset is not None and backward < reset < step:
+        why = f"zero_grad() on line {reset} runs after backward() on line {backward} and before step() on line {step}"
+        fix = "opt.zero_grad()   # before backward, not between backward and step\nloss.backward()\nopt.step()"
+    else:  # the order is right: a learning rate of 0, say, which is no mistake of order
+        return []
+    nodes = [str(n["id"]) for n in trained]
+    return [hint(
+        "gradients-discarded", "error", f"no parameter ever changed: {why.split(',')[0]}",
+        f"Every backward gave {shown} a gradient, and the loop steps its optimizer, but {why}: "
+        "each step finds no gradient, so no parameter moves and the model never trains.",
+        line=reset if reset is not None and backward < reset < step else step, nodes=nodes,
+        evidence=[("backward", f"line {backward}: {view.line_text(backward) or '?'}"),
+                  *([("gradient cleared", f"line {reset}: {view.line_text(reset) or '?'}")]
+                    if reset is not None else []),
+                  ("step", f"line {step}: {view.line_text(step) or '?'}"),
+                  ("parameters updated", f"0 of {len(trained)}")],
+        fix=fix, lesson="09_accumulating_grads")]
 
 
 def cut_leaf(view: DocView) -> list[dict[str, Any]]:
