@@ -4,7 +4,9 @@ not left to a full collection (NOTE [no cycle outlives the block] in capture/rec
 The cyclic collector is off while each case runs: whatever is still alive once the caller's
 references are gone was held by a reference cycle, which in a notebook or a worker process
 waits for a rare full collection with tens of MB behind it. Both kernel sets; ordinary
-training, a program that raises, a limit, threads, and the service's ``run_snippet``.
+training, a program that raises, a limit, threads. (``run_snippet``, a sandbox or CLI process's
+one run, does not let go: NOTE [no cycle outlives the block] in capture/recorder.py and the
+``record.__exit__`` beside it.)
 """
 
 from __future__ import annotations
@@ -18,7 +20,6 @@ from typing import Any
 import pytest
 
 import gradtrace
-from gradtrace.capture.snippet import run_snippet
 
 from .test_threads_unrecorded import WORKERS
 
@@ -119,25 +120,3 @@ def test_the_last_reference_frees_the_recorder_and_its_documents(no_collector: N
     assert said["id"] and (said["nodes"] > 0 or said["threads"] == 4), said
     assert (said["status"] == "graph_limit") == bool(said["warned"]), said
     assert _alive(refs) == [], f"held by a reference cycle after the block: {_alive(refs)} ({said})"
-
-
-@BOTH
-def test_the_services_run_frees_its_recorder(no_collector: None, native: bool) -> None:
-    seen: list[weakref.ref[Any]] = []
-    real = gradtrace.capture.snippet.record
-
-    class Watched(real):  # type: ignore[misc,valid-type]
-        def __exit__(self, *a: Any) -> bool:
-            out = super().__exit__(*a)
-            seen.extend([weakref.ref(self), weakref.ref(self.recorder)])
-            return out
-
-    gradtrace.capture.snippet.record = Watched
-    try:
-        captured = run_snippet(TRAINING, native=native, tensor_budget=1 << 20)
-    finally:
-        gradtrace.capture.snippet.record = real
-    assert captured.fields["status"] == "ok" and captured.tensors
-    assert len(seen) == 2
-    del captured
-    assert _alive(seen) == []

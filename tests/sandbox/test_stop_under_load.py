@@ -73,7 +73,7 @@ def test_runaway_graphs_stopped_on_a_busy_machine_keep_their_graph_and_line(load
                f"to stop and hand in its graph, and it had not done so {MAX_WALL_S:g} s later")
     for doc, row in zip(docs, summary, strict=True):
         # a run that got more CPU may fill its document (28 MB) before the clock: kept, not empty
-        assert doc["status"] in ("timeout", "graph_limit"), summary
+        assert doc["status"] in ("timeout", "graph_limit"), (doc["message"], doc.get("error"), summary)
         if row[1] == 0 and doc["message"].startswith(starved):
             # NOTE [grace under load] in gradtrace/sandbox/stopgrace.py: a child that the machine
             # starves of CPU for the whole bound on a late answer is ended, and says so. Only that

@@ -215,7 +215,19 @@ class record:
             self.note_error(exc)
         if isinstance(exc, LimitReached):
             self._stopped_at = error_line(exc, rec.filename)
-        self._let_go()
+        if self._threads is not None:  # NOTE [other threads' graphs] in threads.py
+            try:
+                rec.threads_unrecorded = self._threads.unrecorded()
+            except Exception as e:  # NOTE [the recorder never breaks the snippet]
+                rec.internal_error(e)
+            self._threads = None
+        if not self._stop_program:
+            # NOTE [no cycle outlives the block] in recorder.py, in process only: a sandbox or
+            # CLI run (``run_snippet``) is a process of its own that ends with its one run, so
+            # freeing the recorder early gains nothing there; and a run its time limit stopped
+            # inside the core has crashed (SIGSEGV, tests/sandbox/test_stop_under_load.py) when
+            # the core was destroyed before the process ended, which it otherwise never is
+            self._let_go()
         return isinstance(exc, LimitReached)
 
     def _let_go(self) -> None:
@@ -223,9 +235,6 @@ class record:
         rec = self._rec
         assert rec is not None
         try:
-            if self._threads is not None:  # NOTE [other threads' graphs] in threads.py
-                rec.threads_unrecorded = self._threads.unrecorded()
-            self._threads = None
             if self._mode is not None:
                 self._mode.let_go()
             rec.let_go()
