@@ -52,13 +52,13 @@ _FACTORY = re.compile(r"\btorch\.(tensor|as_tensor|from_numpy|zeros|ones|empty|f
                       r"linspace|eye)(_like)?\s*\(|\bParameter\(")
 
 
-def hand_set_root(view: DocView) -> int | None:
+def hand_set_root(view: DocView) -> tuple[int, str] | None:
     """The line that set ``requires_grad`` by hand on a backward's root that has no history
     (``loss = (pred - y).pow(2).mean().requires_grad_()`` after an ``argmax``, or
     ``y.requires_grad = True`` on a comparison's result), for a pass that walked nothing; None
     when there is none. A tensor made with ``requires_grad`` (``torch.tensor(2.0,
     requires_grad=True)``, ``torch.randn(3).requires_grad_()``) and then backpropagated from is
-    a leaf's own derivative, the first thing a lesson shows: not this."""
+    a leaf's own derivative, the first thing a lesson shows: not this. Answers (the line, the root)."""
     code = str(view.doc.get("code") or "").splitlines()
     walked = view.walked()
     for p in view.doc.get("passes") or []:
@@ -77,10 +77,10 @@ def hand_set_root(view: DocView) -> int | None:
                 m = bound.match(text)
                 if m:
                     if "requires_grad_(" in m[1] and not _FACTORY.search(m[1]):
-                        return i
+                        return i, str(root)
                     break
                 if by_hand.search(text):
-                    return i
+                    return i, str(root)
     return None
 
 

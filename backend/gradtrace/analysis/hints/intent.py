@@ -29,12 +29,16 @@ def _is_no_grad(w: ast.With) -> bool:
                for item in w.items)
 
 
+def _is_step(node: ast.AST) -> bool:
+    """An optimizer's (or a ``GradScaler``'s) ``step()`` call, not a scheduler's."""
+    return (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "step"
+            and "sched" not in ast.unparse(node.func.value).lower())
+
+
 def _updates(tree: ast.AST) -> bool:
     for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "step":
-            owner = ast.unparse(node.func.value).lower()
-            if "sched" not in owner:
-                return True
+        if _is_step(node):
+            return True
         if isinstance(node, ast.With) and _is_no_grad(node):
             for inner in ast.walk(node):
                 if isinstance(inner, ast.AugAssign):
@@ -61,15 +65,10 @@ def _zeroes(tree: ast.AST) -> bool:
 def backward_intent(code: str | None, line: int | None) -> Intent:
     """Whether gradients summed by the backward on ``line`` are a mistake
     (NOTE [accumulation by design]); ``unknown`` when the code cannot be read."""
-    if not code or line is None:
+    found = _loops_around(code, line)
+    if found is None:
         return "unknown"
-    try:
-        tree = ast.parse(code)
-    except SyntaxError:
-        return "unknown"
-    loops = [n for n in ast.walk(tree) if isinstance(n, _LOOPS)
-             and n.lineno <= line <= (n.end_lineno or n.lineno)]
-    loops.sort(key=lambda n: n.lineno, reverse=True)  # innermost first
+    tree, loops = found
     for loop in loops:
         if _updates(loop):
             return "by-design" if _zeroes(loop) else "summed-by-mistake"
@@ -79,20 +78,28 @@ def backward_intent(code: str | None, line: int | None) -> Intent:
     return "summed-by-mistake"
 
 
-def step_line(code: str | None, line: int | None) -> int | None:
-    """The line of the first optimizer ``step()`` call (not a scheduler's) in the innermost loop
-    around ``line`` that has one; None when no loop around it steps or the code cannot be read."""
+Loop = ast.For | ast.While | ast.AsyncFor
+
+
+def _loops_around(code: str | None, line: int | None) -> tuple[ast.Module, list[Loop]] | None:
+    """The parsed code and the loops around ``line``, innermost first; None when it cannot be read."""
     if not code or line is None:
         return None
     try:
         tree = ast.parse(code)
     except SyntaxError:
         return None
-    loops = sorted((n for n in ast.walk(tree) if isinstance(n, _LOOPS)
-                    and n.lineno <= line <= (n.end_lineno or n.lineno)), key=lambda n: n.lineno, reverse=True)
-    for loop in loops:
-        steps = [n.lineno for n in ast.walk(loop) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
-                 and n.func.attr == "step" and "sched" not in ast.unparse(n.func.value).lower()]
+    loops = [n for n in ast.walk(tree) if isinstance(n, _LOOPS) and n.lineno <= line <= (n.end_lineno or n.lineno)]
+    loops.sort(key=lambda n: n.lineno, reverse=True)  # innermost first
+    return tree, loops
+
+
+def step_line(code: str | None, line: int | None) -> int | None:
+    """The line of the first optimizer ``step()`` call in the innermost loop around ``line`` that
+    has one; None when no loop around it steps or the code cannot be read."""
+    found = _loops_around(code, line)
+    for loop in found[1] if found is not None else []:
+        steps: list[int] = [n.lineno for n in ast.walk(loop) if isinstance(n, ast.Call) and _is_step(n)]
         if steps:
             return min(steps)
     return None

@@ -269,19 +269,19 @@ def requires_grad_after_cut(view: DocView) -> list[dict[str, Any]]:
 def _no_history_root(view: DocView) -> list[dict[str, Any]]:
     """A root with no history and no cut to blame: ops with no gradient made it (an argmax, a
     comparison, an integer cast), and ``requires_grad`` was set on it by hand (``hand_set_root``)."""
-    line = hand_set_root(view)
-    if line is None:
+    found = hand_set_root(view)
+    if found is None:
         return []
+    line, root = found
     text = view.line_text(line) or "?"
-    root = next((r for p in view.doc.get("passes") or [] for r in p.get("roots") or []), None)
-    name = view.tensor_label(view.by_id[root]) if root in view.by_id else "the loss"
+    name = view.tensor_label(view.by_id[root])
     return [hint(
         "requires-grad-after-cut", "error", f"{name} has no history: backward reached nothing",
         f"{name} was computed without autograd: an op with no gradient (argmax, a comparison, a "
         f"cast to integers or bools, a number read out with .item()) stands on the way to it. "
         f"Line {line} sets requires_grad on it by hand, which only makes backward run without "
         "error: no parameter gets a gradient.",
-        line=line, nodes=[str(root)] if root is not None else [],
+        line=line, nodes=[root],
         evidence=[("root", f"{name} (no grad_fn)"), ("requires_grad set", f"line {line}: {text}"),
                   ("nodes walked by this backward", "0")],
         fix="# a differentiable loss instead of the workaround:\n"
