@@ -29,7 +29,12 @@ hidden gradient, an LSTM whose state is carried and detached, weights initialize
 transposed-convolution decoder, a custom Function with a non-differentiable output and an
 intermediate's ``retain_grad``; a LoRA adapter on a frozen layer, a Huber loss with gradients
 clipped by value under RMSprop, attention with a key padding mask, a pre-norm residual stack
-with AdamW and a step schedule, and a bootstrapped target computed under ``no_grad``. The
+with AdamW and a step schedule, and a bootstrapped target computed under ``no_grad``; FGSM
+adversarial training (the input's gradient from ``autograd.grad``), style transfer optimizing an
+image through a frozen network, a RealNVP coupling layer, prototypical networks on ``cdist``, a
+padded batch through a GRU with a masked loss, multi-task weights learned as log-variances, a
+pixel-shuffle upsampler, SGD by hand that sets ``.grad`` to None, an L2 penalty written out, and
+an optimizer given the head only while ``model.zero_grad()`` clears the rest. The
 judges must stay silent on all of them and keep every number exactly
 (tests/analysis/test_standard_practice.py)."""
 
@@ -1180,4 +1185,135 @@ for step in range(3):
     pred = q(s).gather(1, torch.zeros(8, 1, dtype=torch.long)).squeeze(1)
     loss = F.smooth_l1_loss(pred, target)
     opt.zero_grad(); loss.backward(); opt.step()
+"""
+STANDARD["fgsm_adversarial"] = H + """
+model = nn.Sequential(nn.Linear(4, 16), nn.ReLU(), nn.Linear(16, 3))
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+x, y = torch.randn(8, 4), torch.randint(0, 3, (8,))
+for step in range(3):
+    x_adv = x.clone().requires_grad_(True)
+    loss = F.cross_entropy(model(x_adv), y)
+    grad, = torch.autograd.grad(loss, x_adv)
+    x_adv = (x_adv + 0.1 * grad.sign()).detach()
+    opt.zero_grad()
+    loss = F.cross_entropy(model(x_adv), y)
+    loss.backward()
+    opt.step()
+"""
+STANDARD["style_transfer_input"] = H + """
+net = nn.Sequential(nn.Conv2d(3, 4, 3, padding=1), nn.ReLU(), nn.Conv2d(4, 4, 3, padding=1))
+for p in net.parameters():
+    p.requires_grad_(False)
+content = torch.rand(1, 3, 8, 8)
+target = net(content)
+img = content.clone().requires_grad_(True)
+opt = torch.optim.Adam([img], lr=0.05)
+for step in range(5):
+    opt.zero_grad()
+    feats = net(img)
+    gram = feats.flatten(2) @ feats.flatten(2).transpose(1, 2)
+    loss = F.mse_loss(feats, target) + 1e-3 * gram.mean()
+    loss.backward()
+    opt.step()
+    with torch.no_grad():
+        img.clamp_(0, 1)
+"""
+STANDARD["realnvp_coupling"] = H + """
+class Coupling(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.s = nn.Sequential(nn.Linear(1, 16), nn.Tanh(), nn.Linear(16, 1))
+        self.t = nn.Sequential(nn.Linear(1, 16), nn.ReLU(), nn.Linear(16, 1))
+    def forward(self, x):
+        a, b = x[:, :1], x[:, 1:]
+        s = self.s(a)
+        return torch.cat([a, b * torch.exp(s) + self.t(a)], 1), s.sum(1)
+flow = Coupling()
+opt = torch.optim.Adam(flow.parameters(), lr=1e-3)
+x = torch.randn(64, 2) * torch.tensor([1.0, 3.0])
+prior = torch.distributions.Normal(0.0, 1.0)
+for step in range(5):
+    z, logdet = flow(x)
+    loss = -(prior.log_prob(z).sum(1) + logdet).mean()
+    opt.zero_grad(); loss.backward(); opt.step()
+"""
+STANDARD["prototypical_cdist"] = H + """
+enc = nn.Sequential(nn.Linear(6, 16), nn.ReLU(), nn.Linear(16, 8))
+opt = torch.optim.Adam(enc.parameters(), lr=1e-3)
+support = torch.randn(3, 5, 6); query = torch.randn(3, 4, 6)
+labels = torch.arange(3).repeat_interleave(4)
+for step in range(3):
+    protos = enc(support).mean(1)
+    q = enc(query).reshape(12, 8)
+    logits = -torch.cdist(q, protos) ** 2
+    loss = F.cross_entropy(logits, labels)
+    opt.zero_grad(); loss.backward(); opt.step()
+"""
+STANDARD["padded_gru_masked_loss"] = H + """
+from torch.nn.utils.rnn import pad_sequence
+seqs = [torch.randn(n, 4) for n in (5, 3, 2)]
+x = pad_sequence(seqs, batch_first=True)
+mask = pad_sequence([torch.ones(n) for n in (5, 3, 2)], batch_first=True)
+rnn = nn.GRU(4, 8, batch_first=True); out_l = nn.Linear(8, 1)
+opt = torch.optim.Adam(list(rnn.parameters()) + list(out_l.parameters()), lr=1e-3)
+y = torch.randn(3, 5)
+for step in range(3):
+    h, _ = rnn(x)
+    pred = out_l(h).squeeze(-1)
+    loss = (((pred - y) ** 2) * mask).sum() / mask.sum()
+    opt.zero_grad(); loss.backward(); opt.step()
+"""
+STANDARD["uncertainty_weighted_multitask"] = H + """
+shared = nn.Linear(4, 16); h1 = nn.Linear(16, 1); h2 = nn.Linear(16, 3)
+log_vars = nn.Parameter(torch.zeros(2))
+params = list(shared.parameters()) + list(h1.parameters()) + list(h2.parameters()) + [log_vars]
+opt = torch.optim.Adam(params, lr=1e-2)
+x, y1, y2 = torch.randn(16, 4), torch.randn(16, 1), torch.randint(0, 3, (16,))
+for step in range(4):
+    f = F.relu(shared(x))
+    l1 = F.mse_loss(h1(f), y1); l2 = F.cross_entropy(h2(f), y2)
+    loss = torch.exp(-log_vars[0]) * l1 + log_vars[0] + torch.exp(-log_vars[1]) * l2 + log_vars[1]
+    opt.zero_grad(); loss.backward(); opt.step()
+"""
+STANDARD["pixel_shuffle_upsampler"] = H + """
+net = nn.Sequential(nn.Conv2d(1, 8, 3, padding=1), nn.ReLU(), nn.Conv2d(8, 4, 3, padding=1), nn.PixelShuffle(2))
+opt = torch.optim.Adam(net.parameters(), lr=1e-3)
+lr_img, hr = torch.rand(2, 1, 6, 6), torch.rand(2, 1, 12, 12)
+for step in range(3):
+    loss = F.l1_loss(net(lr_img), hr)
+    opt.zero_grad(); loss.backward(); opt.step()
+"""
+STANDARD["manual_sgd_grad_none"] = H + """
+w = torch.randn(3, 1, requires_grad=True); b = torch.zeros(1, requires_grad=True)
+x, y = torch.randn(16, 3), torch.randn(16, 1)
+for step in range(5):
+    loss = ((x @ w + b - y) ** 2).mean()
+    loss.backward()
+    with torch.no_grad():
+        for p in (w, b):
+            p -= 0.1 * p.grad
+            p.grad = None
+"""
+STANDARD["l2_penalty_by_hand"] = H + """
+model = nn.Sequential(nn.Linear(5, 10), nn.Tanh(), nn.Linear(10, 1))
+opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+x, y = torch.randn(32, 5), torch.randn(32, 1)
+for step in range(6):
+    opt.zero_grad(set_to_none=True)
+    l2 = sum(p.pow(2).sum() for p in model.parameters())
+    loss = F.mse_loss(model(x), y) + 1e-4 * l2
+    loss.backward()
+    opt.step()
+"""
+STANDARD["head_only_optimizer"] = H + """
+backbone = nn.Sequential(nn.Linear(4, 8), nn.ReLU())
+head = nn.Linear(8, 2)
+model = nn.Sequential(backbone, head)
+opt = torch.optim.Adam(head.parameters(), lr=1e-2)
+x, y = torch.randn(16, 4), torch.randint(0, 2, (16,))
+for step in range(4):
+    model.zero_grad()
+    loss = F.cross_entropy(model(x), y)
+    loss.backward()
+    opt.step()
 """

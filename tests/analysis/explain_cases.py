@@ -241,6 +241,12 @@ NET_OPS: dict[str, str] = {
                                 "z = torch.ops.aten.mse_loss_backward(y, x, t, 1)",
     "BaddbmmBackward0": "b = torch.randn(2, 3, 5, requires_grad=True)\nx = torch.randn(2, 3, 4, requires_grad=True)\n"
                         "y = torch.randn(2, 4, 5, requires_grad=True)\nz = torch.baddbmm(b, x, y)",
+    "CdistBackward0": "x = torch.randn(4, 3, requires_grad=True)\ny = torch.randn(5, 3, requires_grad=True)\n"
+                      "z = torch.cdist(x, y)",
+    "PixelShuffleBackward0": "x = torch.randn(2, 8, 2, 3, requires_grad=True)\n"
+                             "z = torch.nn.functional.pixel_shuffle(x, 2)",
+    "PixelUnshuffleBackward0": "x = torch.randn(1, 2, 4, 6, requires_grad=True)\n"
+                               "z = torch.nn.functional.pixel_unshuffle(x, 2)",
 }
 NET_LEAVES: dict[str, list[str]] = {
     "ConvolutionBackward0": ["x", "w", "b"], "NativeBatchNormBackward0": ["x", "w", "b"],
@@ -360,6 +366,13 @@ NET_VARIANTS: dict[str, tuple[str, str]] = {
                                              "x = torch.randn(2, 3, 4, requires_grad=True)\n"
                                              "y = torch.randn(2, 4, 5, requires_grad=True)\n"
                                              "z = torch.baddbmm(b, x, y, beta=0.5, alpha=2.0)"),
+    "cdist p=1, batched": ("CdistBackward0", "x = torch.randn(2, 3, 4, requires_grad=True)\n"
+                           "y = torch.randn(2, 5, 4, requires_grad=True)\nz = torch.cdist(x, y, p=1.0)"),
+    "cdist p=3 with a zero distance": ("CdistBackward0", "x = torch.randn(3, 2, requires_grad=True)\n"
+                                       "y = torch.cat([x.detach()[:1], torch.randn(2, 2)]).requires_grad_()\n"
+                                       "z = torch.cdist(x, y, p=3.0)"),
+    "cdist p=inf": ("CdistBackward0", "x = torch.randn(3, 4, requires_grad=True)\n"
+                    "y = torch.randn(2, 4, requires_grad=True)\nz = torch.cdist(x, y, p=float('inf'))"),
     "addmm alpha beta": ("AddmmBackward0", "b = torch.randn(2, 3, requires_grad=True)\n"
                          "x = torch.randn(2, 4, requires_grad=True)\ny = torch.randn(4, 3, requires_grad=True)\n"
                          "z = torch.addmm(b, x, y, beta=0.2, alpha=0.6)"),

@@ -203,6 +203,8 @@ ORDERS = {  # the loop body, by what it does wrong (or right)
     "right": "    opt.zero_grad()\n    loss = F.mse_loss(net(x), y)\n    loss.backward()\n    opt.step()\n",
     "zero_grad between": "    loss = F.mse_loss(net(x), y)\n    loss.backward()\n    opt.zero_grad()\n    opt.step()\n",
     "step first": "    opt.zero_grad()\n    loss = F.mse_loss(net(x), y)\n    opt.step()\n    loss.backward()\n",
+    "zero_grad last": "    loss = F.mse_loss(net(x), y)\n    loss.backward()\n    opt.step()\n    opt.zero_grad()\n",
+    "model.zero_grad": "    net.zero_grad()\n    loss = F.mse_loss(net(x), y)\n    loss.backward()\n    opt.step()\n",
 }
 
 
@@ -225,6 +227,8 @@ def test_gradients_cleared_before_any_step_are_named(run: Any, order: str, line:
     assert all(torch_equal(a, b) for a, b in zip(scope["before"], scope["net"].parameters(), strict=True))
     assert _codes(run(_loop("right"))) == []
     assert _codes(run(_loop("right", lr="0.0"))) == []  # nothing moves, and the order is right
+    assert _codes(run(_loop("zero_grad last"))) == []  # cleared after the step: as right
+    assert _codes(run(_loop("model.zero_grad"))) == []
 
 
 def test_parameters_no_optimizer_holds_are_named(run: Any) -> None:
@@ -236,6 +240,32 @@ def test_parameters_no_optimizer_holds_are_named(run: Any) -> None:
     named = {n["name"] for n in doc["graph"]["nodes"] if n["id"] in hint["nodes"]}
     assert named == {"net.2.weight", "net.2.bias", "AccumulateGrad"}  # each with its accumulator
     assert _codes(run(_loop("right"))) == []
+
+
+FGSM = H + """
+model = nn.Sequential(nn.Linear(4, 16), nn.ReLU(), nn.Linear(16, 3))
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+x, y = torch.randn(8, 4), torch.randint(0, 3, (8,))
+for step in range(2):
+    x_adv = x.clone().requires_grad_(True)
+    loss = F.cross_entropy(model(ATTACKED), y)
+    grad, = torch.autograd.grad(loss, x_adv, allow_unused=True)
+    x_adv = (x_adv + 0.1 * (grad if grad is not None else torch.zeros_like(x)).sign()).detach()
+    opt.zero_grad()
+    loss = F.cross_entropy(model(x_adv), y)
+    loss.backward()
+    opt.step()
+"""
+
+
+def test_an_input_whose_gradient_autograd_grad_returned_is_not_cut_off(run: Any) -> None:
+    """Adversarial training (FGSM): ``torch.autograd.grad`` returns the input's gradient, which
+    is never accumulated into ``.grad``, and the attacked input is then detached for the
+    training step. The input did get its gradient: no ``leaf-cut-off``. The attack that
+    detaches the input before the model (its gradient never computed) is named."""
+    assert _codes(run(FGSM.replace("ATTACKED", "x_adv"))) == []
+    broken = run(FGSM.replace("ATTACKED", "x_adv.detach()"))
+    assert "leaf-cut-off" in _codes(broken), _codes(broken)
 
 
 def torch_equal(a: Any, b: Any) -> bool:

@@ -96,7 +96,7 @@ def _cut_of(view: DocView, acc: str, walked: set[str]) -> Mapping[str, Any] | No
     return None
 
 
-def _reached(view: DocView, leaf: str, acc: str | None, walked: set[str]) -> bool:
+def reached(view: DocView, leaf: str, acc: str | None, walked: set[str]) -> bool:
     """A backward walked a node that takes the leaf (or its AccumulateGrad) as input: its
     gradient was computed and returned (``torch.autograd.grad``) or left out on request
     (``backward(inputs=...)``), not starved."""
@@ -117,7 +117,7 @@ def starved(view: DocView) -> list[dict[str, Any]]:
             continue
         node = str(n["id"])
         acc = view.accumulator(node)
-        if (acc is not None and acc in walked) or _reached(view, node, acc, walked):
+        if (acc is not None and acc in walked) or reached(view, node, acc, walked):
             continue
         name = view.tensor_label(n)
         cut = _cut_of(view, acc, walked) if acc is not None else None

@@ -80,6 +80,31 @@ def _permute(ctx: Ctx, i: int, k: int) -> tuple[str, float]:
     return f"grad_out{list(c[d] for d in dims)} = {fmt(ctx.g.at(j))}", ctx.g.at(j)
 
 
+def _pixel_shuffle(ctx: Ctx, i: int, k: int) -> tuple[str, float]:
+    """``pixel_shuffle`` moves input element ``[…, c·r² + a·r + b, h, w]`` to output
+    ``[…, c, h·r + a, w·r + b]``; its gradient moves it back."""
+    shape = _in_shape(ctx, i)
+    r = int(ctx.arg("upscale_factor"))
+    *lead, ch, h, w = unravel(k, shape)
+    c, rest = divmod(ch, r * r)
+    a, b = divmod(rest, r)
+    at = (*lead, c, h * r + a, w * r + b)
+    value = ctx.g.at(ravel(at, ctx.g.shape))
+    return f"grad_out{list(at)} = {fmt(value)}", value
+
+
+def _pixel_unshuffle(ctx: Ctx, i: int, k: int) -> tuple[str, float]:
+    """``pixel_unshuffle``, ``pixel_shuffle``'s inverse: input ``[…, c, h·r + a, w·r + b]``
+    goes to output ``[…, c·r² + a·r + b, h, w]``."""
+    shape = _in_shape(ctx, i)
+    r = int(ctx.arg("downscale_factor"))
+    *lead, c, y, x = unravel(k, shape)
+    (h, a), (w, b) = divmod(y, r), divmod(x, r)
+    at = (*lead, c * r * r + a * r + b, h, w)
+    value = ctx.g.at(ravel(at, ctx.g.shape))
+    return f"grad_out{list(at)} = {fmt(value)}", value
+
+
 def _transpose(ctx: Ctx, i: int, k: int) -> tuple[str, float]:
     shape = _in_shape(ctx, i)
     c = list(unravel(k, shape))
@@ -241,6 +266,10 @@ BACKWARD_RULES: dict[str, Rule] = {
                             "else 0",), ((),), _slice, ("dim", "step")),
     "PermuteBackward0": Rule(("grad_self = grad_out permuted back  (grad_self[c] = grad_out[c[dims]])",), ((),),
                              _permute, ("dims",)),
+    "PixelShuffleBackward0": Rule(("grad_self[…, c·r² + a·r + b, h, w] = grad_out[…, c, h·r + a, w·r + b]  "
+                                   "(r = upscale_factor)",), ((),), _pixel_shuffle, ("upscale_factor",)),
+    "PixelUnshuffleBackward0": Rule(("grad_self[…, c, h·r + a, w·r + b] = grad_out[…, c·r² + a·r + b, h, w]  "
+                                     "(r = downscale_factor)",), ((),), _pixel_unshuffle, ("downscale_factor",)),
     "TransposeBackward0": Rule(("grad_self = grad_out with dim0 and dim1 swapped back",), ((),),
                                _transpose, ("dim0", "dim1")),
     "DiagonalBackward0": Rule(("grad_self = grad_out on the diagonal (column − row = offset), else 0",), ((),),

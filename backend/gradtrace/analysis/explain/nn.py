@@ -13,7 +13,17 @@ import math
 from collections.abc import Callable
 
 from gradtrace.analysis.explain.index import norm_dim
-from gradtrace.analysis.explain.ops import Ctx, NotKept, Rule, _binary, _operand, _summed, _unary, only_output_grad
+from gradtrace.analysis.explain.ops import (
+    Ctx,
+    NotKept,
+    Rule,
+    Unsupported,
+    _binary,
+    _operand,
+    _summed,
+    _unary,
+    only_output_grad,
+)
 from gradtrace.analysis.explain.tensors import Flat, fmt, ravel, unravel
 from gradtrace.analysis.numbers import number
 
@@ -187,6 +197,51 @@ def _batched(ctx: Ctx, i: int, k: int, first: str, second: str) -> tuple[str, fl
     return " + ".join(f"{fmt(x)}·{fmt(y)}" for x, y in parts[:3]) + (" + …" if len(parts) > 3 else ""), value
 
 
+def _cdist(ctx: Ctx, i: int, k: int) -> tuple[str, float]:
+    """``result[…, r, j] = ‖x1[…, r] − x2[…, j]‖_p``: grad_x1[…, r, m] = Σ_j grad_out[…, r, j] ·
+    ∂result[…, r, j]/∂x1[…, r, m] and grad_x2[…, j, m] = −Σ_r of the same, where the derivative
+    of a distance d along a difference δ is δ/d for p = 2, sign(δ) for p = 1,
+    sign(δ)·|δ|^(p−1)/d^(p−1) for any other p ≥ 1 (0 where d is 0, as torch's ``_cdist_backward``),
+    and sign(δ) on the coordinates where |δ| = d for p = ∞."""
+    x1, x2, res = ctx.saved["x1"], ctx.saved["x2"], ctx.saved["result"]
+    p = float(ctx.arg("p", 2.0))
+    if p < 1 or x1.shape[:-2] != x2.shape[:-2] or tuple(res.shape) != tuple(ctx.g.shape):
+        raise Unsupported("a p below 1, or batches broadcast against each other")
+    n1, m = x1.shape[-2], x1.shape[-1]
+    n2 = x2.shape[-2]
+
+    def slope(d: float, dist: float) -> float:
+        if dist == 0 or d == 0:
+            return 0.0
+        sign = 1.0 if d > 0 else -1.0
+        if p == 2:
+            return d / dist
+        if p == 1:
+            return sign
+        if math.isinf(p):
+            return sign if abs(d) == dist else 0.0
+        return sign * abs(d) ** (p - 1) / dist ** (p - 1)
+
+    if i == 0:
+        b, rest = divmod(k, n1 * m)
+        r, c = divmod(rest, m)
+        rows = [(r, j) for j in range(n2)]
+        sign = 1.0
+    else:
+        b, rest = divmod(k, n2 * m)
+        j0, c = divmod(rest, m)
+        rows = [(r, j0) for r in range(n1)]
+        sign = -1.0
+    parts = []
+    for r, j in rows:
+        g = ctx.g.at((b * n1 + r) * n2 + j)
+        d = x1.at((b * n1 + r) * m + c) - x2.at((b * n2 + j) * m + c)
+        parts.append((g, sign * slope(d, res.at((b * n1 + r) * n2 + j))))
+    value = math.fsum(x * y for x, y in parts)
+    shown = " + ".join(f"{fmt(x)}·{fmt(y)}" for x, y in parts[:3]) + (" + …" if len(parts) > 3 else "")
+    return shown, value
+
+
 def _pick(mine: str, theirs: str, bigger: bool) -> Callable[[Ctx, int], tuple[str, float]]:
     """maximum (``bigger``) / minimum: the gradient goes to the chosen operand, halved on a tie."""
     def f(ctx: Ctx, j: int) -> tuple[str, float]:
@@ -250,6 +305,11 @@ BACKWARD_RULES: dict[str, Rule] = {
                               "grad_batch1 = alpha · grad_out @ batch2ᵀ  (per batch)",
                               "grad_batch2 = alpha · batch1ᵀ @ grad_out  (per batch)"),
                              ((), ("batch2",), ("batch1",)), _baddbmm, ("alpha", "beta")),
+    "CdistBackward0": Rule(("grad_x1[…, r, m] = Σ_j grad_out[…, r, j] · (x1[…, r, m] − x2[…, j, m]) / result[…, r, j]  "
+                            "(p = 2; sign(δ)·|δ|^(p−1)/result^(p−1) for other p)",
+                            "grad_x2[…, j, m] = −Σ_r grad_out[…, r, j] · (x1[…, r, m] − x2[…, j, m]) / result[…, r, j]  "
+                            "(p = 2)"),
+                           (("x1", "x2", "result"), ("x1", "x2", "result")), _cdist, ("p",)),
     "MaximumBackward0": _binary(("grad_self = grad_out · [self > other]  (½ on a tie)",
                                  "grad_other = grad_out · [other > self]  (½ on a tie)"),
                                 (("self", "other"), ("self", "other")),

@@ -12,7 +12,7 @@ from gradtrace.analysis.gradoff import block_at, describe, grad_off_blocks
 from gradtrace.analysis.hints.intent import backward_intent, step_line
 from gradtrace.analysis.hints.write import hint
 from gradtrace.analysis.numbers import fmt, number
-from gradtrace.analysis.starved import hand_set_root, item_rebuild, starved
+from gradtrace.analysis.starved import hand_set_root, item_rebuild, reached, starved
 
 
 def _norm(tv: Any) -> str:
@@ -169,8 +169,8 @@ def cut_leaf(view: DocView) -> list[dict[str, Any]]:
         if n.get("role") != "leaf" or n.get("grad") is not None or not walked:
             continue
         acc = view.accumulator(str(n["id"]))
-        if acc is None or acc in walked:
-            continue
+        if acc is None or acc in walked or reached(view, str(n["id"]), acc, walked):
+            continue  # (reached: ``torch.autograd.grad`` returned its gradient, FGSM's input)
         for c in cuts:
             used = [t for t in view.consumers.get(str(c["id"]), []) + view.cut_consumers.get(str(c["id"]), [])
                     if t in walked]
