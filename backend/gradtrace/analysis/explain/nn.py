@@ -307,8 +307,8 @@ BACKWARD_RULES: dict[str, Rule] = {
                              ((), ("batch2",), ("batch1",)), _baddbmm, ("alpha", "beta")),
     "CdistBackward0": Rule(("grad_x1[…, r, m] = Σ_j grad_out[…, r, j] · (x1[…, r, m] − x2[…, j, m]) / result[…, r, j]  "
                             "(p = 2; sign(δ)·|δ|^(p−1)/result^(p−1) for other p)",
-                            "grad_x2[…, j, m] = −Σ_r grad_out[…, r, j] · (x1[…, r, m] − x2[…, j, m]) / result[…, r, j]  "
-                            "(p = 2)"),
+                            "grad_x2[…, j, m] = −Σ_r grad_out[…, r, j] · (x1[…, r, m] − x2[…, j, m]) "
+                            "/ result[…, r, j]  (p = 2)"),
                            (("x1", "x2", "result"), ("x1", "x2", "result")), _cdist, ("p",)),
     "MaximumBackward0": _binary(("grad_self = grad_out · [self > other]  (½ on a tie)",
                                  "grad_other = grad_out · [other > self]  (½ on a tie)"),
