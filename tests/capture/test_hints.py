@@ -268,6 +268,30 @@ def test_an_input_whose_gradient_autograd_grad_returned_is_not_cut_off(run: Any)
     assert "leaf-cut-off" in _codes(broken), _codes(broken)
 
 
+SIGMOID_TWICE = H + """
+net = nn.Linear(4, 1)
+x, t = torch.randn(8, 4), torch.rand(8, 1).round()
+logits = net(x)
+probs = torch.sigmoid(logits)
+loss = F.binary_cross_entropy_with_logits(INPUT, t)
+loss.backward()
+"""
+
+
+def test_a_sigmoid_before_bce_with_logits_is_named(run: Any) -> None:
+    """BCEWithLogitsLoss applies its own sigmoid: a sigmoid's output given to it is squashed
+    twice (torch's own loss then cannot fall below what 0.5 to 0.73 allows). The logits given
+    to it, with their sigmoid computed beside for a metric, is the near miss."""
+    doc = run(SIGMOID_TWICE.replace("INPUT", "probs"))
+    hint = next(h for h in doc["analysis"]["hints"] if h["code"] == "sigmoid-bce")
+    assert hint["line"] == 10 and "applied twice" in hint["title"], hint
+    assert _codes(run(SIGMOID_TWICE.replace("INPUT", "logits"))) == []
+    import torch
+
+    squashed = torch.sigmoid(torch.sigmoid(torch.linspace(-50, 50, 101)))
+    assert 0.5 <= float(squashed.min()) and float(squashed.max()) < 0.74  # what the hint says
+
+
 def torch_equal(a: Any, b: Any) -> bool:
     import torch
 

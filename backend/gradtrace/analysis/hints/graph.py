@@ -34,17 +34,29 @@ def double_softmax(view: DocView) -> list[dict[str, Any]]:
 
 
 def sigmoid_bce(view: DocView) -> list[dict[str, Any]]:
+    """A sigmoid's output fed to BCELoss (unstable: BCEWithLogitsLoss computes the same from
+    the logits), or to BCEWithLogitsLoss, which applies a sigmoid of its own: twice squashed,
+    every prediction lies between 0.5 and 0.73 and the loss cannot fall far (the
+    ``double-softmax`` of binary targets)."""
     out = []
-    for s, bce in _pairs(view, {"SigmoidBackward0"}, {"BinaryCrossEntropyBackward0"}):
+    for s, bce in _pairs(view, {"SigmoidBackward0"}, {"BinaryCrossEntropyBackward0",
+                                                      "BinaryCrossEntropyWithLogitsBackward0"}):
+        twice = view.name(bce) == "BinaryCrossEntropyWithLogitsBackward0"
         out.append(hint(
-            "sigmoid-bce", "warning", "sigmoid, then BCELoss: use BCEWithLogitsLoss",
+            "sigmoid-bce", "warning",
+            "sigmoid applied twice: BCEWithLogitsLoss applies its own" if twice
+            else "sigmoid, then BCELoss: use BCEWithLogitsLoss",
+            "BCEWithLogitsLoss applies a sigmoid to its input, and its input is already a sigmoid's "
+            "output: the probabilities are squashed twice, so every prediction lies between 0.5 and "
+            "0.73, the loss cannot fall far and the gradients shrink." if twice else
             "BCELoss on a sigmoid's output takes the log of a probability that rounds to 0 or 1 "
             "for large logits (the loss then clamps at 100 and the gradient vanishes); "
             "BCEWithLogitsLoss computes the same loss from the logits, stably.",
             line=view.by_id[bce].get("line"), nodes=[s, bce],
             evidence=[("sigmoid", f"line {view.by_id[s].get('line')}"),
                       ("then", f"{view.name(bce)}, line {view.by_id[bce].get('line')}")],
-            fix="loss = nn.BCEWithLogitsLoss()(logits, target)  # no sigmoid before it",
+            fix="loss = nn.BCEWithLogitsLoss()(logits, target)  # pass the logits, not sigmoid(logits)" if twice
+            else "loss = nn.BCEWithLogitsLoss()(logits, target)  # no sigmoid before it",
             lesson="04_mlp_loss"))
     return out
 
