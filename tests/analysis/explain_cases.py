@@ -243,6 +243,15 @@ NET_OPS: dict[str, str] = {
                         "y = torch.randn(2, 4, 5, requires_grad=True)\nz = torch.baddbmm(b, x, y)",
     "CdistBackward0": "x = torch.randn(4, 3, requires_grad=True)\ny = torch.randn(5, 3, requires_grad=True)\n"
                       "z = torch.cdist(x, y)",
+    "UpsampleBilinear2DBackward0": "x = torch.randn(1, 2, 3, 4, requires_grad=True)\n"
+                                   "z = torch.nn.functional.interpolate(x, scale_factor=2, mode='bilinear')",
+    "UpsampleLinear1DBackward0": "x = torch.randn(2, 3, 5, requires_grad=True)\n"
+                                 "z = torch.nn.functional.interpolate(x, size=8, mode='linear', align_corners=True)",
+    "UpsampleTrilinear3DBackward0": "x = torch.randn(1, 1, 2, 3, 2, requires_grad=True)\n"
+                                    "z = torch.nn.functional.interpolate(x, size=(3, 5, 4), mode='trilinear')",
+    "CumprodBackward0": "x = torch.randn(3, 4, requires_grad=True)\nz = torch.cumprod(x, dim=1)",
+    "LinalgDetBackward0": "x = torch.randn(2, 3, 3, requires_grad=True)\nz = torch.linalg.det(x)",
+    "LinalgInvExBackward0": "x = (torch.randn(3, 3) + 3 * torch.eye(3)).requires_grad_()\nz = torch.linalg.inv(x)",
     "PixelShuffleBackward0": "x = torch.randn(2, 8, 2, 3, requires_grad=True)\n"
                              "z = torch.nn.functional.pixel_shuffle(x, 2)",
     "PixelUnshuffleBackward0": "x = torch.randn(1, 2, 4, 6, requires_grad=True)\n"
@@ -366,6 +375,21 @@ NET_VARIANTS: dict[str, tuple[str, str]] = {
                                              "x = torch.randn(2, 3, 4, requires_grad=True)\n"
                                              "y = torch.randn(2, 4, 5, requires_grad=True)\n"
                                              "z = torch.baddbmm(b, x, y, beta=0.5, alpha=2.0)"),
+    "bilinear, align_corners, odd sizes": ("UpsampleBilinear2DBackward0",
+                                           "x = torch.randn(2, 1, 3, 5, requires_grad=True)\n"
+                                           "z = torch.nn.functional.interpolate(x, size=(7, 4), mode='bilinear', "
+                                           "align_corners=True)"),
+    "bilinear down, float64": ("UpsampleBilinear2DBackward0", "x = torch.randn(1, 2, 6, 5, dtype=torch.float64, "
+                               "requires_grad=True)\n"
+                               "z = torch.nn.functional.interpolate(x, size=(4, 3), mode='bilinear')"),
+    "bilinear by 1.7": ("UpsampleBilinear2DBackward0", "x = torch.randn(1, 1, 3, 4, requires_grad=True)\n"
+                        "z = torch.nn.functional.interpolate(x, scale_factor=1.7, mode='bilinear')"),
+    "cumprod through a zero": ("CumprodBackward0", "x = torch.tensor([[2.0, 0.0, 3.0, -1.5], [0.5, 1.5, 0.0, 0.0]], "
+                               "requires_grad=True)\nz = torch.cumprod(x, dim=-1)"),
+    "det of a singular matrix": ("LinalgDetBackward0", "x = torch.tensor([[1.0, 2.0, 3.0], [2.0, 4.0, 6.0], "
+                                 "[0.5, -1.0, 2.0]], requires_grad=True)\nz = torch.linalg.det(x)"),
+    "inv, batched": ("LinalgInvExBackward0", "x = (torch.randn(2, 3, 3) + 3 * torch.eye(3)).requires_grad_()\n"
+                     "z = torch.linalg.inv(x)"),
     "cdist p=1, batched": ("CdistBackward0", "x = torch.randn(2, 3, 4, requires_grad=True)\n"
                            "y = torch.randn(2, 5, 4, requires_grad=True)\nz = torch.cdist(x, y, p=1.0)"),
     "cdist p=3 with a zero distance": ("CdistBackward0", "x = torch.randn(3, 2, requires_grad=True)\n"

@@ -260,6 +260,57 @@ def _nearest(nd: int) -> Rule:
                 ((),), elem)
 
 
+def _linear_weights(o: int, size_in: int, size_out: int, scale: object, align: bool,
+                    real: type) -> list[tuple[int, float]]:
+    """The input places linear upsampling reads for output place ``o``, each with its weight
+    (aten's ``compute_source_index_and_lambda``, in the input's own float arithmetic ``real``)."""
+    if size_out == size_in:
+        return [(o, 1.0)]
+    if align:
+        ratio = real(size_in - 1) / real(size_out - 1) if size_out > 1 else real(0)
+        src = ratio * real(o)
+    else:
+        ratio = real(1.0) / real(scale) if isinstance(scale, int | float) and scale > 0 else \
+            real(size_in) / real(size_out)
+        src = max(ratio * (real(o) + real(0.5)) - real(0.5), real(0))
+    i0 = min(int(np.floor(src)), size_in - 1)
+    lam1 = min(max(float(src - real(i0)), 0.0), 1.0)
+    i1 = i0 + (1 if i0 < size_in - 1 else 0)
+    return [(i0, float(real(1.0) - real(lam1))), (i1, lam1)]
+
+
+def _linear(nd: int) -> Rule:
+    def elem(ctx: Ctx, i: int, k: int) -> tuple[str, float]:
+        """grad_self[p] = Σ_o grad_out[o] · Π_d w_d(o_d → p_d): each output place's weights on
+        the input places it interpolates between, per dimension."""
+        shape = ctx.in_shapes[i] or ()
+        plane, pos = _plane(shape, k, nd)
+        in_size, out_size = tuple(shape[-nd:]), tuple(ctx.g.shape[-nd:])
+        real = np.float64 if (ctx.in_dtypes[i] if i < len(ctx.in_dtypes) else None) == "float64" else np.float32
+        align = bool(ctx.arg("align_corners"))
+        scales = [ctx.arg(name) for name in _SCALES[nd]]
+        hits: list[list[tuple[int, float]]] = []
+        for d in range(nd):
+            mine = []
+            for o in range(out_size[d]):
+                w = math.fsum(w for src, w in _linear_weights(o, in_size[d], out_size[d], scales[d], align, real)
+                              if src == pos[d])
+                if w:
+                    mine.append((o, w))
+            hits.append(mine)
+        terms = []
+        for combo in product(*hits):
+            weight = math.prod(w for _, w in combo)
+            terms.append((ctx.g.at(plane * numel(out_size) + ravel(tuple(o for o, _ in combo), out_size)), weight))
+        if not terms:
+            return "0  (read by no output place)", 0.0
+        shown = " + ".join(f"{fmt(g)}·{fmt(w)}" for g, w in terms[:4]) + (" + …" if len(terms) > 4 else "")
+        return shown, math.fsum(g * w for g, w in terms)
+
+    return Rule(("grad_self[p] = Σ_o grad_out[o] · (the weight output place o gave p when interpolating)",),
+                ((),), elem, ("align_corners",))
+
+
 _CONV_TEXTS = ("grad_input[n, c, p] = Σ_{co, tap} grad_out[n, co, o] · weight[co, c, tap] over the (o, tap) "
                "that read p  (o·stride − padding + tap·dilation = p; co in c's group)",
                "grad_weight[co, c, tap] = Σ_{n, o} grad_out[n, co, o] · input[n, c, o·stride − padding + tap·dilation]",
@@ -281,4 +332,7 @@ BACKWARD_RULES: dict[str, Rule] = {
     "UpsampleNearest1DBackward0": _nearest(1),
     "UpsampleNearest2DBackward0": _nearest(2),
     "UpsampleNearest3DBackward0": _nearest(3),
+    "UpsampleLinear1DBackward0": _linear(1),
+    "UpsampleBilinear2DBackward0": _linear(2),
+    "UpsampleTrilinear3DBackward0": _linear(3),
 }

@@ -1,6 +1,6 @@
 """Rules of the matrix exponential, the Cholesky factor and its solve (an orthogonal
-parametrization's ``matrix_exp``, a Gaussian process's likelihood), worked out in float64 from
-the saved matrices, each batch's matrix on its own.
+parametrization's ``matrix_exp``, a Gaussian process's likelihood), the determinant and the
+inverse, worked out in float64 from the saved matrices, each batch's matrix on its own.
 
 NOTE [matrix rules]
     These rules are torch's own formulas (``FunctionsManual.cpp``), for real matrices:
@@ -9,7 +9,10 @@ NOTE [matrix rules]
     - ``cholesky`` (``A = L Lᵀ``): ``grad_self = L⁻ᵀ Φ L⁻¹`` with ``Φ = ½ (P + tril(P, −1)ᵀ)``,
       ``P = tril(Lᵀ grad_out)``;
     - ``cholesky_solve`` (``X = A⁻¹ B``, ``A = L Lᵀ``): ``grad_self = A⁻¹ grad_out`` and
-      ``grad_input2 = −(grad_self Xᵀ + X grad_selfᵀ) L``.
+      ``grad_input2 = −(grad_self Xᵀ + X grad_selfᵀ) L``;
+    - ``det``: ``grad_A = grad_out · cof(A)``, the cofactors (``det(A) · A⁻ᵀ`` where A is
+      invertible; torch goes through an SVD where it is not, to the same matrix);
+    - ``inv`` (``B = A⁻¹``): ``grad_A = −Bᵀ grad_out Bᵀ``.
     An ``upper`` factor is written here as its transpose's lower one, as torch does.
 """
 
@@ -21,7 +24,7 @@ from collections.abc import Callable
 import numpy as np
 
 from gradtrace.analysis.explain.ops import Ctx, Rule
-from gradtrace.analysis.explain.tensors import Flat, sum_of_products, unravel
+from gradtrace.analysis.explain.tensors import Flat, fmt, sum_of_products, unravel
 
 
 def _mats(t: Flat) -> np.ndarray:
@@ -135,6 +138,26 @@ def _cholesky_solve(ctx: Ctx, i: int, k: int) -> tuple[str, float]:
     return f"−({shown})", -total
 
 
+def _det(ctx: Ctx, i: int, k: int) -> tuple[str, float]:
+    """grad_A[r, c] = grad_out · (−1)^(r+c) det(A without row r and column c)."""
+    b, r, c = _where(ctx, i, k)
+    a = _mats(ctx.saved["A"])[b]
+    g = float(np.asarray(ctx.g.values, dtype=np.float64).reshape(-1)[b])
+    minor = np.delete(np.delete(a, r, axis=0), c, axis=1)
+    cof = (-1.0) ** (r + c) * (float(np.linalg.det(minor)) if minor.size else 1.0)
+    return f"{fmt(g)}·{fmt(cof)}  (cofactor [{r}, {c}])", g * cof
+
+
+def _inv(ctx: Ctx, i: int, k: int) -> tuple[str, float]:
+    """grad_A[r, c] = −Σ_{p, q} B[p, r] · grad_out[p, q] · B[c, q]  (B = A⁻¹)."""
+    b, r, c = _where(ctx, i, k)
+    inv, g = _mats(ctx.saved["inverse"])[b], _mats(ctx.g)[b]
+    left = inv[:, r] @ g  # Σ_p B[p, r] · grad_out[p, q], by q
+    parts = [(float(left[q]), float(inv[c, q])) for q in range(inv.shape[-1])]
+    shown, total = sum_of_products(parts)
+    return f"−({shown})", -total
+
+
 BACKWARD_RULES: dict[str, Rule] = {
     "LinalgMatrixExpBackward0": Rule(
         ("grad_self = the upper-right block of exp([[selfᵀ, grad_out], [0, selfᵀ]])",), (("self",),), _matrix_exp),
@@ -145,4 +168,7 @@ BACKWARD_RULES: dict[str, Rule] = {
         ("grad_self = A⁻¹ grad_out  (A = L Lᵀ, L = input2)",
          "grad_input2 = −(grad_self Xᵀ + X grad_selfᵀ) L  (X = result)"),
         (("input2",), ("input2", "result")), _cholesky_solve, ("upper",)),
+    "LinalgDetBackward0": Rule(("grad_A = grad_out · cof(A), the cofactors  (det(A) · A⁻ᵀ where A is invertible)",),
+                               (("A",),), _det),
+    "LinalgInvExBackward0": Rule(("grad_A = −Bᵀ grad_out Bᵀ  (B = A⁻¹, the inverse)",), (("inverse",),), _inv),
 }

@@ -220,7 +220,7 @@ def _cdist(ctx: Ctx, i: int, k: int) -> tuple[str, float]:
             return sign
         if math.isinf(p):
             return sign if abs(d) == dist else 0.0
-        return sign * abs(d) ** (p - 1) / dist ** (p - 1)
+        return float(sign * abs(d) ** (p - 1) / dist ** (p - 1))
 
     if i == 0:
         b, rest = divmod(k, n1 * m)

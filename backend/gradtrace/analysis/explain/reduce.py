@@ -60,6 +60,32 @@ def _cumsum(ctx: Ctx, i: int, k: int) -> tuple[str, float]:
     return " + ".join(fmt(v) for v in vals[:4]) + (" + …" if len(vals) > 4 else ""), math.fsum(vals)
 
 
+def _cumprod(ctx: Ctx, i: int, k: int) -> tuple[str, float]:
+    """grad_self[…, p, …] = Σ_{q ≥ p} grad_out[…, q, …] · Π_{r ≤ q, r ≠ p} self[…, r, …]: each later
+    partial product holds x_p once, and its derivative is the product of the others (a zero
+    among them included, where dividing the result by x_p would fail)."""
+    shape = ctx.in_shapes[i] or ()
+    x = ctx.saved["self"]
+    if not shape:
+        return fmt(ctx.g.at(0)), ctx.g.at(0)
+    c = list(unravel(k, shape))
+    dim = norm_dim(int(ctx.arg("dim")), len(shape))
+    p = c[dim]
+
+    def at(q: int) -> int:
+        c[dim] = q
+        return ravel(tuple(c), shape)
+
+    others = math.prod(x.at(at(r)) for r in range(p))  # Π_{r < p}
+    terms = []
+    for q in range(p, shape[dim]):
+        if q > p:
+            others *= x.at(at(q))
+        terms.append((ctx.g.at(at(q)), others))
+    shown = " + ".join(f"{fmt(g)}·{fmt(o)}" for g, o in terms[:3]) + (" + …" if len(terms) > 3 else "")
+    return shown, math.fsum(g * o for g, o in terms)
+
+
 def _max_dim(ctx: Ctx, i: int, k: int) -> tuple[str, float]:
     """grad_self[c] = grad_out at c's reduced place if indices there is c[dim], else 0."""
     shape = ctx.in_shapes[i] or ()
@@ -254,6 +280,8 @@ BACKWARD_RULES: dict[str, Rule] = {
     "RepeatBackward0": Rule(("grad_self[c] = Σ grad_out over every copy of c",), ((),), _repeat, ("repeats",)),
     "CumsumBackward0": Rule(("grad_self[…, p, …] = Σ_{q ≥ p} grad_out[…, q, …]  (along dim)",), ((),), _cumsum,
                             ("dim",)),
+    "CumprodBackward0": Rule(("grad_self[…, p, …] = Σ_{q ≥ p} grad_out[…, q, …] · Π_{r ≤ q, r ≠ p} self[…, r, …]  "
+                              "(along dim)",), (("self",),), _cumprod, ("dim",)),
     "MaxBackward0": Rule((_MAX,), (("indices",),), _max_dim, ("dim", "keepdim")),
     "MinBackward0": Rule((_MAX,), (("indices",),), _max_dim, ("dim", "keepdim")),
     "MaxBackward1": Rule((_ALL,), (("self", "result"),), _max_all),
