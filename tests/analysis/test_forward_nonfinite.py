@@ -176,6 +176,41 @@ def test_the_forward_cause_is_the_arithmetic_torch_did(name: str) -> None:
     assert entry["trap"], entry
 
 
+class _FirstInf(_FirstNaN):
+    """The first op, in execution order, whose output holds an infinity while its inputs are
+    all finite."""
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        out = func(*args, **(kwargs or {}))
+        if self.first is None:
+            ins = [a for a in list(args) + list((kwargs or {}).values()) if isinstance(a, torch.Tensor)]
+            outs = out if isinstance(out, tuple | list) else (out,)
+
+            def inf(t: Any) -> bool:
+                return isinstance(t, torch.Tensor) and t.is_floating_point() and bool(torch.isinf(t).any())
+            if any(inf(t) for t in outs) and not any(inf(t) for t in ins):
+                self.first = func.overloadpacket.__name__
+        return out
+
+
+@pytest.mark.parametrize("name", ["inf minus inf", "inf over inf"])
+def test_a_nan_made_of_an_infinity_names_the_op_that_first_made_the_infinity(name: str) -> None:
+    """NOTE [a forward NaN made of an infinity]: the NaN's producer stays the op that made it,
+    and its cause names the op where the infinity began (torch's own: the first op whose output
+    holds an infinity from finite inputs), with that op's trap: exp's overflow above 88.72."""
+    code = PROGRAMS[name]
+    torch.manual_seed(0)
+    mode = _FirstInf()
+    with mode:
+        exec(compile(code, "<bare>", "exec"), {"__name__": "__main__"})
+    assert mode.first == "exp", mode.first
+    entry = _forward(code)
+    assert entry is not None and entry["kind"] == "nan"
+    line = next(i for i, text in enumerate(code.splitlines(), 1) if "torch.exp(" in text)
+    assert f"the infinity was first made by ExpBackward0, line {line}: exp overflows float32" in entry["cause"], entry
+    assert "exp of a large" in entry["trap"], entry
+
+
 def test_detect_anomaly_blames_the_backward_node_where_the_subtraction_is_the_producer() -> None:
     entry = _forward(INF_MINUS_INF)
     assert entry is not None and entry["name"] == "SubBackward0" and entry["line"] == 4

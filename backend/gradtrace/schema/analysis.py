@@ -73,7 +73,9 @@ class NonFinite(_Model):
     elements: list[int] = Field(default_factory=list, description=(
         "flat indices of the first non-finite elements (at most 8), when the values were recorded"))
     count: int | None = Field(None, description="how many elements are non-finite, when the values were recorded")
-    cause: str | None = Field(None, description="the arithmetic that made it, when it can be told (`0 × inf/nan`)")
+    cause: str | None = Field(None, description=(
+        "the arithmetic that made it, when it can be told (`0 × inf/nan`); for a NaN made of an infinity, also the op "
+        "that first made that infinity from finite inputs"))
     passed_on: list[str] = Field(default_factory=list, description="ids of the nodes after it that only carried it on")
     sentence: str = Field(description="one sentence saying all of this")
     trap: str | None = Field(None, description=(

@@ -94,11 +94,41 @@ def forward_producer(view: DocView) -> dict[str, Any] | None:
         heads = [nid for nid in reached if view.name(nid) != "AccumulateGrad"
                  and not any(s in bad for s in view.sources.get(nid, []))]
         if heads:
-            return _entry(view, min(heads, key=order.__getitem__), kind)
+            return _entry(view, min(heads, key=order.__getitem__), kind, kinds, order)
     return None
 
 
-def _entry(view: DocView, node: str, kind: str) -> dict[str, Any]:
+def _infinity_source(view: DocView, node: str, kinds: Mapping[str, str], order: Mapping[str, int]) -> str | None:
+    """Of a NaN made from an infinity (``inf − inf``, ``0 × inf``), the node that first made that
+    infinity from finite inputs: walked up from the NaN producer's infinite inputs, the earliest
+    (creation order) whose own inputs are all finite; None when none of its inputs is infinite.
+
+    NOTE [a forward NaN made of an infinity]
+        The NaN's producer is the op that made it from inputs with no NaN (NOTE [producer, not
+        carrier]), the subtraction of ``exp(w) * c - exp(w) * c``; but the fix is at the
+        overflow before it, which it received: the cause names that op too, and its pattern
+        (``exp`` above 88.72) is the trap, as the backward entry names the node that made the
+        infinity a NaN's producer received (NOTE [a NaN made of an infinity received] in
+        ``first.py``)."""
+    start = [s for s in view.sources.get(node, []) if kinds.get(s) == "inf"]
+    seen = set(start)
+    stack = list(start)
+    heads: list[str] = []
+    while stack:
+        nid = stack.pop()
+        up = [u for u in view.sources.get(nid, []) if u in kinds]
+        if not up:
+            heads.append(nid)
+        for u in up:
+            if u not in seen:
+                seen.add(u)
+                stack.append(u)
+    heads = [h for h in heads if h in order]
+    return min(heads, key=order.__getitem__) if heads else None
+
+
+def _entry(view: DocView, node: str, kind: str, kinds: Mapping[str, str] | None = None,
+           order: Mapping[str, int] | None = None) -> dict[str, Any]:
     n = view.by_id[node]
     word = "NaN" if kind == "nan" else "inf"
     if n.get("kind") == "tensor":  # the program's own data held it: no op made it
@@ -112,10 +142,25 @@ def _entry(view: DocView, node: str, kind: str) -> dict[str, Any]:
     what = f", element{'s' if len(elements) > 1 else ''} {', '.join(map(str, elements))}" if elements else ""
     text = view.line_text(n.get("line"))
     found = forward_trap(view, node, kind)  # NOTE [a forward cause only where it is certain]
+    cause = found[0] if found else f"{n.get('name')} made it from inputs recorded with {inputs}"
+    source = _infinity_source(view, node, kinds, order) if kind == "nan" and kinds and order else None
+    if source is not None:  # NOTE [a forward NaN made of an infinity]
+        src = view.by_id[source]
+        theirs = forward_trap(view, source, "inf") if src.get("kind") != "tensor" else None
+        if src.get("kind") == "tensor":
+            cause = f"{cause}; the infinity was there from the start: {view.tensor_label(src)} held it"
+            found = (cause, "an infinity already in the program's data meets another (inf − inf, 0 × inf or "
+                     "inf / inf is NaN).", None)
+        else:
+            at = f", line {src['line']}" if src.get("line") is not None else ""
+            how = f": {theirs[0]}" if theirs is not None else ", from finite inputs"
+            cause = f"{cause}; the infinity was first made by {src.get('name') or source}{at}{how}"
+        if theirs is not None:
+            found = theirs
     entry = {
         "phase": "forward", "kind": kind, "node": node, "name": n.get("name"), "line": n.get("line"),
         "pass": None, "event": None, "output": None, "elements": elements, "count": count,
-        "cause": found[0] if found else f"{n.get('name')} made it from inputs recorded with {inputs}",
+        "cause": cause,
         "passed_on": [],
         "sentence": f"first {word} in forward: {n.get('name') or node}{where}{what}"
                     + (f" ({text})" if text else "") + f", from inputs with {inputs}",
