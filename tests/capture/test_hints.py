@@ -292,6 +292,37 @@ def test_a_sigmoid_before_bce_with_logits_is_named(run: Any) -> None:
     assert float(squashed.min()) >= 0.5 and float(squashed.max()) < 0.74  # what the hint says
 
 
+REBUILT = H + """
+w = torch.randn(3, requires_grad=True)
+x = torch.randn(5, 3)
+l1 = (x @ w).pow(2).mean()
+l2 = w.abs().sum()
+total = COMBINED.sum()
+total.backward()
+"""
+
+
+def test_losses_rebuilt_by_torch_tensor_are_named_as_a_cut(run: Any) -> None:
+    """``torch.tensor([l1, l2], requires_grad=True)`` reads each loss as a number: backward runs
+    and ``w`` gets no gradient (torch's own ``.grad`` is None). ``torch.stack`` keeps the graph,
+    and a leaf made by ``torch.tensor`` from plain numbers is a lesson's first graph: both
+    silent."""
+    doc = run(REBUILT.replace("COMBINED", "torch.tensor([l1, l2], requires_grad=True)"))
+    hint = next(h for h in doc["analysis"]["hints"] if h["code"] == "requires-grad-after-cut")
+    assert hint["line"] == 10 and hint["title"] == "torch.tensor() rebuilt l1, l2 as numbers: w gets no gradient"
+    assert "torch.stack([l1, l2])" in hint["fix"]
+    starved = {s["name"]: s for s in doc["analysis"]["starved"]}
+    assert starved["w"]["reason"] == "cut" and starved["w"]["line"] == 10
+    scope: dict[str, Any] = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch's own warning about reading a tensor that requires grad
+        exec(compile(REBUILT.replace("COMBINED", "torch.tensor([l1, l2], requires_grad=True)"), "<bare>", "exec"),
+             scope)
+    assert scope["w"].grad is None
+    assert _codes(run(REBUILT.replace("COMBINED", "torch.stack([l1, l2])"))) == []
+    assert _codes(run(REBUILT.replace("COMBINED", "(torch.tensor([1.0, 2.0], requires_grad=True) * l1)"))) == []
+
+
 def torch_equal(a: Any, b: Any) -> bool:
     import torch
 

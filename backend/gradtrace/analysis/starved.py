@@ -48,6 +48,40 @@ def item_rebuild(view: DocView) -> int | None:
     return None
 
 
+_REBUILD = re.compile(r"\btorch\.(?:tensor|as_tensor|Tensor|FloatTensor|DoubleTensor)\s*\(")
+_NAME = re.compile(r"[A-Za-z_]\w*")
+
+
+def tensor_rebuild(view: DocView) -> tuple[int, list[str], set[str]] | None:
+    """The line that rebuilt tensors with history into a new leaf (``torch.tensor([l1, l2],
+    requires_grad=True)``: torch reads each as a number, so the new leaf has none of their
+    history) where a backward then reached that leaf: (its line, the names with history it read,
+    the leaves those were computed from); None when there is none. ``torch.stack`` keeps the
+    history and is no such line."""
+    walked = view.walked()
+    with_history = {str(n["var"]): str(n["id"]) for n in view.nodes if n.get("kind") == "function" and n.get("var")}
+    if not with_history:
+        return None
+    for n in view.leaf_nodes:
+        if n.get("role") != "leaf" or n.get("def_line") is None:
+            continue
+        acc = view.accumulator(str(n["id"]))
+        if acc is None or acc not in walked:
+            continue
+        line = int(n["def_line"])
+        text = view.line_text(line).split("#", 1)[0]
+        m = _REBUILD.search(text)
+        if m is None:
+            continue
+        names = [w for w in dict.fromkeys(_NAME.findall(text[m.end():])) if w in with_history]
+        if not names:
+            continue
+        leaves = {str(u) for name in names for u in view.upstream(with_history[name])
+                  if view.by_id.get(u, {}).get("kind") == "tensor"}
+        return line, names, leaves
+    return None
+
+
 _FACTORY = re.compile(r"\btorch\.(tensor|as_tensor|from_numpy|zeros|ones|empty|full|rand|randn|randint|arange|"
                       r"linspace|eye)(_like)?\s*\(|\bParameter\(")
 
@@ -137,6 +171,14 @@ def starved(view: DocView) -> list[dict[str, Any]]:
                 s.update(reason="cut", line=rebuilt,
                          detail=f"cut by .item() at line {rebuilt}: the loss was rebuilt from a Python number, "
                                 "which carries no history")
+    made = tensor_rebuild(view)
+    if made is not None:
+        line, names, leaves = made
+        for s in out:
+            if s["reason"] == "unused" and s["node"] in leaves:
+                s.update(reason="cut", line=line,
+                         detail=f"cut by torch.tensor() at line {line}: it read {', '.join(names)} as numbers into "
+                                "a new tensor, which carries none of their history")
     code = str(view.doc.get("code") or "").splitlines()
     for m in view.doc.get("modules") or []:
         for p in m.get("unreached") or []:

@@ -29,7 +29,8 @@ class Hint(_Model):
     code: str = Field(description=(
         "stable identifier: `grad-accumulated` (also a module's parameters no optimizer holds, cleared and moved "
         "while others are), `gradients-discarded` (no parameter ever changed: `zero_grad()` between `backward()` "
-        "and `step()`, or `step()` before `backward()`), `leaf-cut-off`, `requires-grad-after-cut`, `nonleaf-grad`, "
+        "and `step()`, or `step()` before `backward()`), `leaf-cut-off`, `requires-grad-after-cut` (also tensors "
+        "with history rebuilt by `torch.tensor()`), `nonleaf-grad`, "
         "`graph-freed`, `grad-edited` (a `.grad` changed in place after backward: clipping, GradScaler's unscale; "
         "its line from `Node.grad_edits`), `double-softmax`, `sigmoid-bce` (a sigmoid's output fed to BCELoss, "
         "or to BCEWithLogitsLoss, which applies its own), `unstable-math`, `loss-broadcast`, "
@@ -103,8 +104,9 @@ class Starved(_Model):
     name: str = Field(description="the leaf's or parameter's name (`model.0.weight`)")
     node: str | None = Field(None, description="its tensor node, or null (a frozen parameter has none)")
     reason: Literal["unused", "cut", "frozen"] = Field(description=(
-        "`unused` (no backward reached it), `cut` (a `detach`, `.data` or `no_grad` cut it off) or `frozen` (it does "
-        "not require grad)"))
+        "`unused` (no backward reached it), `cut` (a `detach`, `.data` or `no_grad` cut it off, or the loss was "
+        "rebuilt from numbers: `.item()`, `torch.tensor()` of tensors with history) or `frozen` (it does not require "
+        "grad)"))
     line: int | None = Field(None, description="the cut's line, or where the leaf was defined")
     detail: str = Field(description="one sentence saying it")
 

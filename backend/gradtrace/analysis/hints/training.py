@@ -12,7 +12,7 @@ from gradtrace.analysis.gradoff import block_at, describe, grad_off_blocks
 from gradtrace.analysis.hints.intent import backward_intent, step_line
 from gradtrace.analysis.hints.write import hint
 from gradtrace.analysis.numbers import fmt, number
-from gradtrace.analysis.starved import hand_set_root, item_rebuild, reached, starved
+from gradtrace.analysis.starved import hand_set_root, item_rebuild, reached, starved, tensor_rebuild
 
 
 def _norm(tv: Any) -> str:
@@ -237,6 +237,25 @@ def requires_grad_after_cut(view: DocView) -> list[dict[str, Any]]:
             evidence=[("cut", f"line {rebuilt}: {text}"), ("nodes walked back to a parameter", "0")],
             fix=f"# keep the tensor itself: delete line {rebuilt}\n"
                 f"# ({name}.item() is for printing and logging, never for the loss)",
+            lesson="07_detach_and_no_grad")]
+    made = tensor_rebuild(view)
+    starved_leaves = {s["node"] for s in starved(view) if s["node"] is not None} if made is not None else set()
+    if made is not None and starved_leaves & made[2]:
+        line, names, leaves = made
+        text = view.line_text(line) or "?"
+        shown = ", ".join(names)
+        lost = [view.tensor_label(view.by_id[n]) for n in sorted(starved_leaves & leaves)]
+        return [hint(
+            "requires-grad-after-cut", "error", f"torch.tensor() rebuilt {shown} as numbers: {lost[0]} gets no gradient"
+            if len(lost) == 1 else f"torch.tensor() rebuilt {shown} as numbers: {len(lost)} leaves get no gradient",
+            f"Line {line} makes a new tensor out of {shown}: torch.tensor() reads each one's value, not its "
+            "graph, so the new tensor is a leaf with no history. Backward stops at it, and "
+            f"{', '.join(lost[:4])}{' and more' if len(lost) > 4 else ''}, which {shown} came from, "
+            f"{'gets' if len(lost) == 1 else 'get'} no gradient.",
+            line=line, nodes=sorted(starved_leaves & leaves),
+            evidence=[("rebuilt", f"line {line}: {text}"), ("with history", shown),
+                      ("no gradient", ", ".join(lost[:6]))],
+            fix=f"torch.stack([{shown}])   # keeps their graph (torch.cat for tensors of any shape)",
             lesson="07_detach_and_no_grad")]
     for p in view.doc.get("passes") or []:
         for root in p.get("roots") or []:
