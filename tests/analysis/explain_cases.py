@@ -249,6 +249,11 @@ NET_OPS: dict[str, str] = {
                                  "z = torch.nn.functional.interpolate(x, size=8, mode='linear', align_corners=True)",
     "UpsampleTrilinear3DBackward0": "x = torch.randn(1, 1, 2, 3, 2, requires_grad=True)\n"
                                     "z = torch.nn.functional.interpolate(x, size=(3, 5, 4), mode='trilinear')",
+    "EmbeddingBagBackward0": "x = torch.randn(10, 4, requires_grad=True)\n"
+                             "z = torch.nn.functional.embedding_bag(torch.tensor([1, 2, 4, 5, 4, 3]), x, "
+                             "torch.tensor([0, 3]), mode='sum')",
+    "AffineGridGeneratorBackward0": "x = torch.randn(2, 2, 3, requires_grad=True)\n"
+                                    "z = torch.nn.functional.affine_grid(x, (2, 1, 3, 4), align_corners=False)",
     "CumprodBackward0": "x = torch.randn(3, 4, requires_grad=True)\nz = torch.cumprod(x, dim=1)",
     "LinalgDetBackward0": "x = torch.randn(2, 3, 3, requires_grad=True)\nz = torch.linalg.det(x)",
     "LinalgInvExBackward0": "x = (torch.randn(3, 3) + 3 * torch.eye(3)).requires_grad_()\nz = torch.linalg.inv(x)",
@@ -384,6 +389,20 @@ NET_VARIANTS: dict[str, tuple[str, str]] = {
                                "z = torch.nn.functional.interpolate(x, size=(4, 3), mode='bilinear')"),
     "bilinear by 1.7": ("UpsampleBilinear2DBackward0", "x = torch.randn(1, 1, 3, 4, requires_grad=True)\n"
                         "z = torch.nn.functional.interpolate(x, scale_factor=1.7, mode='bilinear')"),
+    "embedding bag mean, padding, last offset": ("EmbeddingBagBackward0",
+                                                 "x = torch.randn(8, 3, requires_grad=True)\n"
+                                                 "z = torch.nn.functional.embedding_bag(torch.tensor([1, 4, 4, 2, 4, "
+                                                 "7]), x, torch.tensor([0, 3, 5, 6]), mode='mean', padding_idx=4, "
+                                                 "include_last_offset=True)"),
+    "embedding bag max, 2-D input": ("EmbeddingBagBackward0", "x = torch.randn(6, 3, requires_grad=True)\n"
+                                     "z = torch.nn.functional.embedding_bag(torch.tensor([[0, 2, 5], [5, 1, 0]]), x, "
+                                     "mode='max')"),
+    "embedding bag per-sample weights": ("EmbeddingBagBackward0", "x = torch.randn(6, 3, requires_grad=True)\n"
+                                         "y = torch.rand(5, requires_grad=True)\n"
+                                         "z = torch.nn.functional.embedding_bag(torch.tensor([0, 2, 5, 2, 1]), x, "
+                                         "torch.tensor([0, 2]), mode='sum', per_sample_weights=y)"),
+    "affine grid, align_corners": ("AffineGridGeneratorBackward0", "x = torch.randn(1, 2, 3, requires_grad=True)\n"
+                                   "z = torch.nn.functional.affine_grid(x, (1, 3, 2, 5), align_corners=True)"),
     "cumprod through a zero": ("CumprodBackward0", "x = torch.tensor([[2.0, 0.0, 3.0, -1.5], [0.5, 1.5, 0.0, 0.0]], "
                                "requires_grad=True)\nz = torch.cumprod(x, dim=-1)"),
     "det of a singular matrix": ("LinalgDetBackward0", "x = torch.tensor([[1.0, 2.0, 3.0], [2.0, 4.0, 6.0], "

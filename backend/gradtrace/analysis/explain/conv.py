@@ -14,7 +14,7 @@ from itertools import product
 
 import numpy as np
 
-from gradtrace.analysis.explain.ops import Ctx, Rule
+from gradtrace.analysis.explain.ops import Ctx, Rule, Unsupported
 from gradtrace.analysis.explain.tensors import Flat, fmt, numel, ravel, unravel
 
 Terms = list[tuple[float, float]]
@@ -311,6 +311,34 @@ def _linear(nd: int) -> Rule:
                 ((),), elem, ("align_corners",))
 
 
+def _base_coords(steps: int, align: bool) -> list[float]:
+    """affine_grid's normalised coordinates along one side (aten's ``linspace_from_neg_one``)."""
+    if steps <= 1:
+        return [0.0] * steps
+    coords = [-1.0 + 2.0 * j / (steps - 1) for j in range(steps)]
+    return coords if align else [x * (steps - 1) / steps for x in coords]
+
+
+def _affine_grid(ctx: Ctx, i: int, k: int) -> tuple[str, float]:
+    """grid[n, h, w] = theta[n] · (x_w, y_h, 1): grad_theta[n, r, j] = Σ_{h, w} grad_out[n, h, w, r] ·
+    (x_w, y_h, 1)[j]."""
+    size = [int(d) for d in ctx.arg("size") or ()]
+    if len(size) != 4:
+        raise Unsupported("a 3-D grid (5-D size)")
+    _, _, hh, ww = size
+    align = bool(ctx.arg("align_corners"))
+    xs, ys = _base_coords(ww, align), _base_coords(hh, align)
+    n, rest = divmod(k, 6)
+    r, j = divmod(rest, 3)
+    terms = []
+    for h in range(hh):
+        for w in range(ww):
+            base = (xs[w], ys[h], 1.0)[j]
+            terms.append((ctx.g.at(((n * hh + h) * ww + w) * 2 + r), base))
+    shown = " + ".join(f"{fmt(g)}·{fmt(b)}" for g, b in terms[:3]) + (" + …" if len(terms) > 3 else "")
+    return shown, math.fsum(g * b for g, b in terms)
+
+
 _CONV_TEXTS = ("grad_input[n, c, p] = Σ_{co, tap} grad_out[n, co, o] · weight[co, c, tap] over the (o, tap) "
                "that read p  (o·stride − padding + tap·dilation = p; co in c's group)",
                "grad_weight[co, c, tap] = Σ_{n, o} grad_out[n, co, o] · input[n, c, o·stride − padding + tap·dilation]",
@@ -332,6 +360,9 @@ BACKWARD_RULES: dict[str, Rule] = {
     "UpsampleNearest1DBackward0": _nearest(1),
     "UpsampleNearest2DBackward0": _nearest(2),
     "UpsampleNearest3DBackward0": _nearest(3),
+    "AffineGridGeneratorBackward0": Rule(("grad_theta[n, r, j] = Σ_{h, w} grad_out[n, h, w, r] · (x_w, y_h, 1)[j]  "
+                                          "(x, y: the grid's normalised coordinates)",), ((),), _affine_grid,
+                                         ("size", "align_corners")),
     "UpsampleLinear1DBackward0": _linear(1),
     "UpsampleBilinear2DBackward0": _linear(2),
     "UpsampleTrilinear3DBackward0": _linear(3),

@@ -31,6 +31,59 @@ def _embedding(ctx: Ctx, i: int, k: int) -> tuple[str, float]:
     return shown, total
 
 
+def _embedding_bag(ctx: Ctx, i: int, k: int) -> tuple[str, float]:
+    """grad_weight[r, c] = Σ grad_out[b, c] · f over the positions n with indices[n] = r, b the
+    bag of n (from the offsets): f is per_sample_weights[n] (sum), 1 / the bag's size (mean), or,
+    for max, 1 once per bag whose max in column c came from row r; grad_per_sample_weights[n] =
+    Σ_c grad_out[b, c] · weight[indices[n], c]."""
+    idx, offsets = ctx.saved["indices"], ctx.saved["offsets"]
+    mode = int(ctx.arg("mode", 0))
+    pad = int(ctx.arg("padding_idx", -1))
+    pad = pad if 0 <= pad < 2**63 else -1  # "none" is saved as -1 read unsigned
+    if ctx.arg("scale_grad_by_freq", False) and mode != 2:
+        raise Unsupported("scale_grad_by_freq")
+    n_idx, bags, width = len(idx.values), ctx.g.shape[0], ctx.g.shape[-1]
+    starts = [int(offsets.at(j)) for j in range(len(offsets.values))][:bags]
+
+    def bag_of(n: int) -> int:
+        return max(b for b in range(bags) if starts[b] <= n)
+
+    psw = ctx.saved.get("per_sample_weights")
+    if i == 1:  # the per-sample weights' gradient (sum mode only)
+        weight = ctx.saved["weight"]
+        row = int(idx.at(k))
+        if row == pad:
+            return f"0  (index {k} is padding_idx)", 0.0
+        b = bag_of(k)
+        parts = [(ctx.g.at(b * width + c), weight.at(row * width + c)) for c in range(width)]
+        shown = " + ".join(f"{fmt(g)}·{fmt(w)}" for g, w in parts[:3]) + (" + …" if len(parts) > 3 else "")
+        return shown, math.fsum(g * w for g, w in parts)
+    r, c = divmod(k, width)
+    if r == pad:
+        return f"0  (row {r} is padding_idx)", 0.0
+    if mode == 2:
+        top = ctx.saved["result3"]
+        won = [ctx.g.at(b * width + c) for b in range(bags) if int(top.at(b * width + c)) == r]
+        if not won:
+            return f"0  (no bag's max in column {c} came from row {r})", 0.0
+        return " + ".join(fmt(p) for p in won[:4]) + (" + …" if len(won) > 4 else ""), math.fsum(won)
+    terms: list[tuple[float, float]] = []
+    for n in range(n_idx):
+        if int(idx.at(n)) != r:
+            continue
+        b = bag_of(n)
+        scale = 1.0 / float(ctx.saved["result2"].at(b)) if mode == 1 else None  # mean: the bag's size
+        f = scale if scale is not None else float(psw.at(n)) if psw is not None else 1.0
+        terms.append((ctx.g.at(b * width + c), f))
+    if not terms:
+        return f"0  (no index is {r})", 0.0
+    if all(f == 1.0 for _, f in terms):
+        shown = " + ".join(fmt(g) for g, _ in terms[:4]) + (" + …" if len(terms) > 4 else "")
+    else:
+        shown = " + ".join(f"{fmt(g)}·{fmt(f)}" for g, f in terms[:3]) + (" + …" if len(terms) > 3 else "")
+    return shown, math.fsum(g * f for g, f in terms)
+
+
 def _masked_fill(ctx: Ctx, i: int, k: int) -> tuple[str, float]:
     masked = _operand(ctx, "mask", k) != 0
     g = ctx.g.at(k)
@@ -133,6 +186,12 @@ BACKWARD_RULES: dict[str, Rule] = {
     "EmbeddingBackward0": Rule(("grad_weight[r, c] = Σ grad_out[n, c] over the positions n with indices[n] = r "
                                 "(0 for padding_idx; divided by their count with scale_grad_by_freq)",),
                                (("indices",),), _embedding, ("padding_idx",)),
+    "EmbeddingBagBackward0": Rule(("grad_weight[r, c] = Σ grad_out[bag(n), c] · (per_sample_weights[n] | 1 / bag size "
+                                   "| [bag's max in c is row r]) over the positions n with indices[n] = r",
+                                   "grad_per_sample_weights[n] = Σ_c grad_out[bag(n), c] · weight[indices[n], c]"),
+                                  (("indices", "offsets", "result2", "result3"), ("indices", "offsets", "weight")),
+                                  _embedding_bag,
+                                  ("mode", "padding_idx")),
     "MaskedFillBackward0": Rule(("grad_self = grad_out · [not mask]  (the filled elements get 0)",), (("mask",),),
                                 _masked_fill),
     "GatherBackward0": Rule(("grad_self[c] = Σ grad_out[j] over the j with index[j] = c along dim "
