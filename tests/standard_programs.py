@@ -34,7 +34,10 @@ adversarial training (the input's gradient from ``autograd.grad``), style transf
 image through a frozen network, a RealNVP coupling layer, prototypical networks on ``cdist``, a
 padded batch through a GRU with a masked loss, multi-task weights learned as log-variances, a
 pixel-shuffle upsampler, SGD by hand that sets ``.grad`` to None, an L2 penalty written out, and
-an optimizer given the head only while ``model.zero_grad()`` clears the rest. The
+an optimizer given the head only while ``model.zero_grad()`` clears the rest; from PyTorch's
+tutorials, a DQN's target network updated softly through its state dict, a character RNN trained
+by SGD through ``.data``, an FGSM attack on a model in eval mode, style transfer with L-BFGS and a
+closure that clamps the image, and a seq2seq decoder with random teacher forcing. The
 judges must stay silent on all of them and keep every number exactly
 (tests/analysis/test_standard_practice.py)."""
 
@@ -1316,4 +1319,116 @@ for step in range(4):
     loss = F.cross_entropy(model(x), y)
     loss.backward()
     opt.step()
+"""
+STANDARD["dqn_soft_target_update"] = H + """
+policy = nn.Sequential(nn.Linear(4, 32), nn.ReLU(), nn.Linear(32, 2))
+target = nn.Sequential(nn.Linear(4, 32), nn.ReLU(), nn.Linear(32, 2))
+target.load_state_dict(policy.state_dict())
+opt = torch.optim.AdamW(policy.parameters(), lr=1e-3, amsgrad=True)
+s, a, r, s2 = torch.randn(16, 4), torch.randint(0, 2, (16, 1)), torch.randn(16), torch.randn(16, 4)
+done = torch.zeros(16, dtype=torch.bool)
+TAU = 0.005
+for step in range(4):
+    q = policy(s).gather(1, a).squeeze(1)
+    with torch.no_grad():
+        nxt = target(s2).max(1).values
+        nxt[done] = 0.0
+    expected = r + 0.99 * nxt
+    loss = nn.SmoothL1Loss()(q, expected)
+    opt.zero_grad()
+    loss.backward()
+    torch.nn.utils.clip_grad_value_(policy.parameters(), 100)
+    opt.step()
+    tsd, psd = target.state_dict(), policy.state_dict()
+    for key in psd:
+        tsd[key] = psd[key] * TAU + tsd[key] * (1 - TAU)
+    target.load_state_dict(tsd)
+"""
+STANDARD["char_rnn_sgd_through_data"] = H + """
+class RNN(nn.Module):
+    def __init__(self, n_in, n_h, n_out):
+        super().__init__()
+        self.i2h = nn.Linear(n_in + n_h, n_h)
+        self.h2o = nn.Linear(n_h, n_out)
+    def forward(self, x, h):
+        h = torch.tanh(self.i2h(torch.cat((x, h), 1)))
+        return F.log_softmax(self.h2o(h), dim=1), h
+rnn = RNN(10, 16, 4)
+criterion = nn.NLLLoss()
+lr = 0.005
+for it in range(3):
+    line = torch.randn(6, 1, 10); category = torch.tensor([it % 4])
+    hidden = torch.zeros(1, 16)
+    rnn.zero_grad()
+    for i in range(line.size()[0]):
+        output, hidden = rnn(line[i], hidden)
+    loss = criterion(output, category)
+    loss.backward()
+    for p in rnn.parameters():
+        p.data.add_(p.grad.data, alpha=-lr)
+"""
+STANDARD["fgsm_attack_in_eval"] = H + """
+model = nn.Sequential(nn.Flatten(), nn.Linear(16, 32), nn.ReLU(), nn.Dropout(0.5), nn.Linear(32, 3))
+model.eval()
+def fgsm_attack(image, epsilon, data_grad):
+    perturbed = image + epsilon * data_grad.sign()
+    return torch.clamp(perturbed, 0, 1)
+for k in range(3):
+    data, target = torch.rand(1, 1, 4, 4), torch.tensor([k % 3])
+    data.requires_grad = True
+    output = model(data)
+    loss = F.nll_loss(F.log_softmax(output, 1), target)
+    model.zero_grad()
+    loss.backward()
+    data_grad = data.grad.data
+    perturbed = fgsm_attack(data, 0.1, data_grad)
+    out2 = model(perturbed)
+    pred = out2.max(1, keepdim=True)[1]
+"""
+STANDARD["style_transfer_lbfgs_closure"] = H + """
+cnn = nn.Sequential(nn.Conv2d(3, 4, 3, padding=1), nn.ReLU(), nn.Conv2d(4, 4, 3, padding=1)).eval()
+cnn.requires_grad_(False)
+class ContentLoss(nn.Module):
+    def __init__(self, target):
+        super().__init__()
+        self.target = target.detach()
+    def forward(self, x):
+        self.loss = F.mse_loss(x, self.target)
+        return x
+content = torch.rand(1, 3, 8, 8)
+cl = ContentLoss(cnn(content))
+model = nn.Sequential(cnn, cl)
+input_img = content.clone() + 0.1 * torch.randn(1, 3, 8, 8)
+input_img.requires_grad_(True)
+optimizer = torch.optim.LBFGS([input_img])
+for run in range(2):
+    def closure():
+        with torch.no_grad():
+            input_img.clamp_(0, 1)
+        optimizer.zero_grad()
+        model(input_img)
+        loss = cl.loss
+        loss.backward()
+        return loss
+    optimizer.step(closure)
+with torch.no_grad():
+    input_img.clamp_(0, 1)
+"""
+STANDARD["seq2seq_random_teacher_forcing"] = H + """
+import random
+random.seed(0)
+enc = nn.GRU(8, 16, batch_first=True); dec = nn.GRUCell(8, 16); out = nn.Linear(16, 8); emb = nn.Embedding(8, 8)
+params = [*enc.parameters(), *dec.parameters(), *out.parameters(), *emb.parameters()]
+opt = torch.optim.Adam(params, lr=1e-3)
+src = torch.randn(2, 5, 8); tgt = torch.randint(0, 8, (2, 4))
+for it in range(2):
+    _, h = enc(src); h = h[0]
+    inp = torch.zeros(2, dtype=torch.long)
+    loss = 0
+    for t in range(4):
+        h = dec(emb(inp), h)
+        logits = out(h)
+        loss = loss + F.cross_entropy(logits, tgt[:, t])
+        inp = tgt[:, t] if random.random() < 0.5 else logits.argmax(1).detach()
+    opt.zero_grad(); (loss / 4).backward(); opt.step()
 """
