@@ -10,7 +10,7 @@ import { moduleTree } from "../src/graph/modules.js";
 import { tiedLabel, tiedSub, varSub } from "../src/graph/names.js";
 import { searchNodes } from "../src/analysis/search.js";
 import { functionName, namesContext } from "../src/analysis/names.js";
-import { frozenModules, frozenNote, gradOffAt, gradOffMarks, gradOffText, lineNote, lineNotes } from "../src/ui/definitions.js";
+import { frozenModules, frozenNote, gradOffAt, gradOffMarks, gradOffText, lineNote, lineNotes, optimizerNote } from "../src/ui/definitions.js";
 
 const load = (name) => JSON.parse(readFileSync(new URL(`./fixtures/definitions_${name}.json`, import.meta.url), "utf8"));
 
@@ -81,4 +81,14 @@ test("an intermediate's variable finds it in search and names it in sentences; a
   assert.equal(tied.length, 1);
   assert.deepEqual(index.nodes[tied[0].ref].tied, ["model.emb.weight", "model.lm_head.weight"]);
   assert.equal(functionName(namesContext(index), tanh).text, "TanhBackward0 → h");
+});
+
+test("a leaf says whether an optimizer that stepped holds it, only where one stepped", () => {
+  const q = { id: "n1", kind: "tensor", role: "leaf", name: "q.weight", optimized: true };
+  const target = { id: "n2", kind: "tensor", role: "leaf", name: "q_target.weight" };
+  const doc = { graph: { nodes: [q, target] } };
+  assert.match(optimizerNote(q, doc), /held by an optimizer/);
+  assert.match(optimizerNote(target, doc), /no optimizer that stepped holds it/);
+  assert.equal(optimizerNote(target, { graph: { nodes: [target] } }), null);  // no step ran: nothing to say
+  assert.equal(optimizerNote({ id: "n3", kind: "function", name: "AddBackward0" }, doc), null);
 });

@@ -96,6 +96,8 @@ def _nodes(rec: Recorder) -> list[dict[str, Any] | None]:
                 if len(tied) > 1:  # one parameter reached under several module paths
                     d["tied"] = [d["name"], *(p for p in tied if p != d["name"])]
             d["grad"] = _final_grad(rec, t)
+            if d.get("role") == "leaf" and rec.is_optimized(t):  # NOTE [leaves an optimizer holds]
+                d["optimized"] = True
             d["value"] = resolve(d["value"])
             d["grad_history"] = [resolve(h) for h in d["grad_history"]]
             if "grad_edits" in d:  # NOTE [gradient edits] in gradedits.py

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import sys
 import threading
+import weakref
 from typing import Any
 
 import torch
@@ -200,6 +201,8 @@ class LibraryCalls:
             return None
         state = NO_SWITCH
         try:
+            if threading.get_ident() == self._thread and self.rec.limit is None:
+                self._note_optimized(optimizer)
             if self._woken in self.rec.wake:  # an earlier step raised and nothing woke us since
                 self._woken()
             if (self.mode is not None and not self._aside and self._may_step_aside()
@@ -215,6 +218,20 @@ class LibraryCalls:
             self.rec.internal_error(e)
         self._steps.append(state)
         return None
+
+    def _note_optimized(self, optimizer: Any) -> None:
+        """NOTE [leaves an optimizer holds]
+            A leaf that no gradient reaches because a cut stands between is a mistake where an
+            optimizer means to train it (an encoder detached from the loss), and by design where
+            none does (a DQN's target network, a frozen teacher, an EMA copy, each read through
+            ``.detach()``). The document cannot tell which from the graph: each optimizer that
+            steps says so itself, its ``param_groups`` read here at every ``step()``, and the
+            leaves among them are marked ``optimized`` (``capture/document.py``)."""
+        held = self.rec.optimized
+        for group in getattr(optimizer, "param_groups", ()):
+            for p in group.get("params", ()):
+                if isinstance(p, torch.Tensor) and id(p) not in held:
+                    held[id(p)] = weakref.ref(p)
 
     def _step_post(self, optimizer: Any, args: Any, kwargs: Any) -> None:
         if _is_compiling():  # NOTE [invisible to dynamo] in compiled.py

@@ -37,6 +37,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import threading
+import weakref
 from collections import deque
 from collections.abc import Callable
 from typing import Any
@@ -125,6 +126,10 @@ class Recorder:
         self._n_infos = 0
         self._infos_changes = 0
         self.tensors: dict[int, tuple[torch.Tensor, dict[str, Any]]] = {}
+        self.optimized: dict[int, weakref.ref[torch.Tensor]] = {}
+        """NOTE [leaves an optimizer holds]: every tensor in the ``param_groups`` of an optimizer
+        whose ``step()`` ran during the block (``LibraryCalls._step_pre``), by ``id``, held weakly
+        (a ``WeakSet`` compares tensors with ``==``, elementwise): ``is_optimized``."""
         self.edges: list[dict[str, Any] | range] = []
         """Edges in document order; a ``range``: the edges of those function nodes, kept by the
         core (NOTE [node entries in C++])."""
@@ -279,6 +284,12 @@ class Recorder:
             self.edits.check(None, deep=True, line=None)  # NOTE [gradient edits]: the last look
         except Exception as e:  # NOTE [the recorder never breaks the snippet]
             self.internal_error(e)
+
+    def is_optimized(self, t: torch.Tensor) -> bool:
+        """Whether an optimizer that stepped held ``t`` (NOTE [leaves an optimizer holds] in
+        capture/library.py)."""
+        ref = self.optimized.get(id(t))
+        return ref is not None and ref() is t
 
     def let_go(self) -> None:
         """NOTE [no cycle outlives the block]: the block is over (``finish`` and ``sweep`` ran):

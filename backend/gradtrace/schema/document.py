@@ -258,6 +258,9 @@ class Node(_Model):
         "order, as two norms (`ValueStep`); absent when it never changed")
     value_end: TensorValue | None = _optional(
         "leaves: the value at the end of the run (after an optimizer's update); absent without a tensor file")
+    optimized: bool | None = _optional(
+        "leaves: true when an optimizer whose `step()` ran held the leaf in its `param_groups`; absent otherwise")
+    # NOTE [leaves an optimizer holds] in capture/library.py
 
 
 class HookChange(_Model):

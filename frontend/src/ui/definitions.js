@@ -70,6 +70,18 @@ export function frozenNote(doc, module) {
 }
 
 /**
+ * Whether an optimizer trains leaf `n` (docs/CONTRACT.md `optimized`): said only where some
+ * optimizer's step() ran in the run (a loop with an optimizer), else null.
+ */
+export function optimizerNote(n, doc) {
+  if (!n || n.kind !== "tensor" || n.role !== "leaf") return null;
+  const nodes = (doc && doc.graph && doc.graph.nodes) || [];
+  if (!nodes.some((m) => m.optimized)) return null;
+  return n.optimized ? "held by an optimizer whose step() ran: it trains"
+    : "no optimizer that stepped holds it: no step() updates it";
+}
+
+/**
  * The inspector's rows for node `n` (a <dl> to append to): its variable, the line that defines
  * it (a link: the code pane highlights it), the paths of a tied parameter, its module's frozen
  * parameters, and the block with gradients off around a cut made there.
@@ -81,6 +93,8 @@ export function definitionRows(dl, n, doc, module, onLine) {
   if (n.tied && n.tied.length > 1) {
     add("tied", el("span", { class: "gt-tied" }, "tied"), ` one parameter under ${n.tied.length} paths: ${n.tied.join(" = ")}`);
   }
+  const trained = optimizerNote(n, doc);
+  if (trained) add("optimizer", trained);
   for (const m of frozenAround(doc, module)) add("frozen", `${m.path}: ${m.names.join(", ")} (requires_grad=False: no node, no .grad)`);
   const cutLine = n.cut && n.cut.line;
   const block = cutLine != null ? gradOffAt(doc, cutLine) : null;

@@ -165,8 +165,15 @@ def cut_leaf(view: DocView) -> list[dict[str, Any]]:
     walked = view.walked()
     out: list[dict[str, Any]] = []
     cuts = [n for n in view.cut_nodes if n["cut"].get("source")]
+    # NOTE [leaves an optimizer holds] in capture/library.py: where optimizers stepped, a module's
+    # parameter none of them holds is cut off by design (a target network, a frozen teacher); a
+    # tensor of the program's own (an input made to require grad) is wanted whatever holds it
+    stepped = any(n.get("optimized") for n in view.leaf_nodes)
+    modules = {str(m.get("path")) for m in view.doc.get("modules") or ()} if stepped else set()
     for n in view.leaf_nodes:
         if n.get("role") != "leaf" or n.get("grad") is not None or not walked:
+            continue
+        if stepped and not n.get("optimized") and str(n.get("name") or "").rpartition(".")[0] in modules:
             continue
         acc = view.accumulator(str(n["id"]))
         if acc is None or acc in walked or reached(view, str(n["id"]), acc, walked):
