@@ -323,6 +323,46 @@ def test_losses_rebuilt_by_torch_tensor_are_named_as_a_cut(run: Any) -> None:
     assert _codes(run(REBUILT.replace("COMBINED", "(torch.tensor([1.0, 2.0], requires_grad=True) * l1)"))) == []
 
 
+VAE = H + """
+enc = nn.Linear(8, 4)
+dec = nn.Linear(2, 8)
+opt = torch.optim.Adam([*enc.parameters(), *dec.parameters()], lr=1e-3)
+x = torch.randn(16, 8)
+for step in range(2):
+    mu, logvar = enc(x).chunk(2, dim=1)
+    z = torch.distributions.Normal(mu, (0.5 * logvar).exp()).DRAW()
+    loss = F.mse_loss(dec(z), x)
+    opt.zero_grad(); loss.backward(); opt.step()
+"""
+
+
+def test_a_sample_where_rsample_was_meant_is_named(run: Any) -> None:
+    """``Normal(mu, sigma).sample()`` draws under ``no_grad`` inside torch: the encoder gets no
+    gradient (torch's own ``.grad`` is None), and no cut of the snippet's shows it (NOTE [a
+    sample is a cut] in analysis/starved.py). With ``rsample()``, and for a policy gradient's
+    ``sample()`` (``log_prob`` carries the gradient), nothing is said."""
+    doc = run(VAE.replace("DRAW", "sample"))
+    hint = next(h for h in doc["analysis"]["hints"] if h["code"] == "leaf-cut-off")
+    assert hint["line"] == 12
+    assert hint["title"] == "enc.weight gets no gradient: .sample() at line 12 draws without gradient"
+    assert ".rsample()" in hint["fix"]
+    assert {s["name"]: s["reason"] for s in doc["analysis"]["starved"]} == {"enc.weight": "cut", "enc.bias": "cut"}
+    scope: dict[str, Any] = {}
+    exec(compile(VAE.replace("DRAW", "sample"), "<bare>", "exec"), scope)
+    assert scope["enc"].weight.grad is None and scope["dec"].weight.grad is not None
+    assert _codes(run(VAE.replace("DRAW", "rsample"))) == []
+    policy = H + """
+policy = nn.Linear(4, 3)
+opt = torch.optim.Adam(policy.parameters(), lr=1e-2)
+for step in range(2):
+    dist = torch.distributions.Categorical(logits=policy(torch.randn(10, 4)))
+    a = dist.sample()
+    loss = -(dist.log_prob(a) * torch.randn(10)).mean()
+    opt.zero_grad(); loss.backward(); opt.step()
+"""
+    assert _codes(run(policy)) == []
+
+
 def torch_equal(a: Any, b: Any) -> bool:
     import torch
 

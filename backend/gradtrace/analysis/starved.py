@@ -82,6 +82,50 @@ def tensor_rebuild(view: DocView) -> tuple[int, list[str], set[str]] | None:
     return None
 
 
+_SAMPLE = re.compile(r"\.sample(?:_n)?\s*\(")
+
+
+def sample_cut(view: DocView, leaf: str) -> int | None:
+    """The line where a distribution's ``.sample()`` drew from values computed from ``leaf``
+    (``Normal(mu, sigma).sample()`` in a VAE where ``rsample()`` was meant): ``sample`` draws
+    under ``no_grad``, inside torch, so no cut of the snippet's own is recorded; the values
+    computed from the leaf then end, unused by any backward, on that line or on a line that
+    names them. None when none does.
+
+    NOTE [a sample is a cut]
+        A leaf is starved by ``sample()`` when every path from it ends before any backward: the
+        function nodes computed from it that no pass walked are followed forward, and the first
+        of their lines (or of the lines naming their variables) that calls ``.sample(`` is the
+        cut. A policy gradient's ``dist.sample()`` starves nothing (``log_prob`` carries the
+        gradient), so its leaves never reach this."""
+    code = str(view.doc.get("code") or "").splitlines()
+    walked = view.walked()
+    acc = view.accumulator(leaf)
+    start = [leaf] if acc is None else [leaf, acc]
+    seen = set(start)
+    stack = list(start)
+    lines: set[int] = set()
+    names: set[str] = set()
+    while stack:
+        for c in view.consumers.get(stack.pop(), []):
+            if c in seen or c in walked:
+                continue
+            seen.add(c)
+            stack.append(c)
+            n = view.by_id.get(c) or {}
+            if n.get("line") is not None:
+                lines.add(int(n["line"]))
+            if n.get("var"):
+                names.add(str(n["var"]))
+    if names:
+        named = re.compile(r"\b(?:" + "|".join(map(re.escape, sorted(names))) + r")\b")
+        lines |= {i for i, text in enumerate(code, 1) if named.search(text.split("#", 1)[0])}
+    for line in sorted(lines):
+        if 0 < line <= len(code) and _SAMPLE.search(code[line - 1].split("#", 1)[0]):
+            return line
+    return None
+
+
 _FACTORY = re.compile(r"\btorch\.(tensor|as_tensor|from_numpy|zeros|ones|empty|full|rand|randn|randint|arange|"
                       r"linspace|eye)(_like)?\s*\(|\bParameter\(")
 
@@ -171,6 +215,13 @@ def starved(view: DocView) -> list[dict[str, Any]]:
                 s.update(reason="cut", line=rebuilt,
                          detail=f"cut by .item() at line {rebuilt}: the loss was rebuilt from a Python number, "
                                 "which carries no history")
+    for s in out:  # NOTE [a sample is a cut]
+        if s["reason"] == "unused" and s["node"] is not None:
+            line = sample_cut(view, s["node"])
+            if line is not None:
+                s.update(reason="cut", line=line,
+                         detail=f"cut by .sample() at line {line}: it draws without gradient (rsample() keeps "
+                                "the path to the distribution's parameters)")
     made = tensor_rebuild(view)
     if made is not None:
         line, names, leaves = made

@@ -104,9 +104,9 @@ class Starved(_Model):
     name: str = Field(description="the leaf's or parameter's name (`model.0.weight`)")
     node: str | None = Field(None, description="its tensor node, or null (a frozen parameter has none)")
     reason: Literal["unused", "cut", "frozen"] = Field(description=(
-        "`unused` (no backward reached it), `cut` (a `detach`, `.data` or `no_grad` cut it off, or the loss was "
-        "rebuilt from numbers: `.item()`, `torch.tensor()` of tensors with history) or `frozen` (it does not require "
-        "grad)"))
+        "`unused` (no backward reached it), `cut` (a `detach`, `.data` or `no_grad` cut it off, a distribution's "
+        "`.sample()` drew from it where `rsample()` keeps the path, or the loss was rebuilt from numbers: `.item()`, "
+        "`torch.tensor()` of tensors with history) or `frozen` (it does not require grad)"))
     line: int | None = Field(None, description="the cut's line, or where the leaf was defined")
     detail: str = Field(description="one sentence saying it")
 

@@ -12,7 +12,7 @@ from gradtrace.analysis.gradoff import block_at, describe, grad_off_blocks
 from gradtrace.analysis.hints.intent import backward_intent, step_line
 from gradtrace.analysis.hints.write import hint
 from gradtrace.analysis.numbers import fmt, number
-from gradtrace.analysis.starved import hand_set_root, item_rebuild, reached, starved, tensor_rebuild
+from gradtrace.analysis.starved import hand_set_root, item_rebuild, reached, sample_cut, starved, tensor_rebuild
 
 
 def _norm(tv: Any) -> str:
@@ -200,7 +200,26 @@ def cut_leaf(view: DocView) -> list[dict[str, Any]]:
                     f"{cut_name} = ...  # without {how}",
                 lesson="07_detach_and_no_grad"))
             break
+        else:
+            line = sample_cut(view, str(n["id"]))  # NOTE [a sample is a cut] in analysis/starved.py
+            if line is not None:
+                out.append(_sampled(view, n, line))
     return out + _never_in_graph(view)
+
+
+def _sampled(view: DocView, n: Mapping[str, Any], line: int) -> dict[str, Any]:
+    name = view.tensor_label(n)
+    text = view.line_text(line) or ".sample()"
+    return hint(
+        "leaf-cut-off", "warning", f"{name} gets no gradient: .sample() at line {line} draws without gradient",
+        f"Line {line} draws with .sample(), which runs under no_grad: the sample carries no path back to "
+        f"the distribution's parameters, so the loss computed from it gives {name} no gradient and its "
+        ".grad stays None. rsample() draws the same values by reparameterization (mean + std · noise), "
+        "so the gradient flows through them.",
+        line=line, nodes=[str(n["id"])],
+        evidence=[("leaf", name), ("sample", f"line {line}: {text}"), (f"{name}.grad", "None")],
+        fix=text.strip().replace(".sample(", ".rsample(") + "   # reparameterized: the gradient flows",
+        lesson="07_detach_and_no_grad")
 
 
 def _never_in_graph(view: DocView) -> list[dict[str, Any]]:
