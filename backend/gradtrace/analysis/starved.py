@@ -59,20 +59,21 @@ def tensor_rebuild(view: DocView) -> tuple[int, list[str], set[str]] | None:
     the leaves those were computed from); None when there is none. ``torch.stack`` keeps the
     history and is no such line."""
     walked = view.walked()
-    with_history = {str(n["var"]): str(n["id"]) for n in view.nodes if n.get("kind") == "function" and n.get("var")}
-    if not with_history:
-        return None
+    with_history: dict[str, str] | None = None  # read only where a leaf's line calls torch.tensor()
     for n in view.leaf_nodes:
         if n.get("role") != "leaf" or n.get("def_line") is None:
-            continue
-        acc = view.accumulator(str(n["id"]))
-        if acc is None or acc not in walked:
             continue
         line = int(n["def_line"])
         text = view.line_text(line).split("#", 1)[0]
         m = _REBUILD.search(text)
         if m is None:
             continue
+        acc = view.accumulator(str(n["id"]))
+        if acc is None or acc not in walked:
+            continue
+        if with_history is None:
+            with_history = {str(f["var"]): str(f["id"]) for f in view.nodes
+                            if f.get("kind") == "function" and f.get("var")}
         names = [w for w in dict.fromkeys(_NAME.findall(text[m.end():])) if w in with_history]
         if not names:
             continue
