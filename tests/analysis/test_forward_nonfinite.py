@@ -99,15 +99,16 @@ class _FirstNaN(TorchDispatchMode):
         self.inputs: list[torch.Tensor] = []
         self.output: torch.Tensor | None = None
 
+    @staticmethod
+    def bad(t: Any) -> bool:
+        return isinstance(t, torch.Tensor) and t.is_floating_point() and bool(torch.isnan(t).any())
+
     def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         out = func(*args, **(kwargs or {}))
         if self.first is None:
             ins = [a for a in list(args) + list((kwargs or {}).values()) if isinstance(a, torch.Tensor)]
             outs = out if isinstance(out, tuple | list) else (out,)
-
-            def nan(t: Any) -> bool:
-                return isinstance(t, torch.Tensor) and t.is_floating_point() and bool(torch.isnan(t).any())
-            if any(nan(t) for t in outs) and not any(nan(t) for t in ins):
+            if any(self.bad(t) for t in outs) and not any(self.bad(t) for t in ins):
                 self.first = func.overloadpacket.__name__
                 self.inputs = [t.detach().clone() for t in ins]
                 self.output = outs[0].detach().clone()
@@ -180,17 +181,9 @@ class _FirstInf(_FirstNaN):
     """The first op, in execution order, whose output holds an infinity while its inputs are
     all finite."""
 
-    def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
-        out = func(*args, **(kwargs or {}))
-        if self.first is None:
-            ins = [a for a in list(args) + list((kwargs or {}).values()) if isinstance(a, torch.Tensor)]
-            outs = out if isinstance(out, tuple | list) else (out,)
-
-            def inf(t: Any) -> bool:
-                return isinstance(t, torch.Tensor) and t.is_floating_point() and bool(torch.isinf(t).any())
-            if any(inf(t) for t in outs) and not any(inf(t) for t in ins):
-                self.first = func.overloadpacket.__name__
-        return out
+    @staticmethod
+    def bad(t: Any) -> bool:
+        return isinstance(t, torch.Tensor) and t.is_floating_point() and bool(torch.isinf(t).any())
 
 
 @pytest.mark.parametrize("name", ["inf minus inf", "inf over inf"])
