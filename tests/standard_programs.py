@@ -37,7 +37,8 @@ pixel-shuffle upsampler, SGD by hand that sets ``.grad`` to None, an L2 penalty 
 an optimizer given the head only while ``model.zero_grad()`` clears the rest; from PyTorch's
 tutorials, a DQN's target network updated softly through its state dict, a character RNN trained
 by SGD through ``.data``, an FGSM attack on a model in eval mode, style transfer with L-BFGS and a
-closure that clamps the image, and a seq2seq decoder with random teacher forcing. The
+closure that clamps the image, and a seq2seq decoder with random teacher forcing; features
+extracted by a backbone read through ``.detach()`` for a head the optimizer alone holds. The
 judges must stay silent on all of them and keep every number exactly
 (tests/analysis/test_standard_practice.py)."""
 
@@ -1431,4 +1432,14 @@ for it in range(2):
         loss = loss + F.cross_entropy(logits, tgt[:, t])
         inp = tgt[:, t] if random.random() < 0.5 else logits.argmax(1).detach()
     opt.zero_grad(); (loss / 4).backward(); opt.step()
+"""
+STANDARD["feature_extraction_detached"] = H + """
+backbone = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten())
+head = nn.Linear(8, 4)
+opt = torch.optim.SGD(head.parameters(), lr=0.1, momentum=0.9)
+x, y = torch.randn(6, 3, 8, 8), torch.randint(0, 4, (6,))
+for step in range(3):
+    feats = backbone(x).detach()
+    loss = F.cross_entropy(head(feats), y)
+    opt.zero_grad(); loss.backward(); opt.step()
 """
