@@ -252,6 +252,9 @@ NET_OPS: dict[str, str] = {
     "EmbeddingBagBackward0": "x = torch.randn(10, 4, requires_grad=True)\n"
                              "z = torch.nn.functional.embedding_bag(torch.tensor([1, 2, 4, 5, 4, 3]), x, "
                              "torch.tensor([0, 3]), mode='sum')",
+    "GridSampler2DBackward0": "x = torch.rand(1, 2, 4, 5, requires_grad=True)\n"
+                              "y = (torch.rand(1, 3, 3, 2) * 2.4 - 1.2).requires_grad_()\n"
+                              "z = torch.nn.functional.grid_sample(x, y, align_corners=False)",
     "AffineGridGeneratorBackward0": "x = torch.randn(2, 2, 3, requires_grad=True)\n"
                                     "z = torch.nn.functional.affine_grid(x, (2, 1, 3, 4), align_corners=False)",
     "CumprodBackward0": "x = torch.randn(3, 4, requires_grad=True)\nz = torch.cumprod(x, dim=1)",
@@ -401,6 +404,9 @@ NET_VARIANTS: dict[str, tuple[str, str]] = {
                                          "y = torch.rand(5, requires_grad=True)\n"
                                          "z = torch.nn.functional.embedding_bag(torch.tensor([0, 2, 5, 2, 1]), x, "
                                          "torch.tensor([0, 2]), mode='sum', per_sample_weights=y)"),
+    "grid sample, align_corners, batched": ("GridSampler2DBackward0", "x = torch.rand(2, 1, 3, 4, requires_grad=True)\n"
+                                            "y = (torch.rand(2, 2, 3, 2) * 2 - 1).requires_grad_()\n"
+                                            "z = torch.nn.functional.grid_sample(x, y, align_corners=True)"),
     "affine grid, align_corners": ("AffineGridGeneratorBackward0", "x = torch.randn(1, 2, 3, requires_grad=True)\n"
                                    "z = torch.nn.functional.affine_grid(x, (1, 3, 2, 5), align_corners=True)"),
     "cumprod through a zero": ("CumprodBackward0", "x = torch.tensor([[2.0, 0.0, 3.0, -1.5], [0.5, 1.5, 0.0, 0.0]], "

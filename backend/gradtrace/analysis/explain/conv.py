@@ -339,6 +339,67 @@ def _affine_grid(ctx: Ctx, i: int, k: int) -> tuple[str, float]:
     return shown, math.fsum(g * b for g, b in terms)
 
 
+def _grid_corners(ctx: Ctx, n: int, h: int, w: int) -> tuple[float, float, list[tuple[int, int, float]]]:
+    """Where grid point (n, h, w) samples (aten's unnormalized ``ix``, ``iy``) and its four
+    corners with their bilinear weights (zeros padding: a corner outside is read as 0)."""
+    grid = ctx.saved["grid"]
+    _, hg, wg, _ = grid.shape
+    _, _, hi, wi = ctx.saved["input"].shape
+    base = ((n * hg + h) * wg + w) * 2
+    x, y = grid.at(base), grid.at(base + 1)
+    if ctx.arg("align_corners"):
+        ix, iy = (x + 1) / 2 * (wi - 1), (y + 1) / 2 * (hi - 1)
+    else:
+        ix, iy = ((x + 1) * wi - 1) / 2, ((y + 1) * hi - 1) / 2
+    x0, y0 = math.floor(ix), math.floor(iy)
+    corners = [(y0, x0, (x0 + 1 - ix) * (y0 + 1 - iy)), (y0, x0 + 1, (ix - x0) * (y0 + 1 - iy)),
+               (y0 + 1, x0, (x0 + 1 - ix) * (iy - y0)), (y0 + 1, x0 + 1, (ix - x0) * (iy - y0))]
+    return ix, iy, corners
+
+
+def _grid_sample(ctx: Ctx, i: int, k: int) -> tuple[str, float]:
+    """Bilinear ``grid_sample`` with zeros padding: grad_input[n, c, p] = Σ_{h, w} grad_out[n, c, h, w]
+    · the weight grid point (h, w) gave input place p; grad_grid[n, h, w] = Σ_c grad_out[n, c, h, w] ·
+    ∂(the bilinear sample)/∂(x, y), times (W − 1)/2 or W/2 (align_corners or not) to normalised
+    coordinates."""
+    if int(ctx.arg("interpolation_mode", 0)) != 0 or int(ctx.arg("padding_mode", 0)) != 0:
+        raise Unsupported("a mode other than bilinear with zeros padding")
+    inp, grid = ctx.saved["input"], ctx.saved["grid"]
+    nb, ch, hi, wi = inp.shape
+    _, hg, wg, _ = grid.shape
+
+    def value(n: int, c: int, y: int, x: int) -> float:
+        return inp.at(((n * ch + c) * hi + y) * wi + x) if 0 <= y < hi and 0 <= x < wi else 0.0
+
+    if i == 0:
+        n, c, py, px = unravel(k, (nb, ch, hi, wi))
+        terms = []
+        for h in range(hg):
+            for w in range(wg):
+                weight = math.fsum(wt for y, x, wt in _grid_corners(ctx, n, h, w)[2] if (y, x) == (py, px))
+                if weight:
+                    terms.append((ctx.g.at(((n * ch + c) * hg + h) * wg + w), weight))
+        if not terms:
+            return "0  (no grid point samples it)", 0.0
+        shown = " + ".join(f"{fmt(g)}·{fmt(wt)}" for g, wt in terms[:3]) + (" + …" if len(terms) > 3 else "")
+        return shown, math.fsum(g * wt for g, wt in terms)
+    n, h, w, d = unravel(k, (nb, hg, wg, 2))
+    ix, iy, _ = _grid_corners(ctx, n, h, w)
+    x0, y0 = math.floor(ix), math.floor(iy)
+    scale = ((wi - 1) if d == 0 else (hi - 1)) / 2 if ctx.arg("align_corners") else (wi if d == 0 else hi) / 2
+    terms = []
+    for c in range(ch):
+        nw, ne = value(n, c, y0, x0), value(n, c, y0, x0 + 1)
+        sw, se = value(n, c, y0 + 1, x0), value(n, c, y0 + 1, x0 + 1)
+        if d == 0:  # ∂/∂ix
+            slope = (ne - nw) * (y0 + 1 - iy) + (se - sw) * (iy - y0)
+        else:  # ∂/∂iy
+            slope = (sw - nw) * (x0 + 1 - ix) + (se - ne) * (ix - x0)
+        terms.append((ctx.g.at(((n * ch + c) * hg + h) * wg + w), slope * scale))
+    shown = " + ".join(f"{fmt(g)}·{fmt(v)}" for g, v in terms[:3]) + (" + …" if len(terms) > 3 else "")
+    return shown, math.fsum(g * v for g, v in terms)
+
+
 _CONV_TEXTS = ("grad_input[n, c, p] = Σ_{co, tap} grad_out[n, co, o] · weight[co, c, tap] over the (o, tap) "
                "that read p  (o·stride − padding + tap·dilation = p; co in c's group)",
                "grad_weight[co, c, tap] = Σ_{n, o} grad_out[n, co, o] · input[n, c, o·stride − padding + tap·dilation]",
@@ -360,6 +421,12 @@ BACKWARD_RULES: dict[str, Rule] = {
     "UpsampleNearest1DBackward0": _nearest(1),
     "UpsampleNearest2DBackward0": _nearest(2),
     "UpsampleNearest3DBackward0": _nearest(3),
+    "GridSampler2DBackward0": Rule(("grad_input[n, c, p] = Σ_{h, w} grad_out[n, c, h, w] · (the bilinear weight grid "
+                                    "point (h, w) gave p)",
+                                    "grad_grid[n, h, w] = Σ_c grad_out[n, c, h, w] · ∂sample/∂(x, y) · (W − 1)/2 "
+                                    "or W/2"),
+                                   (("grid",), ("input", "grid")), _grid_sample,
+                                   ("interpolation_mode", "padding_mode", "align_corners")),
     "AffineGridGeneratorBackward0": Rule(("grad_theta[n, r, j] = Σ_{h, w} grad_out[n, h, w, r] · (x_w, y_h, 1)[j]  "
                                           "(x, y: the grid's normalised coordinates)",), ((),), _affine_grid,
                                          ("size", "align_corners")),
