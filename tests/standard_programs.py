@@ -38,7 +38,8 @@ an optimizer given the head only while ``model.zero_grad()`` clears the rest; fr
 tutorials, a DQN's target network updated softly through its state dict, a character RNN trained
 by SGD through ``.data``, an FGSM attack on a model in eval mode, style transfer with L-BFGS and a
 closure that clamps the image, and a seq2seq decoder with random teacher forcing; features
-extracted by a backbone read through ``.detach()`` for a head the optimizer alone holds. The
+extracted by a backbone read through ``.detach()`` for a head the optimizer alone holds, and a
+spatial transformer (``affine_grid``, ``grid_sample``). The
 judges must stay silent on all of them and keep every number exactly
 (tests/analysis/test_standard_practice.py)."""
 
@@ -1441,5 +1442,20 @@ x, y = torch.randn(6, 3, 8, 8), torch.randint(0, 4, (6,))
 for step in range(3):
     feats = backbone(x).detach()
     loss = F.cross_entropy(head(feats), y)
+    opt.zero_grad(); loss.backward(); opt.step()
+"""
+STANDARD["spatial_transformer"] = H + """
+loc = nn.Sequential(nn.Flatten(), nn.Linear(64, 6))
+nn.init.zeros_(loc[1].weight)
+with torch.no_grad():
+    loc[1].bias.copy_(torch.tensor([1., 0, 0, 0, 1, 0]))
+clf = nn.Sequential(nn.Flatten(), nn.Linear(64, 2))
+opt = torch.optim.SGD(list(loc.parameters()) + list(clf.parameters()), lr=0.1)
+x, y = torch.rand(4, 1, 8, 8), torch.randint(0, 2, (4,))
+for step in range(3):
+    theta = loc(x).view(-1, 2, 3)
+    grid = F.affine_grid(theta, x.size(), align_corners=False)
+    xt = F.grid_sample(x, grid, align_corners=False)
+    loss = F.cross_entropy(clf(xt), y)
     opt.zero_grad(); loss.backward(); opt.step()
 """
