@@ -1292,12 +1292,13 @@ STANDARD["manual_sgd_grad_none"] = H + """
 w = torch.randn(3, 1, requires_grad=True); b = torch.zeros(1, requires_grad=True)
 x, y = torch.randn(16, 3), torch.randn(16, 1)
 for step in range(5):
+    for p in (w, b):
+        p.grad = None
     loss = ((x @ w + b - y) ** 2).mean()
     loss.backward()
     with torch.no_grad():
         for p in (w, b):
             p -= 0.1 * p.grad
-            p.grad = None
 """
 STANDARD["l2_penalty_by_hand"] = H + """
 model = nn.Sequential(nn.Linear(5, 10), nn.Tanh(), nn.Linear(10, 1))

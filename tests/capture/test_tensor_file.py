@@ -186,3 +186,13 @@ def test_a_snippet_hands_out_its_file_with_its_document_and_none_without_a_budge
     assert len(load(captured.tensors)) == doc["tensors"]["count"] > 0
     plain = run_captured(code)  # no budget: no file kept, and none named
     assert plain.tensors is None and "tensors" not in parsed(plain)
+
+
+def test_a_one_element_tensor_with_stride_zero_is_written_as_its_bytes() -> None:
+    """A one-element view with stride 0 is "contiguous" to torch yet cannot be viewed as bytes:
+    the Python writer copies it first (a training loop's recorder error, tests/capture/test_faithful.py)."""
+    from gradtrace.capture.tensorfile import _flat_bytes
+
+    t = torch.empty_strided((1,), (0,))
+    t.fill_(2.0)
+    assert _flat_bytes(t).tolist() == list(torch.tensor([2.0]).view(torch.uint8).tolist())

@@ -167,7 +167,7 @@ def select(cands: list[Candidate], budget: int) -> tuple[list[Candidate], list[C
 def _flat_bytes(t: torch.Tensor) -> torch.Tensor:
     """``t``'s bytes, row-major, as a flat uint8 tensor (a view; one copy when not contiguous)."""
     flat = t.detach().cpu().resolve_neg().contiguous().view(-1)
-    if flat.numel() > 1 and flat.stride(0) != 1:  # a one-element tensor expanded (stride 0)
+    if flat.numel() > 0 and flat.stride(0) != 1:  # expanded (stride 0): even one element views as bytes only at 1
         flat = flat.clone(memory_format=torch.contiguous_format)
     return flat if flat.dtype == torch.uint8 else flat.view(torch.uint8)
 

@@ -127,6 +127,11 @@ def _infinity_source(view: DocView, node: str, kinds: Mapping[str, str], order: 
     return min(heads, key=order.__getitem__) if heads else None
 
 
+_INF_ARITHMETIC = frozenset({"SubBackward0", "RsubBackward0", "AddBackward0", "MulBackward0", "DivBackward0"})
+"""The ops whose NaN, made of an infinity, names where that infinity began (NOTE [a forward NaN
+made of an infinity])."""
+
+
 def _entry(view: DocView, node: str, kind: str, kinds: Mapping[str, str] | None = None,
            order: Mapping[str, int] | None = None) -> dict[str, Any]:
     n = view.by_id[node]
@@ -143,7 +148,8 @@ def _entry(view: DocView, node: str, kind: str, kinds: Mapping[str, str] | None 
     text = view.line_text(n.get("line"))
     found = forward_trap(view, node, kind)  # NOTE [a forward cause only where it is certain]
     cause = found[0] if found else f"{n.get('name')} made it from inputs recorded with {inputs}"
-    source = _infinity_source(view, node, kinds, order) if kind == "nan" and kinds and order else None
+    arithmetic = n.get("name") in _INF_ARITHMETIC  # inf − inf, 0 × inf, inf / inf: not a softmax of −inf fills
+    source = _infinity_source(view, node, kinds, order) if kind == "nan" and arithmetic and kinds and order else None
     if source is not None:  # NOTE [a forward NaN made of an infinity]
         src = view.by_id[source]
         theirs = forward_trap(view, source, "inf") if src.get("kind") != "tensor" else None
