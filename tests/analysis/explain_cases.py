@@ -77,6 +77,14 @@ NET_OPS: dict[str, str] = {
     "NansumBackward0": "x = torch.randn(3, 4)\nx[0, 1] = x[2, 3] = float('nan')\nx.requires_grad_()\n"
                        "z = x.nansum(1, keepdim=True)",
     "DiagonalBackward0": "x = torch.randn(2, 3, 4, requires_grad=True)\nz = torch.diagonal(x, 1, 1, 2)",
+    "DiagEmbedBackward0": "x = torch.randn(2, 3, requires_grad=True)\nz = torch.diag_embed(x, 1, 0, 2)",
+    "AliasBackward0": "x = torch.randn(2, 3, requires_grad=True)\nz = torch.ops.aten.alias(x)",
+    "FakeQuantizePerTensorAffineCachemaskBackward0": "x = (torch.randn(3, 4) * 8).requires_grad_()\n"
+                                                     "z = torch.fake_quantize_per_tensor_affine(x, 0.1, 0, -50, 50)",
+    "FakeQuantizePerChannelAffineCachemaskBackward0": "x = (torch.randn(2, 5, dtype=torch.float32) * 8).requires_grad_()\n"
+                                                      "z = torch.fake_quantize_per_channel_affine(x, "
+                                                      "torch.tensor([0.1, 0.05], dtype=torch.float32), torch.tensor([0, 3], "
+                                                      "dtype=torch.int32), 0, -50, 50)",
     "IndexAddBackward0": "x = torch.randn(4, 3, requires_grad=True)\ny = torch.randn(5, 3, requires_grad=True)\n"
                          "z = x.index_add(0, torch.tensor([0, 2, 0, 3, 1]), y, alpha=0.5)",
     "VdotBackward0": "x = torch.randn(4, requires_grad=True)\ny = torch.randn(4, requires_grad=True)\n"
@@ -348,6 +356,9 @@ NET_VARIANTS: dict[str, tuple[str, str]] = {
                         "z = torch.linalg.vector_norm(x, 1, dim=(0, 2))"),
     "torch.norm p 2 keepdim": ("NormBackward1", "x = torch.randn(2, 3, 4, requires_grad=True)\n"
                                "z = torch._C._VariableFunctions.norm(x, 2, [0, 2], True)"),
+    "diag of a vector": ("DiagEmbedBackward0", "x = torch.randn(4, requires_grad=True)\nz = torch.diag(x)"),
+    "diag_embed below": ("DiagEmbedBackward0", "x = torch.randn(2, 3, requires_grad=True)\n"
+                         "z = torch.diag_embed(x, -1, -1, 1)"),
     "diagonal below": ("DiagonalBackward0", "x = torch.randn(4, 3, requires_grad=True)\nz = torch.diagonal(x, -1)"),
     "index_add dim 1": ("IndexAddBackward0", "x = torch.randn(2, 4, requires_grad=True)\n"
                         "y = torch.randn(2, 3, requires_grad=True)\nz = x.index_add(1, torch.tensor([3, 0, 3]), y)"),

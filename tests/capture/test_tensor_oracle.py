@@ -98,3 +98,22 @@ def test_gru_200_every_output_and_gradient_is_exact(native: bool) -> None:
 def test_lessons_every_kept_tensor_is_exact(lesson: Path, native: bool) -> None:
     counts = check(lesson.read_text(), native=native)
     assert counts["grads"] + counts["outputs"] > 0, counts
+
+
+TWO_VIEWS = """import torch
+import torch.nn as nn
+torch.manual_seed(0)
+enc = nn.Sequential(nn.Linear(4, 8), nn.BatchNorm1d(8), nn.ReLU(), nn.Linear(8, 4))
+x = torch.randn(16, 4)
+z1, z2 = enc(x + 0.1 * torch.randn_like(x)), enc(x - 0.1 * torch.randn_like(x))
+loss = (z1 - z2).pow(2).mean()
+loss.backward()
+"""
+
+
+@pytest.mark.parametrize("native", [True, False], ids=["core", "python"])
+def test_batch_norm_called_twice_on_one_line_keeps_each_calls_running_statistics(native: bool) -> None:
+    """NOTE [running statistics walked before they change] in capture/modules.py: the first
+    call's node saved the buffers the second call updates in place; each node keeps its own."""
+    counts = check(TWO_VIEWS, native=native)
+    assert counts["saved"] >= 4, counts  # both nodes' running_mean and running_var

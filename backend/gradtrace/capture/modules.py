@@ -26,6 +26,7 @@ from typing import Any
 
 import torch
 from torch import nn
+from torch.nn.modules.batchnorm import _NormBase
 
 from gradtrace.capture import frames
 from gradtrace.capture.compiled import _is_compiling
@@ -57,8 +58,11 @@ class ModuleTracker:
         self._keep: list[nn.Module] = []
         self._parents: list[tuple[str | None, nn.Module]] = []
         self._roots: dict[int, tuple[nn.Module, str | None]] = {}
-        self._own: dict[type, tuple[bool, bool]] = {}
+        self._own: dict[type, tuple[bool, bool, bool]] = {}
         """Per module class: ``_class_of``'s answer."""
+        self._stats_called: set[int] = set()
+        """The modules keeping running statistics called in training mode since this tracker
+        last walked the pending nodes (NOTE [running statistics walked before they change])."""
         self._tracing: list[bool] = []
         self._calls: list[ModulePath | None] = []
         """Per running module: the innermost named module call on the stack down to it (NOTE
@@ -104,14 +108,33 @@ class ModuleTracker:
         self._roots[id(module)] = (module, path)
         return path
 
-    def _class_of(self, cls: type) -> tuple[bool, bool]:
+    def _class_of(self, cls: type) -> tuple[bool, bool, bool]:
         """Per module class, looked up once: whether its forward is snippet code (a class
-        defined in the snippet), and whether its training mode changes what it computes
-        (NOTE [training mode under no_grad])."""
+        defined in the snippet), whether its training mode changes what it computes (NOTE
+        [training mode under no_grad]), and whether it may keep running statistics (batch and
+        instance norm: NOTE [running statistics walked before they change])."""
         code = getattr(getattr(cls, "forward", None), "__code__", None)
         hit = self._own[cls] = (code is not None and code.co_filename == self.rec.filename,
-                                cls.__name__.startswith(_MODE_SENSITIVE))
+                                cls.__name__.startswith(_MODE_SENSITIVE), issubclass(cls, _NormBase))
         return hit
+
+    # NOTE [running statistics walked before they change]
+    #     Batch norm's node saves the module's running-statistics buffers themselves, and its
+    #     kernel updates them in place without moving their version (NOTE [running statistics
+    #     copied] in saved.py): the copy the walk makes is right only if the node is walked
+    #     before the module runs again. The results of one line are walked together (NOTE
+    #     [discovery in batches] in recorder.py), so ``z1, z2 = enc(v1), enc(v2)`` (two views
+    #     of a batch through one encoder: SimCLR, BYOL, Barlow Twins) would give the first
+    #     call's node the second call's statistics. So a module that keeps them, called again
+    #     in training mode while nodes wait to be walked, has them walked first: one more walk
+    #     only where a line calls such a module twice.
+    def _running_stats(self, module: nn.Module) -> None:
+        called = self._stats_called
+        key = id(module)
+        if key in called and self.rec.pending:
+            called.clear()
+            self.rec.flush()
+        called.add(key)
 
     # NOTE [module calls]
     #     Each call of a named module gets its index among that path's calls in the run
@@ -183,7 +206,7 @@ class ModuleTracker:
 
     # NOTE [module hooks per call]
     #     Both hooks run at every module call (a GRU unrolled 200 steps calls them 200 times
-    #     per forward), so the common case is kept to few calls and look-ups: the class's two
+    #     per forward), so the common case is kept to few calls and look-ups: the class's three
     #     facts come from one dict, a root module's name from ``_roots`` without a call, the
     #     training-mode check runs only for the module types it concerns, and the line
     #     tracer is switched, and the library call entered and left, only where something
@@ -192,6 +215,10 @@ class ModuleTracker:
         if _is_compiling():  # NOTE [invisible to dynamo] in compiled.py
             return None
         rec = self.rec
+        cls = type(module)
+        facts = self._own.get(cls) or self._class_of(cls)
+        if facts[2] and module.training and rec.limit is None:
+            self._running_stats(module)  # first: nothing of this call is pushed yet
         stack = rec.module_stack
         parents = self._parents
         path: str | None = None
@@ -206,8 +233,6 @@ class ModuleTracker:
         except Exception:
             path = None
         noted = self._note_call(path, module)
-        cls = type(module)
-        facts = self._own.get(cls) or self._class_of(cls)
         if facts[1] and path is not None and module.training and not torch.is_grad_enabled():
             try:
                 self._note_train_mode(path, module)

@@ -49,6 +49,24 @@ def _diagonal(ctx: Ctx, i: int, k: int) -> tuple[str, float]:
     return fmt(ctx.g.at(j)), ctx.g.at(j)
 
 
+def _diag_embed(ctx: Ctx, i: int, k: int) -> tuple[str, float]:
+    """diag_embed: input ``[…, n]`` goes to the output's ``dim1``, ``dim2`` place ``(n +
+    max(−offset, 0), n + max(offset, 0))``, the other dims in order; its gradient reads it
+    back from there."""
+    shape = _in_shape(ctx, i)
+    *rest, n = unravel(k, shape)
+    nd = len(shape) + 1
+    d1, d2 = norm_dim(int(ctx.arg("dim1", -2)), nd), norm_dim(int(ctx.arg("dim2", -1)), nd)
+    offset = int(ctx.arg("offset", 0))
+    if d1 == d2:
+        raise ValueError(f"diag_embed's dim1 and dim2 are both {d1}")
+    at = list(rest)
+    for d, x in sorted(((d1, n + max(-offset, 0)), (d2, n + max(offset, 0)))):
+        at.insert(d, x)
+    value = ctx.g.at(ravel(tuple(at), ctx.g.shape))
+    return f"grad_out{at} = {fmt(value)}", value
+
+
 def _bounds(ctx: Ctx, size: int) -> tuple[int, int, int]:
     """``slice``'s start, end and step as indices into a dim of ``size`` (as Python clamps them)."""
     start, end, step = (ctx.arg("start"), ctx.arg("end"), int(ctx.arg("step", 1)))
@@ -274,6 +292,8 @@ BACKWARD_RULES: dict[str, Rule] = {
                                _transpose, ("dim0", "dim1")),
     "DiagonalBackward0": Rule(("grad_self = grad_out on the diagonal (column − row = offset), else 0",), ((),),
                               _diagonal, ("offset", "dim1", "dim2")),
+    "DiagEmbedBackward0": Rule(("grad_self[…, n] = grad_out on the diagonal: at n + max(−offset, 0) in dim1 "
+                                "and n + max(offset, 0) in dim2",), ((),), _diag_embed, ("offset", "dim1", "dim2")),
     "SumBackward1": Rule(("grad_self[k] = grad_out at k's place with the summed dims dropped",), ((),),
                          _sum_dim, ("dim", "keepdim")),
     "NansumBackward0": Rule(("grad_self[k] = grad_out at k's place with the summed dims dropped, 0 where self is "

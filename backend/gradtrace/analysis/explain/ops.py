@@ -320,5 +320,11 @@ for _name in ("ViewBackward0", "UnsafeViewBackward0", "SqueezeBackward0",
               "SqueezeBackward1", "SqueezeBackward2", "UnsqueezeBackward0", "ReshapeAliasBackward0"):
     BACKWARD_RULES[_name] = _pass_through("grad_self = grad_out reshaped to self's shape")
 BACKWARD_RULES["CloneBackward0"] = _pass_through("grad_self = grad_out")
+BACKWARD_RULES["AliasBackward0"] = _pass_through("grad_self = grad_out")
+for _name in ("FakeQuantizePerTensorAffineCachemaskBackward0", "FakeQuantizePerChannelAffineCachemaskBackward0"):
+    # the straight-through estimator: the rounding passes the gradient as it is, the clamp to
+    # [quant_min, quant_max] stops it (``mask``, saved by the forward)
+    BACKWARD_RULES[_name] = _unary("grad_self = grad_out · mask  (mask: self within the quantized range)",
+                                   ("mask",), _s("mask"))
 BACKWARD_RULES["ToCopyBackward0"] = Rule(("grad_self = grad_out (cast back to self's dtype)",), ((),), _cast_back)
 BACKWARD_RULES["AccumulateGrad"] = _pass_through("leaf.grad += grad_out")
