@@ -56,6 +56,13 @@ CASES: dict[str, tuple[str, str]] = {
         H + "net = nn.Linear(4, 3)\nx = torch.randn(5, 4)\nt = torch.tensor([0, 1, 2, 0, 1])\n"
             "logits = net(x)\nprobs = logits.softmax(dim=1)\nloss = nn.CrossEntropyLoss()(logits, t)\n"
             "loss.backward()\n"),
+    "nll-on-probabilities": (
+        H + "net = nn.Sequential(nn.Linear(4, 3), nn.Softmax(dim=1))\nx = torch.randn(5, 4)\n"
+            "t = torch.tensor([0, 1, 2, 0, 1])\nloss = nn.NLLLoss()(net(x).view(5, 3), t)\nloss.backward()\n",
+        # log_softmax for the loss, the softmax's probabilities beside it for a metric
+        H + "net = nn.Linear(4, 3)\nx = torch.randn(5, 4)\nt = torch.tensor([0, 1, 2, 0, 1])\n"
+            "logits = net(x)\nconfidence = logits.softmax(dim=1).max(1).values.mean()\n"
+            "loss = F.nll_loss(F.log_softmax(logits, dim=1), t)\nloss.backward()\n"),
     "sigmoid-bce": (
         H + "net = nn.Linear(4, 1)\nx = torch.randn(5, 4)\nt = torch.rand(5, 1)\n"
             "loss = nn.BCELoss()(torch.sigmoid(net(x)), t)\nloss.backward()\n",
@@ -290,6 +297,26 @@ def test_a_sigmoid_before_bce_with_logits_is_named(run: Any) -> None:
 
     squashed = torch.sigmoid(torch.sigmoid(torch.linspace(-50, 50, 101)))
     assert float(squashed.min()) >= 0.5 and float(squashed.max()) < 0.74  # what the hint says
+
+
+def test_probabilities_given_to_nll_loss_are_named_as_torch_computes_them(run: Any) -> None:
+    """NLLLoss on a softmax's probabilities is −mean(p[target]), between −1 and 0, as the hint
+    says: torch's own loss on the same numbers, and the gradient it gives a confidently wrong
+    row is smaller than the cross-entropy's."""
+    code = CASES["nll-on-probabilities"][0]
+    hint = next(h for h in run(code)["analysis"]["hints"] if h["code"] == "nll-on-probabilities")
+    assert hint["line"] == 8 and "NLLLoss" in hint["title"], hint
+    import torch
+    import torch.nn.functional as F
+
+    logits = torch.tensor([[6.0, 0.0, 0.0], [0.0, 2.0, 0.0]], requires_grad=True)
+    t = torch.tensor([1, 1])
+    p = logits.softmax(dim=1)
+    wrong = F.nll_loss(p, t)
+    assert -1 <= float(wrong.detach()) <= 0 and torch.allclose(wrong, -p[torch.arange(2), t].mean())
+    (g_wrong,) = torch.autograd.grad(wrong, logits)
+    (g_right,) = torch.autograd.grad(F.cross_entropy(logits, t), logits)
+    assert g_wrong[0].abs().max() < 0.05 * g_right[0].abs().max()  # the confident mistake teaches least
 
 
 REBUILT = H + """

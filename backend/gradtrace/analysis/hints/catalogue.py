@@ -25,6 +25,7 @@ from gradtrace.analysis.hints.graph import (
     graph_kept_alive,
     hand_written_math,
     mse_broadcast,
+    nll_on_probabilities,
     sigmoid_bce,
     zero_gradient_ops,
 )
@@ -40,9 +41,9 @@ from gradtrace.analysis.hints.training import (
 Check = Callable[[DocView], list[dict[str, Any]]]
 
 HINT_CHECKS: tuple[Check, ...] = (
-    accumulated, discarded, cut_leaf, requires_grad_after_cut, nonleaf_grad, graph_freed, double_softmax, sigmoid_bce,
-    hand_written_math, mse_broadcast, graph_kept_alive, zero_gradient_ops, nondiff_ops, grad_flow, call_flow,
-    train_mode_in_eval, grad_edited, threads_unrecorded, update_ratio, activations,
+    accumulated, discarded, cut_leaf, requires_grad_after_cut, nonleaf_grad, graph_freed, double_softmax,
+    nll_on_probabilities, sigmoid_bce, hand_written_math, mse_broadcast, graph_kept_alive, zero_gradient_ops,
+    nondiff_ops, grad_flow, call_flow, train_mode_in_eval, grad_edited, threads_unrecorded, update_ratio, activations,
 )
 
 

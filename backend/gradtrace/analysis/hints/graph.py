@@ -33,6 +33,54 @@ def double_softmax(view: DocView) -> list[dict[str, Any]]:
     return out
 
 
+_SAME_NUMBERS = {"ViewBackward0", "UnsafeViewBackward0", "ReshapeAliasBackward0", "SqueezeBackward0",
+                 "SqueezeBackward1", "SqueezeBackward2", "UnsqueezeBackward0", "TransposeBackward0",
+                 "PermuteBackward0", "TBackward0", "CloneBackward0"}
+"""Ops that move or copy numbers without changing them: a softmax reshaped for the loss is
+still probabilities."""
+_NLL = {"NllLossBackward0", "NllLoss2DBackward0"}
+
+
+def nll_on_probabilities(view: DocView) -> list[dict[str, Any]]:
+    """A softmax's probabilities fed to NLLLoss, which takes log-probabilities: the loss is then
+    −mean(p[target]), not the cross-entropy (it lies in [−1, 0], where a negative log-likelihood
+    is never negative), and its gradient stays small exactly where the model is confidently
+    wrong. Reshapes between the two are followed; a ``log`` (the near miss, if unstable) or
+    ``log_softmax`` between them is another op, so it stays silent."""
+    out = []
+    for s in view.named("SoftmaxBackward0"):
+        sid = str(s["id"])
+        frontier, seen = [sid], {sid}
+        while frontier:
+            n = frontier.pop()
+            for c in view.consumers.get(n, []):
+                if c in seen:
+                    continue
+                seen.add(c)
+                name = view.name(c)
+                if name in _SAME_NUMBERS:
+                    frontier.append(c)
+                elif name in _NLL and view.inputs.get(c, {}).get(0) == n:
+                    out.append(_nll_hint(view, sid, c))
+    return out
+
+
+def _nll_hint(view: DocView, softmax: str, nll: str) -> dict[str, Any]:
+    line = view.by_id[nll].get("line")
+    return hint(
+        "nll-on-probabilities", "warning", "softmax, then NLLLoss: it takes log-probabilities",
+        "NLLLoss expects log-probabilities and its input is a softmax's probabilities, so the loss "
+        "is −mean(p[target]) instead of the cross-entropy: it lies between −1 and 0, and its gradient "
+        "stays small exactly where a prediction is confidently wrong (p near 0), so the worst "
+        "mistakes teach the least.",
+        line=line, nodes=[softmax, nll],
+        evidence=[("softmax", f"line {view.by_id[softmax].get('line')}, shape "
+                              f"{shape(view.by_id[softmax].get('shape'))}"),
+                  ("then", f"{view.name(nll)}, line {line}")],
+        fix="loss = F.nll_loss(F.log_softmax(logits, dim=1), target)  # or F.cross_entropy(logits, target)",
+        lesson="04_mlp_loss")
+
+
 def sigmoid_bce(view: DocView) -> list[dict[str, Any]]:
     """A sigmoid's output fed to BCELoss (unstable: BCEWithLogitsLoss computes the same from
     the logits), or to BCEWithLogitsLoss, which applies a sigmoid of its own: twice squashed,
