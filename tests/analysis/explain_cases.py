@@ -81,7 +81,8 @@ NET_OPS: dict[str, str] = {
     "AliasBackward0": "x = torch.randn(2, 3, requires_grad=True)\nz = torch.ops.aten.alias(x)",
     "FakeQuantizePerTensorAffineCachemaskBackward0": "x = (torch.randn(3, 4) * 8).requires_grad_()\n"
                                                      "z = torch.fake_quantize_per_tensor_affine(x, 0.1, 0, -50, 50)",
-    "FakeQuantizePerChannelAffineCachemaskBackward0": "x = (torch.randn(2, 5, dtype=torch.float32) * 8).requires_grad_()\n"
+    "FakeQuantizePerChannelAffineCachemaskBackward0": "x = (torch.randn(2, 5, dtype=torch.float32) * 8)\n"
+                                                      "x.requires_grad_()\n"
                                                       "z = torch.fake_quantize_per_channel_affine(x, "
                                                       "torch.tensor([0.1, 0.05], dtype=torch.float32), torch.tensor([0, 3], "
                                                       "dtype=torch.int32), 0, -50, 50)",

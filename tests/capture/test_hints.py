@@ -319,6 +319,46 @@ def test_probabilities_given_to_nll_loss_are_named_as_torch_computes_them(run: A
     assert g_wrong[0].abs().max() < 0.05 * g_right[0].abs().max()  # the confident mistake teaches least
 
 
+FUNCTIONAL_DROPOUT = H + """
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(8, 16)
+        self.fc2 = nn.Linear(16, 2)
+
+    def forward(self, x):
+        return self.fc2(F.dropout(F.relu(self.fc1(x)), p=0.5DROPOUT_FLAG))
+
+
+net = Net()
+opt = torch.optim.SGD(net.parameters(), lr=0.1)
+x, y = torch.randn(16, 8), torch.randint(0, 2, (16,))
+loss = F.cross_entropy(net(x), y)
+opt.zero_grad(); loss.backward(); opt.step()
+net.eval()
+with torch.no_grad():
+    a, b = net(x), net(x)
+"""
+
+
+@pytest.mark.parametrize("native", [True, False], ids=["core", "python"])
+def test_functional_dropout_in_a_module_in_eval_mode_is_named(run: Any, native: bool) -> None:
+    """``F.dropout`` without ``training=`` drops in eval mode (torch's two evaluations differ);
+    given ``training=self.training`` (they agree) or ``training=True`` on purpose (Monte Carlo
+    dropout) it is silent."""
+    import torch
+
+    ns: dict[str, Any] = {}
+    exec(compile(FUNCTIONAL_DROPOUT.replace("DROPOUT_FLAG", ""), "<bare>", "exec"), ns)
+    assert not torch.equal(ns["a"], ns["b"])  # torch's own answer: it still drops
+    doc = run(FUNCTIONAL_DROPOUT.replace("DROPOUT_FLAG", ""), native=native)
+    hint = next(h for h in doc["analysis"]["hints"] if h["code"] == "train-mode-in-eval")
+    assert hint["line"] == 13 and "F.dropout" in hint["title"], hint
+    assert "training=self.training" in hint["fix"]
+    for flag in (", training=self.training", ", training=True"):
+        assert "train-mode-in-eval" not in _codes(run(FUNCTIONAL_DROPOUT.replace("DROPOUT_FLAG", flag), native=native))
+
+
 REBUILT = H + """
 w = torch.randn(3, requires_grad=True)
 x = torch.randn(5, 3)

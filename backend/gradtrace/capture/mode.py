@@ -39,6 +39,7 @@ import torch.autograd.forward_ad as _fwad
 from torch.overrides import TorchFunctionMode
 
 from gradtrace.capture import frames
+from gradtrace.capture.dropouts import DEFAULT_TRAINING
 from gradtrace.capture.events import RecordingStopped
 from gradtrace.capture.odd_tensors import shape_of
 from gradtrace.capture.recorder import Recorder
@@ -130,7 +131,7 @@ _DUNDER_INPLACE = {"__setitem__", "__iadd__", "__isub__", "__imul__", "__itruedi
 _NO_KWARGS: dict[str, Any] = {}
 """The keyword arguments of a call that has none (read only: a special handler gets a copy)."""
 
-_K_MUT, _K_ZERO, _K_GGET, _K_GSET, _K_RGSET, _K_RG_, _K_CUT, _K_NOVAL, _K_SPECIAL = (1 << i for i in range(9))
+_K_MUT, _K_ZERO, _K_GGET, _K_GSET, _K_RGSET, _K_RG_, _K_CUT, _K_NOVAL, _K_SPECIAL, _K_DROP = (1 << i for i in range(10))
 _SPECIAL = {torch.Tensor.backward, torch.autograd.backward, torch.autograd.grad,
             torch.Tensor.register_hook, torch.Tensor.retain_grad}
 """The calls ``CaptureMode`` hands to a handler of its own (``_special``)."""
@@ -140,9 +141,17 @@ first call (``_kind_of``) and then one dictionary look-up per call; 0 for most (
 path). Bits: ``_K_MUT`` changes its first argument in place, ``_K_ZERO`` zeroes a ``.grad``,
 ``_K_GGET`` / ``_K_GSET`` reads / sets ``.grad``, ``_K_RGSET`` sets ``requires_grad``, ``_K_RG_`` is
 ``requires_grad_``, ``_K_CUT`` is ``detach`` or ``.data``, ``_K_NOVAL`` takes no value from
-its tensor, ``_K_SPECIAL`` is a backward or hook API. A bound descriptor method
+its tensor, ``_K_SPECIAL`` is a backward or hook API, ``_K_DROP`` a functional dropout whose
+``training`` defaults to True (NOTE [functional dropout ignores eval()] in dropouts.py). A bound descriptor method
 (``t.grad``'s ``__get__``) is a new object at each access but equal to the last, so it is
 found too."""
+
+
+def _is_default_training_dropout(func: Any) -> bool:
+    try:
+        return func in DEFAULT_TRAINING
+    except TypeError:  # unhashable callable
+        return False
 
 
 def _kind_of(func: Any) -> int:
@@ -159,7 +168,8 @@ def _kind_of(func: Any) -> int:
                and func.__name__ == "__set__" else 0)
             | (_K_RG_ if func is _REQUIRES_GRAD_ else 0)
             | (_K_CUT if func is _DETACH or _is_data_get(func) else 0)
-            | (_K_NOVAL if _takes_no_value(func) else 0))
+            | (_K_NOVAL if _takes_no_value(func) else 0)
+            | (_K_DROP if not special and _is_default_training_dropout(func) else 0))
     with contextlib.suppress(TypeError):
         _KINDS[func] = kind
     return kind
@@ -300,6 +310,8 @@ class CaptureMode(TorchFunctionMode):
             if rec.pending:
                 self._flush()
             return self._special[func](func, args, dict(kwargs))
+        if kind & _K_DROP:
+            self._quietly(lambda: rec.dropouts.note(rec.module_stack[-1] if rec.module_stack else None, kwargs))
         mutates = kind & _K_MUT
         if rec.pending and (mutates or "out" in kwargs):
             self._flush()  # NOTE [discovery in batches]: saved tensors are read before the change

@@ -48,6 +48,7 @@ from torch import nn
 from torch.autograd.graph import Node
 
 from gradtrace.capture import definitions, frames, native, pycore
+from gradtrace.capture.dropouts import DropoutsInEval
 from gradtrace.capture.events import LimitReached, ModulePath, PassInfo, RecordingStopped
 from gradtrace.capture.gradedits import GradEdits
 from gradtrace.capture.gradfn import grad_fn_or_none
@@ -150,6 +151,9 @@ class Recorder:
         self.module_stack: list[ModulePath | None] = []
         self.module_calls: dict[str, list[Any]] = {}
         self.module_train_lines: dict[str, list[int]] = {}
+        self.dropouts = DropoutsInEval(filename)
+        """Functional dropouts left training in modules in eval mode (NOTE [functional dropout
+        ignores eval()] in dropouts.py)."""
         self.module_frozen: dict[str, list[str]] = {}
         self.module_params: dict[str, list[tuple[str, torch.Tensor]]] = {}
         """Each called module's own parameters that required grad at its first call

@@ -44,7 +44,8 @@ class Hint(_Model):
         "each looped backward line's loss fell), `relu-dead` (a ReLU layer mostly 0), `activation-saturated` "
         "(a tanh or sigmoid layer mostly saturated), `train-mode-in-eval` (dropout or batch norm in training "
         "mode under `no_grad`, unless the snippet calls `.train()` after its last backward and before that line: "
-        "Monte Carlo dropout), `threads-unrecorded` (a thread the run started built graphs that were not recorded)"))
+        "Monte Carlo dropout; or `F.dropout` without `training=` in the forward of a module in eval mode), "
+        "`threads-unrecorded` (a thread the run started built graphs that were not recorded)"))
     severity: Severity = Field(description="`error`, `warning` or `info`")
     title: str = Field(description="one line")
     message: str = Field(description="what happened, with the run's own names and numbers")

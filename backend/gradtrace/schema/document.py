@@ -126,6 +126,11 @@ class ModuleInfo(_Model):
         "dropout and batch-norm modules only: the snippet lines (first ten) that called it in training mode with "
         "gradients disabled, an evaluation that forgot `model.eval()` (the `train-mode-in-eval` hint)")
     # NOTE [training mode under no_grad] in capture/modules.py
+    dropout_in_eval_lines: list[int] | None = _optional(
+        "the snippet lines (first ten) where this module's own forward, called in eval mode, called `F.dropout` "
+        "(`dropout1d`/`2d`/`3d`) without `training=`: its default, True, drops units whatever `model.eval()` says "
+        "(the `train-mode-in-eval` hint)")
+    # NOTE [functional dropout ignores eval()] in capture/dropouts.py
     frozen: list[str] | None = _optional(
         "its own parameters that do not require grad (`weight`, `bias`), which autograd records no node for: a "
         "frozen layer; absent when none is")

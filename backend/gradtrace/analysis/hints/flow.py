@@ -218,4 +218,24 @@ def train_mode_in_eval(view: DocView) -> list[dict[str, Any]]:
             evidence=[("line", view.line_text(line) or "?"), ("in training mode", paths)],
             fix=f"{root}.eval()   # before evaluating\nwith torch.no_grad():\n    ...\n"
                 f"{root}.train()  # back to training afterwards"))
+    return out + _functional_dropout_in_eval(view)
+
+
+def _functional_dropout_in_eval(view: DocView) -> list[dict[str, Any]]:
+    """``F.dropout`` without ``training=`` in the forward of a module put in eval mode (NOTE
+    [functional dropout ignores eval()] in gradtrace/capture/dropouts.py): it still drops."""
+    out: list[dict[str, Any]] = []
+    for m in view.doc.get("modules") or []:
+        for line in m.get("dropout_in_eval_lines") or []:
+            text = view.line_text(int(line)) or "?"
+            out.append(hint(
+                "train-mode-in-eval", "warning", f"F.dropout at line {line} drops in eval mode",
+                f"{m['path']} ({m['type']}) is in eval mode, but its forward calls F.dropout at line {line} "
+                "without training=, and the function's default is training=True: .eval() does not reach "
+                "it, so it still zeroes units at random and the evaluation's numbers change from call "
+                "to call. nn.Dropout follows .eval(); F.dropout follows only its training argument.",
+                line=int(line), nodes=[],
+                evidence=[("line", text), ("in eval mode", f"{m['path']} ({m['type']})"),
+                          ("F.dropout's default", "training=True")],
+                fix="F.dropout(x, p, training=self.training)  # or an nn.Dropout(p) module"))
     return out
