@@ -84,8 +84,8 @@ NET_OPS: dict[str, str] = {
     "FakeQuantizePerChannelAffineCachemaskBackward0": "x = (torch.randn(2, 5, dtype=torch.float32) * 8)\n"
                                                       "x.requires_grad_()\n"
                                                       "z = torch.fake_quantize_per_channel_affine(x, "
-                                                      "torch.tensor([0.1, 0.05], dtype=torch.float32), torch.tensor([0, 3], "
-                                                      "dtype=torch.int32), 0, -50, 50)",
+                                                      "torch.tensor([0.1, 0.05], dtype=torch.float32), "
+                                                      "torch.tensor([0, 3], dtype=torch.int32), 0, -50, 50)",
     "IndexAddBackward0": "x = torch.randn(4, 3, requires_grad=True)\ny = torch.randn(5, 3, requires_grad=True)\n"
                          "z = x.index_add(0, torch.tensor([0, 2, 0, 3, 1]), y, alpha=0.5)",
     "VdotBackward0": "x = torch.randn(4, requires_grad=True)\ny = torch.randn(4, requires_grad=True)\n"
