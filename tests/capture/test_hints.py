@@ -50,6 +50,16 @@ CASES: dict[str, tuple[str, str]] = {
         H + "x = torch.tensor(2.0, requires_grad=True)\ny = x * x\ny.backward()\ny.backward()\n",
         H + "x = torch.tensor(2.0, requires_grad=True)\ny = x * x\ny.backward(retain_graph=True)\n"
             "y.backward()\n"),
+    "clip-before-backward": (
+        H + "net = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 1))\n"
+            "opt = torch.optim.SGD(net.parameters(), lr=0.01)\nx, y = torch.randn(16, 4), torch.randn(16, 1) * 50\n"
+            "for step in range(2):\n    opt.zero_grad()\n    loss = F.mse_loss(net(x), y)\n"
+            "    nn.utils.clip_grad_norm_(net.parameters(), max_norm=1.0)\n    loss.backward()\n    opt.step()\n",
+        # after backward, with a limit the gradients never reach: it changes nothing, rightly
+        H + "net = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 1))\n"
+            "opt = torch.optim.SGD(net.parameters(), lr=0.01)\nx, y = torch.randn(16, 4), torch.randn(16, 1) * 50\n"
+            "for step in range(2):\n    opt.zero_grad()\n    loss = F.mse_loss(net(x), y)\n"
+            "    loss.backward()\n    nn.utils.clip_grad_norm_(net.parameters(), max_norm=1e6)\n    opt.step()\n"),
     "double-softmax": (
         H + "net = nn.Linear(4, 3)\nx = torch.randn(5, 4)\nt = torch.tensor([0, 1, 2, 0, 1])\n"
             "loss = nn.CrossEntropyLoss()(net(x).softmax(dim=1), t)\nloss.backward()\n",
@@ -357,6 +367,47 @@ def test_functional_dropout_in_a_module_in_eval_mode_is_named(run: Any, native: 
     assert "training=self.training" in hint["fix"]
     for flag in (", training=self.training", ", training=True"):
         assert "train-mode-in-eval" not in _codes(run(FUNCTIONAL_DROPOUT.replace("DROPOUT_FLAG", flag), native=native))
+
+
+def test_a_clip_before_backward_is_named_as_torch_sees_it(run: Any) -> None:
+    """torch's own clip, run before backward, sees a total norm of 0 and changes nothing; the
+    gradients step() uses exceed its limit. Silent: a clip inside an ``if`` that steps
+    accumulated gradients, and a GAN's clip of D after D's backward and before G's."""
+    import torch
+
+    code = CASES["clip-before-backward"][0]
+    ns: dict[str, Any] = {}
+    bare = code.replace("    nn.utils.clip_grad_norm_(", "    seen = nn.utils.clip_grad_norm_(")
+    exec(compile(bare, "<bare>", "exec"), ns)
+    assert float(ns["seen"]) == 0.0
+    after = torch.linalg.vector_norm(torch.stack([p.grad.norm() for p in ns["net"].parameters()]))
+    assert float(after) > 1.0
+    hint = next(h for h in run(code)["analysis"]["hints"] if h["code"] == "clip-before-backward")
+    clip_line = next(i for i, text in enumerate(code.splitlines(), 1) if "clip_grad_norm_" in text)
+    assert hint["line"] == clip_line and abs(float(hint["evidence"][2]["value"]) - float(after)) <= 1e-3 * float(after)
+    accumulated = H + """
+net = nn.Linear(4, 1)
+opt = torch.optim.SGD(net.parameters(), lr=0.01)
+for i in range(6):
+    if i % 3 == 2:
+        nn.utils.clip_grad_norm_(net.parameters(), 0.1)
+        opt.step(); opt.zero_grad()
+    loss = net(torch.randn(8, 4) * 30).pow(2).mean()
+    loss.backward()
+"""
+    gan = H + """
+G, D = nn.Linear(2, 2), nn.Linear(2, 1)
+opt_g, opt_d = torch.optim.SGD(G.parameters(), lr=0.1), torch.optim.SGD(D.parameters(), lr=0.1)
+for step in range(2):
+    fake = G(torch.randn(8, 2) * 30)
+    d_loss = D(fake.detach()).pow(2).mean()
+    opt_d.zero_grad(); d_loss.backward()
+    nn.utils.clip_grad_norm_(D.parameters(), 0.1); opt_d.step()
+    g_loss = D(fake).pow(2).mean()
+    opt_g.zero_grad(); g_loss.backward(); opt_g.step()
+"""
+    for silent in (accumulated, gan):
+        assert "clip-before-backward" not in _codes(run(silent))
 
 
 REBUILT = H + """

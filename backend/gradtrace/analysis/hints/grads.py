@@ -4,6 +4,8 @@ scaling), which the page must show as torch holds it at the end."""
 
 from __future__ import annotations
 
+import ast
+import math
 import re
 from typing import Any
 
@@ -126,3 +128,138 @@ def _differs(a: Any, b: Any) -> bool:
     if a.get("values") is not None and b.get("values") is not None:
         return bool(a["values"] != b["values"])
     return bool(a.get("stats") != b.get("stats"))
+
+
+# NOTE [clipping before backward]
+#     ``clip_grad_norm_`` clips the ``.grad`` it finds when it runs. Called after
+#     ``zero_grad()`` and before ``loss.backward()`` in the same block, it finds nothing (None,
+#     or zeros), and the gradients ``step()`` then uses are the backward's, unclipped. The source
+#     says where (a clip statement in the statement list of a backward and before it, with no
+#     backward before it in that list: a clip inside an ``if`` that steps accumulated
+#     gradients is another list), and the document says what it cost: no recorded edit of any
+#     ``.grad`` at the clip's line (``Node.grad_edits``), while the gradients a backward on that
+#     line left exceed the clip's own limit (a literal ``max_norm`` with the default 2-norm, or
+#     ``clip_value``): put after the backward, the clip would have changed them.
+_CLIPS = {"clip_grad_norm_": ("max_norm", 1), "clip_grad_value_": ("clip_value", 1)}
+
+
+def _literal(node: ast.expr | None) -> float | None:
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        v = _literal(node.operand)
+        return -v if v is not None else None
+    if isinstance(node, ast.Constant) and isinstance(node.value, int | float) and not isinstance(node.value, bool):
+        return float(node.value)
+    return None
+
+
+def _calls(stmt: ast.stmt, name: str) -> list[ast.Call]:
+    """The calls of an attribute or function named ``name`` in ``stmt`` (not in nested bodies:
+    ``stmt`` is a simple statement)."""
+    found = []
+    for n in ast.walk(stmt):
+        if isinstance(n, ast.Call):
+            f = n.func
+            if (f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else None) == name:
+                found.append(n)
+    return found
+
+
+def _clips_before_backward(code: str) -> list[tuple[int, str, float, int]]:
+    """(clip line, clip function, its literal limit, the backward's line) for each clip found
+    before the backward of its statement list (NOTE [clipping before backward])."""
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError):
+        return []
+    out = []
+    for block in ast.walk(tree):
+        for field in ("body", "orelse", "finalbody"):
+            stmts = getattr(block, field, None)
+            if not isinstance(stmts, list) or not stmts or not isinstance(stmts[0], ast.stmt):
+                continue
+            simple = [s for s in stmts if isinstance(s, ast.Expr | ast.Assign | ast.AugAssign | ast.AnnAssign)]
+            backward_at = [i for i, s in enumerate(simple) if _calls(s, "backward")]
+            if not backward_at:
+                continue
+            first = backward_at[0]
+            for s in simple[:first]:
+                for fn, (arg, pos) in _CLIPS.items():
+                    for call in _calls(s, fn):
+                        kw = {k.arg: k.value for k in call.keywords if k.arg}
+                        limit = _literal(kw.get(arg, call.args[pos] if len(call.args) > pos else None))
+                        norm_type = kw.get("norm_type", call.args[2] if len(call.args) > 2 else None)
+                        if limit is None or limit <= 0 or (norm_type is not None and _literal(norm_type) != 2.0):
+                            continue
+                        out.append((s.lineno, fn, limit, simple[first].lineno))
+    return out
+
+
+def clip_before_backward(view: DocView) -> list[dict[str, Any]]:
+    """A clip that ran before the backward whose gradients it was meant to clip (NOTE
+    [clipping before backward])."""
+    code = view.doc.get("code")
+    if not isinstance(code, str) or "clip_grad_" not in code:
+        return []
+    found = _clips_before_backward(code)
+    if not found:
+        return []
+    edited_at = {int(e["line"]) for n in view.leaf_nodes for e in n.get("grad_edits") or []
+                 if e.get("line") is not None}
+    out = []
+    for clip_line, fn, limit, backward_line in found:
+        if clip_line in edited_at:
+            continue  # it changed a gradient: it had something to clip
+        worst, leaves = _worst_after(view, backward_line, fn == "clip_grad_norm_")
+        if worst is None or worst <= limit:
+            continue
+        measure = "‖grad‖ (all parameters)" if fn == "clip_grad_norm_" else "max |grad|"
+        out.append(hint(
+            "clip-before-backward", "warning", f"{fn} at line {clip_line} runs before backward: nothing is clipped",
+            f"{fn} clips the .grad it finds when it runs. At line {clip_line} it runs before the backward at line "
+            f"{backward_line}, when the gradients are still None (or zero) after zero_grad(), so it changes "
+            f"nothing; step() then uses the backward's gradients unclipped, whose {measure} reached {fmt(worst)}, "
+            f"above the limit {fmt(limit)}.",
+            line=clip_line, nodes=leaves,
+            evidence=[("clip", view.line_text(clip_line) or "?"), ("backward", view.line_text(backward_line) or "?"),
+                      (f"{measure} after backward", fmt(worst)), ("limit", fmt(limit)),
+                      ("gradients the clip changed", "none")],
+            fix=f"loss.backward()\n{(view.line_text(clip_line) or fn + '(...)').strip()}  # after backward, "
+                "before step()"))
+    return out
+
+
+def _worst_after(view: DocView, line: int, total: bool) -> tuple[float | None, list[str]]:
+    """The largest, over the backward passes called on ``line``, of the leaves' ``.grad`` right
+    after the pass: their 2-norm over all leaves (``total``), else their largest magnitude;
+    with the leaves of that pass."""
+    passes = {int(p["index"]) for p in view.doc.get("passes") or [] if p.get("line") == line}
+    if not passes:
+        return None, []
+    seen: dict[str, int] = {}
+    per_pass: dict[int, float] = {}
+    leaves_of: dict[int, list[str]] = {}
+    for _, ev in view.backward_events():
+        if view.name(str(ev["node"])) != "AccumulateGrad":
+            continue
+        leaf = view.leaf_of(str(ev["node"]))
+        if leaf is None:
+            continue
+        k = seen[str(leaf["id"])] = seen.get(str(leaf["id"]), -1) + 1
+        p = ev.get("pass")
+        history = leaf.get("grad_history") or []
+        if p not in passes or k >= len(history):
+            continue
+        stats = (history[k] or {}).get("stats") or {}
+        leaves_of.setdefault(int(p), []).append(str(leaf["id"]))
+        if total:
+            norm = number(stats.get("norm"))
+            if norm is None:
+                return None, []
+            per_pass[int(p)] = per_pass.get(int(p), 0.0) + norm * norm
+        else:
+            top = max(abs(number(stats.get("max")) or 0.0), abs(number(stats.get("min")) or 0.0))
+            per_pass[int(p)] = max(per_pass.get(int(p), 0.0), top)
+    if not per_pass:
+        return None, []
+    p = max(per_pass, key=per_pass.__getitem__)
+    return (math.sqrt(per_pass[p]) if total else per_pass[p]), leaves_of[p]
