@@ -73,6 +73,14 @@ CASES: dict[str, tuple[str, str]] = {
         H + "net = nn.Linear(4, 3)\nx = torch.randn(5, 4)\nt = torch.tensor([0, 1, 2, 0, 1])\n"
             "logits = net(x)\nconfidence = logits.softmax(dim=1).max(1).values.mean()\n"
             "loss = F.nll_loss(F.log_softmax(logits, dim=1), t)\nloss.backward()\n"),
+    "softmax-wrong-dim": (
+        H + "net = nn.Linear(4, 3)\nx = torch.randn(5, 4)\nt = torch.tensor([0, 1, 2, 0, 1])\n"
+            "loss = F.nll_loss(F.log_softmax(net(x), dim=0), t)\nloss.backward()\n",
+        # the classes' dim, counted from the end; and a sequence's (N, T, C) turned to (N, C, T)
+        H + "net = nn.Linear(4, 3)\nx = torch.randn(5, 4)\nt = torch.tensor([0, 1, 2, 0, 1])\n"
+            "loss = F.nll_loss(F.log_softmax(net(x), dim=-1), t)\n"
+            "seq = F.log_softmax(net(torch.randn(2, 6, 4)), dim=-1)\n"
+            "loss = loss + F.nll_loss(seq.transpose(1, 2), torch.randint(0, 3, (2, 6)))\nloss.backward()\n"),
     "sigmoid-bce": (
         H + "net = nn.Linear(4, 1)\nx = torch.randn(5, 4)\nt = torch.rand(5, 1)\n"
             "loss = nn.BCELoss()(torch.sigmoid(net(x)), t)\nloss.backward()\n",
@@ -408,6 +416,18 @@ for step in range(2):
 """
     for silent in (accumulated, gan):
         assert "clip-before-backward" not in _codes(run(silent))
+
+
+def test_a_log_softmax_over_the_batch_is_named_where_torchs_rows_are_no_distributions(run: Any) -> None:
+    """torch's own log_softmax along dim 0: no row's probabilities sum to 1, every column's do."""
+    import torch
+    import torch.nn.functional as F
+
+    code = CASES["softmax-wrong-dim"][0]
+    hint = next(h for h in run(code)["analysis"]["hints"] if h["code"] == "softmax-wrong-dim")
+    assert hint["line"] == 8 and "dim 0" in hint["title"], hint
+    p = F.log_softmax(torch.randn(5, 3), dim=0).exp()
+    assert torch.allclose(p.sum(0), torch.ones(3)) and not torch.allclose(p.sum(1), torch.ones(5))
 
 
 REBUILT = H + """

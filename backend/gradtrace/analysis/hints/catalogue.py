@@ -27,6 +27,7 @@ from gradtrace.analysis.hints.graph import (
     mse_broadcast,
     nll_on_probabilities,
     sigmoid_bce,
+    softmax_wrong_dim,
     zero_gradient_ops,
 )
 from gradtrace.analysis.hints.training import (
@@ -42,9 +43,9 @@ Check = Callable[[DocView], list[dict[str, Any]]]
 
 HINT_CHECKS: tuple[Check, ...] = (
     accumulated, discarded, cut_leaf, requires_grad_after_cut, nonleaf_grad, graph_freed, double_softmax,
-    nll_on_probabilities, sigmoid_bce, hand_written_math, mse_broadcast, graph_kept_alive, zero_gradient_ops,
-    nondiff_ops, grad_flow, call_flow, train_mode_in_eval, grad_edited, clip_before_backward, threads_unrecorded,
-    update_ratio, activations,
+    nll_on_probabilities, softmax_wrong_dim, sigmoid_bce, hand_written_math, mse_broadcast, graph_kept_alive,
+    zero_gradient_ops, nondiff_ops, grad_flow, call_flow, train_mode_in_eval, grad_edited, clip_before_backward,
+    threads_unrecorded, update_ratio, activations,
 )
 
 

@@ -81,6 +81,39 @@ def _nll_hint(view: DocView, softmax: str, nll: str) -> dict[str, Any]:
         lesson="04_mlp_loss")
 
 
+def softmax_wrong_dim(view: DocView) -> list[dict[str, Any]]:
+    """log_softmax over a dim other than the classes', fed straight to NLLLoss: NLLLoss picks
+    ``logp[i, target[i]]`` along dim 1 (the classes), so a log_softmax along dim 0 normalises
+    each class over the batch instead, and no row is a distribution. Only a direct edge is read
+    (a transpose between them can make another dim the classes'), and only a batch of two or
+    more rows and classes (one row: dim 0 is the only choice that differs, and says nothing)."""
+    out = []
+    for n in view.named("LogSoftmaxBackward0"):
+        sid = str(n["id"])
+        dim = (n.get("saved_args") or {}).get("dim")
+        size = n.get("shape") or []
+        if not isinstance(dim, int) or len(size) < 2 or min(size[0], size[1]) < 2:
+            continue
+        if (dim + len(size) if dim < 0 else dim) == 1:
+            continue
+        for c in view.consumers.get(sid, []):
+            if view.name(c) in _NLL and view.inputs.get(c, {}).get(0) == sid:
+                line = view.by_id[c].get("line")
+                out.append(hint(
+                    "softmax-wrong-dim", "warning",
+                    f"log_softmax over dim {dim}, but NLLLoss reads the classes in dim 1",
+                    f"NLLLoss takes log-probabilities with the classes in dim 1 (shape {shape(size)}: {size[1]} "
+                    f"classes), and picks each row's target class. This log_softmax normalises along dim {dim} "
+                    "instead, so each class is normalised over the batch and no row is a distribution: the "
+                    "loss couples the examples of a batch and does not train a classifier.",
+                    line=line, nodes=[sid, c],
+                    evidence=[("log_softmax", f"line {n.get('line')}, dim={dim}, shape {shape(size)}"),
+                              ("then", f"{view.name(c)}, line {line} (classes in dim 1)")],
+                    fix="logp = F.log_softmax(logits, dim=1)  # the classes' dim",
+                    lesson="04_mlp_loss"))
+    return out
+
+
 def sigmoid_bce(view: DocView) -> list[dict[str, Any]]:
     """A sigmoid's output fed to BCELoss (unstable: BCEWithLogitsLoss computes the same from
     the logits), or to BCEWithLogitsLoss, which applies a sigmoid of its own: twice squashed,
