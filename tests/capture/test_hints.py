@@ -430,6 +430,69 @@ def test_a_log_softmax_over_the_batch_is_named_where_torchs_rows_are_no_distribu
     assert torch.allclose(p.sum(0), torch.ones(3)) and not torch.allclose(p.sum(1), torch.ones(5))
 
 
+TWO_OPTIMIZERS = H + """
+model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 2))
+opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+opt_head = torch.optim.SGD(model[2].parameters(), lr=0.1)
+x, y = torch.randn(16, 8), torch.randint(0, 2, (16,))
+for step in range(3):
+    opt.zero_grad(); opt_head.zero_grad()
+    loss = F.cross_entropy(model(x), y)
+    loss.backward()
+    opt.step()
+    opt_head.step()
+"""
+
+
+@pytest.mark.parametrize("native", [True, False], ids=["core", "python"])
+def test_a_parameter_two_optimizers_step_with_one_gradient_is_named(run: Any, native: bool) -> None:
+    """torch's own run: the head's weight moves at both steps with one ``.grad``. Silent: one
+    optimizer with a group for the head, two optimizers taking turns by iteration, and two
+    optimizers sharing an encoder, each after a backward of its own."""
+    import torch
+
+    moved: list[bool] = []
+    grads: list[Any] = []
+
+    def watch(fn: Any) -> Any:
+        def step(*a: Any, **k: Any) -> Any:
+            w = ns["model"][2].weight
+            before, g = w.detach().clone(), w.grad
+            out = fn(*a, **k)
+            moved.append(not torch.equal(before, w.detach()))
+            grads.append(g)
+            return out
+        return step
+
+    ns: dict[str, Any] = {"watch": watch}
+    bare = TWO_OPTIMIZERS.replace("    opt.step()\n    opt_head.step()\n",
+                                  "    watch(opt.step)()\n    watch(opt_head.step)()\n")
+    exec(compile(bare, "<bare>", "exec"), ns)
+    assert moved == [True] * 6 and all(grads[i] is grads[i + 1] for i in range(0, 6, 2))
+    doc = run(TWO_OPTIMIZERS, native=native)
+    hint = next(h for h in doc["analysis"]["hints"] if h["code"] == "stepped-twice")
+    second = next(i for i, text in enumerate(TWO_OPTIMIZERS.splitlines(), 1) if "opt_head.step()" in text)
+    assert hint["line"] == second and {doc_node["name"] for doc_node in doc["graph"]["nodes"]
+                                   if doc_node["id"] in hint["nodes"]} == {"model.2.weight", "model.2.bias"}
+    groups = TWO_OPTIMIZERS.replace(
+        "opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)\nopt_head = torch.optim.SGD(model[2]"
+        ".parameters(), lr=0.1)", "opt = torch.optim.SGD([{'params': model[0].parameters()}, {'params': model[2]"
+        ".parameters(), 'lr': 0.1}], lr=0.01, momentum=0.9)\nopt_head = opt")
+    turns = TWO_OPTIMIZERS.replace("    opt.step()\n    opt_head.step()\n",
+                                   "    (opt if step % 2 else opt_head).step()\n")
+    shared = H + """
+enc = nn.Linear(8, 16); h1 = nn.Linear(16, 1); h2 = nn.Linear(16, 1)
+o1 = torch.optim.SGD(list(enc.parameters()) + list(h1.parameters()), lr=0.01)
+o2 = torch.optim.SGD(list(enc.parameters()) + list(h2.parameters()), lr=0.01)
+x = torch.randn(16, 8)
+for step in range(3):
+    o1.zero_grad(); h1(enc(x)).pow(2).mean().backward(); o1.step()
+    o2.zero_grad(); h2(enc(x)).pow(2).mean().backward(); o2.step()
+"""
+    for silent in (groups, turns, shared):
+        assert "stepped-twice" not in _codes(run(silent, native=native))
+
+
 REBUILT = H + """
 w = torch.randn(3, requires_grad=True)
 x = torch.randn(5, 3)

@@ -98,6 +98,9 @@ def _nodes(rec: Recorder) -> list[dict[str, Any] | None]:
             d["grad"] = _final_grad(rec, t)
             if d.get("role") == "leaf" and rec.is_optimized(t):  # NOTE [leaves an optimizer holds]
                 d["optimized"] = True
+                twice = rec.steps_twice(t)
+                if twice:  # NOTE [one gradient, two optimizers] in library.py
+                    d["stepped_twice"] = twice
             d["value"] = resolve(d["value"])
             d["grad_history"] = [resolve(h) for h in d["grad_history"]]
             if "grad_edits" in d:  # NOTE [gradient edits] in gradedits.py

@@ -98,6 +98,9 @@ class LibraryCalls:
         self.mode = mode
         self._aside = False
         self._steps: list[Switch] = []
+        self._used: dict[int, tuple[Any, Any, int, int | None]] = {}
+        """NOTE [one gradient, two optimizers]: by parameter ``id``, the last step that used its
+        gradient: (the optimizer, the gradient, both held weakly, its version, the line)."""
         """Per running optimizer step: what its pre hook switched."""
         self._thread = threading.get_ident()
         """The recording thread (``install`` runs on it)."""
@@ -228,10 +231,36 @@ class LibraryCalls:
             steps says so itself, its ``param_groups`` read here at every ``step()``, and the
             leaves among them are marked ``optimized`` (``capture/document.py``)."""
         held = self.rec.optimized
-        for group in getattr(optimizer, "param_groups", ()):
-            for p in group.get("params", ()):
-                if isinstance(p, torch.Tensor) and id(p) not in held:
-                    held[id(p)] = weakref.ref(p)
+        params = [p for group in getattr(optimizer, "param_groups", ()) for p in group.get("params", ())
+                  if isinstance(p, torch.Tensor)]
+        for p in params:
+            if id(p) not in held:
+                held[id(p)] = weakref.ref(p)
+        self._note_gradients_used(optimizer, params)
+
+    def _note_gradients_used(self, optimizer: Any, params: list[torch.Tensor]) -> None:
+        """NOTE [one gradient, two optimizers]
+            A parameter two optimizers hold (``Adam(model.parameters())`` beside
+            ``SGD(model.head.parameters())``, meant as a learning rate of its own) is updated by
+            both steps from one backward's gradient: twice the step the program means. Each step
+            notes, for each parameter it will update (a ``.grad``), that gradient, held weakly
+            with its version: a step of another optimizer that finds the same tensor, unchanged
+            (no backward accumulated into it, no ``zero_grad()`` replaced it), updates with it
+            again, and both steps' lines are kept for the leaf (``Node.stepped_twice``). A freed
+            gradient is never mistaken for a new one at the same address: its reference is dead."""
+        rec = self.rec
+        last = self._used
+        line = rec.current_line()
+        with torch._C.DisableTorchFunction():  # the recorder's reads are no snippet's calls
+            for p in params:
+                g = p.grad
+                if g is None:
+                    continue  # the step passes it by
+                prev = last.get(id(p))
+                if (prev is not None and prev[0]() is not optimizer and prev[1]() is g and prev[2] == g._version
+                        and id(p) not in rec.stepped_twice and prev[3] is not None and line is not None):
+                    rec.stepped_twice[id(p)] = [prev[3], line]
+                last[id(p)] = (weakref.ref(optimizer), weakref.ref(g), g._version, line)
 
     def _step_post(self, optimizer: Any, args: Any, kwargs: Any) -> None:
         if _is_compiling():  # NOTE [invisible to dynamo] in compiled.py

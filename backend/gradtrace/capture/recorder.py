@@ -131,6 +131,9 @@ class Recorder:
         """NOTE [leaves an optimizer holds]: every tensor in the ``param_groups`` of an optimizer
         whose ``step()`` ran during the block (``LibraryCalls._step_pre``), by ``id``, held weakly
         (a ``WeakSet`` compares tensors with ``==``, elementwise): ``is_optimized``."""
+        self.stepped_twice: dict[int, list[int]] = {}
+        """NOTE [one gradient, two optimizers] in library.py: the lines of the two steps that
+        updated a leaf (by ``id``, among ``optimized``) with one and the same gradient."""
         self.edges: list[dict[str, Any] | range] = []
         """Edges in document order; a ``range``: the edges of those function nodes, kept by the
         core (NOTE [node entries in C++])."""
@@ -294,6 +297,11 @@ class Recorder:
         capture/library.py)."""
         ref = self.optimized.get(id(t))
         return ref is not None and ref() is t
+
+    def steps_twice(self, t: torch.Tensor) -> list[int] | None:
+        """The lines of two steps of different optimizers that used one gradient of ``t`` (NOTE
+        [one gradient, two optimizers] in capture/library.py), or None."""
+        return self.stepped_twice.get(id(t)) if self.is_optimized(t) else None
 
     def let_go(self) -> None:
         """NOTE [no cycle outlives the block]: the block is over (``finish`` and ``sweep`` ran):

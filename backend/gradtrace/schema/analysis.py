@@ -29,7 +29,9 @@ class Hint(_Model):
     code: str = Field(description=(
         "stable identifier: `grad-accumulated` (also a module's parameters no optimizer holds, cleared and moved "
         "while others are), `gradients-discarded` (no parameter ever changed: `zero_grad()` between `backward()` "
-        "and `step()`, or `step()` before `backward()`), `leaf-cut-off`, `requires-grad-after-cut` (also tensors "
+        "and `step()`, or `step()` before `backward()`), `stepped-twice` (a parameter two optimizers hold, both "
+        "updating it with one backward's gradient: `Node.stepped_twice`), `leaf-cut-off`, `requires-grad-after-cut` "
+        "(also tensors "
         "with history rebuilt by `torch.tensor()`), `nonleaf-grad`, "
         "`graph-freed`, `clip-before-backward` (`clip_grad_norm_` or `clip_grad_value_` run before the backward "
         "of its block: it clips nothing, and the gradients step() uses exceed its limit), `grad-edited` (a "

@@ -266,6 +266,11 @@ class Node(_Model):
     optimized: bool | None = _optional(
         "leaves: true when an optimizer whose `step()` ran held the leaf in its `param_groups`; absent otherwise")
     # NOTE [leaves an optimizer holds] in capture/library.py
+    stepped_twice: list[int] | None = _optional(
+        "leaves: the lines of two `step()`s of different optimizers that updated the leaf with one and the same "
+        "gradient (no backward or `zero_grad()` between them): a parameter two optimizers hold, updated twice per "
+        "backward (the `stepped-twice` hint); absent otherwise")
+    # NOTE [one gradient, two optimizers] in capture/library.py
 
 
 class HookChange(_Model):

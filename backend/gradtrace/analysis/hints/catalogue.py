@@ -36,16 +36,17 @@ from gradtrace.analysis.hints.training import (
     discarded,
     graph_freed,
     requires_grad_after_cut,
+    stepped_twice,
     threads_unrecorded,
 )
 
 Check = Callable[[DocView], list[dict[str, Any]]]
 
 HINT_CHECKS: tuple[Check, ...] = (
-    accumulated, discarded, cut_leaf, requires_grad_after_cut, nonleaf_grad, graph_freed, double_softmax,
-    nll_on_probabilities, softmax_wrong_dim, sigmoid_bce, hand_written_math, mse_broadcast, graph_kept_alive,
-    zero_gradient_ops, nondiff_ops, grad_flow, call_flow, train_mode_in_eval, grad_edited, clip_before_backward,
-    threads_unrecorded, update_ratio, activations,
+    accumulated, discarded, stepped_twice, cut_leaf, requires_grad_after_cut, nonleaf_grad, graph_freed,
+    double_softmax, nll_on_probabilities, softmax_wrong_dim, sigmoid_bce, hand_written_math, mse_broadcast,
+    graph_kept_alive, zero_gradient_ops, nondiff_ops, grad_flow, call_flow, train_mode_in_eval, grad_edited,
+    clip_before_backward, threads_unrecorded, update_ratio, activations,
 )
 
 

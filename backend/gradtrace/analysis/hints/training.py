@@ -377,3 +377,31 @@ def threads_unrecorded(view: DocView) -> list[dict[str, Any]]:
                   ("backward calls not recorded", str(passes))],
         fix="# to see such a graph, build it and call backward on the snippet's own thread")]
 
+
+
+def stepped_twice(view: DocView) -> list[dict[str, Any]]:
+    """Parameters two optimizers hold, each updating them with the same gradient (NOTE [one
+    gradient, two optimizers] in gradtrace/capture/library.py, which records the two steps'
+    lines): one hint per pair of lines, naming every such leaf."""
+    by_lines: dict[tuple[int, int], list[Mapping[str, Any]]] = {}
+    for n in view.leaf_nodes:
+        lines = n.get("stepped_twice")
+        if isinstance(lines, list) and len(lines) == 2:
+            by_lines.setdefault((int(lines[0]), int(lines[1])), []).append(n)
+    out = []
+    for (first, second), leaves in sorted(by_lines.items()):
+        names = [view.tensor_label(n) for n in leaves]
+        shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+        where = f"line {first}" if first == second else f"lines {first} and {second}"
+        out.append(hint(
+            "stepped-twice", "warning", f"{shown}: updated twice per backward, by two optimizers",
+            f"Two optimizers hold {shown}, and both step() calls ({where}) update "
+            f"{'it' if len(names) == 1 else 'them'} with the same gradient, from one backward: twice the "
+            "step the program means (and two sets of momentum for one parameter). A learning rate of "
+            "its own for a part of the model is a parameter group of one optimizer.",
+            line=second, nodes=[str(n["id"]) for n in leaves],
+            evidence=[("first step", view.line_text(first) or "?"), ("second step", view.line_text(second) or "?"),
+                      ("parameters updated twice", str(len(leaves)))],
+            fix="opt = torch.optim.Adam([{\"params\": body_params}, {\"params\": head_params, \"lr\": 1e-2}], "
+                "lr=1e-3)  # one optimizer, one group each"))
+    return out
