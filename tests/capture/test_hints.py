@@ -60,6 +60,19 @@ CASES: dict[str, tuple[str, str]] = {
             "opt = torch.optim.SGD(net.parameters(), lr=0.01)\nx, y = torch.randn(16, 4), torch.randn(16, 1) * 50\n"
             "for step in range(2):\n    opt.zero_grad()\n    loss = F.mse_loss(net(x), y)\n"
             "    loss.backward()\n    nn.utils.clip_grad_norm_(net.parameters(), max_norm=1e6)\n    opt.step()\n"),
+    "eval-mode-in-training": (
+        H + "model = nn.Sequential(nn.Linear(4, 8), nn.BatchNorm1d(8), nn.ReLU(), nn.Linear(8, 2))\n"
+            "opt = torch.optim.SGD(model.parameters(), lr=0.05)\n"
+            "x, y = torch.randn(16, 4), torch.randint(0, 2, (16,))\nmodel.train()\n"
+            "for epoch in range(3):\n    loss = F.cross_entropy(model(x), y)\n"
+            "    opt.zero_grad(); loss.backward(); opt.step()\n    model.eval()\n    with torch.no_grad():\n"
+            "        acc = (model(x).argmax(1) == y).float().mean()\n",
+        H + "model = nn.Sequential(nn.Linear(4, 8), nn.BatchNorm1d(8), nn.ReLU(), nn.Linear(8, 2))\n"
+            "opt = torch.optim.SGD(model.parameters(), lr=0.05)\n"
+            "x, y = torch.randn(16, 4), torch.randint(0, 2, (16,))\n"
+            "for epoch in range(3):\n    model.train()\n    loss = F.cross_entropy(model(x), y)\n"
+            "    opt.zero_grad(); loss.backward(); opt.step()\n    model.eval()\n    with torch.no_grad():\n"
+            "        acc = (model(x).argmax(1) == y).float().mean()\n"),
     "double-softmax": (
         H + "net = nn.Linear(4, 3)\nx = torch.randn(5, 4)\nt = torch.tensor([0, 1, 2, 0, 1])\n"
             "loss = nn.CrossEntropyLoss()(net(x).softmax(dim=1), t)\nloss.backward()\n",
@@ -491,6 +504,35 @@ for step in range(3):
 """
     for silent in (groups, turns, shared):
         assert "stepped-twice" not in _codes(run(silent, native=native))
+
+
+def test_training_on_in_eval_mode_is_named_as_torch_runs_it(run: Any) -> None:
+    """torch's own run of the mistake: from the second epoch, batch norm's running mean no
+    longer moves while the model trains (it normalises by the running statistics). Silent: batch
+    norm frozen from the start for fine-tuning, and frozen midway without an evaluation."""
+    import torch
+
+    code = CASES["eval-mode-in-training"][0]
+    means: list[Any] = []
+    bare = code.replace("    model.eval()\n", "    model.eval()\n    means.append(model[1].running_mean.clone())\n")
+    exec(compile(bare, "<bare>", "exec"), {"means": means})
+    assert not torch.equal(means[0], torch.zeros(8)) and torch.equal(means[1], means[2])
+    hint = next(h for h in run(code)["analysis"]["hints"] if h["code"] == "eval-mode-in-training")
+    train_line = next(i for i, text in enumerate(code.splitlines(), 1) if "loss = F.cross_entropy" in text)
+    assert hint["line"] == train_line and "eval mode" in hint["title"] and hint["fix"].startswith("model.train()")
+    frozen = code.replace("model.train()\n", "model.train(); model[1].eval()\n")
+    midway = H + """
+model = nn.Sequential(nn.Linear(4, 16), nn.BatchNorm1d(16), nn.ReLU(), nn.Linear(16, 2))
+opt = torch.optim.SGD(model.parameters(), lr=0.05)
+x, y = torch.randn(32, 4), torch.randint(0, 2, (32,))
+for step in range(4):
+    if step == 2:
+        model[1].eval()
+    loss = F.cross_entropy(model(x), y)
+    opt.zero_grad(); loss.backward(); opt.step()
+"""
+    for silent in (frozen, midway):
+        assert "eval-mode-in-training" not in _codes(run(silent))
 
 
 REBUILT = H + """

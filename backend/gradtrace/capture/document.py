@@ -267,6 +267,8 @@ def build_document(rec: Recorder, *, status: str, error: dict[str, Any] | None =
             for info in doc["modules"]:
                 if rec.module_train_lines.get(info["path"]):
                     info["training_no_grad_lines"] = rec.module_train_lines[info["path"]]
+                if len(rec.module_modes.get(info["path"]) or ()) > 1:  # NOTE [a module's modes]
+                    info["modes"] = rec.module_modes[info["path"]]
                 if rec.dropouts.by_path.get(info["path"]):  # NOTE [functional dropout ignores eval()]
                     info["dropout_in_eval_lines"] = rec.dropouts.by_path[info["path"]]
                 if rec.module_frozen.get(info["path"]):

@@ -177,8 +177,17 @@ class ModuleTracker:
         """Called for a mode-sensitive module with a path, in training mode, gradients off."""
         if self.rec.folding or inside_checkpoint_forward():  # no evaluation: NOTE in folded.py
             return
-        frame = frames.snippet_frame(self.rec.filename, 3)
-        # the line that called the model, not a ``forward`` of the snippet's own module class
+        line = self._calling_line()
+        if line is None:
+            return
+        lines = self.rec.module_train_lines.setdefault(path, [])
+        if len(lines) < 10 and line not in lines:
+            lines.append(line)
+
+    def _calling_line(self) -> int | None:
+        """The snippet line that called the model: not a ``forward`` of the snippet's own
+        module class."""
+        frame = frames.snippet_frame(self.rec.filename, 4)
         while frame is not None and frame.f_code.co_name == "forward":
             outer = frame.f_back
             while outer is not None and outer.f_code.co_filename != self.rec.filename:
@@ -186,11 +195,28 @@ class ModuleTracker:
             if outer is None:
                 break
             frame = outer
-        if frame is None:
+        return frame.f_lineno if frame is not None else None
+
+    # NOTE [a module's modes]
+    #     ``model.eval()`` before an evaluation and no ``model.train()`` after it leaves the
+    #     next epochs training in eval mode (dropout off, batch norm normalising by running
+    #     statistics it no longer updates): no error, a worse model. Each mode-sensitive
+    #     module's calls are noted when their mode (training or not, gradients on or off)
+    #     changes from its last call (``ModuleInfo.modes``, the first 32 changes), with the call's
+    #     number, its line, and the outermost named module call around it (its root's call: a
+    #     dropout in eval mode makes no node, its model's other layers do), from which the
+    #     ``eval-mode-in-training`` hint (analysis/hints/flow.py) tells whether a backward pass
+    #     went through an eval-mode call after an evaluation.
+    def _note_mode(self, path: str, training: bool, grad: bool, noted: ModulePath | None) -> None:
+        modes = self.rec.module_modes.get(path)
+        if modes is not None and (modes[-1]["training"], modes[-1]["grad"]) == (training, grad):
+            return  # the usual case: as its last call
+        if (modes is not None and len(modes) >= 32) or self.rec.folding or inside_checkpoint_forward():
             return
-        lines = self.rec.module_train_lines.setdefault(path, [])
-        if len(lines) < 10 and frame.f_lineno not in lines:
-            lines.append(frame.f_lineno)
+        root = noted.stack[0] if noted is not None else None
+        entry = {"call": self.rec.module_calls[path][1] - 1, "training": training, "grad": grad,
+                 "line": self._calling_line(), "root": root}
+        self.rec.module_modes.setdefault(path, []).append(entry)
 
     def _note_raise(self, path: str | None, module: nn.Module, args: Any) -> None:
         """The innermost module a forward raised in (post hooks run with ``output`` None then,
@@ -233,9 +259,12 @@ class ModuleTracker:
         except Exception:
             path = None
         noted = self._note_call(path, module)
-        if facts[1] and path is not None and module.training and not torch.is_grad_enabled():
+        if facts[1] and path is not None:
             try:
-                self._note_train_mode(path, module)
+                grad = torch.is_grad_enabled()
+                if module.training and not grad:
+                    self._note_train_mode(path, module)
+                self._note_mode(path, module.training, grad, noted)
             except Exception as e:  # NOTE [the recorder never breaks the snippet]
                 rec.internal_error(e)
         stack.append(noted)

@@ -154,6 +154,8 @@ class Recorder:
         self.module_stack: list[ModulePath | None] = []
         self.module_calls: dict[str, list[Any]] = {}
         self.module_train_lines: dict[str, list[int]] = {}
+        self.module_modes: dict[str, list[dict[str, Any]]] = {}
+        """NOTE [a module's modes] in modules.py."""
         self.dropouts = DropoutsInEval(filename)
         """Functional dropouts left training in modules in eval mode (NOTE [functional dropout
         ignores eval()] in dropouts.py)."""

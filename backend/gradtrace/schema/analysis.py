@@ -50,6 +50,8 @@ class Hint(_Model):
         "(a tanh or sigmoid layer mostly saturated), `train-mode-in-eval` (dropout or batch norm in training "
         "mode under `no_grad`, unless the snippet calls `.train()` after its last backward and before that line: "
         "Monte Carlo dropout; or `F.dropout` without `training=` in the forward of a module in eval mode), "
+        "`eval-mode-in-training` (a model put in eval mode for an evaluation and trained on in it: "
+        "`ModuleInfo.modes`), "
         "`threads-unrecorded` (a thread the run started built graphs that were not recorded)"))
     severity: Severity = Field(description="`error`, `warning` or `info`")
     title: str = Field(description="one line")

@@ -116,6 +116,25 @@ an int (a dim, an index), a float (an exponent), a short name (``"tanh"``), a li
 ints (dims), or ``"nan"``/``"inf"``/``"-inf"`` for a non-finite float."""
 
 
+class ModuleCall(_Model):
+    """A module on the call stack when a node was made."""
+
+    path: str = Field(description="a module on the call stack")
+    call: int = Field(description="which call of that module this was, from 0")
+
+
+class ModuleMode(_Model):
+    """A call of a mode-sensitive module (dropout, batch norm) whose mode differs from its call
+    before: NOTE [a module's modes] in capture/modules.py."""
+
+    call: int = Field(description="which call of the module, from 0")
+    training: bool = Field(description="the module's `training` flag at that call")
+    grad: bool = Field(description="whether gradients were enabled")
+    line: int | None = Field(None, description="the snippet line that called the model")
+    root: ModuleCall | None = Field(None, description=(
+        "the outermost named module call around it (the model's call), whose nodes a backward pass may walk"))
+
+
 class ModuleInfo(_Model):
     """One module called during the run."""
 
@@ -126,6 +145,10 @@ class ModuleInfo(_Model):
         "dropout and batch-norm modules only: the snippet lines (first ten) that called it in training mode with "
         "gradients disabled, an evaluation that forgot `model.eval()` (the `train-mode-in-eval` hint)")
     # NOTE [training mode under no_grad] in capture/modules.py
+    modes: list[ModuleMode] | None = _optional(
+        "dropout and batch-norm modules only: its first call and each call whose mode (training, gradients) "
+        "differs from its call before (`ModuleMode`, the first 32), when it changed at all (the "
+        "`eval-mode-in-training` hint)")
     dropout_in_eval_lines: list[int] | None = _optional(
         "the snippet lines (first ten) where this module's own forward, called in eval mode, called `F.dropout` "
         "(`dropout1d`/`2d`/`3d`) without `training=`: its default, True, drops units whatever `model.eval()` says "
@@ -138,13 +161,6 @@ class ModuleInfo(_Model):
     unreached: list[str] | None = _optional(
         "its own parameters that require grad but that no recorded node used (never called in `forward`, read only "
         "through `.data` or under `no_grad`), in a run with a backward pass; absent when none is")
-
-
-class ModuleCall(_Model):
-    """A module on the call stack when a node was made."""
-
-    path: str = Field(description="a module on the call stack")
-    call: int = Field(description="which call of that module this was, from 0")
 
 
 class GradReset(_Model):

@@ -239,3 +239,61 @@ def _functional_dropout_in_eval(view: DocView) -> list[dict[str, Any]]:
                           ("F.dropout's default", "training=True")],
                 fix="F.dropout(x, p, training=self.training)  # or an nn.Dropout(p) module"))
     return out
+
+
+def eval_mode_in_training(view: DocView) -> list[dict[str, Any]]:
+    """A model put in eval mode for an evaluation and trained on in it (NOTE [a module's modes]
+    in gradtrace/capture/modules.py): a mode-sensitive module called in training mode with
+    gradients on, then in eval mode with gradients off (the evaluation), then in eval mode with
+    gradients on in a call of its model that a backward pass went through. A model in eval mode
+    from the start (batch norm frozen for fine-tuning) or switched without an evaluation
+    between (a freeze midway) stays silent."""
+    found: dict[tuple[str, int], list[tuple[Mapping[str, Any], Mapping[str, Any], Mapping[str, Any]]]] = {}
+    for m in view.doc.get("modules") or []:
+        trained = evaluated = None
+        for entry in m.get("modes") or []:
+            training, grad = bool(entry.get("training")), bool(entry.get("grad"))
+            if training and grad:
+                trained, evaluated = entry, None
+            elif not training and not grad and trained is not None:
+                evaluated = evaluated or entry
+            elif not training and grad and evaluated is not None and entry.get("root"):
+                root = entry["root"]
+                found.setdefault((str(root["path"]), int(root["call"])), []).append((m, evaluated, entry))
+                break
+    out: list[dict[str, Any]] = []
+    for (root, call), hits in found.items():
+        nodes = _walked_from(view, root, call)
+        if not nodes:
+            continue
+        paths = ", ".join(f"{m['path']} ({m['type']})" for m, _, _ in hits[:4]) + (
+            f" and {len(hits) - 4} more" if len(hits) > 4 else "")
+        _, evaluated, entry = hits[0]
+        line, eval_line = entry.get("line"), evaluated.get("line")
+        out.append(hint(
+            "eval-mode-in-training", "warning",
+            f"{root} trains in eval mode after the evaluation at line {eval_line}",
+            f"{root} was put in eval mode for the evaluation at line {eval_line} and is trained on at line {line} "
+            f"still in eval mode: {paths} {'runs' if len(hits) == 1 else 'run'} as in evaluation (dropout "
+            "drops nothing, batch norm normalises by running statistics it no longer updates), and a backward "
+            f"pass goes through it: {root}.train() is not called again after the evaluation.",
+            line=line, nodes=nodes,
+            evidence=[("evaluation", view.line_text(eval_line) or "?"),
+                      ("training in eval mode", view.line_text(line) or "?"), ("in eval mode", paths)],
+            fix=f"{root}.train()  # at the top of each epoch, before the training steps"))
+    return out
+
+
+def _walked_from(view: DocView, root: str, call: int) -> list[str]:
+    """The nodes (the first 20, in creation order) made in a call of ``root`` numbered ``call``
+    or later that a backward pass walked."""
+    walked = view.walked()
+    found = []
+    for n in view.nodes:
+        stack = n.get("module_stack") or []
+        if stack and stack[0].get("path") == root and int(stack[0].get("call", -1)) >= call \
+                and str(n["id"]) in walked:
+            found.append(str(n["id"]))
+            if len(found) == 20:
+                break
+    return found
