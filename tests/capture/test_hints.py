@@ -535,6 +535,36 @@ for step in range(4):
         assert "eval-mode-in-training" not in _codes(run(silent))
 
 
+CARRIED = H + """
+rnn = nn.GRU(4, 8, batch_first=True)
+head = nn.Linear(8, 1)
+opt = torch.optim.Adam(list(rnn.parameters()) + list(head.parameters()), lr=1e-3)
+h = torch.zeros(1, 2, 8)
+for chunk in range(3):
+    x = torch.randn(2, 5, 4)
+    out, h = rnn(x, h)
+    loss = head(out).pow(2).mean()
+    opt.zero_grad(); loss.backward(); opt.step()
+"""
+
+
+@pytest.mark.parametrize("native", [True, False], ids=["core", "python"])
+def test_a_hidden_state_carried_with_its_graph_is_named(run: Any, native: bool) -> None:
+    """torch's own run fails at the second backward, and runs with ``h = h.detach()``. The node
+    the error names is one the first backward freed (the first chunk's), not one the failing
+    backward ran itself before it failed; the hint names ``h`` and its detach."""
+    with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+        exec(compile(CARRIED, "<bare>", "exec"), {})
+    exec(compile(CARRIED.replace("    out, h = rnn(x, h)", "    out, h = rnn(x, h.detach())"), "<bare>", "exec"), {})
+    doc = run(CARRIED, native=native)
+    assert doc["status"] == "error"
+    named = next(n for n in doc["graph"]["nodes"] if n["id"] == doc["error"]["node"])
+    rnn_line = next(i for i, text in enumerate(CARRIED.splitlines(), 1) if "out, h = rnn(x, h)" in text)
+    assert named["line"] == rnn_line and {s.get("freed_after_pass") for s in named["saved"]} == {0}
+    hint = next(h for h in doc["analysis"]["hints"] if h["code"] == "graph-freed")
+    assert hint["title"].startswith("h carries") and hint["fix"].startswith("h = h.detach()"), hint
+
+
 REBUILT = H + """
 w = torch.randn(3, requires_grad=True)
 x = torch.randn(5, 3)

@@ -131,6 +131,15 @@ def describe_error(rec: Recorder, exc: BaseException) -> dict[str, Any]:
     failed = [p for p in rec.passes if not p.doc["completed"]]
     roots = failed[-1].doc["roots"] if failed else []
     candidates = _upstream_order(rec, roots) if roots else list(rec.fn_by_id.values())
+    if needle == _FREED and failed:
+        # the failing pass frees what it has run before it fails (the new graph's nodes): the
+        # node to name is one an earlier pass freed (an older graph a carried tensor reaches)
+        this = failed[-1].doc["index"]
+        earlier = [info for info in candidates
+                   if any(s.get("freed_after_pass") is not None and s["freed_after_pass"] < this
+                          for s in info.doc["saved"])]
+        first = {id(info) for info in earlier}
+        candidates = earlier + [info for info in candidates if id(info) not in first]
     for info in candidates:
         bad = _refused(info, needle)
         if not bad:

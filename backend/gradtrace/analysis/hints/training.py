@@ -336,11 +336,33 @@ def _no_history_root(view: DocView) -> list[dict[str, Any]]:
 
 
 def graph_freed(view: DocView) -> list[dict[str, Any]]:
-    """A second backward through a graph whose saved tensors the first one freed."""
+    """A second backward through a graph whose saved tensors the first one freed; where a
+    tensor carried from one iteration into the next leads there (NOTE [a state carried across
+    backward calls]), that tensor and its ``detach()``."""
     error = view.doc.get("error") or {}
     if "backward through the graph a second time" not in str(error.get("message", "")):
         return []
     node = error.get("node")
+    carried = _carried(view, str(node)) if node else None
+    if carried is not None:
+        var, source, target = carried
+        line = view.by_id[target].get("line")
+        return [hint(
+            "graph-freed", "error", f"{var} carries the last iteration's graph into this backward",
+            f"{var} (made at line {view.by_id[source].get('line')}) is used again at line {line}, with its "
+            "history: this iteration's graph reaches back through it into the previous iteration's, whose "
+            f"saved tensors the previous backward freed, so this backward fails there. Keep {var}'s value "
+            "and drop its history at each iteration: detach it (for an RNN's state, truncated "
+            "backpropagation through time). retain_graph=True would make every backward walk every earlier "
+            "iteration again.",
+            line=error.get("line"), nodes=[str(node), source, target],
+            evidence=[("error", str(error.get("message", "")).split(".")[0]),
+                      ("carried", f"{var}: {view.name(source)} (line {view.by_id[source].get('line')}) → "
+                                  f"{view.name(target)} (line {line})"),
+                      ("freed by the previous backward", f"the saved tensors of {view.name(str(node))} "
+                                                         f"(line {view.by_id[str(node)].get('line')})")],
+            fix=f"{var} = {var}.detach()  # before it is used again: its value, not its graph",
+            lesson="06_graph_freed")]
     return [hint(
         "graph-freed", "error", "backward through a graph that was already freed",
         "The first backward through this graph freed its saved tensors (the default, to save "
@@ -352,6 +374,38 @@ def graph_freed(view: DocView) -> list[dict[str, Any]]:
         fix="loss = model(x).pow(2).mean()   # build the graph again, then\nloss.backward()\n"
             "# or, to walk one graph twice: loss.backward(retain_graph=True)",
         lesson="06_graph_freed")]
+
+
+# NOTE [a state carried across backward calls]
+#     An RNN's hidden state (or a running statistic, or a model's own output fed back in) kept
+#     from one iteration to the next with its history makes each iteration's graph reach into
+#     the last one's, which that iteration's backward freed. The freed node the error names
+#     (capture/diagnose.py: one an earlier pass freed) was walked by that earlier pass; a
+#     forward edge from a node made before that pass ran into a node made after it is where
+#     the new graph reaches back: its source's variable is the carried tensor.
+def _carried(view: DocView, freed: str) -> tuple[str, str, str] | None:
+    """(the carried tensor's variable, its node, the new node that used it), or None."""
+    passes = [s.get("freed_after_pass") for s in (view.by_id.get(freed) or {}).get("saved") or []
+              if s.get("freed_after_pass") is not None]
+    if not passes:
+        return None
+    earlier = min(passes)
+    walked = [str(ev["node"]) for _, ev in view.backward_events() if ev.get("pass") == earlier]
+    place = {str(n["id"]): i for i, n in enumerate(view.nodes)}
+    if not walked or freed not in place:
+        return None
+    top = max(place.get(n, -1) for n in walked)
+    for e in view.edges:
+        s, t = str(e["source"]), str(e["target"])
+        if e.get("cut") or place.get(s, top + 1) > top or place.get(t, -1) <= top:
+            continue
+        src = view.by_id.get(s) or {}
+        if (src.get("kind") != "function" or src.get("name") == "AccumulateGrad" or not src.get("var")
+                or (view.by_id.get(t) or {}).get("kind") != "function"):
+            continue
+        if freed == s or freed in view.upstream(s):
+            return str(src["var"]), s, t
+    return None
 
 
 def threads_unrecorded(view: DocView) -> list[dict[str, Any]]:
@@ -376,7 +430,6 @@ def threads_unrecorded(view: DocView) -> list[dict[str, Any]]:
         evidence=[("threads", shown), ("nodes made there", str(nodes)),
                   ("backward calls not recorded", str(passes))],
         fix="# to see such a graph, build it and call backward on the snippet's own thread")]
-
 
 
 def stepped_twice(view: DocView) -> list[dict[str, Any]]:
