@@ -565,6 +565,24 @@ def test_a_hidden_state_carried_with_its_graph_is_named(run: Any, native: bool) 
     assert hint["title"].startswith("h carries") and hint["fix"].startswith("h = h.detach()"), hint
 
 
+def test_a_sigmoid_before_cross_entropy_is_named_with_torchs_bound(run: Any) -> None:
+    """A sigmoid's output given to CrossEntropyLoss: torch's softmax of values in (0, 1) never
+    gives a class more than e/(e + C − 1), as the hint says. Silent: the logits to the loss, a
+    sigmoid beside them for a metric."""
+    import math
+
+    import torch
+
+    code = H + ("net = nn.Linear(4, 3)\nx = torch.randn(5, 4) * 10\nt = torch.tensor([0, 1, 2, 0, 1])\n"
+                "loss = nn.CrossEntropyLoss()(torch.sigmoid(net(x)), t)\nloss.backward()\n")
+    hint = next(h for h in run(code)["analysis"]["hints"] if h["code"] == "double-softmax")
+    assert "sigmoid" in hint["title"] and hint["line"] == 8, hint
+    near = code.replace("(torch.sigmoid(net(x)), t)", "(net(x), t)\nrate = torch.sigmoid(net(x)).mean()")
+    assert _codes(run(near)) == []
+    p = torch.softmax(torch.sigmoid(torch.randn(1000, 3) * 100), dim=1)
+    assert float(p.max()) <= math.e / (math.e + 2) + 1e-6
+
+
 REBUILT = H + """
 w = torch.randn(3, requires_grad=True)
 x = torch.randn(5, 3)

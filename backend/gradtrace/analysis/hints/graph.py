@@ -17,8 +17,22 @@ def _pairs(view: DocView, first: set[str], then: set[str]) -> list[tuple[str, st
 
 
 def double_softmax(view: DocView) -> list[dict[str, Any]]:
-    """softmax fed to cross_entropy, which applies log_softmax itself."""
+    """softmax fed to cross_entropy, which applies log_softmax itself; and a sigmoid fed to it,
+    squashing the logits into (0, 1) before the softmax."""
     out = []
+    for s, log in _pairs(view, {"SigmoidBackward0"}, {"LogSoftmaxBackward0"}):
+        line = view.by_id[log].get("line")
+        out.append(hint(
+            "double-softmax", "warning", "sigmoid, then CrossEntropyLoss: it takes logits",
+            "The loss applies log_softmax to its input, and its input is a sigmoid's output: every "
+            "logit is squashed into (0, 1) first, so the softmax of any row is nearly uniform (no "
+            "class can get more than e/(e + C − 1) of it), the loss cannot fall far and the "
+            "gradients shrink.",
+            line=line, nodes=[s, log],
+            evidence=[("sigmoid", f"line {view.by_id[s].get('line')}, shape {shape(view.by_id[s].get('shape'))}"),
+                      ("then", f"{view.name(log)} (inside the loss), line {line}")],
+            fix="loss = nn.CrossEntropyLoss()(logits, target)  # pass the logits, not sigmoid(logits)",
+            lesson="04_mlp_loss"))
     for s, log in _pairs(view, {"SoftmaxBackward0"}, {"LogSoftmaxBackward0"}):
         line = view.by_id[log].get("line")
         out.append(hint(
