@@ -460,8 +460,9 @@ for step in range(3):
 @pytest.mark.parametrize("native", [True, False], ids=["core", "python"])
 def test_a_parameter_two_optimizers_step_with_one_gradient_is_named(run: Any, native: bool) -> None:
     """torch's own run: the head's weight moves at both steps with one ``.grad``. Silent: one
-    optimizer with a group for the head, two optimizers taking turns by iteration, and two
-    optimizers sharing an encoder, each after a backward of its own."""
+    optimizer with a group for the head, two optimizers taking turns by iteration, two
+    optimizers sharing an encoder, each after a backward of its own, and a Lookahead wrapper
+    whose step steps its base optimizer."""
     import torch
 
     moved: list[bool] = []
@@ -502,7 +503,26 @@ for step in range(3):
     o1.zero_grad(); h1(enc(x)).pow(2).mean().backward(); o1.step()
     o2.zero_grad(); h2(enc(x)).pow(2).mean().backward(); o2.step()
 """
-    for silent in (groups, turns, shared):
+    lookahead = H + """
+class Lookahead(torch.optim.Optimizer):
+    def __init__(self, base, k=2):
+        self.base, self.k, self.n = base, k, 0
+        super().__init__(base.param_groups, {})
+        self.slow = [p.detach().clone() for g in base.param_groups for p in g["params"]]
+    def step(self, closure=None):
+        self.base.step()
+        self.n += 1
+        if self.n % self.k == 0:
+            with torch.no_grad():
+                for p, s in zip([p for g in self.base.param_groups for p in g["params"]], self.slow):
+                    s.add_(p - s, alpha=0.5); p.copy_(s)
+net = nn.Linear(4, 1)
+opt = Lookahead(torch.optim.SGD(net.parameters(), lr=0.1))
+for step in range(4):
+    loss = net(torch.randn(8, 4)).pow(2).mean()
+    opt.zero_grad(); loss.backward(); opt.step()
+"""
+    for silent in (groups, turns, shared, lookahead):
         assert "stepped-twice" not in _codes(run(silent, native=native))
 
 

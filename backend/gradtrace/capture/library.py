@@ -236,7 +236,8 @@ class LibraryCalls:
         for p in params:
             if id(p) not in held:
                 held[id(p)] = weakref.ref(p)
-        self._note_gradients_used(optimizer, params)
+        if not self._steps:  # a step inside another's (a Lookahead's base optimizer) is that update
+            self._note_gradients_used(optimizer, params)
 
     def _note_gradients_used(self, optimizer: Any, params: list[torch.Tensor]) -> None:
         """NOTE [one gradient, two optimizers]
@@ -247,7 +248,9 @@ class LibraryCalls:
             with its version: a step of another optimizer that finds the same tensor, unchanged
             (no backward accumulated into it, no ``zero_grad()`` replaced it), updates with it
             again, and both steps' lines are kept for the leaf (``Node.stepped_twice``). A freed
-            gradient is never mistaken for a new one at the same address: its reference is dead."""
+            gradient is never mistaken for a new one at the same address: its reference is dead.
+            A step called inside another optimizer's step (a wrapper such as Lookahead stepping
+            its base optimizer) is part of that one update, and is not counted."""
         rec = self.rec
         last = self._used
         line = rec.current_line()
