@@ -104,6 +104,30 @@ def test_explicit_unscale_then_clipping_are_two_edits_each_step(run: Any, native
     assert "(lines 12 and 13)" in hint["message"]
 
 
+AMP_CLIPPED_SCALED = AMP.replace("    scaler.step(opt)\n",
+                                 "    torch.nn.utils.clip_grad_norm_(model.parameters(), 0.05)\n    scaler.step(opt)\n")
+
+
+@BOTH
+def test_clipping_before_the_unscale_then_the_unscale_are_torchs(run: Any, native: bool) -> None:
+    """The AMP mistake of clipping the scaled gradients: the clip moves the version, the unscale
+    inside ``scaler.step`` writes without moving it, last. The unscale's edit is its own value,
+    not the clip's (the value store knows a tensor by identity and version), and the final
+    ``grad`` is torch's."""
+    doc = run(AMP_CLIPPED_SCALED, native=native)
+    assert doc["status"] == "ok", doc["error"]
+    _final_grads_are_torchs(doc, _bare(AMP_CLIPPED_SCALED)["model"])
+    leaf = _leaves(doc)["model.0.weight"]
+    edits = leaf["grad_edits"]
+    assert [(e["at"], e["line"]) for e in edits] == [(1, 12), (1, 13), (2, 12), (2, 13), (3, 12), (3, 13)]
+    for clip, unscale in zip(edits[::2], edits[1::2], strict=True):
+        assert _norm(unscale["value"]) == pytest.approx(_norm(clip["value"]) / 65536.0, rel=1e-5)
+    # the hint: the clip cut the scaled gradients, as torch's own clip saw them (65536× the true)
+    hint = next(h for h in doc["analysis"]["hints"] if h["code"] == "clip-before-unscale")
+    assert hint["line"] == 12 and dict((e["label"], e["value"]) for e in hint["evidence"])["scale"] == "65536"
+    assert "clip-before-unscale" not in [h["code"] for h in run(AMP_CLIPPED, native=native)["analysis"]["hints"]]
+
+
 HOOK_SCALES_ANOTHER = """\
 torch.manual_seed(0)
 model = nn.Sequential(nn.Linear(3, 4), nn.Linear(4, 1))

@@ -288,7 +288,10 @@ class GradEdits:
                     continue
                 if not moved and self.unseen is not None:
                     self.unseen(now)
-                handle = self._capture(now)
+                # written without moving the version (GradScaler's unscale): a capture of ``now``
+                # itself would be taken for the one made at this version before the write (the
+                # value store knows a tensor by identity and version), so its copy is captured
+                handle = self._capture(now if moved else now.detach().clone())
                 if not _all_zero(now):  # all zeros: a reset (NOTE [grad resets])
                     hit.doc.setdefault("grad_edits", []).append(
                         {"at": len(hit.doc.get("grad_history", ())), "line": where,

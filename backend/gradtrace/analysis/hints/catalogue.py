@@ -19,7 +19,7 @@ from typing import Any
 from gradtrace.analysis.docview import DocView
 from gradtrace.analysis.hints.dynamics import activations, call_flow, update_ratio
 from gradtrace.analysis.hints.flow import eval_mode_in_training, grad_flow, nondiff_ops, train_mode_in_eval
-from gradtrace.analysis.hints.grads import clip_before_backward, grad_edited, nonleaf_grad
+from gradtrace.analysis.hints.grads import clip_before_backward, clip_before_unscale, grad_edited, nonleaf_grad
 from gradtrace.analysis.hints.graph import (
     double_softmax,
     graph_kept_alive,
@@ -46,7 +46,8 @@ HINT_CHECKS: tuple[Check, ...] = (
     accumulated, discarded, stepped_twice, cut_leaf, requires_grad_after_cut, nonleaf_grad, graph_freed,
     double_softmax, nll_on_probabilities, softmax_wrong_dim, sigmoid_bce, hand_written_math, mse_broadcast,
     graph_kept_alive, zero_gradient_ops, nondiff_ops, grad_flow, call_flow, train_mode_in_eval,
-    eval_mode_in_training, grad_edited, clip_before_backward, threads_unrecorded, update_ratio, activations,
+    eval_mode_in_training, grad_edited, clip_before_backward, clip_before_unscale, threads_unrecorded, update_ratio,
+    activations,
 )
 
 

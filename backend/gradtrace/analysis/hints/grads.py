@@ -7,6 +7,7 @@ from __future__ import annotations
 import ast
 import math
 import re
+from itertools import pairwise
 from typing import Any
 
 from gradtrace.analysis.docview import DocView
@@ -263,3 +264,58 @@ def _worst_after(view: DocView, line: int, total: bool) -> tuple[float | None, l
         return None, []
     p = max(per_pass, key=per_pass.__getitem__)
     return (math.sqrt(per_pass[p]) if total else per_pass[p]), leaves_of[p]
+
+
+# NOTE [clipping the scaled gradients]
+#     With a GradScaler, backward leaves the gradients multiplied by the scale (65536 at first),
+#     and ``scaler.unscale_(opt)`` (or ``scaler.step``) divides them back. A clip called between
+#     the two clips the scaled gradients: their norm is cut to ``max_norm`` and then divided by
+#     the scale, so every step is ``max_norm / scale`` long, the model barely trains, and the
+#     update ratios say only "too small". The recorded edits show the order: on one
+#     accumulation, an edit on a clipping line, then one on a scaler's line that divides the
+#     norm by a power of two of at least 2⁸ (the unscale multiplies by the inverse scale,
+#     exactly).
+_UNSCALE_TEXT = re.compile(r"\bscaler\b|\bunscale_\b|\bGradScaler\b")
+
+
+def clip_before_unscale(view: DocView) -> list[dict[str, Any]]:
+    """A clip of the scaled gradients (NOTE [clipping the scaled gradients])."""
+    code = view.doc.get("code")
+    if not isinstance(code, str) or "clip_grad_" not in code:
+        return []
+    found: dict[tuple[int, int], tuple[list[str], float, float]] = {}
+    for n in view.leaf_nodes:
+        history = n.get("grad_history") or []
+        edits = [e for e in n.get("grad_edits") or [] if e.get("line") is not None and e.get("value") is not None]
+        for a, b in pairwise(edits):
+            if a.get("at") != b.get("at") or not 0 < int(a["at"]) <= len(history):
+                continue
+            clip_text, unscale_text = view.line_text(int(a["line"])), view.line_text(int(b["line"]))
+            if "clip_grad_" not in clip_text or not _UNSCALE_TEXT.search(unscale_text):
+                continue
+            before = number(((history[int(a["at"]) - 1] or {}).get("stats") or {}).get("norm"))
+            clipped = number(((a.get("value") or {}).get("stats") or {}).get("norm"))
+            unscaled = number(((b.get("value") or {}).get("stats") or {}).get("norm"))
+            if not before or not clipped or not unscaled or clipped >= before:
+                continue  # the clip did not act: nothing was lost to it
+            scale = clipped / unscaled
+            k = round(math.log2(scale)) if scale > 0 else 0
+            if k < 8 or abs(scale / 2.0 ** k - 1) > 1e-3:
+                continue
+            key = (int(a["line"]), int(b["line"]))
+            names, _, _ = found.setdefault(key, ([], 2.0 ** k, before / 2.0 ** k))
+            names.append(str(n["id"]))
+    out = []
+    for (clip_line, unscale_line), (nodes, scale, true_norm) in sorted(found.items()):
+        out.append(hint(
+            "clip-before-unscale", "warning", f"line {clip_line} clips the scaled gradients: unscale first",
+            f"The GradScaler's backward left the gradients multiplied by {fmt(scale)}, and line {clip_line} clips "
+            f"them before line {unscale_line} divides them back: their norm is cut to the clip's limit while "
+            f"still {fmt(scale)}× too large, then divided, so each step is {fmt(scale)}× shorter than the clip "
+            "means and the model barely trains.",
+            line=clip_line, nodes=nodes,
+            evidence=[("clip", view.line_text(clip_line) or "?"), ("unscale", view.line_text(unscale_line) or "?"),
+                      ("scale", fmt(scale)), ("a leaf's true ‖grad‖ before the clip", fmt(true_norm))],
+            fix=f"scaler.unscale_(opt)\n{(view.line_text(clip_line) or 'clip_grad_norm_(...)').strip()}  "
+                "# on the true gradients\nscaler.step(opt)"))
+    return out
