@@ -150,3 +150,28 @@ def test_the_fix_for_divide_then_mask_leaves_no_nan(run: Any) -> None:
              f"{entry['fix']}\ny.sum().backward()\nprint(x.grad)\n")
     after = run(fixed)
     assert "analysis" not in after and after["stdout"].strip() == "tensor([0., 1.])"
+
+
+NEGATIVE_ROOT = """import torch
+torch.manual_seed(0)
+x = torch.randn(6, requires_grad=True)
+y = x ** 0.5
+y.sum().backward()
+"""
+
+
+def test_a_backward_nan_the_forward_made_names_the_forward_op(run: Any) -> None:
+    """NOTE [a backward NaN the forward made] in analysis/nonfinite/first.py: ``x ** 0.5`` of a
+    negative ``x`` is NaN in the forward, and its backward's NaN (the node detect_anomaly names)
+    comes from it, at the same elements as torch's own."""
+    name, _ = _anomaly(NEGATIVE_ROOT)
+    doc = run(NEGATIVE_ROOT, tensor_budget=1 << 20)
+    entry = _backward(doc)
+    assert entry["name"] == name == "PowBackward0"
+    assert entry["cause"].startswith("the forward pass had already made NaN here, line 4"), entry["cause"]
+    forward = next(e for e in doc["analysis"]["nonfinite"] if e["phase"] == "forward")
+    assert forward["node"] == entry["node"] and "fractional power" in forward["cause"]
+    ns: dict[str, Any] = {}
+    exec(compile(NEGATIVE_ROOT, "<bare>", "exec"), ns)
+    negative = [i for i, v in enumerate(ns["x"].tolist()) if v < 0]
+    assert negative == entry["elements"] and torch.isnan(ns["x"].grad[negative]).all()

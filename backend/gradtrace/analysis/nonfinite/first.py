@@ -89,7 +89,7 @@ def _trap(view: DocView, producer: str) -> tuple[str | None, str | None, str | N
     return (None, None, None) if found is None else (found.cause, found.trap, found.fix)
 
 
-def _backward(view: DocView) -> dict[str, Any] | None:
+def _backward(view: DocView, forward: Mapping[str, Any] | None = None) -> dict[str, Any] | None:
     if not any(nonfinite_kind(g) for _, ev in view.backward_events() for g in ev.get("grad_inputs") or ()):
         return None  # the common case: one cheap look at each returned gradient
     for kind in ("nan", "inf"):  # NOTE [producer, not carrier]: a NaN outranks an infinity
@@ -100,11 +100,12 @@ def _backward(view: DocView) -> dict[str, Any] | None:
                 continue
             if kind == "inf" and nonfinite_kind(returned[hit]) != "inf":
                 continue
-            return _entry(view, i, ev, hit, kind)
+            return _entry(view, i, ev, hit, kind, forward)
     return None
 
 
-def _entry(view: DocView, i: int, ev: Mapping[str, Any], out: int, kind: str) -> dict[str, Any]:
+def _entry(view: DocView, i: int, ev: Mapping[str, Any], out: int, kind: str,
+           forward: Mapping[str, Any] | None = None) -> dict[str, Any]:
     node = str(ev["node"])
     n = view.by_id.get(node, {})
     elements, count = _bad_elements(ev["grad_inputs"][out], kind)
@@ -129,7 +130,7 @@ def _entry(view: DocView, i: int, ev: Mapping[str, Any], out: int, kind: str) ->
         pattern = (f"the gradient it received is already infinite (first made by {src.get('name') or source}"
                    f"{at}), and inf × 0, inf − inf or inf / inf is NaN")
         _, trap, fix = _trap(view, source)
-    cause = cause or pattern
+    cause = cause or pattern or _from_forward(view, node, forward)
     out_doc: dict[str, Any] = {
         "phase": "backward", "kind": kind, "node": node, "name": n.get("name"),
         "line": n.get("line"), "pass": ev.get("pass"), "event": i, "output": out,
@@ -141,6 +142,27 @@ def _entry(view: DocView, i: int, ev: Mapping[str, Any], out: int, kind: str) ->
     if fix is not None:
         out_doc["fix"] = fix
     return out_doc
+
+
+def _from_forward(view: DocView, node: str, forward: Mapping[str, Any] | None) -> str | None:
+    """NOTE [a backward NaN the forward made]
+        A backward producer with no pattern of its own, whose forward values were already
+        non-finite (the forward finding is this node, or a node its output was computed from),
+        returns a non-finite gradient because of them: ``0.5 · x^(−0.5)`` of the negative ``x``
+        that made ``x ** 0.5`` NaN, a loss's gradient of a NaN prediction. The cause says so and
+        names the forward producer, where the fix belongs."""
+    if forward is None or forward.get("node") is None:
+        return None
+    f = str(forward["node"])
+    if f != node and f not in view.upstream(node):
+        return None
+    what = "NaN" if forward.get("kind") == "nan" else "an infinity"
+    at = f", line {forward['line']}" if forward.get("line") is not None else ""
+    src = view.by_id.get(f) or {}
+    name = view.tensor_label(src) if src.get("kind") == "tensor" else view.name(f)
+    where = f"here{at}" if f == node else f"before it: {name}{at}"
+    return (f"the forward pass had already made {what} {where}; a gradient through a non-finite forward "
+            "value is not finite")
 
 
 def _infinity_source(view: DocView, i: int, ev: Mapping[str, Any]) -> str | None:
@@ -205,7 +227,8 @@ def _forward(view: DocView) -> dict[str, Any] | None:
 def first_nonfinite(view: DocView) -> list[dict[str, Any]]:
     """The forward entry, then the backward one, each when there is one; the backward one says
     what the program's GradScaler did about it (NOTE [a NaN GradScaler skips] in scaler.py)."""
-    found = [e for e in (_forward(view), _backward(view)) if e is not None]
+    forward = _forward(view)
+    found = [e for e in (forward, _backward(view, forward)) if e is not None]
     for e in found:
         handled = handled_by_scaler(view, e)
         if handled is not None:
