@@ -130,7 +130,11 @@ def _entry(view: DocView, i: int, ev: Mapping[str, Any], out: int, kind: str,
         pattern = (f"the gradient it received is already infinite (first made by {src.get('name') or source}"
                    f"{at}), and inf × 0, inf − inf or inf / inf is NaN")
         _, trap, fix = _trap(view, source)
-    cause = cause or pattern or _from_forward(view, node, forward)
+    made = _from_forward(view, node, forward) if cause is None or "inf/nan" in cause else None
+    if made is not None:  # the forward finding is the root: its trap and fix are the ones to read
+        cause, trap, fix = made, None, None
+    else:
+        cause = cause or pattern
     out_doc: dict[str, Any] = {
         "phase": "backward", "kind": kind, "node": node, "name": n.get("name"),
         "line": n.get("line"), "pass": ev.get("pass"), "event": i, "output": out,
