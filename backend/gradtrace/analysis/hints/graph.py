@@ -16,34 +16,35 @@ def _pairs(view: DocView, first: set[str], then: set[str]) -> list[tuple[str, st
             for c in view.consumers.get(str(n["id"]), []) if view.name(c) in then]
 
 
+_SQUASHED_TWICE = {
+    "SoftmaxBackward0": (
+        "softmax", "softmax applied twice",
+        "The loss applies log_softmax to its input, and its input is already a softmax: the "
+        "probabilities are squashed twice, so the loss barely moves and gradients shrink."),
+    "SigmoidBackward0": (
+        "sigmoid", "sigmoid, then CrossEntropyLoss: it takes logits",
+        "The loss applies log_softmax to its input, and its input is a sigmoid's output: every "
+        "logit is squashed into (0, 1) first, so the softmax of any row is nearly uniform (no "
+        "class can get more than e/(e + C − 1) of it), the loss cannot fall far and the "
+        "gradients shrink."),
+}
+"""What a cross-entropy's log_softmax should not be given, each with its words."""
+
+
 def double_softmax(view: DocView) -> list[dict[str, Any]]:
     """softmax fed to cross_entropy, which applies log_softmax itself; and a sigmoid fed to it,
     squashing the logits into (0, 1) before the softmax."""
     out = []
-    for s, log in _pairs(view, {"SigmoidBackward0"}, {"LogSoftmaxBackward0"}):
-        line = view.by_id[log].get("line")
-        out.append(hint(
-            "double-softmax", "warning", "sigmoid, then CrossEntropyLoss: it takes logits",
-            "The loss applies log_softmax to its input, and its input is a sigmoid's output: every "
-            "logit is squashed into (0, 1) first, so the softmax of any row is nearly uniform (no "
-            "class can get more than e/(e + C − 1) of it), the loss cannot fall far and the "
-            "gradients shrink.",
-            line=line, nodes=[s, log],
-            evidence=[("sigmoid", f"line {view.by_id[s].get('line')}, shape {shape(view.by_id[s].get('shape'))}"),
-                      ("then", f"{view.name(log)} (inside the loss), line {line}")],
-            fix="loss = nn.CrossEntropyLoss()(logits, target)  # pass the logits, not sigmoid(logits)",
-            lesson="04_mlp_loss"))
-    for s, log in _pairs(view, {"SoftmaxBackward0"}, {"LogSoftmaxBackward0"}):
-        line = view.by_id[log].get("line")
-        out.append(hint(
-            "double-softmax", "warning", "softmax applied twice",
-            "The loss applies log_softmax to its input, and its input is already a softmax: the "
-            "probabilities are squashed twice, so the loss barely moves and gradients shrink.",
-            line=line, nodes=[s, log],
-            evidence=[("softmax", f"line {view.by_id[s].get('line')}, shape {shape(view.by_id[s].get('shape'))}"),
-                      ("then", f"{view.name(log)} (inside the loss), line {line}")],
-            fix="loss = nn.CrossEntropyLoss()(logits, target)  # pass the logits, not softmax(logits)",
-            lesson="04_mlp_loss"))
+    for first in ("SoftmaxBackward0", "SigmoidBackward0"):
+        what, title, message = _SQUASHED_TWICE[first]
+        for s, log in _pairs(view, {first}, {"LogSoftmaxBackward0"}):
+            line = view.by_id[log].get("line")
+            out.append(hint(
+                "double-softmax", "warning", title, message, line=line, nodes=[s, log],
+                evidence=[(what, f"line {view.by_id[s].get('line')}, shape {shape(view.by_id[s].get('shape'))}"),
+                          ("then", f"{view.name(log)} (inside the loss), line {line}")],
+                fix=f"loss = nn.CrossEntropyLoss()(logits, target)  # pass the logits, not {what}(logits)",
+                lesson="04_mlp_loss"))
     return out
 
 
