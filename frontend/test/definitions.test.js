@@ -91,4 +91,6 @@ test("a leaf says whether an optimizer that stepped holds it, only where one ste
   assert.match(optimizerNote(target, doc), /no optimizer that stepped holds it/);
   assert.equal(optimizerNote(target, { graph: { nodes: [target] } }), null);  // no step ran: nothing to say
   assert.equal(optimizerNote({ id: "n3", kind: "function", name: "AddBackward0" }, doc), null);
+  const head = { id: "n4", kind: "tensor", role: "leaf", name: "model.2.weight", optimized: true, stepped_twice: [10, 11] };
+  assert.match(optimizerNote(head, { graph: { nodes: [head] } }), /held by two optimizers: both step\(\) calls \(lines 10 and 11\)/);
 });

@@ -77,8 +77,13 @@ export function optimizerNote(n, doc) {
   if (!n || n.kind !== "tensor" || n.role !== "leaf") return null;
   const nodes = (doc && doc.graph && doc.graph.nodes) || [];
   if (!nodes.some((m) => m.optimized)) return null;
-  return n.optimized ? "held by an optimizer whose step() ran: it trains"
-    : "no optimizer that stepped holds it: no step() updates it";
+  if (!n.optimized) return "no optimizer that stepped holds it: no step() updates it";
+  const twice = n.stepped_twice;  // docs/CONTRACT.md `stepped_twice`: two optimizers, one gradient
+  if (Array.isArray(twice) && twice.length === 2) {
+    const where = twice[0] === twice[1] ? `line ${twice[0]}` : `lines ${twice[0]} and ${twice[1]}`;
+    return `held by two optimizers: both step() calls (${where}) update it with one backward's gradient`;
+  }
+  return "held by an optimizer whose step() ran: it trains";
 }
 
 /**
