@@ -603,6 +603,43 @@ def test_a_sigmoid_before_cross_entropy_is_named_with_torchs_bound(run: Any) -> 
     assert float(p.max()) <= math.e / (math.e + 2) + 1e-6
 
 
+NO_GRAPH = {  # a loss autograd recorded nothing for, and what the hint says made it so
+    "no_grad": (H + "net = nn.Linear(4, 1)\nx, y = torch.randn(8, 4), torch.randn(8, 1)\nwith torch.no_grad():\n"
+                    "    pred = net(x)\nloss = F.mse_loss(pred, y)\nloss.backward()\n",
+                "line 8 ran under torch.no_grad()"),
+    "decorated": (H + "net = nn.Linear(4, 1)\n@torch.no_grad()\ndef forward(x):\n    return net(x)\n"
+                      "loss = forward(torch.randn(8, 4)).pow(2).mean()\nloss.backward()\n",
+                  "line 8 ran under torch.no_grad()"),
+    "detach": (H + "net = nn.Linear(4, 1)\nloss = net(torch.randn(8, 4)).detach().pow(2).mean()\nloss.backward()\n",
+               "detach at line 6 cut it off"),
+    "argmax": (H + "net = nn.Linear(4, 3)\npred = net(torch.randn(8, 4)).argmax(1).float()\n"
+                   "loss = F.mse_loss(pred, torch.ones(8))\nloss.backward()\n", "argmax at line 6 has no gradient"),
+    "item": (H + "net = nn.Linear(4, 1)\nloss = torch.tensor(net(torch.randn(8, 4)).pow(2).mean().item())\n"
+                 "loss.backward()\n", "torch.tensor at line 6 has no gradient"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(NO_GRAPH))
+def test_a_backward_with_no_graph_says_what_left_the_loss_without_one(run: Any, case: str) -> None:
+    """NOTE [a backward with no graph] in analysis/hints/training.py: torch raises its error on
+    each; the hint names the cause. The near miss (the cause removed) runs and says nothing."""
+    code, said = NO_GRAPH[case]
+    with pytest.raises(RuntimeError, match="does not require grad and does not have a grad_fn"):
+        exec(compile(code, "<bare>", "exec"), {})
+    doc = run(code)
+    assert doc["status"] == "error"
+    hint = next(h for h in doc["analysis"]["hints"] if h["code"] == "backward-without-graph")
+    assert hint["title"] == f"loss has no grad_fn: {said}", hint["title"]
+    assert [h["code"] for h in doc["analysis"]["hints"]] == ["backward-without-graph"]
+    fixed = {"no_grad": code.replace("with torch.no_grad():\n    pred", "pred"),
+             "decorated": code.replace("@torch.no_grad()\n", ""),
+             "detach": code.replace(".detach()", ""),
+             "argmax": code.replace(".argmax(1).float()", ".sum(1)"),
+             "item": code.replace("torch.tensor(", "(").replace(".item())", ")")}[case]
+    near = run(fixed)
+    assert near["status"] == "ok" and _codes(near) == [], (near.get("error"), _codes(near))
+
+
 REBUILT = H + """
 w = torch.randn(3, requires_grad=True)
 x = torch.randn(5, 3)

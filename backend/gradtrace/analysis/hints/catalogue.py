@@ -32,6 +32,7 @@ from gradtrace.analysis.hints.graph import (
 )
 from gradtrace.analysis.hints.training import (
     accumulated,
+    backward_without_graph,
     cut_leaf,
     discarded,
     graph_freed,
@@ -43,11 +44,11 @@ from gradtrace.analysis.hints.training import (
 Check = Callable[[DocView], list[dict[str, Any]]]
 
 HINT_CHECKS: tuple[Check, ...] = (
-    accumulated, discarded, stepped_twice, cut_leaf, requires_grad_after_cut, nonleaf_grad, graph_freed,
-    double_softmax, nll_on_probabilities, softmax_wrong_dim, sigmoid_bce, hand_written_math, mse_broadcast,
-    graph_kept_alive, zero_gradient_ops, nondiff_ops, grad_flow, call_flow, train_mode_in_eval,
-    eval_mode_in_training, grad_edited, clip_before_backward, clip_before_unscale, threads_unrecorded, update_ratio,
-    activations,
+    accumulated, discarded, stepped_twice, cut_leaf, requires_grad_after_cut, backward_without_graph,
+    nonleaf_grad, graph_freed, double_softmax, nll_on_probabilities, softmax_wrong_dim, sigmoid_bce,
+    hand_written_math, mse_broadcast, graph_kept_alive, zero_gradient_ops, nondiff_ops, grad_flow, call_flow,
+    train_mode_in_eval, eval_mode_in_training, grad_edited, clip_before_backward, clip_before_unscale,
+    threads_unrecorded, update_ratio, activations,
 )
 
 

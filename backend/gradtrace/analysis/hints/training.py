@@ -4,6 +4,8 @@ holds), gradients cleared before any step used them, leaves a cut left without a
 
 from __future__ import annotations
 
+import ast
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -247,7 +249,10 @@ def _never_in_graph(view: DocView) -> list[dict[str, Any]]:
 
 def requires_grad_after_cut(view: DocView) -> list[dict[str, Any]]:
     """A backward from a root with no history (``loss.requires_grad = True`` on a cut result):
-    it runs without error and reaches nothing."""
+    it runs without error and reaches nothing. (Without the workaround it raises:
+    ``backward_without_graph``.)"""
+    if _NO_GRAPH_ERROR in str((view.doc.get("error") or {}).get("message", "")):
+        return []
     out: list[dict[str, Any]] = []
     walked = view.walked()
     cuts = list(view.cut_nodes)
@@ -458,3 +463,112 @@ def stepped_twice(view: DocView) -> list[dict[str, Any]]:
             fix="opt = torch.optim.Adam([{\"params\": body_params}, {\"params\": head_params, \"lr\": 1e-2}], "
                 "lr=1e-3)  # one optimizer, one group each"))
     return out
+
+
+# NOTE [a backward with no graph]
+#     ``loss.backward()`` on a tensor autograd recorded nothing for raises "element 0 of
+#     tensors does not require grad and does not have a grad_fn", the error beginners meet
+#     first, and the message does not say why. The document holds the root (a tensor node with
+#     no sources) and the code: the root's last assignment before the backward, and the
+#     assignments of the names it reads (one level: ``pred`` for ``loss = mse(pred, y)``, or a
+#     function it calls), are looked at for the usual causes, in this order: a block with
+#     gradients off around one of them (``with torch.no_grad():``, a decorated function:
+#     analysis/gradoff.py), a recorded cut (``.detach()``, ``.data``), and an op with no
+#     gradient written there (``argmax``, a comparison, an integer cast, ``.item()``,
+#     ``torch.tensor(...)``). With none found, the hint says what the error means and no more.
+_NO_GRADIENT = re.compile(r"\.\s*(?:argmax|argmin|round|floor|ceil|long|int|bool|item|numpy|tolist)\s*\(|"
+                          r"\btorch\.(?:argmax|argmin|round|floor|ceil|tensor|as_tensor|from_numpy)\s*\(")
+_NO_GRAPH_ERROR = "does not require grad and does not have a grad_fn"
+
+
+def backward_without_graph(view: DocView) -> list[dict[str, Any]]:
+    """The error of a backward from a tensor with no graph, with its cause (NOTE [a backward
+    with no graph])."""
+    error = view.doc.get("error") or {}
+    if _NO_GRAPH_ERROR not in str(error.get("message", "")):
+        return []
+    failed = [p for p in view.doc.get("passes") or [] if not p.get("completed", True)]
+    roots = [view.by_id[r] for p in failed[-1:] for r in p.get("roots") or [] if r in view.by_id]
+    root = next((n for n in roots if n.get("kind") == "tensor" and not view.sources.get(str(n["id"]))), None)
+    if root is None:
+        return []
+    name = view.tensor_label(root)
+    line = error.get("line") or (failed[-1].get("line") if failed else None)
+    code = str(view.doc.get("code") or "")
+    lines = _feeding_lines(code, str(root.get("name") or ""), int(line) if line is not None else None)
+    short, cause, fix, where = _no_graph_cause(view, code, lines)
+    return [hint(
+        "backward-without-graph", "error", f"{name} has no grad_fn: {short}",
+        f"backward() walks the graph autograd recorded while {name} was computed, and there is none: "
+        f"{cause}. torch says \"element 0 of tensors does not require grad and does not have a grad_fn\".",
+        line=where or line, nodes=[str(root["id"])],
+        evidence=[("root", f"{name} (no grad_fn)"), *(("line", f"{ln}: {view.line_text(ln)}") for ln in lines[:3])],
+        fix=fix, lesson="07_detach_and_no_grad")]
+
+
+def _feeding_lines(code: str, name: str, before: int | None) -> list[int]:
+    """The line that last assigned ``name`` before line ``before``, then the lines that assigned
+    (or defined) the names its value reads, latest first; empty when the code cannot be read."""
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError):
+        return []
+    assigned: dict[str, list[tuple[int, ast.AST]]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign | ast.AugAssign | ast.AnnAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for t in targets:
+                for n in ast.walk(t):
+                    if isinstance(n, ast.Name):
+                        assigned.setdefault(n.id, []).append((node.lineno, node))
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            assigned.setdefault(node.name, []).append((node.body[0].lineno if node.body else node.lineno, node))
+
+    def last(n: str, limit: int | None) -> tuple[int, ast.AST] | None:
+        found = [(ln, nd) for ln, nd in assigned.get(n, []) if limit is None or ln <= limit]
+        return max(found, key=lambda f: f[0]) if found else None
+
+    hit = last(name, before)
+    if hit is None:
+        return []
+    out = [hit[0]]
+    value = getattr(hit[1], "value", None)
+    for n in ast.walk(value) if value is not None else ():
+        if isinstance(n, ast.Name) and n.id != name:
+            src = last(n.id, hit[0])
+            if src is not None and src[0] not in out:
+                out.append(src[0])
+    return out
+
+
+def _no_graph_cause(view: DocView, code: str, lines: list[int]) -> tuple[str, str, str, int | None]:
+    """(what left the root without a graph, in a few words and in full, the fix, the line)."""
+    blocks = grad_off_blocks(code)
+    for ln in lines:
+        block = block_at(blocks, ln)
+        if block is not None:
+            title = describe(block).split(" at line")[0]
+            return (f"line {ln} ran under {title}",
+                    f"line {ln} ran with gradients off ({describe(block)}), which records no graph",
+                    "# compute the loss's inputs with gradients on (gradients off is for evaluation only):\n"
+                    f"{view.line_text(ln).strip()}  # outside the block", ln)
+    for n in view.cut_nodes:
+        cut = n.get("cut") or {}
+        if cut.get("line") in lines:
+            kind = cut.get("kind")
+            return (f"{kind} at line {cut['line']} cut it off",
+                    f"line {cut['line']} cut it off the graph ({kind}): what comes out has no history",
+                    f"# drop the {kind} on the way to the loss (line {cut['line']})", int(cut["line"]))
+    for ln in lines:
+        text = view.line_text(ln).split("#", 1)[0]
+        m = _NO_GRADIENT.search(text)
+        if m:
+            op = m[0].strip(" .(")
+            return (f"{op} at line {ln} has no gradient",
+                    f"line {ln} computes it with {op}, which has no gradient: autograd records nothing "
+                    "from there on",
+                    "# a differentiable loss on the model's outputs, e.g. F.cross_entropy(logits, target)\n"
+                    f"# instead of {op} (keep {op} for metrics)", ln)
+    return ("autograd recorded nothing that made it", "no op that autograd records made it",
+            "# compute the loss from the model's outputs, with gradients on; torch.tensor(...) and .item() "
+            "make new tensors with no history", None)
