@@ -551,7 +551,26 @@ for step in range(4):
     loss = F.cross_entropy(model(x), y)
     opt.zero_grad(); loss.backward(); opt.step()
 """
-    for silent in (frozen, midway):
+    # an evaluation with gradients on (no no_grad), never walked back, then training in eval mode
+    with_grad = code.replace("    with torch.no_grad():\n        acc =", "    if True:\n        acc =")
+    assert "eval-mode-in-training" in _codes(run(with_grad))
+    phases = H + """
+model = nn.Sequential(nn.Linear(8, 16), nn.BatchNorm1d(16), nn.ReLU(), nn.Dropout(0.2), nn.Linear(16, 3))
+opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+data = {"train": (torch.randn(16, 8), torch.randint(0, 3, (16,))),
+        "val": (torch.randn(8, 8), torch.randint(0, 3, (8,)))}
+for epoch in range(3):
+    for phase in ["train", "val"]:
+        model.train() if phase == "train" else model.eval()
+        inputs, labels = data[phase]
+        opt.zero_grad()
+        with torch.set_grad_enabled(phase == "train"):
+            loss = F.cross_entropy(model(inputs), labels)
+            if phase == "train":
+                loss.backward(); opt.step()
+"""
+    for silent in (frozen, midway, phases, with_grad.replace("model.train()\n", "").replace(
+            "for epoch in range(3):\n", "for epoch in range(3):\n    model.train()\n")):
         assert "eval-mode-in-training" not in _codes(run(silent))
 
 

@@ -244,32 +244,43 @@ def _functional_dropout_in_eval(view: DocView) -> list[dict[str, Any]]:
 def eval_mode_in_training(view: DocView) -> list[dict[str, Any]]:
     """A model put in eval mode for an evaluation and trained on in it (NOTE [a module's modes]
     in gradtrace/capture/modules.py): a mode-sensitive module called in training mode with
-    gradients on, then in eval mode with gradients off (the evaluation), then in eval mode with
-    gradients on in a call of its model that a backward pass went through. A model in eval mode
-    from the start (batch norm frozen for fine-tuning) or switched without an evaluation
-    between (a freeze midway) stays silent."""
-    found: dict[tuple[str, int], list[tuple[Mapping[str, Any], Mapping[str, Any], Mapping[str, Any]]]] = {}
+    gradients on, then in eval mode for an evaluation (gradients off, or on in a call no backward
+    walked), then in eval mode with gradients on in calls of its model that a backward pass went
+    through, before any call in training mode again. A model in eval mode from the start (batch
+    norm frozen for fine-tuning) or switched without an evaluation between (a freeze midway,
+    whose first eval-mode call is trained through) stays silent."""
+    found: dict[tuple[str, int], list[tuple[Mapping[str, Any], Mapping[str, Any], list[str]]]] = {}
     for m in view.doc.get("modules") or []:
+        entries = list(m.get("modes") or [])
         trained = evaluated = None
-        for entry in m.get("modes") or []:
-            training, grad = bool(entry.get("training")), bool(entry.get("grad"))
+        for k, entry in enumerate(entries):
+            training, grad, root = bool(entry.get("training")), bool(entry.get("grad")), entry.get("root")
             if training and grad:
                 trained, evaluated = entry, None
-            elif not training and not grad and trained is not None:
+                continue
+            if trained is None or training or not root:
+                continue
+            if not grad:
                 evaluated = evaluated or entry
-            elif not training and grad and evaluated is not None and entry.get("root"):
-                root = entry["root"]
-                found.setdefault((str(root["path"]), int(root["call"])), []).append((m, evaluated, entry))
-                break
+                continue
+            later = next((e for e in entries[k + 1:] if e.get("training") and e.get("root")), None)
+            end = int(later["root"]["call"]) if later is not None else None
+            path, call = str(root["path"]), int(root["call"])
+            if evaluated is None:  # gradients on: an evaluation only if no backward went through it
+                if _walked_from(view, path, call, call + 1):
+                    continue
+                evaluated, call = entry, call + 1
+            nodes = _walked_from(view, path, call, end)
+            if nodes:
+                found.setdefault((path, call), []).append((m, evaluated, nodes))
+            break
     out: list[dict[str, Any]] = []
-    for (root, call), hits in found.items():
-        nodes = _walked_from(view, root, call)
-        if not nodes:
-            continue
+    for (root, _), hits in found.items():
         paths = ", ".join(f"{m['path']} ({m['type']})" for m, _, _ in hits[:4]) + (
             f" and {len(hits) - 4} more" if len(hits) > 4 else "")
-        _, evaluated, entry = hits[0]
-        line, eval_line = entry.get("line"), evaluated.get("line")
+        _, evaluated, nodes = hits[0]
+        eval_line = evaluated.get("line")
+        line = (view.by_id.get(nodes[0]) or {}).get("line")
         out.append(hint(
             "eval-mode-in-training", "warning",
             f"{root} trains in eval mode after the evaluation at line {eval_line}",
@@ -284,15 +295,17 @@ def eval_mode_in_training(view: DocView) -> list[dict[str, Any]]:
     return out
 
 
-def _walked_from(view: DocView, root: str, call: int) -> list[str]:
-    """The nodes (the first 20, in creation order) made in a call of ``root`` numbered ``call``
-    or later that a backward pass walked."""
+def _walked_from(view: DocView, root: str, call: int, end: int | None = None) -> list[str]:
+    """The nodes (the first 20, in creation order) made in a call of ``root`` numbered from
+    ``call`` up to ``end`` (excluded; None: no end) that a backward pass walked."""
     walked = view.walked()
     found = []
     for n in view.nodes:
         stack = n.get("module_stack") or []
-        if stack and stack[0].get("path") == root and int(stack[0].get("call", -1)) >= call \
-                and str(n["id"]) in walked:
+        if not stack or stack[0].get("path") != root:
+            continue
+        c = int(stack[0].get("call", -1))
+        if c >= call and (end is None or c < end) and str(n["id"]) in walked:
             found.append(str(n["id"]))
             if len(found) == 20:
                 break
