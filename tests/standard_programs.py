@@ -43,7 +43,7 @@ spatial transformer (``affine_grid``, ``grid_sample``); self-supervised pairs (B
 target, SimSiam's stop-gradient, Barlow Twins, both views through one batch-normed encoder on one
 line), PCGrad's gradient surgery, a top-k mixture of experts, NeRF's volume rendering, a linear
 CRF's forward algorithm, a neural ODE by Euler steps, PPO's clipped objective, SAC with its
-temperature and a soft target, stochastic depth with LayerScale, a Hutchinson trace, bfloat16
+temperature and a soft target, stochastic depth with LayerScale, a Hutchinson trace logged while training, bfloat16
 parameters, a 3-D convolution, ViT patches by ``unfold``, distillation by ``kl_div`` with a log
 target, a quantile loss, a VQ-VAE, non-reentrant checkpointing, Sinkhorn transport, a Poisson
 loss, a channels-last CNN, fake-quantized training and a DCGAN step with both discriminator calls
@@ -1674,14 +1674,17 @@ for step in range(2):
 """
 STANDARD["hutchinson_trace"] = H + """
 net = nn.Sequential(nn.Linear(3, 8), nn.Tanh(), nn.Linear(8, 1))
+opt = torch.optim.SGD(net.parameters(), lr=0.1)
 x = torch.randn(5, 3)
-loss = net(x).pow(2).mean()
-params = list(net.parameters())
-grads = torch.autograd.grad(loss, params, create_graph=True)
-vs = [torch.randint_like(p, 2) * 2 - 1 for p in params]
-gv = sum((g * v).sum() for g, v in zip(grads, vs))
-hv = torch.autograd.grad(gv, params)
-trace = sum((h * v).sum() for h, v in zip(hv, vs))
+for step in range(2):
+    loss = net(x).pow(2).mean()
+    params = list(net.parameters())
+    grads = torch.autograd.grad(loss, params, create_graph=True)
+    vs = [torch.randint_like(p, 2) * 2 - 1 for p in params]
+    gv = sum((g * v).sum() for g, v in zip(grads, vs))
+    hv = torch.autograd.grad(gv, params, retain_graph=True)
+    trace = sum((h * v).sum() for h, v in zip(hv, vs)).item()  # the curvature, logged
+    opt.zero_grad(); loss.backward(); opt.step()
 """
 STANDARD["bf16_parameters"] = H + """
 net = nn.Sequential(nn.Linear(8, 16), nn.GELU(), nn.Linear(16, 1)).to(torch.bfloat16)
