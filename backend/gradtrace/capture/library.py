@@ -98,10 +98,10 @@ class LibraryCalls:
         self.mode = mode
         self._aside = False
         self._steps: list[Switch] = []
+        """Per running optimizer step: what its pre hook switched."""
         self._used: dict[int, tuple[Any, Any, int, int | None]] = {}
         """NOTE [one gradient, two optimizers]: by parameter ``id``, the last step that used its
         gradient: (the optimizer, the gradient, both held weakly, its version, the line)."""
-        """Per running optimizer step: what its pre hook switched."""
         self._thread = threading.get_ident()
         """The recording thread (``install`` runs on it)."""
 

@@ -243,7 +243,7 @@ class ModuleTracker:
         rec = self.rec
         cls = type(module)
         facts = self._own.get(cls) or self._class_of(cls)
-        if facts[2] and module.training and rec.limit is None:
+        if facts[2] and module.training and rec.limit is None and getattr(module, "track_running_stats", False):
             self._running_stats(module)  # first: nothing of this call is pushed yet
         stack = rec.module_stack
         parents = self._parents
