@@ -126,6 +126,8 @@ def test_clipping_before_the_unscale_then_the_unscale_are_torchs(run: Any, nativ
     hint = next(h for h in doc["analysis"]["hints"] if h["code"] == "clip-before-unscale")
     assert hint["line"] == 12 and dict((e["label"], e["value"]) for e in hint["evidence"])["scale"] == "65536"
     assert "clip-before-unscale" not in [h["code"] for h in run(AMP_CLIPPED, native=native)["analysis"]["hints"]]
+    # the steps are tiny because of the clip, not the learning rate: no "raise the learning rate"
+    assert "update-ratio-low" not in [h["code"] for h in doc["analysis"]["hints"]]
 
 
 HOOK_SCALES_ANOTHER = """\

@@ -35,6 +35,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from gradtrace.analysis.docview import DocView
+from gradtrace.analysis.hints.grads import clip_before_unscale
 from gradtrace.analysis.hints.write import hint
 from gradtrace.analysis.numbers import fmt, number, rounded
 
@@ -84,6 +85,9 @@ def update_ratio(view: DocView) -> list[dict[str, Any]]:
     high: list[tuple[float, Mapping[str, Any]]] = []
     low: list[tuple[float, Mapping[str, Any]]] = []
     falling = _loss_fell(view, dyn)
+    # weights whose small steps a clip of the scaled gradients explains (``clip-before-unscale``):
+    # a larger learning rate is not the fix there
+    clipped = {n for h in clip_before_unscale(view) for n in h["nodes"]}
     for p in dyn["params"]:
         node = view.by_id.get(p["node"]) or {}
         if len(node.get("shape") or []) < 2 or _started_at_zero(node):
@@ -94,7 +98,7 @@ def update_ratio(view: DocView) -> list[dict[str, Any]]:
         med = statistics.median(settled)
         if med > _HIGH and not falling:
             high.append((med, p))
-        elif med < _LOW:
+        elif med < _LOW and p["node"] not in clipped:
             low.append((med, p))
     out = []
     for code, found, word in (("update-ratio-high", high, "large"), ("update-ratio-low", low, "small")):
