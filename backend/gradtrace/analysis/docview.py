@@ -272,6 +272,21 @@ class DocView:
             self._walked = {str(ev["node"]) for _, ev in self.backward_events()} | self.cut_short()
         return self._walked
 
+    @cached_property
+    def walked_by_root_call(self) -> dict[str, dict[int, list[str]]]:
+        """The walked nodes by their outermost module call (its path, then its call number), the
+        first 20 of each in creation order: one pass over the nodes, however many ask."""
+        walked = self.walked()
+        out: dict[str, dict[int, list[str]]] = {}
+        for n in self.nodes:
+            stack = n.get("module_stack")
+            if not stack or str(n["id"]) not in walked:
+                continue
+            ids = out.setdefault(str(stack[0].get("path")), {}).setdefault(int(stack[0].get("call", -1)), [])
+            if len(ids) < 20:
+                ids.append(str(n["id"]))
+        return out
+
     def cut_short(self) -> set[str]:
         """Nodes whose backward the run never finished recording: when the last pass did not
         complete, or a limit stopped the run, every node made after the last one a completed

@@ -298,15 +298,10 @@ def eval_mode_in_training(view: DocView) -> list[dict[str, Any]]:
 def _walked_from(view: DocView, root: str, call: int, end: int | None = None) -> list[str]:
     """The nodes (the first 20, in creation order) made in a call of ``root`` numbered from
     ``call`` up to ``end`` (excluded; None: no end) that a backward pass walked."""
-    walked = view.walked()
-    found = []
-    for n in view.nodes:
-        stack = n.get("module_stack") or []
-        if not stack or stack[0].get("path") != root:
-            continue
-        c = int(stack[0].get("call", -1))
-        if c >= call and (end is None or c < end) and str(n["id"]) in walked:
-            found.append(str(n["id"]))
+    found: list[str] = []
+    for c, nodes in sorted(view.walked_by_root_call.get(root, {}).items()):
+        if c >= call and (end is None or c < end):
+            found += nodes[:20 - len(found)]
             if len(found) == 20:
                 break
     return found
