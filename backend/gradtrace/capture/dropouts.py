@@ -70,13 +70,15 @@ class DropoutsInEval:
         if module_path is None or not kwargs.get("training", True) or not kwargs.get("p", 0.5):
             return
         frame = frames.snippet_frame(self.filename, 3)
-        owner = frame.f_locals.get("self") if frame is not None else None
+        if frame is None:
+            return
+        owner = frame.f_locals.get("self")
         if not isinstance(owner, nn.Module) or owner.training:
             return
         if self._lines is None:
             self._lines = default_training_lines("".join(linecache.getlines(self.filename)))
-        line = frame.f_lineno if frame is not None else None
-        if line is None or line not in self._lines:
+        line = frame.f_lineno
+        if line not in self._lines:
             return
         lines = self.by_path.setdefault(str(module_path), [])
         if len(lines) < _MAX_LINES and line not in lines:
