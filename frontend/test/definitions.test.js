@@ -93,4 +93,7 @@ test("a leaf says whether an optimizer that stepped holds it, only where one ste
   assert.equal(optimizerNote({ id: "n3", kind: "function", name: "AddBackward0" }, doc), null);
   const head = { id: "n4", kind: "tensor", role: "leaf", name: "model.2.weight", optimized: true, stepped_twice: [10, 11] };
   assert.match(optimizerNote(head, { graph: { nodes: [head] } }), /held by two optimizers: both step\(\) calls \(lines 10 and 11\)/);
+  const fresh = { id: "n5", kind: "tensor", role: "leaf", name: "w", optimized: true,
+    state_restarts: { optimizer: "Adam", steps: 6, restarts: 5, line: 9 } };
+  assert.match(optimizerNote(fresh, { graph: { nodes: [fresh] } }), /Adam's state for it started from zero at 6 of its 6 steps/);
 });

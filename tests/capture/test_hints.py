@@ -526,6 +526,71 @@ for step in range(4):
         assert "stepped-twice" not in _codes(run(silent, native=native))
 
 
+ADAM_EACH_STEP = H + """
+model = nn.Sequential(nn.Linear(4, 16), nn.Tanh(), nn.Linear(16, 1))
+x, y = torch.randn(32, 4), torch.randn(32, 1)
+for step in range(6):
+    opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+    opt.zero_grad()
+    loss = ((model(x) - y) ** 2).mean()
+    loss.backward()
+    opt.step()
+"""
+
+
+def _adam_first_steps(code: str) -> list[bool]:
+    """torch's own run of ``code``: for each ``opt.step()``, whether it moved the first weight
+    by Adam's first update, lr·g/(|g| + eps) (the step from empty moments)."""
+    import torch
+
+    firsts: list[bool] = []
+
+    def watch(opt: Any) -> None:
+        w = ns["model"][0].weight
+        before, g = w.detach().clone(), w.grad.detach().clone()
+        opt.step()
+        first = before - 1e-2 * g / (g.abs() + 1e-8)
+        firsts.append(torch.allclose(w.detach(), first, rtol=0, atol=1e-6))
+
+    ns: dict[str, Any] = {"watch": watch}
+    exec(compile(code.replace("    opt.step()\n", "    watch(opt)\n"), "<bare>", "exec"), ns)
+    return firsts
+
+
+@pytest.mark.parametrize("native", [True, False], ids=["core", "python"])
+def test_an_optimizer_made_in_the_loop_is_named_as_torch_runs_it(run: Any, native: bool) -> None:
+    """torch's own run: with Adam made inside the loop every step is Adam's first (lr·g/(|g| +
+    eps)); made once, only the first is. Silent: Adam made once, made again for a second stage,
+    made again each epoch of several batches, and plain SGD made in the loop (it keeps no
+    state)."""
+    fixed = ADAM_EACH_STEP.replace("    opt = torch.optim.Adam(model.parameters(), lr=1e-2)\n", "").replace(
+        "for step in range(6):", "opt = torch.optim.Adam(model.parameters(), lr=1e-2)\nfor step in range(6):")
+    assert _adam_first_steps(ADAM_EACH_STEP) == [True] * 6
+    assert _adam_first_steps(fixed) == [True] + [False] * 5
+    doc = run(ADAM_EACH_STEP, native=native)
+    hint = next(h for h in doc["analysis"]["hints"] if h["code"] == "optimizer-recreated")
+    made = next(i for i, text in enumerate(ADAM_EACH_STEP.splitlines(), 1) if "optim.Adam(" in text)
+    assert hint["line"] == made and "Adam" in hint["title"], hint
+    leaves = {n["name"]: n for n in doc["graph"]["nodes"] if n["id"] in hint["nodes"]}
+    assert set(leaves) == {"model.0.weight", "model.0.bias", "model.2.weight", "model.2.bias"}
+    assert leaves["model.0.weight"]["state_restarts"]["steps"] == 6
+    assert leaves["model.0.weight"]["state_restarts"]["restarts"] == 5
+    stages = H + """
+model = nn.Sequential(nn.Linear(4, 16), nn.ReLU(), nn.Linear(16, 1))
+x, y = torch.randn(32, 4), torch.randn(32, 1)
+for lr in (1e-2, 1e-3):
+    opt = torch.optim.Adam(model.parameters(), lr=lr)
+    for step in range(4):
+        opt.zero_grad(); ((model(x) - y) ** 2).mean().backward(); opt.step()
+"""
+    epochs = stages.replace("for lr in (1e-2, 1e-3):", "for epoch in range(3):").replace("lr=lr", "lr=1e-2")
+    plain = ADAM_EACH_STEP.replace("torch.optim.Adam(model.parameters(), lr=1e-2)",
+                                   "torch.optim.SGD(model.parameters(), lr=1e-2)")
+    for silent in (fixed, stages, epochs, plain):
+        assert "optimizer-recreated" not in _codes(run(silent, native=native))
+    assert not any(n.get("state_restarts") for n in run(plain, native=native)["graph"]["nodes"])
+
+
 def test_training_on_in_eval_mode_is_named_as_torch_runs_it(run: Any) -> None:
     """torch's own run of the mistake: from the second epoch, batch norm's running mean no
     longer moves while the model trains (it normalises by the running statistics). Silent: batch

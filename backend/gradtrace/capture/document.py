@@ -101,6 +101,9 @@ def _nodes(rec: Recorder) -> list[dict[str, Any] | None]:
                 twice = rec.steps_twice(t)
                 if twice:  # NOTE [one gradient, two optimizers] in library.py
                     d["stepped_twice"] = twice
+                restarts = rec.restarts_of(t)
+                if restarts is not None:  # NOTE [an optimizer made afresh] in library.py
+                    d["state_restarts"] = restarts
             d["value"] = resolve(d["value"])
             d["grad_history"] = [resolve(h) for h in d["grad_history"]]
             if "grad_edits" in d:  # NOTE [gradient edits] in gradedits.py

@@ -102,6 +102,9 @@ class LibraryCalls:
         self._used: dict[int, tuple[Any, Any, int, int | None]] = {}
         """NOTE [one gradient, two optimizers]: by parameter ``id``, the last step that used its
         gradient: (the optimizer, the gradient, both held weakly, its version, the line)."""
+        self._fresh: dict[int, list[torch.Tensor]] = {}
+        """NOTE [an optimizer made afresh]: by optimizer ``id``, during its step, the parameters it
+        updates that had no state in it at the step's start."""
         self._thread = threading.get_ident()
         """The recording thread (``install`` runs on it)."""
 
@@ -238,6 +241,9 @@ class LibraryCalls:
                 held[id(p)] = weakref.ref(p)
         if not self._steps:  # a step inside another's (a Lookahead's base optimizer) is that update
             self._note_gradients_used(optimizer, params)
+            state = getattr(optimizer, "state", None)
+            if isinstance(state, dict):  # NOTE [an optimizer made afresh]
+                self._fresh[id(optimizer)] = [p for p in params if p.grad is not None and not state.get(p)]
 
     def _note_gradients_used(self, optimizer: Any, params: list[torch.Tensor]) -> None:
         """NOTE [one gradient, two optimizers]
@@ -265,10 +271,44 @@ class LibraryCalls:
                     rec.stepped_twice[id(p)] = [prev[3], line]
                 last[id(p)] = (weakref.ref(optimizer), weakref.ref(g), g._version, line)
 
+    def _note_state_kept(self, optimizer: Any, line: int | None) -> None:
+        """NOTE [an optimizer made afresh]
+            Adam's moments, SGD's momentum buffer and RMSprop's square average live in the
+            optimizer object (``optimizer.state``, keyed by parameter). An optimizer made inside
+            the training loop starts each step from empty state: Adam's every update is then its
+            first, lr·g/(|g| + eps), about lr·sign(g) whatever the gradient's size, and momentum
+            never builds. A step whose optimizer held no state for a parameter at its start
+            (``_note_optimized``) and holds some after it is a fresh start of an optimizer that
+            keeps state (plain SGD keeps none, and is never counted); a parameter's fresh starts
+            after its first are its restarts (``Node.state_restarts``). A step inside another
+            optimizer's step is that step's (a Lookahead's base optimizer), and is not counted."""
+        fresh = {id(p) for p in self._fresh.pop(id(optimizer), ())}
+        state = getattr(optimizer, "state", None)
+        if not isinstance(state, dict):
+            return
+        kept = self.rec.state_restarts
+        for group in getattr(optimizer, "param_groups", ()):
+            for p in group.get("params", ()):
+                if not isinstance(p, torch.Tensor) or p.grad is None or not state.get(p):
+                    continue
+                row = kept.get(id(p))
+                if row is None or row[0]() is not p:
+                    row = kept[id(p)] = [weakref.ref(p), type(optimizer).__name__, 0, -1, None]
+                row[2] += 1
+                if id(p) in fresh:
+                    row[3] += 1
+                    if row[3] == 1:
+                        row[1], row[4] = type(optimizer).__name__, line
+
     def _step_post(self, optimizer: Any, args: Any, kwargs: Any) -> None:
         if _is_compiling():  # NOTE [invisible to dynamo] in compiled.py
             return None
         state = self._steps.pop() if self._steps else NO_SWITCH
+        if threading.get_ident() == self._thread and self.rec.limit is None and not self._steps:
+            try:
+                self._note_state_kept(optimizer, self.rec.current_line())
+            except Exception as e:  # NOTE [the recorder never breaks the snippet]
+                self.rec.internal_error(e)
         if threading.get_ident() == self._thread and self.rec.limit is None:
             try:  # NOTE [gradient edits] in gradedits.py: what the step wrote into a .grad
                 with torch._C.DisableTorchFunction():

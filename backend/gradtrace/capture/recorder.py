@@ -134,6 +134,10 @@ class Recorder:
         self.stepped_twice: dict[int, list[int]] = {}
         """NOTE [one gradient, two optimizers] in library.py: the lines of the two steps that
         updated a leaf (by ``id``, among ``optimized``) with one and the same gradient."""
+        self.state_restarts: dict[int, list[Any]] = {}
+        """NOTE [an optimizer made afresh] in library.py: by parameter ``id``, [the parameter held
+        weakly, the optimizer's class, the steps of optimizers keeping state that updated it,
+        how many of them after its first started from no state, the line of the first such]."""
         self.edges: list[dict[str, Any] | range] = []
         """Edges in document order; a ``range``: the edges of those function nodes, kept by the
         core (NOTE [node entries in C++])."""
@@ -304,6 +308,14 @@ class Recorder:
         """The lines of two steps of different optimizers that used one gradient of ``t`` (NOTE
         [one gradient, two optimizers] in capture/library.py), or None."""
         return self.stepped_twice.get(id(t)) if self.is_optimized(t) else None
+
+    def restarts_of(self, t: torch.Tensor) -> dict[str, Any] | None:
+        """``Node.state_restarts`` of ``t`` (NOTE [an optimizer made afresh] in
+        capture/library.py), or None when its optimizer's state never started afresh."""
+        row = self.state_restarts.get(id(t))
+        if row is None or row[0]() is not t or row[3] < 1:
+            return None
+        return {"optimizer": row[1], "steps": row[2], "restarts": row[3], "line": row[4]}
 
     def let_go(self) -> None:
         """NOTE [no cycle outlives the block]: the block is over (``finish`` and ``sweep`` ran):

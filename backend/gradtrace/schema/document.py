@@ -198,6 +198,18 @@ class ValueStep(_Model):
     delta: Number = Field(description="‖w_after − w_before‖")
 
 
+class StateRestarts(_Model):
+    """A leaf's optimizer state started afresh after its first step: NOTE [an optimizer made
+    afresh] in capture/library.py."""
+
+    optimizer: str = Field(description="the class of the optimizer that stepped it (`Adam`)")
+    steps: int = Field(description="the steps of optimizers that keep state (moments, momentum) that updated the leaf")
+    restarts: int = Field(description=(
+        "how many of those steps, after its first, found no state of the leaf in their optimizer (a new "
+        "optimizer object, so its moments or momentum started from zero again)"))
+    line: int | None = Field(None, description="the line of the step of the first restart")
+
+
 class Cut(_Model):
     """Why a tensor has no history although it came from one (``detach()``, ``no_grad``)."""
 
@@ -287,6 +299,10 @@ class Node(_Model):
         "gradient (no backward or `zero_grad()` between them): a parameter two optimizers hold, updated twice per "
         "backward (the `stepped-twice` hint); absent otherwise")
     # NOTE [one gradient, two optimizers] in capture/library.py
+    state_restarts: StateRestarts | None = _optional(
+        "leaves: an optimizer's state for the leaf started afresh after its first step (`StateRestarts`): an "
+        "optimizer made again inside the training loop (the `optimizer-recreated` hint); absent otherwise")
+    # NOTE [an optimizer made afresh] in capture/library.py
 
 
 class HookChange(_Model):

@@ -83,6 +83,11 @@ export function optimizerNote(n, doc) {
     const where = twice[0] === twice[1] ? `line ${twice[0]}` : `lines ${twice[0]} and ${twice[1]}`;
     return `held by two optimizers: both step() calls (${where}) update it with one backward's gradient`;
   }
+  const fresh = n.state_restarts;  // docs/CONTRACT.md `state_restarts`: an optimizer made afresh
+  if (fresh && fresh.restarts > 0) {
+    return `held by an optimizer whose step() ran: it trains, but ${fresh.optimizer}'s state for it started `
+      + `from zero at ${fresh.restarts + 1} of its ${fresh.steps} steps (a new optimizer each time)`;
+  }
   return "held by an optimizer whose step() ran: it trains";
 }
 

@@ -465,6 +465,71 @@ def stepped_twice(view: DocView) -> list[dict[str, Any]]:
     return out
 
 
+_ADAM_FAMILY = frozenset({"Adam", "AdamW", "NAdam", "RAdam", "Adamax", "SparseAdam"})
+
+
+def optimizer_recreated(view: DocView) -> list[dict[str, Any]]:
+    """Parameters whose optimizer state started afresh at most of their steps: an optimizer made
+    inside the training loop (NOTE [an optimizer made afresh] in capture/library.py). Silent on
+    an optimizer made again once or now and then (a second stage, a new learning rate), and on
+    plain SGD, which keeps no state (its steps are never counted)."""
+    by_kind: dict[tuple[str, int | None], list[tuple[Mapping[str, Any], Mapping[str, Any]]]] = {}
+    for n in view.leaf_nodes:
+        r = n.get("state_restarts")
+        if not isinstance(r, Mapping):
+            continue
+        restarts, steps = int(r.get("restarts") or 0), int(r.get("steps") or 0)
+        if restarts >= 2 and 2 * restarts >= steps - 1:
+            by_kind.setdefault((str(r.get("optimizer")), r.get("line")), []).append((n, r))
+    out = []
+    code = str(view.doc.get("code") or "")
+    for (cls, step), rows in by_kind.items():
+        names = [view.tensor_label(n) for n, _ in rows]
+        shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+        steps, restarts = max(int(r["steps"]) for _, r in rows), max(int(r["restarts"]) for _, r in rows)
+        made, loop = _made_in_loop(code, cls, step)
+        where = f"{cls}(...) on line {made} runs inside the loop on line {loop}" if made and loop else \
+            f"a new {cls} stepped them"
+        if cls in _ADAM_FAMILY:
+            effect = (f"Every update is then {cls}'s first, lr·g/(|g| + eps): about lr·sign(g) for every element "
+                      "whatever the gradient's size, and the moments that adapt the step never build up")
+        else:
+            effect = f"What {cls} keeps between steps (momentum, running averages) starts from zero every time"
+        out.append(hint(
+            "optimizer-recreated", "warning", f"{cls} made afresh at each step: its state starts from zero",
+            f"{where}, so {restarts + 1} of the {steps} steps that updated {shown} began with no state. {effect}. "
+            "An optimizer is made once, before the loop, and keeps its state across iterations.",
+            line=made or step, nodes=[str(n["id"]) for n, _ in rows],
+            evidence=[("steps", str(steps)), ("steps from empty state", str(restarts + 1)),
+                      *([("made at", f"line {made}: {view.line_text(made)}")] if made else []),
+                      *([("step", f"line {step}: {view.line_text(step)}")] if step else [])],
+            fix=f"opt = torch.optim.{cls}(model.parameters(), lr=...)   # once, before the loop\n"
+                "for x, y in data:\n    opt.zero_grad()\n    loss = ...\n    loss.backward()\n    opt.step()"))
+    return out
+
+
+def _made_in_loop(code: str, cls: str, step: int | None) -> tuple[int | None, int | None]:
+    """The line of a ``cls(...)`` call inside a loop that also holds the ``step`` line, and the
+    loop's line; (None, None) when the code shows none."""
+    if step is None:
+        return None, None
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError):
+        return None, None
+    for loop in ast.walk(tree):
+        if not isinstance(loop, ast.For | ast.While) or not loop.lineno <= step <= (loop.end_lineno or 0):
+            continue
+        for node in ast.walk(loop):
+            if not isinstance(node, ast.Call):
+                continue
+            f = node.func
+            name = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else None
+            if name == cls and node.lineno <= step:
+                return node.lineno, loop.lineno
+    return None, None
+
+
 # NOTE [a backward with no graph]
 #     ``loss.backward()`` on a tensor autograd recorded nothing for raises "element 0 of
 #     tensors does not require grad and does not have a grad_fn", the error beginners meet

@@ -54,12 +54,13 @@ inline constexpr Key saved_once{"{\"saved_once\":", ",\"saved_once\":", 23};
 inline constexpr Key saved_unread{"{\"saved_unread\":", ",\"saved_unread\":", 24};
 inline constexpr Key seq{"{\"seq\":", ",\"seq\":", 25};
 inline constexpr Key shape{"{\"shape\":", ",\"shape\":", 26};
-inline constexpr Key stepped_twice{"{\"stepped_twice\":", ",\"stepped_twice\":", 27};
-inline constexpr Key tied{"{\"tied\":", ",\"tied\":", 28};
-inline constexpr Key value{"{\"value\":", ",\"value\":", 29};
-inline constexpr Key value_end{"{\"value_end\":", ",\"value_end\":", 30};
-inline constexpr Key value_steps{"{\"value_steps\":", ",\"value_steps\":", 31};
-inline constexpr Key var{"{\"var\":", ",\"var\":", 32};
+inline constexpr Key state_restarts{"{\"state_restarts\":", ",\"state_restarts\":", 27};
+inline constexpr Key stepped_twice{"{\"stepped_twice\":", ",\"stepped_twice\":", 28};
+inline constexpr Key tied{"{\"tied\":", ",\"tied\":", 29};
+inline constexpr Key value{"{\"value\":", ",\"value\":", 30};
+inline constexpr Key value_end{"{\"value_end\":", ",\"value_end\":", 31};
+inline constexpr Key value_steps{"{\"value_steps\":", ",\"value_steps\":", 32};
+inline constexpr Key var{"{\"var\":", ",\"var\":", 33};
 }  // namespace node
 
 // SavedTensor (gradtrace.schema.document)

@@ -1,0 +1,247 @@
+"""Hints for the errors beginners meet first, each said in the snippet's own terms with its fix.
+
+NOTE [an error said with its cause]
+    torch's message names the rule a program broke, not where the program broke it: "a leaf
+    Variable that requires grad is being used in an in-place operation" does not say that the
+    line is a by-hand SGD update, nor "mat1 and mat2 must have the same dtype" that the input
+    came from numpy. The document holds the error (its message, line, op and module:
+    ``RunError``), the failed backward pass with its root, and the code: each check below
+    matches one message of torch's, reads the names on the error's line (``ast``), and says
+    the cause and the fix with them. It never fires without that error, so a program that runs
+    is never accused; ``tests/capture/test_error_hints.py`` runs each mistake, checks torch's
+    own message, and runs the fix the hint gives, which torch accepts. The "does not require
+    grad" error is ``backward-without-graph`` (``training.py``), and in-place changes of saved
+    tensors and a graph walked twice are ``RunError.detail`` (``capture/diagnose.py``).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from gradtrace.analysis.docview import DocView
+from gradtrace.analysis.hints.write import hint, shape
+
+
+def _error(view: DocView) -> Mapping[str, Any]:
+    return view.doc.get("error") or {}
+
+
+def _statement(code: str, line: int | None) -> ast.stmt | None:
+    """The innermost simple statement on ``line`` of ``code``, or None."""
+    if line is None:
+        return None
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError):
+        return None
+    found: ast.stmt | None = None
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.stmt) and not isinstance(node, ast.For | ast.While | ast.If | ast.With | ast.Try
+                                                           | ast.FunctionDef | ast.ClassDef)
+                and node.lineno <= line <= (node.end_lineno or node.lineno)):
+            found = node
+    return found
+
+
+def _base_name(node: ast.AST) -> str | None:
+    """``w`` of ``w``, ``w[0]``, ``w.data``; ``model.w`` of ``model.w``."""
+    while isinstance(node, ast.Subscript):
+        node = node.value
+    if isinstance(node, ast.Name | ast.Attribute):
+        return ast.unparse(node)
+    return None
+
+
+def _calls(stmt: ast.stmt) -> list[ast.Call]:
+    return sorted((n for n in ast.walk(stmt) if isinstance(n, ast.Call)), key=lambda c: (c.lineno, c.col_offset))
+
+
+def _assigned_at(code: str, name: str, before: int) -> int | None:
+    """The last line before ``before`` that assigns ``name`` (a plain name), or None."""
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError):
+        return None
+    lines = [n.lineno for n in ast.walk(tree) if isinstance(n, ast.Assign | ast.AnnAssign) and n.lineno < before
+             and any(name in {ast.unparse(e) for e in (t.elts if isinstance(t, ast.Tuple) else [t])}
+                     for t in (n.targets if isinstance(n, ast.Assign) else [n.target]))]
+    return max(lines, default=None)
+
+
+_LEAF_IN_PLACE = re.compile(r"a (view of a )?leaf Variable that requires grad is being used in an in-place operation")
+
+
+def leaf_changed_in_place(view: DocView) -> list[dict[str, Any]]:
+    """torch's "a leaf Variable that requires grad is being used in an in-place operation": a
+    parameter updated by hand (``w -= lr * w.grad``) or initialized in place outside
+    ``torch.no_grad()``."""
+    error = _error(view)
+    found = _LEAF_IN_PLACE.search(str(error.get("message", "")))
+    line = error.get("line")
+    if found is None or line is None:
+        return []
+    code = str(view.doc.get("code") or "")
+    stmt = _statement(code, int(line))
+    name: str | None = None
+    if isinstance(stmt, ast.AugAssign):
+        name = _base_name(stmt.target)
+    elif isinstance(stmt, ast.Assign) and isinstance(stmt.targets[0], ast.Subscript):
+        name = _base_name(stmt.targets[0])
+    elif stmt is not None:
+        method = next((c.func for c in _calls(stmt) if isinstance(c.func, ast.Attribute)
+                       and c.func.attr.endswith("_") and not c.func.attr.startswith("_")), None)
+        name = _base_name(method.value) if method is not None else None
+    text = view.line_text(int(line)).strip()
+    shown = name or "a leaf tensor"
+    what = "a view of it" if found.group(1) else "it"
+    update = ".grad" in text
+    why = ("This line is an update by hand of a parameter from its gradient: it is no part of the graph, and "
+           "belongs under torch.no_grad(), as an optimizer's step() runs it."
+           if update else
+           "Where the change is no part of the model (an initialization, a clamp of the weights), make it under "
+           "torch.no_grad(); where it is, compute a new tensor instead of changing the leaf.")
+    fix = f"with torch.no_grad():\n    {text}"
+    if update and name:
+        fix += f"\n{name}.grad.zero_()   # or {name}.grad = None, before the next backward"
+    return [hint(
+        "leaf-changed-in-place", "error", f"{shown} changed in place while it requires grad",
+        f"{shown} is a leaf that requires grad (requires_grad=True), and line {line} changes {what} in place"
+        f"{_op(error)} where autograd records. autograd refuses: the graphs that use {shown} "
+        f"read its value, and a leaf has no history to record the change in. {why}",
+        line=int(line), nodes=[],
+        evidence=[("line", f"{line}: {text}"), *([("op", str(error["op"]))] if error.get("op") else [])],
+        fix=fix)]
+
+
+def _op(error: Mapping[str, Any]) -> str:
+    return f" (`{error['op']}`)" if error.get("op") else ""
+
+
+_NOT_SCALAR = "grad can be implicitly created only for scalar outputs"
+
+
+def backward_non_scalar(view: DocView) -> list[dict[str, Any]]:
+    """torch's "grad can be implicitly created only for scalar outputs": ``backward()`` without
+    a gradient from a tensor of many elements (a loss made with ``reduction='none'``, an
+    output never reduced)."""
+    error = _error(view)
+    if _NOT_SCALAR not in str(error.get("message", "")):
+        return []
+    failed = [p for p in view.doc.get("passes") or [] if not p.get("completed", True)]
+    roots = [view.by_id[r] for p in failed[-1:] for r in p.get("roots") or [] if r in view.by_id]
+    root = next((n for n in roots if n.get("kind") == "tensor"), None)
+    line = error.get("line") or (failed[-1].get("line") if failed else None)
+    stmt = _statement(str(view.doc.get("code") or ""), int(line) if line is not None else None)
+    method = next((c.func for c in (_calls(stmt) if stmt is not None else [])
+                   if isinstance(c.func, ast.Attribute) and c.func.attr == "backward"), None)
+    name = (str(root["name"]) if root is not None and root.get("name") else
+            ast.unparse(method.value) if isinstance(method, ast.Attribute) else "the tensor")
+    dims = ((root or {}).get("value") or {}).get("shape")
+    has = f" has shape {shape(dims)}" if isinstance(dims, list) else " has more than one element"
+    per_sample = "reduction='none'" in str(view.doc.get("code") or "").replace('"', "'")
+    why = (" A loss made with reduction='none' gives one value per sample; the loss to train on is their mean."
+           if per_sample else "")
+    return [hint(
+        "backward-non-scalar", "error", f"backward() from {name}, which is not a single number",
+        f"{name}.backward() with no argument starts the chain rule from d{name}/d{name} = 1, which is defined "
+        f"for a single number only, and {name}{has}.{why} Reduce it to the number to minimize ({name}.mean() "
+        f"or {name}.sum()), or give backward the vector to weigh each element's gradient by: "
+        f"{name}.backward(torch.ones_like({name})) sums them.",
+        line=int(line) if line is not None else None, nodes=[str(root["id"])] if root is not None else [],
+        evidence=[("root", f"{name}{'' if not isinstance(dims, list) else ' ' + shape(dims)}"),
+                  *([("line", f"{line}: {view.line_text(int(line)).strip()}")] if line is not None else [])],
+        fix=f"{name}.mean().backward()   # or {name}.sum().backward()"
+            f"\n# or keep each element's gradient weighted by 1: {name}.backward(torch.ones_like({name}))")]
+
+
+_FLOAT64_INPUT = re.compile(r"but got Double and Float|Input type \(double\) and (?:bias|weight) type \(float\)"
+                            r"|got: double != float|input dtype \(torch\.float64\) does not match weight dtype "
+                            r"\(torch\.float32\)")
+_FROM_NUMPY = re.compile(r"\bfrom_numpy\s*\(|\bnp\.|\bnumpy\s*\(|\.values\b|\bpd\.")
+
+
+def float64_input(view: DocView) -> list[dict[str, Any]]:
+    """A float64 tensor (numpy's default float) given to float32 weights: torch's "mat1 and mat2
+    must have the same dtype, but got Double and Float" and its kin for convolutions, RNNs and
+    matmul."""
+    error = _error(view)
+    line = error.get("line")
+    if line is None or not _FLOAT64_INPUT.search(str(error.get("message", ""))):
+        return []
+    code = str(view.doc.get("code") or "")
+    stmt = _statement(code, int(line))
+    name = next((ast.unparse(c.args[0]) for c in (_calls(stmt) if stmt is not None else [])
+                 if c.args and isinstance(c.args[0], ast.Name | ast.Attribute)), None)
+    made = _assigned_at(code, name, int(line)) if name and "." not in name else None
+    numpy = made is not None and _from_numpy(code, view, made)
+    taker = (f"{error['module']} ({error['module_type']})" if error.get("module") and error.get("module_type")
+             else f"`{error['op']}`" if error.get("op") else "the op")
+    shown = name or "its input"
+    source = (f" It was made from a numpy array on line {made}: numpy's floats are float64, and "
+              "torch.from_numpy and torch.tensor keep the dtype they are given." if numpy else "")
+    return [hint(
+        "float64-input", "error", f"{shown} is float64; the weights are float32",
+        f"{taker} holds float32 weights (torch's default), and {shown} is float64. torch does not mix the two in one "
+        f"matmul or convolution, and does not convert for you.{source} float32 is what models train in: convert "
+        "the data once, where it is made.",
+        line=int(line), nodes=[],
+        evidence=[("line", f"{line}: {view.line_text(int(line)).strip()}"),
+                  *([("made at", f"line {made}: {view.line_text(made).strip()}")] if made else [])],
+        fix=(f"{shown} = {shown}.float()   # float32, as the weights" if name else
+             "x = torch.from_numpy(a).float()   # or torch.tensor(a, dtype=torch.float32)"))]
+
+
+def _from_numpy(code: str, view: DocView, made: int) -> bool:
+    """Whether line ``made`` makes its tensor from numpy: there, or in the assignment of a name
+    it reads (``batch = torch.tensor(images)`` after ``images = np.random.rand(...)``)."""
+    text = view.line_text(made)
+    if _FROM_NUMPY.search(text):
+        return True
+    stmt = _statement(code, made)
+    value = getattr(stmt, "value", None)
+    names = {n.id for n in ast.walk(value) if isinstance(n, ast.Name)} if value is not None else set()
+    return any((at := _assigned_at(code, n, made)) is not None and bool(_FROM_NUMPY.search(view.line_text(at)))
+               for n in sorted(names))
+
+
+_CLASS_TARGET = re.compile(r"expected target dtype to be Long or Byte, but got (\w+)")
+_BCE_TARGET = re.compile(r"result type Float can't be cast to the desired output type (Long|Int|Bool)"
+                         r"|Found dtype (Long|Int|Bool) but expected Float")
+_BCE_OPS = {"binary_cross_entropy", "binary_cross_entropy_with_logits"}
+
+
+def target_dtype(view: DocView) -> list[dict[str, Any]]:
+    """A loss given targets of the wrong dtype: float class labels to cross-entropy or NLL
+    (which take int64 class indices), integer labels to BCE (which takes float probabilities)."""
+    error = _error(view)
+    line = error.get("line")
+    message = str(error.get("message", ""))
+    cls, bce = _CLASS_TARGET.search(message), _BCE_TARGET.search(message)
+    if line is None or not (cls or (bce and str(error.get("op")) in _BCE_OPS)):
+        return []
+    stmt = _statement(str(view.doc.get("code") or ""), int(line))
+    target = next((ast.unparse(c.args[1]) for c in (_calls(stmt) if stmt is not None else [])
+                   if len(c.args) >= 2 and isinstance(c.args[1], ast.Name | ast.Attribute | ast.Subscript)), None)
+    shown = target or "the target"
+    loss = (f"{error['module']} ({error['module_type']})" if error.get("module") and error.get("module_type")
+            else f"`{error['op']}`" if error.get("op") else "the loss")
+    if cls:
+        got = cls.group(1)
+        title = f"{shown} holds class labels as {got}; {loss} takes int64 class indices"
+        message = (f"{loss} reads {shown} as class indices, one per sample, which must be int64 (torch.long); "
+                   f"{shown} is {got}. Labels read from a file or made with torch.tensor from floats come out "
+                   "float. (A float target of the logits' own shape is read as class probabilities instead.)")
+        fix = f"{shown} = {shown}.long()"
+    else:
+        got = bce.group(1) or bce.group(2)  # type: ignore[union-attr]
+        title = f"{shown} is {got}; {loss} takes float targets"
+        message = (f"{loss} compares each prediction with a target probability in [0, 1], a float like the "
+                   f"prediction; {shown} is {got} (labels made with torch.randint, or read as integers).")
+        fix = f"{shown} = {shown}.float()"
+    return [hint(
+        "target-dtype", "error", title, message, line=int(line), nodes=[],
+        evidence=[("line", f"{line}: {view.line_text(int(line)).strip()}"), ("target dtype", got)],
+        fix=fix)]

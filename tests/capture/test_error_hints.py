@@ -1,0 +1,183 @@
+"""The errors beginners meet first, said with their cause and fix (NOTE [an error said with its
+cause] in analysis/hints/errors.py): each mistake raises torch's own message in a bare run, the
+hint names the line and the tensor, and the fix the hint gives, put in the program, is one torch
+runs without error (and then no error hint is said)."""
+
+from __future__ import annotations
+
+import re
+import textwrap
+from typing import Any
+
+import pytest
+
+H = "import torch\nimport numpy as np\nimport torch.nn as nn\nimport torch.nn.functional as F\ntorch.manual_seed(0)\n"
+
+
+def _bare(code: str) -> BaseException | None:
+    """What torch raises running ``code`` without gradtrace, or None."""
+    try:
+        exec(compile(code, "<bare>", "exec"), {"__name__": "__main__"})
+    except Exception as e:
+        return e
+    return None
+
+
+def _line_of(code: str, text: str) -> int:
+    return next(i for i, line in enumerate(code.splitlines(), 1) if text in line)
+
+
+def _replace_line(code: str, line: int, new: str) -> str:
+    """``code`` with its line ``line`` replaced by ``new`` (lines indented as the old one)."""
+    lines = code.splitlines()
+    indent = re.match(r"\s*", lines[line - 1]).group(0)  # type: ignore[union-attr]
+    lines[line - 1:line] = textwrap.indent(new, indent).splitlines()
+    return "\n".join(lines) + "\n"
+
+
+def _error_hint(doc: dict[str, Any], code: str) -> dict[str, Any]:
+    return next(h for h in (doc.get("analysis") or {}).get("hints", []) if h["code"] == code)
+
+
+ERROR_CODES = {"leaf-changed-in-place", "backward-non-scalar", "float64-input", "target-dtype"}
+
+SGD_BY_HAND = H + """
+w = torch.randn(3, requires_grad=True)
+x, y = torch.randn(10, 3), torch.randn(10)
+for step in range(3):
+    loss = ((x @ w - y) ** 2).mean()
+    loss.backward()
+    w -= 0.1 * w.grad
+"""
+
+INIT_IN_PLACE = H + """
+W = torch.zeros(4, 3, requires_grad=True)
+W[0] = 1.0
+(torch.randn(5, 4) @ W).sum().backward()
+"""
+
+NOT_REDUCED = H + """
+model = nn.Linear(4, 1)
+criterion = nn.MSELoss(reduction='none')
+x, y = torch.randn(8, 4), torch.randn(8, 1)
+loss = criterion(model(x), y)
+loss.backward()
+"""
+
+FROM_NUMPY = H + """
+model = nn.Sequential(nn.Linear(3, 8), nn.ReLU(), nn.Linear(8, 1))
+data = np.random.randn(16, 3)
+x = torch.from_numpy(data)
+pred = model(x)
+"""
+
+CONV_FROM_NUMPY = H + """
+net = nn.Sequential(nn.Conv2d(1, 4, 3), nn.ReLU())
+images = np.random.rand(2, 1, 8, 8)
+batch = torch.tensor(images)
+out = net(batch)
+"""
+
+CE_FLOAT_LABELS = H + """
+model = nn.Linear(4, 3)
+x = torch.randn(6, 4)
+labels = torch.tensor([0., 2., 1., 0., 1., 2.])
+loss = F.cross_entropy(model(x), labels)
+loss.backward()
+"""
+
+BCE_INT_LABELS = H + """
+model = nn.Linear(4, 1)
+criterion = nn.BCEWithLogitsLoss()
+x, y = torch.randn(8, 4), torch.randint(0, 2, (8,))
+loss = criterion(model(x).squeeze(1), y)
+loss.backward()
+"""
+
+
+def test_a_leaf_updated_by_hand_outside_no_grad_is_said_with_its_fix(run: Any) -> None:
+    """torch's "a leaf Variable that requires grad is being used in an in-place operation", on
+    SGD by hand; the fix (the update under ``torch.no_grad()``, then the gradient cleared)
+    trains ``w`` in torch's own run."""
+    line = _line_of(SGD_BY_HAND, "w -= 0.1")
+    e = _bare(SGD_BY_HAND)
+    assert e is not None and "leaf Variable that requires grad" in str(e)
+    hint = _error_hint(run(SGD_BY_HAND), "leaf-changed-in-place")
+    assert hint["line"] == line and hint["title"].startswith("w changed in place") and "no_grad" in hint["fix"]
+    fixed = _replace_line(SGD_BY_HAND, line, hint["fix"])
+    ns: dict[str, Any] = {}
+    exec(compile(fixed, "<fixed>", "exec"), ns)
+    assert ns["w"].grad is not None and not ns["w"].grad.any()  # cleared after the update
+    assert not ERROR_CODES & {h["code"] for h in (run(fixed).get("analysis") or {}).get("hints", [])}
+
+
+def test_a_view_of_a_leaf_set_in_place_is_said_with_its_fix(run: Any) -> None:
+    line = _line_of(INIT_IN_PLACE, "W[0] = 1.0")
+    e = _bare(INIT_IN_PLACE)
+    assert e is not None and "a view of a leaf Variable" in str(e)
+    hint = _error_hint(run(INIT_IN_PLACE), "leaf-changed-in-place")
+    assert hint["line"] == line and hint["title"].startswith("W changed in place") and "a view of it" in hint["message"]
+    fixed = _replace_line(INIT_IN_PLACE, line, hint["fix"])
+    assert _bare(fixed) is None
+
+
+def test_backward_from_a_loss_not_reduced_is_said_with_its_fix(run: Any) -> None:
+    """torch's "grad can be implicitly created only for scalar outputs"; the hint names the
+    root and its shape, and its fix (the mean) runs."""
+    line = _line_of(NOT_REDUCED, "loss.backward()")
+    e = _bare(NOT_REDUCED)
+    assert e is not None and "only for scalar outputs" in str(e)
+    hint = _error_hint(run(NOT_REDUCED), "backward-non-scalar")
+    assert hint["line"] == line and "loss [8, 1]" in [ev["value"] for ev in hint["evidence"]]
+    assert "reduction='none'" in hint["message"]
+    fixed = _replace_line(NOT_REDUCED, line, hint["fix"].splitlines()[0])
+    ns: dict[str, Any] = {}
+    exec(compile(fixed, "<fixed>", "exec"), ns)
+    assert ns["model"].weight.grad is not None
+
+
+@pytest.mark.parametrize("program, name, numpy_line", [(FROM_NUMPY, "x", "x = torch.from_numpy"),
+                                                       (CONV_FROM_NUMPY, "batch", "batch = torch.tensor")],
+                         ids=["linear", "conv"])
+def test_a_float64_input_from_numpy_is_said_with_its_fix(run: Any, program: str, name: str, numpy_line: str) -> None:
+    """torch's dtype errors of a float64 input to float32 weights; the hint names the input and
+    the numpy line it came from, and its fix (``.float()`` before the call) runs."""
+    e = _bare(program)
+    assert e is not None and re.search(r"Double and Float|\(double\) and bias type \(float\)", str(e))
+    doc = run(program)
+    hint = _error_hint(doc, "float64-input")
+    line = doc["error"]["line"]
+    assert hint["title"].startswith(f"{name} is float64") and hint["line"] == line
+    assert f"line {_line_of(program, numpy_line)}" in hint["message"]
+    fixed = _replace_line(program, line, hint["fix"].split("#")[0].strip() + "\n" + program.splitlines()[line - 1])
+    assert _bare(fixed) is None
+
+
+@pytest.mark.parametrize("program, name, kind", [(CE_FLOAT_LABELS, "labels", "Float"), (BCE_INT_LABELS, "y", "Long")],
+                         ids=["cross-entropy", "bce"])
+def test_targets_of_the_wrong_dtype_are_said_with_their_fix(run: Any, program: str, name: str, kind: str) -> None:
+    """torch's target dtype errors: float labels to cross-entropy, integer labels to BCE with
+    logits; the fix converts the target the hint names, and the loss then backpropagates."""
+    e = _bare(program)
+    assert e is not None and ("target dtype" in str(e) or "can't be cast" in str(e))
+    doc = run(program)
+    hint = _error_hint(doc, "target-dtype")
+    line = doc["error"]["line"]
+    assert hint["line"] == line and hint["title"].startswith(f"{name} ") and kind in hint["title"]
+    fixed = _replace_line(program, line, hint["fix"] + "\n" + program.splitlines()[line - 1])
+    ns: dict[str, Any] = {}
+    exec(compile(fixed, "<fixed>", "exec"), ns)
+    assert ns["model"].weight.grad is not None
+    assert not ERROR_CODES & {h["code"] for h in (run(fixed).get("analysis") or {}).get("hints", [])}
+
+
+def test_other_errors_get_none_of_these_hints(run: Any) -> None:
+    """A shape error, a float target of the logits' shape (class probabilities: no error), and a
+    model in float64 given float64 data: none of the four is said."""
+    shape = H + "model = nn.Linear(10, 5)\nmodel(torch.randn(4, 8))\n"
+    probs = H + ("logits = torch.randn(4, 3, requires_grad=True)\n"
+                 "F.cross_entropy(logits, torch.softmax(torch.randn(4, 3), 1)).backward()\n")
+    double = H + "model = nn.Linear(3, 1).double()\nmodel(torch.from_numpy(np.random.randn(4, 3))).sum().backward()\n"
+    assert _bare(shape) is not None and _bare(probs) is None and _bare(double) is None
+    for program in (shape, probs, double):
+        assert not ERROR_CODES & {h["code"] for h in (run(program).get("analysis") or {}).get("hints", [])}
