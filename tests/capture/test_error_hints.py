@@ -102,8 +102,11 @@ def test_a_leaf_updated_by_hand_outside_no_grad_is_said_with_its_fix(run: Any) -
     line = _line_of(SGD_BY_HAND, "w -= 0.1")
     e = _bare(SGD_BY_HAND)
     assert e is not None and "leaf Variable that requires grad" in str(e)
-    hint = _error_hint(run(SGD_BY_HAND), "leaf-changed-in-place")
+    doc = run(SGD_BY_HAND)
+    hint = _error_hint(doc, "leaf-changed-in-place")
     assert hint["line"] == line and hint["title"].startswith("w changed in place") and "no_grad" in hint["fix"]
+    leaf = next(n for n in doc["graph"]["nodes"] if n["kind"] == "tensor" and n.get("name") == "w")
+    assert doc["error"]["node"] == leaf["id"] and hint["nodes"] == [leaf["id"]]  # the page marks w
     fixed = _replace_line(SGD_BY_HAND, line, hint["fix"])
     ns: dict[str, Any] = {}
     exec(compile(fixed, "<fixed>", "exec"), ns)

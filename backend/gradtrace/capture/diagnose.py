@@ -119,7 +119,12 @@ def describe_raise(rec: Recorder, exc: BaseException) -> dict[str, Any]:
                    op=op[1] if op is not None else _op_from_source(exc))
     elif op is not None:
         out.update(op=op[1], shapes=op[2])
+    if op is not None and _LEAF_IN_PLACE in str(exc):  # the leaf it names is the one the op changed
+        out["node"] = op[3]
     return {k: v for k, v in out.items() if v is not None}
+
+
+_LEAF_IN_PLACE = "leaf Variable that requires grad is being used in an in-place operation"
 
 
 def describe_error(rec: Recorder, exc: BaseException) -> dict[str, Any]:

@@ -382,8 +382,10 @@ class CaptureMode(TorchFunctionMode):
         if rec.op_error is not None and rec.op_error[0] is exc:
             return  # an outer call that sees the same exception
         try:
-            shapes = [shape_of(t) for a in args for t in _tensors_of(a)]
-            rec.op_error = (exc, getattr(func, "__name__", type(func).__name__), shapes)
+            tensors = [t for a in args for t in _tensors_of(a)]
+            held = rec.tensors.get(id(tensors[0])) if tensors else None  # the tensor the op changes or reads first
+            node = str(held[1]["id"]) if held is not None and held[0] is tensors[0] else None
+            rec.op_error = (exc, getattr(func, "__name__", type(func).__name__), [shape_of(t) for t in tensors], node)
         except Exception as e:  # NOTE [the recorder never breaks the snippet]
             rec.internal_error(e)
 

@@ -174,9 +174,9 @@ class Recorder:
         self.module_error: tuple[BaseException, str | None, str, list[list[int]]] | None = None
         """The innermost module the latest exception was raised in: (exception, path, class
         name, shapes of its tensor arguments)."""
-        self.op_error: tuple[BaseException, str, list[list[int]]] | None = None
+        self.op_error: tuple[BaseException, str, list[list[int]], str | None] | None = None
         """The innermost torch call the tap saw raise: (exception, its name, shapes of its tensor
-        arguments)."""
+        arguments, the node of the first of them when it has one)."""
         self.cuts: dict[int, tuple[torch.Tensor, str]] = {}
         self.tensor_edges: set[tuple[str, str]] = set()
         """(source, target) of the edges from a function node to a root's or a retained

@@ -111,7 +111,7 @@ def leaf_changed_in_place(view: DocView) -> list[dict[str, Any]]:
         f"{shown} is a leaf that requires grad (requires_grad=True), and line {line} changes {what} in place"
         f"{_op(error)} where autograd records. autograd refuses: the graphs that use {shown} "
         f"read its value, and a leaf has no history to record the change in. {why}",
-        line=int(line), nodes=[],
+        line=int(line), nodes=[str(error["node"])] if str(error.get("node")) in view.by_id else [],
         evidence=[("line", f"{line}: {text}"), *([("op", str(error["op"]))] if error.get("op") else [])],
         fix=fix)]
 
