@@ -62,7 +62,9 @@ class Hint(_Model):
         "Monte Carlo dropout; or `F.dropout` without `training=` in the forward of a module in eval mode), "
         "`eval-mode-in-training` (a model put in eval mode for an evaluation and trained on in it: "
         "`ModuleInfo.modes`), "
-        "`threads-unrecorded` (a thread the run started built graphs that were not recorded)"))
+        "`threads-unrecorded` (a thread the run started built graphs that were not recorded), `symmetric-init` "
+        "(two layers in a row whose weights start with every element equal, as `nn.init.zeros_` on both makes: "
+        "the hidden units between them stay identical)"))
     severity: Severity = Field(description="`error`, `warning` or `info`")
     title: str = Field(description="one line")
     message: str = Field(description="what happened, with the run's own names and numbers")

@@ -184,7 +184,7 @@ def _param(view: DocView, leaf: Mapping[str, Any], acc_passes: list[int], n: int
             "grad_mean": _outs(mean), "grad_max": _outs(top), "update": _outs(upd)}
 
 
-def _network_order(view: DocView, leaves: list[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+def network_order(view: DocView, leaves: list[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     """Leaves in the order the forward pass used them: their first consumer's place among the
     nodes (the graph's nodes are in creation order)."""
     place = {str(n["id"]): i for i, n in enumerate(view.nodes)}
@@ -242,7 +242,7 @@ def _by_iteration(view: DocView, passes: list[Mapping[str, Any]], read: Callable
     if not leaves:
         return None  # no leaf was trained over iterations (a double backward, two losses once)
     params = [_param(view, t, acc_passes.get(view.accumulator(str(t["id"])) or "", []), n, read, many)
-              for t in _network_order(view, leaves)]
+              for t in network_order(view, leaves)]
     layers = []
     for layer in activation_layers(view.nodes, pass_of, read, gather):
         share: list[Any] = [None] * n

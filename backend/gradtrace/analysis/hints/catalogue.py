@@ -31,6 +31,7 @@ from gradtrace.analysis.hints.graph import (
     softmax_wrong_dim,
     zero_gradient_ops,
 )
+from gradtrace.analysis.hints.init import symmetric_init
 from gradtrace.analysis.hints.training import (
     accumulated,
     backward_without_graph,
@@ -51,7 +52,7 @@ HINT_CHECKS: tuple[Check, ...] = (
     nonleaf_grad, graph_freed, double_softmax, nll_on_probabilities, softmax_wrong_dim, sigmoid_bce,
     hand_written_math, mse_broadcast, graph_kept_alive, zero_gradient_ops, nondiff_ops, grad_flow, call_flow,
     train_mode_in_eval, eval_mode_in_training, grad_edited, clip_before_backward, clip_before_unscale,
-    threads_unrecorded, update_ratio, activations,
+    threads_unrecorded, symmetric_init, update_ratio, activations,
 )
 
 
