@@ -39,7 +39,8 @@ def _error_hint(doc: dict[str, Any], code: str) -> dict[str, Any]:
     return next(h for h in (doc.get("analysis") or {}).get("hints", []) if h["code"] == code)
 
 
-ERROR_CODES = {"leaf-changed-in-place", "backward-non-scalar", "float64-input", "target-dtype"}
+ERROR_CODES = {"leaf-changed-in-place", "backward-non-scalar", "float64-input", "target-dtype", "target-shape",
+               "target-out-of-range"}
 
 SGD_BY_HAND = H + """
 w = torch.randn(3, requires_grad=True)
@@ -184,3 +185,68 @@ def test_other_errors_get_none_of_these_hints(run: Any) -> None:
     assert _bare(shape) is not None and _bare(probs) is None and _bare(double) is None
     for program in (shape, probs, double):
         assert not ERROR_CODES & {h["code"] for h in (run(program).get("analysis") or {}).get("hints", [])}
+
+
+LOSS_ERRORS = {
+    "column-labels": (H + """
+model = nn.Linear(4, 3)
+criterion = nn.CrossEntropyLoss()
+x, y = torch.randn(8, 4), torch.randint(0, 3, (8, 1))
+loss = criterion(model(x), y)
+loss.backward()
+""", "target-shape", "0D or 1D target tensor expected"),
+    "classes-last": (H + """
+emb, head = nn.Embedding(10, 8), nn.Linear(8, 10)
+tokens = torch.randint(0, 10, (2, 5))
+logits = head(emb(tokens))
+loss = F.cross_entropy(logits, tokens)
+loss.backward()
+""", "target-shape", "Expected target size"),
+    "flattened-logits": (H + """
+emb, head = nn.Embedding(10, 8), nn.Linear(8, 10)
+tokens = torch.randint(0, 10, (2, 5))
+logits = head(emb(tokens))
+loss = F.cross_entropy(logits.view(-1, 10), tokens)
+loss.backward()
+""", "target-shape", "to match target batch_size"),
+    "bce-column": (H + """
+model = nn.Linear(4, 1)
+criterion = nn.BCEWithLogitsLoss()
+x, y = torch.randn(8, 4), torch.randint(0, 2, (8,)).float()
+loss = criterion(model(x), y)
+loss.backward()
+""", "target-shape", "must be the same as input size"),
+    "one-hot": (H + """
+model = nn.Linear(4, 3)
+x, labels = torch.randn(8, 4), torch.randint(0, 3, (8,))
+target = F.one_hot(labels, 3)
+loss = F.cross_entropy(model(x), target)
+loss.backward()
+""", "target-dtype", "target with class probabilities, got Long"),
+    "labels-from-one": (H + """
+model = nn.Linear(4, 3)
+criterion = nn.CrossEntropyLoss()
+x, y = torch.randn(8, 4), torch.tensor([1, 2, 3, 1, 2, 3, 1, 2])
+loss = criterion(model(x), y)
+loss.backward()
+""", "target-out-of-range", "Target 3 is out of bounds"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(LOSS_ERRORS))
+def test_a_loss_given_a_target_it_cannot_read_is_said_with_its_fix(run: Any, case: str) -> None:
+    """Each of torch's loss errors, raised in a bare run; the hint on the loss's line; its fix's
+    first line, put in the program (an assignment of the target before the loss, or the loss's
+    line rewritten), is one torch runs to the end: the loss backpropagates."""
+    program, code, message = LOSS_ERRORS[case]
+    e = _bare(program)
+    assert e is not None and message in str(e), e
+    doc = run(program)
+    hint = _error_hint(doc, code)
+    line = doc["error"]["line"]
+    assert hint["line"] == line == _line_of(program, "loss = ")
+    first = hint["fix"].splitlines()[0].split("#")[0].strip()
+    fixed = _replace_line(program, line, first if first.startswith("loss =") else first + "\n"
+                          + program.splitlines()[line - 1].strip())
+    assert _bare(fixed) is None, fixed
+    assert not ERROR_CODES & {h["code"] for h in (run(fixed).get("analysis") or {}).get("hints", [])}

@@ -17,6 +17,7 @@ NOTE [an error said with its cause]
 from __future__ import annotations
 
 import ast
+import math
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -207,10 +208,25 @@ def _from_numpy(code: str, view: DocView, made: int) -> bool:
                for n in sorted(names))
 
 
+def _loss_args(code: str, line: int) -> tuple[str | None, str | None]:
+    """The input and target expressions of the loss call on ``line`` (its first call with two
+    arguments or more, the second a name, attribute or subscript): (None, None) when none."""
+    stmt = _statement(code, line)
+    call = next((c for c in (_calls(stmt) if stmt is not None else [])
+                 if len(c.args) >= 2 and isinstance(c.args[1], ast.Name | ast.Attribute | ast.Subscript)), None)
+    return (ast.unparse(call.args[0]), ast.unparse(call.args[1])) if call is not None else (None, None)
+
+
+def _loss_name(error: Mapping[str, Any]) -> str:
+    return (f"{error['module']} ({error['module_type']})" if error.get("module") and error.get("module_type")
+            else f"`{error['op']}`" if error.get("op") else "the loss")
+
+
 _CLASS_TARGET = re.compile(r"expected target dtype to be Long or Byte, but got (\w+)")
 _BCE_TARGET = re.compile(r"result type Float can't be cast to the desired output type (Long|Int|Bool)"
                          r"|Found dtype (Long|Int|Bool) but expected Float")
 _BCE_OPS = {"binary_cross_entropy", "binary_cross_entropy_with_logits"}
+_PROBS_TARGET = re.compile(r"Expected floating point type for target with class probabilities, got (\w+)")
 
 
 def target_dtype(view: DocView) -> list[dict[str, Any]]:
@@ -219,16 +235,20 @@ def target_dtype(view: DocView) -> list[dict[str, Any]]:
     error = _error(view)
     line = error.get("line")
     message = str(error.get("message", ""))
-    cls, bce = _CLASS_TARGET.search(message), _BCE_TARGET.search(message)
-    if line is None or not (cls or (bce and str(error.get("op")) in _BCE_OPS)):
+    cls, bce, probs = _CLASS_TARGET.search(message), _BCE_TARGET.search(message), _PROBS_TARGET.search(message)
+    if line is None or not (cls or probs or (bce and str(error.get("op")) in _BCE_OPS)):
         return []
-    stmt = _statement(str(view.doc.get("code") or ""), int(line))
-    target = next((ast.unparse(c.args[1]) for c in (_calls(stmt) if stmt is not None else [])
-                   if len(c.args) >= 2 and isinstance(c.args[1], ast.Name | ast.Attribute | ast.Subscript)), None)
+    _, target = _loss_args(str(view.doc.get("code") or ""), int(line))
     shown = target or "the target"
-    loss = (f"{error['module']} ({error['module_type']})" if error.get("module") and error.get("module_type")
-            else f"`{error['op']}`" if error.get("op") else "the loss")
-    if cls:
+    loss = _loss_name(error)
+    if probs:
+        got = probs.group(1)
+        title = f"{shown} is {got} with one column per class; {loss} takes class indices or float probabilities"
+        message = (f"{shown} has a column per class, as F.one_hot makes it, so {loss} reads it as class "
+                   f"probabilities, which must be float; it is {got}. The usual target is the class index of each "
+                   "sample: one number per sample, int64.")
+        fix = f"{shown} = {shown}.argmax(1)   # class indices; or {shown}.float() to keep it as probabilities"
+    elif cls:
         got = cls.group(1)
         title = f"{shown} holds class labels as {got}; {loss} takes int64 class indices"
         message = (f"{loss} reads {shown} as class indices, one per sample, which must be int64 (torch.long); "
@@ -245,3 +265,91 @@ def target_dtype(view: DocView) -> list[dict[str, Any]]:
         "target-dtype", "error", title, message, line=int(line), nodes=[],
         evidence=[("line", f"{line}: {view.line_text(int(line)).strip()}"), ("target dtype", got)],
         fix=fix)]
+
+
+_MULTI_TARGET = "0D or 1D target tensor expected, multi-target not supported"
+_CLASSES_LAST = re.compile(r"Expected target size \[[\d, ]+\], got \[[\d, ]+\]")
+_BATCH = re.compile(r"Expected input batch_size \((\d+)\) to match target batch_size \((\d+)\)")
+_SIZES = re.compile(r"(?:T|Using a t)arget size \(torch\.Size\(\[[\d, ]*\]\)\) (?:must be the same as|that is "
+                    r"different to the) input size")
+
+
+def _dims(error: Mapping[str, Any]) -> tuple[list[int], list[int]] | None:
+    shapes = error.get("shapes")
+    if not isinstance(shapes, list) or len(shapes) < 2:
+        return None
+    return [int(d) for d in shapes[0]], [int(d) for d in shapes[1]]
+
+
+def target_shape(view: DocView) -> list[dict[str, Any]]:
+    """A loss given a target whose shape does not match its input's as the loss reads them:
+    class labels of shape [N, 1], a sequence's classes last ([N, T, C]), logits flattened and
+    targets not, BCE's [N, 1] outputs against [N] targets."""
+    error = _error(view)
+    line, message = error.get("line"), str(error.get("message", ""))
+    dims = _dims(error)
+    if line is None or dims is None:
+        return []
+    got, want = dims
+    code = str(view.doc.get("code") or "")
+    inp, target = _loss_args(code, int(line))
+    x, t = inp or "the input", target or "the target"
+    loss = _loss_name(error)
+    batch = _BATCH.search(message)
+    if _MULTI_TARGET in message and len(want) == 2 and want[1] == 1:
+        title = f"{t} has shape {shape(want)}; {loss} takes one class index per sample, shape [{want[0]}]"
+        why = (f"{loss} takes the class index of each sample as a tensor of shape [N]; {t} has a second dim of "
+               "size 1 (labels kept as a column, as a DataFrame or a dataset of [label] rows gives them).")
+        fix = f"{t} = {t}.squeeze(1)   # shape [{want[0]}]"
+    elif _CLASSES_LAST.search(message) and len(got) >= 3 and got[:-1] == want:
+        title = f"{x} has its {got[-1]} classes last; {loss} takes them on dim 1"
+        why = (f"{loss} reads the classes on dim 1 ([N, C, ...]); {x} has shape {shape(got)}, its {got[-1]} classes "
+               f"last, as a sequence model writes them, so its dim 1 ({got[1]}) was taken for the classes.")
+        fix = (f"loss = F.cross_entropy({x}.transpose(1, 2), {t})   # classes on dim 1\n"
+               f"# or flatten both: F.cross_entropy({x}.reshape(-1, {got[-1]}), {t}.reshape(-1))")
+    elif batch and len(got) == 2 and math.prod(want) == got[0] and len(want) >= 2:
+        title = f"{x} was flattened to {got[0]} rows and {t} was not"
+        why = (f"{loss} pairs each row of {x} ({shape(got)}: one row per position) with one element of {t}; {t} "
+               f"still has shape {shape(want)}, so it gives {want[0]} targets for {got[0]} rows.")
+        fix = f"loss = F.cross_entropy({x}, {t}.reshape(-1))   # {got[0]} targets, one per row"
+    elif _SIZES.search(message) and (got == [*want, 1] or want == [*got, 1]):
+        title = f"{x} has shape {shape(got)} and {t} {shape(want)}; {loss} pairs them element by element"
+        why = (f"{loss} compares each output with its own target, so the two shapes must be equal; "
+               + (f"{x} has one column ({shape(got)}, as nn.Linear(..., 1) gives) and {t} none."
+                  if got == [*want, 1] else f"{t} has one column more than {x}."))
+        fix = (f"{t} = {t}.unsqueeze(1)   # {shape(got)}, as the output; or pass {x}.squeeze(1)"
+               if got == [*want, 1] else f"{t} = {t}.squeeze(-1)   # {shape(got)}, as the output")
+    else:
+        return []
+    return [hint("target-shape", "error", title, why, line=int(line), nodes=[],
+                 evidence=[("line", f"{line}: {view.line_text(int(line)).strip()}"), ("input shape", shape(got)),
+                           ("target shape", shape(want))], fix=fix)]
+
+
+_OUT_OF_BOUNDS = re.compile(r"Target (-?\d+) is out of bounds")
+
+
+def target_out_of_range(view: DocView) -> list[dict[str, Any]]:
+    """torch's "Target 3 is out of bounds": a class index outside [0, C) for a model with C
+    outputs (labels counted from 1, or one output short)."""
+    error = _error(view)
+    line = error.get("line")
+    found = _OUT_OF_BOUNDS.search(str(error.get("message", "")))
+    dims = _dims(error)
+    if line is None or found is None or dims is None or len(dims[0]) < 2:
+        return []
+    value, classes = int(found.group(1)), dims[0][1]
+    _, target = _loss_args(str(view.doc.get("code") or ""), int(line))
+    t = target or "the target"
+    one_based = value == classes
+    why = (f"{t} holds class {value}, and the model's output has {classes} scores per sample, for the classes 0 to "
+           f"{classes - 1}: class indices count from 0. "
+           + ("Labels counted from 1 (1 to C) are one too high; a dataset with more classes needs an output "
+              "layer as wide as its classes." if one_based else "No score stands for it."))
+    fix = (f"{t} = {t} - 1   # labels 1..{classes} to 0..{classes - 1}\n"
+           f"# or, with {classes + 1} classes: nn.Linear(..., {classes + 1}) as the last layer" if one_based else
+           "# the last layer needs one output per class: nn.Linear(..., number_of_classes)")
+    return [hint("target-out-of-range", "error", f"{t} holds class {value}; the model scores {classes} classes "
+                 f"(0 to {classes - 1})", why, line=int(line), nodes=[],
+                 evidence=[("line", f"{line}: {view.line_text(int(line)).strip()}"),
+                           ("scores per sample", str(classes)), ("class in the target", str(value))], fix=fix)]
