@@ -40,7 +40,7 @@ def _error_hint(doc: dict[str, Any], code: str) -> dict[str, Any]:
 
 
 ERROR_CODES = {"leaf-changed-in-place", "backward-non-scalar", "float64-input", "target-dtype", "target-shape",
-               "target-out-of-range"}
+               "target-out-of-range", "input-shape"}
 
 SGD_BY_HAND = H + """
 w = torch.randn(3, requires_grad=True)
@@ -176,9 +176,9 @@ def test_targets_of_the_wrong_dtype_are_said_with_their_fix(run: Any, program: s
 
 
 def test_other_errors_get_none_of_these_hints(run: Any) -> None:
-    """A shape error, a float target of the logits' shape (class probabilities: no error), and a
-    model in float64 given float64 data: none of the four is said."""
-    shape = H + "model = nn.Linear(10, 5)\nmodel(torch.randn(4, 8))\n"
+    """An index out of range, a float target of the logits' shape (class probabilities: no error),
+    and a model in float64 given float64 data: none of these hints is said."""
+    shape = H + "x = torch.randn(3)\ny = x[5]\n"
     probs = H + ("logits = torch.randn(4, 3, requires_grad=True)\n"
                  "F.cross_entropy(logits, torch.softmax(torch.randn(4, 3), 1)).backward()\n")
     double = H + "model = nn.Linear(3, 1).double()\nmodel(torch.from_numpy(np.random.randn(4, 3))).sum().backward()\n"
@@ -250,3 +250,69 @@ def test_a_loss_given_a_target_it_cannot_read_is_said_with_its_fix(run: Any, cas
                           + program.splitlines()[line - 1].strip())
     assert _bare(fixed) is None, fixed
     assert not ERROR_CODES & {h["code"] for h in (run(fixed).get("analysis") or {}).get("hints", [])}
+
+
+LAYOUT_ERRORS = {
+    "channels-last": (H + """
+net = nn.Sequential(nn.Conv2d(3, 8, 3), nn.ReLU())
+images = torch.from_numpy(np.random.rand(4, 32, 32, 3).astype(np.float32))
+out = net(images)
+""", "have 3 channels, but got 32 channels"),
+    "not-flattened": (H + """
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(1, 16, 5)
+        self.fc = nn.Linear(16 * 24 * 24, 10)
+    def forward(self, x):
+        x = torch.relu(self.conv(x))
+        return self.fc(x)
+out = Net()(torch.randn(2, 1, 28, 28))
+""", "shapes cannot be multiplied"),
+    "batch-of-one": (H + """
+model = nn.Sequential(nn.Linear(4, 16), nn.BatchNorm1d(16), nn.ReLU(), nn.Linear(16, 1))
+out = model(torch.randn(1, 4))
+""", "more than 1 value per channel"),
+    "image-alone": (H + """
+net = nn.Conv2d(1, 4, 3)
+img = torch.rand(28, 28)
+out = net(img)
+""", "input to conv2d"),
+    "features-before-time": (H + """
+rnn = nn.GRU(8, 16, batch_first=True)
+seq = torch.randn(2, 8, 30)
+out, h = rnn(seq)
+""", "must be equal to input_size"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(LAYOUT_ERRORS))
+def test_a_layer_given_another_layout_is_said_with_its_fix(run: Any, case: str) -> None:
+    """Each layout error, torch's own message in a bare run; the hint on the error's line; its
+    fix's first line put before that line (an assignment of the input) is one torch runs."""
+    program, message = LAYOUT_ERRORS[case]
+    e = _bare(program)
+    assert e is not None and message in str(e), e
+    doc = run(program)
+    hint = _error_hint(doc, "input-shape")
+    line = doc["error"]["line"]
+    assert hint["line"] == line
+    first = hint["fix"].splitlines()[0].split("#")[0].strip()
+    fixed = _replace_line(program, line, first + "\n" + program.splitlines()[line - 1].strip())
+    assert _bare(fixed) is None, fixed
+    assert not ERROR_CODES & {h["code"] for h in (run(fixed).get("analysis") or {}).get("hints", [])}
+
+
+def test_a_linear_made_for_another_size_is_said_with_the_size_it_gets(run: Any) -> None:
+    """The classic size worked out by hand after convolutions (16·4·4 where 16·12·12 arrive):
+    the hint gives the in_features the input has, and the layer made so runs."""
+    program = H + """
+net = nn.Sequential(nn.Conv2d(1, 16, 5), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(), nn.Linear(16 * 4 * 4, 10))
+out = net(torch.randn(2, 1, 28, 28))
+"""
+    e = _bare(program)
+    assert e is not None and "(2x2304 and 256x10)" in str(e)
+    hint = _error_hint(run(program), "input-shape")
+    assert "takes 256 features and gets 2304" in hint["title"]
+    made = hint["fix"].split("#")[0].strip()
+    assert _bare(program.replace("nn.Linear(16 * 4 * 4, 10)", made)) is None

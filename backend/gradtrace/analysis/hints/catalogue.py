@@ -21,6 +21,7 @@ from gradtrace.analysis.hints.dynamics import activations, call_flow, update_rat
 from gradtrace.analysis.hints.errors import (
     backward_non_scalar,
     float64_input,
+    input_shape,
     leaf_changed_in_place,
     target_dtype,
     target_out_of_range,
@@ -56,7 +57,7 @@ Check = Callable[[DocView], list[dict[str, Any]]]
 HINT_CHECKS: tuple[Check, ...] = (
     accumulated, discarded, stepped_twice, optimizer_recreated, cut_leaf, requires_grad_after_cut,
     backward_without_graph, leaf_changed_in_place, backward_non_scalar, float64_input, target_dtype, target_shape,
-    target_out_of_range,
+    target_out_of_range, input_shape,
     nonleaf_grad, graph_freed, double_softmax, nll_on_probabilities, softmax_wrong_dim, sigmoid_bce,
     hand_written_math, mse_broadcast, graph_kept_alive, zero_gradient_ops, nondiff_ops, grad_flow, call_flow,
     train_mode_in_eval, eval_mode_in_training, grad_edited, clip_before_backward, clip_before_unscale,

@@ -353,3 +353,82 @@ def target_out_of_range(view: DocView) -> list[dict[str, Any]]:
                  f"(0 to {classes - 1})", why, line=int(line), nodes=[],
                  evidence=[("line", f"{line}: {view.line_text(int(line)).strip()}"),
                            ("scores per sample", str(classes)), ("class in the target", str(value))], fix=fix)]
+
+
+_CHANNELS = re.compile(r"weight of size \[(\d+), (\d+), [\d, ]+\], expected input\[[\d, ]+\] to have \d+ channels, "
+                       r"but got (\d+) channels instead")
+_MATMUL = re.compile(r"mat1 and mat2 shapes cannot be multiplied \((\d+)x(\d+) and (\d+)x(\d+)\)")
+_ONE_PER_CHANNEL = "Expected more than 1 value per channel when training"
+_UNBATCHED = re.compile(r"Expected (\d)D \(unbatched\) or (\d)D \(batched\) input to (conv\dd)")
+_RNN_SIZE = re.compile(r"input\.size\(-1\) must be equal to input_size\. Expected (\d+), got (\d+)")
+
+
+def _module_input(code: str, line: int) -> str | None:
+    """The expression the error's module (or op) was given on ``line``: the first argument of
+    the first call there whose first argument is a name or attribute."""
+    stmt = _statement(code, line)
+    return next((ast.unparse(c.args[0]) for c in (_calls(stmt) if stmt is not None else [])
+                 if c.args and isinstance(c.args[0], ast.Name | ast.Attribute)), None)
+
+
+def input_shape(view: DocView) -> list[dict[str, Any]]:
+    """A layer given an input of the wrong layout, said with the layout it takes: images with
+    their channels last, a convolution's output into ``nn.Linear`` unflattened, a Linear's
+    ``in_features`` that is not what reaches it, batch norm on a batch of one in training mode,
+    an image without its channel and batch dims, a sequence with its features and time swapped."""
+    error = _error(view)
+    line, message = error.get("line"), str(error.get("message", ""))
+    dims = (error.get("shapes") or [None])[0]
+    if line is None or not isinstance(dims, list):
+        return []
+    got = [int(d) for d in dims]
+    code = str(view.doc.get("code") or "")
+    name = _module_input(code, int(line))
+    x = name or "the input"
+    layer = _loss_name(error)
+    channels, matmul, unbatched, rnn = (_CHANNELS.search(message), _MATMUL.search(message),
+                                        _UNBATCHED.search(message), _RNN_SIZE.search(message))
+    if channels and len(got) == 4 and got[3] == int(channels.group(2)):
+        want = int(channels.group(2))
+        title = f"{x} has its channels last {shape(got)}; {layer} takes [N, C, H, W]"
+        why = (f"{layer} reads dim 1 as the {want} channels; {x} has shape {shape(got)}: height, width, then "
+               f"channels, the layout numpy, PIL and matplotlib keep images in. So it found {got[1]} channels.")
+        fix = f"{x} = {x}.permute(0, 3, 1, 2)   # [N, H, W, C] to [N, C, H, W]"
+    elif (matmul and error.get("module_type") == "Linear" and len(got) >= 3
+          and math.prod(got[1:]) == int(matmul.group(3))):
+        title = f"{x} reaches {layer} unflattened, with shape {shape(got)}"
+        why = (f"{layer} takes [N, {matmul.group(3)}]: one row of {matmul.group(3)} features per sample; {x} still "
+               f"has its convolution's shape {shape(got)}, and a Linear reads only the last dim ({got[-1]}), "
+               f"so it got rows of {got[-1]}. Flatten each sample first.")
+        fix = f"{x} = torch.flatten({x}, 1)   # [{got[0]}, {math.prod(got[1:])}]; or nn.Flatten() before the Linear"
+    elif matmul and error.get("module_type") == "Linear" and len(got) == 2 and got[1] != int(matmul.group(3)):
+        want, out = int(matmul.group(3)), int(matmul.group(4))
+        title = f"{layer} takes {want} features and gets {got[1]}"
+        why = (f"{layer} was made with in_features={want}, and its input has {got[1]} features per sample "
+               f"({shape(got)}). in_features is the size of each sample that reaches the layer (after "
+               f"convolutions: channels × height × width as they leave them); nn.LazyLinear({out}) reads it from the "
+               "first batch.")
+        fix = f"nn.Linear({got[1]}, {out})   # in_features as the input has them; or nn.LazyLinear({out})"
+    elif _ONE_PER_CHANNEL in message:
+        title = f"{layer} got a batch of one sample in training mode"
+        why = (f"{layer} normalizes each channel by the batch's mean and variance while training, and a batch of "
+               f"one ({shape(got)}) has one value per channel: no variance to divide by. A DataLoader's last batch "
+               "can be of one; predicting one sample is done in eval mode, with the running statistics.")
+        fix = "model.eval()   # to predict one sample\n# or drop a last batch of one: DataLoader(..., drop_last=True)"
+    elif unbatched and len(got) == int(unbatched.group(1)) - 1:
+        title = f"{x} has shape {shape(got)}; {layer} takes [N, C, ...] (or [C, ...])"
+        why = (f"{layer} takes a batch of images with their channels ({unbatched.group(2)} dims) or one image with "
+               f"its channels ({unbatched.group(1)} dims); {x} has {len(got)}: a single image without its channel "
+               "dim.")
+        fix = f"{x} = {x}[None, None]   # [1, 1, {', '.join(str(d) for d in got)}]: one image of one channel"
+    elif rnn and len(got) == 3 and int(rnn.group(1)) in got[:-1]:
+        want = int(rnn.group(1))
+        title = f"{x} has its {want} features on dim {got.index(want)}; {layer} reads them last"
+        why = (f"{layer} was made with input_size={want} and reads the features on the last dim; {x} has shape "
+               f"{shape(got)}, its features before its {got[-1]} time steps.")
+        fix = f"{x} = {x}.transpose(1, 2)   # features last"
+    else:
+        return []
+    return [hint("input-shape", "error", title, why, line=int(line), nodes=[],
+                 evidence=[("line", f"{line}: {view.line_text(int(line)).strip()}"), ("input shape", shape(got))],
+                 fix=fix)]
