@@ -274,11 +274,18 @@ _SIZES = re.compile(r"(?:T|Using a t)arget size \(torch\.Size\(\[[\d, ]*\]\)\) (
                     r"different to the) input size")
 
 
+def _ints(s: Any) -> list[int] | None:
+    """A shape as the document writes it (a list of whole numbers), or None."""
+    return [int(d) for d in s] if isinstance(s, list) and all(type(d) is int for d in s) else None
+
+
 def _dims(error: Mapping[str, Any]) -> tuple[list[int], list[int]] | None:
+    """The shapes of the raising call's first two tensor arguments (input, target), or None."""
     shapes = error.get("shapes")
     if not isinstance(shapes, list) or len(shapes) < 2:
         return None
-    return [int(d) for d in shapes[0]], [int(d) for d in shapes[1]]
+    got, want = _ints(shapes[0]), _ints(shapes[1])
+    return None if got is None or want is None else (got, want)
 
 
 def target_shape(view: DocView) -> list[dict[str, Any]]:
@@ -378,10 +385,10 @@ def input_shape(view: DocView) -> list[dict[str, Any]]:
     an image without its channel and batch dims, a sequence with its features and time swapped."""
     error = _error(view)
     line, message = error.get("line"), str(error.get("message", ""))
-    dims = (error.get("shapes") or [None])[0]
-    if line is None or not isinstance(dims, list):
+    shapes = error.get("shapes")
+    got = _ints(shapes[0]) if isinstance(shapes, list) and shapes else None
+    if line is None or got is None:
         return []
-    got = [int(d) for d in dims]
     code = str(view.doc.get("code") or "")
     name = _module_input(code, int(line))
     x = name or "the input"

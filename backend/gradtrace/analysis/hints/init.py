@@ -81,7 +81,7 @@ def _constant_line(view: DocView) -> int | None:
 
 def _shape(n: Mapping[str, Any]) -> list[int]:
     s = n.get("shape") or (n.get("value") or {}).get("shape")
-    return [int(d) for d in s] if isinstance(s, list) else []
+    return [int(d) for d in s] if isinstance(s, list) and all(type(d) is int for d in s) else []
 
 
 def _shape_text(n: Mapping[str, Any]) -> str:
