@@ -70,7 +70,9 @@ class Hint(_Model):
         "`ModuleInfo.modes`), "
         "`threads-unrecorded` (a thread the run started built graphs that were not recorded), `symmetric-init` "
         "(two layers in a row whose weights start with every element equal, as `nn.init.zeros_` on both makes: "
-        "the hidden units between them stay identical)"))
+        "the hidden units between them stay identical), `view-not-permute` (a `view` or `reshape` of [B, T, C] to "
+        "[B, C, T] or another order of the same sizes, where a transpose was meant: the data keeps its memory "
+        "order)"))
     severity: Severity = Field(description="`error`, `warning` or `info`")
     title: str = Field(description="one line")
     message: str = Field(description="what happened, with the run's own names and numbers")

@@ -40,6 +40,7 @@ from gradtrace.analysis.hints.graph import (
     zero_gradient_ops,
 )
 from gradtrace.analysis.hints.init import symmetric_init
+from gradtrace.analysis.hints.reshape import view_not_permute
 from gradtrace.analysis.hints.training import (
     accumulated,
     backward_without_graph,
@@ -59,7 +60,8 @@ HINT_CHECKS: tuple[Check, ...] = (
     backward_without_graph, leaf_changed_in_place, backward_non_scalar, float64_input, target_dtype, target_shape,
     target_out_of_range, input_shape,
     nonleaf_grad, graph_freed, double_softmax, nll_on_probabilities, softmax_wrong_dim, sigmoid_bce,
-    hand_written_math, mse_broadcast, graph_kept_alive, zero_gradient_ops, nondiff_ops, grad_flow, call_flow,
+    hand_written_math, view_not_permute, mse_broadcast, graph_kept_alive, zero_gradient_ops, nondiff_ops,
+    grad_flow, call_flow,
     train_mode_in_eval, eval_mode_in_training, grad_edited, clip_before_backward, clip_before_unscale,
     threads_unrecorded, symmetric_init, update_ratio, activations,
 )
