@@ -243,7 +243,8 @@ class LibraryCalls:
             self._note_gradients_used(optimizer, params)
             state = getattr(optimizer, "state", None)
             if isinstance(state, dict):  # NOTE [an optimizer made afresh]
-                self._fresh[id(optimizer)] = [p for p in params if p.grad is not None and not state.get(p)]
+                with torch._C.DisableTorchFunction():  # the recorder's reads are no snippet's calls
+                    self._fresh[id(optimizer)] = [p for p in params if p.grad is not None and not state.get(p)]
 
     def _note_gradients_used(self, optimizer: Any, params: list[torch.Tensor]) -> None:
         """NOTE [one gradient, two optimizers]
@@ -287,18 +288,18 @@ class LibraryCalls:
         if not isinstance(state, dict):
             return
         kept = self.rec.state_restarts
-        for group in getattr(optimizer, "param_groups", ()):
-            for p in group.get("params", ()):
-                if not isinstance(p, torch.Tensor) or p.grad is None or not state.get(p):
-                    continue
-                row = kept.get(id(p))
-                if row is None or row[0]() is not p:
-                    row = kept[id(p)] = [weakref.ref(p), type(optimizer).__name__, 0, -1, None]
-                row[2] += 1
-                if id(p) in fresh:
-                    row[3] += 1
-                    if row[3] == 1:
-                        row[1], row[4] = type(optimizer).__name__, line
+        with torch._C.DisableTorchFunction():  # the recorder's reads are no snippet's calls
+            params = [p for group in getattr(optimizer, "param_groups", ()) for p in group.get("params", ())
+                      if isinstance(p, torch.Tensor) and p.grad is not None and state.get(p)]
+        for p in params:
+            row = kept.get(id(p))
+            if row is None or row[0]() is not p:
+                row = kept[id(p)] = [weakref.ref(p), type(optimizer).__name__, 0, -1, None]
+            row[2] += 1
+            if id(p) in fresh:
+                row[3] += 1
+                if row[3] == 1:
+                    row[1], row[4] = type(optimizer).__name__, line
 
     def _step_post(self, optimizer: Any, args: Any, kwargs: Any) -> None:
         if _is_compiling():  # NOTE [invisible to dynamo] in compiled.py
