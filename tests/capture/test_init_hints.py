@@ -86,3 +86,17 @@ def test_one_matrix_started_equal_breaks_no_symmetry_and_stays_silent(run: Any, 
     assert not _hidden_units_equal(program)
     codes = [h["code"] for h in (run(program, tensor_budget=1 << 20).get("analysis") or {}).get("hints", [])]
     assert "symmetric-init" not in codes
+
+
+def test_a_worked_example_with_round_weights_is_not_training_and_stays_silent(run: Any) -> None:
+    """Two constant weights, one backward read by hand, no step: nothing trains, nothing is said."""
+    program = H + """
+W1 = torch.full((2, 3), 0.5, requires_grad=True)
+W2 = torch.ones(1, 2, requires_grad=True)
+x = torch.tensor([1.0, 2.0, 3.0])
+y = W2 @ torch.tanh(W1 @ x)
+y.sum().backward()
+print(W1.grad, W2.grad)
+"""
+    doc = run(program, tensor_budget=1 << 20)
+    assert "symmetric-init" not in [h["code"] for h in (doc.get("analysis") or {}).get("hints", [])]

@@ -7,8 +7,10 @@ NOTE [weights that start all equal]
     value, gets the same gradient, and takes the same step, so they stay equal for the whole of
     training and the layer works as one unit. The document shows it: the two weight leaves'
     first values (``Node.value``'s stats: min = max), their shapes meeting at the hidden width,
-    the first layer's bias (when it has one) equal too, and the first weight used before the
-    second by the forward pass (``network_order``). One such matrix alone is fine, and stays
+    the first layer's bias (when it has one) equal too, the first weight used before the
+    second by the forward pass (``network_order``), and the two trained (an optimizer that
+    stepped holds one, or one's value changed between backward calls): a worked example's
+    round numbers, one backward read by hand, are no training. One such matrix alone is fine, and stays
     silent: a zero-initialized last layer, a LoRA adapter's B beside a random A.
     ``tests/capture/test_init_hints.py`` holds it to torch's own run: the hidden units'
     weights are still equal after training.
@@ -45,6 +47,8 @@ def symmetric_init(view: DocView) -> list[dict[str, Any]]:
         width = _shape(first)[0]
         if a is None or b is None or width < 2 or _shape(second)[1] != width:
             continue
+        if not any(n.get("optimized") or n.get("value_steps") for n in (first, second)):
+            continue  # never trained: a worked example's round numbers (one backward, read by hand)
         module = module_of(str(first.get("name") or ""))
         bias = by_name.get(f"{module}.bias") if module else None
         if bias is not None and _constant(bias.get("value")) is None:
