@@ -279,6 +279,37 @@ loss(params, inp).backward()
 print(torch.allclose(model.weight.grad, g["weight"]))
 '''
 
+PROGRAMS["functional_call_stacked_ensemble"] = '''
+# the model-ensembling tutorial's pattern: each model's parameters a slice of a stacked tensor
+# (a non-leaf in the parameters' place during the call, whose .grad torch warns about reading)
+from torch.func import functional_call, stack_module_state
+models = [nn.Linear(4, 1) for _ in range(3)]
+params, buffers = stack_module_state(models)
+base = nn.Linear(4, 1)
+x = torch.randn(5, 4)
+outs = [functional_call(base, ({k: v[i] for k, v in params.items()}, {}), (x,)) for i in range(3)]
+torch.stack(outs).pow(2).mean().backward()
+weights = params["weight"]
+print(weights.grad)
+'''
+
+PROGRAMS["optimizer_in_backward"] = '''
+# PyTorch's tutorial on fusing the optimizer step into the backward pass: one Adam per
+# parameter, stepped and zeroed by a post-accumulate-grad hook inside backward
+model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 1))
+optimizer_dict = {p: torch.optim.Adam([p], lr=1e-2) for p in model.parameters()}
+def optimizer_hook(parameter) -> None:
+    optimizer_dict[parameter].step()
+    optimizer_dict[parameter].zero_grad()
+for p in model.parameters():
+    p.register_post_accumulate_grad_hook(optimizer_hook)
+x, y = torch.randn(16, 8).requires_grad_(), torch.randn(16, 1)
+for step in range(3):
+    loss = ((model(x) - y) ** 2).mean()
+    loss.backward()
+print(loss.item(), [p.grad for p in model.parameters()], model[0].weight[0], x.grad.norm())
+'''
+
 PROGRAMS["kinds_nested_jagged"] = '''
 a = torch.randn(2, 3, requires_grad=True)
 b = torch.randn(4, 3, requires_grad=True)

@@ -314,3 +314,29 @@ def test_blocks_with_gradients_off_are_the_lines_torch_ran_with_gradients_off(fo
     assert covered & _ran_lines(code) <= off, (covered, off, blocks)
     if form == "nested_and_two_items":  # the inner enable_grad's body (line 10) is cut out
         assert [(b["start"], b["end"]) for b in blocks] == [(8, 9), (11, 11)]
+
+
+def test_a_stacked_ensemble_called_functionally_gets_no_warning_from_the_recorder(native: bool) -> None:
+    """The model-ensembling tutorial's ``functional_call`` puts a slice of a stacked tensor (a
+    non-leaf) in each parameter's place: the module's unreached parameters are found at the end
+    without reading such a tensor's ``.grad``, which torch warns about (in a notebook, the
+    warning printed under the user's cell; with warnings as errors, a failure)."""
+    import warnings
+
+    from torch.func import functional_call, stack_module_state
+
+    import gradtrace
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with gradtrace.record(native=native) as rec:
+            models = [nn.Linear(4, 1) for _ in range(3)]
+            params, _ = stack_module_state(models)
+            base = nn.Linear(4, 1)
+            x = torch.randn(5, 4)
+            outs = [functional_call(base, ({k: v[i] for k, v in params.items()}, {}), (x,)) for i in range(3)]
+            torch.stack(outs).pow(2).mean().backward()
+        doc = record_doc(rec)
+    assert doc["status"] == "ok" and not doc.get("recorder_errors")
+    ours = [str(w.message)[:80] for w in caught if "gradtrace" in w.filename]
+    assert ours == []

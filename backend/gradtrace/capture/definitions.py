@@ -120,7 +120,9 @@ def unreached(path: str, params: list[tuple[str, torch.Tensor]], tensors: dict[i
         if owner and f"{path}.{owner}" in called:
             continue
         hit = tensors.get(id(p))
-        if (hit is None or hit[0] is not p) and p.requires_grad and p.grad is None:
+        # a non-leaf in a parameter's place (``torch.func.functional_call``) has a history: it
+        # was reached, and its ``.grad`` is not read (torch warns of that read)
+        if (hit is None or hit[0] is not p) and p.requires_grad and p.is_leaf and p.grad is None:
             out.append(name)
     return out
 
