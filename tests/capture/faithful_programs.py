@@ -453,3 +453,78 @@ f(a).backward()
 print(a.grad)
 '''
 """The default backend, which cannot run in the sandbox."""
+
+PROGRAMS["default_dtype_float64"] = '''
+# the default dtype set to float64 for the run (and set back: the programs share a process)
+torch.set_default_dtype(torch.float64)
+model = nn.Sequential(nn.Linear(3, 8), nn.Tanh(), nn.Linear(8, 1))
+opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+x, y = torch.randn(16, 3), torch.randn(16, 1)
+for step in range(3):
+    opt.zero_grad()
+    loss = ((model(x) - y) ** 2).mean()
+    loss.backward()
+    opt.step()
+print(loss.item(), model[0].weight.dtype)
+w = model[0].weight
+torch.set_default_dtype(torch.float32)
+'''
+
+PROGRAMS["jit_trace_trained"] = '''
+# NOTE [the tap unseen by the JIT tracer] in capture/tapkernel.py: trace's check runs it twice
+model = nn.Sequential(nn.Linear(3, 8), nn.ReLU(), nn.Linear(8, 1))
+traced = torch.jit.trace(model, torch.randn(2, 3))
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+x, y = torch.randn(16, 3), torch.randn(16, 1)
+for step in range(2):
+    opt.zero_grad()
+    loss = ((traced(x) - y) ** 2).mean()
+    loss.backward()
+    opt.step()
+w = model[0].weight
+print(loss.item())
+'''
+
+PROGRAMS["checkpoint_sequential"] = '''
+from torch.utils.checkpoint import checkpoint_sequential
+model = nn.Sequential(*[nn.Sequential(nn.Linear(8, 8), nn.Tanh()) for _ in range(4)])
+x = torch.randn(5, 8, requires_grad=True)
+out = checkpoint_sequential(model, 2, x, use_reentrant=False)
+out.sum().backward()
+print(x.grad.norm(), model[0][0].weight.grad.norm())
+'''
+
+PROGRAMS["global_module_hooks"] = '''
+from torch.nn.modules.module import register_module_forward_hook, register_module_full_backward_hook
+seen = []
+h1 = register_module_forward_hook(lambda m, i, o: seen.append(type(m).__name__))
+h2 = register_module_full_backward_hook(lambda m, gi, go: seen.append("bw " + type(m).__name__))
+model = nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 1))
+x = torch.randn(2, 3, requires_grad=True)
+model(x).sum().backward()
+h1.remove(); h2.remove()
+print(seen, x.grad)
+'''
+
+PROGRAMS["gradcheck_then_anomaly_mode"] = '''
+def f(a, b):
+    return (a * b.sin()).sum()
+a = torch.randn(3, dtype=torch.float64, requires_grad=True)
+b = torch.randn(3, dtype=torch.float64, requires_grad=True)
+print(torch.autograd.gradcheck(f, (a, b)))
+with torch.autograd.detect_anomaly():
+    f(a, b).backward()
+print(a.grad, b.grad)
+'''
+
+PROGRAMS["thread_pool_forward"] = '''
+from concurrent.futures import ThreadPoolExecutor
+model = nn.Linear(4, 1)
+xs = [torch.randn(3, 4) for _ in range(4)]
+with ThreadPoolExecutor(2) as pool:
+    outs = list(pool.map(model, xs))
+loss = sum(o.sum() for o in outs)
+loss.backward()
+w = model.weight
+print(w.grad)
+'''

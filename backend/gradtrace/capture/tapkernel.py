@@ -77,6 +77,15 @@ _included = torch._C._dispatch_tls_is_dispatch_key_included
 _seq_nr = torch._C._autograd._get_sequence_nr
 _get_ident = threading.get_ident
 _no_torch_function = torch._C.DisableTorchFunction
+_tracing_state = torch._C._get_tracing_state
+_set_tracing_state = torch._C._set_tracing_state
+"""NOTE [the tap unseen by the JIT tracer]
+    ``torch.jit.trace`` records every op run while it traces, and names each value after a
+    Python variable that holds it in the frames it finds. The tap's notes of an output (Python,
+    in these kernels) would be traced into the user's graph, and name its values after the
+    tap's own locals (``%t``), differently at ``check_trace``'s second run: "Graphs differed
+    across invocations", a trace the bare run makes. The tracer is set aside while the tap
+    notes; the C++ core's tap runs no Python and meets no tracer."""
 _KeyOff = torch._C._ExcludeDispatchKeyGuard
 _NUMBERS = {bool: torch.bool, int: torch.int64, float: torch.float64, complex: torch.complex128}
 _PASS_BY = ("aten::detach", "aten::alias")
@@ -177,17 +186,24 @@ class _Kernel:
             raise
         if _seq_nr() == mark and not mutable:
             return out  # no node made, nothing written
-        with _no_torch_function():  # the tap's reads of a subclass's outputs run no Python of it
-            if isinstance(out, torch.Tensor):
-                tap._note(out)
-            elif isinstance(out, tuple | list):
-                for o in out:
-                    if isinstance(o, torch.Tensor):
-                        tap._note(o)
-                    elif isinstance(o, list):
-                        for t in o:
-                            if isinstance(t, torch.Tensor):
-                                tap._note(t)
+        tracing = _tracing_state()
+        if tracing is not None:  # NOTE [the tap unseen by the JIT tracer]
+            _set_tracing_state(None)
+        try:
+            with _no_torch_function():  # the tap's reads of a subclass's outputs run no Python of it
+                if isinstance(out, torch.Tensor):
+                    tap._note(out)
+                elif isinstance(out, tuple | list):
+                    for o in out:
+                        if isinstance(o, torch.Tensor):
+                            tap._note(o)
+                        elif isinstance(o, list):
+                            for t in o:
+                                if isinstance(t, torch.Tensor):
+                                    tap._note(t)
+        finally:
+            if tracing is not None:
+                _set_tracing_state(tracing)
         return out
 
 
