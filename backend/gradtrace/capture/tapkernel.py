@@ -78,7 +78,7 @@ _seq_nr = torch._C._autograd._get_sequence_nr
 _get_ident = threading.get_ident
 _no_torch_function = torch._C.DisableTorchFunction
 _tracing_state = torch._C._get_tracing_state
-_set_tracing_state = torch._C._set_tracing_state
+_set_tracing_state = torch._C._set_tracing_state  # type: ignore[attr-defined]  # in torch, not in its stubs
 """NOTE [the tap unseen by the JIT tracer]
     ``torch.jit.trace`` records every op run while it traces, and names each value after a
     Python variable that holds it in the frames it finds. The tap's notes of an output (Python,
