@@ -528,3 +528,78 @@ loss.backward()
 w = model.weight
 print(w.grad)
 '''
+
+PROGRAMS["mha_fast_path_then_training"] = '''
+mha = nn.MultiheadAttention(16, 4, batch_first=True)
+x = torch.randn(2, 5, 16)
+mha.eval()
+with torch.no_grad():
+    out, _ = mha(x, x, x, need_weights=False)
+print(out.sum())
+mha.train()
+out2, w = mha(x, x, x)
+out2.sum().backward()
+q = mha.in_proj_weight
+print(q.grad.norm(), w.shape)
+'''
+
+PROGRAMS["encoder_nested_fast_path_then_training"] = '''
+layer = nn.TransformerEncoderLayer(16, 4, 32, batch_first=True)
+enc = nn.TransformerEncoder(layer, 2, enable_nested_tensor=True)
+x = torch.randn(3, 6, 16)
+mask = torch.tensor([[False] * 6, [False] * 4 + [True] * 2, [False] * 2 + [True] * 4])
+enc.eval()
+with torch.no_grad():
+    y = enc(x, src_key_padding_mask=mask)
+print(y[0].sum(), y[1, :4].sum())
+enc.train()
+z = enc(x, src_key_padding_mask=mask)
+z[~mask].sum().backward()
+w = enc.layers[0].linear1.weight
+print(w.grad.norm())
+'''
+
+PROGRAMS["half_model_on_cpu"] = '''
+model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 1)).half()
+x = torch.randn(6, 4).half()
+loss = model(x).float().pow(2).mean()
+loss.backward()
+w = model[0].weight
+print(loss, w.grad.dtype, w.grad.float().norm())
+'''
+
+PROGRAMS["ema_deepcopy_save_load"] = '''
+import copy, io
+model = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 1))
+opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+x, y = torch.randn(8, 4), torch.randn(8, 1)
+ema = copy.deepcopy(model)
+for step in range(3):
+    opt.zero_grad()
+    loss = ((model(x) - y) ** 2).mean()
+    loss.backward()
+    opt.step()
+    with torch.no_grad():
+        for pe, pm in zip(ema.parameters(), model.parameters()):
+            pe.mul_(0.9).add_(pm, alpha=0.1)
+buf = io.BytesIO()
+torch.save({"model": model.state_dict(), "opt": opt.state_dict()}, buf)
+buf.seek(0)
+state = torch.load(buf, weights_only=True)
+clone = copy.deepcopy(model)
+clone.load_state_dict(state["model"])
+w = model[0].weight
+print(loss.item(), torch.equal(clone[0].weight, w), ema[0].weight.sum(), sorted(state["opt"]["state"]))
+'''
+
+PROGRAMS["distributions_rsample_kl"] = '''
+from torch.distributions import Normal, kl_divergence
+mu = torch.zeros(3, requires_grad=True)
+log_sigma = torch.zeros(3, requires_grad=True)
+q = Normal(mu, log_sigma.exp())
+z = q.rsample((5,))
+kl = kl_divergence(q, Normal(torch.zeros(3), torch.ones(3))).sum()
+loss = (z ** 2).mean() + kl
+loss.backward()
+print(loss, mu.grad, log_sigma.grad)
+'''
