@@ -317,26 +317,24 @@ def test_blocks_with_gradients_off_are_the_lines_torch_ran_with_gradients_off(fo
 
 
 def test_a_stacked_ensemble_called_functionally_gets_no_warning_from_the_recorder(native: bool) -> None:
-    """The model-ensembling tutorial's ``functional_call`` puts a slice of a stacked tensor (a
-    non-leaf) in each parameter's place: the module's unreached parameters are found at the end
-    without reading such a tensor's ``.grad``, which torch warns about (in a notebook, the
-    warning printed under the user's cell; with warnings as errors, a failure)."""
+    """The model-ensembling tutorial's ``functional_call`` (capture/faithful_programs.py) puts a
+    slice of a stacked tensor (a non-leaf) in each parameter's place: the module's unreached
+    parameters are found at the end without reading such a tensor's ``.grad``, which torch warns
+    about (in a notebook, the warning printed under the user's cell; with warnings as errors, a
+    failure)."""
     import warnings
 
-    from torch.func import functional_call, stack_module_state
+    import torch.nn.functional as F
 
     import gradtrace
+    from capture.faithful_programs import PROGRAMS
 
+    ns: dict[str, Any] = {"__name__": "__main__", "torch": torch, "nn": nn, "F": F}
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        with gradtrace.record(native=native) as rec:
-            models = [nn.Linear(4, 1) for _ in range(3)]
-            params, _ = stack_module_state(models)
-            base = nn.Linear(4, 1)
-            x = torch.randn(5, 4)
-            outs = [functional_call(base, ({k: v[i] for k, v in params.items()}, {}), (x,)) for i in range(3)]
-            torch.stack(outs).pow(2).mean().backward()
+        with gradtrace.record(native=native, _filename="<snippet>", _namespace=ns, _fresh=True) as rec:
+            exec(compile(PROGRAMS["functional_call_stacked_ensemble"], "<snippet>", "exec"), ns)
         doc = record_doc(rec)
-    assert doc["status"] == "ok" and not doc.get("recorder_errors")
+    assert doc["status"] == "ok" and not doc.get("recorder_errors") and ns["weights"].grad is not None
     ours = [str(w.message)[:80] for w in caught if "gradtrace" in w.filename]
     assert ours == []
