@@ -603,3 +603,89 @@ loss = (z ** 2).mean() + kl
 loss.backward()
 print(loss, mu.grad, log_sigma.grad)
 '''
+
+PROGRAMS["forward_mode_ad"] = '''
+import torch.autograd.forward_ad as fwAD
+x = torch.randn(4, requires_grad=True)
+v = torch.randn(4)
+with fwAD.dual_level():
+    dual = fwAD.make_dual(x, v)
+    out = (dual.sin() * dual).sum()
+    jvp = fwAD.unpack_dual(out).tangent
+out.backward()
+print(jvp, x.grad)
+'''
+
+PROGRAMS["saved_tensors_packed_to_disk"] = '''
+import os, tempfile, uuid
+tmp = tempfile.mkdtemp()
+def pack(t):
+    name = os.path.join(tmp, str(uuid.uuid4()))
+    torch.save(t, name)
+    return name
+def unpack(name):
+    return torch.load(name, weights_only=True)
+x = torch.randn(5, requires_grad=True)
+with torch.autograd.graph.saved_tensors_hooks(pack, unpack):
+    y = x.pow(2).sin()
+y.sum().backward()
+print(x.grad)
+'''
+
+PROGRAMS["node_hooks_and_prehooks"] = '''
+x = torch.randn(3, requires_grad=True)
+y = x.exp()
+z = y * 2
+seen = []
+h1 = z.grad_fn.register_hook(lambda gi, go: seen.append(("post", [g.shape for g in gi if g is not None])))
+h2 = y.grad_fn.register_prehook(lambda go: (go[0] * 10,))
+z.sum().backward()
+print(seen, x.grad)
+'''
+
+PROGRAMS["multi_grad_hook"] = '''
+a = torch.randn(3, requires_grad=True)
+b = torch.randn(3, requires_grad=True)
+got = []
+torch.autograd.graph.register_multi_grad_hook((a, b), lambda grads: got.append([g is None for g in grads]))
+(a * b).sum().backward()
+(a * 2).sum().backward()
+print(got, a.grad, b.grad)
+'''
+
+PROGRAMS["mutation_on_saved_tensors_allowed"] = '''
+with torch.autograd.graph.allow_mutation_on_saved_tensors():
+    a = torch.randn(4, requires_grad=True)
+    b = a.clone()
+    out = (b ** 2).sum()
+    b.sin_()
+    out.backward()
+    print(a.grad)
+'''
+
+PROGRAMS["optimizer_step_hooks_of_the_user"] = '''
+model = nn.Linear(3, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+log = []
+opt.register_step_pre_hook(lambda o, a, k: log.append("pre"))
+opt.register_step_post_hook(lambda o, a, k: log.append("post"))
+for step in range(2):
+    opt.zero_grad()
+    model(torch.randn(4, 3)).pow(2).mean().backward()
+    opt.step()
+w = model.weight
+print(log, w.grad)
+'''
+
+PROGRAMS["anomaly_mode_backward_raises"] = '''
+# NOTE [anomaly mode's tracebacks without the recorder] in capture/anomaly.py
+x = torch.tensor([0.0, 1.0], requires_grad=True)
+with torch.autograd.detect_anomaly():
+    y = (x.sqrt() * 0).sum()
+    try:
+        y.backward()
+    except RuntimeError as e:
+        print("raised:", str(e).splitlines()[0])
+w = torch.ones(2, requires_grad=True)
+(w * 3).sum().backward()
+'''

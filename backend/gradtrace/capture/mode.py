@@ -39,6 +39,7 @@ import torch.autograd.forward_ad as _fwad
 from torch.overrides import TorchFunctionMode
 
 from gradtrace.capture import frames
+from gradtrace.capture.anomaly import scrub_stacks
 from gradtrace.capture.dropouts import DEFAULT_TRAINING
 from gradtrace.capture.events import RecordingStopped
 from gradtrace.capture.odd_tensors import shape_of
@@ -527,6 +528,8 @@ class CaptureMode(TorchFunctionMode):
         if tap is not None:
             tap.paused += 1
         try:
+            with contextlib.suppress(Exception):  # NOTE [the recorder never breaks the snippet]
+                scrub_stacks(_tensors_of(args[0]) if args else _tensors_of(kwargs.get("tensors")))
             result = func(*args, **kwargs)
             completed = True
         finally:
