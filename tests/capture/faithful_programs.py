@@ -689,3 +689,35 @@ with torch.autograd.detect_anomaly():
 w = torch.ones(2, requires_grad=True)
 (w * 3).sum().backward()
 '''
+
+PROGRAMS["versions_and_graph_walk"] = '''
+# recording bumps no version and adds no node: what a program reads of its graph is the bare run's
+model = nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 1))
+opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+x = torch.randn(5, 3, requires_grad=True)
+for step in range(2):
+    opt.zero_grad()
+    out = model(x)
+    loss = out.pow(2).mean()
+    loss.backward(retain_graph=True)
+    opt.step()
+w = model[0].weight
+def walk(fn, depth=0):
+    if fn is None or depth > 6:
+        return []
+    return [type(fn).__name__] + [n for f, _ in fn.next_functions for n in walk(f, depth + 1)]
+print(w._version, x._version, loss.grad_fn.name(), walk(loss.grad_fn))
+print([p._version for p in model.parameters()], w.grad._version)
+'''
+
+PROGRAMS["anomaly_mode_check_nan_raises"] = '''
+x = torch.tensor([-1.0, 4.0], requires_grad=True)
+with torch.autograd.set_detect_anomaly(True, check_nan=True):
+    y = torch.where(x > 0, x.sqrt(), torch.zeros_like(x)).sum()
+    try:
+        y.backward()
+    except RuntimeError as e:
+        print("raised:", str(e).splitlines()[0])
+w = torch.ones(2, requires_grad=True)
+(w * 3).sum().backward()
+'''
