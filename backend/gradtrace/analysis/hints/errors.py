@@ -173,13 +173,10 @@ def float64_input(view: DocView) -> list[dict[str, Any]]:
     if line is None or not _FLOAT64_INPUT.search(str(error.get("message", ""))):
         return []
     code = str(view.doc.get("code") or "")
-    stmt = _statement(code, int(line))
-    name = next((ast.unparse(c.args[0]) for c in (_calls(stmt) if stmt is not None else [])
-                 if c.args and isinstance(c.args[0], ast.Name | ast.Attribute)), None)
+    name = _module_input(code, int(line))
     made = _assigned_at(code, name, int(line)) if name and "." not in name else None
     numpy = made is not None and _from_numpy(code, view, made)
-    taker = (f"{error['module']} ({error['module_type']})" if error.get("module") and error.get("module_type")
-             else f"`{error['op']}`" if error.get("op") else "the op")
+    taker = _raiser(error)
     shown = name or "its input"
     source = (f" It was made from a numpy array on line {made}: numpy's floats are float64, and "
               "torch.from_numpy and torch.tensor keep the dtype they are given." if numpy else "")
@@ -217,9 +214,10 @@ def _loss_args(code: str, line: int) -> tuple[str | None, str | None]:
     return (ast.unparse(call.args[0]), ast.unparse(call.args[1])) if call is not None else (None, None)
 
 
-def _loss_name(error: Mapping[str, Any]) -> str:
+def _raiser(error: Mapping[str, Any]) -> str:
+    """The module (``model.2 (Linear)``) or op (`` `cross_entropy` ``) that raised ``error``."""
     return (f"{error['module']} ({error['module_type']})" if error.get("module") and error.get("module_type")
-            else f"`{error['op']}`" if error.get("op") else "the loss")
+            else f"`{error['op']}`" if error.get("op") else "the op")
 
 
 _CLASS_TARGET = re.compile(r"expected target dtype to be Long or Byte, but got (\w+)")
@@ -240,7 +238,7 @@ def target_dtype(view: DocView) -> list[dict[str, Any]]:
         return []
     _, target = _loss_args(str(view.doc.get("code") or ""), int(line))
     shown = target or "the target"
-    loss = _loss_name(error)
+    loss = _raiser(error)
     if probs:
         got = probs.group(1)
         title = f"{shown} is {got} with one column per class; {loss} takes class indices or float probabilities"
@@ -301,7 +299,7 @@ def target_shape(view: DocView) -> list[dict[str, Any]]:
     code = str(view.doc.get("code") or "")
     inp, target = _loss_args(code, int(line))
     x, t = inp or "the input", target or "the target"
-    loss = _loss_name(error)
+    loss = _raiser(error)
     batch = _BATCH.search(message)
     if _MULTI_TARGET in message and len(want) == 2 and want[1] == 1:
         title = f"{t} has shape {shape(want)}; {loss} takes one class index per sample, shape [{want[0]}]"
@@ -392,7 +390,7 @@ def input_shape(view: DocView) -> list[dict[str, Any]]:
     code = str(view.doc.get("code") or "")
     name = _module_input(code, int(line))
     x = name or "the input"
-    layer = _loss_name(error)
+    layer = _raiser(error)
     channels, matmul, unbatched, rnn = (_CHANNELS.search(message), _MATMUL.search(message),
                                         _UNBATCHED.search(message), _RNN_SIZE.search(message))
     if channels and len(got) == 4 and got[3] == int(channels.group(2)):
