@@ -721,3 +721,35 @@ with torch.autograd.set_detect_anomaly(True, check_nan=True):
 w = torch.ones(2, requires_grad=True)
 (w * 3).sum().backward()
 '''
+
+# NOTE [the recorder's ops unprofiled] in capture/unprofiled.py: a program that profiles itself
+# counts its own ops only; the recorder's copies of leaves, gradients and saved parameters,
+# and its value steps' views, are not among them
+PROGRAMS["profiler_op_counts_backward"] = '''
+from torch.profiler import profile, ProfilerActivity
+model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 1))
+x = torch.randn(4, 8)
+with profile(activities=[ProfilerActivity.CPU]) as prof:
+    loss = model(x).pow(2).mean()
+    loss.backward()
+counts = {e.key: e.count for e in prof.key_averages()}
+print(sorted(counts.items()))
+'''
+
+PROGRAMS["profiler_op_counts_training_loop"] = '''
+from torch.profiler import profile, record_function, ProfilerActivity
+model = nn.Sequential(nn.Linear(4, 16), nn.Tanh(), nn.Linear(16, 1))
+opt = torch.optim.Adam(model.parameters(), 1e-2)
+x, y = torch.randn(32, 4), torch.randn(32, 1)
+with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:
+    for step in range(3):
+        with record_function("train_step"):
+            opt.zero_grad()
+            loss = F.mse_loss(model(x), y)
+            loss.backward()
+            nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            opt.step()
+table = prof.key_averages(group_by_input_shape=True)
+print(sorted((e.key, e.count, str(e.input_shapes)) for e in table))
+print(sum(e.count for e in prof.events() if e.name == "aten::clone"))
+'''

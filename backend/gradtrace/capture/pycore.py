@@ -27,6 +27,7 @@ from torch.autograd.graph import Node
 from gradtrace.capture.graph import ACC_SEQ, describe_batch, leaf_of
 from gradtrace.capture.odd_tensors import runs_python_ops
 from gradtrace.capture.saved import KEPT, RUNNING_STATS, Private
+from gradtrace.capture.unprofiled import unprofiled
 from gradtrace.capture.values import encode
 from gradtrace.schema import VALUES_LIMIT
 from gradtrace.schema.canonical import TensorValueDict, canonical_json
@@ -92,6 +93,7 @@ class _Value:
     __slots__ = ("has", "held", "kept", "kept_copy", "kept_dropped", "kept_version", "numel", "with_",
                  "without")
 
+    @unprofiled
     def __init__(self, t: torch.Tensor) -> None:
         self.kept: torch.Tensor | None = None
         """NOTE [kept tensors] in tensorfile.py: the tensor itself (``PyCore._keep``)."""
@@ -447,6 +449,7 @@ class PyCore:
         self._on_limit = self._on_created = None
 
     # ---------------------------------------------------------------- values (values.h)
+    @unprofiled
     def capture(self, t: torch.Tensor) -> int:
         with self._mu, torch._C.DisableTorchFunction():
             return self._capture(t)
@@ -463,6 +466,7 @@ class PyCore:
         with self._mu, torch._C.DisableTorchFunction():
             return self._capture(t, keep=False), held
 
+    @unprofiled
     def _hold_saved(self, t: torch.Tensor, *, copy: bool = False) -> Any:
         """``Walker::hold_saved``: NOTE [saved tensors from no node] in saved.py. With the tap,
         what it holds of ``t`` (``OutputTap.hold_saved``: a slot a gradient may let go of);
@@ -555,6 +559,7 @@ class PyCore:
     """The output tap (``outputs.OutputTap``) charging the same budget: NOTE [held within the
     budget] in tensorfile.py."""
 
+    @unprofiled
     def _keep(self, v: _Value, t: torch.Tensor, version: int | None) -> None:
         """``Core::keep_alias``: NOTE [kept tensors] in tensorfile.py; a subclass or a functorch
         transform's wrapper is not kept; past the keep budget nothing is held (NOTE [held
@@ -581,6 +586,7 @@ class PyCore:
         if self.tap is not None:  # NOTE [held gradients copied before a write] in cxx/tap.h
             self.tap.hold_value(v, t)
 
+    @unprofiled
     def _keep_copy(self, vid: int) -> None:
         """``Core::keep_copy``: an AccumulateGrad's gradients, copied as captured."""
         if vid < 0:

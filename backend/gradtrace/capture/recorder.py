@@ -60,6 +60,7 @@ from gradtrace.capture.saved import saved_hooks_active
 from gradtrace.capture.tangents import Tangents
 from gradtrace.capture.tensorfile import TensorFile
 from gradtrace.capture.timeline import LineTracer, SeqLog
+from gradtrace.capture.unprofiled import unprofiled
 from gradtrace.capture.values import ValueStore, device_name, dtype_name
 from gradtrace.capture.valuesteps import ValueSteps
 
@@ -457,6 +458,7 @@ class Recorder:
         finally:
             self.fresh_views.clear()
 
+    @unprofiled
     def discover(self, roots: list[Node], *, line: int | None, seq_mark: int | None,
                  created_in_pass: int | None = None, names: frames.NameIndex | None = None,
                  hooks: bool = True, read: bool | None = None) -> None:
@@ -576,6 +578,7 @@ class Recorder:
         return tid
 
     # ---------------------------------------------------------------- backward
+    @unprofiled
     def begin_pass(self, api: str, line: int | None, roots: list[str], *,
                    retain_graph: bool, create_graph: bool) -> int:
         try:
@@ -617,6 +620,7 @@ class Recorder:
         """A backward call is about to run: what the document may still grow by."""
         self._sync_bytes()
 
+    @unprofiled
     def after_backward(self, *, outermost: bool) -> None:
         """A backward call returned (or raised): take in what the core's hooks recorded that
         Python needs (new engine passes, ``.grad`` histories, bytes)."""
@@ -671,6 +675,7 @@ class Recorder:
         except Exception as e:  # NOTE [the recorder never breaks the snippet]
             self.internal_error(e)
 
+    @unprofiled
     def _created_in_backward(self, pass_: int, line: int, grads: list[torch.Tensor]) -> None:
         """The core's hook saw gradients with history (a ``create_graph`` pass): their nodes
         are new nodes of the graph, recorded now, in the engine's order."""

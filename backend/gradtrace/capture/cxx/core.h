@@ -215,6 +215,7 @@ struct Core : std::enable_shared_from_this<Core> {
     if (!v.kept.defined() || v.kept_copy) return;
     if (version_of(v.kept) != v.kept_version) { v.kept = at::Tensor(); return; }
     try {
+      Unprofiled unprofiled;
       v.kept = v.kept.clone();
       v.kept_copy = true;
     } catch (const std::exception&) {

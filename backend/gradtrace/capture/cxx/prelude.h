@@ -11,6 +11,7 @@
 #include <torch/csrc/DynamicTypes.h>
 #include <c10/core/GradMode.h>
 #include <ATen/SequenceNumber.h>
+#include <ATen/record_function.h>
 #include <frameobject.h>
 #include <c10/util/flat_hash_map.h>
 #include <c10/util/SmallVector.h>
@@ -27,6 +28,7 @@
 #include <limits>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -46,5 +48,20 @@ constexpr int32_t kNullLine = INT32_MIN;
 // libtorch_python does not export: compared by name. Every torch and CPython internal the
 // core relies on is listed in NOTE [what the core relies on] (build_native.py).
 constexpr const char* kPyNode = "N5torch8autograd6PyNodeE";
+
+// NOTE [the recorder's ops unprofiled] in capture/unprofiled.py: every ATen op the core runs
+// for itself (a copy, a move to the CPU) runs under this guard, so that a profiler the
+// program runs counts only the program's own ops. It turns record functions off only where
+// some observer is registered: turning them off and on copies the thread's callbacks and
+// rebuilds them, a microsecond each time, and ``encode`` runs for every value captured.
+class Unprofiled {
+ public:
+  Unprofiled() {
+    if (at::hasCallbacks()) guard_.emplace();
+  }
+
+ private:
+  std::optional<at::DisableRecordFunctionGuard> guard_;
+};
 
 }  // namespace gradtrace

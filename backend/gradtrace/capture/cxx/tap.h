@@ -220,6 +220,7 @@ struct Tap {
     by_storage.erase(it);
     c10::impl::ExcludeDispatchKeyGuard off(kTapKey);
     at::AutoDispatchBelowADInplaceOrView below;  // a plain copy: no node, no version bump
+    Unprofiled unprofiled;
     for (; ln >= 0; ln = links[static_cast<size_t>(ln)].next) {
       TapEntry& e = entries[static_cast<size_t>(links[static_cast<size_t>(ln)].item)];
       if (e.copied || !e.tensor.defined() || version_of(e.tensor) != e.version) continue;
@@ -244,6 +245,7 @@ struct Tap {
     values_by_storage.erase(it);
     c10::impl::ExcludeDispatchKeyGuard off(kTapKey);
     at::AutoDispatchBelowADInplaceOrView below;  // a plain copy: no node, no version bump
+    Unprofiled unprofiled;
     for (; ln >= 0; ln = value_links[static_cast<size_t>(ln)].next) {
       int32_t id = value_links[static_cast<size_t>(ln)].item;
       Value& v = core->values[static_cast<size_t>(id)];

@@ -342,6 +342,7 @@ struct Walker {
       at::Tensor held = t;
       if ((t.requires_grad() || running_stat(sv.name)) && core.kept_bytes + nbytes <= core.keep_budget) {
         at::AutoGradMode no_grad(false);
+        Unprofiled unprofiled;
         held = t.tensor_data().clone();
       }
       if (core.tap != nullptr) {
