@@ -722,7 +722,7 @@ w = torch.ones(2, requires_grad=True)
 (w * 3).sum().backward()
 '''
 
-# NOTE [the recorder's ops unprofiled] in capture/unprofiled.py: a program that profiles itself
+# NOTE [the recorder's ops unseen] in capture/unseen.py: a program that profiles itself
 # counts its own ops only; the recorder's copies of leaves, gradients and saved parameters,
 # and its value steps' views, are not among them
 PROGRAMS["profiler_op_counts_backward"] = '''
@@ -752,4 +752,20 @@ with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:
 table = prof.key_averages(group_by_input_shape=True)
 print(sorted((e.key, e.count, str(e.input_shapes)) for e in table))
 print(sum(e.count for e in prof.events() if e.name == "aten::clone"))
+'''
+
+PROGRAMS["flop_counter_training_step"] = '''
+from torch.utils.flop_counter import FlopCounterMode
+model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 1))
+opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+x = torch.randn(4, 8)
+counter = FlopCounterMode(display=False)
+for step in range(2):
+    with counter:
+        opt.zero_grad()
+        loss = F.mse_loss(model(x), torch.zeros(4, 1))
+        loss.backward()
+        opt.step()
+    print(counter.get_total_flops(), sorted((m, sorted((str(k), v) for k, v in c.items()))
+                                            for m, c in counter.get_flop_counts().items()))
 '''

@@ -52,7 +52,7 @@ from typing import Any
 import torch
 
 from gradtrace.capture.odd_tensors import runs_python_ops
-from gradtrace.capture.unprofiled import unprofiled
+from gradtrace.capture.unseen import unseen
 
 _CLONE_LIMIT = 1 << 16
 """Gradients of at most this many elements are copied to compare; larger ones fingerprinted."""
@@ -167,7 +167,7 @@ class GradEdits:
         self.unseen = None
 
     # ------------------------------------------------------------ after a backward call
-    @unprofiled
+    @unseen
     def accumulated(self, leaf: torch.Tensor, doc: dict[str, Any], handle: Any, version: int,
                     cdata: int, line: int | None) -> bool:
         """``leaf`` accumulated (last in this backward call) into the ``.grad`` the core
@@ -208,7 +208,7 @@ class GradEdits:
         self._touched.pop(lid, None)
 
     # ------------------------------------------------------------ what the mode sees
-    @unprofiled
+    @unseen
     def touch(self, target: Any, line: Callable[[], int | None]) -> None:
         """A remembered ``.grad`` was read, or handed to an in-place call (``target``: a tensor
         or a list of them): look at it at the snippet's next line."""
@@ -236,7 +236,7 @@ class GradEdits:
         tensors = target if isinstance(target, list | tuple) else (target,)
         return any(id(t) in self.seen or id(t) in self._owner for t in tensors)
 
-    @unprofiled
+    @unseen
     def before_clear(self, target: Any, line: int | None) -> None:
         """``.grad`` is about to be cleared (``target``: the leaf for ``x.grad = ...``, or the
         gradient(s) for ``zero_``): an edit made since the last look is written first."""
@@ -250,7 +250,7 @@ class GradEdits:
         if ids:
             self.check(ids, deep=True, line=line, keep_touched=True)
 
-    @unprofiled
+    @unseen
     def look(self) -> None:
         """The snippet's next line: the leaves touched since the last look, by value."""
         if self.look in self._wake:
@@ -259,7 +259,7 @@ class GradEdits:
             self.check(list(self._touched), deep=True, line=None)
 
     # ------------------------------------------------------------ looking
-    @unprofiled
+    @unseen
     def check(self, ids: list[int] | None, *, deep: bool, line: int | None,
               keep_touched: bool = False) -> None:
         """Write an edit for each remembered leaf (``ids``: those only) whose ``.grad`` changed:
@@ -318,7 +318,7 @@ class GradEdits:
             return hit.handle if _same_values(hit.ref, now) else None
 
     # ------------------------------------------------------------ post-accumulate hooks
-    @unprofiled
+    @unseen
     def guard(self) -> None:
         """Put the recorder's post-accumulate hook first on each leaf with the snippet's own
         (NOTE [gradient edits]); before every backward call."""

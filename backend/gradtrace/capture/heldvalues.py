@@ -11,7 +11,7 @@ from typing import Any
 
 import torch
 
-from gradtrace.capture.unprofiled import unprofiled
+from gradtrace.capture.unseen import unseen
 
 STALE = -2
 """The version of what a write no op announced changed (``Tap::kStale``): no counter reads it
@@ -38,7 +38,7 @@ class HeldValues:
         the backward hook runs."""
         self.by_storage.setdefault(key, []).append(v)
 
-    @unprofiled
+    @unseen
     def copy(self, key: int) -> None:
         """``Tap::copy_values``: those on ``key`` still as captured, copied (the caller has the
         tap's key off and runs below autograd: no node, no version bump)."""

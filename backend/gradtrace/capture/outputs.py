@@ -32,7 +32,7 @@ from gradtrace.capture import tapkernel
 from gradtrace.capture.gradfn import grad_fn_or_none
 from gradtrace.capture.heldvalues import STALE, HeldValues
 from gradtrace.capture.tapkernel import KEY, KEY_SET
-from gradtrace.capture.unprofiled import unprofiled
+from gradtrace.capture.unseen import unseen
 
 _get_ident = threading.get_ident
 _dispatch_keys = torch._C._dispatch_keys
@@ -166,7 +166,7 @@ class OutputTap:
         """Nothing waits: each output was held under its node when made (``NativeTap.settle``
         hands the C++ core's over once)."""
 
-    @unprofiled
+    @unseen
     def _hold(self, slots: dict[int, Kept | int], nr: int, t: torch.Tensor, version: int) -> None:
         nbytes = t.numel() * t.element_size()
         core = self.core
@@ -181,7 +181,7 @@ class OutputTap:
         if key is not None:
             self._by_storage.setdefault(key, []).append(kept)
 
-    @unprofiled
+    @unseen
     def hold_saved(self, t: torch.Tensor, nbytes: int, version: int) -> dict[int, Kept | int]:
         """``Tap::hold_saved``: a saved tensor no node made (NOTE [saved tensors from no node] in
         saved.py), held as a forward output is, in the run's order, and copied before a write
@@ -248,7 +248,7 @@ class OutputTap:
                 if isinstance(t, torch.Tensor):
                     self._copy_held(t)
 
-    @unprofiled
+    @unseen
     def _copy_held(self, t: torch.Tensor) -> None:
         with _no_torch_function():
             key = _storage_key(t)

@@ -27,7 +27,7 @@ from torch.autograd.graph import Node
 from gradtrace.capture.graph import ACC_SEQ, describe_batch, leaf_of
 from gradtrace.capture.odd_tensors import runs_python_ops
 from gradtrace.capture.saved import KEPT, RUNNING_STATS, Private
-from gradtrace.capture.unprofiled import unprofiled
+from gradtrace.capture.unseen import unseen
 from gradtrace.capture.values import encode
 from gradtrace.schema import VALUES_LIMIT
 from gradtrace.schema.canonical import TensorValueDict, canonical_json
@@ -93,7 +93,7 @@ class _Value:
     __slots__ = ("has", "held", "kept", "kept_copy", "kept_dropped", "kept_version", "numel", "with_",
                  "without")
 
-    @unprofiled
+    @unseen
     def __init__(self, t: torch.Tensor) -> None:
         self.kept: torch.Tensor | None = None
         """NOTE [kept tensors] in tensorfile.py: the tensor itself (``PyCore._keep``)."""
@@ -449,7 +449,7 @@ class PyCore:
         self._on_limit = self._on_created = None
 
     # ---------------------------------------------------------------- values (values.h)
-    @unprofiled
+    @unseen
     def capture(self, t: torch.Tensor) -> int:
         with self._mu, torch._C.DisableTorchFunction():
             return self._capture(t)
@@ -466,7 +466,7 @@ class PyCore:
         with self._mu, torch._C.DisableTorchFunction():
             return self._capture(t, keep=False), held
 
-    @unprofiled
+    @unseen
     def _hold_saved(self, t: torch.Tensor, *, copy: bool = False) -> Any:
         """``Walker::hold_saved``: NOTE [saved tensors from no node] in saved.py. With the tap,
         what it holds of ``t`` (``OutputTap.hold_saved``: a slot a gradient may let go of);
@@ -559,7 +559,7 @@ class PyCore:
     """The output tap (``outputs.OutputTap``) charging the same budget: NOTE [held within the
     budget] in tensorfile.py."""
 
-    @unprofiled
+    @unseen
     def _keep(self, v: _Value, t: torch.Tensor, version: int | None) -> None:
         """``Core::keep_alias``: NOTE [kept tensors] in tensorfile.py; a subclass or a functorch
         transform's wrapper is not kept; past the keep budget nothing is held (NOTE [held
@@ -586,7 +586,7 @@ class PyCore:
         if self.tap is not None:  # NOTE [held gradients copied before a write] in cxx/tap.h
             self.tap.hold_value(v, t)
 
-    @unprofiled
+    @unseen
     def _keep_copy(self, vid: int) -> None:
         """``Core::keep_copy``: an AccumulateGrad's gradients, copied as captured."""
         if vid < 0:

@@ -60,7 +60,7 @@ from gradtrace.capture.saved import saved_hooks_active
 from gradtrace.capture.tangents import Tangents
 from gradtrace.capture.tensorfile import TensorFile
 from gradtrace.capture.timeline import LineTracer, SeqLog
-from gradtrace.capture.unprofiled import unprofiled
+from gradtrace.capture.unseen import unseen
 from gradtrace.capture.values import ValueStore, device_name, dtype_name
 from gradtrace.capture.valuesteps import ValueSteps
 
@@ -458,7 +458,7 @@ class Recorder:
         finally:
             self.fresh_views.clear()
 
-    @unprofiled
+    @unseen
     def discover(self, roots: list[Node], *, line: int | None, seq_mark: int | None,
                  created_in_pass: int | None = None, names: frames.NameIndex | None = None,
                  hooks: bool = True, read: bool | None = None) -> None:
@@ -470,6 +470,7 @@ class Recorder:
             read = not saved_hooks_active()
         self._walk(roots, line, seq_mark, created_in_pass, names, hooks, read)
 
+    @unseen
     def _walk(self, roots: list[Node], line: int | None, seq_mark: int | None,
               created_in_pass: int | None, names: frames.NameIndex | None, hooks: bool,
               read: bool) -> None:
@@ -547,6 +548,7 @@ class Recorder:
         if roots:
             self.discover(roots, line=None, seq_mark=None, hooks=False)
 
+    @unseen
     def tensor_node(self, t: torch.Tensor, *, role: str, line: int | None,
                     names: frames.NameIndex | None = None) -> str:
         """The id of ``t``'s tensor node, creating it (with its name) when new."""
@@ -578,7 +580,7 @@ class Recorder:
         return tid
 
     # ---------------------------------------------------------------- backward
-    @unprofiled
+    @unseen
     def begin_pass(self, api: str, line: int | None, roots: list[str], *,
                    retain_graph: bool, create_graph: bool) -> int:
         try:
@@ -620,7 +622,7 @@ class Recorder:
         """A backward call is about to run: what the document may still grow by."""
         self._sync_bytes()
 
-    @unprofiled
+    @unseen
     def after_backward(self, *, outermost: bool) -> None:
         """A backward call returned (or raised): take in what the core's hooks recorded that
         Python needs (new engine passes, ``.grad`` histories, bytes)."""
@@ -675,7 +677,7 @@ class Recorder:
         except Exception as e:  # NOTE [the recorder never breaks the snippet]
             self.internal_error(e)
 
-    @unprofiled
+    @unseen
     def _created_in_backward(self, pass_: int, line: int, grads: list[torch.Tensor]) -> None:
         """The core's hook saw gradients with history (a ``create_graph`` pass): their nodes
         are new nodes of the graph, recorded now, in the engine's order."""

@@ -192,6 +192,7 @@ struct Core : std::enable_shared_from_this<Core> {
       return;
     }
     try {
+      Unseen unseen(t);  // ``tensor_data`` asks a dispatch mode of the program's to detach
       v.kept = t.tensor_data();  // no dispatch; shares the version counter
       v.kept_version = ver;
       charge(nbytes);
@@ -215,7 +216,7 @@ struct Core : std::enable_shared_from_this<Core> {
     if (!v.kept.defined() || v.kept_copy) return;
     if (version_of(v.kept) != v.kept_version) { v.kept = at::Tensor(); return; }
     try {
-      Unprofiled unprofiled;
+      Unseen unseen(v.kept);
       v.kept = v.kept.clone();
       v.kept_copy = true;
     } catch (const std::exception&) {

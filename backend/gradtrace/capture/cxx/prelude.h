@@ -49,19 +49,26 @@ constexpr int32_t kNullLine = INT32_MIN;
 // core relies on is listed in NOTE [what the core relies on] (build_native.py).
 constexpr const char* kPyNode = "N5torch8autograd6PyNodeE";
 
-// NOTE [the recorder's ops unprofiled] in capture/unprofiled.py: every ATen op the core runs
-// for itself (a copy, a move to the CPU) runs under this guard, so that a profiler the
-// program runs counts only the program's own ops. It turns record functions off only where
-// some observer is registered: turning them off and on copies the thread's callbacks and
-// rebuilds them, a microsecond each time, and ``encode`` runs for every value captured.
-class Unprofiled {
+// NOTE [the recorder's ops unseen] in capture/unseen.py: every ATen op the core runs for
+// itself (a copy, a move to the CPU) runs under this guard, so that what the program runs to
+// watch its ops (a profiler, a dispatch mode of its own) sees only the program's: the Python
+// dispatch keys excluded, and record functions off where some observer is registered
+// (turning them off and on copies the thread's callbacks and rebuilds them, a microsecond
+// each time, and ``encode`` runs for every value captured).
+class Unseen {
  public:
-  Unprofiled() {
-    if (at::hasCallbacks()) guard_.emplace();
+  // ``t``: the tensor the guarded ops run on; a tensor whose own ops run Python code (a
+  // subclass: NOTE [tensor subclasses] in odd_tensors.py) keeps its Python dispatch.
+  explicit Unseen(const at::Tensor& t) {
+    if (!t.defined() || !t.key_set().has(c10::DispatchKey::Python)) {
+      no_modes_.emplace(c10::DispatchKeySet({c10::DispatchKey::Python, c10::DispatchKey::PythonTLSSnapshot}));
+    }
+    if (at::hasCallbacks()) unrecorded_.emplace();
   }
 
  private:
-  std::optional<at::DisableRecordFunctionGuard> guard_;
+  std::optional<c10::impl::ExcludeDispatchKeyGuard> no_modes_;
+  std::optional<at::DisableRecordFunctionGuard> unrecorded_;
 };
 
 }  // namespace gradtrace

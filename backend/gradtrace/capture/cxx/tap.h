@@ -175,6 +175,7 @@ struct Tap {
     if (core->kept_bytes + nbytes > core->keep_budget) {
       e.dropped = nbytes > 0 ? nbytes : 1;
     } else {
+      Unseen unseen(t);  // ``tensor_data`` asks a dispatch mode of the program's to detach
       e.tensor = t.tensor_data();  // no dispatch; shares the version counter
       e.version = core->version_of(t);
       core->charge(nbytes);
@@ -220,10 +221,10 @@ struct Tap {
     by_storage.erase(it);
     c10::impl::ExcludeDispatchKeyGuard off(kTapKey);
     at::AutoDispatchBelowADInplaceOrView below;  // a plain copy: no node, no version bump
-    Unprofiled unprofiled;
     for (; ln >= 0; ln = links[static_cast<size_t>(ln)].next) {
       TapEntry& e = entries[static_cast<size_t>(links[static_cast<size_t>(ln)].item)];
       if (e.copied || !e.tensor.defined() || version_of(e.tensor) != e.version) continue;
+      Unseen unseen(e.tensor);
       e.tensor = e.tensor.clone();
       e.copied = true;
     }
@@ -245,12 +246,12 @@ struct Tap {
     values_by_storage.erase(it);
     c10::impl::ExcludeDispatchKeyGuard off(kTapKey);
     at::AutoDispatchBelowADInplaceOrView below;  // a plain copy: no node, no version bump
-    Unprofiled unprofiled;
     for (; ln >= 0; ln = value_links[static_cast<size_t>(ln)].next) {
       int32_t id = value_links[static_cast<size_t>(ln)].item;
       Value& v = core->values[static_cast<size_t>(id)];
       if (v.kept_copy || !v.kept.defined() || core->version_of(v.kept) != v.kept_version) continue;
       try {
+        Unseen unseen(v.kept);
         v.kept = v.kept.clone();
         v.kept_copy = true;
       } catch (const std::exception&) {  // cannot be copied: found changed at the end

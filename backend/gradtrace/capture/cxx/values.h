@@ -162,7 +162,7 @@ const char* dtype_name(at::ScalarType t) {
 // only ever written without values (NOTE [stats of a small tensor without its values]).
 Value encode(const at::Tensor& t, bool values = true) {
   Value v;
-  Unprofiled unprofiled;  // its copies and moves
+  Unseen unseen(t);  // its copies and moves
   try {
     v.dtype = t.scalar_type();
     if (t.key_set().has(c10::DispatchKey::Python)) {

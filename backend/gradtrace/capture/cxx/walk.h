@@ -342,7 +342,7 @@ struct Walker {
       at::Tensor held = t;
       if ((t.requires_grad() || running_stat(sv.name)) && core.kept_bytes + nbytes <= core.keep_budget) {
         at::AutoGradMode no_grad(false);
-        Unprofiled unprofiled;
+        Unseen unseen(t);
         held = t.tensor_data().clone();
       }
       if (core.tap != nullptr) {
@@ -353,6 +353,7 @@ struct Walker {
         sv.kept_dropped = nbytes > 0 ? nbytes : 1;
         return;
       }
+      Unseen unseen(held);  // ``tensor_data`` asks a dispatch mode of the program's to detach
       sv.kept = held.tensor_data();  // no dispatch; shares the version counter
       sv.kept_version = core.version_of(held);
       core.charge(nbytes);
